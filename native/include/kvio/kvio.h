@@ -1,0 +1,213 @@
+/*
+ * kvio C ABI: the one native interface of kvio. The Java bridge (JavaCPP) binds exactly these
+ * functions, and the C++ API (kvio.hpp) is a header-only RAII layer over them.
+ *
+ * Conventions:
+ *  - Every function that can fail returns a kvio_status; on failure, kvio_last_error() returns
+ *    a message (thread-local, valid until the next kvio call on the same thread) that names
+ *    the argument, the bad value and what is valid. No C++ exception crosses this boundary.
+ *  - Objects are named by 64-bit handles (never 0), looked up in a registry, so a closed or
+ *    foreign handle is reported as KVIO_STATUS_CLOSED / KVIO_STATUS_INVALID_ARGUMENT instead
+ *    of being dereferenced.
+ *  - A rejected call changes no byte of any pool: all validation runs before any copy starts.
+ *  - Sizes and offsets are bytes; token indices are slot numbers (page * page_size + slot).
+ */
+#ifndef KVIO_KVIO_H_
+#define KVIO_KVIO_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define KVIO_API __declspec(dllexport)
+#else
+#define KVIO_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KVIO_VERSION_STRING "0.1.0"
+
+typedef int32_t kvio_status;
+enum {
+  KVIO_STATUS_OK = 0,
+  KVIO_STATUS_INVALID_ARGUMENT = 1, /* malformed request: lengths, sizes, names, geometry */
+  KVIO_STATUS_OUT_OF_RANGE = 2,     /* an index or layer outside its pool */
+  KVIO_STATUS_UNSUPPORTED = 3,      /* a valid request this configuration cannot carry out */
+  KVIO_STATUS_UNAVAILABLE = 4,      /* backend absent on this machine or in this build */
+  KVIO_STATUS_CLOSED = 5,           /* a handle that was closed or never existed */
+  KVIO_STATUS_OUT_OF_MEMORY = 6,
+  KVIO_STATUS_BACKEND_ERROR = 7,    /* a backend call failed while executing */
+  KVIO_STATUS_TIMEOUT = 8,
+  KVIO_STATUS_INTERNAL = 9
+};
+
+/* Pool kind: how many components a token row has. */
+enum { KVIO_KIND_MHA = 0 /* K and V */, KVIO_KIND_MLA = 1 /* one latent */ };
+#define KVIO_KIND_COUNT 2
+
+/* Host layouts of the reference (sglang HiCache), with the shape of one component:
+ *   layer_first        [L, P*ps, H, D]   token rows of one layer contiguous
+ *   page_first         [P*ps, L, H, D]   token-major ("page_first" is the reference's name)
+ *   page_first_direct  [P, L, ps, H, D]  one (page, layer) block contiguous
+ *   page_head          [P, H, ps, L, D]  one (page, head) block contiguous (MHA only)
+ * Device pools are layer_first; with per-layer pointer tables or one buffer per component
+ * (the Ascend 5-D [L, P, ps, H, D] device layout is layer_first per component). */
+enum {
+  KVIO_LAYOUT_LAYER_FIRST = 0,
+  KVIO_LAYOUT_PAGE_FIRST = 1,
+  KVIO_LAYOUT_PAGE_FIRST_DIRECT = 2,
+  KVIO_LAYOUT_PAGE_HEAD = 3
+};
+#define KVIO_LAYOUT_COUNT 4
+
+enum {
+  KVIO_BACKEND_CPU = 0,           /* "cpu": multithreaded memcpy executor, always built */
+  KVIO_BACKEND_KERNEL = 1,        /* "kernel": CUDA SM copy kernels */
+  KVIO_BACKEND_DIRECT = 2,        /* "direct": CUDA copy engine */
+  KVIO_BACKEND_KERNEL_ASCEND = 3  /* "kernel_ascend": Ascend ACL runtime */
+};
+#define KVIO_BACKEND_COUNT 4
+
+/* Transfer granularity, as the host pool entry points use it. */
+enum { KVIO_GRANULARITY_PER_LAYER = 0, KVIO_GRANULARITY_ALL_LAYER = 1 };
+#define KVIO_GRANULARITY_COUNT 2
+
+/* Name tables: which enum a string or value belongs to. */
+enum { KVIO_NAME_KIND = 0, KVIO_NAME_LAYOUT = 1, KVIO_NAME_BACKEND = 2, KVIO_NAME_GRANULARITY = 3 };
+
+/* The geometry of a pool. Bytes of one (component, layer, token) row = head_num * head_bytes. */
+typedef struct kvio_pool_spec {
+  int32_t kind;        /* KVIO_KIND_* */
+  int32_t layout;      /* KVIO_LAYOUT_* */
+  int64_t num_layers;  /* layers held by this pool */
+  int64_t num_pages;   /* capacity in pages; token slots = num_pages * page_size */
+  int64_t page_size;   /* tokens per page */
+  int64_t head_num;    /* KV heads per row (MLA: 1) */
+  int64_t head_bytes;  /* bytes per head: head_dim * dtype size (MLA: kv_cache_dim * size) */
+} kvio_pool_spec;
+
+/* A transfer: for each index pair i, for each layer j < num_layers, for each component,
+ * copy the row of token src_indices[i] in src layer src_layer_start + j to token
+ * dst_indices[i] in dst layer dst_layer_start + j. Index arrays are read during submit only. */
+typedef struct kvio_transfer_desc {
+  uint64_t src_pool;
+  uint64_t dst_pool;
+  const int64_t* src_indices;
+  const int64_t* dst_indices;
+  int64_t num_indices;
+  int64_t src_layer_start;
+  int64_t dst_layer_start;
+  int64_t num_layers;
+} kvio_transfer_desc;
+
+/* A configuration to check against the support rules (see kvio_check_support). */
+typedef struct kvio_support_query {
+  int32_t kind;
+  int32_t layout;              /* host layout */
+  int32_t io_backend;
+  int32_t granularity;         /* KVIO_GRANULARITY_* */
+  int64_t head_num;
+  int64_t head_bytes;
+  int64_t page_size;
+  int64_t host_num_layers;     /* layers the host pool holds */
+  int64_t device_num_layers;   /* layers of the device pool */
+  int64_t device_layer_start;  /* first device layer the host pool holds (layer sharding) */
+} kvio_support_query;
+
+/* One 2-D copy of the plan: height rows of width bytes; row r moves
+ * [src + r*src_pitch, +width) to [dst + r*dst_pitch, +width). height 1 = a 1-D copy. */
+typedef struct kvio_copy2d {
+  uint64_t src;
+  uint64_t dst;
+  uint64_t width;
+  uint64_t height;
+  uint64_t src_pitch;
+  uint64_t dst_pitch;
+} kvio_copy2d;
+
+/* ---- errors, names, version ---- */
+KVIO_API const char* kvio_last_error(void);
+KVIO_API const char* kvio_version(void);
+KVIO_API const char* kvio_status_name(kvio_status status);
+/* The string users type for value `value` of name table `table`, or NULL. */
+KVIO_API const char* kvio_name(int32_t table, int32_t value);
+/* Parses a user string (exact, case-sensitive, as the reference's flags). On failure the error
+ * lists the valid values and the nearest match, if one is close. */
+KVIO_API kvio_status kvio_parse_name(int32_t table, const char* text, int32_t* value_out);
+
+/* ---- support rules and backends ---- */
+/* KVIO_STATUS_OK if the configuration works on this machine and build; otherwise the status
+ * says why (UNAVAILABLE: backend absent; UNSUPPORTED / INVALID_ARGUMENT / OUT_OF_RANGE) and
+ * kvio_last_error() says what is wrong and what is valid instead. */
+KVIO_API kvio_status kvio_check_support(const kvio_support_query* query);
+/* KVIO_STATUS_OK if the backend can run here, else UNAVAILABLE with the cause. */
+KVIO_API kvio_status kvio_backend_available(int32_t io_backend);
+
+/* ---- pools ---- */
+/* Bytes one component of a pool with this spec occupies (and checks the spec). */
+KVIO_API kvio_status kvio_pool_component_bytes(const kvio_pool_spec* spec, uint64_t* bytes_out);
+/* Allocates host memory for the pool (2 MiB aligned, transparent huge pages advised, zeroed).
+ * Components lie one after the other: component c starts at c * component_bytes. */
+KVIO_API kvio_status kvio_pool_allocate(const kvio_pool_spec* spec, uint64_t* pool_out);
+/* Wraps caller-owned memory: one region of size_bytes holding all components in order. */
+KVIO_API kvio_status kvio_pool_wrap(const kvio_pool_spec* spec, uint64_t address,
+                                    uint64_t size_bytes, uint64_t* pool_out);
+/* Wraps caller-owned memory, one buffer per component (e.g. separate K and V tensors, or the
+ * Ascend 5-D per-component buffers), each of at least component_bytes. */
+KVIO_API kvio_status kvio_pool_wrap_components(const kvio_pool_spec* spec,
+                                               const uint64_t* component_addresses,
+                                               int32_t num_components, uint64_t bytes_each,
+                                               uint64_t* pool_out);
+/* Wraps caller-owned per-layer buffers (layer_first only): table[c * num_layers + l] is the
+ * base of component c, layer l, each at least num_pages * page_size * row bytes long. */
+KVIO_API kvio_status kvio_pool_wrap_layer_table(const kvio_pool_spec* spec,
+                                                const uint64_t* layer_addresses,
+                                                int64_t num_entries, uint64_t bytes_each,
+                                                uint64_t* pool_out);
+/* Base address and size of memory region `region` of the pool (regions: 1 for allocated and
+ * wrapped pools, one per component or per layer for the others). */
+KVIO_API kvio_status kvio_pool_region(uint64_t pool, int64_t region, uint64_t* address_out,
+                                      uint64_t* bytes_out, int64_t* num_regions_out);
+KVIO_API kvio_status kvio_pool_get_spec(uint64_t pool, kvio_pool_spec* spec_out);
+/* Closes the handle. Memory kvio allocated is freed once no submitted transfer uses it. */
+KVIO_API kvio_status kvio_pool_close(uint64_t pool);
+
+/* ---- executors and transfers ---- */
+/* threads <= 0: one per online core. */
+KVIO_API kvio_status kvio_executor_create(int32_t io_backend, int32_t threads,
+                                          uint64_t* executor_out);
+KVIO_API kvio_status kvio_executor_threads(uint64_t executor, int32_t* threads_out);
+/* Waits for submitted transfers, then releases the executor. */
+KVIO_API kvio_status kvio_executor_close(uint64_t executor);
+
+/* Validates, plans and enqueues a transfer. Transfers on one executor run in submission
+ * order (like a stream); small ones may complete before this returns. */
+KVIO_API kvio_status kvio_submit(uint64_t executor, const kvio_transfer_desc* desc,
+                                 uint64_t* transfer_out);
+/* Same, with the descriptor's fields as arguments (what the Java bridge calls). */
+KVIO_API kvio_status kvio_submit_args(uint64_t executor, uint64_t src_pool, uint64_t dst_pool,
+                                      const int64_t* src_indices, const int64_t* dst_indices,
+                                      int64_t num_indices, int64_t src_layer_start,
+                                      int64_t dst_layer_start, int64_t num_layers,
+                                      uint64_t* transfer_out);
+/* timeout_ns < 0 waits forever. Returns the transfer's own status once done, or TIMEOUT. */
+KVIO_API kvio_status kvio_transfer_wait(uint64_t transfer, int64_t timeout_ns);
+/* 1 if done, 0 if not, negative (-status) for a bad handle. */
+KVIO_API int32_t kvio_transfer_is_done(uint64_t transfer);
+KVIO_API kvio_status kvio_transfer_bytes(uint64_t transfer, uint64_t* bytes_out);
+KVIO_API kvio_status kvio_transfer_close(uint64_t transfer);
+
+/* ---- the planner, exposed for tests, tools and other executors ---- */
+/* Writes up to capacity copies of the plan of `desc` into copies_out and their number into
+ * count_out (the full count, even when larger than capacity). Validates like kvio_submit. */
+KVIO_API kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copies_out,
+                               int64_t capacity, int64_t* count_out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KVIO_KVIO_H_ */

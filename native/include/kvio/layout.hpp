@@ -1,0 +1,68 @@
+// The affine layout model (DESIGN.md, "The one idea"): every pool layout is
+//   addr(c, l, t, h) = layerBase(c, l) + p*strideP + s*strideS + h*strideH,   t = p*ps + s
+// This header derives the strides of each named layout from a pool spec and binds them to
+// memory. It is the single place where layout formulas live; the planner, executors and
+// device kernels evaluate AffineLayout and nothing else. Host and device callable.
+#ifndef KVIO_LAYOUT_HPP_
+#define KVIO_LAYOUT_HPP_
+
+#include <cstdint>
+
+#include "kvio/kvio.h"
+
+#if defined(__CUDACC__)
+#define KVIO_HOST_DEVICE __host__ __device__
+#else
+#define KVIO_HOST_DEVICE
+#endif
+
+namespace kvio {
+
+/// Components per token row: K and V for MHA, the latent for MLA.
+constexpr int32_t componentCount(int32_t kind) { return kind == KVIO_KIND_MHA ? 2 : 1; }
+
+/// Byte strides of one component of a pool. strideL is the distance between layers inside
+/// one component buffer (not used when layers come from a pointer table).
+struct LayoutStrides {
+  int64_t strideL = 0;
+  int64_t strideP = 0;
+  int64_t strideS = 0;
+  int64_t strideH = 0;
+  int64_t componentBytes = 0;  // size of one component buffer
+};
+
+/// Derives the strides of spec.layout. Returns KVIO_STATUS_OK, or INVALID_ARGUMENT when the
+/// spec is malformed or its byte size overflows 63 bits (message in kvio_last_error()).
+kvio_status layoutStrides(const kvio_pool_spec& spec, LayoutStrides* out);
+
+/// A layout bound to memory: strides plus the base address of every (component, layer).
+/// Evaluated on the host by the planner and on devices by copy kernels.
+struct AffineLayout {
+  static constexpr int kMaxComponents = 2;
+  int32_t components = 0;
+  int64_t numLayers = 0;
+  int64_t pageSize = 0;
+  int64_t tokens = 0;  // numPages * pageSize
+  int64_t headNum = 0;
+  int64_t headBytes = 0;
+  int64_t strideP = 0;
+  int64_t strideS = 0;
+  int64_t strideH = 0;
+  const uint64_t* layerBase = nullptr;  // [c * numLayers + l]
+
+  KVIO_HOST_DEVICE uint64_t address(int32_t c, int64_t l, int64_t t, int64_t h) const {
+    const int64_t p = t / pageSize;
+    const int64_t s = t - p * pageSize;
+    return layerBase[c * numLayers + l] + static_cast<uint64_t>(p * strideP + s * strideS +
+                                                                h * strideH);
+  }
+  KVIO_HOST_DEVICE int64_t rowBytes() const { return headNum * headBytes; }
+  /// Heads of a token row are adjacent, so one (c, l, t) is one contiguous row.
+  KVIO_HOST_DEVICE bool headsAdjacent() const { return headNum == 1 || strideH == headBytes; }
+  /// Token t+1 follows token t at strideS even across a page boundary.
+  KVIO_HOST_DEVICE bool pageSeamless() const { return strideP == pageSize * strideS; }
+};
+
+}  // namespace kvio
+
+#endif  // KVIO_LAYOUT_HPP_

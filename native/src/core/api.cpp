@@ -1,0 +1,450 @@
+// The C ABI's objects (pools, executors, transfers) behind 64-bit handles, and the submit
+// path: look up handles, validate, plan, hand the job to the executor. Every entry point
+// catches everything: no exception crosses the C ABI.
+#include <mutex>
+#include <new>
+#include <unordered_map>
+
+#include "error.hpp"
+#include "executor.hpp"
+#include "kvio/kvio.h"
+#include "planner.hpp"
+#include "pool.hpp"
+#include "validate.hpp"
+
+namespace kvio {
+namespace {
+
+struct ExecutorImpl {
+  int32_t backend;
+  std::unique_ptr<Executor> executor;
+};
+
+// Handles carry their object type in the top byte, so a handle of the wrong type is named as
+// such instead of being looked up in the wrong table.
+enum HandleType : uint64_t { kPoolHandle = 0x6b01, kExecutorHandle = 0x6b02, kTransferHandle = 0x6b03 };
+
+const char* typeName(uint64_t type) {
+  switch (type) {
+    case kPoolHandle: return "pool";
+    case kExecutorHandle: return "executor";
+    case kTransferHandle: return "transfer";
+    default: return "unknown";
+  }
+}
+
+template <class T>
+class Registry {
+ public:
+  explicit Registry(HandleType type) : type_(type) {}
+
+  uint64_t add(std::shared_ptr<T> object) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const uint64_t handle = (static_cast<uint64_t>(type_) << 48) | next_++;
+    objects_.emplace(handle, std::move(object));
+    return handle;
+  }
+
+  kvio_status get(uint64_t handle, const char* argument, std::shared_ptr<T>* out) {
+    KVIO_RETURN_IF_ERROR(checkType(handle, argument));
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = objects_.find(handle);
+    if (it == objects_.end()) return closed(handle, argument);
+    *out = it->second;
+    return KVIO_STATUS_OK;
+  }
+
+  kvio_status remove(uint64_t handle, const char* argument, std::shared_ptr<T>* out) {
+    KVIO_RETURN_IF_ERROR(checkType(handle, argument));
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = objects_.find(handle);
+    if (it == objects_.end()) return closed(handle, argument);
+    *out = std::move(it->second);
+    objects_.erase(it);
+    return KVIO_STATUS_OK;
+  }
+
+ private:
+  kvio_status checkType(uint64_t handle, const char* argument) const {
+    if (handle == 0) return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s is 0 (no %s)", argument, typeName(type_));
+    const uint64_t type = handle >> 48;
+    if (type != type_) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s 0x%llx is not a %s handle (it is a %s handle)",
+                  argument, static_cast<unsigned long long>(handle), typeName(type_), typeName(type));
+    }
+    return KVIO_STATUS_OK;
+  }
+  kvio_status closed(uint64_t handle, const char* argument) const {
+    return fail(KVIO_STATUS_CLOSED, "%s 0x%llx is closed (or was never opened)", argument,
+                static_cast<unsigned long long>(handle));
+  }
+
+  const HandleType type_;
+  std::mutex mutex_;
+  std::unordered_map<uint64_t, std::shared_ptr<T>> objects_;
+  uint64_t next_ = 1;
+};
+
+Registry<PoolImpl>& pools() {
+  static Registry<PoolImpl>* r = new Registry<PoolImpl>(kPoolHandle);  // lives until exit
+  return *r;
+}
+Registry<ExecutorImpl>& executors() {
+  static Registry<ExecutorImpl>* r = new Registry<ExecutorImpl>(kExecutorHandle);
+  return *r;
+}
+Registry<TransferState>& transfers() {
+  static Registry<TransferState>* r = new Registry<TransferState>(kTransferHandle);
+  return *r;
+}
+
+template <class F>
+kvio_status guarded(F&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(KVIO_STATUS_OUT_OF_MEMORY, "out of host memory");
+  } catch (const std::exception& e) {
+    return fail(KVIO_STATUS_INTERNAL, "internal error: %s", e.what());
+  } catch (...) {
+    return fail(KVIO_STATUS_INTERNAL, "internal error (unknown exception)");
+  }
+}
+
+kvio_status checkOut(const void* out, const char* name) {
+  if (out == nullptr) return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s is null", name);
+  return KVIO_STATUS_OK;
+}
+
+// Builds a pool whose components are separate buffers at `bases`.
+kvio_status makePool(const kvio_pool_spec* spec, const uint64_t* componentBases,
+                     std::shared_ptr<PoolImpl>* out) {
+  auto pool = std::make_shared<PoolImpl>();
+  pool->spec = *spec;
+  KVIO_RETURN_IF_ERROR(layoutStrides(*spec, &pool->strides));
+  const int32_t components = pool->components();
+  pool->layerBase.resize(static_cast<size_t>(components * spec->num_layers));
+  for (int32_t c = 0; c < components; ++c) {
+    for (int64_t l = 0; l < spec->num_layers; ++l) {
+      pool->layerBase[static_cast<size_t>(c * spec->num_layers + l)] =
+          componentBases[c] + static_cast<uint64_t>(l * pool->strides.strideL);
+    }
+  }
+  pool->bindLayout();
+  *out = std::move(pool);
+  return KVIO_STATUS_OK;
+}
+
+kvio_status checkSpec(const kvio_pool_spec* spec, LayoutStrides* strides) {
+  if (spec == nullptr) return fail(KVIO_STATUS_INVALID_ARGUMENT, "spec is null");
+  return layoutStrides(*spec, strides);
+}
+
+kvio_status checkAddress(const char* what, uint64_t address, uint64_t bytes) {
+  if (address == 0) return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s address is 0 (null)", what);
+  if (address + bytes < address) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s [0x%llx, +%llu) wraps around the address space",
+                what, static_cast<unsigned long long>(address), static_cast<unsigned long long>(bytes));
+  }
+  return KVIO_STATUS_OK;
+}
+
+kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, uint64_t* out) {
+  KVIO_RETURN_IF_ERROR(checkOut(out, "transfer_out"));
+  std::shared_ptr<ExecutorImpl> executor;
+  std::shared_ptr<PoolImpl> src, dst;
+  KVIO_RETURN_IF_ERROR(executors().get(executorHandle, "executor", &executor));
+  KVIO_RETURN_IF_ERROR(pools().get(desc.src_pool, "src_pool", &src));
+  KVIO_RETURN_IF_ERROR(pools().get(desc.dst_pool, "dst_pool", &dst));
+  PlanRequest request;
+  std::vector<IndexRun> runs;
+  KVIO_RETURN_IF_ERROR(validateTransfer(*src, *dst, desc, &request, &runs));
+  auto job = std::make_shared<Job>();
+  planTransfer(request, runs, &job->plan);
+  uint64_t bytes = 0;
+  for (const kvio_copy2d& c : job->plan) bytes += c.width * c.height;
+  job->state = std::make_shared<TransferState>(bytes);
+  job->keepAlive.push_back(src);
+  job->keepAlive.push_back(dst);
+  *out = transfers().add(job->state);
+  executor->executor->submit(std::move(job));
+  return KVIO_STATUS_OK;
+}
+
+}  // namespace
+}  // namespace kvio
+
+using namespace kvio;
+
+extern "C" {
+
+kvio_status kvio_pool_component_bytes(const kvio_pool_spec* spec, uint64_t* bytes_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(bytes_out, "bytes_out"));
+    LayoutStrides strides;
+    KVIO_RETURN_IF_ERROR(checkSpec(spec, &strides));
+    *bytes_out = static_cast<uint64_t>(strides.componentBytes);
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_pool_allocate(const kvio_pool_spec* spec, uint64_t* pool_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(pool_out, "pool_out"));
+    LayoutStrides strides;
+    KVIO_RETURN_IF_ERROR(checkSpec(spec, &strides));
+    const uint64_t componentBytes = static_cast<uint64_t>(strides.componentBytes);
+    const int32_t components = componentCount(spec->kind);
+    std::shared_ptr<HostAllocation> allocation;
+    KVIO_RETURN_IF_ERROR(HostAllocation::create(componentBytes * components, &allocation));
+    uint64_t bases[AffineLayout::kMaxComponents];
+    for (int32_t c = 0; c < components; ++c) bases[c] = allocation->address() + c * componentBytes;
+    std::shared_ptr<PoolImpl> pool;
+    KVIO_RETURN_IF_ERROR(makePool(spec, bases, &pool));
+    pool->allocation = allocation;
+    pool->regions.push_back({allocation->address(), allocation->bytes()});
+    *pool_out = pools().add(std::move(pool));
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_pool_wrap(const kvio_pool_spec* spec, uint64_t address, uint64_t size_bytes,
+                           uint64_t* pool_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(pool_out, "pool_out"));
+    LayoutStrides strides;
+    KVIO_RETURN_IF_ERROR(checkSpec(spec, &strides));
+    const int32_t components = componentCount(spec->kind);
+    const uint64_t needed = static_cast<uint64_t>(strides.componentBytes) * components;
+    if (size_bytes < needed) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "size_bytes %llu is too small: this spec needs %llu bytes (%d components x %lld)",
+                  static_cast<unsigned long long>(size_bytes), static_cast<unsigned long long>(needed),
+                  components, static_cast<long long>(strides.componentBytes));
+    }
+    KVIO_RETURN_IF_ERROR(checkAddress("pool", address, size_bytes));
+    uint64_t bases[AffineLayout::kMaxComponents];
+    for (int32_t c = 0; c < components; ++c) bases[c] = address + c * strides.componentBytes;
+    std::shared_ptr<PoolImpl> pool;
+    KVIO_RETURN_IF_ERROR(makePool(spec, bases, &pool));
+    pool->regions.push_back({address, size_bytes});
+    *pool_out = pools().add(std::move(pool));
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_pool_wrap_components(const kvio_pool_spec* spec, const uint64_t* addresses,
+                                      int32_t num_components, uint64_t bytes_each,
+                                      uint64_t* pool_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(pool_out, "pool_out"));
+    KVIO_RETURN_IF_ERROR(checkOut(addresses, "component_addresses"));
+    LayoutStrides strides;
+    KVIO_RETURN_IF_ERROR(checkSpec(spec, &strides));
+    const int32_t components = componentCount(spec->kind);
+    if (num_components != components) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "num_components is %d but a %s pool has %d components", num_components,
+                  spec->kind == KVIO_KIND_MHA ? "mha" : "mla", components);
+    }
+    if (bytes_each < static_cast<uint64_t>(strides.componentBytes)) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "bytes_each %llu is too small: each component needs %lld bytes",
+                  static_cast<unsigned long long>(bytes_each), static_cast<long long>(strides.componentBytes));
+    }
+    for (int32_t c = 0; c < components; ++c) {
+      KVIO_RETURN_IF_ERROR(checkAddress("component", addresses[c], bytes_each));
+    }
+    std::shared_ptr<PoolImpl> pool;
+    KVIO_RETURN_IF_ERROR(makePool(spec, addresses, &pool));
+    for (int32_t c = 0; c < components; ++c) pool->regions.push_back({addresses[c], bytes_each});
+    *pool_out = pools().add(std::move(pool));
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_pool_wrap_layer_table(const kvio_pool_spec* spec, const uint64_t* table,
+                                       int64_t num_entries, uint64_t bytes_each,
+                                       uint64_t* pool_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(pool_out, "pool_out"));
+    KVIO_RETURN_IF_ERROR(checkOut(table, "layer_addresses"));
+    LayoutStrides strides;
+    KVIO_RETURN_IF_ERROR(checkSpec(spec, &strides));
+    if (spec->layout != KVIO_LAYOUT_LAYER_FIRST) {
+      return fail(KVIO_STATUS_UNSUPPORTED,
+                  "per-layer pointer tables hold one buffer per layer, so the layout must be "
+                  "layer_first, got %s",
+                  kvio_name(KVIO_NAME_LAYOUT, spec->layout));
+    }
+    const int32_t components = componentCount(spec->kind);
+    const int64_t expected = components * spec->num_layers;
+    if (num_entries != expected) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "num_entries is %lld but the table needs %d components x %lld layers = %lld",
+                  static_cast<long long>(num_entries), components,
+                  static_cast<long long>(spec->num_layers), static_cast<long long>(expected));
+    }
+    if (bytes_each < static_cast<uint64_t>(strides.strideL)) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "bytes_each %llu is too small: each layer buffer needs %lld bytes",
+                  static_cast<unsigned long long>(bytes_each), static_cast<long long>(strides.strideL));
+    }
+    auto pool = std::make_shared<PoolImpl>();
+    pool->spec = *spec;
+    pool->strides = strides;
+    pool->layerBase.assign(table, table + num_entries);
+    for (int64_t i = 0; i < num_entries; ++i) {
+      KVIO_RETURN_IF_ERROR(checkAddress("layer buffer", table[i], bytes_each));
+      pool->regions.push_back({table[i], bytes_each});
+    }
+    pool->bindLayout();
+    *pool_out = pools().add(std::move(pool));
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_pool_region(uint64_t pool_handle, int64_t region, uint64_t* address_out,
+                             uint64_t* bytes_out, int64_t* num_regions_out) {
+  return guarded([&]() -> kvio_status {
+    std::shared_ptr<PoolImpl> pool;
+    KVIO_RETURN_IF_ERROR(pools().get(pool_handle, "pool", &pool));
+    const int64_t count = static_cast<int64_t>(pool->regions.size());
+    if (num_regions_out != nullptr) *num_regions_out = count;
+    if (region < 0 || region >= count) {
+      return fail(KVIO_STATUS_OUT_OF_RANGE, "region %lld is out of range (valid: 0 to %lld)",
+                  static_cast<long long>(region), static_cast<long long>(count - 1));
+    }
+    if (address_out != nullptr) *address_out = pool->regions[static_cast<size_t>(region)].address;
+    if (bytes_out != nullptr) *bytes_out = pool->regions[static_cast<size_t>(region)].bytes;
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_pool_get_spec(uint64_t pool_handle, kvio_pool_spec* spec_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(spec_out, "spec_out"));
+    std::shared_ptr<PoolImpl> pool;
+    KVIO_RETURN_IF_ERROR(pools().get(pool_handle, "pool", &pool));
+    *spec_out = pool->spec;
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_pool_close(uint64_t pool_handle) {
+  return guarded([&]() -> kvio_status {
+    std::shared_ptr<PoolImpl> pool;
+    return pools().remove(pool_handle, "pool", &pool);  // memory goes with the last transfer
+  });
+}
+
+kvio_status kvio_executor_create(int32_t io_backend, int32_t threads, uint64_t* executor_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(executor_out, "executor_out"));
+    KVIO_RETURN_IF_ERROR(kvio_backend_available(io_backend));
+    auto impl = std::make_shared<ExecutorImpl>();
+    impl->backend = io_backend;
+    KVIO_RETURN_IF_ERROR(backendOps(io_backend)->create(threads, &impl->executor));
+    *executor_out = executors().add(std::move(impl));
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_executor_threads(uint64_t executor_handle, int32_t* threads_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(threads_out, "threads_out"));
+    std::shared_ptr<ExecutorImpl> executor;
+    KVIO_RETURN_IF_ERROR(executors().get(executor_handle, "executor", &executor));
+    *threads_out = executor->executor->threads();
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_executor_close(uint64_t executor_handle) {
+  return guarded([&]() -> kvio_status {
+    std::shared_ptr<ExecutorImpl> executor;
+    KVIO_RETURN_IF_ERROR(executors().remove(executor_handle, "executor", &executor));
+    executor->executor->drain();
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_submit(uint64_t executor, const kvio_transfer_desc* desc, uint64_t* transfer_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
+    return submit(executor, *desc, transfer_out);
+  });
+}
+
+kvio_status kvio_submit_args(uint64_t executor, uint64_t src_pool, uint64_t dst_pool,
+                             const int64_t* src_indices, const int64_t* dst_indices,
+                             int64_t num_indices, int64_t src_layer_start, int64_t dst_layer_start,
+                             int64_t num_layers, uint64_t* transfer_out) {
+  return guarded([&]() -> kvio_status {
+    const kvio_transfer_desc desc{src_pool,    dst_pool,        src_indices,     dst_indices,
+                                  num_indices, src_layer_start, dst_layer_start, num_layers};
+    return submit(executor, desc, transfer_out);
+  });
+}
+
+kvio_status kvio_transfer_wait(uint64_t transfer, int64_t timeout_ns) {
+  return guarded([&]() -> kvio_status {
+    std::shared_ptr<TransferState> state;
+    KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
+    if (!state->wait(timeout_ns)) {
+      return fail(KVIO_STATUS_TIMEOUT, "transfer not done after %lld ns",
+                  static_cast<long long>(timeout_ns));
+    }
+    const kvio_status status = state->status();
+    if (status != KVIO_STATUS_OK) return fail(status, "%s", state->message().c_str());
+    return KVIO_STATUS_OK;
+  });
+}
+
+int32_t kvio_transfer_is_done(uint64_t transfer) {
+  std::shared_ptr<TransferState> state;
+  const kvio_status status = guarded([&]() -> kvio_status { return transfers().get(transfer, "transfer", &state); });
+  if (status != KVIO_STATUS_OK) return -status;
+  return state->isDone() ? 1 : 0;
+}
+
+kvio_status kvio_transfer_bytes(uint64_t transfer, uint64_t* bytes_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(bytes_out, "bytes_out"));
+    std::shared_ptr<TransferState> state;
+    KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
+    *bytes_out = state->bytes();
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_transfer_close(uint64_t transfer) {
+  return guarded([&]() -> kvio_status {
+    std::shared_ptr<TransferState> state;
+    return transfers().remove(transfer, "transfer", &state);
+  });
+}
+
+kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copies_out, int64_t capacity,
+                      int64_t* count_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
+    KVIO_RETURN_IF_ERROR(checkOut(count_out, "count_out"));
+    std::shared_ptr<PoolImpl> src, dst;
+    KVIO_RETURN_IF_ERROR(pools().get(desc->src_pool, "src_pool", &src));
+    KVIO_RETURN_IF_ERROR(pools().get(desc->dst_pool, "dst_pool", &dst));
+    PlanRequest request;
+    std::vector<IndexRun> runs;
+    KVIO_RETURN_IF_ERROR(validateTransfer(*src, *dst, *desc, &request, &runs));
+    std::vector<kvio_copy2d> plan;
+    planTransfer(request, runs, &plan);
+    *count_out = static_cast<int64_t>(plan.size());
+    if (copies_out != nullptr) {
+      const size_t n = std::min<size_t>(plan.size(), capacity > 0 ? static_cast<size_t>(capacity) : 0);
+      std::copy(plan.begin(), plan.begin() + static_cast<std::ptrdiff_t>(n), copies_out);
+    }
+    return KVIO_STATUS_OK;
+  });
+}
+
+}  // extern "C"

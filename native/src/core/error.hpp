@@ -1,0 +1,30 @@
+// Error reporting of the native core: a thread-local detail message beside each returned
+// kvio_status (the C ABI's contract). fail() formats the message and returns the status, so
+// call sites read `return fail(KVIO_STATUS_OUT_OF_RANGE, "...", ...)`.
+#ifndef KVIO_CORE_ERROR_HPP_
+#define KVIO_CORE_ERROR_HPP_
+
+#include <string>
+
+#include "kvio/kvio.h"
+
+namespace kvio {
+
+/// Sets the thread's last-error message.
+void setLastError(std::string message);
+const std::string& lastError();
+
+/// printf-style message; returns status.
+kvio_status fail(kvio_status status, const char* format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/// Propagates a non-OK status from an expression.
+#define KVIO_RETURN_IF_ERROR(expr)               \
+  do {                                           \
+    const kvio_status kvio_status_ = (expr);     \
+    if (kvio_status_ != KVIO_STATUS_OK) return kvio_status_; \
+  } while (0)
+
+}  // namespace kvio
+
+#endif  // KVIO_CORE_ERROR_HPP_

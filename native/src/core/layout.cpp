@@ -1,0 +1,94 @@
+// Strides of the named layouts (see kvio.h for the shapes). The formulas here are the only
+// place a layout's geometry is written down in the library.
+#include <cstdint>
+
+#include "error.hpp"
+#include "kvio/layout.hpp"
+
+namespace kvio {
+namespace {
+
+bool mulOverflows(int64_t a, int64_t b, int64_t* out) { return __builtin_mul_overflow(a, b, out); }
+
+}  // namespace
+
+kvio_status layoutStrides(const kvio_pool_spec& spec, LayoutStrides* out) {
+  if (spec.kind < 0 || spec.kind >= KVIO_KIND_COUNT) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "pool kind %d is not valid (0 = mha, 1 = mla)",
+                spec.kind);
+  }
+  if (spec.layout < 0 || spec.layout >= KVIO_LAYOUT_COUNT) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "layout %d is not valid (0 = layer_first, 1 = page_first, 2 = page_first_direct, "
+                "3 = page_head)",
+                spec.layout);
+  }
+  const struct {
+    const char* name;
+    int64_t value;
+  } positive[] = {{"num_layers", spec.num_layers},
+                  {"num_pages", spec.num_pages},
+                  {"page_size", spec.page_size},
+                  {"head_num", spec.head_num},
+                  {"head_bytes", spec.head_bytes}};
+  for (const auto& field : positive) {
+    if (field.value < 1) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s must be at least 1, got %lld", field.name,
+                  static_cast<long long>(field.value));
+    }
+  }
+  if (spec.layout == KVIO_LAYOUT_PAGE_HEAD && spec.kind != KVIO_KIND_MHA) {
+    return fail(KVIO_STATUS_UNSUPPORTED,
+                "layout page_head splits token rows by KV head and needs an mha pool; an mla "
+                "pool has one latent row per token. Valid layouts for mla: layer_first, "
+                "page_first, page_first_direct");
+  }
+  // Sizes: row T = H*hb, tokens S = P*ps, component = L*S*T; all components within 2^62.
+  int64_t row = 0, tokens = 0, layerBytes = 0, component = 0, total = 0;
+  if (mulOverflows(spec.head_num, spec.head_bytes, &row) ||
+      mulOverflows(spec.num_pages, spec.page_size, &tokens) ||
+      mulOverflows(tokens, row, &layerBytes) ||
+      mulOverflows(layerBytes, spec.num_layers, &component) ||
+      mulOverflows(component, componentCount(spec.kind), &total) || total > (int64_t{1} << 62)) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "pool too large: %lld layers x %lld pages x %lld tokens x %lld heads x %lld bytes "
+                "does not fit in 2^62 bytes",
+                static_cast<long long>(spec.num_layers), static_cast<long long>(spec.num_pages),
+                static_cast<long long>(spec.page_size), static_cast<long long>(spec.head_num),
+                static_cast<long long>(spec.head_bytes));
+  }
+  const int64_t L = spec.num_layers, ps = spec.page_size, H = spec.head_num;
+  const int64_t hb = spec.head_bytes;
+  LayoutStrides s;
+  s.componentBytes = component;
+  switch (spec.layout) {
+    case KVIO_LAYOUT_LAYER_FIRST:  // [L, P*ps, H, D]
+      s.strideL = tokens * row;
+      s.strideP = ps * row;
+      s.strideS = row;
+      s.strideH = hb;
+      break;
+    case KVIO_LAYOUT_PAGE_FIRST:  // [P*ps, L, H, D]
+      s.strideL = row;
+      s.strideS = L * row;
+      s.strideP = ps * L * row;
+      s.strideH = hb;
+      break;
+    case KVIO_LAYOUT_PAGE_FIRST_DIRECT:  // [P, L, ps, H, D]
+      s.strideL = ps * row;
+      s.strideS = row;
+      s.strideP = L * ps * row;
+      s.strideH = hb;
+      break;
+    case KVIO_LAYOUT_PAGE_HEAD:  // [P, H, ps, L, D]
+      s.strideL = hb;
+      s.strideS = L * hb;
+      s.strideH = ps * L * hb;
+      s.strideP = H * ps * L * hb;
+      break;
+  }
+  *out = s;
+  return KVIO_STATUS_OK;
+}
+
+}  // namespace kvio

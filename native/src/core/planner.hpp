@@ -1,0 +1,51 @@
+// The planner: turns a validated transfer into a short list of 2-D copies by coalescing
+// index runs that are contiguous on both sides, across tokens and across layers. Pure host
+// code; every executor that works from a plan (CPU, CUDA copy engine, Ascend) takes its
+// output, and kvio_plan() exposes it to tests and tools.
+#ifndef KVIO_CORE_PLANNER_HPP_
+#define KVIO_CORE_PLANNER_HPP_
+
+#include <cstdint>
+#include <vector>
+
+#include "kvio/kvio.h"
+#include "kvio/layout.hpp"
+
+namespace kvio {
+
+/// A maximal run of index pairs where source and destination slots both advance by one and
+/// each side's addresses stay affine (the run does not cross a page boundary of a side whose
+/// pages are not seamless). `position` is the index of the run's first pair.
+struct IndexRun {
+  int64_t src;
+  int64_t dst;
+  int64_t length;
+  int64_t position;
+};
+
+struct PlanRequest {
+  const AffineLayout* src = nullptr;
+  const AffineLayout* dst = nullptr;
+  const int64_t* srcIndices = nullptr;
+  const int64_t* dstIndices = nullptr;
+  int64_t count = 0;
+  int64_t srcLayerStart = 0;
+  int64_t dstLayerStart = 0;
+  int64_t numLayers = 0;
+};
+
+/// Splits the index pairs of a request into runs (indices must already be in range).
+void splitRuns(const PlanRequest& request, std::vector<IndexRun>* runs);
+
+/// Plans a validated request from its runs. The result moves exactly the bytes of the
+/// request: every (pair, layer, component) row once.
+void planTransfer(const PlanRequest& request, const std::vector<IndexRun>& runs,
+                  std::vector<kvio_copy2d>* plan);
+
+/// Appends `copy` to `plan`, merging it into the last copy when the two are contiguous or
+/// continue the last copy's rows at a constant pitch.
+void appendCoalesced(std::vector<kvio_copy2d>* plan, const kvio_copy2d& copy);
+
+}  // namespace kvio
+
+#endif  // KVIO_CORE_PLANNER_HPP_

@@ -1,0 +1,58 @@
+// Host allocations and pool binding (see pool.hpp).
+#include "pool.hpp"
+
+#include <sys/mman.h>
+
+#include "error.hpp"
+
+namespace kvio {
+
+namespace {
+constexpr uint64_t kHugePage = 2ull << 20;
+}
+
+kvio_status HostAllocation::create(uint64_t bytes, std::shared_ptr<HostAllocation>* out) {
+  if (bytes == 0 || bytes > (1ull << 62)) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "cannot allocate %llu bytes",
+                static_cast<unsigned long long>(bytes));
+  }
+  const uint64_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+  const uint64_t mappingBytes = rounded + kHugePage;
+  void* mapping = mmap(nullptr, mappingBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+  if (mapping == MAP_FAILED) {
+    return fail(KVIO_STATUS_OUT_OF_MEMORY, "mmap of %llu bytes for a host pool failed",
+                static_cast<unsigned long long>(mappingBytes));
+  }
+  const uint64_t start = reinterpret_cast<uint64_t>(mapping);
+  const uint64_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+#ifdef MADV_HUGEPAGE
+  madvise(reinterpret_cast<void*>(aligned), rounded, MADV_HUGEPAGE);  // advice only
+#endif
+  std::shared_ptr<HostAllocation> allocation(new HostAllocation());
+  allocation->mapping_ = mapping;
+  allocation->mappingBytes_ = mappingBytes;
+  allocation->aligned_ = reinterpret_cast<void*>(aligned);
+  allocation->bytes_ = bytes;
+  *out = std::move(allocation);
+  return KVIO_STATUS_OK;
+}
+
+HostAllocation::~HostAllocation() {
+  if (mapping_ != nullptr) munmap(mapping_, mappingBytes_);
+}
+
+void PoolImpl::bindLayout() {
+  layout.components = components();
+  layout.numLayers = spec.num_layers;
+  layout.pageSize = spec.page_size;
+  layout.tokens = tokens();
+  layout.headNum = spec.head_num;
+  layout.headBytes = spec.head_bytes;
+  layout.strideP = strides.strideP;
+  layout.strideS = strides.strideS;
+  layout.strideH = strides.strideH;
+  layout.layerBase = layerBase.data();
+}
+
+}  // namespace kvio

@@ -1,0 +1,86 @@
+// The support rules: one function answering "does this configuration work here, and if not,
+// why and what instead". Only real constraints are rules (DESIGN.md, consequence 3): every
+// layout works with every granularity and layer range on every backend that is present.
+#include <string>
+
+#include "error.hpp"
+#include "executor.hpp"
+#include "kvio/kvio.h"
+#include "kvio/layout.hpp"
+
+namespace kvio {
+std::string validNames(int32_t table);  // names.cpp
+
+namespace {
+
+kvio_status checkEnum(int32_t table, const char* field, int32_t value, int32_t count) {
+  if (value < 0 || value >= count) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s %d is not valid; valid values: %s (0 to %d)",
+                field, value, validNames(table).c_str(), count - 1);
+  }
+  return KVIO_STATUS_OK;
+}
+
+std::string availableBackends() {
+  std::string out;
+  for (int32_t b = 0; b < KVIO_BACKEND_COUNT; ++b) {
+    if (backendOps(b)->available() == KVIO_STATUS_OK) {
+      if (!out.empty()) out += ", ";
+      out += kvio_name(KVIO_NAME_BACKEND, b);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace kvio
+
+using namespace kvio;
+
+extern "C" {
+
+kvio_status kvio_backend_available(int32_t io_backend) {
+  const BackendOps* ops = backendOps(io_backend);
+  if (ops == nullptr) {
+    return checkEnum(KVIO_NAME_BACKEND, "io backend", io_backend, KVIO_BACKEND_COUNT);
+  }
+  return ops->available();
+}
+
+kvio_status kvio_check_support(const kvio_support_query* q) {
+  if (q == nullptr) return fail(KVIO_STATUS_INVALID_ARGUMENT, "query is null");
+  KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_KIND, "pool kind", q->kind, KVIO_KIND_COUNT));
+  KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_LAYOUT, "layout", q->layout, KVIO_LAYOUT_COUNT));
+  KVIO_RETURN_IF_ERROR(
+      checkEnum(KVIO_NAME_BACKEND, "io backend", q->io_backend, KVIO_BACKEND_COUNT));
+  KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_GRANULARITY, "granularity", q->granularity,
+                                 KVIO_GRANULARITY_COUNT));
+  // Geometry: the same checks a pool spec gets (sizes, overflow, layout fits the kind).
+  kvio_pool_spec spec{q->kind, q->layout, q->host_num_layers, 1, q->page_size, q->head_num,
+                      q->head_bytes};
+  LayoutStrides strides;
+  KVIO_RETURN_IF_ERROR(layoutStrides(spec, &strides));
+  if (q->device_num_layers < 1) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "device_num_layers must be at least 1, got %lld",
+                static_cast<long long>(q->device_num_layers));
+  }
+  if (q->device_layer_start < 0 ||
+      q->device_layer_start > q->device_num_layers - q->host_num_layers) {
+    return fail(KVIO_STATUS_OUT_OF_RANGE,
+                "the host pool holds device layers [%lld, %lld), outside the device pool's %lld "
+                "layers; a layer-sharded host pool must hold a contiguous range inside [0, %lld)",
+                static_cast<long long>(q->device_layer_start),
+                static_cast<long long>(q->device_layer_start + q->host_num_layers),
+                static_cast<long long>(q->device_num_layers),
+                static_cast<long long>(q->device_num_layers));
+  }
+  const kvio_status available = backendOps(q->io_backend)->available();
+  if (available != KVIO_STATUS_OK) {
+    return fail(available, "io backend '%s' is not available here: %s. Available here: %s",
+                kvio_name(KVIO_NAME_BACKEND, q->io_backend), lastError().c_str(),
+                availableBackends().c_str());
+  }
+  return KVIO_STATUS_OK;
+}
+
+}  // extern "C"

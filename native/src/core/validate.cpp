@@ -1,0 +1,144 @@
+// Transfer validation (see validate.hpp). Every message names the argument, the bad value
+// and the valid range.
+#include "validate.hpp"
+
+#include <algorithm>
+
+#include "error.hpp"
+
+namespace kvio {
+namespace {
+
+const char* kindName(int32_t kind) { return kind == KVIO_KIND_MHA ? "mha" : "mla"; }
+
+kvio_status checkLayers(const char* side, const PoolImpl& pool, int64_t start, int64_t count) {
+  if (start < 0 || start > pool.spec.num_layers - count) {
+    return fail(KVIO_STATUS_OUT_OF_RANGE,
+                "%s layer range [%lld, %lld) is outside the %s pool's %lld layers (valid: "
+                "%s_layer_start >= 0 and %s_layer_start + num_layers <= %lld)",
+                side, static_cast<long long>(start), static_cast<long long>(start + count), side,
+                static_cast<long long>(pool.spec.num_layers), side, side,
+                static_cast<long long>(pool.spec.num_layers));
+  }
+  return KVIO_STATUS_OK;
+}
+
+kvio_status checkIndices(const char* side, const int64_t* indices, int64_t count, int64_t tokens) {
+  for (int64_t i = 0; i < count; ++i) {
+    if (indices[i] < 0 || indices[i] >= tokens) {
+      return fail(KVIO_STATUS_OUT_OF_RANGE,
+                  "%s_indices[%lld] = %lld is out of range: the %s pool has %lld token slots "
+                  "(valid: 0 to %lld)",
+                  side, static_cast<long long>(i), static_cast<long long>(indices[i]), side,
+                  static_cast<long long>(tokens), static_cast<long long>(tokens - 1));
+    }
+  }
+  return KVIO_STATUS_OK;
+}
+
+struct Interval {
+  int64_t start;
+  int64_t length;
+  int64_t position;  // index of the interval's first pair
+};
+
+std::vector<Interval> intervals(const std::vector<IndexRun>& runs, bool destination) {
+  std::vector<Interval> out;
+  out.reserve(runs.size());
+  for (const IndexRun& r : runs) out.push_back({destination ? r.dst : r.src, r.length, r.position});
+  std::sort(out.begin(), out.end(),
+            [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  return out;
+}
+
+kvio_status checkDuplicates(const std::vector<Interval>& sorted) {
+  const Interval* widest = nullptr;  // interval reaching furthest so far
+  for (const Interval& cur : sorted) {
+    if (widest != nullptr && widest->start + widest->length > cur.start) {
+      const int64_t first = widest->position + (cur.start - widest->start);
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "dst_indices has duplicate destination slot %lld (at dst_indices[%lld] and "
+                  "dst_indices[%lld]); each destination slot may be written once per transfer",
+                  static_cast<long long>(cur.start), static_cast<long long>(std::min(first, cur.position)),
+                  static_cast<long long>(std::max(first, cur.position)));
+    }
+    if (widest == nullptr || cur.start + cur.length > widest->start + widest->length) widest = &cur;
+  }
+  return KVIO_STATUS_OK;
+}
+
+kvio_status checkOverlap(const std::vector<Interval>& src, const std::vector<Interval>& dst) {
+  size_t i = 0, j = 0;
+  while (i < src.size() && j < dst.size()) {
+    const Interval& a = src[i];
+    const Interval& b = dst[j];
+    const int64_t lo = std::max(a.start, b.start);
+    if (lo < a.start + a.length && lo < b.start + b.length) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "source and destination overlap: slot %lld is read (src_indices[%lld]) and "
+                  "written (dst_indices[%lld]) in the same layers of the same pool",
+                  static_cast<long long>(lo), static_cast<long long>(a.position + (lo - a.start)),
+                  static_cast<long long>(b.position + (lo - b.start)));
+    }
+    if (a.start + a.length <= b.start + b.length) ++i; else ++j;
+  }
+  return KVIO_STATUS_OK;
+}
+
+}  // namespace
+
+kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst,
+                             const kvio_transfer_desc& d, PlanRequest* request,
+                             std::vector<IndexRun>* runs) {
+  if (d.num_indices < 1) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "num_indices must be at least 1, got %lld (an empty transfer is a caller bug)",
+                static_cast<long long>(d.num_indices));
+  }
+  if (d.src_indices == nullptr || d.dst_indices == nullptr) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s is null",
+                d.src_indices == nullptr ? "src_indices" : "dst_indices");
+  }
+  if (src.spec.kind != dst.spec.kind) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "the source pool is %s and the destination pool is %s; both must be the same kind",
+                kindName(src.spec.kind), kindName(dst.spec.kind));
+  }
+  if (src.spec.head_num != dst.spec.head_num || src.spec.head_bytes != dst.spec.head_bytes) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "row geometry differs: source rows are %lld heads x %lld bytes, destination rows "
+                "are %lld heads x %lld bytes; both pools must have the same head_num and "
+                "head_bytes",
+                static_cast<long long>(src.spec.head_num), static_cast<long long>(src.spec.head_bytes),
+                static_cast<long long>(dst.spec.head_num), static_cast<long long>(dst.spec.head_bytes));
+  }
+  if (d.num_layers < 1) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "num_layers must be at least 1, got %lld",
+                static_cast<long long>(d.num_layers));
+  }
+  KVIO_RETURN_IF_ERROR(checkLayers("src", src, d.src_layer_start, d.num_layers));
+  KVIO_RETURN_IF_ERROR(checkLayers("dst", dst, d.dst_layer_start, d.num_layers));
+  KVIO_RETURN_IF_ERROR(checkIndices("src", d.src_indices, d.num_indices, src.tokens()));
+  KVIO_RETURN_IF_ERROR(checkIndices("dst", d.dst_indices, d.num_indices, dst.tokens()));
+
+  request->src = &src.layout;
+  request->dst = &dst.layout;
+  request->srcIndices = d.src_indices;
+  request->dstIndices = d.dst_indices;
+  request->count = d.num_indices;
+  request->srcLayerStart = d.src_layer_start;
+  request->dstLayerStart = d.dst_layer_start;
+  request->numLayers = d.num_layers;
+  splitRuns(*request, runs);
+
+  const std::vector<Interval> dstIntervals = intervals(*runs, true);
+  KVIO_RETURN_IF_ERROR(checkDuplicates(dstIntervals));
+  const bool sameLayers = d.src_layer_start < d.dst_layer_start + d.num_layers &&
+                          d.dst_layer_start < d.src_layer_start + d.num_layers;
+  if (&src == &dst && sameLayers) {
+    KVIO_RETURN_IF_ERROR(checkOverlap(intervals(*runs, false), dstIntervals));
+  }
+  return KVIO_STATUS_OK;
+}
+
+}  // namespace kvio

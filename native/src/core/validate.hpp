@@ -1,0 +1,20 @@
+// Validation of a transfer before any byte moves: geometry of both pools, layer ranges,
+// index bounds, duplicate destination slots and source/destination overlap within one pool.
+// On success it yields the plan request and index runs the planner takes.
+#ifndef KVIO_CORE_VALIDATE_HPP_
+#define KVIO_CORE_VALIDATE_HPP_
+
+#include <vector>
+
+#include "planner.hpp"
+#include "pool.hpp"
+
+namespace kvio {
+
+kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst,
+                             const kvio_transfer_desc& desc, PlanRequest* request,
+                             std::vector<IndexRun>* runs);
+
+}  // namespace kvio
+
+#endif  // KVIO_CORE_VALIDATE_HPP_

@@ -1,0 +1,209 @@
+// The CPU backend: runs plans with memcpy on a pool of worker threads. Jobs run in
+// submission order, like a stream: the workers share out the pieces of the job at the head of
+// the queue, and the next job starts when the last piece of the head job is done. Copies are
+// cut into pieces of about `chunk` bytes (rows of a 2-D copy, or spans of a long 1-D copy) so
+// that one large copy uses every thread; small copies are grouped into one task. A job small
+// enough that a thread handoff would cost more than the copy runs on the submitting thread
+// when nothing is queued before it.
+#include <pthread.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "../core/error.hpp"
+#include "../core/executor.hpp"
+
+namespace kvio {
+namespace {
+
+constexpr uint64_t kInlineBytes = 64 * 1024;
+constexpr uint64_t kMinChunk = 64 * 1024;
+constexpr uint64_t kMaxChunk = 4 * 1024 * 1024;
+
+void runCopy(const kvio_copy2d& c) {
+  const char* src = reinterpret_cast<const char*>(c.src);
+  char* dst = reinterpret_cast<char*>(c.dst);
+  if (c.height == 1) {
+    std::memcpy(dst, src, c.width);
+    return;
+  }
+  for (uint64_t row = 0; row < c.height; ++row) {
+    std::memcpy(dst + row * c.dst_pitch, src + row * c.src_pitch, c.width);
+  }
+}
+
+uint64_t planBytes(const std::vector<kvio_copy2d>& plan) {
+  uint64_t total = 0;
+  for (const kvio_copy2d& c : plan) total += c.width * c.height;
+  return total;
+}
+
+struct Task {
+  size_t first;
+  size_t last;  // exclusive, into Pending::pieces
+};
+
+struct Pending {
+  std::shared_ptr<Job> job;
+  std::vector<kvio_copy2d> pieces;
+  std::vector<Task> tasks;
+  size_t next = 0;
+  size_t remaining = 0;
+};
+
+// Cuts the plan into pieces of at most `chunk` bytes and groups them into tasks of about
+// `chunk` bytes.
+void cutIntoTasks(const std::vector<kvio_copy2d>& plan, uint64_t chunk, Pending* p) {
+  for (const kvio_copy2d& c : plan) {
+    const uint64_t bytes = c.width * c.height;
+    if (bytes <= chunk) {
+      p->pieces.push_back(c);
+    } else if (c.height == 1) {
+      for (uint64_t offset = 0; offset < c.width; offset += chunk) {
+        kvio_copy2d piece = c;
+        piece.src += offset;
+        piece.dst += offset;
+        piece.width = std::min(chunk, c.width - offset);
+        p->pieces.push_back(piece);
+      }
+    } else {
+      const uint64_t rows = std::max<uint64_t>(1, chunk / c.width);
+      for (uint64_t row = 0; row < c.height; row += rows) {
+        kvio_copy2d piece = c;
+        piece.src += row * c.src_pitch;
+        piece.dst += row * c.dst_pitch;
+        piece.height = std::min(rows, c.height - row);
+        p->pieces.push_back(piece);
+      }
+    }
+  }
+  uint64_t accumulated = 0;
+  size_t first = 0;
+  for (size_t i = 0; i < p->pieces.size(); ++i) {
+    accumulated += p->pieces[i].width * p->pieces[i].height;
+    if (accumulated >= chunk || i + 1 == p->pieces.size()) {
+      p->tasks.push_back(Task{first, i + 1});
+      first = i + 1;
+      accumulated = 0;
+    }
+  }
+  p->remaining = p->tasks.size();
+}
+
+class CpuExecutor final : public Executor {
+ public:
+  explicit CpuExecutor(int32_t threads) : threads_(threads) {
+    workers_.reserve(static_cast<size_t>(threads));
+    for (int32_t i = 0; i < threads; ++i) {
+      workers_.emplace_back([this, i] { workerLoop(i); });
+    }
+  }
+
+  ~CpuExecutor() override {
+    drain();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    work_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+
+  int32_t threads() const override { return threads_; }
+
+  void submit(std::shared_ptr<Job> job) override {
+    const uint64_t bytes = planBytes(job->plan);
+    if (bytes <= kInlineBytes) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (queue_.empty()) {
+        ++inlineRunning_;
+        lock.unlock();
+        for (const kvio_copy2d& c : job->plan) runCopy(c);
+        job->state->complete(KVIO_STATUS_OK);
+        lock.lock();
+        --inlineRunning_;
+        idle_.notify_all();
+        return;
+      }
+    }
+    auto pending = std::make_shared<Pending>();
+    pending->job = std::move(job);
+    const uint64_t chunk =
+        std::clamp<uint64_t>(bytes / (static_cast<uint64_t>(threads_) * 4), kMinChunk, kMaxChunk);
+    cutIntoTasks(pending->job->plan, chunk, pending.get());
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (pending->tasks.empty()) {
+        pending->job->state->complete(KVIO_STATUS_OK);
+        return;
+      }
+      queue_.push_back(std::move(pending));
+    }
+    work_.notify_all();
+  }
+
+  void drain() override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    idle_.wait(lock, [this] { return queue_.empty() && inlineRunning_ == 0; });
+  }
+
+ private:
+  void workerLoop(int32_t index) {
+    const std::string name = "kvio-cpu-" + std::to_string(index);
+    pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      work_.wait(lock, [this] {
+        return stopping_ || (!queue_.empty() && queue_.front()->next < queue_.front()->tasks.size());
+      });
+      if (stopping_ && queue_.empty()) return;
+      if (queue_.empty() || queue_.front()->next >= queue_.front()->tasks.size()) continue;
+      std::shared_ptr<Pending> head = queue_.front();
+      const Task task = head->tasks[head->next++];
+      lock.unlock();
+      for (size_t i = task.first; i < task.last; ++i) runCopy(head->pieces[i]);
+      lock.lock();
+      if (--head->remaining == 0) {
+        queue_.pop_front();
+        head->job->state->complete(KVIO_STATUS_OK);
+        head->job.reset();  // releases pool memory held for the transfer
+        work_.notify_all();
+        if (queue_.empty()) idle_.notify_all();
+      }
+    }
+  }
+
+  const int32_t threads_;
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable work_;
+  std::condition_variable idle_;
+  std::deque<std::shared_ptr<Pending>> queue_;
+  int inlineRunning_ = 0;
+  bool stopping_ = false;
+};
+
+kvio_status cpuAvailable() { return KVIO_STATUS_OK; }
+
+kvio_status cpuCreate(int32_t threads, std::unique_ptr<Executor>* out) {
+  if (threads <= 0) {
+    threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  if (threads > 1024) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "threads must be at most 1024, got %d", threads);
+  }
+  out->reset(new CpuExecutor(threads));
+  return KVIO_STATUS_OK;
+}
+
+const BackendOps kCpuOps{KVIO_BACKEND_CPU, cpuAvailable, cpuCreate};
+
+}  // namespace
+
+const BackendOps& cpuBackendOps() { return kCpuOps; }
+
+}  // namespace kvio

@@ -1,0 +1,319 @@
+// kvio C++ API: header-only RAII classes over the C ABI (kvio.h), for C++ serving stacks.
+// Errors become kvio::Error exceptions carrying the status and the library's message.
+//
+//   kvio::Executor cpu(kvio::IoBackend::Cpu);
+//   kvio::Pool device = kvio::Pool::allocate(deviceSpec);
+//   kvio::Pool host = kvio::Pool::allocate(hostSpec);
+//   kvio::transferAllLayers(cpu, device, host, deviceSlots, hostSlots).wait();   // backup
+//   kvio::transferPerLayer(cpu, host, device, hostSlots, deviceSlots, 0, 0).wait(); // load
+//
+// Every named operation is the one general transfer (any layout to any layout, with a layer
+// map) with its own index and layer conventions.
+#ifndef KVIO_KVIO_HPP_
+#define KVIO_KVIO_HPP_
+
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kvio/kvio.h"
+
+namespace kvio {
+
+class Error : public std::runtime_error {
+ public:
+  Error(kvio_status status, const std::string& message)
+      : std::runtime_error(std::string(kvio_status_name(status)) + ": " + message), status_(status) {}
+  kvio_status status() const { return status_; }
+
+ private:
+  kvio_status status_;
+};
+
+inline void check(kvio_status status) {
+  if (status != KVIO_STATUS_OK) throw Error(status, kvio_last_error());
+}
+
+enum class PoolKind : int32_t { Mha = KVIO_KIND_MHA, Mla = KVIO_KIND_MLA };
+enum class Layout : int32_t {
+  LayerFirst = KVIO_LAYOUT_LAYER_FIRST,            // [L, P*ps, H, D]
+  PageFirst = KVIO_LAYOUT_PAGE_FIRST,              // [P*ps, L, H, D]
+  PageFirstDirect = KVIO_LAYOUT_PAGE_FIRST_DIRECT,  // [P, L, ps, H, D]
+  PageHead = KVIO_LAYOUT_PAGE_HEAD                 // [P, H, ps, L, D]
+};
+enum class IoBackend : int32_t {
+  Cpu = KVIO_BACKEND_CPU,
+  Kernel = KVIO_BACKEND_KERNEL,
+  Direct = KVIO_BACKEND_DIRECT,
+  KernelAscend = KVIO_BACKEND_KERNEL_ASCEND
+};
+
+/// Parses the strings users type ("page_first_direct", "kernel_ascend", ...).
+inline Layout parseLayout(const std::string& text) {
+  int32_t value = 0;
+  check(kvio_parse_name(KVIO_NAME_LAYOUT, text.c_str(), &value));
+  return static_cast<Layout>(value);
+}
+inline IoBackend parseIoBackend(const std::string& text) {
+  int32_t value = 0;
+  check(kvio_parse_name(KVIO_NAME_BACKEND, text.c_str(), &value));
+  return static_cast<IoBackend>(value);
+}
+
+struct PoolSpec {
+  PoolKind kind = PoolKind::Mha;
+  Layout layout = Layout::LayerFirst;
+  int64_t numLayers = 1;
+  int64_t numPages = 1;
+  int64_t pageSize = 1;
+  int64_t headNum = 1;
+  int64_t headBytes = 1;
+
+  kvio_pool_spec toC() const {
+    return kvio_pool_spec{static_cast<int32_t>(kind), static_cast<int32_t>(layout), numLayers,
+                          numPages, pageSize, headNum, headBytes};
+  }
+  int64_t tokens() const { return numPages * pageSize; }
+  uint64_t componentBytes() const {
+    const kvio_pool_spec c = toC();
+    uint64_t bytes = 0;
+    check(kvio_pool_component_bytes(&c, &bytes));
+    return bytes;
+  }
+};
+
+/// A view of int64 token indices (a vector, or memory the caller owns).
+struct Indices {
+  const int64_t* data = nullptr;
+  int64_t size = 0;
+  Indices(const int64_t* d, int64_t n) : data(d), size(n) {}
+  Indices(const std::vector<int64_t>& v) : data(v.data()), size(static_cast<int64_t>(v.size())) {}  // NOLINT
+};
+
+/// Which layers move: src layers [srcStart, srcStart + count) to dst [dstStart, ...).
+struct LayerMap {
+  int64_t srcStart = 0;
+  int64_t dstStart = 0;
+  int64_t count = 1;
+};
+
+class Pool {
+ public:
+  /// Host memory allocated by kvio (2 MiB aligned, huge pages advised, zeroed).
+  static Pool allocate(const PoolSpec& spec) {
+    const kvio_pool_spec c = spec.toC();
+    uint64_t handle = 0;
+    check(kvio_pool_allocate(&c, &handle));
+    return Pool(handle, spec);
+  }
+  /// Caller-owned memory: all components one after the other.
+  static Pool wrap(const PoolSpec& spec, void* data, uint64_t bytes) {
+    const kvio_pool_spec c = spec.toC();
+    uint64_t handle = 0;
+    check(kvio_pool_wrap(&c, reinterpret_cast<uint64_t>(data), bytes, &handle));
+    return Pool(handle, spec);
+  }
+  /// Caller-owned memory, one buffer per component (K and V tensors, Ascend 5-D buffers).
+  static Pool wrapComponents(const PoolSpec& spec, const std::vector<void*>& components,
+                             uint64_t bytesEach) {
+    const kvio_pool_spec c = spec.toC();
+    std::vector<uint64_t> addresses;
+    for (void* p : components) addresses.push_back(reinterpret_cast<uint64_t>(p));
+    uint64_t handle = 0;
+    check(kvio_pool_wrap_components(&c, addresses.data(), static_cast<int32_t>(addresses.size()),
+                                    bytesEach, &handle));
+    return Pool(handle, spec);
+  }
+  /// Caller-owned per-layer buffers (layer_first): table[c * numLayers + l].
+  static Pool wrapLayerTable(const PoolSpec& spec, const std::vector<void*>& table,
+                             uint64_t bytesEach) {
+    const kvio_pool_spec c = spec.toC();
+    std::vector<uint64_t> addresses;
+    for (void* p : table) addresses.push_back(reinterpret_cast<uint64_t>(p));
+    uint64_t handle = 0;
+    check(kvio_pool_wrap_layer_table(&c, addresses.data(), static_cast<int64_t>(addresses.size()),
+                                     bytesEach, &handle));
+    return Pool(handle, spec);
+  }
+
+  Pool(Pool&& other) noexcept : handle_(std::exchange(other.handle_, 0)), spec_(other.spec_) {}
+  Pool& operator=(Pool&& other) noexcept {
+    if (this != &other) {
+      close();
+      handle_ = std::exchange(other.handle_, 0);
+      spec_ = other.spec_;
+    }
+    return *this;
+  }
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+  ~Pool() { close(); }
+
+  /// Closes the handle; memory kvio allocated lives on until transfers using it are done.
+  void close() {
+    if (handle_ != 0) kvio_pool_close(handle_);
+    handle_ = 0;
+  }
+  uint64_t handle() const { return handle_; }
+  const PoolSpec& spec() const { return spec_; }
+  int64_t regions() const {
+    int64_t count = 0;
+    check(kvio_pool_region(handle_, 0, nullptr, nullptr, &count));
+    return count;
+  }
+  uint8_t* data(int64_t region = 0) const {
+    uint64_t address = 0;
+    check(kvio_pool_region(handle_, region, &address, nullptr, nullptr));
+    return reinterpret_cast<uint8_t*>(address);
+  }
+  uint64_t bytes(int64_t region = 0) const {
+    uint64_t bytes = 0;
+    check(kvio_pool_region(handle_, region, nullptr, &bytes, nullptr));
+    return bytes;
+  }
+
+ private:
+  Pool(uint64_t handle, const PoolSpec& spec) : handle_(handle), spec_(spec) {}
+  uint64_t handle_ = 0;
+  PoolSpec spec_;
+};
+
+/// Completion handle of one submitted transfer. Destroying it does not cancel the transfer.
+class Transfer {
+ public:
+  explicit Transfer(uint64_t handle) : handle_(handle) {}
+  Transfer(Transfer&& other) noexcept : handle_(std::exchange(other.handle_, 0)) {}
+  Transfer& operator=(Transfer&& other) noexcept {
+    if (this != &other) {
+      release();
+      handle_ = std::exchange(other.handle_, 0);
+    }
+    return *this;
+  }
+  Transfer(const Transfer&) = delete;
+  Transfer& operator=(const Transfer&) = delete;
+  ~Transfer() { release(); }
+
+  void wait() const { check(kvio_transfer_wait(handle_, -1)); }
+  /// False on timeout; throws if the transfer failed.
+  bool waitFor(std::chrono::nanoseconds timeout) const {
+    const kvio_status status = kvio_transfer_wait(handle_, timeout.count());
+    if (status == KVIO_STATUS_TIMEOUT) return false;
+    check(status);
+    return true;
+  }
+  bool done() const {
+    const int32_t done = kvio_transfer_is_done(handle_);
+    if (done < 0) check(-done);
+    return done == 1;
+  }
+  uint64_t bytes() const {
+    uint64_t bytes = 0;
+    check(kvio_transfer_bytes(handle_, &bytes));
+    return bytes;
+  }
+
+ private:
+  void release() {
+    if (handle_ != 0) kvio_transfer_close(handle_);
+    handle_ = 0;
+  }
+  uint64_t handle_;
+};
+
+/// Runs transfers of one io backend in submission order (a stream).
+class Executor {
+ public:
+  explicit Executor(IoBackend backend, int32_t threads = 0) {
+    check(kvio_executor_create(static_cast<int32_t>(backend), threads, &handle_));
+  }
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+  ~Executor() {
+    if (handle_ != 0) kvio_executor_close(handle_);
+  }
+  uint64_t handle() const { return handle_; }
+  int32_t threads() const {
+    int32_t threads = 0;
+    check(kvio_executor_threads(handle_, &threads));
+    return threads;
+  }
+
+ private:
+  uint64_t handle_ = 0;
+};
+
+/// The general transfer: for each index pair and each layer of the map, every component's
+/// row moves from src to dst. Any layout to any layout.
+inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
+                         Indices srcIndices, Indices dstIndices, LayerMap layers) {
+  if (srcIndices.size != dstIndices.size) {
+    throw Error(KVIO_STATUS_INVALID_ARGUMENT,
+                "srcIndices has " + std::to_string(srcIndices.size) + " entries but dstIndices has " +
+                    std::to_string(dstIndices.size));
+  }
+  const kvio_transfer_desc desc{src.handle(),    dst.handle(),     srcIndices.data,
+                                dstIndices.data, srcIndices.size,  layers.srcStart,
+                                layers.dstStart, layers.count};
+  uint64_t handle = 0;
+  check(kvio_submit(executor.handle(), &desc, &handle));
+  return Transfer(handle);
+}
+
+/// One layer: src layer srcLayer to dst layer dstLayer (a per-layer load or backup).
+inline Transfer transferPerLayer(const Executor& executor, const Pool& src, const Pool& dst,
+                                 Indices srcIndices, Indices dstIndices, int64_t srcLayer,
+                                 int64_t dstLayer) {
+  return transfer(executor, src, dst, srcIndices, dstIndices, LayerMap{srcLayer, dstLayer, 1});
+}
+
+/// Every layer of dst, from src layers [srcLayerStart, srcLayerStart + dst layers): an
+/// all-layer backup; with srcLayerStart > 0 the backup of a layer-sharded pool.
+inline Transfer transferAllLayers(const Executor& executor, const Pool& src, const Pool& dst,
+                                  Indices srcIndices, Indices dstIndices,
+                                  int64_t srcLayerStart = 0) {
+  return transfer(executor, src, dst, srcIndices, dstIndices,
+                  LayerMap{srcLayerStart, 0, dst.spec().numLayers});
+}
+
+/// Expands page ids into token slots: page p becomes p*pageSize ... p*pageSize + pageSize-1.
+inline std::vector<int64_t> pageSlots(const std::vector<int64_t>& pages, int64_t pageSize) {
+  std::vector<int64_t> slots;
+  slots.reserve(pages.size() * static_cast<size_t>(pageSize));
+  for (int64_t p : pages)
+    for (int64_t s = 0; s < pageSize; ++s) slots.push_back(p * pageSize + s);
+  return slots;
+}
+
+/// Page-granular copy, as the reference's "direct" ops: whole pages srcPages[i] -> dstPages[i]
+/// (both pools must have the same page size).
+inline Transfer transferDirect(const Executor& executor, const Pool& src, const Pool& dst,
+                               const std::vector<int64_t>& srcPages,
+                               const std::vector<int64_t>& dstPages, LayerMap layers) {
+  if (src.spec().pageSize != dst.spec().pageSize) {
+    throw Error(KVIO_STATUS_INVALID_ARGUMENT,
+                "page-granular transfers need equal page sizes, got " +
+                    std::to_string(src.spec().pageSize) + " and " + std::to_string(dst.spec().pageSize));
+  }
+  const std::vector<int64_t> s = pageSlots(srcPages, src.spec().pageSize);
+  const std::vector<int64_t> d = pageSlots(dstPages, dst.spec().pageSize);
+  return transfer(executor, src, dst, s, d, layers);
+}
+
+/// The Ascend "dim exchange": layer-first paged device pool <-> page_first_direct host pool,
+/// whole pages, a window of layers [layerStart, layerStart + layerCount) on both sides
+/// (layerCount 1 is a true layer-by-layer load).
+inline Transfer transferDimExchange(const Executor& executor, const Pool& src, const Pool& dst,
+                                    const std::vector<int64_t>& srcPages,
+                                    const std::vector<int64_t>& dstPages, int64_t layerStart,
+                                    int64_t layerCount) {
+  return transferDirect(executor, src, dst, srcPages, dstPages,
+                        LayerMap{layerStart, layerStart, layerCount});
+}
+
+}  // namespace kvio
+
+#endif  // KVIO_KVIO_HPP_

@@ -39,7 +39,7 @@ enum {
   KVIO_STATUS_UNAVAILABLE = 4,      /* backend absent on this machine or in this build */
   KVIO_STATUS_CLOSED = 5,           /* a handle that was closed or never existed */
   KVIO_STATUS_OUT_OF_MEMORY = 6,
-  KVIO_STATUS_BACKEND_ERROR = 7,    /* a backend call failed while executing */
+  KVIO_STATUS_BACKEND_ERROR = 7, /* a backend call failed while executing */
   KVIO_STATUS_TIMEOUT = 8,
   KVIO_STATUS_INTERNAL = 9
 };
@@ -64,10 +64,10 @@ enum {
 #define KVIO_LAYOUT_COUNT 4
 
 enum {
-  KVIO_BACKEND_CPU = 0,           /* "cpu": multithreaded memcpy executor, always built */
-  KVIO_BACKEND_KERNEL = 1,        /* "kernel": CUDA SM copy kernels */
-  KVIO_BACKEND_DIRECT = 2,        /* "direct": CUDA copy engine */
-  KVIO_BACKEND_KERNEL_ASCEND = 3  /* "kernel_ascend": Ascend ACL runtime */
+  KVIO_BACKEND_CPU = 0,          /* "cpu": multithreaded memcpy executor, always built */
+  KVIO_BACKEND_KERNEL = 1,       /* "kernel": CUDA SM copy kernels */
+  KVIO_BACKEND_DIRECT = 2,       /* "direct": CUDA copy engine */
+  KVIO_BACKEND_KERNEL_ASCEND = 3 /* "kernel_ascend": Ascend ACL runtime */
 };
 #define KVIO_BACKEND_COUNT 4
 
@@ -80,13 +80,13 @@ enum { KVIO_NAME_KIND = 0, KVIO_NAME_LAYOUT = 1, KVIO_NAME_BACKEND = 2, KVIO_NAM
 
 /* The geometry of a pool. Bytes of one (component, layer, token) row = head_num * head_bytes. */
 typedef struct kvio_pool_spec {
-  int32_t kind;        /* KVIO_KIND_* */
-  int32_t layout;      /* KVIO_LAYOUT_* */
-  int64_t num_layers;  /* layers held by this pool */
-  int64_t num_pages;   /* capacity in pages; token slots = num_pages * page_size */
-  int64_t page_size;   /* tokens per page */
-  int64_t head_num;    /* KV heads per row (MLA: 1) */
-  int64_t head_bytes;  /* bytes per head: head_dim * dtype size (MLA: kv_cache_dim * size) */
+  int32_t kind;       /* KVIO_KIND_* */
+  int32_t layout;     /* KVIO_LAYOUT_* */
+  int64_t num_layers; /* layers held by this pool */
+  int64_t num_pages;  /* capacity in pages; token slots = num_pages * page_size */
+  int64_t page_size;  /* tokens per page */
+  int64_t head_num;   /* KV heads per row (MLA: 1) */
+  int64_t head_bytes; /* bytes per head: head_dim * dtype size (MLA: kv_cache_dim * size) */
 } kvio_pool_spec;
 
 /* A transfer: for each index pair i, for each layer j < num_layers, for each component,
@@ -106,15 +106,15 @@ typedef struct kvio_transfer_desc {
 /* A configuration to check against the support rules (see kvio_check_support). */
 typedef struct kvio_support_query {
   int32_t kind;
-  int32_t layout;              /* host layout */
+  int32_t layout; /* host layout */
   int32_t io_backend;
-  int32_t granularity;         /* KVIO_GRANULARITY_* */
+  int32_t granularity; /* KVIO_GRANULARITY_* */
   int64_t head_num;
   int64_t head_bytes;
   int64_t page_size;
-  int64_t host_num_layers;     /* layers the host pool holds */
-  int64_t device_num_layers;   /* layers of the device pool */
-  int64_t device_layer_start;  /* first device layer the host pool holds (layer sharding) */
+  int64_t host_num_layers;    /* layers the host pool holds */
+  int64_t device_num_layers;  /* layers of the device pool */
+  int64_t device_layer_start; /* first device layer the host pool holds (layer sharding) */
 } kvio_support_query;
 
 /* One 2-D copy of the plan: height rows of width bytes; row r moves

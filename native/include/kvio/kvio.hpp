@@ -26,7 +26,8 @@ namespace kvio {
 class Error : public std::runtime_error {
  public:
   Error(kvio_status status, const std::string& message)
-      : std::runtime_error(std::string(kvio_status_name(status)) + ": " + message), status_(status) {}
+      : std::runtime_error(std::string(kvio_status_name(status)) + ": " + message),
+        status_(status) {}
   kvio_status status() const { return status_; }
 
  private:
@@ -39,10 +40,10 @@ inline void check(kvio_status status) {
 
 enum class PoolKind : int32_t { Mha = KVIO_KIND_MHA, Mla = KVIO_KIND_MLA };
 enum class Layout : int32_t {
-  LayerFirst = KVIO_LAYOUT_LAYER_FIRST,            // [L, P*ps, H, D]
-  PageFirst = KVIO_LAYOUT_PAGE_FIRST,              // [P*ps, L, H, D]
+  LayerFirst = KVIO_LAYOUT_LAYER_FIRST,             // [L, P*ps, H, D]
+  PageFirst = KVIO_LAYOUT_PAGE_FIRST,               // [P*ps, L, H, D]
   PageFirstDirect = KVIO_LAYOUT_PAGE_FIRST_DIRECT,  // [P, L, ps, H, D]
-  PageHead = KVIO_LAYOUT_PAGE_HEAD                 // [P, H, ps, L, D]
+  PageHead = KVIO_LAYOUT_PAGE_HEAD                  // [P, H, ps, L, D]
 };
 enum class IoBackend : int32_t {
   Cpu = KVIO_BACKEND_CPU,
@@ -73,8 +74,13 @@ struct PoolSpec {
   int64_t headBytes = 1;
 
   kvio_pool_spec toC() const {
-    return kvio_pool_spec{static_cast<int32_t>(kind), static_cast<int32_t>(layout), numLayers,
-                          numPages, pageSize, headNum, headBytes};
+    return kvio_pool_spec{static_cast<int32_t>(kind),
+                          static_cast<int32_t>(layout),
+                          numLayers,
+                          numPages,
+                          pageSize,
+                          headNum,
+                          headBytes};
   }
   int64_t tokens() const { return numPages * pageSize; }
   uint64_t componentBytes() const {
@@ -90,7 +96,8 @@ struct Indices {
   const int64_t* data = nullptr;
   int64_t size = 0;
   Indices(const int64_t* d, int64_t n) : data(d), size(n) {}
-  Indices(const std::vector<int64_t>& v) : data(v.data()), size(static_cast<int64_t>(v.size())) {}  // NOLINT
+  Indices(const std::vector<int64_t>& v)
+      : data(v.data()), size(static_cast<int64_t>(v.size())) {}  // NOLINT
 };
 
 /// Which layers move: src layers [srcStart, srcStart + count) to dst [dstStart, ...).
@@ -251,13 +258,12 @@ class Executor {
 inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
                          Indices srcIndices, Indices dstIndices, LayerMap layers) {
   if (srcIndices.size != dstIndices.size) {
-    throw Error(KVIO_STATUS_INVALID_ARGUMENT,
-                "srcIndices has " + std::to_string(srcIndices.size) + " entries but dstIndices has " +
-                    std::to_string(dstIndices.size));
+    throw Error(KVIO_STATUS_INVALID_ARGUMENT, "srcIndices has " + std::to_string(srcIndices.size) +
+                                                  " entries but dstIndices has " +
+                                                  std::to_string(dstIndices.size));
   }
-  const kvio_transfer_desc desc{src.handle(),    dst.handle(),     srcIndices.data,
-                                dstIndices.data, srcIndices.size,  layers.srcStart,
-                                layers.dstStart, layers.count};
+  const kvio_transfer_desc desc{src.handle(),    dst.handle(),    srcIndices.data, dstIndices.data,
+                                srcIndices.size, layers.srcStart, layers.dstStart, layers.count};
   uint64_t handle = 0;
   check(kvio_submit(executor.handle(), &desc, &handle));
   return Transfer(handle);
@@ -296,7 +302,8 @@ inline Transfer transferDirect(const Executor& executor, const Pool& src, const 
   if (src.spec().pageSize != dst.spec().pageSize) {
     throw Error(KVIO_STATUS_INVALID_ARGUMENT,
                 "page-granular transfers need equal page sizes, got " +
-                    std::to_string(src.spec().pageSize) + " and " + std::to_string(dst.spec().pageSize));
+                    std::to_string(src.spec().pageSize) + " and " +
+                    std::to_string(dst.spec().pageSize));
   }
   const std::vector<int64_t> s = pageSlots(srcPages, src.spec().pageSize);
   const std::vector<int64_t> d = pageSlots(dstPages, dst.spec().pageSize);

@@ -19,7 +19,9 @@
 namespace kvio {
 
 /// Components per token row: K and V for MHA, the latent for MLA.
-constexpr int32_t componentCount(int32_t kind) { return kind == KVIO_KIND_MHA ? 2 : 1; }
+constexpr int32_t componentCount(int32_t kind) {
+  return kind == KVIO_KIND_MHA ? 2 : 1;
+}
 
 /// Byte strides of one component of a pool. strideL is the distance between layers inside
 /// one component buffer (not used when layers come from a pointer table).
@@ -53,8 +55,8 @@ struct AffineLayout {
   KVIO_HOST_DEVICE uint64_t address(int32_t c, int64_t l, int64_t t, int64_t h) const {
     const int64_t p = t / pageSize;
     const int64_t s = t - p * pageSize;
-    return layerBase[c * numLayers + l] + static_cast<uint64_t>(p * strideP + s * strideS +
-                                                                h * strideH);
+    return layerBase[c * numLayers + l] +
+           static_cast<uint64_t>(p * strideP + s * strideS + h * strideH);
   }
   KVIO_HOST_DEVICE int64_t rowBytes() const { return headNum * headBytes; }
   /// Heads of a token row are adjacent, so one (c, l, t) is one contiguous row.

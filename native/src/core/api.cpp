@@ -22,7 +22,11 @@ struct ExecutorImpl {
 
 // Handles carry their object type in the top byte, so a handle of the wrong type is named as
 // such instead of being looked up in the wrong table.
-enum HandleType : uint64_t { kPoolHandle = 0x6b01, kExecutorHandle = 0x6b02, kTransferHandle = 0x6b03 };
+enum HandleType : uint64_t {
+  kPoolHandle = 0x6b01,
+  kExecutorHandle = 0x6b02,
+  kTransferHandle = 0x6b03
+};
 
 const char* typeName(uint64_t type) {
   switch (type) {
@@ -66,11 +70,13 @@ class Registry {
 
  private:
   kvio_status checkType(uint64_t handle, const char* argument) const {
-    if (handle == 0) return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s is 0 (no %s)", argument, typeName(type_));
+    if (handle == 0)
+      return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s is 0 (no %s)", argument, typeName(type_));
     const uint64_t type = handle >> 48;
     if (type != type_) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s 0x%llx is not a %s handle (it is a %s handle)",
-                  argument, static_cast<unsigned long long>(handle), typeName(type_), typeName(type));
+                  argument, static_cast<unsigned long long>(handle), typeName(type_),
+                  typeName(type));
     }
     return KVIO_STATUS_OK;
   }
@@ -144,7 +150,8 @@ kvio_status checkAddress(const char* what, uint64_t address, uint64_t bytes) {
   if (address == 0) return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s address is 0 (null)", what);
   if (address + bytes < address) {
     return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s [0x%llx, +%llu) wraps around the address space",
-                what, static_cast<unsigned long long>(address), static_cast<unsigned long long>(bytes));
+                what, static_cast<unsigned long long>(address),
+                static_cast<unsigned long long>(bytes));
   }
   return KVIO_STATUS_OK;
 }
@@ -219,8 +226,9 @@ kvio_status kvio_pool_wrap(const kvio_pool_spec* spec, uint64_t address, uint64_
     if (size_bytes < needed) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
                   "size_bytes %llu is too small: this spec needs %llu bytes (%d components x %lld)",
-                  static_cast<unsigned long long>(size_bytes), static_cast<unsigned long long>(needed),
-                  components, static_cast<long long>(strides.componentBytes));
+                  static_cast<unsigned long long>(size_bytes),
+                  static_cast<unsigned long long>(needed), components,
+                  static_cast<long long>(strides.componentBytes));
     }
     KVIO_RETURN_IF_ERROR(checkAddress("pool", address, size_bytes));
     uint64_t bases[AffineLayout::kMaxComponents];
@@ -250,7 +258,8 @@ kvio_status kvio_pool_wrap_components(const kvio_pool_spec* spec, const uint64_t
     if (bytes_each < static_cast<uint64_t>(strides.componentBytes)) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
                   "bytes_each %llu is too small: each component needs %lld bytes",
-                  static_cast<unsigned long long>(bytes_each), static_cast<long long>(strides.componentBytes));
+                  static_cast<unsigned long long>(bytes_each),
+                  static_cast<long long>(strides.componentBytes));
     }
     for (int32_t c = 0; c < components; ++c) {
       KVIO_RETURN_IF_ERROR(checkAddress("component", addresses[c], bytes_each));
@@ -288,7 +297,8 @@ kvio_status kvio_pool_wrap_layer_table(const kvio_pool_spec* spec, const uint64_
     if (bytes_each < static_cast<uint64_t>(strides.strideL)) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
                   "bytes_each %llu is too small: each layer buffer needs %lld bytes",
-                  static_cast<unsigned long long>(bytes_each), static_cast<long long>(strides.strideL));
+                  static_cast<unsigned long long>(bytes_each),
+                  static_cast<long long>(strides.strideL));
     }
     auto pool = std::make_shared<PoolImpl>();
     pool->spec = *spec;
@@ -403,7 +413,8 @@ kvio_status kvio_transfer_wait(uint64_t transfer, int64_t timeout_ns) {
 
 int32_t kvio_transfer_is_done(uint64_t transfer) {
   std::shared_ptr<TransferState> state;
-  const kvio_status status = guarded([&]() -> kvio_status { return transfers().get(transfer, "transfer", &state); });
+  const kvio_status status =
+      guarded([&]() -> kvio_status { return transfers().get(transfer, "transfer", &state); });
   if (status != KVIO_STATUS_OK) return -status;
   return state->isDone() ? 1 : 0;
 }
@@ -440,7 +451,8 @@ kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copies_out, i
     planTransfer(request, runs, &plan);
     *count_out = static_cast<int64_t>(plan.size());
     if (copies_out != nullptr) {
-      const size_t n = std::min<size_t>(plan.size(), capacity > 0 ? static_cast<size_t>(capacity) : 0);
+      const size_t n =
+          std::min<size_t>(plan.size(), capacity > 0 ? static_cast<size_t>(capacity) : 0);
       std::copy(plan.begin(), plan.begin() + static_cast<std::ptrdiff_t>(n), copies_out);
     }
     return KVIO_STATUS_OK;

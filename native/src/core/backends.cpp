@@ -21,7 +21,6 @@ kvio_status noAscendBackend() {
               "CANN runtime, libascendcl.so, and an Ascend NPU)");
 }
 
-
 const BackendOps kKernel{KVIO_BACKEND_KERNEL, noCudaBackend, nullptr};
 const BackendOps kDirect{KVIO_BACKEND_DIRECT, noCudaBackend, nullptr};
 const BackendOps kAscend{KVIO_BACKEND_KERNEL_ASCEND, noAscendBackend, nullptr};

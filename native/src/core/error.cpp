@@ -10,9 +10,13 @@ namespace {
 thread_local std::string tlsLastError;
 }
 
-void setLastError(std::string message) { tlsLastError = std::move(message); }
+void setLastError(std::string message) {
+  tlsLastError = std::move(message);
+}
 
-const std::string& lastError() { return tlsLastError; }
+const std::string& lastError() {
+  return tlsLastError;
+}
 
 kvio_status fail(kvio_status status, const char* format, ...) {
   va_list args;

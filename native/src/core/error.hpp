@@ -15,13 +15,12 @@ void setLastError(std::string message);
 const std::string& lastError();
 
 /// printf-style message; returns status.
-kvio_status fail(kvio_status status, const char* format, ...)
-    __attribute__((format(printf, 2, 3)));
+kvio_status fail(kvio_status status, const char* format, ...) __attribute__((format(printf, 2, 3)));
 
 /// Propagates a non-OK status from an expression.
-#define KVIO_RETURN_IF_ERROR(expr)               \
-  do {                                           \
-    const kvio_status kvio_status_ = (expr);     \
+#define KVIO_RETURN_IF_ERROR(expr)                           \
+  do {                                                       \
+    const kvio_status kvio_status_ = (expr);                 \
     if (kvio_status_ != KVIO_STATUS_OK) return kvio_status_; \
   } while (0)
 

@@ -1,14 +1,17 @@
 // Strides of the named layouts (see kvio.h for the shapes). The formulas here are the only
 // place a layout's geometry is written down in the library.
+#include "kvio/layout.hpp"
+
 #include <cstdint>
 
 #include "error.hpp"
-#include "kvio/layout.hpp"
 
 namespace kvio {
 namespace {
 
-bool mulOverflows(int64_t a, int64_t b, int64_t* out) { return __builtin_mul_overflow(a, b, out); }
+bool mulOverflows(int64_t a, int64_t b, int64_t* out) {
+  return __builtin_mul_overflow(a, b, out);
+}
 
 }  // namespace
 

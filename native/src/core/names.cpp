@@ -2,9 +2,9 @@
 // names), their parsing with "did you mean" suggestions, and status names. The Java enums
 // carry the same strings; a test checks that both agree.
 #include <algorithm>
-#include <cstring>
 #include <cctype>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -29,7 +29,9 @@ const NameTable& table(int32_t id) {
   return kTables[id];
 }
 
-bool validTable(int32_t id) { return id >= KVIO_NAME_KIND && id <= KVIO_NAME_GRANULARITY; }
+bool validTable(int32_t id) {
+  return id >= KVIO_NAME_KIND && id <= KVIO_NAME_GRANULARITY;
+}
 
 // Optimal string alignment distance (Levenshtein plus adjacent transpositions).
 size_t editDistance(const std::string& a, const std::string& b) {
@@ -70,9 +72,13 @@ using namespace kvio;
 
 extern "C" {
 
-const char* kvio_version(void) { return KVIO_VERSION_STRING; }
+const char* kvio_version(void) {
+  return KVIO_VERSION_STRING;
+}
 
-const char* kvio_last_error(void) { return lastError().c_str(); }
+const char* kvio_last_error(void) {
+  return lastError().c_str();
+}
 
 const char* kvio_status_name(kvio_status status) {
   switch (status) {

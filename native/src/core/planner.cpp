@@ -44,7 +44,8 @@ void appendCoalesced(std::vector<kvio_copy2d>* plan, const kvio_copy2d& u) {
         return;
       }
     } else if (u.width == c.width && c.height >= 2) {
-      const bool samePitch = u.height == 1 || (u.src_pitch == c.src_pitch && u.dst_pitch == c.dst_pitch);
+      const bool samePitch =
+          u.height == 1 || (u.src_pitch == c.src_pitch && u.dst_pitch == c.dst_pitch);
       if (samePitch && u.src == c.src + c.height * c.src_pitch &&
           u.dst == c.dst + c.height * c.dst_pitch) {
         c.height += u.height;

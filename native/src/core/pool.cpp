@@ -18,8 +18,8 @@ kvio_status HostAllocation::create(uint64_t bytes, std::shared_ptr<HostAllocatio
   }
   const uint64_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
   const uint64_t mappingBytes = rounded + kHugePage;
-  void* mapping = mmap(nullptr, mappingBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
+  void* mapping =
+      mmap(nullptr, mappingBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mapping == MAP_FAILED) {
     return fail(KVIO_STATUS_OUT_OF_MEMORY, "mmap of %llu bytes for a host pool failed",
                 static_cast<unsigned long long>(mappingBytes));

@@ -53,11 +53,11 @@ kvio_status kvio_check_support(const kvio_support_query* q) {
   KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_LAYOUT, "layout", q->layout, KVIO_LAYOUT_COUNT));
   KVIO_RETURN_IF_ERROR(
       checkEnum(KVIO_NAME_BACKEND, "io backend", q->io_backend, KVIO_BACKEND_COUNT));
-  KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_GRANULARITY, "granularity", q->granularity,
-                                 KVIO_GRANULARITY_COUNT));
+  KVIO_RETURN_IF_ERROR(
+      checkEnum(KVIO_NAME_GRANULARITY, "granularity", q->granularity, KVIO_GRANULARITY_COUNT));
   // Geometry: the same checks a pool spec gets (sizes, overflow, layout fits the kind).
-  kvio_pool_spec spec{q->kind, q->layout, q->host_num_layers, 1, q->page_size, q->head_num,
-                      q->head_bytes};
+  kvio_pool_spec spec{q->kind,      q->layout,   q->host_num_layers, 1,
+                      q->page_size, q->head_num, q->head_bytes};
   LayoutStrides strides;
   KVIO_RETURN_IF_ERROR(layoutStrides(spec, &strides));
   if (q->device_num_layers < 1) {

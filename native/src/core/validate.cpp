@@ -9,7 +9,9 @@
 namespace kvio {
 namespace {
 
-const char* kindName(int32_t kind) { return kind == KVIO_KIND_MHA ? "mha" : "mla"; }
+const char* kindName(int32_t kind) {
+  return kind == KVIO_KIND_MHA ? "mha" : "mla";
+}
 
 kvio_status checkLayers(const char* side, const PoolImpl& pool, int64_t start, int64_t count) {
   if (start < 0 || start > pool.spec.num_layers - count) {
@@ -59,7 +61,8 @@ kvio_status checkDuplicates(const std::vector<Interval>& sorted) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
                   "dst_indices has duplicate destination slot %lld (at dst_indices[%lld] and "
                   "dst_indices[%lld]); each destination slot may be written once per transfer",
-                  static_cast<long long>(cur.start), static_cast<long long>(std::min(first, cur.position)),
+                  static_cast<long long>(cur.start),
+                  static_cast<long long>(std::min(first, cur.position)),
                   static_cast<long long>(std::max(first, cur.position)));
     }
     if (widest == nullptr || cur.start + cur.length > widest->start + widest->length) widest = &cur;
@@ -80,16 +83,18 @@ kvio_status checkOverlap(const std::vector<Interval>& src, const std::vector<Int
                   static_cast<long long>(lo), static_cast<long long>(a.position + (lo - a.start)),
                   static_cast<long long>(b.position + (lo - b.start)));
     }
-    if (a.start + a.length <= b.start + b.length) ++i; else ++j;
+    if (a.start + a.length <= b.start + b.length)
+      ++i;
+    else
+      ++j;
   }
   return KVIO_STATUS_OK;
 }
 
 }  // namespace
 
-kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst,
-                             const kvio_transfer_desc& d, PlanRequest* request,
-                             std::vector<IndexRun>* runs) {
+kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst, const kvio_transfer_desc& d,
+                             PlanRequest* request, std::vector<IndexRun>* runs) {
   if (d.num_indices < 1) {
     return fail(KVIO_STATUS_INVALID_ARGUMENT,
                 "num_indices must be at least 1, got %lld (an empty transfer is a caller bug)",
@@ -105,12 +110,13 @@ kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst,
                 kindName(src.spec.kind), kindName(dst.spec.kind));
   }
   if (src.spec.head_num != dst.spec.head_num || src.spec.head_bytes != dst.spec.head_bytes) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                "row geometry differs: source rows are %lld heads x %lld bytes, destination rows "
-                "are %lld heads x %lld bytes; both pools must have the same head_num and "
-                "head_bytes",
-                static_cast<long long>(src.spec.head_num), static_cast<long long>(src.spec.head_bytes),
-                static_cast<long long>(dst.spec.head_num), static_cast<long long>(dst.spec.head_bytes));
+    return fail(
+        KVIO_STATUS_INVALID_ARGUMENT,
+        "row geometry differs: source rows are %lld heads x %lld bytes, destination rows "
+        "are %lld heads x %lld bytes; both pools must have the same head_num and "
+        "head_bytes",
+        static_cast<long long>(src.spec.head_num), static_cast<long long>(src.spec.head_bytes),
+        static_cast<long long>(dst.spec.head_num), static_cast<long long>(dst.spec.head_bytes));
   }
   if (d.num_layers < 1) {
     return fail(KVIO_STATUS_INVALID_ARGUMENT, "num_layers must be at least 1, got %lld",

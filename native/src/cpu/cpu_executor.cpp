@@ -158,7 +158,8 @@ class CpuExecutor final : public Executor {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
       work_.wait(lock, [this] {
-        return stopping_ || (!queue_.empty() && queue_.front()->next < queue_.front()->tasks.size());
+        return stopping_ ||
+               (!queue_.empty() && queue_.front()->next < queue_.front()->tasks.size());
       });
       if (stopping_ && queue_.empty()) return;
       if (queue_.empty() || queue_.front()->next >= queue_.front()->tasks.size()) continue;
@@ -187,7 +188,9 @@ class CpuExecutor final : public Executor {
   bool stopping_ = false;
 };
 
-kvio_status cpuAvailable() { return KVIO_STATUS_OK; }
+kvio_status cpuAvailable() {
+  return KVIO_STATUS_OK;
+}
 
 kvio_status cpuCreate(int32_t threads, std::unique_ptr<Executor>* out) {
   if (threads <= 0) {
@@ -204,6 +207,8 @@ const BackendOps kCpuOps{KVIO_BACKEND_CPU, cpuAvailable, cpuCreate};
 
 }  // namespace
 
-const BackendOps& cpuBackendOps() { return kCpuOps; }
+const BackendOps& cpuBackendOps() {
+  return kCpuOps;
+}
 
 }  // namespace kvio

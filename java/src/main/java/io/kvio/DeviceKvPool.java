@@ -1,0 +1,66 @@
+/*
+ * A device KV pool: the accelerator-side cache the model computes into, normally layer_first
+ * (one buffer, one buffer per component, or one buffer per layer). kvio can allocate it (on the
+ * cpu backend "device" memory is host memory kvio allocates, which makes the whole path testable
+ * without a device) or wrap memory the serving engine owns.
+ */
+package io.kvio;
+
+import java.util.Objects;
+
+public final class DeviceKvPool extends KvPool {
+    private DeviceKvPool(PoolSpec spec, IoBackend backend, long handle) {
+        super(spec, backend, handle);
+    }
+
+    @Override
+    String what() {
+        return "device pool";
+    }
+
+    /**
+     * Allocates a device pool on {@code backend}. KvioUnavailableException with the native cause
+     * when the backend is absent here; this build allocates device memory on the cpu backend only.
+     */
+    public static DeviceKvPool allocate(PoolSpec spec, IoBackend backend) {
+        Objects.requireNonNull(spec, "spec");
+        Objects.requireNonNull(backend, "backend");
+        backend.ensureAvailability();
+        if (backend != IoBackend.CPU) {
+            throw new KvioUnsupportedException("allocating device memory on io backend '" + backend.userName()
+                    + "' is not implemented in this build; wrap the engine's device memory with "
+                    + "DeviceKvPool.wrap / wrapComponents / wrapLayers instead");
+        }
+        return new DeviceKvPool(spec, backend, Dispatcher.poolAllocate(spec));
+    }
+
+    /** Wraps caller-owned memory: one region of {@code sizeBytes} holding all components in order. */
+    public static DeviceKvPool wrap(PoolSpec spec, long address, long sizeBytes, IoBackend backend) {
+        Objects.requireNonNull(spec, "spec");
+        Objects.requireNonNull(backend, "backend");
+        backend.ensureAvailability();
+        return new DeviceKvPool(spec, backend, Dispatcher.poolWrap(spec, address, sizeBytes));
+    }
+
+    /** Wraps caller-owned memory, one buffer per component (K then V for mha), each at least componentBytes. */
+    public static DeviceKvPool wrapComponents(PoolSpec spec, long[] componentAddresses, long bytesEach,
+            IoBackend backend) {
+        Objects.requireNonNull(spec, "spec");
+        Objects.requireNonNull(componentAddresses, "componentAddresses");
+        Objects.requireNonNull(backend, "backend");
+        backend.ensureAvailability();
+        return new DeviceKvPool(spec, backend, Dispatcher.poolWrapComponents(spec, componentAddresses, bytesEach));
+    }
+
+    /**
+     * Wraps caller-owned per-layer buffers (layer_first only): {@code layerAddresses[c * numLayers + l]}
+     * is the base of component c, layer l, each at least pages * pageSize * rowBytes long.
+     */
+    public static DeviceKvPool wrapLayers(PoolSpec spec, long[] layerAddresses, long bytesEach, IoBackend backend) {
+        Objects.requireNonNull(spec, "spec");
+        Objects.requireNonNull(layerAddresses, "layerAddresses");
+        Objects.requireNonNull(backend, "backend");
+        backend.ensureAvailability();
+        return new DeviceKvPool(spec, backend, Dispatcher.poolWrapLayerTable(spec, layerAddresses, bytesEach));
+    }
+}

@@ -1,0 +1,320 @@
+/*
+ * The only caller of the native bridge (io.kvio.bridge.KvioNative). It loads the natives and
+ * checks their version, marshals structs and out-parameters through a per-thread scratch buffer
+ * of native memory, and turns every non-OK kvio_status into the typed KvioException carrying the
+ * native message (kvio_last_error is thread-local, so it is read right after the failing call,
+ * on the same thread). It also owns the Cleaner that frees native objects users forget to close.
+ */
+package io.kvio;
+
+import io.kvio.bridge.KvioNative;
+import java.lang.ref.Cleaner;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Pointer;
+
+final class Dispatcher {
+    static final Cleaner CLEANER = Cleaner.create(r -> {
+        Thread t = new Thread(r, "kvio-cleaner");
+        t.setDaemon(true);
+        return t;
+    });
+
+    /** Byte offsets inside the scratch buffer. */
+    private static final int STRUCT = 0;      // kvio_pool_spec or kvio_support_query (64 bytes)
+    private static final int OUT0 = 64;
+    private static final int OUT1 = 72;
+    private static final int OUT2 = 80;
+    private static final int SCRATCH_BYTES = 128;
+
+    private static final String NATIVE_VERSION;
+
+    static {
+        if (KvioNative.LOAD_ERROR != null) {
+            UnsatisfiedLinkError e = new UnsatisfiedLinkError(
+                    "kvio: could not load the native libraries (libkvio.so, libjniKvioNative.so) for platform "
+                            + System.getProperty("org.bytedeco.javacpp.platform", platformGuess())
+                            + " (the JAR carries them under io/kvio/linux-x86_64/): " + KvioNative.LOAD_ERROR);
+            e.initCause(KvioNative.LOAD_ERROR);
+            throw e;
+        }
+        NATIVE_VERSION = KvioNative.kvio_version();
+        if (!Kvio.VERSION.equals(NATIVE_VERSION)) {
+            throw new UnsatisfiedLinkError(
+                    "kvio: the native library " + KvioNative.LIBRARY_PATH + " is version " + NATIVE_VERSION
+                            + " but the Java API is version " + Kvio.VERSION
+                            + "; rebuild both from one source tree (mvn verify) or fix the class path");
+        }
+    }
+
+    private Dispatcher() {}
+
+    private static String platformGuess() {
+        return System.getProperty("os.name") + "-" + System.getProperty("os.arch");
+    }
+
+    /** Forces loading (and the version check). */
+    static void ensureLoaded() {}
+
+    static String nativeVersion() {
+        return NATIVE_VERSION;
+    }
+
+    static String libraryPath() {
+        return KvioNative.LIBRARY_PATH;
+    }
+
+    // ---- scratch memory ----
+
+    private static final class Scratch {
+        final ByteBuffer buffer = ByteBuffer.allocateDirect(SCRATCH_BYTES).order(ByteOrder.nativeOrder());
+        final long address = new Pointer(buffer).address();
+    }
+
+    private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
+
+    // ---- status mapping ----
+
+    static void check(int status) {
+        if (status != KvioNative.KVIO_STATUS_OK) {
+            throw error(status);
+        }
+    }
+
+    /** The exception for a failed call; must run on the failing thread, before any other kvio call. */
+    static KvioException error(int status) {
+        String message = KvioNative.kvio_last_error();
+        if (message == null || message.isEmpty()) {
+            message = "kvio call failed with status " + KvioNative.kvio_status_name(status);
+        }
+        return KvioException.of(KvioException.Status.of(status), message);
+    }
+
+    // ---- names, version, support ----
+
+    static String name(int table, int value) {
+        return KvioNative.kvio_name(table, value);
+    }
+
+    static int parseName(int table, String text) {
+        Scratch s = SCRATCH.get();
+        check(KvioNative.kvio_parse_name(table, text, s.address + OUT0));
+        return s.buffer.getInt(OUT0);
+    }
+
+    /** null when available, else the native cause. */
+    static String backendUnavailabilityCause(int backend) {
+        int status = KvioNative.kvio_backend_available(backend);
+        if (status == KvioNative.KVIO_STATUS_OK) {
+            return null;
+        }
+        String message = KvioNative.kvio_last_error();
+        return message == null || message.isEmpty() ? KvioNative.kvio_status_name(status) : message;
+    }
+
+    static void checkSupport(int kind, int layout, int backend, int granularity, long heads, long headBytes,
+            long pageSize, long hostLayers, long deviceLayers, long deviceLayerStart) {
+        Scratch s = SCRATCH.get();
+        ByteBuffer b = s.buffer;
+        b.putInt(STRUCT, kind);
+        b.putInt(STRUCT + 4, layout);
+        b.putInt(STRUCT + 8, backend);
+        b.putInt(STRUCT + 12, granularity);
+        b.putLong(STRUCT + 16, heads);
+        b.putLong(STRUCT + 24, headBytes);
+        b.putLong(STRUCT + 32, pageSize);
+        b.putLong(STRUCT + 40, hostLayers);
+        b.putLong(STRUCT + 48, deviceLayers);
+        b.putLong(STRUCT + 56, deviceLayerStart);
+        check(KvioNative.kvio_check_support(s.address + STRUCT));
+    }
+
+    // ---- pools ----
+
+    private static long putSpec(Scratch s, PoolSpec spec) {
+        ByteBuffer b = s.buffer;
+        b.putInt(STRUCT, spec.kind().ordinal());
+        b.putInt(STRUCT + 4, spec.layout().ordinal());
+        b.putLong(STRUCT + 8, spec.numLayers());
+        b.putLong(STRUCT + 16, spec.numPages());
+        b.putLong(STRUCT + 24, spec.pageSize());
+        b.putLong(STRUCT + 32, spec.headNum());
+        b.putLong(STRUCT + 40, spec.headBytes());
+        return s.address + STRUCT;
+    }
+
+    static long componentBytes(PoolSpec spec) {
+        Scratch s = SCRATCH.get();
+        check(KvioNative.kvio_pool_component_bytes(putSpec(s, spec), s.address + OUT0));
+        return s.buffer.getLong(OUT0);
+    }
+
+    static long poolAllocate(PoolSpec spec) {
+        Scratch s = SCRATCH.get();
+        check(KvioNative.kvio_pool_allocate(putSpec(s, spec), s.address + OUT0));
+        return s.buffer.getLong(OUT0);
+    }
+
+    static long poolWrap(PoolSpec spec, long address, long sizeBytes) {
+        Scratch s = SCRATCH.get();
+        check(KvioNative.kvio_pool_wrap(putSpec(s, spec), address, sizeBytes, s.address + OUT0));
+        return s.buffer.getLong(OUT0);
+    }
+
+    static long poolWrapComponents(PoolSpec spec, long[] addresses, long bytesEach) {
+        long table = copyToNative(addresses);
+        try {
+            Scratch s = SCRATCH.get();
+            check(KvioNative.kvio_pool_wrap_components(putSpec(s, spec), table, addresses.length, bytesEach,
+                    s.address + OUT0));
+            return s.buffer.getLong(OUT0);
+        } finally {
+            free(table);
+        }
+    }
+
+    static long poolWrapLayerTable(PoolSpec spec, long[] addresses, long bytesEach) {
+        long table = copyToNative(addresses);
+        try {
+            Scratch s = SCRATCH.get();
+            check(KvioNative.kvio_pool_wrap_layer_table(putSpec(s, spec), table, addresses.length, bytesEach,
+                    s.address + OUT0));
+            return s.buffer.getLong(OUT0);
+        } finally {
+            free(table);
+        }
+    }
+
+    /** {address, bytes} of every region of the pool. */
+    static long[][] poolRegions(long pool) {
+        Scratch s = SCRATCH.get();
+        check(KvioNative.kvio_pool_region(pool, 0, s.address + OUT0, s.address + OUT1, s.address + OUT2));
+        int count = (int) s.buffer.getLong(OUT2);
+        long[][] regions = new long[count][];
+        regions[0] = new long[] {s.buffer.getLong(OUT0), s.buffer.getLong(OUT1)};
+        for (int r = 1; r < count; r++) {
+            check(KvioNative.kvio_pool_region(pool, r, s.address + OUT0, s.address + OUT1, 0));
+            regions[r] = new long[] {s.buffer.getLong(OUT0), s.buffer.getLong(OUT1)};
+        }
+        return regions;
+    }
+
+    /** Closes a handle; a handle that is already gone is not an error here (close is idempotent). */
+    static void poolClose(long pool) {
+        KvioNative.kvio_pool_close(pool);
+    }
+
+    // ---- executors ----
+
+    static long executorCreate(int backend, int threads) {
+        Scratch s = SCRATCH.get();
+        check(KvioNative.kvio_executor_create(backend, threads, s.address + OUT0));
+        return s.buffer.getLong(OUT0);
+    }
+
+    static int executorThreads(long executor) {
+        Scratch s = SCRATCH.get();
+        check(KvioNative.kvio_executor_threads(executor, s.address + OUT0));
+        return s.buffer.getInt(OUT0);
+    }
+
+    static void executorClose(long executor) {
+        KvioNative.kvio_executor_close(executor);
+    }
+
+    // ---- transfers ----
+
+    /** Submits; returns {transfer handle, planned bytes}. */
+    static long submit(long executor, long srcPool, long dstPool, long srcIndices, long dstIndices, long count,
+            long srcLayerStart, long dstLayerStart, long numLayers, long[] bytesOut) {
+        Scratch s = SCRATCH.get();
+        check(KvioNative.kvio_submit_args(executor, srcPool, dstPool, srcIndices, dstIndices, count, srcLayerStart,
+                dstLayerStart, numLayers, s.address + OUT0));
+        long transfer = s.buffer.getLong(OUT0);
+        int status = KvioNative.kvio_transfer_bytes(transfer, s.address + OUT1);
+        if (status != KvioNative.KVIO_STATUS_OK) {
+            KvioException e = error(status);
+            KvioNative.kvio_transfer_close(transfer);
+            throw e;
+        }
+        bytesOut[0] = s.buffer.getLong(OUT1);
+        return transfer;
+    }
+
+    /** The raw status of waiting (OK, TIMEOUT, or the transfer's failure). */
+    static int transferWait(long transfer, long timeoutNs) {
+        return KvioNative.kvio_transfer_wait(transfer, timeoutNs);
+    }
+
+    static boolean transferIsDone(long transfer) {
+        int r = KvioNative.kvio_transfer_is_done(transfer);
+        if (r < 0) {
+            throw error(-r);
+        }
+        return r == 1;
+    }
+
+    static void transferClose(long transfer) {
+        KvioNative.kvio_transfer_close(transfer);
+    }
+
+    // ---- native memory (JavaCPP's malloc/free; the Pointer natives live in our JNI library) ----
+
+    private static final class RawBytes extends BytePointer {
+        RawBytes(long address, long bytes) {
+            this.address = address;
+            this.capacity = bytes;
+            this.limit = bytes;
+        }
+    }
+
+    static long malloc(long bytes) {
+        Pointer p = Pointer.malloc(Math.max(bytes, 1));
+        if (p == null || p.isNull()) {
+            throw new KvioOutOfMemoryException("could not allocate " + bytes + " bytes of native memory");
+        }
+        return p.address();
+    }
+
+    static void free(long address) {
+        if (address != 0) {
+            Pointer.free(new RawBytes(address, 0));
+        }
+    }
+
+    /** A direct ByteBuffer over [address, address + bytes), native byte order. Does not own the memory. */
+    static ByteBuffer byteBuffer(long address, int bytes) {
+        if (bytes == 0) {
+            return ByteBuffer.allocateDirect(0).order(ByteOrder.nativeOrder());
+        }
+        return new RawBytes(address, bytes).asByteBuffer().order(ByteOrder.nativeOrder());
+    }
+
+    private static final int CHUNK_LONGS = 1 << 26;  // 512 MiB per ByteBuffer view
+
+    static long copyToNative(long[] values) {
+        long address = malloc(values.length * 8L);
+        for (int from = 0; from < values.length; from += CHUNK_LONGS) {
+            int n = Math.min(CHUNK_LONGS, values.length - from);
+            byteBuffer(address + from * 8L, n * 8).asLongBuffer().put(values, from, n);
+        }
+        return address;
+    }
+
+    static long copyToNative(int[] values) {
+        long address = malloc(values.length * 8L);
+        for (int from = 0; from < values.length; from += CHUNK_LONGS) {
+            int n = Math.min(CHUNK_LONGS, values.length - from);
+            java.nio.LongBuffer out = byteBuffer(address + from * 8L, n * 8).asLongBuffer();
+            for (int i = 0; i < n; i++) {
+                out.put(i, values[from + i]);
+            }
+        }
+        return address;
+    }
+
+    static long getLong(long address) {
+        return byteBuffer(address, 8).getLong(0);
+    }
+}

@@ -1,0 +1,292 @@
+/*
+ * A host KV pool: the host-RAM tier of the hierarchical cache, in any of the four layouts, moved
+ * to and from a device pool by an io backend. It may hold all of the device's layers or a
+ * contiguous range of them (layer sharding). build() checks the configuration against the native
+ * support rules (both granularities) before allocating, so a bad layout/backend combination fails
+ * at start-up with the reason and what to use instead, not at the first transfer.
+ */
+package io.kvio;
+
+import java.util.Objects;
+
+public final class HostKvPool extends KvPool {
+    private final long deviceLayerStart;
+    private final long deviceLayers;
+    private final KvioExecutor executor;
+    private final boolean ownsExecutor;
+
+    private HostKvPool(PoolSpec spec, IoBackend ioBackend, long handle, long deviceLayerStart, long deviceLayers,
+            KvioExecutor executor, boolean ownsExecutor) {
+        super(spec, ioBackend, handle);
+        this.deviceLayerStart = deviceLayerStart;
+        this.deviceLayers = deviceLayers;
+        this.executor = executor;
+        this.ownsExecutor = ownsExecutor;
+    }
+
+    @Override
+    String what() {
+        return "host pool";
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public KvLayout layout() {
+        return spec().layout();
+    }
+
+    /** The io backend that moves this pool's data to and from device pools. */
+    public IoBackend ioBackend() {
+        return backend();
+    }
+
+    /** The first device layer this pool holds (0 unless layer-sharded). */
+    public long deviceLayerStart() {
+        return deviceLayerStart;
+    }
+
+    /** Layers this pool holds: device layers [deviceLayerStart, deviceLayerStart + numLayers). */
+    public long numLayers() {
+        return spec().numLayers();
+    }
+
+    /** Layers of the device pools this pool was configured for. */
+    public long deviceLayers() {
+        return deviceLayers;
+    }
+
+    /** The executor this pool's transfers run on. */
+    public KvioExecutor executor() {
+        return executor;
+    }
+
+    /**
+     * Device to host, all of this pool's layers in one transfer: device layers
+     * [deviceLayerStart, deviceLayerStart + numLayers) to host layers [0, numLayers), token
+     * deviceIndices[i] to host token hostIndices[i].
+     */
+    public Transfer backupFromDevice(DeviceKvPool device, TokenIndices hostIndices, TokenIndices deviceIndices) {
+        checkArguments(device, hostIndices, deviceIndices);
+        checkDeviceLayers(device);
+        return Kvio.submit(executor.handle(), device.handle(), handle(), deviceIndices, hostIndices,
+                deviceLayerStart, 0, numLayers());
+    }
+
+    /**
+     * Host to device, one layer: device layer {@code deviceLayer} from host layer
+     * {@code deviceLayer - deviceLayerStart}, host token hostIndices[i] to device token
+     * deviceIndices[i]. A device layer this (layer-sharded) pool does not hold returns an
+     * already-completed Transfer that moved 0 bytes, as in the reference; a layer outside the
+     * device pool's layers throws KvioOutOfRangeException.
+     */
+    public Transfer loadToDevice(DeviceKvPool device, TokenIndices hostIndices, TokenIndices deviceIndices,
+            long deviceLayer) {
+        checkArguments(device, hostIndices, deviceIndices);
+        checkDeviceLayers(device);
+        long layers = device.spec().numLayers();
+        if (deviceLayer < 0 || deviceLayer >= layers) {
+            throw new KvioOutOfRangeException("device layer " + deviceLayer + " is outside the device pool's "
+                    + layers + " layers (valid: 0 to " + (layers - 1) + ")");
+        }
+        if (deviceLayer < deviceLayerStart || deviceLayer >= deviceLayerStart + numLayers()) {
+            return Transfer.completed();
+        }
+        return Kvio.submit(executor.handle(), handle(), device.handle(), hostIndices, deviceIndices,
+                deviceLayer - deviceLayerStart, deviceLayer, 1);
+    }
+
+    private void checkArguments(DeviceKvPool device, TokenIndices hostIndices, TokenIndices deviceIndices) {
+        Objects.requireNonNull(device, "device");
+        Objects.requireNonNull(hostIndices, "hostIndices");
+        Objects.requireNonNull(deviceIndices, "deviceIndices");
+        Kvio.ensureOpen("this host pool", this);
+        Kvio.ensureOpen("device", device);
+        Kvio.ensureOpen("hostIndices", hostIndices);
+        Kvio.ensureOpen("deviceIndices", deviceIndices);
+        if (device.backend() != ioBackend()) {
+            throw new KvioInvalidArgumentException("the device pool lives on io backend '"
+                    + device.backend().userName() + "' but this host pool moves data with io backend '"
+                    + ioBackend().userName() + "'; build the host pool with ioBackend(\""
+                    + device.backend().userName() + "\")");
+        }
+        Kvio.checkLengths("hostIndices", hostIndices, "deviceIndices", deviceIndices);
+    }
+
+    private void checkDeviceLayers(DeviceKvPool device) {
+        long layers = device.spec().numLayers();
+        if (deviceLayerStart + numLayers() > layers) {
+            throw new KvioOutOfRangeException("this host pool holds device layers [" + deviceLayerStart + ", "
+                    + (deviceLayerStart + numLayers()) + ") but the device pool has only " + layers
+                    + " layers (valid device layers: 0 to " + (layers - 1) + ")");
+        }
+    }
+
+    /** Closes the pool, and its executor if the pool created one (threads(n)). */
+    @Override
+    public void close() {
+        super.close();
+        if (ownsExecutor) {
+            executor.close();
+        }
+    }
+
+    /**
+     * Defaults: kind mha, layout layer_first, io backend of the device pool (cpu without one),
+     * pages = the device pool's pages, all device layers, the backend's shared executor.
+     */
+    public static final class Builder {
+        private PoolKind kind = PoolKind.MHA;
+        private KvLayout layout = KvLayout.LAYER_FIRST;
+        private IoBackend ioBackend;
+        private long pages = -1;
+        private long pageSize;
+        private long heads;
+        private long headBytes;
+        private long deviceLayers;
+        private long deviceLayerStart;
+        private long numLayers = -1;
+        private int threads;
+        private boolean privateExecutor;
+        private KvioExecutor executor;
+        private DeviceKvPool device;
+
+        private Builder() {}
+
+        /** Takes kind, heads, head bytes, page size, layers, pages and io backend from the device pool's spec. */
+        public Builder forDevice(DeviceKvPool device) {
+            Objects.requireNonNull(device, "device");
+            PoolSpec d = device.spec();
+            this.device = device;
+            this.kind = d.kind();
+            this.heads = d.headNum();
+            this.headBytes = d.headBytes();
+            this.pageSize = d.pageSize();
+            this.deviceLayers = d.numLayers();
+            return this;
+        }
+
+        public Builder kind(PoolKind kind) {
+            this.kind = Objects.requireNonNull(kind, "kind");
+            return this;
+        }
+
+        public Builder layout(KvLayout layout) {
+            this.layout = Objects.requireNonNull(layout, "layout");
+            return this;
+        }
+
+        /** The layout by the name users type (layer_first, page_first, page_first_direct, page_head). */
+        public Builder layout(String layout) {
+            return layout(KvLayout.parse(layout));
+        }
+
+        public Builder ioBackend(IoBackend ioBackend) {
+            this.ioBackend = Objects.requireNonNull(ioBackend, "ioBackend");
+            return this;
+        }
+
+        /** The io backend by the name users type (cpu, kernel, direct, kernel_ascend). */
+        public Builder ioBackend(String ioBackend) {
+            return ioBackend(IoBackend.parse(ioBackend));
+        }
+
+        /** Capacity in pages. */
+        public Builder pages(long pages) {
+            this.pages = pages;
+            return this;
+        }
+
+        public Builder pageSize(long pageSize) {
+            this.pageSize = pageSize;
+            return this;
+        }
+
+        public Builder heads(long heads) {
+            this.heads = heads;
+            return this;
+        }
+
+        public Builder headBytes(long headBytes) {
+            this.headBytes = headBytes;
+            return this;
+        }
+
+        /** Layers of the device pools this pool exchanges data with. */
+        public Builder deviceLayers(long deviceLayers) {
+            this.deviceLayers = deviceLayers;
+            return this;
+        }
+
+        /** Layer sharding: this pool holds device layers [deviceLayerStart, deviceLayerStart + numLayers). */
+        public Builder layerRange(long deviceLayerStart, long numLayers) {
+            this.deviceLayerStart = deviceLayerStart;
+            this.numLayers = numLayers;
+            return this;
+        }
+
+        /** A private executor with this many threads (<= 0: one per core), closed with the pool. */
+        public Builder threads(int threads) {
+            this.threads = threads;
+            this.privateExecutor = true;
+            this.executor = null;
+            return this;
+        }
+
+        /** Run transfers on this executor (not closed with the pool). */
+        public Builder executor(KvioExecutor executor) {
+            this.executor = Objects.requireNonNull(executor, "executor");
+            this.privateExecutor = false;
+            return this;
+        }
+
+        /** Checks the configuration (support rules, both granularities), then allocates the host memory. */
+        public HostKvPool build() {
+            IoBackend backend = ioBackend != null ? ioBackend : device != null ? device.backend() : IoBackend.CPU;
+            long pagesToUse = pages >= 0 ? pages : device != null ? device.spec().numPages() : 0;
+            long layers = numLayers >= 0 ? numLayers : deviceLayers - deviceLayerStart;
+            if (device != null && device.isClosed()) {
+                throw new KvioClosedException("the device pool given to forDevice is closed");
+            }
+            if (device != null && device.backend() != backend) {
+                throw new KvioInvalidArgumentException("the device pool lives on io backend '"
+                        + device.backend().userName() + "' but this host pool is configured for io backend '"
+                        + backend.userName() + "'; use ioBackend(\"" + device.backend().userName() + "\")");
+            }
+            if (executor != null && executor.backend() != backend) {
+                throw new KvioInvalidArgumentException("the executor runs io backend '"
+                        + executor.backend().userName() + "' but this host pool uses io backend '"
+                        + backend.userName() + "'");
+            }
+            for (Granularity g : Granularity.values()) {
+                Kvio.checkSupport(kind, layout, backend, g, heads, headBytes, pageSize, layers, deviceLayers,
+                        deviceLayerStart);
+            }
+            PoolSpec spec = PoolSpec.builder().kind(kind).layout(layout).layers(layers).pages(pagesToUse)
+                    .pageSize(pageSize).heads(heads).headBytes(headBytes).build();
+            KvioExecutor ex;
+            boolean owns;
+            if (executor != null) {
+                ex = executor;
+                owns = false;
+                executor.handle();  // closed check
+            } else if (privateExecutor) {
+                ex = KvioExecutor.create(backend, threads);
+                owns = true;
+            } else {
+                ex = KvioExecutor.shared(backend);
+                owns = false;
+            }
+            try {
+                return new HostKvPool(spec, backend, Dispatcher.poolAllocate(spec), deviceLayerStart, deviceLayers,
+                        ex, owns);
+            } catch (RuntimeException e) {
+                if (owns) {
+                    ex.close();
+                }
+                throw e;
+            }
+        }
+    }
+}

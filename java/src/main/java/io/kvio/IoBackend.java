@@ -1,0 +1,67 @@
+/*
+ * The io backends (the reference's --hicache-io-backend names): cpu (multithreaded memcpy, always
+ * built), kernel (CUDA SM copy kernels), direct (CUDA copy engine), kernel_ascend (Ascend ACL).
+ * Availability is answered natively (kvio_backend_available) with the cause when absent.
+ * The ordinal equals the native KVIO_BACKEND_* value.
+ */
+package io.kvio;
+
+import io.kvio.bridge.KvioNative;
+
+public enum IoBackend {
+    CPU("cpu"),
+    KERNEL("kernel"),
+    DIRECT("direct"),
+    KERNEL_ASCEND("kernel_ascend");
+
+    private static final String AVAILABLE = "";
+
+    private final String userName;
+    private volatile String cause;  // AVAILABLE, the native cause, or null before the first query
+
+    IoBackend(String userName) {
+        this.userName = userName;
+    }
+
+    public String userName() {
+        return userName;
+    }
+
+    public static IoBackend parse(String text) {
+        return values()[Names.parse(KvioNative.KVIO_NAME_BACKEND, text, values())];
+    }
+
+    /** Whether this backend can run on this machine with this build. */
+    public boolean isAvailable() {
+        return cause() == AVAILABLE;
+    }
+
+    /** Why this backend cannot run here, or null when it is available. */
+    public String unavailabilityCause() {
+        String c = cause();
+        return c == AVAILABLE ? null : c;
+    }
+
+    /** Throws KvioUnavailableException with the native cause when this backend cannot run here. */
+    public void ensureAvailability() {
+        String c = unavailabilityCause();
+        if (c != null) {
+            throw new KvioUnavailableException("io backend '" + userName + "' is not available: " + c);
+        }
+    }
+
+    private String cause() {
+        String c = cause;
+        if (c == null) {
+            c = Dispatcher.backendUnavailabilityCause(ordinal());
+            cause = c == null ? AVAILABLE : c;
+            c = cause;
+        }
+        return c;
+    }
+
+    @Override
+    public String toString() {
+        return userName;
+    }
+}

@@ -1,0 +1,50 @@
+/*
+ * Host (and device) KV layouts, with the shape of one component: L layers, P pages of ps token
+ * slots, H heads, D = head bytes. The ordinal equals the native KVIO_LAYOUT_* value; userName()
+ * is the string users type (the reference's names).
+ */
+package io.kvio;
+
+import io.kvio.bridge.KvioNative;
+
+public enum KvLayout {
+    /** Token rows of one layer contiguous. */
+    LAYER_FIRST("layer_first", "[L, P*ps, H, D]"),
+    /** Token-major: all layers of one token contiguous. */
+    PAGE_FIRST("page_first", "[P*ps, L, H, D]"),
+    /** One (page, layer) block contiguous. */
+    PAGE_FIRST_DIRECT("page_first_direct", "[P, L, ps, H, D]"),
+    /** One (page, head) block contiguous; mha only. */
+    PAGE_HEAD("page_head", "[P, H, ps, L, D]");
+
+    private final String userName;
+    private final String shape;
+
+    KvLayout(String userName, String shape) {
+        this.userName = userName;
+        this.shape = shape;
+    }
+
+    public String userName() {
+        return userName;
+    }
+
+    /** The shape of one component, e.g. "[P*ps, L, H, D]". */
+    public String shape() {
+        return shape;
+    }
+
+    /** Whether a pool of {@code kind} can use this layout (page_head needs heads: mha only). */
+    public boolean fits(PoolKind kind) {
+        return this != PAGE_HEAD || kind == PoolKind.MHA;
+    }
+
+    public static KvLayout parse(String text) {
+        return values()[Names.parse(KvioNative.KVIO_NAME_LAYOUT, text, values())];
+    }
+
+    @Override
+    public String toString() {
+        return userName;
+    }
+}

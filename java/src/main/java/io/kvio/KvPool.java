@@ -1,0 +1,140 @@
+/*
+ * A KV pool kvio knows: a native pool handle with its spec, io backend and memory regions.
+ * DeviceKvPool and HostKvPool are the only subclasses (the constructor is package-private).
+ * Memory regions are exposed as raw addresses and as direct ByteBuffers; a ByteBuffer does not
+ * keep the pool alive, so it must not be used after close(). Forgotten pools are closed by a
+ * Cleaner; memory kvio allocated is freed once no submitted transfer uses it.
+ */
+package io.kvio;
+
+import java.lang.ref.Cleaner;
+import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+public abstract class KvPool implements AutoCloseable {
+    private final PoolSpec spec;
+    private final IoBackend backend;
+    private final long handle;
+    private final long[][] regions;
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final Cleaner.Cleanable cleanable;
+
+    /** Takes ownership of {@code handle}. */
+    KvPool(PoolSpec spec, IoBackend backend, long handle) {
+        this.spec = spec;
+        this.backend = backend;
+        this.handle = handle;
+        long[][] r;
+        try {
+            r = Dispatcher.poolRegions(handle);
+        } catch (RuntimeException e) {
+            Dispatcher.poolClose(handle);
+            throw e;
+        }
+        this.regions = r;
+        this.cleanable = Dispatcher.CLEANER.register(this, new Closer(handle));
+    }
+
+    private static final class Closer implements Runnable {
+        private final long handle;
+
+        Closer(long handle) {
+            this.handle = handle;
+        }
+
+        @Override
+        public void run() {
+            Dispatcher.poolClose(handle);
+        }
+    }
+
+    /** "device pool" or "host pool", for messages. */
+    abstract String what();
+
+    public PoolSpec spec() {
+        return spec;
+    }
+
+    /** The backend whose memory this pool lives in (host pools: the io backend that moves their data). */
+    public IoBackend backend() {
+        return backend;
+    }
+
+    public boolean isClosed() {
+        return closed.get();
+    }
+
+    /** Releases the pool; idempotent. Transfers already submitted still complete. */
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            cleanable.clean();
+        }
+    }
+
+    /** The native handle; KvioClosedException once closed. */
+    long handle() {
+        ensureOpen();
+        return handle;
+    }
+
+    void ensureOpen() {
+        if (closed.get()) {
+            throw new KvioClosedException("this " + what() + " is closed (" + spec + ")");
+        }
+    }
+
+    public int regionCount() {
+        ensureOpen();
+        return regions.length;
+    }
+
+    public long regionAddress(int region) {
+        return region(region)[0];
+    }
+
+    public long regionBytes(int region) {
+        return region(region)[1];
+    }
+
+    private long[] region(int region) {
+        ensureOpen();
+        if (region < 0 || region >= regions.length) {
+            throw new KvioOutOfRangeException("region " + region + " is out of range: this " + what() + " has "
+                    + regions.length + " region" + (regions.length == 1 ? "" : "s") + " (valid: 0 to "
+                    + (regions.length - 1) + ")");
+        }
+        return regions[region];
+    }
+
+    /**
+     * A direct ByteBuffer (native byte order) over all of region 0. KvioUnsupportedException if the
+     * region is larger than a ByteBuffer can address; use {@link #slice} then.
+     */
+    public ByteBuffer buffer() {
+        long bytes = regionBytes(0);
+        if (bytes > Integer.MAX_VALUE) {
+            throw new KvioUnsupportedException("region 0 of this " + what() + " is " + bytes
+                    + " bytes, more than one ByteBuffer can address (" + Integer.MAX_VALUE
+                    + "); use slice(region, offset, length) for parts of it");
+        }
+        return Dispatcher.byteBuffer(regionAddress(0), (int) bytes);
+    }
+
+    /** A direct ByteBuffer (native byte order) over [offset, offset + length) of a region. */
+    public ByteBuffer slice(int region, long offset, int length) {
+        long[] r = region(region);
+        if (offset < 0 || length < 0 || offset > r[1] - length) {
+            throw new KvioOutOfRangeException("slice [" + offset + ", " + offset + " + " + length
+                    + ") is outside region " + region + " of this " + what() + ", which has " + r[1]
+                    + " bytes (valid: 0 <= offset, length >= 0, offset + length <= " + r[1] + ")");
+        }
+        return Dispatcher.byteBuffer(r[0] + offset, length);
+    }
+
+    @Override
+    public String toString() {
+        return getClass().getSimpleName() + "{" + spec + ", backend=" + backend.userName()
+                + (isClosed() ? ", closed" : "") + "}";
+    }
+}

@@ -1,0 +1,166 @@
+/*
+ * The geometry of a KV pool: kind, layout, layers, pages, page size, heads and bytes per head.
+ * Immutable; build() validates it natively (sizes, overflow, layout fits the kind), so an
+ * instance always describes a pool kvio can allocate or wrap.
+ */
+package io.kvio;
+
+import java.util.Objects;
+
+public final class PoolSpec {
+    private final PoolKind kind;
+    private final KvLayout layout;
+    private final long numLayers;
+    private final long numPages;
+    private final long pageSize;
+    private final long headNum;
+    private final long headBytes;
+    private final long componentBytes;
+
+    private PoolSpec(Builder b) {
+        this.kind = Objects.requireNonNull(b.kind, "kind");
+        this.layout = Objects.requireNonNull(b.layout, "layout");
+        this.numLayers = b.layers;
+        this.numPages = b.pages;
+        this.pageSize = b.pageSize;
+        this.headNum = b.heads;
+        this.headBytes = b.headBytes;
+        this.componentBytes = Dispatcher.componentBytes(this);
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** A builder preset with this spec's values. */
+    public Builder toBuilder() {
+        return new Builder().kind(kind).layout(layout).layers(numLayers).pages(numPages).pageSize(pageSize)
+                .heads(headNum).headBytes(headBytes);
+    }
+
+    public PoolKind kind() {
+        return kind;
+    }
+
+    public KvLayout layout() {
+        return layout;
+    }
+
+    public long numLayers() {
+        return numLayers;
+    }
+
+    public long numPages() {
+        return numPages;
+    }
+
+    public long pageSize() {
+        return pageSize;
+    }
+
+    public long headNum() {
+        return headNum;
+    }
+
+    public long headBytes() {
+        return headBytes;
+    }
+
+    /** Token slots: numPages * pageSize. */
+    public long tokens() {
+        return numPages * pageSize;
+    }
+
+    /** Bytes of one (component, layer, token) row: headNum * headBytes. */
+    public long rowBytes() {
+        return headNum * headBytes;
+    }
+
+    /** Bytes one component occupies (kvio_pool_component_bytes). */
+    public long componentBytes() {
+        return componentBytes;
+    }
+
+    /** Bytes of all components: componentBytes * kind.components(). */
+    public long totalBytes() {
+        return componentBytes * kind.components();
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        if (this == o) {
+            return true;
+        }
+        if (!(o instanceof PoolSpec)) {
+            return false;
+        }
+        PoolSpec s = (PoolSpec) o;
+        return kind == s.kind && layout == s.layout && numLayers == s.numLayers && numPages == s.numPages
+                && pageSize == s.pageSize && headNum == s.headNum && headBytes == s.headBytes;
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(kind, layout, numLayers, numPages, pageSize, headNum, headBytes);
+    }
+
+    @Override
+    public String toString() {
+        return "PoolSpec{kind=" + kind.userName() + ", layout=" + layout.userName() + " " + layout.shape()
+                + ", layers=" + numLayers + ", pages=" + numPages + ", pageSize=" + pageSize + ", heads=" + headNum
+                + ", headBytes=" + headBytes + "}";
+    }
+
+    /** Defaults: kind mha, layout layer_first; the sizes must be set (each at least 1). */
+    public static final class Builder {
+        private PoolKind kind = PoolKind.MHA;
+        private KvLayout layout = KvLayout.LAYER_FIRST;
+        private long layers;
+        private long pages;
+        private long pageSize;
+        private long heads;
+        private long headBytes;
+
+        private Builder() {}
+
+        public Builder kind(PoolKind kind) {
+            this.kind = Objects.requireNonNull(kind, "kind");
+            return this;
+        }
+
+        public Builder layout(KvLayout layout) {
+            this.layout = Objects.requireNonNull(layout, "layout");
+            return this;
+        }
+
+        public Builder layers(long layers) {
+            this.layers = layers;
+            return this;
+        }
+
+        public Builder pages(long pages) {
+            this.pages = pages;
+            return this;
+        }
+
+        public Builder pageSize(long pageSize) {
+            this.pageSize = pageSize;
+            return this;
+        }
+
+        public Builder heads(long heads) {
+            this.heads = heads;
+            return this;
+        }
+
+        public Builder headBytes(long headBytes) {
+            this.headBytes = headBytes;
+            return this;
+        }
+
+        /** Validates natively: KvioInvalidArgumentException / KvioUnsupportedException with the reason. */
+        public PoolSpec build() {
+            return new PoolSpec(this);
+        }
+    }
+}

@@ -1,0 +1,144 @@
+/*
+ * A list of token slot numbers (page * pageSize + slot) in native int64 memory, as transfers take
+ * them. of(...) and pages(...) copy into memory this object owns (freed by close() or, if
+ * forgotten, by a Cleaner); wrap(...) views caller-owned memory and never frees it. Transfers read
+ * the list only while they are submitted, so it may be closed or reused right after.
+ */
+package io.kvio;
+
+import java.lang.ref.Cleaner;
+import java.nio.LongBuffer;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+public final class TokenIndices implements AutoCloseable {
+    private final long address;
+    private final long count;
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final Cleaner.Cleanable cleanable;  // null for wrapped memory
+    private final LongBuffer view;               // null when too long for one buffer
+
+    private TokenIndices(long address, long count, boolean owned) {
+        this.address = address;
+        this.count = count;
+        this.view = count > 0 && count <= Integer.MAX_VALUE / 8
+                ? Dispatcher.byteBuffer(address, (int) (count * 8)).asLongBuffer() : null;
+        this.cleanable = owned ? Dispatcher.CLEANER.register(this, new Freer(address)) : null;
+    }
+
+    private static final class Freer implements Runnable {
+        private final long address;
+
+        Freer(long address) {
+            this.address = address;
+        }
+
+        @Override
+        public void run() {
+            Dispatcher.free(address);
+        }
+    }
+
+    /** Copies {@code indices} into native memory. */
+    public static TokenIndices of(long... indices) {
+        Objects.requireNonNull(indices, "indices");
+        return new TokenIndices(Dispatcher.copyToNative(indices), indices.length, true);
+    }
+
+    /** Copies {@code indices} (widened to int64) into native memory. */
+    public static TokenIndices of(int... indices) {
+        Objects.requireNonNull(indices, "indices");
+        return new TokenIndices(Dispatcher.copyToNative(indices), indices.length, true);
+    }
+
+    /**
+     * Views {@code count} int64 values at {@code address}, caller-owned native memory that must
+     * stay valid while transfers are submitted with this list; close() does not free it.
+     */
+    public static TokenIndices wrap(long address, long count) {
+        if (count < 0) {
+            throw new KvioInvalidArgumentException("count must be at least 0, got " + count);
+        }
+        if (address == 0 && count > 0) {
+            throw new KvioInvalidArgumentException("address is 0 (null) but count is " + count);
+        }
+        return new TokenIndices(address, count, false);
+    }
+
+    /**
+     * The token slots of whole pages: for each page id p, the pageSize slots p*pageSize to
+     * p*pageSize + pageSize - 1, in the order given.
+     */
+    public static TokenIndices pages(long pageSize, long... pageIds) {
+        Objects.requireNonNull(pageIds, "pageIds");
+        if (pageSize < 1) {
+            throw new KvioInvalidArgumentException("pageSize must be at least 1, got " + pageSize);
+        }
+        long total = pageSize * pageIds.length;
+        if (pageIds.length != 0 && (total / pageIds.length != pageSize || total > Integer.MAX_VALUE - 8)) {
+            throw new KvioInvalidArgumentException(pageIds.length + " pages of " + pageSize
+                    + " tokens are too many slots for one list; split the transfer");
+        }
+        long[] slots = new long[(int) total];
+        int i = 0;
+        for (long page : pageIds) {
+            if (page < 0) {
+                throw new KvioOutOfRangeException("page id " + page + " is negative (page ids start at 0)");
+            }
+            long first = page * pageSize;
+            for (long s = 0; s < pageSize; s++) {
+                slots[i++] = first + s;
+            }
+        }
+        return of(slots);
+    }
+
+    public long size() {
+        ensureOpen();
+        return count;
+    }
+
+    /** Address of the first int64 value. */
+    public long address() {
+        ensureOpen();
+        return address;
+    }
+
+    public long get(long i) {
+        ensureOpen();
+        if (i < 0 || i >= count) {
+            throw new KvioOutOfRangeException("index " + i + " is out of range (valid: 0 to " + (count - 1) + ")");
+        }
+        return view != null ? view.get((int) i) : Dispatcher.getLong(address + i * 8);
+    }
+
+    public boolean isClosed() {
+        return closed.get();
+    }
+
+    /** Frees memory this list owns; idempotent. */
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true) && cleanable != null) {
+            cleanable.clean();
+        }
+    }
+
+    void ensureOpen() {
+        if (closed.get()) {
+            throw new KvioClosedException("this token index list is closed");
+        }
+    }
+
+    @Override
+    public String toString() {
+        if (closed.get()) {
+            return "TokenIndices{closed}";
+        }
+        StringBuilder sb = new StringBuilder("TokenIndices{size=").append(count).append(", [");
+        for (long i = 0; i < Math.min(count, 8); i++) {
+            sb.append(i == 0 ? "" : ", ").append(get(i));
+        }
+        return sb.append(count > 8 ? ", ...]}" : "]}").toString();
+    }
+}

@@ -1,0 +1,139 @@
+/*
+ * The handle of a submitted transfer. Transfers on one executor run in submission order; waiting
+ * is explicit. The first await() that sees completion (or close()) releases the native handle and
+ * remembers the outcome, so later calls answer from Java; a Cleaner releases forgotten handles.
+ */
+package io.kvio;
+
+import java.lang.ref.Cleaner;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+
+public final class Transfer implements AutoCloseable {
+    private final long bytes;
+    private final Cleaner.Cleanable cleanable;  // null for already-completed transfers
+    private final long handle;
+    private final Object lock = new Object();
+    private boolean released;        // guarded by lock
+    private boolean done;            // guarded by lock
+    private KvioException failure;   // guarded by lock: the transfer's own failure, once done
+
+    private Transfer(long handle, long bytes) {
+        this.handle = handle;
+        this.bytes = bytes;
+        this.cleanable = handle == 0 ? null : Dispatcher.CLEANER.register(this, new Closer(handle));
+        if (handle == 0) {
+            released = true;
+            done = true;
+        }
+    }
+
+    private static final class Closer implements Runnable {
+        private final long handle;
+
+        Closer(long handle) {
+            this.handle = handle;
+        }
+
+        @Override
+        public void run() {
+            Dispatcher.transferClose(handle);
+        }
+    }
+
+    static Transfer submitted(long handle, long bytes) {
+        return new Transfer(handle, bytes);
+    }
+
+    /** A transfer that moved nothing and is already complete. */
+    static Transfer completed() {
+        return new Transfer(0, 0);
+    }
+
+    /** Waits for completion; throws the typed exception if the transfer failed. */
+    public void await() {
+        waitNs(-1);
+    }
+
+    /** Waits at most {@code timeout}; true if done (throws if it failed), false on timeout. */
+    public boolean await(long timeout, TimeUnit unit) {
+        Objects.requireNonNull(unit, "unit");
+        return waitNs(Math.max(0, unit.toNanos(timeout)));
+    }
+
+    private boolean waitNs(long timeoutNs) {
+        synchronized (lock) {
+            if (done) {
+                return finish();
+            }
+            if (released) {
+                throw new KvioClosedException("this transfer was closed before it was awaited");
+            }
+        }
+        // Wait outside the lock: the native state outlives a concurrent close of the handle.
+        int status = Dispatcher.transferWait(handle, timeoutNs);
+        KvioException error = status == 0 ? null : Dispatcher.error(status);
+        synchronized (lock) {
+            if (error != null && error.status() == KvioException.Status.TIMEOUT) {
+                return false;
+            }
+            if (error != null && error.status() == KvioException.Status.CLOSED && released) {
+                throw new KvioClosedException("this transfer was closed while it was awaited");
+            }
+            if (!done) {
+                done = true;
+                failure = error;
+                release();
+            }
+            return finish();
+        }
+    }
+
+    private boolean finish() {
+        if (failure != null) {
+            throw KvioException.of(failure.status(), failure.getMessage());
+        }
+        return true;
+    }
+
+    /** Whether the transfer has completed (successfully or not). */
+    public boolean isDone() {
+        synchronized (lock) {
+            if (done) {
+                return true;
+            }
+            if (released) {
+                throw new KvioClosedException("this transfer is closed");
+            }
+            return Dispatcher.transferIsDone(handle);
+        }
+    }
+
+    /** Bytes this transfer moves (the planned total, known at submission). */
+    public long bytes() {
+        return bytes;
+    }
+
+    /** Releases the native handle without waiting (the copy itself still completes); idempotent. */
+    @Override
+    public void close() {
+        synchronized (lock) {
+            release();
+        }
+    }
+
+    private void release() {
+        if (!released) {
+            released = true;
+            cleanable.clean();
+        }
+    }
+
+    @Override
+    public String toString() {
+        synchronized (lock) {
+            return "Transfer{bytes=" + bytes + (done ? (failure == null ? ", done" : ", failed") : "")
+                    + (released && !done ? ", closed" : "") + "}";
+        }
+    }
+}

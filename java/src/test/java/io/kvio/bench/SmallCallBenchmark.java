@@ -1,0 +1,118 @@
+/*
+ * JMH benchmark of the cost of one small Java call: a one-page, one-layer loadToDevice on the
+ * CPU backend (Java validation + JNI + native validation + planning + the copy + await), next
+ * to a trivial JNI call and a Java memcpy of the same bytes measured in the same run. The tiny
+ * case (16-token page, 64-byte rows: 2 KiB moved) is dominated by overhead; the realistic case
+ * (64-token page, 8 heads x 256 bytes: 256 KiB moved) by the copy.
+ *
+ * Run: scripts/bench-java.sh (builds the classpath and runs this class's main).
+ */
+package io.kvio.bench;
+
+import io.kvio.DeviceKvPool;
+import io.kvio.HostKvPool;
+import io.kvio.IoBackend;
+import io.kvio.KvLayout;
+import io.kvio.Kvio;
+import io.kvio.PoolKind;
+import io.kvio.PoolSpec;
+import io.kvio.TokenIndices;
+import io.kvio.Transfer;
+import io.kvio.bridge.KvioNative;
+import java.nio.ByteBuffer;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.options.Options;
+import org.openjdk.jmh.runner.options.OptionsBuilder;
+
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(1)
+@State(Scope.Thread)
+public class SmallCallBenchmark {
+
+    /** "tiny": 16-token page of 64-byte rows; "page64": 64-token page of 8 x 256-byte heads. */
+    @Param({"tiny", "page64"})
+    public String shape;
+
+    private DeviceKvPool device;
+    private HostKvPool host;
+    private TokenIndices hostSlots;
+    private TokenIndices deviceSlots;
+    private ByteBuffer copySource;
+    private ByteBuffer copyTarget;
+    private int layer;
+
+    @Setup(Level.Trial)
+    public void setUp() {
+        boolean tiny = shape.equals("tiny");
+        long pageSize = tiny ? 16 : 64;
+        long heads = tiny ? 1 : 8;
+        long headBytes = tiny ? 64 : 256;
+        PoolSpec spec = PoolSpec.builder().kind(PoolKind.MHA).layout(KvLayout.LAYER_FIRST)
+                .layers(32).pages(64).pageSize(pageSize).heads(heads).headBytes(headBytes).build();
+        device = DeviceKvPool.allocate(spec, IoBackend.CPU);
+        host = HostKvPool.builder().forDevice(device).layout(KvLayout.PAGE_FIRST_DIRECT)
+                .ioBackend(IoBackend.CPU).pages(64).build();
+        hostSlots = TokenIndices.pages(pageSize, 5);
+        deviceSlots = TokenIndices.pages(pageSize, 9);
+        int bytes = (int) (2 * pageSize * heads * headBytes);
+        copySource = ByteBuffer.allocateDirect(bytes);
+        copyTarget = ByteBuffer.allocateDirect(bytes);
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        hostSlots.close();
+        deviceSlots.close();
+        host.close();
+        device.close();
+    }
+
+    /** One page, one layer, host to device, awaited: the per-layer load call of a serving loop. */
+    @Benchmark
+    public long loadOnePageOneLayer() {
+        layer = (layer + 1) & 31;
+        Transfer t = host.loadToDevice(device, hostSlots, deviceSlots, layer);
+        t.await();
+        return t.bytes();
+    }
+
+    /** Baseline: the same bytes copied by one Java bulk put between direct buffers. */
+    @Benchmark
+    public ByteBuffer javaCopySameBytes() {
+        copyTarget.clear();
+        copySource.clear();
+        return copyTarget.put(copySource);
+    }
+
+    /** Baseline: one trivial JNI round trip through the bridge. */
+    @Benchmark
+    public int trivialNativeCall() {
+        return KvioNative.kvio_backend_available(IoBackend.CPU.ordinal());
+    }
+
+    public static void main(String[] args) throws Exception {
+        Options options = new OptionsBuilder()
+                .include(SmallCallBenchmark.class.getSimpleName())
+                .build();
+        new Runner(options).run();
+        System.out.println("kvio " + Kvio.version() + ", " + Runtime.getRuntime().availableProcessors()
+                + " cores, " + System.getProperty("java.vm.name") + " " + System.getProperty("java.version"));
+    }
+}

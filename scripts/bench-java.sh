@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Runs the JMH benchmark of one small Java call (java/src/test/java/io/kvio/bench).
+# Usage: scripts/bench-java.sh   (builds with mvn first; about 1 minute)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mvn -q -DskipTests test-compile dependency:build-classpath -Dmdep.outputFile=target/test-classpath.txt \
+    -Dmdep.includeScope=test
+exec java -cp "target/test-classes:target/classes:$(cat target/test-classpath.txt)" \
+    io.kvio.bench.SmallCallBenchmark "$@"

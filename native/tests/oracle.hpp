@@ -1,0 +1,306 @@
+// Test oracle for kvio transfers, shared by planner_test, conformance_test and executor_test.
+// It shares no code with the library: byte offsets come from row-major shapes written down
+// from reference/hicache-semantics.md §2 (MHA host (2, L, S, H, D) / (2, S, L, H, D) /
+// (2, P, L, ps, H, D) / (2, P, H, ps, L, D); MLA the same with one component and H = 1; device
+// pools layer_first as one buffer, one buffer per component, or one buffer per layer), and a
+// transfer is replayed as naive loops over (index, layer, component, head). It also owns the
+// memory of wrapped test pools (with guard zones around each buffer), fills sources with
+// seeded random bytes and destinations with a canary, and compares whole buffers.
+#ifndef KVIO_TESTS_ORACLE_HPP_
+#define KVIO_TESTS_ORACLE_HPP_
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kvio/kvio.hpp"
+
+namespace kvio_test {
+
+constexpr uint8_t kCanary = 0xA5;
+constexpr uint8_t kGuardByte = 0x5A;
+constexpr size_t kGuard = 256;  // guard bytes before and after every wrapped buffer
+
+/// How a pool's memory is organised: one buffer for everything, one per component, or one
+/// per (component, layer) (a device pool's per-layer pointer table).
+enum class Form { Single, PerComponent, PerLayer, Allocated };
+
+inline const char* formName(Form f) {
+  switch (f) {
+    case Form::Single: return "single_buffer";
+    case Form::PerComponent: return "per_component";
+    case Form::PerLayer: return "layer_table";
+    case Form::Allocated: return "allocated";
+  }
+  return "?";
+}
+
+inline const char* layoutName(int32_t layout) {
+  switch (layout) {
+    case KVIO_LAYOUT_LAYER_FIRST: return "layer_first";
+    case KVIO_LAYOUT_PAGE_FIRST: return "page_first";
+    case KVIO_LAYOUT_PAGE_FIRST_DIRECT: return "page_first_direct";
+    case KVIO_LAYOUT_PAGE_HEAD: return "page_head";
+  }
+  return "?";
+}
+
+/// Logical geometry of a test pool.
+struct Geometry {
+  int32_t kind = KVIO_KIND_MHA;
+  int32_t layout = KVIO_LAYOUT_LAYER_FIRST;
+  Form form = Form::Single;
+  int64_t L = 1, P = 1, ps = 1, H = 1, hb = 1;
+
+  int64_t C() const { return kind == KVIO_KIND_MHA ? 2 : 1; }
+  int64_t S() const { return P * ps; }
+  int64_t row() const { return H * hb; }
+  int64_t componentBytes() const { return L * S() * row(); }
+  int64_t regions() const {
+    if (form == Form::PerComponent) return C();
+    if (form == Form::PerLayer) return C() * L;
+    return 1;
+  }
+  int64_t regionBytes() const {
+    if (form == Form::PerComponent) return componentBytes();
+    if (form == Form::PerLayer) return S() * row();
+    return C() * componentBytes();
+  }
+  kvio::PoolSpec spec() const {
+    kvio::PoolSpec s;
+    s.kind = static_cast<kvio::PoolKind>(kind);
+    s.layout = static_cast<kvio::Layout>(layout);
+    s.numLayers = L;
+    s.numPages = P;
+    s.pageSize = ps;
+    s.headNum = H;
+    s.headBytes = hb;
+    return s;
+  }
+  std::string describe() const {
+    std::ostringstream o;
+    o << (kind == KVIO_KIND_MHA ? "mha" : "mla") << " " << layoutName(layout) << " "
+      << formName(form) << " L=" << L << " P=" << P << " ps=" << ps << " H=" << H
+      << " hb=" << hb;
+    return o.str();
+  }
+};
+
+/// Row-major offset of index `idx` in an array of shape `dims`.
+inline int64_t flatten(std::initializer_list<int64_t> dims, std::initializer_list<int64_t> idx) {
+  int64_t offset = 0;
+  auto d = dims.begin();
+  auto i = idx.begin();
+  for (; d != dims.end(); ++d, ++i) {
+    if (*i < 0 || *i >= *d) ADD_FAILURE() << "oracle index out of its dimension";
+    offset = offset * *d + *i;
+  }
+  return offset;
+}
+
+struct Location {
+  int64_t region;
+  int64_t offset;
+};
+
+/// Where byte 0 of head h of token t, layer l, component c lies (shapes of §2).
+inline Location locate(const Geometry& g, int64_t c, int64_t l, int64_t t, int64_t h) {
+  const int64_t p = t / g.ps;
+  const int64_t s = t % g.ps;
+  const int64_t S = g.S();
+  if (g.form == Form::PerLayer) {  // one [S, H, D] buffer per (component, layer)
+    return {c * g.L + l, flatten({S, g.H, g.hb}, {t, h, 0})};
+  }
+  const bool single = g.form != Form::PerComponent;
+  const int64_t C = single ? g.C() : 1;
+  const int64_t cc = single ? c : 0;
+  const int64_t region = single ? 0 : c;
+  switch (g.layout) {
+    case KVIO_LAYOUT_LAYER_FIRST:  // (C, L, S, H, D)
+      return {region, flatten({C, g.L, S, g.H, g.hb}, {cc, l, t, h, 0})};
+    case KVIO_LAYOUT_PAGE_FIRST:  // (C, S, L, H, D)
+      return {region, flatten({C, S, g.L, g.H, g.hb}, {cc, t, l, h, 0})};
+    case KVIO_LAYOUT_PAGE_FIRST_DIRECT:  // (C, P, L, ps, H, D)
+      return {region, flatten({C, g.P, g.L, g.ps, g.H, g.hb}, {cc, p, l, s, h, 0})};
+    case KVIO_LAYOUT_PAGE_HEAD:  // (C, P, H, ps, L, D)
+      return {region, flatten({C, g.P, g.H, g.ps, g.L, g.hb}, {cc, p, h, s, l, 0})};
+  }
+  ADD_FAILURE() << "oracle: unknown layout";
+  return {0, 0};
+}
+
+/// Contents of every buffer of a pool; wrapped buffers include their guard zones.
+struct Image {
+  std::vector<std::vector<uint8_t>> buffers;
+  size_t guard = 0;
+  uint8_t* at(Location where) {
+    return buffers[static_cast<size_t>(where.region)].data() + guard + where.offset;
+  }
+  const uint8_t* at(Location where) const {
+    return buffers[static_cast<size_t>(where.region)].data() + guard + where.offset;
+  }
+};
+
+/// Replays a transfer on images: for each index pair, each layer of the map, each component,
+/// each head, copy hb bytes. Reads come from `src` (the state before the transfer).
+inline void applyTransfer(const Geometry& sg, const Image& src, const Geometry& dg, Image* dst,
+                          const std::vector<int64_t>& srcIdx, const std::vector<int64_t>& dstIdx,
+                          int64_t srcLayer, int64_t dstLayer, int64_t layers) {
+  for (size_t i = 0; i < srcIdx.size(); ++i)
+    for (int64_t j = 0; j < layers; ++j)
+      for (int64_t c = 0; c < sg.C(); ++c)
+        for (int64_t h = 0; h < sg.H; ++h)
+          std::memcpy(dst->at(locate(dg, c, dstLayer + j, dstIdx[i], h)),
+                      src.at(locate(sg, c, srcLayer + j, srcIdx[i], h)),
+                      static_cast<size_t>(sg.hb));
+}
+
+inline void fillRandom(uint8_t* data, size_t bytes, std::mt19937_64& rng) {
+  size_t i = 0;
+  for (; i + 8 <= bytes; i += 8) {
+    const uint64_t v = rng();
+    std::memcpy(data + i, &v, 8);
+  }
+  for (; i < bytes; ++i) data[i] = static_cast<uint8_t>(rng());
+}
+
+/// A kvio pool in one of the memory forms, with the memory the test owns.
+class TestPool {
+ public:
+  TestPool(const Geometry& g) : g_(g) {  // NOLINT
+    const kvio::PoolSpec spec = g.spec();
+    if (g.form == Form::Allocated) {
+      pool_ = std::make_unique<kvio::Pool>(kvio::Pool::allocate(spec));
+      region_.push_back(pool_->data(0));
+      EXPECT_GE(pool_->bytes(0), static_cast<uint64_t>(g.regionBytes()));
+      return;
+    }
+    const size_t bytes = static_cast<size_t>(g.regionBytes());
+    storage_.resize(static_cast<size_t>(g.regions()));
+    // Per-layer tables: allocate in reverse so layer buffers are not in address order.
+    for (size_t r = 0; r < storage_.size(); ++r) {
+      const size_t k = g.form == Form::PerLayer ? storage_.size() - 1 - r : r;
+      storage_[k].assign(bytes + 2 * kGuard, kGuardByte);
+    }
+    for (auto& s : storage_) region_.push_back(s.data() + kGuard);
+    std::vector<void*> pointers(region_.begin(), region_.end());
+    switch (g.form) {
+      case Form::Single:
+        pool_ = std::make_unique<kvio::Pool>(kvio::Pool::wrap(spec, region_[0], bytes));
+        break;
+      case Form::PerComponent:
+        pool_ = std::make_unique<kvio::Pool>(kvio::Pool::wrapComponents(spec, pointers, bytes));
+        break;
+      case Form::PerLayer:
+        pool_ = std::make_unique<kvio::Pool>(kvio::Pool::wrapLayerTable(spec, pointers, bytes));
+        break;
+      case Form::Allocated: break;
+    }
+  }
+
+  const Geometry& geometry() const { return g_; }
+  kvio::Pool& pool() { return *pool_; }
+  const kvio::Pool& pool() const { return *pool_; }
+  uint8_t* region(size_t r) { return region_[r]; }
+
+  /// Whole buffers (with guard zones for wrapped memory).
+  Image capture() const {
+    Image image;
+    if (g_.form == Form::Allocated) {
+      image.buffers.emplace_back(region_[0], region_[0] + g_.regionBytes());
+      return image;
+    }
+    image.guard = kGuard;
+    image.buffers = storage_;
+    return image;
+  }
+  void fill(uint8_t value) {
+    for (uint8_t* r : region_) std::memset(r, value, static_cast<size_t>(g_.regionBytes()));
+  }
+  void fillRandom(std::mt19937_64& rng) {
+    for (uint8_t* r : region_) kvio_test::fillRandom(r, static_cast<size_t>(g_.regionBytes()), rng);
+  }
+
+ private:
+  Geometry g_;
+  std::unique_ptr<kvio::Pool> pool_;
+  std::vector<std::vector<uint8_t>> storage_;
+  std::vector<uint8_t*> region_;
+};
+
+/// Compares two images byte for byte; on mismatch reports the first few differing bytes.
+inline ::testing::AssertionResult sameImage(const Image& expected, const Image& actual,
+                                            const char* what) {
+  if (expected.buffers.size() != actual.buffers.size()) {
+    return ::testing::AssertionFailure() << what << ": buffer count differs";
+  }
+  for (size_t r = 0; r < expected.buffers.size(); ++r) {
+    const auto& e = expected.buffers[r];
+    const auto& a = actual.buffers[r];
+    if (e.size() != a.size()) return ::testing::AssertionFailure() << what << ": size differs";
+    if (std::memcmp(e.data(), a.data(), e.size()) == 0) continue;
+    size_t count = 0;
+    std::ostringstream first;
+    for (size_t i = 0; i < e.size(); ++i) {
+      if (e[i] == a[i]) continue;
+      if (count < 4) {
+        first << " [buffer " << r << " byte " << static_cast<int64_t>(i) -
+                                                     static_cast<int64_t>(expected.guard)
+              << ": expected 0x" << std::hex << int(e[i]) << " got 0x" << int(a[i]) << std::dec
+              << "]";
+      }
+      ++count;
+    }
+    return ::testing::AssertionFailure() << what << ": " << count << " bytes differ in buffer "
+                                         << r << ";" << first.str();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// ---- index sets ----
+
+/// k distinct random values in [0, n).
+inline std::vector<int64_t> distinct(std::mt19937_64& rng, int64_t n, int64_t k) {
+  std::vector<int64_t> all(static_cast<size_t>(n));
+  std::iota(all.begin(), all.end(), 0);
+  std::shuffle(all.begin(), all.end(), rng);
+  all.resize(static_cast<size_t>(std::min(n, k)));
+  return all;
+}
+
+inline std::vector<int64_t> expandPages(const std::vector<int64_t>& pages, int64_t ps) {
+  std::vector<int64_t> slots;
+  for (int64_t p : pages)
+    for (int64_t s = 0; s < ps; ++s) slots.push_back(p * ps + s);
+  return slots;
+}
+
+/// Runs of consecutive slots that cross a page boundary. Run k lies inside page pair
+/// (2q, 2q+1) for a distinct q, so runs never overlap; lengths are given.
+inline std::vector<int64_t> crossingRuns(std::mt19937_64& rng, int64_t pages, int64_t ps,
+                                         const std::vector<int64_t>& lengths) {
+  const std::vector<int64_t> pairs = distinct(rng, pages / 2, static_cast<int64_t>(lengths.size()));
+  std::vector<int64_t> slots;
+  for (size_t k = 0; k < lengths.size() && k < pairs.size(); ++k) {
+    const int64_t len = lengths[k];
+    const int64_t lo = std::max<int64_t>(1, len - ps);
+    const int64_t hi = std::min<int64_t>(len - 1, ps);
+    const int64_t before = lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+    const int64_t start = (2 * pairs[k] + 1) * ps - before;  // `before` slots in page 2q
+    for (int64_t i = 0; i < len; ++i) slots.push_back(start + i);
+  }
+  return slots;
+}
+
+}  // namespace kvio_test
+
+#endif  // KVIO_TESTS_ORACLE_HPP_

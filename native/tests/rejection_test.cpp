@@ -1,0 +1,551 @@
+// Every rejection path of the C ABI (kvio.h), one test each: the status code, a message that
+// names the problem and the valid range, and, for transfers, that no byte of any pool changed
+// (both pools are filled with seeded bytes and compared whole, guard zones included, after
+// the executor has drained). Also the name parser, the support rules (rejections and the
+// acceptance of every valid cpu configuration) and executor creation.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <initializer_list>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kvio/kvio.h"
+#include "kvio/kvio.hpp"
+#include "oracle.hpp"
+
+namespace kvio_test {
+namespace {
+
+::testing::AssertionResult rejected(kvio_status actual, kvio_status expected,
+                                    std::initializer_list<std::string> substrings) {
+  const std::string message = kvio_last_error();
+  if (actual != expected) {
+    return ::testing::AssertionFailure() << "status " << kvio_status_name(actual) << ", expected "
+                                         << kvio_status_name(expected) << "; message: " << message;
+  }
+  for (const std::string& s : substrings) {
+    if (message.find(s) == std::string::npos) {
+      return ::testing::AssertionFailure() << "message \"" << message << "\" lacks \"" << s << "\"";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+#define EXPECT_REJECTED(call, status, ...) EXPECT_TRUE(rejected((call), (status), {__VA_ARGS__}))
+
+// Device: mha layer_first, 4 layers, 8 pages of 4 tokens (32 slots), 2 heads x 16 bytes.
+// Host: mha page_first, 2 layers, 6 pages (24 slots). Both wrapped, both filled with seeded
+// bytes; TearDown drains the executor and checks that neither changed.
+class TransferRejection : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 2, &executor_), KVIO_STATUS_OK);
+    std::mt19937_64 rng(42);
+    device_.fillRandom(rng);
+    host_.fill(kCanary);
+    deviceBefore_ = device_.capture();
+    hostBefore_ = host_.capture();
+  }
+  void TearDown() override {
+    if (executor_ != 0) {
+      EXPECT_EQ(kvio_executor_close(executor_), KVIO_STATUS_OK);
+    }
+    EXPECT_TRUE(sameImage(deviceBefore_, device_.capture(), "device pool"));
+    EXPECT_TRUE(sameImage(hostBefore_, host_.capture(), "host pool"));
+  }
+
+  // The index arrays live in the fixture, so a descriptor stays valid for the whole test.
+  kvio_transfer_desc desc(std::vector<int64_t> src, std::vector<int64_t> dst,
+                          int64_t srcLayer = 0, int64_t dstLayer = 0, int64_t layers = 2) {
+    kept_.push_back(std::move(src));
+    const std::vector<int64_t>& s = kept_.back();
+    kept_.push_back(std::move(dst));
+    const std::vector<int64_t>& d = kept_.back();
+    return kvio_transfer_desc{device_.pool().handle(), host_.pool().handle(), s.data(), d.data(),
+                              static_cast<int64_t>(s.size()), srcLayer, dstLayer, layers};
+  }
+  kvio_status submit(const kvio_transfer_desc& d) {
+    uint64_t transfer = 0;
+    const kvio_status s = kvio_submit(executor_, &d, &transfer);
+    if (s == KVIO_STATUS_OK) {
+      kvio_transfer_wait(transfer, -1);
+      kvio_transfer_close(transfer);
+    }
+    // The planner entry point validates the same way.
+    int64_t count = -1;
+    const std::string message = kvio_last_error();
+    const kvio_status p = kvio_plan(&d, nullptr, 0, &count);
+    EXPECT_EQ(p, s) << "kvio_plan and kvio_submit disagree";
+    if (s != KVIO_STATUS_OK) {
+      EXPECT_EQ(std::string(kvio_last_error()), message);
+    }
+    return s;
+  }
+
+  uint64_t executor_ = 0;
+  TestPool device_{Geometry{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 4, 8, 4, 2, 16}};
+  TestPool host_{Geometry{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 6, 4, 2, 16}};
+  Image deviceBefore_, hostBefore_;
+  std::deque<std::vector<int64_t>> kept_;
+};
+
+TEST_F(TransferRejection, NegativeSourceIndex) {
+  EXPECT_REJECTED(submit(desc({0, -1, 2}, {0, 1, 2})), KVIO_STATUS_OUT_OF_RANGE,
+                  "src_indices[1] = -1 is out of range", "32 token slots", "valid: 0 to 31");
+}
+
+TEST_F(TransferRejection, SourceIndexPastTheEnd) {
+  EXPECT_REJECTED(submit(desc({32}, {0})), KVIO_STATUS_OUT_OF_RANGE,
+                  "src_indices[0] = 32 is out of range", "valid: 0 to 31");
+}
+
+TEST_F(TransferRejection, NegativeDestinationIndex) {
+  EXPECT_REJECTED(submit(desc({0, 1}, {3, INT64_MIN})), KVIO_STATUS_OUT_OF_RANGE,
+                  "dst_indices[1] = " + std::to_string(INT64_MIN) + " is out of range",
+                  "valid: 0 to 23");
+}
+
+TEST_F(TransferRejection, DestinationIndexPastTheEnd) {
+  // 24 is in range for the 32-slot source but past the end of the 24-slot destination.
+  EXPECT_REJECTED(submit(desc({24, 25}, {23, 24})), KVIO_STATUS_OUT_OF_RANGE,
+                  "dst_indices[1] = 24 is out of range", "24 token slots", "valid: 0 to 23");
+}
+
+TEST_F(TransferRejection, LengthMismatch) {
+  // The C ABI has one count; the C++ API checks the two vectors before calling it.
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  try {
+    kvio::transfer(cpu, device_.pool(), host_.pool(), std::vector<int64_t>{0, 1, 2},
+                   std::vector<int64_t>{0, 1}, kvio::LayerMap{0, 0, 2});
+    ADD_FAILURE() << "no exception";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("srcIndices has 3 entries but dstIndices has 2"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(TransferRejection, EmptyIndexList) {
+  EXPECT_REJECTED(submit(desc({}, {})), KVIO_STATUS_INVALID_ARGUMENT,
+                  "num_indices must be at least 1, got 0");
+  kvio_transfer_desc d = desc({1}, {1});
+  d.num_indices = -5;
+  EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT, "num_indices must be at least 1, got -5");
+}
+
+TEST_F(TransferRejection, NullIndexArrays) {
+  kvio_transfer_desc d = desc({1}, {1});
+  d.dst_indices = nullptr;
+  EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT, "dst_indices is null");
+}
+
+TEST_F(TransferRejection, DuplicateDestinationSlots) {
+  EXPECT_REJECTED(submit(desc({0, 9, 20}, {2, 5, 2})), KVIO_STATUS_INVALID_ARGUMENT,
+                  "duplicate destination slot 2", "dst_indices[0] and dst_indices[2]",
+                  "written once per transfer");
+  // Inside runs: slots 5..7 and 7..8.
+  EXPECT_REJECTED(submit(desc({0, 1, 2, 10, 11}, {5, 6, 7, 7, 8})), KVIO_STATUS_INVALID_ARGUMENT,
+                  "duplicate destination slot 7", "dst_indices[2] and dst_indices[3]");
+}
+
+TEST_F(TransferRejection, OverlappingSourceAndDestinationInOnePool) {
+  kvio_transfer_desc d = desc({0, 1, 2}, {2, 3, 4}, 0, 0, 4);
+  d.dst_pool = d.src_pool;
+  EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT, "source and destination overlap",
+                  "slot 2", "src_indices[2]", "dst_indices[0]");
+  // Overlapping layer ranges [0, 2) and [1, 3) count as the same layers.
+  d = desc({10}, {10}, 0, 1, 2);
+  d.dst_pool = d.src_pool;
+  EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT, "source and destination overlap",
+                  "slot 10");
+}
+
+TEST_F(TransferRejection, SourceLayerRangeNegative) {
+  EXPECT_REJECTED(submit(desc({0}, {0}, -1, 0, 1)), KVIO_STATUS_OUT_OF_RANGE,
+                  "src layer range [-1, 0) is outside the src pool's 4 layers",
+                  "src_layer_start >= 0 and src_layer_start + num_layers <= 4");
+}
+
+TEST_F(TransferRejection, SourceLayerRangePastTheEnd) {
+  EXPECT_REJECTED(submit(desc({0}, {0}, 3, 0, 2)), KVIO_STATUS_OUT_OF_RANGE,
+                  "src layer range [3, 5)", "src_layer_start + num_layers <= 4");
+}
+
+TEST_F(TransferRejection, DestinationLayerRangeNegative) {
+  EXPECT_REJECTED(submit(desc({0}, {0}, 0, -2, 1)), KVIO_STATUS_OUT_OF_RANGE,
+                  "dst layer range [-2, -1) is outside the dst pool's 2 layers",
+                  "dst_layer_start >= 0");
+}
+
+TEST_F(TransferRejection, DestinationLayerRangePastTheEnd) {
+  // An all-layer backup of the 4-layer device into the 2-layer host.
+  EXPECT_REJECTED(submit(desc({0}, {0}, 0, 0, 4)), KVIO_STATUS_OUT_OF_RANGE,
+                  "dst layer range [0, 4) is outside the dst pool's 2 layers",
+                  "dst_layer_start + num_layers <= 2");
+}
+
+TEST_F(TransferRejection, ZeroLayers) {
+  EXPECT_REJECTED(submit(desc({0}, {0}, 0, 0, 0)), KVIO_STATUS_INVALID_ARGUMENT,
+                  "num_layers must be at least 1, got 0");
+  EXPECT_REJECTED(submit(desc({0}, {0}, 0, 0, -3)), KVIO_STATUS_INVALID_ARGUMENT,
+                  "num_layers must be at least 1, got -3");
+}
+
+TEST_F(TransferRejection, KindMismatch) {
+  // An mla pool whose rows have the same bytes (1 x 32) as the mha device's rows (2 x 16).
+  TestPool mla1(Geometry{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 6, 4, 1, 32});
+  mla1.fill(kCanary);
+  const Image before = mla1.capture();
+  kvio_transfer_desc d = desc({0}, {0}, 0, 0, 1);
+  d.dst_pool = mla1.pool().handle();
+  EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT,
+                  "the source pool is mha and the destination pool is mla",
+                  "both must be the same kind");
+  EXPECT_TRUE(sameImage(before, mla1.capture(), "mla pool"));
+}
+
+TEST_F(TransferRejection, RowGeometryMismatch) {
+  TestPool a(Geometry{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 2, 4, 1, 576});
+  TestPool b(Geometry{KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 2, 4, 1, 656});
+  std::mt19937_64 rng(7);
+  a.fillRandom(rng);
+  b.fill(kCanary);
+  const Image beforeA = a.capture(), beforeB = b.capture();
+  kvio_transfer_desc d = desc({0, 1}, {0, 1}, 0, 0, 2);
+  d.src_pool = a.pool().handle();
+  d.dst_pool = b.pool().handle();
+  EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT, "row geometry differs",
+                  "1 heads x 576 bytes", "1 heads x 656 bytes", "same head_num and head_bytes");
+  EXPECT_TRUE(sameImage(beforeA, a.capture(), "576-byte pool"));
+  EXPECT_TRUE(sameImage(beforeB, b.capture(), "656-byte pool"));
+}
+
+TEST_F(TransferRejection, ClosedPoolHandle) {
+  const uint64_t handle = host_.pool().handle();
+  host_.pool().close();  // the memory is the test's; the handle is gone
+  kvio_transfer_desc d = desc({0}, {0});
+  d.dst_pool = handle;
+  EXPECT_REJECTED(submit(d), KVIO_STATUS_CLOSED, "dst_pool 0x", "is closed");
+  EXPECT_REJECTED(kvio_pool_close(handle), KVIO_STATUS_CLOSED, "is closed");
+  kvio_pool_spec spec;
+  EXPECT_REJECTED(kvio_pool_get_spec(handle, &spec), KVIO_STATUS_CLOSED, "is closed");
+}
+
+TEST_F(TransferRejection, ForeignHandle) {
+  kvio_transfer_desc d = desc({0}, {0});
+  d.src_pool = executor_;  // an executor handle where a pool handle belongs
+  EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT, "src_pool 0x",
+                  "is not a pool handle (it is a executor handle)");
+  uint64_t transfer = 0;
+  d = desc({0}, {0});
+  EXPECT_REJECTED(kvio_submit(device_.pool().handle(), &d, &transfer),
+                  KVIO_STATUS_INVALID_ARGUMENT, "executor 0x", "is not a executor handle (it is a pool handle)");
+  EXPECT_REJECTED(kvio_transfer_wait(device_.pool().handle(), 0), KVIO_STATUS_INVALID_ARGUMENT,
+                  "is not a transfer handle");
+  EXPECT_EQ(kvio_transfer_is_done(executor_), -KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_REJECTED(kvio_pool_close(0x1234), KVIO_STATUS_INVALID_ARGUMENT, "not a pool handle");
+}
+
+TEST_F(TransferRejection, HandleZero) {
+  kvio_transfer_desc d = desc({0}, {0});
+  d.dst_pool = 0;
+  EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT, "dst_pool is 0 (no pool)");
+  uint64_t transfer = 0;
+  d = desc({0}, {0});
+  EXPECT_REJECTED(kvio_submit(0, &d, &transfer), KVIO_STATUS_INVALID_ARGUMENT,
+                  "executor is 0 (no executor)");
+  EXPECT_REJECTED(kvio_transfer_wait(0, -1), KVIO_STATUS_INVALID_ARGUMENT, "transfer is 0");
+  EXPECT_EQ(kvio_transfer_is_done(0), -KVIO_STATUS_INVALID_ARGUMENT);
+}
+
+TEST_F(TransferRejection, ClosedTransferAndExecutorHandles) {
+  kvio_transfer_desc d = desc({0}, {0});
+  TestPool scratch(Geometry{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 4, 8, 4, 2, 16});
+  d.dst_pool = scratch.pool().handle();
+  uint64_t transfer = 0;
+  ASSERT_EQ(kvio_submit(executor_, &d, &transfer), KVIO_STATUS_OK) << kvio_last_error();
+  ASSERT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  EXPECT_REJECTED(kvio_transfer_wait(transfer, -1), KVIO_STATUS_CLOSED, "transfer 0x", "is closed");
+  EXPECT_EQ(kvio_transfer_is_done(transfer), -KVIO_STATUS_CLOSED);
+  ASSERT_EQ(kvio_executor_close(executor_), KVIO_STATUS_OK);
+  const uint64_t closed = executor_;
+  executor_ = 0;
+  d = desc({0}, {0});
+  EXPECT_REJECTED(kvio_submit(closed, &d, &transfer), KVIO_STATUS_CLOSED, "executor 0x", "is closed");
+  int32_t threads = 0;
+  EXPECT_REJECTED(kvio_executor_threads(closed, &threads), KVIO_STATUS_CLOSED, "is closed");
+}
+
+// ---- pool creation ----
+
+kvio_pool_spec smallSpec(int32_t kind, int32_t layout) {
+  return kvio_pool_spec{kind, layout, 3, 2, 4, kind == KVIO_KIND_MHA ? 2 : 1, 8};
+}
+
+TEST(PoolRejection, WrapTooSmall) {
+  const kvio_pool_spec spec = smallSpec(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST);  // 2 x 384 bytes
+  std::vector<uint8_t> memory(768, kCanary);
+  uint64_t pool = 0;
+  EXPECT_REJECTED(kvio_pool_wrap(&spec, reinterpret_cast<uint64_t>(memory.data()), 767, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "size_bytes 767 is too small",
+                  "this spec needs 768 bytes (2 components x 384)");
+  EXPECT_EQ(pool, 0u);
+  EXPECT_REJECTED(kvio_pool_wrap(&spec, 0, 768, &pool), KVIO_STATUS_INVALID_ARGUMENT,
+                  "address is 0");
+  EXPECT_REJECTED(kvio_pool_wrap(&spec, UINT64_MAX - 10, 768, &pool), KVIO_STATUS_INVALID_ARGUMENT,
+                  "wraps around the address space");
+  EXPECT_EQ(memory, std::vector<uint8_t>(768, kCanary));
+}
+
+TEST(PoolRejection, WrapComponentsTooSmallOrWrongCount) {
+  const kvio_pool_spec spec = smallSpec(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST);
+  std::vector<uint8_t> k(384), v(384);
+  const uint64_t addresses[2] = {reinterpret_cast<uint64_t>(k.data()),
+                                 reinterpret_cast<uint64_t>(v.data())};
+  uint64_t pool = 0;
+  EXPECT_REJECTED(kvio_pool_wrap_components(&spec, addresses, 2, 383, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "bytes_each 383 is too small",
+                  "each component needs 384 bytes");
+  EXPECT_REJECTED(kvio_pool_wrap_components(&spec, addresses, 1, 384, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "num_components is 1 but a mha pool has 2");
+  const kvio_pool_spec mla = smallSpec(KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST);
+  EXPECT_REJECTED(kvio_pool_wrap_components(&mla, addresses, 2, 384, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "num_components is 2 but a mla pool has 1");
+  const uint64_t withNull[2] = {addresses[0], 0};
+  EXPECT_REJECTED(kvio_pool_wrap_components(&spec, withNull, 2, 384, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "component address is 0");
+}
+
+TEST(PoolRejection, WrapLayerTableNeedsLayerFirst) {
+  const kvio_pool_spec spec = smallSpec(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST);
+  std::vector<uint8_t> memory(6 * 128);
+  std::vector<uint64_t> table;
+  for (int i = 0; i < 6; ++i) table.push_back(reinterpret_cast<uint64_t>(memory.data()) + 128 * i);
+  uint64_t pool = 0;
+  EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 6, 128, &pool),
+                  KVIO_STATUS_UNSUPPORTED, "layout must be layer_first, got page_first");
+}
+
+TEST(PoolRejection, WrapLayerTableWrongEntryCount) {
+  const kvio_pool_spec spec = smallSpec(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST);
+  std::vector<uint8_t> memory(6 * 128);
+  std::vector<uint64_t> table;
+  for (int i = 0; i < 6; ++i) table.push_back(reinterpret_cast<uint64_t>(memory.data()) + 128 * i);
+  uint64_t pool = 0;
+  EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 5, 128, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT,
+                  "num_entries is 5 but the table needs 2 components x 3 layers = 6");
+  EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 6, 127, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "bytes_each 127 is too small",
+                  "each layer buffer needs 128 bytes");
+  table[4] = 0;
+  EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 6, 128, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "layer buffer address is 0");
+}
+
+TEST(PoolRejection, AllocateBadSpec) {
+  kvio_pool_spec spec = smallSpec(KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_HEAD);
+  uint64_t pool = 0;
+  EXPECT_REJECTED(kvio_pool_allocate(&spec, &pool), KVIO_STATUS_UNSUPPORTED, "needs an mha pool");
+  spec = smallSpec(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST);
+  spec.page_size = 0;
+  EXPECT_REJECTED(kvio_pool_allocate(&spec, &pool), KVIO_STATUS_INVALID_ARGUMENT,
+                  "page_size must be at least 1, got 0");
+  EXPECT_REJECTED(kvio_pool_allocate(nullptr, &pool), KVIO_STATUS_INVALID_ARGUMENT, "spec is null");
+  spec.page_size = 4;
+  EXPECT_REJECTED(kvio_pool_allocate(&spec, nullptr), KVIO_STATUS_INVALID_ARGUMENT, "pool_out is null");
+}
+
+TEST(PoolRejection, RegionOutOfRange) {
+  kvio::Pool pool = kvio::Pool::allocate(kvio::PoolSpec{});
+  uint64_t address = 0;
+  EXPECT_REJECTED(kvio_pool_region(pool.handle(), 1, &address, nullptr, nullptr),
+                  KVIO_STATUS_OUT_OF_RANGE, "region 1 is out of range (valid: 0 to 0)");
+}
+
+// ---- names ----
+
+TEST(NameRejection, MisspelledBackendSuggestsNearest) {
+  int32_t value = -1;
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_BACKEND, "kernel_ascned", &value),
+                  KVIO_STATUS_INVALID_ARGUMENT, "unknown io backend 'kernel_ascned'",
+                  "valid values: cpu, kernel, direct, kernel_ascend",
+                  "did you mean 'kernel_ascend'");
+  EXPECT_EQ(value, -1);
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_LAYOUT, "Page_First", &value),
+                  KVIO_STATUS_INVALID_ARGUMENT, "did you mean 'page_first'");
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_LAYOUT, "layer-first", &value),
+                  KVIO_STATUS_INVALID_ARGUMENT, "did you mean 'layer_first'");
+}
+
+TEST(NameRejection, NoneListsValidValues) {
+  int32_t value = -1;
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_BACKEND, "None", &value), KVIO_STATUS_INVALID_ARGUMENT,
+                  "unknown io backend 'None'", "valid values: cpu, kernel, direct, kernel_ascend");
+  EXPECT_EQ(std::string(kvio_last_error()).find("did you mean"), std::string::npos)
+      << kvio_last_error();
+}
+
+TEST(NameRejection, EmptyAndNullListValidValues) {
+  int32_t value = -1;
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_LAYOUT, "", &value), KVIO_STATUS_INVALID_ARGUMENT,
+                  "unknown layout ''",
+                  "valid values: layer_first, page_first, page_first_direct, page_head");
+  EXPECT_EQ(std::string(kvio_last_error()).find("did you mean"), std::string::npos);
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_GRANULARITY, nullptr, &value),
+                  KVIO_STATUS_INVALID_ARGUMENT, "granularity is missing (null)",
+                  "valid values: per_layer, all_layer");
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_KIND, "gqa", &value), KVIO_STATUS_INVALID_ARGUMENT,
+                  "valid values: mha, mla");
+  EXPECT_REJECTED(kvio_parse_name(7, "cpu", &value), KVIO_STATUS_INVALID_ARGUMENT,
+                  "unknown name table 7");
+}
+
+TEST(NameRejection, CppParseThrows) {
+  try {
+    kvio::parseIoBackend("kernel_ascned");
+    ADD_FAILURE() << "no exception";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("did you mean 'kernel_ascend'"), std::string::npos);
+  }
+  EXPECT_EQ(kvio::parseLayout("page_first_direct"), kvio::Layout::PageFirstDirect);
+}
+
+TEST(NameAcceptance, EveryNameRoundTrips) {
+  const int32_t counts[] = {KVIO_KIND_COUNT, KVIO_LAYOUT_COUNT, KVIO_BACKEND_COUNT,
+                            KVIO_GRANULARITY_COUNT};
+  for (int32_t table = 0; table < 4; ++table) {
+    for (int32_t v = 0; v < counts[table]; ++v) {
+      const char* name = kvio_name(table, v);
+      ASSERT_NE(name, nullptr);
+      int32_t parsed = -1;
+      EXPECT_EQ(kvio_parse_name(table, name, &parsed), KVIO_STATUS_OK);
+      EXPECT_EQ(parsed, v);
+    }
+    EXPECT_EQ(kvio_name(table, counts[table]), nullptr);
+    EXPECT_EQ(kvio_name(table, -1), nullptr);
+  }
+}
+
+// ---- support rules ----
+
+kvio_support_query cpuQuery(int32_t kind, int32_t layout, int32_t granularity) {
+  return kvio_support_query{kind, layout, KVIO_BACKEND_CPU, granularity,
+                            kind == KVIO_KIND_MHA ? 8 : 1, kind == KVIO_KIND_MHA ? 256 : 1152,
+                            64, 61, 61, 0};
+}
+
+TEST(SupportRejection, MlaPageHeadUnsupported) {
+  const kvio_support_query q = cpuQuery(KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_HEAD, KVIO_GRANULARITY_ALL_LAYER);
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_UNSUPPORTED, "page_head", "needs an mha pool",
+                  "Valid layouts for mla: layer_first, page_first, page_first_direct");
+}
+
+TEST(SupportRejection, HostLayersOutsideDevice) {
+  kvio_support_query q = cpuQuery(KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST, KVIO_GRANULARITY_ALL_LAYER);
+  q.host_num_layers = 16;
+  q.device_layer_start = 48;  // [48, 64) of 61 layers
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE,
+                  "holds device layers [48, 64), outside the device pool's 61 layers", "[0, 61)");
+  q.device_layer_start = -1;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE, "[-1, 15)");
+  q.device_layer_start = 0;
+  q.device_num_layers = 0;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,
+                  "device_num_layers must be at least 1, got 0");
+}
+
+TEST(SupportRejection, BadEnumsListValidValues) {
+  kvio_support_query q = cpuQuery(KVIO_KIND_MHA, 9, KVIO_GRANULARITY_PER_LAYER);
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT, "layout 9 is not valid",
+                  "layer_first, page_first, page_first_direct, page_head");
+  q = cpuQuery(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 2);
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT, "granularity 2",
+                  "per_layer, all_layer");
+  q = cpuQuery(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 0);
+  q.io_backend = -1;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT, "io backend -1",
+                  "cpu, kernel, direct, kernel_ascend");
+  q = cpuQuery(3, KVIO_LAYOUT_PAGE_FIRST, 0);
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT, "pool kind 3", "mha, mla");
+  q = cpuQuery(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 0);
+  q.head_bytes = 0;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT, "head_bytes must be at least 1");
+  EXPECT_REJECTED(kvio_check_support(nullptr), KVIO_STATUS_INVALID_ARGUMENT, "query is null");
+}
+
+TEST(SupportRejection, CudaBackendsUnavailableWithCause) {
+  for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT}) {
+    kvio_support_query q = cpuQuery(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, KVIO_GRANULARITY_PER_LAYER);
+    q.io_backend = backend;
+    SCOPED_TRACE(kvio_name(KVIO_NAME_BACKEND, backend));
+    EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_UNAVAILABLE,
+                    std::string("io backend '") + kvio_name(KVIO_NAME_BACKEND, backend) +
+                        "' is not available here",
+                    "CUDA", "Available here: cpu");
+  }
+}
+
+TEST(SupportRejection, AscendBackendUnavailableWithCause) {
+  kvio_support_query q = cpuQuery(KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, KVIO_GRANULARITY_ALL_LAYER);
+  q.io_backend = KVIO_BACKEND_KERNEL_ASCEND;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_UNAVAILABLE,
+                  "io backend 'kernel_ascend' is not available here", "Ascend",
+                  "Available here: cpu");
+}
+
+TEST(SupportAcceptance, CpuEveryLayoutAndGranularity) {
+  for (int32_t kind : {KVIO_KIND_MHA, KVIO_KIND_MLA})
+    for (int32_t layout = 0; layout < KVIO_LAYOUT_COUNT; ++layout) {
+      if (kind == KVIO_KIND_MLA && layout == KVIO_LAYOUT_PAGE_HEAD) continue;
+      for (int32_t g = 0; g < KVIO_GRANULARITY_COUNT; ++g) {
+        SCOPED_TRACE(std::string(kvio_name(KVIO_NAME_KIND, kind)) + " " +
+                     kvio_name(KVIO_NAME_LAYOUT, layout) + " " + kvio_name(KVIO_NAME_GRANULARITY, g));
+        kvio_support_query q = cpuQuery(kind, layout, g);
+        EXPECT_EQ(kvio_check_support(&q), KVIO_STATUS_OK) << kvio_last_error();
+        // Layer-sharded host pools: the last 16 of 61 device layers, and one layer.
+        q.host_num_layers = 16;
+        q.device_layer_start = 45;
+        EXPECT_EQ(kvio_check_support(&q), KVIO_STATUS_OK) << kvio_last_error();
+        q.host_num_layers = 1;
+        q.device_layer_start = 60;
+        EXPECT_EQ(kvio_check_support(&q), KVIO_STATUS_OK) << kvio_last_error();
+      }
+    }
+  EXPECT_EQ(kvio_backend_available(KVIO_BACKEND_CPU), KVIO_STATUS_OK);
+}
+
+// ---- executors ----
+
+TEST(ExecutorRejection, UnavailableBackends) {
+  uint64_t executor = 0;
+  EXPECT_REJECTED(kvio_executor_create(KVIO_BACKEND_KERNEL, 0, &executor), KVIO_STATUS_UNAVAILABLE, "CUDA");
+  EXPECT_REJECTED(kvio_executor_create(KVIO_BACKEND_DIRECT, 0, &executor), KVIO_STATUS_UNAVAILABLE, "CUDA");
+  EXPECT_REJECTED(kvio_executor_create(KVIO_BACKEND_KERNEL_ASCEND, 0, &executor),
+                  KVIO_STATUS_UNAVAILABLE, "Ascend");
+  EXPECT_REJECTED(kvio_executor_create(4, 0, &executor), KVIO_STATUS_INVALID_ARGUMENT,
+                  "io backend 4 is not valid", "cpu, kernel, direct, kernel_ascend");
+  EXPECT_EQ(executor, 0u);
+  try {
+    kvio::Executor e(kvio::IoBackend::Direct);
+    ADD_FAILURE() << "no exception";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_UNAVAILABLE);
+  }
+}
+
+TEST(ExecutorRejection, TooManyThreads) {
+  uint64_t executor = 0;
+  EXPECT_REJECTED(kvio_executor_create(KVIO_BACKEND_CPU, 1025, &executor),
+                  KVIO_STATUS_INVALID_ARGUMENT, "threads must be at most 1024, got 1025");
+  EXPECT_REJECTED(kvio_executor_create(KVIO_BACKEND_CPU, 1, nullptr), KVIO_STATUS_INVALID_ARGUMENT,
+                  "executor_out is null");
+}
+
+}  // namespace
+}  // namespace kvio_test

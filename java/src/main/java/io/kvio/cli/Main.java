@@ -1,0 +1,751 @@
+/*
+ * The kvio command line (java -jar kvio-cli.jar): for each host layout it backs up a random set
+ * of whole device pages plus a token-granular tail into a host pool, clears a second device
+ * region, reloads it layer by layer into different device pages, and checks every moved byte
+ * against a deterministic pattern, with expected host positions computed here from the
+ * documented layout shapes (not from kvio). Prints bytes moved, backup/load GB/s and verify
+ * OK/FAIL per layout. Exit codes: 0 all verified, 1 a mismatch, 2 bad arguments, 3 kvio error.
+ */
+package io.kvio.cli;
+
+import io.kvio.DeviceKvPool;
+import io.kvio.HostKvPool;
+import io.kvio.IoBackend;
+import io.kvio.KvLayout;
+import io.kvio.Kvio;
+import io.kvio.KvioException;
+import io.kvio.KvioExecutor;
+import io.kvio.KvPool;
+import io.kvio.PoolKind;
+import io.kvio.PoolSpec;
+import io.kvio.TokenIndices;
+import io.kvio.Transfer;
+import java.io.PrintStream;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+
+public final class Main {
+    static final int EXIT_OK = 0;
+    static final int EXIT_MISMATCH = 1;
+    static final int EXIT_USAGE = 2;
+    static final int EXIT_ERROR = 3;
+
+    private static final String USAGE = String.join("\n",
+            "Usage: java -jar kvio-cli.jar [options]",
+            "",
+            "Backs up KV pages from a layer_first device pool (cpu io backend) into a host pool of each",
+            "layout, reloads them layer by layer into other device pages, and verifies every moved byte.",
+            "",
+            "Options (defaults in brackets):",
+            "  --tokens N        tokens moved per layout: whole pages plus a token-granular tail [8192]",
+            "  --layers N        model layers [32]",
+            "  --heads N         KV heads per token [8; mla: 1]",
+            "  --head-dim N      elements per head [128; mla: 576]",
+            "  --dtype-bytes N   bytes per element (bf16: 2) [2]",
+            "  --page-size N     tokens per page [64]",
+            "  --threads N       io threads [one per core]",
+            "  --layouts a,b     host layouts: layer_first, page_first, page_first_direct, page_head",
+            "                    [all that fit the kind: 4 for mha, 3 for mla]",
+            "  --kind mha|mla    pool kind [mha]",
+            "  --seed N          seed of the page choice and data pattern [42]",
+            "  --help            this text",
+            "",
+            "Exit status: 0 all layouts verified, 1 a mismatch, 2 bad arguments, 3 kvio error.");
+
+    private Main() {}
+
+    public static void main(String[] args) {
+        System.exit(run(args, System.out, System.err));
+    }
+
+    /** Runs the CLI; returns the exit status. */
+    public static int run(String[] args, PrintStream out, PrintStream err) {
+        Options options;
+        try {
+            options = Options.parse(args);
+        } catch (UsageException e) {
+            err.println("kvio: " + e.getMessage());
+            err.println("Run with --help for the options.");
+            return EXIT_USAGE;
+        } catch (KvioException e) {
+            err.println("kvio: " + e.getMessage());
+            return EXIT_USAGE;
+        }
+        if (options.help) {
+            out.println(USAGE);
+            return EXIT_OK;
+        }
+        try {
+            options.checkSupport();
+        } catch (KvioException e) {
+            err.println("kvio: " + e.getMessage());
+            return EXIT_USAGE;
+        }
+        try {
+            return new Benchmark(options, out, err).run();
+        } catch (KvioException e) {
+            err.println();
+            err.println("kvio: error (" + e.status() + "): " + e.getMessage());
+            return EXIT_ERROR;
+        }
+    }
+
+    static final class UsageException extends Exception {
+        private static final long serialVersionUID = 1L;
+
+        UsageException(String message) {
+            super(message);
+        }
+    }
+
+    /** Parsed command line. */
+    static final class Options {
+        long tokens = 8192;
+        long layers = 32;
+        long heads = -1;
+        long headDim = -1;
+        long dtypeBytes = 2;
+        long pageSize = 64;
+        int threads = 0;
+        long seed = 42;
+        PoolKind kind = PoolKind.MHA;
+        List<KvLayout> layouts;
+        boolean help;
+
+        static Options parse(String[] args) throws UsageException {
+            Options o = new Options();
+            String layoutList = null;
+            for (int i = 0; i < args.length; i++) {
+                String arg = args[i];
+                String value = null;
+                int eq = arg.indexOf('=');
+                if (arg.startsWith("--") && eq > 0) {
+                    value = arg.substring(eq + 1);
+                    arg = arg.substring(0, eq);
+                }
+                if (arg.equals("--help") || arg.equals("-h")) {
+                    o.help = true;
+                    continue;
+                }
+                if (!KNOWN.contains(arg)) {
+                    String near = nearest(arg);
+                    throw new UsageException("unknown option '" + arg + "'; valid options: " + String.join(", ", KNOWN)
+                            + ", --help" + (near != null ? "; did you mean '" + near + "'?" : ""));
+                }
+                if (value == null) {
+                    if (i + 1 >= args.length) {
+                        throw new UsageException(arg + " needs a value, e.g. " + arg + " " + example(arg));
+                    }
+                    value = args[++i];
+                }
+                switch (arg) {
+                    case "--tokens": o.tokens = positive(arg, value); break;
+                    case "--layers": o.layers = positive(arg, value); break;
+                    case "--heads": o.heads = positive(arg, value); break;
+                    case "--head-dim": o.headDim = positive(arg, value); break;
+                    case "--dtype-bytes": o.dtypeBytes = positive(arg, value); break;
+                    case "--page-size": o.pageSize = positive(arg, value); break;
+                    case "--threads": o.threads = (int) Math.min(positive(arg, value), 4096); break;
+                    case "--seed": o.seed = number(arg, value); break;
+                    case "--kind": o.kind = PoolKind.parse(value); break;
+                    case "--layouts": layoutList = value; break;
+                    default: throw new UsageException("unhandled option " + arg);
+                }
+            }
+            if (o.heads < 0) {
+                o.heads = o.kind == PoolKind.MHA ? 8 : 1;
+            }
+            if (o.headDim < 0) {
+                o.headDim = o.kind == PoolKind.MHA ? 128 : 576;
+            }
+            o.layouts = new ArrayList<>();
+            if (layoutList == null) {
+                for (KvLayout l : KvLayout.values()) {
+                    if (l.fits(o.kind)) {
+                        o.layouts.add(l);
+                    }
+                }
+            } else {
+                for (String name : layoutList.split(",")) {
+                    if (!name.isBlank()) {
+                        KvLayout l = KvLayout.parse(name.trim());
+                        if (!o.layouts.contains(l)) {
+                            o.layouts.add(l);
+                        }
+                    }
+                }
+                if (o.layouts.isEmpty()) {
+                    throw new UsageException("--layouts is empty; e.g. --layouts page_first,layer_first");
+                }
+            }
+            if (o.tokens > (1L << 28)) {
+                throw new UsageException("--tokens " + o.tokens + " is too many for one run; use at most " + (1L << 28));
+            }
+            return o;
+        }
+
+        private static final List<String> KNOWN = List.of("--tokens", "--layers", "--heads", "--head-dim",
+                "--dtype-bytes", "--page-size", "--threads", "--layouts", "--kind", "--seed");
+
+        /** The known option closest to {@code arg} (edit distance at most 3), or null. */
+        private static String nearest(String arg) {
+            String best = null;
+            int bestDistance = 4;
+            for (String k : KNOWN) {
+                int d = distance(arg, k);
+                if (d < bestDistance) {
+                    bestDistance = d;
+                    best = k;
+                }
+            }
+            return best;
+        }
+
+        private static int distance(String a, String b) {
+            int[] prev = new int[b.length() + 1];
+            int[] cur = new int[b.length() + 1];
+            for (int j = 0; j <= b.length(); j++) {
+                prev[j] = j;
+            }
+            for (int i = 1; i <= a.length(); i++) {
+                cur[0] = i;
+                for (int j = 1; j <= b.length(); j++) {
+                    int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
+                    cur[j] = Math.min(Math.min(cur[j - 1] + 1, prev[j] + 1), prev[j - 1] + cost);
+                }
+                int[] t = prev;
+                prev = cur;
+                cur = t;
+            }
+            return prev[b.length()];
+        }
+
+        private static String example(String option) {
+            switch (option) {
+                case "--layouts": return "page_first,layer_first";
+                case "--kind": return "mha";
+                case "--tokens": return "8192";
+                case "--layers": return "32";
+                case "--page-size": return "64";
+                default: return "8";
+            }
+        }
+
+        private static long number(String option, String value) throws UsageException {
+            try {
+                return Long.parseLong(value.trim());
+            } catch (NumberFormatException e) {
+                throw new UsageException(option + " expects an integer, got '" + value + "'; e.g. " + option + " "
+                        + example(option));
+            }
+        }
+
+        private static long positive(String option, String value) throws UsageException {
+            long v = number(option, value);
+            if (v < 1) {
+                throw new UsageException(option + " must be at least 1, got " + v + "; e.g. " + option + " "
+                        + example(option));
+            }
+            return v;
+        }
+
+        long headBytes() {
+            return headDim * dtypeBytes;
+        }
+
+        /** Fails with the native reason (and what to use instead) before anything is allocated. */
+        void checkSupport() {
+            for (KvLayout layout : layouts) {
+                for (io.kvio.Granularity g : io.kvio.Granularity.values()) {
+                    Kvio.checkSupport(kind, layout, IoBackend.CPU, g, heads, headBytes(), pageSize, layers, layers, 0);
+                }
+            }
+        }
+    }
+
+    /** A 64-bit mixer (splitmix64 finalizer): the data pattern. */
+    static long mix(long z) {
+        z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
+        z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
+        return z ^ (z >>> 31);
+    }
+
+    /** A pool region seen as ByteBuffers of at most 1 GiB, little-endian. */
+    static final class Region {
+        private static final int SHIFT = 30;
+        private static final long CHUNK = 1L << SHIFT;
+        private static final long MASK = CHUNK - 1;
+        private final ByteBuffer[] chunks;
+        final long bytes;
+
+        Region(KvPool pool, int region) {
+            bytes = pool.regionBytes(region);
+            int n = (int) ((bytes + CHUNK - 1) >>> SHIFT);
+            chunks = new ByteBuffer[n];
+            for (int i = 0; i < n; i++) {
+                long off = (long) i << SHIFT;
+                chunks[i] = pool.slice(region, off, (int) Math.min(CHUNK, bytes - off)).order(ByteOrder.LITTLE_ENDIAN);
+            }
+        }
+
+        long getLong(long pos) {
+            ByteBuffer c = chunks[(int) (pos >>> SHIFT)];
+            int off = (int) (pos & MASK);
+            if (off + 8 <= c.capacity()) {
+                return c.getLong(off);
+            }
+            long v = 0;
+            for (int b = 0; b < 8; b++) {
+                v |= (getByte(pos + b) & 0xffL) << (8 * b);
+            }
+            return v;
+        }
+
+        void putLong(long pos, long value) {
+            ByteBuffer c = chunks[(int) (pos >>> SHIFT)];
+            int off = (int) (pos & MASK);
+            if (off + 8 <= c.capacity()) {
+                c.putLong(off, value);
+                return;
+            }
+            for (int b = 0; b < 8; b++) {
+                putByte(pos + b, (byte) (value >>> (8 * b)));
+            }
+        }
+
+        byte getByte(long pos) {
+            return chunks[(int) (pos >>> SHIFT)].get((int) (pos & MASK));
+        }
+
+        void putByte(long pos, byte value) {
+            chunks[(int) (pos >>> SHIFT)].put((int) (pos & MASK), value);
+        }
+
+        void zero(long pos, long length, byte[] zeros) {
+            while (length > 0) {
+                ByteBuffer c = chunks[(int) (pos >>> SHIFT)];
+                int off = (int) (pos & MASK);
+                int n = (int) Math.min(Math.min(length, c.capacity() - off), zeros.length);
+                c.put(off, zeros, 0, n);
+                pos += n;
+                length -= n;
+            }
+        }
+    }
+
+    /** One run over all requested layouts. */
+    static final class Benchmark {
+        private final Options o;
+        private final PrintStream out;
+        private final Progress progress;
+        private final long row;
+        private final long hb;
+        private final int components;
+        // token plan: transfer i moves device token devSrc[i] -> host token host[i] -> device token devDst[i]
+        private final long[] devSrc;
+        private final long[] host;
+        private final long[] devDst;
+        private final long hostPages;
+        private final long devicePages;
+        private final long fullPages;
+        private final long tail;
+        private final long[] clearedPages;    // device pages zeroed before the load
+        private final long seed;
+
+        Benchmark(Options o, PrintStream out, PrintStream err) {
+            this.o = o;
+            this.out = out;
+            this.progress = new Progress(err);
+            this.row = o.heads * o.headBytes();
+            this.hb = o.headBytes();
+            this.components = o.kind.components();
+            this.seed = mix(o.seed ^ 0x6b76696fL);
+            long ps = o.pageSize;
+            long full = o.tokens / ps;
+            long t = o.tokens % ps;
+            if (t == 0 && full > 1) {  // keep a token-granular tail: the last page's worth as scattered slots
+                full -= 1;
+                t = ps;
+            }
+            fullPages = full;
+            tail = t;
+            hostPages = full + (t > 0 ? 1 : 0);
+            // device pages: source pages, destination pages, and 2 + 2 pages for the scattered tails
+            devicePages = 2 * full + 4;
+            SplittableRandom random = new SplittableRandom(o.seed);
+            long[] order = permutation(devicePages, random);
+            long[] hostOrder = permutation(full, random);
+            int n = (int) o.tokens;
+            devSrc = new long[n];
+            host = new long[n];
+            devDst = new long[n];
+            int i = 0;
+            for (int j = 0; j < full; j++) {
+                long src = order[j];
+                long dst = order[(int) full + j];
+                for (long s = 0; s < ps; s++, i++) {
+                    devSrc[i] = src * ps + s;
+                    host[i] = hostOrder[j] * ps + s;
+                    devDst[i] = dst * ps + s;
+                }
+            }
+            long[] srcTailPages = {order[(int) (2 * full)], order[(int) (2 * full + 1)]};
+            long[] dstTailPages = {order[(int) (2 * full + 2)], order[(int) (2 * full + 3)]};
+            long[] srcTail = scatteredSlots(srcTailPages, t, random);
+            long[] dstTail = scatteredSlots(dstTailPages, t, random);
+            for (int k = 0; k < t; k++, i++) {
+                devSrc[i] = srcTail[k];
+                host[i] = full * ps + k;
+                devDst[i] = dstTail[k];
+            }
+            clearedPages = new long[(int) full + 2];
+            System.arraycopy(order, (int) full, clearedPages, 0, (int) full);
+            clearedPages[(int) full] = dstTailPages[0];
+            clearedPages[(int) full + 1] = dstTailPages[1];
+        }
+
+        private static long[] permutation(long n, SplittableRandom random) {
+            long[] p = new long[(int) n];
+            for (int i = 0; i < n; i++) {
+                p[i] = i;
+            }
+            for (int i = (int) n - 1; i > 0; i--) {
+                int j = random.nextInt(i + 1);
+                long tmp = p[i];
+                p[i] = p[j];
+                p[j] = tmp;
+            }
+            return p;
+        }
+
+        /** {@code count} distinct random token slots of the given pages, in random order. */
+        private long[] scatteredSlots(long[] pages, long count, SplittableRandom random) {
+            long ps = o.pageSize;
+            long[] slots = new long[(int) (pages.length * ps)];
+            int k = 0;
+            for (long p : pages) {
+                for (long s = 0; s < ps; s++) {
+                    slots[k++] = p * ps + s;
+                }
+            }
+            long[] perm = permutation(slots.length, random);
+            long[] chosen = new long[(int) count];
+            for (int i = 0; i < count; i++) {
+                chosen[i] = slots[(int) perm[i]];
+            }
+            return chosen;
+        }
+
+        long patternWord(int c, long layer, long token, long word) {
+            return mix(seed + ((((long) c * 0x10001L + layer) * 0x100000001L + token) << 20) + word * 0x9e3779b97f4a7c15L);
+        }
+
+        byte patternByte(int c, long layer, long token, long byteInRow) {
+            return (byte) (patternWord(c, layer, token, byteInRow >>> 3) >>> (8 * (byteInRow & 7)));
+        }
+
+        int run() {
+            PoolSpec deviceSpec = PoolSpec.builder().kind(o.kind).layout(KvLayout.LAYER_FIRST).layers(o.layers)
+                    .pages(devicePages).pageSize(o.pageSize).heads(o.heads).headBytes(hb).build();
+            List<String> failed = new ArrayList<>();
+            try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, o.threads);
+                 DeviceKvPool device = DeviceKvPool.allocate(deviceSpec, IoBackend.CPU);
+                 TokenIndices srcIdx = TokenIndices.of(devSrc);
+                 TokenIndices hostIdx = TokenIndices.of(host);
+                 TokenIndices dstIdx = TokenIndices.of(devDst)) {
+                out.printf(Locale.ROOT, "kvio %s: %s, %d layers, %d heads x %d dims x %d bytes (row %d B), page %d, "
+                                + "%d tokens (%d pages + %d-token tail), io backend cpu, %d threads%n",
+                        Kvio.version(), o.kind.userName(), o.layers, o.heads, o.headDim, o.dtypeBytes, row,
+                        o.pageSize, o.tokens, fullPages, tail, executor.threads());
+                Region dev = new Region(device, 0);
+                fillDevice(dev, deviceSpec);
+                for (KvLayout layout : o.layouts) {
+                    if (!runLayout(layout, executor, device, dev, deviceSpec, srcIdx, hostIdx, dstIdx)) {
+                        failed.add(layout.userName());
+                    }
+                }
+            } finally {
+                progress.clear();
+            }
+            if (failed.isEmpty()) {
+                out.println("all " + o.layouts.size() + " layouts verified OK");
+                return EXIT_OK;
+            }
+            out.println("verify FAILED for: " + String.join(", ", failed));
+            return EXIT_MISMATCH;
+        }
+
+        private long deviceRowOffset(PoolSpec spec, int c, long layer, long token) {
+            return c * spec.componentBytes() + (layer * spec.tokens() + token) * row;
+        }
+
+        private void fillDevice(Region dev, PoolSpec spec) {
+            long tokens = spec.tokens();
+            long words = row >>> 3;
+            long done = 0;
+            long total = components * o.layers;
+            for (int c = 0; c < components; c++) {
+                for (long l = 0; l < o.layers; l++) {
+                    progress.update("filling device pool", ++done, total);
+                    for (long t = 0; t < tokens; t++) {
+                        long base = deviceRowOffset(spec, c, l, t);
+                        for (long w = 0; w < words; w++) {
+                            dev.putLong(base + 8 * w, patternWord(c, l, t, w));
+                        }
+                        for (long b = words * 8; b < row; b++) {
+                            dev.putByte(base + b, patternByte(c, l, t, b));
+                        }
+                    }
+                }
+            }
+        }
+
+        private boolean runLayout(KvLayout layout, KvioExecutor executor, DeviceKvPool device, Region dev,
+                PoolSpec deviceSpec, TokenIndices srcIdx, TokenIndices hostIdx, TokenIndices dstIdx) {
+            String name = layout.userName();
+            try (HostKvPool hostPool = HostKvPool.builder().forDevice(device).layout(layout).pages(hostPages)
+                    .executor(executor).build()) {
+                // touch the fresh host memory first, so the timing measures copies, not page faults
+                Region hostRegion = new Region(hostPool, 0);
+                hostRegion.zero(0, hostRegion.bytes, new byte[1 << 20]);
+                progress.update(name + ": backup", 0, 1);
+                long t0 = System.nanoTime();
+                Transfer backup = hostPool.backupFromDevice(device, hostIdx, srcIdx);
+                backup.await();
+                long backupNs = System.nanoTime() - t0;
+                long moved = backup.bytes();
+
+                Mismatches mismatches = new Mismatches(name);
+                verifyHost(layout, hostPool, mismatches);
+
+                clearDestination(dev, deviceSpec);
+                progress.update(name + ": load", 0, 1);
+                long t1 = System.nanoTime();
+                Transfer[] loads = new Transfer[(int) o.layers];
+                for (long l = 0; l < o.layers; l++) {
+                    loads[(int) l] = hostPool.loadToDevice(device, hostIdx, dstIdx, l);
+                }
+                long loadBytes = 0;
+                for (Transfer t : loads) {
+                    t.await();
+                    loadBytes += t.bytes();
+                }
+                long loadNs = System.nanoTime() - t1;
+                verifyDevice(dev, deviceSpec, name, mismatches);
+                progress.clear();
+                boolean ok = mismatches.count == 0 && loadBytes == moved
+                        && moved == o.tokens * o.layers * components * row;
+                out.printf(Locale.ROOT, "%-18s %-18s moved %,d B per direction  backup %7.2f GB/s  load %7.2f GB/s"
+                                + "  verify %s%n", name, layout.shape(), moved, gbps(moved, backupNs),
+                        gbps(loadBytes, loadNs), ok ? "OK" : "FAIL");
+                if (!ok) {
+                    if (loadBytes != moved || moved != o.tokens * o.layers * components * row) {
+                        out.printf(Locale.ROOT, "  %s: byte counts differ: backup %d, load %d, expected %d%n", name,
+                                moved, loadBytes, o.tokens * o.layers * components * row);
+                    }
+                    mismatches.print(out);
+                }
+                return ok;
+            }
+        }
+
+        private static double gbps(long bytes, long ns) {
+            return ns <= 0 ? 0 : bytes / (double) ns;
+        }
+
+        /** Offset of head h of (c, layer, token) in a host pool of this layout, from the documented shapes. */
+        private long hostOffset(KvLayout layout, long componentBytes, int c, long l, long t, long h) {
+            long ps = o.pageSize;
+            long layers = o.layers;
+            long heads = o.heads;
+            long tokens = hostPages * ps;
+            long p = t / ps;
+            long s = t % ps;
+            long inComponent;
+            switch (layout) {
+                case LAYER_FIRST:        // [L, P*ps, H, D]
+                    inComponent = ((l * tokens + t) * heads + h) * hb;
+                    break;
+                case PAGE_FIRST:         // [P*ps, L, H, D]
+                    inComponent = ((t * layers + l) * heads + h) * hb;
+                    break;
+                case PAGE_FIRST_DIRECT:  // [P, L, ps, H, D]
+                    inComponent = (((p * layers + l) * ps + s) * heads + h) * hb;
+                    break;
+                case PAGE_HEAD:          // [P, H, ps, L, D]
+                    inComponent = (((p * heads + h) * ps + s) * layers + l) * hb;
+                    break;
+                default:
+                    throw new IllegalStateException("no shape for " + layout);
+            }
+            return c * componentBytes + inComponent;
+        }
+
+        private void verifyHost(KvLayout layout, HostKvPool hostPool, Mismatches mismatches) {
+            Region h = new Region(hostPool, 0);
+            long componentBytes = hostPool.spec().componentBytes();
+            long total = components * o.layers;
+            long done = 0;
+            for (int c = 0; c < components; c++) {
+                for (long l = 0; l < o.layers; l++) {
+                    progress.update(layout.userName() + ": verifying host pool", ++done, total);
+                    for (int i = 0; i < host.length; i++) {
+                        for (long head = 0; head < o.heads; head++) {
+                            long pos = hostOffset(layout, componentBytes, c, l, host[i], head);
+                            compare(h, pos, c, l, devSrc[i], head * hb, hb, mismatches, "host", host[i]);
+                        }
+                    }
+                }
+            }
+        }
+
+        private void clearDestination(Region dev, PoolSpec spec) {
+            long pageBytes = o.pageSize * row;
+            byte[] zeros = new byte[(int) Math.min(pageBytes, 1 << 20)];
+            for (int c = 0; c < components; c++) {
+                for (long l = 0; l < o.layers; l++) {
+                    for (long page : clearedPages) {
+                        dev.zero(deviceRowOffset(spec, c, l, page * o.pageSize), pageBytes, zeros);
+                    }
+                }
+            }
+        }
+
+        private void verifyDevice(Region dev, PoolSpec spec, String name, Mismatches mismatches) {
+            long total = components * o.layers;
+            long done = 0;
+            // slots of the cleared pages that the load must not touch
+            java.util.BitSet written = new java.util.BitSet();
+            long ps = o.pageSize;
+            java.util.Map<Long, Integer> pageIndex = new java.util.HashMap<>();
+            for (int k = 0; k < clearedPages.length; k++) {
+                pageIndex.put(clearedPages[k], k);
+            }
+            for (long t : devDst) {
+                written.set((int) (pageIndex.get(t / ps) * ps + t % ps));
+            }
+            for (int c = 0; c < components; c++) {
+                for (long l = 0; l < o.layers; l++) {
+                    progress.update(name + ": verifying device pool", ++done, total);
+                    for (int i = 0; i < devDst.length; i++) {
+                        compare(dev, deviceRowOffset(spec, c, l, devDst[i]), c, l, devSrc[i], 0, row, mismatches,
+                                "device", devDst[i]);
+                    }
+                    for (int k = 0; k < clearedPages.length; k++) {
+                        for (long s = 0; s < ps; s++) {
+                            if (!written.get((int) (k * ps + s))) {
+                                long token = clearedPages[k] * ps + s;
+                                long base = deviceRowOffset(spec, c, l, token);
+                                for (long b = 0; b < row; b++) {
+                                    if (dev.getByte(base + b) != 0) {
+                                        mismatches.add(String.format(Locale.ROOT,
+                                                "device token %d (not a load target) component %d layer %d byte %d "
+                                                        + "was written: 0x%02x, expected 0x00 (canary)",
+                                                token, c, l, b, dev.getByte(base + b) & 0xff));
+                                        break;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+
+        /** Compares len bytes at pos with bytes [rowStart, rowStart + len) of the pattern row (c, l, srcToken). */
+        private void compare(Region r, long pos, int c, long l, long srcToken, long rowStart, long len,
+                Mismatches mismatches, String where, long token) {
+            if ((rowStart & 7) == 0 && (len & 7) == 0) {
+                long w0 = rowStart >>> 3;
+                for (long w = 0; w < len >>> 3; w++) {
+                    if (r.getLong(pos + 8 * w) != patternWord(c, l, srcToken, w0 + w)) {
+                        compareBytes(r, pos + 8 * w, c, l, srcToken, rowStart + 8 * w, 8, mismatches, where, token);
+                        return;
+                    }
+                }
+                return;
+            }
+            compareBytes(r, pos, c, l, srcToken, rowStart, len, mismatches, where, token);
+        }
+
+        private void compareBytes(Region r, long pos, int c, long l, long srcToken, long rowStart, long len,
+                Mismatches mismatches, String where, long token) {
+            for (long b = 0; b < len; b++) {
+                byte expected = patternByte(c, l, srcToken, rowStart + b);
+                byte actual = r.getByte(pos + b);
+                if (expected != actual) {
+                    mismatches.add(String.format(Locale.ROOT,
+                            "%s token %d component %d layer %d row byte %d (at offset %d): expected 0x%02x "
+                                    + "(device token %d), got 0x%02x",
+                            where, token, c, l, rowStart + b, pos + b, expected & 0xff, srcToken, actual & 0xff));
+                    return;
+                }
+            }
+        }
+    }
+
+    /** Collected mismatches of one layout (first few kept). */
+    static final class Mismatches {
+        private static final int KEEP = 8;
+        private final String layout;
+        private final List<String> first = new ArrayList<>();
+        long count;
+
+        Mismatches(String layout) {
+            this.layout = layout;
+        }
+
+        void add(String message) {
+            count++;
+            if (first.size() < KEEP) {
+                first.add(message);
+            }
+        }
+
+        void print(PrintStream out) {
+            out.printf(Locale.ROOT, "  %s: %d mismatching rows or heads; first:%n", layout, count);
+            for (String m : first) {
+                out.println("    " + m);
+            }
+        }
+    }
+
+    /** A throttled one-line progress indicator on stderr (only when attached to a console). */
+    static final class Progress {
+        private final PrintStream err;
+        private final boolean enabled;
+        private long lastNs;
+        private boolean shown;
+
+        Progress(PrintStream err) {
+            this.err = err;
+            this.enabled = System.console() != null && !"false".equals(System.getProperty("kvio.progress"));
+        }
+
+        void update(String phase, long done, long total) {
+            if (!enabled) {
+                return;
+            }
+            long now = System.nanoTime();
+            if (shown && now - lastNs < 200_000_000L) {
+                return;
+            }
+            lastNs = now;
+            shown = true;
+            err.printf(Locale.ROOT, "\r%-60s", phase + (total > 1 ? String.format(Locale.ROOT, " %3d%%", 100 * done / total) : " ..."));
+            err.flush();
+        }
+
+        void clear() {
+            if (shown) {
+                err.printf("\r%-60s\r", "");
+                err.flush();
+                shown = false;
+            }
+        }
+    }
+}

@@ -21,115 +21,114 @@ import org.testng.annotations.Test;
 
 public class BackendAvailabilityTest {
 
-  /** True when this machine has a usable CUDA device (the gpu test group covers that case). */
-  static boolean cudaPresent() {
-    return IoBackend.KERNEL.isAvailable();
-  }
-
-  @Test
-  public void cpuIsAvailable() {
-    assertTrue(IoBackend.CPU.isAvailable());
-    assertNull(IoBackend.CPU.unavailabilityCause());
-    IoBackend.CPU.ensureAvailability();
-  }
-
-  @Test
-  public void cudaBackendsUnavailableWithCause() {
-    if (cudaPresent()) {
-      throw new org.testng.SkipException("CUDA is present on this machine");
+    /** True when this machine has a usable CUDA device (the gpu test group covers that case). */
+    static boolean cudaPresent() {
+        return IoBackend.KERNEL.isAvailable();
     }
-    for (IoBackend b : new IoBackend[] {IoBackend.KERNEL, IoBackend.DIRECT}) {
-      assertFalse(b.isAvailable(), b.userName());
-      Throwable cause = b.unavailabilityCause();
-      assertNotNull(cause, b.userName());
-      assertNotNull(cause.getMessage());
-      assertTrue(cause.getMessage().contains("CUDA"), cause.getMessage());
-      KvioUnavailableException e =
-          expectThrows(KvioUnavailableException.class, b::ensureAvailability);
-      assertTrue(e.getMessage().contains("CUDA"), e.getMessage());
-      assertEquals(e.status(), 4);
+
+    @Test
+    public void cpuIsAvailable() {
+        assertTrue(IoBackend.CPU.isAvailable());
+        assertNull(IoBackend.CPU.unavailabilityCause());
+        IoBackend.CPU.ensureAvailability();
     }
-  }
 
-  @Test
-  public void ascendBackendUnavailableWithCause() {
-    IoBackend b = IoBackend.KERNEL_ASCEND;
-    if (b.isAvailable()) throw new org.testng.SkipException("Ascend is present on this machine");
-    Throwable cause = b.unavailabilityCause();
-    assertNotNull(cause);
-    assertTrue(cause.getMessage().contains("Ascend"), cause.getMessage());
-    KvioUnavailableException e =
-        expectThrows(KvioUnavailableException.class, b::ensureAvailability);
-    assertTrue(e.getMessage().contains("Ascend"), e.getMessage());
-  }
-
-  @Test
-  public void checkSupportReportsUnavailableBackend() {
-    if (cudaPresent()) throw new org.testng.SkipException("CUDA is present on this machine");
-    KvioUnavailableException e = expectThrows(KvioUnavailableException.class,
-        () -> Kvio.checkSupport(PoolKind.MHA, KvLayout.PAGE_FIRST, IoBackend.KERNEL,
-            Granularity.PER_LAYER, 8, 256, 64, 32, 32, 0));
-    assertTrue(e.getMessage().contains("kernel"), e.getMessage());
-    assertTrue(e.getMessage().contains("cpu"), "names what is available: " + e.getMessage());
-  }
-
-  @Test
-  public void checkSupportAcceptsEveryCpuConfiguration() {
-    for (PoolKind kind : PoolKind.values()) {
-      for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
-        for (Granularity g : Granularity.values()) {
-          long heads = kind == PoolKind.MHA ? 8 : 1;
-          // all layers, and a layer-sharded host pool holding device layers [3, 5)
-          Kvio.checkSupport(kind, layout, IoBackend.CPU, g, heads, 576, 64, 8, 8, 0);
-          Kvio.checkSupport(kind, layout, IoBackend.CPU, g, heads, 656, 1, 2, 8, 3);
+    @Test
+    public void cudaBackendsUnavailableWithCause() {
+        if (cudaPresent()) {
+            throw new org.testng.SkipException("CUDA is present on this machine");
         }
-      }
+        for (IoBackend b : new IoBackend[] {IoBackend.KERNEL, IoBackend.DIRECT}) {
+            assertFalse(b.isAvailable(), b.userName());
+            String cause = b.unavailabilityCause();
+            assertNotNull(cause, b.userName());
+            assertTrue(cause.contains("CUDA"), cause);
+            KvioUnavailableException e =
+                    expectThrows(KvioUnavailableException.class, b::ensureAvailability);
+            assertTrue(e.getMessage().contains("CUDA"), e.getMessage());
+            assertEquals(e.status(), KvioException.Status.UNAVAILABLE);
+        }
     }
-  }
 
-  @Test
-  public void backendNamesMatchNativeTable() {
-    assertEquals(names(IoBackend.values()), List.of("cpu", "kernel", "direct", "kernel_ascend"));
-    for (IoBackend b : IoBackend.values()) assertSame(IoBackend.parse(b.userName()), b);
-  }
-
-  @Test
-  public void layoutNamesMatchNativeTable() {
-    assertEquals(
-        Arrays.stream(KvLayout.values()).map(KvLayout::userName).collect(Collectors.toList()),
-        List.of("layer_first", "page_first", "page_first_direct", "page_head"));
-    for (KvLayout l : KvLayout.values()) {
-      assertSame(KvLayout.parse(l.userName()), l);
-      assertNotNull(l.shape());
-      assertFalse(l.shape().toString().isEmpty());
+    @Test
+    public void ascendBackendUnavailableWithCause() {
+        IoBackend b = IoBackend.KERNEL_ASCEND;
+        if (b.isAvailable()) throw new org.testng.SkipException("Ascend is present on this machine");
+        String cause = b.unavailabilityCause();
+        assertNotNull(cause);
+        assertTrue(cause.contains("Ascend"), cause);
+        KvioUnavailableException e =
+                expectThrows(KvioUnavailableException.class, b::ensureAvailability);
+        assertTrue(e.getMessage().contains("Ascend"), e.getMessage());
     }
-  }
 
-  @Test
-  public void kindNamesMatchNativeTable() {
-    assertEquals(
-        Arrays.stream(PoolKind.values()).map(PoolKind::userName).collect(Collectors.toList()),
-        List.of("mha", "mla"));
-    assertEquals(PoolKind.MHA.components(), 2);
-    assertEquals(PoolKind.MLA.components(), 1);
-    for (PoolKind k : PoolKind.values()) assertSame(PoolKind.parse(k.userName()), k);
-  }
+    @Test
+    public void checkSupportReportsUnavailableBackend() {
+        if (cudaPresent()) throw new org.testng.SkipException("CUDA is present on this machine");
+        KvioUnavailableException e = expectThrows(KvioUnavailableException.class,
+                () -> Kvio.checkSupport(PoolKind.MHA, KvLayout.PAGE_FIRST, IoBackend.KERNEL,
+                        Granularity.PER_LAYER, 8, 256, 64, 32, 32, 0));
+        assertTrue(e.getMessage().contains("kernel"), e.getMessage());
+        assertTrue(e.getMessage().contains("cpu"), "names what is available: " + e.getMessage());
+    }
 
-  @Test
-  public void parsingIsCaseSensitiveLikeTheReference() {
-    KvioInvalidArgumentException e =
-        expectThrows(KvioInvalidArgumentException.class, () -> IoBackend.parse("CPU"));
-    assertTrue(e.getMessage().contains("did you mean 'cpu'?"), e.getMessage());
-  }
+    @Test
+    public void checkSupportAcceptsEveryCpuConfiguration() {
+        for (PoolKind kind : PoolKind.values()) {
+            for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
+                for (Granularity g : Granularity.values()) {
+                    long heads = kind == PoolKind.MHA ? 8 : 1;
+                    // all layers, and a layer-sharded host pool holding device layers [3, 5)
+                    Kvio.checkSupport(kind, layout, IoBackend.CPU, g, heads, 576, 64, 8, 8, 0);
+                    Kvio.checkSupport(kind, layout, IoBackend.CPU, g, heads, 656, 1, 2, 8, 3);
+                }
+            }
+        }
+    }
 
-  @Test
-  public void versionIsTheNativeVersion() {
-    String v = Kvio.version();
-    assertNotNull(v);
-    assertTrue(v.matches("\\d+\\.\\d+\\.\\d+.*"), v);
-  }
+    @Test
+    public void backendNamesMatchNativeTable() {
+        assertEquals(names(IoBackend.values()), List.of("cpu", "kernel", "direct", "kernel_ascend"));
+        for (IoBackend b : IoBackend.values()) assertSame(IoBackend.parse(b.userName()), b);
+    }
 
-  private static List<String> names(IoBackend[] values) {
-    return Arrays.stream(values).map(IoBackend::userName).collect(Collectors.toList());
-  }
+    @Test
+    public void layoutNamesMatchNativeTable() {
+        assertEquals(
+                Arrays.stream(KvLayout.values()).map(KvLayout::userName).collect(Collectors.toList()),
+                List.of("layer_first", "page_first", "page_first_direct", "page_head"));
+        for (KvLayout l : KvLayout.values()) {
+            assertSame(KvLayout.parse(l.userName()), l);
+            assertNotNull(l.shape());
+            assertFalse(l.shape().isEmpty());
+        }
+    }
+
+    @Test
+    public void kindNamesMatchNativeTable() {
+        assertEquals(
+                Arrays.stream(PoolKind.values()).map(PoolKind::userName).collect(Collectors.toList()),
+                List.of("mha", "mla"));
+        assertEquals(PoolKind.MHA.components(), 2);
+        assertEquals(PoolKind.MLA.components(), 1);
+        for (PoolKind k : PoolKind.values()) assertSame(PoolKind.parse(k.userName()), k);
+    }
+
+    @Test
+    public void parsingIsCaseSensitiveLikeTheReference() {
+        KvioInvalidArgumentException e =
+                expectThrows(KvioInvalidArgumentException.class, () -> IoBackend.parse("CPU"));
+        assertTrue(e.getMessage().contains("did you mean 'cpu'?"), e.getMessage());
+    }
+
+    @Test
+    public void versionIsTheNativeVersion() {
+        String v = Kvio.version();
+        assertNotNull(v);
+        assertTrue(v.matches("\\d+\\.\\d+\\.\\d+.*"), v);
+    }
+
+    private static List<String> names(IoBackend[] values) {
+        return Arrays.stream(values).map(IoBackend::userName).collect(Collectors.toList());
+    }
 }

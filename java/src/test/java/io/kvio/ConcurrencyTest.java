@@ -19,142 +19,142 @@ import org.testng.annotations.Test;
 
 public class ConcurrencyTest {
 
-  static final int THREADS = 4;
-  static final int ROUNDS = 5;
+    static final int THREADS = 4;
+    static final int ROUNDS = 5;
 
-  @Test(timeOut = 60_000)
-  public void disjointSlotSetsFromManyThreads() throws Exception {
-    long ps = 4;
-    Config cfg = new Config(PoolKind.MHA, 3, 4 * THREADS * 2, ps, 2, 32);
-    long hostPages = 4 * THREADS;
-    long perThread = (hostPages * ps) / THREADS; // 16 slots each
-    try (DeviceKvPool device = cfg.allocateDevice();
-        HostKvPool host = PoolFixtures.host(device, KvLayout.PAGE_FIRST_DIRECT, hostPages)) {
-      ByteBuffer devBuf = device.buffer();
-      ByteBuffer hostBuf = host.buffer();
-      Placement dp = LayoutOracle.standard(cfg.deviceGeometry(), 0);
-      Placement hp =
-          LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_FIRST_DIRECT, cfg.layers, hostPages), 0);
-      byte[] devData = LayoutOracle.fill(devBuf, 1);
-      byte[] hostCanary = LayoutOracle.canary(hostBuf, 1);
+    @Test(timeOut = 60_000)
+    public void disjointSlotSetsFromManyThreads() throws Exception {
+        long ps = 4;
+        Config cfg = new Config(PoolKind.MHA, 3, 4 * THREADS * 2, ps, 2, 32);
+        long hostPages = 4 * THREADS;
+        long perThread = (hostPages * ps) / THREADS; // 16 slots each
+        try (DeviceKvPool device = cfg.allocateDevice();
+                HostKvPool host = PoolFixtures.host(device, KvLayout.PAGE_FIRST_DIRECT, hostPages)) {
+            ByteBuffer devBuf = device.buffer();
+            ByteBuffer hostBuf = host.buffer();
+            Placement dp = LayoutOracle.standard(cfg.deviceGeometry(), 0);
+            Placement hp =
+                    LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_FIRST_DIRECT, cfg.layers, hostPages), 0);
+            byte[] devData = LayoutOracle.fill(devBuf, 1);
+            byte[] hostCanary = LayoutOracle.canary(hostBuf, 1);
 
-      // device slots: [0, half) sources, [half, 2*half) destinations; thread k owns a stripe
-      long half = hostPages * ps;
-      long[][] hostIdx = new long[THREADS][];
-      long[][] fromIdx = new long[THREADS][];
-      long[][] toIdx = new long[THREADS][];
-      for (int k = 0; k < THREADS; k++) {
-        hostIdx[k] = new long[(int) perThread];
-        fromIdx[k] = new long[(int) perThread];
-        toIdx[k] = new long[(int) perThread];
-        for (int i = 0; i < perThread; i++) {
-          hostIdx[k][i] = k * perThread + (perThread - 1 - i); // reversed inside the stripe
-          fromIdx[k][i] = k + (long) i * THREADS; // interleaved across threads
-          toIdx[k][i] = half + k * perThread + i;
-        }
-      }
-      byte[] expectedHost = hostCanary.clone();
-      byte[] expectedDev = devData.clone();
-      for (int k = 0; k < THREADS; k++) {
-        LayoutOracle.applyTransfer(devData, dp, expectedHost, hp, fromIdx[k], hostIdx[k], 0, 0,
-            cfg.layers);
-        LayoutOracle.applyTransfer(devData, dp, expectedDev, dp, fromIdx[k], toIdx[k], 0, 0,
-            cfg.layers);
-      }
-
-      ExecutorService pool = Executors.newFixedThreadPool(THREADS);
-      try {
-        List<Future<?>> futures = new ArrayList<>();
-        for (int k = 0; k < THREADS; k++) {
-          final int id = k;
-          futures.add(pool.submit(() -> {
-            try (TokenIndices h = TokenIndices.of(hostIdx[id]);
-                TokenIndices from = TokenIndices.of(fromIdx[id]);
-                TokenIndices to = TokenIndices.of(toIdx[id])) {
-              for (int round = 0; round < ROUNDS; round++) {
-                try (Transfer t = host.backupFromDevice(device, h, from)) {
-                  t.await(30, TimeUnit.SECONDS);
+            // device slots: [0, half) sources, [half, 2*half) destinations; thread k owns a stripe
+            long half = hostPages * ps;
+            long[][] hostIdx = new long[THREADS][];
+            long[][] fromIdx = new long[THREADS][];
+            long[][] toIdx = new long[THREADS][];
+            for (int k = 0; k < THREADS; k++) {
+                hostIdx[k] = new long[(int) perThread];
+                fromIdx[k] = new long[(int) perThread];
+                toIdx[k] = new long[(int) perThread];
+                for (int i = 0; i < perThread; i++) {
+                    hostIdx[k][i] = k * perThread + (perThread - 1 - i); // reversed inside the stripe
+                    fromIdx[k][i] = k + (long) i * THREADS; // interleaved across threads
+                    toIdx[k][i] = half + k * perThread + i;
                 }
-                List<Transfer> loads = new ArrayList<>();
-                for (long layer = 0; layer < cfg.layers; layer++) {
-                  loads.add(host.loadToDevice(device, h, to, layer));
-                }
-                for (Transfer t : loads) {
-                  t.await();
-                  t.close();
-                }
-              }
             }
-            return null;
-          }));
-        }
-        for (Future<?> f : futures) f.get(60, TimeUnit.SECONDS);
-      } finally {
-        pool.shutdownNow();
-      }
-      LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(hostBuf), expectedHost, hp,
-          "host after concurrent backups");
-      LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(devBuf), expectedDev, dp,
-          "device after concurrent loads");
-    }
-  }
+            byte[] expectedHost = hostCanary.clone();
+            byte[] expectedDev = devData.clone();
+            for (int k = 0; k < THREADS; k++) {
+                LayoutOracle.applyTransfer(devData, dp, expectedHost, hp, fromIdx[k], hostIdx[k], 0, 0,
+                        cfg.layers);
+                LayoutOracle.applyTransfer(devData, dp, expectedDev, dp, fromIdx[k], toIdx[k], 0, 0,
+                        cfg.layers);
+            }
 
-  @Test(timeOut = 60_000)
-  public void generalTransfersOnOwnAndSharedExecutors() throws Exception {
-    long ps = 8;
-    Config cfg = new Config(PoolKind.MLA, 2, 8, ps, 1, 96);
-    long hostPages = 8;
-    try (DeviceKvPool device = cfg.allocateDevice();
-        HostKvPool src = PoolFixtures.host(device, KvLayout.PAGE_FIRST, hostPages);
-        HostKvPool dst = PoolFixtures.host(device, KvLayout.LAYER_FIRST, hostPages)) {
-      Placement sp =
-          LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_FIRST, cfg.layers, hostPages), 0);
-      Placement tp =
-          LayoutOracle.standard(cfg.geometry(KvLayout.LAYER_FIRST, cfg.layers, hostPages), 0);
-      byte[] srcData = LayoutOracle.fill(src.buffer(), 2);
-      byte[] expected = LayoutOracle.canary(dst.buffer(), 2);
-      long tokens = hostPages * ps;
-      long[][] s = new long[THREADS][];
-      long[][] d = new long[THREADS][];
-      for (int k = 0; k < THREADS; k++) {
-        int n = (int) (tokens / THREADS);
-        s[k] = new long[n];
-        d[k] = new long[n];
-        for (int i = 0; i < n; i++) {
-          s[k][i] = k * n + i;
-          d[k][i] = tokens - 1 - (k * n + i);
-        }
-        LayoutOracle.applyTransfer(srcData, sp, expected, tp, s[k], d[k], 0, 0, cfg.layers);
-      }
-      ExecutorService pool = Executors.newFixedThreadPool(THREADS);
-      try {
-        List<Future<?>> futures = new ArrayList<>();
-        for (int k = 0; k < THREADS; k++) {
-          final int id = k;
-          futures.add(pool.submit(() -> {
-            // even threads use the shared executor, odd ones their own
-            KvioExecutor own = id % 2 == 1 ? KvioExecutor.create(IoBackend.CPU, 2) : null;
-            KvioExecutor ex = own != null ? own : KvioExecutor.shared(IoBackend.CPU);
-            try (TokenIndices si = TokenIndices.of(s[id]);
-                TokenIndices di = TokenIndices.of(d[id])) {
-              for (long layer = 0; layer < cfg.layers; layer++) {
-                try (Transfer t = Kvio.transfer(ex, src, dst, si, di, layer, layer, 1)) {
-                  t.await();
+            ExecutorService pool = Executors.newFixedThreadPool(THREADS);
+            try {
+                List<Future<?>> futures = new ArrayList<>();
+                for (int k = 0; k < THREADS; k++) {
+                    final int id = k;
+                    futures.add(pool.submit(() -> {
+                        try (TokenIndices h = TokenIndices.of(hostIdx[id]);
+                                TokenIndices from = TokenIndices.of(fromIdx[id]);
+                                TokenIndices to = TokenIndices.of(toIdx[id])) {
+                            for (int round = 0; round < ROUNDS; round++) {
+                                try (Transfer t = host.backupFromDevice(device, h, from)) {
+                                    t.await(30, TimeUnit.SECONDS);
+                                }
+                                List<Transfer> loads = new ArrayList<>();
+                                for (long layer = 0; layer < cfg.layers; layer++) {
+                                    loads.add(host.loadToDevice(device, h, to, layer));
+                                }
+                                for (Transfer t : loads) {
+                                    t.await();
+                                    t.close();
+                                }
+                            }
+                        }
+                        return null;
+                    }));
                 }
-              }
+                for (Future<?> f : futures) f.get(60, TimeUnit.SECONDS);
             } finally {
-              if (own != null) own.close();
+                pool.shutdownNow();
             }
-            return null;
-          }));
+            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(hostBuf), expectedHost, hp,
+                    "host after concurrent backups");
+            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(devBuf), expectedDev, dp,
+                    "device after concurrent loads");
         }
-        for (Future<?> f : futures) f.get(60, TimeUnit.SECONDS);
-      } finally {
-        pool.shutdownNow();
-      }
-      LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(dst.buffer()), expected, tp,
-          "destination after concurrent general transfers");
-      LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(src.buffer()), srcData, "source");
     }
-  }
+
+    @Test(timeOut = 60_000)
+    public void generalTransfersOnOwnAndSharedExecutors() throws Exception {
+        long ps = 8;
+        Config cfg = new Config(PoolKind.MLA, 2, 8, ps, 1, 96);
+        long hostPages = 8;
+        try (DeviceKvPool device = cfg.allocateDevice();
+                HostKvPool src = PoolFixtures.host(device, KvLayout.PAGE_FIRST, hostPages);
+                HostKvPool dst = PoolFixtures.host(device, KvLayout.LAYER_FIRST, hostPages)) {
+            Placement sp =
+                    LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_FIRST, cfg.layers, hostPages), 0);
+            Placement tp =
+                    LayoutOracle.standard(cfg.geometry(KvLayout.LAYER_FIRST, cfg.layers, hostPages), 0);
+            byte[] srcData = LayoutOracle.fill(src.buffer(), 2);
+            byte[] expected = LayoutOracle.canary(dst.buffer(), 2);
+            long tokens = hostPages * ps;
+            long[][] s = new long[THREADS][];
+            long[][] d = new long[THREADS][];
+            for (int k = 0; k < THREADS; k++) {
+                int n = (int) (tokens / THREADS);
+                s[k] = new long[n];
+                d[k] = new long[n];
+                for (int i = 0; i < n; i++) {
+                    s[k][i] = k * n + i;
+                    d[k][i] = tokens - 1 - (k * n + i);
+                }
+                LayoutOracle.applyTransfer(srcData, sp, expected, tp, s[k], d[k], 0, 0, cfg.layers);
+            }
+            ExecutorService pool = Executors.newFixedThreadPool(THREADS);
+            try {
+                List<Future<?>> futures = new ArrayList<>();
+                for (int k = 0; k < THREADS; k++) {
+                    final int id = k;
+                    futures.add(pool.submit(() -> {
+                        // even threads use the shared executor, odd ones their own
+                        KvioExecutor own = id % 2 == 1 ? KvioExecutor.create(IoBackend.CPU, 2) : null;
+                        KvioExecutor ex = own != null ? own : KvioExecutor.shared(IoBackend.CPU);
+                        try (TokenIndices si = TokenIndices.of(s[id]);
+                                TokenIndices di = TokenIndices.of(d[id])) {
+                            for (long layer = 0; layer < cfg.layers; layer++) {
+                                try (Transfer t = Kvio.transfer(ex, src, dst, si, di, layer, layer, 1)) {
+                                    t.await();
+                                }
+                            }
+                        } finally {
+                            if (own != null) own.close();
+                        }
+                        return null;
+                    }));
+                }
+                for (Future<?> f : futures) f.get(60, TimeUnit.SECONDS);
+            } finally {
+                pool.shutdownNow();
+            }
+            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(dst.buffer()), expected, tp,
+                    "destination after concurrent general transfers");
+            LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(src.buffer()), srcData, "source");
+        }
+    }
 }

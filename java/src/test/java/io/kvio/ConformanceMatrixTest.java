@@ -23,259 +23,259 @@ import org.testng.annotations.Test;
 
 public class ConformanceMatrixTest {
 
-  enum IndexKind {
-    WHOLE_PAGES,
-    TOKEN_GRANULAR,
-    CROSSING_RUNS
-  }
-
-  enum DeviceMemory {
-    ALLOCATED,
-    WRAP_COMPONENTS,
-    WRAP_LAYERS
-  }
-
-  static final long DEVICE_LAYERS = 3;
-  static final long[] PAGE_SIZES = {1, 16, 64};
-  static final long[] ROW_BYTES = {8, 64, 576, 656, 4096};
-
-  /** Device and host page counts per page size: small pools, host smaller than device. */
-  static long devicePages(long pageSize) {
-    return pageSize == 1 ? 40 : pageSize == 16 ? 6 : 3;
-  }
-
-  static long hostPages(long pageSize) {
-    return pageSize == 1 ? 32 : pageSize == 16 ? 5 : 2;
-  }
-
-  /** (heads, headBytes) pairs per kind and row size: MHA 2 heads, MLA one latent head. */
-  static List<long[]> rowGeometries(PoolKind kind) {
-    List<long[]> out = new ArrayList<>();
-    for (long row : ROW_BYTES) {
-      out.add(kind == PoolKind.MHA ? new long[] {2, row / 2} : new long[] {1, row});
+    enum IndexKind {
+        WHOLE_PAGES,
+        TOKEN_GRANULAR,
+        CROSSING_RUNS
     }
-    if (kind == PoolKind.MHA) {
-      out.add(new long[] {3, 22}); // odd head count, head bytes not a multiple of 4
-    }
-    return out;
-  }
 
-  @DataProvider(name = "matrix")
-  public static Object[][] matrix() {
-    List<Object[]> rows = new ArrayList<>();
-    long seed = 1;
-    for (PoolKind kind : PoolKind.values()) {
-      for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
-        for (long ps : PAGE_SIZES) {
-          for (long[] hg : rowGeometries(kind)) {
-            for (IndexKind ik : IndexKind.values()) {
-              Config cfg = new Config(kind, DEVICE_LAYERS, devicePages(ps), ps, hg[0], hg[1]);
-              rows.add(new Object[] {cfg, layout, ik, DeviceMemory.ALLOCATED, seed++});
+    enum DeviceMemory {
+        ALLOCATED,
+        WRAP_COMPONENTS,
+        WRAP_LAYERS
+    }
+
+    static final long DEVICE_LAYERS = 3;
+    static final long[] PAGE_SIZES = {1, 16, 64};
+    static final long[] ROW_BYTES = {8, 64, 576, 656, 4096};
+
+    /** Device and host page counts per page size: small pools, host smaller than device. */
+    static long devicePages(long pageSize) {
+        return pageSize == 1 ? 40 : pageSize == 16 ? 6 : 3;
+    }
+
+    static long hostPages(long pageSize) {
+        return pageSize == 1 ? 32 : pageSize == 16 ? 5 : 2;
+    }
+
+    /** (heads, headBytes) pairs per kind and row size: MHA 2 heads, MLA one latent head. */
+    static List<long[]> rowGeometries(PoolKind kind) {
+        List<long[]> out = new ArrayList<>();
+        for (long row : ROW_BYTES) {
+            out.add(kind == PoolKind.MHA ? new long[] {2, row / 2} : new long[] {1, row});
+        }
+        if (kind == PoolKind.MHA) {
+            out.add(new long[] {3, 22}); // odd head count, head bytes not a multiple of 4
+        }
+        return out;
+    }
+
+    @DataProvider(name = "matrix")
+    public static Object[][] matrix() {
+        List<Object[]> rows = new ArrayList<>();
+        long seed = 1;
+        for (PoolKind kind : PoolKind.values()) {
+            for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
+                for (long ps : PAGE_SIZES) {
+                    for (long[] hg : rowGeometries(kind)) {
+                        for (IndexKind ik : IndexKind.values()) {
+                            Config cfg = new Config(kind, DEVICE_LAYERS, devicePages(ps), ps, hg[0], hg[1]);
+                            rows.add(new Object[] {cfg, layout, ik, DeviceMemory.ALLOCATED, seed++});
+                        }
+                    }
+                }
             }
-          }
         }
-      }
+        return rows.toArray(new Object[0][]);
     }
-    return rows.toArray(new Object[0][]);
-  }
 
-  @DataProvider(name = "wrapped")
-  public static Object[][] wrapped() {
-    List<Object[]> rows = new ArrayList<>();
-    long seed = 10_000;
-    for (DeviceMemory mem : new DeviceMemory[] {DeviceMemory.WRAP_COMPONENTS,
-        DeviceMemory.WRAP_LAYERS}) {
-      for (PoolKind kind : PoolKind.values()) {
-        for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
-          for (long ps : new long[] {1, 16}) {
-            for (long[] hg : new long[][] {{kind == PoolKind.MHA ? 2 : 1, kind == PoolKind.MHA ? 4 : 8},
-                {kind == PoolKind.MHA ? 2 : 1, kind == PoolKind.MHA ? 328 : 656}}) {
-              Config cfg = new Config(kind, DEVICE_LAYERS, devicePages(ps), ps, hg[0], hg[1]);
-              IndexKind ik = (seed & 1) == 0 ? IndexKind.TOKEN_GRANULAR : IndexKind.CROSSING_RUNS;
-              rows.add(new Object[] {cfg, layout, ik, mem, seed++});
+    @DataProvider(name = "wrapped")
+    public static Object[][] wrapped() {
+        List<Object[]> rows = new ArrayList<>();
+        long seed = 10_000;
+        for (DeviceMemory mem : new DeviceMemory[] {DeviceMemory.WRAP_COMPONENTS,
+                DeviceMemory.WRAP_LAYERS}) {
+            for (PoolKind kind : PoolKind.values()) {
+                for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
+                    for (long ps : new long[] {1, 16}) {
+                        for (long[] hg : new long[][] {{kind == PoolKind.MHA ? 2 : 1, kind == PoolKind.MHA ? 4 : 8},
+                                {kind == PoolKind.MHA ? 2 : 1, kind == PoolKind.MHA ? 328 : 656}}) {
+                            Config cfg = new Config(kind, DEVICE_LAYERS, devicePages(ps), ps, hg[0], hg[1]);
+                            IndexKind ik = (seed & 1) == 0 ? IndexKind.TOKEN_GRANULAR : IndexKind.CROSSING_RUNS;
+                            rows.add(new Object[] {cfg, layout, ik, mem, seed++});
+                        }
+                    }
+                }
             }
-          }
         }
-      }
+        return rows.toArray(new Object[0][]);
     }
-    return rows.toArray(new Object[0][]);
-  }
 
-  @Test(dataProvider = "matrix")
-  public void backupAllLayersAndLoadPerLayer(Config cfg, KvLayout layout, IndexKind indexKind,
-      DeviceMemory memory, long seed) {
-    runCase(cfg, layout, indexKind, memory, seed);
-  }
-
-  @Test(dataProvider = "wrapped")
-  public void wrappedDevicePools(Config cfg, KvLayout layout, IndexKind indexKind,
-      DeviceMemory memory, long seed) {
-    runCase(cfg, layout, indexKind, memory, seed);
-  }
-
-  /** Index pairs (host slots, device slots) of one kind, same length on both sides. */
-  static long[][] indexPairs(IndexKind kind, Random rnd, long hostTokens, long deviceTokens,
-      long pageSize) {
-    long smaller = Math.min(hostTokens, deviceTokens);
-    switch (kind) {
-      case WHOLE_PAGES: {
-        int pages = (int) Math.max(1, (smaller / pageSize) / 2);
-        return new long[][] {
-            LayoutOracle.wholePages(rnd, hostTokens / pageSize, pageSize, pages),
-            LayoutOracle.wholePages(rnd, deviceTokens / pageSize, pageSize, pages)};
-      }
-      case TOKEN_GRANULAR: {
-        int n = (int) Math.max(1, smaller * 3 / 8);
-        return new long[][] {LayoutOracle.tokenGranular(rnd, hostTokens, n),
-            LayoutOracle.tokenGranular(rnd, deviceTokens, n)};
-      }
-      case CROSSING_RUNS: {
-        int n = (int) Math.max(1, smaller * 3 / 8);
-        return new long[][] {LayoutOracle.crossingRuns(rnd, hostTokens, pageSize, n),
-            LayoutOracle.crossingRuns(rnd, deviceTokens, pageSize, n)};
-      }
-      default:
-        throw new AssertionError(kind);
+    @Test(dataProvider = "matrix")
+    public void backupAllLayersAndLoadPerLayer(Config cfg, KvLayout layout, IndexKind indexKind,
+            DeviceMemory memory, long seed) {
+        runCase(cfg, layout, indexKind, memory, seed);
     }
-  }
 
-  private static void runCase(Config cfg, KvLayout layout, IndexKind indexKind,
-      DeviceMemory memory, long seed) {
-    long hostPages = hostPages(cfg.pageSize);
-    Random rnd = new Random(seed);
-    long[][] pairs = indexPairs(indexKind, rnd, hostPages * cfg.pageSize,
-        cfg.pages * cfg.pageSize, cfg.pageSize);
-    try (DeviceUnderTest dev = DeviceUnderTest.create(cfg, memory, seed)) {
-      try (HostKvPool host = PoolFixtures.host(dev.pool, layout, hostPages)) {
-        Placement hostPlacement =
-            LayoutOracle.standard(cfg.geometry(layout, cfg.layers, hostPages), 0);
-        checkBackupAndLoads(cfg, dev, host, hostPlacement, pairs[0], pairs[1], 0, cfg.layers,
-            allLayers(cfg.layers), seed);
-      }
+    @Test(dataProvider = "wrapped")
+    public void wrappedDevicePools(Config cfg, KvLayout layout, IndexKind indexKind,
+            DeviceMemory memory, long seed) {
+        runCase(cfg, layout, indexKind, memory, seed);
     }
-  }
 
-  static long[] allLayers(long n) {
-    long[] out = new long[(int) n];
-    for (int i = 0; i < n; i++) out[i] = i;
-    return out;
-  }
-
-  /**
-   * Backup of device layers [layerStart, layerStart + hostLayers) into the host, then loads of
-   * {@code loadLayers} (device layer ids, all held by the host) one at a time.
-   */
-  static void checkBackupAndLoads(Config cfg, DeviceUnderTest dev, HostKvPool host,
-      Placement hostPlacement, long[] hostIdx, long[] devIdx, long layerStart, long hostLayers,
-      long[] loadLayers, long seed) {
-    ByteBuffer hostBuf = host.buffer();
-    String what = cfg + " host " + hostPlacement.geometry() + " n=" + hostIdx.length;
-
-    // backup: device -> host, all held layers
-    byte[] devData = LayoutOracle.fill(dev.buffer, seed);
-    byte[] expectedHost = LayoutOracle.canary(hostBuf, seed);
-    LayoutOracle.applyTransfer(devData, dev.placement, expectedHost, hostPlacement, devIdx, hostIdx,
-        layerStart, 0, hostLayers);
-    try (TokenIndices h = TokenIndices.of(hostIdx);
-        TokenIndices d = TokenIndices.of(devIdx);
-        Transfer t = host.backupFromDevice(dev.pool, h, d)) {
-      t.await();
-      assertTrue(t.isDone());
-      assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, hostIdx.length, hostLayers),
-          "bytes of backup");
-    }
-    LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(hostBuf), expectedHost, hostPlacement,
-        "host after backup, " + what);
-    LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(dev.buffer), devData,
-        "device (source) after backup, " + what);
-
-    // loads: host -> device, one layer per call, cumulative
-    byte[] hostData = LayoutOracle.fill(hostBuf, seed + 7);
-    byte[] expectedDev = LayoutOracle.canary(dev.buffer, seed + 7);
-    try (TokenIndices h = TokenIndices.of(hostIdx);
-        TokenIndices d = TokenIndices.of(devIdx)) {
-      for (long layer : loadLayers) {
-        LayoutOracle.applyTransfer(hostData, hostPlacement, expectedDev, dev.placement, hostIdx,
-            devIdx, layer - layerStart, layer, 1);
-        try (Transfer t = host.loadToDevice(dev.pool, h, d, layer)) {
-          t.await();
-          assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, hostIdx.length, 1),
-              "bytes of load of layer " + layer);
+    /** Index pairs (host slots, device slots) of one kind, same length on both sides. */
+    static long[][] indexPairs(IndexKind kind, Random rnd, long hostTokens, long deviceTokens,
+            long pageSize) {
+        long smaller = Math.min(hostTokens, deviceTokens);
+        switch (kind) {
+            case WHOLE_PAGES: {
+                int pages = (int) Math.max(1, (smaller / pageSize) / 2);
+                return new long[][] {
+                        LayoutOracle.wholePages(rnd, hostTokens / pageSize, pageSize, pages),
+                        LayoutOracle.wholePages(rnd, deviceTokens / pageSize, pageSize, pages)};
+            }
+            case TOKEN_GRANULAR: {
+                int n = (int) Math.max(1, smaller * 3 / 8);
+                return new long[][] {LayoutOracle.tokenGranular(rnd, hostTokens, n),
+                        LayoutOracle.tokenGranular(rnd, deviceTokens, n)};
+            }
+            case CROSSING_RUNS: {
+                int n = (int) Math.max(1, smaller * 3 / 8);
+                return new long[][] {LayoutOracle.crossingRuns(rnd, hostTokens, pageSize, n),
+                        LayoutOracle.crossingRuns(rnd, deviceTokens, pageSize, n)};
+            }
+            default:
+                throw new AssertionError(kind);
         }
-        LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(dev.buffer), expectedDev,
-            dev.placement, "device after load of layer " + layer + ", " + what);
-      }
-    }
-    LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(hostBuf), hostData,
-        "host (source) after loads, " + what);
-  }
-
-  /**
-   * A device pool plus the whole memory it lives in (a ByteBuffer) and the oracle's placement of
-   * its rows inside that memory. Wrapped pools live in a backing pool, in shuffled order with
-   * gaps, so a write through a wrong base lands on canary bytes.
-   */
-  static final class DeviceUnderTest implements AutoCloseable {
-    final DeviceKvPool pool;
-    final ByteBuffer buffer;
-    final Placement placement;
-    private final DeviceKvPool backing;
-
-    private DeviceUnderTest(DeviceKvPool pool, ByteBuffer buffer, Placement placement,
-        DeviceKvPool backing) {
-      this.pool = pool;
-      this.buffer = buffer;
-      this.placement = placement;
-      this.backing = backing;
     }
 
-    static DeviceUnderTest create(Config cfg, DeviceMemory memory, long seed) {
-      LayoutOracle.Geometry g = cfg.deviceGeometry();
-      if (memory == DeviceMemory.ALLOCATED) {
-        DeviceKvPool pool = cfg.allocateDevice();
-        return new DeviceUnderTest(pool, pool.buffer(), LayoutOracle.standard(g, 0), null);
-      }
-      final long gap = 40;
-      final boolean perLayer = memory == DeviceMemory.WRAP_LAYERS;
-      final int pieces = (int) (perLayer ? g.components * g.layers : g.components);
-      final long pieceBytes = perLayer ? g.tokens() * g.rowBytes() : g.componentBytes();
-      final long backingBytes = pieces * (pieceBytes + gap) + gap;
-      DeviceKvPool backing = DeviceKvPool.allocate(PoolSpec.builder()
-          .kind(PoolKind.MLA).layout(KvLayout.LAYER_FIRST)
-          .layers(1).pages(1).pageSize(1).heads(1).headBytes(backingBytes).build(), IoBackend.CPU);
-      try {
-        long base = backing.regionAddress(0);
-        List<Integer> order = new ArrayList<>();
-        for (int i = 0; i < pieces; i++) order.add(i);
-        Collections.shuffle(order, new Random(seed));
-        long[] offsets = new long[pieces];
-        for (int slot = 0; slot < pieces; slot++) {
-          offsets[order.get(slot)] = gap + slot * (pieceBytes + gap);
+    private static void runCase(Config cfg, KvLayout layout, IndexKind indexKind,
+            DeviceMemory memory, long seed) {
+        long hostPages = hostPages(cfg.pageSize);
+        Random rnd = new Random(seed);
+        long[][] pairs = indexPairs(indexKind, rnd, hostPages * cfg.pageSize,
+                cfg.pages * cfg.pageSize, cfg.pageSize);
+        try (DeviceUnderTest dev = DeviceUnderTest.create(cfg, memory, seed)) {
+            try (HostKvPool host = PoolFixtures.host(dev.pool, layout, hostPages)) {
+                Placement hostPlacement =
+                        LayoutOracle.standard(cfg.geometry(layout, cfg.layers, hostPages), 0);
+                checkBackupAndLoads(cfg, dev, host, hostPlacement, pairs[0], pairs[1], 0, cfg.layers,
+                        allLayers(cfg.layers), seed);
+            }
         }
-        long[] addresses = new long[pieces];
-        for (int i = 0; i < pieces; i++) addresses[i] = base + offsets[i];
-        PoolSpec spec = cfg.spec(KvLayout.LAYER_FIRST);
-        DeviceKvPool pool = perLayer
-            ? DeviceKvPool.wrapLayers(spec, addresses, pieceBytes, IoBackend.CPU)
-            : DeviceKvPool.wrapComponents(spec, addresses, pieceBytes, IoBackend.CPU);
-        Placement placement = perLayer ? LayoutOracle.layerTable(g, offsets)
-            : LayoutOracle.componentTable(g, offsets);
-        assertEquals(pool.regionCount(), pieces, "regions of a wrapped pool");
-        for (int i = 0; i < pieces; i++) {
-          assertEquals(pool.regionAddress(i), addresses[i], "region " + i + " address");
-          assertEquals(pool.regionBytes(i), pieceBytes, "region " + i + " bytes");
-        }
-        return new DeviceUnderTest(pool, backing.buffer(), placement, backing);
-      } catch (RuntimeException | Error e) {
-        backing.close();
-        throw e;
-      }
     }
 
-    @Override
-    public void close() {
-      pool.close();
-      if (backing != null) backing.close();
+    static long[] allLayers(long n) {
+        long[] out = new long[(int) n];
+        for (int i = 0; i < n; i++) out[i] = i;
+        return out;
     }
-  }
+
+    /**
+     * Backup of device layers [layerStart, layerStart + hostLayers) into the host, then loads of
+     * {@code loadLayers} (device layer ids, all held by the host) one at a time.
+     */
+    static void checkBackupAndLoads(Config cfg, DeviceUnderTest dev, HostKvPool host,
+            Placement hostPlacement, long[] hostIdx, long[] devIdx, long layerStart, long hostLayers,
+            long[] loadLayers, long seed) {
+        ByteBuffer hostBuf = host.buffer();
+        String what = cfg + " host " + hostPlacement.geometry() + " n=" + hostIdx.length;
+
+        // backup: device -> host, all held layers
+        byte[] devData = LayoutOracle.fill(dev.buffer, seed);
+        byte[] expectedHost = LayoutOracle.canary(hostBuf, seed);
+        LayoutOracle.applyTransfer(devData, dev.placement, expectedHost, hostPlacement, devIdx, hostIdx,
+                layerStart, 0, hostLayers);
+        try (TokenIndices h = TokenIndices.of(hostIdx);
+                TokenIndices d = TokenIndices.of(devIdx);
+                Transfer t = host.backupFromDevice(dev.pool, h, d)) {
+            t.await();
+            assertTrue(t.isDone());
+            assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, hostIdx.length, hostLayers),
+                    "bytes of backup");
+        }
+        LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(hostBuf), expectedHost, hostPlacement,
+                "host after backup, " + what);
+        LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(dev.buffer), devData,
+                "device (source) after backup, " + what);
+
+        // loads: host -> device, one layer per call, cumulative
+        byte[] hostData = LayoutOracle.fill(hostBuf, seed + 7);
+        byte[] expectedDev = LayoutOracle.canary(dev.buffer, seed + 7);
+        try (TokenIndices h = TokenIndices.of(hostIdx);
+                TokenIndices d = TokenIndices.of(devIdx)) {
+            for (long layer : loadLayers) {
+                LayoutOracle.applyTransfer(hostData, hostPlacement, expectedDev, dev.placement, hostIdx,
+                        devIdx, layer - layerStart, layer, 1);
+                try (Transfer t = host.loadToDevice(dev.pool, h, d, layer)) {
+                    t.await();
+                    assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, hostIdx.length, 1),
+                            "bytes of load of layer " + layer);
+                }
+                LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(dev.buffer), expectedDev,
+                        dev.placement, "device after load of layer " + layer + ", " + what);
+            }
+        }
+        LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(hostBuf), hostData,
+                "host (source) after loads, " + what);
+    }
+
+    /**
+     * A device pool plus the whole memory it lives in (a ByteBuffer) and the oracle's placement of
+     * its rows inside that memory. Wrapped pools live in a backing pool, in shuffled order with
+     * gaps, so a write through a wrong base lands on canary bytes.
+     */
+    static final class DeviceUnderTest implements AutoCloseable {
+        final DeviceKvPool pool;
+        final ByteBuffer buffer;
+        final Placement placement;
+        private final DeviceKvPool backing;
+
+        private DeviceUnderTest(DeviceKvPool pool, ByteBuffer buffer, Placement placement,
+                DeviceKvPool backing) {
+            this.pool = pool;
+            this.buffer = buffer;
+            this.placement = placement;
+            this.backing = backing;
+        }
+
+        static DeviceUnderTest create(Config cfg, DeviceMemory memory, long seed) {
+            LayoutOracle.Geometry g = cfg.deviceGeometry();
+            if (memory == DeviceMemory.ALLOCATED) {
+                DeviceKvPool pool = cfg.allocateDevice();
+                return new DeviceUnderTest(pool, pool.buffer(), LayoutOracle.standard(g, 0), null);
+            }
+            final long gap = 40;
+            final boolean perLayer = memory == DeviceMemory.WRAP_LAYERS;
+            final int pieces = (int) (perLayer ? g.components * g.layers : g.components);
+            final long pieceBytes = perLayer ? g.tokens() * g.rowBytes() : g.componentBytes();
+            final long backingBytes = pieces * (pieceBytes + gap) + gap;
+            DeviceKvPool backing = DeviceKvPool.allocate(PoolSpec.builder()
+                    .kind(PoolKind.MLA).layout(KvLayout.LAYER_FIRST)
+                    .layers(1).pages(1).pageSize(1).heads(1).headBytes(backingBytes).build(), IoBackend.CPU);
+            try {
+                long base = backing.regionAddress(0);
+                List<Integer> order = new ArrayList<>();
+                for (int i = 0; i < pieces; i++) order.add(i);
+                Collections.shuffle(order, new Random(seed));
+                long[] offsets = new long[pieces];
+                for (int slot = 0; slot < pieces; slot++) {
+                    offsets[order.get(slot)] = gap + slot * (pieceBytes + gap);
+                }
+                long[] addresses = new long[pieces];
+                for (int i = 0; i < pieces; i++) addresses[i] = base + offsets[i];
+                PoolSpec spec = cfg.spec(KvLayout.LAYER_FIRST);
+                DeviceKvPool pool = perLayer
+                        ? DeviceKvPool.wrapLayers(spec, addresses, pieceBytes, IoBackend.CPU)
+                        : DeviceKvPool.wrapComponents(spec, addresses, pieceBytes, IoBackend.CPU);
+                Placement placement = perLayer ? LayoutOracle.layerTable(g, offsets)
+                        : LayoutOracle.componentTable(g, offsets);
+                assertEquals(pool.regionCount(), pieces, "regions of a wrapped pool");
+                for (int i = 0; i < pieces; i++) {
+                    assertEquals(pool.regionAddress(i), addresses[i], "region " + i + " address");
+                    assertEquals(pool.regionBytes(i), pieceBytes, "region " + i + " bytes");
+                }
+                return new DeviceUnderTest(pool, backing.buffer(), placement, backing);
+            } catch (RuntimeException | Error e) {
+                backing.close();
+                throw e;
+            }
+        }
+
+        @Override
+        public void close() {
+            pool.close();
+            if (backing != null) backing.close();
+        }
+    }
 }

@@ -20,86 +20,86 @@ import org.testng.annotations.Test;
 
 public class LayerShardedTest {
 
-  static final long DEVICE_LAYERS = 6;
+    static final long DEVICE_LAYERS = 6;
 
-  @DataProvider(name = "shards")
-  public static Object[][] shards() {
-    long[][] ranges = {{0, 2}, {2, 3}, {5, 1}, {0, 6}, {3, 3}};
-    List<Object[]> rows = new ArrayList<>();
-    long seed = 3000;
-    for (PoolKind kind : PoolKind.values()) {
-      for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
-        for (long[] r : ranges) {
-          rows.add(new Object[] {kind, layout, r[0], r[1], seed++});
+    @DataProvider(name = "shards")
+    public static Object[][] shards() {
+        long[][] ranges = {{0, 2}, {2, 3}, {5, 1}, {0, 6}, {3, 3}};
+        List<Object[]> rows = new ArrayList<>();
+        long seed = 3000;
+        for (PoolKind kind : PoolKind.values()) {
+            for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
+                for (long[] r : ranges) {
+                    rows.add(new Object[] {kind, layout, r[0], r[1], seed++});
+                }
+            }
         }
-      }
+        return rows.toArray(new Object[0][]);
     }
-    return rows.toArray(new Object[0][]);
-  }
 
-  @Test(dataProvider = "shards")
-  public void shardedBackupAndLoads(PoolKind kind, KvLayout layout, long start, long count,
-      long seed) {
-    long ps = 4;
-    Config cfg = new Config(kind, DEVICE_LAYERS, 8, ps, kind == PoolKind.MHA ? 2 : 1,
-        kind == PoolKind.MHA ? 24 : 80);
-    long hostPages = 6;
-    Random rnd = new Random(seed);
-    int n = 10;
-    long[] hostIdx = LayoutOracle.crossingRuns(rnd, hostPages * ps, ps, n);
-    long[] devIdx = LayoutOracle.tokenGranular(rnd, cfg.pages * ps, n);
-    Placement devPlacement = LayoutOracle.standard(cfg.deviceGeometry(), 0);
-    // the host holds only `count` layers: its geometry has exactly those
-    Placement hostPlacement = LayoutOracle.standard(cfg.geometry(layout, count, hostPages), 0);
-    String what = kind + " " + layout + " layers [" + start + ", " + (start + count) + ")";
+    @Test(dataProvider = "shards")
+    public void shardedBackupAndLoads(PoolKind kind, KvLayout layout, long start, long count,
+            long seed) {
+        long ps = 4;
+        Config cfg = new Config(kind, DEVICE_LAYERS, 8, ps, kind == PoolKind.MHA ? 2 : 1,
+                kind == PoolKind.MHA ? 24 : 80);
+        long hostPages = 6;
+        Random rnd = new Random(seed);
+        int n = 10;
+        long[] hostIdx = LayoutOracle.crossingRuns(rnd, hostPages * ps, ps, n);
+        long[] devIdx = LayoutOracle.tokenGranular(rnd, cfg.pages * ps, n);
+        Placement devPlacement = LayoutOracle.standard(cfg.deviceGeometry(), 0);
+        // the host holds only `count` layers: its geometry has exactly those
+        Placement hostPlacement = LayoutOracle.standard(cfg.geometry(layout, count, hostPages), 0);
+        String what = kind + " " + layout + " layers [" + start + ", " + (start + count) + ")";
 
-    try (DeviceKvPool device = cfg.allocateDevice();
-        HostKvPool host = PoolFixtures.host(device, layout, hostPages, start, count);
-        TokenIndices h = TokenIndices.of(hostIdx);
-        TokenIndices d = TokenIndices.of(devIdx)) {
-      ByteBuffer devBuf = device.buffer();
-      ByteBuffer hostBuf = host.buffer();
-      assertEquals(host.spec().numLayers(), count, "host layers of " + what);
-      assertTrue(hostBuf.capacity() >= hostPlacement.geometry().totalBytes(),
-          "host buffer holds the shard");
+        try (DeviceKvPool device = cfg.allocateDevice();
+                HostKvPool host = PoolFixtures.host(device, layout, hostPages, start, count);
+                TokenIndices h = TokenIndices.of(hostIdx);
+                TokenIndices d = TokenIndices.of(devIdx)) {
+            ByteBuffer devBuf = device.buffer();
+            ByteBuffer hostBuf = host.buffer();
+            assertEquals(host.spec().numLayers(), count, "host layers of " + what);
+            assertTrue(hostBuf.capacity() >= hostPlacement.geometry().totalBytes(),
+                    "host buffer holds the shard");
 
-      // backup: exactly device layers [start, start + count)
-      byte[] devData = LayoutOracle.fill(devBuf, seed);
-      byte[] expectedHost = LayoutOracle.canary(hostBuf, seed);
-      LayoutOracle.applyTransfer(devData, devPlacement, expectedHost, hostPlacement, devIdx,
-          hostIdx, start, 0, count);
-      try (Transfer t = host.backupFromDevice(device, h, d)) {
-        t.await();
-        assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, n, count), "backup bytes, " + what);
-      }
-      LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(hostBuf), expectedHost, hostPlacement,
-          "host after sharded backup, " + what);
-      LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(devBuf), devData,
-          "device after sharded backup, " + what);
+            // backup: exactly device layers [start, start + count)
+            byte[] devData = LayoutOracle.fill(devBuf, seed);
+            byte[] expectedHost = LayoutOracle.canary(hostBuf, seed);
+            LayoutOracle.applyTransfer(devData, devPlacement, expectedHost, hostPlacement, devIdx,
+                    hostIdx, start, 0, count);
+            try (Transfer t = host.backupFromDevice(device, h, d)) {
+                t.await();
+                assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, n, count), "backup bytes, " + what);
+            }
+            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(hostBuf), expectedHost, hostPlacement,
+                    "host after sharded backup, " + what);
+            LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(devBuf), devData,
+                    "device after sharded backup, " + what);
 
-      // loads of every device layer
-      byte[] hostData = LayoutOracle.fill(hostBuf, seed + 1);
-      byte[] expectedDev = LayoutOracle.canary(devBuf, seed + 1);
-      for (long layer = 0; layer < DEVICE_LAYERS; layer++) {
-        boolean held = layer >= start && layer < start + count;
-        if (held) {
-          LayoutOracle.applyTransfer(hostData, hostPlacement, expectedDev, devPlacement, hostIdx,
-              devIdx, layer - start, layer, 1);
+            // loads of every device layer
+            byte[] hostData = LayoutOracle.fill(hostBuf, seed + 1);
+            byte[] expectedDev = LayoutOracle.canary(devBuf, seed + 1);
+            for (long layer = 0; layer < DEVICE_LAYERS; layer++) {
+                boolean held = layer >= start && layer < start + count;
+                if (held) {
+                    LayoutOracle.applyTransfer(hostData, hostPlacement, expectedDev, devPlacement, hostIdx,
+                            devIdx, layer - start, layer, 1);
+                }
+                try (Transfer t = host.loadToDevice(device, h, d, layer)) {
+                    if (!held) {
+                        assertTrue(t.isDone(), "load of a layer the pool does not hold is already done");
+                    }
+                    t.await();
+                    assertEquals(t.bytes(), held ? PoolFixtures.movedBytes(cfg, n, 1) : 0L,
+                            "bytes of load of layer " + layer + ", " + what);
+                }
+                LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(devBuf), expectedDev, devPlacement,
+                        "device after load of " + (held ? "held" : "non-held") + " layer " + layer + ", "
+                                + what);
+            }
+            LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(hostBuf), hostData,
+                    "host after loads, " + what);
         }
-        try (Transfer t = host.loadToDevice(device, h, d, layer)) {
-          if (!held) {
-            assertTrue(t.isDone(), "load of a layer the pool does not hold is already done");
-          }
-          t.await();
-          assertEquals(t.bytes(), held ? PoolFixtures.movedBytes(cfg, n, 1) : 0L,
-              "bytes of load of layer " + layer + ", " + what);
-        }
-        LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(devBuf), expectedDev, devPlacement,
-            "device after load of " + (held ? "held" : "non-held") + " layer " + layer + ", "
-                + what);
-      }
-      LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(hostBuf), hostData,
-          "host after loads, " + what);
     }
-  }
 }

@@ -6,98 +6,98 @@
 package io.kvio;
 
 final class PoolFixtures {
-  private PoolFixtures() {}
+    private PoolFixtures() {}
 
-  /** A pool configuration in plain numbers. */
-  static final class Config {
-    final PoolKind kind;
-    final long layers;
-    final long pages;
-    final long pageSize;
-    final long heads;
-    final long headBytes;
+    /** A pool configuration in plain numbers. */
+    static final class Config {
+        final PoolKind kind;
+        final long layers;
+        final long pages;
+        final long pageSize;
+        final long heads;
+        final long headBytes;
 
-    Config(PoolKind kind, long layers, long pages, long pageSize, long heads, long headBytes) {
-      this.kind = kind;
-      this.layers = layers;
-      this.pages = pages;
-      this.pageSize = pageSize;
-      this.heads = heads;
-      this.headBytes = headBytes;
+        Config(PoolKind kind, long layers, long pages, long pageSize, long heads, long headBytes) {
+            this.kind = kind;
+            this.layers = layers;
+            this.pages = pages;
+            this.pageSize = pageSize;
+            this.heads = heads;
+            this.headBytes = headBytes;
+        }
+
+        int components() {
+            return kind == PoolKind.MHA ? 2 : 1;
+        }
+
+        PoolSpec spec(KvLayout layout) {
+            return spec(layout, layers, pages);
+        }
+
+        PoolSpec spec(KvLayout layout, long numLayers, long numPages) {
+            return PoolSpec.builder()
+                    .kind(kind)
+                    .layout(layout)
+                    .layers(numLayers)
+                    .pages(numPages)
+                    .pageSize(pageSize)
+                    .heads(heads)
+                    .headBytes(headBytes)
+                    .build();
+        }
+
+        LayoutOracle.Geometry geometry(KvLayout layout, long numLayers, long numPages) {
+            return new LayoutOracle.Geometry(components(), LayoutOracle.Shape.of(layout), numLayers,
+                    numPages, pageSize, heads, headBytes);
+        }
+
+        /** The device pool's geometry: layer_first, this config's layers and pages. */
+        LayoutOracle.Geometry deviceGeometry() {
+            return geometry(KvLayout.LAYER_FIRST, layers, pages);
+        }
+
+        DeviceKvPool allocateDevice() {
+            return DeviceKvPool.allocate(spec(KvLayout.LAYER_FIRST), IoBackend.CPU);
+        }
+
+        @Override
+        public String toString() {
+            return kind + "(L=" + layers + ",P=" + pages + ",ps=" + pageSize + ",H=" + heads + ",hb="
+                    + headBytes + ")";
+        }
     }
 
-    int components() {
-      return kind == PoolKind.MHA ? 2 : 1;
+    static HostKvPool host(DeviceKvPool device, KvLayout layout, long pages) {
+        return HostKvPool.builder()
+                .forDevice(device)
+                .layout(layout)
+                .ioBackend(IoBackend.CPU)
+                .pages(pages)
+                .threads(2)
+                .build();
     }
 
-    PoolSpec spec(KvLayout layout) {
-      return spec(layout, layers, pages);
+    static HostKvPool host(DeviceKvPool device, KvLayout layout, long pages, long layerStart,
+            long numLayers) {
+        return HostKvPool.builder()
+                .forDevice(device)
+                .layout(layout)
+                .ioBackend(IoBackend.CPU)
+                .pages(pages)
+                .layerRange(layerStart, numLayers)
+                .threads(2)
+                .build();
     }
 
-    PoolSpec spec(KvLayout layout, long numLayers, long numPages) {
-      return PoolSpec.builder()
-          .kind(kind)
-          .layout(layout)
-          .layers(numLayers)
-          .pages(numPages)
-          .pageSize(pageSize)
-          .heads(heads)
-          .headBytes(headBytes)
-          .build();
+    static KvLayout[] hostLayouts(PoolKind kind) {
+        return kind == PoolKind.MHA
+                ? new KvLayout[] {KvLayout.LAYER_FIRST, KvLayout.PAGE_FIRST, KvLayout.PAGE_FIRST_DIRECT,
+                        KvLayout.PAGE_HEAD}
+                : new KvLayout[] {KvLayout.LAYER_FIRST, KvLayout.PAGE_FIRST, KvLayout.PAGE_FIRST_DIRECT};
     }
 
-    LayoutOracle.Geometry geometry(KvLayout layout, long numLayers, long numPages) {
-      return new LayoutOracle.Geometry(components(), LayoutOracle.Shape.of(layout), numLayers,
-          numPages, pageSize, heads, headBytes);
+    /** Bytes a transfer of n index pairs over numLayers layers moves. */
+    static long movedBytes(Config c, long n, long numLayers) {
+        return n * numLayers * c.components() * c.heads * c.headBytes;
     }
-
-    /** The device pool's geometry: layer_first, this config's layers and pages. */
-    LayoutOracle.Geometry deviceGeometry() {
-      return geometry(KvLayout.LAYER_FIRST, layers, pages);
-    }
-
-    DeviceKvPool allocateDevice() {
-      return DeviceKvPool.allocate(spec(KvLayout.LAYER_FIRST), IoBackend.CPU);
-    }
-
-    @Override
-    public String toString() {
-      return kind + "(L=" + layers + ",P=" + pages + ",ps=" + pageSize + ",H=" + heads + ",hb="
-          + headBytes + ")";
-    }
-  }
-
-  static HostKvPool host(DeviceKvPool device, KvLayout layout, long pages) {
-    return HostKvPool.builder()
-        .forDevice(device)
-        .layout(layout)
-        .ioBackend(IoBackend.CPU)
-        .pages(pages)
-        .threads(2)
-        .build();
-  }
-
-  static HostKvPool host(DeviceKvPool device, KvLayout layout, long pages, long layerStart,
-      long numLayers) {
-    return HostKvPool.builder()
-        .forDevice(device)
-        .layout(layout)
-        .ioBackend(IoBackend.CPU)
-        .pages(pages)
-        .layerRange(layerStart, numLayers)
-        .threads(2)
-        .build();
-  }
-
-  static KvLayout[] hostLayouts(PoolKind kind) {
-    return kind == PoolKind.MHA
-        ? new KvLayout[] {KvLayout.LAYER_FIRST, KvLayout.PAGE_FIRST, KvLayout.PAGE_FIRST_DIRECT,
-            KvLayout.PAGE_HEAD}
-        : new KvLayout[] {KvLayout.LAYER_FIRST, KvLayout.PAGE_FIRST, KvLayout.PAGE_FIRST_DIRECT};
-  }
-
-  /** Bytes a transfer of n index pairs over numLayers layers moves. */
-  static long movedBytes(Config c, long n, long numLayers) {
-    return n * numLayers * c.components() * c.heads * c.headBytes;
-  }
 }

@@ -24,386 +24,406 @@ import org.testng.annotations.Test;
 
 public class RejectionTest {
 
-  /** Device: MHA, 4 layers, 16 pages of 4 = 64 token slots. Host: 8 pages = 32 slots. */
-  static final Config DEVICE = new Config(PoolKind.MHA, 4, 16, 4, 2, 8);
-  static final long HOST_PAGES = 8;
+    /** Device: MHA, 4 layers, 16 pages of 4 = 64 token slots. Host: 8 pages = 32 slots. */
+    static final Config DEVICE = new Config(PoolKind.MHA, 4, 16, 4, 2, 8);
+    static final long HOST_PAGES = 8;
 
-  private final List<AutoCloseable> resources = new ArrayList<>();
-  private DeviceKvPool device;
-  private HostKvPool host;
+    private final List<AutoCloseable> resources = new ArrayList<>();
+    private DeviceKvPool device;
+    private HostKvPool host;
 
-  @BeforeMethod
-  public void setUp() {
-    device = open(DEVICE.allocateDevice());
-    host = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, HOST_PAGES));
-  }
-
-  @AfterMethod(alwaysRun = true)
-  public void tearDown() throws Exception {
-    for (int i = resources.size() - 1; i >= 0; i--) resources.get(i).close();
-    resources.clear();
-  }
-
-  private <T extends AutoCloseable> T open(T resource) {
-    resources.add(resource);
-    return resource;
-  }
-
-  private TokenIndices idx(long... slots) {
-    return open(TokenIndices.of(slots));
-  }
-
-  /**
-   * Canary-fills the given buffers, runs the call expecting {@code type}, checks every message
-   * fragment and that no buffer changed.
-   */
-  private static <T extends KvioException> T assertRejected(Class<T> type, ThrowingRunnable call,
-      List<ByteBuffer> buffers, String... fragments) {
-    List<byte[]> before = new ArrayList<>();
-    long seed = 77;
-    for (ByteBuffer b : buffers) before.add(LayoutOracle.canary(b, seed++));
-    T e = expectThrows(type, call);
-    assertMessage(e, fragments);
-    for (int i = 0; i < buffers.size(); i++) {
-      LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(buffers.get(i)), before.get(i),
-          "buffer " + i + " after rejected call (" + e.getMessage() + ")");
+    @BeforeMethod
+    public void setUp() {
+        device = open(DEVICE.allocateDevice());
+        host = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, HOST_PAGES));
     }
-    return e;
-  }
 
-  private List<ByteBuffer> both() {
-    return List.of(device.buffer(), host.buffer());
-  }
-
-  static void assertMessage(Throwable e, String... fragments) {
-    String m = e.getMessage();
-    assertNotNull(m, "exception message");
-    for (String f : fragments) {
-      assertTrue(m.contains(f), "message should contain '" + f + "': " + m);
+    @AfterMethod(alwaysRun = true)
+    public void tearDown() throws Exception {
+        for (int i = resources.size() - 1; i >= 0; i--) resources.get(i).close();
+        resources.clear();
     }
-  }
 
-  // ---- indices ----
-
-  @Test
-  public void negativeHostIndexOnBackup() {
-    TokenIndices h = idx(3, -1, 5);
-    TokenIndices d = idx(0, 1, 2);
-    KvioOutOfRangeException e = assertRejected(KvioOutOfRangeException.class,
-        () -> host.backupFromDevice(device, h, d).await(), both(),
-        "indices[1] = -1 is out of range", "32 token slots", "valid: 0 to 31");
-    assertEquals(e.status(), 2);
-  }
-
-  @Test
-  public void negativeDeviceIndexOnLoad() {
-    TokenIndices h = idx(3, 4);
-    TokenIndices d = idx(-7, 2);
-    assertRejected(KvioOutOfRangeException.class,
-        () -> host.loadToDevice(device, h, d, 0).await(), both(),
-        "indices[0] = -7 is out of range", "64 token slots", "valid: 0 to 63");
-  }
-
-  @Test
-  public void pastTheEndDeviceIndexOnBackup() {
-    TokenIndices h = idx(0, 1, 2);
-    TokenIndices d = idx(10, 63, 64);
-    assertRejected(KvioOutOfRangeException.class,
-        () -> host.backupFromDevice(device, h, d).await(), both(),
-        "indices[2] = 64 is out of range", "64 token slots", "valid: 0 to 63");
-  }
-
-  @Test
-  public void pastTheEndHostIndexOnLoad() {
-    TokenIndices h = idx(31, 32);
-    TokenIndices d = idx(0, 1);
-    assertRejected(KvioOutOfRangeException.class,
-        () -> host.loadToDevice(device, h, d, 2).await(), both(),
-        "indices[1] = 32 is out of range", "32 token slots", "valid: 0 to 31");
-  }
-
-  @Test
-  public void lengthMismatch() {
-    TokenIndices h = idx(0, 1, 2);
-    TokenIndices d = idx(0, 1, 2, 3);
-    KvioInvalidArgumentException e = assertRejected(KvioInvalidArgumentException.class,
-        () -> host.backupFromDevice(device, h, d).await(), both(), "3", "4");
-    assertTrue(e.getMessage().toLowerCase().contains("length")
-            || e.getMessage().toLowerCase().contains("size")
-            || e.getMessage().toLowerCase().contains("count"),
-        "message names the mismatch: " + e.getMessage());
-  }
-
-  @Test
-  public void duplicateHostSlotsOnBackup() {
-    TokenIndices h = idx(5, 5);
-    TokenIndices d = idx(0, 1);
-    assertRejected(KvioInvalidArgumentException.class,
-        () -> host.backupFromDevice(device, h, d).await(), both(),
-        "duplicate destination slot 5", "[0] and", "[1]");
-  }
-
-  @Test
-  public void duplicateDeviceSlotsOnLoad() {
-    TokenIndices h = idx(0, 1, 2, 3);
-    TokenIndices d = idx(9, 10, 11, 10);
-    assertRejected(KvioInvalidArgumentException.class,
-        () -> host.loadToDevice(device, h, d, 1).await(), both(),
-        "duplicate destination slot 10", "[1] and", "[3]");
-  }
-
-  // ---- layers ----
-
-  @Test
-  public void loadOfLayerPastTheDevice() {
-    TokenIndices h = idx(0);
-    TokenIndices d = idx(0);
-    assertRejected(KvioOutOfRangeException.class,
-        () -> host.loadToDevice(device, h, d, 4).await(), both(), "4");
-  }
-
-  @Test
-  public void loadOfNegativeLayer() {
-    TokenIndices h = idx(0);
-    TokenIndices d = idx(0);
-    assertRejected(KvioOutOfRangeException.class,
-        () -> host.loadToDevice(device, h, d, -1).await(), both(), "-1");
-  }
-
-  @Test
-  public void shardedPoolStillRejectsLayerOutsideTheDevice() {
-    HostKvPool sharded = open(PoolFixtures.host(device, KvLayout.LAYER_FIRST, 4, 1, 2));
-    TokenIndices h = idx(0);
-    TokenIndices d = idx(0);
-    assertRejected(KvioOutOfRangeException.class,
-        () -> sharded.loadToDevice(device, h, d, 4).await(),
-        List.of(device.buffer(), host.buffer(), sharded.buffer()), "4");
-  }
-
-  @Test
-  public void layerRangeOutsideDeviceAtBuild() {
-    assertRejected(KvioOutOfRangeException.class,
-        () -> open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 4, 2, 3)), both(),
-        "[2, 5)", "4 layers");
-  }
-
-  @Test
-  public void negativeLayerStartAtBuild() {
-    assertRejected(KvioOutOfRangeException.class,
-        () -> open(PoolFixtures.host(device, KvLayout.LAYER_FIRST, 4, -1, 2)), both(), "-1");
-  }
-
-  // ---- closed objects ----
-
-  @Test
-  public void closedHostPool() {
-    HostKvPool other = PoolFixtures.host(device, KvLayout.LAYER_FIRST, 4);
-    other.close();
-    assertTrue(other.isClosed());
-    other.close(); // idempotent
-    TokenIndices h = idx(0);
-    TokenIndices d = idx(0);
-    assertRejected(KvioClosedException.class, () -> other.backupFromDevice(device, h, d).await(),
-        both(), "closed");
-    assertRejected(KvioClosedException.class, () -> other.loadToDevice(device, h, d, 0).await(),
-        both(), "closed");
-  }
-
-  @Test
-  public void closedDevicePool() {
-    DeviceKvPool other = DEVICE.allocateDevice();
-    HostKvPool otherHost = open(PoolFixtures.host(other, KvLayout.PAGE_HEAD, 4));
-    other.close();
-    assertTrue(other.isClosed());
-    TokenIndices h = idx(0);
-    TokenIndices d = idx(0);
-    List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), otherHost.buffer());
-    assertRejected(KvioClosedException.class,
-        () -> otherHost.backupFromDevice(other, h, d).await(), buffers, "closed");
-    assertRejected(KvioClosedException.class,
-        () -> otherHost.loadToDevice(other, h, d, 0).await(), buffers, "closed");
-  }
-
-  @Test
-  public void closedTokenIndices() {
-    TokenIndices h = TokenIndices.of(0L, 1L);
-    h.close();
-    TokenIndices d = idx(0, 1);
-    assertRejected(KvioClosedException.class, () -> host.backupFromDevice(device, h, d).await(),
-        both(), "closed");
-    assertRejected(KvioClosedException.class, () -> host.loadToDevice(device, d, h, 0).await(),
-        both(), "closed");
-  }
-
-  @Test
-  public void closedExecutor() {
-    KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 1);
-    executor.close();
-    HostKvPool other = open(PoolFixtures.host(device, KvLayout.LAYER_FIRST, 4));
-    TokenIndices s = idx(0);
-    TokenIndices d = idx(1);
-    assertRejected(KvioClosedException.class,
-        () -> Kvio.transfer(executor, host, other, s, d, 0, 0, 1).await(),
-        List.of(device.buffer(), host.buffer(), other.buffer()), "closed");
-  }
-
-  // ---- names ----
-
-  @Test
-  public void misspelledIoBackendSuggestsNearest() {
-    assertRejected(KvioInvalidArgumentException.class,
-        () -> open(HostKvPool.builder().forDevice(device).layout(KvLayout.LAYER_FIRST)
-            .ioBackend("kernel_ascned").pages(4).build()),
-        both(), "'kernel_ascned'", "cpu, kernel, direct, kernel_ascend",
-        "did you mean 'kernel_ascend'?");
-    KvioInvalidArgumentException e = expectThrows(KvioInvalidArgumentException.class,
-        () -> IoBackend.parse("kernel_ascned"));
-    assertMessage(e, "did you mean 'kernel_ascend'?");
-  }
-
-  @Test
-  public void ioBackendNoneListsValidValues() {
-    KvioInvalidArgumentException e = assertRejected(KvioInvalidArgumentException.class,
-        () -> open(HostKvPool.builder().forDevice(device).layout(KvLayout.LAYER_FIRST)
-            .ioBackend("None").pages(4).build()),
-        both(), "'None'", "cpu, kernel, direct, kernel_ascend");
-    assertFalse(e.getMessage().contains("did you mean"), e.getMessage());
-  }
-
-  @Test
-  public void emptyIoBackendListsValidValues() {
-    KvioInvalidArgumentException e = assertRejected(KvioInvalidArgumentException.class,
-        () -> open(HostKvPool.builder().forDevice(device).layout(KvLayout.LAYER_FIRST)
-            .ioBackend("").pages(4).build()),
-        both(), "''", "cpu, kernel, direct, kernel_ascend");
-    assertFalse(e.getMessage().contains("did you mean"), e.getMessage());
-  }
-
-  @Test
-  public void unknownLayoutString() {
-    assertRejected(KvioInvalidArgumentException.class,
-        () -> open(HostKvPool.builder().forDevice(device).layout("page_frist")
-            .ioBackend(IoBackend.CPU).pages(4).build()),
-        both(), "'page_frist'", "layer_first, page_first, page_first_direct, page_head",
-        "did you mean 'page_first'?");
-    assertMessage(expectThrows(KvioInvalidArgumentException.class, () -> KvLayout.parse("nope")),
-        "'nope'", "layer_first, page_first, page_first_direct, page_head");
-  }
-
-  @Test
-  public void unknownPoolKindString() {
-    assertMessage(expectThrows(KvioInvalidArgumentException.class, () -> PoolKind.parse("mlaa")),
-        "'mlaa'", "mha, mla", "did you mean 'mla'?");
-  }
-
-  // ---- support rules ----
-
-  @Test
-  public void mlaWithPageHeadAtBuild() {
-    DeviceKvPool mla = open(new Config(PoolKind.MLA, 2, 4, 4, 1, 64).allocateDevice());
-    KvioUnsupportedException e = assertRejected(KvioUnsupportedException.class,
-        () -> open(HostKvPool.builder().forDevice(mla).layout(KvLayout.PAGE_HEAD)
-            .ioBackend(IoBackend.CPU).pages(4).build()),
-        List.of(device.buffer(), host.buffer(), mla.buffer()), "page_head", "mla",
-        "layer_first, page_first, page_first_direct");
-    assertEquals(e.status(), 3);
-  }
-
-  @Test
-  public void unavailableBackendAtBuild() {
-    KvioUnavailableException e = assertRejected(KvioUnavailableException.class,
-        () -> open(HostKvPool.builder().forDevice(device).layout(KvLayout.PAGE_FIRST_DIRECT)
-            .ioBackend("kernel").pages(4).build()),
-        both(), "kernel", "CUDA", "cpu");
-    assertEquals(e.status(), 4);
-  }
-
-  @Test
-  public void unavailableBackendsAtAllocate() {
-    for (IoBackend b : new IoBackend[] {IoBackend.KERNEL, IoBackend.DIRECT,
-        IoBackend.KERNEL_ASCEND}) {
-      assertRejected(KvioUnavailableException.class,
-          () -> open(DeviceKvPool.allocate(DEVICE.spec(KvLayout.LAYER_FIRST), b)), both(),
-          b.userName(), b == IoBackend.KERNEL_ASCEND ? "Ascend" : "CUDA");
+    private <T extends AutoCloseable> T open(T resource) {
+        resources.add(resource);
+        return resource;
     }
-  }
 
-  @Test
-  public void checkSupportRejectsMlaPageHead() {
-    KvioUnsupportedException e = expectThrows(KvioUnsupportedException.class,
-        () -> Kvio.checkSupport(PoolKind.MLA, KvLayout.PAGE_HEAD, IoBackend.CPU,
-            Granularity.PER_LAYER, 1, 576, 64, 4, 4, 0));
-    assertMessage(e, "page_head", "mla");
-  }
+    private TokenIndices idx(long... slots) {
+        return open(TokenIndices.of(slots));
+    }
 
-  @Test
-  public void checkSupportRejectsLayerRangeOutsideDevice() {
-    assertMessage(expectThrows(KvioOutOfRangeException.class,
-        () -> Kvio.checkSupport(PoolKind.MHA, KvLayout.PAGE_FIRST, IoBackend.CPU,
-            Granularity.ALL_LAYER, 2, 128, 16, 3, 4, 2)), "[2, 5)", "4 layers");
-  }
+    /**
+     * Canary-fills the given buffers, runs the call expecting {@code type}, checks every message
+     * fragment and that no buffer changed.
+     */
+    private static <T extends KvioException> T assertRejected(Class<T> type, ThrowingRunnable call,
+            List<ByteBuffer> buffers, String... fragments) {
+        List<byte[]> before = new ArrayList<>();
+        long seed = 77;
+        for (ByteBuffer b : buffers) before.add(LayoutOracle.canary(b, seed++));
+        T e = expectThrows(type, call);
+        assertMessage(e, fragments);
+        for (int i = 0; i < buffers.size(); i++) {
+            LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(buffers.get(i)), before.get(i),
+                    "buffer " + i + " after rejected call (" + e.getMessage() + ")");
+        }
+        return e;
+    }
 
-  // ---- mismatched pools ----
+    private List<ByteBuffer> both() {
+        return List.of(device.buffer(), host.buffer());
+    }
 
-  @Test
-  public void rowGeometryMismatchInGeneralTransfer() {
-    DeviceKvPool wide = open(new Config(PoolKind.MHA, 4, 16, 4, 2, 16).allocateDevice());
-    HostKvPool wideHost = open(PoolFixtures.host(wide, KvLayout.PAGE_FIRST, 4));
-    KvioExecutor executor = open(KvioExecutor.create(IoBackend.CPU, 1));
-    TokenIndices s = idx(0, 1);
-    TokenIndices d = idx(2, 3);
-    assertRejected(KvioInvalidArgumentException.class,
-        () -> Kvio.transfer(executor, host, wideHost, s, d, 0, 0, 1).await(),
-        List.of(device.buffer(), host.buffer(), wide.buffer(), wideHost.buffer()),
-        "row geometry differs", "2 heads x 8 bytes", "2 heads x 16 bytes");
-  }
+    static void assertMessage(Throwable e, String... fragments) {
+        String m = e.getMessage();
+        assertNotNull(m, "exception message");
+        for (String f : fragments) {
+            assertTrue(m.contains(f), "message should contain '" + f + "': " + m);
+        }
+    }
 
-  @Test
-  public void kindMismatchInGeneralTransfer() {
-    DeviceKvPool mla = open(new Config(PoolKind.MLA, 4, 16, 4, 1, 16).allocateDevice());
-    KvioExecutor executor = open(KvioExecutor.create(IoBackend.CPU, 1));
-    TokenIndices s = idx(0);
-    TokenIndices d = idx(0);
-    assertRejected(KvioInvalidArgumentException.class,
-        () -> Kvio.transfer(executor, device, mla, s, d, 0, 0, 1).await(),
-        List.of(device.buffer(), host.buffer(), mla.buffer()), "mha", "mla");
-  }
+    // ---- indices ----
 
-  @Test
-  public void backupFromADeviceOfAnotherGeometry() {
-    DeviceKvPool wide = open(new Config(PoolKind.MHA, 4, 16, 4, 2, 16).allocateDevice());
-    TokenIndices h = idx(0);
-    TokenIndices d = idx(0);
-    List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), wide.buffer());
-    KvioException e = assertRejected(KvioException.class,
-        () -> host.backupFromDevice(wide, h, d).await(), buffers);
-    assertTrue(e instanceof KvioInvalidArgumentException, "type: " + e);
-    assertRejected(KvioInvalidArgumentException.class,
-        () -> host.loadToDevice(wide, h, d, 0).await(), buffers);
-  }
+    @Test
+    public void negativeHostIndexOnBackup() {
+        TokenIndices h = idx(3, -1, 5);
+        TokenIndices d = idx(0, 1, 2);
+        KvioOutOfRangeException e = assertRejected(KvioOutOfRangeException.class,
+                () -> host.backupFromDevice(device, h, d).await(), both(),
+                "indices[1] = -1 is out of range", "32 token slots", "valid: 0 to 31");
+        assertEquals(e.status(), KvioException.Status.OUT_OF_RANGE);
+    }
 
-  @Test
-  public void layerRangeOutsideEitherPoolInGeneralTransfer() {
-    HostKvPool other = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST_DIRECT, 4));
-    KvioExecutor executor = open(KvioExecutor.create(IoBackend.CPU, 1));
-    TokenIndices s = idx(0);
-    TokenIndices d = idx(0);
-    List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), other.buffer());
-    assertRejected(KvioOutOfRangeException.class,
-        () -> Kvio.transfer(executor, host, other, s, d, 2, 0, 3).await(), buffers,
-        "[2, 5)", "4 layers");
-    assertRejected(KvioOutOfRangeException.class,
-        () -> Kvio.transfer(executor, host, other, s, d, 0, 3, 2).await(), buffers,
-        "[3, 5)", "4 layers");
-  }
+    @Test
+    public void negativeDeviceIndexOnLoad() {
+        TokenIndices h = idx(3, 4);
+        TokenIndices d = idx(-7, 2);
+        assertRejected(KvioOutOfRangeException.class,
+                () -> host.loadToDevice(device, h, d, 0).await(), both(),
+                "indices[0] = -7 is out of range", "64 token slots", "valid: 0 to 63");
+    }
 
-  @Test
-  public void overlappingSourceAndDestinationInOnePool() {
-    KvioExecutor executor = open(KvioExecutor.create(IoBackend.CPU, 1));
-    TokenIndices s = idx(0, 1, 2);
-    TokenIndices d = idx(2, 3, 4);
-    assertRejected(KvioInvalidArgumentException.class,
-        () -> Kvio.transfer(executor, host, host, s, d, 0, 0, 4).await(), both(),
-        "overlap", "slot 2");
-  }
+    @Test
+    public void pastTheEndDeviceIndexOnBackup() {
+        TokenIndices h = idx(0, 1, 2);
+        TokenIndices d = idx(10, 63, 64);
+        assertRejected(KvioOutOfRangeException.class,
+                () -> host.backupFromDevice(device, h, d).await(), both(),
+                "indices[2] = 64 is out of range", "64 token slots", "valid: 0 to 63");
+    }
+
+    @Test
+    public void pastTheEndHostIndexOnLoad() {
+        TokenIndices h = idx(31, 32);
+        TokenIndices d = idx(0, 1);
+        assertRejected(KvioOutOfRangeException.class,
+                () -> host.loadToDevice(device, h, d, 2).await(), both(),
+                "indices[1] = 32 is out of range", "32 token slots", "valid: 0 to 31");
+    }
+
+    @Test
+    public void lengthMismatch() {
+        TokenIndices h = idx(0, 1, 2);
+        TokenIndices d = idx(0, 1, 2, 3);
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> host.backupFromDevice(device, h, d).await(), both(),
+                "hostIndices has 3 entries", "deviceIndices has 4");
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> host.loadToDevice(device, h, d, 0).await(), both(),
+                "hostIndices has 3 entries", "deviceIndices has 4");
+    }
+
+    @Test
+    public void duplicateHostSlotsOnBackup() {
+        TokenIndices h = idx(5, 5);
+        TokenIndices d = idx(0, 1);
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> host.backupFromDevice(device, h, d).await(), both(),
+                "duplicate destination slot 5", "[0] and", "[1]");
+    }
+
+    @Test
+    public void duplicateDeviceSlotsOnLoad() {
+        TokenIndices h = idx(0, 1, 2, 3);
+        TokenIndices d = idx(9, 10, 11, 10);
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> host.loadToDevice(device, h, d, 1).await(), both(),
+                "duplicate destination slot 10", "[1] and", "[3]");
+    }
+
+    // ---- layers ----
+
+    @Test
+    public void loadOfLayerPastTheDevice() {
+        TokenIndices h = idx(0);
+        TokenIndices d = idx(0);
+        assertRejected(KvioOutOfRangeException.class,
+                () -> host.loadToDevice(device, h, d, 4).await(), both(),
+                "device layer 4", "4 layers", "valid: 0 to 3");
+    }
+
+    @Test
+    public void loadOfNegativeLayer() {
+        TokenIndices h = idx(0);
+        TokenIndices d = idx(0);
+        assertRejected(KvioOutOfRangeException.class,
+                () -> host.loadToDevice(device, h, d, -1).await(), both(),
+                "device layer -1", "valid: 0 to 3");
+    }
+
+    @Test
+    public void shardedPoolStillRejectsLayerOutsideTheDevice() {
+        HostKvPool sharded = open(PoolFixtures.host(device, KvLayout.LAYER_FIRST, 4, 1, 2));
+        TokenIndices h = idx(0);
+        TokenIndices d = idx(0);
+        assertRejected(KvioOutOfRangeException.class,
+                () -> sharded.loadToDevice(device, h, d, 4).await(),
+                List.of(device.buffer(), host.buffer(), sharded.buffer()), "device layer 4", "valid: 0 to 3");
+    }
+
+    @Test
+    public void layerRangeOutsideDeviceAtBuild() {
+        assertRejected(KvioOutOfRangeException.class,
+                () -> open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 4, 2, 3)), both(),
+                "[2, 5)", "4 layers");
+    }
+
+    @Test
+    public void negativeLayerStartAtBuild() {
+        assertRejected(KvioOutOfRangeException.class,
+                () -> open(PoolFixtures.host(device, KvLayout.LAYER_FIRST, 4, -1, 2)), both(), "-1");
+    }
+
+    // ---- closed objects ----
+
+    @Test
+    public void closedHostPool() {
+        HostKvPool other = PoolFixtures.host(device, KvLayout.LAYER_FIRST, 4);
+        other.close();
+        assertTrue(other.isClosed());
+        other.close(); // idempotent
+        TokenIndices h = idx(0);
+        TokenIndices d = idx(0);
+        assertRejected(KvioClosedException.class, () -> other.backupFromDevice(device, h, d).await(),
+                both(), "closed");
+        assertRejected(KvioClosedException.class, () -> other.loadToDevice(device, h, d, 0).await(),
+                both(), "closed");
+    }
+
+    @Test
+    public void closedDevicePool() {
+        DeviceKvPool other = DEVICE.allocateDevice();
+        HostKvPool otherHost = open(PoolFixtures.host(other, KvLayout.PAGE_HEAD, 4));
+        other.close();
+        assertTrue(other.isClosed());
+        TokenIndices h = idx(0);
+        TokenIndices d = idx(0);
+        List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), otherHost.buffer());
+        assertRejected(KvioClosedException.class,
+                () -> otherHost.backupFromDevice(other, h, d).await(), buffers, "closed");
+        assertRejected(KvioClosedException.class,
+                () -> otherHost.loadToDevice(other, h, d, 0).await(), buffers, "closed");
+    }
+
+    @Test
+    public void closedTokenIndices() {
+        TokenIndices h = TokenIndices.of(0L, 1L);
+        h.close();
+        TokenIndices d = idx(0, 1);
+        assertRejected(KvioClosedException.class, () -> host.backupFromDevice(device, h, d).await(),
+                both(), "closed");
+        assertRejected(KvioClosedException.class, () -> host.loadToDevice(device, d, h, 0).await(),
+                both(), "closed");
+    }
+
+    @Test
+    public void closedExecutor() {
+        KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 1);
+        executor.close();
+        HostKvPool other = open(PoolFixtures.host(device, KvLayout.LAYER_FIRST, 4));
+        TokenIndices s = idx(0);
+        TokenIndices d = idx(1);
+        assertRejected(KvioClosedException.class,
+                () -> Kvio.transfer(executor, host, other, s, d, 0, 0, 1).await(),
+                List.of(device.buffer(), host.buffer(), other.buffer()), "closed");
+    }
+
+    // ---- names ----
+
+    @Test
+    public void misspelledIoBackendSuggestsNearest() {
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> open(HostKvPool.builder().forDevice(device).layout(KvLayout.LAYER_FIRST)
+                        .ioBackend("kernel_ascned").pages(4).build()),
+                both(), "'kernel_ascned'", "cpu, kernel, direct, kernel_ascend",
+                "did you mean 'kernel_ascend'?");
+        KvioInvalidArgumentException e = expectThrows(KvioInvalidArgumentException.class,
+                () -> IoBackend.parse("kernel_ascned"));
+        assertMessage(e, "did you mean 'kernel_ascend'?");
+    }
+
+    @Test
+    public void ioBackendNoneListsValidValues() {
+        KvioInvalidArgumentException e = assertRejected(KvioInvalidArgumentException.class,
+                () -> open(HostKvPool.builder().forDevice(device).layout(KvLayout.LAYER_FIRST)
+                        .ioBackend("None").pages(4).build()),
+                both(), "'None'", "cpu, kernel, direct, kernel_ascend");
+        assertFalse(e.getMessage().contains("did you mean"), e.getMessage());
+    }
+
+    @Test
+    public void emptyIoBackendListsValidValues() {
+        KvioInvalidArgumentException e = assertRejected(KvioInvalidArgumentException.class,
+                () -> open(HostKvPool.builder().forDevice(device).layout(KvLayout.LAYER_FIRST)
+                        .ioBackend("").pages(4).build()),
+                both(), "''", "cpu, kernel, direct, kernel_ascend");
+        assertFalse(e.getMessage().contains("did you mean"), e.getMessage());
+    }
+
+    @Test
+    public void unknownLayoutString() {
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> open(HostKvPool.builder().forDevice(device).layout("page_frist")
+                        .ioBackend(IoBackend.CPU).pages(4).build()),
+                both(), "'page_frist'", "layer_first, page_first, page_first_direct, page_head",
+                "did you mean 'page_first'?");
+        assertMessage(expectThrows(KvioInvalidArgumentException.class, () -> KvLayout.parse("nope")),
+                "'nope'", "layer_first, page_first, page_first_direct, page_head");
+    }
+
+    @Test
+    public void unknownPoolKindString() {
+        assertMessage(expectThrows(KvioInvalidArgumentException.class, () -> PoolKind.parse("mlaa")),
+                "'mlaa'", "mha, mla", "did you mean 'mla'?");
+    }
+
+    // ---- support rules ----
+
+    @Test
+    public void mlaWithPageHeadAtBuild() {
+        DeviceKvPool mla = open(new Config(PoolKind.MLA, 2, 4, 4, 1, 64).allocateDevice());
+        KvioUnsupportedException e = assertRejected(KvioUnsupportedException.class,
+                () -> open(HostKvPool.builder().forDevice(mla).layout(KvLayout.PAGE_HEAD)
+                        .ioBackend(IoBackend.CPU).pages(4).build()),
+                List.of(device.buffer(), host.buffer(), mla.buffer()), "page_head", "mla",
+                "layer_first, page_first, page_first_direct");
+        assertEquals(e.status(), KvioException.Status.UNSUPPORTED);
+    }
+
+    /** A host pool configured from plain geometry (no device pool yet), io backend "kernel". */
+    @Test
+    public void unavailableBackendAtBuild() {
+        if (IoBackend.KERNEL.isAvailable()) {
+            throw new org.testng.SkipException("CUDA is present on this machine");
+        }
+        KvioUnavailableException e = assertRejected(KvioUnavailableException.class,
+                () -> open(HostKvPool.builder().kind(PoolKind.MHA).layout(KvLayout.PAGE_FIRST_DIRECT)
+                        .ioBackend("kernel").pageSize(4).heads(2).headBytes(8).deviceLayers(4).pages(4)
+                        .build()),
+                both(), "io backend 'kernel' is not available", "CUDA", "Available here: cpu");
+        assertEquals(e.status(), KvioException.Status.UNAVAILABLE);
+    }
+
+    /**
+     * A cpu device pool with a host pool asked to use another io backend: rejected at build()
+     * with the backend to use. (On a machine without CUDA this is what "--io-backend kernel"
+     * with a cpu device pool reports, before availability.)
+     */
+    @Test
+    public void deviceOnAnotherBackendAtBuild() {
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> open(HostKvPool.builder().forDevice(device).layout(KvLayout.PAGE_FIRST_DIRECT)
+                        .ioBackend("kernel").pages(4).build()),
+                both(), "device pool lives on io backend 'cpu'", "'kernel'", "ioBackend(\"cpu\")");
+    }
+
+    @Test
+    public void unavailableBackendsAtAllocate() {
+        for (IoBackend b : new IoBackend[] {IoBackend.KERNEL, IoBackend.DIRECT,
+                IoBackend.KERNEL_ASCEND}) {
+            assertRejected(KvioUnavailableException.class,
+                    () -> open(DeviceKvPool.allocate(DEVICE.spec(KvLayout.LAYER_FIRST), b)), both(),
+                    b.userName(), b == IoBackend.KERNEL_ASCEND ? "Ascend" : "CUDA");
+        }
+    }
+
+    @Test
+    public void checkSupportRejectsMlaPageHead() {
+        KvioUnsupportedException e = expectThrows(KvioUnsupportedException.class,
+                () -> Kvio.checkSupport(PoolKind.MLA, KvLayout.PAGE_HEAD, IoBackend.CPU,
+                        Granularity.PER_LAYER, 1, 576, 64, 4, 4, 0));
+        assertMessage(e, "page_head", "mla");
+    }
+
+    @Test
+    public void checkSupportRejectsLayerRangeOutsideDevice() {
+        assertMessage(expectThrows(KvioOutOfRangeException.class,
+                () -> Kvio.checkSupport(PoolKind.MHA, KvLayout.PAGE_FIRST, IoBackend.CPU,
+                        Granularity.ALL_LAYER, 2, 128, 16, 3, 4, 2)), "[2, 5)", "4 layers");
+    }
+
+    // ---- mismatched pools ----
+
+    @Test
+    public void rowGeometryMismatchInGeneralTransfer() {
+        DeviceKvPool wide = open(new Config(PoolKind.MHA, 4, 16, 4, 2, 16).allocateDevice());
+        HostKvPool wideHost = open(PoolFixtures.host(wide, KvLayout.PAGE_FIRST, 4));
+        KvioExecutor executor = open(KvioExecutor.create(IoBackend.CPU, 1));
+        TokenIndices s = idx(0, 1);
+        TokenIndices d = idx(2, 3);
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> Kvio.transfer(executor, host, wideHost, s, d, 0, 0, 1).await(),
+                List.of(device.buffer(), host.buffer(), wide.buffer(), wideHost.buffer()),
+                "row geometry differs", "2 heads x 8 bytes", "2 heads x 16 bytes");
+    }
+
+    @Test
+    public void kindMismatchInGeneralTransfer() {
+        DeviceKvPool mla = open(new Config(PoolKind.MLA, 4, 16, 4, 1, 16).allocateDevice());
+        KvioExecutor executor = open(KvioExecutor.create(IoBackend.CPU, 1));
+        TokenIndices s = idx(0);
+        TokenIndices d = idx(0);
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> Kvio.transfer(executor, device, mla, s, d, 0, 0, 1).await(),
+                List.of(device.buffer(), host.buffer(), mla.buffer()), "mha", "mla");
+    }
+
+    @Test
+    public void backupFromADeviceOfAnotherGeometry() {
+        DeviceKvPool wide = open(new Config(PoolKind.MHA, 4, 16, 4, 2, 16).allocateDevice());
+        TokenIndices h = idx(0);
+        TokenIndices d = idx(0);
+        List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), wide.buffer());
+        KvioException e = assertRejected(KvioException.class,
+                () -> host.backupFromDevice(wide, h, d).await(), buffers);
+        assertTrue(e instanceof KvioInvalidArgumentException, "type: " + e);
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> host.loadToDevice(wide, h, d, 0).await(), buffers);
+    }
+
+    @Test
+    public void layerRangeOutsideEitherPoolInGeneralTransfer() {
+        HostKvPool other = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST_DIRECT, 4));
+        KvioExecutor executor = open(KvioExecutor.create(IoBackend.CPU, 1));
+        TokenIndices s = idx(0);
+        TokenIndices d = idx(0);
+        List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), other.buffer());
+        assertRejected(KvioOutOfRangeException.class,
+                () -> Kvio.transfer(executor, host, other, s, d, 2, 0, 3).await(), buffers,
+                "[2, 5)", "4 layers");
+        assertRejected(KvioOutOfRangeException.class,
+                () -> Kvio.transfer(executor, host, other, s, d, 0, 3, 2).await(), buffers,
+                "[3, 5)", "4 layers");
+    }
+
+    @Test
+    public void overlappingSourceAndDestinationInOnePool() {
+        KvioExecutor executor = open(KvioExecutor.create(IoBackend.CPU, 1));
+        TokenIndices s = idx(0, 1, 2);
+        TokenIndices d = idx(2, 3, 4);
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> Kvio.transfer(executor, host, host, s, d, 0, 0, 4).await(), both(),
+                "overlap", "slot 2");
+    }
 }

@@ -20,120 +20,120 @@ import org.testng.annotations.Test;
 
 public class RoundTripTest {
 
-  @DataProvider(name = "layouts")
-  public static Object[][] layouts() {
-    List<Object[]> rows = new ArrayList<>();
-    long seed = 500;
-    for (PoolKind kind : PoolKind.values()) {
-      for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
-        for (long ps : new long[] {1, 16}) {
-          rows.add(new Object[] {kind, layout, ps, seed++});
+    @DataProvider(name = "layouts")
+    public static Object[][] layouts() {
+        List<Object[]> rows = new ArrayList<>();
+        long seed = 500;
+        for (PoolKind kind : PoolKind.values()) {
+            for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
+                for (long ps : new long[] {1, 16}) {
+                    rows.add(new Object[] {kind, layout, ps, seed++});
+                }
+            }
         }
-      }
+        return rows.toArray(new Object[0][]);
     }
-    return rows.toArray(new Object[0][]);
-  }
 
-  @Test(dataProvider = "layouts")
-  public void backupWipeAndLoadIntoOtherSlots(PoolKind kind, KvLayout layout, long ps, long seed) {
-    long heads = kind == PoolKind.MHA ? 4 : 1;
-    long headBytes = kind == PoolKind.MHA ? 16 : 576;
-    Config cfg = new Config(kind, 4, ps == 1 ? 48 : 6, ps, heads, headBytes);
-    long hostPages = ps == 1 ? 32 : 4;
-    Random rnd = new Random(seed);
-    long deviceTokens = cfg.pages * ps;
-    long hostTokens = hostPages * ps;
-    int n = (int) (hostTokens / 2);
-    // source and destination device slots disjoint: split the device slots in two halves
-    long[] shuffled = LayoutOracle.tokenGranular(rnd, deviceTokens, (int) deviceTokens);
-    long[] devFrom = java.util.Arrays.copyOfRange(shuffled, 0, n);
-    long[] devTo = java.util.Arrays.copyOfRange(shuffled, n, 2 * n);
-    long[] hostIdx = LayoutOracle.crossingRuns(rnd, hostTokens, ps, n);
+    @Test(dataProvider = "layouts")
+    public void backupWipeAndLoadIntoOtherSlots(PoolKind kind, KvLayout layout, long ps, long seed) {
+        long heads = kind == PoolKind.MHA ? 4 : 1;
+        long headBytes = kind == PoolKind.MHA ? 16 : 576;
+        Config cfg = new Config(kind, 4, ps == 1 ? 48 : 6, ps, heads, headBytes);
+        long hostPages = ps == 1 ? 32 : 4;
+        Random rnd = new Random(seed);
+        long deviceTokens = cfg.pages * ps;
+        long hostTokens = hostPages * ps;
+        int n = (int) (hostTokens / 2);
+        // source and destination device slots disjoint: split the device slots in two halves
+        long[] shuffled = LayoutOracle.tokenGranular(rnd, deviceTokens, (int) deviceTokens);
+        long[] devFrom = java.util.Arrays.copyOfRange(shuffled, 0, n);
+        long[] devTo = java.util.Arrays.copyOfRange(shuffled, n, 2 * n);
+        long[] hostIdx = LayoutOracle.crossingRuns(rnd, hostTokens, ps, n);
 
-    try (DeviceKvPool device = cfg.allocateDevice();
-        HostKvPool host = PoolFixtures.host(device, layout, hostPages);
-        TokenIndices h = TokenIndices.of(hostIdx);
-        TokenIndices from = TokenIndices.of(devFrom);
-        TokenIndices to = TokenIndices.of(devTo)) {
-      ByteBuffer devBuf = device.buffer();
-      Geometry dg = cfg.deviceGeometry();
-      Placement devPlacement = LayoutOracle.standard(dg, 0);
-      byte[] original = LayoutOracle.fill(devBuf, seed);
-      LayoutOracle.canary(host.buffer(), seed);
-      try (Transfer t = host.backupFromDevice(device, h, from)) {
-        t.await();
-      }
-      byte[] wiped = LayoutOracle.canary(devBuf, seed + 1);
-      byte[] expected = wiped.clone();
-      for (long layer = 0; layer < cfg.layers; layer++) {
-        // restored row of (devFrom[i], layer) lands at (devTo[i], layer); nothing else changes
-        LayoutOracle.applyTransfer(original, devPlacement, expected, devPlacement, devFrom, devTo,
-            layer, layer, 1);
-        try (Transfer t = host.loadToDevice(device, h, to, layer)) {
-          t.await();
+        try (DeviceKvPool device = cfg.allocateDevice();
+                HostKvPool host = PoolFixtures.host(device, layout, hostPages);
+                TokenIndices h = TokenIndices.of(hostIdx);
+                TokenIndices from = TokenIndices.of(devFrom);
+                TokenIndices to = TokenIndices.of(devTo)) {
+            ByteBuffer devBuf = device.buffer();
+            Geometry dg = cfg.deviceGeometry();
+            Placement devPlacement = LayoutOracle.standard(dg, 0);
+            byte[] original = LayoutOracle.fill(devBuf, seed);
+            LayoutOracle.canary(host.buffer(), seed);
+            try (Transfer t = host.backupFromDevice(device, h, from)) {
+                t.await();
+            }
+            byte[] wiped = LayoutOracle.canary(devBuf, seed + 1);
+            byte[] expected = wiped.clone();
+            for (long layer = 0; layer < cfg.layers; layer++) {
+                // restored row of (devFrom[i], layer) lands at (devTo[i], layer); nothing else changes
+                LayoutOracle.applyTransfer(original, devPlacement, expected, devPlacement, devFrom, devTo,
+                        layer, layer, 1);
+                try (Transfer t = host.loadToDevice(device, h, to, layer)) {
+                    t.await();
+                }
+                LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(devBuf), expected, devPlacement,
+                        "device after round trip of layer " + layer + " via " + layout + " " + cfg);
+            }
         }
-        LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(devBuf), expected, devPlacement,
-            "device after round trip of layer " + layer + " via " + layout + " " + cfg);
-      }
     }
-  }
 
-  @DataProvider(name = "hostPairs")
-  public static Object[][] hostPairs() {
-    List<Object[]> rows = new ArrayList<>();
-    long seed = 900;
-    for (PoolKind kind : PoolKind.values()) {
-      for (KvLayout src : PoolFixtures.hostLayouts(kind)) {
-        for (KvLayout dst : PoolFixtures.hostLayouts(kind)) {
-          rows.add(new Object[] {kind, src, dst, seed++});
+    @DataProvider(name = "hostPairs")
+    public static Object[][] hostPairs() {
+        List<Object[]> rows = new ArrayList<>();
+        long seed = 900;
+        for (PoolKind kind : PoolKind.values()) {
+            for (KvLayout src : PoolFixtures.hostLayouts(kind)) {
+                for (KvLayout dst : PoolFixtures.hostLayouts(kind)) {
+                    rows.add(new Object[] {kind, src, dst, seed++});
+                }
+            }
         }
-      }
+        return rows.toArray(new Object[0][]);
     }
-    return rows.toArray(new Object[0][]);
-  }
 
-  /** Kvio.transfer between two host pools of any layouts, all layers, then with a layer map. */
-  @Test(dataProvider = "hostPairs")
-  public void hostToHostAnyLayout(PoolKind kind, KvLayout srcLayout, KvLayout dstLayout,
-      long seed) {
-    long ps = 8;
-    Config cfg = new Config(kind, 4, 6, ps, kind == PoolKind.MHA ? 3 : 1,
-        kind == PoolKind.MHA ? 24 : 72);
-    long srcPages = 5;
-    long dstPages = 4;
-    Random rnd = new Random(seed);
-    int n = 20;
-    long[] srcIdx = LayoutOracle.crossingRuns(rnd, srcPages * ps, ps, n);
-    long[] dstIdx = LayoutOracle.tokenGranular(rnd, dstPages * ps, n);
-    Placement sp = LayoutOracle.standard(cfg.geometry(srcLayout, cfg.layers, srcPages), 0);
-    Placement dp = LayoutOracle.standard(cfg.geometry(dstLayout, cfg.layers, dstPages), 0);
-    try (DeviceKvPool device = cfg.allocateDevice();
-        HostKvPool src = PoolFixtures.host(device, srcLayout, srcPages);
-        HostKvPool dst = PoolFixtures.host(device, dstLayout, dstPages);
-        KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 2);
-        TokenIndices si = TokenIndices.of(srcIdx);
-        TokenIndices di = TokenIndices.of(dstIdx)) {
-      byte[] srcData = LayoutOracle.fill(src.buffer(), seed);
-      byte[] expected = LayoutOracle.canary(dst.buffer(), seed);
-      LayoutOracle.applyTransfer(srcData, sp, expected, dp, srcIdx, dstIdx, 0, 0, cfg.layers);
-      try (Transfer t = Kvio.transfer(executor, src, dst, si, di, 0, 0, cfg.layers)) {
-        t.await();
-        assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, n, cfg.layers));
-      }
-      LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(dst.buffer()), expected, dp,
-          srcLayout + " -> " + dstLayout + " all layers");
-      LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(src.buffer()), srcData,
-          "source after transfer");
+    /** Kvio.transfer between two host pools of any layouts, all layers, then with a layer map. */
+    @Test(dataProvider = "hostPairs")
+    public void hostToHostAnyLayout(PoolKind kind, KvLayout srcLayout, KvLayout dstLayout,
+            long seed) {
+        long ps = 8;
+        Config cfg = new Config(kind, 4, 6, ps, kind == PoolKind.MHA ? 3 : 1,
+                kind == PoolKind.MHA ? 24 : 72);
+        long srcPages = 5;
+        long dstPages = 4;
+        Random rnd = new Random(seed);
+        int n = 20;
+        long[] srcIdx = LayoutOracle.crossingRuns(rnd, srcPages * ps, ps, n);
+        long[] dstIdx = LayoutOracle.tokenGranular(rnd, dstPages * ps, n);
+        Placement sp = LayoutOracle.standard(cfg.geometry(srcLayout, cfg.layers, srcPages), 0);
+        Placement dp = LayoutOracle.standard(cfg.geometry(dstLayout, cfg.layers, dstPages), 0);
+        try (DeviceKvPool device = cfg.allocateDevice();
+                HostKvPool src = PoolFixtures.host(device, srcLayout, srcPages);
+                HostKvPool dst = PoolFixtures.host(device, dstLayout, dstPages);
+                KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 2);
+                TokenIndices si = TokenIndices.of(srcIdx);
+                TokenIndices di = TokenIndices.of(dstIdx)) {
+            byte[] srcData = LayoutOracle.fill(src.buffer(), seed);
+            byte[] expected = LayoutOracle.canary(dst.buffer(), seed);
+            LayoutOracle.applyTransfer(srcData, sp, expected, dp, srcIdx, dstIdx, 0, 0, cfg.layers);
+            try (Transfer t = Kvio.transfer(executor, src, dst, si, di, 0, 0, cfg.layers)) {
+                t.await();
+                assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, n, cfg.layers));
+            }
+            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(dst.buffer()), expected, dp,
+                    srcLayout + " -> " + dstLayout + " all layers");
+            LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(src.buffer()), srcData,
+                    "source after transfer");
 
-      // layer map: src layers [1, 3) -> dst layers [2, 4)
-      expected = LayoutOracle.canary(dst.buffer(), seed + 1);
-      LayoutOracle.applyTransfer(srcData, sp, expected, dp, srcIdx, dstIdx, 1, 2, 2);
-      try (Transfer t = Kvio.transfer(executor, src, dst, si, di, 1, 2, 2)) {
-        t.await();
-        assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, n, 2));
-      }
-      LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(dst.buffer()), expected, dp,
-          srcLayout + " -> " + dstLayout + " layers [1,3) -> [2,4)");
+            // layer map: src layers [1, 3) -> dst layers [2, 4)
+            expected = LayoutOracle.canary(dst.buffer(), seed + 1);
+            LayoutOracle.applyTransfer(srcData, sp, expected, dp, srcIdx, dstIdx, 1, 2, 2);
+            try (Transfer t = Kvio.transfer(executor, src, dst, si, di, 1, 2, 2)) {
+                t.await();
+                assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, n, 2));
+            }
+            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(dst.buffer()), expected, dp,
+                    srcLayout + " -> " + dstLayout + " layers [1,3) -> [2,4)");
+        }
     }
-  }
 }

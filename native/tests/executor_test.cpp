@@ -1,2 +1,255 @@
+// Asynchronous behaviour of executors (native/src/cpu/cpu_executor.cpp through kvio.h /
+// kvio.hpp): transfers on one executor complete in submission order where they conflict
+// (large queued jobs and small inline ones mixed), waits with timeouts, is_done, a pool
+// closed while a transfer that uses it is in flight, several thread counts, executor close
+// draining its queue, and several threads submitting at once. Results are checked against
+// the oracle of oracle.hpp, whole buffers compared.
 #include <gtest/gtest.h>
-TEST(Placeholder, Empty) {}
+
+#include <chrono>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "kvio/kvio.h"
+#include "kvio/kvio.hpp"
+#include "oracle.hpp"
+
+namespace kvio_test {
+namespace {
+
+std::vector<int64_t> range(int64_t start, int64_t count) {
+  std::vector<int64_t> v(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = start + i;
+  return v;
+}
+
+// MLA layer_first pools of 4 KiB rows: one token of one layer is one 4 KiB row.
+Geometry rows4k(int64_t layers, int64_t tokens, Form form = Form::Single) {
+  return Geometry{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, form, layers, tokens, 1, 1, 4096};
+}
+
+TEST(ExecutorOrder, ConflictingTransfersCompleteInSubmissionOrder) {
+  // Blocks of 32 slots (2 layers x 32 x 4 KiB = 256 KiB: queued on the workers). Round r:
+  //   A: block 0 -> block 1 of pool Q           (large)
+  //   B: slot 0 of Q (A's output) -> slot 0 of R (small, eligible to run inline)
+  //   C: block 1 of Q -> block 2 of Q           (large, reads A's output)
+  //   D: slots 65.. of Q -> slots 1.. of R;  E: R -> block 1 of P;  F: one row of P -> Q.
+  // Submitted without waiting; P's block 1 must end up holding P's original block 0.
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 2);
+  for (int round = 0; round < 20; ++round) {
+    SCOPED_TRACE(round);
+    TestPool p(rows4k(2, 96)), q(rows4k(2, 96)), r(rows4k(2, 32));
+    std::mt19937_64 rng(round);
+    p.fillRandom(rng);
+    q.fill(kCanary);
+    r.fill(kCanary);
+    const Image original = p.capture(), q0 = q.capture(), r0 = r.capture();
+    std::vector<kvio::Transfer> transfers;
+    const kvio::LayerMap all{0, 0, 2};
+    transfers.push_back(kvio::transfer(cpu, p.pool(), q.pool(), range(0, 32), range(32, 32), all));
+    transfers.push_back(kvio::transfer(cpu, q.pool(), r.pool(), range(32, 1), range(0, 1), all));
+    transfers.push_back(kvio::transfer(cpu, q.pool(), q.pool(), range(32, 32), range(64, 32), all));
+    transfers.push_back(kvio::transfer(cpu, q.pool(), r.pool(), range(65, 31), range(1, 31), all));
+    transfers.push_back(kvio::transfer(cpu, r.pool(), p.pool(), range(0, 32), range(32, 32), all));
+    transfers.push_back(kvio::transfer(cpu, p.pool(), q.pool(), range(32, 1), range(0, 1),
+                                       kvio::LayerMap{1, 1, 1}));
+    for (auto& t : transfers) t.wait();
+    // Expected: replay the same sequence on images.
+    Image ep = original, eq = q0, er = r0;
+    const Geometry g96 = rows4k(2, 96), g32 = rows4k(2, 32);
+    applyTransfer(g96, ep, g96, &eq, range(0, 32), range(32, 32), 0, 0, 2);
+    applyTransfer(g96, eq, g32, &er, range(32, 1), range(0, 1), 0, 0, 2);
+    Image eqBefore = eq;
+    applyTransfer(g96, eqBefore, g96, &eq, range(32, 32), range(64, 32), 0, 0, 2);
+    applyTransfer(g96, eq, g32, &er, range(65, 31), range(1, 31), 0, 0, 2);
+    applyTransfer(g32, er, g96, &ep, range(0, 32), range(32, 32), 0, 0, 2);
+    applyTransfer(g96, ep, g96, &eq, range(32, 1), range(0, 1), 1, 1, 1);
+    ASSERT_TRUE(sameImage(ep, p.capture(), "pool P"));
+    ASSERT_TRUE(sameImage(eq, q.capture(), "pool Q"));
+    ASSERT_TRUE(sameImage(er, r.capture(), "pool R"));
+    // And directly: P's block 1 is the original block 0 after four hops.
+    const uint8_t* pdata = p.region(0);
+    for (int64_t layer = 0; layer < 2; ++layer) {
+      ASSERT_EQ(0, std::memcmp(pdata + (layer * 96 + 32) * 4096,
+                               original.buffers[0].data() + kGuard + layer * 96 * 4096, 32 * 4096));
+    }
+  }
+}
+
+TEST(ExecutorOrder, SmallTransferAfterLargeSeesItsOutput) {
+  // A copies slot x to y as part of a large transfer; B (one row, small) copies y to z.
+  // z must hold x's original row. Many rounds, back to back, never waiting in between.
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 2);
+  TestPool a(rows4k(1, 512)), b(rows4k(1, 512)), c(rows4k(1, 512));
+  std::mt19937_64 rng(99);
+  a.fillRandom(rng);
+  b.fill(kCanary);
+  c.fill(kCanary);
+  std::vector<kvio::Transfer> transfers;
+  for (int64_t k = 0; k < 64; ++k) {
+    // Large: 256 rows of a (rotated by k) into b's slots [0, 256).
+    std::vector<int64_t> s, d;
+    for (int64_t i = 0; i < 256; ++i) {
+      s.push_back((i + k) % 512);
+      d.push_back(i);
+    }
+    transfers.push_back(kvio::transferPerLayer(cpu, a.pool(), b.pool(), s, d, 0, 0));
+    transfers.push_back(kvio::transferPerLayer(cpu, b.pool(), c.pool(), range(0, 1), range(k, 1), 0, 0));
+  }
+  for (auto& t : transfers) t.wait();
+  for (int64_t k = 0; k < 64; ++k) {
+    ASSERT_EQ(0, std::memcmp(c.region(0) + k * 4096, a.region(0) + k * 4096, 4096)) << "round " << k;
+  }
+}
+
+TEST(ExecutorWait, TimeoutIsDoneAndBytes) {
+  // Four 64 MiB transfers queued on one thread: the last cannot be done 1 us after submit.
+  kvio::Executor one(kvio::IoBackend::Cpu, 1);
+  kvio::Pool src = kvio::Pool::allocate(rows4k(1, 16384).spec());
+  kvio::Pool dst = kvio::Pool::allocate(rows4k(1, 16384).spec());
+  const std::vector<int64_t> all = range(0, 16384);
+  std::vector<kvio::Transfer> transfers;
+  for (int i = 0; i < 4; ++i) transfers.push_back(kvio::transferPerLayer(one, src, dst, all, all, 0, 0));
+  kvio::Transfer& last = transfers.back();
+  EXPECT_FALSE(last.waitFor(std::chrono::microseconds(1)));
+  EXPECT_FALSE(last.done());
+  // The C ABI says TIMEOUT and names the wait.
+  uint64_t handle = 0;
+  const kvio_transfer_desc desc{src.handle(), dst.handle(), all.data(), all.data(), 16384, 0, 0, 1};
+  ASSERT_EQ(kvio_submit(one.handle(), &desc, &handle), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_transfer_is_done(handle), 0);
+  EXPECT_EQ(kvio_transfer_wait(handle, 1000), KVIO_STATUS_TIMEOUT);
+  EXPECT_NE(std::string(kvio_last_error()).find("not done after 1000 ns"), std::string::npos);
+  EXPECT_EQ(kvio_transfer_wait(handle, -1), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_transfer_is_done(handle), 1);
+  EXPECT_EQ(kvio_transfer_wait(handle, 0), KVIO_STATUS_OK);  // done: a zero timeout succeeds
+  EXPECT_EQ(kvio_transfer_close(handle), KVIO_STATUS_OK);
+  // Submission order: once the later transfer is done, all earlier ones are.
+  for (auto& t : transfers) EXPECT_TRUE(t.done());
+  EXPECT_TRUE(last.waitFor(std::chrono::seconds(0)));
+  EXPECT_EQ(last.bytes(), 16384u * 4096);
+}
+
+TEST(ExecutorLifetime, PoolClosedWhileTransferInFlight) {
+  // Source allocated by kvio and closed right after submit: its memory must live until the
+  // copy is done. The destination is the test's own memory, so the result can be checked.
+  kvio::Executor one(kvio::IoBackend::Cpu, 1);
+  const Geometry g = rows4k(2, 8192);  // 64 MiB per pool
+  auto src = std::make_unique<kvio::Pool>(kvio::Pool::allocate(g.spec()));
+  std::mt19937_64 rng(1);
+  fillRandom(src->data(), src->bytes(), rng);
+  const std::vector<uint8_t> expected(src->data(), src->data() + src->bytes());
+  Geometry wrapped = g;
+  wrapped.form = Form::Single;
+  TestPool dst(wrapped);
+  dst.fill(kCanary);
+  const std::vector<int64_t> all = range(0, 8192);
+  kvio::Transfer t = kvio::transfer(one, *src, dst.pool(), all, all, kvio::LayerMap{0, 0, 2});
+  src->close();
+  src.reset();
+  // And a kvio-allocated destination closed in flight (nothing to check but that it runs).
+  auto dst2 = std::make_unique<kvio::Pool>(kvio::Pool::allocate(g.spec()));
+  kvio::Transfer t2 = kvio::transfer(one, dst.pool(), *dst2, all, all, kvio::LayerMap{0, 0, 2});
+  dst2.reset();
+  t.wait();
+  t2.wait();
+  ASSERT_EQ(0, std::memcmp(dst.region(0), expected.data(), expected.size()));
+}
+
+TEST(ExecutorThreads, ThreadCountsGiveTheSameResult) {
+  EXPECT_EQ(kvio::Executor(kvio::IoBackend::Cpu, 0).threads(),
+            static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency())));
+  EXPECT_EQ(kvio::Executor(kvio::IoBackend::Cpu, -3).threads(),
+            static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency())));
+  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 4, 64, 16, 2, 512};
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 4, 64, 16, 2, 512};
+  for (int32_t threads : {1, 2, 7}) {
+    SCOPED_TRACE(threads);
+    kvio::Executor cpu(kvio::IoBackend::Cpu, threads);
+    EXPECT_EQ(cpu.threads(), threads);
+    TestPool device(dg), host(hg);
+    std::mt19937_64 rng(static_cast<uint64_t>(threads));
+    device.fillRandom(rng);
+    host.fill(kCanary);
+    const Image before = device.capture();
+    Image expected = host.capture();
+    const auto s = distinct(rng, dg.S(), 700);  // 700 x 4 layers x 2 x 1 KiB = 5.5 MiB
+    const auto d = distinct(rng, hg.S(), 700);
+    kvio::Transfer t = kvio::transferAllLayers(cpu, device.pool(), host.pool(), s, d);
+    t.wait();
+    applyTransfer(dg, before, hg, &expected, s, d, 0, 0, 4);
+    EXPECT_EQ(t.bytes(), 700u * 4 * 2 * 1024);
+    ASSERT_TRUE(sameImage(expected, host.capture(), "host pool"));
+    ASSERT_TRUE(sameImage(before, device.capture(), "device pool"));
+  }
+}
+
+TEST(ExecutorLifetime, CloseDrainsTheQueue) {
+  // A chain of large transfers through one pool, then close without waiting: close returns
+  // after all of them ran, in order.
+  uint64_t executor = 0;
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 2, &executor), KVIO_STATUS_OK);
+  TestPool p(rows4k(2, 1024));
+  std::mt19937_64 rng(8);
+  p.fillRandom(rng);
+  const Image before = p.capture();
+  Image expected = before;
+  std::vector<uint64_t> handles;
+  for (int64_t k = 0; k < 7; ++k) {  // block k -> block k+1, 128 slots x 2 layers = 1 MiB each
+    const std::vector<int64_t> s = range(k * 128, 128), d = range((k + 1) * 128, 128);
+    uint64_t h = 0;
+    ASSERT_EQ(kvio_submit_args(executor, p.pool().handle(), p.pool().handle(), s.data(), d.data(),
+                               128, 0, 0, 2, &h),
+              KVIO_STATUS_OK)
+        << kvio_last_error();
+    handles.push_back(h);
+    Image snapshot = expected;
+    applyTransfer(p.geometry(), snapshot, p.geometry(), &expected, s, d, 0, 0, 2);
+  }
+  ASSERT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+  for (uint64_t h : handles) {
+    EXPECT_EQ(kvio_transfer_is_done(h), 1);
+    EXPECT_EQ(kvio_transfer_wait(h, 0), KVIO_STATUS_OK);
+    EXPECT_EQ(kvio_transfer_close(h), KVIO_STATUS_OK);
+  }
+  ASSERT_TRUE(sameImage(expected, p.capture(), "pool"));
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_CLOSED);
+}
+
+TEST(ExecutorConcurrency, SeveralSubmittingThreads) {
+  // Four threads submit to one executor at once, each into its own destination slots.
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 2);
+  const Geometry sg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 256, 4, 2, 256};
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, 2, 256, 4, 2, 256};
+  TestPool src(sg), dst(dg);
+  std::mt19937_64 rng(4);
+  src.fillRandom(rng);
+  dst.fill(kCanary);
+  const Image before = src.capture();
+  Image expected = dst.capture();
+  std::vector<std::vector<int64_t>> srcIdx(4), dstIdx(4);
+  const auto order = distinct(rng, dg.S(), dg.S());
+  for (int w = 0; w < 4; ++w)
+    for (int64_t i = 0; i < 200; ++i) {
+      srcIdx[w].push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(sg.S())));
+      dstIdx[w].push_back(order[static_cast<size_t>(w * 200 + i)]);
+    }
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 4; ++w) {
+    workers.emplace_back([&, w] {
+      for (int repeat = 0; repeat < 10; ++repeat) {
+        const int64_t n = 20;
+        const std::vector<int64_t> s(srcIdx[w].begin() + repeat * n, srcIdx[w].begin() + (repeat + 1) * n);
+        const std::vector<int64_t> d(dstIdx[w].begin() + repeat * n, dstIdx[w].begin() + (repeat + 1) * n);
+        kvio::transferAllLayers(cpu, src.pool(), dst.pool(), s, d).wait();
+      }
+    });
+  }
+  for (auto& t : workers) t.join();
+  for (int w = 0; w < 4; ++w) applyTransfer(sg, before, dg, &expected, srcIdx[w], dstIdx[w], 0, 0, 2);
+  ASSERT_TRUE(sameImage(expected, dst.capture(), "destination"));
+}
+
+}  // namespace
+}  // namespace kvio_test

@@ -31,6 +31,7 @@ public class ConformanceMatrixTest {
 
     enum DeviceMemory {
         ALLOCATED,
+        WRAP_SINGLE,
         WRAP_COMPONENTS,
         WRAP_LAYERS
     }
@@ -83,7 +84,7 @@ public class ConformanceMatrixTest {
     public static Object[][] wrapped() {
         List<Object[]> rows = new ArrayList<>();
         long seed = 10_000;
-        for (DeviceMemory mem : new DeviceMemory[] {DeviceMemory.WRAP_COMPONENTS,
+        for (DeviceMemory mem : new DeviceMemory[] {DeviceMemory.WRAP_SINGLE, DeviceMemory.WRAP_COMPONENTS,
                 DeviceMemory.WRAP_LAYERS}) {
             for (PoolKind kind : PoolKind.values()) {
                 for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
@@ -99,6 +100,41 @@ public class ConformanceMatrixTest {
             }
         }
         return rows.toArray(new Object[0][]);
+    }
+
+    /**
+     * Transfers of more than 4 MiB with rows of at least 512 bytes (the CPU executor's streaming-store
+     * path), rows whose size is not a multiple of 16 so destination rows are misaligned.
+     */
+    @DataProvider(name = "large")
+    public static Object[][] large() {
+        List<Object[]> rows = new ArrayList<>();
+        long seed = 20_000;
+        for (PoolKind kind : PoolKind.values()) {
+            for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
+                for (IndexKind ik : new IndexKind[] {IndexKind.WHOLE_PAGES, IndexKind.TOKEN_GRANULAR}) {
+                    Config cfg = kind == PoolKind.MHA ? new Config(kind, 6, 96, 16, 2, 524)
+                            : new Config(kind, 6, 96, 16, 1, 2056);
+                    rows.add(new Object[] {cfg, layout, ik, seed++});
+                }
+            }
+        }
+        return rows.toArray(new Object[0][]);
+    }
+
+    @Test(dataProvider = "large")
+    public void largeTransfersWithMisalignedRows(Config cfg, KvLayout layout, IndexKind indexKind, long seed) {
+        long hostPages = 80;
+        Random rnd = new Random(seed);
+        long[][] pairs = indexPairs(indexKind, rnd, hostPages * cfg.pageSize, cfg.pages * cfg.pageSize,
+                cfg.pageSize);
+        try (DeviceUnderTest dev = DeviceUnderTest.create(cfg, DeviceMemory.ALLOCATED, seed);
+                HostKvPool host = PoolFixtures.host(dev.pool, layout, hostPages)) {
+            Placement hostPlacement = LayoutOracle.standard(cfg.geometry(layout, cfg.layers, hostPages), 0);
+            assertTrue(PoolFixtures.movedBytes(cfg, pairs[0].length, cfg.layers) > 4L << 20, "large enough");
+            checkBackupAndLoads(cfg, dev, host, hostPlacement, pairs[0], pairs[1], 0, cfg.layers,
+                    new long[] {5, 0}, seed);
+        }
     }
 
     @Test(dataProvider = "matrix")
@@ -236,13 +272,14 @@ public class ConformanceMatrixTest {
                 return new DeviceUnderTest(pool, pool.buffer(), LayoutOracle.standard(g, 0), null);
             }
             final long gap = 40;
+            if (memory == DeviceMemory.WRAP_SINGLE) {
+                return wrapSingle(cfg, g, gap);
+            }
             final boolean perLayer = memory == DeviceMemory.WRAP_LAYERS;
             final int pieces = (int) (perLayer ? g.components * g.layers : g.components);
             final long pieceBytes = perLayer ? g.tokens() * g.rowBytes() : g.componentBytes();
             final long backingBytes = pieces * (pieceBytes + gap) + gap;
-            DeviceKvPool backing = DeviceKvPool.allocate(PoolSpec.builder()
-                    .kind(PoolKind.MLA).layout(KvLayout.LAYER_FIRST)
-                    .layers(1).pages(1).pageSize(1).heads(1).headBytes(backingBytes).build(), IoBackend.CPU);
+            DeviceKvPool backing = allocateBacking(backingBytes);
             try {
                 long base = backing.regionAddress(0);
                 List<Integer> order = new ArrayList<>();
@@ -270,6 +307,28 @@ public class ConformanceMatrixTest {
                 backing.close();
                 throw e;
             }
+        }
+
+        /** One region at an odd offset inside a backing pool; canary before and after it. */
+        private static DeviceUnderTest wrapSingle(Config cfg, LayoutOracle.Geometry g, long gap) {
+            long bytes = g.totalBytes();
+            DeviceKvPool backing = allocateBacking(bytes + 2 * gap);
+            try {
+                DeviceKvPool pool = DeviceKvPool.wrap(cfg.spec(KvLayout.LAYER_FIRST), backing.regionAddress(0) + gap,
+                        bytes, IoBackend.CPU);
+                assertEquals(pool.regionCount(), 1);
+                assertEquals(pool.regionAddress(0), backing.regionAddress(0) + gap);
+                return new DeviceUnderTest(pool, backing.buffer(), LayoutOracle.standard(g, gap), backing);
+            } catch (RuntimeException | Error e) {
+                backing.close();
+                throw e;
+            }
+        }
+
+        /** Plain memory from kvio: a one-row MLA pool of the given size. */
+        static DeviceKvPool allocateBacking(long bytes) {
+            return DeviceKvPool.allocate(PoolSpec.builder().kind(PoolKind.MLA).layout(KvLayout.LAYER_FIRST)
+                    .layers(1).pages(1).pageSize(1).heads(1).headBytes(bytes).build(), IoBackend.CPU);
         }
 
         @Override

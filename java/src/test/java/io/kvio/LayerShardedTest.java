@@ -30,7 +30,11 @@ public class LayerShardedTest {
         for (PoolKind kind : PoolKind.values()) {
             for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
                 for (long[] r : ranges) {
-                    rows.add(new Object[] {kind, layout, r[0], r[1], seed++});
+                    // device memory: allocated, or a per-layer table (shuffled, with gaps) for some ranges
+                    ConformanceMatrixTest.DeviceMemory mem = r[0] == 2 || r[0] == 5
+                            ? ConformanceMatrixTest.DeviceMemory.WRAP_LAYERS
+                            : ConformanceMatrixTest.DeviceMemory.ALLOCATED;
+                    rows.add(new Object[] {kind, layout, r[0], r[1], mem, seed++});
                 }
             }
         }
@@ -39,7 +43,7 @@ public class LayerShardedTest {
 
     @Test(dataProvider = "shards")
     public void shardedBackupAndLoads(PoolKind kind, KvLayout layout, long start, long count,
-            long seed) {
+            ConformanceMatrixTest.DeviceMemory memory, long seed) {
         long ps = 4;
         Config cfg = new Config(kind, DEVICE_LAYERS, 8, ps, kind == PoolKind.MHA ? 2 : 1,
                 kind == PoolKind.MHA ? 24 : 80);
@@ -48,16 +52,17 @@ public class LayerShardedTest {
         int n = 10;
         long[] hostIdx = LayoutOracle.crossingRuns(rnd, hostPages * ps, ps, n);
         long[] devIdx = LayoutOracle.tokenGranular(rnd, cfg.pages * ps, n);
-        Placement devPlacement = LayoutOracle.standard(cfg.deviceGeometry(), 0);
         // the host holds only `count` layers: its geometry has exactly those
         Placement hostPlacement = LayoutOracle.standard(cfg.geometry(layout, count, hostPages), 0);
-        String what = kind + " " + layout + " layers [" + start + ", " + (start + count) + ")";
+        String what = kind + " " + layout + " layers [" + start + ", " + (start + count) + ") " + memory;
 
-        try (DeviceKvPool device = cfg.allocateDevice();
-                HostKvPool host = PoolFixtures.host(device, layout, hostPages, start, count);
+        try (ConformanceMatrixTest.DeviceUnderTest dev = ConformanceMatrixTest.DeviceUnderTest.create(cfg, memory, seed);
+                HostKvPool host = PoolFixtures.host(dev.pool, layout, hostPages, start, count);
                 TokenIndices h = TokenIndices.of(hostIdx);
                 TokenIndices d = TokenIndices.of(devIdx)) {
-            ByteBuffer devBuf = device.buffer();
+            DeviceKvPool device = dev.pool;
+            ByteBuffer devBuf = dev.buffer;
+            Placement devPlacement = dev.placement;
             ByteBuffer hostBuf = host.buffer();
             assertEquals(host.spec().numLayers(), count, "host layers of " + what);
             assertTrue(hostBuf.capacity() >= hostPlacement.geometry().totalBytes(),

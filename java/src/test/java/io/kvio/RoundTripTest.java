@@ -136,4 +136,54 @@ public class RoundTripTest {
                     srcLayout + " -> " + dstLayout + " layers [1,3) -> [2,4)");
         }
     }
+
+    /**
+     * Index sets the planner can coalesce as far as possible (consecutive whole pages, in order,
+     * on both sides) with partial layer maps, so runs merged across tokens and layers must stop at
+     * the edge of the mapped layers and of the index runs.
+     */
+    @Test(dataProvider = "hostPairs")
+    public void hostToHostCoalescedRunsWithLayerMaps(PoolKind kind, KvLayout srcLayout, KvLayout dstLayout,
+            long seed) {
+        long ps = 4;
+        Config cfg = new Config(kind, 4, 8, ps, kind == PoolKind.MHA ? 2 : 1, kind == PoolKind.MHA ? 8 : 16);
+        long pages = 8;
+        Placement sp = LayoutOracle.standard(cfg.geometry(srcLayout, cfg.layers, pages), 0);
+        Placement dp = LayoutOracle.standard(cfg.geometry(dstLayout, cfg.layers, pages), 0);
+        // src pages 1..3 -> dst pages 4..6, then src slots 24..30 -> dst slots 0..6: contiguous on
+        // both sides across a page boundary, ending one slot short of a page end
+        long[] srcIdx = concat(range(1 * ps, 4 * ps), range(6 * ps, 7 * ps), range(7 * ps, 8 * ps - 1));
+        long[] dstIdx = concat(range(4 * ps, 7 * ps), range(0, ps), range(ps, 2 * ps - 1));
+        long[][] layerMaps = {{0, 0, 4}, {1, 2, 2}, {1, 0, 3}, {3, 3, 1}, {0, 3, 1}};
+        try (DeviceKvPool device = cfg.allocateDevice();
+                HostKvPool src = PoolFixtures.host(device, srcLayout, pages);
+                HostKvPool dst = PoolFixtures.host(device, dstLayout, pages);
+                KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 2);
+                TokenIndices si = TokenIndices.of(srcIdx);
+                TokenIndices di = TokenIndices.of(dstIdx)) {
+            byte[] srcData = LayoutOracle.fill(src.buffer(), seed);
+            for (long[] m : layerMaps) {
+                byte[] expected = LayoutOracle.canary(dst.buffer(), seed + m[0] * 16 + m[1] * 4 + m[2]);
+                LayoutOracle.applyTransfer(srcData, sp, expected, dp, srcIdx, dstIdx, m[0], m[1], m[2]);
+                try (Transfer t = Kvio.transfer(executor, src, dst, si, di, m[0], m[1], m[2])) {
+                    t.await();
+                    assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, srcIdx.length, m[2]));
+                }
+                LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(dst.buffer()), expected, dp,
+                        srcLayout + " -> " + dstLayout + " layers [" + m[0] + "," + (m[0] + m[2]) + ") -> ["
+                                + m[1] + "," + (m[1] + m[2]) + ")");
+            }
+            LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(src.buffer()), srcData, "source");
+        }
+    }
+
+    static long[] range(long from, long to) {
+        long[] out = new long[(int) (to - from)];
+        for (int i = 0; i < out.length; i++) out[i] = from + i;
+        return out;
+    }
+
+    static long[] concat(long[]... parts) {
+        return java.util.Arrays.stream(parts).flatMapToLong(java.util.Arrays::stream).toArray();
+    }
 }

@@ -21,6 +21,23 @@ public class SmokeTest {
     }
 
     @Test
+    public void enumNamesAgreeWithNative() {
+        for (PoolKind k : PoolKind.values()) {
+            assertEquals(Dispatcher.name(io.kvio.bridge.KvioNative.KVIO_NAME_KIND, k.ordinal()), k.userName());
+        }
+        for (KvLayout l : KvLayout.values()) {
+            assertEquals(Dispatcher.name(io.kvio.bridge.KvioNative.KVIO_NAME_LAYOUT, l.ordinal()), l.userName());
+        }
+        for (IoBackend b : IoBackend.values()) {
+            assertEquals(Dispatcher.name(io.kvio.bridge.KvioNative.KVIO_NAME_BACKEND, b.ordinal()), b.userName());
+        }
+        for (Granularity g : Granularity.values()) {
+            assertEquals(Dispatcher.name(io.kvio.bridge.KvioNative.KVIO_NAME_GRANULARITY, g.ordinal()), g.userName());
+        }
+        assertEquals(Dispatcher.name(io.kvio.bridge.KvioNative.KVIO_NAME_LAYOUT, KvLayout.values().length), null);
+    }
+
+    @Test
     public void tinyRoundTripOnCpu() {
         PoolSpec deviceSpec = PoolSpec.builder().kind(PoolKind.MHA).layout(KvLayout.LAYER_FIRST)
                 .layers(2).pages(4).pageSize(2).heads(2).headBytes(4).build();

@@ -72,6 +72,29 @@ public class BackendAvailabilityTest {
         assertTrue(e.getMessage().contains("cpu"), "names what is available: " + e.getMessage());
     }
 
+    /**
+     * KNOWN NATIVE BUG, disabled until fixed: kvio_check_support (native/src/core/support.cpp)
+     * formats its UNAVAILABLE message with lastError().c_str() and availableBackends() as
+     * arguments of one fail(...) call; availableBackends() queries every backend, which overwrites
+     * the thread-local last error, so the message carries the cause of the LAST unavailable
+     * backend (Ascend) instead of the requested one: for 'kernel' or 'direct' it reads "io backend
+     * 'kernel' is not available here: this kvio build has no Ascend backend (...)". (If the
+     * arguments were evaluated in the other order, c_str() could dangle.) Fix: copy lastError()
+     * into a local std::string before calling availableBackends().
+     */
+    @Test(enabled = false, description = "known bug: kvio_check_support reports the Ascend cause for kernel/direct")
+    public void checkSupportGivesTheRequestedBackendsCause() {
+        for (IoBackend b : IoBackend.values()) {
+            if (b.isAvailable()) continue;
+            KvioUnavailableException e = expectThrows(KvioUnavailableException.class,
+                    () -> Kvio.checkSupport(PoolKind.MHA, KvLayout.PAGE_FIRST, b, Granularity.PER_LAYER, 8, 256,
+                            64, 32, 32, 0));
+            assertTrue(e.getMessage().contains(b.unavailabilityCause()),
+                    b.userName() + ": message should carry the backend's own cause '" + b.unavailabilityCause()
+                            + "': " + e.getMessage());
+        }
+    }
+
     @Test
     public void checkSupportAcceptsEveryCpuConfiguration() {
         for (PoolKind kind : PoolKind.values()) {

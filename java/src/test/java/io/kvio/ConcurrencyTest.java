@@ -11,6 +11,7 @@ import io.kvio.PoolFixtures.Config;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Random;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -155,6 +156,93 @@ public class ConcurrencyTest {
             LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(dst.buffer()), expected, tp,
                     "destination after concurrent general transfers");
             LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(src.buffer()), srcData, "source");
+        }
+    }
+
+    /**
+     * Lifetime: a large (7 MiB) host-to-device transfer is submitted, then the host pool, the index lists and the device pool
+     * handle are closed at once; the transfer must still complete and write exactly the oracle's
+     * rows into the (caller-owned, still open) device memory.
+     */
+    @Test(timeOut = 60_000)
+    public void closingEverythingRightAfterSubmitStillCompletes() {
+        long ps = 16;
+        Config cfg = new Config(PoolKind.MHA, 8, 64, ps, 4, 128);  // 8 MiB per component
+        long hostPages = 64;
+        Random rnd = new Random(42);
+        long[] hostIdx = LayoutOracle.tokenGranular(rnd, hostPages * ps, 900);
+        long[] devIdx = LayoutOracle.tokenGranular(rnd, cfg.pages * ps, 900);
+        try (ConformanceMatrixTest.DeviceUnderTest dev = ConformanceMatrixTest.DeviceUnderTest.create(cfg,
+                ConformanceMatrixTest.DeviceMemory.WRAP_COMPONENTS, 42)) {
+            HostKvPool host = PoolFixtures.host(dev.pool, KvLayout.PAGE_HEAD, hostPages);
+            Placement hp = LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_HEAD, cfg.layers, hostPages), 0);
+            byte[] hostData = LayoutOracle.fill(host.buffer(), 42);
+            byte[] expected = LayoutOracle.canary(dev.buffer, 42);
+            LayoutOracle.applyTransfer(hostData, hp, expected, dev.placement, hostIdx, devIdx, 0, 0, cfg.layers);
+            TokenIndices h = TokenIndices.of(hostIdx);
+            TokenIndices d = TokenIndices.of(devIdx);
+            // the shared executor: closing the host pool does not wait for it (a private one would)
+            Transfer t = Kvio.transfer(KvioExecutor.shared(IoBackend.CPU), host, dev.pool, h, d, 0, 0, cfg.layers);
+            h.close();
+            d.close();
+            host.close();
+            dev.pool.close();
+            org.testng.Assert.assertTrue(t.await(30, TimeUnit.SECONDS), "completes");
+            t.close();
+            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(dev.buffer), expected, dev.placement,
+                    "device memory after a load whose pools were closed in flight");
+        }
+    }
+
+    /** The index list forms (long[], int[], whole pages, wrapped native memory) are equivalent. */
+    @Test
+    public void indexListForms() {
+        long ps = 8;
+        Config cfg = new Config(PoolKind.MLA, 2, 8, ps, 1, 40);
+        long hostPages = 6;
+        long[] hostPageIds = {4, 0, 2};
+        long[] devPageIds = {1, 7, 3};
+        long[] hostIdx = new long[24];
+        long[] devIdx = new long[24];
+        for (int i = 0; i < 24; i++) {
+            hostIdx[i] = hostPageIds[i / 8] * ps + i % 8;
+            devIdx[i] = devPageIds[i / 8] * ps + i % 8;
+        }
+        int[] hostInts = java.util.Arrays.stream(hostIdx).mapToInt(x -> (int) x).toArray();
+        try (DeviceKvPool device = cfg.allocateDevice();
+                HostKvPool host = PoolFixtures.host(device, KvLayout.PAGE_FIRST_DIRECT, hostPages);
+                TokenIndices owner = TokenIndices.of(devIdx)) {
+            Placement dp = LayoutOracle.standard(cfg.deviceGeometry(), 0);
+            Placement hp =
+                    LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_FIRST_DIRECT, cfg.layers, hostPages), 0);
+            byte[] devData = LayoutOracle.fill(device.buffer(), 9);
+            byte[] expected = LayoutOracle.canary(host.buffer(), 9);
+            LayoutOracle.applyTransfer(devData, dp, expected, hp, devIdx, hostIdx, 0, 0, cfg.layers);
+            byte[] canary = expected.clone();
+            TokenIndices[][] forms = {
+                {TokenIndices.of(hostIdx), TokenIndices.of(devIdx)},
+                {TokenIndices.of(hostInts), TokenIndices.pages(ps, devPageIds)},
+                {TokenIndices.pages(ps, hostPageIds), TokenIndices.wrap(owner.address(), owner.size())},
+            };
+            for (int f = 0; f < forms.length; f++) {
+                LayoutOracle.canary(host.buffer(), 9);
+                org.testng.Assert.assertEquals(forms[f][0].size(), 24L);
+                org.testng.Assert.assertEquals(forms[f][1].size(), 24L);
+                for (int i = 0; i < 24; i++) {
+                    org.testng.Assert.assertEquals(forms[f][0].get(i), hostIdx[i], "form " + f + " host[" + i + "]");
+                    org.testng.Assert.assertEquals(forms[f][1].get(i), devIdx[i], "form " + f + " device[" + i + "]");
+                }
+                try (Transfer t = host.backupFromDevice(device, forms[f][0], forms[f][1])) {
+                    t.await();
+                }
+                LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(host.buffer()), expected, hp,
+                        "host after backup with index form " + f);
+                forms[f][0].close();
+                forms[f][1].close();
+            }
+            org.testng.Assert.assertFalse(java.util.Arrays.equals(canary, devData));
+            // a wrapped list does not own its memory: closing it leaves the owner usable
+            org.testng.Assert.assertEquals(owner.get(23), devIdx[23]);
         }
     }
 }

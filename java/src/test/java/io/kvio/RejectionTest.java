@@ -321,7 +321,9 @@ public class RejectionTest {
                 () -> open(HostKvPool.builder().kind(PoolKind.MHA).layout(KvLayout.PAGE_FIRST_DIRECT)
                         .ioBackend("kernel").pageSize(4).heads(2).headBytes(8).deviceLayers(4).pages(4)
                         .build()),
-                both(), "io backend 'kernel' is not available", "CUDA", "Available here: cpu");
+                both(), "io backend 'kernel' is not available", "Available here: cpu");
+        // the cause itself ("no CUDA backend") is checked by
+        // BackendAvailabilityTest.checkSupportGivesTheRequestedBackendsCause (known native bug)
         assertEquals(e.status(), KvioException.Status.UNAVAILABLE);
     }
 
@@ -425,5 +427,111 @@ public class RejectionTest {
         assertRejected(KvioInvalidArgumentException.class,
                 () -> Kvio.transfer(executor, host, host, s, d, 0, 0, 4).await(), both(),
                 "overlap", "slot 2");
+    }
+
+    // ---- empty and malformed requests ----
+
+    @Test
+    public void emptyIndexLists() {
+        TokenIndices h = idx();
+        TokenIndices d = idx();
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> host.backupFromDevice(device, h, d).await(), both(),
+                "num_indices must be at least 1, got 0");
+    }
+
+    @Test
+    public void zeroLayersInGeneralTransfer() {
+        HostKvPool other = open(PoolFixtures.host(device, KvLayout.PAGE_HEAD, 4));
+        KvioExecutor executor = open(KvioExecutor.create(IoBackend.CPU, 1));
+        TokenIndices s = idx(0);
+        TokenIndices d = idx(0);
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> Kvio.transfer(executor, host, other, s, d, 0, 0, 0).await(),
+                List.of(device.buffer(), host.buffer(), other.buffer()), "numLayers must be at least 1, got 0");
+    }
+
+    @Test
+    public void negativePageIdInPageList() {
+        assertMessage(expectThrows(KvioOutOfRangeException.class, () -> TokenIndices.pages(4, 1, -2)),
+                "page id -2");
+        assertMessage(expectThrows(KvioInvalidArgumentException.class, () -> TokenIndices.pages(0, 1)),
+                "pageSize must be at least 1, got 0");
+    }
+
+    @Test
+    public void invalidPoolSpec() {
+        assertMessage(expectThrows(KvioInvalidArgumentException.class,
+                () -> PoolSpec.builder().kind(PoolKind.MHA).layout(KvLayout.PAGE_FIRST).layers(2).pages(0)
+                        .pageSize(4).heads(1).headBytes(8).build()),
+                "num_pages must be at least 1, got 0");
+        assertMessage(expectThrows(KvioUnsupportedException.class,
+                () -> PoolSpec.builder().kind(PoolKind.MLA).layout(KvLayout.PAGE_HEAD).layers(2).pages(2)
+                        .pageSize(4).heads(1).headBytes(8).build()),
+                "page_head", "mla");
+    }
+
+    @Test
+    public void wrapTooSmallRegion() {
+        DeviceKvPool backing = open(ConformanceMatrixTest.DeviceUnderTest.allocateBacking(4096));
+        PoolSpec spec = DEVICE.spec(KvLayout.LAYER_FIRST);  // needs 2 x 4*64*16 = 8192 bytes
+        List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), backing.buffer());
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> open(DeviceKvPool.wrap(spec, backing.regionAddress(0), 4096, IoBackend.CPU)), buffers,
+                "size_bytes 4096 is too small", "8192");
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> open(DeviceKvPool.wrapComponents(spec,
+                        new long[] {backing.regionAddress(0), backing.regionAddress(0) + 2048}, 2048,
+                        IoBackend.CPU)), buffers,
+                "bytes_each 2048 is too small", "4096");
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> open(DeviceKvPool.wrap(spec, 0, 8192, IoBackend.CPU)), buffers, "address is 0");
+    }
+
+    @Test
+    public void wrapLayerTableOfWrongLengthOrLayout() {
+        DeviceKvPool backing = open(ConformanceMatrixTest.DeviceUnderTest.allocateBacking(8192));
+        long base = backing.regionAddress(0);
+        long[] table = new long[8];  // 2 components x 4 layers, 1024 bytes each
+        for (int i = 0; i < table.length; i++) table[i] = base + i * 1024L;
+        List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), backing.buffer());
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> open(DeviceKvPool.wrapLayers(DEVICE.spec(KvLayout.LAYER_FIRST),
+                        java.util.Arrays.copyOf(table, 7), 1024, IoBackend.CPU)), buffers,
+                "num_entries is 7", "2 components x 4 layers = 8");
+        assertRejected(KvioUnsupportedException.class,
+                () -> open(DeviceKvPool.wrapLayers(DEVICE.spec(KvLayout.PAGE_FIRST), table, 1024,
+                        IoBackend.CPU)), buffers,
+                "layer_first", "page_first");
+        assertRejected(KvioInvalidArgumentException.class,
+                () -> open(DeviceKvPool.wrapLayers(DEVICE.spec(KvLayout.LAYER_FIRST), table, 1000,
+                        IoBackend.CPU)), buffers,
+                "bytes_each 1000 is too small", "1024");
+    }
+
+    @Test
+    public void regionAndSliceOutOfRange() {
+        assertMessage(expectThrows(KvioOutOfRangeException.class, () -> device.regionAddress(1)),
+                "region 1", "valid: 0 to 0");
+        long bytes = device.regionBytes(0);
+        assertMessage(expectThrows(KvioOutOfRangeException.class, () -> device.slice(0, bytes - 8, 16)),
+                "slice", String.valueOf(bytes));
+        assertEquals(device.slice(0, bytes - 16, 16).capacity(), 16);
+    }
+
+    @Test
+    public void closedPoolRejectsBufferAccess() {
+        DeviceKvPool other = DEVICE.allocateDevice();
+        other.close();
+        assertMessage(expectThrows(KvioClosedException.class, other::buffer), "closed");
+        assertMessage(expectThrows(KvioClosedException.class, () -> other.regionAddress(0)), "closed");
+    }
+
+    @Test
+    public void buildForClosedDevice() {
+        DeviceKvPool other = DEVICE.allocateDevice();
+        other.close();
+        assertRejected(KvioClosedException.class,
+                () -> open(PoolFixtures.host(other, KvLayout.PAGE_FIRST, 4)), both(), "closed");
     }
 }

@@ -6,6 +6,7 @@
 // buffer is canary-filled and compared whole (guard zones included); sources must not change.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -206,6 +207,78 @@ TEST_P(ConformanceTest, MatchesOracle) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLayouts, ConformanceTest, ::testing::ValuesIn(allCases()), caseName);
+
+// Any layout to any layout (host to host, device to device, same layout both sides, layer
+// windows at different offsets), seeded random geometry and indices, through the executor.
+TEST(ConformanceAnyToAny, RandomLayoutsAndLayerWindows) {
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 3);
+  std::mt19937_64 rng(0xa2a);
+  const Form forms[] = {Form::Single, Form::PerComponent, Form::PerLayer, Form::Allocated};
+  const Form otherForms[] = {Form::Single, Form::PerComponent, Form::Allocated};
+  for (int iteration = 0; iteration < 300; ++iteration) {
+    const int32_t kind = rng() % 2 == 0 ? KVIO_KIND_MHA : KVIO_KIND_MLA;
+    const int64_t ps = std::vector<int64_t>{1, 2, 16, 64}[rng() % 4];
+    const Heads heads = kind == KVIO_KIND_MLA
+                            ? Heads{1, std::vector<int64_t>{8, 576, 656, 1024}[rng() % 4]}
+                            : std::vector<Heads>{{2, 4}, {3, 40}, {8, 1}, {2, 328}, {4, 256}}[rng() % 5];
+    Geometry g[2];
+    for (Geometry& x : g) {
+      x.kind = kind;
+      x.layout = static_cast<int32_t>(rng() % (kind == KVIO_KIND_MHA ? 4 : 3));
+      // Per-layer tables exist for layer_first only.
+      x.form = x.layout == KVIO_LAYOUT_LAYER_FIRST ? forms[rng() % 4] : otherForms[rng() % 3];
+      x.L = 1 + static_cast<int64_t>(rng() % 5);
+      x.P = std::max<int64_t>(2, 48 / ps) + static_cast<int64_t>(rng() % 3);
+      x.ps = ps;
+      x.H = heads.H;
+      x.hb = heads.hb;
+    }
+    const Geometry& sg = g[0];
+    const Geometry& dg = g[1];
+    const int64_t layers = 1 + static_cast<int64_t>(rng() % std::min(sg.L, dg.L));
+    const int64_t srcLayer = static_cast<int64_t>(rng() % (sg.L - layers + 1));
+    const int64_t dstLayer = static_cast<int64_t>(rng() % (dg.L - layers + 1));
+    std::vector<int64_t> dstIdx, srcIdx;
+    switch (rng() % 3) {
+      case 0: {  // whole pages
+        const int64_t k = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::min(sg.P, dg.P)));
+        srcIdx = expandPages(distinct(rng, sg.P, k), ps);
+        dstIdx = expandPages(distinct(rng, dg.P, k), ps);
+        break;
+      }
+      case 1: {  // token slots
+        const int64_t k = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::min(sg.S(), dg.S())));
+        srcIdx = distinct(rng, sg.S(), k);
+        dstIdx = distinct(rng, dg.S(), k);
+        break;
+      }
+      default: {  // one long run from a random start on each side
+        const int64_t k = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::min(sg.S(), dg.S())));
+        const int64_t s0 = static_cast<int64_t>(rng() % static_cast<uint64_t>(sg.S() - k + 1));
+        const int64_t d0 = static_cast<int64_t>(rng() % static_cast<uint64_t>(dg.S() - k + 1));
+        for (int64_t i = 0; i < k; ++i) {
+          srcIdx.push_back(s0 + i);
+          dstIdx.push_back(d0 + i);
+        }
+      }
+    }
+    SCOPED_TRACE("iteration " + std::to_string(iteration) + ": " + sg.describe() + " -> " +
+                 dg.describe() + ", layers " + std::to_string(srcLayer) + "->" +
+                 std::to_string(dstLayer) + " x" + std::to_string(layers) + ", " +
+                 std::to_string(srcIdx.size()) + " indices");
+    TestPool src(sg), dst(dg);
+    src.fillRandom(rng);
+    dst.fill(kCanary);
+    const Image before = src.capture();
+    Image expected = dst.capture();
+    kvio::transfer(cpu, src.pool(), dst.pool(), srcIdx, dstIdx,
+                   kvio::LayerMap{srcLayer, dstLayer, layers})
+        .wait();
+    applyTransfer(sg, before, dg, &expected, srcIdx, dstIdx, srcLayer, dstLayer, layers);
+    ASSERT_TRUE(sameImage(expected, dst.capture(), "destination"));
+    ASSERT_TRUE(sameImage(before, src.capture(), "source"));
+  }
+}
 
 }  // namespace
 }  // namespace kvio_test

@@ -187,6 +187,15 @@ TEST_F(TransferRejection, DestinationLayerRangePastTheEnd) {
                   "dst_layer_start + num_layers <= 2");
 }
 
+TEST_F(TransferRejection, ExtremeLayerRanges) {
+  EXPECT_REJECTED(submit(desc({0}, {0}, INT64_MAX, 0, 1)), KVIO_STATUS_OUT_OF_RANGE,
+                  "src layer range", "src_layer_start + num_layers <= 4");
+  EXPECT_REJECTED(submit(desc({0}, {0}, 0, 0, INT64_MAX)), KVIO_STATUS_OUT_OF_RANGE,
+                  "src layer range", "outside the src pool's 4 layers");
+  EXPECT_REJECTED(submit(desc({0}, {0}, 0, INT64_MIN, 1)), KVIO_STATUS_OUT_OF_RANGE,
+                  "dst layer range", "dst_layer_start >= 0");
+}
+
 TEST_F(TransferRejection, ZeroLayers) {
   EXPECT_REJECTED(submit(desc({0}, {0}, 0, 0, 0)), KVIO_STATUS_INVALID_ARGUMENT,
                   "num_layers must be at least 1, got 0");
@@ -358,6 +367,15 @@ TEST(PoolRejection, AllocateBadSpec) {
   EXPECT_REJECTED(kvio_pool_allocate(nullptr, &pool), KVIO_STATUS_INVALID_ARGUMENT, "spec is null");
   spec.page_size = 4;
   EXPECT_REJECTED(kvio_pool_allocate(&spec, nullptr), KVIO_STATUS_INVALID_ARGUMENT, "pool_out is null");
+}
+
+TEST(PoolRejection, AllocateTooLarge) {
+  // 2^52 bytes (4 PiB) fits the 2^62 spec limit but no address space.
+  const kvio_pool_spec spec{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, 1024, 1 << 20, 1, 1, 4096};
+  uint64_t pool = 0;
+  EXPECT_REJECTED(kvio_pool_allocate(&spec, &pool), KVIO_STATUS_OUT_OF_MEMORY, "mmap of",
+                  "failed");
+  EXPECT_EQ(pool, 0u);
 }
 
 TEST(PoolRejection, RegionOutOfRange) {

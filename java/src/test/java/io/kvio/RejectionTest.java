@@ -534,4 +534,10 @@ public class RejectionTest {
         assertRejected(KvioClosedException.class,
                 () -> open(PoolFixtures.host(other, KvLayout.PAGE_FIRST, 4)), both(), "closed");
     }
+
+    @Test
+    public void tooManyExecutorThreads() {
+        assertRejected(KvioInvalidArgumentException.class, () -> open(KvioExecutor.create(IoBackend.CPU, 2000)),
+                both(), "threads must be at most 1024, got 2000");
+    }
 }

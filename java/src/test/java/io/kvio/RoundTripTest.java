@@ -186,4 +186,88 @@ public class RoundTripTest {
     static long[] concat(long[]... parts) {
         return java.util.Arrays.stream(parts).flatMapToLong(java.util.Arrays::stream).toArray();
     }
+
+    /**
+     * A host pool whose page size differs from the device's (the reference's DCP case, host
+     * page_size = device page_size / dcp_size, and its inverse): slots are slots, each side is
+     * addressed with its own page size.
+     */
+    @Test(dataProvider = "layouts")
+    public void hostPageSizeDiffersFromDevice(PoolKind kind, KvLayout layout, long devicePageSize, long seed) {
+        long hostPageSize = devicePageSize == 1 ? 4 : devicePageSize / 4;
+        Config cfg = new Config(kind, 3, devicePageSize == 1 ? 64 : 4, devicePageSize, kind == PoolKind.MHA ? 2 : 1,
+                kind == PoolKind.MHA ? 12 : 40);
+        long hostPages = 48 / hostPageSize;
+        Random rnd = new Random(seed);
+        long[] hostIdx = LayoutOracle.crossingRuns(rnd, hostPages * hostPageSize, hostPageSize, 20);
+        long[] devIdx = LayoutOracle.crossingRuns(rnd, cfg.pages * devicePageSize, devicePageSize, 20);
+        try (DeviceKvPool device = cfg.allocateDevice();
+                HostKvPool host = HostKvPool.builder().forDevice(device).layout(layout).ioBackend(IoBackend.CPU)
+                        .pageSize(hostPageSize).pages(hostPages).threads(1).build();
+                TokenIndices h = TokenIndices.of(hostIdx);
+                TokenIndices d = TokenIndices.of(devIdx)) {
+            assertEquals(host.spec().pageSize(), hostPageSize);
+            Placement dp = LayoutOracle.standard(cfg.deviceGeometry(), 0);
+            Placement hp = LayoutOracle.standard(new Geometry(cfg.components(), LayoutOracle.Shape.of(layout),
+                    cfg.layers, hostPages, hostPageSize, cfg.heads, cfg.headBytes), 0);
+            byte[] devData = LayoutOracle.fill(device.buffer(), seed);
+            byte[] expectedHost = LayoutOracle.canary(host.buffer(), seed);
+            LayoutOracle.applyTransfer(devData, dp, expectedHost, hp, devIdx, hostIdx, 0, 0, cfg.layers);
+            try (Transfer t = host.backupFromDevice(device, h, d)) {
+                t.await();
+            }
+            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(host.buffer()), expectedHost, hp,
+                    "host (page size " + hostPageSize + ") after backup from device (page size " + devicePageSize + ")");
+            byte[] expectedDev = LayoutOracle.canary(device.buffer(), seed + 1);
+            LayoutOracle.applyTransfer(expectedHost, hp, expectedDev, dp, hostIdx, devIdx, 1, 1, 1);
+            try (Transfer t = host.loadToDevice(device, h, d, 1)) {
+                t.await();
+            }
+            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(device.buffer()), expectedDev, dp,
+                    "device after load of layer 1 from a host with page size " + hostPageSize);
+        }
+    }
+
+    /** Repeated source slots (one row broadcast to several destinations) are valid. */
+    @Test
+    public void repeatedSourceSlotsBroadcast() {
+        Config cfg = new Config(PoolKind.MHA, 2, 4, 4, 2, 16);
+        long[] hostIdx = {0, 1, 2, 3, 9};
+        long[] devIdx = {5, 5, 5, 7, 5};
+        try (DeviceKvPool device = cfg.allocateDevice();
+                HostKvPool host = PoolFixtures.host(device, KvLayout.PAGE_HEAD, 4);
+                TokenIndices h = TokenIndices.of(hostIdx);
+                TokenIndices d = TokenIndices.of(devIdx)) {
+            Placement dp = LayoutOracle.standard(cfg.deviceGeometry(), 0);
+            Placement hp = LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_HEAD, cfg.layers, 4), 0);
+            byte[] devData = LayoutOracle.fill(device.buffer(), 5);
+            byte[] expected = LayoutOracle.canary(host.buffer(), 5);
+            LayoutOracle.applyTransfer(devData, dp, expected, hp, devIdx, hostIdx, 0, 0, cfg.layers);
+            try (Transfer t = host.backupFromDevice(device, h, d)) {
+                t.await();
+            }
+            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(host.buffer()), expected, hp, "broadcast backup");
+        }
+    }
+
+    /** Same pool, other layers, same slots: layer 0 copied onto layer 2 in place is not an overlap. */
+    @Test
+    public void samePoolOtherLayers() {
+        Config cfg = new Config(PoolKind.MLA, 4, 4, 4, 1, 24);
+        long[] idx = {1, 2, 3, 8};
+        try (DeviceKvPool device = cfg.allocateDevice();
+                HostKvPool host = PoolFixtures.host(device, KvLayout.PAGE_FIRST, 4);
+                KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 1);
+                TokenIndices i = TokenIndices.of(idx)) {
+            Placement hp = LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_FIRST, cfg.layers, 4), 0);
+            byte[] data = LayoutOracle.fill(host.buffer(), 6);
+            byte[] expected = data.clone();
+            LayoutOracle.applyTransfer(data, hp, expected, hp, idx, idx, 0, 2, 2);
+            try (Transfer t = Kvio.transfer(executor, host, host, i, i, 0, 2, 2)) {
+                t.await();
+            }
+            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(host.buffer()), expected, hp,
+                    "layers [0,2) copied onto [2,4) of the same pool");
+        }
+    }
 }

@@ -76,9 +76,11 @@ kvio_status kvio_check_support(const kvio_support_query* q) {
   }
   const kvio_status available = backendOps(q->io_backend)->available();
   if (available != KVIO_STATUS_OK) {
+    // Copy the cause first: availableBackends() asks every backend and overwrites it.
+    const std::string cause = lastError();
+    const std::string alternatives = availableBackends();
     return fail(available, "io backend '%s' is not available here: %s. Available here: %s",
-                kvio_name(KVIO_NAME_BACKEND, q->io_backend), lastError().c_str(),
-                availableBackends().c_str());
+                kvio_name(KVIO_NAME_BACKEND, q->io_backend), cause.c_str(), alternatives.c_str());
   }
   return KVIO_STATUS_OK;
 }

@@ -72,17 +72,8 @@ public class BackendAvailabilityTest {
         assertTrue(e.getMessage().contains("cpu"), "names what is available: " + e.getMessage());
     }
 
-    /**
-     * KNOWN NATIVE BUG, disabled until fixed: kvio_check_support (native/src/core/support.cpp)
-     * formats its UNAVAILABLE message with lastError().c_str() and availableBackends() as
-     * arguments of one fail(...) call; availableBackends() queries every backend, which overwrites
-     * the thread-local last error, so the message carries the cause of the LAST unavailable
-     * backend (Ascend) instead of the requested one: for 'kernel' or 'direct' it reads "io backend
-     * 'kernel' is not available here: this kvio build has no Ascend backend (...)". (If the
-     * arguments were evaluated in the other order, c_str() could dangle.) Fix: copy lastError()
-     * into a local std::string before calling availableBackends().
-     */
-    @Test(enabled = false, description = "known bug: kvio_check_support reports the Ascend cause for kernel/direct")
+    /** The UNAVAILABLE message of checkSupport carries the requested backend's own cause. */
+    @Test
     public void checkSupportGivesTheRequestedBackendsCause() {
         for (IoBackend b : IoBackend.values()) {
             if (b.isAvailable()) continue;

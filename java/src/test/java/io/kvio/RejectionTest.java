@@ -322,8 +322,7 @@ public class RejectionTest {
                         .ioBackend("kernel").pageSize(4).heads(2).headBytes(8).deviceLayers(4).pages(4)
                         .build()),
                 both(), "io backend 'kernel' is not available", "Available here: cpu");
-        // the cause itself ("no CUDA backend") is checked by
-        // BackendAvailabilityTest.checkSupportGivesTheRequestedBackendsCause (known native bug)
+        // the cause itself is checked by BackendAvailabilityTest.checkSupportGivesTheRequestedBackendsCause
         assertEquals(e.status(), KvioException.Status.UNAVAILABLE);
     }
 

@@ -26,11 +26,12 @@ struct Case {
   bool backup;  // device -> host; false: host -> device (load)
 };
 
-std::string caseName(const ::testing::TestParamInfo<Case>& info) {
-  const Case& c = info.param;
+std::string describe(const Case& c) {
   return std::string(c.kind == KVIO_KIND_MHA ? "mha_" : "mla_") + layoutName(c.hostLayout) + "_" +
          formName(c.deviceForm) + (c.backup ? "_backup" : "_load");
 }
+std::string caseName(const ::testing::TestParamInfo<Case>& info) { return describe(info.param); }
+void PrintTo(const Case& c, std::ostream* os) { *os << describe(c); }
 
 std::vector<Case> allCases() {
   std::vector<Case> cases;
@@ -217,12 +218,17 @@ TEST(ConformanceAnyToAny, RandomLayoutsAndLayerWindows) {
   const Form otherForms[] = {Form::Single, Form::PerComponent, Form::Allocated};
   for (int iteration = 0; iteration < 300; ++iteration) {
     const int32_t kind = rng() % 2 == 0 ? KVIO_KIND_MHA : KVIO_KIND_MLA;
-    const int64_t ps = std::vector<int64_t>{1, 2, 16, 64}[rng() % 4];
+    // The two sides' page sizes are drawn independently in half of the cases.
+    const bool samePageSize = rng() % 2 == 0;
+    const int64_t pageSizes[2] = {std::vector<int64_t>{1, 2, 16, 64}[rng() % 4],
+                                  std::vector<int64_t>{1, 2, 16, 64}[rng() % 4]};
     const Heads heads = kind == KVIO_KIND_MLA
                             ? Heads{1, std::vector<int64_t>{8, 576, 656, 1024}[rng() % 4]}
                             : std::vector<Heads>{{2, 4}, {3, 40}, {8, 1}, {2, 328}, {4, 256}}[rng() % 5];
     Geometry g[2];
-    for (Geometry& x : g) {
+    for (int side = 0; side < 2; ++side) {
+      Geometry& x = g[side];
+      const int64_t ps = side == 1 && !samePageSize ? pageSizes[1] : pageSizes[0];
       x.kind = kind;
       x.layout = static_cast<int32_t>(rng() % (kind == KVIO_KIND_MHA ? 4 : 3));
       // Per-layer tables exist for layer_first only.
@@ -239,11 +245,12 @@ TEST(ConformanceAnyToAny, RandomLayoutsAndLayerWindows) {
     const int64_t srcLayer = static_cast<int64_t>(rng() % (sg.L - layers + 1));
     const int64_t dstLayer = static_cast<int64_t>(rng() % (dg.L - layers + 1));
     std::vector<int64_t> dstIdx, srcIdx;
-    switch (rng() % 3) {
+    const uint64_t pattern = rng() % 3;
+    switch (sg.ps == dg.ps ? pattern : 1 + pattern % 2) {
       case 0: {  // whole pages
         const int64_t k = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::min(sg.P, dg.P)));
-        srcIdx = expandPages(distinct(rng, sg.P, k), ps);
-        dstIdx = expandPages(distinct(rng, dg.P, k), ps);
+        srcIdx = expandPages(distinct(rng, sg.P, k), sg.ps);
+        dstIdx = expandPages(distinct(rng, dg.P, k), dg.ps);
         break;
       }
       case 1: {  // token slots

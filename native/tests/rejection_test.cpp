@@ -472,6 +472,8 @@ TEST(SupportRejection, HostLayersOutsideDevice) {
                   "holds device layers [48, 64), outside the device pool's 61 layers", "[0, 61)");
   q.device_layer_start = -1;
   EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE, "[-1, 15)");
+  q.device_layer_start = INT64_MAX;  // the message must not overflow computing the range end
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE, "outside the device pool's 61 layers");
   q.device_layer_start = 0;
   q.device_num_layers = 0;
   EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,

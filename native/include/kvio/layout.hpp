@@ -52,11 +52,13 @@ struct AffineLayout {
   int64_t strideH = 0;
   const uint64_t* layerBase = nullptr;  // [c * numLayers + l]
 
-  KVIO_HOST_DEVICE uint64_t address(int32_t c, int64_t l, int64_t t, int64_t h) const {
+  /// Byte offset of token t from its layer's base: p*strideP + s*strideS.
+  KVIO_HOST_DEVICE int64_t tokenOffset(int64_t t) const {
     const int64_t p = t / pageSize;
-    const int64_t s = t - p * pageSize;
-    return layerBase[c * numLayers + l] +
-           static_cast<uint64_t>(p * strideP + s * strideS + h * strideH);
+    return p * strideP + (t - p * pageSize) * strideS;
+  }
+  KVIO_HOST_DEVICE uint64_t address(int32_t c, int64_t l, int64_t t, int64_t h) const {
+    return layerBase[c * numLayers + l] + static_cast<uint64_t>(tokenOffset(t) + h * strideH);
   }
   KVIO_HOST_DEVICE int64_t rowBytes() const { return headNum * headBytes; }
   /// Heads of a token row are adjacent, so one (c, l, t) is one contiguous row.

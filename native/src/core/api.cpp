@@ -164,7 +164,7 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, uint
   KVIO_RETURN_IF_ERROR(pools().get(desc.src_pool, "src_pool", &src));
   KVIO_RETURN_IF_ERROR(pools().get(desc.dst_pool, "dst_pool", &dst));
   PlanRequest request;
-  std::vector<IndexRun> runs;
+  thread_local std::vector<IndexRun> runs;  // reused: no allocation per transfer
   KVIO_RETURN_IF_ERROR(validateTransfer(*src, *dst, desc, &request, &runs));
   auto job = std::make_shared<Job>();
   planTransfer(request, runs, &job->plan);

@@ -4,6 +4,7 @@
 #ifndef KVIO_CORE_ERROR_HPP_
 #define KVIO_CORE_ERROR_HPP_
 
+#include <cstdint>
 #include <string>
 
 #include "kvio/kvio.h"
@@ -16,6 +17,13 @@ const std::string& lastError();
 
 /// printf-style message; returns status.
 kvio_status fail(kvio_status status, const char* format, ...) __attribute__((format(printf, 2, 3)));
+
+/// a + b clamped to the int64 range: for messages that echo absurd caller values.
+inline int64_t saturatingAdd(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  if (__builtin_add_overflow(a, b, &sum)) return a < 0 ? INT64_MIN : INT64_MAX;
+  return sum;
+}
 
 /// Propagates a non-OK status from an expression.
 #define KVIO_RETURN_IF_ERROR(expr)                           \

@@ -1,9 +1,10 @@
 // Planner (see planner.hpp). A transfer is enumerated as units: one 2-D copy per
-// (index run, layer pair, component, head group), each unit covering the run's tokens. Units
-// are emitted in two nestings, layers-inside-runs and runs-inside-layers, and merged as they
-// come; the shorter plan wins. Layers-inside-runs finds per-page copies spanning all layers
-// (page_first_direct pages, the Ascend "dim exchange"); runs-inside-layers finds per-layer
-// copies spanning many pages.
+// (index run, layer, component, head group), covering the run's tokens; layers adjacent on
+// both sides (page_head, page_first pairs) fold into one wider unit. Units are emitted in two
+// nestings and merged as they come; the shorter plan wins. Runs-inside-layers finds per-layer
+// copies spanning many pages; layers-inside-runs finds per-page copies spanning all layers and
+// heads (page_first_direct pages, the Ascend "dim exchange"). Token offsets are computed once
+// per run, so a unit costs a few additions.
 #include "planner.hpp"
 
 namespace kvio {
@@ -29,70 +30,140 @@ void splitRuns(const PlanRequest& request, std::vector<IndexRun>* runs) {
   }
 }
 
-void appendCoalesced(std::vector<kvio_copy2d>* plan, const kvio_copy2d& u) {
-  if (!plan->empty()) {
-    kvio_copy2d& c = plan->back();
-    if (c.height == 1 && u.height == 1) {
-      if (u.src == c.src + c.width && u.dst == c.dst + c.width) {  // contiguous on both sides
-        c.width += u.width;
-        return;
-      }
-      if (u.width == c.width && u.src >= c.src + c.width && u.dst >= c.dst + c.width) {
-        c.height = 2;  // two rows at a constant pitch
-        c.src_pitch = u.src - c.src;
-        c.dst_pitch = u.dst - c.dst;
-        return;
-      }
-    } else if (u.width == c.width && c.height >= 2) {
-      const bool samePitch =
-          u.height == 1 || (u.src_pitch == c.src_pitch && u.dst_pitch == c.dst_pitch);
-      if (samePitch && u.src == c.src + c.height * c.src_pitch &&
-          u.dst == c.dst + c.height * c.dst_pitch) {
-        c.height += u.height;
-        return;
-      }
-    } else if (u.width == c.width && c.height == 1 && u.height >= 2) {
-      if (u.src == c.src + u.src_pitch && u.dst == c.dst + u.dst_pitch) {
-        c.height = u.height + 1;
-        c.src_pitch = u.src_pitch;
-        c.dst_pitch = u.dst_pitch;
-        return;
-      }
+namespace {
+
+// Merges `u` into `c` when the two are contiguous on both sides or `u` continues c's rows at a
+// constant pitch; returns false when `u` must start a new copy.
+bool mergeInto(kvio_copy2d& c, const kvio_copy2d& u) {
+  if (c.height == 1 && u.height == 1) {
+    if (u.src == c.src + c.width && u.dst == c.dst + c.width) {  // contiguous on both sides
+      c.width += u.width;
+      return true;
+    }
+    if (u.width == c.width && u.src >= c.src + c.width && u.dst >= c.dst + c.width) {
+      c.height = 2;  // two rows at a constant pitch
+      c.src_pitch = u.src - c.src;
+      c.dst_pitch = u.dst - c.dst;
+      return true;
+    }
+  } else if (u.width == c.width && c.height >= 2) {
+    const bool samePitch =
+        u.height == 1 || (u.src_pitch == c.src_pitch && u.dst_pitch == c.dst_pitch);
+    if (samePitch && u.src == c.src + c.height * c.src_pitch &&
+        u.dst == c.dst + c.height * c.dst_pitch) {
+      c.height += u.height;
+      return true;
+    }
+  } else if (u.width == c.width && c.height == 1 && u.height >= 2) {
+    if (u.src == c.src + u.src_pitch && u.dst == c.dst + u.dst_pitch) {
+      c.height = u.height + 1;
+      c.src_pitch = u.src_pitch;
+      c.dst_pitch = u.dst_pitch;
+      return true;
     }
   }
-  plan->push_back(u);
+  return false;
+}
+
+// Counts the copies a unit sequence coalesces into, keeping only the last one.
+class CopyCounter {
+ public:
+  void add(const kvio_copy2d& u) {
+    if (count_ == 0 || !mergeInto(last_, u)) {
+      last_ = u;
+      ++count_;
+    }
+  }
+  size_t count() const { return count_; }
+
+ private:
+  kvio_copy2d last_{};
+  size_t count_ = 0;
+};
+
+// Appends coalesced copies to a plan.
+class PlanWriter {
+ public:
+  explicit PlanWriter(std::vector<kvio_copy2d>* plan) : plan_(plan) {}
+  void add(const kvio_copy2d& u) { appendCoalesced(plan_, u); }
+
+ private:
+  std::vector<kvio_copy2d>* plan_;
+};
+
+}  // namespace
+
+void appendCoalesced(std::vector<kvio_copy2d>* plan, const kvio_copy2d& u) {
+  if (plan->empty() || !mergeInto(plan->back(), u)) plan->push_back(u);
 }
 
 namespace {
 
+// What one unit covers: `width` bytes per token; `headGroups` units per token (1 when heads
+// are adjacent on both sides, else one per head); `layerGroups` units per token and head
+// (1 when the layers of the map are adjacent on both sides and fold into one wider unit).
 struct UnitShape {
-  int64_t headGroups;  // 1 when heads are adjacent on both sides, else head_num
-  uint64_t width;      // bytes per token of one unit
+  int64_t headGroups;
+  int64_t layerGroups;
+  uint64_t width;
 };
 
-kvio_copy2d unitCopy(const PlanRequest& r, const UnitShape& shape, const IndexRun& run,
-                     int32_t component, int64_t layer, int64_t head) {
-  const AffineLayout& src = *r.src;
-  const AffineLayout& dst = *r.dst;
-  kvio_copy2d u;
-  u.src = src.address(component, r.srcLayerStart + layer, run.src, head);
-  u.dst = dst.address(component, r.dstLayerStart + layer, run.dst, head);
-  const uint64_t srcPitch = static_cast<uint64_t>(src.strideS);
-  const uint64_t dstPitch = static_cast<uint64_t>(dst.strideS);
-  const uint64_t tokens = static_cast<uint64_t>(run.length);
-  if (tokens == 1 || (srcPitch == shape.width && dstPitch == shape.width)) {
-    u.width = shape.width * tokens;
-    u.height = 1;
-    u.src_pitch = u.width;
-    u.dst_pitch = u.width;
-  } else {
-    u.width = shape.width;
-    u.height = tokens;
-    u.src_pitch = srcPitch;
-    u.dst_pitch = dstPitch;
+// Token offsets of a run's first slot on both sides, computed once per run.
+struct RunOffsets {
+  uint64_t src;
+  uint64_t dst;
+  uint64_t tokens;
+};
+
+// True when, for every component, layer l+1 of the map starts `width` bytes after layer l.
+bool layersAdjacent(const AffineLayout& a, int64_t start, int64_t count, uint64_t width) {
+  for (int32_t c = 0; c < a.components; ++c) {
+    const uint64_t* base = a.layerBase + c * a.numLayers + start;
+    for (int64_t l = 0; l + 1 < count; ++l) {
+      if (base[l + 1] - base[l] != width) return false;
+    }
   }
-  return u;
+  return true;
 }
+
+class UnitEmitter {
+ public:
+  UnitEmitter(const PlanRequest& r, const UnitShape& shape)
+      : r_(r),
+        shape_(shape),
+        srcPitch_(static_cast<uint64_t>(r.src->strideS)),
+        dstPitch_(static_cast<uint64_t>(r.dst->strideS)),
+        contiguous_(srcPitch_ == shape.width && dstPitch_ == shape.width) {}
+
+  kvio_copy2d unit(const RunOffsets& run, int32_t c, int64_t l, int64_t h) const {
+    const AffineLayout& src = *r_.src;
+    const AffineLayout& dst = *r_.dst;
+    kvio_copy2d u;
+    u.src = src.layerBase[c * src.numLayers + r_.srcLayerStart + l] + run.src +
+            static_cast<uint64_t>(h * src.strideH);
+    u.dst = dst.layerBase[c * dst.numLayers + r_.dstLayerStart + l] + run.dst +
+            static_cast<uint64_t>(h * dst.strideH);
+    if (run.tokens == 1 || contiguous_) {
+      u.width = shape_.width * run.tokens;
+      u.height = 1;
+      u.src_pitch = u.width;
+      u.dst_pitch = u.width;
+    } else {
+      u.width = shape_.width;
+      u.height = run.tokens;
+      u.src_pitch = srcPitch_;
+      u.dst_pitch = dstPitch_;
+    }
+    return u;
+  }
+
+ private:
+  const PlanRequest& r_;
+  const UnitShape shape_;
+  const uint64_t srcPitch_;
+  const uint64_t dstPitch_;
+  const bool contiguous_;
+};
 
 }  // namespace
 
@@ -100,27 +171,52 @@ void planTransfer(const PlanRequest& r, const std::vector<IndexRun>& runs,
                   std::vector<kvio_copy2d>* plan) {
   plan->clear();
   const AffineLayout& src = *r.src;
-  const bool adjacent = src.headsAdjacent() && r.dst->headsAdjacent();
-  const UnitShape shape{adjacent ? 1 : src.headNum,
-                        static_cast<uint64_t>(adjacent ? src.rowBytes() : src.headBytes)};
+  const AffineLayout& dst = *r.dst;
+  const bool headsAdjacent = src.headsAdjacent() && dst.headsAdjacent();
+  UnitShape shape{headsAdjacent ? 1 : src.headNum, r.numLayers,
+                  static_cast<uint64_t>(headsAdjacent ? src.rowBytes() : src.headBytes)};
+  if (r.numLayers > 1 && layersAdjacent(src, r.srcLayerStart, r.numLayers, shape.width) &&
+      layersAdjacent(dst, r.dstLayerStart, r.numLayers, shape.width)) {
+    shape.width *= static_cast<uint64_t>(r.numLayers);  // e.g. page_head or page_first pairs
+    shape.layerGroups = 1;
+  }
+  thread_local std::vector<RunOffsets> offsets;  // reused: no allocation per transfer
+  offsets.clear();
+  for (const IndexRun& run : runs) {
+    offsets.push_back(RunOffsets{static_cast<uint64_t>(src.tokenOffset(run.src)),
+                                 static_cast<uint64_t>(dst.tokenOffset(run.dst)),
+                                 static_cast<uint64_t>(run.length)});
+  }
+  const UnitEmitter emit(r, shape);
   const int32_t components = src.components;
 
-  // Nesting 1: component, head group, layer, run.
-  for (int32_t c = 0; c < components; ++c)
-    for (int64_t h = 0; h < shape.headGroups; ++h)
-      for (int64_t l = 0; l < r.numLayers; ++l)
-        for (const IndexRun& run : runs) appendCoalesced(plan, unitCopy(r, shape, run, c, l, h));
-  if (plan->size() <= static_cast<size_t>(components) || r.numLayers == 1) return;
-
-  // Nesting 2: component, head group, run, layer.
-  std::vector<kvio_copy2d> alternative;
-  alternative.reserve(plan->size());
-  for (int32_t c = 0; c < components; ++c)
-    for (int64_t h = 0; h < shape.headGroups; ++h)
-      for (const IndexRun& run : runs)
-        for (int64_t l = 0; l < r.numLayers; ++l)
-          appendCoalesced(&alternative, unitCopy(r, shape, run, c, l, h));
-  if (alternative.size() < plan->size()) plan->swap(alternative);
+  // Nesting 1: component, head group, layer, run: per-layer copies spanning many runs.
+  const auto runsInsideLayers = [&](auto& sink) {
+    for (int32_t c = 0; c < components; ++c)
+      for (int64_t h = 0; h < shape.headGroups; ++h)
+        for (int64_t l = 0; l < shape.layerGroups; ++l)
+          for (const RunOffsets& run : offsets) sink.add(emit.unit(run, c, l, h));
+  };
+  // Nesting 2: component, run, head group, layer: per-run copies spanning layers and heads.
+  const auto layersInsideRuns = [&](auto& sink) {
+    for (int32_t c = 0; c < components; ++c)
+      for (const RunOffsets& run : offsets)
+        for (int64_t h = 0; h < shape.headGroups; ++h)
+          for (int64_t l = 0; l < shape.layerGroups; ++l) sink.add(emit.unit(run, c, l, h));
+  };
+  // Count both (cheap: no allocation), then write the shorter one once, at its exact size.
+  CopyCounter first, second;
+  runsInsideLayers(first);
+  const bool sameOrder = shape.layerGroups == 1 && shape.headGroups == 1;
+  if (!sameOrder) layersInsideRuns(second);
+  PlanWriter writer(plan);
+  if (sameOrder || first.count() <= second.count()) {
+    plan->reserve(first.count());
+    runsInsideLayers(writer);
+  } else {
+    plan->reserve(second.count());
+    layersInsideRuns(writer);
+  }
 }
 
 }  // namespace kvio

@@ -70,7 +70,7 @@ kvio_status kvio_check_support(const kvio_support_query* q) {
                 "the host pool holds device layers [%lld, %lld), outside the device pool's %lld "
                 "layers; a layer-sharded host pool must hold a contiguous range inside [0, %lld)",
                 static_cast<long long>(q->device_layer_start),
-                static_cast<long long>(q->device_layer_start + q->host_num_layers),
+                static_cast<long long>(saturatingAdd(q->device_layer_start, q->host_num_layers)),
                 static_cast<long long>(q->device_num_layers),
                 static_cast<long long>(q->device_num_layers));
   }

@@ -18,7 +18,8 @@ kvio_status checkLayers(const char* side, const PoolImpl& pool, int64_t start, i
     return fail(KVIO_STATUS_OUT_OF_RANGE,
                 "%s layer range [%lld, %lld) is outside the %s pool's %lld layers (valid: "
                 "%s_layer_start >= 0 and %s_layer_start + num_layers <= %lld)",
-                side, static_cast<long long>(start), static_cast<long long>(start + count), side,
+                side, static_cast<long long>(start),
+                static_cast<long long>(saturatingAdd(start, count)), side,
                 static_cast<long long>(pool.spec.num_layers), side, side,
                 static_cast<long long>(pool.spec.num_layers));
   }
@@ -44,13 +45,13 @@ struct Interval {
   int64_t position;  // index of the interval's first pair
 };
 
-std::vector<Interval> intervals(const std::vector<IndexRun>& runs, bool destination) {
-  std::vector<Interval> out;
-  out.reserve(runs.size());
-  for (const IndexRun& r : runs) out.push_back({destination ? r.dst : r.src, r.length, r.position});
-  std::sort(out.begin(), out.end(),
+// Fills `out` (reused across calls) with the runs' slot intervals on one side, sorted.
+void intervals(const std::vector<IndexRun>& runs, bool destination, std::vector<Interval>* out) {
+  out->clear();
+  for (const IndexRun& r : runs)
+    out->push_back({destination ? r.dst : r.src, r.length, r.position});
+  std::sort(out->begin(), out->end(),
             [](const Interval& a, const Interval& b) { return a.start < b.start; });
-  return out;
 }
 
 kvio_status checkDuplicates(const std::vector<Interval>& sorted) {
@@ -137,12 +138,15 @@ kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst, const kvi
   request->numLayers = d.num_layers;
   splitRuns(*request, runs);
 
-  const std::vector<Interval> dstIntervals = intervals(*runs, true);
+  thread_local std::vector<Interval> dstIntervals;  // reused: no allocation per transfer
+  thread_local std::vector<Interval> srcIntervals;
+  intervals(*runs, true, &dstIntervals);
   KVIO_RETURN_IF_ERROR(checkDuplicates(dstIntervals));
   const bool sameLayers = d.src_layer_start < d.dst_layer_start + d.num_layers &&
                           d.dst_layer_start < d.src_layer_start + d.num_layers;
   if (&src == &dst && sameLayers) {
-    KVIO_RETURN_IF_ERROR(checkOverlap(intervals(*runs, false), dstIntervals));
+    intervals(*runs, false, &srcIntervals);
+    KVIO_RETURN_IF_ERROR(checkOverlap(srcIntervals, dstIntervals));
   }
   return KVIO_STATUS_OK;
 }

@@ -86,44 +86,54 @@ struct Task {
 
 struct Pending {
   std::shared_ptr<Job> job;
-  std::vector<kvio_copy2d> pieces;
+  std::vector<kvio_copy2d> cut;  // the plan cut into pieces, when some copy was too large
+  const std::vector<kvio_copy2d>* pieces = nullptr;  // `cut`, or the job's plan itself
   std::vector<Task> tasks;
   size_t next = 0;
   size_t remaining = 0;
   bool stream = false;
 };
 
-// Cuts the plan into pieces of at most `chunk` bytes and groups them into tasks of about
-// `chunk` bytes.
-void cutIntoTasks(const std::vector<kvio_copy2d>& plan, uint64_t chunk, Pending* p) {
-  for (const kvio_copy2d& c : plan) {
-    const uint64_t bytes = c.width * c.height;
-    if (bytes <= chunk) {
-      p->pieces.push_back(c);
-    } else if (c.height == 1) {
-      for (uint64_t offset = 0; offset < c.width; offset += chunk) {
-        kvio_copy2d piece = c;
-        piece.src += offset;
-        piece.dst += offset;
-        piece.width = std::min(chunk, c.width - offset);
-        p->pieces.push_back(piece);
-      }
-    } else {
-      const uint64_t rows = std::max<uint64_t>(1, chunk / c.width);
-      for (uint64_t row = 0; row < c.height; row += rows) {
-        kvio_copy2d piece = c;
-        piece.src += row * c.src_pitch;
-        piece.dst += row * c.dst_pitch;
-        piece.height = std::min(rows, c.height - row);
-        p->pieces.push_back(piece);
+// Cuts copies larger than `chunk` bytes into pieces (rows of a 2-D copy, or spans of a long
+// 1-D copy) and groups consecutive pieces into tasks of about `chunk` bytes.
+void cutIntoTasks(uint64_t chunk, Pending* p) {
+  const std::vector<kvio_copy2d>& plan = p->job->plan;
+  const bool needsCut = std::any_of(plan.begin(), plan.end(), [chunk](const kvio_copy2d& c) {
+    return c.width * c.height > chunk;
+  });
+  p->pieces = &plan;
+  if (needsCut) {
+    for (const kvio_copy2d& c : plan) {
+      const uint64_t bytes = c.width * c.height;
+      if (bytes <= chunk) {
+        p->cut.push_back(c);
+      } else if (c.height == 1) {
+        for (uint64_t offset = 0; offset < c.width; offset += chunk) {
+          kvio_copy2d piece = c;
+          piece.src += offset;
+          piece.dst += offset;
+          piece.width = std::min(chunk, c.width - offset);
+          p->cut.push_back(piece);
+        }
+      } else {
+        const uint64_t rows = std::max<uint64_t>(1, chunk / c.width);
+        for (uint64_t row = 0; row < c.height; row += rows) {
+          kvio_copy2d piece = c;
+          piece.src += row * c.src_pitch;
+          piece.dst += row * c.dst_pitch;
+          piece.height = std::min(rows, c.height - row);
+          p->cut.push_back(piece);
+        }
       }
     }
+    p->pieces = &p->cut;
   }
+  const std::vector<kvio_copy2d>& pieces = *p->pieces;
   uint64_t accumulated = 0;
   size_t first = 0;
-  for (size_t i = 0; i < p->pieces.size(); ++i) {
-    accumulated += p->pieces[i].width * p->pieces[i].height;
-    if (accumulated >= chunk || i + 1 == p->pieces.size()) {
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    accumulated += pieces[i].width * pieces[i].height;
+    if (accumulated >= chunk || i + 1 == pieces.size()) {
       p->tasks.push_back(Task{first, i + 1});
       first = i + 1;
       accumulated = 0;
@@ -173,7 +183,7 @@ class CpuExecutor final : public Executor {
     pending->stream = bytes >= kStreamMinJobBytes;
     const uint64_t chunk =
         std::clamp<uint64_t>(bytes / (static_cast<uint64_t>(threads_) * 4), kMinChunk, kMaxChunk);
-    cutIntoTasks(pending->job->plan, chunk, pending.get());
+    cutIntoTasks(chunk, pending.get());
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (pending->tasks.empty()) {
@@ -205,12 +215,13 @@ class CpuExecutor final : public Executor {
       std::shared_ptr<Pending> head = queue_.front();
       const Task task = head->tasks[head->next++];
       lock.unlock();
-      for (size_t i = task.first; i < task.last; ++i) runCopy(head->pieces[i], head->stream);
+      for (size_t i = task.first; i < task.last; ++i) runCopy((*head->pieces)[i], head->stream);
       endStreaming(head->stream);
       lock.lock();
       if (--head->remaining == 0) {
         queue_.pop_front();
         head->job->state->complete(KVIO_STATUS_OK);
+        head->pieces = nullptr;
         head->job.reset();  // releases pool memory held for the transfer
         work_.notify_all();
         if (queue_.empty()) idle_.notify_all();

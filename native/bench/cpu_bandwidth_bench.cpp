@@ -156,7 +156,8 @@ Fixture& fixture(int64_t row) {
   f.threads = benchThreads();
   if (!f.executor) f.executor = std::make_unique<kvio::Executor>(kvio::IoBackend::Cpu, f.threads);
   if (!f.team) f.team = std::make_unique<MemcpyTeam>(f.threads);
-  f.device = std::make_unique<kvio::Pool>(kvio::Pool::allocate(spec(kvio::Layout::LayerFirst, row)));
+  f.device =
+      std::make_unique<kvio::Pool>(kvio::Pool::allocate(spec(kvio::Layout::LayerFirst, row)));
   f.host = std::make_unique<kvio::Pool>(kvio::Pool::allocate(spec(kvio::Layout::PageFirst, row)));
   std::memset(f.device->data(), 1, f.device->bytes());  // fault the pages in
   std::memset(f.host->data(), 2, f.host->bytes());
@@ -212,8 +213,8 @@ void BM_Transfer(benchmark::State& state) {
   const std::vector<int64_t>& srcSlots = scatter ? hostSlots : deviceSlots;
   const std::vector<int64_t>& dstSlots = scatter ? deviceSlots : hostSlots;
   const kvio::LayerMap layers{0, 0, kLayers};
-  const kvio_transfer_desc desc{src.handle(), dst.handle(), srcSlots.data(), dstSlots.data(),
-                                tokens, 0, 0, kLayers};
+  const kvio_transfer_desc desc{
+      src.handle(), dst.handle(), srcSlots.data(), dstSlots.data(), tokens, 0, 0, kLayers};
   int64_t copies = 0;
   kvio::check(kvio_plan(&desc, nullptr, 0, &copies));
 
@@ -241,7 +242,8 @@ void BM_Transfer(benchmark::State& state) {
     memcpy64kSeconds += since(t2);
     state.ResumeTiming();
   }
-  const double bytes = static_cast<double>(kTransferBytes) * static_cast<double>(state.iterations());
+  const double bytes =
+      static_cast<double>(kTransferBytes) * static_cast<double>(state.iterations());
   state.SetBytesProcessed(static_cast<int64_t>(bytes));
   const double rate = bytes / kvioSeconds;
   const double memcpyRate = bytes / memcpySeconds;
@@ -268,21 +270,24 @@ BENCHMARK(BM_Transfer)->Apply(Args);
 
 void printSummary() {
   if (results().empty()) return;
-  std::printf("\nkvio CPU backend vs parallel memcpy (%d threads, %llu MiB per transfer, %lld layers, page = %lld tokens)\n",
-              benchThreads(), static_cast<unsigned long long>(kTransferBytes >> 20),
-              static_cast<long long>(kLayers), static_cast<long long>(kPageTokens));
+  std::printf(
+      "\nkvio CPU backend vs parallel memcpy (%d threads, %llu MiB per transfer, %lld layers, page "
+      "= %lld tokens)\n",
+      benchThreads(), static_cast<unsigned long long>(kTransferBytes >> 20),
+      static_cast<long long>(kLayers), static_cast<long long>(kPageTokens));
   std::printf("%-9s %-6s %9s %7s %10s %12s %9s %15s %12s\n", "direction", "index", "row_bytes",
               "copies", "kvio_GB/s", "memcpy_GB/s", "x_memcpy", "memcpy64k_GB/s", "x_memcpy64k");
   for (const char* direction : {"gather", "scatter"})
     for (const char* pattern : {"rows  ", "pages "})
       for (int64_t row : {256, 1024, 4096, 16384, 65536, 262144}) {
-        const auto it = results().find(std::string(direction) + " " + pattern + std::to_string(row));
+        const auto it =
+            results().find(std::string(direction) + " " + pattern + std::to_string(row));
         if (it == results().end()) continue;
         const Result& r = it->second;
-        std::printf("%-9s %-6s %9lld %7lld %10.2f %12.2f %9.2f %15.2f %12.2f\n", direction,
-                    pattern, static_cast<long long>(row),
-                    static_cast<long long>(r.copiesPerTransfer), r.kvio / 1e9, r.memcpy / 1e9,
-                    r.kvio / r.memcpy, r.memcpy64k / 1e9, r.kvio / r.memcpy64k);
+        std::printf("%-9s %-6s %9lld %7lld %10.2f %12.2f %9.2f %15.2f %12.2f\n", direction, pattern,
+                    static_cast<long long>(row), static_cast<long long>(r.copiesPerTransfer),
+                    r.kvio / 1e9, r.memcpy / 1e9, r.kvio / r.memcpy, r.memcpy64k / 1e9,
+                    r.kvio / r.memcpy64k);
       }
 }
 

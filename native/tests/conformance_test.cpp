@@ -30,8 +30,12 @@ std::string describe(const Case& c) {
   return std::string(c.kind == KVIO_KIND_MHA ? "mha_" : "mla_") + layoutName(c.hostLayout) + "_" +
          formName(c.deviceForm) + (c.backup ? "_backup" : "_load");
 }
-std::string caseName(const ::testing::TestParamInfo<Case>& info) { return describe(info.param); }
-void PrintTo(const Case& c, std::ostream* os) { *os << describe(c); }
+std::string caseName(const ::testing::TestParamInfo<Case>& info) {
+  return describe(info.param);
+}
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << describe(c);
+}
 
 std::vector<Case> allCases() {
   std::vector<Case> cases;
@@ -83,12 +87,13 @@ class ConformanceTest : public ::testing::TestWithParam<Case> {
   void runConfig(const Case& c, bool sharded, int64_t ps, Heads heads, std::mt19937_64& rng) {
     // Device pages and host pages differ so that an index applied to the wrong side shows.
     const int64_t devicePages = std::max<int64_t>(4, 40 / ps);
-    Geometry dg{c.kind, KVIO_LAYOUT_LAYER_FIRST, c.deviceForm, kDeviceLayers, devicePages, ps,
-                heads.H, heads.hb};
+    Geometry dg{
+        c.kind,  KVIO_LAYOUT_LAYER_FIRST, c.deviceForm, kDeviceLayers, devicePages, ps, heads.H,
+        heads.hb};
     const int64_t shardStart = sharded ? 1 : 0;
     const int64_t hostLayers = sharded ? 2 : kDeviceLayers;  // host holds device [a, a+Lh)
-    Geometry hg{c.kind, c.hostLayout, Form::Allocated, hostLayers, devicePages + 1, ps, heads.H,
-                heads.hb};
+    Geometry hg{c.kind,          c.hostLayout, Form::Allocated, hostLayers,
+                devicePages + 1, ps,           heads.H,         heads.hb};
     TestPool device(dg);
     TestPool host(hg);
     TestPool& src = c.backup ? device : host;
@@ -150,8 +155,8 @@ class ConformanceTest : public ::testing::TestWithParam<Case> {
           if (hostLayers > 2) layerIds.push_back(2);
           for (int64_t j : layerIds) {
             if (pattern == Pattern::WholePages && !sharded) {
-              transfers.push_back(
-                  kvio::transferDimExchange(executor(), src.pool(), dst.pool(), srcPages, dstPages, j, 1));
+              transfers.push_back(kvio::transferDimExchange(executor(), src.pool(), dst.pool(),
+                                                            srcPages, dstPages, j, 1));
             } else {
               transfers.push_back(kvio::transferPerLayer(executor(), src.pool(), dst.pool(), srcIdx,
                                                          dstIdx, srcLayer(j), dstLayer(j)));
@@ -162,9 +167,9 @@ class ConformanceTest : public ::testing::TestWithParam<Case> {
           }
         } else {
           if (pattern == Pattern::WholePages) {
-            transfers.push_back(kvio::transferDirect(executor(), src.pool(), dst.pool(), srcPages,
-                                                     dstPages,
-                                                     kvio::LayerMap{srcLayer(0), dstLayer(0), hostLayers}));
+            transfers.push_back(
+                kvio::transferDirect(executor(), src.pool(), dst.pool(), srcPages, dstPages,
+                                     kvio::LayerMap{srcLayer(0), dstLayer(0), hostLayers}));
           } else if (c.backup) {
             transfers.push_back(kvio::transferAllLayers(executor(), src.pool(), dst.pool(), srcIdx,
                                                         dstIdx, shardStart));
@@ -192,9 +197,9 @@ class ConformanceTest : public ::testing::TestWithParam<Case> {
 
 TEST_P(ConformanceTest, MatchesOracle) {
   const Case& c = GetParam();
-  std::mt19937_64 rng(0x6b76696f + static_cast<uint64_t>(c.kind * 1000 + c.hostLayout * 100 +
-                                                          static_cast<int>(c.deviceForm) * 10 +
-                                                          c.backup));
+  std::mt19937_64 rng(0x6b76696f +
+                      static_cast<uint64_t>(c.kind * 1000 + c.hostLayout * 100 +
+                                            static_cast<int>(c.deviceForm) * 10 + c.backup));
   for (bool sharded : {false, true})
     for (int64_t ps : {1, 16, 64})
       for (int64_t row : {8, 64, 576, 656, 4096})
@@ -222,9 +227,10 @@ TEST(ConformanceAnyToAny, RandomLayoutsAndLayerWindows) {
     const bool samePageSize = rng() % 2 == 0;
     const int64_t pageSizes[2] = {std::vector<int64_t>{1, 2, 16, 64}[rng() % 4],
                                   std::vector<int64_t>{1, 2, 16, 64}[rng() % 4]};
-    const Heads heads = kind == KVIO_KIND_MLA
-                            ? Heads{1, std::vector<int64_t>{8, 576, 656, 1024}[rng() % 4]}
-                            : std::vector<Heads>{{2, 4}, {3, 40}, {8, 1}, {2, 328}, {4, 256}}[rng() % 5];
+    const Heads heads =
+        kind == KVIO_KIND_MLA
+            ? Heads{1, std::vector<int64_t>{8, 576, 656, 1024}[rng() % 4]}
+            : std::vector<Heads>{{2, 4}, {3, 40}, {8, 1}, {2, 328}, {4, 256}}[rng() % 5];
     Geometry g[2];
     for (int side = 0; side < 2; ++side) {
       Geometry& x = g[side];
@@ -248,19 +254,22 @@ TEST(ConformanceAnyToAny, RandomLayoutsAndLayerWindows) {
     const uint64_t pattern = rng() % 3;
     switch (sg.ps == dg.ps ? pattern : 1 + pattern % 2) {
       case 0: {  // whole pages
-        const int64_t k = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::min(sg.P, dg.P)));
+        const int64_t k =
+            1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::min(sg.P, dg.P)));
         srcIdx = expandPages(distinct(rng, sg.P, k), sg.ps);
         dstIdx = expandPages(distinct(rng, dg.P, k), dg.ps);
         break;
       }
       case 1: {  // token slots
-        const int64_t k = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::min(sg.S(), dg.S())));
+        const int64_t k =
+            1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::min(sg.S(), dg.S())));
         srcIdx = distinct(rng, sg.S(), k);
         dstIdx = distinct(rng, dg.S(), k);
         break;
       }
       default: {  // one long run from a random start on each side
-        const int64_t k = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::min(sg.S(), dg.S())));
+        const int64_t k =
+            1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::min(sg.S(), dg.S())));
         const int64_t s0 = static_cast<int64_t>(rng() % static_cast<uint64_t>(sg.S() - k + 1));
         const int64_t d0 = static_cast<int64_t>(rng() % static_cast<uint64_t>(dg.S() - k + 1));
         for (int64_t i = 0; i < k; ++i) {

@@ -95,11 +95,13 @@ TEST(ExecutorOrder, SmallTransferAfterLargeSeesItsOutput) {
       d.push_back(i);
     }
     transfers.push_back(kvio::transferPerLayer(cpu, a.pool(), b.pool(), s, d, 0, 0));
-    transfers.push_back(kvio::transferPerLayer(cpu, b.pool(), c.pool(), range(0, 1), range(k, 1), 0, 0));
+    transfers.push_back(
+        kvio::transferPerLayer(cpu, b.pool(), c.pool(), range(0, 1), range(k, 1), 0, 0));
   }
   for (auto& t : transfers) t.wait();
   for (int64_t k = 0; k < 64; ++k) {
-    ASSERT_EQ(0, std::memcmp(c.region(0) + k * 4096, a.region(0) + k * 4096, 4096)) << "round " << k;
+    ASSERT_EQ(0, std::memcmp(c.region(0) + k * 4096, a.region(0) + k * 4096, 4096))
+        << "round " << k;
   }
 }
 
@@ -110,7 +112,8 @@ TEST(ExecutorWait, TimeoutIsDoneAndBytes) {
   kvio::Pool dst = kvio::Pool::allocate(rows4k(1, 16384).spec());
   const std::vector<int64_t> all = range(0, 16384);
   std::vector<kvio::Transfer> transfers;
-  for (int i = 0; i < 4; ++i) transfers.push_back(kvio::transferPerLayer(one, src, dst, all, all, 0, 0));
+  for (int i = 0; i < 4; ++i)
+    transfers.push_back(kvio::transferPerLayer(one, src, dst, all, all, 0, 0));
   kvio::Transfer& last = transfers.back();
   EXPECT_FALSE(last.waitFor(std::chrono::microseconds(1)));
   EXPECT_FALSE(last.done());
@@ -221,7 +224,8 @@ TEST(ExecutorConcurrency, SeveralSubmittingThreads) {
   // Four threads submit to one executor at once, each into its own destination slots.
   kvio::Executor cpu(kvio::IoBackend::Cpu, 2);
   const Geometry sg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 256, 4, 2, 256};
-  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, 2, 256, 4, 2, 256};
+  const Geometry dg{
+      KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, 2, 256, 4, 2, 256};
   TestPool src(sg), dst(dg);
   std::mt19937_64 rng(4);
   src.fillRandom(rng);
@@ -240,14 +244,17 @@ TEST(ExecutorConcurrency, SeveralSubmittingThreads) {
     workers.emplace_back([&, w] {
       for (int repeat = 0; repeat < 10; ++repeat) {
         const int64_t n = 20;
-        const std::vector<int64_t> s(srcIdx[w].begin() + repeat * n, srcIdx[w].begin() + (repeat + 1) * n);
-        const std::vector<int64_t> d(dstIdx[w].begin() + repeat * n, dstIdx[w].begin() + (repeat + 1) * n);
+        const std::vector<int64_t> s(srcIdx[w].begin() + repeat * n,
+                                     srcIdx[w].begin() + (repeat + 1) * n);
+        const std::vector<int64_t> d(dstIdx[w].begin() + repeat * n,
+                                     dstIdx[w].begin() + (repeat + 1) * n);
         kvio::transferAllLayers(cpu, src.pool(), dst.pool(), s, d).wait();
       }
     });
   }
   for (auto& t : workers) t.join();
-  for (int w = 0; w < 4; ++w) applyTransfer(sg, before, dg, &expected, srcIdx[w], dstIdx[w], 0, 0, 2);
+  for (int w = 0; w < 4; ++w)
+    applyTransfer(sg, before, dg, &expected, srcIdx[w], dstIdx[w], 0, 0, 2);
   ASSERT_TRUE(sameImage(expected, dst.capture(), "destination"));
 }
 

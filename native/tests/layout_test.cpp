@@ -5,6 +5,8 @@
 // hb=10: T=10, component 240 bytes). Also the spec checks (sizes, kind/layout fit, 2^62
 // overflow). White-box: links the core statically (libkvio hides these symbols); the pool
 // addresses are also checked black-box through wrapped pools and kvio_plan.
+#include "kvio/layout.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,7 +16,6 @@
 
 #include "core/error.hpp"
 #include "kvio/kvio.h"
-#include "kvio/layout.hpp"
 
 namespace {
 
@@ -129,23 +130,33 @@ void expectAddresses(const kvio_pool_spec& spec, const std::vector<Point>& point
 // Points: (c, l, t, h); t=3 is page 1 slot 1, t=5 page 2 slot 1, t=7 page 3 slot 1.
 TEST(LayoutAddress, MhaLayerFirst) {
   expectAddresses(mhaSpec(KVIO_LAYOUT_LAYER_FIRST),
-                  {{0, 0, 0, 0, 0}, {0, 1, 3, 1, 138}, {1, 2, 5, 1, 546}, {1, 0, 7, 0, 372},
+                  {{0, 0, 0, 0, 0},
+                   {0, 1, 3, 1, 138},
+                   {1, 2, 5, 1, 546},
+                   {1, 0, 7, 0, 372},
                    {1, 0, 0, 0, 288}});  // the V component starts at 288
 }
 TEST(LayoutAddress, MhaPageFirst) {
-  expectAddresses(mhaSpec(KVIO_LAYOUT_PAGE_FIRST),
-                  {{0, 0, 0, 0, 0}, {0, 1, 3, 1, 126}, {1, 2, 5, 1, 498}, {1, 0, 7, 0, 540},
-                   {1, 0, 0, 0, 288}});
+  expectAddresses(mhaSpec(KVIO_LAYOUT_PAGE_FIRST), {{0, 0, 0, 0, 0},
+                                                    {0, 1, 3, 1, 126},
+                                                    {1, 2, 5, 1, 498},
+                                                    {1, 0, 7, 0, 540},
+                                                    {1, 0, 0, 0, 288}});
 }
 TEST(LayoutAddress, MhaPageFirstDirect) {
-  expectAddresses(mhaSpec(KVIO_LAYOUT_PAGE_FIRST_DIRECT),
-                  {{0, 0, 0, 0, 0}, {0, 1, 3, 1, 114}, {1, 2, 5, 1, 498}, {1, 0, 7, 0, 516},
-                   {1, 0, 0, 0, 288}});
+  expectAddresses(mhaSpec(KVIO_LAYOUT_PAGE_FIRST_DIRECT), {{0, 0, 0, 0, 0},
+                                                           {0, 1, 3, 1, 114},
+                                                           {1, 2, 5, 1, 498},
+                                                           {1, 0, 7, 0, 516},
+                                                           {1, 0, 0, 0, 288}});
 }
 TEST(LayoutAddress, MhaPageHead) {
-  expectAddresses(mhaSpec(KVIO_LAYOUT_PAGE_HEAD),
-                  {{0, 0, 0, 0, 0}, {0, 1, 3, 1, 132}, {0, 1, 3, 0, 96}, {1, 2, 5, 1, 498},
-                   {1, 0, 7, 0, 522}, {1, 0, 0, 0, 288}});
+  expectAddresses(mhaSpec(KVIO_LAYOUT_PAGE_HEAD), {{0, 0, 0, 0, 0},
+                                                   {0, 1, 3, 1, 132},
+                                                   {0, 1, 3, 0, 96},
+                                                   {1, 2, 5, 1, 498},
+                                                   {1, 0, 7, 0, 522},
+                                                   {1, 0, 0, 0, 288}});
 }
 TEST(LayoutAddress, MlaLayerFirst) {
   expectAddresses(mlaSpec(KVIO_LAYOUT_LAYER_FIRST),
@@ -183,7 +194,9 @@ TEST(LayoutAddress, RowShapePredicates) {
 
 struct Segment {
   uint64_t src, dst, width;
-  bool operator==(const Segment& o) const { return src == o.src && dst == o.dst && width == o.width; }
+  bool operator==(const Segment& o) const {
+    return src == o.src && dst == o.dst && width == o.width;
+  }
 };
 
 // The rows of a plan, sorted and merged where both sides continue, so that the comparison
@@ -193,7 +206,8 @@ std::vector<Segment> segments(const std::vector<kvio_copy2d>& plan) {
   for (const kvio_copy2d& c : plan)
     for (uint64_t r = 0; r < c.height; ++r)
       rows.push_back({c.src + r * c.src_pitch, c.dst + r * c.dst_pitch, c.width});
-  std::sort(rows.begin(), rows.end(), [](const Segment& a, const Segment& b) { return a.src < b.src; });
+  std::sort(rows.begin(), rows.end(),
+            [](const Segment& a, const Segment& b) { return a.src < b.src; });
   std::vector<Segment> merged;
   for (const Segment& s : rows) {
     if (!merged.empty() && merged.back().src + merged.back().width == s.src &&
@@ -260,7 +274,8 @@ TEST(LayoutAddress, ComponentBasesOfWrappedPools) {
   ASSERT_EQ(kvio_pool_wrap(&spec, 0x200000, 576, &single), KVIO_STATUS_OK);
   const uint64_t components[2] = {0x300000, 0x280000};  // V below K
   ASSERT_EQ(kvio_pool_wrap_components(&spec, components, 2, 288, &split), KVIO_STATUS_OK);
-  std::vector<kvio_copy2d> a = {{0x200000, 0x900000, 12, 1, 12, 12}, {0x200120, 0xA00000, 12, 1, 12, 12}};
+  std::vector<kvio_copy2d> a = {{0x200000, 0x900000, 12, 1, 12, 12},
+                                {0x200120, 0xA00000, 12, 1, 12, 12}};
   EXPECT_EQ(segments(plan(single, dst, 0, 0, 0, 0)), segments(a));
   std::vector<kvio_copy2d> b = {{0x300000 + 96 * 2 + 12 * 7, 0x920000 + 12, 12, 1, 12, 12},
                                 {0x280000 + 96 * 2 + 12 * 7, 0xA20000 + 12, 12, 1, 12, 12}};
@@ -324,7 +339,8 @@ TEST(LayoutSpec, SizeLimitIsTwoToThe62) {
   mha.head_bytes = (int64_t{1} << 61) + 1;
   expectRejected(mha, KVIO_STATUS_INVALID_ARGUMENT, "does not fit in 2^62 bytes");
   // Products that overflow int64 are rejected, not wrapped.
-  kvio_pool_spec wrap{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_HEAD, 1 << 20, 1 << 20, 1 << 12, 1 << 12, 1 << 12};
+  kvio_pool_spec wrap{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_HEAD, 1 << 20, 1 << 20, 1 << 12, 1 << 12,
+                      1 << 12};
   expectRejected(wrap, KVIO_STATUS_INVALID_ARGUMENT, "pool too large");
   kvio_pool_spec big{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, 1, 1, 1, INT64_MAX, INT64_MAX};
   expectRejected(big, KVIO_STATUS_INVALID_ARGUMENT, "pool too large");

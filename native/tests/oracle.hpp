@@ -89,8 +89,7 @@ struct Geometry {
   std::string describe() const {
     std::ostringstream o;
     o << (kind == KVIO_KIND_MHA ? "mha" : "mla") << " " << layoutName(layout) << " "
-      << formName(form) << " L=" << L << " P=" << P << " ps=" << ps << " H=" << H
-      << " hb=" << hb;
+      << formName(form) << " L=" << L << " P=" << P << " ps=" << ps << " H=" << H << " hb=" << hb;
     return o.str();
   }
 };
@@ -253,15 +252,14 @@ inline ::testing::AssertionResult sameImage(const Image& expected, const Image& 
     for (size_t i = 0; i < e.size(); ++i) {
       if (e[i] == a[i]) continue;
       if (count < 4) {
-        first << " [buffer " << r << " byte " << static_cast<int64_t>(i) -
-                                                     static_cast<int64_t>(expected.guard)
-              << ": expected 0x" << std::hex << int(e[i]) << " got 0x" << int(a[i]) << std::dec
-              << "]";
+        first << " [buffer " << r << " byte "
+              << static_cast<int64_t>(i) - static_cast<int64_t>(expected.guard) << ": expected 0x"
+              << std::hex << int(e[i]) << " got 0x" << int(a[i]) << std::dec << "]";
       }
       ++count;
     }
-    return ::testing::AssertionFailure() << what << ": " << count << " bytes differ in buffer "
-                                         << r << ";" << first.str();
+    return ::testing::AssertionFailure()
+           << what << ": " << count << " bytes differ in buffer " << r << ";" << first.str();
   }
   return ::testing::AssertionSuccess();
 }

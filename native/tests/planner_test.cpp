@@ -22,9 +22,14 @@ std::vector<kvio_copy2d> planOf(const TestPool& src, const TestPool& dst,
                                 const std::vector<int64_t>& srcIdx,
                                 const std::vector<int64_t>& dstIdx, int64_t srcLayer,
                                 int64_t dstLayer, int64_t layers) {
-  const kvio_transfer_desc desc{src.pool().handle(), dst.pool().handle(), srcIdx.data(),
-                                dstIdx.data(), static_cast<int64_t>(srcIdx.size()),
-                                srcLayer, dstLayer, layers};
+  const kvio_transfer_desc desc{src.pool().handle(),
+                                dst.pool().handle(),
+                                srcIdx.data(),
+                                dstIdx.data(),
+                                static_cast<int64_t>(srcIdx.size()),
+                                srcLayer,
+                                dstLayer,
+                                layers};
   int64_t count = -1;
   EXPECT_EQ(kvio_plan(&desc, nullptr, 0, &count), KVIO_STATUS_OK) << kvio_last_error();
   std::vector<kvio_copy2d> plan(static_cast<size_t>(std::max<int64_t>(count, 0)));
@@ -42,8 +47,8 @@ uint64_t planBytes(const std::vector<kvio_copy2d>& plan) {
 
 // Marks every destination byte of the plan; fails if a byte is written twice or a row leaves
 // the destination's buffers. Also checks that source rows stay inside the source's buffers.
-::testing::AssertionResult writesDisjointInside(const std::vector<kvio_copy2d>& plan,
-                                                TestPool& src, TestPool& dst) {
+::testing::AssertionResult writesDisjointInside(const std::vector<kvio_copy2d>& plan, TestPool& src,
+                                                TestPool& dst) {
   const Geometry& dg = dst.geometry();
   const uint64_t regionBytes = static_cast<uint64_t>(dg.regionBytes());
   std::vector<std::vector<uint8_t>> written(static_cast<size_t>(dg.regions()),
@@ -68,16 +73,18 @@ uint64_t planBytes(const std::vector<kvio_copy2d>& plan) {
       size_t region = 0;
       uint64_t offset = 0;
       if (!inside(src, c.src + row * c.src_pitch, c.width, &region, &offset)) {
-        return ::testing::AssertionFailure() << "copy " << i << " row " << row << " reads outside the source";
+        return ::testing::AssertionFailure()
+               << "copy " << i << " row " << row << " reads outside the source";
       }
       if (!inside(dst, c.dst + row * c.dst_pitch, c.width, &region, &offset)) {
-        return ::testing::AssertionFailure() << "copy " << i << " row " << row << " writes outside the destination";
+        return ::testing::AssertionFailure()
+               << "copy " << i << " row " << row << " writes outside the destination";
       }
       for (uint64_t b = 0; b < c.width; ++b) {
         if (written[region][offset + b]++ != 0) {
-          return ::testing::AssertionFailure() << "copy " << i << " row " << row
-                                               << " writes destination byte " << offset + b
-                                               << " of buffer " << region << " a second time";
+          return ::testing::AssertionFailure()
+                 << "copy " << i << " row " << row << " writes destination byte " << offset + b
+                 << " of buffer " << region << " a second time";
         }
       }
     }
@@ -111,8 +118,8 @@ TEST(PlannerCount, PageFirstDirectBackupOfConsecutivePages) {
             devPages.push_back(1 + i);
             hostPages.push_back(2 + i);
           }
-          const auto plan = planOf(device, host, expandPages(devPages, ps),
-                                   expandPages(hostPages, ps), 0, 0, L);
+          const auto plan =
+              planOf(device, host, expandPages(devPages, ps), expandPages(hostPages, ps), 0, 0, L);
           SCOPED_TRACE("kind=" + std::to_string(kind) + " L=" + std::to_string(L) +
                        " N=" + std::to_string(N) + " ps=" + std::to_string(ps));
           if (L == 1) {  // one layer: page_first_direct is seamless, K and V may join too
@@ -181,7 +188,8 @@ TEST(PlannerCount, PageHeadCopiesPerHead) {
   const auto s = distinct(rng, dg.S(), 9);
   const auto d = distinct(rng, hg.S(), 9);
   for (bool backup : {true, false}) {
-    const auto plan = backup ? planOf(device, host, s, d, 0, 0, 3) : planOf(host, device, d, s, 0, 0, 3);
+    const auto plan =
+        backup ? planOf(device, host, s, d, 0, 0, 3) : planOf(host, device, d, s, 0, 0, 3);
     EXPECT_LE(plan.size(), 9u * 3 * 2 * 4);
     uint64_t rows = 0;
     for (const kvio_copy2d& c : plan) {
@@ -208,7 +216,8 @@ TEST(PlannerApi, CapacityAndCount) {
   const std::vector<int64_t> s{0, 5, 9, 14}, d{3, 1, 12, 7};
   const auto full = planOf(a, b, s, d, 0, 0, 2);
   ASSERT_GE(full.size(), 2u);
-  const kvio_transfer_desc desc{a.pool().handle(), b.pool().handle(), s.data(), d.data(), 4, 0, 0, 2};
+  const kvio_transfer_desc desc{
+      a.pool().handle(), b.pool().handle(), s.data(), d.data(), 4, 0, 0, 2};
   std::vector<kvio_copy2d> some(full.size(), kvio_copy2d{7, 7, 7, 7, 7, 7});
   int64_t count = 0;
   ASSERT_EQ(kvio_plan(&desc, some.data(), 1, &count), KVIO_STATUS_OK);

@@ -57,14 +57,20 @@ class TransferRejection : public ::testing::Test {
   }
 
   // The index arrays live in the fixture, so a descriptor stays valid for the whole test.
-  kvio_transfer_desc desc(std::vector<int64_t> src, std::vector<int64_t> dst,
-                          int64_t srcLayer = 0, int64_t dstLayer = 0, int64_t layers = 2) {
+  kvio_transfer_desc desc(std::vector<int64_t> src, std::vector<int64_t> dst, int64_t srcLayer = 0,
+                          int64_t dstLayer = 0, int64_t layers = 2) {
     kept_.push_back(std::move(src));
     const std::vector<int64_t>& s = kept_.back();
     kept_.push_back(std::move(dst));
     const std::vector<int64_t>& d = kept_.back();
-    return kvio_transfer_desc{device_.pool().handle(), host_.pool().handle(), s.data(), d.data(),
-                              static_cast<int64_t>(s.size()), srcLayer, dstLayer, layers};
+    return kvio_transfer_desc{device_.pool().handle(),
+                              host_.pool().handle(),
+                              s.data(),
+                              d.data(),
+                              static_cast<int64_t>(s.size()),
+                              srcLayer,
+                              dstLayer,
+                              layers};
   }
   kvio_status submit(const kvio_transfer_desc& d) {
     uint64_t transfer = 0;
@@ -133,7 +139,8 @@ TEST_F(TransferRejection, EmptyIndexList) {
                   "num_indices must be at least 1, got 0");
   kvio_transfer_desc d = desc({1}, {1});
   d.num_indices = -5;
-  EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT, "num_indices must be at least 1, got -5");
+  EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT,
+                  "num_indices must be at least 1, got -5");
 }
 
 TEST_F(TransferRejection, NullIndexArrays) {
@@ -250,8 +257,8 @@ TEST_F(TransferRejection, ForeignHandle) {
                   "is not a pool handle (it is a executor handle)");
   uint64_t transfer = 0;
   d = desc({0}, {0});
-  EXPECT_REJECTED(kvio_submit(device_.pool().handle(), &d, &transfer),
-                  KVIO_STATUS_INVALID_ARGUMENT, "executor 0x", "is not a executor handle (it is a pool handle)");
+  EXPECT_REJECTED(kvio_submit(device_.pool().handle(), &d, &transfer), KVIO_STATUS_INVALID_ARGUMENT,
+                  "executor 0x", "is not a executor handle (it is a pool handle)");
   EXPECT_REJECTED(kvio_transfer_wait(device_.pool().handle(), 0), KVIO_STATUS_INVALID_ARGUMENT,
                   "is not a transfer handle");
   EXPECT_EQ(kvio_transfer_is_done(executor_), -KVIO_STATUS_INVALID_ARGUMENT);
@@ -284,7 +291,8 @@ TEST_F(TransferRejection, ClosedTransferAndExecutorHandles) {
   const uint64_t closed = executor_;
   executor_ = 0;
   d = desc({0}, {0});
-  EXPECT_REJECTED(kvio_submit(closed, &d, &transfer), KVIO_STATUS_CLOSED, "executor 0x", "is closed");
+  EXPECT_REJECTED(kvio_submit(closed, &d, &transfer), KVIO_STATUS_CLOSED, "executor 0x",
+                  "is closed");
   int32_t threads = 0;
   EXPECT_REJECTED(kvio_executor_threads(closed, &threads), KVIO_STATUS_CLOSED, "is closed");
 }
@@ -366,15 +374,15 @@ TEST(PoolRejection, AllocateBadSpec) {
                   "page_size must be at least 1, got 0");
   EXPECT_REJECTED(kvio_pool_allocate(nullptr, &pool), KVIO_STATUS_INVALID_ARGUMENT, "spec is null");
   spec.page_size = 4;
-  EXPECT_REJECTED(kvio_pool_allocate(&spec, nullptr), KVIO_STATUS_INVALID_ARGUMENT, "pool_out is null");
+  EXPECT_REJECTED(kvio_pool_allocate(&spec, nullptr), KVIO_STATUS_INVALID_ARGUMENT,
+                  "pool_out is null");
 }
 
 TEST(PoolRejection, AllocateTooLarge) {
   // 2^52 bytes (4 PiB) fits the 2^62 spec limit but no address space.
   const kvio_pool_spec spec{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, 1024, 1 << 20, 1, 1, 4096};
   uint64_t pool = 0;
-  EXPECT_REJECTED(kvio_pool_allocate(&spec, &pool), KVIO_STATUS_OUT_OF_MEMORY, "mmap of",
-                  "failed");
+  EXPECT_REJECTED(kvio_pool_allocate(&spec, &pool), KVIO_STATUS_OUT_OF_MEMORY, "mmap of", "failed");
   EXPECT_EQ(pool, 0u);
 }
 
@@ -453,19 +461,28 @@ TEST(NameAcceptance, EveryNameRoundTrips) {
 // ---- support rules ----
 
 kvio_support_query cpuQuery(int32_t kind, int32_t layout, int32_t granularity) {
-  return kvio_support_query{kind, layout, KVIO_BACKEND_CPU, granularity,
-                            kind == KVIO_KIND_MHA ? 8 : 1, kind == KVIO_KIND_MHA ? 256 : 1152,
-                            64, 61, 61, 0};
+  return kvio_support_query{kind,
+                            layout,
+                            KVIO_BACKEND_CPU,
+                            granularity,
+                            kind == KVIO_KIND_MHA ? 8 : 1,
+                            kind == KVIO_KIND_MHA ? 256 : 1152,
+                            64,
+                            61,
+                            61,
+                            0};
 }
 
 TEST(SupportRejection, MlaPageHeadUnsupported) {
-  const kvio_support_query q = cpuQuery(KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_HEAD, KVIO_GRANULARITY_ALL_LAYER);
+  const kvio_support_query q =
+      cpuQuery(KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_HEAD, KVIO_GRANULARITY_ALL_LAYER);
   EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_UNSUPPORTED, "page_head", "needs an mha pool",
                   "Valid layouts for mla: layer_first, page_first, page_first_direct");
 }
 
 TEST(SupportRejection, HostLayersOutsideDevice) {
-  kvio_support_query q = cpuQuery(KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST, KVIO_GRANULARITY_ALL_LAYER);
+  kvio_support_query q =
+      cpuQuery(KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST, KVIO_GRANULARITY_ALL_LAYER);
   q.host_num_layers = 16;
   q.device_layer_start = 48;  // [48, 64) of 61 layers
   EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE,
@@ -473,7 +490,8 @@ TEST(SupportRejection, HostLayersOutsideDevice) {
   q.device_layer_start = -1;
   EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE, "[-1, 15)");
   q.device_layer_start = INT64_MAX;  // the message must not overflow computing the range end
-  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE, "outside the device pool's 61 layers");
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE,
+                  "outside the device pool's 61 layers");
   q.device_layer_start = 0;
   q.device_num_layers = 0;
   EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,
@@ -495,13 +513,15 @@ TEST(SupportRejection, BadEnumsListValidValues) {
   EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT, "pool kind 3", "mha, mla");
   q = cpuQuery(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 0);
   q.head_bytes = 0;
-  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT, "head_bytes must be at least 1");
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,
+                  "head_bytes must be at least 1");
   EXPECT_REJECTED(kvio_check_support(nullptr), KVIO_STATUS_INVALID_ARGUMENT, "query is null");
 }
 
 TEST(SupportRejection, CudaBackendsUnavailableWithCause) {
   for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT}) {
-    kvio_support_query q = cpuQuery(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, KVIO_GRANULARITY_PER_LAYER);
+    kvio_support_query q =
+        cpuQuery(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, KVIO_GRANULARITY_PER_LAYER);
     q.io_backend = backend;
     SCOPED_TRACE(kvio_name(KVIO_NAME_BACKEND, backend));
     EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_UNAVAILABLE,
@@ -512,7 +532,8 @@ TEST(SupportRejection, CudaBackendsUnavailableWithCause) {
 }
 
 TEST(SupportRejection, AscendBackendUnavailableWithCause) {
-  kvio_support_query q = cpuQuery(KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, KVIO_GRANULARITY_ALL_LAYER);
+  kvio_support_query q =
+      cpuQuery(KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, KVIO_GRANULARITY_ALL_LAYER);
   q.io_backend = KVIO_BACKEND_KERNEL_ASCEND;
   EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_UNAVAILABLE,
                   "io backend 'kernel_ascend' is not available here", "Ascend",
@@ -525,7 +546,8 @@ TEST(SupportAcceptance, CpuEveryLayoutAndGranularity) {
       if (kind == KVIO_KIND_MLA && layout == KVIO_LAYOUT_PAGE_HEAD) continue;
       for (int32_t g = 0; g < KVIO_GRANULARITY_COUNT; ++g) {
         SCOPED_TRACE(std::string(kvio_name(KVIO_NAME_KIND, kind)) + " " +
-                     kvio_name(KVIO_NAME_LAYOUT, layout) + " " + kvio_name(KVIO_NAME_GRANULARITY, g));
+                     kvio_name(KVIO_NAME_LAYOUT, layout) + " " +
+                     kvio_name(KVIO_NAME_GRANULARITY, g));
         kvio_support_query q = cpuQuery(kind, layout, g);
         EXPECT_EQ(kvio_check_support(&q), KVIO_STATUS_OK) << kvio_last_error();
         // Layer-sharded host pools: the last 16 of 61 device layers, and one layer.
@@ -544,8 +566,10 @@ TEST(SupportAcceptance, CpuEveryLayoutAndGranularity) {
 
 TEST(ExecutorRejection, UnavailableBackends) {
   uint64_t executor = 0;
-  EXPECT_REJECTED(kvio_executor_create(KVIO_BACKEND_KERNEL, 0, &executor), KVIO_STATUS_UNAVAILABLE, "CUDA");
-  EXPECT_REJECTED(kvio_executor_create(KVIO_BACKEND_DIRECT, 0, &executor), KVIO_STATUS_UNAVAILABLE, "CUDA");
+  EXPECT_REJECTED(kvio_executor_create(KVIO_BACKEND_KERNEL, 0, &executor), KVIO_STATUS_UNAVAILABLE,
+                  "CUDA");
+  EXPECT_REJECTED(kvio_executor_create(KVIO_BACKEND_DIRECT, 0, &executor), KVIO_STATUS_UNAVAILABLE,
+                  "CUDA");
   EXPECT_REJECTED(kvio_executor_create(KVIO_BACKEND_KERNEL_ASCEND, 0, &executor),
                   KVIO_STATUS_UNAVAILABLE, "Ascend");
   EXPECT_REJECTED(kvio_executor_create(4, 0, &executor), KVIO_STATUS_INVALID_ARGUMENT,

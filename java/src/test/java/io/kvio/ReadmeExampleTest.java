@@ -1,8 +1,7 @@
 /*
- * The Java example of README.md inside a test (its transfers bound to variables to count the
- * bytes they moved), so the README cannot drift from the
- * API: if this file stops compiling or passing, update README.md with it. The test adds only
- * checks around the example (that the backup and the loads moved the expected bytes).
+ * The Java example of README.md inside a test, its transfers bound to variables to count the
+ * bytes they moved, so the README cannot drift from the API: if this file stops compiling or
+ * passing, update README.md with it.
  */
 package io.kvio;
 

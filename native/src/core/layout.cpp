@@ -9,6 +9,8 @@
 namespace kvio {
 namespace {
 
+constexpr int64_t kMaxLayers = int64_t{1} << 20;
+
 bool mulOverflows(int64_t a, int64_t b, int64_t* out) {
   return __builtin_mul_overflow(a, b, out);
 }
@@ -39,6 +41,15 @@ kvio_status layoutStrides(const kvio_pool_spec& spec, LayoutStrides* out) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s must be at least 1, got %lld", field.name,
                   static_cast<long long>(field.value));
     }
+  }
+  // A pool keeps one base address per (component, layer): bound the table (models have
+  // hundreds of layers), or a tiny-row spec of 2^40 layers passes the byte limit below and
+  // then exhausts host memory in the table (found by the fuzzer, docs/reliability.md).
+  if (spec.num_layers > kMaxLayers) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "num_layers %lld is more than kvio supports (valid: 1 to %lld; a pool keeps a "
+                "table of per-layer addresses)",
+                static_cast<long long>(spec.num_layers), static_cast<long long>(kMaxLayers));
   }
   if (spec.layout == KVIO_LAYOUT_PAGE_HEAD && spec.kind != KVIO_KIND_MHA) {
     return fail(KVIO_STATUS_UNSUPPORTED,

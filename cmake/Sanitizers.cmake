@@ -1,0 +1,20 @@
+# Sanitizer builds of kvio (docs/reliability.md). KVIO_SANITIZE=ON compiles and links every
+# target of this build (the library, the C++ tests, the fuzz replay) with AddressSanitizer and
+# UndefinedBehaviorSanitizer; -fno-sanitize-recover=all turns every UB report into a failing
+# process, so ctest fails on it. Used by .ci/run in its own build directory:
+#   cmake -S . -B build-asan -DKVIO_SANITIZE=ON -DKVIO_BUILD_BENCH=OFF && ctest --test-dir build-asan
+# The JNI library is not built this way: a sanitized libkvio.so cannot be loaded into a JVM
+# without LD_PRELOAD of the ASan runtime.
+option(KVIO_SANITIZE "Build with AddressSanitizer + UndefinedBehaviorSanitizer (tests only)" OFF)
+
+if(KVIO_SANITIZE)
+  set(KVIO_SANITIZE_FLAGS
+      -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g)
+  add_compile_options(${KVIO_SANITIZE_FLAGS})
+  add_link_options(-fsanitize=address,undefined)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    # Coverage for libFuzzer in the library too, so the fuzzer is guided by the core's branches.
+    add_compile_options(-fsanitize=fuzzer-no-link)
+  endif()
+  message(STATUS "kvio: AddressSanitizer + UndefinedBehaviorSanitizer build")
+endif()

@@ -1,0 +1,267 @@
+// Reliability cases of the C ABI beyond rejection_test.cpp (docs/reliability.md): the gaps of
+// the bad-input catalogue (huge indices, null arguments, wrapping layer buffers, absurd layer
+// counts, a layer count whose address table would exhaust memory: found by the fuzzer), and
+// resource checks (many create/transfer/close cycles leave the process's memory flat). Every
+// transfer case fills both pools and compares them whole, guard zones included, afterwards.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <initializer_list>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kvio/kvio.h"
+#include "kvio/kvio.hpp"
+#include "oracle.hpp"
+
+namespace kvio_test {
+namespace {
+
+::testing::AssertionResult rejected(kvio_status actual, kvio_status expected,
+                                    std::initializer_list<std::string> substrings) {
+  const std::string message = kvio_last_error();
+  if (actual != expected) {
+    return ::testing::AssertionFailure() << "status " << kvio_status_name(actual) << ", expected "
+                                         << kvio_status_name(expected) << "; message: " << message;
+  }
+  for (const std::string& s : substrings) {
+    if (message.find(s) == std::string::npos) {
+      return ::testing::AssertionFailure() << "message \"" << message << "\" lacks \"" << s << "\"";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+#define EXPECT_REJECTED(call, status, ...) EXPECT_TRUE(rejected((call), (status), {__VA_ARGS__}))
+
+// Two wrapped pools (mha page_first_direct 3 layers x 4 pages x 4 tokens, 2 heads x 8 bytes;
+// mha layer_first 3 layers x 2 pages x 4 tokens), seeded bytes and a canary; TearDown checks
+// that neither changed.
+class Catalogue : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 2, &executor_), KVIO_STATUS_OK);
+    std::mt19937_64 rng(6);
+    src_.fillRandom(rng);
+    dst_.fill(kCanary);
+    srcBefore_ = src_.capture();
+    dstBefore_ = dst_.capture();
+  }
+  void TearDown() override {
+    EXPECT_EQ(kvio_executor_close(executor_), KVIO_STATUS_OK);
+    EXPECT_TRUE(sameImage(srcBefore_, src_.capture(), "source pool"));
+    EXPECT_TRUE(sameImage(dstBefore_, dst_.capture(), "destination pool"));
+  }
+  kvio_status submit(std::vector<int64_t> s, std::vector<int64_t> d, int64_t srcLayer = 0,
+                     int64_t dstLayer = 0, int64_t layers = 3) {
+    const kvio_transfer_desc desc{src_.pool().handle(),
+                                  dst_.pool().handle(),
+                                  s.data(),
+                                  d.data(),
+                                  static_cast<int64_t>(s.size()),
+                                  srcLayer,
+                                  dstLayer,
+                                  layers};
+    uint64_t transfer = 0;
+    const kvio_status status = kvio_submit(executor_, &desc, &transfer);
+    if (status == KVIO_STATUS_OK) {
+      kvio_transfer_wait(transfer, -1);
+      kvio_transfer_close(transfer);
+    }
+    return status;
+  }
+
+  uint64_t executor_ = 0;
+  TestPool src_{
+      Geometry{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::PerComponent, 3, 4, 4, 2, 8}};
+  TestPool dst_{Geometry{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 3, 2, 4, 2, 8}};
+  Image srcBefore_, dstBefore_;
+};
+
+TEST_F(Catalogue, SourceIndexInt64Max) {
+  // t * strideP would overflow 64 bits if the index reached the address arithmetic.
+  EXPECT_REJECTED(submit({1, INT64_MAX}, {0, 1}), KVIO_STATUS_OUT_OF_RANGE,
+                  "src_indices[1] = " + std::to_string(INT64_MAX) + " is out of range",
+                  "16 token slots", "valid: 0 to 15");
+}
+
+TEST_F(Catalogue, DestinationIndexWhoseOffsetOverflows) {
+  // 2^61 slots x 16-byte rows is 2^65 bytes: past the end, and past 64 bits.
+  EXPECT_REJECTED(submit({0}, {int64_t{1} << 61}), KVIO_STATUS_OUT_OF_RANGE,
+                  "dst_indices[0] = 2305843009213693952 is out of range", "8 token slots",
+                  "valid: 0 to 7");
+}
+
+TEST_F(Catalogue, LayerStartPlusCountOverflows) {
+  EXPECT_REJECTED(submit({0}, {0}, 1, 0, INT64_MAX), KVIO_STATUS_OUT_OF_RANGE, "src layer range",
+                  "outside the src pool's 3 layers", "src_layer_start + num_layers <= 3");
+  EXPECT_REJECTED(submit({0}, {0}, 0, INT64_MAX, 2), KVIO_STATUS_OUT_OF_RANGE, "dst layer range",
+                  "dst_layer_start + num_layers <= 3");
+}
+
+TEST_F(Catalogue, ValidRequestAfterRejectionsStillWorks) {
+  // A rejected call leaves the library usable: the next valid transfer lands as the oracle says.
+  EXPECT_EQ(submit({-1}, {0}), KVIO_STATUS_OUT_OF_RANGE);
+  std::vector<int64_t> s{5, 6}, d{7, 0};
+  Image expected = dst_.capture();
+  applyTransfer(src_.geometry(), src_.capture(), dst_.geometry(), &expected, s, d, 0, 0, 3);
+  ASSERT_EQ(submit(s, d), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_TRUE(sameImage(expected, dst_.capture(), "destination after a valid transfer"));
+  dst_.fill(kCanary);  // TearDown compares with the canary state
+}
+
+TEST_F(Catalogue, NullDescriptorAndOutPointers) {
+  uint64_t transfer = 0;
+  EXPECT_REJECTED(kvio_submit(executor_, nullptr, &transfer), KVIO_STATUS_INVALID_ARGUMENT,
+                  "desc is null");
+  std::vector<int64_t> s{0}, d{0};
+  const kvio_transfer_desc desc{
+      src_.pool().handle(), dst_.pool().handle(), s.data(), d.data(), 1, 0, 0, 1};
+  EXPECT_REJECTED(kvio_submit(executor_, &desc, nullptr), KVIO_STATUS_INVALID_ARGUMENT,
+                  "transfer_out is null");
+  EXPECT_REJECTED(kvio_plan(&desc, nullptr, 0, nullptr), KVIO_STATUS_INVALID_ARGUMENT,
+                  "count_out is null");
+  EXPECT_REJECTED(kvio_plan(nullptr, nullptr, 0, nullptr), KVIO_STATUS_INVALID_ARGUMENT,
+                  "desc is null");
+  EXPECT_REJECTED(kvio_pool_get_spec(src_.pool().handle(), nullptr), KVIO_STATUS_INVALID_ARGUMENT,
+                  "spec_out is null");
+  EXPECT_REJECTED(kvio_transfer_bytes(1, nullptr), KVIO_STATUS_INVALID_ARGUMENT,
+                  "bytes_out is null");
+  EXPECT_REJECTED(kvio_executor_threads(executor_, nullptr), KVIO_STATUS_INVALID_ARGUMENT,
+                  "threads_out is null");
+}
+
+TEST(CatalogueSpec, LayerCountAboveTheTableLimit) {
+  // Found by the fuzzer: 2^40 layers of 1-byte rows fit the 2^62-byte limit, and wrapping
+  // such a pool built a per-layer address table of 2^41 entries (16 TiB).
+  kvio_pool_spec spec{KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST, int64_t{1} << 40, 1, 1, 1, 1};
+  uint64_t bytes = 0, pool = 0;
+  EXPECT_REJECTED(kvio_pool_component_bytes(&spec, &bytes), KVIO_STATUS_INVALID_ARGUMENT,
+                  "num_layers 1099511627776 is more than kvio supports", "valid: 1 to 1048576");
+  EXPECT_REJECTED(kvio_pool_wrap(&spec, 0x10000, uint64_t{1} << 41, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "num_layers", "valid: 1 to 1048576");
+  EXPECT_EQ(pool, 0u);
+  spec.num_layers = (int64_t{1} << 20) + 1;
+  EXPECT_REJECTED(kvio_pool_component_bytes(&spec, &bytes), KVIO_STATUS_INVALID_ARGUMENT,
+                  "num_layers 1048577 is more than kvio supports");
+  spec.num_layers = int64_t{1} << 20;  // the limit itself is accepted
+  EXPECT_EQ(kvio_pool_component_bytes(&spec, &bytes), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(bytes, uint64_t{1} << 20);
+}
+
+TEST(CatalogueSpec, AbsurdSizesRejectedOnEveryEntryPoint) {
+  const kvio_pool_spec specs[] = {
+      {KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, 1, 1, 1, 1, 0},         // zero row bytes
+      {KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, 1, 1, 0, 1, 8},         // zero page size
+      {KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, 0, 1, 1, 1, 8},         // zero layers
+      {KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, 1, 1, 1, -1, 8},        // negative heads
+      {KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 1, INT64_MAX, 2, 1, 1},  // pages x page size
+      {KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_HEAD, 2, 2, 2, INT64_MAX, 2}};  // heads x head bytes
+  const char* expected[] = {
+      "head_bytes must be at least 1, got 0", "page_size must be at least 1, got 0",
+      "num_layers must be at least 1, got 0", "head_num must be at least 1, got -1",
+      "does not fit in 2^62 bytes",           "does not fit in 2^62 bytes"};
+  std::vector<uint8_t> memory(4096, kCanary);
+  const uint64_t address = reinterpret_cast<uint64_t>(memory.data());
+  for (size_t i = 0; i < std::size(specs); ++i) {
+    SCOPED_TRACE(expected[i]);
+    uint64_t out = 0;
+    EXPECT_REJECTED(kvio_pool_component_bytes(&specs[i], &out), KVIO_STATUS_INVALID_ARGUMENT,
+                    expected[i]);
+    EXPECT_REJECTED(kvio_pool_allocate(&specs[i], &out), KVIO_STATUS_INVALID_ARGUMENT, expected[i]);
+    EXPECT_REJECTED(kvio_pool_wrap(&specs[i], address, memory.size(), &out),
+                    KVIO_STATUS_INVALID_ARGUMENT, expected[i]);
+    const uint64_t components[2] = {address, address + 2048};
+    EXPECT_REJECTED(kvio_pool_wrap_components(&specs[i], components, 2, 2048, &out),
+                    KVIO_STATUS_INVALID_ARGUMENT, expected[i]);
+    EXPECT_EQ(out, 0u);
+  }
+  EXPECT_EQ(memory, std::vector<uint8_t>(4096, kCanary));
+}
+
+TEST(CatalogueSpec, LayerBufferThatWrapsTheAddressSpace) {
+  const kvio_pool_spec spec{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, 2, 1, 4, 1, 8};
+  std::vector<uint8_t> memory(64, kCanary);
+  const uint64_t table[2] = {reinterpret_cast<uint64_t>(memory.data()), UINT64_MAX - 16};
+  uint64_t pool = 0;
+  EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table, 2, 32, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "layer buffer", "wraps around the address space");
+  EXPECT_EQ(pool, 0u);
+  EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, nullptr, 2, 32, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "layer_addresses is null");
+  EXPECT_EQ(memory, std::vector<uint8_t>(64, kCanary));
+}
+
+TEST(CatalogueSupport, AbsurdLayerCounts) {
+  kvio_support_query q{KVIO_KIND_MHA,
+                       KVIO_LAYOUT_PAGE_FIRST,
+                       KVIO_BACKEND_CPU,
+                       KVIO_GRANULARITY_PER_LAYER,
+                       8,
+                       256,
+                       64,
+                       INT64_MAX,
+                       INT64_MAX,
+                       0};
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT, "num_layers",
+                  "valid: 1 to 1048576");
+  q.host_num_layers = 4;
+  q.device_num_layers = -7;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,
+                  "device_num_layers must be at least 1, got -7");
+  q.device_num_layers = 8;
+  q.device_layer_start = INT64_MIN;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE, "outside the device pool's 8");
+}
+
+// ---- resources ----
+
+long residentKiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+// Allocated pools are mmap'ed (2 MiB each with alignment): a leaked pool or a leaked
+// transfer keeping one alive shows up in the resident size at once.
+void cycles(int count) {
+  const kvio_pool_spec spec{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 2, 4, 4, 2, 64};
+  uint64_t executor = 0;
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 1, &executor), KVIO_STATUS_OK);
+  const int64_t s[2] = {1, 2}, d[2] = {3, 4};
+  for (int i = 0; i < count; ++i) {
+    uint64_t a = 0, b = 0, transfer = 0;
+    ASSERT_EQ(kvio_pool_allocate(&spec, &a), KVIO_STATUS_OK);
+    ASSERT_EQ(kvio_pool_allocate(&spec, &b), KVIO_STATUS_OK);
+    ASSERT_EQ(kvio_submit_args(executor, a, b, s, d, 2, 0, 0, 2, &transfer), KVIO_STATUS_OK);
+    if (i % 2 == 0) {  // half the time close the pools before the transfer is waited for
+      ASSERT_EQ(kvio_pool_close(a), KVIO_STATUS_OK);
+      ASSERT_EQ(kvio_pool_close(b), KVIO_STATUS_OK);
+      ASSERT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK);
+    } else {
+      ASSERT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK);
+      ASSERT_EQ(kvio_pool_close(a), KVIO_STATUS_OK);
+      ASSERT_EQ(kvio_pool_close(b), KVIO_STATUS_OK);
+    }
+    ASSERT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  }
+  ASSERT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+}
+
+TEST(Resources, CreateTransferCloseCyclesKeepMemoryFlat) {
+  cycles(2000);  // warm-up: allocator caches, thread-locals
+  const long before = residentKiB();
+  cycles(20000);
+  const long after = residentKiB();
+  // 20 000 leaked pools would be 40 000 mappings of >= 2 MiB; allow allocator noise only.
+  EXPECT_LT(after - before, 8 * 1024)
+      << "resident size grew from " << before << " KiB to " << after << " KiB over 20 000 cycles";
+}
+
+}  // namespace
+}  // namespace kvio_test

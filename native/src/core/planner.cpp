@@ -126,6 +126,17 @@ bool layersAdjacent(const AffineLayout& a, int64_t start, int64_t count, uint64_
   return true;
 }
 
+// True when, for every component, the bases of the map's layers advance by a constant step.
+bool layersAffine(const AffineLayout& a, int64_t start, int64_t count) {
+  for (int32_t c = 0; c < a.components; ++c) {
+    const uint64_t* base = a.layerBase + c * a.numLayers + start;
+    for (int64_t l = 1; l + 1 < count; ++l) {
+      if (base[l + 1] - base[l] != base[1] - base[0]) return false;
+    }
+  }
+  return true;
+}
+
 class UnitEmitter {
  public:
   UnitEmitter(const PlanRequest& r, const UnitShape& shape)
@@ -204,13 +215,23 @@ void planTransfer(const PlanRequest& r, const std::vector<IndexRun>& runs,
         for (int64_t h = 0; h < shape.headGroups; ++h)
           for (int64_t l = 0; l < shape.layerGroups; ++l) sink.add(emit.unit(run, c, l, h));
   };
+  // Layers-inside-runs can only merge across layers whose bases advance by a constant step on
+  // both sides (one buffer per component), or across heads when layers are folded. Otherwise
+  // (per-layer pointer tables) it cannot beat runs-inside-layers: write that one directly.
+  const bool layersMayMerge = shape.layerGroups > 1 &&
+                              layersAffine(src, r.srcLayerStart, r.numLayers) &&
+                              layersAffine(dst, r.dstLayerStart, r.numLayers);
+  const bool headsMayMerge = shape.layerGroups == 1 && shape.headGroups > 1;
+  PlanWriter writer(plan);
+  if (!layersMayMerge && !headsMayMerge) {
+    runsInsideLayers(writer);
+    return;
+  }
   // Count both (cheap: no allocation), then write the shorter one once, at its exact size.
   CopyCounter first, second;
   runsInsideLayers(first);
-  const bool sameOrder = shape.layerGroups == 1 && shape.headGroups == 1;
-  if (!sameOrder) layersInsideRuns(second);
-  PlanWriter writer(plan);
-  if (sameOrder || first.count() <= second.count()) {
+  layersInsideRuns(second);
+  if (first.count() <= second.count()) {
     plan->reserve(first.count());
     runsInsideLayers(writer);
   } else {

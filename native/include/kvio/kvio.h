@@ -206,6 +206,78 @@ KVIO_API kvio_status kvio_transfer_close(uint64_t transfer);
 KVIO_API kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copies_out,
                                int64_t capacity, int64_t* count_out);
 
+/* ---- memory kinds and the CUDA backend ----
+ * Pools know where their memory lies. The functions above create host pageable pools; the
+ * _memory variants take a memory kind:
+ *   KVIO_MEMORY_HOST         pageable host memory (cpu backend only)
+ *   KVIO_MEMORY_HOST_PINNED  page-locked host memory: kvio_pool_allocate_memory allocates it
+ *                            with cudaHostAlloc; the wrap functions register the caller's
+ *                            memory with cudaHostRegister (in chunks, unregistered when the
+ *                            pool's memory is released; memory the caller already registered
+ *                            is used as is). Movable by every backend. The kernel backend reads
+ *                            it through the device address cudaHostGetDevicePointer gives.
+ *   KVIO_MEMORY_CUDA_DEVICE  memory of CUDA device `device` (cudaMalloc, zeroed; or wrapped
+ *                            caller memory, e.g. a framework's tensors). kernel/direct only.
+ * Backends and memory: cpu moves host memory of either kind; kernel and direct move pinned host
+ * and device memory (pageable host memory is rejected with UNSUPPORTED, never a crash). */
+enum { KVIO_MEMORY_HOST = 0, KVIO_MEMORY_HOST_PINNED = 1, KVIO_MEMORY_CUDA_DEVICE = 2 };
+#define KVIO_MEMORY_COUNT 3
+
+/* device: the CUDA device ordinal (ignored for KVIO_MEMORY_HOST). */
+KVIO_API kvio_status kvio_pool_allocate_memory(const kvio_pool_spec* spec, int32_t memory_kind,
+                                               int32_t device, uint64_t* pool_out);
+KVIO_API kvio_status kvio_pool_wrap_memory(const kvio_pool_spec* spec, int32_t memory_kind,
+                                           int32_t device, uint64_t address, uint64_t size_bytes,
+                                           uint64_t* pool_out);
+KVIO_API kvio_status kvio_pool_wrap_components_memory(const kvio_pool_spec* spec,
+                                                      int32_t memory_kind, int32_t device,
+                                                      const uint64_t* component_addresses,
+                                                      int32_t num_components, uint64_t bytes_each,
+                                                      uint64_t* pool_out);
+KVIO_API kvio_status kvio_pool_wrap_layer_table_memory(const kvio_pool_spec* spec,
+                                                       int32_t memory_kind, int32_t device,
+                                                       const uint64_t* layer_addresses,
+                                                       int64_t num_entries, uint64_t bytes_each,
+                                                       uint64_t* pool_out);
+KVIO_API kvio_status kvio_pool_memory(uint64_t pool, int32_t* memory_kind_out, int32_t* device_out);
+
+/* Number of CUDA devices. Without a CUDA build, driver or device: UNAVAILABLE, and
+ * kvio_last_error() says which (the runtime's own message, e.g. "CUDA driver version is
+ * insufficient for CUDA runtime version"). */
+KVIO_API kvio_status kvio_cuda_device_count(int32_t* count_out);
+
+/* Passing this as `stream` to kvio_executor_create_cuda makes kvio create its own non-blocking
+ * stream. Any other value is a cudaStream_t the caller owns and keeps alive until the executor
+ * is closed (cudaStreamLegacy, 0x1, for the legacy default stream). */
+#define KVIO_CUDA_OWN_STREAM 0
+
+/* A kernel or direct executor on `device` ordering its work on `stream`.
+ * cta_budget: thread blocks the kernel backend launches at most (<= 0: default 4; the copy
+ * kernel shares the GPU with the forward pass); warps_per_cta: <= 0: default 16. Ignored by
+ * direct. kvio_executor_create(KVIO_BACKEND_KERNEL or _DIRECT, ...) means device 0, own stream,
+ * defaults. */
+KVIO_API kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64_t stream,
+                                               int32_t cta_budget, int32_t warps_per_cta,
+                                               uint64_t* executor_out);
+/* Changes the kernel backend's launch shape for transfers submitted after this call. */
+KVIO_API kvio_status kvio_executor_set_launch(uint64_t executor, int32_t cta_budget,
+                                              int32_t warps_per_cta);
+/* The stream a CUDA executor orders its work on (a cudaStream_t), e.g. to make a consumer
+ * stream wait on it. */
+KVIO_API kvio_status kvio_executor_cuda_stream(uint64_t executor, uint64_t* stream_out);
+
+/* Like kvio_submit, with src_indices and dst_indices in memory of the executor's CUDA device
+ * (kernel backend only). They are read by the kernel, so they must stay valid and unchanged
+ * until the transfer completes. The host cannot check them: the kernel skips every pair with
+ * an index outside its pool, and the transfer completes with KVIO_STATUS_OUT_OF_RANGE naming
+ * the first bad position. Duplicate destination slots are not detected (the rows race). */
+KVIO_API kvio_status kvio_submit_device_indices(uint64_t executor, const kvio_transfer_desc* desc,
+                                                uint64_t* transfer_out);
+/* The CUDA event (a cudaEvent_t) recorded after a CUDA transfer's work on its stream; another
+ * stream can cudaStreamWaitEvent on it, e.g. to start layer i as soon as its load lands.
+ * Valid until kvio_transfer_close. UNSUPPORTED for transfers of the cpu backend. */
+KVIO_API kvio_status kvio_transfer_cuda_event(uint64_t transfer, uint64_t* event_out);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

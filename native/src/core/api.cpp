@@ -156,25 +156,88 @@ kvio_status checkAddress(const char* what, uint64_t address, uint64_t bytes) {
   return KVIO_STATUS_OK;
 }
 
-kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, uint64_t* out) {
+kvio_status checkMemoryKind(int32_t kind, int32_t device) {
+  if (kind < 0 || kind >= KVIO_MEMORY_COUNT) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "memory_kind %d is not valid (0 = host, 1 = host_pinned, 2 = cuda_device)", kind);
+  }
+  if (kind != KVIO_MEMORY_HOST && device < 0) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "device %d is not a CUDA device ordinal (>= 0)",
+                device);
+  }
+  return KVIO_STATUS_OK;
+}
+
+MemoryPlace placeOf(const PoolImpl& pool) {
+  return {pool.memoryKind, pool.device};
+}
+
+// Binds the layout of a pool to the device-accessible layer table.
+void deviceLayout(const PoolImpl& pool, std::vector<uint64_t>* table, AffineLayout* out) {
+  *table = pool.deviceLayerBase.empty() ? pool.layerBase : pool.deviceLayerBase;
+  *out = pool.layout;
+  out->layerBase = table->data();
+}
+
+kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool deviceIndices,
+                   uint64_t* out) {
   KVIO_RETURN_IF_ERROR(checkOut(out, "transfer_out"));
   std::shared_ptr<ExecutorImpl> executor;
   std::shared_ptr<PoolImpl> src, dst;
   KVIO_RETURN_IF_ERROR(executors().get(executorHandle, "executor", &executor));
   KVIO_RETURN_IF_ERROR(pools().get(desc.src_pool, "src_pool", &src));
   KVIO_RETURN_IF_ERROR(pools().get(desc.dst_pool, "dst_pool", &dst));
-  PlanRequest request;
-  thread_local std::vector<IndexRun> runs;  // reused: no allocation per transfer
-  KVIO_RETURN_IF_ERROR(validateTransfer(*src, *dst, desc, &request, &runs));
+  Executor& ex = *executor->executor;
+  KVIO_RETURN_IF_ERROR(ex.acceptMemory(placeOf(*src), placeOf(*dst)));
   auto job = std::make_shared<Job>();
-  planTransfer(request, runs, &job->plan);
   uint64_t bytes = 0;
-  for (const kvio_copy2d& c : job->plan) bytes += c.width * c.height;
+  if (deviceIndices) {
+    if (!ex.acceptsDeviceIndices()) {
+      return fail(KVIO_STATUS_UNSUPPORTED,
+                  "device-resident indices need the 'kernel' io backend (this executor is '%s')",
+                  kvio_name(KVIO_NAME_BACKEND, executor->backend));
+    }
+    KVIO_RETURN_IF_ERROR(validateDeviceTransfer(*src, *dst, desc));
+  } else {
+    PlanRequest request;
+    thread_local std::vector<IndexRun> runs;  // reused: no allocation per transfer
+    KVIO_RETURN_IF_ERROR(validateTransfer(*src, *dst, desc, &request, &runs));
+    if (ex.usesPlan()) {
+      planTransfer(request, runs, &job->plan);
+      for (const kvio_copy2d& c : job->plan) bytes += c.width * c.height;
+    }
+  }
+  if (!ex.usesPlan()) {
+    LayoutJob& l = job->layout;
+    deviceLayout(*src, &l.srcTable, &l.src);
+    deviceLayout(*dst, &l.dstTable, &l.dst);
+    l.srcIndices = desc.src_indices;
+    l.dstIndices = desc.dst_indices;
+    l.indicesOnDevice = deviceIndices;
+    l.count = desc.num_indices;
+    l.srcLayerStart = desc.src_layer_start;
+    l.dstLayerStart = desc.dst_layer_start;
+    l.numLayers = desc.num_layers;
+    bytes = static_cast<uint64_t>(desc.num_indices) * static_cast<uint64_t>(desc.num_layers) *
+            static_cast<uint64_t>(src->components()) *
+            static_cast<uint64_t>(src->layout.rowBytes());
+  }
   job->state = std::make_shared<TransferState>(bytes);
   job->keepAlive.push_back(src);
   job->keepAlive.push_back(dst);
   *out = transfers().add(job->state);
-  executor->executor->submit(std::move(job));
+  ex.submit(std::move(job));
+  return KVIO_STATUS_OK;
+}
+
+kvio_status cudaExecutor(uint64_t handle, std::shared_ptr<ExecutorImpl>* out) {
+  KVIO_RETURN_IF_ERROR(executors().get(handle, "executor", out));
+  uint64_t stream = 0;
+  if (!(*out)->executor->cudaStream(&stream)) {
+    return fail(KVIO_STATUS_UNSUPPORTED, "executor 0x%llx is a '%s' executor, not a CUDA one",
+                static_cast<unsigned long long>(handle),
+                kvio_name(KVIO_NAME_BACKEND, (*out)->backend));
+  }
   return KVIO_STATUS_OK;
 }
 
@@ -196,20 +259,35 @@ kvio_status kvio_pool_component_bytes(const kvio_pool_spec* spec, uint64_t* byte
 }
 
 kvio_status kvio_pool_allocate(const kvio_pool_spec* spec, uint64_t* pool_out) {
+  return kvio_pool_allocate_memory(spec, KVIO_MEMORY_HOST, -1, pool_out);
+}
+
+kvio_status kvio_pool_allocate_memory(const kvio_pool_spec* spec, int32_t memory_kind,
+                                      int32_t device, uint64_t* pool_out) {
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(pool_out, "pool_out"));
     LayoutStrides strides;
     KVIO_RETURN_IF_ERROR(checkSpec(spec, &strides));
+    KVIO_RETURN_IF_ERROR(checkMemoryKind(memory_kind, device));
     const uint64_t componentBytes = static_cast<uint64_t>(strides.componentBytes);
     const int32_t components = componentCount(spec->kind);
+    const uint64_t total = componentBytes * components;
+    uint64_t address = 0;
     std::shared_ptr<HostAllocation> allocation;
-    KVIO_RETURN_IF_ERROR(HostAllocation::create(componentBytes * components, &allocation));
+    std::shared_ptr<void> owner;
+    if (memory_kind == KVIO_MEMORY_HOST) {
+      KVIO_RETURN_IF_ERROR(HostAllocation::create(total, &allocation));
+      address = allocation->address();
+    } else {
+      KVIO_RETURN_IF_ERROR(cudaMemoryOps().allocate(memory_kind, device, total, &address, &owner));
+    }
     uint64_t bases[AffineLayout::kMaxComponents];
-    for (int32_t c = 0; c < components; ++c) bases[c] = allocation->address() + c * componentBytes;
+    for (int32_t c = 0; c < components; ++c) bases[c] = address + c * componentBytes;
     std::shared_ptr<PoolImpl> pool;
     KVIO_RETURN_IF_ERROR(makePool(spec, bases, &pool));
     pool->allocation = allocation;
-    pool->regions.push_back({allocation->address(), allocation->bytes()});
+    pool->regions.push_back({address, total});
+    KVIO_RETURN_IF_ERROR(pool->bindMemory(memory_kind, device, std::move(owner)));
     *pool_out = pools().add(std::move(pool));
     return KVIO_STATUS_OK;
   });
@@ -217,8 +295,14 @@ kvio_status kvio_pool_allocate(const kvio_pool_spec* spec, uint64_t* pool_out) {
 
 kvio_status kvio_pool_wrap(const kvio_pool_spec* spec, uint64_t address, uint64_t size_bytes,
                            uint64_t* pool_out) {
+  return kvio_pool_wrap_memory(spec, KVIO_MEMORY_HOST, -1, address, size_bytes, pool_out);
+}
+
+kvio_status kvio_pool_wrap_memory(const kvio_pool_spec* spec, int32_t memory_kind, int32_t device,
+                                  uint64_t address, uint64_t size_bytes, uint64_t* pool_out) {
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(pool_out, "pool_out"));
+    KVIO_RETURN_IF_ERROR(checkMemoryKind(memory_kind, device));
     LayoutStrides strides;
     KVIO_RETURN_IF_ERROR(checkSpec(spec, &strides));
     const int32_t components = componentCount(spec->kind);
@@ -236,6 +320,7 @@ kvio_status kvio_pool_wrap(const kvio_pool_spec* spec, uint64_t address, uint64_
     std::shared_ptr<PoolImpl> pool;
     KVIO_RETURN_IF_ERROR(makePool(spec, bases, &pool));
     pool->regions.push_back({address, size_bytes});
+    KVIO_RETURN_IF_ERROR(pool->bindMemory(memory_kind, device, nullptr));
     *pool_out = pools().add(std::move(pool));
     return KVIO_STATUS_OK;
   });
@@ -244,8 +329,17 @@ kvio_status kvio_pool_wrap(const kvio_pool_spec* spec, uint64_t address, uint64_
 kvio_status kvio_pool_wrap_components(const kvio_pool_spec* spec, const uint64_t* addresses,
                                       int32_t num_components, uint64_t bytes_each,
                                       uint64_t* pool_out) {
+  return kvio_pool_wrap_components_memory(spec, KVIO_MEMORY_HOST, -1, addresses, num_components,
+                                          bytes_each, pool_out);
+}
+
+kvio_status kvio_pool_wrap_components_memory(const kvio_pool_spec* spec, int32_t memory_kind,
+                                             int32_t device, const uint64_t* addresses,
+                                             int32_t num_components, uint64_t bytes_each,
+                                             uint64_t* pool_out) {
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(pool_out, "pool_out"));
+    KVIO_RETURN_IF_ERROR(checkMemoryKind(memory_kind, device));
     KVIO_RETURN_IF_ERROR(checkOut(addresses, "component_addresses"));
     LayoutStrides strides;
     KVIO_RETURN_IF_ERROR(checkSpec(spec, &strides));
@@ -267,6 +361,7 @@ kvio_status kvio_pool_wrap_components(const kvio_pool_spec* spec, const uint64_t
     std::shared_ptr<PoolImpl> pool;
     KVIO_RETURN_IF_ERROR(makePool(spec, addresses, &pool));
     for (int32_t c = 0; c < components; ++c) pool->regions.push_back({addresses[c], bytes_each});
+    KVIO_RETURN_IF_ERROR(pool->bindMemory(memory_kind, device, nullptr));
     *pool_out = pools().add(std::move(pool));
     return KVIO_STATUS_OK;
   });
@@ -275,8 +370,17 @@ kvio_status kvio_pool_wrap_components(const kvio_pool_spec* spec, const uint64_t
 kvio_status kvio_pool_wrap_layer_table(const kvio_pool_spec* spec, const uint64_t* table,
                                        int64_t num_entries, uint64_t bytes_each,
                                        uint64_t* pool_out) {
+  return kvio_pool_wrap_layer_table_memory(spec, KVIO_MEMORY_HOST, -1, table, num_entries,
+                                           bytes_each, pool_out);
+}
+
+kvio_status kvio_pool_wrap_layer_table_memory(const kvio_pool_spec* spec, int32_t memory_kind,
+                                              int32_t device, const uint64_t* table,
+                                              int64_t num_entries, uint64_t bytes_each,
+                                              uint64_t* pool_out) {
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(pool_out, "pool_out"));
+    KVIO_RETURN_IF_ERROR(checkMemoryKind(memory_kind, device));
     KVIO_RETURN_IF_ERROR(checkOut(table, "layer_addresses"));
     LayoutStrides strides;
     KVIO_RETURN_IF_ERROR(checkSpec(spec, &strides));
@@ -309,6 +413,7 @@ kvio_status kvio_pool_wrap_layer_table(const kvio_pool_spec* spec, const uint64_
       pool->regions.push_back({table[i], bytes_each});
     }
     pool->bindLayout();
+    KVIO_RETURN_IF_ERROR(pool->bindMemory(memory_kind, device, nullptr));
     *pool_out = pools().add(std::move(pool));
     return KVIO_STATUS_OK;
   });
@@ -379,10 +484,92 @@ kvio_status kvio_executor_close(uint64_t executor_handle) {
   });
 }
 
+kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64_t stream,
+                                      int32_t cta_budget, int32_t warps_per_cta,
+                                      uint64_t* executor_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(executor_out, "executor_out"));
+    KVIO_RETURN_IF_ERROR(kvio_backend_available(io_backend));
+    const BackendOps* ops = backendOps(io_backend);
+    if (ops->createCuda == nullptr) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "io backend '%s' is not a CUDA backend (CUDA backends: kernel, direct)",
+                  kvio_name(KVIO_NAME_BACKEND, io_backend));
+    }
+    if (device < 0) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT, "device %d is not a CUDA device ordinal (>= 0)",
+                  device);
+    }
+    CudaExecutorConfig config;
+    config.device = device;
+    config.stream = stream;
+    config.ctaBudget = cta_budget;
+    config.warpsPerCta = warps_per_cta;
+    auto impl = std::make_shared<ExecutorImpl>();
+    impl->backend = io_backend;
+    KVIO_RETURN_IF_ERROR(ops->createCuda(config, &impl->executor));
+    *executor_out = executors().add(std::move(impl));
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_executor_set_launch(uint64_t executor_handle, int32_t cta_budget,
+                                     int32_t warps_per_cta) {
+  return guarded([&]() -> kvio_status {
+    std::shared_ptr<ExecutorImpl> executor;
+    KVIO_RETURN_IF_ERROR(executors().get(executor_handle, "executor", &executor));
+    return executor->executor->setLaunch(cta_budget, warps_per_cta);
+  });
+}
+
+kvio_status kvio_executor_cuda_stream(uint64_t executor_handle, uint64_t* stream_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(stream_out, "stream_out"));
+    std::shared_ptr<ExecutorImpl> executor;
+    KVIO_RETURN_IF_ERROR(cudaExecutor(executor_handle, &executor));
+    executor->executor->cudaStream(stream_out);
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_submit_device_indices(uint64_t executor, const kvio_transfer_desc* desc,
+                                       uint64_t* transfer_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
+    return submit(executor, *desc, true, transfer_out);
+  });
+}
+
+kvio_status kvio_transfer_cuda_event(uint64_t transfer, uint64_t* event_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(event_out, "event_out"));
+    std::shared_ptr<TransferState> state;
+    KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
+    std::shared_ptr<DeviceCompletion> completion = state->deviceCompletion();
+    if (completion == nullptr) {
+      return fail(KVIO_STATUS_UNSUPPORTED,
+                  "transfer 0x%llx has no CUDA event (it did not run on a CUDA executor)",
+                  static_cast<unsigned long long>(transfer));
+    }
+    *event_out = completion->nativeEvent();
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_pool_memory(uint64_t pool_handle, int32_t* memory_kind_out, int32_t* device_out) {
+  return guarded([&]() -> kvio_status {
+    std::shared_ptr<PoolImpl> pool;
+    KVIO_RETURN_IF_ERROR(pools().get(pool_handle, "pool", &pool));
+    if (memory_kind_out != nullptr) *memory_kind_out = pool->memoryKind;
+    if (device_out != nullptr) *device_out = pool->device;
+    return KVIO_STATUS_OK;
+  });
+}
+
 kvio_status kvio_submit(uint64_t executor, const kvio_transfer_desc* desc, uint64_t* transfer_out) {
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
-    return submit(executor, *desc, transfer_out);
+    return submit(executor, *desc, false, transfer_out);
   });
 }
 
@@ -393,7 +580,7 @@ kvio_status kvio_submit_args(uint64_t executor, uint64_t src_pool, uint64_t dst_
   return guarded([&]() -> kvio_status {
     const kvio_transfer_desc desc{src_pool,    dst_pool,        src_indices,     dst_indices,
                                   num_indices, src_layer_start, dst_layer_start, num_layers};
-    return submit(executor, desc, transfer_out);
+    return submit(executor, desc, false, transfer_out);
   });
 }
 

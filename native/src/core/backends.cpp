@@ -1,19 +1,41 @@
 // The backend registry: maps io backend ids to their BackendOps tables. Backends that are
-// not part of this build report why; the CPU backend is always present.
+// not part of this build report why; the CPU backend is always present. With KVIO_HAVE_CUDA
+// the kernel and direct tables and the CUDA memory services come from native/src/cuda/.
 #include "error.hpp"
 #include "executor.hpp"
+#include "pool.hpp"
 
 namespace kvio {
 
 const BackendOps& cpuBackendOps();  // native/src/cpu/cpu_executor.cpp
+#if defined(KVIO_HAVE_CUDA)
+const BackendOps& cudaKernelBackendOps();  // native/src/cuda/cuda_backend.cpp
+const BackendOps& cudaDirectBackendOps();
+#endif
 
 namespace {
 
+#if !defined(KVIO_HAVE_CUDA)
 kvio_status noCudaBackend() {
   return fail(KVIO_STATUS_UNAVAILABLE,
               "this kvio build has no CUDA backend (the 'kernel' and 'direct' io backends need "
               "a build with the CUDA toolkit and an NVIDIA driver and GPU at run time)");
 }
+
+kvio_status noCudaAllocate(int32_t, int32_t, uint64_t, uint64_t*, std::shared_ptr<void>*) {
+  return noCudaBackend();
+}
+kvio_status noCudaAdopt(int32_t, int32_t, const MemoryRegion*, size_t, std::shared_ptr<void>*) {
+  return noCudaBackend();
+}
+kvio_status noCudaAddress(int32_t, int32_t, uint64_t, uint64_t*) {
+  return noCudaBackend();
+}
+
+const BackendOps kKernel{KVIO_BACKEND_KERNEL, noCudaBackend, nullptr, nullptr};
+const BackendOps kDirect{KVIO_BACKEND_DIRECT, noCudaBackend, nullptr, nullptr};
+const MemoryOps kNoCudaMemory{noCudaAllocate, noCudaAdopt, noCudaAddress};
+#endif
 
 kvio_status noAscendBackend() {
   return fail(KVIO_STATUS_UNAVAILABLE,
@@ -21,20 +43,36 @@ kvio_status noAscendBackend() {
               "CANN runtime, libascendcl.so, and an Ascend NPU)");
 }
 
-const BackendOps kKernel{KVIO_BACKEND_KERNEL, noCudaBackend, nullptr};
-const BackendOps kDirect{KVIO_BACKEND_DIRECT, noCudaBackend, nullptr};
-const BackendOps kAscend{KVIO_BACKEND_KERNEL_ASCEND, noAscendBackend, nullptr};
+const BackendOps kAscend{KVIO_BACKEND_KERNEL_ASCEND, noAscendBackend, nullptr, nullptr};
 
 }  // namespace
+
+#if !defined(KVIO_HAVE_CUDA)
+const MemoryOps& cudaMemoryOps() {
+  return kNoCudaMemory;
+}
+#endif
 
 const BackendOps* backendOps(int32_t ioBackend) {
   switch (ioBackend) {
     case KVIO_BACKEND_CPU: return &cpuBackendOps();
+#if defined(KVIO_HAVE_CUDA)
+    case KVIO_BACKEND_KERNEL: return &cudaKernelBackendOps();
+    case KVIO_BACKEND_DIRECT: return &cudaDirectBackendOps();
+#else
     case KVIO_BACKEND_KERNEL: return &kKernel;
     case KVIO_BACKEND_DIRECT: return &kDirect;
+#endif
     case KVIO_BACKEND_KERNEL_ASCEND: return &kAscend;
     default: return nullptr;
   }
 }
 
 }  // namespace kvio
+
+#if !defined(KVIO_HAVE_CUDA)
+extern "C" kvio_status kvio_cuda_device_count(int32_t* count_out) {
+  if (count_out != nullptr) *count_out = 0;
+  return kvio::noCudaBackend();
+}
+#endif

@@ -1,7 +1,10 @@
-// TransferState (see executor.hpp).
+// TransferState and the Executor defaults (see executor.hpp).
 #include "executor.hpp"
 
 #include <chrono>
+#include <thread>
+
+#include "error.hpp"
 
 namespace kvio {
 
@@ -15,12 +18,50 @@ void TransferState::complete(kvio_status status, std::string message) {
   done_.notify_all();
 }
 
+void TransferState::attach(std::shared_ptr<DeviceCompletion> completion) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  completion_ = std::move(completion);
+}
+
+std::shared_ptr<DeviceCompletion> TransferState::deviceCompletion() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return completion_;
+}
+
+bool TransferState::pollLocked() const {
+  if (isDone_) return true;
+  if (completion_ == nullptr || !completion_->query()) return false;
+  std::string message;
+  status_ = completion_->finish(&message);
+  message_ = std::move(message);
+  isDone_ = true;
+  return true;
+}
+
 bool TransferState::isDone() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return isDone_;
+  return pollLocked();
 }
 
 bool TransferState::wait(int64_t timeoutNs) const {
+  std::shared_ptr<DeviceCompletion> completion = deviceCompletion();
+  if (completion != nullptr) {
+    // Device work: block on this transfer's event, or poll it until the deadline (CUDA events
+    // have no timed wait). Never a device-wide synchronisation.
+    if (timeoutNs < 0) {
+      completion->synchronize();
+    } else {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeoutNs);
+      auto pause = std::chrono::microseconds(5);
+      while (!completion->query()) {
+        if (std::chrono::steady_clock::now() >= deadline) break;
+        std::this_thread::sleep_for(pause);
+        if (pause < std::chrono::microseconds(500)) pause *= 2;
+      }
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    return pollLocked();
+  }
   std::unique_lock<std::mutex> lock(mutex_);
   if (timeoutNs < 0) {
     done_.wait(lock, [this] { return isDone_; });
@@ -37,6 +78,24 @@ kvio_status TransferState::status() const {
 std::string TransferState::message() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return message_;
+}
+
+kvio_status Executor::acceptMemory(MemoryPlace src, MemoryPlace dst) const {
+  const MemoryPlace sides[2] = {src, dst};
+  for (int i = 0; i < 2; ++i) {
+    if (sides[i].kind == KVIO_MEMORY_CUDA_DEVICE) {
+      return fail(KVIO_STATUS_UNSUPPORTED,
+                  "the %s pool is CUDA device memory (device %d); the cpu backend moves host "
+                  "memory only: use the 'kernel' or 'direct' io backend",
+                  i == 0 ? "source" : "destination", sides[i].device);
+    }
+  }
+  return KVIO_STATUS_OK;
+}
+
+kvio_status Executor::setLaunch(int32_t, int32_t) {
+  return fail(KVIO_STATUS_UNSUPPORTED,
+              "only the 'kernel' io backend has a launch shape (CTA budget, warps per CTA)");
 }
 
 }  // namespace kvio

@@ -13,14 +13,33 @@
 #include <vector>
 
 #include "kvio/kvio.h"
+#include "kvio/layout.hpp"
 
 namespace kvio {
+
+/// Completion tracked by a device (a CUDA event). A TransferState with one attached is done
+/// when the device says so; the core never includes a backend's headers, so this is abstract.
+class DeviceCompletion {
+ public:
+  virtual ~DeviceCompletion() = default;
+  /// True once the device work is done (never blocks).
+  virtual bool query() = 0;
+  /// Blocks the calling thread until the device work is done (this event only).
+  virtual void synchronize() = 0;
+  /// Once done: the transfer's status, and its message when not OK.
+  virtual kvio_status finish(std::string* message) = 0;
+  /// The native event handle (a cudaEvent_t), for kvio_transfer_cuda_event.
+  virtual uint64_t nativeEvent() const = 0;
+};
 
 /// Completion of one submitted transfer: a one-shot event with a status and a message.
 class TransferState {
  public:
   explicit TransferState(uint64_t bytes) : bytes_(bytes) {}
   void complete(kvio_status status, std::string message = {});
+  /// From now on, done means the device completion is done (CUDA executors).
+  void attach(std::shared_ptr<DeviceCompletion> completion);
+  std::shared_ptr<DeviceCompletion> deviceCompletion() const;
   bool isDone() const;
   /// Waits up to timeoutNs (< 0: forever). Returns false on timeout.
   bool wait(int64_t timeoutNs) const;
@@ -29,20 +48,48 @@ class TransferState {
   uint64_t bytes() const { return bytes_; }
 
  private:
+  /// Completes from the device completion if it is done; mutex_ held.
+  bool pollLocked() const;
+
   mutable std::mutex mutex_;
   mutable std::condition_variable done_;
-  bool isDone_ = false;
-  kvio_status status_ = KVIO_STATUS_OK;
-  std::string message_;
+  mutable bool isDone_ = false;
+  mutable kvio_status status_ = KVIO_STATUS_OK;
+  mutable std::string message_;
+  std::shared_ptr<DeviceCompletion> completion_;
   const uint64_t bytes_;
+};
+
+/// What an executor that evaluates the layouts itself (the CUDA kernel) needs instead of a
+/// plan. Layer tables hold device-accessible addresses. Host index arrays are valid during
+/// Executor::submit only; device index arrays until the transfer completes.
+struct LayoutJob {
+  AffineLayout src;
+  AffineLayout dst;
+  std::vector<uint64_t> srcTable;  // src.layerBase points here
+  std::vector<uint64_t> dstTable;
+  const int64_t* srcIndices = nullptr;
+  const int64_t* dstIndices = nullptr;
+  bool indicesOnDevice = false;
+  int64_t count = 0;
+  int64_t srcLayerStart = 0;
+  int64_t dstLayerStart = 0;
+  int64_t numLayers = 0;
 };
 
 /// Everything an executor needs to run one transfer. keepAlive holds the pools' memory so it
 /// outlives a pool closed while the transfer is in flight.
 struct Job {
-  std::vector<kvio_copy2d> plan;
+  std::vector<kvio_copy2d> plan;  // empty when the executor does not use plans
+  LayoutJob layout;               // filled when it does not
   std::vector<std::shared_ptr<void>> keepAlive;
   std::shared_ptr<TransferState> state;
+};
+
+/// Where a pool's memory lies, as an executor sees it when accepting a transfer.
+struct MemoryPlace {
+  int32_t kind;    // KVIO_MEMORY_*
+  int32_t device;  // CUDA device ordinal, -1 for host memory
 };
 
 class Executor {
@@ -53,6 +100,23 @@ class Executor {
   virtual void submit(std::shared_ptr<Job> job) = 0;
   /// Blocks until every submitted job has completed.
   virtual void drain() = 0;
+  /// False for executors that take a LayoutJob instead of a plan.
+  virtual bool usesPlan() const { return true; }
+  virtual bool acceptsDeviceIndices() const { return false; }
+  /// OK if this executor can move between memory of these kinds, else the reason. The default
+  /// is the host-memory rule of the cpu backend.
+  virtual kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const;
+  /// CUDA executors: the stream, and the kernel launch shape.
+  virtual bool cudaStream(uint64_t* stream) const { return false; }
+  virtual kvio_status setLaunch(int32_t ctaBudget, int32_t warpsPerCta);
+};
+
+/// Launch settings of a CUDA executor (kvio_executor_create_cuda).
+struct CudaExecutorConfig {
+  int32_t device = 0;
+  uint64_t stream = 0;  // 0: kvio's own
+  int32_t ctaBudget = 0;
+  int32_t warpsPerCta = 0;
 };
 
 struct BackendOps {
@@ -60,6 +124,8 @@ struct BackendOps {
   /// KVIO_STATUS_OK, or UNAVAILABLE with the cause in kvio_last_error().
   kvio_status (*available)();
   kvio_status (*create)(int32_t threads, std::unique_ptr<Executor>* out);
+  /// CUDA backends only (nullptr otherwise).
+  kvio_status (*createCuda)(const CudaExecutorConfig& config, std::unique_ptr<Executor>* out);
 };
 
 /// The backend table for an io backend id, or nullptr for an unknown id.

@@ -55,4 +55,23 @@ void PoolImpl::bindLayout() {
   layout.layerBase = layerBase.data();
 }
 
+kvio_status PoolImpl::bindMemory(int32_t kind, int32_t deviceOrdinal, std::shared_ptr<void> owner) {
+  memoryKind = kind;
+  device = kind == KVIO_MEMORY_HOST ? -1 : deviceOrdinal;
+  if (kind == KVIO_MEMORY_HOST) {
+    deviceLayerBase.clear();
+    return KVIO_STATUS_OK;
+  }
+  const MemoryOps& ops = cudaMemoryOps();
+  if (owner == nullptr) {  // wrapped caller memory: register or check it
+    KVIO_RETURN_IF_ERROR(ops.adopt(kind, device, regions.data(), regions.size(), &owner));
+  }
+  memory = std::move(owner);
+  deviceLayerBase.resize(layerBase.size());
+  for (size_t i = 0; i < layerBase.size(); ++i) {
+    KVIO_RETURN_IF_ERROR(ops.deviceAddress(kind, device, layerBase[i], &deviceLayerBase[i]));
+  }
+  return KVIO_STATUS_OK;
+}
+
 }  // namespace kvio

@@ -34,8 +34,27 @@ struct MemoryRegion {
   uint64_t bytes;
 };
 
+/// Device memory services the core needs for pools of CUDA memory kinds. The CUDA backend
+/// provides them (cuda_memory.cpp); a build without it reports UNAVAILABLE.
+struct MemoryOps {
+  /// Allocates `bytes` of pinned host or device memory, zero-filled; `owner` frees it.
+  kvio_status (*allocate)(int32_t kind, int32_t device, uint64_t bytes, uint64_t* address,
+                          std::shared_ptr<void>* owner);
+  /// Makes caller memory usable: registers pinned host regions (cudaHostRegister, in chunks;
+  /// `owner` unregisters them) or checks that device regions are memory of `device`.
+  kvio_status (*adopt)(int32_t kind, int32_t device, const MemoryRegion* regions, size_t count,
+                       std::shared_ptr<void>* owner);
+  /// The address a kernel on `device` uses for `address` (cudaHostGetDevicePointer).
+  kvio_status (*deviceAddress)(int32_t kind, int32_t device, uint64_t address, uint64_t* out);
+};
+const MemoryOps& cudaMemoryOps();  // backends.cpp (stubs) or cuda_memory.cpp
+
 struct PoolImpl {
   kvio_pool_spec spec{};
+  int32_t memoryKind = KVIO_MEMORY_HOST;
+  int32_t device = -1;                    // CUDA device ordinal; -1 for pageable host memory
+  std::vector<uint64_t> deviceLayerBase;  // layerBase as device code addresses it
+  std::shared_ptr<void> memory;           // CUDA allocation or registration (freed last)
   LayoutStrides strides;
   std::vector<uint64_t> layerBase;  // [c * num_layers + l]
   std::vector<MemoryRegion> regions;
@@ -46,6 +65,9 @@ struct PoolImpl {
   int64_t tokens() const { return spec.num_pages * spec.page_size; }
   /// Fills `layout` from spec, strides and layerBase.
   void bindLayout();
+  /// Sets the memory kind; for CUDA kinds allocates or adopts the memory (owner) and fills
+  /// deviceLayerBase. Call after bindLayout.
+  kvio_status bindMemory(int32_t kind, int32_t deviceOrdinal, std::shared_ptr<void> owner);
 };
 
 }  // namespace kvio

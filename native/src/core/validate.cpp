@@ -94,8 +94,8 @@ kvio_status checkOverlap(const std::vector<Interval>& src, const std::vector<Int
 
 }  // namespace
 
-kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst, const kvio_transfer_desc& d,
-                             PlanRequest* request, std::vector<IndexRun>* runs) {
+kvio_status validateTransferShape(const PoolImpl& src, const PoolImpl& dst,
+                                  const kvio_transfer_desc& d) {
   if (d.num_indices < 1) {
     return fail(KVIO_STATUS_INVALID_ARGUMENT,
                 "num_indices must be at least 1, got %lld (an empty transfer is a caller bug)",
@@ -125,6 +125,17 @@ kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst, const kvi
   }
   KVIO_RETURN_IF_ERROR(checkLayers("src", src, d.src_layer_start, d.num_layers));
   KVIO_RETURN_IF_ERROR(checkLayers("dst", dst, d.dst_layer_start, d.num_layers));
+  return KVIO_STATUS_OK;
+}
+
+kvio_status validateDeviceTransfer(const PoolImpl& src, const PoolImpl& dst,
+                                   const kvio_transfer_desc& d) {
+  return validateTransferShape(src, dst, d);
+}
+
+kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst, const kvio_transfer_desc& d,
+                             PlanRequest* request, std::vector<IndexRun>* runs) {
+  KVIO_RETURN_IF_ERROR(validateTransferShape(src, dst, d));
   KVIO_RETURN_IF_ERROR(checkIndices("src", d.src_indices, d.num_indices, src.tokens()));
   KVIO_RETURN_IF_ERROR(checkIndices("dst", d.dst_indices, d.num_indices, dst.tokens()));
 

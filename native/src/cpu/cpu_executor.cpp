@@ -188,7 +188,9 @@ class CpuExecutor final : public Executor {
     const uint64_t bytes = planBytes(job->plan);
     if (bytes <= kInlineBytes) {
       std::unique_lock<std::mutex> lock(mutex_);
-      if (queue_.empty()) {
+      // Only when nothing runs: two threads' inline jobs must not overlap (a conflicting pair
+      // would leave a mix of both; found by reliability_test), nor a queued job start under one.
+      if (queue_.empty() && inlineRunning_ == 0) {
         ++inlineRunning_;
         lock.unlock();
         for (const kvio_copy2d& c : job->plan) runCopy(c, false);
@@ -196,6 +198,7 @@ class CpuExecutor final : public Executor {
         lock.lock();
         --inlineRunning_;
         idle_.notify_all();
+        work_.notify_all();  // a job queued meanwhile waits for this one
         return;
       }
     }
@@ -227,12 +230,13 @@ class CpuExecutor final : public Executor {
     pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-      work_.wait(lock, [this] {
-        return stopping_ ||
-               (!queue_.empty() && queue_.front()->next < queue_.front()->tasks.size());
-      });
+      const auto runnable = [this] {
+        return inlineRunning_ == 0 && !queue_.empty() &&
+               queue_.front()->next < queue_.front()->tasks.size();
+      };
+      work_.wait(lock, [&] { return stopping_ || runnable(); });
       if (stopping_ && queue_.empty()) return;
-      if (queue_.empty() || queue_.front()->next >= queue_.front()->tasks.size()) continue;
+      if (!runnable()) continue;
       std::shared_ptr<Pending> head = queue_.front();
       const Task task = head->tasks[head->next++];
       lock.unlock();
@@ -275,7 +279,7 @@ kvio_status cpuCreate(int32_t threads, std::unique_ptr<Executor>* out) {
   return KVIO_STATUS_OK;
 }
 
-const BackendOps kCpuOps{KVIO_BACKEND_CPU, cpuAvailable, cpuCreate};
+const BackendOps kCpuOps{KVIO_BACKEND_CPU, cpuAvailable, cpuCreate, nullptr};
 
 }  // namespace
 

@@ -1,0 +1,60 @@
+# Optional CUDA backend ('kernel' and 'direct' io backends). Included from the top-level
+# CMakeLists.txt before add_library(kvio): enable_language(CUDA) must run before the target
+# exists, or its CUDA_ARCHITECTURES property starts empty.
+#   KVIO_WITH_CUDA=AUTO (default): build the backend when nvcc is found, else CPU-only.
+#   KVIO_WITH_CUDA=ON: fail the configure when nvcc is missing. OFF: never build it.
+# Sets KVIO_HAVE_CUDA and, when ON, KVIO_CUDA_SOURCES (the backend's sources).
+set(KVIO_WITH_CUDA AUTO CACHE STRING "Build the CUDA backend: AUTO (when nvcc is found), ON, OFF")
+set_property(CACHE KVIO_WITH_CUDA PROPERTY STRINGS AUTO ON OFF)
+
+set(KVIO_HAVE_CUDA OFF)
+if(NOT KVIO_WITH_CUDA STREQUAL "OFF")
+  # nvcc is often not on PATH: give check_language() a hint (CUDACXX also works).
+  if(NOT DEFINED CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX})
+    find_program(KVIO_NVCC nvcc HINTS ENV CUDA_HOME ENV CUDA_PATH PATH_SUFFIXES bin
+                 PATHS /usr/local/cuda/bin)
+    if(KVIO_NVCC)
+      set(CMAKE_CUDA_COMPILER "${KVIO_NVCC}")
+    endif()
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      # SASS for A100 (sm_80, also runs on 86/89) and H100/H200 (sm_90), PTX for newer GPUs.
+      set(CMAKE_CUDA_ARCHITECTURES 80-real 90-real 90-virtual)
+    endif()
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 17)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    # Static cudart: libkvio.so then needs only libcuda.so.1 (the driver), loaded by cudart
+    # at run time, so the library still loads on machines without a driver.
+    set(CMAKE_CUDA_RUNTIME_LIBRARY Static)
+    find_package(CUDAToolkit REQUIRED)
+    set(KVIO_HAVE_CUDA ON)
+    set(KVIO_CUDA_SOURCES
+      ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/cuda_backend.cpp
+      ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/cuda_memory.cpp
+      ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/direct_executor.cpp
+      ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/kernel_executor.cpp
+      ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/copy_kernel.cu)
+    message(STATUS "kvio: CUDA backend ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, "
+                   "archs ${CMAKE_CUDA_ARCHITECTURES})")
+  elseif(KVIO_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "KVIO_WITH_CUDA=ON but no CUDA compiler (nvcc) was found; set "
+                        "CMAKE_CUDA_COMPILER or CUDACXX, or use KVIO_WITH_CUDA=AUTO")
+  else()
+    message(STATUS "kvio: no CUDA compiler found - CPU-only build (kernel/direct unavailable)")
+  endif()
+endif()
+
+# Adds the CUDA backend to a target (libkvio, or the static core the white-box tests link).
+function(kvio_add_cuda_backend target)
+  if(NOT KVIO_HAVE_CUDA)
+    return()
+  endif()
+  target_sources(${target} PRIVATE ${KVIO_CUDA_SOURCES})
+  target_compile_definitions(${target} PRIVATE KVIO_HAVE_CUDA=1)
+  target_link_libraries(${target} PRIVATE CUDA::cudart_static)
+  set_target_properties(${target} PROPERTIES CUDA_VISIBILITY_PRESET hidden)
+endfunction()

@@ -1,0 +1,239 @@
+// The CUDA backend's registry entries ('kernel' and 'direct'), their availability (the CUDA
+// runtime's own reason when there is no driver or device), kvio_cuda_device_count, and the
+// executor base shared by both backends (cuda_executor.hpp).
+#include <limits>
+
+#include "../core/pool.hpp"
+#include "cuda_executor.hpp"
+
+namespace kvio {
+namespace cuda {
+
+kvio_status createKernelExecutor(const CudaExecutorConfig& config,
+                                 std::unique_ptr<Executor>* out);  // kernel_executor.cpp
+kvio_status createDirectExecutor(const CudaExecutorConfig& config,
+                                 std::unique_ptr<Executor>* out);  // direct_executor.cpp
+
+namespace {
+
+// Probed once per call: drivers can appear (or a device be hidden) between calls in tests.
+kvio_status cudaAvailable() {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    cudaGetLastError();
+    int runtime = 0;
+    cudaRuntimeGetVersion(&runtime);
+    return fail(KVIO_STATUS_UNAVAILABLE,
+                "no usable CUDA driver or device: cudaGetDeviceCount failed with %s (kvio is "
+                "built with CUDA runtime %d.%d; the driver must support it)",
+                describe(error).c_str(), runtime / 1000, (runtime % 1000) / 10);
+  }
+  if (count == 0) {
+    return fail(KVIO_STATUS_UNAVAILABLE, "no CUDA device: cudaGetDeviceCount reports 0 devices");
+  }
+  return KVIO_STATUS_OK;
+}
+
+kvio_status createDefault(kvio_status (*create)(const CudaExecutorConfig&,
+                                                std::unique_ptr<Executor>*),
+                          std::unique_ptr<Executor>* out) {
+  CudaExecutorConfig config;  // device 0, kvio's own stream, default launch shape
+  return create(config, out);
+}
+
+kvio_status createKernelDefault(int32_t, std::unique_ptr<Executor>* out) {
+  return createDefault(createKernelExecutor, out);
+}
+kvio_status createDirectDefault(int32_t, std::unique_ptr<Executor>* out) {
+  return createDefault(createDirectExecutor, out);
+}
+
+const BackendOps kKernelOps{KVIO_BACKEND_KERNEL, cudaAvailable, createKernelDefault,
+                            createKernelExecutor};
+const BackendOps kDirectOps{KVIO_BACKEND_DIRECT, cudaAvailable, createDirectDefault,
+                            createDirectExecutor};
+
+}  // namespace
+
+// ---- EventCompletion ----
+
+EventCompletion::~EventCompletion() {
+  DeviceScope scope(device_);
+  cudaEventDestroy(event_);
+}
+
+bool EventCompletion::query() {
+  if (error_ != cudaSuccess) return true;
+  const cudaError_t error = cudaEventQuery(event_);
+  if (error == cudaErrorNotReady) return false;
+  error_ = error;
+  return true;
+}
+
+void EventCompletion::synchronize() {
+  const cudaError_t error = cudaEventSynchronize(event_);
+  if (error != cudaSuccess && error_ == cudaSuccess) error_ = error;
+}
+
+kvio_status EventCompletion::finish(std::string* message) {
+  if (error_ != cudaSuccess) {
+    *message = "the transfer's work on the CUDA stream failed: " + describe(error_) +
+               " (reported by cudaEventQuery/cudaEventSynchronize)";
+    return KVIO_STATUS_BACKEND_ERROR;
+  }
+  if (hostStatus != nullptr && hostStatus[1] > 0) {
+    char text[400];
+    std::snprintf(text, sizeof(text),
+                  "the kernel skipped %llu index pairs with an index outside its pool; the first "
+                  "is pair %llu (src_indices[%llu] valid 0 to %lld, dst_indices[%llu] valid 0 to "
+                  "%lld); the other pairs were copied",
+                  hostStatus[1], hostStatus[0], hostStatus[0],
+                  static_cast<long long>(srcTokens - 1), hostStatus[0],
+                  static_cast<long long>(dstTokens - 1));
+    *message = text;
+    return KVIO_STATUS_OUT_OF_RANGE;
+  }
+  return KVIO_STATUS_OK;
+}
+
+// ---- CudaExecutor ----
+
+kvio_status CudaExecutor::init(const CudaExecutorConfig& config, const char* name) {
+  name_ = name;
+  device_ = config.device;
+  int count = 0;
+  KVIO_CUDA_TRY(cudaGetDeviceCount(&count), "creating a '%s' executor on device %d", name, device_);
+  if (device_ >= count) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "CUDA device %d does not exist (%d devices: 0 to %d)",
+                device_, count, count - 1);
+  }
+  DeviceScope scope(device_);
+  KVIO_CUDA_TRY(scope.error(), "selecting CUDA device %d", device_);
+  if (config.stream == KVIO_CUDA_OWN_STREAM) {
+    KVIO_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+                  "creating the '%s' executor's stream on device %d", name, device_);
+    ownStream_ = true;
+  } else {
+    stream_ = reinterpret_cast<cudaStream_t>(config.stream);
+  }
+  return KVIO_STATUS_OK;
+}
+
+CudaExecutor::~CudaExecutor() {
+  // Subclasses drain before freeing their staging; this only releases the stream.
+  if (ownStream_ && stream_ != nullptr) {
+    DeviceScope scope(device_);
+    cudaStreamDestroy(stream_);
+  }
+}
+
+bool CudaExecutor::cudaStream(uint64_t* stream) const {
+  *stream = reinterpret_cast<uint64_t>(stream_);
+  return true;
+}
+
+kvio_status CudaExecutor::acceptMemory(MemoryPlace src, MemoryPlace dst) const {
+  const MemoryPlace sides[2] = {src, dst};
+  for (int i = 0; i < 2; ++i) {
+    const char* side = i == 0 ? "source" : "destination";
+    if (sides[i].kind == KVIO_MEMORY_HOST) {
+      return fail(KVIO_STATUS_UNSUPPORTED,
+                  "the %s pool is pageable host memory; the '%s' io backend needs pinned host "
+                  "memory: allocate it with KVIO_MEMORY_HOST_PINNED, or wrap it with "
+                  "KVIO_MEMORY_HOST_PINNED (kvio registers it with cudaHostRegister)",
+                  side, name_);
+    }
+    if (sides[i].device != device_) {
+      return fail(KVIO_STATUS_UNSUPPORTED,
+                  "the %s pool belongs to CUDA device %d but this '%s' executor runs on device "
+                  "%d; create the pool (or the executor) for the same device",
+                  side, sides[i].device, name_, device_);
+    }
+  }
+  return KVIO_STATUS_OK;
+}
+
+void CudaExecutor::submit(std::shared_ptr<Job> job) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  reap();
+  DeviceScope scope(device_);
+  if (scope.error() != cudaSuccess) {
+    job->state->complete(KVIO_STATUS_BACKEND_ERROR, "cudaSetDevice(" + std::to_string(device_) +
+                                                        ") failed: " + describe(scope.error()));
+    return;
+  }
+  cudaEvent_t event = nullptr;
+  cudaError_t error = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+  if (error != cudaSuccess) {
+    cudaGetLastError();
+    job->state->complete(statusOf(error), "cudaEventCreateWithFlags failed: " + describe(error));
+    return;
+  }
+  auto completion = std::make_shared<EventCompletion>(device_, event);
+  std::function<void()> release;
+  const kvio_status status = enqueue(*job, completion.get(), &release);
+  if (status != KVIO_STATUS_OK) {
+    // Nothing of this job may still be queued if enqueue failed before its first copy; copies
+    // already queued finish on their own, and the pools stay alive until the event below.
+    job->state->complete(status, lastError());
+  }
+  error = cudaEventRecord(event, stream_);
+  if (error != cudaSuccess) {
+    cudaGetLastError();
+    if (status == KVIO_STATUS_OK) {
+      job->state->complete(statusOf(error), "cudaEventRecord failed: " + describe(error));
+    }
+    cudaStreamSynchronize(stream_);  // the job's copies may be queued: keep pools until done
+    if (release) release();
+    return;
+  }
+  if (status == KVIO_STATUS_OK) job->state->attach(completion);
+  inFlight_.push_back({std::move(completion), std::move(job), std::move(release)});
+}
+
+void CudaExecutor::retire(InFlight& entry) {
+  entry.job->state->isDone();  // reads the completion's status while its staging is intact
+  if (entry.release) entry.release();
+}
+
+void CudaExecutor::reap() {
+  while (!inFlight_.empty() && inFlight_.front().completion->query()) {
+    retire(inFlight_.front());
+    inFlight_.pop_front();
+  }
+}
+
+bool CudaExecutor::retireOldest() {
+  if (inFlight_.empty()) return false;
+  inFlight_.front().completion->synchronize();
+  retire(inFlight_.front());
+  inFlight_.pop_front();
+  return true;
+}
+
+void CudaExecutor::drain() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  while (retireOldest()) {
+  }
+}
+
+}  // namespace cuda
+
+const BackendOps& cudaKernelBackendOps() {
+  return cuda::kKernelOps;
+}
+const BackendOps& cudaDirectBackendOps() {
+  return cuda::kDirectOps;
+}
+
+}  // namespace kvio
+
+extern "C" kvio_status kvio_cuda_device_count(int32_t* count_out) {
+  if (count_out == nullptr) return kvio::fail(KVIO_STATUS_INVALID_ARGUMENT, "count_out is null");
+  *count_out = 0;
+  int count = 0;
+  KVIO_CUDA_TRY(cudaGetDeviceCount(&count), "counting CUDA devices");
+  *count_out = count;
+  return KVIO_STATUS_OK;
+}

@@ -1,0 +1,52 @@
+// The one error idiom of the CUDA backend: every CUDA runtime call goes through
+// KVIO_CUDA_TRY(call, "context format", args...), which on failure returns a kvio_status and
+// sets the thread's message to "<call> failed: <error name> (<error string>) <context>", e.g.
+//   cudaHostRegister(...) failed: cudaErrorHostMemoryAlreadyRegistered (...) registering
+//   2097152 bytes at 0x7f..., chunk 3 of 8
+// The status follows the error: out of memory, no driver/device (UNAVAILABLE), else
+// BACKEND_ERROR.
+#ifndef KVIO_CUDA_CUDA_CHECK_HPP_
+#define KVIO_CUDA_CUDA_CHECK_HPP_
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "../core/error.hpp"
+
+namespace kvio {
+namespace cuda {
+
+kvio_status cudaFailure(cudaError_t error, const char* call, const char* format, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/// The status a CUDA error maps to.
+kvio_status statusOf(cudaError_t error);
+
+/// "cudaErrorX (message)".
+std::string describe(cudaError_t error);
+
+/// Makes `device` current on this thread for its lifetime and restores the previous one.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int32_t device);
+  ~DeviceScope();
+  cudaError_t error() const { return error_; }
+
+ private:
+  int previous_ = -1;
+  cudaError_t error_ = cudaSuccess;
+};
+
+}  // namespace cuda
+}  // namespace kvio
+
+#define KVIO_CUDA_TRY(call, ...)                                              \
+  do {                                                                        \
+    const cudaError_t kvio_cuda_error_ = (call);                              \
+    if (kvio_cuda_error_ != cudaSuccess) {                                    \
+      return ::kvio::cuda::cudaFailure(kvio_cuda_error_, #call, __VA_ARGS__); \
+    }                                                                         \
+  } while (0)
+
+#endif  // KVIO_CUDA_CUDA_CHECK_HPP_

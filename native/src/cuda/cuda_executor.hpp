@@ -1,0 +1,85 @@
+// What the kernel and direct executors share: the device and stream, the memory rule (pinned
+// host or device memory; pageable host memory is refused), and completion through CUDA events.
+// Each job records an event on the stream after its work; its TransferState then reports done
+// when that event has completed (query or cudaEventSynchronize of that event only: never a
+// device-wide synchronisation). The executor keeps each job's pools alive until its event has
+// completed, even when the caller closes the pools or the transfer handle first.
+#ifndef KVIO_CUDA_CUDA_EXECUTOR_HPP_
+#define KVIO_CUDA_CUDA_EXECUTOR_HPP_
+
+#include <cuda_runtime.h>
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "../core/executor.hpp"
+#include "cuda_check.hpp"
+
+namespace kvio {
+namespace cuda {
+
+/// A CUDA event as the completion of one transfer. hostStatus (optional): the kernel's
+/// bad-pair report, copied to pinned host memory before the event.
+class EventCompletion : public DeviceCompletion {
+ public:
+  EventCompletion(int32_t device, cudaEvent_t event) : device_(device), event_(event) {}
+  ~EventCompletion() override;
+  bool query() override;
+  void synchronize() override;
+  kvio_status finish(std::string* message) override;
+  uint64_t nativeEvent() const override { return reinterpret_cast<uint64_t>(event_); }
+
+  /// Set before the job is published: what finish() reads and says.
+  const unsigned long long* hostStatus = nullptr;
+  int64_t srcTokens = 0;
+  int64_t dstTokens = 0;
+
+ private:
+  int32_t device_;
+  cudaEvent_t event_;
+  cudaError_t error_ = cudaSuccess;
+};
+
+class CudaExecutor : public Executor {
+ public:
+  ~CudaExecutor() override;
+  int32_t threads() const override { return 1; }
+  void submit(std::shared_ptr<Job> job) override;
+  void drain() override;
+  kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const override;
+  bool cudaStream(uint64_t* stream) const override;
+
+ protected:
+  /// Creates the stream (config.stream == KVIO_CUDA_OWN_STREAM) or adopts the caller's.
+  kvio_status init(const CudaExecutorConfig& config, const char* name);
+  /// Enqueues the job's copies on stream_. *completion may be given a host status to read.
+  /// `release` (optional) runs when the job's event has completed and its state is final.
+  virtual kvio_status enqueue(Job& job, EventCompletion* completion,
+                              std::function<void()>* release) = 0;
+  /// Waits for the oldest job in flight (its event only) and retires it; false if none.
+  bool retireOldest();
+  /// Retires jobs whose events have completed, in order.
+  void reap();
+
+  int32_t device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  bool ownStream_ = false;
+  const char* name_ = "";
+  std::mutex mutex_;  // serialises submissions (and the subclass's staging)
+
+ private:
+  struct InFlight {
+    std::shared_ptr<EventCompletion> completion;
+    std::shared_ptr<Job> job;
+    std::function<void()> release;
+  };
+  void retire(InFlight& entry);
+  std::deque<InFlight> inFlight_;
+};
+
+}  // namespace cuda
+}  // namespace kvio
+
+#endif  // KVIO_CUDA_CUDA_EXECUTOR_HPP_

@@ -1,0 +1,158 @@
+// The 'direct' io backend: the planner's copies on the copy engine. 2-D copies go to
+// cudaMemcpy2DAsync; runs of 1-D copies go to cuMemcpyBatchAsync (at most kMaxBatch per call)
+// when the driver offers it, else to cudaMemcpyAsync one by one (direct_copies.hpp has the
+// logic, tested on the host). The batch entry point is resolved at run time through
+// cudaGetDriverEntryPointByVersion, for the ABI of the version asked (12.8: with failIdx;
+// 13.0: without), so a build with one toolkit is correct on drivers of either version.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <vector>
+
+#include "cuda_executor.hpp"
+#include "direct_copies.hpp"
+
+namespace kvio {
+namespace cuda {
+namespace {
+
+constexpr size_t kMaxBatch = 4096;
+
+struct BatchEntry {
+  BatchAbi abi = BatchAbi::None;
+  void* function = nullptr;
+};
+
+// Resolved once per process.
+const BatchEntry& batchEntry() {
+  static const BatchEntry entry = [] {
+    BatchEntry e;
+    int driver = 0;
+    if (cudaDriverGetVersion(&driver) != cudaSuccess) {
+      cudaGetLastError();
+      return e;
+    }
+    void* v13 = nullptr;
+    void* v12 = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (driver >= 13000 &&
+        cudaGetDriverEntryPointByVersion("cuMemcpyBatchAsync", &v13, 13000, cudaEnableDefault,
+                                         &found) != cudaSuccess) {
+      cudaGetLastError();
+      v13 = nullptr;
+    }
+    if (found != cudaDriverEntryPointSuccess) v13 = nullptr;
+    found = cudaDriverEntryPointQueryResult{};
+    if (driver >= 12080 &&
+        cudaGetDriverEntryPointByVersion("cuMemcpyBatchAsync", &v12, 12080, cudaEnableDefault,
+                                         &found) != cudaSuccess) {
+      cudaGetLastError();
+      v12 = nullptr;
+    }
+    if (found != cudaDriverEntryPointSuccess) v12 = nullptr;
+    e.abi = chooseBatchAbi(driver, v12 != nullptr, v13 != nullptr);
+    e.function = e.abi == BatchAbi::V13000 ? v13 : e.abi == BatchAbi::V12080 ? v12 : nullptr;
+    return e;
+  }();
+  return entry;
+}
+
+struct EngineContext {
+  cudaStream_t stream = nullptr;
+  int32_t device = 0;
+  BatchEntry batch;
+};
+
+int toEngine(cudaError_t error) {
+  if (error == cudaSuccess) return kEngineOk;
+  cudaGetLastError();
+  return static_cast<int>(error);
+}
+
+int copy1d(void* context, uint64_t dst, uint64_t src, uint64_t bytes) {
+  auto* c = static_cast<EngineContext*>(context);
+  return toEngine(cudaMemcpyAsync(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src),
+                                  bytes, cudaMemcpyDefault, c->stream));
+}
+
+int copy2d(void* context, const EngineCopy& copy) {
+  auto* c = static_cast<EngineContext*>(context);
+  return toEngine(cudaMemcpy2DAsync(reinterpret_cast<void*>(copy.dst), copy.dstPitch,
+                                    reinterpret_cast<const void*>(copy.src), copy.srcPitch,
+                                    copy.width, copy.height, cudaMemcpyDefault, c->stream));
+}
+
+int batch(void* context, uint64_t* dsts, uint64_t* srcs, size_t* sizes, size_t count,
+          size_t* failIndex) {
+  auto* c = static_cast<EngineContext*>(context);
+  CUmemcpyAttributes attributes{};
+  attributes.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  attributes.flags = CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE;
+  size_t attributeIndex = 0;
+  auto* d = reinterpret_cast<CUdeviceptr*>(dsts);
+  auto* s = reinterpret_cast<CUdeviceptr*>(srcs);
+  auto stream = reinterpret_cast<CUstream>(c->stream);
+  CUresult result = CUDA_SUCCESS;
+  if (c->batch.abi == BatchAbi::V13000) {
+    result = reinterpret_cast<PFN_cuMemcpyBatchAsync_v13000>(c->batch.function)(
+        d, s, sizes, count, &attributes, &attributeIndex, 1, stream);
+  } else {
+    result = reinterpret_cast<PFN_cuMemcpyBatchAsync_v12080>(c->batch.function)(
+        d, s, sizes, count, &attributes, &attributeIndex, 1, failIndex, stream);
+  }
+  if (result == CUDA_SUCCESS) return kEngineOk;
+  if (result == CUDA_ERROR_NOT_SUPPORTED) return kEngineNotSupported;
+  return static_cast<int>(result);
+}
+
+std::string errorText(int code) {
+  // Runtime and driver codes share their numbers for the errors these calls return.
+  return describe(static_cast<cudaError_t>(code));
+}
+
+class DirectExecutor final : public CudaExecutor {
+ public:
+  kvio_status configure(const CudaExecutorConfig& config) {
+    KVIO_RETURN_IF_ERROR(init(config, "direct"));
+    context_.stream = stream_;
+    context_.device = device_;
+    context_.batch = batchEntry();
+    // The batch API refuses the legacy default stream.
+    const auto raw = reinterpret_cast<uint64_t>(stream_);
+    batchEnabled_ = context_.batch.abi != BatchAbi::None && raw != 0 &&
+                    raw != reinterpret_cast<uint64_t>(cudaStreamLegacy);
+    ops_.context = &context_;
+    ops_.copy1d = copy1d;
+    ops_.copy2d = copy2d;
+    ops_.batch = context_.batch.function != nullptr ? batch : nullptr;
+    ops_.errorText = errorText;
+    return KVIO_STATUS_OK;
+  }
+
+  ~DirectExecutor() override { drain(); }
+
+ protected:
+  kvio_status enqueue(Job& job, EventCompletion*, std::function<void()>*) override {
+    engineCopies(job.plan, &copies_);
+    return issueCopies(ops_, copies_, kMaxBatch, &batchEnabled_, &scratch_);
+  }
+
+ private:
+  EngineContext context_;
+  EngineOps ops_;
+  bool batchEnabled_ = false;
+  std::vector<EngineCopy> copies_;
+  BatchScratch scratch_;
+};
+
+}  // namespace
+
+kvio_status createDirectExecutor(const CudaExecutorConfig& config, std::unique_ptr<Executor>* out) {
+  auto executor = std::make_unique<DirectExecutor>();
+  KVIO_RETURN_IF_ERROR(executor->configure(config));
+  *out = std::move(executor);
+  return KVIO_STATUS_OK;
+}
+
+}  // namespace cuda
+}  // namespace kvio

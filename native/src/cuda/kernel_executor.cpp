@@ -1,0 +1,215 @@
+// The 'kernel' io backend: runs each transfer as one launch of the SM copy kernel
+// (copy_kernel.cu), which evaluates both pools' affine layouts on the device. Per job, the
+// layer tables (device-accessible addresses), the host index arrays and the kernel's status
+// words are written into a pinned staging slot and uploaded with one cudaMemcpyAsync; nothing
+// on the submit path synchronises. A slot is reused once the job that used it has retired
+// (its event completed and its status read). Device-resident indices are passed to the kernel
+// as they are, bounds-checked there, and the status words come back with one more async copy.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "copy_kernel.hpp"
+#include "cuda_executor.hpp"
+
+namespace kvio {
+namespace cuda {
+namespace {
+
+constexpr int32_t kDefaultCtaBudget = 4;
+constexpr int32_t kDefaultWarpsPerCta = 16;
+constexpr uint64_t kMinSlotBytes = 64 * 1024;
+constexpr size_t kMaxSlots = 8;
+
+struct StagingSlot {
+  uint8_t* host = nullptr;  // pinned
+  uint8_t* device = nullptr;
+  uint64_t bytes = 0;
+  bool busy = false;
+};
+
+class KernelExecutor final : public CudaExecutor {
+ public:
+  kvio_status configure(const CudaExecutorConfig& config) {
+    KVIO_RETURN_IF_ERROR(init(config, "kernel"));
+    return setLaunch(config.ctaBudget, config.warpsPerCta);
+  }
+
+  ~KernelExecutor() override {
+    drain();
+    DeviceScope scope(device_);
+    for (StagingSlot& slot : slots_) freeSlot(slot);
+    for (StagingSlot& slot : retired_) freeSlot(slot);
+  }
+
+  bool usesPlan() const override { return false; }
+  bool acceptsDeviceIndices() const override { return true; }
+
+  kvio_status setLaunch(int32_t ctaBudget, int32_t warpsPerCta) override {
+    const int32_t budget = ctaBudget <= 0 ? kDefaultCtaBudget : ctaBudget;
+    const int32_t warps = warpsPerCta <= 0 ? kDefaultWarpsPerCta : warpsPerCta;
+    if (budget > 65535 || warps > 32) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "launch shape %d CTAs x %d warps is not valid (CTA budget 1 to 65535, warps "
+                  "per CTA 1 to 32; 0 for the defaults %d and %d)",
+                  ctaBudget, warpsPerCta, kDefaultCtaBudget, kDefaultWarpsPerCta);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    ctaBudget_ = budget;
+    warpsPerCta_ = warps;
+    return KVIO_STATUS_OK;
+  }
+
+ protected:
+  kvio_status enqueue(Job& job, EventCompletion* completion,
+                      std::function<void()>* release) override {
+    const LayoutJob& l = job.layout;
+    // Staging: [status 2 x u64][src table][dst table][src indices][dst indices] (8-byte units).
+    const uint64_t srcTableBytes = l.srcTable.size() * sizeof(uint64_t);
+    const uint64_t dstTableBytes = l.dstTable.size() * sizeof(uint64_t);
+    const uint64_t indexBytes =
+        l.indicesOnDevice ? 0 : static_cast<uint64_t>(l.count) * sizeof(int64_t);
+    const uint64_t statusOffset = 0;
+    const uint64_t srcTableOffset = 16;
+    const uint64_t dstTableOffset = srcTableOffset + srcTableBytes;
+    const uint64_t srcIndexOffset = dstTableOffset + dstTableBytes;
+    const uint64_t dstIndexOffset = srcIndexOffset + indexBytes;
+    const uint64_t total = dstIndexOffset + indexBytes;
+
+    StagingSlot* slot = nullptr;
+    KVIO_RETURN_IF_ERROR(acquire(total, &slot));
+    slot->busy = true;
+    *release = [slot] { slot->busy = false; };
+
+    unsigned long long* status = reinterpret_cast<unsigned long long*>(slot->host + statusOffset);
+    status[0] = std::numeric_limits<unsigned long long>::max();
+    status[1] = 0;
+    std::memcpy(slot->host + srcTableOffset, l.srcTable.data(), srcTableBytes);
+    std::memcpy(slot->host + dstTableOffset, l.dstTable.data(), dstTableBytes);
+    if (!l.indicesOnDevice) {
+      std::memcpy(slot->host + srcIndexOffset, l.srcIndices, indexBytes);
+      std::memcpy(slot->host + dstIndexOffset, l.dstIndices, indexBytes);
+    }
+    KVIO_CUDA_TRY(cudaMemcpyAsync(slot->device, slot->host, total, cudaMemcpyHostToDevice, stream_),
+                  "uploading %llu bytes of layer tables and indices (%lld pairs)",
+                  static_cast<unsigned long long>(total), static_cast<long long>(l.count));
+
+    CopyLaunch launch;
+    launch.src = l.src;
+    launch.dst = l.dst;
+    launch.src.layerBase = reinterpret_cast<const uint64_t*>(slot->device + srcTableOffset);
+    launch.dst.layerBase = reinterpret_cast<const uint64_t*>(slot->device + dstTableOffset);
+    launch.srcIndices = l.indicesOnDevice
+                            ? l.srcIndices
+                            : reinterpret_cast<const int64_t*>(slot->device + srcIndexOffset);
+    launch.dstIndices = l.indicesOnDevice
+                            ? l.dstIndices
+                            : reinterpret_cast<const int64_t*>(slot->device + dstIndexOffset);
+    launch.count = l.count;
+    launch.srcLayerStart = l.srcLayerStart;
+    launch.dstLayerStart = l.dstLayerStart;
+    launch.numLayers = l.numLayers;
+    launch.lanesPerWorker = lanesForUnit(copyUnitBytes(l.src, l.dst));
+    launch.checkIndices = l.indicesOnDevice ? 1 : 0;
+    launch.badPairs = reinterpret_cast<unsigned long long*>(slot->device + statusOffset);
+    const int32_t threads = warpsPerCta_ * 32;
+    const int32_t blocks = launchBlocks(l.count, launch.lanesPerWorker, threads, ctaBudget_);
+    KVIO_CUDA_TRY(launchCopyKernel(launch, blocks, threads, stream_),
+                  "launching the copy kernel: %d CTAs x %d threads, %d lanes per pair, %lld pairs "
+                  "x %lld layers",
+                  blocks, threads, launch.lanesPerWorker, static_cast<long long>(l.count),
+                  static_cast<long long>(l.numLayers));
+    if (l.indicesOnDevice) {
+      KVIO_CUDA_TRY(
+          cudaMemcpyAsync(status, slot->device + statusOffset, 16, cudaMemcpyDeviceToHost, stream_),
+          "downloading the kernel's index check (16 bytes)");
+      completion->hostStatus = status;
+      completion->srcTokens = l.src.tokens;
+      completion->dstTokens = l.dst.tokens;
+    }
+    return KVIO_STATUS_OK;
+  }
+
+ private:
+  static void freeSlot(StagingSlot& slot) {
+    if (slot.host != nullptr) cudaFreeHost(slot.host);
+    if (slot.device != nullptr) cudaFree(slot.device);
+    slot = StagingSlot{};
+  }
+
+  kvio_status allocateSlot(uint64_t bytes, StagingSlot* slot) {
+    uint64_t size = kMinSlotBytes;
+    while (size < bytes) size *= 2;
+    void* host = nullptr;
+    void* device = nullptr;
+    KVIO_CUDA_TRY(cudaHostAlloc(&host, size, cudaHostAllocDefault),
+                  "allocating a %llu-byte pinned staging buffer for indices",
+                  static_cast<unsigned long long>(size));
+    const cudaError_t error = cudaMalloc(&device, size);
+    if (error != cudaSuccess) {
+      cudaFreeHost(host);
+      KVIO_CUDA_TRY(error, "allocating a %llu-byte device staging buffer for indices",
+                    static_cast<unsigned long long>(size));
+    }
+    slot->host = static_cast<uint8_t*>(host);
+    slot->device = static_cast<uint8_t*>(device);
+    slot->bytes = size;
+    slot->busy = false;
+    return KVIO_STATUS_OK;
+  }
+
+  // An idle slot of at least `bytes`; grows an idle one (the old buffers are kept until the
+  // executor closes, so nothing is freed under the stream), adds one, or waits for the
+  // oldest job in flight (its event only) when all kMaxSlots are busy.
+  kvio_status acquire(uint64_t bytes, StagingSlot** out) {
+    slots_.reserve(kMaxSlots);  // slots never move: jobs' release callbacks point into it
+    for (;;) {
+      StagingSlot* idle = nullptr;
+      for (StagingSlot& slot : slots_) {
+        if (slot.busy) continue;
+        if (slot.bytes >= bytes) {
+          *out = &slot;
+          return KVIO_STATUS_OK;
+        }
+        idle = &slot;
+      }
+      if (idle != nullptr) {
+        StagingSlot grown;
+        KVIO_RETURN_IF_ERROR(allocateSlot(bytes, &grown));
+        retired_.push_back(*idle);
+        *idle = grown;
+        *out = idle;
+        return KVIO_STATUS_OK;
+      }
+      if (slots_.size() < kMaxSlots) {
+        StagingSlot fresh;
+        KVIO_RETURN_IF_ERROR(allocateSlot(bytes, &fresh));
+        slots_.push_back(fresh);
+        *out = &slots_.back();
+        return KVIO_STATUS_OK;
+      }
+      if (!retireOldest()) {
+        return fail(KVIO_STATUS_INTERNAL, "all %zu staging slots busy with no job in flight",
+                    kMaxSlots);
+      }
+    }
+  }
+
+  int32_t ctaBudget_ = kDefaultCtaBudget;
+  int32_t warpsPerCta_ = kDefaultWarpsPerCta;
+  std::vector<StagingSlot> slots_;
+  std::vector<StagingSlot> retired_;
+};
+
+}  // namespace
+
+kvio_status createKernelExecutor(const CudaExecutorConfig& config, std::unique_ptr<Executor>* out) {
+  auto executor = std::make_unique<KernelExecutor>();
+  KVIO_RETURN_IF_ERROR(executor->configure(config));
+  *out = std::move(executor);
+  return KVIO_STATUS_OK;
+}
+
+}  // namespace cuda
+}  // namespace kvio

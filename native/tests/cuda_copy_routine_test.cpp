@@ -1,0 +1,253 @@
+// Tests of the CUDA copy kernel's per-worker routine (native/src/cuda/copy_routine.cuh) on
+// the CPU: the header is compiled with the host compiler, and every thread of a launch (each
+// worker and lane of the grid the executor would launch) is replayed in turn. Lanes write
+// disjoint bytes, so any order gives the device's result. Pools are built from the oracle's
+// shapes in buffers placed at odd offsets (1, 2, 4, 8, 16 bytes past 16-byte alignment), so
+// the byte heads, narrower words and byte tails of copySpan all run; the whole buffers
+// (guard zones included) are compared with the oracle's replay.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <random>
+
+#include "cuda/copy_routine.cuh"
+#include "kvio/layout.hpp"
+#include "oracle.hpp"
+
+namespace kvio_test {
+namespace {
+
+using kvio::AffineLayout;
+using kvio::cuda::CopyLaunch;
+
+constexpr size_t kAlignGuard = 256;
+
+/// A pool image at a chosen misalignment with the layout bound to its buffers.
+struct SimPool {
+  Geometry g;
+  Image image;
+  std::vector<uint64_t> table;
+  AffineLayout layout;
+
+  SimPool(const Geometry& geometry, size_t misalign) : g(geometry) {
+    image.guard = kAlignGuard + misalign;
+    const size_t bytes = static_cast<size_t>(g.regionBytes());
+    image.buffers.assign(static_cast<size_t>(g.regions()),
+                         std::vector<uint8_t>(bytes + 2 * kAlignGuard + 16, kGuardByte));
+    kvio::LayoutStrides strides;
+    const kvio_pool_spec spec{g.kind, g.layout, g.L, g.P, g.ps, g.H, g.hb};
+    EXPECT_EQ(kvio::layoutStrides(spec, &strides), KVIO_STATUS_OK);
+    table.resize(static_cast<size_t>(g.C() * g.L));
+    for (int64_t c = 0; c < g.C(); ++c) {
+      for (int64_t l = 0; l < g.L; ++l) {
+        uint64_t base = 0;
+        switch (g.form) {
+          case Form::PerLayer: base = region(c * g.L + l); break;
+          case Form::PerComponent: base = region(c) + l * strides.strideL; break;
+          default: base = region(0) + c * strides.componentBytes + l * strides.strideL; break;
+        }
+        table[static_cast<size_t>(c * g.L + l)] = base;
+      }
+    }
+    layout.components = static_cast<int32_t>(g.C());
+    layout.numLayers = g.L;
+    layout.pageSize = g.ps;
+    layout.tokens = g.S();
+    layout.headNum = g.H;
+    layout.headBytes = g.hb;
+    layout.strideP = strides.strideP;
+    layout.strideS = strides.strideS;
+    layout.strideH = strides.strideH;
+    layout.layerBase = table.data();
+  }
+  uint64_t region(int64_t r) {
+    return reinterpret_cast<uint64_t>(image.buffers[static_cast<size_t>(r)].data() + image.guard);
+  }
+  void fillRandom(std::mt19937_64& rng) {
+    for (int64_t r = 0; r < g.regions(); ++r) {
+      kvio_test::fillRandom(reinterpret_cast<uint8_t*>(region(r)),
+                            static_cast<size_t>(g.regionBytes()), rng);
+    }
+  }
+};
+
+/// Replays a launch of `blocks` x `threads` threads, thread by thread.
+void simulate(const CopyLaunch& launch, int32_t blocks, int32_t threads) {
+  const int64_t total = static_cast<int64_t>(blocks) * threads;
+  const int64_t workers = total / launch.lanesPerWorker;
+  for (int64_t t = 0; t < total; ++t) {
+    kvio::cuda::runWorker(launch, t / launch.lanesPerWorker, workers,
+                          static_cast<int32_t>(t % launch.lanesPerWorker));
+  }
+}
+
+struct Case {
+  Geometry src, dst;
+  size_t srcMisalign, dstMisalign;
+  int32_t ctaBudget, warpsPerCta;
+};
+
+void runCase(const Case& k, uint64_t seed) {
+  SCOPED_TRACE(k.src.describe() + " -> " + k.dst.describe() + " misalign " +
+               std::to_string(k.srcMisalign) + "/" + std::to_string(k.dstMisalign) + " ctas " +
+               std::to_string(k.ctaBudget) + " warps " + std::to_string(k.warpsPerCta));
+  std::mt19937_64 rng(seed);
+  SimPool src(k.src, k.srcMisalign);
+  SimPool dst(k.dst, k.dstMisalign);
+  src.fillRandom(rng);
+  const int64_t count = std::min(k.src.S(), k.dst.S());
+  const int64_t n = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(count));
+  const std::vector<int64_t> srcIdx = distinct(rng, k.src.S(), n);
+  const std::vector<int64_t> dstIdx = distinct(rng, k.dst.S(), n);
+  const int64_t layers =
+      1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::min(k.src.L, k.dst.L)));
+  const int64_t srcLayer =
+      static_cast<int64_t>(rng() % static_cast<uint64_t>(k.src.L - layers + 1));
+  const int64_t dstLayer =
+      static_cast<int64_t>(rng() % static_cast<uint64_t>(k.dst.L - layers + 1));
+
+  Image expected = dst.image;
+  applyTransfer(k.src, src.image, k.dst, &expected, srcIdx, dstIdx, srcLayer, dstLayer, layers);
+
+  CopyLaunch launch;
+  launch.src = src.layout;
+  launch.dst = dst.layout;
+  launch.srcIndices = srcIdx.data();
+  launch.dstIndices = dstIdx.data();
+  launch.count = n;
+  launch.srcLayerStart = srcLayer;
+  launch.dstLayerStart = dstLayer;
+  launch.numLayers = layers;
+  launch.lanesPerWorker =
+      kvio::cuda::lanesForUnit(kvio::cuda::copyUnitBytes(src.layout, dst.layout));
+  const int32_t threads = k.warpsPerCta * 32;
+  const int32_t blocks = kvio::cuda::launchBlocks(n, launch.lanesPerWorker, threads, k.ctaBudget);
+  EXPECT_LE(blocks, k.ctaBudget);
+  simulate(launch, blocks, threads);
+  EXPECT_TRUE(sameImage(expected, dst.image, "destination"));
+}
+
+Geometry geometry(int32_t kind, int32_t layout, Form form, int64_t L, int64_t P, int64_t ps,
+                  int64_t H, int64_t hb) {
+  Geometry g;
+  g.kind = kind;
+  g.layout = layout;
+  g.form = form;
+  g.L = L;
+  g.P = P;
+  g.ps = ps;
+  g.H = H;
+  g.hb = hb;
+  return g;
+}
+
+TEST(CudaCopyRoutine, CommonWordAndLanes) {
+  EXPECT_EQ(kvio::cuda::commonWordBytes(0x1000, 0x2000), 16);
+  EXPECT_EQ(kvio::cuda::commonWordBytes(0x1008, 0x2000), 8);
+  EXPECT_EQ(kvio::cuda::commonWordBytes(0x1001, 0x2001), 16);
+  EXPECT_EQ(kvio::cuda::commonWordBytes(0x1004, 0x2000), 4);
+  EXPECT_EQ(kvio::cuda::commonWordBytes(0x1002, 0x2000), 2);
+  EXPECT_EQ(kvio::cuda::commonWordBytes(0x1001, 0x2000), 1);
+  EXPECT_EQ(kvio::cuda::lanesForUnit(8), 4);
+  EXPECT_EQ(kvio::cuda::lanesForUnit(576), 32);
+  EXPECT_EQ(kvio::cuda::lanesForUnit(256), 16);
+  EXPECT_EQ(kvio::cuda::launchBlocks(1, 4, 512, 4), 1);
+  EXPECT_EQ(kvio::cuda::launchBlocks(1 << 20, 32, 512, 3), 3);
+}
+
+// Every span size from 0 to 300 bytes at every pair of alignments 0..15, 1 to 32 lanes: each
+// byte written once, from the right place, nothing outside the span.
+TEST(CudaCopyRoutine, SpanEverySizeAndAlignment) {
+  std::vector<uint8_t> src(512 + 64), dst(512 + 64);
+  std::mt19937_64 rng(7);
+  fillRandom(src.data(), src.size(), rng);
+  for (int32_t lanes : {1, 4, 8, 32}) {
+    for (size_t sa = 0; sa < 16; ++sa) {
+      for (size_t da = 0; da < 16; da += (lanes == 32 ? 1 : 5)) {
+        for (uint64_t n = 0; n <= 300; n += (n < 40 ? 1 : 13)) {
+          const size_t s0 = 32 + sa, d0 = 32 + da;  // 32-byte aligned vectors + offset
+          std::fill(dst.begin(), dst.end(), kCanary);
+          uint8_t* d = reinterpret_cast<uint8_t*>(
+              (reinterpret_cast<uintptr_t>(dst.data()) + 15) / 16 * 16 + d0 - 32 + 16);
+          const uint8_t* s = reinterpret_cast<const uint8_t*>(
+              (reinterpret_cast<uintptr_t>(src.data()) + 15) / 16 * 16 + s0 - 32 + 16);
+          for (int32_t lane = 0; lane < lanes; ++lane) kvio::cuda::copySpan(lane, lanes, d, s, n);
+          ASSERT_EQ(std::memcmp(d, s, n), 0) << "n=" << n << " sa=" << sa << " da=" << da;
+          for (uint8_t* p = dst.data(); p < d; ++p) ASSERT_EQ(*p, kCanary);
+          for (uint8_t* p = d + n; p < dst.data() + dst.size(); ++p) ASSERT_EQ(*p, kCanary);
+        }
+      }
+    }
+  }
+}
+
+// Row sizes of real models and odd ones: 8 (tiny), 576 (MLA fp8), 656 (NSA packed), 2 KiB,
+// 3 x 5 bytes (odd heads), across every layout pair and memory form, misaligned bases.
+TEST(CudaCopyRoutine, LaunchMatchesOracleAcrossLayouts) {
+  const int32_t layouts[] = {KVIO_LAYOUT_LAYER_FIRST, KVIO_LAYOUT_PAGE_FIRST,
+                             KVIO_LAYOUT_PAGE_FIRST_DIRECT, KVIO_LAYOUT_PAGE_HEAD};
+  struct Row {
+    int32_t kind;
+    int64_t H, hb;
+  } rows[] = {{KVIO_KIND_MHA, 1, 8},   {KVIO_KIND_MLA, 1, 576}, {KVIO_KIND_MLA, 1, 656},
+              {KVIO_KIND_MHA, 4, 128}, {KVIO_KIND_MHA, 3, 5},   {KVIO_KIND_MHA, 2, 24}};
+  const size_t misaligns[] = {0, 1, 2, 4, 8};
+  uint64_t seed = 1;
+  for (const Row& r : rows) {
+    for (int32_t hostLayout : layouts) {
+      if (hostLayout == KVIO_LAYOUT_PAGE_HEAD && r.kind != KVIO_KIND_MHA) continue;
+      for (Form deviceForm : {Form::Single, Form::PerComponent, Form::PerLayer}) {
+        if (deviceForm == Form::PerComponent && r.kind == KVIO_KIND_MLA) continue;
+        const Geometry device =
+            geometry(r.kind, KVIO_LAYOUT_LAYER_FIRST, deviceForm, 3, 5, 4, r.H, r.hb);
+        const Geometry host = geometry(r.kind, hostLayout, Form::Single, 4, 4, 4, r.H, r.hb);
+        const size_t sm = misaligns[seed % 5], dm = misaligns[(seed / 5) % 5];
+        const int32_t budget = 1 + static_cast<int32_t>(seed % 4);
+        const int32_t warps = seed % 2 ? 1 : 4;
+        runCase({device, host, sm, dm, budget, warps}, seed++);  // backup
+        runCase({host, device, dm, sm, budget, warps}, seed++);  // load
+      }
+    }
+  }
+}
+
+// More pairs than workers: each worker loops over several pairs; one CTA of one warp.
+TEST(CudaCopyRoutine, WorkersLoopOverPairs) {
+  const Geometry device =
+      geometry(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 64, 16, 2, 16);
+  const Geometry host =
+      geometry(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 64, 16, 2, 16);
+  for (uint64_t seed = 100; seed < 104; ++seed) runCase({device, host, 0, 8, 1, 1}, seed);
+}
+
+// Device-resident indices: the kernel skips out-of-range pairs, copies the others, and
+// reports the first bad position and the number skipped.
+TEST(CudaCopyRoutine, DeviceIndicesOutOfRangeAreSkippedAndReported) {
+  const Geometry g = geometry(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 4, 4, 1, 32);
+  std::mt19937_64 rng(3);
+  SimPool src(g, 0), dst(g, 0);
+  src.fillRandom(rng);
+  const std::vector<int64_t> srcIdx = {0, 1, 99, 3, -1, 5};
+  const std::vector<int64_t> dstIdx = {7, 6, 5, 16, 3, 2};
+  Image expected = dst.image;
+  const std::vector<int64_t> okSrc = {0, 1, 5}, okDst = {7, 6, 2};
+  applyTransfer(g, src.image, g, &expected, okSrc, okDst, 0, 0, 2);
+  unsigned long long bad[2] = {std::numeric_limits<unsigned long long>::max(), 0};
+  CopyLaunch launch;
+  launch.src = src.layout;
+  launch.dst = dst.layout;
+  launch.srcIndices = srcIdx.data();
+  launch.dstIndices = dstIdx.data();
+  launch.count = static_cast<int64_t>(srcIdx.size());
+  launch.numLayers = 2;
+  launch.lanesPerWorker = 4;
+  launch.checkIndices = 1;
+  launch.badPairs = bad;
+  simulate(launch, 2, 32);
+  EXPECT_TRUE(sameImage(expected, dst.image, "destination"));
+  EXPECT_EQ(bad[0], 2u);
+  EXPECT_EQ(bad[1], 3u);
+}
+
+}  // namespace
+}  // namespace kvio_test

@@ -420,7 +420,7 @@ void runHuge(Input& in) {
     }
   }
   FakePool pools[2];
-  const uint64_t bases[2] = {uint64_t{1} << 44, uint64_t{3} << 62};  // far apart, no wrap
+  const uint64_t bases[2] = {uint64_t{1} << 44, uint64_t{1} << 63};  // disjoint, no wrap
   for (int i = 0; i < 2; ++i) {
     const kvio_status expected = expectedSpecStatus(spec[i]);
     const kvio_status got = fakeWrap(spec[i], in.byte() % 3, bases[i], &pools[i]);
@@ -476,13 +476,15 @@ void runHuge(Input& in) {
         unsigned __int128 total = 0;
         for (const kvio_copy2d& c : plan) {
           require(c.width > 0 && c.height > 0, "copy is not empty");
-          const unsigned __int128 lastSrc =
-              static_cast<unsigned __int128>(c.src) + (c.height - 1) * c.src_pitch;
-          const unsigned __int128 lastDst =
-              static_cast<unsigned __int128>(c.dst) + (c.height - 1) * c.dst_pitch;
-          require(inside(pools[0].regions, c.src, lastSrc + c.width), "copy reads inside source");
-          require(inside(pools[1].regions, c.dst, lastDst + c.width),
-                  "copy writes inside destination");
+          // Row by row: rows at a constant pitch may lie in different layer buffers.
+          for (uint64_t row = 0; row < c.height; ++row) {
+            const unsigned __int128 s = static_cast<unsigned __int128>(c.src) +
+                                        static_cast<unsigned __int128>(row) * c.src_pitch;
+            const unsigned __int128 d = static_cast<unsigned __int128>(c.dst) +
+                                        static_cast<unsigned __int128>(row) * c.dst_pitch;
+            require(inside(pools[0].regions, s, s + c.width), "copy reads inside source");
+            require(inside(pools[1].regions, d, d + c.width), "copy writes inside destination");
+          }
           total += static_cast<unsigned __int128>(c.width) * c.height;
         }
         require(total == static_cast<unsigned __int128>(count) * static_cast<uint64_t>(r.layers) *

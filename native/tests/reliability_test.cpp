@@ -5,11 +5,14 @@
 // transfer case fills both pools and compares them whole, guard zones included, afterwards.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <initializer_list>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kvio/kvio.h"
@@ -216,6 +219,73 @@ TEST(CatalogueSupport, AbsurdLayerCounts) {
   EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE, "outside the device pool's 8");
 }
 
+// ---- concurrency ----
+
+// Conflicting transfers from several threads on one executor: they run one after another (an
+// executor is a stream), so after each round the destination holds exactly one thread's rows,
+// never a mix. Small transfers (run on the submitting thread) and large ones (run by the
+// workers) both.
+void conflictingRounds(int64_t rowBytes, int64_t rows, int rounds) {
+  constexpr int kThreads = 2;
+  const kvio_pool_spec srcSpec{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, 1, kThreads * rows, 1, 1,
+                               rowBytes};
+  const kvio_pool_spec dstSpec{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, 1, rows, 1, 1, rowBytes};
+  std::vector<uint8_t> src(static_cast<size_t>(kThreads * rows * rowBytes));
+  std::vector<uint8_t> dst(static_cast<size_t>(rows * rowBytes), kCanary);
+  for (int k = 0; k < kThreads; ++k) {
+    std::fill(src.begin() + k * rows * rowBytes, src.begin() + (k + 1) * rows * rowBytes,
+              static_cast<uint8_t>(k + 1));
+  }
+  uint64_t executor = 0, srcPool = 0, dstPool = 0;
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 2, &executor), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_pool_wrap(&srcSpec, reinterpret_cast<uint64_t>(src.data()), src.size(), &srcPool),
+            KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_pool_wrap(&dstSpec, reinterpret_cast<uint64_t>(dst.data()), dst.size(), &dstPool),
+            KVIO_STATUS_OK);
+  std::vector<std::vector<int64_t>> from(kThreads);
+  std::vector<int64_t> to(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) {
+    to[static_cast<size_t>(i)] = i;
+    for (int k = 0; k < kThreads; ++k) from[static_cast<size_t>(k)].push_back(k * rows + i);
+  }
+  int mixed = 0;
+  for (int round = 0; round < rounds; ++round) {
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int k = 0; k < kThreads; ++k) {
+      threads.emplace_back([&, k] {
+        ready.fetch_add(1);
+        while (ready.load() < kThreads) {
+        }
+        uint64_t transfer = 0;
+        if (kvio_submit_args(executor, srcPool, dstPool, from[static_cast<size_t>(k)].data(),
+                             to.data(), rows, 0, 0, 1, &transfer) == KVIO_STATUS_OK) {
+          kvio_transfer_wait(transfer, -1);
+          kvio_transfer_close(transfer);
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    const uint8_t first = dst[0];
+    if (first < 1 || first > kThreads ||
+        std::any_of(dst.begin(), dst.end(), [first](uint8_t b) { return b != first; })) {
+      ++mixed;
+    }
+  }
+  EXPECT_EQ(mixed, 0) << "rounds whose destination mixed several threads' rows, of " << rounds;
+  kvio_pool_close(srcPool);
+  kvio_pool_close(dstPool);
+  kvio_executor_close(executor);
+}
+
+TEST(Concurrency, ConflictingSmallTransfersDoNotInterleave) {
+  conflictingRounds(1024, 448, 3000);  // 448 KiB each: run on the submitting threads
+}
+
+TEST(Concurrency, ConflictingSmallAndLargeTransfersDoNotInterleave) {
+  conflictingRounds(4096, 160, 300);  // 640 KiB each: run by the workers
+}
+
 // ---- resources ----
 
 long residentKiB() {
@@ -253,7 +323,21 @@ void cycles(int count) {
   ASSERT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define KVIO_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KVIO_TEST_ASAN 1
+#endif
+#endif
+
 TEST(Resources, CreateTransferCloseCyclesKeepMemoryFlat) {
+#ifdef KVIO_TEST_ASAN
+  // ASan's quarantine holds freed memory: the resident size says nothing there, and
+  // LeakSanitizer checks the same cycles for leaks at exit instead.
+  cycles(2000);
+  GTEST_SKIP() << "resident size is not meaningful under AddressSanitizer";
+#endif
   cycles(2000);  // warm-up: allocator caches, thread-locals
   const long before = residentKiB();
   cycles(20000);

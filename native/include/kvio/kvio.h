@@ -278,6 +278,23 @@ KVIO_API kvio_status kvio_submit_device_indices(uint64_t executor, const kvio_tr
  * Valid until kvio_transfer_close. UNSUPPORTED for transfers of the cpu backend. */
 KVIO_API kvio_status kvio_transfer_cuda_event(uint64_t transfer, uint64_t* event_out);
 
+/* ---- diagnostics and tests (docs/reliability.md) ---- */
+/* Live objects of this process: counts_out[0] open pool handles, [1] open executor handles,
+ * [2] open transfer handles, [3] host allocations kvio made and has not freed yet (memory of
+ * closed pools stays allocated while a submitted transfer uses it). All 0 once everything was
+ * closed and every transfer completed. */
+KVIO_API kvio_status kvio_debug_live_objects(int64_t* counts_out /* [4] */);
+
+/* TEST ONLY: fault injection, to check how failures surface. Arms fault `fault` for its next
+ * `count` occurrences in this process (0 disarms):
+ *   KVIO_TEST_FAULT_HOST_ALLOCATION: kvio_pool_allocate fails as if mmap failed (OUT_OF_MEMORY);
+ *   KVIO_TEST_FAULT_CPU_COPY: the cpu backend's next transfers fail without copying; their
+ *   handles complete with BACKEND_ERROR naming the failed copy.
+ * Costs one atomic load per allocation or transfer when unarmed; never call it in production. */
+enum { KVIO_TEST_FAULT_HOST_ALLOCATION = 1, KVIO_TEST_FAULT_CPU_COPY = 2 };
+#define KVIO_TEST_FAULT_COUNT 3
+KVIO_API kvio_status kvio_test_inject_fault(int32_t fault, int64_t count);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

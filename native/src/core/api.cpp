@@ -5,6 +5,7 @@
 #include <new>
 #include <unordered_map>
 
+#include "diagnostics.hpp"
 #include "error.hpp"
 #include "executor.hpp"
 #include "kvio/kvio.h"
@@ -56,6 +57,11 @@ class Registry {
     if (it == objects_.end()) return closed(handle, argument);
     *out = it->second;
     return KVIO_STATUS_OK;
+  }
+
+  int64_t size() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return static_cast<int64_t>(objects_.size());
   }
 
   kvio_status remove(uint64_t handle, const char* argument, std::shared_ptr<T>* out) {
@@ -242,6 +248,13 @@ kvio_status cudaExecutor(uint64_t handle, std::shared_ptr<ExecutorImpl>* out) {
 }
 
 }  // namespace
+
+void liveHandles(int64_t* pools_, int64_t* executors_, int64_t* transfers_) {
+  *pools_ = pools().size();
+  *executors_ = executors().size();
+  *transfers_ = transfers().size();
+}
+
 }  // namespace kvio
 
 using namespace kvio;

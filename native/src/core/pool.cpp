@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include "diagnostics.hpp"
 #include "error.hpp"
 
 namespace kvio {
@@ -18,6 +19,12 @@ kvio_status HostAllocation::create(uint64_t bytes, std::shared_ptr<HostAllocatio
   }
   const uint64_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
   const uint64_t mappingBytes = rounded + kHugePage;
+  if (takeFault(KVIO_TEST_FAULT_HOST_ALLOCATION)) {
+    return fail(KVIO_STATUS_OUT_OF_MEMORY,
+                "mmap of %llu bytes for a host pool failed (fault injected by "
+                "kvio_test_inject_fault)",
+                static_cast<unsigned long long>(mappingBytes));
+  }
   void* mapping =
       mmap(nullptr, mappingBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mapping == MAP_FAILED) {
@@ -34,12 +41,16 @@ kvio_status HostAllocation::create(uint64_t bytes, std::shared_ptr<HostAllocatio
   allocation->mappingBytes_ = mappingBytes;
   allocation->aligned_ = reinterpret_cast<void*>(aligned);
   allocation->bytes_ = bytes;
+  liveHostAllocations.fetch_add(1, std::memory_order_relaxed);
   *out = std::move(allocation);
   return KVIO_STATUS_OK;
 }
 
 HostAllocation::~HostAllocation() {
-  if (mapping_ != nullptr) munmap(mapping_, mappingBytes_);
+  if (mapping_ != nullptr) {
+    munmap(mapping_, mappingBytes_);
+    liveHostAllocations.fetch_sub(1, std::memory_order_relaxed);
+  }
 }
 
 void PoolImpl::bindLayout() {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "../core/diagnostics.hpp"
 #include "../core/error.hpp"
 #include "../core/executor.hpp"
 
@@ -113,7 +115,25 @@ struct Pending {
   size_t next = 0;
   size_t remaining = 0;
   bool stream = false;
+  bool fault = false;  // an injected copy failure (kvio_test_inject_fault): copy nothing
 };
+
+// Completes a job: OK, or the injected copy failure, naming the call that failed.
+void completeJob(Job& job, bool fault) {
+  if (!fault) {
+    job.state->complete(KVIO_STATUS_OK);
+    return;
+  }
+  const kvio_copy2d first = job.plan.empty() ? kvio_copy2d{} : job.plan.front();
+  char message[320];
+  std::snprintf(message, sizeof message,
+                "cpu backend: memcpy of copy 1 of %zu (%llu rows of %llu bytes, to 0x%llx) failed: "
+                "fault injected by kvio_test_inject_fault; nothing of this transfer was written",
+                job.plan.size(), static_cast<unsigned long long>(first.height),
+                static_cast<unsigned long long>(first.width),
+                static_cast<unsigned long long>(first.dst));
+  job.state->complete(KVIO_STATUS_BACKEND_ERROR, message);
+}
 
 // Cuts copies larger than `chunk` bytes into pieces (rows of a 2-D copy, or spans of a long
 // 1-D copy) and groups consecutive pieces into tasks of about `chunk` bytes.
@@ -186,6 +206,7 @@ class CpuExecutor final : public Executor {
 
   void submit(std::shared_ptr<Job> job) override {
     const uint64_t bytes = planBytes(job->plan);
+    const bool fault = takeFault(KVIO_TEST_FAULT_CPU_COPY);  // test only: fails the job in order
     if (bytes <= kInlineBytes) {
       std::unique_lock<std::mutex> lock(mutex_);
       // Only when nothing runs: two threads' inline jobs must not overlap (a conflicting pair
@@ -193,8 +214,10 @@ class CpuExecutor final : public Executor {
       if (queue_.empty() && inlineRunning_ == 0) {
         ++inlineRunning_;
         lock.unlock();
-        for (const kvio_copy2d& c : job->plan) runCopy(c, false);
-        job->state->complete(KVIO_STATUS_OK);
+        if (!fault) {
+          for (const kvio_copy2d& c : job->plan) runCopy(c, false);
+        }
+        completeJob(*job, fault);
         lock.lock();
         --inlineRunning_;
         idle_.notify_all();
@@ -205,13 +228,14 @@ class CpuExecutor final : public Executor {
     auto pending = std::make_shared<Pending>();
     pending->job = std::move(job);
     pending->stream = bytes >= kStreamMinJobBytes;
+    pending->fault = fault;
     const uint64_t chunk =
         std::clamp<uint64_t>(bytes / (static_cast<uint64_t>(threads_) * 4), kMinChunk, kMaxChunk);
     cutIntoTasks(chunk, pending.get());
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (pending->tasks.empty()) {
-        pending->job->state->complete(KVIO_STATUS_OK);
+        completeJob(*pending->job, fault);
         return;
       }
       queue_.push_back(std::move(pending));
@@ -240,12 +264,12 @@ class CpuExecutor final : public Executor {
       std::shared_ptr<Pending> head = queue_.front();
       const Task task = head->tasks[head->next++];
       lock.unlock();
-      runTask(*head->pieces, task, head->stream);
+      if (!head->fault) runTask(*head->pieces, task, head->stream);
       endStreaming(head->stream);
       lock.lock();
       if (--head->remaining == 0) {
         queue_.pop_front();
-        head->job->state->complete(KVIO_STATUS_OK);
+        completeJob(*head->job, head->fault);
         head->pieces = nullptr;
         head->job.reset();  // releases pool memory held for the transfer
         work_.notify_all();

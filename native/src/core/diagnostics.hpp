@@ -1,0 +1,36 @@
+// Test and diagnostics support of the core (docs/reliability.md): live-object counters behind
+// kvio_debug_live_objects(), and the test-only fault injection behind kvio_test_inject_fault().
+// A fault point costs one relaxed atomic load per allocation or per job when nothing is armed;
+// nothing here runs per copy.
+#ifndef KVIO_CORE_DIAGNOSTICS_HPP_
+#define KVIO_CORE_DIAGNOSTICS_HPP_
+
+#include <atomic>
+#include <cstdint>
+
+#include "kvio/kvio.h"
+
+namespace kvio {
+
+/// Host allocations kvio made and has not freed yet (pool.cpp counts them).
+extern std::atomic<int64_t> liveHostAllocations;
+
+/// Open handles per registry (api.cpp).
+void liveHandles(int64_t* pools, int64_t* executors, int64_t* transfers);
+
+/// Armed fault counts, indexed by KVIO_TEST_FAULT_*.
+extern std::atomic<int64_t> armedFaults[KVIO_TEST_FAULT_COUNT];
+
+/// True when fault `fault` is armed; consumes one arming.
+inline bool takeFault(int32_t fault) {
+  std::atomic<int64_t>& armed = armedFaults[fault];
+  int64_t n = armed.load(std::memory_order_relaxed);
+  while (n > 0) {
+    if (armed.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) return true;
+  }
+  return false;
+}
+
+}  // namespace kvio
+
+#endif  // KVIO_CORE_DIAGNOSTICS_HPP_

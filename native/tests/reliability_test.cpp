@@ -280,7 +280,7 @@ void conflictingRounds(int64_t rowBytes, int64_t rows, int rounds) {
 }
 
 TEST(Concurrency, ConflictingSmallTransfersDoNotInterleave) {
-  conflictingRounds(1024, 448, 3000);  // 448 KiB each: run on the submitting threads
+  conflictingRounds(1024, 448, 1500);  // 448 KiB each: run on the submitting threads
 }
 
 TEST(Concurrency, ConflictingSmallAndLargeTransfersDoNotInterleave) {

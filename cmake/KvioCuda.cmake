@@ -8,7 +8,13 @@ set(KVIO_WITH_CUDA AUTO CACHE STRING "Build the CUDA backend: AUTO (when nvcc is
 set_property(CACHE KVIO_WITH_CUDA PROPERTY STRINGS AUTO ON OFF)
 
 set(KVIO_HAVE_CUDA OFF)
-if(NOT KVIO_WITH_CUDA STREQUAL "OFF")
+set(_kvio_cuda_mode "${KVIO_WITH_CUDA}")
+if(KVIO_SANITIZE AND _kvio_cuda_mode STREQUAL "AUTO")
+  # Sanitizer flags are host-compiler flags that nvcc rejects; sanitizer builds test the core.
+  message(STATUS "kvio: sanitizer build - CUDA backend off (KVIO_WITH_CUDA=ON to force it)")
+  set(_kvio_cuda_mode OFF)
+endif()
+if(NOT _kvio_cuda_mode STREQUAL "OFF")
   # nvcc is often not on PATH: give check_language() a hint (CUDACXX also works).
   if(NOT DEFINED CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX})
     find_program(KVIO_NVCC nvcc HINTS ENV CUDA_HOME ENV CUDA_PATH PATH_SUFFIXES bin
@@ -40,7 +46,7 @@ if(NOT KVIO_WITH_CUDA STREQUAL "OFF")
       ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/copy_kernel.cu)
     message(STATUS "kvio: CUDA backend ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, "
                    "archs ${CMAKE_CUDA_ARCHITECTURES})")
-  elseif(KVIO_WITH_CUDA STREQUAL "ON")
+  elseif(_kvio_cuda_mode STREQUAL "ON")
     message(FATAL_ERROR "KVIO_WITH_CUDA=ON but no CUDA compiler (nvcc) was found; set "
                         "CMAKE_CUDA_COMPILER or CUDACXX, or use KVIO_WITH_CUDA=AUTO")
   else()
@@ -57,4 +63,15 @@ function(kvio_add_cuda_backend target)
   target_compile_definitions(${target} PRIVATE KVIO_HAVE_CUDA=1)
   target_link_libraries(${target} PRIVATE CUDA::cudart_static)
   set_target_properties(${target} PROPERTIES CUDA_VISIBILITY_PRESET hidden)
+endfunction()
+
+# kvio_cuda_bench (native/bench/cuda_transfer_bench.cpp): the GPU bandwidth benchmark that
+# scripts/gpu-check.sh runs. Plain main (no Google Benchmark): it times whole transfers.
+function(kvio_add_cuda_bench)
+  if(NOT KVIO_HAVE_CUDA)
+    return()
+  endif()
+  add_executable(kvio_cuda_bench ${CMAKE_CURRENT_LIST_DIR}/../native/bench/cuda_transfer_bench.cpp)
+  target_link_libraries(kvio_cuda_bench PRIVATE kvio CUDA::cudart_static)
+  target_compile_options(kvio_cuda_bench PRIVATE -Wall -Wextra)
 endfunction()

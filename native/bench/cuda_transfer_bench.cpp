@@ -1,0 +1,281 @@
+// kvio_cuda_bench: bandwidth of the CUDA io backends on one GPU, for scripts/gpu-check.sh.
+//  1. Row sweep: device->host and host->device GB/s for row sizes 256 B to 256 KiB x index
+//     counts 64 to 64K (scattered, distinct slots: nothing coalesces), for 'kernel' at CTA
+//     budgets 1 to 16, 'direct', and one contiguous cudaMemcpyAsync of the same bytes (the
+//     link's ceiling), measured in the same run.
+//  2. Per-layer load: all layers loaded one transfer per layer, page_first host pool vs
+//     layer_first host pool, into a layer_first device pool with per-layer buffers.
+// Writes every measurement as TSV to --out (default cuda_bench.tsv) and prints a short summary
+// table last. --quick runs a reduced sweep (for a smoke run).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kvio/kvio.h"
+
+namespace {
+
+void die(const char* what) {
+  std::fprintf(stderr, "kvio_cuda_bench: %s: %s\n", what, kvio_last_error());
+  std::exit(1);
+}
+
+#define KVIO_OK(call) \
+  if ((call) != KVIO_STATUS_OK) die(#call)
+#define CUDA_OK(call)                                                                          \
+  do {                                                                                         \
+    const cudaError_t e_ = (call);                                                             \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "kvio_cuda_bench: %s failed: %s\n", #call, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Pool {
+  uint64_t handle = 0;
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+  Pool(const kvio_pool_spec& spec, int32_t kind) {
+    KVIO_OK(kvio_pool_allocate_memory(&spec, kind, 0, &handle));
+    KVIO_OK(kvio_pool_region(handle, 0, &address, &bytes, nullptr));
+  }
+  ~Pool() { kvio_pool_close(handle); }
+};
+
+// Runs `reps` transfers back to back (submitted, then all waited) and returns seconds per rep.
+double timeTransfers(uint64_t executor, uint64_t src, uint64_t dst, const std::vector<int64_t>& s,
+                     const std::vector<int64_t>& d, int64_t srcLayer, int64_t dstLayer,
+                     int64_t layers, int reps) {
+  std::vector<uint64_t> transfers(static_cast<size_t>(reps));
+  uint64_t warm = 0;
+  KVIO_OK(kvio_submit_args(executor, src, dst, s.data(), d.data(), static_cast<int64_t>(s.size()),
+                           srcLayer, dstLayer, layers, &warm));
+  KVIO_OK(kvio_transfer_wait(warm, -1));
+  kvio_transfer_close(warm);
+  const double start = now();
+  for (auto& t : transfers) {
+    KVIO_OK(kvio_submit_args(executor, src, dst, s.data(), d.data(), static_cast<int64_t>(s.size()),
+                             srcLayer, dstLayer, layers, &t));
+  }
+  for (uint64_t t : transfers) {
+    KVIO_OK(kvio_transfer_wait(t, -1));
+    kvio_transfer_close(t);
+  }
+  return (now() - start) / reps;
+}
+
+double timeContiguous(uint64_t dst, uint64_t src, uint64_t bytes, int reps) {
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CUDA_OK(cudaMemcpyAsync(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), bytes,
+                          cudaMemcpyDefault, stream));
+  CUDA_OK(cudaStreamSynchronize(stream));
+  const double start = now();
+  for (int r = 0; r < reps; ++r) {
+    CUDA_OK(cudaMemcpyAsync(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), bytes,
+                            cudaMemcpyDefault, stream));
+  }
+  CUDA_OK(cudaStreamSynchronize(stream));
+  const double seconds = (now() - start) / reps;
+  CUDA_OK(cudaStreamDestroy(stream));
+  return seconds;
+}
+
+int repsFor(uint64_t bytes) {  // about 256 MiB per measurement, 3 to 20 reps
+  const uint64_t reps = (256ull << 20) / std::max<uint64_t>(bytes, 1);
+  return static_cast<int>(std::clamp<uint64_t>(reps, 3, 20));
+}
+
+struct Result {
+  std::string test, backend, direction;
+  int64_t rowBytes, count, ctas;
+  double gbps;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  std::string out = "cuda_bench.tsv";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
+  }
+  int32_t devices = 0;
+  if (kvio_cuda_device_count(&devices) != KVIO_STATUS_OK || devices == 0) {
+    std::printf("kvio_cuda_bench: skipped: %s\n", kvio_last_error());
+    return 0;
+  }
+  cudaDeviceProp prop{};
+  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("kvio_cuda_bench on %s (%d SMs)\n", prop.name, prop.multiProcessorCount);
+
+  const std::vector<int64_t> rowSizes =
+      quick ? std::vector<int64_t>{256, 4096, 65536}
+            : std::vector<int64_t>{256, 1024, 4096, 16384, 65536, 262144};
+  const std::vector<int64_t> counts =
+      quick ? std::vector<int64_t>{64, 4096} : std::vector<int64_t>{64, 1024, 4096, 16384, 65536};
+  const std::vector<int32_t> budgets =
+      quick ? std::vector<int32_t>{1, 4} : std::vector<int32_t>{1, 2, 4, 8, 16};
+  const uint64_t maxCaseBytes = 2ull << 30;
+
+  uint64_t kernel = 0, direct = 0;
+  KVIO_OK(kvio_executor_create_cuda(KVIO_BACKEND_KERNEL, 0, KVIO_CUDA_OWN_STREAM, 4, 16, &kernel));
+  KVIO_OK(kvio_executor_create_cuda(KVIO_BACKEND_DIRECT, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &direct));
+  std::vector<Result> results;
+  std::mt19937_64 rng(1);
+
+  for (int64_t row : rowSizes) {
+    const int64_t maxCount = *std::max_element(counts.begin(), counts.end());
+    int64_t slots = std::min<int64_t>(2 * maxCount, static_cast<int64_t>(2 * maxCaseBytes / row));
+    const kvio_pool_spec spec{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, 1, slots, 1, 1, row};
+    Pool device(spec, KVIO_MEMORY_CUDA_DEVICE), host(spec, KVIO_MEMORY_HOST_PINNED);
+    for (int64_t n : counts) {
+      if (static_cast<uint64_t>(n * row) > maxCaseBytes || n > slots) continue;
+      std::vector<int64_t> all(static_cast<size_t>(slots));
+      std::iota(all.begin(), all.end(), 0);
+      std::shuffle(all.begin(), all.end(), rng);
+      const std::vector<int64_t> devIdx(all.begin(), all.begin() + n);
+      std::shuffle(all.begin(), all.end(), rng);
+      const std::vector<int64_t> hostIdx(all.begin(), all.begin() + n);
+      const uint64_t bytes = static_cast<uint64_t>(n * row);
+      const int reps = repsFor(bytes);
+      for (int dir = 0; dir < 2; ++dir) {
+        const bool d2h = dir == 0;
+        const char* direction = d2h ? "d2h" : "h2d";
+        const uint64_t src = d2h ? device.handle : host.handle;
+        const uint64_t dst = d2h ? host.handle : device.handle;
+        const auto& s = d2h ? devIdx : hostIdx;
+        const auto& d = d2h ? hostIdx : devIdx;
+        for (int32_t ctas : budgets) {
+          KVIO_OK(kvio_executor_set_launch(kernel, ctas, 16));
+          const double t = timeTransfers(kernel, src, dst, s, d, 0, 0, 1, reps);
+          results.push_back({"rows", "kernel", direction, row, n, ctas, bytes / t / 1e9});
+        }
+        const double td = timeTransfers(direct, src, dst, s, d, 0, 0, 1, reps);
+        results.push_back({"rows", "direct", direction, row, n, 0, bytes / td / 1e9});
+        const double tc = timeContiguous(d2h ? host.address : device.address,
+                                         d2h ? device.address : host.address, bytes, reps);
+        results.push_back({"rows", "contiguous", direction, row, n, 0, bytes / tc / 1e9});
+        std::fprintf(stderr,
+                     "rows %7lld B x %6lld %s: kernel(4) %.1f direct %.1f ceiling %.1f GB/s\n",
+                     static_cast<long long>(row), static_cast<long long>(n), direction,
+                     results[results.size() - 2 - budgets.size() +
+                             (std::find(budgets.begin(), budgets.end(), 4) - budgets.begin())]
+                         .gbps,
+                     results[results.size() - 2].gbps, results.back().gbps);
+      }
+    }
+  }
+
+  // Per-layer load: 32 layers, 8 KV heads x 256 B (bf16, head_dim 128), pages of 64 tokens;
+  // 128 pages (8192 tokens) loaded into a device pool of 256 pages, one transfer per layer.
+  {
+    const int64_t L = quick ? 8 : 32, ps = 64, H = 8, hb = 256, pages = 256, loadPages = 128;
+    const kvio_pool_spec dspec{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, L, pages, ps, H, hb};
+    Pool device(dspec, KVIO_MEMORY_CUDA_DEVICE);
+    std::vector<int64_t> pageIds(static_cast<size_t>(pages));
+    std::iota(pageIds.begin(), pageIds.end(), 0);
+    std::shuffle(pageIds.begin(), pageIds.end(), rng);
+    std::vector<int64_t> hostIdx, devIdx;
+    for (int64_t k = 0; k < loadPages; ++k) {
+      for (int64_t s = 0; s < ps; ++s) {
+        hostIdx.push_back(k * ps + s);
+        devIdx.push_back(pageIds[static_cast<size_t>(k)] * ps + s);
+      }
+    }
+    const uint64_t bytesPerLayer = static_cast<uint64_t>(loadPages * ps * 2 * H * hb);
+    for (int32_t layout : {KVIO_LAYOUT_PAGE_FIRST, KVIO_LAYOUT_LAYER_FIRST}) {
+      const kvio_pool_spec hspec{KVIO_KIND_MHA, layout, L, pages, ps, H, hb};
+      Pool host(hspec, KVIO_MEMORY_HOST_PINNED);
+      const char* name = layout == KVIO_LAYOUT_PAGE_FIRST ? "page_first" : "layer_first";
+      for (int b = 0; b < 3; ++b) {
+        const uint64_t executor = b == 2 ? direct : kernel;
+        const int32_t ctas = b == 0 ? 4 : b == 1 ? 16 : 0;
+        if (b < 2) KVIO_OK(kvio_executor_set_launch(kernel, ctas, 16));
+        // Warm-up, then all layers one transfer each, timed together (reps rounds).
+        const int reps = quick ? 2 : 5;
+        timeTransfers(executor, host.handle, device.handle, hostIdx, devIdx, 0, 0, 1, 1);
+        const double start = now();
+        std::vector<uint64_t> transfers;
+        for (int r = 0; r < reps; ++r) {
+          for (int64_t l = 0; l < L; ++l) {
+            uint64_t t = 0;
+            KVIO_OK(kvio_submit_args(executor, host.handle, device.handle, hostIdx.data(),
+                                     devIdx.data(), static_cast<int64_t>(hostIdx.size()), l, l, 1,
+                                     &t));
+            transfers.push_back(t);
+          }
+        }
+        for (uint64_t t : transfers) {
+          KVIO_OK(kvio_transfer_wait(t, -1));
+          kvio_transfer_close(t);
+        }
+        const double seconds = now() - start;
+        results.push_back({std::string("per_layer_") + name, b == 2 ? "direct" : "kernel", "h2d",
+                           2 * H * hb, static_cast<int64_t>(hostIdx.size()), ctas,
+                           bytesPerLayer * L * reps / seconds / 1e9});
+      }
+    }
+  }
+  KVIO_OK(kvio_executor_close(kernel));
+  KVIO_OK(kvio_executor_close(direct));
+
+  FILE* file = std::fopen(out.c_str(), "w");
+  if (file != nullptr) {
+    std::fprintf(file, "test\tbackend\tdirection\trow_bytes\tindices\tctas\tGBps\n");
+    for (const Result& r : results) {
+      std::fprintf(file, "%s\t%s\t%s\t%lld\t%lld\t%lld\t%.2f\n", r.test.c_str(), r.backend.c_str(),
+                   r.direction.c_str(), static_cast<long long>(r.rowBytes),
+                   static_cast<long long>(r.count), static_cast<long long>(r.ctas), r.gbps);
+    }
+    std::fclose(file);
+  }
+
+  // Summary: at the largest index count measured for each row size, GB/s per direction.
+  auto find = [&](const std::string& test, const std::string& backend, const std::string& dir,
+                  int64_t row, int64_t ctas) {
+    double best = -1;
+    int64_t bestCount = -1;
+    for (const Result& r : results) {
+      if (r.test == test && r.backend == backend && r.direction == dir && r.rowBytes == row &&
+          r.ctas == ctas && r.count > bestCount) {
+        best = r.gbps;
+        bestCount = r.count;
+      }
+    }
+    return best;
+  };
+  std::printf("\nfull results: %s\n", out.c_str());
+  std::printf("summary (GB/s at the largest index count per row size; kernel at 4 / 16 CTAs)\n");
+  std::printf("%-4s %9s %9s %9s %9s %9s %7s\n", "dir", "row", "kernel4", "kernel16", "direct",
+              "ceiling", "dir/ceil");
+  for (const char* dir : {"d2h", "h2d"}) {
+    for (int64_t row : rowSizes) {
+      const double ceiling = find("rows", "contiguous", dir, row, 0);
+      const double d = find("rows", "direct", dir, row, 0);
+      std::printf("%-4s %9lld %9.1f %9.1f %9.1f %9.1f %7.2f\n", dir, static_cast<long long>(row),
+                  find("rows", "kernel", dir, row, 4),
+                  find("rows", "kernel", dir, row, quick ? 4 : 16), d, ceiling,
+                  ceiling > 0 ? d / ceiling : 0.0);
+    }
+  }
+  for (const Result& r : results) {
+    if (r.test.rfind("per_layer_", 0) != 0) continue;
+    std::printf("%-22s %-7s ctas %2lld: %6.1f GB/s\n", r.test.c_str(), r.backend.c_str(),
+                static_cast<long long>(r.ctas), r.gbps);
+  }
+  return 0;
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# GPU check of the CUDA backend (docs/cuda.md), one command on a machine with an NVIDIA GPU:
+#   1. builds libkvio with CUDA required (KVIO_WITH_CUDA=ON), the C++ tests and kvio_cuda_bench;
+#   2. runs the host-side CUDA logic tests and the GPU tests (ctest label `cuda`), which must
+#      not skip here;
+#   3. runs the Java GPU tests (TestNG group gpu) unless --no-java or Maven is missing;
+#   4. runs the bandwidth benchmark, writes the full results to $OUT_DIR/cuda_bench.tsv and
+#      prints the short table last.
+# Sized for under 5 minutes on one H200. Usage: scripts/gpu-check.sh [--quick] [--no-java]
+# Environment: BUILD_DIR (default build-gpu), OUT_DIR (default gpu-check-out; or $OUT if set).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=""
+java=1
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick="--quick" ;;
+    --no-java) java=0 ;;
+    *) echo "usage: $0 [--quick] [--no-java]" >&2; exit 2 ;;
+  esac
+done
+build="${BUILD_DIR:-build-gpu}"
+out="${OUT_DIR:-${OUT:-gpu-check-out}}"
+mkdir -p "$out"
+log="$out/gpu-check.log"
+: > "$log"
+start=$(date +%s)
+step() { echo "gpu-check: $* ($(( $(date +%s) - start )) s)" | tee -a "$log"; }
+
+step "device"
+nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current \
+  --format=csv 2>&1 | tee -a "$log" || echo "gpu-check: nvidia-smi not available" | tee -a "$log"
+
+step "configure + build ($build)"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKVIO_WITH_CUDA=ON -DKVIO_BUILD_TESTS=ON \
+  -DKVIO_BUILD_BENCH=ON -DKVIO_BUILD_FUZZ=OFF >> "$log" 2>&1
+cmake --build "$build" --parallel "$(nproc)" >> "$log" 2>&1
+
+step "C++ tests: CUDA logic on the host, then the GPU tests (label cuda)"
+ctest --test-dir "$build" -R '^Cuda' -LE cuda --output-on-failure --parallel 4 2>&1 | tail -3 | tee -a "$log"
+ctest --test-dir "$build" -L cuda --output-on-failure 2>&1 | tee "$out/ctest-cuda.log" | tail -5 | tee -a "$log"
+if grep -q "Skipped" "$out/ctest-cuda.log"; then
+  echo "gpu-check: FAIL: GPU tests skipped on a machine meant to have a GPU:" | tee -a "$log"
+  grep -m3 -A2 "Skipped" "$out/ctest-cuda.log" | tee -a "$log"
+  exit 1
+fi
+
+if [ "$java" = 1 ] && command -v mvn >/dev/null 2>&1; then
+  step "Java GPU tests (TestNG group gpu)"
+  mvn -B -ntp -q -Pgpu -Dkvio.cuda=ON -Dkvio.native.tests=OFF -Dgroups=gpu -Dtest='CudaBackendTest' \
+    -Dsurefire.failIfNoSpecifiedTests=false test >> "$log" 2>&1 \
+    && echo "gpu-check: Java GPU tests passed" | tee -a "$log" \
+    || { echo "gpu-check: FAIL: Java GPU tests (see $log)" | tee -a "$log"; exit 1; }
+fi
+
+step "benchmark"
+"$build/kvio_cuda_bench" $quick --out "$out/cuda_bench.tsv" > "$out/bench-summary.txt" \
+  2> "$out/bench-progress.log"
+step "done; full results in $out/cuda_bench.tsv, log in $log"
+cat "$out/bench-summary.txt"

@@ -2,7 +2,8 @@
  * A device KV pool: the accelerator-side cache the model computes into, normally layer_first
  * (one buffer, one buffer per component, or one buffer per layer). kvio can allocate it (on the
  * cpu backend "device" memory is host memory kvio allocates, which makes the whole path testable
- * without a device) or wrap memory the serving engine owns.
+ * without a device; on kernel and direct it is memory of CUDA device 0) or wrap memory the serving
+ * engine owns (on kernel and direct: device addresses of CUDA device 0, e.g. a framework's tensors).
  */
 package io.kvio;
 
@@ -19,19 +20,20 @@ public final class DeviceKvPool extends KvPool {
     }
 
     /**
-     * Allocates a device pool on {@code backend}. KvioUnavailableException with the native cause
-     * when the backend is absent here; this build allocates device memory on the cpu backend only.
+     * Allocates a device pool on {@code backend}: GPU memory of CUDA device 0 (cudaMalloc, zeroed) for
+     * kernel and direct; host memory kvio allocates on cpu. KvioUnavailableException with the native
+     * cause when the backend is absent here.
      */
     public static DeviceKvPool allocate(PoolSpec spec, IoBackend backend) {
         Objects.requireNonNull(spec, "spec");
         Objects.requireNonNull(backend, "backend");
         backend.ensureAvailability();
-        if (backend != IoBackend.CPU) {
+        if (backend != IoBackend.CPU && !backend.isCuda()) {
             throw new KvioUnsupportedException("allocating device memory on io backend '" + backend.userName()
                     + "' is not implemented in this build; wrap the engine's device memory with "
                     + "DeviceKvPool.wrap / wrapComponents / wrapLayers instead");
         }
-        return new DeviceKvPool(spec, backend, Dispatcher.poolAllocate(spec));
+        return new DeviceKvPool(spec, backend, Dispatcher.poolAllocate(spec, backend.deviceMemoryKind(), 0));
     }
 
     /** Wraps caller-owned memory: one region of {@code sizeBytes} holding all components in order. */
@@ -39,7 +41,7 @@ public final class DeviceKvPool extends KvPool {
         Objects.requireNonNull(spec, "spec");
         Objects.requireNonNull(backend, "backend");
         backend.ensureAvailability();
-        return new DeviceKvPool(spec, backend, Dispatcher.poolWrap(spec, address, sizeBytes));
+        return new DeviceKvPool(spec, backend, Dispatcher.poolWrap(spec, backend.deviceMemoryKind(), 0, address, sizeBytes));
     }
 
     /** Wraps caller-owned memory, one buffer per component (K then V for mha), each at least componentBytes. */
@@ -49,7 +51,8 @@ public final class DeviceKvPool extends KvPool {
         Objects.requireNonNull(componentAddresses, "componentAddresses");
         Objects.requireNonNull(backend, "backend");
         backend.ensureAvailability();
-        return new DeviceKvPool(spec, backend, Dispatcher.poolWrapComponents(spec, componentAddresses, bytesEach));
+        return new DeviceKvPool(spec, backend, Dispatcher.poolWrapComponents(spec, backend.deviceMemoryKind(), 0,
+                componentAddresses, bytesEach));
     }
 
     /**
@@ -61,6 +64,7 @@ public final class DeviceKvPool extends KvPool {
         Objects.requireNonNull(layerAddresses, "layerAddresses");
         Objects.requireNonNull(backend, "backend");
         backend.ensureAvailability();
-        return new DeviceKvPool(spec, backend, Dispatcher.poolWrapLayerTable(spec, layerAddresses, bytesEach));
+        return new DeviceKvPool(spec, backend, Dispatcher.poolWrapLayerTable(spec, backend.deviceMemoryKind(), 0,
+                layerAddresses, bytesEach));
     }
 }

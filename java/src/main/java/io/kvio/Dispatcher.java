@@ -151,23 +151,37 @@ final class Dispatcher {
     }
 
     static long poolAllocate(PoolSpec spec) {
+        return poolAllocate(spec, KvioNative.KVIO_MEMORY_HOST, -1);
+    }
+
+    /** memoryKind: KvioNative.KVIO_MEMORY_*; device: the CUDA device ordinal for CUDA kinds. */
+    static long poolAllocate(PoolSpec spec, int memoryKind, int device) {
         Scratch s = SCRATCH.get();
-        check(KvioNative.kvio_pool_allocate(putSpec(s, spec), s.address + OUT0));
+        check(KvioNative.kvio_pool_allocate_memory(putSpec(s, spec), memoryKind, device, s.address + OUT0));
         return s.buffer.getLong(OUT0);
     }
 
     static long poolWrap(PoolSpec spec, long address, long sizeBytes) {
+        return poolWrap(spec, KvioNative.KVIO_MEMORY_HOST, -1, address, sizeBytes);
+    }
+
+    static long poolWrap(PoolSpec spec, int memoryKind, int device, long address, long sizeBytes) {
         Scratch s = SCRATCH.get();
-        check(KvioNative.kvio_pool_wrap(putSpec(s, spec), address, sizeBytes, s.address + OUT0));
+        check(KvioNative.kvio_pool_wrap_memory(putSpec(s, spec), memoryKind, device, address, sizeBytes,
+                s.address + OUT0));
         return s.buffer.getLong(OUT0);
     }
 
     static long poolWrapComponents(PoolSpec spec, long[] addresses, long bytesEach) {
+        return poolWrapComponents(spec, KvioNative.KVIO_MEMORY_HOST, -1, addresses, bytesEach);
+    }
+
+    static long poolWrapComponents(PoolSpec spec, int memoryKind, int device, long[] addresses, long bytesEach) {
         long table = copyToNative(addresses);
         try {
             Scratch s = SCRATCH.get();
-            check(KvioNative.kvio_pool_wrap_components(putSpec(s, spec), table, addresses.length, bytesEach,
-                    s.address + OUT0));
+            check(KvioNative.kvio_pool_wrap_components_memory(putSpec(s, spec), memoryKind, device, table,
+                    addresses.length, bytesEach, s.address + OUT0));
             return s.buffer.getLong(OUT0);
         } finally {
             free(table);
@@ -175,15 +189,36 @@ final class Dispatcher {
     }
 
     static long poolWrapLayerTable(PoolSpec spec, long[] addresses, long bytesEach) {
+        return poolWrapLayerTable(spec, KvioNative.KVIO_MEMORY_HOST, -1, addresses, bytesEach);
+    }
+
+    static long poolWrapLayerTable(PoolSpec spec, int memoryKind, int device, long[] addresses, long bytesEach) {
         long table = copyToNative(addresses);
         try {
             Scratch s = SCRATCH.get();
-            check(KvioNative.kvio_pool_wrap_layer_table(putSpec(s, spec), table, addresses.length, bytesEach,
-                    s.address + OUT0));
+            check(KvioNative.kvio_pool_wrap_layer_table_memory(putSpec(s, spec), memoryKind, device, table,
+                    addresses.length, bytesEach, s.address + OUT0));
             return s.buffer.getLong(OUT0);
         } finally {
             free(table);
         }
+    }
+
+    /** The pool's memory kind (KvioNative.KVIO_MEMORY_*). */
+    static int poolMemoryKind(long pool) {
+        Scratch s = SCRATCH.get();
+        check(KvioNative.kvio_pool_memory(pool, s.address + OUT0, 0));
+        return s.buffer.getInt(OUT0);
+    }
+
+    static void executorSetLaunch(long executor, int ctaBudget, int warpsPerCta) {
+        check(KvioNative.kvio_executor_set_launch(executor, ctaBudget, warpsPerCta));
+    }
+
+    static long transferCudaEvent(long transfer) {
+        Scratch s = SCRATCH.get();
+        check(KvioNative.kvio_transfer_cuda_event(transfer, s.address + OUT0));
+        return s.buffer.getLong(OUT0);
     }
 
     /** {address, bytes} of every region of the pool. */

@@ -3,7 +3,8 @@
  * to and from a device pool by an io backend. It may hold all of the device's layers or a
  * contiguous range of them (layer sharding). build() checks the configuration against the native
  * support rules (both granularities) before allocating, so a bad layout/backend combination fails
- * at start-up with the reason and what to use instead, not at the first transfer.
+ * at start-up with the reason and what to use instead, not at the first transfer. For the kernel and
+ * direct io backends the host memory is pinned (cudaHostAlloc), as the CUDA copies require.
  */
 package io.kvio;
 
@@ -279,7 +280,8 @@ public final class HostKvPool extends KvPool {
                 owns = false;
             }
             try {
-                return new HostKvPool(spec, backend, Dispatcher.poolAllocate(spec), deviceLayerStart, deviceLayers,
+                return new HostKvPool(spec, backend,
+                        Dispatcher.poolAllocate(spec, backend.hostMemoryKind(), 0), deviceLayerStart, deviceLayers,
                         ex, owns);
             } catch (RuntimeException e) {
                 if (owns) {

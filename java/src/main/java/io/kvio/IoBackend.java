@@ -60,6 +60,21 @@ public enum IoBackend {
         return c;
     }
 
+    /** Whether this backend runs on a CUDA device (kernel, direct). */
+    public boolean isCuda() {
+        return this == KERNEL || this == DIRECT;
+    }
+
+    /** Memory kind of device pools on this backend (KvioNative.KVIO_MEMORY_*). */
+    int deviceMemoryKind() {
+        return isCuda() ? KvioNative.KVIO_MEMORY_CUDA_DEVICE : KvioNative.KVIO_MEMORY_HOST;
+    }
+
+    /** Memory kind of host pools on this backend: pinned for the CUDA backends. */
+    int hostMemoryKind() {
+        return isCuda() ? KvioNative.KVIO_MEMORY_HOST_PINNED : KvioNative.KVIO_MEMORY_HOST;
+    }
+
     @Override
     public String toString() {
         return userName;

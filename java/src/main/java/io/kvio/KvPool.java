@@ -107,11 +107,19 @@ public abstract class KvPool implements AutoCloseable {
         return regions[region];
     }
 
+    private void ensureHostAccessible() {
+        if (this instanceof DeviceKvPool && backend().isCuda()) {
+            throw new KvioUnsupportedException("this " + what() + " is CUDA device memory, which the host "
+                    + "cannot read or write through a ByteBuffer; move it to a host pool with a transfer");
+        }
+    }
+
     /**
      * A direct ByteBuffer (native byte order) over all of region 0. KvioUnsupportedException if the
      * region is larger than a ByteBuffer can address; use {@link #slice} then.
      */
     public ByteBuffer buffer() {
+        ensureHostAccessible();
         long bytes = regionBytes(0);
         if (bytes > Integer.MAX_VALUE) {
             throw new KvioUnsupportedException("region 0 of this " + what() + " is " + bytes
@@ -123,6 +131,7 @@ public abstract class KvPool implements AutoCloseable {
 
     /** A direct ByteBuffer (native byte order) over [offset, offset + length) of a region. */
     public ByteBuffer slice(int region, long offset, int length) {
+        ensureHostAccessible();
         long[] r = region(region);
         if (offset < 0 || length < 0 || offset > r[1] - length) {
             throw new KvioOutOfRangeException("slice [" + offset + ", " + offset + " + " + length

@@ -85,6 +85,16 @@ public final class KvioExecutor implements AutoCloseable {
         return closed.get();
     }
 
+    /**
+     * The kernel backend's launch shape for transfers submitted from now on: at most {@code ctaBudget}
+     * thread blocks of {@code warpsPerCta} warps (0: the defaults, 4 and 16). The copy kernel shares the
+     * GPU with the forward pass, so the budget is small by default. KvioUnsupportedException on other
+     * backends.
+     */
+    public void setLaunch(int ctaBudget, int warpsPerCta) {
+        Dispatcher.executorSetLaunch(handle(), ctaBudget, warpsPerCta);
+    }
+
     long handle() {
         if (closed.get()) {
             throw new KvioClosedException("this " + backend.userName() + " executor is closed");

@@ -109,6 +109,21 @@ public final class Transfer implements AutoCloseable {
         }
     }
 
+    /**
+     * The CUDA event (a cudaEvent_t) recorded after this transfer's work on its executor's stream, for
+     * another stream to wait on (e.g. start layer i as soon as its load lands). Valid until the transfer
+     * is released (the first await() that sees completion, or close()). KvioUnsupportedException for
+     * transfers of the cpu backend.
+     */
+    public long cudaEvent() {
+        synchronized (lock) {
+            if (released) {
+                throw new KvioClosedException("this transfer is closed");
+            }
+            return Dispatcher.transferCudaEvent(handle);
+        }
+    }
+
     /** Bytes this transfer moves (the planned total, known at submission). */
     public long bytes() {
         return bytes;

@@ -91,6 +91,33 @@ public final class KvioNative {
             @Cast("kvio_pool_spec*") long specOut);
     public static native int kvio_pool_close(@Cast("uint64_t") long pool);
 
+    // ---- memory kinds and the CUDA backend ----
+    public static final int KVIO_MEMORY_HOST = 0;
+    public static final int KVIO_MEMORY_HOST_PINNED = 1;
+    public static final int KVIO_MEMORY_CUDA_DEVICE = 2;
+    public static native int kvio_pool_allocate_memory(@Cast("const kvio_pool_spec*") long spec, int memoryKind,
+            int device, @Cast("uint64_t*") long poolOut);
+    public static native int kvio_pool_wrap_memory(@Cast("const kvio_pool_spec*") long spec, int memoryKind,
+            int device, @Cast("uint64_t") long address, @Cast("uint64_t") long sizeBytes,
+            @Cast("uint64_t*") long poolOut);
+    public static native int kvio_pool_wrap_components_memory(@Cast("const kvio_pool_spec*") long spec,
+            int memoryKind, int device, @Cast("const uint64_t*") long componentAddresses, int numComponents,
+            @Cast("uint64_t") long bytesEach, @Cast("uint64_t*") long poolOut);
+    public static native int kvio_pool_wrap_layer_table_memory(@Cast("const kvio_pool_spec*") long spec,
+            int memoryKind, int device, @Cast("const uint64_t*") long layerAddresses,
+            @Cast("int64_t") long numEntries, @Cast("uint64_t") long bytesEach, @Cast("uint64_t*") long poolOut);
+    public static native int kvio_pool_memory(@Cast("uint64_t") long pool, @Cast("int32_t*") long memoryKindOut,
+            @Cast("int32_t*") long deviceOut);
+    public static native int kvio_cuda_device_count(@Cast("int32_t*") long countOut);
+    public static native int kvio_executor_create_cuda(int ioBackend, int device, @Cast("uint64_t") long stream,
+            int ctaBudget, int warpsPerCta, @Cast("uint64_t*") long executorOut);
+    public static native int kvio_executor_set_launch(@Cast("uint64_t") long executor, int ctaBudget,
+            int warpsPerCta);
+    public static native int kvio_executor_cuda_stream(@Cast("uint64_t") long executor,
+            @Cast("uint64_t*") long streamOut);
+    public static native int kvio_transfer_cuda_event(@Cast("uint64_t") long transfer,
+            @Cast("uint64_t*") long eventOut);
+
     // ---- executors and transfers ----
     public static native int kvio_executor_create(int ioBackend, int threads,
             @Cast("uint64_t*") long executorOut);

@@ -1,0 +1,97 @@
+/*
+ * The CUDA io backends through the Java API (TestNG group "gpu"; mvn -Pgpu runs it, and each test
+ * skips with the native cause where no CUDA device is present). For kernel and direct, every host
+ * layout: a pinned host pool is loaded into a GPU device pool layer by layer, then backed up to a
+ * second pinned host pool of another layout, and that pool must equal the oracle's direct replay
+ * of source -> destination (device memory is not host-readable, so the round trip checks both
+ * directions). Also: device pools refuse ByteBuffer access, and the kernel launch shape can be set.
+ */
+package io.kvio;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertTrue;
+import static org.testng.Assert.expectThrows;
+
+import java.util.Random;
+import org.testng.SkipException;
+import org.testng.annotations.DataProvider;
+import org.testng.annotations.Test;
+
+@Test(groups = "gpu")
+public class CudaBackendTest {
+
+    private static void requireGpu(IoBackend backend) {
+        if (!backend.isAvailable()) {
+            throw new SkipException("no CUDA device: " + backend.unavailabilityCause());
+        }
+    }
+
+    @DataProvider
+    public Object[][] backends() {
+        return new Object[][] {{IoBackend.KERNEL}, {IoBackend.DIRECT}};
+    }
+
+    private static HostKvPool host(DeviceKvPool device, KvLayout layout, long pages) {
+        return HostKvPool.builder().forDevice(device).layout(layout).pages(pages).build();
+    }
+
+    @Test(dataProvider = "backends")
+    public void loadThenBackupMatchesOracle(IoBackend backend) {
+        requireGpu(backend);
+        for (PoolKind kind : PoolKind.values()) {
+            PoolFixtures.Config cfg = kind == PoolKind.MHA
+                    ? new PoolFixtures.Config(kind, 4, 16, 16, 4, 128)
+                    : new PoolFixtures.Config(kind, 4, 16, 16, 1, 656);
+            Random rnd = new Random(17 + kind.ordinal());
+            for (KvLayout from : PoolFixtures.hostLayouts(kind)) {
+                for (KvLayout to : PoolFixtures.hostLayouts(kind)) {
+                    try (DeviceKvPool device = DeviceKvPool.allocate(cfg.spec(KvLayout.LAYER_FIRST), backend);
+                            HostKvPool source = host(device, from, 24);
+                            HostKvPool destination = host(device, to, 20)) {
+                        byte[] src = LayoutOracle.fill(source.buffer(), rnd.nextLong());
+                        byte[] expected = LayoutOracle.canary(destination.buffer(), rnd.nextLong());
+                        long[] hostFrom = LayoutOracle.wholePages(rnd, 24, 16, 5);
+                        long[] deviceSlots = LayoutOracle.wholePages(rnd, 16, 16, 5);
+                        long[] hostTo = LayoutOracle.tokenGranular(rnd, 20 * 16, hostFrom.length);
+                        for (long layer = 0; layer < cfg.layers; layer++) {
+                            try (Transfer t = source.loadToDevice(device, TokenIndices.of(hostFrom),
+                                    TokenIndices.of(deviceSlots), layer)) {
+                                t.await();
+                            }
+                        }
+                        try (Transfer t = destination.backupFromDevice(device, TokenIndices.of(hostTo),
+                                TokenIndices.of(deviceSlots))) {
+                            t.await();
+                            assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, hostTo.length, cfg.layers));
+                        }
+                        LayoutOracle.applyTransfer(src, LayoutOracle.standard(cfg.geometry(from, 4, 24), 0),
+                                expected, LayoutOracle.standard(cfg.geometry(to, 4, 20), 0), hostFrom, hostTo,
+                                0, 0, cfg.layers);
+                        LayoutOracle.assertBufferEquals(destination.buffer(), expected,
+                                backend + " " + kind + " " + from + " -> device -> " + to);
+                    }
+                }
+            }
+        }
+    }
+
+    @Test(dataProvider = "backends")
+    public void devicePoolsAreNotHostReadable(IoBackend backend) {
+        requireGpu(backend);
+        PoolFixtures.Config cfg = new PoolFixtures.Config(PoolKind.MLA, 1, 2, 4, 1, 64);
+        try (DeviceKvPool device = DeviceKvPool.allocate(cfg.spec(KvLayout.LAYER_FIRST), backend)) {
+            KvioUnsupportedException e = expectThrows(KvioUnsupportedException.class, device::buffer);
+            assertTrue(e.getMessage().contains("CUDA device memory"), e.getMessage());
+        }
+    }
+
+    @Test
+    public void kernelLaunchShape() {
+        requireGpu(IoBackend.KERNEL);
+        try (KvioExecutor executor = KvioExecutor.create(IoBackend.KERNEL, 0)) {
+            executor.setLaunch(1, 4);
+            executor.setLaunch(0, 0);
+            expectThrows(KvioInvalidArgumentException.class, () -> executor.setLaunch(1, 64));
+        }
+    }
+}

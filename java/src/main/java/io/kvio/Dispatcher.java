@@ -352,4 +352,23 @@ final class Dispatcher {
     static long getLong(long address) {
         return byteBuffer(address, 8).getLong(0);
     }
+
+    // ---- diagnostics and test-only fault injection (docs/reliability.md) ----
+
+    /** Open pool, executor and transfer handles, and live host allocations, process-wide. */
+    static long[] debugLiveObjects() {
+        long address = malloc(32);
+        try {
+            check(KvioNative.kvio_debug_live_objects(address));
+            ByteBuffer b = byteBuffer(address, 32);
+            return new long[] {b.getLong(0), b.getLong(8), b.getLong(16), b.getLong(24)};
+        } finally {
+            free(address);
+        }
+    }
+
+    /** Test only: the next {@code count} occurrences of {@code fault} fail (KVIO_TEST_FAULT_*). */
+    static void testInjectFault(int fault, long count) {
+        check(KvioNative.kvio_test_inject_fault(fault, count));
+    }
 }

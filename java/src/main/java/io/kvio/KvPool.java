@@ -3,13 +3,15 @@
  * DeviceKvPool and HostKvPool are the only subclasses (the constructor is package-private).
  * Memory regions are exposed as raw addresses and as direct ByteBuffers; a ByteBuffer does not
  * keep the pool alive, so it must not be used after close(). Forgotten pools are closed by a
- * Cleaner; memory kvio allocated is freed once no submitted transfer uses it.
+ * Cleaner, with a warning on the "io.kvio" System.Logger; memory kvio allocated is freed once no
+ * submitted transfer uses it.
  */
 package io.kvio;
 
 import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 
 public abstract class KvPool implements AutoCloseable {
     private final PoolSpec spec;
@@ -17,7 +19,12 @@ public abstract class KvPool implements AutoCloseable {
     private final long handle;
     private final long[][] regions;
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final Closer closer;
     private final Cleaner.Cleanable cleanable;
+
+    private static final System.Logger LOGGER = System.getLogger("io.kvio");
+    /** Pools the Cleaner freed because they were never closed (for tests and diagnostics). */
+    static final AtomicLong FREED_BY_CLEANER = new AtomicLong();
 
     /** Takes ownership of {@code handle}. */
     KvPool(PoolSpec spec, IoBackend backend, long handle) {
@@ -32,18 +39,29 @@ public abstract class KvPool implements AutoCloseable {
             throw e;
         }
         this.regions = r;
-        this.cleanable = Dispatcher.CLEANER.register(this, new Closer(handle));
+        this.closer = new Closer(handle, getClass().getSimpleName() + " " + spec);
+        this.cleanable = Dispatcher.CLEANER.register(this, closer);
     }
 
+    /** Closes the native pool; warns when it runs for a pool that was never closed. */
     private static final class Closer implements Runnable {
         private final long handle;
+        private final String description;  // no reference to the pool itself
+        volatile boolean explicit;
 
-        Closer(long handle) {
+        Closer(long handle, String description) {
             this.handle = handle;
+            this.description = description;
         }
 
         @Override
         public void run() {
+            if (!explicit) {
+                FREED_BY_CLEANER.incrementAndGet();
+                LOGGER.log(System.Logger.Level.WARNING, "kvio: a " + description + " was never closed; the "
+                        + "Cleaner freed it after it became unreachable. Close pools (try-with-resources) so their "
+                        + "memory is released when you choose");
+            }
             Dispatcher.poolClose(handle);
         }
     }
@@ -68,6 +86,7 @@ public abstract class KvPool implements AutoCloseable {
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
+            closer.explicit = true;
             cleanable.clean();
         }
     }

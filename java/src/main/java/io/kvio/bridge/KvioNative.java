@@ -140,4 +140,11 @@ public final class KvioNative {
     public static native int kvio_plan(@Cast("const kvio_transfer_desc*") long desc,
             @Cast("kvio_copy2d*") long copiesOut, @Cast("int64_t") long capacity,
             @Cast("int64_t*") long countOut);
+
+    // ---- diagnostics and test-only fault injection (docs/reliability.md) ----
+    public static final int KVIO_TEST_FAULT_HOST_ALLOCATION = 1;
+    public static final int KVIO_TEST_FAULT_CPU_COPY = 2;
+    /** countsOut: 4 int64 (open pools, executors, transfers; live host allocations). */
+    public static native int kvio_debug_live_objects(@Cast("int64_t*") long countsOut);
+    public static native int kvio_test_inject_fault(int fault, @Cast("int64_t") long count);
 }

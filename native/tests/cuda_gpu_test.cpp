@@ -267,6 +267,13 @@ TEST(CudaKernel, DeviceIndicesOutOfRangeAreSkippedAndReported) {
   EXPECT_NE(message.find("pair 2"), std::string::npos) << message;
   EXPECT_TRUE(sameImage(expected, dst.read(), "destination"));
   EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  // Host arrays passed as device indices are refused before anything is launched.
+  const kvio_transfer_desc hostDesc{
+      src.handle(), dst.handle(), s.data(), d.data(), static_cast<int64_t>(s.size()), 0, 0, 2};
+  EXPECT_EQ(kvio_submit_device_indices(executor, &hostDesc, &transfer),
+            KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvio_last_error()).find("not memory of CUDA device"), std::string::npos)
+      << kvio_last_error();
   CUDA_OK(cudaFree(deviceIndices));
   EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
 }

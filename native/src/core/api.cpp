@@ -204,6 +204,7 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
                   kvio_name(KVIO_NAME_BACKEND, executor->backend));
     }
     KVIO_RETURN_IF_ERROR(validateDeviceTransfer(*src, *dst, desc));
+    KVIO_RETURN_IF_ERROR(ex.checkDeviceIndices(desc.src_indices, desc.dst_indices));
   } else {
     PlanRequest request;
     thread_local std::vector<IndexRun> runs;  // reused: no allocation per transfer

@@ -103,6 +103,10 @@ class Executor {
   /// False for executors that take a LayoutJob instead of a plan.
   virtual bool usesPlan() const { return true; }
   virtual bool acceptsDeviceIndices() const { return false; }
+  /// For device-resident index arrays: OK if the device can read them, else the reason.
+  virtual kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst) const {
+    return KVIO_STATUS_OK;
+  }
   /// OK if this executor can move between memory of these kinds, else the reason. The default
   /// is the host-memory rule of the cpu backend.
   virtual kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const;

@@ -46,6 +46,30 @@ class KernelExecutor final : public CudaExecutor {
   bool usesPlan() const override { return false; }
   bool acceptsDeviceIndices() const override { return true; }
 
+  // Host arrays given as device indices would make the kernel fault: refuse anything that is
+  // not memory of this device (or managed memory).
+  kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst) const override {
+    const int64_t* arrays[2] = {src, dst};
+    for (int i = 0; i < 2; ++i) {
+      const char* name = i == 0 ? "src_indices" : "dst_indices";
+      cudaPointerAttributes attributes{};
+      KVIO_CUDA_TRY(cudaPointerGetAttributes(&attributes, arrays[i]),
+                    "checking %s at %p for device-resident indices", name,
+                    static_cast<const void*>(arrays[i]));
+      const bool onDevice =
+          (attributes.type == cudaMemoryTypeDevice && attributes.device == device_) ||
+          attributes.type == cudaMemoryTypeManaged;
+      if (!onDevice) {
+        return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                    "%s at %p is not memory of CUDA device %d (cudaPointerGetAttributes type %d, "
+                    "device %d); pass host index arrays to kvio_submit instead",
+                    name, static_cast<const void*>(arrays[i]), device_,
+                    static_cast<int>(attributes.type), attributes.device);
+      }
+    }
+    return KVIO_STATUS_OK;
+  }
+
   kvio_status setLaunch(int32_t ctaBudget, int32_t warpsPerCta) override {
     const int32_t budget = ctaBudget <= 0 ? kDefaultCtaBudget : ctaBudget;
     const int32_t warps = warpsPerCta <= 0 ? kDefaultWarpsPerCta : warpsPerCta;

@@ -7,7 +7,7 @@
 #   4. runs the bandwidth benchmark, writes the full results to $OUT_DIR/cuda_bench.tsv and
 #      prints the short table last.
 # Sized for under 5 minutes on one H200. Usage: scripts/gpu-check.sh [--quick] [--no-java]
-# Environment: BUILD_DIR (default build-gpu), OUT_DIR (default gpu-check-out; or $OUT if set).
+# Environment: BUILD_DIR (default build-gpu), OUT_DIR (default $OUT if set, else build-gpu/gpu-check).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,7 +21,7 @@ for arg in "$@"; do
   esac
 done
 build="${BUILD_DIR:-build-gpu}"
-out="${OUT_DIR:-${OUT:-gpu-check-out}}"
+out="${OUT_DIR:-${OUT:-$build/gpu-check}}"
 mkdir -p "$out"
 log="$out/gpu-check.log"
 : > "$log"
@@ -37,6 +37,12 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKVIO_WITH_CUDA=ON -DKVIO_BUI
   -DKVIO_BUILD_BENCH=ON -DKVIO_BUILD_FUZZ=OFF >> "$log" 2>&1
 cmake --build "$build" --parallel "$(nproc)" >> "$log" 2>&1
 
+if [ ! -x "$build/native/tests/cuda_gpu_test" ]; then
+  echo "gpu-check: FAIL: cuda_gpu_test was not built (GoogleTest missing? apt-get install libgtest-dev)" \
+    | tee -a "$log"
+  exit 1
+fi
+
 step "C++ tests: CUDA logic on the host, then the GPU tests (label cuda)"
 ctest --test-dir "$build" -R '^Cuda' -LE cuda --output-on-failure --parallel 4 2>&1 | tail -3 | tee -a "$log"
 ctest --test-dir "$build" -L cuda --output-on-failure 2>&1 | tee "$out/ctest-cuda.log" | tail -5 | tee -a "$log"
@@ -46,7 +52,17 @@ if grep -q "Skipped" "$out/ctest-cuda.log"; then
   exit 1
 fi
 
-if [ "$java" = 1 ] && command -v mvn >/dev/null 2>&1; then
+if [ "$java" = 1 ] && ! command -v mvn >/dev/null 2>&1; then
+  echo "gpu-check: Java GPU tests skipped: no mvn" | tee -a "$log"
+  java=0
+fi
+if [ "$java" = 1 ] && [ ! -d "$HOME/.m2/repository/org/bytedeco/javacpp" ] && ! mvn -B -q -ntp \
+    dependency:resolve >/dev/null 2>&1; then
+  echo "gpu-check: Java GPU tests skipped: Maven cannot resolve the dependencies (offline?)" \
+    | tee -a "$log"
+  java=0
+fi
+if [ "$java" = 1 ]; then
   step "Java GPU tests (TestNG group gpu)"
   mvn -B -ntp -q -Pgpu -Dkvio.cuda=ON -Dkvio.native.tests=OFF -Dgroups=gpu -Dtest='CudaBackendTest' \
     -Dsurefire.failIfNoSpecifiedTests=false test >> "$log" 2>&1 \

@@ -48,7 +48,8 @@ ctest --test-dir "$build" -R '^Cuda' -LE cuda --output-on-failure --parallel 4 2
 ctest --test-dir "$build" -L cuda --output-on-failure 2>&1 | tee "$out/ctest-cuda.log" | tail -5 | tee -a "$log"
 if grep -q "Skipped" "$out/ctest-cuda.log"; then
   echo "gpu-check: FAIL: GPU tests skipped on a machine meant to have a GPU:" | tee -a "$log"
-  grep -m3 -A2 "Skipped" "$out/ctest-cuda.log" | tee -a "$log"
+  "$build/native/tests/cuda_gpu_test" --gtest_filter='CudaKernel.Cta*' 2>&1 | grep -A1 'Skipped$' \
+    | tail -1 | tee -a "$log"
   exit 1
 fi
 

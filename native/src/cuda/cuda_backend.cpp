@@ -64,21 +64,23 @@ EventCompletion::~EventCompletion() {
 }
 
 bool EventCompletion::query() {
-  if (error_ != cudaSuccess) return true;
+  if (error_.load() != cudaSuccess) return true;
   const cudaError_t error = cudaEventQuery(event_);
   if (error == cudaErrorNotReady) return false;
-  error_ = error;
+  if (error != cudaSuccess) error_.store(error);
   return true;
 }
 
 void EventCompletion::synchronize() {
   const cudaError_t error = cudaEventSynchronize(event_);
-  if (error != cudaSuccess && error_ == cudaSuccess) error_ = error;
+  int expected = cudaSuccess;
+  if (error != cudaSuccess) error_.compare_exchange_strong(expected, error);
 }
 
 kvio_status EventCompletion::finish(std::string* message) {
-  if (error_ != cudaSuccess) {
-    *message = "the transfer's work on the CUDA stream failed: " + describe(error_) +
+  const auto error = static_cast<cudaError_t>(error_.load());
+  if (error != cudaSuccess) {
+    *message = "the transfer's work on the CUDA stream failed: " + describe(error) +
                " (reported by cudaEventQuery/cudaEventSynchronize)";
     return KVIO_STATUS_BACKEND_ERROR;
   }

@@ -9,6 +9,7 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -39,7 +40,7 @@ class EventCompletion : public DeviceCompletion {
  private:
   int32_t device_;
   cudaEvent_t event_;
-  cudaError_t error_ = cudaSuccess;
+  std::atomic<int> error_{cudaSuccess};  // queried by the executor and by waiting threads
 };
 
 class CudaExecutor : public Executor {

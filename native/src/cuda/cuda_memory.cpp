@@ -118,7 +118,16 @@ kvio_status allocate(int32_t kind, int32_t device, uint64_t bytes, uint64_t* add
   KVIO_CUDA_TRY(cudaMalloc(&memory->pointer, bytes),
                 "allocating %llu bytes on CUDA device %d for a pool",
                 static_cast<unsigned long long>(bytes), device);
-  KVIO_CUDA_TRY(cudaMemset(memory->pointer, 0, bytes), "zeroing %llu bytes on CUDA device %d",
+  // Zeroed on a private stream and waited for: executors' streams are non-blocking, so a
+  // memset on the legacy stream could still run after the pool's first transfer.
+  cudaStream_t stream = nullptr;
+  KVIO_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+                "creating a stream to zero a new pool on CUDA device %d", device);
+  cudaError_t error = cudaMemsetAsync(memory->pointer, 0, bytes, stream);
+  const cudaError_t waited = cudaStreamSynchronize(stream);
+  cudaStreamDestroy(stream);
+  if (error == cudaSuccess) error = waited;
+  KVIO_CUDA_TRY(error, "zeroing %llu bytes on CUDA device %d",
                 static_cast<unsigned long long>(bytes), device);
   *address = reinterpret_cast<uint64_t>(memory->pointer);
   *owner = std::move(memory);

@@ -1,16 +1,18 @@
-// Tests of the CUDA copy kernel's per-worker routine (native/src/cuda/copy_routine.cuh) on
-// the CPU: the header is compiled with the host compiler, and every thread of a launch (each
-// worker and lane of the grid the executor would launch) is replayed in turn. Lanes write
-// disjoint bytes, so any order gives the device's result. Pools are built from the oracle's
-// shapes in buffers placed at odd offsets (1, 2, 4, 8, 16 bytes past 16-byte alignment), so
-// the byte heads, narrower words and byte tails of copySpan all run; the whole buffers
-// (guard zones included) are compared with the oracle's replay.
+// Tests of the CUDA copy kernel's per-worker routine (native/src/cuda/copy_routine.cuh) and
+// of the kernel executor's staging and launch (kernel_launch.hpp) on the CPU: the header is
+// compiled with the host compiler, and every thread of a launch (each worker and lane of the grid
+// the executor would launch) is replayed in turn. Lanes write disjoint bytes, so any order gives
+// the device's result. Pools are built from the oracle's shapes in buffers placed at odd offsets
+// (1, 2, 4, 8, 16 bytes past 16-byte alignment), so the byte heads, narrower words and byte tails
+// of copySpan all run; the whole buffers (guard zones included) are compared with the oracle's
+// replay.
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <random>
 
 #include "cuda/copy_routine.cuh"
+#include "cuda/kernel_launch.hpp"
 #include "kvio/layout.hpp"
 #include "oracle.hpp"
 
@@ -247,6 +249,67 @@ TEST(CudaCopyRoutine, DeviceIndicesOutOfRangeAreSkippedAndReported) {
   EXPECT_TRUE(sameImage(expected, dst.image, "destination"));
   EXPECT_EQ(bad[0], 2u);
   EXPECT_EQ(bad[1], 3u);
+}
+
+// The executor's data path: the job staged into a slot buffer (tables, host indices, status),
+// the launch built over that buffer as if it were the device copy, the grid replayed.
+void runStagedJob(bool indicesOnDevice, uint64_t seed) {
+  const Geometry device =
+      geometry(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 3, 8, 4, 2, 72);
+  const Geometry host =
+      geometry(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_HEAD, Form::Single, 2, 6, 4, 2, 72);
+  std::mt19937_64 rng(seed);
+  SimPool src(host, 0), dst(device, 8);
+  src.fillRandom(rng);
+  std::vector<int64_t> srcIdx = distinct(rng, host.S(), 20);
+  std::vector<int64_t> dstIdx = distinct(rng, device.S(), 20);
+  Image expected = dst.image;
+  applyTransfer(host, src.image, device, &expected, srcIdx, dstIdx, 0, 1, 2);
+  if (indicesOnDevice) srcIdx.push_back(host.S());  // one bad pair, skipped and reported
+  if (indicesOnDevice) dstIdx.push_back(0);
+
+  struct {  // the fields of kvio::LayoutJob (core/executor.hpp) the launch reads
+    AffineLayout src, dst;
+    std::vector<uint64_t> srcTable, dstTable;
+    const int64_t* srcIndices;
+    const int64_t* dstIndices;
+    bool indicesOnDevice;
+    int64_t count, srcLayerStart, dstLayerStart, numLayers;
+  } job;
+  job.srcTable = src.table;
+  job.dstTable = dst.table;
+  job.src = src.layout;
+  job.dst = dst.layout;
+  job.src.layerBase = nullptr;  // the launch must take the staged tables
+  job.dst.layerBase = nullptr;
+  job.srcIndices = srcIdx.data();
+  job.dstIndices = dstIdx.data();
+  job.indicesOnDevice = indicesOnDevice;
+  job.count = static_cast<int64_t>(srcIdx.size());
+  job.srcLayerStart = 0;
+  job.dstLayerStart = 1;
+  job.numLayers = 2;
+  const kvio::cuda::StagingLayout layout = kvio::cuda::stagingLayout(job);
+  std::vector<uint64_t> slot(static_cast<size_t>(layout.total / 8 + 1), 0xEEEEEEEEEEEEEEEEull);
+  auto* bytes = reinterpret_cast<uint8_t*>(slot.data());
+  kvio::cuda::writeStaging(job, layout, bytes);
+  const CopyLaunch launch = kvio::cuda::makeLaunch(job, layout, bytes);
+  EXPECT_EQ(launch.lanesPerWorker, 4);  // page_head splits heads: 72-byte units
+  simulate(launch, kvio::cuda::launchBlocks(launch.count, launch.lanesPerWorker, 64, 2), 64);
+  EXPECT_TRUE(sameImage(expected, dst.image, "destination"));
+  const auto* status = reinterpret_cast<const unsigned long long*>(bytes + layout.statusOffset);
+  EXPECT_EQ(status[1], indicesOnDevice ? 1u : 0u);
+  EXPECT_EQ(status[0], indicesOnDevice ? 20u : std::numeric_limits<unsigned long long>::max());
+  EXPECT_EQ(layout.total, 16 + 8 * (src.table.size() + dst.table.size()) +
+                              (indicesOnDevice ? 0 : 16 * srcIdx.size()));
+}
+
+TEST(CudaKernelLaunch, StagedHostIndicesMatchOracle) {
+  runStagedJob(false, 21);
+}
+
+TEST(CudaKernelLaunch, StagedDeviceIndicesAreCheckedAndReported) {
+  runStagedJob(true, 22);
 }
 
 }  // namespace

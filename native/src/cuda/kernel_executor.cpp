@@ -12,6 +12,7 @@
 
 #include "copy_kernel.hpp"
 #include "cuda_executor.hpp"
+#include "kernel_launch.hpp"
 
 namespace kvio {
 namespace cuda {
@@ -89,54 +90,17 @@ class KernelExecutor final : public CudaExecutor {
   kvio_status enqueue(Job& job, EventCompletion* completion,
                       std::function<void()>* release) override {
     const LayoutJob& l = job.layout;
-    // Staging: [status 2 x u64][src table][dst table][src indices][dst indices] (8-byte units).
-    const uint64_t srcTableBytes = l.srcTable.size() * sizeof(uint64_t);
-    const uint64_t dstTableBytes = l.dstTable.size() * sizeof(uint64_t);
-    const uint64_t indexBytes =
-        l.indicesOnDevice ? 0 : static_cast<uint64_t>(l.count) * sizeof(int64_t);
-    const uint64_t statusOffset = 0;
-    const uint64_t srcTableOffset = 16;
-    const uint64_t dstTableOffset = srcTableOffset + srcTableBytes;
-    const uint64_t srcIndexOffset = dstTableOffset + dstTableBytes;
-    const uint64_t dstIndexOffset = srcIndexOffset + indexBytes;
-    const uint64_t total = dstIndexOffset + indexBytes;
-
+    const StagingLayout layout = stagingLayout(l);
     StagingSlot* slot = nullptr;
-    KVIO_RETURN_IF_ERROR(acquire(total, &slot));
+    KVIO_RETURN_IF_ERROR(acquire(layout.total, &slot));
     slot->busy = true;
     *release = [slot] { slot->busy = false; };
-
-    unsigned long long* status = reinterpret_cast<unsigned long long*>(slot->host + statusOffset);
-    status[0] = std::numeric_limits<unsigned long long>::max();
-    status[1] = 0;
-    std::memcpy(slot->host + srcTableOffset, l.srcTable.data(), srcTableBytes);
-    std::memcpy(slot->host + dstTableOffset, l.dstTable.data(), dstTableBytes);
-    if (!l.indicesOnDevice) {
-      std::memcpy(slot->host + srcIndexOffset, l.srcIndices, indexBytes);
-      std::memcpy(slot->host + dstIndexOffset, l.dstIndices, indexBytes);
-    }
-    KVIO_CUDA_TRY(cudaMemcpyAsync(slot->device, slot->host, total, cudaMemcpyHostToDevice, stream_),
-                  "uploading %llu bytes of layer tables and indices (%lld pairs)",
-                  static_cast<unsigned long long>(total), static_cast<long long>(l.count));
-
-    CopyLaunch launch;
-    launch.src = l.src;
-    launch.dst = l.dst;
-    launch.src.layerBase = reinterpret_cast<const uint64_t*>(slot->device + srcTableOffset);
-    launch.dst.layerBase = reinterpret_cast<const uint64_t*>(slot->device + dstTableOffset);
-    launch.srcIndices = l.indicesOnDevice
-                            ? l.srcIndices
-                            : reinterpret_cast<const int64_t*>(slot->device + srcIndexOffset);
-    launch.dstIndices = l.indicesOnDevice
-                            ? l.dstIndices
-                            : reinterpret_cast<const int64_t*>(slot->device + dstIndexOffset);
-    launch.count = l.count;
-    launch.srcLayerStart = l.srcLayerStart;
-    launch.dstLayerStart = l.dstLayerStart;
-    launch.numLayers = l.numLayers;
-    launch.lanesPerWorker = lanesForUnit(copyUnitBytes(l.src, l.dst));
-    launch.checkIndices = l.indicesOnDevice ? 1 : 0;
-    launch.badPairs = reinterpret_cast<unsigned long long*>(slot->device + statusOffset);
+    writeStaging(l, layout, slot->host);
+    KVIO_CUDA_TRY(
+        cudaMemcpyAsync(slot->device, slot->host, layout.total, cudaMemcpyHostToDevice, stream_),
+        "uploading %llu bytes of layer tables and indices (%lld pairs)",
+        static_cast<unsigned long long>(layout.total), static_cast<long long>(l.count));
+    const CopyLaunch launch = makeLaunch(l, layout, slot->device);
     const int32_t threads = warpsPerCta_ * 32;
     const int32_t blocks = launchBlocks(l.count, launch.lanesPerWorker, threads, ctaBudget_);
     KVIO_CUDA_TRY(launchCopyKernel(launch, blocks, threads, stream_),
@@ -145,9 +109,10 @@ class KernelExecutor final : public CudaExecutor {
                   blocks, threads, launch.lanesPerWorker, static_cast<long long>(l.count),
                   static_cast<long long>(l.numLayers));
     if (l.indicesOnDevice) {
-      KVIO_CUDA_TRY(
-          cudaMemcpyAsync(status, slot->device + statusOffset, 16, cudaMemcpyDeviceToHost, stream_),
-          "downloading the kernel's index check (16 bytes)");
+      auto* status = reinterpret_cast<unsigned long long*>(slot->host + layout.statusOffset);
+      KVIO_CUDA_TRY(cudaMemcpyAsync(status, slot->device + layout.statusOffset, 16,
+                                    cudaMemcpyDeviceToHost, stream_),
+                    "downloading the kernel's index check (16 bytes)");
       completion->hostStatus = status;
       completion->srcTokens = l.src.tokens;
       completion->dstTokens = l.dst.tokens;

@@ -1,0 +1,81 @@
+// How the kernel executor stages a job (a kvio::LayoutJob) and builds its launch, free of CUDA
+// calls and of the core's headers so that native/tests/cuda_copy_routine_test.cpp runs the
+// whole data path on the host (staging written to a buffer, the launch built over it, every
+// thread of the grid replayed).
+// Staging slot layout (8-byte aligned): [status: 2 x u64][src layer table][dst layer table]
+// [src indices][dst indices]; indices only when they come from the host.
+#ifndef KVIO_CUDA_KERNEL_LAUNCH_HPP_
+#define KVIO_CUDA_KERNEL_LAUNCH_HPP_
+
+#include <cstring>
+#include <limits>
+
+#include "copy_routine.cuh"
+
+namespace kvio {
+namespace cuda {
+
+struct StagingLayout {
+  uint64_t statusOffset = 0;
+  uint64_t srcTableOffset = 0;
+  uint64_t dstTableOffset = 0;
+  uint64_t srcIndexOffset = 0;
+  uint64_t dstIndexOffset = 0;
+  uint64_t total = 0;
+};
+
+template <class Job>  // kvio::LayoutJob (core/executor.hpp) or a test's look-alike
+inline StagingLayout stagingLayout(const Job& job) {
+  const uint64_t indexBytes =
+      job.indicesOnDevice ? 0 : static_cast<uint64_t>(job.count) * sizeof(int64_t);
+  StagingLayout s;
+  s.statusOffset = 0;
+  s.srcTableOffset = 16;
+  s.dstTableOffset = s.srcTableOffset + job.srcTable.size() * sizeof(uint64_t);
+  s.srcIndexOffset = s.dstTableOffset + job.dstTable.size() * sizeof(uint64_t);
+  s.dstIndexOffset = s.srcIndexOffset + indexBytes;
+  s.total = s.dstIndexOffset + indexBytes;
+  return s;
+}
+
+/// Fills the host side of a slot: status words reset, layer tables, host indices.
+template <class Job>
+inline void writeStaging(const Job& job, const StagingLayout& s, uint8_t* host) {
+  unsigned long long status[2] = {std::numeric_limits<unsigned long long>::max(), 0};
+  std::memcpy(host + s.statusOffset, status, sizeof(status));
+  std::memcpy(host + s.srcTableOffset, job.srcTable.data(), job.srcTable.size() * 8);
+  std::memcpy(host + s.dstTableOffset, job.dstTable.data(), job.dstTable.size() * 8);
+  if (!job.indicesOnDevice) {
+    std::memcpy(host + s.srcIndexOffset, job.srcIndices, static_cast<size_t>(job.count) * 8);
+    std::memcpy(host + s.dstIndexOffset, job.dstIndices, static_cast<size_t>(job.count) * 8);
+  }
+}
+
+/// The launch of a job whose staging was uploaded to `device` (the slot's device address).
+template <class Job>
+inline CopyLaunch makeLaunch(const Job& job, const StagingLayout& s, uint8_t* device) {
+  CopyLaunch launch;
+  launch.src = job.src;
+  launch.dst = job.dst;
+  launch.src.layerBase = reinterpret_cast<const uint64_t*>(device + s.srcTableOffset);
+  launch.dst.layerBase = reinterpret_cast<const uint64_t*>(device + s.dstTableOffset);
+  launch.srcIndices = job.indicesOnDevice
+                          ? job.srcIndices
+                          : reinterpret_cast<const int64_t*>(device + s.srcIndexOffset);
+  launch.dstIndices = job.indicesOnDevice
+                          ? job.dstIndices
+                          : reinterpret_cast<const int64_t*>(device + s.dstIndexOffset);
+  launch.count = job.count;
+  launch.srcLayerStart = job.srcLayerStart;
+  launch.dstLayerStart = job.dstLayerStart;
+  launch.numLayers = job.numLayers;
+  launch.lanesPerWorker = lanesForUnit(copyUnitBytes(job.src, job.dst));
+  launch.checkIndices = job.indicesOnDevice ? 1 : 0;
+  launch.badPairs = reinterpret_cast<unsigned long long*>(device + s.statusOffset);
+  return launch;
+}
+
+}  // namespace cuda
+}  // namespace kvio
+
+#endif  // KVIO_CUDA_KERNEL_LAUNCH_HPP_

@@ -167,6 +167,18 @@ TEST(CudaDirectCopies, PitchZeroBecomesRows) {
   }
 }
 
+TEST(CudaDirectCopies, PitchAboveTheDeviceLimitBecomesRows) {
+  const std::vector<kvio_copy2d> plan = {{0, 1u << 20, 64, 4, 3u << 20, 64}};
+  std::vector<EngineCopy> copies;
+  kvio::cuda::engineCopies(plan, &copies, 1u << 20);
+  ASSERT_EQ(copies.size(), 4u);
+  EXPECT_EQ(copies[3].src, 3u * (3u << 20));
+  EXPECT_EQ(copies[3].dst, (1u << 20) + 3u * 64u);
+  kvio::cuda::engineCopies(plan, &copies, 4u << 20);
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0].height, 4u);
+}
+
 TEST(CudaDirectCopies, BatchAbiFollowsTheDriver) {
   EXPECT_EQ(kvio::cuda::chooseBatchAbi(12040, true, true), BatchAbi::None);
   EXPECT_EQ(kvio::cuda::chooseBatchAbi(12080, true, false), BatchAbi::V12080);

@@ -153,7 +153,22 @@ kvio_status registerHost(const MemoryRegion* regions, size_t count, std::shared_
       const cudaError_t error =
           cudaHostRegister(chunk, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
       if (error == cudaErrorHostMemoryAlreadyRegistered) {
-        cudaGetLastError();  // the caller's own registration: use it, leave it
+        cudaGetLastError();     // the caller's own registration: use it, leave it, if it covers
+        void* first = nullptr;  // the whole chunk (not just a page shared with another buffer)
+        void* last = nullptr;
+        const cudaError_t a = cudaHostGetDevicePointer(&first, chunk, 0);
+        const cudaError_t b =
+            cudaHostGetDevicePointer(&last, reinterpret_cast<void*>(at + bytes - 1), 0);
+        if (a != cudaSuccess || b != cudaSuccess ||
+            reinterpret_cast<uint64_t>(last) - reinterpret_cast<uint64_t>(first) != bytes - 1) {
+          cudaGetLastError();
+          return fail(KVIO_STATUS_BACKEND_ERROR,
+                      "host region %zu chunk %llu (%llu bytes at 0x%llx) is partly registered "
+                      "with CUDA already (cudaHostRegister: cudaErrorHostMemoryAlreadyRegistered) "
+                      "but not as a whole; register the whole buffer yourself and wrap it again",
+                      r, static_cast<unsigned long long>(k + 1),
+                      static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(at));
+        }
       } else {
         KVIO_CUDA_TRY(
             error, "registering host region %zu, %llu bytes at 0x%llx (chunk %llu of %llu)", r,

@@ -33,14 +33,21 @@ struct EngineCopy {
   uint64_t srcPitch;
 };
 
-/// A 2-D copy stays one cudaMemcpy2DAsync when both pitches are at least its width (that
-/// call's rule); otherwise (a broadcast source with pitch 0) each row becomes a 1-D copy.
-inline void engineCopies(const std::vector<kvio_copy2d>& plan, std::vector<EngineCopy>* out) {
+/// cudaMemcpy2DAsync's largest pitch on current GPUs (cudaDevAttrMaxPitch); the executor
+/// passes the device's own value.
+constexpr uint64_t kDefaultMaxPitch = (1ull << 31) - 1;
+
+/// A 2-D copy stays one cudaMemcpy2DAsync when both pitches are at least its width and at most
+/// maxPitch (that call's rules); otherwise (a broadcast source with pitch 0, or layers of a
+/// large pool further apart than maxPitch) each row becomes a 1-D copy.
+inline void engineCopies(const std::vector<kvio_copy2d>& plan, std::vector<EngineCopy>* out,
+                         uint64_t maxPitch = kDefaultMaxPitch) {
   out->clear();
   for (const kvio_copy2d& c : plan) {
     if (c.height == 1) {
       out->push_back({c.dst, c.src, c.width, 1, c.width, c.width});
-    } else if (c.src_pitch >= c.width && c.dst_pitch >= c.width) {
+    } else if (c.src_pitch >= c.width && c.dst_pitch >= c.width && c.src_pitch <= maxPitch &&
+               c.dst_pitch <= maxPitch) {
       out->push_back({c.dst, c.src, c.width, c.height, c.dst_pitch, c.src_pitch});
     } else {
       for (uint64_t r = 0; r < c.height; ++r) {

@@ -126,6 +126,10 @@ class DirectExecutor final : public CudaExecutor {
     ops_.copy2d = copy2d;
     ops_.batch = context_.batch.function != nullptr ? batch : nullptr;
     ops_.errorText = errorText;
+    int maxPitch = 0;
+    KVIO_CUDA_TRY(cudaDeviceGetAttribute(&maxPitch, cudaDevAttrMaxPitch, device_),
+                  "querying the largest 2-D copy pitch of CUDA device %d", device_);
+    maxPitch_ = static_cast<uint64_t>(maxPitch);
     return KVIO_STATUS_OK;
   }
 
@@ -133,7 +137,7 @@ class DirectExecutor final : public CudaExecutor {
 
  protected:
   kvio_status enqueue(Job& job, EventCompletion*, std::function<void()>*) override {
-    engineCopies(job.plan, &copies_);
+    engineCopies(job.plan, &copies_, maxPitch_);
     return issueCopies(ops_, copies_, kMaxBatch, &batchEnabled_, &scratch_);
   }
 
@@ -141,6 +145,7 @@ class DirectExecutor final : public CudaExecutor {
   EngineContext context_;
   EngineOps ops_;
   bool batchEnabled_ = false;
+  uint64_t maxPitch_ = kDefaultMaxPitch;
   std::vector<EngineCopy> copies_;
   BatchScratch scratch_;
 };

@@ -18,3 +18,15 @@ if(KVIO_SANITIZE)
   endif()
   message(STATUS "kvio: AddressSanitizer + UndefinedBehaviorSanitizer build")
 endif()
+
+# ThreadSanitizer (not in CI: a third build would cost CI minutes; run it after executor or
+# concurrency changes): cmake -S . -B build-tsan -DKVIO_SANITIZE_THREAD=ON && ctest --test-dir build-tsan
+option(KVIO_SANITIZE_THREAD "Build with ThreadSanitizer (tests only; exclusive with KVIO_SANITIZE)" OFF)
+if(KVIO_SANITIZE_THREAD)
+  if(KVIO_SANITIZE)
+    message(FATAL_ERROR "KVIO_SANITIZE_THREAD and KVIO_SANITIZE cannot be combined (TSan excludes ASan)")
+  endif()
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer -g)
+  add_link_options(-fsanitize=thread)
+  message(STATUS "kvio: ThreadSanitizer build")
+endif()

@@ -9,7 +9,8 @@
 //  - pools of absurd geometry over fake addresses, planned only (kvio_plan never touches
 //    memory): the spec must be accepted exactly when its size fits 2^62 bytes, and every copy
 //    of an accepted plan must lie inside the pools' regions, with the request's byte count.
-// A violated property aborts with a message. Built with clang as a libFuzzer binary
+// A third mode checks kvio_check_support on arbitrary queries. A violated property aborts with
+// a message. Built with clang as a libFuzzer binary
 // (kvio_fuzz_transfer) and with any compiler as kvio_fuzz_replay, which replays
 // native/fuzz/corpus under ctest.
 #include <algorithm>
@@ -497,11 +498,59 @@ void runHuge(Input& in) {
     if (p.handle != 0) kvio_pool_close(p.handle);
 }
 
+/// The support rules (kvio_check_support) on arbitrary queries, against the same spec model plus
+/// the device-layer and backend rules of kvio.h; availability per backend from
+/// kvio_backend_available (it depends on the build and the machine).
+void runSupport(Input& in) {
+  kvio_support_query q;
+  q.kind = static_cast<int32_t>(in.wild(0, 1));
+  q.layout = static_cast<int32_t>(in.wild(0, 3));
+  q.io_backend = static_cast<int32_t>(in.wild(0, 3));
+  q.granularity = static_cast<int32_t>(in.wild(0, 1));
+  q.head_num = in.wild(1, 64);
+  q.head_bytes = in.wild(1, 1024);
+  q.page_size = in.wild(1, 256);
+  q.host_num_layers = in.wild(1, 128);
+  q.device_num_layers = in.wild(1, 128);
+  q.device_layer_start = in.wild(0, 127);
+  const auto validEnum = [](int32_t v, int32_t count) { return v >= 0 && v < count; };
+  kvio_status expected = KVIO_STATUS_OK;
+  if (!validEnum(q.kind, KVIO_KIND_COUNT) || !validEnum(q.layout, KVIO_LAYOUT_COUNT) ||
+      !validEnum(q.io_backend, KVIO_BACKEND_COUNT) ||
+      !validEnum(q.granularity, KVIO_GRANULARITY_COUNT)) {
+    expected = KVIO_STATUS_INVALID_ARGUMENT;
+  } else {
+    const kvio_pool_spec spec{q.kind,      q.layout,   q.host_num_layers, 1,
+                              q.page_size, q.head_num, q.head_bytes};
+    expected = expectedSpecStatus(spec);
+    if (expected == KVIO_STATUS_OK && q.device_num_layers < 1) {
+      expected = KVIO_STATUS_INVALID_ARGUMENT;
+    } else if (expected == KVIO_STATUS_OK &&
+               !layerWindowFits(q.device_layer_start, q.host_num_layers, q.device_num_layers)) {
+      expected = KVIO_STATUS_OUT_OF_RANGE;
+    } else if (expected == KVIO_STATUS_OK) {
+      expected = kvio_backend_available(q.io_backend);
+    }
+  }
+  const kvio_status got = kvio_check_support(&q);
+  if (got != expected) violated("check_support status", kvio_status_name(got));
+  if (got == KVIO_STATUS_UNAVAILABLE) {
+    // The cause of the requested backend, then the alternatives (the cpu backend at least).
+    require(std::strstr(kvio_last_error(), "is not available here: ") != nullptr &&
+                std::strstr(kvio_last_error(), "Available here: cpu") != nullptr,
+            "unavailable message names the cause and the available backends");
+  }
+  require(got == KVIO_STATUS_OK || std::strlen(kvio_last_error()) > 0, "rejection message");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Input in(data, size);
-  if (in.byte() < 200) {
+  const uint8_t mode = in.byte();
+  if (mode >= 195 && mode < 200) {
+    runSupport(in);
+  } else if (mode < 200) {
     runSmall(in);
   } else {
     runHuge(in);

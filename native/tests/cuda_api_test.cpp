@@ -60,6 +60,12 @@ TEST(CudaApi, CudaOnlyCallsOnACpuExecutorAreUnsupported) {
   EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK);
   EXPECT_EQ(kvio_transfer_cuda_event(transfer, &out), KVIO_STATUS_UNSUPPORTED);
   EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  // A per-transfer launch shape is ignored by the cpu backend, but must be a valid one.
+  ASSERT_EQ(kvio_submit_launch(executor, &desc, 2, 8, &transfer), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_submit_launch(executor, &desc, 1, 33, &transfer), KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvio_last_error()).find("33 warps"), std::string::npos);
   EXPECT_EQ(kvio_executor_create_cuda(KVIO_BACKEND_CPU, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &out),
             KVIO_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(kvio_pool_close(a), KVIO_STATUS_OK);

@@ -230,6 +230,23 @@ TEST(CudaKernel, CtaBudgetsAndWarpsGiveTheSameBytes) {
     }
   }
   EXPECT_EQ(kvio_executor_set_launch(executor, 1, 33), KVIO_STATUS_INVALID_ARGUMENT);
+  // Per-transfer shapes, the executor's setting untouched.
+  const std::vector<int64_t> idx = expandPages({0, 9, 33}, 16);
+  for (int32_t budget : {1, 5, 16}) {
+    uint64_t t = 0;
+    const kvio_transfer_desc desc{host.handle(),
+                                  device.handle(),
+                                  idx.data(),
+                                  idx.data(),
+                                  static_cast<int64_t>(idx.size()),
+                                  0,
+                                  0,
+                                  2};
+    ASSERT_EQ(kvio_submit_launch(executor, &desc, budget, 2, &t), KVIO_STATUS_OK);
+    EXPECT_EQ(kvio_transfer_wait(t, -1), KVIO_STATUS_OK);
+    EXPECT_EQ(kvio_transfer_close(t), KVIO_STATUS_OK);
+  }
+  checkTransfer(executor, hg, host, dg, device, rng, 2, 0, 0);
   EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
 }
 

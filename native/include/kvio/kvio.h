@@ -266,6 +266,12 @@ KVIO_API kvio_status kvio_executor_set_launch(uint64_t executor, int32_t cta_bud
  * stream wait on it. */
 KVIO_API kvio_status kvio_executor_cuda_stream(uint64_t executor, uint64_t* stream_out);
 
+/* Like kvio_submit, with the kernel backend's launch shape for this transfer only: at most
+ * cta_budget thread blocks of warps_per_cta warps (<= 0: the executor's setting). Other backends
+ * ignore it. INVALID_ARGUMENT above 65535 CTAs or 32 warps. */
+KVIO_API kvio_status kvio_submit_launch(uint64_t executor, const kvio_transfer_desc* desc,
+                                        int32_t cta_budget, int32_t warps_per_cta,
+                                        uint64_t* transfer_out);
 /* Like kvio_submit, with src_indices and dst_indices in memory of the executor's CUDA device
  * (kernel backend only). They are read by the kernel, so they must stay valid and unchanged
  * until the transfer completes. The host cannot check them: the kernel skips every pair with

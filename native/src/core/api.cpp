@@ -185,9 +185,21 @@ void deviceLayout(const PoolImpl& pool, std::vector<uint64_t>* table, AffineLayo
   out->layerBase = table->data();
 }
 
+// The launch shape limits of the kernel backend (kernel_executor.cpp checks the same).
+kvio_status checkLaunch(int32_t ctaBudget, int32_t warpsPerCta) {
+  if (ctaBudget > 65535 || warpsPerCta > 32) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "launch shape %d CTAs x %d warps is not valid (CTA budget 1 to 65535, warps per "
+                "CTA 1 to 32; 0 for the executor's setting)",
+                ctaBudget, warpsPerCta);
+  }
+  return KVIO_STATUS_OK;
+}
+
 kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool deviceIndices,
-                   uint64_t* out) {
+                   uint64_t* out, int32_t ctaBudget = 0, int32_t warpsPerCta = 0) {
   KVIO_RETURN_IF_ERROR(checkOut(out, "transfer_out"));
+  KVIO_RETURN_IF_ERROR(checkLaunch(ctaBudget, warpsPerCta));
   std::shared_ptr<ExecutorImpl> executor;
   std::shared_ptr<PoolImpl> src, dst;
   KVIO_RETURN_IF_ERROR(executors().get(executorHandle, "executor", &executor));
@@ -225,6 +237,8 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
     l.srcLayerStart = desc.src_layer_start;
     l.dstLayerStart = desc.dst_layer_start;
     l.numLayers = desc.num_layers;
+    l.ctaBudget = ctaBudget > 0 ? ctaBudget : 0;
+    l.warpsPerCta = warpsPerCta > 0 ? warpsPerCta : 0;
     bytes = static_cast<uint64_t>(desc.num_indices) * static_cast<uint64_t>(desc.num_layers) *
             static_cast<uint64_t>(src->components()) *
             static_cast<uint64_t>(src->layout.rowBytes());
@@ -543,6 +557,14 @@ kvio_status kvio_executor_cuda_stream(uint64_t executor_handle, uint64_t* stream
     KVIO_RETURN_IF_ERROR(cudaExecutor(executor_handle, &executor));
     executor->executor->cudaStream(stream_out);
     return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_submit_launch(uint64_t executor, const kvio_transfer_desc* desc,
+                               int32_t cta_budget, int32_t warps_per_cta, uint64_t* transfer_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
+    return submit(executor, *desc, false, transfer_out, cta_budget, warps_per_cta);
   });
 }
 

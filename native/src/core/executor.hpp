@@ -75,6 +75,8 @@ struct LayoutJob {
   int64_t srcLayerStart = 0;
   int64_t dstLayerStart = 0;
   int64_t numLayers = 0;
+  int32_t ctaBudget = 0;  // this transfer's launch shape; 0: the executor's
+  int32_t warpsPerCta = 0;
 };
 
 /// Everything an executor needs to run one transfer. keepAlive holds the pools' memory so it

@@ -101,8 +101,9 @@ class KernelExecutor final : public CudaExecutor {
         "uploading %llu bytes of layer tables and indices (%lld pairs)",
         static_cast<unsigned long long>(layout.total), static_cast<long long>(l.count));
     const CopyLaunch launch = makeLaunch(l, layout, slot->device);
-    const int32_t threads = warpsPerCta_ * 32;
-    const int32_t blocks = launchBlocks(l.count, launch.lanesPerWorker, threads, ctaBudget_);
+    const int32_t threads = (l.warpsPerCta > 0 ? l.warpsPerCta : warpsPerCta_) * 32;
+    const int32_t budget = l.ctaBudget > 0 ? l.ctaBudget : ctaBudget_;
+    const int32_t blocks = launchBlocks(l.count, launch.lanesPerWorker, threads, budget);
     KVIO_CUDA_TRY(launchCopyKernel(launch, blocks, threads, stream_),
                   "launching the copy kernel: %d CTAs x %d threads, %d lanes per pair, %lld pairs "
                   "x %lld layers",

@@ -20,51 +20,70 @@ public final class DeviceKvPool extends KvPool {
     }
 
     /**
-     * Allocates a device pool on {@code backend}: GPU memory of CUDA device 0 (cudaMalloc, zeroed) for
-     * kernel and direct; host memory kvio allocates on cpu. KvioUnavailableException with the native
-     * cause when the backend is absent here.
+     * Allocates a device pool on {@code backend}: GPU memory of CUDA device 0 (cudaMalloc, zeroed)
+     * for kernel and direct; host memory kvio allocates on cpu. KvioUnavailableException with the
+     * native cause when the backend is absent here.
      */
     public static DeviceKvPool allocate(PoolSpec spec, IoBackend backend) {
         Objects.requireNonNull(spec, "spec");
         Objects.requireNonNull(backend, "backend");
         backend.ensureAvailability();
         if (backend != IoBackend.CPU && !backend.isCuda()) {
-            throw new KvioUnsupportedException("allocating device memory on io backend '" + backend.userName()
-                    + "' is not implemented in this build; wrap the engine's device memory with "
-                    + "DeviceKvPool.wrap / wrapComponents / wrapLayers instead");
+            throw new KvioUnsupportedException(
+                    "allocating device memory on io backend '"
+                            + backend.userName()
+                            + "' is not implemented in this build; wrap the engine's device memory with "
+                            + "DeviceKvPool.wrap / wrapComponents / wrapLayers instead");
         }
-        return new DeviceKvPool(spec, backend, Dispatcher.poolAllocate(spec, backend.deviceMemoryKind(), 0));
+        return new DeviceKvPool(
+                spec, backend, Dispatcher.poolAllocate(spec, backend.deviceMemoryKind(), 0));
     }
 
-    /** Wraps caller-owned memory: one region of {@code sizeBytes} holding all components in order. */
-    public static DeviceKvPool wrap(PoolSpec spec, long address, long sizeBytes, IoBackend backend) {
+    /**
+     * Wraps caller-owned memory: one region of {@code sizeBytes} holding all components in order.
+     */
+    public static DeviceKvPool wrap(
+            PoolSpec spec, long address, long sizeBytes, IoBackend backend) {
         Objects.requireNonNull(spec, "spec");
         Objects.requireNonNull(backend, "backend");
         backend.ensureAvailability();
-        return new DeviceKvPool(spec, backend, Dispatcher.poolWrap(spec, backend.deviceMemoryKind(), 0, address, sizeBytes));
+        return new DeviceKvPool(
+                spec,
+                backend,
+                Dispatcher.poolWrap(spec, backend.deviceMemoryKind(), 0, address, sizeBytes));
     }
 
-    /** Wraps caller-owned memory, one buffer per component (K then V for mha), each at least componentBytes. */
-    public static DeviceKvPool wrapComponents(PoolSpec spec, long[] componentAddresses, long bytesEach,
-            IoBackend backend) {
+    /**
+     * Wraps caller-owned memory, one buffer per component (K then V for mha), each at least
+     * componentBytes.
+     */
+    public static DeviceKvPool wrapComponents(
+            PoolSpec spec, long[] componentAddresses, long bytesEach, IoBackend backend) {
         Objects.requireNonNull(spec, "spec");
         Objects.requireNonNull(componentAddresses, "componentAddresses");
         Objects.requireNonNull(backend, "backend");
         backend.ensureAvailability();
-        return new DeviceKvPool(spec, backend, Dispatcher.poolWrapComponents(spec, backend.deviceMemoryKind(), 0,
-                componentAddresses, bytesEach));
+        return new DeviceKvPool(
+                spec,
+                backend,
+                Dispatcher.poolWrapComponents(
+                        spec, backend.deviceMemoryKind(), 0, componentAddresses, bytesEach));
     }
 
     /**
-     * Wraps caller-owned per-layer buffers (layer_first only): {@code layerAddresses[c * numLayers + l]}
-     * is the base of component c, layer l, each at least pages * pageSize * rowBytes long.
+     * Wraps caller-owned per-layer buffers (layer_first only): {@code layerAddresses[c * numLayers
+     * + l]} is the base of component c, layer l, each at least pages * pageSize * rowBytes long.
      */
-    public static DeviceKvPool wrapLayers(PoolSpec spec, long[] layerAddresses, long bytesEach, IoBackend backend) {
+    public static DeviceKvPool wrapLayers(
+            PoolSpec spec, long[] layerAddresses, long bytesEach, IoBackend backend) {
         Objects.requireNonNull(spec, "spec");
         Objects.requireNonNull(layerAddresses, "layerAddresses");
         Objects.requireNonNull(backend, "backend");
         backend.ensureAvailability();
-        return new DeviceKvPool(spec, backend, Dispatcher.poolWrapLayerTable(spec, backend.deviceMemoryKind(), 0,
-                layerAddresses, bytesEach));
+        return new DeviceKvPool(
+                spec,
+                backend,
+                Dispatcher.poolWrapLayerTable(
+                        spec, backend.deviceMemoryKind(), 0, layerAddresses, bytesEach));
     }
 }

@@ -15,14 +15,17 @@ import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
 
 final class Dispatcher {
-    static final Cleaner CLEANER = Cleaner.create(r -> {
-        Thread t = new Thread(r, "kvio-cleaner");
-        t.setDaemon(true);
-        return t;
-    });
+    static final Cleaner CLEANER =
+            Cleaner.create(
+                    r -> {
+                        Thread t = new Thread(r, "kvio-cleaner");
+                        t.setDaemon(true);
+                        return t;
+                    });
 
     /** Byte offsets inside the scratch buffer. */
-    private static final int STRUCT = 0;      // kvio_pool_spec or kvio_support_query (64 bytes)
+    private static final int STRUCT = 0; // kvio_pool_spec or kvio_support_query (64 bytes)
+
     private static final int OUT0 = 64;
     private static final int OUT1 = 72;
     private static final int OUT2 = 80;
@@ -32,18 +35,25 @@ final class Dispatcher {
 
     static {
         if (KvioNative.LOAD_ERROR != null) {
-            UnsatisfiedLinkError e = new UnsatisfiedLinkError(
-                    "kvio: could not load the native libraries (libkvio.so, libjniKvioNative.so) for platform "
-                            + System.getProperty("org.bytedeco.javacpp.platform", platformGuess())
-                            + " (the JAR carries them under io/kvio/linux-x86_64/): " + KvioNative.LOAD_ERROR);
+            UnsatisfiedLinkError e =
+                    new UnsatisfiedLinkError(
+                            "kvio: could not load the native libraries (libkvio.so, libjniKvioNative.so) for platform "
+                                    + System.getProperty(
+                                            "org.bytedeco.javacpp.platform", platformGuess())
+                                    + " (the JAR carries them under io/kvio/linux-x86_64/): "
+                                    + KvioNative.LOAD_ERROR);
             e.initCause(KvioNative.LOAD_ERROR);
             throw e;
         }
         NATIVE_VERSION = KvioNative.kvio_version();
         if (!Kvio.VERSION.equals(NATIVE_VERSION)) {
             throw new UnsatisfiedLinkError(
-                    "kvio: the native library " + KvioNative.LIBRARY_PATH + " is version " + NATIVE_VERSION
-                            + " but the Java API is version " + Kvio.VERSION
+                    "kvio: the native library "
+                            + KvioNative.LIBRARY_PATH
+                            + " is version "
+                            + NATIVE_VERSION
+                            + " but the Java API is version "
+                            + Kvio.VERSION
                             + "; rebuild both from one source tree (mvn verify) or fix the class path");
         }
     }
@@ -68,7 +78,8 @@ final class Dispatcher {
     // ---- scratch memory ----
 
     private static final class Scratch {
-        final ByteBuffer buffer = ByteBuffer.allocateDirect(SCRATCH_BYTES).order(ByteOrder.nativeOrder());
+        final ByteBuffer buffer =
+                ByteBuffer.allocateDirect(SCRATCH_BYTES).order(ByteOrder.nativeOrder());
         final long address = new Pointer(buffer).address();
     }
 
@@ -82,7 +93,9 @@ final class Dispatcher {
         }
     }
 
-    /** The exception for a failed call; must run on the failing thread, before any other kvio call. */
+    /**
+     * The exception for a failed call; must run on the failing thread, before any other kvio call.
+     */
     static KvioException error(int status) {
         String message = KvioNative.kvio_last_error();
         if (message == null || message.isEmpty()) {
@@ -113,8 +126,17 @@ final class Dispatcher {
         return message == null || message.isEmpty() ? KvioNative.kvio_status_name(status) : message;
     }
 
-    static void checkSupport(int kind, int layout, int backend, int granularity, long heads, long headBytes,
-            long pageSize, long hostLayers, long deviceLayers, long deviceLayerStart) {
+    static void checkSupport(
+            int kind,
+            int layout,
+            int backend,
+            int granularity,
+            long heads,
+            long headBytes,
+            long pageSize,
+            long hostLayers,
+            long deviceLayers,
+            long deviceLayerStart) {
         Scratch s = SCRATCH.get();
         ByteBuffer b = s.buffer;
         b.putInt(STRUCT, kind);
@@ -157,7 +179,9 @@ final class Dispatcher {
     /** memoryKind: KvioNative.KVIO_MEMORY_*; device: the CUDA device ordinal for CUDA kinds. */
     static long poolAllocate(PoolSpec spec, int memoryKind, int device) {
         Scratch s = SCRATCH.get();
-        check(KvioNative.kvio_pool_allocate_memory(putSpec(s, spec), memoryKind, device, s.address + OUT0));
+        check(
+                KvioNative.kvio_pool_allocate_memory(
+                        putSpec(s, spec), memoryKind, device, s.address + OUT0));
         return s.buffer.getLong(OUT0);
     }
 
@@ -167,8 +191,14 @@ final class Dispatcher {
 
     static long poolWrap(PoolSpec spec, int memoryKind, int device, long address, long sizeBytes) {
         Scratch s = SCRATCH.get();
-        check(KvioNative.kvio_pool_wrap_memory(putSpec(s, spec), memoryKind, device, address, sizeBytes,
-                s.address + OUT0));
+        check(
+                KvioNative.kvio_pool_wrap_memory(
+                        putSpec(s, spec),
+                        memoryKind,
+                        device,
+                        address,
+                        sizeBytes,
+                        s.address + OUT0));
         return s.buffer.getLong(OUT0);
     }
 
@@ -176,12 +206,20 @@ final class Dispatcher {
         return poolWrapComponents(spec, KvioNative.KVIO_MEMORY_HOST, -1, addresses, bytesEach);
     }
 
-    static long poolWrapComponents(PoolSpec spec, int memoryKind, int device, long[] addresses, long bytesEach) {
+    static long poolWrapComponents(
+            PoolSpec spec, int memoryKind, int device, long[] addresses, long bytesEach) {
         long table = copyToNative(addresses);
         try {
             Scratch s = SCRATCH.get();
-            check(KvioNative.kvio_pool_wrap_components_memory(putSpec(s, spec), memoryKind, device, table,
-                    addresses.length, bytesEach, s.address + OUT0));
+            check(
+                    KvioNative.kvio_pool_wrap_components_memory(
+                            putSpec(s, spec),
+                            memoryKind,
+                            device,
+                            table,
+                            addresses.length,
+                            bytesEach,
+                            s.address + OUT0));
             return s.buffer.getLong(OUT0);
         } finally {
             free(table);
@@ -192,12 +230,20 @@ final class Dispatcher {
         return poolWrapLayerTable(spec, KvioNative.KVIO_MEMORY_HOST, -1, addresses, bytesEach);
     }
 
-    static long poolWrapLayerTable(PoolSpec spec, int memoryKind, int device, long[] addresses, long bytesEach) {
+    static long poolWrapLayerTable(
+            PoolSpec spec, int memoryKind, int device, long[] addresses, long bytesEach) {
         long table = copyToNative(addresses);
         try {
             Scratch s = SCRATCH.get();
-            check(KvioNative.kvio_pool_wrap_layer_table_memory(putSpec(s, spec), memoryKind, device, table,
-                    addresses.length, bytesEach, s.address + OUT0));
+            check(
+                    KvioNative.kvio_pool_wrap_layer_table_memory(
+                            putSpec(s, spec),
+                            memoryKind,
+                            device,
+                            table,
+                            addresses.length,
+                            bytesEach,
+                            s.address + OUT0));
             return s.buffer.getLong(OUT0);
         } finally {
             free(table);
@@ -224,7 +270,9 @@ final class Dispatcher {
     /** {address, bytes} of every region of the pool. */
     static long[][] poolRegions(long pool) {
         Scratch s = SCRATCH.get();
-        check(KvioNative.kvio_pool_region(pool, 0, s.address + OUT0, s.address + OUT1, s.address + OUT2));
+        check(
+                KvioNative.kvio_pool_region(
+                        pool, 0, s.address + OUT0, s.address + OUT1, s.address + OUT2));
         int count = (int) s.buffer.getLong(OUT2);
         long[][] regions = new long[count][];
         regions[0] = new long[] {s.buffer.getLong(OUT0), s.buffer.getLong(OUT1)};
@@ -235,7 +283,9 @@ final class Dispatcher {
         return regions;
     }
 
-    /** Closes a handle; a handle that is already gone is not an error here (close is idempotent). */
+    /**
+     * Closes a handle; a handle that is already gone is not an error here (close is idempotent).
+     */
     static void poolClose(long pool) {
         KvioNative.kvio_pool_close(pool);
     }
@@ -261,11 +311,30 @@ final class Dispatcher {
     // ---- transfers ----
 
     /** Submits; returns {transfer handle, planned bytes}. */
-    static long submit(long executor, long srcPool, long dstPool, long srcIndices, long dstIndices, long count,
-            long srcLayerStart, long dstLayerStart, long numLayers, long[] bytesOut) {
+    static long submit(
+            long executor,
+            long srcPool,
+            long dstPool,
+            long srcIndices,
+            long dstIndices,
+            long count,
+            long srcLayerStart,
+            long dstLayerStart,
+            long numLayers,
+            long[] bytesOut) {
         Scratch s = SCRATCH.get();
-        check(KvioNative.kvio_submit_args(executor, srcPool, dstPool, srcIndices, dstIndices, count, srcLayerStart,
-                dstLayerStart, numLayers, s.address + OUT0));
+        check(
+                KvioNative.kvio_submit_args(
+                        executor,
+                        srcPool,
+                        dstPool,
+                        srcIndices,
+                        dstIndices,
+                        count,
+                        srcLayerStart,
+                        dstLayerStart,
+                        numLayers,
+                        s.address + OUT0));
         long transfer = s.buffer.getLong(OUT0);
         int status = KvioNative.kvio_transfer_bytes(transfer, s.address + OUT1);
         if (status != KvioNative.KVIO_STATUS_OK) {
@@ -307,7 +376,8 @@ final class Dispatcher {
     static long malloc(long bytes) {
         Pointer p = Pointer.malloc(Math.max(bytes, 1));
         if (p == null || p.isNull()) {
-            throw new KvioOutOfMemoryException("could not allocate " + bytes + " bytes of native memory");
+            throw new KvioOutOfMemoryException(
+                    "could not allocate " + bytes + " bytes of native memory");
         }
         return p.address();
     }
@@ -318,7 +388,10 @@ final class Dispatcher {
         }
     }
 
-    /** A direct ByteBuffer over [address, address + bytes), native byte order. Does not own the memory. */
+    /**
+     * A direct ByteBuffer over [address, address + bytes), native byte order. Does not own the
+     * memory.
+     */
     static ByteBuffer byteBuffer(long address, int bytes) {
         if (bytes == 0) {
             return ByteBuffer.allocateDirect(0).order(ByteOrder.nativeOrder());
@@ -326,7 +399,7 @@ final class Dispatcher {
         return new RawBytes(address, bytes).asByteBuffer().order(ByteOrder.nativeOrder());
     }
 
-    private static final int CHUNK_LONGS = 1 << 26;  // 512 MiB per ByteBuffer view
+    private static final int CHUNK_LONGS = 1 << 26; // 512 MiB per ByteBuffer view
 
     static long copyToNative(long[] values) {
         long address = malloc(values.length * 8L);

@@ -16,8 +16,14 @@ public final class HostKvPool extends KvPool {
     private final KvioExecutor executor;
     private final boolean ownsExecutor;
 
-    private HostKvPool(PoolSpec spec, IoBackend ioBackend, long handle, long deviceLayerStart, long deviceLayers,
-            KvioExecutor executor, boolean ownsExecutor) {
+    private HostKvPool(
+            PoolSpec spec,
+            IoBackend ioBackend,
+            long handle,
+            long deviceLayerStart,
+            long deviceLayers,
+            KvioExecutor executor,
+            boolean ownsExecutor) {
         super(spec, ioBackend, handle);
         this.deviceLayerStart = deviceLayerStart;
         this.deviceLayers = deviceLayers;
@@ -64,41 +70,66 @@ public final class HostKvPool extends KvPool {
     }
 
     /**
-     * Device to host, all of this pool's layers in one transfer: device layers
-     * [deviceLayerStart, deviceLayerStart + numLayers) to host layers [0, numLayers), token
-     * deviceIndices[i] to host token hostIndices[i].
+     * Device to host, all of this pool's layers in one transfer: device layers [deviceLayerStart,
+     * deviceLayerStart + numLayers) to host layers [0, numLayers), token deviceIndices[i] to host
+     * token hostIndices[i].
      */
-    public Transfer backupFromDevice(DeviceKvPool device, TokenIndices hostIndices, TokenIndices deviceIndices) {
+    public Transfer backupFromDevice(
+            DeviceKvPool device, TokenIndices hostIndices, TokenIndices deviceIndices) {
         checkArguments(device, hostIndices, deviceIndices);
         checkDeviceLayers(device);
-        return Kvio.submit(executor.handle(), device.handle(), handle(), deviceIndices, hostIndices,
-                deviceLayerStart, 0, numLayers());
+        return Kvio.submit(
+                executor.handle(),
+                device.handle(),
+                handle(),
+                deviceIndices,
+                hostIndices,
+                deviceLayerStart,
+                0,
+                numLayers());
     }
 
     /**
-     * Host to device, one layer: device layer {@code deviceLayer} from host layer
-     * {@code deviceLayer - deviceLayerStart}, host token hostIndices[i] to device token
-     * deviceIndices[i]. A device layer this (layer-sharded) pool does not hold returns an
-     * already-completed Transfer that moved 0 bytes, as in the reference; a layer outside the
-     * device pool's layers throws KvioOutOfRangeException.
+     * Host to device, one layer: device layer {@code deviceLayer} from host layer {@code
+     * deviceLayer - deviceLayerStart}, host token hostIndices[i] to device token deviceIndices[i].
+     * A device layer this (layer-sharded) pool does not hold returns an already-completed Transfer
+     * that moved 0 bytes, as in the reference; a layer outside the device pool's layers throws
+     * KvioOutOfRangeException.
      */
-    public Transfer loadToDevice(DeviceKvPool device, TokenIndices hostIndices, TokenIndices deviceIndices,
+    public Transfer loadToDevice(
+            DeviceKvPool device,
+            TokenIndices hostIndices,
+            TokenIndices deviceIndices,
             long deviceLayer) {
         checkArguments(device, hostIndices, deviceIndices);
         checkDeviceLayers(device);
         long layers = device.spec().numLayers();
         if (deviceLayer < 0 || deviceLayer >= layers) {
-            throw new KvioOutOfRangeException("device layer " + deviceLayer + " is outside the device pool's "
-                    + layers + " layers (valid: 0 to " + (layers - 1) + ")");
+            throw new KvioOutOfRangeException(
+                    "device layer "
+                            + deviceLayer
+                            + " is outside the device pool's "
+                            + layers
+                            + " layers (valid: 0 to "
+                            + (layers - 1)
+                            + ")");
         }
         if (deviceLayer < deviceLayerStart || deviceLayer >= deviceLayerStart + numLayers()) {
             return Transfer.completed();
         }
-        return Kvio.submit(executor.handle(), handle(), device.handle(), hostIndices, deviceIndices,
-                deviceLayer - deviceLayerStart, deviceLayer, 1);
+        return Kvio.submit(
+                executor.handle(),
+                handle(),
+                device.handle(),
+                hostIndices,
+                deviceIndices,
+                deviceLayer - deviceLayerStart,
+                deviceLayer,
+                1);
     }
 
-    private void checkArguments(DeviceKvPool device, TokenIndices hostIndices, TokenIndices deviceIndices) {
+    private void checkArguments(
+            DeviceKvPool device, TokenIndices hostIndices, TokenIndices deviceIndices) {
         Objects.requireNonNull(device, "device");
         Objects.requireNonNull(hostIndices, "hostIndices");
         Objects.requireNonNull(deviceIndices, "deviceIndices");
@@ -107,10 +138,14 @@ public final class HostKvPool extends KvPool {
         Kvio.ensureOpen("hostIndices", hostIndices);
         Kvio.ensureOpen("deviceIndices", deviceIndices);
         if (device.backend() != ioBackend()) {
-            throw new KvioInvalidArgumentException("the device pool lives on io backend '"
-                    + device.backend().userName() + "' but this host pool moves data with io backend '"
-                    + ioBackend().userName() + "'; build the host pool with ioBackend(\""
-                    + device.backend().userName() + "\")");
+            throw new KvioInvalidArgumentException(
+                    "the device pool lives on io backend '"
+                            + device.backend().userName()
+                            + "' but this host pool moves data with io backend '"
+                            + ioBackend().userName()
+                            + "'; build the host pool with ioBackend(\""
+                            + device.backend().userName()
+                            + "\")");
         }
         Kvio.checkLengths("hostIndices", hostIndices, "deviceIndices", deviceIndices);
     }
@@ -118,9 +153,16 @@ public final class HostKvPool extends KvPool {
     private void checkDeviceLayers(DeviceKvPool device) {
         long layers = device.spec().numLayers();
         if (deviceLayerStart + numLayers() > layers) {
-            throw new KvioOutOfRangeException("this host pool holds device layers [" + deviceLayerStart + ", "
-                    + (deviceLayerStart + numLayers()) + ") but the device pool has only " + layers
-                    + " layers (valid device layers: 0 to " + (layers - 1) + ")");
+            throw new KvioOutOfRangeException(
+                    "this host pool holds device layers ["
+                            + deviceLayerStart
+                            + ", "
+                            + (deviceLayerStart + numLayers())
+                            + ") but the device pool has only "
+                            + layers
+                            + " layers (valid device layers: 0 to "
+                            + (layers - 1)
+                            + ")");
         }
     }
 
@@ -155,7 +197,10 @@ public final class HostKvPool extends KvPool {
 
         private Builder() {}
 
-        /** Takes kind, heads, head bytes, page size, layers, pages and io backend from the device pool's spec. */
+        /**
+         * Takes kind, heads, head bytes, page size, layers, pages and io backend from the device
+         * pool's spec.
+         */
         public Builder forDevice(DeviceKvPool device) {
             Objects.requireNonNull(device, "device");
             PoolSpec d = device.spec();
@@ -178,7 +223,10 @@ public final class HostKvPool extends KvPool {
             return this;
         }
 
-        /** The layout by the name users type (layer_first, page_first, page_first_direct, page_head). */
+        /**
+         * The layout by the name users type (layer_first, page_first, page_first_direct,
+         * page_head).
+         */
         public Builder layout(String layout) {
             return layout(KvLayout.parse(layout));
         }
@@ -220,7 +268,10 @@ public final class HostKvPool extends KvPool {
             return this;
         }
 
-        /** Layer sharding: this pool holds device layers [deviceLayerStart, deviceLayerStart + numLayers). */
+        /**
+         * Layer sharding: this pool holds device layers [deviceLayerStart, deviceLayerStart +
+         * numLayers).
+         */
         public Builder layerRange(long deviceLayerStart, long numLayers) {
             this.deviceLayerStart = deviceLayerStart;
             this.numLayers = numLayers;
@@ -242,36 +293,67 @@ public final class HostKvPool extends KvPool {
             return this;
         }
 
-        /** Checks the configuration (support rules, both granularities), then allocates the host memory. */
+        /**
+         * Checks the configuration (support rules, both granularities), then allocates the host
+         * memory.
+         */
         public HostKvPool build() {
-            IoBackend backend = ioBackend != null ? ioBackend : device != null ? device.backend() : IoBackend.CPU;
+            IoBackend backend =
+                    ioBackend != null
+                            ? ioBackend
+                            : device != null ? device.backend() : IoBackend.CPU;
             long pagesToUse = pages >= 0 ? pages : device != null ? device.spec().numPages() : 0;
             long layers = numLayers >= 0 ? numLayers : deviceLayers - deviceLayerStart;
             if (device != null && device.isClosed()) {
                 throw new KvioClosedException("the device pool given to forDevice is closed");
             }
             if (device != null && device.backend() != backend) {
-                throw new KvioInvalidArgumentException("the device pool lives on io backend '"
-                        + device.backend().userName() + "' but this host pool is configured for io backend '"
-                        + backend.userName() + "'; use ioBackend(\"" + device.backend().userName() + "\")");
+                throw new KvioInvalidArgumentException(
+                        "the device pool lives on io backend '"
+                                + device.backend().userName()
+                                + "' but this host pool is configured for io backend '"
+                                + backend.userName()
+                                + "'; use ioBackend(\""
+                                + device.backend().userName()
+                                + "\")");
             }
             if (executor != null && executor.backend() != backend) {
-                throw new KvioInvalidArgumentException("the executor runs io backend '"
-                        + executor.backend().userName() + "' but this host pool uses io backend '"
-                        + backend.userName() + "'");
+                throw new KvioInvalidArgumentException(
+                        "the executor runs io backend '"
+                                + executor.backend().userName()
+                                + "' but this host pool uses io backend '"
+                                + backend.userName()
+                                + "'");
             }
             for (Granularity g : Granularity.values()) {
-                Kvio.checkSupport(kind, layout, backend, g, heads, headBytes, pageSize, layers, deviceLayers,
+                Kvio.checkSupport(
+                        kind,
+                        layout,
+                        backend,
+                        g,
+                        heads,
+                        headBytes,
+                        pageSize,
+                        layers,
+                        deviceLayers,
                         deviceLayerStart);
             }
-            PoolSpec spec = PoolSpec.builder().kind(kind).layout(layout).layers(layers).pages(pagesToUse)
-                    .pageSize(pageSize).heads(heads).headBytes(headBytes).build();
+            PoolSpec spec =
+                    PoolSpec.builder()
+                            .kind(kind)
+                            .layout(layout)
+                            .layers(layers)
+                            .pages(pagesToUse)
+                            .pageSize(pageSize)
+                            .heads(heads)
+                            .headBytes(headBytes)
+                            .build();
             KvioExecutor ex;
             boolean owns;
             if (executor != null) {
                 ex = executor;
                 owns = false;
-                executor.handle();  // closed check
+                executor.handle(); // closed check
             } else if (privateExecutor) {
                 ex = KvioExecutor.create(backend, threads);
                 owns = true;
@@ -280,9 +362,14 @@ public final class HostKvPool extends KvPool {
                 owns = false;
             }
             try {
-                return new HostKvPool(spec, backend,
-                        Dispatcher.poolAllocate(spec, backend.hostMemoryKind(), 0), deviceLayerStart, deviceLayers,
-                        ex, owns);
+                return new HostKvPool(
+                        spec,
+                        backend,
+                        Dispatcher.poolAllocate(spec, backend.hostMemoryKind(), 0),
+                        deviceLayerStart,
+                        deviceLayers,
+                        ex,
+                        owns);
             } catch (RuntimeException e) {
                 if (owns) {
                     ex.close();

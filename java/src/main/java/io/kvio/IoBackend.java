@@ -17,7 +17,7 @@ public enum IoBackend {
     private static final String AVAILABLE = "";
 
     private final String userName;
-    private volatile String cause;  // AVAILABLE, the native cause, or null before the first query
+    private volatile String cause; // AVAILABLE, the native cause, or null before the first query
 
     IoBackend(String userName) {
         this.userName = userName;
@@ -46,7 +46,8 @@ public enum IoBackend {
     public void ensureAvailability() {
         String c = unavailabilityCause();
         if (c != null) {
-            throw new KvioUnavailableException("io backend '" + userName + "' is not available: " + c);
+            throw new KvioUnavailableException(
+                    "io backend '" + userName + "' is not available: " + c);
         }
     }
 

@@ -23,6 +23,7 @@ public abstract class KvPool implements AutoCloseable {
     private final Cleaner.Cleanable cleanable;
 
     private static final System.Logger LOGGER = System.getLogger("io.kvio");
+
     /** Pools the Cleaner freed because they were never closed (for tests and diagnostics). */
     static final AtomicLong FREED_BY_CLEANER = new AtomicLong();
 
@@ -46,7 +47,7 @@ public abstract class KvPool implements AutoCloseable {
     /** Closes the native pool; warns when it runs for a pool that was never closed. */
     private static final class Closer implements Runnable {
         private final long handle;
-        private final String description;  // no reference to the pool itself
+        private final String description; // no reference to the pool itself
         volatile boolean explicit;
 
         Closer(long handle, String description) {
@@ -58,9 +59,13 @@ public abstract class KvPool implements AutoCloseable {
         public void run() {
             if (!explicit) {
                 FREED_BY_CLEANER.incrementAndGet();
-                LOGGER.log(System.Logger.Level.WARNING, "kvio: a " + description + " was never closed; the "
-                        + "Cleaner freed it after it became unreachable. Close pools (try-with-resources) so their "
-                        + "memory is released when you choose");
+                LOGGER.log(
+                        System.Logger.Level.WARNING,
+                        "kvio: a "
+                                + description
+                                + " was never closed; the "
+                                + "Cleaner freed it after it became unreachable. Close pools (try-with-resources) so their "
+                                + "memory is released when you choose");
             }
             Dispatcher.poolClose(handle);
         }
@@ -73,7 +78,10 @@ public abstract class KvPool implements AutoCloseable {
         return spec;
     }
 
-    /** The backend whose memory this pool lives in (host pools: the io backend that moves their data). */
+    /**
+     * The backend whose memory this pool lives in (host pools: the io backend that moves their
+     * data).
+     */
     public IoBackend backend() {
         return backend;
     }
@@ -119,17 +127,29 @@ public abstract class KvPool implements AutoCloseable {
     private long[] region(int region) {
         ensureOpen();
         if (region < 0 || region >= regions.length) {
-            throw new KvioOutOfRangeException("region " + region + " is out of range: this " + what() + " has "
-                    + regions.length + " region" + (regions.length == 1 ? "" : "s") + " (valid: 0 to "
-                    + (regions.length - 1) + ")");
+            throw new KvioOutOfRangeException(
+                    "region "
+                            + region
+                            + " is out of range: this "
+                            + what()
+                            + " has "
+                            + regions.length
+                            + " region"
+                            + (regions.length == 1 ? "" : "s")
+                            + " (valid: 0 to "
+                            + (regions.length - 1)
+                            + ")");
         }
         return regions[region];
     }
 
     private void ensureHostAccessible() {
         if (this instanceof DeviceKvPool && backend().isCuda()) {
-            throw new KvioUnsupportedException("this " + what() + " is CUDA device memory, which the host "
-                    + "cannot read or write through a ByteBuffer; move it to a host pool with a transfer");
+            throw new KvioUnsupportedException(
+                    "this "
+                            + what()
+                            + " is CUDA device memory, which the host "
+                            + "cannot read or write through a ByteBuffer; move it to a host pool with a transfer");
         }
     }
 
@@ -141,9 +161,14 @@ public abstract class KvPool implements AutoCloseable {
         ensureHostAccessible();
         long bytes = regionBytes(0);
         if (bytes > Integer.MAX_VALUE) {
-            throw new KvioUnsupportedException("region 0 of this " + what() + " is " + bytes
-                    + " bytes, more than one ByteBuffer can address (" + Integer.MAX_VALUE
-                    + "); use slice(region, offset, length) for parts of it");
+            throw new KvioUnsupportedException(
+                    "region 0 of this "
+                            + what()
+                            + " is "
+                            + bytes
+                            + " bytes, more than one ByteBuffer can address ("
+                            + Integer.MAX_VALUE
+                            + "); use slice(region, offset, length) for parts of it");
         }
         return Dispatcher.byteBuffer(regionAddress(0), (int) bytes);
     }
@@ -153,16 +178,34 @@ public abstract class KvPool implements AutoCloseable {
         ensureHostAccessible();
         long[] r = region(region);
         if (offset < 0 || length < 0 || offset > r[1] - length) {
-            throw new KvioOutOfRangeException("slice [" + offset + ", " + offset + " + " + length
-                    + ") is outside region " + region + " of this " + what() + ", which has " + r[1]
-                    + " bytes (valid: 0 <= offset, length >= 0, offset + length <= " + r[1] + ")");
+            throw new KvioOutOfRangeException(
+                    "slice ["
+                            + offset
+                            + ", "
+                            + offset
+                            + " + "
+                            + length
+                            + ") is outside region "
+                            + region
+                            + " of this "
+                            + what()
+                            + ", which has "
+                            + r[1]
+                            + " bytes (valid: 0 <= offset, length >= 0, offset + length <= "
+                            + r[1]
+                            + ")");
         }
         return Dispatcher.byteBuffer(r[0] + offset, length);
     }
 
     @Override
     public String toString() {
-        return getClass().getSimpleName() + "{" + spec + ", backend=" + backend.userName()
-                + (isClosed() ? ", closed" : "") + "}";
+        return getClass().getSimpleName()
+                + "{"
+                + spec
+                + ", backend="
+                + backend.userName()
+                + (isClosed() ? ", closed" : "")
+                + "}";
     }
 }

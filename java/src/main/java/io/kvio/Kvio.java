@@ -30,8 +30,15 @@ public final class Kvio {
      * component's row of token srcIndices[i] in src layer srcLayerStart + j is copied to token
      * dstIndices[i] in dst layer dstLayerStart + j. Index lists may be closed once this returns.
      */
-    public static Transfer transfer(KvioExecutor executor, KvPool src, KvPool dst, TokenIndices srcIndices,
-            TokenIndices dstIndices, long srcLayerStart, long dstLayerStart, long numLayers) {
+    public static Transfer transfer(
+            KvioExecutor executor,
+            KvPool src,
+            KvPool dst,
+            TokenIndices srcIndices,
+            TokenIndices dstIndices,
+            long srcLayerStart,
+            long dstLayerStart,
+            long numLayers) {
         Objects.requireNonNull(executor, "executor");
         Objects.requireNonNull(src, "src");
         Objects.requireNonNull(dst, "dst");
@@ -46,23 +53,52 @@ public final class Kvio {
         long dstHandle = dst.handle();
         for (KvPool p : new KvPool[] {src, dst}) {
             if (p instanceof DeviceKvPool && p.backend() != executor.backend()) {
-                throw new KvioInvalidArgumentException("the " + (p == src ? "src" : "dst") + " device pool lives on io backend '"
-                        + p.backend().userName() + "' but the executor runs io backend '"
-                        + executor.backend().userName() + "'; use an executor of the device pool's backend");
+                throw new KvioInvalidArgumentException(
+                        "the "
+                                + (p == src ? "src" : "dst")
+                                + " device pool lives on io backend '"
+                                + p.backend().userName()
+                                + "' but the executor runs io backend '"
+                                + executor.backend().userName()
+                                + "'; use an executor of the device pool's backend");
             }
         }
         checkLengths("srcIndices", srcIndices, "dstIndices", dstIndices);
         checkLayers("src", srcLayerStart, numLayers, src.spec().numLayers());
         checkLayers("dst", dstLayerStart, numLayers, dst.spec().numLayers());
-        return submit(executorHandle, srcHandle, dstHandle, srcIndices, dstIndices, srcLayerStart, dstLayerStart,
+        return submit(
+                executorHandle,
+                srcHandle,
+                dstHandle,
+                srcIndices,
+                dstIndices,
+                srcLayerStart,
+                dstLayerStart,
                 numLayers);
     }
 
-    static Transfer submit(long executor, long src, long dst, TokenIndices srcIndices, TokenIndices dstIndices,
-            long srcLayerStart, long dstLayerStart, long numLayers) {
+    static Transfer submit(
+            long executor,
+            long src,
+            long dst,
+            TokenIndices srcIndices,
+            TokenIndices dstIndices,
+            long srcLayerStart,
+            long dstLayerStart,
+            long numLayers) {
         long[] bytes = new long[1];
-        long handle = Dispatcher.submit(executor, src, dst, srcIndices.address(), dstIndices.address(),
-                srcIndices.size(), srcLayerStart, dstLayerStart, numLayers, bytes);
+        long handle =
+                Dispatcher.submit(
+                        executor,
+                        src,
+                        dst,
+                        srcIndices.address(),
+                        dstIndices.address(),
+                        srcIndices.size(),
+                        srcLayerStart,
+                        dstLayerStart,
+                        numLayers,
+                        bytes);
         return Transfer.submitted(handle, bytes[0]);
     }
 
@@ -82,8 +118,15 @@ public final class Kvio {
         long an = a.size();
         long bn = b.size();
         if (an != bn) {
-            throw new KvioInvalidArgumentException(aName + " has " + an + " entries but " + bName + " has " + bn
-                    + "; each source slot needs exactly one destination slot");
+            throw new KvioInvalidArgumentException(
+                    aName
+                            + " has "
+                            + an
+                            + " entries but "
+                            + bName
+                            + " has "
+                            + bn
+                            + "; each source slot needs exactly one destination slot");
         }
     }
 
@@ -92,13 +135,32 @@ public final class Kvio {
             throw new KvioInvalidArgumentException("numLayers must be at least 1, got " + count);
         }
         if (start < 0 || start >= poolLayers) {
-            throw new KvioOutOfRangeException(side + " layer start " + start + " is outside the " + side
-                    + " pool's layers (valid: 0 to " + (poolLayers - 1) + ")");
+            throw new KvioOutOfRangeException(
+                    side
+                            + " layer start "
+                            + start
+                            + " is outside the "
+                            + side
+                            + " pool's layers (valid: 0 to "
+                            + (poolLayers - 1)
+                            + ")");
         }
         if (count > poolLayers - start) {
-            throw new KvioOutOfRangeException(side + " layers [" + start + ", " + (start + count)
-                    + ") run past the " + side + " pool's " + poolLayers + " layers (valid: numLayers <= "
-                    + (poolLayers - start) + " from layer " + start + ")");
+            throw new KvioOutOfRangeException(
+                    side
+                            + " layers ["
+                            + start
+                            + ", "
+                            + (start + count)
+                            + ") run past the "
+                            + side
+                            + " pool's "
+                            + poolLayers
+                            + " layers (valid: numLayers <= "
+                            + (poolLayers - start)
+                            + " from layer "
+                            + start
+                            + ")");
         }
     }
 
@@ -107,13 +169,31 @@ public final class Kvio {
      * KvioUnavailableException (backend absent, with the cause), KvioUnsupportedException,
      * KvioInvalidArgumentException or KvioOutOfRangeException with what is valid instead.
      */
-    public static void checkSupport(PoolKind kind, KvLayout layout, IoBackend backend, Granularity granularity,
-            long heads, long headBytes, long pageSize, long hostLayers, long deviceLayers, long deviceLayerStart) {
+    public static void checkSupport(
+            PoolKind kind,
+            KvLayout layout,
+            IoBackend backend,
+            Granularity granularity,
+            long heads,
+            long headBytes,
+            long pageSize,
+            long hostLayers,
+            long deviceLayers,
+            long deviceLayerStart) {
         Objects.requireNonNull(kind, "kind");
         Objects.requireNonNull(layout, "layout");
         Objects.requireNonNull(backend, "backend");
         Objects.requireNonNull(granularity, "granularity");
-        Dispatcher.checkSupport(kind.ordinal(), layout.ordinal(), backend.ordinal(), granularity.ordinal(), heads,
-                headBytes, pageSize, hostLayers, deviceLayers, deviceLayerStart);
+        Dispatcher.checkSupport(
+                kind.ordinal(),
+                layout.ordinal(),
+                backend.ordinal(),
+                granularity.ordinal(),
+                heads,
+                headBytes,
+                pageSize,
+                hostLayers,
+                deviceLayers,
+                deviceLayerStart);
     }
 }

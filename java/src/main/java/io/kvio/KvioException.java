@@ -9,7 +9,10 @@ package io.kvio;
 public class KvioException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    /** The native status codes (kvio.h, kvio_status), without OK. {@link #code()} is the native value. */
+    /**
+     * The native status codes (kvio.h, kvio_status), without OK. {@link #code()} is the native
+     * value.
+     */
     public enum Status {
         INVALID_ARGUMENT(1),
         OUT_OF_RANGE(2),
@@ -62,14 +65,22 @@ public class KvioException extends RuntimeException {
     /** The exception type for {@code status}, carrying {@code message}. */
     static KvioException of(Status status, String message) {
         switch (status) {
-            case INVALID_ARGUMENT: return new KvioInvalidArgumentException(message);
-            case OUT_OF_RANGE: return new KvioOutOfRangeException(message);
-            case UNSUPPORTED: return new KvioUnsupportedException(message);
-            case UNAVAILABLE: return new KvioUnavailableException(message);
-            case CLOSED: return new KvioClosedException(message);
-            case OUT_OF_MEMORY: return new KvioOutOfMemoryException(message);
-            case BACKEND_ERROR: return new KvioBackendException(message);
-            default: return new KvioException(status, message);
+            case INVALID_ARGUMENT:
+                return new KvioInvalidArgumentException(message);
+            case OUT_OF_RANGE:
+                return new KvioOutOfRangeException(message);
+            case UNSUPPORTED:
+                return new KvioUnsupportedException(message);
+            case UNAVAILABLE:
+                return new KvioUnavailableException(message);
+            case CLOSED:
+                return new KvioClosedException(message);
+            case OUT_OF_MEMORY:
+                return new KvioOutOfMemoryException(message);
+            case BACKEND_ERROR:
+                return new KvioBackendException(message);
+            default:
+                return new KvioException(status, message);
         }
     }
 }

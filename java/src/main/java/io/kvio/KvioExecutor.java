@@ -86,10 +86,10 @@ public final class KvioExecutor implements AutoCloseable {
     }
 
     /**
-     * The kernel backend's launch shape for transfers submitted from now on: at most {@code ctaBudget}
-     * thread blocks of {@code warpsPerCta} warps (0: the defaults, 4 and 16). The copy kernel shares the
-     * GPU with the forward pass, so the budget is small by default. KvioUnsupportedException on other
-     * backends.
+     * The kernel backend's launch shape for transfers submitted from now on: at most {@code
+     * ctaBudget} thread blocks of {@code warpsPerCta} warps (0: the defaults, 4 and 16). The copy
+     * kernel shares the GPU with the forward pass, so the budget is small by default.
+     * KvioUnsupportedException on other backends.
      */
     public void setLaunch(int ctaBudget, int warpsPerCta) {
         Dispatcher.executorSetLaunch(handle(), ctaBudget, warpsPerCta);
@@ -102,7 +102,10 @@ public final class KvioExecutor implements AutoCloseable {
         return handle;
     }
 
-    /** Waits for the transfers submitted to this executor, then releases it; a no-op on shared executors. */
+    /**
+     * Waits for the transfers submitted to this executor, then releases it; a no-op on shared
+     * executors.
+     */
     @Override
     public void close() {
         if (!shared && closed.compareAndSet(false, true)) {
@@ -112,7 +115,12 @@ public final class KvioExecutor implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "KvioExecutor{" + backend.userName() + ", threads=" + threads + (shared ? ", shared" : "")
-                + (isClosed() ? ", closed" : "") + "}";
+        return "KvioExecutor{"
+                + backend.userName()
+                + ", threads="
+                + threads
+                + (shared ? ", shared" : "")
+                + (isClosed() ? ", closed" : "")
+                + "}";
     }
 }

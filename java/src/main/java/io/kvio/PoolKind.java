@@ -27,7 +27,10 @@ public enum PoolKind {
         return components;
     }
 
-    /** Parses the string users type ("mha", "mla"); otherwise KvioInvalidArgumentException listing the valid names. */
+    /**
+     * Parses the string users type ("mha", "mla"); otherwise KvioInvalidArgumentException listing
+     * the valid names.
+     */
     public static PoolKind parse(String text) {
         return values()[Names.parse(KvioNative.KVIO_NAME_KIND, text, values())];
     }

@@ -34,8 +34,14 @@ public final class PoolSpec {
 
     /** A builder preset with this spec's values. */
     public Builder toBuilder() {
-        return new Builder().kind(kind).layout(layout).layers(numLayers).pages(numPages).pageSize(pageSize)
-                .heads(headNum).headBytes(headBytes);
+        return new Builder()
+                .kind(kind)
+                .layout(layout)
+                .layers(numLayers)
+                .pages(numPages)
+                .pageSize(pageSize)
+                .heads(headNum)
+                .headBytes(headBytes);
     }
 
     public PoolKind kind() {
@@ -95,8 +101,13 @@ public final class PoolSpec {
             return false;
         }
         PoolSpec s = (PoolSpec) o;
-        return kind == s.kind && layout == s.layout && numLayers == s.numLayers && numPages == s.numPages
-                && pageSize == s.pageSize && headNum == s.headNum && headBytes == s.headBytes;
+        return kind == s.kind
+                && layout == s.layout
+                && numLayers == s.numLayers
+                && numPages == s.numPages
+                && pageSize == s.pageSize
+                && headNum == s.headNum
+                && headBytes == s.headBytes;
     }
 
     @Override
@@ -106,9 +117,23 @@ public final class PoolSpec {
 
     @Override
     public String toString() {
-        return "PoolSpec{kind=" + kind.userName() + ", layout=" + layout.userName() + " " + layout.shape()
-                + ", layers=" + numLayers + ", pages=" + numPages + ", pageSize=" + pageSize + ", heads=" + headNum
-                + ", headBytes=" + headBytes + "}";
+        return "PoolSpec{kind="
+                + kind.userName()
+                + ", layout="
+                + layout.userName()
+                + " "
+                + layout.shape()
+                + ", layers="
+                + numLayers
+                + ", pages="
+                + numPages
+                + ", pageSize="
+                + pageSize
+                + ", heads="
+                + headNum
+                + ", headBytes="
+                + headBytes
+                + "}";
     }
 
     /** Defaults: kind mha, layout layer_first; the sizes must be set (each at least 1). */
@@ -158,7 +183,10 @@ public final class PoolSpec {
             return this;
         }
 
-        /** Validates natively: KvioInvalidArgumentException / KvioUnsupportedException with the reason. */
+        /**
+         * Validates natively: KvioInvalidArgumentException / KvioUnsupportedException with the
+         * reason.
+         */
         public PoolSpec build() {
             return new PoolSpec(this);
         }

@@ -15,14 +15,16 @@ public final class TokenIndices implements AutoCloseable {
     private final long address;
     private final long count;
     private final AtomicBoolean closed = new AtomicBoolean();
-    private final Cleaner.Cleanable cleanable;  // null for wrapped memory
-    private final LongBuffer view;               // null when too long for one buffer
+    private final Cleaner.Cleanable cleanable; // null for wrapped memory
+    private final LongBuffer view; // null when too long for one buffer
 
     private TokenIndices(long address, long count, boolean owned) {
         this.address = address;
         this.count = count;
-        this.view = count > 0 && count <= Integer.MAX_VALUE / 8
-                ? Dispatcher.byteBuffer(address, (int) (count * 8)).asLongBuffer() : null;
+        this.view =
+                count > 0 && count <= Integer.MAX_VALUE / 8
+                        ? Dispatcher.byteBuffer(address, (int) (count * 8)).asLongBuffer()
+                        : null;
         this.cleanable = owned ? Dispatcher.CLEANER.register(this, new Freer(address)) : null;
     }
 
@@ -75,15 +77,20 @@ public final class TokenIndices implements AutoCloseable {
             throw new KvioInvalidArgumentException("pageSize must be at least 1, got " + pageSize);
         }
         long total = pageSize * pageIds.length;
-        if (pageIds.length != 0 && (total / pageIds.length != pageSize || total > Integer.MAX_VALUE - 8)) {
-            throw new KvioInvalidArgumentException(pageIds.length + " pages of " + pageSize
-                    + " tokens are too many slots for one list; split the transfer");
+        if (pageIds.length != 0
+                && (total / pageIds.length != pageSize || total > Integer.MAX_VALUE - 8)) {
+            throw new KvioInvalidArgumentException(
+                    pageIds.length
+                            + " pages of "
+                            + pageSize
+                            + " tokens are too many slots for one list; split the transfer");
         }
         long[] slots = new long[(int) total];
         int i = 0;
         for (long page : pageIds) {
             if (page < 0) {
-                throw new KvioOutOfRangeException("page id " + page + " is negative (page ids start at 0)");
+                throw new KvioOutOfRangeException(
+                        "page id " + page + " is negative (page ids start at 0)");
             }
             long first = page * pageSize;
             for (long s = 0; s < pageSize; s++) {
@@ -107,7 +114,8 @@ public final class TokenIndices implements AutoCloseable {
     public long get(long i) {
         ensureOpen();
         if (i < 0 || i >= count) {
-            throw new KvioOutOfRangeException("index " + i + " is out of range (valid: 0 to " + (count - 1) + ")");
+            throw new KvioOutOfRangeException(
+                    "index " + i + " is out of range (valid: 0 to " + (count - 1) + ")");
         }
         return view != null ? view.get((int) i) : Dispatcher.getLong(address + i * 8);
     }

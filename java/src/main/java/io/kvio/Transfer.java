@@ -11,12 +11,12 @@ import java.util.concurrent.TimeUnit;
 
 public final class Transfer implements AutoCloseable {
     private final long bytes;
-    private final Cleaner.Cleanable cleanable;  // null for already-completed transfers
+    private final Cleaner.Cleanable cleanable; // null for already-completed transfers
     private final long handle;
     private final Object lock = new Object();
-    private boolean released;        // guarded by lock
-    private boolean done;            // guarded by lock
-    private KvioException failure;   // guarded by lock: the transfer's own failure, once done
+    private boolean released; // guarded by lock
+    private boolean done; // guarded by lock
+    private KvioException failure; // guarded by lock: the transfer's own failure, once done
 
     private Transfer(long handle, long bytes) {
         this.handle = handle;
@@ -110,10 +110,10 @@ public final class Transfer implements AutoCloseable {
     }
 
     /**
-     * The CUDA event (a cudaEvent_t) recorded after this transfer's work on its executor's stream, for
-     * another stream to wait on (e.g. start layer i as soon as its load lands). Valid until the transfer
-     * is released (the first await() that sees completion, or close()). KvioUnsupportedException for
-     * transfers of the cpu backend.
+     * The CUDA event (a cudaEvent_t) recorded after this transfer's work on its executor's stream,
+     * for another stream to wait on (e.g. start layer i as soon as its load lands). Valid until the
+     * transfer is released (the first await() that sees completion, or close()).
+     * KvioUnsupportedException for transfers of the cpu backend.
      */
     public long cudaEvent() {
         synchronized (lock) {
@@ -147,8 +147,11 @@ public final class Transfer implements AutoCloseable {
     @Override
     public String toString() {
         synchronized (lock) {
-            return "Transfer{bytes=" + bytes + (done ? (failure == null ? ", done" : ", failed") : "")
-                    + (released && !done ? ", closed" : "") + "}";
+            return "Transfer{bytes="
+                    + bytes
+                    + (done ? (failure == null ? ", done" : ", failed") : "")
+                    + (released && !done ? ", closed" : "")
+                    + "}";
         }
     }
 }

@@ -53,7 +53,8 @@ public class BackendAvailabilityTest {
     @Test
     public void ascendBackendUnavailableWithCause() {
         IoBackend b = IoBackend.KERNEL_ASCEND;
-        if (b.isAvailable()) throw new org.testng.SkipException("Ascend is present on this machine");
+        if (b.isAvailable())
+            throw new org.testng.SkipException("Ascend is present on this machine");
         String cause = b.unavailabilityCause();
         assertNotNull(cause);
         assertTrue(cause.contains("Ascend"), cause);
@@ -65,9 +66,21 @@ public class BackendAvailabilityTest {
     @Test
     public void checkSupportReportsUnavailableBackend() {
         if (cudaPresent()) throw new org.testng.SkipException("CUDA is present on this machine");
-        KvioUnavailableException e = expectThrows(KvioUnavailableException.class,
-                () -> Kvio.checkSupport(PoolKind.MHA, KvLayout.PAGE_FIRST, IoBackend.KERNEL,
-                        Granularity.PER_LAYER, 8, 256, 64, 32, 32, 0));
+        KvioUnavailableException e =
+                expectThrows(
+                        KvioUnavailableException.class,
+                        () ->
+                                Kvio.checkSupport(
+                                        PoolKind.MHA,
+                                        KvLayout.PAGE_FIRST,
+                                        IoBackend.KERNEL,
+                                        Granularity.PER_LAYER,
+                                        8,
+                                        256,
+                                        64,
+                                        32,
+                                        32,
+                                        0));
         assertTrue(e.getMessage().contains("kernel"), e.getMessage());
         assertTrue(e.getMessage().contains("cpu"), "names what is available: " + e.getMessage());
     }
@@ -77,12 +90,28 @@ public class BackendAvailabilityTest {
     public void checkSupportGivesTheRequestedBackendsCause() {
         for (IoBackend b : IoBackend.values()) {
             if (b.isAvailable()) continue;
-            KvioUnavailableException e = expectThrows(KvioUnavailableException.class,
-                    () -> Kvio.checkSupport(PoolKind.MHA, KvLayout.PAGE_FIRST, b, Granularity.PER_LAYER, 8, 256,
-                            64, 32, 32, 0));
-            assertTrue(e.getMessage().contains(b.unavailabilityCause()),
-                    b.userName() + ": message should carry the backend's own cause '" + b.unavailabilityCause()
-                            + "': " + e.getMessage());
+            KvioUnavailableException e =
+                    expectThrows(
+                            KvioUnavailableException.class,
+                            () ->
+                                    Kvio.checkSupport(
+                                            PoolKind.MHA,
+                                            KvLayout.PAGE_FIRST,
+                                            b,
+                                            Granularity.PER_LAYER,
+                                            8,
+                                            256,
+                                            64,
+                                            32,
+                                            32,
+                                            0));
+            assertTrue(
+                    e.getMessage().contains(b.unavailabilityCause()),
+                    b.userName()
+                            + ": message should carry the backend's own cause '"
+                            + b.unavailabilityCause()
+                            + "': "
+                            + e.getMessage());
         }
     }
 
@@ -102,14 +131,17 @@ public class BackendAvailabilityTest {
 
     @Test
     public void backendNamesMatchNativeTable() {
-        assertEquals(names(IoBackend.values()), List.of("cpu", "kernel", "direct", "kernel_ascend"));
+        assertEquals(
+                names(IoBackend.values()), List.of("cpu", "kernel", "direct", "kernel_ascend"));
         for (IoBackend b : IoBackend.values()) assertSame(IoBackend.parse(b.userName()), b);
     }
 
     @Test
     public void layoutNamesMatchNativeTable() {
         assertEquals(
-                Arrays.stream(KvLayout.values()).map(KvLayout::userName).collect(Collectors.toList()),
+                Arrays.stream(KvLayout.values())
+                        .map(KvLayout::userName)
+                        .collect(Collectors.toList()),
                 List.of("layer_first", "page_first", "page_first_direct", "page_head"));
         for (KvLayout l : KvLayout.values()) {
             assertSame(KvLayout.parse(l.userName()), l);
@@ -121,7 +153,9 @@ public class BackendAvailabilityTest {
     @Test
     public void kindNamesMatchNativeTable() {
         assertEquals(
-                Arrays.stream(PoolKind.values()).map(PoolKind::userName).collect(Collectors.toList()),
+                Arrays.stream(PoolKind.values())
+                        .map(PoolKind::userName)
+                        .collect(Collectors.toList()),
                 List.of("mha", "mla"));
         assertEquals(PoolKind.MHA.components(), 2);
         assertEquals(PoolKind.MLA.components(), 1);

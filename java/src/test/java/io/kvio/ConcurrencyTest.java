@@ -30,12 +30,14 @@ public class ConcurrencyTest {
         long hostPages = 4 * THREADS;
         long perThread = (hostPages * ps) / THREADS; // 16 slots each
         try (DeviceKvPool device = cfg.allocateDevice();
-                HostKvPool host = PoolFixtures.host(device, KvLayout.PAGE_FIRST_DIRECT, hostPages)) {
+                HostKvPool host =
+                        PoolFixtures.host(device, KvLayout.PAGE_FIRST_DIRECT, hostPages)) {
             ByteBuffer devBuf = device.buffer();
             ByteBuffer hostBuf = host.buffer();
             Placement dp = LayoutOracle.standard(cfg.deviceGeometry(), 0);
             Placement hp =
-                    LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_FIRST_DIRECT, cfg.layers, hostPages), 0);
+                    LayoutOracle.standard(
+                            cfg.geometry(KvLayout.PAGE_FIRST_DIRECT, cfg.layers, hostPages), 0);
             byte[] devData = LayoutOracle.fill(devBuf, 1);
             byte[] hostCanary = LayoutOracle.canary(hostBuf, 1);
 
@@ -49,7 +51,8 @@ public class ConcurrencyTest {
                 fromIdx[k] = new long[(int) perThread];
                 toIdx[k] = new long[(int) perThread];
                 for (int i = 0; i < perThread; i++) {
-                    hostIdx[k][i] = k * perThread + (perThread - 1 - i); // reversed inside the stripe
+                    hostIdx[k][i] =
+                            k * perThread + (perThread - 1 - i); // reversed inside the stripe
                     fromIdx[k][i] = k + (long) i * THREADS; // interleaved across threads
                     toIdx[k][i] = half + k * perThread + i;
                 }
@@ -57,10 +60,10 @@ public class ConcurrencyTest {
             byte[] expectedHost = hostCanary.clone();
             byte[] expectedDev = devData.clone();
             for (int k = 0; k < THREADS; k++) {
-                LayoutOracle.applyTransfer(devData, dp, expectedHost, hp, fromIdx[k], hostIdx[k], 0, 0,
-                        cfg.layers);
-                LayoutOracle.applyTransfer(devData, dp, expectedDev, dp, fromIdx[k], toIdx[k], 0, 0,
-                        cfg.layers);
+                LayoutOracle.applyTransfer(
+                        devData, dp, expectedHost, hp, fromIdx[k], hostIdx[k], 0, 0, cfg.layers);
+                LayoutOracle.applyTransfer(
+                        devData, dp, expectedDev, dp, fromIdx[k], toIdx[k], 0, 0, cfg.layers);
             }
 
             ExecutorService pool = Executors.newFixedThreadPool(THREADS);
@@ -68,34 +71,45 @@ public class ConcurrencyTest {
                 List<Future<?>> futures = new ArrayList<>();
                 for (int k = 0; k < THREADS; k++) {
                     final int id = k;
-                    futures.add(pool.submit(() -> {
-                        try (TokenIndices h = TokenIndices.of(hostIdx[id]);
-                                TokenIndices from = TokenIndices.of(fromIdx[id]);
-                                TokenIndices to = TokenIndices.of(toIdx[id])) {
-                            for (int round = 0; round < ROUNDS; round++) {
-                                try (Transfer t = host.backupFromDevice(device, h, from)) {
-                                    t.await(30, TimeUnit.SECONDS);
-                                }
-                                List<Transfer> loads = new ArrayList<>();
-                                for (long layer = 0; layer < cfg.layers; layer++) {
-                                    loads.add(host.loadToDevice(device, h, to, layer));
-                                }
-                                for (Transfer t : loads) {
-                                    t.await();
-                                    t.close();
-                                }
-                            }
-                        }
-                        return null;
-                    }));
+                    futures.add(
+                            pool.submit(
+                                    () -> {
+                                        try (TokenIndices h = TokenIndices.of(hostIdx[id]);
+                                                TokenIndices from = TokenIndices.of(fromIdx[id]);
+                                                TokenIndices to = TokenIndices.of(toIdx[id])) {
+                                            for (int round = 0; round < ROUNDS; round++) {
+                                                try (Transfer t =
+                                                        host.backupFromDevice(device, h, from)) {
+                                                    t.await(30, TimeUnit.SECONDS);
+                                                }
+                                                List<Transfer> loads = new ArrayList<>();
+                                                for (long layer = 0; layer < cfg.layers; layer++) {
+                                                    loads.add(
+                                                            host.loadToDevice(
+                                                                    device, h, to, layer));
+                                                }
+                                                for (Transfer t : loads) {
+                                                    t.await();
+                                                    t.close();
+                                                }
+                                            }
+                                        }
+                                        return null;
+                                    }));
                 }
                 for (Future<?> f : futures) f.get(60, TimeUnit.SECONDS);
             } finally {
                 pool.shutdownNow();
             }
-            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(hostBuf), expectedHost, hp,
+            LayoutOracle.assertPoolEquals(
+                    LayoutOracle.snapshot(hostBuf),
+                    expectedHost,
+                    hp,
                     "host after concurrent backups");
-            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(devBuf), expectedDev, dp,
+            LayoutOracle.assertPoolEquals(
+                    LayoutOracle.snapshot(devBuf),
+                    expectedDev,
+                    dp,
                     "device after concurrent loads");
         }
     }
@@ -109,9 +123,11 @@ public class ConcurrencyTest {
                 HostKvPool src = PoolFixtures.host(device, KvLayout.PAGE_FIRST, hostPages);
                 HostKvPool dst = PoolFixtures.host(device, KvLayout.LAYER_FIRST, hostPages)) {
             Placement sp =
-                    LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_FIRST, cfg.layers, hostPages), 0);
+                    LayoutOracle.standard(
+                            cfg.geometry(KvLayout.PAGE_FIRST, cfg.layers, hostPages), 0);
             Placement tp =
-                    LayoutOracle.standard(cfg.geometry(KvLayout.LAYER_FIRST, cfg.layers, hostPages), 0);
+                    LayoutOracle.standard(
+                            cfg.geometry(KvLayout.LAYER_FIRST, cfg.layers, hostPages), 0);
             byte[] srcData = LayoutOracle.fill(src.buffer(), 2);
             byte[] expected = LayoutOracle.canary(dst.buffer(), 2);
             long tokens = hostPages * ps;
@@ -132,64 +148,94 @@ public class ConcurrencyTest {
                 List<Future<?>> futures = new ArrayList<>();
                 for (int k = 0; k < THREADS; k++) {
                     final int id = k;
-                    futures.add(pool.submit(() -> {
-                        // even threads use the shared executor, odd ones their own
-                        KvioExecutor own = id % 2 == 1 ? KvioExecutor.create(IoBackend.CPU, 2) : null;
-                        KvioExecutor ex = own != null ? own : KvioExecutor.shared(IoBackend.CPU);
-                        try (TokenIndices si = TokenIndices.of(s[id]);
-                                TokenIndices di = TokenIndices.of(d[id])) {
-                            for (long layer = 0; layer < cfg.layers; layer++) {
-                                try (Transfer t = Kvio.transfer(ex, src, dst, si, di, layer, layer, 1)) {
-                                    t.await();
-                                }
-                            }
-                        } finally {
-                            if (own != null) own.close();
-                        }
-                        return null;
-                    }));
+                    futures.add(
+                            pool.submit(
+                                    () -> {
+                                        // even threads use the shared executor, odd ones their own
+                                        KvioExecutor own =
+                                                id % 2 == 1
+                                                        ? KvioExecutor.create(IoBackend.CPU, 2)
+                                                        : null;
+                                        KvioExecutor ex =
+                                                own != null
+                                                        ? own
+                                                        : KvioExecutor.shared(IoBackend.CPU);
+                                        try (TokenIndices si = TokenIndices.of(s[id]);
+                                                TokenIndices di = TokenIndices.of(d[id])) {
+                                            for (long layer = 0; layer < cfg.layers; layer++) {
+                                                try (Transfer t =
+                                                        Kvio.transfer(
+                                                                ex, src, dst, si, di, layer, layer,
+                                                                1)) {
+                                                    t.await();
+                                                }
+                                            }
+                                        } finally {
+                                            if (own != null) own.close();
+                                        }
+                                        return null;
+                                    }));
                 }
                 for (Future<?> f : futures) f.get(60, TimeUnit.SECONDS);
             } finally {
                 pool.shutdownNow();
             }
-            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(dst.buffer()), expected, tp,
+            LayoutOracle.assertPoolEquals(
+                    LayoutOracle.snapshot(dst.buffer()),
+                    expected,
+                    tp,
                     "destination after concurrent general transfers");
             LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(src.buffer()), srcData, "source");
         }
     }
 
     /**
-     * Lifetime: a large (7 MiB) host-to-device transfer is submitted, then the host pool, the index lists and the device pool
-     * handle are closed at once; the transfer must still complete and write exactly the oracle's
-     * rows into the (caller-owned, still open) device memory.
+     * Lifetime: a large (7 MiB) host-to-device transfer is submitted, then the host pool, the index
+     * lists and the device pool handle are closed at once; the transfer must still complete and
+     * write exactly the oracle's rows into the (caller-owned, still open) device memory.
      */
     @Test(timeOut = 60_000)
     public void closingEverythingRightAfterSubmitStillCompletes() {
         long ps = 16;
-        Config cfg = new Config(PoolKind.MHA, 8, 64, ps, 4, 128);  // 8 MiB per component
+        Config cfg = new Config(PoolKind.MHA, 8, 64, ps, 4, 128); // 8 MiB per component
         long hostPages = 64;
         Random rnd = new Random(42);
         long[] hostIdx = LayoutOracle.tokenGranular(rnd, hostPages * ps, 900);
         long[] devIdx = LayoutOracle.tokenGranular(rnd, cfg.pages * ps, 900);
-        try (ConformanceMatrixTest.DeviceUnderTest dev = ConformanceMatrixTest.DeviceUnderTest.create(cfg,
-                ConformanceMatrixTest.DeviceMemory.WRAP_COMPONENTS, 42)) {
+        try (ConformanceMatrixTest.DeviceUnderTest dev =
+                ConformanceMatrixTest.DeviceUnderTest.create(
+                        cfg, ConformanceMatrixTest.DeviceMemory.WRAP_COMPONENTS, 42)) {
             HostKvPool host = PoolFixtures.host(dev.pool, KvLayout.PAGE_HEAD, hostPages);
-            Placement hp = LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_HEAD, cfg.layers, hostPages), 0);
+            Placement hp =
+                    LayoutOracle.standard(
+                            cfg.geometry(KvLayout.PAGE_HEAD, cfg.layers, hostPages), 0);
             byte[] hostData = LayoutOracle.fill(host.buffer(), 42);
             byte[] expected = LayoutOracle.canary(dev.buffer, 42);
-            LayoutOracle.applyTransfer(hostData, hp, expected, dev.placement, hostIdx, devIdx, 0, 0, cfg.layers);
+            LayoutOracle.applyTransfer(
+                    hostData, hp, expected, dev.placement, hostIdx, devIdx, 0, 0, cfg.layers);
             TokenIndices h = TokenIndices.of(hostIdx);
             TokenIndices d = TokenIndices.of(devIdx);
             // the shared executor: closing the host pool does not wait for it (a private one would)
-            Transfer t = Kvio.transfer(KvioExecutor.shared(IoBackend.CPU), host, dev.pool, h, d, 0, 0, cfg.layers);
+            Transfer t =
+                    Kvio.transfer(
+                            KvioExecutor.shared(IoBackend.CPU),
+                            host,
+                            dev.pool,
+                            h,
+                            d,
+                            0,
+                            0,
+                            cfg.layers);
             h.close();
             d.close();
             host.close();
             dev.pool.close();
             org.testng.Assert.assertTrue(t.await(30, TimeUnit.SECONDS), "completes");
             t.close();
-            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(dev.buffer), expected, dev.placement,
+            LayoutOracle.assertPoolEquals(
+                    LayoutOracle.snapshot(dev.buffer),
+                    expected,
+                    dev.placement,
                     "device memory after a load whose pools were closed in flight");
         }
     }
@@ -214,28 +260,38 @@ public class ConcurrencyTest {
                 TokenIndices owner = TokenIndices.of(devIdx)) {
             Placement dp = LayoutOracle.standard(cfg.deviceGeometry(), 0);
             Placement hp =
-                    LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_FIRST_DIRECT, cfg.layers, hostPages), 0);
+                    LayoutOracle.standard(
+                            cfg.geometry(KvLayout.PAGE_FIRST_DIRECT, cfg.layers, hostPages), 0);
             byte[] devData = LayoutOracle.fill(device.buffer(), 9);
             byte[] expected = LayoutOracle.canary(host.buffer(), 9);
-            LayoutOracle.applyTransfer(devData, dp, expected, hp, devIdx, hostIdx, 0, 0, cfg.layers);
+            LayoutOracle.applyTransfer(
+                    devData, dp, expected, hp, devIdx, hostIdx, 0, 0, cfg.layers);
             byte[] canary = expected.clone();
             TokenIndices[][] forms = {
                 {TokenIndices.of(hostIdx), TokenIndices.of(devIdx)},
                 {TokenIndices.of(hostInts), TokenIndices.pages(ps, devPageIds)},
-                {TokenIndices.pages(ps, hostPageIds), TokenIndices.wrap(owner.address(), owner.size())},
+                {
+                    TokenIndices.pages(ps, hostPageIds),
+                    TokenIndices.wrap(owner.address(), owner.size())
+                },
             };
             for (int f = 0; f < forms.length; f++) {
                 LayoutOracle.canary(host.buffer(), 9);
                 org.testng.Assert.assertEquals(forms[f][0].size(), 24L);
                 org.testng.Assert.assertEquals(forms[f][1].size(), 24L);
                 for (int i = 0; i < 24; i++) {
-                    org.testng.Assert.assertEquals(forms[f][0].get(i), hostIdx[i], "form " + f + " host[" + i + "]");
-                    org.testng.Assert.assertEquals(forms[f][1].get(i), devIdx[i], "form " + f + " device[" + i + "]");
+                    org.testng.Assert.assertEquals(
+                            forms[f][0].get(i), hostIdx[i], "form " + f + " host[" + i + "]");
+                    org.testng.Assert.assertEquals(
+                            forms[f][1].get(i), devIdx[i], "form " + f + " device[" + i + "]");
                 }
                 try (Transfer t = host.backupFromDevice(device, forms[f][0], forms[f][1])) {
                     t.await();
                 }
-                LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(host.buffer()), expected, hp,
+                LayoutOracle.assertPoolEquals(
+                        LayoutOracle.snapshot(host.buffer()),
+                        expected,
+                        hp,
                         "host after backup with index form " + f);
                 forms[f][0].close();
                 forms[f][1].close();

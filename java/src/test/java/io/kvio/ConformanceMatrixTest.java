@@ -70,8 +70,11 @@ public class ConformanceMatrixTest {
                 for (long ps : PAGE_SIZES) {
                     for (long[] hg : rowGeometries(kind)) {
                         for (IndexKind ik : IndexKind.values()) {
-                            Config cfg = new Config(kind, DEVICE_LAYERS, devicePages(ps), ps, hg[0], hg[1]);
-                            rows.add(new Object[] {cfg, layout, ik, DeviceMemory.ALLOCATED, seed++});
+                            Config cfg =
+                                    new Config(
+                                            kind, DEVICE_LAYERS, devicePages(ps), ps, hg[0], hg[1]);
+                            rows.add(
+                                    new Object[] {cfg, layout, ik, DeviceMemory.ALLOCATED, seed++});
                         }
                     }
                 }
@@ -84,15 +87,25 @@ public class ConformanceMatrixTest {
     public static Object[][] wrapped() {
         List<Object[]> rows = new ArrayList<>();
         long seed = 10_000;
-        for (DeviceMemory mem : new DeviceMemory[] {DeviceMemory.WRAP_SINGLE, DeviceMemory.WRAP_COMPONENTS,
-                DeviceMemory.WRAP_LAYERS}) {
+        for (DeviceMemory mem :
+                new DeviceMemory[] {
+                    DeviceMemory.WRAP_SINGLE, DeviceMemory.WRAP_COMPONENTS, DeviceMemory.WRAP_LAYERS
+                }) {
             for (PoolKind kind : PoolKind.values()) {
                 for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
                     for (long ps : new long[] {1, 16}) {
-                        for (long[] hg : new long[][] {{kind == PoolKind.MHA ? 2 : 1, kind == PoolKind.MHA ? 4 : 8},
-                                {kind == PoolKind.MHA ? 2 : 1, kind == PoolKind.MHA ? 328 : 656}}) {
-                            Config cfg = new Config(kind, DEVICE_LAYERS, devicePages(ps), ps, hg[0], hg[1]);
-                            IndexKind ik = (seed & 1) == 0 ? IndexKind.TOKEN_GRANULAR : IndexKind.CROSSING_RUNS;
+                        for (long[] hg :
+                                new long[][] {
+                                    {kind == PoolKind.MHA ? 2 : 1, kind == PoolKind.MHA ? 4 : 8},
+                                    {kind == PoolKind.MHA ? 2 : 1, kind == PoolKind.MHA ? 328 : 656}
+                                }) {
+                            Config cfg =
+                                    new Config(
+                                            kind, DEVICE_LAYERS, devicePages(ps), ps, hg[0], hg[1]);
+                            IndexKind ik =
+                                    (seed & 1) == 0
+                                            ? IndexKind.TOKEN_GRANULAR
+                                            : IndexKind.CROSSING_RUNS;
                             rows.add(new Object[] {cfg, layout, ik, mem, seed++});
                         }
                     }
@@ -103,8 +116,9 @@ public class ConformanceMatrixTest {
     }
 
     /**
-     * Transfers of more than 4 MiB with rows of at least 512 bytes (the CPU executor's streaming-store
-     * path), rows whose size is not a multiple of 16 so destination rows are misaligned.
+     * Transfers of more than 4 MiB with rows of at least 512 bytes (the CPU executor's
+     * streaming-store path), rows whose size is not a multiple of 16 so destination rows are
+     * misaligned.
      */
     @DataProvider(name = "large")
     public static Object[][] large() {
@@ -112,9 +126,12 @@ public class ConformanceMatrixTest {
         long seed = 20_000;
         for (PoolKind kind : PoolKind.values()) {
             for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
-                for (IndexKind ik : new IndexKind[] {IndexKind.WHOLE_PAGES, IndexKind.TOKEN_GRANULAR}) {
-                    Config cfg = kind == PoolKind.MHA ? new Config(kind, 6, 96, 16, 2, 524)
-                            : new Config(kind, 6, 96, 16, 1, 2056);
+                for (IndexKind ik :
+                        new IndexKind[] {IndexKind.WHOLE_PAGES, IndexKind.TOKEN_GRANULAR}) {
+                    Config cfg =
+                            kind == PoolKind.MHA
+                                    ? new Config(kind, 6, 96, 16, 2, 524)
+                                    : new Config(kind, 6, 96, 16, 1, 2056);
                     rows.add(new Object[] {cfg, layout, ik, seed++});
                 }
             }
@@ -123,70 +140,110 @@ public class ConformanceMatrixTest {
     }
 
     @Test(dataProvider = "large")
-    public void largeTransfersWithMisalignedRows(Config cfg, KvLayout layout, IndexKind indexKind, long seed) {
+    public void largeTransfersWithMisalignedRows(
+            Config cfg, KvLayout layout, IndexKind indexKind, long seed) {
         long hostPages = 80;
         Random rnd = new Random(seed);
-        long[][] pairs = indexPairs(indexKind, rnd, hostPages * cfg.pageSize, cfg.pages * cfg.pageSize,
-                cfg.pageSize);
+        long[][] pairs =
+                indexPairs(
+                        indexKind,
+                        rnd,
+                        hostPages * cfg.pageSize,
+                        cfg.pages * cfg.pageSize,
+                        cfg.pageSize);
         try (DeviceUnderTest dev = DeviceUnderTest.create(cfg, DeviceMemory.ALLOCATED, seed);
                 HostKvPool host = PoolFixtures.host(dev.pool, layout, hostPages)) {
-            Placement hostPlacement = LayoutOracle.standard(cfg.geometry(layout, cfg.layers, hostPages), 0);
-            assertTrue(PoolFixtures.movedBytes(cfg, pairs[0].length, cfg.layers) > 4L << 20, "large enough");
-            checkBackupAndLoads(cfg, dev, host, hostPlacement, pairs[0], pairs[1], 0, cfg.layers,
-                    new long[] {5, 0}, seed);
+            Placement hostPlacement =
+                    LayoutOracle.standard(cfg.geometry(layout, cfg.layers, hostPages), 0);
+            assertTrue(
+                    PoolFixtures.movedBytes(cfg, pairs[0].length, cfg.layers) > 4L << 20,
+                    "large enough");
+            checkBackupAndLoads(
+                    cfg,
+                    dev,
+                    host,
+                    hostPlacement,
+                    pairs[0],
+                    pairs[1],
+                    0,
+                    cfg.layers,
+                    new long[] {5, 0},
+                    seed);
         }
     }
 
     @Test(dataProvider = "matrix")
-    public void backupAllLayersAndLoadPerLayer(Config cfg, KvLayout layout, IndexKind indexKind,
-            DeviceMemory memory, long seed) {
+    public void backupAllLayersAndLoadPerLayer(
+            Config cfg, KvLayout layout, IndexKind indexKind, DeviceMemory memory, long seed) {
         runCase(cfg, layout, indexKind, memory, seed);
     }
 
     @Test(dataProvider = "wrapped")
-    public void wrappedDevicePools(Config cfg, KvLayout layout, IndexKind indexKind,
-            DeviceMemory memory, long seed) {
+    public void wrappedDevicePools(
+            Config cfg, KvLayout layout, IndexKind indexKind, DeviceMemory memory, long seed) {
         runCase(cfg, layout, indexKind, memory, seed);
     }
 
     /** Index pairs (host slots, device slots) of one kind, same length on both sides. */
-    static long[][] indexPairs(IndexKind kind, Random rnd, long hostTokens, long deviceTokens,
-            long pageSize) {
+    static long[][] indexPairs(
+            IndexKind kind, Random rnd, long hostTokens, long deviceTokens, long pageSize) {
         long smaller = Math.min(hostTokens, deviceTokens);
         switch (kind) {
-            case WHOLE_PAGES: {
-                int pages = (int) Math.max(1, (smaller / pageSize) / 2);
-                return new long[][] {
+            case WHOLE_PAGES:
+                {
+                    int pages = (int) Math.max(1, (smaller / pageSize) / 2);
+                    return new long[][] {
                         LayoutOracle.wholePages(rnd, hostTokens / pageSize, pageSize, pages),
-                        LayoutOracle.wholePages(rnd, deviceTokens / pageSize, pageSize, pages)};
-            }
-            case TOKEN_GRANULAR: {
-                int n = (int) Math.max(1, smaller * 3 / 8);
-                return new long[][] {LayoutOracle.tokenGranular(rnd, hostTokens, n),
-                        LayoutOracle.tokenGranular(rnd, deviceTokens, n)};
-            }
-            case CROSSING_RUNS: {
-                int n = (int) Math.max(1, smaller * 3 / 8);
-                return new long[][] {LayoutOracle.crossingRuns(rnd, hostTokens, pageSize, n),
-                        LayoutOracle.crossingRuns(rnd, deviceTokens, pageSize, n)};
-            }
+                        LayoutOracle.wholePages(rnd, deviceTokens / pageSize, pageSize, pages)
+                    };
+                }
+            case TOKEN_GRANULAR:
+                {
+                    int n = (int) Math.max(1, smaller * 3 / 8);
+                    return new long[][] {
+                        LayoutOracle.tokenGranular(rnd, hostTokens, n),
+                        LayoutOracle.tokenGranular(rnd, deviceTokens, n)
+                    };
+                }
+            case CROSSING_RUNS:
+                {
+                    int n = (int) Math.max(1, smaller * 3 / 8);
+                    return new long[][] {
+                        LayoutOracle.crossingRuns(rnd, hostTokens, pageSize, n),
+                        LayoutOracle.crossingRuns(rnd, deviceTokens, pageSize, n)
+                    };
+                }
             default:
                 throw new AssertionError(kind);
         }
     }
 
-    private static void runCase(Config cfg, KvLayout layout, IndexKind indexKind,
-            DeviceMemory memory, long seed) {
+    private static void runCase(
+            Config cfg, KvLayout layout, IndexKind indexKind, DeviceMemory memory, long seed) {
         long hostPages = hostPages(cfg.pageSize);
         Random rnd = new Random(seed);
-        long[][] pairs = indexPairs(indexKind, rnd, hostPages * cfg.pageSize,
-                cfg.pages * cfg.pageSize, cfg.pageSize);
+        long[][] pairs =
+                indexPairs(
+                        indexKind,
+                        rnd,
+                        hostPages * cfg.pageSize,
+                        cfg.pages * cfg.pageSize,
+                        cfg.pageSize);
         try (DeviceUnderTest dev = DeviceUnderTest.create(cfg, memory, seed)) {
             try (HostKvPool host = PoolFixtures.host(dev.pool, layout, hostPages)) {
                 Placement hostPlacement =
                         LayoutOracle.standard(cfg.geometry(layout, cfg.layers, hostPages), 0);
-                checkBackupAndLoads(cfg, dev, host, hostPlacement, pairs[0], pairs[1], 0, cfg.layers,
-                        allLayers(cfg.layers), seed);
+                checkBackupAndLoads(
+                        cfg,
+                        dev,
+                        host,
+                        hostPlacement,
+                        pairs[0],
+                        pairs[1],
+                        0,
+                        cfg.layers,
+                        allLayers(cfg.layers),
+                        seed);
             }
         }
     }
@@ -201,28 +258,51 @@ public class ConformanceMatrixTest {
      * Backup of device layers [layerStart, layerStart + hostLayers) into the host, then loads of
      * {@code loadLayers} (device layer ids, all held by the host) one at a time.
      */
-    static void checkBackupAndLoads(Config cfg, DeviceUnderTest dev, HostKvPool host,
-            Placement hostPlacement, long[] hostIdx, long[] devIdx, long layerStart, long hostLayers,
-            long[] loadLayers, long seed) {
+    static void checkBackupAndLoads(
+            Config cfg,
+            DeviceUnderTest dev,
+            HostKvPool host,
+            Placement hostPlacement,
+            long[] hostIdx,
+            long[] devIdx,
+            long layerStart,
+            long hostLayers,
+            long[] loadLayers,
+            long seed) {
         ByteBuffer hostBuf = host.buffer();
         String what = cfg + " host " + hostPlacement.geometry() + " n=" + hostIdx.length;
 
         // backup: device -> host, all held layers
         byte[] devData = LayoutOracle.fill(dev.buffer, seed);
         byte[] expectedHost = LayoutOracle.canary(hostBuf, seed);
-        LayoutOracle.applyTransfer(devData, dev.placement, expectedHost, hostPlacement, devIdx, hostIdx,
-                layerStart, 0, hostLayers);
+        LayoutOracle.applyTransfer(
+                devData,
+                dev.placement,
+                expectedHost,
+                hostPlacement,
+                devIdx,
+                hostIdx,
+                layerStart,
+                0,
+                hostLayers);
         try (TokenIndices h = TokenIndices.of(hostIdx);
                 TokenIndices d = TokenIndices.of(devIdx);
                 Transfer t = host.backupFromDevice(dev.pool, h, d)) {
             t.await();
             assertTrue(t.isDone());
-            assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, hostIdx.length, hostLayers),
+            assertEquals(
+                    t.bytes(),
+                    PoolFixtures.movedBytes(cfg, hostIdx.length, hostLayers),
                     "bytes of backup");
         }
-        LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(hostBuf), expectedHost, hostPlacement,
+        LayoutOracle.assertPoolEquals(
+                LayoutOracle.snapshot(hostBuf),
+                expectedHost,
+                hostPlacement,
                 "host after backup, " + what);
-        LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(dev.buffer), devData,
+        LayoutOracle.assertBytesEqual(
+                LayoutOracle.snapshot(dev.buffer),
+                devData,
                 "device (source) after backup, " + what);
 
         // loads: host -> device, one layer per call, cumulative
@@ -231,19 +311,32 @@ public class ConformanceMatrixTest {
         try (TokenIndices h = TokenIndices.of(hostIdx);
                 TokenIndices d = TokenIndices.of(devIdx)) {
             for (long layer : loadLayers) {
-                LayoutOracle.applyTransfer(hostData, hostPlacement, expectedDev, dev.placement, hostIdx,
-                        devIdx, layer - layerStart, layer, 1);
+                LayoutOracle.applyTransfer(
+                        hostData,
+                        hostPlacement,
+                        expectedDev,
+                        dev.placement,
+                        hostIdx,
+                        devIdx,
+                        layer - layerStart,
+                        layer,
+                        1);
                 try (Transfer t = host.loadToDevice(dev.pool, h, d, layer)) {
                     t.await();
-                    assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, hostIdx.length, 1),
+                    assertEquals(
+                            t.bytes(),
+                            PoolFixtures.movedBytes(cfg, hostIdx.length, 1),
                             "bytes of load of layer " + layer);
                 }
-                LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(dev.buffer), expectedDev,
-                        dev.placement, "device after load of layer " + layer + ", " + what);
+                LayoutOracle.assertPoolEquals(
+                        LayoutOracle.snapshot(dev.buffer),
+                        expectedDev,
+                        dev.placement,
+                        "device after load of layer " + layer + ", " + what);
             }
         }
-        LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(hostBuf), hostData,
-                "host (source) after loads, " + what);
+        LayoutOracle.assertBytesEqual(
+                LayoutOracle.snapshot(hostBuf), hostData, "host (source) after loads, " + what);
     }
 
     /**
@@ -257,8 +350,8 @@ public class ConformanceMatrixTest {
         final Placement placement;
         private final DeviceKvPool backing;
 
-        private DeviceUnderTest(DeviceKvPool pool, ByteBuffer buffer, Placement placement,
-                DeviceKvPool backing) {
+        private DeviceUnderTest(
+                DeviceKvPool pool, ByteBuffer buffer, Placement placement, DeviceKvPool backing) {
             this.pool = pool;
             this.buffer = buffer;
             this.placement = placement;
@@ -292,11 +385,16 @@ public class ConformanceMatrixTest {
                 long[] addresses = new long[pieces];
                 for (int i = 0; i < pieces; i++) addresses[i] = base + offsets[i];
                 PoolSpec spec = cfg.spec(KvLayout.LAYER_FIRST);
-                DeviceKvPool pool = perLayer
-                        ? DeviceKvPool.wrapLayers(spec, addresses, pieceBytes, IoBackend.CPU)
-                        : DeviceKvPool.wrapComponents(spec, addresses, pieceBytes, IoBackend.CPU);
-                Placement placement = perLayer ? LayoutOracle.layerTable(g, offsets)
-                        : LayoutOracle.componentTable(g, offsets);
+                DeviceKvPool pool =
+                        perLayer
+                                ? DeviceKvPool.wrapLayers(
+                                        spec, addresses, pieceBytes, IoBackend.CPU)
+                                : DeviceKvPool.wrapComponents(
+                                        spec, addresses, pieceBytes, IoBackend.CPU);
+                Placement placement =
+                        perLayer
+                                ? LayoutOracle.layerTable(g, offsets)
+                                : LayoutOracle.componentTable(g, offsets);
                 assertEquals(pool.regionCount(), pieces, "regions of a wrapped pool");
                 for (int i = 0; i < pieces; i++) {
                     assertEquals(pool.regionAddress(i), addresses[i], "region " + i + " address");
@@ -314,11 +412,16 @@ public class ConformanceMatrixTest {
             long bytes = g.totalBytes();
             DeviceKvPool backing = allocateBacking(bytes + 2 * gap);
             try {
-                DeviceKvPool pool = DeviceKvPool.wrap(cfg.spec(KvLayout.LAYER_FIRST), backing.regionAddress(0) + gap,
-                        bytes, IoBackend.CPU);
+                DeviceKvPool pool =
+                        DeviceKvPool.wrap(
+                                cfg.spec(KvLayout.LAYER_FIRST),
+                                backing.regionAddress(0) + gap,
+                                bytes,
+                                IoBackend.CPU);
                 assertEquals(pool.regionCount(), 1);
                 assertEquals(pool.regionAddress(0), backing.regionAddress(0) + gap);
-                return new DeviceUnderTest(pool, backing.buffer(), LayoutOracle.standard(g, gap), backing);
+                return new DeviceUnderTest(
+                        pool, backing.buffer(), LayoutOracle.standard(g, gap), backing);
             } catch (RuntimeException | Error e) {
                 backing.close();
                 throw e;
@@ -327,8 +430,17 @@ public class ConformanceMatrixTest {
 
         /** Plain memory from kvio: a one-row MLA pool of the given size. */
         static DeviceKvPool allocateBacking(long bytes) {
-            return DeviceKvPool.allocate(PoolSpec.builder().kind(PoolKind.MLA).layout(KvLayout.LAYER_FIRST)
-                    .layers(1).pages(1).pageSize(1).heads(1).headBytes(bytes).build(), IoBackend.CPU);
+            return DeviceKvPool.allocate(
+                    PoolSpec.builder()
+                            .kind(PoolKind.MLA)
+                            .layout(KvLayout.LAYER_FIRST)
+                            .layers(1)
+                            .pages(1)
+                            .pageSize(1)
+                            .heads(1)
+                            .headBytes(bytes)
+                            .build(),
+                    IoBackend.CPU);
         }
 
         @Override

@@ -39,13 +39,15 @@ public class CudaBackendTest {
     public void loadThenBackupMatchesOracle(IoBackend backend) {
         requireGpu(backend);
         for (PoolKind kind : PoolKind.values()) {
-            PoolFixtures.Config cfg = kind == PoolKind.MHA
-                    ? new PoolFixtures.Config(kind, 4, 16, 16, 4, 128)
-                    : new PoolFixtures.Config(kind, 4, 16, 16, 1, 656);
+            PoolFixtures.Config cfg =
+                    kind == PoolKind.MHA
+                            ? new PoolFixtures.Config(kind, 4, 16, 16, 4, 128)
+                            : new PoolFixtures.Config(kind, 4, 16, 16, 1, 656);
             Random rnd = new Random(17 + kind.ordinal());
             for (KvLayout from : PoolFixtures.hostLayouts(kind)) {
                 for (KvLayout to : PoolFixtures.hostLayouts(kind)) {
-                    try (DeviceKvPool device = DeviceKvPool.allocate(cfg.spec(KvLayout.LAYER_FIRST), backend);
+                    try (DeviceKvPool device =
+                                    DeviceKvPool.allocate(cfg.spec(KvLayout.LAYER_FIRST), backend);
                             HostKvPool source = host(device, from, 24);
                             HostKvPool destination = host(device, to, 20)) {
                         byte[] src = LayoutOracle.fill(source.buffer(), rnd.nextLong());
@@ -54,20 +56,38 @@ public class CudaBackendTest {
                         long[] deviceSlots = LayoutOracle.wholePages(rnd, 16, 16, 5);
                         long[] hostTo = LayoutOracle.tokenGranular(rnd, 20 * 16, hostFrom.length);
                         for (long layer = 0; layer < cfg.layers; layer++) {
-                            try (Transfer t = source.loadToDevice(device, TokenIndices.of(hostFrom),
-                                    TokenIndices.of(deviceSlots), layer)) {
+                            try (Transfer t =
+                                    source.loadToDevice(
+                                            device,
+                                            TokenIndices.of(hostFrom),
+                                            TokenIndices.of(deviceSlots),
+                                            layer)) {
                                 t.await();
                             }
                         }
-                        try (Transfer t = destination.backupFromDevice(device, TokenIndices.of(hostTo),
-                                TokenIndices.of(deviceSlots))) {
+                        try (Transfer t =
+                                destination.backupFromDevice(
+                                        device,
+                                        TokenIndices.of(hostTo),
+                                        TokenIndices.of(deviceSlots))) {
                             t.await();
-                            assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, hostTo.length, cfg.layers));
+                            assertEquals(
+                                    t.bytes(),
+                                    PoolFixtures.movedBytes(cfg, hostTo.length, cfg.layers));
                         }
-                        LayoutOracle.applyTransfer(src, LayoutOracle.standard(cfg.geometry(from, 4, 24), 0),
-                                expected, LayoutOracle.standard(cfg.geometry(to, 4, 20), 0), hostFrom, hostTo,
-                                0, 0, cfg.layers);
-                        LayoutOracle.assertBufferEquals(destination.buffer(), expected,
+                        LayoutOracle.applyTransfer(
+                                src,
+                                LayoutOracle.standard(cfg.geometry(from, 4, 24), 0),
+                                expected,
+                                LayoutOracle.standard(cfg.geometry(to, 4, 20), 0),
+                                hostFrom,
+                                hostTo,
+                                0,
+                                0,
+                                cfg.layers);
+                        LayoutOracle.assertBufferEquals(
+                                destination.buffer(),
+                                expected,
                                 backend + " " + kind + " " + from + " -> device -> " + to);
                     }
                 }
@@ -80,7 +100,8 @@ public class CudaBackendTest {
         requireGpu(backend);
         PoolFixtures.Config cfg = new PoolFixtures.Config(PoolKind.MLA, 1, 2, 4, 1, 64);
         try (DeviceKvPool device = DeviceKvPool.allocate(cfg.spec(KvLayout.LAYER_FIRST), backend)) {
-            KvioUnsupportedException e = expectThrows(KvioUnsupportedException.class, device::buffer);
+            KvioUnsupportedException e =
+                    expectThrows(KvioUnsupportedException.class, device::buffer);
             assertTrue(e.getMessage().contains("CUDA device memory"), e.getMessage());
         }
     }

@@ -45,7 +45,9 @@ public class JarIT {
 
     private static Path jar(String property) {
         String path = System.getProperty(property);
-        assertTrue(path != null, "system property " + property + " is not set (run through mvn verify)");
+        assertTrue(
+                path != null,
+                "system property " + property + " is not set (run through mvn verify)");
         Path p = Paths.get(path).toAbsolutePath();
         assertTrue(Files.isRegularFile(p), p + " does not exist");
         return p;
@@ -67,7 +69,8 @@ public class JarIT {
 
     private Result run(String... command) throws Exception {
         List<String> cmd = new ArrayList<>(Arrays.asList(command));
-        ProcessBuilder pb = new ProcessBuilder(cmd).directory(workDir.toFile()).redirectErrorStream(true);
+        ProcessBuilder pb =
+                new ProcessBuilder(cmd).directory(workDir.toFile()).redirectErrorStream(true);
         Process process = pb.start();
         byte[] out = process.getInputStream().readAllBytes();
         assertTrue(process.waitFor(120, TimeUnit.SECONDS), "timed out: " + cmd);
@@ -77,11 +80,20 @@ public class JarIT {
     @Test
     public void cliJarRunsFromAnotherDirectory() throws Exception {
         Path cli = jar("kvio.cli.jar");
-        Result r = run(java(), "-Dorg.bytedeco.javacpp.cachedir=" + workDir.resolve("cache"), "-jar", cli.toString(),
-                "--tokens", "512", "--layers", "4");
+        Result r =
+                run(
+                        java(),
+                        "-Dorg.bytedeco.javacpp.cachedir=" + workDir.resolve("cache"),
+                        "-jar",
+                        cli.toString(),
+                        "--tokens",
+                        "512",
+                        "--layers",
+                        "4");
         assertEquals(r.exit, 0, r.output);
         for (KvLayout layout : KvLayout.values()) {
-            assertTrue(r.output.matches("(?s).*\\n" + layout.userName() + " .*verify OK.*"),
+            assertTrue(
+                    r.output.matches("(?s).*\\n" + layout.userName() + " .*verify OK.*"),
                     "no verification line for " + layout.userName() + ":\n" + r.output);
         }
         assertTrue(r.output.contains("all 4 layouts verified OK"), r.output);
@@ -105,18 +117,34 @@ public class JarIT {
     @Test
     public void coreJarLoadsOnAFreshClassPath() throws Exception {
         Path core = jar("kvio.jar");
-        Path javacpp = Paths.get(Loader.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path javacpp =
+                Paths.get(Loader.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         Path cache = workDir.resolve("cache-core");
         String classPath = core + File.pathSeparator + javacpp;
-        Result r = run(java(), "-Dorg.bytedeco.javacpp.cachedir=" + cache, "-cp", classPath, "io.kvio.cli.Main",
-                "--tokens", "100", "--layers", "2", "--page-size", "16", "--layouts", "page_first_direct");
+        Result r =
+                run(
+                        java(),
+                        "-Dorg.bytedeco.javacpp.cachedir=" + cache,
+                        "-cp",
+                        classPath,
+                        "io.kvio.cli.Main",
+                        "--tokens",
+                        "100",
+                        "--layers",
+                        "2",
+                        "--page-size",
+                        "16",
+                        "--layouts",
+                        "page_first_direct");
         assertEquals(r.exit, 0, r.output);
         assertTrue(r.output.contains("verify OK"), r.output);
         // the natives came out of kvio.jar into the cache, not from target/classes
         try (Stream<Path> files = Files.walk(cache)) {
             List<String> names = new ArrayList<>();
             files.forEach(f -> names.add(f.getFileName().toString()));
-            assertTrue(names.contains("libkvio.so") && names.contains("libjniKvioNative.so"), names.toString());
+            assertTrue(
+                    names.contains("libkvio.so") && names.contains("libjniKvioNative.so"),
+                    names.toString());
         }
     }
 

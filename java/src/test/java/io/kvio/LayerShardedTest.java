@@ -30,10 +30,12 @@ public class LayerShardedTest {
         for (PoolKind kind : PoolKind.values()) {
             for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
                 for (long[] r : ranges) {
-                    // device memory: allocated, or a per-layer table (shuffled, with gaps) for some ranges
-                    ConformanceMatrixTest.DeviceMemory mem = r[0] == 2 || r[0] == 5
-                            ? ConformanceMatrixTest.DeviceMemory.WRAP_LAYERS
-                            : ConformanceMatrixTest.DeviceMemory.ALLOCATED;
+                    // device memory: allocated, or a per-layer table (shuffled, with gaps) for some
+                    // ranges
+                    ConformanceMatrixTest.DeviceMemory mem =
+                            r[0] == 2 || r[0] == 5
+                                    ? ConformanceMatrixTest.DeviceMemory.WRAP_LAYERS
+                                    : ConformanceMatrixTest.DeviceMemory.ALLOCATED;
                     rows.add(new Object[] {kind, layout, r[0], r[1], mem, seed++});
                 }
             }
@@ -42,11 +44,22 @@ public class LayerShardedTest {
     }
 
     @Test(dataProvider = "shards")
-    public void shardedBackupAndLoads(PoolKind kind, KvLayout layout, long start, long count,
-            ConformanceMatrixTest.DeviceMemory memory, long seed) {
+    public void shardedBackupAndLoads(
+            PoolKind kind,
+            KvLayout layout,
+            long start,
+            long count,
+            ConformanceMatrixTest.DeviceMemory memory,
+            long seed) {
         long ps = 4;
-        Config cfg = new Config(kind, DEVICE_LAYERS, 8, ps, kind == PoolKind.MHA ? 2 : 1,
-                kind == PoolKind.MHA ? 24 : 80);
+        Config cfg =
+                new Config(
+                        kind,
+                        DEVICE_LAYERS,
+                        8,
+                        ps,
+                        kind == PoolKind.MHA ? 2 : 1,
+                        kind == PoolKind.MHA ? 24 : 80);
         long hostPages = 6;
         Random rnd = new Random(seed);
         int n = 10;
@@ -54,9 +67,11 @@ public class LayerShardedTest {
         long[] devIdx = LayoutOracle.tokenGranular(rnd, cfg.pages * ps, n);
         // the host holds only `count` layers: its geometry has exactly those
         Placement hostPlacement = LayoutOracle.standard(cfg.geometry(layout, count, hostPages), 0);
-        String what = kind + " " + layout + " layers [" + start + ", " + (start + count) + ") " + memory;
+        String what =
+                kind + " " + layout + " layers [" + start + ", " + (start + count) + ") " + memory;
 
-        try (ConformanceMatrixTest.DeviceUnderTest dev = ConformanceMatrixTest.DeviceUnderTest.create(cfg, memory, seed);
+        try (ConformanceMatrixTest.DeviceUnderTest dev =
+                        ConformanceMatrixTest.DeviceUnderTest.create(cfg, memory, seed);
                 HostKvPool host = PoolFixtures.host(dev.pool, layout, hostPages, start, count);
                 TokenIndices h = TokenIndices.of(hostIdx);
                 TokenIndices d = TokenIndices.of(devIdx)) {
@@ -65,22 +80,35 @@ public class LayerShardedTest {
             Placement devPlacement = dev.placement;
             ByteBuffer hostBuf = host.buffer();
             assertEquals(host.spec().numLayers(), count, "host layers of " + what);
-            assertTrue(hostBuf.capacity() >= hostPlacement.geometry().totalBytes(),
+            assertTrue(
+                    hostBuf.capacity() >= hostPlacement.geometry().totalBytes(),
                     "host buffer holds the shard");
 
             // backup: exactly device layers [start, start + count)
             byte[] devData = LayoutOracle.fill(devBuf, seed);
             byte[] expectedHost = LayoutOracle.canary(hostBuf, seed);
-            LayoutOracle.applyTransfer(devData, devPlacement, expectedHost, hostPlacement, devIdx,
-                    hostIdx, start, 0, count);
+            LayoutOracle.applyTransfer(
+                    devData,
+                    devPlacement,
+                    expectedHost,
+                    hostPlacement,
+                    devIdx,
+                    hostIdx,
+                    start,
+                    0,
+                    count);
             try (Transfer t = host.backupFromDevice(device, h, d)) {
                 t.await();
-                assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, n, count), "backup bytes, " + what);
+                assertEquals(
+                        t.bytes(), PoolFixtures.movedBytes(cfg, n, count), "backup bytes, " + what);
             }
-            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(hostBuf), expectedHost, hostPlacement,
+            LayoutOracle.assertPoolEquals(
+                    LayoutOracle.snapshot(hostBuf),
+                    expectedHost,
+                    hostPlacement,
                     "host after sharded backup, " + what);
-            LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(devBuf), devData,
-                    "device after sharded backup, " + what);
+            LayoutOracle.assertBytesEqual(
+                    LayoutOracle.snapshot(devBuf), devData, "device after sharded backup, " + what);
 
             // loads of every device layer
             byte[] hostData = LayoutOracle.fill(hostBuf, seed + 1);
@@ -88,23 +116,42 @@ public class LayerShardedTest {
             for (long layer = 0; layer < DEVICE_LAYERS; layer++) {
                 boolean held = layer >= start && layer < start + count;
                 if (held) {
-                    LayoutOracle.applyTransfer(hostData, hostPlacement, expectedDev, devPlacement, hostIdx,
-                            devIdx, layer - start, layer, 1);
+                    LayoutOracle.applyTransfer(
+                            hostData,
+                            hostPlacement,
+                            expectedDev,
+                            devPlacement,
+                            hostIdx,
+                            devIdx,
+                            layer - start,
+                            layer,
+                            1);
                 }
                 try (Transfer t = host.loadToDevice(device, h, d, layer)) {
                     if (!held) {
-                        assertTrue(t.isDone(), "load of a layer the pool does not hold is already done");
+                        assertTrue(
+                                t.isDone(),
+                                "load of a layer the pool does not hold is already done");
                     }
                     t.await();
-                    assertEquals(t.bytes(), held ? PoolFixtures.movedBytes(cfg, n, 1) : 0L,
+                    assertEquals(
+                            t.bytes(),
+                            held ? PoolFixtures.movedBytes(cfg, n, 1) : 0L,
                             "bytes of load of layer " + layer + ", " + what);
                 }
-                LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(devBuf), expectedDev, devPlacement,
-                        "device after load of " + (held ? "held" : "non-held") + " layer " + layer + ", "
+                LayoutOracle.assertPoolEquals(
+                        LayoutOracle.snapshot(devBuf),
+                        expectedDev,
+                        devPlacement,
+                        "device after load of "
+                                + (held ? "held" : "non-held")
+                                + " layer "
+                                + layer
+                                + ", "
                                 + what);
             }
-            LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(hostBuf), hostData,
-                    "host after loads, " + what);
+            LayoutOracle.assertBytesEqual(
+                    LayoutOracle.snapshot(hostBuf), hostData, "host after loads, " + what);
         }
     }
 }

@@ -47,7 +47,13 @@ final class LayoutOracle {
         final long heads;
         final long headBytes;
 
-        Geometry(int components, Shape shape, long layers, long pages, long pageSize, long heads,
+        Geometry(
+                int components,
+                Shape shape,
+                long layers,
+                long pages,
+                long pageSize,
+                long heads,
                 long headBytes) {
             this.components = components;
             this.shape = shape;
@@ -76,14 +82,26 @@ final class LayoutOracle {
 
         @Override
         public String toString() {
-            return components + "x" + shape + "(L=" + layers + ",P=" + pages + ",ps=" + pageSize + ",H="
-                    + heads + ",hb=" + headBytes + ")";
+            return components
+                    + "x"
+                    + shape
+                    + "(L="
+                    + layers
+                    + ",P="
+                    + pages
+                    + ",ps="
+                    + pageSize
+                    + ",H="
+                    + heads
+                    + ",hb="
+                    + headBytes
+                    + ")";
         }
     }
 
     /**
-     * Byte offset of (component c, layer l, token t, head h) from the start of a single-buffer
-     * pool whose components lie one after another.
+     * Byte offset of (component c, layer l, token t, head h) from the start of a single-buffer pool
+     * whose components lie one after another.
      */
     static long offset(Geometry g, int c, long l, long t, long h) {
         final long L = g.layers;
@@ -140,7 +158,8 @@ final class LayoutOracle {
      * inside the backing array; each is (S, H, D).
      */
     static Placement layerTable(Geometry g, long[] layerBases) {
-        if (g.shape != Shape.LAYER_FIRST) throw new IllegalArgumentException("layer tables are layer_first");
+        if (g.shape != Shape.LAYER_FIRST)
+            throw new IllegalArgumentException("layer tables are layer_first");
         return new Placement() {
             @Override
             public Geometry geometry() {
@@ -154,12 +173,15 @@ final class LayoutOracle {
         };
     }
 
-    /** A layer_first pool whose components start at {@code componentBases[c]}; each (L, S, H, D). */
+    /**
+     * A layer_first pool whose components start at {@code componentBases[c]}; each (L, S, H, D).
+     */
     static Placement componentTable(Geometry g, long[] componentBases) {
         long[] layerBases = new long[(int) (g.components * g.layers)];
         for (int c = 0; c < g.components; c++) {
             for (long l = 0; l < g.layers; l++) {
-                layerBases[(int) (c * g.layers + l)] = componentBases[c] + l * g.tokens() * g.rowBytes();
+                layerBases[(int) (c * g.layers + l)] =
+                        componentBases[c] + l * g.tokens() * g.rowBytes();
             }
         }
         return layerTable(g, layerBases);
@@ -169,11 +191,21 @@ final class LayoutOracle {
      * Applies a transfer to {@code expected} the naive way: for each index pair, each layer j of
      * the layer map, each component and each head, copy headBytes bytes from the source snapshot.
      */
-    static void applyTransfer(byte[] source, Placement src, byte[] expected, Placement dst,
-            long[] srcIdx, long[] dstIdx, long srcLayerStart, long dstLayerStart, long numLayers) {
+    static void applyTransfer(
+            byte[] source,
+            Placement src,
+            byte[] expected,
+            Placement dst,
+            long[] srcIdx,
+            long[] dstIdx,
+            long srcLayerStart,
+            long dstLayerStart,
+            long numLayers) {
         Geometry sg = src.geometry();
         Geometry dg = dst.geometry();
-        if (sg.components != dg.components || sg.heads != dg.heads || sg.headBytes != dg.headBytes) {
+        if (sg.components != dg.components
+                || sg.heads != dg.heads
+                || sg.headBytes != dg.headBytes) {
             throw new IllegalArgumentException("oracle: row geometry differs");
         }
         if (srcIdx.length != dstIdx.length) throw new IllegalArgumentException("oracle: lengths");
@@ -244,8 +276,15 @@ final class LayoutOracle {
                 count++;
             }
         }
-        fail(String.format("%s: %d of %d bytes differ; first at byte %d (actual 0x%02x, expected 0x%02x)",
-                what, count, actual.length, first, actual[first] & 0xff, expected[first] & 0xff));
+        fail(
+                String.format(
+                        "%s: %d of %d bytes differ; first at byte %d (actual 0x%02x, expected 0x%02x)",
+                        what,
+                        count,
+                        actual.length,
+                        first,
+                        actual[first] & 0xff,
+                        expected[first] & 0xff));
     }
 
     /** Like {@link #assertBytesEqual} but names the (c, l, t, h) of the first wrong row. */
@@ -259,8 +298,11 @@ final class LayoutOracle {
                         int off = (int) where.offset(c, l, t, h);
                         for (int b = 0; b < g.headBytes; b++) {
                             if (actual[off + b] != expected[off + b]) {
-                                fail(String.format("%s: first wrong row at component %d, layer %d, token %d, head %d"
-                                        + " (byte %d)", what, c, l, t, h, off + b));
+                                fail(
+                                        String.format(
+                                                "%s: first wrong row at component %d, layer %d, token %d, head %d"
+                                                        + " (byte %d)",
+                                                what, c, l, t, h, off + b));
                             }
                         }
                     }
@@ -289,8 +331,8 @@ final class LayoutOracle {
     }
 
     /**
-     * Runs of consecutive slots that start at random (not page-aligned) positions and so cross
-     * page boundaries; runs do not overlap each other. Total length n (n <= tokens / 2).
+     * Runs of consecutive slots that start at random (not page-aligned) positions and so cross page
+     * boundaries; runs do not overlap each other. Total length n (n <= tokens / 2).
      */
     static long[] crossingRuns(Random rnd, long tokens, long pageSize, int n) {
         Set<Long> used = new LinkedHashSet<>();

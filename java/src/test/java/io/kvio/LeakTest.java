@@ -31,17 +31,32 @@ public class LeakTest {
     }
 
     private static void cycles(int count, KvioExecutor executor) {
-        PoolSpec spec = PoolSpec.builder().kind(PoolKind.MHA).layout(KvLayout.LAYER_FIRST).layers(2).pages(4)
-                .pageSize(4).heads(2).headBytes(64).build();
-        try (TokenIndices from = TokenIndices.of(1, 2, 3); TokenIndices to = TokenIndices.of(9, 8, 7)) {
+        PoolSpec spec =
+                PoolSpec.builder()
+                        .kind(PoolKind.MHA)
+                        .layout(KvLayout.LAYER_FIRST)
+                        .layers(2)
+                        .pages(4)
+                        .pageSize(4)
+                        .heads(2)
+                        .headBytes(64)
+                        .build();
+        try (TokenIndices from = TokenIndices.of(1, 2, 3);
+                TokenIndices to = TokenIndices.of(9, 8, 7)) {
             for (int i = 0; i < count; i++) {
                 try (DeviceKvPool device = DeviceKvPool.allocate(spec, IoBackend.CPU);
-                        HostKvPool host = HostKvPool.builder().forDevice(device).layout(KvLayout.PAGE_FIRST_DIRECT)
-                                .ioBackend(IoBackend.CPU).pages(4).executor(executor).build()) {
+                        HostKvPool host =
+                                HostKvPool.builder()
+                                        .forDevice(device)
+                                        .layout(KvLayout.PAGE_FIRST_DIRECT)
+                                        .ioBackend(IoBackend.CPU)
+                                        .pages(4)
+                                        .executor(executor)
+                                        .build()) {
                     Transfer t = host.backupFromDevice(device, to, from);
                     if (i % 2 == 0) {
                         t.await();
-                    }  // else: closed with the pools in flight, released by close()
+                    } // else: closed with the pools in flight, released by close()
                     t.close();
                 }
             }
@@ -51,7 +66,9 @@ public class LeakTest {
     /** Counters that must come back: pools, transfers, allocations (executors may be shared). */
     private static long[] settled(long[] baseline) throws InterruptedException {
         long[] now = Dispatcher.debugLiveObjects();
-        for (int i = 0; i < 2000 && (now[0] > baseline[0] || now[2] > baseline[2] || now[3] > baseline[3]); i++) {
+        for (int i = 0;
+                i < 2000 && (now[0] > baseline[0] || now[2] > baseline[2] || now[3] > baseline[3]);
+                i++) {
             Thread.sleep(1);
             now = Dispatcher.debugLiveObjects();
         }
@@ -61,62 +78,90 @@ public class LeakTest {
     @Test(timeOut = 300_000)
     public void hundredThousandCreateTransferCloseCycles() throws Exception {
         try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 2)) {
-            cycles(5_000, executor);  // warm-up: JIT, allocator caches
+            cycles(5_000, executor); // warm-up: JIT, allocator caches
             System.gc();
             long[] baseline = Dispatcher.debugLiveObjects();
             long before = residentKiB();
             cycles(100_000, executor);
             long[] after = settled(baseline);
             long grown = residentKiB() - before;
-            assertTrue(after[0] <= baseline[0] && after[2] <= baseline[2] && after[3] <= baseline[3],
-                    "native objects left open: " + Arrays.toString(after) + " vs " + Arrays.toString(baseline)
+            assertTrue(
+                    after[0] <= baseline[0] && after[2] <= baseline[2] && after[3] <= baseline[3],
+                    "native objects left open: "
+                            + Arrays.toString(after)
+                            + " vs "
+                            + Arrays.toString(baseline)
                             + " (pools, executors, transfers, allocations)");
-            // 100 000 leaked pools would be 200 000 mappings of >= 2 MiB; allow JVM/allocator noise.
-            assertTrue(grown < 64 * 1024, "resident size grew by " + grown + " KiB over 100 000 cycles");
+            // 100 000 leaked pools would be 200 000 mappings of >= 2 MiB; allow JVM/allocator
+            // noise.
+            assertTrue(
+                    grown < 64 * 1024,
+                    "resident size grew by " + grown + " KiB over 100 000 cycles");
         }
     }
 
     @Test(timeOut = 120_000)
     public void forgottenPoolsAreFreedByTheCleanerWithAWarning() throws Exception {
         List<String> warnings = new ArrayList<>();
-        Handler capture = new Handler() {
-            @Override
-            public void publish(LogRecord r) {
-                if (r.getLevel().intValue() >= Level.WARNING.intValue()) {
-                    synchronized (warnings) {
-                        warnings.add(r.getMessage());
+        Handler capture =
+                new Handler() {
+                    @Override
+                    public void publish(LogRecord r) {
+                        if (r.getLevel().intValue() >= Level.WARNING.intValue()) {
+                            synchronized (warnings) {
+                                warnings.add(r.getMessage());
+                            }
+                        }
                     }
-                }
-            }
 
-            @Override
-            public void flush() {}
+                    @Override
+                    public void flush() {}
 
-            @Override
-            public void close() {}
-        };
+                    @Override
+                    public void close() {}
+                };
         Logger logger = Logger.getLogger("io.kvio");
         logger.addHandler(capture);
         try {
             long freedBefore = KvPool.FREED_BY_CLEANER.get();
             long[] baseline = Dispatcher.debugLiveObjects();
-            PoolSpec spec = PoolSpec.builder().kind(PoolKind.MLA).layout(KvLayout.LAYER_FIRST).layers(2).pages(8)
-                    .pageSize(4).heads(1).headBytes(64).build();
+            PoolSpec spec =
+                    PoolSpec.builder()
+                            .kind(PoolKind.MLA)
+                            .layout(KvLayout.LAYER_FIRST)
+                            .layers(2)
+                            .pages(8)
+                            .pageSize(4)
+                            .heads(1)
+                            .headBytes(64)
+                            .build();
             for (int i = 0; i < 50; i++) {
-                DeviceKvPool.allocate(spec, IoBackend.CPU).buffer().put(0, (byte) i);  // never closed
+                DeviceKvPool.allocate(spec, IoBackend.CPU)
+                        .buffer()
+                        .put(0, (byte) i); // never closed
             }
             assertTrue(Dispatcher.debugLiveObjects()[0] >= baseline[0] + 50, "50 pools open");
             for (int i = 0; i < 200 && KvPool.FREED_BY_CLEANER.get() < freedBefore + 50; i++) {
                 System.gc();
                 Thread.sleep(20);
             }
-            assertTrue(KvPool.FREED_BY_CLEANER.get() >= freedBefore + 50,
+            assertTrue(
+                    KvPool.FREED_BY_CLEANER.get() >= freedBefore + 50,
                     "pools freed by the Cleaner: " + (KvPool.FREED_BY_CLEANER.get() - freedBefore));
             long[] after = settled(baseline);
-            assertTrue(after[0] <= baseline[0] && after[3] <= baseline[3],
-                    "native pools after the Cleaner: " + Arrays.toString(after) + " vs " + Arrays.toString(baseline));
+            assertTrue(
+                    after[0] <= baseline[0] && after[3] <= baseline[3],
+                    "native pools after the Cleaner: "
+                            + Arrays.toString(after)
+                            + " vs "
+                            + Arrays.toString(baseline));
             synchronized (warnings) {
-                assertTrue(warnings.stream().anyMatch(w -> w.contains("DeviceKvPool") && w.contains("was never closed")),
+                assertTrue(
+                        warnings.stream()
+                                .anyMatch(
+                                        w ->
+                                                w.contains("DeviceKvPool")
+                                                        && w.contains("was never closed")),
                         "warnings: " + warnings);
             }
         } finally {

@@ -47,8 +47,14 @@ final class PoolFixtures {
         }
 
         LayoutOracle.Geometry geometry(KvLayout layout, long numLayers, long numPages) {
-            return new LayoutOracle.Geometry(components(), LayoutOracle.Shape.of(layout), numLayers,
-                    numPages, pageSize, heads, headBytes);
+            return new LayoutOracle.Geometry(
+                    components(),
+                    LayoutOracle.Shape.of(layout),
+                    numLayers,
+                    numPages,
+                    pageSize,
+                    heads,
+                    headBytes);
         }
 
         /** The device pool's geometry: layer_first, this config's layers and pages. */
@@ -62,8 +68,8 @@ final class PoolFixtures {
 
         @Override
         public String toString() {
-            return kind + "(L=" + layers + ",P=" + pages + ",ps=" + pageSize + ",H=" + heads + ",hb="
-                    + headBytes + ")";
+            return kind + "(L=" + layers + ",P=" + pages + ",ps=" + pageSize + ",H=" + heads
+                    + ",hb=" + headBytes + ")";
         }
     }
 
@@ -77,8 +83,8 @@ final class PoolFixtures {
                 .build();
     }
 
-    static HostKvPool host(DeviceKvPool device, KvLayout layout, long pages, long layerStart,
-            long numLayers) {
+    static HostKvPool host(
+            DeviceKvPool device, KvLayout layout, long pages, long layerStart, long numLayers) {
         return HostKvPool.builder()
                 .forDevice(device)
                 .layout(layout)
@@ -91,9 +97,15 @@ final class PoolFixtures {
 
     static KvLayout[] hostLayouts(PoolKind kind) {
         return kind == PoolKind.MHA
-                ? new KvLayout[] {KvLayout.LAYER_FIRST, KvLayout.PAGE_FIRST, KvLayout.PAGE_FIRST_DIRECT,
-                        KvLayout.PAGE_HEAD}
-                : new KvLayout[] {KvLayout.LAYER_FIRST, KvLayout.PAGE_FIRST, KvLayout.PAGE_FIRST_DIRECT};
+                ? new KvLayout[] {
+                    KvLayout.LAYER_FIRST,
+                    KvLayout.PAGE_FIRST,
+                    KvLayout.PAGE_FIRST_DIRECT,
+                    KvLayout.PAGE_HEAD
+                }
+                : new KvLayout[] {
+                    KvLayout.LAYER_FIRST, KvLayout.PAGE_FIRST, KvLayout.PAGE_FIRST_DIRECT
+                };
     }
 
     /** Bytes a transfer of n index pairs over numLayers layers moves. */

@@ -15,31 +15,38 @@ public class ReadmeExampleTest {
     public void javaExampleOfTheReadmeRuns() {
         long moved = 0;
         // ---- README.md, section "Java" ----
-        PoolSpec deviceSpec = PoolSpec.builder()
-                .kind(PoolKind.MHA).layout(KvLayout.LAYER_FIRST)
-                .layers(32).pages(64).pageSize(64).heads(8).headBytes(128 * 2)   // bf16
-                .build();
+        PoolSpec deviceSpec =
+                PoolSpec.builder()
+                        .kind(PoolKind.MHA)
+                        .layout(KvLayout.LAYER_FIRST)
+                        .layers(32)
+                        .pages(64)
+                        .pageSize(64)
+                        .heads(8)
+                        .headBytes(128 * 2) // bf16
+                        .build();
         try (DeviceKvPool device = DeviceKvPool.allocate(deviceSpec, IoBackend.CPU);
-             HostKvPool host = HostKvPool.builder()
-                     .forDevice(device)
-                     .layout("page_first_direct")      // the strings users type
-                     .ioBackend("cpu")                 // unknown names fail here, with the nearest match
-                     .pages(128)
-                     .build();
-             TokenIndices deviceSlots = TokenIndices.pages(64, 3, 4, 5);
-             TokenIndices hostSlots = TokenIndices.pages(64, 10, 11, 12)) {
+                HostKvPool host =
+                        HostKvPool.builder()
+                                .forDevice(device)
+                                .layout("page_first_direct") // the strings users type
+                                .ioBackend("cpu") // unknown names fail here, with the nearest match
+                                .pages(128)
+                                .build();
+                TokenIndices deviceSlots = TokenIndices.pages(64, 3, 4, 5);
+                TokenIndices hostSlots = TokenIndices.pages(64, 10, 11, 12)) {
             Transfer backup = host.backupFromDevice(device, hostSlots, deviceSlots);
-            backup.await();                                                       // all layers
+            backup.await(); // all layers
             moved += backup.bytes();
             for (int layer = 0; layer < 32; layer++) {
                 Transfer load = host.loadToDevice(device, hostSlots, deviceSlots, layer);
-                load.await();                                                     // one layer per call
+                load.await(); // one layer per call
                 moved += load.bytes();
             }
         }
         // ---- end of the example ----
         long rowBytes = 8 * 256;
-        long perDirection = 3 * 64 * rowBytes * 32 * 2;  // 3 pages x 64 tokens x 32 layers x K and V
+        long perDirection = 3 * 64 * rowBytes * 32 * 2; // 3 pages x 64 tokens x 32 layers x K and V
         assertEquals(moved, 2 * perDirection);
     }
 }

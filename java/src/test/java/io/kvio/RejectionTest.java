@@ -26,6 +26,7 @@ public class RejectionTest {
 
     /** Device: MHA, 4 layers, 16 pages of 4 = 64 token slots. Host: 8 pages = 32 slots. */
     static final Config DEVICE = new Config(PoolKind.MHA, 4, 16, 4, 2, 8);
+
     static final long HOST_PAGES = 8;
 
     private final List<AutoCloseable> resources = new ArrayList<>();
@@ -57,15 +58,17 @@ public class RejectionTest {
      * Canary-fills the given buffers, runs the call expecting {@code type}, checks every message
      * fragment and that no buffer changed.
      */
-    private static <T extends KvioException> T assertRejected(Class<T> type, ThrowingRunnable call,
-            List<ByteBuffer> buffers, String... fragments) {
+    private static <T extends KvioException> T assertRejected(
+            Class<T> type, ThrowingRunnable call, List<ByteBuffer> buffers, String... fragments) {
         List<byte[]> before = new ArrayList<>();
         long seed = 77;
         for (ByteBuffer b : buffers) before.add(LayoutOracle.canary(b, seed++));
         T e = expectThrows(type, call);
         assertMessage(e, fragments);
         for (int i = 0; i < buffers.size(); i++) {
-            LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(buffers.get(i)), before.get(i),
+            LayoutOracle.assertBytesEqual(
+                    LayoutOracle.snapshot(buffers.get(i)),
+                    before.get(i),
                     "buffer " + i + " after rejected call (" + e.getMessage() + ")");
         }
         return e;
@@ -89,9 +92,14 @@ public class RejectionTest {
     public void negativeHostIndexOnBackup() {
         TokenIndices h = idx(3, -1, 5);
         TokenIndices d = idx(0, 1, 2);
-        KvioOutOfRangeException e = assertRejected(KvioOutOfRangeException.class,
-                () -> host.backupFromDevice(device, h, d).await(), both(),
-                "indices[1] = -1 is out of range", "32 token slots", "valid: 0 to 31");
+        KvioOutOfRangeException e =
+                assertRejected(
+                        KvioOutOfRangeException.class,
+                        () -> host.backupFromDevice(device, h, d).await(),
+                        both(),
+                        "indices[1] = -1 is out of range",
+                        "32 token slots",
+                        "valid: 0 to 31");
         assertEquals(e.status(), KvioException.Status.OUT_OF_RANGE);
     }
 
@@ -99,57 +107,83 @@ public class RejectionTest {
     public void negativeDeviceIndexOnLoad() {
         TokenIndices h = idx(3, 4);
         TokenIndices d = idx(-7, 2);
-        assertRejected(KvioOutOfRangeException.class,
-                () -> host.loadToDevice(device, h, d, 0).await(), both(),
-                "indices[0] = -7 is out of range", "64 token slots", "valid: 0 to 63");
+        assertRejected(
+                KvioOutOfRangeException.class,
+                () -> host.loadToDevice(device, h, d, 0).await(),
+                both(),
+                "indices[0] = -7 is out of range",
+                "64 token slots",
+                "valid: 0 to 63");
     }
 
     @Test
     public void pastTheEndDeviceIndexOnBackup() {
         TokenIndices h = idx(0, 1, 2);
         TokenIndices d = idx(10, 63, 64);
-        assertRejected(KvioOutOfRangeException.class,
-                () -> host.backupFromDevice(device, h, d).await(), both(),
-                "indices[2] = 64 is out of range", "64 token slots", "valid: 0 to 63");
+        assertRejected(
+                KvioOutOfRangeException.class,
+                () -> host.backupFromDevice(device, h, d).await(),
+                both(),
+                "indices[2] = 64 is out of range",
+                "64 token slots",
+                "valid: 0 to 63");
     }
 
     @Test
     public void pastTheEndHostIndexOnLoad() {
         TokenIndices h = idx(31, 32);
         TokenIndices d = idx(0, 1);
-        assertRejected(KvioOutOfRangeException.class,
-                () -> host.loadToDevice(device, h, d, 2).await(), both(),
-                "indices[1] = 32 is out of range", "32 token slots", "valid: 0 to 31");
+        assertRejected(
+                KvioOutOfRangeException.class,
+                () -> host.loadToDevice(device, h, d, 2).await(),
+                both(),
+                "indices[1] = 32 is out of range",
+                "32 token slots",
+                "valid: 0 to 31");
     }
 
     @Test
     public void lengthMismatch() {
         TokenIndices h = idx(0, 1, 2);
         TokenIndices d = idx(0, 1, 2, 3);
-        assertRejected(KvioInvalidArgumentException.class,
-                () -> host.backupFromDevice(device, h, d).await(), both(),
-                "hostIndices has 3 entries", "deviceIndices has 4");
-        assertRejected(KvioInvalidArgumentException.class,
-                () -> host.loadToDevice(device, h, d, 0).await(), both(),
-                "hostIndices has 3 entries", "deviceIndices has 4");
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> host.backupFromDevice(device, h, d).await(),
+                both(),
+                "hostIndices has 3 entries",
+                "deviceIndices has 4");
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> host.loadToDevice(device, h, d, 0).await(),
+                both(),
+                "hostIndices has 3 entries",
+                "deviceIndices has 4");
     }
 
     @Test
     public void duplicateHostSlotsOnBackup() {
         TokenIndices h = idx(5, 5);
         TokenIndices d = idx(0, 1);
-        assertRejected(KvioInvalidArgumentException.class,
-                () -> host.backupFromDevice(device, h, d).await(), both(),
-                "duplicate destination slot 5", "[0] and", "[1]");
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> host.backupFromDevice(device, h, d).await(),
+                both(),
+                "duplicate destination slot 5",
+                "[0] and",
+                "[1]");
     }
 
     @Test
     public void duplicateDeviceSlotsOnLoad() {
         TokenIndices h = idx(0, 1, 2, 3);
         TokenIndices d = idx(9, 10, 11, 10);
-        assertRejected(KvioInvalidArgumentException.class,
-                () -> host.loadToDevice(device, h, d, 1).await(), both(),
-                "duplicate destination slot 10", "[1] and", "[3]");
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> host.loadToDevice(device, h, d, 1).await(),
+                both(),
+                "duplicate destination slot 10",
+                "[1] and",
+                "[3]");
     }
 
     // ---- layers ----
@@ -158,18 +192,25 @@ public class RejectionTest {
     public void loadOfLayerPastTheDevice() {
         TokenIndices h = idx(0);
         TokenIndices d = idx(0);
-        assertRejected(KvioOutOfRangeException.class,
-                () -> host.loadToDevice(device, h, d, 4).await(), both(),
-                "device layer 4", "4 layers", "valid: 0 to 3");
+        assertRejected(
+                KvioOutOfRangeException.class,
+                () -> host.loadToDevice(device, h, d, 4).await(),
+                both(),
+                "device layer 4",
+                "4 layers",
+                "valid: 0 to 3");
     }
 
     @Test
     public void loadOfNegativeLayer() {
         TokenIndices h = idx(0);
         TokenIndices d = idx(0);
-        assertRejected(KvioOutOfRangeException.class,
-                () -> host.loadToDevice(device, h, d, -1).await(), both(),
-                "device layer -1", "valid: 0 to 3");
+        assertRejected(
+                KvioOutOfRangeException.class,
+                () -> host.loadToDevice(device, h, d, -1).await(),
+                both(),
+                "device layer -1",
+                "valid: 0 to 3");
     }
 
     @Test
@@ -177,22 +218,31 @@ public class RejectionTest {
         HostKvPool sharded = open(PoolFixtures.host(device, KvLayout.LAYER_FIRST, 4, 1, 2));
         TokenIndices h = idx(0);
         TokenIndices d = idx(0);
-        assertRejected(KvioOutOfRangeException.class,
+        assertRejected(
+                KvioOutOfRangeException.class,
                 () -> sharded.loadToDevice(device, h, d, 4).await(),
-                List.of(device.buffer(), host.buffer(), sharded.buffer()), "device layer 4", "valid: 0 to 3");
+                List.of(device.buffer(), host.buffer(), sharded.buffer()),
+                "device layer 4",
+                "valid: 0 to 3");
     }
 
     @Test
     public void layerRangeOutsideDeviceAtBuild() {
-        assertRejected(KvioOutOfRangeException.class,
-                () -> open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 4, 2, 3)), both(),
-                "[2, 5)", "4 layers");
+        assertRejected(
+                KvioOutOfRangeException.class,
+                () -> open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 4, 2, 3)),
+                both(),
+                "[2, 5)",
+                "4 layers");
     }
 
     @Test
     public void negativeLayerStartAtBuild() {
-        assertRejected(KvioOutOfRangeException.class,
-                () -> open(PoolFixtures.host(device, KvLayout.LAYER_FIRST, 4, -1, 2)), both(), "-1");
+        assertRejected(
+                KvioOutOfRangeException.class,
+                () -> open(PoolFixtures.host(device, KvLayout.LAYER_FIRST, 4, -1, 2)),
+                both(),
+                "-1");
     }
 
     // ---- closed objects ----
@@ -205,10 +255,16 @@ public class RejectionTest {
         other.close(); // idempotent
         TokenIndices h = idx(0);
         TokenIndices d = idx(0);
-        assertRejected(KvioClosedException.class, () -> other.backupFromDevice(device, h, d).await(),
-                both(), "closed");
-        assertRejected(KvioClosedException.class, () -> other.loadToDevice(device, h, d, 0).await(),
-                both(), "closed");
+        assertRejected(
+                KvioClosedException.class,
+                () -> other.backupFromDevice(device, h, d).await(),
+                both(),
+                "closed");
+        assertRejected(
+                KvioClosedException.class,
+                () -> other.loadToDevice(device, h, d, 0).await(),
+                both(),
+                "closed");
     }
 
     @Test
@@ -220,10 +276,16 @@ public class RejectionTest {
         TokenIndices h = idx(0);
         TokenIndices d = idx(0);
         List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), otherHost.buffer());
-        assertRejected(KvioClosedException.class,
-                () -> otherHost.backupFromDevice(other, h, d).await(), buffers, "closed");
-        assertRejected(KvioClosedException.class,
-                () -> otherHost.loadToDevice(other, h, d, 0).await(), buffers, "closed");
+        assertRejected(
+                KvioClosedException.class,
+                () -> otherHost.backupFromDevice(other, h, d).await(),
+                buffers,
+                "closed");
+        assertRejected(
+                KvioClosedException.class,
+                () -> otherHost.loadToDevice(other, h, d, 0).await(),
+                buffers,
+                "closed");
     }
 
     @Test
@@ -231,10 +293,16 @@ public class RejectionTest {
         TokenIndices h = TokenIndices.of(0L, 1L);
         h.close();
         TokenIndices d = idx(0, 1);
-        assertRejected(KvioClosedException.class, () -> host.backupFromDevice(device, h, d).await(),
-                both(), "closed");
-        assertRejected(KvioClosedException.class, () -> host.loadToDevice(device, d, h, 0).await(),
-                both(), "closed");
+        assertRejected(
+                KvioClosedException.class,
+                () -> host.backupFromDevice(device, h, d).await(),
+                both(),
+                "closed");
+        assertRejected(
+                KvioClosedException.class,
+                () -> host.loadToDevice(device, d, h, 0).await(),
+                both(),
+                "closed");
     }
 
     @Test
@@ -244,58 +312,104 @@ public class RejectionTest {
         HostKvPool other = open(PoolFixtures.host(device, KvLayout.LAYER_FIRST, 4));
         TokenIndices s = idx(0);
         TokenIndices d = idx(1);
-        assertRejected(KvioClosedException.class,
+        assertRejected(
+                KvioClosedException.class,
                 () -> Kvio.transfer(executor, host, other, s, d, 0, 0, 1).await(),
-                List.of(device.buffer(), host.buffer(), other.buffer()), "closed");
+                List.of(device.buffer(), host.buffer(), other.buffer()),
+                "closed");
     }
 
     // ---- names ----
 
     @Test
     public void misspelledIoBackendSuggestsNearest() {
-        assertRejected(KvioInvalidArgumentException.class,
-                () -> open(HostKvPool.builder().forDevice(device).layout(KvLayout.LAYER_FIRST)
-                        .ioBackend("kernel_ascned").pages(4).build()),
-                both(), "'kernel_ascned'", "cpu, kernel, direct, kernel_ascend",
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () ->
+                        open(
+                                HostKvPool.builder()
+                                        .forDevice(device)
+                                        .layout(KvLayout.LAYER_FIRST)
+                                        .ioBackend("kernel_ascned")
+                                        .pages(4)
+                                        .build()),
+                both(),
+                "'kernel_ascned'",
+                "cpu, kernel, direct, kernel_ascend",
                 "did you mean 'kernel_ascend'?");
-        KvioInvalidArgumentException e = expectThrows(KvioInvalidArgumentException.class,
-                () -> IoBackend.parse("kernel_ascned"));
+        KvioInvalidArgumentException e =
+                expectThrows(
+                        KvioInvalidArgumentException.class, () -> IoBackend.parse("kernel_ascned"));
         assertMessage(e, "did you mean 'kernel_ascend'?");
     }
 
     @Test
     public void ioBackendNoneListsValidValues() {
-        KvioInvalidArgumentException e = assertRejected(KvioInvalidArgumentException.class,
-                () -> open(HostKvPool.builder().forDevice(device).layout(KvLayout.LAYER_FIRST)
-                        .ioBackend("None").pages(4).build()),
-                both(), "'None'", "cpu, kernel, direct, kernel_ascend");
+        KvioInvalidArgumentException e =
+                assertRejected(
+                        KvioInvalidArgumentException.class,
+                        () ->
+                                open(
+                                        HostKvPool.builder()
+                                                .forDevice(device)
+                                                .layout(KvLayout.LAYER_FIRST)
+                                                .ioBackend("None")
+                                                .pages(4)
+                                                .build()),
+                        both(),
+                        "'None'",
+                        "cpu, kernel, direct, kernel_ascend");
         assertFalse(e.getMessage().contains("did you mean"), e.getMessage());
     }
 
     @Test
     public void emptyIoBackendListsValidValues() {
-        KvioInvalidArgumentException e = assertRejected(KvioInvalidArgumentException.class,
-                () -> open(HostKvPool.builder().forDevice(device).layout(KvLayout.LAYER_FIRST)
-                        .ioBackend("").pages(4).build()),
-                both(), "''", "cpu, kernel, direct, kernel_ascend");
+        KvioInvalidArgumentException e =
+                assertRejected(
+                        KvioInvalidArgumentException.class,
+                        () ->
+                                open(
+                                        HostKvPool.builder()
+                                                .forDevice(device)
+                                                .layout(KvLayout.LAYER_FIRST)
+                                                .ioBackend("")
+                                                .pages(4)
+                                                .build()),
+                        both(),
+                        "''",
+                        "cpu, kernel, direct, kernel_ascend");
         assertFalse(e.getMessage().contains("did you mean"), e.getMessage());
     }
 
     @Test
     public void unknownLayoutString() {
-        assertRejected(KvioInvalidArgumentException.class,
-                () -> open(HostKvPool.builder().forDevice(device).layout("page_frist")
-                        .ioBackend(IoBackend.CPU).pages(4).build()),
-                both(), "'page_frist'", "layer_first, page_first, page_first_direct, page_head",
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () ->
+                        open(
+                                HostKvPool.builder()
+                                        .forDevice(device)
+                                        .layout("page_frist")
+                                        .ioBackend(IoBackend.CPU)
+                                        .pages(4)
+                                        .build()),
+                both(),
+                "'page_frist'",
+                "layer_first, page_first, page_first_direct, page_head",
                 "did you mean 'page_first'?");
-        assertMessage(expectThrows(KvioInvalidArgumentException.class, () -> KvLayout.parse("nope")),
-                "'nope'", "layer_first, page_first, page_first_direct, page_head");
+        assertMessage(
+                expectThrows(KvioInvalidArgumentException.class, () -> KvLayout.parse("nope")),
+                "'nope'",
+                "layer_first, page_first, page_first_direct, page_head");
     }
 
     @Test
     public void unknownPoolKindString() {
-        assertMessage(expectThrows(KvioInvalidArgumentException.class, () -> PoolKind.parse("mlaa")),
-                "'mlaa'", "mha, mla", "did you mean 'mla'?");
+        assertMessage(
+                expectThrows(KvioInvalidArgumentException.class, () -> PoolKind.parse("mlaa")),
+                "'mlaa'",
+                "mha, mla",
+                "did you mean 'mla'?");
     }
 
     // ---- support rules ----
@@ -303,11 +417,21 @@ public class RejectionTest {
     @Test
     public void mlaWithPageHeadAtBuild() {
         DeviceKvPool mla = open(new Config(PoolKind.MLA, 2, 4, 4, 1, 64).allocateDevice());
-        KvioUnsupportedException e = assertRejected(KvioUnsupportedException.class,
-                () -> open(HostKvPool.builder().forDevice(mla).layout(KvLayout.PAGE_HEAD)
-                        .ioBackend(IoBackend.CPU).pages(4).build()),
-                List.of(device.buffer(), host.buffer(), mla.buffer()), "page_head", "mla",
-                "layer_first, page_first, page_first_direct");
+        KvioUnsupportedException e =
+                assertRejected(
+                        KvioUnsupportedException.class,
+                        () ->
+                                open(
+                                        HostKvPool.builder()
+                                                .forDevice(mla)
+                                                .layout(KvLayout.PAGE_HEAD)
+                                                .ioBackend(IoBackend.CPU)
+                                                .pages(4)
+                                                .build()),
+                        List.of(device.buffer(), host.buffer(), mla.buffer()),
+                        "page_head",
+                        "mla",
+                        "layer_first, page_first, page_first_direct");
         assertEquals(e.status(), KvioException.Status.UNSUPPORTED);
     }
 
@@ -317,51 +441,104 @@ public class RejectionTest {
         if (IoBackend.KERNEL.isAvailable()) {
             throw new org.testng.SkipException("CUDA is present on this machine");
         }
-        KvioUnavailableException e = assertRejected(KvioUnavailableException.class,
-                () -> open(HostKvPool.builder().kind(PoolKind.MHA).layout(KvLayout.PAGE_FIRST_DIRECT)
-                        .ioBackend("kernel").pageSize(4).heads(2).headBytes(8).deviceLayers(4).pages(4)
-                        .build()),
-                both(), "io backend 'kernel' is not available", "Available here: cpu");
-        // the cause itself is checked by BackendAvailabilityTest.checkSupportGivesTheRequestedBackendsCause
+        KvioUnavailableException e =
+                assertRejected(
+                        KvioUnavailableException.class,
+                        () ->
+                                open(
+                                        HostKvPool.builder()
+                                                .kind(PoolKind.MHA)
+                                                .layout(KvLayout.PAGE_FIRST_DIRECT)
+                                                .ioBackend("kernel")
+                                                .pageSize(4)
+                                                .heads(2)
+                                                .headBytes(8)
+                                                .deviceLayers(4)
+                                                .pages(4)
+                                                .build()),
+                        both(),
+                        "io backend 'kernel' is not available",
+                        "Available here: cpu");
+        // the cause itself is checked by
+        // BackendAvailabilityTest.checkSupportGivesTheRequestedBackendsCause
         assertEquals(e.status(), KvioException.Status.UNAVAILABLE);
     }
 
     /**
-     * A cpu device pool with a host pool asked to use another io backend: rejected at build()
-     * with the backend to use. (On a machine without CUDA this is what "--io-backend kernel"
-     * with a cpu device pool reports, before availability.)
+     * A cpu device pool with a host pool asked to use another io backend: rejected at build() with
+     * the backend to use. (On a machine without CUDA this is what "--io-backend kernel" with a cpu
+     * device pool reports, before availability.)
      */
     @Test
     public void deviceOnAnotherBackendAtBuild() {
-        assertRejected(KvioInvalidArgumentException.class,
-                () -> open(HostKvPool.builder().forDevice(device).layout(KvLayout.PAGE_FIRST_DIRECT)
-                        .ioBackend("kernel").pages(4).build()),
-                both(), "device pool lives on io backend 'cpu'", "'kernel'", "ioBackend(\"cpu\")");
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () ->
+                        open(
+                                HostKvPool.builder()
+                                        .forDevice(device)
+                                        .layout(KvLayout.PAGE_FIRST_DIRECT)
+                                        .ioBackend("kernel")
+                                        .pages(4)
+                                        .build()),
+                both(),
+                "device pool lives on io backend 'cpu'",
+                "'kernel'",
+                "ioBackend(\"cpu\")");
     }
 
     @Test
     public void unavailableBackendsAtAllocate() {
-        for (IoBackend b : new IoBackend[] {IoBackend.KERNEL, IoBackend.DIRECT,
-                IoBackend.KERNEL_ASCEND}) {
-            assertRejected(KvioUnavailableException.class,
-                    () -> open(DeviceKvPool.allocate(DEVICE.spec(KvLayout.LAYER_FIRST), b)), both(),
-                    b.userName(), b == IoBackend.KERNEL_ASCEND ? "Ascend" : "CUDA");
+        for (IoBackend b :
+                new IoBackend[] {IoBackend.KERNEL, IoBackend.DIRECT, IoBackend.KERNEL_ASCEND}) {
+            assertRejected(
+                    KvioUnavailableException.class,
+                    () -> open(DeviceKvPool.allocate(DEVICE.spec(KvLayout.LAYER_FIRST), b)),
+                    both(),
+                    b.userName(),
+                    b == IoBackend.KERNEL_ASCEND ? "Ascend" : "CUDA");
         }
     }
 
     @Test
     public void checkSupportRejectsMlaPageHead() {
-        KvioUnsupportedException e = expectThrows(KvioUnsupportedException.class,
-                () -> Kvio.checkSupport(PoolKind.MLA, KvLayout.PAGE_HEAD, IoBackend.CPU,
-                        Granularity.PER_LAYER, 1, 576, 64, 4, 4, 0));
+        KvioUnsupportedException e =
+                expectThrows(
+                        KvioUnsupportedException.class,
+                        () ->
+                                Kvio.checkSupport(
+                                        PoolKind.MLA,
+                                        KvLayout.PAGE_HEAD,
+                                        IoBackend.CPU,
+                                        Granularity.PER_LAYER,
+                                        1,
+                                        576,
+                                        64,
+                                        4,
+                                        4,
+                                        0));
         assertMessage(e, "page_head", "mla");
     }
 
     @Test
     public void checkSupportRejectsLayerRangeOutsideDevice() {
-        assertMessage(expectThrows(KvioOutOfRangeException.class,
-                () -> Kvio.checkSupport(PoolKind.MHA, KvLayout.PAGE_FIRST, IoBackend.CPU,
-                        Granularity.ALL_LAYER, 2, 128, 16, 3, 4, 2)), "[2, 5)", "4 layers");
+        assertMessage(
+                expectThrows(
+                        KvioOutOfRangeException.class,
+                        () ->
+                                Kvio.checkSupport(
+                                        PoolKind.MHA,
+                                        KvLayout.PAGE_FIRST,
+                                        IoBackend.CPU,
+                                        Granularity.ALL_LAYER,
+                                        2,
+                                        128,
+                                        16,
+                                        3,
+                                        4,
+                                        2)),
+                "[2, 5)",
+                "4 layers");
     }
 
     // ---- mismatched pools ----
@@ -373,10 +550,13 @@ public class RejectionTest {
         KvioExecutor executor = open(KvioExecutor.create(IoBackend.CPU, 1));
         TokenIndices s = idx(0, 1);
         TokenIndices d = idx(2, 3);
-        assertRejected(KvioInvalidArgumentException.class,
+        assertRejected(
+                KvioInvalidArgumentException.class,
                 () -> Kvio.transfer(executor, host, wideHost, s, d, 0, 0, 1).await(),
                 List.of(device.buffer(), host.buffer(), wide.buffer(), wideHost.buffer()),
-                "row geometry differs", "2 heads x 8 bytes", "2 heads x 16 bytes");
+                "row geometry differs",
+                "2 heads x 8 bytes",
+                "2 heads x 16 bytes");
     }
 
     @Test
@@ -385,9 +565,12 @@ public class RejectionTest {
         KvioExecutor executor = open(KvioExecutor.create(IoBackend.CPU, 1));
         TokenIndices s = idx(0);
         TokenIndices d = idx(0);
-        assertRejected(KvioInvalidArgumentException.class,
+        assertRejected(
+                KvioInvalidArgumentException.class,
                 () -> Kvio.transfer(executor, device, mla, s, d, 0, 0, 1).await(),
-                List.of(device.buffer(), host.buffer(), mla.buffer()), "mha", "mla");
+                List.of(device.buffer(), host.buffer(), mla.buffer()),
+                "mha",
+                "mla");
     }
 
     @Test
@@ -396,11 +579,16 @@ public class RejectionTest {
         TokenIndices h = idx(0);
         TokenIndices d = idx(0);
         List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), wide.buffer());
-        KvioException e = assertRejected(KvioException.class,
-                () -> host.backupFromDevice(wide, h, d).await(), buffers);
+        KvioException e =
+                assertRejected(
+                        KvioException.class,
+                        () -> host.backupFromDevice(wide, h, d).await(),
+                        buffers);
         assertTrue(e instanceof KvioInvalidArgumentException, "type: " + e);
-        assertRejected(KvioInvalidArgumentException.class,
-                () -> host.loadToDevice(wide, h, d, 0).await(), buffers);
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> host.loadToDevice(wide, h, d, 0).await(),
+                buffers);
     }
 
     @Test
@@ -410,12 +598,18 @@ public class RejectionTest {
         TokenIndices s = idx(0);
         TokenIndices d = idx(0);
         List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), other.buffer());
-        assertRejected(KvioOutOfRangeException.class,
-                () -> Kvio.transfer(executor, host, other, s, d, 2, 0, 3).await(), buffers,
-                "[2, 5)", "4 layers");
-        assertRejected(KvioOutOfRangeException.class,
-                () -> Kvio.transfer(executor, host, other, s, d, 0, 3, 2).await(), buffers,
-                "[3, 5)", "4 layers");
+        assertRejected(
+                KvioOutOfRangeException.class,
+                () -> Kvio.transfer(executor, host, other, s, d, 2, 0, 3).await(),
+                buffers,
+                "[2, 5)",
+                "4 layers");
+        assertRejected(
+                KvioOutOfRangeException.class,
+                () -> Kvio.transfer(executor, host, other, s, d, 0, 3, 2).await(),
+                buffers,
+                "[3, 5)",
+                "4 layers");
     }
 
     @Test
@@ -423,9 +617,12 @@ public class RejectionTest {
         KvioExecutor executor = open(KvioExecutor.create(IoBackend.CPU, 1));
         TokenIndices s = idx(0, 1, 2);
         TokenIndices d = idx(2, 3, 4);
-        assertRejected(KvioInvalidArgumentException.class,
-                () -> Kvio.transfer(executor, host, host, s, d, 0, 0, 4).await(), both(),
-                "overlap", "slot 2");
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> Kvio.transfer(executor, host, host, s, d, 0, 0, 4).await(),
+                both(),
+                "overlap",
+                "slot 2");
     }
 
     // ---- empty and malformed requests ----
@@ -434,8 +631,10 @@ public class RejectionTest {
     public void emptyIndexLists() {
         TokenIndices h = idx();
         TokenIndices d = idx();
-        assertRejected(KvioInvalidArgumentException.class,
-                () -> host.backupFromDevice(device, h, d).await(), both(),
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> host.backupFromDevice(device, h, d).await(),
+                both(),
                 "num_indices must be at least 1, got 0");
     }
 
@@ -445,76 +644,145 @@ public class RejectionTest {
         KvioExecutor executor = open(KvioExecutor.create(IoBackend.CPU, 1));
         TokenIndices s = idx(0);
         TokenIndices d = idx(0);
-        assertRejected(KvioInvalidArgumentException.class,
+        assertRejected(
+                KvioInvalidArgumentException.class,
                 () -> Kvio.transfer(executor, host, other, s, d, 0, 0, 0).await(),
-                List.of(device.buffer(), host.buffer(), other.buffer()), "numLayers must be at least 1, got 0");
+                List.of(device.buffer(), host.buffer(), other.buffer()),
+                "numLayers must be at least 1, got 0");
     }
 
     @Test
     public void negativePageIdInPageList() {
-        assertMessage(expectThrows(KvioOutOfRangeException.class, () -> TokenIndices.pages(4, 1, -2)),
+        assertMessage(
+                expectThrows(KvioOutOfRangeException.class, () -> TokenIndices.pages(4, 1, -2)),
                 "page id -2");
-        assertMessage(expectThrows(KvioInvalidArgumentException.class, () -> TokenIndices.pages(0, 1)),
+        assertMessage(
+                expectThrows(KvioInvalidArgumentException.class, () -> TokenIndices.pages(0, 1)),
                 "pageSize must be at least 1, got 0");
     }
 
     @Test
     public void invalidPoolSpec() {
-        assertMessage(expectThrows(KvioInvalidArgumentException.class,
-                () -> PoolSpec.builder().kind(PoolKind.MHA).layout(KvLayout.PAGE_FIRST).layers(2).pages(0)
-                        .pageSize(4).heads(1).headBytes(8).build()),
+        assertMessage(
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () ->
+                                PoolSpec.builder()
+                                        .kind(PoolKind.MHA)
+                                        .layout(KvLayout.PAGE_FIRST)
+                                        .layers(2)
+                                        .pages(0)
+                                        .pageSize(4)
+                                        .heads(1)
+                                        .headBytes(8)
+                                        .build()),
                 "num_pages must be at least 1, got 0");
-        assertMessage(expectThrows(KvioUnsupportedException.class,
-                () -> PoolSpec.builder().kind(PoolKind.MLA).layout(KvLayout.PAGE_HEAD).layers(2).pages(2)
-                        .pageSize(4).heads(1).headBytes(8).build()),
-                "page_head", "mla");
+        assertMessage(
+                expectThrows(
+                        KvioUnsupportedException.class,
+                        () ->
+                                PoolSpec.builder()
+                                        .kind(PoolKind.MLA)
+                                        .layout(KvLayout.PAGE_HEAD)
+                                        .layers(2)
+                                        .pages(2)
+                                        .pageSize(4)
+                                        .heads(1)
+                                        .headBytes(8)
+                                        .build()),
+                "page_head",
+                "mla");
     }
 
     @Test
     public void wrapTooSmallRegion() {
         DeviceKvPool backing = open(ConformanceMatrixTest.DeviceUnderTest.allocateBacking(4096));
-        PoolSpec spec = DEVICE.spec(KvLayout.LAYER_FIRST);  // needs 2 x 4*64*16 = 8192 bytes
+        PoolSpec spec = DEVICE.spec(KvLayout.LAYER_FIRST); // needs 2 x 4*64*16 = 8192 bytes
         List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), backing.buffer());
-        assertRejected(KvioInvalidArgumentException.class,
-                () -> open(DeviceKvPool.wrap(spec, backing.regionAddress(0), 4096, IoBackend.CPU)), buffers,
-                "size_bytes 4096 is too small", "8192");
-        assertRejected(KvioInvalidArgumentException.class,
-                () -> open(DeviceKvPool.wrapComponents(spec,
-                        new long[] {backing.regionAddress(0), backing.regionAddress(0) + 2048}, 2048,
-                        IoBackend.CPU)), buffers,
-                "bytes_each 2048 is too small", "4096");
-        assertRejected(KvioInvalidArgumentException.class,
-                () -> open(DeviceKvPool.wrap(spec, 0, 8192, IoBackend.CPU)), buffers, "address is 0");
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> open(DeviceKvPool.wrap(spec, backing.regionAddress(0), 4096, IoBackend.CPU)),
+                buffers,
+                "size_bytes 4096 is too small",
+                "8192");
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () ->
+                        open(
+                                DeviceKvPool.wrapComponents(
+                                        spec,
+                                        new long[] {
+                                            backing.regionAddress(0),
+                                            backing.regionAddress(0) + 2048
+                                        },
+                                        2048,
+                                        IoBackend.CPU)),
+                buffers,
+                "bytes_each 2048 is too small",
+                "4096");
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> open(DeviceKvPool.wrap(spec, 0, 8192, IoBackend.CPU)),
+                buffers,
+                "address is 0");
     }
 
     @Test
     public void wrapLayerTableOfWrongLengthOrLayout() {
         DeviceKvPool backing = open(ConformanceMatrixTest.DeviceUnderTest.allocateBacking(8192));
         long base = backing.regionAddress(0);
-        long[] table = new long[8];  // 2 components x 4 layers, 1024 bytes each
+        long[] table = new long[8]; // 2 components x 4 layers, 1024 bytes each
         for (int i = 0; i < table.length; i++) table[i] = base + i * 1024L;
         List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), backing.buffer());
-        assertRejected(KvioInvalidArgumentException.class,
-                () -> open(DeviceKvPool.wrapLayers(DEVICE.spec(KvLayout.LAYER_FIRST),
-                        java.util.Arrays.copyOf(table, 7), 1024, IoBackend.CPU)), buffers,
-                "num_entries is 7", "2 components x 4 layers = 8");
-        assertRejected(KvioUnsupportedException.class,
-                () -> open(DeviceKvPool.wrapLayers(DEVICE.spec(KvLayout.PAGE_FIRST), table, 1024,
-                        IoBackend.CPU)), buffers,
-                "layer_first", "page_first");
-        assertRejected(KvioInvalidArgumentException.class,
-                () -> open(DeviceKvPool.wrapLayers(DEVICE.spec(KvLayout.LAYER_FIRST), table, 1000,
-                        IoBackend.CPU)), buffers,
-                "bytes_each 1000 is too small", "1024");
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () ->
+                        open(
+                                DeviceKvPool.wrapLayers(
+                                        DEVICE.spec(KvLayout.LAYER_FIRST),
+                                        java.util.Arrays.copyOf(table, 7),
+                                        1024,
+                                        IoBackend.CPU)),
+                buffers,
+                "num_entries is 7",
+                "2 components x 4 layers = 8");
+        assertRejected(
+                KvioUnsupportedException.class,
+                () ->
+                        open(
+                                DeviceKvPool.wrapLayers(
+                                        DEVICE.spec(KvLayout.PAGE_FIRST),
+                                        table,
+                                        1024,
+                                        IoBackend.CPU)),
+                buffers,
+                "layer_first",
+                "page_first");
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () ->
+                        open(
+                                DeviceKvPool.wrapLayers(
+                                        DEVICE.spec(KvLayout.LAYER_FIRST),
+                                        table,
+                                        1000,
+                                        IoBackend.CPU)),
+                buffers,
+                "bytes_each 1000 is too small",
+                "1024");
     }
 
     @Test
     public void regionAndSliceOutOfRange() {
-        assertMessage(expectThrows(KvioOutOfRangeException.class, () -> device.regionAddress(1)),
-                "region 1", "valid: 0 to 0");
+        assertMessage(
+                expectThrows(KvioOutOfRangeException.class, () -> device.regionAddress(1)),
+                "region 1",
+                "valid: 0 to 0");
         long bytes = device.regionBytes(0);
-        assertMessage(expectThrows(KvioOutOfRangeException.class, () -> device.slice(0, bytes - 8, 16)),
-                "slice", String.valueOf(bytes));
+        assertMessage(
+                expectThrows(KvioOutOfRangeException.class, () -> device.slice(0, bytes - 8, 16)),
+                "slice",
+                String.valueOf(bytes));
         assertEquals(device.slice(0, bytes - 16, 16).capacity(), 16);
     }
 
@@ -523,20 +791,27 @@ public class RejectionTest {
         DeviceKvPool other = DEVICE.allocateDevice();
         other.close();
         assertMessage(expectThrows(KvioClosedException.class, other::buffer), "closed");
-        assertMessage(expectThrows(KvioClosedException.class, () -> other.regionAddress(0)), "closed");
+        assertMessage(
+                expectThrows(KvioClosedException.class, () -> other.regionAddress(0)), "closed");
     }
 
     @Test
     public void buildForClosedDevice() {
         DeviceKvPool other = DEVICE.allocateDevice();
         other.close();
-        assertRejected(KvioClosedException.class,
-                () -> open(PoolFixtures.host(other, KvLayout.PAGE_FIRST, 4)), both(), "closed");
+        assertRejected(
+                KvioClosedException.class,
+                () -> open(PoolFixtures.host(other, KvLayout.PAGE_FIRST, 4)),
+                both(),
+                "closed");
     }
 
     @Test
     public void tooManyExecutorThreads() {
-        assertRejected(KvioInvalidArgumentException.class, () -> open(KvioExecutor.create(IoBackend.CPU, 2000)),
-                both(), "threads must be at most 1024, got 2000");
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> open(KvioExecutor.create(IoBackend.CPU, 2000)),
+                both(),
+                "threads must be at most 1024, got 2000");
     }
 }

@@ -45,8 +45,15 @@ public class ReliabilityTest {
 
     /** MLA layer_first, 1 layer, `rows` slots of `rowBytes` (one page per slot). */
     private static PoolSpec rows(long rows, long rowBytes) {
-        return PoolSpec.builder().kind(PoolKind.MLA).layout(KvLayout.LAYER_FIRST).layers(1).pages(rows)
-                .pageSize(1).heads(1).headBytes(rowBytes).build();
+        return PoolSpec.builder()
+                .kind(PoolKind.MLA)
+                .layout(KvLayout.LAYER_FIRST)
+                .layers(1)
+                .pages(rows)
+                .pageSize(1)
+                .heads(1)
+                .headBytes(rowBytes)
+                .build();
     }
 
     private static long[] range(long start, long count) {
@@ -66,32 +73,75 @@ public class ReliabilityTest {
         byte[] d = LayoutOracle.canary(dst.buffer(), 3);
         TokenIndices huge = open(TokenIndices.of(1, Long.MAX_VALUE));
         TokenIndices ok = open(TokenIndices.of(0, 1));
-        RejectionTest.assertMessage(expectThrows(KvioOutOfRangeException.class,
-                () -> Kvio.transfer(executor, src, dst, huge, ok, 0, 0, 1).await()),
-                "src_indices[1] = " + Long.MAX_VALUE, "valid: 0 to 15");
-        RejectionTest.assertMessage(expectThrows(KvioOutOfRangeException.class,
-                () -> Kvio.transfer(executor, src, dst, ok, huge, 0, 0, 1).await()),
-                "dst_indices[1] = " + Long.MAX_VALUE, "valid: 0 to 15");
-        RejectionTest.assertMessage(expectThrows(KvioOutOfRangeException.class,
-                () -> Kvio.transfer(executor, src, dst, ok, ok, 0, 0, Long.MAX_VALUE).await()),
-                "src layers [0, " + Long.MAX_VALUE + ")", "1 layers");
+        RejectionTest.assertMessage(
+                expectThrows(
+                        KvioOutOfRangeException.class,
+                        () -> Kvio.transfer(executor, src, dst, huge, ok, 0, 0, 1).await()),
+                "src_indices[1] = " + Long.MAX_VALUE,
+                "valid: 0 to 15");
+        RejectionTest.assertMessage(
+                expectThrows(
+                        KvioOutOfRangeException.class,
+                        () -> Kvio.transfer(executor, src, dst, ok, huge, 0, 0, 1).await()),
+                "dst_indices[1] = " + Long.MAX_VALUE,
+                "valid: 0 to 15");
+        RejectionTest.assertMessage(
+                expectThrows(
+                        KvioOutOfRangeException.class,
+                        () ->
+                                Kvio.transfer(executor, src, dst, ok, ok, 0, 0, Long.MAX_VALUE)
+                                        .await()),
+                "src layers [0, " + Long.MAX_VALUE + ")",
+                "1 layers");
         LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(src.buffer()), s, "source");
         LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(dst.buffer()), d, "destination");
     }
 
     @Test
     public void absurdPoolSizes() {
-        RejectionTest.assertMessage(expectThrows(KvioInvalidArgumentException.class,
-                () -> PoolSpec.builder().kind(PoolKind.MHA).layout(KvLayout.PAGE_HEAD).layers(2).pages(2)
-                        .pageSize(2).heads(Long.MAX_VALUE).headBytes(2).build()),
-                "pool too large", "does not fit in 2^62 bytes");
-        RejectionTest.assertMessage(expectThrows(KvioInvalidArgumentException.class,
-                () -> PoolSpec.builder().kind(PoolKind.MLA).layout(KvLayout.PAGE_FIRST).layers(1L << 40).pages(1)
-                        .pageSize(1).heads(1).headBytes(1).build()),
-                "num_layers 1099511627776 is more than kvio supports", "valid: 1 to 1048576");
-        RejectionTest.assertMessage(expectThrows(KvioInvalidArgumentException.class,
-                () -> PoolSpec.builder().kind(PoolKind.MLA).layout(KvLayout.PAGE_FIRST).layers(1).pages(1)
-                        .pageSize(1).heads(1).headBytes(0).build()),
+        RejectionTest.assertMessage(
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () ->
+                                PoolSpec.builder()
+                                        .kind(PoolKind.MHA)
+                                        .layout(KvLayout.PAGE_HEAD)
+                                        .layers(2)
+                                        .pages(2)
+                                        .pageSize(2)
+                                        .heads(Long.MAX_VALUE)
+                                        .headBytes(2)
+                                        .build()),
+                "pool too large",
+                "does not fit in 2^62 bytes");
+        RejectionTest.assertMessage(
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () ->
+                                PoolSpec.builder()
+                                        .kind(PoolKind.MLA)
+                                        .layout(KvLayout.PAGE_FIRST)
+                                        .layers(1L << 40)
+                                        .pages(1)
+                                        .pageSize(1)
+                                        .heads(1)
+                                        .headBytes(1)
+                                        .build()),
+                "num_layers 1099511627776 is more than kvio supports",
+                "valid: 1 to 1048576");
+        RejectionTest.assertMessage(
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () ->
+                                PoolSpec.builder()
+                                        .kind(PoolKind.MLA)
+                                        .layout(KvLayout.PAGE_FIRST)
+                                        .layers(1)
+                                        .pages(1)
+                                        .pageSize(1)
+                                        .heads(1)
+                                        .headBytes(0)
+                                        .build()),
                 "head_bytes must be at least 1, got 0");
     }
 
@@ -105,7 +155,7 @@ public class ReliabilityTest {
     @Test(timeOut = 120_000)
     public void conflictingSlotSetsFromManyThreads() throws Exception {
         final int threads = 4;
-        final long n = 112;  // 112 KiB per transfer: run on the submitting thread
+        final long n = 112; // 112 KiB per transfer: run on the submitting thread
         DeviceKvPool src = open(DeviceKvPool.allocate(rows(threads * n, 1024), IoBackend.CPU));
         DeviceKvPool dst = open(DeviceKvPool.allocate(rows(n, 1024), IoBackend.CPU));
         ByteBuffer s = src.buffer();
@@ -125,11 +175,14 @@ public class ReliabilityTest {
                 List<Future<?>> futures = new ArrayList<>();
                 for (int k = 0; k < threads; k++) {
                     final int kk = k;
-                    futures.add(pool.submit(() -> {
-                        barrier.await();
-                        Kvio.transfer(executor, src, dst, from[kk], to, 0, 0, 1).await();
-                        return null;
-                    }));
+                    futures.add(
+                            pool.submit(
+                                    () -> {
+                                        barrier.await();
+                                        Kvio.transfer(executor, src, dst, from[kk], to, 0, 0, 1)
+                                                .await();
+                                        return null;
+                                    }));
                 }
                 for (Future<?> f : futures) f.get();
                 byte first = d.get(0);
@@ -145,14 +198,14 @@ public class ReliabilityTest {
 
     /**
      * Threads keep submitting loads from an allocated source pool into caller-owned memory; the
-     * source pool is closed while transfers are in flight. Each submission either returns a transfer
-     * that completes with exactly the source's rows, or fails with KvioClosedException; the
-     * source's memory stays alive until the last transfer that uses it completes.
+     * source pool is closed while transfers are in flight. Each submission either returns a
+     * transfer that completes with exactly the source's rows, or fails with KvioClosedException;
+     * the source's memory stays alive until the last transfer that uses it completes.
      */
     @Test(timeOut = 120_000)
     public void closingAPoolWhileOtherThreadsSubmit() throws Exception {
         final int threads = 4;
-        final long n = 2048;  // 4 MiB per transfer: run by the executor's workers
+        final long n = 2048; // 4 MiB per transfer: run by the executor's workers
         final PoolSpec spec = rows(n, 2048);
         long[] before = Dispatcher.debugLiveObjects();
         DeviceKvPool src = DeviceKvPool.allocate(spec, IoBackend.CPU);
@@ -167,35 +220,50 @@ public class ReliabilityTest {
         try {
             List<Future<?>> futures = new ArrayList<>();
             for (int k = 0; k < threads; k++) {
-                futures.add(pool.submit(() -> {
-                    // Each thread wraps the same caller-owned memory as its own destination pool.
-                    try (DeviceKvPool dst = DeviceKvPool.wrap(spec, backing.regionAddress(0),
-                            backing.regionBytes(0), IoBackend.CPU)) {
-                        for (int i = 0; i < 200; i++) {
-                            Transfer t;
-                            try {
-                                t = Kvio.transfer(executor, src, dst, all, all, 0, 0, 1);
-                            } catch (KvioClosedException e) {
-                                closedRejections.incrementAndGet();
-                                return null;
-                            }
-                            submitted.incrementAndGet();
-                            t.await();
-                            t.close();
-                        }
-                    }
-                    return null;
-                }));
+                futures.add(
+                        pool.submit(
+                                () -> {
+                                    // Each thread wraps the same caller-owned memory as its own
+                                    // destination pool.
+                                    try (DeviceKvPool dst =
+                                            DeviceKvPool.wrap(
+                                                    spec,
+                                                    backing.regionAddress(0),
+                                                    backing.regionBytes(0),
+                                                    IoBackend.CPU)) {
+                                        for (int i = 0; i < 200; i++) {
+                                            Transfer t;
+                                            try {
+                                                t =
+                                                        Kvio.transfer(
+                                                                executor, src, dst, all, all, 0, 0,
+                                                                1);
+                                            } catch (KvioClosedException e) {
+                                                closedRejections.incrementAndGet();
+                                                return null;
+                                            }
+                                            submitted.incrementAndGet();
+                                            t.await();
+                                            t.close();
+                                        }
+                                    }
+                                    return null;
+                                }));
             }
             while (submitted.get() < 8) Thread.onSpinWait();
-            src.close();  // transfers are in flight now
+            src.close(); // transfers are in flight now
             for (Future<?> f : futures) f.get();
         } finally {
             pool.shutdownNow();
         }
-        assertTrue(submitted.get() >= 8, "transfers submitted before the close: " + submitted.get());
-        assertTrue(closedRejections.get() > 0, "submissions after the close fail with KvioClosedException");
-        LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(memory), data,
+        assertTrue(
+                submitted.get() >= 8, "transfers submitted before the close: " + submitted.get());
+        assertTrue(
+                closedRejections.get() > 0,
+                "submissions after the close fail with KvioClosedException");
+        LayoutOracle.assertBytesEqual(
+                LayoutOracle.snapshot(memory),
+                data,
                 "caller memory after transfers from a pool closed in flight");
         // Only `backing` is still open; the closed source's memory goes with its last transfer
         // (released by the executor just after completing it).
@@ -204,19 +272,32 @@ public class ReliabilityTest {
             Thread.sleep(1);
             after = Dispatcher.debugLiveObjects();
         }
-        assertTrue(after[0] <= before[0] + 1 && after[3] <= before[3] + 1,
-                "live pools/allocations " + Arrays.toString(after) + " vs before " + Arrays.toString(before));
+        assertTrue(
+                after[0] <= before[0] + 1 && after[3] <= before[3] + 1,
+                "live pools/allocations "
+                        + Arrays.toString(after)
+                        + " vs before "
+                        + Arrays.toString(before));
     }
 
     // ---- injected faults ----
 
     @Test
     public void copyFailureSurfacesOnAwaitAndTheLibraryStaysUsable() {
-        for (long n : new long[] {8, 1024}) {  // run on the submitting thread, and queued to workers
-            DeviceKvPool device = open(DeviceKvPool.allocate(
-                    PoolSpec.builder().kind(PoolKind.MHA).layout(KvLayout.LAYER_FIRST).layers(2).pages(n)
-                            .pageSize(1).heads(2).headBytes(512).build(),
-                    IoBackend.CPU));
+        for (long n : new long[] {8, 1024}) { // run on the submitting thread, and queued to workers
+            DeviceKvPool device =
+                    open(
+                            DeviceKvPool.allocate(
+                                    PoolSpec.builder()
+                                            .kind(PoolKind.MHA)
+                                            .layout(KvLayout.LAYER_FIRST)
+                                            .layers(2)
+                                            .pages(n)
+                                            .pageSize(1)
+                                            .heads(2)
+                                            .headBytes(512)
+                                            .build(),
+                                    IoBackend.CPU));
             HostKvPool host = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, n));
             byte[] deviceData = LayoutOracle.fill(device.buffer(), 5);
             byte[] hostBefore = LayoutOracle.canary(host.buffer(), 5);
@@ -224,30 +305,42 @@ public class ReliabilityTest {
             Dispatcher.testInjectFault(KvioNative.KVIO_TEST_FAULT_CPU_COPY, 1);
             Transfer failed = host.backupFromDevice(device, idx, idx);
             KvioBackendException e = expectThrows(KvioBackendException.class, failed::await);
-            RejectionTest.assertMessage(e, "cpu backend: memcpy of copy 1 of", "failed",
+            RejectionTest.assertMessage(
+                    e,
+                    "cpu backend: memcpy of copy 1 of",
+                    "failed",
                     "fault injected by kvio_test_inject_fault");
             // The outcome is remembered: a second await reports the same failure.
             expectThrows(KvioBackendException.class, failed::await);
             failed.close();
-            LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(host.buffer()), hostBefore,
+            LayoutOracle.assertBytesEqual(
+                    LayoutOracle.snapshot(host.buffer()),
+                    hostBefore,
                     "host pool after the failed backup");
             // The fault was armed once: the same backup now works.
             host.backupFromDevice(device, idx, idx).await();
-            device.buffer().put(0, (byte) ~deviceData[0]);  // the host copy must not follow later writes
+            device.buffer()
+                    .put(0, (byte) ~deviceData[0]); // the host copy must not follow later writes
             host.loadToDevice(device, idx, idx, 0).await();
             host.loadToDevice(device, idx, idx, 1).await();
-            LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(device.buffer()), deviceData,
+            LayoutOracle.assertBytesEqual(
+                    LayoutOracle.snapshot(device.buffer()),
+                    deviceData,
                     "device after a backup and a load once the fault has passed");
         }
     }
 
     @Test
     public void allocationFailureSurfacesOnTheBuilder() {
-        DeviceKvPool device = open(new PoolFixtures.Config(PoolKind.MHA, 2, 8, 4, 2, 64).allocateDevice());
+        DeviceKvPool device =
+                open(new PoolFixtures.Config(PoolKind.MHA, 2, 8, 4, 2, 64).allocateDevice());
         Dispatcher.testInjectFault(KvioNative.KVIO_TEST_FAULT_HOST_ALLOCATION, 1);
-        KvioOutOfMemoryException e = expectThrows(KvioOutOfMemoryException.class,
-                () -> open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 8)));
-        RejectionTest.assertMessage(e, "mmap of", "for a host pool failed", "fault injected by kvio_test_inject_fault");
+        KvioOutOfMemoryException e =
+                expectThrows(
+                        KvioOutOfMemoryException.class,
+                        () -> open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 8)));
+        RejectionTest.assertMessage(
+                e, "mmap of", "for a host pool failed", "fault injected by kvio_test_inject_fault");
         HostKvPool host = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 8));
         assertEquals(host.regionCount(), 1);
     }

@@ -35,7 +35,8 @@ public class RoundTripTest {
     }
 
     @Test(dataProvider = "layouts")
-    public void backupWipeAndLoadIntoOtherSlots(PoolKind kind, KvLayout layout, long ps, long seed) {
+    public void backupWipeAndLoadIntoOtherSlots(
+            PoolKind kind, KvLayout layout, long ps, long seed) {
         long heads = kind == PoolKind.MHA ? 4 : 1;
         long headBytes = kind == PoolKind.MHA ? 16 : 576;
         Config cfg = new Config(kind, 4, ps == 1 ? 48 : 6, ps, heads, headBytes);
@@ -66,13 +67,25 @@ public class RoundTripTest {
             byte[] wiped = LayoutOracle.canary(devBuf, seed + 1);
             byte[] expected = wiped.clone();
             for (long layer = 0; layer < cfg.layers; layer++) {
-                // restored row of (devFrom[i], layer) lands at (devTo[i], layer); nothing else changes
-                LayoutOracle.applyTransfer(original, devPlacement, expected, devPlacement, devFrom, devTo,
-                        layer, layer, 1);
+                // restored row of (devFrom[i], layer) lands at (devTo[i], layer); nothing else
+                // changes
+                LayoutOracle.applyTransfer(
+                        original,
+                        devPlacement,
+                        expected,
+                        devPlacement,
+                        devFrom,
+                        devTo,
+                        layer,
+                        layer,
+                        1);
                 try (Transfer t = host.loadToDevice(device, h, to, layer)) {
                     t.await();
                 }
-                LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(devBuf), expected, devPlacement,
+                LayoutOracle.assertPoolEquals(
+                        LayoutOracle.snapshot(devBuf),
+                        expected,
+                        devPlacement,
                         "device after round trip of layer " + layer + " via " + layout + " " + cfg);
             }
         }
@@ -94,11 +107,17 @@ public class RoundTripTest {
 
     /** Kvio.transfer between two host pools of any layouts, all layers, then with a layer map. */
     @Test(dataProvider = "hostPairs")
-    public void hostToHostAnyLayout(PoolKind kind, KvLayout srcLayout, KvLayout dstLayout,
-            long seed) {
+    public void hostToHostAnyLayout(
+            PoolKind kind, KvLayout srcLayout, KvLayout dstLayout, long seed) {
         long ps = 8;
-        Config cfg = new Config(kind, 4, 6, ps, kind == PoolKind.MHA ? 3 : 1,
-                kind == PoolKind.MHA ? 24 : 72);
+        Config cfg =
+                new Config(
+                        kind,
+                        4,
+                        6,
+                        ps,
+                        kind == PoolKind.MHA ? 3 : 1,
+                        kind == PoolKind.MHA ? 24 : 72);
         long srcPages = 5;
         long dstPages = 4;
         Random rnd = new Random(seed);
@@ -120,10 +139,13 @@ public class RoundTripTest {
                 t.await();
                 assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, n, cfg.layers));
             }
-            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(dst.buffer()), expected, dp,
+            LayoutOracle.assertPoolEquals(
+                    LayoutOracle.snapshot(dst.buffer()),
+                    expected,
+                    dp,
                     srcLayout + " -> " + dstLayout + " all layers");
-            LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(src.buffer()), srcData,
-                    "source after transfer");
+            LayoutOracle.assertBytesEqual(
+                    LayoutOracle.snapshot(src.buffer()), srcData, "source after transfer");
 
             // layer map: src layers [1, 3) -> dst layers [2, 4)
             expected = LayoutOracle.canary(dst.buffer(), seed + 1);
@@ -132,27 +154,38 @@ public class RoundTripTest {
                 t.await();
                 assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, n, 2));
             }
-            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(dst.buffer()), expected, dp,
+            LayoutOracle.assertPoolEquals(
+                    LayoutOracle.snapshot(dst.buffer()),
+                    expected,
+                    dp,
                     srcLayout + " -> " + dstLayout + " layers [1,3) -> [2,4)");
         }
     }
 
     /**
-     * Index sets the planner can coalesce as far as possible (consecutive whole pages, in order,
-     * on both sides) with partial layer maps, so runs merged across tokens and layers must stop at
-     * the edge of the mapped layers and of the index runs.
+     * Index sets the planner can coalesce as far as possible (consecutive whole pages, in order, on
+     * both sides) with partial layer maps, so runs merged across tokens and layers must stop at the
+     * edge of the mapped layers and of the index runs.
      */
     @Test(dataProvider = "hostPairs")
-    public void hostToHostCoalescedRunsWithLayerMaps(PoolKind kind, KvLayout srcLayout, KvLayout dstLayout,
-            long seed) {
+    public void hostToHostCoalescedRunsWithLayerMaps(
+            PoolKind kind, KvLayout srcLayout, KvLayout dstLayout, long seed) {
         long ps = 4;
-        Config cfg = new Config(kind, 4, 8, ps, kind == PoolKind.MHA ? 2 : 1, kind == PoolKind.MHA ? 8 : 16);
+        Config cfg =
+                new Config(
+                        kind,
+                        4,
+                        8,
+                        ps,
+                        kind == PoolKind.MHA ? 2 : 1,
+                        kind == PoolKind.MHA ? 8 : 16);
         long pages = 8;
         Placement sp = LayoutOracle.standard(cfg.geometry(srcLayout, cfg.layers, pages), 0);
         Placement dp = LayoutOracle.standard(cfg.geometry(dstLayout, cfg.layers, pages), 0);
         // src pages 1..3 -> dst pages 4..6, then src slots 24..30 -> dst slots 0..6: contiguous on
         // both sides across a page boundary, ending one slot short of a page end
-        long[] srcIdx = concat(range(1 * ps, 4 * ps), range(6 * ps, 7 * ps), range(7 * ps, 8 * ps - 1));
+        long[] srcIdx =
+                concat(range(1 * ps, 4 * ps), range(6 * ps, 7 * ps), range(7 * ps, 8 * ps - 1));
         long[] dstIdx = concat(range(4 * ps, 7 * ps), range(0, ps), range(ps, 2 * ps - 1));
         long[][] layerMaps = {{0, 0, 4}, {1, 2, 2}, {1, 0, 3}, {3, 3, 1}, {0, 3, 1}};
         try (DeviceKvPool device = cfg.allocateDevice();
@@ -163,15 +196,30 @@ public class RoundTripTest {
                 TokenIndices di = TokenIndices.of(dstIdx)) {
             byte[] srcData = LayoutOracle.fill(src.buffer(), seed);
             for (long[] m : layerMaps) {
-                byte[] expected = LayoutOracle.canary(dst.buffer(), seed + m[0] * 16 + m[1] * 4 + m[2]);
-                LayoutOracle.applyTransfer(srcData, sp, expected, dp, srcIdx, dstIdx, m[0], m[1], m[2]);
+                byte[] expected =
+                        LayoutOracle.canary(dst.buffer(), seed + m[0] * 16 + m[1] * 4 + m[2]);
+                LayoutOracle.applyTransfer(
+                        srcData, sp, expected, dp, srcIdx, dstIdx, m[0], m[1], m[2]);
                 try (Transfer t = Kvio.transfer(executor, src, dst, si, di, m[0], m[1], m[2])) {
                     t.await();
                     assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, srcIdx.length, m[2]));
                 }
-                LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(dst.buffer()), expected, dp,
-                        srcLayout + " -> " + dstLayout + " layers [" + m[0] + "," + (m[0] + m[2]) + ") -> ["
-                                + m[1] + "," + (m[1] + m[2]) + ")");
+                LayoutOracle.assertPoolEquals(
+                        LayoutOracle.snapshot(dst.buffer()),
+                        expected,
+                        dp,
+                        srcLayout
+                                + " -> "
+                                + dstLayout
+                                + " layers ["
+                                + m[0]
+                                + ","
+                                + (m[0] + m[2])
+                                + ") -> ["
+                                + m[1]
+                                + ","
+                                + (m[1] + m[2])
+                                + ")");
             }
             LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(src.buffer()), srcData, "source");
         }
@@ -193,37 +241,72 @@ public class RoundTripTest {
      * addressed with its own page size.
      */
     @Test(dataProvider = "layouts")
-    public void hostPageSizeDiffersFromDevice(PoolKind kind, KvLayout layout, long devicePageSize, long seed) {
+    public void hostPageSizeDiffersFromDevice(
+            PoolKind kind, KvLayout layout, long devicePageSize, long seed) {
         long hostPageSize = devicePageSize == 1 ? 4 : devicePageSize / 4;
-        Config cfg = new Config(kind, 3, devicePageSize == 1 ? 64 : 4, devicePageSize, kind == PoolKind.MHA ? 2 : 1,
-                kind == PoolKind.MHA ? 12 : 40);
+        Config cfg =
+                new Config(
+                        kind,
+                        3,
+                        devicePageSize == 1 ? 64 : 4,
+                        devicePageSize,
+                        kind == PoolKind.MHA ? 2 : 1,
+                        kind == PoolKind.MHA ? 12 : 40);
         long hostPages = 48 / hostPageSize;
         Random rnd = new Random(seed);
         long[] hostIdx = LayoutOracle.crossingRuns(rnd, hostPages * hostPageSize, hostPageSize, 20);
-        long[] devIdx = LayoutOracle.crossingRuns(rnd, cfg.pages * devicePageSize, devicePageSize, 20);
+        long[] devIdx =
+                LayoutOracle.crossingRuns(rnd, cfg.pages * devicePageSize, devicePageSize, 20);
         try (DeviceKvPool device = cfg.allocateDevice();
-                HostKvPool host = HostKvPool.builder().forDevice(device).layout(layout).ioBackend(IoBackend.CPU)
-                        .pageSize(hostPageSize).pages(hostPages).threads(1).build();
+                HostKvPool host =
+                        HostKvPool.builder()
+                                .forDevice(device)
+                                .layout(layout)
+                                .ioBackend(IoBackend.CPU)
+                                .pageSize(hostPageSize)
+                                .pages(hostPages)
+                                .threads(1)
+                                .build();
                 TokenIndices h = TokenIndices.of(hostIdx);
                 TokenIndices d = TokenIndices.of(devIdx)) {
             assertEquals(host.spec().pageSize(), hostPageSize);
             Placement dp = LayoutOracle.standard(cfg.deviceGeometry(), 0);
-            Placement hp = LayoutOracle.standard(new Geometry(cfg.components(), LayoutOracle.Shape.of(layout),
-                    cfg.layers, hostPages, hostPageSize, cfg.heads, cfg.headBytes), 0);
+            Placement hp =
+                    LayoutOracle.standard(
+                            new Geometry(
+                                    cfg.components(),
+                                    LayoutOracle.Shape.of(layout),
+                                    cfg.layers,
+                                    hostPages,
+                                    hostPageSize,
+                                    cfg.heads,
+                                    cfg.headBytes),
+                            0);
             byte[] devData = LayoutOracle.fill(device.buffer(), seed);
             byte[] expectedHost = LayoutOracle.canary(host.buffer(), seed);
-            LayoutOracle.applyTransfer(devData, dp, expectedHost, hp, devIdx, hostIdx, 0, 0, cfg.layers);
+            LayoutOracle.applyTransfer(
+                    devData, dp, expectedHost, hp, devIdx, hostIdx, 0, 0, cfg.layers);
             try (Transfer t = host.backupFromDevice(device, h, d)) {
                 t.await();
             }
-            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(host.buffer()), expectedHost, hp,
-                    "host (page size " + hostPageSize + ") after backup from device (page size " + devicePageSize + ")");
+            LayoutOracle.assertPoolEquals(
+                    LayoutOracle.snapshot(host.buffer()),
+                    expectedHost,
+                    hp,
+                    "host (page size "
+                            + hostPageSize
+                            + ") after backup from device (page size "
+                            + devicePageSize
+                            + ")");
             byte[] expectedDev = LayoutOracle.canary(device.buffer(), seed + 1);
             LayoutOracle.applyTransfer(expectedHost, hp, expectedDev, dp, hostIdx, devIdx, 1, 1, 1);
             try (Transfer t = host.loadToDevice(device, h, d, 1)) {
                 t.await();
             }
-            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(device.buffer()), expectedDev, dp,
+            LayoutOracle.assertPoolEquals(
+                    LayoutOracle.snapshot(device.buffer()),
+                    expectedDev,
+                    dp,
                     "device after load of layer 1 from a host with page size " + hostPageSize);
         }
     }
@@ -239,18 +322,23 @@ public class RoundTripTest {
                 TokenIndices h = TokenIndices.of(hostIdx);
                 TokenIndices d = TokenIndices.of(devIdx)) {
             Placement dp = LayoutOracle.standard(cfg.deviceGeometry(), 0);
-            Placement hp = LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_HEAD, cfg.layers, 4), 0);
+            Placement hp =
+                    LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_HEAD, cfg.layers, 4), 0);
             byte[] devData = LayoutOracle.fill(device.buffer(), 5);
             byte[] expected = LayoutOracle.canary(host.buffer(), 5);
-            LayoutOracle.applyTransfer(devData, dp, expected, hp, devIdx, hostIdx, 0, 0, cfg.layers);
+            LayoutOracle.applyTransfer(
+                    devData, dp, expected, hp, devIdx, hostIdx, 0, 0, cfg.layers);
             try (Transfer t = host.backupFromDevice(device, h, d)) {
                 t.await();
             }
-            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(host.buffer()), expected, hp, "broadcast backup");
+            LayoutOracle.assertPoolEquals(
+                    LayoutOracle.snapshot(host.buffer()), expected, hp, "broadcast backup");
         }
     }
 
-    /** Same pool, other layers, same slots: layer 0 copied onto layer 2 in place is not an overlap. */
+    /**
+     * Same pool, other layers, same slots: layer 0 copied onto layer 2 in place is not an overlap.
+     */
     @Test
     public void samePoolOtherLayers() {
         Config cfg = new Config(PoolKind.MLA, 4, 4, 4, 1, 24);
@@ -259,14 +347,18 @@ public class RoundTripTest {
                 HostKvPool host = PoolFixtures.host(device, KvLayout.PAGE_FIRST, 4);
                 KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 1);
                 TokenIndices i = TokenIndices.of(idx)) {
-            Placement hp = LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_FIRST, cfg.layers, 4), 0);
+            Placement hp =
+                    LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_FIRST, cfg.layers, 4), 0);
             byte[] data = LayoutOracle.fill(host.buffer(), 6);
             byte[] expected = data.clone();
             LayoutOracle.applyTransfer(data, hp, expected, hp, idx, idx, 0, 2, 2);
             try (Transfer t = Kvio.transfer(executor, host, host, i, i, 0, 2, 2)) {
                 t.await();
             }
-            LayoutOracle.assertPoolEquals(LayoutOracle.snapshot(host.buffer()), expected, hp,
+            LayoutOracle.assertPoolEquals(
+                    LayoutOracle.snapshot(host.buffer()),
+                    expected,
+                    hp,
                     "layers [0,2) copied onto [2,4) of the same pool");
         }
     }

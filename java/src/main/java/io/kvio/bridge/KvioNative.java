@@ -18,6 +18,7 @@ import org.bytedeco.javacpp.annotation.Platform;
 public final class KvioNative {
     /** Path of the loaded JNI library (libjniKvioNative.so), or the load failure. */
     public static final String LIBRARY_PATH;
+
     public static final Throwable LOAD_ERROR;
 
     static {
@@ -53,98 +54,182 @@ public final class KvioNative {
     public static final int KVIO_NAME_GRANULARITY = 3;
 
     // ---- struct layouts (byte offsets; plain C layout on every supported platform) ----
-    /** kvio_pool_spec: int32 kind, int32 layout, int64 num_layers, num_pages, page_size, head_num, head_bytes. */
+    /**
+     * kvio_pool_spec: int32 kind, int32 layout, int64 num_layers, num_pages, page_size, head_num,
+     * head_bytes.
+     */
     public static final int POOL_SPEC_BYTES = 48;
-    /** kvio_support_query: int32 kind, layout, io_backend, granularity; int64 head_num, head_bytes,
-     *  page_size, host_num_layers, device_num_layers, device_layer_start. */
+
+    /**
+     * kvio_support_query: int32 kind, layout, io_backend, granularity; int64 head_num, head_bytes,
+     * page_size, host_num_layers, device_num_layers, device_layer_start.
+     */
     public static final int SUPPORT_QUERY_BYTES = 64;
 
     // ---- errors, names, version ----
     public static native @Cast("const char*") String kvio_last_error();
+
     public static native @Cast("const char*") String kvio_version();
+
     public static native @Cast("const char*") String kvio_status_name(int status);
+
     public static native @Cast("const char*") String kvio_name(int table, int value);
-    public static native int kvio_parse_name(int table, @Cast("const char*") String text,
-            @Cast("int32_t*") long valueOut);
+
+    public static native int kvio_parse_name(
+            int table, @Cast("const char*") String text, @Cast("int32_t*") long valueOut);
 
     // ---- support rules and backends ----
     public static native int kvio_check_support(@Cast("const kvio_support_query*") long query);
+
     public static native int kvio_backend_available(int ioBackend);
 
     // ---- pools ----
-    public static native int kvio_pool_component_bytes(@Cast("const kvio_pool_spec*") long spec,
-            @Cast("uint64_t*") long bytesOut);
-    public static native int kvio_pool_allocate(@Cast("const kvio_pool_spec*") long spec,
+    public static native int kvio_pool_component_bytes(
+            @Cast("const kvio_pool_spec*") long spec, @Cast("uint64_t*") long bytesOut);
+
+    public static native int kvio_pool_allocate(
+            @Cast("const kvio_pool_spec*") long spec, @Cast("uint64_t*") long poolOut);
+
+    public static native int kvio_pool_wrap(
+            @Cast("const kvio_pool_spec*") long spec,
+            @Cast("uint64_t") long address,
+            @Cast("uint64_t") long sizeBytes,
             @Cast("uint64_t*") long poolOut);
-    public static native int kvio_pool_wrap(@Cast("const kvio_pool_spec*") long spec,
-            @Cast("uint64_t") long address, @Cast("uint64_t") long sizeBytes, @Cast("uint64_t*") long poolOut);
-    public static native int kvio_pool_wrap_components(@Cast("const kvio_pool_spec*") long spec,
-            @Cast("const uint64_t*") long componentAddresses, int numComponents,
-            @Cast("uint64_t") long bytesEach, @Cast("uint64_t*") long poolOut);
-    public static native int kvio_pool_wrap_layer_table(@Cast("const kvio_pool_spec*") long spec,
-            @Cast("const uint64_t*") long layerAddresses, @Cast("int64_t") long numEntries,
-            @Cast("uint64_t") long bytesEach, @Cast("uint64_t*") long poolOut);
-    public static native int kvio_pool_region(@Cast("uint64_t") long pool, @Cast("int64_t") long region,
-            @Cast("uint64_t*") long addressOut, @Cast("uint64_t*") long bytesOut,
+
+    public static native int kvio_pool_wrap_components(
+            @Cast("const kvio_pool_spec*") long spec,
+            @Cast("const uint64_t*") long componentAddresses,
+            int numComponents,
+            @Cast("uint64_t") long bytesEach,
+            @Cast("uint64_t*") long poolOut);
+
+    public static native int kvio_pool_wrap_layer_table(
+            @Cast("const kvio_pool_spec*") long spec,
+            @Cast("const uint64_t*") long layerAddresses,
+            @Cast("int64_t") long numEntries,
+            @Cast("uint64_t") long bytesEach,
+            @Cast("uint64_t*") long poolOut);
+
+    public static native int kvio_pool_region(
+            @Cast("uint64_t") long pool,
+            @Cast("int64_t") long region,
+            @Cast("uint64_t*") long addressOut,
+            @Cast("uint64_t*") long bytesOut,
             @Cast("int64_t*") long numRegionsOut);
-    public static native int kvio_pool_get_spec(@Cast("uint64_t") long pool,
-            @Cast("kvio_pool_spec*") long specOut);
+
+    public static native int kvio_pool_get_spec(
+            @Cast("uint64_t") long pool, @Cast("kvio_pool_spec*") long specOut);
+
     public static native int kvio_pool_close(@Cast("uint64_t") long pool);
 
     // ---- memory kinds and the CUDA backend ----
     public static final int KVIO_MEMORY_HOST = 0;
     public static final int KVIO_MEMORY_HOST_PINNED = 1;
     public static final int KVIO_MEMORY_CUDA_DEVICE = 2;
-    public static native int kvio_pool_allocate_memory(@Cast("const kvio_pool_spec*") long spec, int memoryKind,
-            int device, @Cast("uint64_t*") long poolOut);
-    public static native int kvio_pool_wrap_memory(@Cast("const kvio_pool_spec*") long spec, int memoryKind,
-            int device, @Cast("uint64_t") long address, @Cast("uint64_t") long sizeBytes,
+
+    public static native int kvio_pool_allocate_memory(
+            @Cast("const kvio_pool_spec*") long spec,
+            int memoryKind,
+            int device,
             @Cast("uint64_t*") long poolOut);
-    public static native int kvio_pool_wrap_components_memory(@Cast("const kvio_pool_spec*") long spec,
-            int memoryKind, int device, @Cast("const uint64_t*") long componentAddresses, int numComponents,
-            @Cast("uint64_t") long bytesEach, @Cast("uint64_t*") long poolOut);
-    public static native int kvio_pool_wrap_layer_table_memory(@Cast("const kvio_pool_spec*") long spec,
-            int memoryKind, int device, @Cast("const uint64_t*") long layerAddresses,
-            @Cast("int64_t") long numEntries, @Cast("uint64_t") long bytesEach, @Cast("uint64_t*") long poolOut);
-    public static native int kvio_pool_memory(@Cast("uint64_t") long pool, @Cast("int32_t*") long memoryKindOut,
+
+    public static native int kvio_pool_wrap_memory(
+            @Cast("const kvio_pool_spec*") long spec,
+            int memoryKind,
+            int device,
+            @Cast("uint64_t") long address,
+            @Cast("uint64_t") long sizeBytes,
+            @Cast("uint64_t*") long poolOut);
+
+    public static native int kvio_pool_wrap_components_memory(
+            @Cast("const kvio_pool_spec*") long spec,
+            int memoryKind,
+            int device,
+            @Cast("const uint64_t*") long componentAddresses,
+            int numComponents,
+            @Cast("uint64_t") long bytesEach,
+            @Cast("uint64_t*") long poolOut);
+
+    public static native int kvio_pool_wrap_layer_table_memory(
+            @Cast("const kvio_pool_spec*") long spec,
+            int memoryKind,
+            int device,
+            @Cast("const uint64_t*") long layerAddresses,
+            @Cast("int64_t") long numEntries,
+            @Cast("uint64_t") long bytesEach,
+            @Cast("uint64_t*") long poolOut);
+
+    public static native int kvio_pool_memory(
+            @Cast("uint64_t") long pool,
+            @Cast("int32_t*") long memoryKindOut,
             @Cast("int32_t*") long deviceOut);
+
     public static native int kvio_cuda_device_count(@Cast("int32_t*") long countOut);
-    public static native int kvio_executor_create_cuda(int ioBackend, int device, @Cast("uint64_t") long stream,
-            int ctaBudget, int warpsPerCta, @Cast("uint64_t*") long executorOut);
-    public static native int kvio_executor_set_launch(@Cast("uint64_t") long executor, int ctaBudget,
-            int warpsPerCta);
-    public static native int kvio_executor_cuda_stream(@Cast("uint64_t") long executor,
-            @Cast("uint64_t*") long streamOut);
-    public static native int kvio_transfer_cuda_event(@Cast("uint64_t") long transfer,
-            @Cast("uint64_t*") long eventOut);
+
+    public static native int kvio_executor_create_cuda(
+            int ioBackend,
+            int device,
+            @Cast("uint64_t") long stream,
+            int ctaBudget,
+            int warpsPerCta,
+            @Cast("uint64_t*") long executorOut);
+
+    public static native int kvio_executor_set_launch(
+            @Cast("uint64_t") long executor, int ctaBudget, int warpsPerCta);
+
+    public static native int kvio_executor_cuda_stream(
+            @Cast("uint64_t") long executor, @Cast("uint64_t*") long streamOut);
+
+    public static native int kvio_transfer_cuda_event(
+            @Cast("uint64_t") long transfer, @Cast("uint64_t*") long eventOut);
 
     // ---- executors and transfers ----
-    public static native int kvio_executor_create(int ioBackend, int threads,
-            @Cast("uint64_t*") long executorOut);
-    public static native int kvio_executor_threads(@Cast("uint64_t") long executor,
-            @Cast("int32_t*") long threadsOut);
+    public static native int kvio_executor_create(
+            int ioBackend, int threads, @Cast("uint64_t*") long executorOut);
+
+    public static native int kvio_executor_threads(
+            @Cast("uint64_t") long executor, @Cast("int32_t*") long threadsOut);
+
     public static native int kvio_executor_close(@Cast("uint64_t") long executor);
-    public static native int kvio_submit_args(@Cast("uint64_t") long executor,
-            @Cast("uint64_t") long srcPool, @Cast("uint64_t") long dstPool,
-            @Cast("const int64_t*") long srcIndices, @Cast("const int64_t*") long dstIndices,
-            @Cast("int64_t") long numIndices, @Cast("int64_t") long srcLayerStart,
-            @Cast("int64_t") long dstLayerStart, @Cast("int64_t") long numLayers,
+
+    public static native int kvio_submit_args(
+            @Cast("uint64_t") long executor,
+            @Cast("uint64_t") long srcPool,
+            @Cast("uint64_t") long dstPool,
+            @Cast("const int64_t*") long srcIndices,
+            @Cast("const int64_t*") long dstIndices,
+            @Cast("int64_t") long numIndices,
+            @Cast("int64_t") long srcLayerStart,
+            @Cast("int64_t") long dstLayerStart,
+            @Cast("int64_t") long numLayers,
             @Cast("uint64_t*") long transferOut);
-    public static native int kvio_transfer_wait(@Cast("uint64_t") long transfer, @Cast("int64_t") long timeoutNs);
+
+    public static native int kvio_transfer_wait(
+            @Cast("uint64_t") long transfer, @Cast("int64_t") long timeoutNs);
+
     public static native int kvio_transfer_is_done(@Cast("uint64_t") long transfer);
-    public static native int kvio_transfer_bytes(@Cast("uint64_t") long transfer, @Cast("uint64_t*") long bytesOut);
+
+    public static native int kvio_transfer_bytes(
+            @Cast("uint64_t") long transfer, @Cast("uint64_t*") long bytesOut);
+
     public static native int kvio_transfer_close(@Cast("uint64_t") long transfer);
 
     // ---- planner ----
-    /** desc: a kvio_transfer_desc (64 bytes); copiesOut: capacity kvio_copy2d entries of 48 bytes. */
-    public static native int kvio_plan(@Cast("const kvio_transfer_desc*") long desc,
-            @Cast("kvio_copy2d*") long copiesOut, @Cast("int64_t") long capacity,
+    /**
+     * desc: a kvio_transfer_desc (64 bytes); copiesOut: capacity kvio_copy2d entries of 48 bytes.
+     */
+    public static native int kvio_plan(
+            @Cast("const kvio_transfer_desc*") long desc,
+            @Cast("kvio_copy2d*") long copiesOut,
+            @Cast("int64_t") long capacity,
             @Cast("int64_t*") long countOut);
 
     // ---- diagnostics and test-only fault injection (docs/reliability.md) ----
     public static final int KVIO_TEST_FAULT_HOST_ALLOCATION = 1;
     public static final int KVIO_TEST_FAULT_CPU_COPY = 2;
+
     /** countsOut: 4 int64 (open pools, executors, transfers; live host allocations). */
     public static native int kvio_debug_live_objects(@Cast("int64_t*") long countsOut);
+
     public static native int kvio_test_inject_fault(int fault, @Cast("int64_t") long count);
 }

@@ -12,10 +12,10 @@ import io.kvio.DeviceKvPool;
 import io.kvio.HostKvPool;
 import io.kvio.IoBackend;
 import io.kvio.KvLayout;
+import io.kvio.KvPool;
 import io.kvio.Kvio;
 import io.kvio.KvioException;
 import io.kvio.KvioExecutor;
-import io.kvio.KvPool;
 import io.kvio.PoolKind;
 import io.kvio.PoolSpec;
 import io.kvio.TokenIndices;
@@ -34,27 +34,29 @@ public final class Main {
     static final int EXIT_USAGE = 2;
     static final int EXIT_ERROR = 3;
 
-    private static final String USAGE = String.join("\n",
-            "Usage: java -jar kvio-cli.jar [options]",
-            "",
-            "Backs up KV pages from a layer_first device pool (cpu io backend) into a host pool of each",
-            "layout, reloads them layer by layer into other device pages, and verifies every moved byte.",
-            "",
-            "Options (defaults in brackets):",
-            "  --tokens N        tokens moved per layout: whole pages plus a token-granular tail [8192]",
-            "  --layers N        model layers [32]",
-            "  --heads N         KV heads per token [8; mla: 1]",
-            "  --head-dim N      elements per head [128; mla: 576]",
-            "  --dtype-bytes N   bytes per element (bf16: 2) [2]",
-            "  --page-size N     tokens per page [64]",
-            "  --threads N       io threads [one per core]",
-            "  --layouts a,b     host layouts: layer_first, page_first, page_first_direct, page_head",
-            "                    [all that fit the kind: 4 for mha, 3 for mla]",
-            "  --kind mha|mla    pool kind [mha]",
-            "  --seed N          seed of the page choice and data pattern [42]",
-            "  --help            this text",
-            "",
-            "Exit status: 0 all layouts verified, 1 a mismatch, 2 bad arguments, 3 kvio error.");
+    private static final String USAGE =
+            String.join(
+                    "\n",
+                    "Usage: java -jar kvio-cli.jar [options]",
+                    "",
+                    "Backs up KV pages from a layer_first device pool (cpu io backend) into a host pool of each",
+                    "layout, reloads them layer by layer into other device pages, and verifies every moved byte.",
+                    "",
+                    "Options (defaults in brackets):",
+                    "  --tokens N        tokens moved per layout: whole pages plus a token-granular tail [8192]",
+                    "  --layers N        model layers [32]",
+                    "  --heads N         KV heads per token [8; mla: 1]",
+                    "  --head-dim N      elements per head [128; mla: 576]",
+                    "  --dtype-bytes N   bytes per element (bf16: 2) [2]",
+                    "  --page-size N     tokens per page [64]",
+                    "  --threads N       io threads [one per core]",
+                    "  --layouts a,b     host layouts: layer_first, page_first, page_first_direct, page_head",
+                    "                    [all that fit the kind: 4 for mha, 3 for mla]",
+                    "  --kind mha|mla    pool kind [mha]",
+                    "  --seed N          seed of the page choice and data pattern [42]",
+                    "  --help            this text",
+                    "",
+                    "Exit status: 0 all layouts verified, 1 a mismatch, 2 bad arguments, 3 kvio error.");
 
     private Main() {}
 
@@ -133,27 +135,54 @@ public final class Main {
                 }
                 if (!KNOWN.contains(arg)) {
                     String near = nearest(arg);
-                    throw new UsageException("unknown option '" + arg + "'; valid options: " + String.join(", ", KNOWN)
-                            + ", --help" + (near != null ? "; did you mean '" + near + "'?" : ""));
+                    throw new UsageException(
+                            "unknown option '"
+                                    + arg
+                                    + "'; valid options: "
+                                    + String.join(", ", KNOWN)
+                                    + ", --help"
+                                    + (near != null ? "; did you mean '" + near + "'?" : ""));
                 }
                 if (value == null) {
                     if (i + 1 >= args.length) {
-                        throw new UsageException(arg + " needs a value, e.g. " + arg + " " + example(arg));
+                        throw new UsageException(
+                                arg + " needs a value, e.g. " + arg + " " + example(arg));
                     }
                     value = args[++i];
                 }
                 switch (arg) {
-                    case "--tokens": o.tokens = positive(arg, value); break;
-                    case "--layers": o.layers = positive(arg, value); break;
-                    case "--heads": o.heads = positive(arg, value); break;
-                    case "--head-dim": o.headDim = positive(arg, value); break;
-                    case "--dtype-bytes": o.dtypeBytes = positive(arg, value); break;
-                    case "--page-size": o.pageSize = positive(arg, value); break;
-                    case "--threads": o.threads = (int) Math.min(positive(arg, value), 4096); break;
-                    case "--seed": o.seed = number(arg, value); break;
-                    case "--kind": o.kind = PoolKind.parse(value); break;
-                    case "--layouts": layoutList = value; break;
-                    default: throw new UsageException("unhandled option " + arg);
+                    case "--tokens":
+                        o.tokens = positive(arg, value);
+                        break;
+                    case "--layers":
+                        o.layers = positive(arg, value);
+                        break;
+                    case "--heads":
+                        o.heads = positive(arg, value);
+                        break;
+                    case "--head-dim":
+                        o.headDim = positive(arg, value);
+                        break;
+                    case "--dtype-bytes":
+                        o.dtypeBytes = positive(arg, value);
+                        break;
+                    case "--page-size":
+                        o.pageSize = positive(arg, value);
+                        break;
+                    case "--threads":
+                        o.threads = (int) Math.min(positive(arg, value), 4096);
+                        break;
+                    case "--seed":
+                        o.seed = number(arg, value);
+                        break;
+                    case "--kind":
+                        o.kind = PoolKind.parse(value);
+                        break;
+                    case "--layouts":
+                        layoutList = value;
+                        break;
+                    default:
+                        throw new UsageException("unhandled option " + arg);
                 }
             }
             if (o.heads < 0) {
@@ -179,17 +208,32 @@ public final class Main {
                     }
                 }
                 if (o.layouts.isEmpty()) {
-                    throw new UsageException("--layouts is empty; e.g. --layouts page_first,layer_first");
+                    throw new UsageException(
+                            "--layouts is empty; e.g. --layouts page_first,layer_first");
                 }
             }
             if (o.tokens > (1L << 28)) {
-                throw new UsageException("--tokens " + o.tokens + " is too many for one run; use at most " + (1L << 28));
+                throw new UsageException(
+                        "--tokens "
+                                + o.tokens
+                                + " is too many for one run; use at most "
+                                + (1L << 28));
             }
             return o;
         }
 
-        private static final List<String> KNOWN = List.of("--tokens", "--layers", "--heads", "--head-dim",
-                "--dtype-bytes", "--page-size", "--threads", "--layouts", "--kind", "--seed");
+        private static final List<String> KNOWN =
+                List.of(
+                        "--tokens",
+                        "--layers",
+                        "--heads",
+                        "--head-dim",
+                        "--dtype-bytes",
+                        "--page-size",
+                        "--threads",
+                        "--layouts",
+                        "--kind",
+                        "--seed");
 
         /** The known option closest to {@code arg} (edit distance at most 3), or null. */
         private static String nearest(String arg) {
@@ -226,12 +270,18 @@ public final class Main {
 
         private static String example(String option) {
             switch (option) {
-                case "--layouts": return "page_first,layer_first";
-                case "--kind": return "mha";
-                case "--tokens": return "8192";
-                case "--layers": return "32";
-                case "--page-size": return "64";
-                default: return "8";
+                case "--layouts":
+                    return "page_first,layer_first";
+                case "--kind":
+                    return "mha";
+                case "--tokens":
+                    return "8192";
+                case "--layers":
+                    return "32";
+                case "--page-size":
+                    return "64";
+                default:
+                    return "8";
             }
         }
 
@@ -239,16 +289,28 @@ public final class Main {
             try {
                 return Long.parseLong(value.trim());
             } catch (NumberFormatException e) {
-                throw new UsageException(option + " expects an integer, got '" + value + "'; e.g. " + option + " "
-                        + example(option));
+                throw new UsageException(
+                        option
+                                + " expects an integer, got '"
+                                + value
+                                + "'; e.g. "
+                                + option
+                                + " "
+                                + example(option));
             }
         }
 
         private static long positive(String option, String value) throws UsageException {
             long v = number(option, value);
             if (v < 1) {
-                throw new UsageException(option + " must be at least 1, got " + v + "; e.g. " + option + " "
-                        + example(option));
+                throw new UsageException(
+                        option
+                                + " must be at least 1, got "
+                                + v
+                                + "; e.g. "
+                                + option
+                                + " "
+                                + example(option));
             }
             return v;
         }
@@ -261,7 +323,17 @@ public final class Main {
         void checkSupport() {
             for (KvLayout layout : layouts) {
                 for (io.kvio.Granularity g : io.kvio.Granularity.values()) {
-                    Kvio.checkSupport(kind, layout, IoBackend.CPU, g, heads, headBytes(), pageSize, layers, layers, 0);
+                    Kvio.checkSupport(
+                            kind,
+                            layout,
+                            IoBackend.CPU,
+                            g,
+                            heads,
+                            headBytes(),
+                            pageSize,
+                            layers,
+                            layers,
+                            0);
                 }
             }
         }
@@ -288,7 +360,9 @@ public final class Main {
             chunks = new ByteBuffer[n];
             for (int i = 0; i < n; i++) {
                 long off = (long) i << SHIFT;
-                chunks[i] = pool.slice(region, off, (int) Math.min(CHUNK, bytes - off)).order(ByteOrder.LITTLE_ENDIAN);
+                chunks[i] =
+                        pool.slice(region, off, (int) Math.min(CHUNK, bytes - off))
+                                .order(ByteOrder.LITTLE_ENDIAN);
             }
         }
 
@@ -345,7 +419,8 @@ public final class Main {
         private final long row;
         private final long hb;
         private final int components;
-        // token plan: transfer i moves device token devSrc[i] -> host token host[i] -> device token devDst[i]
+        // token plan: transfer i moves device token devSrc[i] -> host token host[i] -> device token
+        // devDst[i]
         private final long[] devSrc;
         private final long[] host;
         private final long[] devDst;
@@ -353,7 +428,7 @@ public final class Main {
         private final long devicePages;
         private final long fullPages;
         private final long tail;
-        private final long[] clearedPages;    // device pages zeroed before the load
+        private final long[] clearedPages; // device pages zeroed before the load
         private final long seed;
 
         Benchmark(Options o, PrintStream out, PrintStream err) {
@@ -367,14 +442,17 @@ public final class Main {
             long ps = o.pageSize;
             long full = o.tokens / ps;
             long t = o.tokens % ps;
-            if (t == 0 && full > 1) {  // keep a token-granular tail: the last page's worth as scattered slots
+            if (t == 0
+                    && full > 1) { // keep a token-granular tail: the last page's worth as scattered
+                // slots
                 full -= 1;
                 t = ps;
             }
             fullPages = full;
             tail = t;
             hostPages = full + (t > 0 ? 1 : 0);
-            // device pages: source pages, destination pages, and 2 + 2 pages for the scattered tails
+            // device pages: source pages, destination pages, and 2 + 2 pages for the scattered
+            // tails
             devicePages = 2 * full + 4;
             SplittableRandom random = new SplittableRandom(o.seed);
             long[] order = permutation(devicePages, random);
@@ -441,7 +519,10 @@ public final class Main {
         }
 
         long patternWord(int c, long layer, long token, long word) {
-            return mix(seed + ((((long) c * 0x10001L + layer) * 0x100000001L + token) << 20) + word * 0x9e3779b97f4a7c15L);
+            return mix(
+                    seed
+                            + ((((long) c * 0x10001L + layer) * 0x100000001L + token) << 20)
+                            + word * 0x9e3779b97f4a7c15L);
         }
 
         byte patternByte(int c, long layer, long token, long byteInRow) {
@@ -449,22 +530,43 @@ public final class Main {
         }
 
         int run() {
-            PoolSpec deviceSpec = PoolSpec.builder().kind(o.kind).layout(KvLayout.LAYER_FIRST).layers(o.layers)
-                    .pages(devicePages).pageSize(o.pageSize).heads(o.heads).headBytes(hb).build();
+            PoolSpec deviceSpec =
+                    PoolSpec.builder()
+                            .kind(o.kind)
+                            .layout(KvLayout.LAYER_FIRST)
+                            .layers(o.layers)
+                            .pages(devicePages)
+                            .pageSize(o.pageSize)
+                            .heads(o.heads)
+                            .headBytes(hb)
+                            .build();
             List<String> failed = new ArrayList<>();
             try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, o.threads);
-                 DeviceKvPool device = DeviceKvPool.allocate(deviceSpec, IoBackend.CPU);
-                 TokenIndices srcIdx = TokenIndices.of(devSrc);
-                 TokenIndices hostIdx = TokenIndices.of(host);
-                 TokenIndices dstIdx = TokenIndices.of(devDst)) {
-                out.printf(Locale.ROOT, "kvio %s: %s, %d layers, %d heads x %d dims x %d bytes (row %d B), page %d, "
+                    DeviceKvPool device = DeviceKvPool.allocate(deviceSpec, IoBackend.CPU);
+                    TokenIndices srcIdx = TokenIndices.of(devSrc);
+                    TokenIndices hostIdx = TokenIndices.of(host);
+                    TokenIndices dstIdx = TokenIndices.of(devDst)) {
+                out.printf(
+                        Locale.ROOT,
+                        "kvio %s: %s, %d layers, %d heads x %d dims x %d bytes (row %d B), page %d, "
                                 + "%d tokens (%d pages + %d-token tail), io backend cpu, %d threads%n",
-                        Kvio.version(), o.kind.userName(), o.layers, o.heads, o.headDim, o.dtypeBytes, row,
-                        o.pageSize, o.tokens, fullPages, tail, executor.threads());
+                        Kvio.version(),
+                        o.kind.userName(),
+                        o.layers,
+                        o.heads,
+                        o.headDim,
+                        o.dtypeBytes,
+                        row,
+                        o.pageSize,
+                        o.tokens,
+                        fullPages,
+                        tail,
+                        executor.threads());
                 Region dev = new Region(device, 0);
                 fillDevice(dev, deviceSpec);
                 for (KvLayout layout : o.layouts) {
-                    if (!runLayout(layout, executor, device, dev, deviceSpec, srcIdx, hostIdx, dstIdx)) {
+                    if (!runLayout(
+                            layout, executor, device, dev, deviceSpec, srcIdx, hostIdx, dstIdx)) {
                         failed.add(layout.userName());
                     }
                 }
@@ -504,11 +606,23 @@ public final class Main {
             }
         }
 
-        private boolean runLayout(KvLayout layout, KvioExecutor executor, DeviceKvPool device, Region dev,
-                PoolSpec deviceSpec, TokenIndices srcIdx, TokenIndices hostIdx, TokenIndices dstIdx) {
+        private boolean runLayout(
+                KvLayout layout,
+                KvioExecutor executor,
+                DeviceKvPool device,
+                Region dev,
+                PoolSpec deviceSpec,
+                TokenIndices srcIdx,
+                TokenIndices hostIdx,
+                TokenIndices dstIdx) {
             String name = layout.userName();
-            try (HostKvPool hostPool = HostKvPool.builder().forDevice(device).layout(layout).pages(hostPages)
-                    .executor(executor).build()) {
+            try (HostKvPool hostPool =
+                    HostKvPool.builder()
+                            .forDevice(device)
+                            .layout(layout)
+                            .pages(hostPages)
+                            .executor(executor)
+                            .build()) {
                 // touch the fresh host memory first, so the timing measures copies, not page faults
                 Region hostRegion = new Region(hostPool, 0);
                 hostRegion.zero(0, hostRegion.bytes, new byte[1 << 20]);
@@ -537,15 +651,29 @@ public final class Main {
                 long loadNs = System.nanoTime() - t1;
                 verifyDevice(dev, deviceSpec, name, mismatches);
                 progress.clear();
-                boolean ok = mismatches.count == 0 && loadBytes == moved
-                        && moved == o.tokens * o.layers * components * row;
-                out.printf(Locale.ROOT, "%-18s %-18s moved %,d B per direction  backup %7.2f GB/s  load %7.2f GB/s"
-                                + "  verify %s%n", name, layout.shape(), moved, gbps(moved, backupNs),
-                        gbps(loadBytes, loadNs), ok ? "OK" : "FAIL");
+                boolean ok =
+                        mismatches.count == 0
+                                && loadBytes == moved
+                                && moved == o.tokens * o.layers * components * row;
+                out.printf(
+                        Locale.ROOT,
+                        "%-18s %-18s moved %,d B per direction  backup %7.2f GB/s  load %7.2f GB/s"
+                                + "  verify %s%n",
+                        name,
+                        layout.shape(),
+                        moved,
+                        gbps(moved, backupNs),
+                        gbps(loadBytes, loadNs),
+                        ok ? "OK" : "FAIL");
                 if (!ok) {
                     if (loadBytes != moved || moved != o.tokens * o.layers * components * row) {
-                        out.printf(Locale.ROOT, "  %s: byte counts differ: backup %d, load %d, expected %d%n", name,
-                                moved, loadBytes, o.tokens * o.layers * components * row);
+                        out.printf(
+                                Locale.ROOT,
+                                "  %s: byte counts differ: backup %d, load %d, expected %d%n",
+                                name,
+                                moved,
+                                loadBytes,
+                                o.tokens * o.layers * components * row);
                     }
                     mismatches.print(out);
                 }
@@ -557,8 +685,12 @@ public final class Main {
             return ns <= 0 ? 0 : bytes / (double) ns;
         }
 
-        /** Offset of head h of (c, layer, token) in a host pool of this layout, from the documented shapes. */
-        private long hostOffset(KvLayout layout, long componentBytes, int c, long l, long t, long h) {
+        /**
+         * Offset of head h of (c, layer, token) in a host pool of this layout, from the documented
+         * shapes.
+         */
+        private long hostOffset(
+                KvLayout layout, long componentBytes, int c, long l, long t, long h) {
             long ps = o.pageSize;
             long layers = o.layers;
             long heads = o.heads;
@@ -567,16 +699,16 @@ public final class Main {
             long s = t % ps;
             long inComponent;
             switch (layout) {
-                case LAYER_FIRST:        // [L, P*ps, H, D]
+                case LAYER_FIRST: // [L, P*ps, H, D]
                     inComponent = ((l * tokens + t) * heads + h) * hb;
                     break;
-                case PAGE_FIRST:         // [P*ps, L, H, D]
+                case PAGE_FIRST: // [P*ps, L, H, D]
                     inComponent = ((t * layers + l) * heads + h) * hb;
                     break;
-                case PAGE_FIRST_DIRECT:  // [P, L, ps, H, D]
+                case PAGE_FIRST_DIRECT: // [P, L, ps, H, D]
                     inComponent = (((p * layers + l) * ps + s) * heads + h) * hb;
                     break;
-                case PAGE_HEAD:          // [P, H, ps, L, D]
+                case PAGE_HEAD: // [P, H, ps, L, D]
                     inComponent = (((p * heads + h) * ps + s) * layers + l) * hb;
                     break;
                 default:
@@ -596,7 +728,17 @@ public final class Main {
                     for (int i = 0; i < host.length; i++) {
                         for (long head = 0; head < o.heads; head++) {
                             long pos = hostOffset(layout, componentBytes, c, l, host[i], head);
-                            compare(h, pos, c, l, devSrc[i], head * hb, hb, mismatches, "host", host[i]);
+                            compare(
+                                    h,
+                                    pos,
+                                    c,
+                                    l,
+                                    devSrc[i],
+                                    head * hb,
+                                    hb,
+                                    mismatches,
+                                    "host",
+                                    host[i]);
                         }
                     }
                 }
@@ -632,8 +774,17 @@ public final class Main {
                 for (long l = 0; l < o.layers; l++) {
                     progress.update(name + ": verifying device pool", ++done, total);
                     for (int i = 0; i < devDst.length; i++) {
-                        compare(dev, deviceRowOffset(spec, c, l, devDst[i]), c, l, devSrc[i], 0, row, mismatches,
-                                "device", devDst[i]);
+                        compare(
+                                dev,
+                                deviceRowOffset(spec, c, l, devDst[i]),
+                                c,
+                                l,
+                                devSrc[i],
+                                0,
+                                row,
+                                mismatches,
+                                "device",
+                                devDst[i]);
                     }
                     for (int k = 0; k < clearedPages.length; k++) {
                         for (long s = 0; s < ps; s++) {
@@ -642,10 +793,16 @@ public final class Main {
                                 long base = deviceRowOffset(spec, c, l, token);
                                 for (long b = 0; b < row; b++) {
                                     if (dev.getByte(base + b) != 0) {
-                                        mismatches.add(String.format(Locale.ROOT,
-                                                "device token %d (not a load target) component %d layer %d byte %d "
-                                                        + "was written: 0x%02x, expected 0x00 (canary)",
-                                                token, c, l, b, dev.getByte(base + b) & 0xff));
+                                        mismatches.add(
+                                                String.format(
+                                                        Locale.ROOT,
+                                                        "device token %d (not a load target) component %d layer %d byte %d "
+                                                                + "was written: 0x%02x, expected 0x00 (canary)",
+                                                        token,
+                                                        c,
+                                                        l,
+                                                        b,
+                                                        dev.getByte(base + b) & 0xff));
                                         break;
                                     }
                                 }
@@ -656,14 +813,36 @@ public final class Main {
             }
         }
 
-        /** Compares len bytes at pos with bytes [rowStart, rowStart + len) of the pattern row (c, l, srcToken). */
-        private void compare(Region r, long pos, int c, long l, long srcToken, long rowStart, long len,
-                Mismatches mismatches, String where, long token) {
+        /**
+         * Compares len bytes at pos with bytes [rowStart, rowStart + len) of the pattern row (c, l,
+         * srcToken).
+         */
+        private void compare(
+                Region r,
+                long pos,
+                int c,
+                long l,
+                long srcToken,
+                long rowStart,
+                long len,
+                Mismatches mismatches,
+                String where,
+                long token) {
             if ((rowStart & 7) == 0 && (len & 7) == 0) {
                 long w0 = rowStart >>> 3;
                 for (long w = 0; w < len >>> 3; w++) {
                     if (r.getLong(pos + 8 * w) != patternWord(c, l, srcToken, w0 + w)) {
-                        compareBytes(r, pos + 8 * w, c, l, srcToken, rowStart + 8 * w, 8, mismatches, where, token);
+                        compareBytes(
+                                r,
+                                pos + 8 * w,
+                                c,
+                                l,
+                                srcToken,
+                                rowStart + 8 * w,
+                                8,
+                                mismatches,
+                                where,
+                                token);
                         return;
                     }
                 }
@@ -672,16 +851,35 @@ public final class Main {
             compareBytes(r, pos, c, l, srcToken, rowStart, len, mismatches, where, token);
         }
 
-        private void compareBytes(Region r, long pos, int c, long l, long srcToken, long rowStart, long len,
-                Mismatches mismatches, String where, long token) {
+        private void compareBytes(
+                Region r,
+                long pos,
+                int c,
+                long l,
+                long srcToken,
+                long rowStart,
+                long len,
+                Mismatches mismatches,
+                String where,
+                long token) {
             for (long b = 0; b < len; b++) {
                 byte expected = patternByte(c, l, srcToken, rowStart + b);
                 byte actual = r.getByte(pos + b);
                 if (expected != actual) {
-                    mismatches.add(String.format(Locale.ROOT,
-                            "%s token %d component %d layer %d row byte %d (at offset %d): expected 0x%02x "
-                                    + "(device token %d), got 0x%02x",
-                            where, token, c, l, rowStart + b, pos + b, expected & 0xff, srcToken, actual & 0xff));
+                    mismatches.add(
+                            String.format(
+                                    Locale.ROOT,
+                                    "%s token %d component %d layer %d row byte %d (at offset %d): expected 0x%02x "
+                                            + "(device token %d), got 0x%02x",
+                                    where,
+                                    token,
+                                    c,
+                                    l,
+                                    rowStart + b,
+                                    pos + b,
+                                    expected & 0xff,
+                                    srcToken,
+                                    actual & 0xff));
                     return;
                 }
             }
@@ -741,7 +939,11 @@ public final class Main {
                 return;
             }
             long now = System.nanoTime();
-            String text = phase + (total > 1 ? String.format(Locale.ROOT, " %3d%%", 100 * done / total) : " ...");
+            String text =
+                    phase
+                            + (total > 1
+                                    ? String.format(Locale.ROOT, " %3d%%", 100 * done / total)
+                                    : " ...");
             if (console) {
                 if (shown && now - lastNs < CONSOLE_INTERVAL_NS) {
                     return;

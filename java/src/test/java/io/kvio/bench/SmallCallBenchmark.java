@@ -64,11 +64,24 @@ public class SmallCallBenchmark {
         long pageSize = tiny ? 16 : 64;
         long heads = tiny ? 1 : 8;
         long headBytes = tiny ? 64 : 256;
-        PoolSpec spec = PoolSpec.builder().kind(PoolKind.MHA).layout(KvLayout.LAYER_FIRST)
-                .layers(32).pages(64).pageSize(pageSize).heads(heads).headBytes(headBytes).build();
+        PoolSpec spec =
+                PoolSpec.builder()
+                        .kind(PoolKind.MHA)
+                        .layout(KvLayout.LAYER_FIRST)
+                        .layers(32)
+                        .pages(64)
+                        .pageSize(pageSize)
+                        .heads(heads)
+                        .headBytes(headBytes)
+                        .build();
         device = DeviceKvPool.allocate(spec, IoBackend.CPU);
-        host = HostKvPool.builder().forDevice(device).layout(KvLayout.PAGE_FIRST_DIRECT)
-                .ioBackend(IoBackend.CPU).pages(64).build();
+        host =
+                HostKvPool.builder()
+                        .forDevice(device)
+                        .layout(KvLayout.PAGE_FIRST_DIRECT)
+                        .ioBackend(IoBackend.CPU)
+                        .pages(64)
+                        .build();
         hostSlots = TokenIndices.pages(pageSize, 5);
         deviceSlots = TokenIndices.pages(pageSize, 9);
         int bytes = (int) (2 * pageSize * heads * headBytes);
@@ -108,11 +121,17 @@ public class SmallCallBenchmark {
     }
 
     public static void main(String[] args) throws Exception {
-        Options options = new OptionsBuilder()
-                .include(SmallCallBenchmark.class.getSimpleName())
-                .build();
+        Options options =
+                new OptionsBuilder().include(SmallCallBenchmark.class.getSimpleName()).build();
         new Runner(options).run();
-        System.out.println("kvio " + Kvio.version() + ", " + Runtime.getRuntime().availableProcessors()
-                + " cores, " + System.getProperty("java.vm.name") + " " + System.getProperty("java.version"));
+        System.out.println(
+                "kvio "
+                        + Kvio.version()
+                        + ", "
+                        + Runtime.getRuntime().availableProcessors()
+                        + " cores, "
+                        + System.getProperty("java.vm.name")
+                        + " "
+                        + System.getProperty("java.version"));
     }
 }

@@ -14,26 +14,10 @@
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
 #include "oracle.hpp"
+#include "rejection_assertions.hpp"
 
 namespace kvio_test {
 namespace {
-
-::testing::AssertionResult rejected(kvio_status actual, kvio_status expected,
-                                    std::initializer_list<std::string> substrings) {
-  const std::string message = kvio_last_error();
-  if (actual != expected) {
-    return ::testing::AssertionFailure() << "status " << kvio_status_name(actual) << ", expected "
-                                         << kvio_status_name(expected) << "; message: " << message;
-  }
-  for (const std::string& s : substrings) {
-    if (message.find(s) == std::string::npos) {
-      return ::testing::AssertionFailure() << "message \"" << message << "\" lacks \"" << s << "\"";
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
-#define EXPECT_REJECTED(call, status, ...) EXPECT_TRUE(rejected((call), (status), {__VA_ARGS__}))
 
 // Device: mha layer_first, 4 layers, 8 pages of 4 tokens (32 slots), 2 heads x 16 bytes.
 // Host: mha page_first, 2 layers, 6 pages (24 slots). Both wrapped, both filled with seeded

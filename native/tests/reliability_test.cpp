@@ -19,26 +19,10 @@
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
 #include "oracle.hpp"
+#include "rejection_assertions.hpp"
 
 namespace kvio_test {
 namespace {
-
-::testing::AssertionResult rejected(kvio_status actual, kvio_status expected,
-                                    std::initializer_list<std::string> substrings) {
-  const std::string message = kvio_last_error();
-  if (actual != expected) {
-    return ::testing::AssertionFailure() << "status " << kvio_status_name(actual) << ", expected "
-                                         << kvio_status_name(expected) << "; message: " << message;
-  }
-  for (const std::string& s : substrings) {
-    if (message.find(s) == std::string::npos) {
-      return ::testing::AssertionFailure() << "message \"" << message << "\" lacks \"" << s << "\"";
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
-#define EXPECT_REJECTED(call, status, ...) EXPECT_TRUE(rejected((call), (status), {__VA_ARGS__}))
 
 // Two wrapped pools (mha page_first_direct 3 layers x 4 pages x 4 tokens, 2 heads x 8 bytes;
 // mha layer_first 3 layers x 2 pages x 4 tokens), seeded bytes and a canary; TearDown checks

@@ -32,8 +32,9 @@ public final class DeviceKvPool extends KvPool {
             throw new KvioUnsupportedException(
                     "allocating device memory on io backend '"
                             + backend.userName()
-                            + "' is not implemented in this build; wrap the engine's device memory with "
-                            + "DeviceKvPool.wrap / wrapComponents / wrapLayers instead");
+                            + "': kvio allocates device memory on the CUDA backends only; wrap the"
+                            + " engine's device memory with DeviceKvPool.wrap / wrapComponents /"
+                            + " wrapLayers instead");
         }
         return new DeviceKvPool(
                 spec, backend, Dispatcher.poolAllocate(spec, backend.deviceMemoryKind(), 0));

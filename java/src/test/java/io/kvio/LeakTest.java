@@ -84,6 +84,7 @@ public class LeakTest {
             long before = residentKiB();
             cycles(100_000, executor);
             long[] after = settled(baseline);
+            System.gc();
             long grown = residentKiB() - before;
             assertTrue(
                     after[0] <= baseline[0] && after[2] <= baseline[2] && after[3] <= baseline[3],
@@ -92,10 +93,12 @@ public class LeakTest {
                             + " vs "
                             + Arrays.toString(baseline)
                             + " (pools, executors, transfers, allocations)");
-            // 100 000 leaked pools would be 200 000 mappings of >= 2 MiB; allow JVM/allocator
-            // noise.
+            // Leaked pools would keep at least the 4 KiB pages each transfer touched on both
+            // sides: >= 800 MiB over 100 000 cycles. The JVM's own heap and code growth on this
+            // 24 GiB machine reached 86 MiB once (default heap limit 6 GiB), so the bound is
+            // 256 MiB; the native counters above are the exact check.
             assertTrue(
-                    grown < 64 * 1024,
+                    grown < 256 * 1024,
                     "resident size grew by " + grown + " KiB over 100 000 cycles");
         }
     }

@@ -12,6 +12,7 @@
 #include "cuda/direct_copies.hpp"
 #include "kvio/kvio.h"
 #include "oracle.hpp"
+#include "plan_support.hpp"
 
 namespace kvio_test {
 namespace {
@@ -73,24 +74,6 @@ struct FakeEngine {
     return o;
   }
 };
-
-std::vector<kvio_copy2d> planOf(TestPool& src, TestPool& dst, const std::vector<int64_t>& srcIdx,
-                                const std::vector<int64_t>& dstIdx, int64_t srcLayer,
-                                int64_t dstLayer, int64_t layers) {
-  const kvio_transfer_desc desc{src.pool().handle(),
-                                dst.pool().handle(),
-                                srcIdx.data(),
-                                dstIdx.data(),
-                                static_cast<int64_t>(srcIdx.size()),
-                                srcLayer,
-                                dstLayer,
-                                layers};
-  int64_t count = 0;
-  EXPECT_EQ(kvio_plan(&desc, nullptr, 0, &count), KVIO_STATUS_OK) << kvio_last_error();
-  std::vector<kvio_copy2d> plan(static_cast<size_t>(count));
-  EXPECT_EQ(kvio_plan(&desc, plan.data(), count, &count), KVIO_STATUS_OK);
-  return plan;
-}
 
 Geometry randomGeometry(std::mt19937_64& rng, int32_t kind, int64_t L, int64_t ps, int64_t H,
                         int64_t hb) {

@@ -14,30 +14,10 @@
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
 #include "oracle.hpp"
+#include "plan_support.hpp"
 
 namespace kvio_test {
 namespace {
-
-std::vector<kvio_copy2d> planOf(const TestPool& src, const TestPool& dst,
-                                const std::vector<int64_t>& srcIdx,
-                                const std::vector<int64_t>& dstIdx, int64_t srcLayer,
-                                int64_t dstLayer, int64_t layers) {
-  const kvio_transfer_desc desc{src.pool().handle(),
-                                dst.pool().handle(),
-                                srcIdx.data(),
-                                dstIdx.data(),
-                                static_cast<int64_t>(srcIdx.size()),
-                                srcLayer,
-                                dstLayer,
-                                layers};
-  int64_t count = -1;
-  EXPECT_EQ(kvio_plan(&desc, nullptr, 0, &count), KVIO_STATUS_OK) << kvio_last_error();
-  std::vector<kvio_copy2d> plan(static_cast<size_t>(std::max<int64_t>(count, 0)));
-  int64_t again = -1;
-  EXPECT_EQ(kvio_plan(&desc, plan.data(), count, &again), KVIO_STATUS_OK);
-  EXPECT_EQ(again, count);
-  return plan;
-}
 
 uint64_t planBytes(const std::vector<kvio_copy2d>& plan) {
   uint64_t total = 0;

@@ -1,0 +1,42 @@
+// planOf(): the plan kvio_plan returns for a transfer between two test pools (asserting that
+// planning succeeds and that a second call with room for the copies returns the same count).
+// Shared by the planner and CUDA direct-copy tests; kept apart from oracle.hpp, which must not
+// call the code it checks.
+#ifndef KVIO_TESTS_PLAN_SUPPORT_HPP_
+#define KVIO_TESTS_PLAN_SUPPORT_HPP_
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "kvio/kvio.h"
+#include "oracle.hpp"
+
+namespace kvio_test {
+
+inline std::vector<kvio_copy2d> planOf(const TestPool& src, const TestPool& dst,
+                                       const std::vector<int64_t>& srcIdx,
+                                       const std::vector<int64_t>& dstIdx, int64_t srcLayer,
+                                       int64_t dstLayer, int64_t layers) {
+  const kvio_transfer_desc desc{src.pool().handle(),
+                                dst.pool().handle(),
+                                srcIdx.data(),
+                                dstIdx.data(),
+                                static_cast<int64_t>(srcIdx.size()),
+                                srcLayer,
+                                dstLayer,
+                                layers};
+  int64_t count = -1;
+  EXPECT_EQ(kvio_plan(&desc, nullptr, 0, &count), KVIO_STATUS_OK) << kvio_last_error();
+  std::vector<kvio_copy2d> plan(static_cast<size_t>(std::max<int64_t>(count, 0)));
+  int64_t again = -1;
+  EXPECT_EQ(kvio_plan(&desc, plan.data(), count, &again), KVIO_STATUS_OK);
+  EXPECT_EQ(again, count);
+  return plan;
+}
+
+}  // namespace kvio_test
+
+#endif  // KVIO_TESTS_PLAN_SUPPORT_HPP_

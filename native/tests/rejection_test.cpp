@@ -154,6 +154,50 @@ TEST_F(TransferRejection, OverlappingSourceAndDestinationInOnePool) {
                   "slot 10");
 }
 
+// Two handles over the same memory: the slot check of one pool cannot see the aliasing, so
+// the transfer is refused whatever the indices. A pool over the bytes right after the device
+// pool's memory is not aliasing and is accepted.
+TEST_F(TransferRejection, PoolsThatWrapTheSameMemory) {
+  const Geometry g = device_.geometry();
+  const kvio::Pool alias =
+      kvio::Pool::wrap(g.spec(), device_.region(0), static_cast<uint64_t>(g.regionBytes()));
+  kvio_transfer_desc d = desc({0}, {1}, 0, 0, 1);
+  d.dst_pool = alias.handle();
+  EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT,
+                  "the source and destination pools share memory", "use one pool for both sides");
+  // A partial overlap: a one-layer view that starts in the device pool's last layer.
+  Geometry oneLayer = g;
+  oneLayer.L = 1;
+  const uint64_t layerBytes = static_cast<uint64_t>(oneLayer.regionBytes());
+  uint8_t* lastLayer = device_.region(0) + (g.regionBytes() - static_cast<int64_t>(layerBytes));
+  const kvio::Pool tail = kvio::Pool::wrap(oneLayer.spec(), lastLayer + 1, layerBytes);
+  d = desc({5}, {6}, 0, 0, 1);
+  d.src_pool = tail.handle();
+  d.dst_pool = device_.pool().handle();
+  EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT,
+                  "the source and destination pools share memory");
+}
+
+TEST(PoolAliasing, AdjacentPoolsDoNotAlias) {
+  // One buffer split into two pools back to back: [0, n) and [n, 2n).
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 4, 4, 2, 16};
+  const size_t n = static_cast<size_t>(g.regionBytes());
+  std::vector<uint8_t> buffer(2 * n);
+  std::mt19937_64 rng(7);
+  fillRandom(buffer.data(), n, rng);
+  std::fill(buffer.begin() + static_cast<std::ptrdiff_t>(n), buffer.end(), kCanary);
+  const std::vector<uint8_t> source(buffer.begin(),
+                                    buffer.begin() + static_cast<std::ptrdiff_t>(n));
+  kvio::Pool a = kvio::Pool::wrap(g.spec(), buffer.data(), n);
+  kvio::Pool b = kvio::Pool::wrap(g.spec(), buffer.data() + n, n);
+  kvio::Executor executor(kvio::IoBackend::Cpu, 1);
+  std::vector<int64_t> all(static_cast<size_t>(g.S()));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  kvio::transfer(executor, a, b, all, all, kvio::LayerMap{0, 0, g.L}).wait();
+  EXPECT_TRUE(
+      std::equal(source.begin(), source.end(), buffer.begin() + static_cast<std::ptrdiff_t>(n)));
+}
+
 TEST_F(TransferRejection, SourceLayerRangeNegative) {
   EXPECT_REJECTED(submit(desc({0}, {0}, -1, 0, 1)), KVIO_STATUS_OUT_OF_RANGE,
                   "src layer range [-1, 0) is outside the src pool's 4 layers",

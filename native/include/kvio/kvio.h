@@ -184,7 +184,10 @@ KVIO_API kvio_status kvio_executor_threads(uint64_t executor, int32_t* threads_o
 KVIO_API kvio_status kvio_executor_close(uint64_t executor);
 
 /* Validates, plans and enqueues a transfer. Transfers on one executor run in submission
- * order (like a stream); small ones may complete before this returns. */
+ * order (like a stream); small ones may complete before this returns. Refused before any byte
+ * moves: indices out of range, duplicate destination slots, source and destination slots
+ * overlapping in the same layers of one pool, and two distinct pools whose memory regions
+ * overlap (aliasing views of one buffer), whatever the indices. */
 KVIO_API kvio_status kvio_submit(uint64_t executor, const kvio_transfer_desc* desc,
                                  uint64_t* transfer_out);
 /* Same, with the descriptor's fields as arguments (what the Java bridge calls). */

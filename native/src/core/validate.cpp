@@ -92,6 +92,73 @@ kvio_status checkOverlap(const std::vector<Interval>& src, const std::vector<Int
   return KVIO_STATUS_OK;
 }
 
+// Two distinct pools may wrap the same memory (two views of one buffer). The slot overlap
+// check above only knows one pool, so a transfer between aliasing pools is refused outright:
+// its reads could see bytes it has already written. Host kinds share one address space;
+// device memory is compared only within the same kind and device.
+bool sameAddressSpace(const PoolImpl& a, const PoolImpl& b) {
+  const auto isHost = [](int32_t kind) {
+    return kind == KVIO_MEMORY_HOST || kind == KVIO_MEMORY_HOST_PINNED;
+  };
+  if (isHost(a.memoryKind) || isHost(b.memoryKind))
+    return isHost(a.memoryKind) && isHost(b.memoryKind);
+  return a.memoryKind == b.memoryKind && a.device == b.device;
+}
+
+// Bounding [lo, hi) of a pool's regions; regions never wrap (checked when the pool is made).
+void bounds(const PoolImpl& pool, uint64_t* lo, uint64_t* hi) {
+  *lo = UINT64_MAX;
+  *hi = 0;
+  for (const MemoryRegion& r : pool.regions) {
+    *lo = std::min(*lo, r.address);
+    *hi = std::max(*hi, r.address + r.bytes);
+  }
+}
+
+kvio_status checkAliasing(const PoolImpl& src, const PoolImpl& dst) {
+  if (&src == &dst || !sameAddressSpace(src, dst)) return KVIO_STATUS_OK;
+  uint64_t srcLo, srcHi, dstLo, dstHi;
+  bounds(src, &srcLo, &srcHi);
+  bounds(dst, &dstLo, &dstHi);
+  if (srcHi <= dstLo || dstHi <= srcLo) return KVIO_STATUS_OK;  // the common case
+  // Source regions sorted by start, with the region reaching furthest among each prefix: a
+  // destination region [a, b) overlaps some source region iff, among the source regions that
+  // start before b, the one reaching furthest ends after a.
+  thread_local std::vector<MemoryRegion> sorted;
+  thread_local std::vector<size_t> furthest;
+  sorted.clear();
+  for (const MemoryRegion& r : src.regions)
+    if (r.bytes > 0) sorted.push_back(r);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const MemoryRegion& a, const MemoryRegion& b) { return a.address < b.address; });
+  furthest.resize(sorted.size());
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const bool longer =
+        i == 0 || sorted[i].address + sorted[i].bytes >
+                      sorted[furthest[i - 1]].address + sorted[furthest[i - 1]].bytes;
+    furthest[i] = longer ? i : furthest[i - 1];
+  }
+  for (const MemoryRegion& d : dst.regions) {
+    if (d.bytes == 0) continue;
+    const uint64_t end = d.address + d.bytes;
+    const size_t before = static_cast<size_t>(
+        std::lower_bound(sorted.begin(), sorted.end(), end,
+                         [](const MemoryRegion& r, uint64_t e) { return r.address < e; }) -
+        sorted.begin());
+    if (before == 0) continue;
+    const MemoryRegion& s = sorted[furthest[before - 1]];
+    if (s.address + s.bytes > d.address) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "the source and destination pools share memory (address 0x%llx is in both); a "
+                  "transfer between two pools that wrap the same memory could read bytes it has "
+                  "already written: use one pool for both sides (kvio then checks that the slots "
+                  "do not overlap) or pools over disjoint memory",
+                  static_cast<unsigned long long>(std::max(s.address, d.address)));
+    }
+  }
+  return KVIO_STATUS_OK;
+}
+
 }  // namespace
 
 kvio_status validateTransferShape(const PoolImpl& src, const PoolImpl& dst,
@@ -125,7 +192,7 @@ kvio_status validateTransferShape(const PoolImpl& src, const PoolImpl& dst,
   }
   KVIO_RETURN_IF_ERROR(checkLayers("src", src, d.src_layer_start, d.num_layers));
   KVIO_RETURN_IF_ERROR(checkLayers("dst", dst, d.dst_layer_start, d.num_layers));
-  return KVIO_STATUS_OK;
+  return checkAliasing(src, dst);
 }
 
 kvio_status validateDeviceTransfer(const PoolImpl& src, const PoolImpl& dst,

@@ -625,6 +625,28 @@ public class RejectionTest {
                 "slot 2");
     }
 
+    @Test
+    public void twoPoolsOverTheSameMemory() {
+        // a second handle over the device pool's memory: kvio cannot check slots across two
+        // pools, so it refuses the transfer whatever the indices
+        DeviceKvPool alias =
+                open(
+                        DeviceKvPool.wrap(
+                                device.spec(),
+                                device.regionAddress(0),
+                                device.regionBytes(0),
+                                IoBackend.CPU));
+        KvioExecutor executor = open(KvioExecutor.create(IoBackend.CPU, 1));
+        TokenIndices s = idx(0);
+        TokenIndices d = idx(1);
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> Kvio.transfer(executor, device, alias, s, d, 0, 0, 1).await(),
+                both(),
+                "the source and destination pools share memory",
+                "use one pool for both sides");
+    }
+
     // ---- empty and malformed requests ----
 
     @Test

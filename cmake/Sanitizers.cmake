@@ -3,8 +3,9 @@
 # UndefinedBehaviorSanitizer; -fno-sanitize-recover=all turns every UB report into a failing
 # process, so ctest fails on it. Used by .ci/run in its own build directory:
 #   cmake -S . -B build-asan -DKVIO_SANITIZE=ON -DKVIO_BUILD_BENCH=OFF && ctest --test-dir build-asan
-# The JNI library is not built this way: a sanitized libkvio.so cannot be loaded into a JVM
-# without LD_PRELOAD of the ASan runtime.
+# Inside a JVM, a sanitized libkvio.so needs the ASan runtime preloaded:
+# scripts/jni-sanitize-check.sh builds it with this option (gcc), builds the JNI glue the same
+# way and runs the Java tests with LD_PRELOAD.
 option(KVIO_SANITIZE "Build with AddressSanitizer + UndefinedBehaviorSanitizer (tests only)" OFF)
 
 if(KVIO_SANITIZE)

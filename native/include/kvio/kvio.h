@@ -223,10 +223,28 @@ KVIO_API kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copi
  *                            caller memory, e.g. a framework's tensors). kernel/direct only.
  * Backends and memory: cpu moves host memory of either kind; kernel and direct move pinned host
  * and device memory (pageable host memory is rejected with UNSUPPORTED, never a crash). */
-enum { KVIO_MEMORY_HOST = 0, KVIO_MEMORY_HOST_PINNED = 1, KVIO_MEMORY_CUDA_DEVICE = 2 };
-#define KVIO_MEMORY_COUNT 3
+enum {
+  KVIO_MEMORY_HOST = 0,
+  KVIO_MEMORY_HOST_PINNED = 1,
+  KVIO_MEMORY_CUDA_DEVICE = 2,
+  KVIO_MEMORY_ASCEND_DEVICE = 3,
+  KVIO_MEMORY_ASCEND_HOST_PINNED = 4
+};
+#define KVIO_MEMORY_COUNT 5
 
-/* device: the CUDA device ordinal (ignored for KVIO_MEMORY_HOST). */
+/* The Ascend kinds (the kernel_ascend backend, docs/ascend.md):
+ *   KVIO_MEMORY_ASCEND_DEVICE       memory of Ascend NPU `device` (aclrtMalloc, zeroed with
+ *                                   aclrtMemset; or wrapped caller memory, e.g. torch_npu
+ *                                   tensors, used as given). kernel_ascend only.
+ *   KVIO_MEMORY_ASCEND_HOST_PINNED  page-locked host memory for the NPU: allocated with
+ *                                   aclrtMallocHost, or the caller's memory registered with
+ *                                   aclrtHostRegister (unregistered when the pool's memory is
+ *                                   released; memory already registered is used as is). Movable
+ *                                   by kernel_ascend and cpu.
+ * kernel_ascend moves between Ascend device memory and Ascend pinned host memory (and device to
+ * device); pageable host memory and CUDA memory are rejected with UNSUPPORTED. */
+
+/* device: the CUDA or Ascend device ordinal (ignored for KVIO_MEMORY_HOST). */
 KVIO_API kvio_status kvio_pool_allocate_memory(const kvio_pool_spec* spec, int32_t memory_kind,
                                                int32_t device, uint64_t* pool_out);
 KVIO_API kvio_status kvio_pool_wrap_memory(const kvio_pool_spec* spec, int32_t memory_kind,
@@ -287,6 +305,20 @@ KVIO_API kvio_status kvio_submit_device_indices(uint64_t executor, const kvio_tr
  * Valid until kvio_transfer_close. UNSUPPORTED for transfers of the cpu backend. */
 KVIO_API kvio_status kvio_transfer_cuda_event(uint64_t transfer, uint64_t* event_out);
 
+/* ---- the Ascend backend (docs/ascend.md) ---- */
+/* Number of Ascend NPUs. Without CANN (libascendcl.so) or an NPU: UNAVAILABLE, and
+ * kvio_last_error() says which. */
+KVIO_API kvio_status kvio_ascend_device_count(int32_t* count_out);
+
+/* Passing this as `stream` to kvio_executor_create_ascend makes kvio create its own stream. Any
+ * other value is an aclrtStream the caller owns and keeps alive until the executor is closed. */
+#define KVIO_ASCEND_OWN_STREAM 0
+
+/* A kernel_ascend executor on NPU `device` ordering its work on `stream`.
+ * kvio_executor_create(KVIO_BACKEND_KERNEL_ASCEND, ...) means device 0, own stream. */
+KVIO_API kvio_status kvio_executor_create_ascend(int32_t device, uint64_t stream,
+                                                 uint64_t* executor_out);
+
 /* ---- diagnostics and tests (docs/reliability.md) ---- */
 /* Live objects of this process: counts_out[0] open pool handles, [1] open executor handles,
  * [2] open transfer handles, [3] host allocations kvio made and has not freed yet (memory of
@@ -303,6 +335,12 @@ KVIO_API kvio_status kvio_debug_live_objects(int64_t* counts_out /* [4] */);
 enum { KVIO_TEST_FAULT_HOST_ALLOCATION = 1, KVIO_TEST_FAULT_CPU_COPY = 2 };
 #define KVIO_TEST_FAULT_COUNT 3
 KVIO_API kvio_status kvio_test_inject_fault(int32_t fault, int64_t count);
+
+/* TEST ONLY: replaces the ACL runtime of the kernel_ascend backend by `table`, a
+ * kvio::ascend::AclApi (native/src/ascend/acl_api.hpp) of table_bytes bytes whose functions
+ * emulate ACL (native/tests/acl_host_emulation.cpp); NULL goes back to libascendcl.so. The table
+ * is copied. Call it while no Ascend executor or pool exists; never call it in production. */
+KVIO_API kvio_status kvio_test_ascend_runtime(const void* table, uint64_t table_bytes);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -165,11 +165,12 @@ kvio_status checkAddress(const char* what, uint64_t address, uint64_t bytes) {
 kvio_status checkMemoryKind(int32_t kind, int32_t device) {
   if (kind < 0 || kind >= KVIO_MEMORY_COUNT) {
     return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                "memory_kind %d is not valid (0 = host, 1 = host_pinned, 2 = cuda_device)", kind);
+                "memory_kind %d is not valid (0 = host, 1 = host_pinned, 2 = cuda_device, 3 = "
+                "ascend_device, 4 = ascend_host_pinned)",
+                kind);
   }
   if (kind != KVIO_MEMORY_HOST && device < 0) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT, "device %d is not a CUDA device ordinal (>= 0)",
-                device);
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "device %d is not a device ordinal (>= 0)", device);
   }
   return KVIO_STATUS_OK;
 }
@@ -243,6 +244,8 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
             static_cast<uint64_t>(src->components()) *
             static_cast<uint64_t>(src->layout.rowBytes());
   }
+  job->srcPlace = placeOf(*src);
+  job->dstPlace = placeOf(*dst);
   job->state = std::make_shared<TransferState>(bytes);
   job->keepAlive.push_back(src);
   job->keepAlive.push_back(dst);
@@ -307,7 +310,8 @@ kvio_status kvio_pool_allocate_memory(const kvio_pool_spec* spec, int32_t memory
       KVIO_RETURN_IF_ERROR(HostAllocation::create(total, &allocation));
       address = allocation->address();
     } else {
-      KVIO_RETURN_IF_ERROR(cudaMemoryOps().allocate(memory_kind, device, total, &address, &owner));
+      KVIO_RETURN_IF_ERROR(
+          memoryOpsFor(memory_kind).allocate(memory_kind, device, total, &address, &owner));
     }
     uint64_t bases[AffineLayout::kMaxComponents];
     for (int32_t c = 0; c < components; ++c) bases[c] = address + c * componentBytes;
@@ -536,6 +540,24 @@ kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64
     auto impl = std::make_shared<ExecutorImpl>();
     impl->backend = io_backend;
     KVIO_RETURN_IF_ERROR(ops->createCuda(config, &impl->executor));
+    *executor_out = executors().add(std::move(impl));
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_executor_create_ascend(int32_t device, uint64_t stream,
+                                        uint64_t* executor_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(executor_out, "executor_out"));
+    KVIO_RETURN_IF_ERROR(kvio_backend_available(KVIO_BACKEND_KERNEL_ASCEND));
+    if (device < 0) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT, "device %d is not an Ascend device ordinal (>= 0)",
+                  device);
+    }
+    auto impl = std::make_shared<ExecutorImpl>();
+    impl->backend = KVIO_BACKEND_KERNEL_ASCEND;
+    KVIO_RETURN_IF_ERROR(
+        backendOps(KVIO_BACKEND_KERNEL_ASCEND)->createAscend(device, stream, &impl->executor));
     *executor_out = executors().add(std::move(impl));
     return KVIO_STATUS_OK;
   });

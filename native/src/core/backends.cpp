@@ -1,13 +1,16 @@
 // The backend registry: maps io backend ids to their BackendOps tables. Backends that are
 // not part of this build report why; the CPU backend is always present. With KVIO_HAVE_CUDA
-// the kernel and direct tables and the CUDA memory services come from native/src/cuda/.
+// the kernel and direct tables and the CUDA memory services come from native/src/cuda/. The
+// kernel_ascend table (native/src/ascend/) is always built: it loads the ACL runtime at run
+// time and reports why it is absent.
 #include "error.hpp"
 #include "executor.hpp"
 #include "pool.hpp"
 
 namespace kvio {
 
-const BackendOps& cpuBackendOps();  // native/src/cpu/cpu_executor.cpp
+const BackendOps& cpuBackendOps();     // native/src/cpu/cpu_executor.cpp
+const BackendOps& ascendBackendOps();  // native/src/ascend/ascend_backend.cpp
 #if defined(KVIO_HAVE_CUDA)
 const BackendOps& cudaKernelBackendOps();  // native/src/cuda/cuda_backend.cpp
 const BackendOps& cudaDirectBackendOps();
@@ -32,18 +35,10 @@ kvio_status noCudaAddress(int32_t, int32_t, uint64_t, uint64_t*) {
   return noCudaBackend();
 }
 
-const BackendOps kKernel{KVIO_BACKEND_KERNEL, noCudaBackend, nullptr, nullptr};
-const BackendOps kDirect{KVIO_BACKEND_DIRECT, noCudaBackend, nullptr, nullptr};
+const BackendOps kKernel{KVIO_BACKEND_KERNEL, noCudaBackend, nullptr, nullptr, nullptr};
+const BackendOps kDirect{KVIO_BACKEND_DIRECT, noCudaBackend, nullptr, nullptr, nullptr};
 const MemoryOps kNoCudaMemory{noCudaAllocate, noCudaAdopt, noCudaAddress};
 #endif
-
-kvio_status noAscendBackend() {
-  return fail(KVIO_STATUS_UNAVAILABLE,
-              "this kvio build has no Ascend backend (the 'kernel_ascend' io backend needs the "
-              "CANN runtime, libascendcl.so, and an Ascend NPU)");
-}
-
-const BackendOps kAscend{KVIO_BACKEND_KERNEL_ASCEND, noAscendBackend, nullptr, nullptr};
 
 }  // namespace
 
@@ -63,7 +58,7 @@ const BackendOps* backendOps(int32_t ioBackend) {
     case KVIO_BACKEND_KERNEL: return &kKernel;
     case KVIO_BACKEND_DIRECT: return &kDirect;
 #endif
-    case KVIO_BACKEND_KERNEL_ASCEND: return &kAscend;
+    case KVIO_BACKEND_KERNEL_ASCEND: return &ascendBackendOps();
     default: return nullptr;
   }
 }

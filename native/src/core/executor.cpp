@@ -89,6 +89,12 @@ kvio_status Executor::acceptMemory(MemoryPlace src, MemoryPlace dst) const {
                   "memory only: use the 'kernel' or 'direct' io backend",
                   i == 0 ? "source" : "destination", sides[i].device);
     }
+    if (sides[i].kind == KVIO_MEMORY_ASCEND_DEVICE) {
+      return fail(KVIO_STATUS_UNSUPPORTED,
+                  "the %s pool is Ascend device memory (device %d); the cpu backend moves host "
+                  "memory only: use the 'kernel_ascend' io backend",
+                  i == 0 ? "source" : "destination", sides[i].device);
+    }
   }
   return KVIO_STATUS_OK;
 }

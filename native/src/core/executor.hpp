@@ -79,6 +79,12 @@ struct LayoutJob {
   int32_t warpsPerCta = 0;
 };
 
+/// Where a pool's memory lies, as an executor sees it when accepting a transfer.
+struct MemoryPlace {
+  int32_t kind;    // KVIO_MEMORY_*
+  int32_t device;  // CUDA or Ascend device ordinal, -1 for pageable host memory
+};
+
 /// Everything an executor needs to run one transfer. keepAlive holds the pools' memory so it
 /// outlives a pool closed while the transfer is in flight.
 struct Job {
@@ -86,12 +92,8 @@ struct Job {
   LayoutJob layout;               // filled when it does not
   std::vector<std::shared_ptr<void>> keepAlive;
   std::shared_ptr<TransferState> state;
-};
-
-/// Where a pool's memory lies, as an executor sees it when accepting a transfer.
-struct MemoryPlace {
-  int32_t kind;    // KVIO_MEMORY_*
-  int32_t device;  // CUDA device ordinal, -1 for host memory
+  MemoryPlace srcPlace{KVIO_MEMORY_HOST, -1};  // where the pools lie (the Ascend executor
+  MemoryPlace dstPlace{KVIO_MEMORY_HOST, -1};  // derives the copy direction from them)
 };
 
 class Executor {
@@ -132,6 +134,9 @@ struct BackendOps {
   kvio_status (*create)(int32_t threads, std::unique_ptr<Executor>* out);
   /// CUDA backends only (nullptr otherwise).
   kvio_status (*createCuda)(const CudaExecutorConfig& config, std::unique_ptr<Executor>* out);
+  /// The Ascend backend only (nullptr otherwise): an executor on NPU `device` ordering its
+  /// work on `stream` (an aclrtStream; KVIO_ASCEND_OWN_STREAM: its own).
+  kvio_status (*createAscend)(int32_t device, uint64_t stream, std::unique_ptr<Executor>* out);
 };
 
 /// The backend table for an io backend id, or nullptr for an unknown id.

@@ -73,7 +73,7 @@ kvio_status PoolImpl::bindMemory(int32_t kind, int32_t deviceOrdinal, std::share
     deviceLayerBase.clear();
     return KVIO_STATUS_OK;
   }
-  const MemoryOps& ops = cudaMemoryOps();
+  const MemoryOps& ops = memoryOpsFor(kind);
   if (owner == nullptr) {  // wrapped caller memory: register or check it
     KVIO_RETURN_IF_ERROR(ops.adopt(kind, device, regions.data(), regions.size(), &owner));
   }

@@ -47,12 +47,19 @@ struct MemoryOps {
   /// The address a kernel on `device` uses for `address` (cudaHostGetDevicePointer).
   kvio_status (*deviceAddress)(int32_t kind, int32_t device, uint64_t address, uint64_t* out);
 };
-const MemoryOps& cudaMemoryOps();  // backends.cpp (stubs) or cuda_memory.cpp
+const MemoryOps& cudaMemoryOps();    // backends.cpp (stubs) or cuda_memory.cpp
+const MemoryOps& ascendMemoryOps();  // native/src/ascend/ascend_backend.cpp
+/// The services for memory of `kind` (a device or pinned kind).
+inline const MemoryOps& memoryOpsFor(int32_t kind) {
+  return kind == KVIO_MEMORY_ASCEND_DEVICE || kind == KVIO_MEMORY_ASCEND_HOST_PINNED
+             ? ascendMemoryOps()
+             : cudaMemoryOps();
+}
 
 struct PoolImpl {
   kvio_pool_spec spec{};
   int32_t memoryKind = KVIO_MEMORY_HOST;
-  int32_t device = -1;                    // CUDA device ordinal; -1 for pageable host memory
+  int32_t device = -1;                    // CUDA or Ascend ordinal; -1 for pageable host memory
   std::vector<uint64_t> deviceLayerBase;  // layerBase as device code addresses it
   std::shared_ptr<void> memory;           // CUDA allocation or registration (freed last)
   LayoutStrides strides;

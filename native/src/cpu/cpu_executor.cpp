@@ -303,7 +303,7 @@ kvio_status cpuCreate(int32_t threads, std::unique_ptr<Executor>* out) {
   return KVIO_STATUS_OK;
 }
 
-const BackendOps kCpuOps{KVIO_BACKEND_CPU, cpuAvailable, cpuCreate, nullptr};
+const BackendOps kCpuOps{KVIO_BACKEND_CPU, cpuAvailable, cpuCreate, nullptr, nullptr};
 
 }  // namespace
 

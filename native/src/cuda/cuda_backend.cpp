@@ -50,9 +50,9 @@ kvio_status createDirectDefault(int32_t, std::unique_ptr<Executor>* out) {
 }
 
 const BackendOps kKernelOps{KVIO_BACKEND_KERNEL, cudaAvailable, createKernelDefault,
-                            createKernelExecutor};
+                            createKernelExecutor, nullptr};
 const BackendOps kDirectOps{KVIO_BACKEND_DIRECT, cudaAvailable, createDirectDefault,
-                            createDirectExecutor};
+                            createDirectExecutor, nullptr};
 
 }  // namespace
 
@@ -145,6 +145,12 @@ kvio_status CudaExecutor::acceptMemory(MemoryPlace src, MemoryPlace dst) const {
                   "memory: allocate it with KVIO_MEMORY_HOST_PINNED, or wrap it with "
                   "KVIO_MEMORY_HOST_PINNED (kvio registers it with cudaHostRegister)",
                   side, name_);
+    }
+    if (sides[i].kind != KVIO_MEMORY_HOST_PINNED && sides[i].kind != KVIO_MEMORY_CUDA_DEVICE) {
+      return fail(KVIO_STATUS_UNSUPPORTED,
+                  "the %s pool is Ascend memory (kind %d); the '%s' io backend moves CUDA device "
+                  "memory and CUDA pinned host memory only: use the 'kernel_ascend' io backend",
+                  side, sides[i].kind, name_);
     }
     if (sides[i].device != device_) {
       return fail(KVIO_STATUS_UNSUPPORTED,

@@ -1,0 +1,169 @@
+// The part of the Ascend ACL runtime (CANN's libascendcl.so) that the 'kernel_ascend' io backend
+// uses, declared by kvio itself so that the backend builds on every machine: the few types,
+// enum values and error codes, the signatures of the functions (as CANN documents them), and
+// AclApi, the table of function pointers the backend calls through. acl_loader.cpp fills the
+// table from libascendcl.so at run time (dlopen/dlsym); tests install a host emulation of the
+// same functions instead (native/tests/acl_host_emulation.hpp, via kvio_test_ascend_runtime).
+// cmake/FindCANN.cmake compiles acl_api_check.cpp against the real acl/acl.h where CANN is
+// installed: it instantiates AclSignatures with CANN's own types and checks every signature,
+// enum value and struct layout against this file.
+#ifndef KVIO_ASCEND_ACL_API_HPP_
+#define KVIO_ASCEND_ACL_API_HPP_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kvio {
+namespace ascend {
+
+using aclError = int;
+using aclrtStream = void*;
+using aclrtEvent = void*;
+
+enum aclrtMemcpyKind {
+  ACL_MEMCPY_HOST_TO_HOST = 0,
+  ACL_MEMCPY_HOST_TO_DEVICE = 1,
+  ACL_MEMCPY_DEVICE_TO_HOST = 2,
+  ACL_MEMCPY_DEVICE_TO_DEVICE = 3,
+};
+
+enum aclrtMemMallocPolicy { ACL_MEM_MALLOC_HUGE_FIRST = 0 };
+
+enum aclrtEventRecordedStatus {
+  ACL_EVENT_RECORDED_STATUS_NOT_READY = 0,
+  ACL_EVENT_RECORDED_STATUS_COMPLETE = 1,
+};
+
+enum aclrtHostRegisterType { ACL_HOST_REGISTER_MAPPED = 0 };
+
+enum aclrtMemLocationType { ACL_MEM_LOCATION_TYPE_HOST = 0, ACL_MEM_LOCATION_TYPE_DEVICE = 1 };
+
+struct aclrtMemLocation {
+  uint32_t id;
+  aclrtMemLocationType type;
+};
+
+/// One attribute entry of aclrtMemcpyBatchAsync: where destinations and sources lie.
+struct aclrtMemcpyBatchAttr {
+  aclrtMemLocation dstLoc;
+  aclrtMemLocation srcLoc;
+  uint8_t rsv[16];
+};
+
+// Return codes (acl_base.h and rt_error_codes.h).
+constexpr aclError ACL_SUCCESS = 0;
+constexpr aclError ACL_ERROR_INVALID_PARAM = 100000;
+constexpr aclError ACL_ERROR_REPEAT_INITIALIZE = 100002;
+constexpr aclError ACL_ERROR_BAD_ALLOC = 200000;
+constexpr aclError ACL_ERROR_RT_PARAM_INVALID = 107000;
+constexpr aclError ACL_ERROR_RT_INVALID_DEVICEID = 107001;
+constexpr aclError ACL_ERROR_RT_INVALID_HANDLE = 107017;
+constexpr aclError ACL_ERROR_RT_FEATURE_NOT_SUPPORT = 207000;
+constexpr aclError ACL_ERROR_RT_MEMORY_ALLOCATION = 207001;
+constexpr aclError ACL_ERROR_RT_NO_DEVICE = 207004;
+constexpr aclError ACL_ERROR_RT_DEVICE_OOM = 207018;
+constexpr aclError ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 507910;
+
+/// aclrtMemcpy2dAsync's largest height (5 * 1024 * 1024 rows).
+constexpr uint64_t kMax2dHeight = 5ull * 1024 * 1024;
+
+/// The signatures of the functions kvio calls, over a set of types T (kvio's own, or CANN's in
+/// the check against the real headers).
+template <class T>
+struct AclSignatures {
+  using Error = typename T::Error;
+  using Stream = typename T::Stream;
+  using Event = typename T::Event;
+  using Init = Error (*)(const char* configPath);
+  using SetDevice = Error (*)(int32_t deviceId);
+  using GetDeviceCount = Error (*)(uint32_t* count);
+  using CreateStream = Error (*)(Stream* stream);
+  using DestroyStream = Error (*)(Stream stream);
+  using SynchronizeStream = Error (*)(Stream stream);
+  using CreateEvent = Error (*)(Event* event);
+  using RecordEvent = Error (*)(Event event, Stream stream);
+  using QueryEventStatus = Error (*)(Event event, typename T::EventRecordedStatus* status);
+  using SynchronizeEvent = Error (*)(Event event);
+  using DestroyEvent = Error (*)(Event event);
+  using Malloc = Error (*)(void** devPtr, size_t size, typename T::MallocPolicy policy);
+  using Free = Error (*)(void* devPtr);
+  using MallocHost = Error (*)(void** hostPtr, size_t size);
+  using FreeHost = Error (*)(void* hostPtr);
+  using HostRegister = Error (*)(void* ptr, uint64_t size, typename T::HostRegisterType type,
+                                 void** devPtr);
+  using HostUnregister = Error (*)(void* ptr);
+  using Memset = Error (*)(void* devPtr, size_t maxCount, int32_t value, size_t count);
+  using MemcpyAsync = Error (*)(void* dst, size_t destMax, const void* src, size_t count,
+                                typename T::MemcpyKind kind, Stream stream);
+  using Memcpy2dAsync = Error (*)(void* dst, size_t dpitch, const void* src, size_t spitch,
+                                  size_t width, size_t height, typename T::MemcpyKind kind,
+                                  Stream stream);
+  using MemcpyBatchAsync = Error (*)(void** dsts, size_t* destMaxs, void** srcs, size_t* sizes,
+                                     size_t numBatches, typename T::BatchAttr* attrs,
+                                     size_t* attrsIndexes, size_t numAttrs, size_t* failIndex,
+                                     Stream stream);
+  using GetRecentErrMsg = const char* (*)();
+};
+
+struct KvioAclTypes {
+  using Error = aclError;
+  using Stream = aclrtStream;
+  using Event = aclrtEvent;
+  using EventRecordedStatus = aclrtEventRecordedStatus;
+  using MallocPolicy = aclrtMemMallocPolicy;
+  using HostRegisterType = aclrtHostRegisterType;
+  using MemcpyKind = aclrtMemcpyKind;
+  using BatchAttr = aclrtMemcpyBatchAttr;
+};
+
+using Acl = AclSignatures<KvioAclTypes>;
+
+/// Bumped whenever AclApi changes, so that a table built against another layout is refused.
+constexpr uint32_t kAclApiVersion = 1;
+
+/// The ACL functions the backend calls. Every entry is required except memcpyBatchAsync
+/// (CANN >= 8.5, experimental) and getRecentErrMsg.
+struct AclApi {
+  uint32_t version = kAclApiVersion;
+  uint32_t size = sizeof(AclApi);
+  /// Where the functions come from, for messages ("libascendcl.so (/usr/local/...)").
+  const char* origin = "";
+  Acl::Init init = nullptr;  // aclInit
+  Acl::SetDevice setDevice = nullptr;
+  Acl::GetDeviceCount getDeviceCount = nullptr;
+  Acl::CreateStream createStream = nullptr;
+  Acl::DestroyStream destroyStream = nullptr;
+  Acl::SynchronizeStream synchronizeStream = nullptr;
+  Acl::CreateEvent createEvent = nullptr;
+  Acl::RecordEvent recordEvent = nullptr;
+  Acl::QueryEventStatus queryEventStatus = nullptr;
+  Acl::SynchronizeEvent synchronizeEvent = nullptr;
+  Acl::DestroyEvent destroyEvent = nullptr;
+  Acl::Malloc malloc = nullptr;
+  Acl::Free free = nullptr;
+  Acl::MallocHost mallocHost = nullptr;
+  Acl::FreeHost freeHost = nullptr;
+  Acl::HostRegister hostRegister = nullptr;
+  Acl::HostUnregister hostUnregister = nullptr;
+  Acl::Memset memset = nullptr;
+  Acl::MemcpyAsync memcpyAsync = nullptr;
+  Acl::Memcpy2dAsync memcpy2dAsync = nullptr;
+  Acl::MemcpyBatchAsync memcpyBatchAsync = nullptr;  // optional
+  Acl::GetRecentErrMsg getRecentErrMsg = nullptr;    // optional (aclGetRecentErrMsg)
+};
+
+/// The ACL runtime to use: the table installed for tests, else libascendcl.so loaded (once)
+/// and initialised (aclInit). nullptr when absent; *cause then says why.
+const AclApi* aclApi(const char** cause);
+
+/// Tests only (kvio_test_ascend_runtime): calls go to `api` from now on (nullptr: back to
+/// libascendcl.so). The table is copied; no Ascend executor or pool may be alive.
+void installAclForTesting(const AclApi* api);
+
+/// "ACL_ERROR_RT_PARAM_INVALID (107000)" and the runtime's recent message, if any.
+const char* aclErrorName(aclError error);
+
+}  // namespace ascend
+}  // namespace kvio
+
+#endif  // KVIO_ASCEND_ACL_API_HPP_

@@ -1,0 +1,83 @@
+// Compiled only where CANN is installed (cmake/FindCANN.cmake): checks that kvio's own ACL
+// declarations (acl_api.hpp) match CANN's acl/acl.h: every function signature (AclSignatures
+// instantiated with CANN's types must equal the real functions' types), the enum values kvio
+// passes, the batch attribute layout and the error codes. Produces no code.
+#include <cstddef>
+#include <type_traits>
+
+// kvio's header first: CANN defines its runtime error codes as macros, which would rewrite
+// kvio's constants of the same names.
+#include "acl_api.hpp"
+
+namespace {
+constexpr int kFeatureNotSupport = kvio::ascend::ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
+constexpr int kMemoryAllocation = kvio::ascend::ACL_ERROR_RT_MEMORY_ALLOCATION;
+constexpr int kAlreadyRegistered = kvio::ascend::ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+}  // namespace
+
+#include <acl/acl.h>
+
+namespace {
+
+namespace k = kvio::ascend;
+
+struct CannTypes {
+  using Error = ::aclError;
+  using Stream = ::aclrtStream;
+  using Event = ::aclrtEvent;
+  using EventRecordedStatus = ::aclrtEventRecordedStatus;
+  using MallocPolicy = ::aclrtMemMallocPolicy;
+  using HostRegisterType = ::aclrtHostRegisterType;
+  using MemcpyKind = ::aclrtMemcpyKind;
+  using BatchAttr = ::aclrtMemcpyBatchAttr;
+};
+using Real = k::AclSignatures<CannTypes>;
+
+#define KVIO_SAME_SIGNATURE(alias, function) \
+  static_assert(std::is_same<Real::alias, decltype(&::function)>::value, #function)
+
+KVIO_SAME_SIGNATURE(Init, aclInit);
+KVIO_SAME_SIGNATURE(SetDevice, aclrtSetDevice);
+KVIO_SAME_SIGNATURE(GetDeviceCount, aclrtGetDeviceCount);
+KVIO_SAME_SIGNATURE(CreateStream, aclrtCreateStream);
+KVIO_SAME_SIGNATURE(DestroyStream, aclrtDestroyStream);
+KVIO_SAME_SIGNATURE(SynchronizeStream, aclrtSynchronizeStream);
+KVIO_SAME_SIGNATURE(CreateEvent, aclrtCreateEvent);
+KVIO_SAME_SIGNATURE(RecordEvent, aclrtRecordEvent);
+KVIO_SAME_SIGNATURE(QueryEventStatus, aclrtQueryEventStatus);
+KVIO_SAME_SIGNATURE(SynchronizeEvent, aclrtSynchronizeEvent);
+KVIO_SAME_SIGNATURE(DestroyEvent, aclrtDestroyEvent);
+KVIO_SAME_SIGNATURE(Malloc, aclrtMalloc);
+KVIO_SAME_SIGNATURE(Free, aclrtFree);
+KVIO_SAME_SIGNATURE(MallocHost, aclrtMallocHost);
+KVIO_SAME_SIGNATURE(FreeHost, aclrtFreeHost);
+KVIO_SAME_SIGNATURE(HostRegister, aclrtHostRegister);
+KVIO_SAME_SIGNATURE(HostUnregister, aclrtHostUnregister);
+KVIO_SAME_SIGNATURE(Memset, aclrtMemset);
+KVIO_SAME_SIGNATURE(MemcpyAsync, aclrtMemcpyAsync);
+KVIO_SAME_SIGNATURE(Memcpy2dAsync, aclrtMemcpy2dAsync);
+KVIO_SAME_SIGNATURE(MemcpyBatchAsync, aclrtMemcpyBatchAsync);
+KVIO_SAME_SIGNATURE(GetRecentErrMsg, aclGetRecentErrMsg);
+
+static_assert(k::ACL_MEMCPY_HOST_TO_HOST == ::ACL_MEMCPY_HOST_TO_HOST, "memcpy kind");
+static_assert(k::ACL_MEMCPY_HOST_TO_DEVICE == ::ACL_MEMCPY_HOST_TO_DEVICE, "memcpy kind");
+static_assert(k::ACL_MEMCPY_DEVICE_TO_HOST == ::ACL_MEMCPY_DEVICE_TO_HOST, "memcpy kind");
+static_assert(k::ACL_MEMCPY_DEVICE_TO_DEVICE == ::ACL_MEMCPY_DEVICE_TO_DEVICE, "memcpy kind");
+static_assert(sizeof(k::aclrtMemcpyKind) == sizeof(::aclrtMemcpyKind), "memcpy kind size");
+static_assert(k::ACL_MEM_MALLOC_HUGE_FIRST == ::ACL_MEM_MALLOC_HUGE_FIRST, "malloc policy");
+static_assert(k::ACL_EVENT_RECORDED_STATUS_COMPLETE == ::ACL_EVENT_RECORDED_STATUS_COMPLETE,
+              "event status");
+static_assert(k::ACL_HOST_REGISTER_MAPPED == ::ACL_HOST_REGISTER_MAPPED, "register type");
+static_assert(k::ACL_MEM_LOCATION_TYPE_HOST == ::ACL_MEM_LOCATION_TYPE_HOST, "location");
+static_assert(k::ACL_MEM_LOCATION_TYPE_DEVICE == ::ACL_MEM_LOCATION_TYPE_DEVICE, "location");
+static_assert(sizeof(k::aclrtMemcpyBatchAttr) == sizeof(::aclrtMemcpyBatchAttr), "batch attr");
+static_assert(offsetof(k::aclrtMemcpyBatchAttr, srcLoc) == offsetof(::aclrtMemcpyBatchAttr, srcLoc),
+              "batch attr layout");
+static_assert(k::ACL_SUCCESS == ::ACL_SUCCESS, "error code");
+static_assert(k::ACL_ERROR_INVALID_PARAM == ::ACL_ERROR_INVALID_PARAM, "error code");
+static_assert(k::ACL_ERROR_REPEAT_INITIALIZE == ::ACL_ERROR_REPEAT_INITIALIZE, "error code");
+static_assert(kFeatureNotSupport == ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "error code");
+static_assert(kMemoryAllocation == ACL_ERROR_RT_MEMORY_ALLOCATION, "error code");
+static_assert(kAlreadyRegistered == ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "error code");
+
+}  // namespace

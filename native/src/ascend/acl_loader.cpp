@@ -1,0 +1,173 @@
+// Loads the Ascend ACL runtime at run time: dlopen of libascendcl.so (the loader's search path,
+// then $ASCEND_HOME_PATH/lib64, $ASCEND_TOOLKIT_HOME/lib64 and the default CANN install
+// directory), dlsym of every function of AclApi (acl_api.hpp), and aclInit. One build of kvio
+// thus runs with and without CANN; without it the backend reports why it is absent. Tests
+// replace the table with a host emulation (installAclForTesting, kvio_test_ascend_runtime).
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../core/error.hpp"
+#include "acl_api.hpp"
+
+namespace kvio {
+namespace ascend {
+namespace {
+
+struct Loaded {
+  AclApi api;
+  bool ok = false;
+  std::string cause;
+  std::string origin;
+};
+
+template <class F>
+bool resolve(void* library, const char* name, F* out, std::string* missing) {
+  void* symbol = dlsym(library, name);
+  *out = reinterpret_cast<F>(symbol);
+  if (symbol == nullptr && missing != nullptr) {
+    if (!missing->empty()) *missing += ", ";
+    *missing += name;
+  }
+  return symbol != nullptr;
+}
+
+void* openLibrary(std::string* path, std::string* errors) {
+  std::vector<std::string> candidates{"libascendcl.so"};
+  for (const char* variable : {"ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"}) {
+    const char* home = std::getenv(variable);
+    if (home != nullptr && home[0] != '\0') {
+      candidates.push_back(std::string(home) + "/lib64/libascendcl.so");
+    }
+  }
+  candidates.push_back("/usr/local/Ascend/ascend-toolkit/latest/lib64/libascendcl.so");
+  for (const std::string& candidate : candidates) {
+    void* library = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library != nullptr) {
+      *path = candidate;
+      return library;
+    }
+    const char* error = dlerror();
+    if (errors->empty()) *errors = error != nullptr ? error : candidate + ": not found";
+  }
+  return nullptr;
+}
+
+Loaded load() {
+  Loaded l;
+  std::string errors;
+  void* library = openLibrary(&l.origin, &errors);
+  if (library == nullptr) {
+    l.cause = "libascendcl.so not found: " + errors +
+              " (also looked in $ASCEND_HOME_PATH/lib64, $ASCEND_TOOLKIT_HOME/lib64 and "
+              "/usr/local/Ascend/ascend-toolkit/latest/lib64); install CANN or set "
+              "ASCEND_HOME_PATH";
+    return l;
+  }
+  l.origin = "libascendcl.so (" + l.origin + ")";
+  AclApi& a = l.api;
+  std::string missing;
+  resolve(library, "aclInit", &a.init, &missing);
+  resolve(library, "aclrtSetDevice", &a.setDevice, &missing);
+  resolve(library, "aclrtGetDeviceCount", &a.getDeviceCount, &missing);
+  resolve(library, "aclrtCreateStream", &a.createStream, &missing);
+  resolve(library, "aclrtDestroyStream", &a.destroyStream, &missing);
+  resolve(library, "aclrtSynchronizeStream", &a.synchronizeStream, &missing);
+  resolve(library, "aclrtCreateEvent", &a.createEvent, &missing);
+  resolve(library, "aclrtRecordEvent", &a.recordEvent, &missing);
+  resolve(library, "aclrtQueryEventStatus", &a.queryEventStatus, &missing);
+  resolve(library, "aclrtSynchronizeEvent", &a.synchronizeEvent, &missing);
+  resolve(library, "aclrtDestroyEvent", &a.destroyEvent, &missing);
+  resolve(library, "aclrtMalloc", &a.malloc, &missing);
+  resolve(library, "aclrtFree", &a.free, &missing);
+  resolve(library, "aclrtMallocHost", &a.mallocHost, &missing);
+  resolve(library, "aclrtFreeHost", &a.freeHost, &missing);
+  resolve(library, "aclrtHostRegister", &a.hostRegister, &missing);
+  resolve(library, "aclrtHostUnregister", &a.hostUnregister, &missing);
+  resolve(library, "aclrtMemset", &a.memset, &missing);
+  resolve(library, "aclrtMemcpyAsync", &a.memcpyAsync, &missing);
+  resolve(library, "aclrtMemcpy2dAsync", &a.memcpy2dAsync, &missing);
+  resolve(library, "aclrtMemcpyBatchAsync", &a.memcpyBatchAsync, nullptr);  // CANN >= 8.5
+  resolve(library, "aclGetRecentErrMsg", &a.getRecentErrMsg, nullptr);
+  if (!missing.empty()) {
+    l.cause = l.origin + " lacks " + missing + " (a CANN release too old for kvio)";
+    return l;  // the library stays loaded: unloading a runtime is never safe
+  }
+  l.ok = true;
+  return l;
+}
+
+std::mutex& mutex() {
+  static std::mutex* m = new std::mutex();
+  return *m;
+}
+
+// The installed test table (copied) and the loaded runtime; both live until exit.
+AclApi* testApi = nullptr;
+Loaded* loaded = nullptr;
+const AclApi* initialised = nullptr;  // the table aclInit last succeeded for
+std::string initCause;
+
+}  // namespace
+
+const AclApi* aclApi(const char** cause) {
+  std::lock_guard<std::mutex> lock(mutex());
+  const AclApi* api = testApi;
+  if (api == nullptr) {
+    if (loaded == nullptr) {
+      loaded = new Loaded(load());
+      loaded->api.origin = loaded->origin.c_str();
+    }
+    if (!loaded->ok) {
+      *cause = loaded->cause.c_str();
+      return nullptr;
+    }
+    api = &loaded->api;
+  }
+  if (initialised != api) {
+    const aclError e = api->init(nullptr);
+    if (e != ACL_SUCCESS && e != ACL_ERROR_REPEAT_INITIALIZE) {  // repeat: another user's init
+      initCause = std::string("aclInit(nullptr) failed with ") + aclErrorName(e) + " (" +
+                  std::to_string(e) + ") in " + api->origin;
+      *cause = initCause.c_str();
+      return nullptr;
+    }
+    initialised = api;
+  }
+  return api;
+}
+
+void installAclForTesting(const AclApi* api) {
+  std::lock_guard<std::mutex> lock(mutex());
+  initialised = nullptr;
+  if (api == nullptr) {
+    testApi = nullptr;  // the previous copy is leaked on purpose: owners may still point at it
+    return;
+  }
+  testApi = new AclApi(*api);
+}
+
+const char* aclErrorName(aclError error) {
+  switch (error) {
+    case ACL_SUCCESS: return "ACL_SUCCESS";
+    case ACL_ERROR_INVALID_PARAM: return "ACL_ERROR_INVALID_PARAM";
+    case ACL_ERROR_REPEAT_INITIALIZE: return "ACL_ERROR_REPEAT_INITIALIZE";
+    case ACL_ERROR_BAD_ALLOC: return "ACL_ERROR_BAD_ALLOC";
+    case ACL_ERROR_RT_PARAM_INVALID: return "ACL_ERROR_RT_PARAM_INVALID";
+    case ACL_ERROR_RT_INVALID_DEVICEID: return "ACL_ERROR_RT_INVALID_DEVICEID";
+    case ACL_ERROR_RT_INVALID_HANDLE: return "ACL_ERROR_RT_INVALID_HANDLE";
+    case ACL_ERROR_RT_FEATURE_NOT_SUPPORT: return "ACL_ERROR_RT_FEATURE_NOT_SUPPORT";
+    case ACL_ERROR_RT_MEMORY_ALLOCATION: return "ACL_ERROR_RT_MEMORY_ALLOCATION";
+    case ACL_ERROR_RT_NO_DEVICE: return "ACL_ERROR_RT_NO_DEVICE";
+    case ACL_ERROR_RT_DEVICE_OOM: return "ACL_ERROR_RT_DEVICE_OOM";
+    case ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED: return "ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED";
+    default: return "ACL error";
+  }
+}
+
+}  // namespace ascend
+}  // namespace kvio

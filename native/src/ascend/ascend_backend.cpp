@@ -1,0 +1,428 @@
+// The 'kernel_ascend' io backend: its registry entry and availability (the cause when CANN or
+// an NPU is absent), the executor, the Ascend memory services of the core (MemoryOps) and the
+// Ascend entry points of the C ABI. It mirrors the CUDA copy-engine backend: an executor owns
+// (or adopts) one aclrtStream on one NPU; each transfer's plan is issued on it
+// (ascend_copies.hpp) followed by an aclrtEvent, and the transfer is done when that event is
+// (aclrtQueryEventStatus / aclrtSynchronizeEvent of that event only; never a device-wide
+// synchronisation). Pools stay alive until their transfers' events have completed. All ACL
+// calls go through the AclApi table (acl_api.hpp): libascendcl.so, or a test's emulation.
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "../core/error.hpp"
+#include "../core/executor.hpp"
+#include "../core/pool.hpp"
+#include "acl_api.hpp"
+#include "ascend_copies.hpp"
+
+namespace kvio {
+namespace ascend {
+namespace {
+
+kvio_status aclFailure(const AclApi& api, aclError error, const char* call,
+                       const std::string& context) {
+  kvio_status status = KVIO_STATUS_BACKEND_ERROR;
+  if (error == ACL_ERROR_RT_MEMORY_ALLOCATION || error == ACL_ERROR_BAD_ALLOC ||
+      error == ACL_ERROR_RT_DEVICE_OOM) {
+    status = KVIO_STATUS_OUT_OF_MEMORY;
+  }
+  return fail(status, "%s failed: %s: %s", call, describeAclError(api, error).c_str(),
+              context.c_str());
+}
+
+#define KVIO_ACL_TRY(api, call, context)                                           \
+  do {                                                                             \
+    const ::kvio::ascend::aclError kvio_acl_error_ = (call);                       \
+    if (kvio_acl_error_ != ::kvio::ascend::ACL_SUCCESS) {                          \
+      return aclFailure((api), kvio_acl_error_, #call, (context));                 \
+    }                                                                              \
+  } while (0)
+
+std::string format(const char* f, long long a = 0, long long b = 0) {
+  char text[256];
+  std::snprintf(text, sizeof(text), f, a, b);
+  return text;
+}
+
+// The runtime, or UNAVAILABLE with the cause.
+kvio_status runtime(const AclApi** out) {
+  const char* cause = "";
+  *out = aclApi(&cause);
+  if (*out == nullptr) return fail(KVIO_STATUS_UNAVAILABLE, "%s", cause);
+  return KVIO_STATUS_OK;
+}
+
+kvio_status deviceCount(const AclApi& api, uint32_t* count) {
+  const aclError e = api.getDeviceCount(count);
+  if (e != ACL_SUCCESS) {
+    return fail(KVIO_STATUS_UNAVAILABLE, "no usable Ascend NPU: aclrtGetDeviceCount failed with %s",
+                describeAclError(api, e).c_str());
+  }
+  return KVIO_STATUS_OK;
+}
+
+kvio_status ascendAvailable() {
+  const AclApi* api = nullptr;
+  KVIO_RETURN_IF_ERROR(runtime(&api));
+  uint32_t count = 0;
+  KVIO_RETURN_IF_ERROR(deviceCount(*api, &count));
+  if (count == 0) {
+    return fail(KVIO_STATUS_UNAVAILABLE,
+                "no Ascend NPU: aclrtGetDeviceCount reports 0 devices (runtime: %s)", api->origin);
+  }
+  return KVIO_STATUS_OK;
+}
+
+kvio_status checkDevice(const AclApi& api, int32_t device) {
+  uint32_t count = 0;
+  KVIO_RETURN_IF_ERROR(deviceCount(api, &count));
+  if (device < 0 || static_cast<uint32_t>(device) >= count) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "Ascend device %d does not exist (%u devices: 0 to %d)",
+                device, count, static_cast<int>(count) - 1);
+  }
+  KVIO_ACL_TRY(api, api.setDevice(device), format("selecting Ascend device %lld", device));
+  return KVIO_STATUS_OK;
+}
+
+// ---- completion ----
+
+class AclEventCompletion final : public DeviceCompletion {
+ public:
+  AclEventCompletion(const AclApi* api, aclrtEvent event) : api_(api), event_(event) {}
+  ~AclEventCompletion() override { api_->destroyEvent(event_); }
+  bool query() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_) return true;
+    aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
+    const aclError e = api_->queryEventStatus(event_, &status);
+    if (e != ACL_SUCCESS) {
+      error_ = e;
+      call_ = "aclrtQueryEventStatus";
+      done_ = true;
+    } else if (status == ACL_EVENT_RECORDED_STATUS_COMPLETE) {
+      done_ = true;
+    }
+    return done_;
+  }
+  void synchronize() override {
+    const aclError e = api_->synchronizeEvent(event_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_) return;
+    if (e != ACL_SUCCESS) {
+      error_ = e;
+      call_ = "aclrtSynchronizeEvent";
+    }
+    done_ = true;
+  }
+  kvio_status finish(std::string* message) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (error_ == ACL_SUCCESS) return KVIO_STATUS_OK;
+    *message = std::string("the transfer's work on the Ascend stream failed: ") + call_ +
+               " reported " + describeAclError(*api_, error_);
+    return KVIO_STATUS_BACKEND_ERROR;
+  }
+  uint64_t nativeEvent() const override { return reinterpret_cast<uint64_t>(event_); }
+
+ private:
+  const AclApi* api_;
+  aclrtEvent event_;
+  std::mutex mutex_;
+  bool done_ = false;
+  aclError error_ = ACL_SUCCESS;
+  const char* call_ = "";
+};
+
+// ---- executor ----
+
+class AscendExecutor final : public Executor {
+ public:
+  kvio_status init(int32_t device, uint64_t stream) {
+    KVIO_RETURN_IF_ERROR(runtime(&api_));
+    device_ = device;
+    KVIO_RETURN_IF_ERROR(checkDevice(*api_, device));
+    if (stream == KVIO_ASCEND_OWN_STREAM) {
+      KVIO_ACL_TRY(*api_, api_->createStream(&stream_),
+                   format("creating the 'kernel_ascend' executor's stream on device %lld", device));
+      ownStream_ = true;
+    } else {
+      stream_ = reinterpret_cast<aclrtStream>(stream);
+    }
+    return KVIO_STATUS_OK;
+  }
+
+  ~AscendExecutor() override {
+    drain();
+    if (ownStream_ && stream_ != nullptr) {
+      api_->setDevice(device_);
+      api_->destroyStream(stream_);
+    }
+  }
+
+  int32_t threads() const override { return 1; }
+
+  kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const override {
+    const MemoryPlace sides[2] = {src, dst};
+    for (int i = 0; i < 2; ++i) {
+      const char* side = i == 0 ? "source" : "destination";
+      const int32_t kind = sides[i].kind;
+      if (kind == KVIO_MEMORY_HOST) {
+        return fail(KVIO_STATUS_UNSUPPORTED,
+                    "the %s pool is pageable host memory; the 'kernel_ascend' io backend needs "
+                    "pinned host memory: allocate or wrap it with KVIO_MEMORY_ASCEND_HOST_PINNED "
+                    "(aclrtMallocHost / aclrtHostRegister)",
+                    side);
+      }
+      if (kind != KVIO_MEMORY_ASCEND_DEVICE && kind != KVIO_MEMORY_ASCEND_HOST_PINNED) {
+        return fail(KVIO_STATUS_UNSUPPORTED,
+                    "the %s pool is CUDA memory (kind %d); the 'kernel_ascend' io backend moves "
+                    "Ascend device memory and Ascend pinned host memory only",
+                    side, kind);
+      }
+      if (kind == KVIO_MEMORY_ASCEND_DEVICE && sides[i].device != device_) {
+        return fail(KVIO_STATUS_UNSUPPORTED,
+                    "the %s pool belongs to Ascend device %d but this 'kernel_ascend' executor "
+                    "runs on device %d; create the pool (or the executor) for the same device",
+                    side, sides[i].device, device_);
+      }
+    }
+    if (src.kind == KVIO_MEMORY_ASCEND_HOST_PINNED && dst.kind == KVIO_MEMORY_ASCEND_HOST_PINNED) {
+      return fail(KVIO_STATUS_UNSUPPORTED,
+                  "both pools are host memory; the 'kernel_ascend' io backend moves to or from "
+                  "an NPU: use the 'cpu' io backend for host to host transfers");
+    }
+    return KVIO_STATUS_OK;
+  }
+
+  void submit(std::shared_ptr<Job> job) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    reap();
+    aclError e = api_->setDevice(device_);
+    if (e != ACL_SUCCESS) {
+      job->state->complete(KVIO_STATUS_BACKEND_ERROR,
+                           "aclrtSetDevice(" + std::to_string(device_) +
+                               ") failed: " + describeAclError(*api_, e));
+      return;
+    }
+    aclrtEvent event = nullptr;
+    e = api_->createEvent(&event);
+    if (e != ACL_SUCCESS) {
+      job->state->complete(KVIO_STATUS_BACKEND_ERROR,
+                           "aclrtCreateEvent failed: " + describeAclError(*api_, e));
+      return;
+    }
+    auto completion = std::make_shared<AclEventCompletion>(api_, event);
+    IssueTarget target;
+    target.api = api_;
+    target.stream = stream_;
+    target.device = device_;
+    const bool srcDevice = job->srcPlace.kind == KVIO_MEMORY_ASCEND_DEVICE;
+    const bool dstDevice = job->dstPlace.kind == KVIO_MEMORY_ASCEND_DEVICE;
+    target.kind = srcDevice ? (dstDevice ? ACL_MEMCPY_DEVICE_TO_DEVICE : ACL_MEMCPY_DEVICE_TO_HOST)
+                            : ACL_MEMCPY_HOST_TO_DEVICE;
+    const kvio_status status = issuePlan(target, job->plan, &issue_);
+    if (status != KVIO_STATUS_OK) {
+      // Copies queued before the failure finish on their own; the pools stay alive until the
+      // event below (or the stream) says they are done.
+      job->state->complete(status, lastError());
+    }
+    e = api_->recordEvent(event, stream_);
+    if (e != ACL_SUCCESS) {
+      if (status == KVIO_STATUS_OK) {
+        job->state->complete(KVIO_STATUS_BACKEND_ERROR,
+                             "aclrtRecordEvent failed: " + describeAclError(*api_, e));
+      }
+      api_->synchronizeStream(stream_);  // queued copies may still read or write the pools
+      return;
+    }
+    if (status == KVIO_STATUS_OK) job->state->attach(completion);
+    inFlight_.push_back({std::move(completion), std::move(job)});
+  }
+
+  void drain() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (!inFlight_.empty()) {
+      inFlight_.front().completion->synchronize();
+      retire(inFlight_.front());
+      inFlight_.pop_front();
+    }
+  }
+
+ private:
+  struct InFlight {
+    std::shared_ptr<AclEventCompletion> completion;
+    std::shared_ptr<Job> job;
+  };
+  void retire(InFlight& entry) { entry.job->state->isDone(); }
+  void reap() {
+    while (!inFlight_.empty() && inFlight_.front().completion->query()) {
+      retire(inFlight_.front());
+      inFlight_.pop_front();
+    }
+  }
+
+  const AclApi* api_ = nullptr;
+  int32_t device_ = 0;
+  aclrtStream stream_ = nullptr;
+  bool ownStream_ = false;
+  std::mutex mutex_;
+  IssueState issue_;
+  std::deque<InFlight> inFlight_;
+};
+
+kvio_status createExecutor(int32_t device, uint64_t stream, std::unique_ptr<Executor>* out) {
+  auto executor = std::make_unique<AscendExecutor>();
+  KVIO_RETURN_IF_ERROR(executor->init(device, stream));
+  *out = std::move(executor);
+  return KVIO_STATUS_OK;
+}
+
+kvio_status createDefault(int32_t, std::unique_ptr<Executor>* out) {
+  return createExecutor(0, KVIO_ASCEND_OWN_STREAM, out);
+}
+
+const BackendOps kAscendOps{KVIO_BACKEND_KERNEL_ASCEND, ascendAvailable, createDefault, nullptr,
+                            createExecutor};
+
+// ---- memory ----
+
+struct DeviceMemory {
+  const AclApi* api = nullptr;
+  void* pointer = nullptr;
+  int32_t device = 0;
+  ~DeviceMemory() {
+    if (pointer != nullptr) {
+      api->setDevice(device);
+      api->free(pointer);
+    }
+  }
+};
+
+struct PinnedHost {
+  const AclApi* api = nullptr;
+  void* pointer = nullptr;
+  ~PinnedHost() {
+    if (pointer != nullptr) api->freeHost(pointer);
+  }
+};
+
+// Caller host memory kvio registered with aclrtHostRegister; unregistered on release.
+struct Registration {
+  const AclApi* api = nullptr;
+  std::vector<void*> regions;
+  ~Registration() {
+    for (void* region : regions) api->hostUnregister(region);
+  }
+};
+
+kvio_status allocate(int32_t kind, int32_t device, uint64_t bytes, uint64_t* address,
+                     std::shared_ptr<void>* owner) {
+  const AclApi* api = nullptr;
+  KVIO_RETURN_IF_ERROR(runtime(&api));
+  KVIO_RETURN_IF_ERROR(checkDevice(*api, device));
+  if (kind == KVIO_MEMORY_ASCEND_HOST_PINNED) {
+    auto memory = std::make_shared<PinnedHost>();
+    memory->api = api;
+    KVIO_ACL_TRY(*api, api->mallocHost(&memory->pointer, bytes),
+                 format("allocating %llu bytes of pinned host memory for a pool",
+                        static_cast<long long>(bytes)));
+    std::memset(memory->pointer, 0, bytes);
+    *address = reinterpret_cast<uint64_t>(memory->pointer);
+    *owner = std::move(memory);
+    return KVIO_STATUS_OK;
+  }
+  auto memory = std::make_shared<DeviceMemory>();
+  memory->api = api;
+  memory->device = device;
+  KVIO_ACL_TRY(*api, api->malloc(&memory->pointer, bytes, ACL_MEM_MALLOC_HUGE_FIRST),
+               format("allocating %llu bytes on Ascend device %lld for a pool",
+                      static_cast<long long>(bytes), device));
+  KVIO_ACL_TRY(*api, api->memset(memory->pointer, bytes, 0, bytes),
+               format("zeroing %llu bytes on Ascend device %lld", static_cast<long long>(bytes),
+                      device));
+  *address = reinterpret_cast<uint64_t>(memory->pointer);
+  *owner = std::move(memory);
+  return KVIO_STATUS_OK;
+}
+
+kvio_status adopt(int32_t kind, int32_t device, const MemoryRegion* regions, size_t count,
+                  std::shared_ptr<void>* owner) {
+  const AclApi* api = nullptr;
+  KVIO_RETURN_IF_ERROR(runtime(&api));
+  KVIO_RETURN_IF_ERROR(checkDevice(*api, device));
+  if (kind == KVIO_MEMORY_ASCEND_DEVICE) {
+    *owner = std::make_shared<int>(0);  // the caller owns the memory; used as given
+    return KVIO_STATUS_OK;
+  }
+  auto registration = std::make_shared<Registration>();
+  registration->api = api;
+  for (size_t r = 0; r < count; ++r) {
+    void* pointer = reinterpret_cast<void*>(regions[r].address);
+    void* devicePointer = nullptr;
+    const aclError e =
+        api->hostRegister(pointer, regions[r].bytes, ACL_HOST_REGISTER_MAPPED, &devicePointer);
+    if (e == ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED) continue;  // the caller's: leave it
+    if (e != ACL_SUCCESS) {
+      return aclFailure(*api, e, "aclrtHostRegister",
+                        "registering host region " + std::to_string(r) + ", " +
+                            std::to_string(regions[r].bytes) + " bytes at " +
+                            format("0x%llx", static_cast<long long>(regions[r].address)));
+    }
+    registration->regions.push_back(pointer);
+  }
+  *owner = std::move(registration);
+  return KVIO_STATUS_OK;
+}
+
+kvio_status deviceAddress(int32_t, int32_t, uint64_t address, uint64_t* out) {
+  *out = address;  // the copy engine takes host and device addresses as they are
+  return KVIO_STATUS_OK;
+}
+
+const MemoryOps kAscendMemory{allocate, adopt, deviceAddress};
+
+}  // namespace
+}  // namespace ascend
+
+const BackendOps& ascendBackendOps() {
+  return ascend::kAscendOps;
+}
+
+const MemoryOps& ascendMemoryOps() {
+  return ascend::kAscendMemory;
+}
+
+}  // namespace kvio
+
+extern "C" kvio_status kvio_ascend_device_count(int32_t* count_out) {
+  using namespace kvio::ascend;
+  if (count_out == nullptr) return kvio::fail(KVIO_STATUS_INVALID_ARGUMENT, "count_out is null");
+  *count_out = 0;
+  const AclApi* api = nullptr;
+  KVIO_RETURN_IF_ERROR(runtime(&api));
+  uint32_t count = 0;
+  KVIO_RETURN_IF_ERROR(deviceCount(*api, &count));
+  *count_out = static_cast<int32_t>(count);
+  return KVIO_STATUS_OK;
+}
+
+extern "C" kvio_status kvio_test_ascend_runtime(const void* table, uint64_t table_bytes) {
+  using namespace kvio::ascend;
+  if (table == nullptr) {
+    installAclForTesting(nullptr);
+    return KVIO_STATUS_OK;
+  }
+  const auto* api = static_cast<const AclApi*>(table);
+  if (table_bytes != sizeof(AclApi) || api->version != kAclApiVersion ||
+      api->size != sizeof(AclApi)) {
+    return kvio::fail(KVIO_STATUS_INVALID_ARGUMENT,
+                      "table is not a kvio::ascend::AclApi of version %u (%zu bytes); got %llu "
+                      "bytes, version %u",
+                      kAclApiVersion, sizeof(AclApi), static_cast<unsigned long long>(table_bytes),
+                      table_bytes >= sizeof(uint32_t) ? api->version : 0u);
+  }
+  installAclForTesting(api);
+  return KVIO_STATUS_OK;
+}

@@ -175,10 +175,14 @@ inline void fillRandom(uint8_t* data, size_t bytes, std::mt19937_64& rng) {
 /// A kvio pool in one of the memory forms, with the memory the test owns.
 class TestPool {
  public:
-  TestPool(const Geometry& g) : g_(g) {  // NOLINT
+  /// memoryKind / device: where the pool says its memory lies (KVIO_MEMORY_*); the test owns
+  /// wrapped buffers either way (an emulated device's memory is host memory).
+  TestPool(const Geometry& g, int32_t memoryKind = KVIO_MEMORY_HOST,  // NOLINT
+           int32_t device = -1)
+      : g_(g) {
     const kvio::PoolSpec spec = g.spec();
     if (g.form == Form::Allocated) {
-      pool_ = std::make_unique<kvio::Pool>(kvio::Pool::allocate(spec));
+      pool_ = std::make_unique<kvio::Pool>(kvio::Pool::allocate(spec, memoryKind, device));
       region_.push_back(pool_->data(0));
       EXPECT_GE(pool_->bytes(0), static_cast<uint64_t>(g.regionBytes()));
       return;
@@ -194,13 +198,16 @@ class TestPool {
     std::vector<void*> pointers(region_.begin(), region_.end());
     switch (g.form) {
       case Form::Single:
-        pool_ = std::make_unique<kvio::Pool>(kvio::Pool::wrap(spec, region_[0], bytes));
+        pool_ = std::make_unique<kvio::Pool>(
+            kvio::Pool::wrap(spec, region_[0], bytes, memoryKind, device));
         break;
       case Form::PerComponent:
-        pool_ = std::make_unique<kvio::Pool>(kvio::Pool::wrapComponents(spec, pointers, bytes));
+        pool_ = std::make_unique<kvio::Pool>(
+            kvio::Pool::wrapComponents(spec, pointers, bytes, memoryKind, device));
         break;
       case Form::PerLayer:
-        pool_ = std::make_unique<kvio::Pool>(kvio::Pool::wrapLayerTable(spec, pointers, bytes));
+        pool_ = std::make_unique<kvio::Pool>(
+            kvio::Pool::wrapLayerTable(spec, pointers, bytes, memoryKind, device));
         break;
       case Form::Allocated: break;
     }

@@ -109,40 +109,48 @@ struct LayerMap {
 
 class Pool {
  public:
-  /// Host memory allocated by kvio (2 MiB aligned, huge pages advised, zeroed).
-  static Pool allocate(const PoolSpec& spec) {
+  /// Memory allocated by kvio: host memory by default (2 MiB aligned, huge pages advised,
+  /// zeroed), or memory of another KVIO_MEMORY_* kind on `device` (kvio.h).
+  static Pool allocate(const PoolSpec& spec, int32_t memoryKind = KVIO_MEMORY_HOST,
+                       int32_t device = -1) {
     const kvio_pool_spec c = spec.toC();
     uint64_t handle = 0;
-    check(kvio_pool_allocate(&c, &handle));
+    check(kvio_pool_allocate_memory(&c, memoryKind, device, &handle));
     return Pool(handle, spec);
   }
   /// Caller-owned memory: all components one after the other.
-  static Pool wrap(const PoolSpec& spec, void* data, uint64_t bytes) {
+  static Pool wrap(const PoolSpec& spec, void* data, uint64_t bytes,
+                   int32_t memoryKind = KVIO_MEMORY_HOST, int32_t device = -1) {
     const kvio_pool_spec c = spec.toC();
     uint64_t handle = 0;
-    check(kvio_pool_wrap(&c, reinterpret_cast<uint64_t>(data), bytes, &handle));
+    check(kvio_pool_wrap_memory(&c, memoryKind, device, reinterpret_cast<uint64_t>(data), bytes,
+                                &handle));
     return Pool(handle, spec);
   }
   /// Caller-owned memory, one buffer per component (K and V tensors, Ascend 5-D buffers).
   static Pool wrapComponents(const PoolSpec& spec, const std::vector<void*>& components,
-                             uint64_t bytesEach) {
+                             uint64_t bytesEach, int32_t memoryKind = KVIO_MEMORY_HOST,
+                             int32_t device = -1) {
     const kvio_pool_spec c = spec.toC();
     std::vector<uint64_t> addresses;
     for (void* p : components) addresses.push_back(reinterpret_cast<uint64_t>(p));
     uint64_t handle = 0;
-    check(kvio_pool_wrap_components(&c, addresses.data(), static_cast<int32_t>(addresses.size()),
-                                    bytesEach, &handle));
+    check(kvio_pool_wrap_components_memory(&c, memoryKind, device, addresses.data(),
+                                           static_cast<int32_t>(addresses.size()), bytesEach,
+                                           &handle));
     return Pool(handle, spec);
   }
   /// Caller-owned per-layer buffers (layer_first): table[c * numLayers + l].
   static Pool wrapLayerTable(const PoolSpec& spec, const std::vector<void*>& table,
-                             uint64_t bytesEach) {
+                             uint64_t bytesEach, int32_t memoryKind = KVIO_MEMORY_HOST,
+                             int32_t device = -1) {
     const kvio_pool_spec c = spec.toC();
     std::vector<uint64_t> addresses;
     for (void* p : table) addresses.push_back(reinterpret_cast<uint64_t>(p));
     uint64_t handle = 0;
-    check(kvio_pool_wrap_layer_table(&c, addresses.data(), static_cast<int64_t>(addresses.size()),
-                                     bytesEach, &handle));
+    check(kvio_pool_wrap_layer_table_memory(&c, memoryKind, device, addresses.data(),
+                                            static_cast<int64_t>(addresses.size()), bytesEach,
+                                            &handle));
     return Pool(handle, spec);
   }
 

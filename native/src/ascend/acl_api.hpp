@@ -63,6 +63,7 @@ constexpr aclError ACL_ERROR_RT_MEMORY_ALLOCATION = 207001;
 constexpr aclError ACL_ERROR_RT_NO_DEVICE = 207004;
 constexpr aclError ACL_ERROR_RT_DEVICE_OOM = 207018;
 constexpr aclError ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 507910;
+constexpr aclError ACL_ERROR_HOST_MEMORY_NOT_REGISTERED = 507911;
 
 /// aclrtMemcpy2dAsync's largest height (5 * 1024 * 1024 rows).
 constexpr uint64_t kMax2dHeight = 5ull * 1024 * 1024;

@@ -222,7 +222,10 @@ class AscendExecutor final : public Executor {
     const bool dstDevice = job->dstPlace.kind == KVIO_MEMORY_ASCEND_DEVICE;
     target.kind = srcDevice ? (dstDevice ? ACL_MEMCPY_DEVICE_TO_DEVICE : ACL_MEMCPY_DEVICE_TO_HOST)
                             : ACL_MEMCPY_HOST_TO_DEVICE;
-    const kvio_status status = issuePlan(target, job->plan, &issue_);
+    sortedRegions(job->srcPool->regions, &srcRegions_);
+    sortedRegions(job->dstPool->regions, &dstRegions_);
+    splitAtRegions(job->plan, srcRegions_, dstRegions_, &pieces_);
+    const kvio_status status = issuePlan(target, pieces_, &issue_);
     if (status != KVIO_STATUS_OK) {
       // Copies queued before the failure finish on their own; the pools stay alive until the
       // event below (or the stream) says they are done.
@@ -269,6 +272,8 @@ class AscendExecutor final : public Executor {
   bool ownStream_ = false;
   std::mutex mutex_;
   IssueState issue_;
+  Regions srcRegions_, dstRegions_;  // reused per job
+  std::vector<kvio_copy2d> pieces_;
   std::deque<InFlight> inFlight_;
 };
 

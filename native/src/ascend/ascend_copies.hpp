@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../core/error.hpp"
+#include "../core/pool.hpp"
 #include "acl_api.hpp"
 #include "kvio/kvio.h"
 
@@ -69,6 +70,72 @@ struct IssueTarget {
   aclrtMemcpyKind kind = ACL_MEMCPY_HOST_TO_DEVICE;
   int32_t device = 0;
 };
+
+/// The memory regions (allocations) of one side, sorted by address.
+using Regions = std::vector<MemoryRegion>;
+
+inline void sortedRegions(const std::vector<MemoryRegion>& regions, Regions* out) {
+  out->assign(regions.begin(), regions.end());
+  std::sort(out->begin(), out->end(),
+            [](const MemoryRegion& a, const MemoryRegion& b) { return a.address < b.address; });
+}
+
+namespace detail {
+
+// End of the region holding `address`, or 0 when none does.
+inline uint64_t regionEnd(const Regions& regions, uint64_t address) {
+  auto it = std::upper_bound(regions.begin(), regions.end(), address,
+                             [](uint64_t a, const MemoryRegion& r) { return a < r.address; });
+  if (it == regions.begin()) return 0;
+  --it;
+  const uint64_t end = it->address + it->bytes;
+  return address < end ? end : 0;
+}
+
+// Rows of a copy, from `start` at `pitch`, whose `width` bytes stay inside the region of the
+// first one (at least 1).
+inline uint64_t rowsInRegion(const Regions& regions, uint64_t start, uint64_t pitch,
+                             uint64_t width, uint64_t rows) {
+  const uint64_t end = regionEnd(regions, start);
+  if (end == 0 || pitch == 0 || start + width > end) return rows;  // unknown memory: as is
+  return std::max<uint64_t>(1, std::min(rows, (end - start - width) / pitch + 1));
+}
+
+}  // namespace detail
+
+/// Cuts copies so that no ACL call spans two allocations on either side: the planner merges
+/// rows of separate buffers (K and V, or two layers) whenever their addresses line up, which
+/// the host can do but a copy engine that translates one allocation per call need not.
+inline void splitAtRegions(const std::vector<kvio_copy2d>& plan, const Regions& src,
+                           const Regions& dst, std::vector<kvio_copy2d>* out) {
+  out->clear();
+  for (const kvio_copy2d& c : plan) {
+    if (c.height == 1) {
+      uint64_t offset = 0;
+      while (offset < c.width) {
+        uint64_t piece = c.width - offset;
+        const uint64_t srcEnd = detail::regionEnd(src, c.src + offset);
+        const uint64_t dstEnd = detail::regionEnd(dst, c.dst + offset);
+        if (srcEnd != 0) piece = std::min(piece, srcEnd - (c.src + offset));
+        if (dstEnd != 0) piece = std::min(piece, dstEnd - (c.dst + offset));
+        out->push_back({c.src + offset, c.dst + offset, piece, 1, piece, piece});
+        offset += piece;
+      }
+      continue;
+    }
+    uint64_t row = 0;
+    while (row < c.height) {
+      const uint64_t s = c.src + row * c.src_pitch;
+      const uint64_t d = c.dst + row * c.dst_pitch;
+      const uint64_t left = c.height - row;
+      const uint64_t rows =
+          std::min(detail::rowsInRegion(src, s, c.src_pitch, c.width, left),
+                   detail::rowsInRegion(dst, d, c.dst_pitch, c.width, left));
+      out->push_back({s, d, c.width, rows, c.src_pitch, c.dst_pitch});
+      row += rows;
+    }
+  }
+}
 
 namespace detail {
 

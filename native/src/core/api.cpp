@@ -246,6 +246,8 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   }
   job->srcPlace = placeOf(*src);
   job->dstPlace = placeOf(*dst);
+  job->srcPool = src;
+  job->dstPool = dst;
   job->state = std::make_shared<TransferState>(bytes);
   job->keepAlive.push_back(src);
   job->keepAlive.push_back(dst);

@@ -17,6 +17,8 @@
 
 namespace kvio {
 
+struct PoolImpl;  // pool.hpp
+
 /// Completion tracked by a device (a CUDA event). A TransferState with one attached is done
 /// when the device says so; the core never includes a backend's headers, so this is abstract.
 class DeviceCompletion {
@@ -94,6 +96,8 @@ struct Job {
   std::shared_ptr<TransferState> state;
   MemoryPlace srcPlace{KVIO_MEMORY_HOST, -1};  // where the pools lie (the Ascend executor
   MemoryPlace dstPlace{KVIO_MEMORY_HOST, -1};  // derives the copy direction from them)
+  std::shared_ptr<const PoolImpl> srcPool;     // the pools (their memory regions)
+  std::shared_ptr<const PoolImpl> dstPool;
 };
 
 class Executor {

@@ -3,9 +3,12 @@
 // both sides (page_head, page_first pairs) fold into one wider unit. Units are emitted in two
 // nestings and merged as they come; the shorter plan wins. Runs-inside-layers finds per-layer
 // copies spanning many pages; layers-inside-runs finds per-page copies spanning all layers and
-// heads (page_first_direct pages, the Ascend "dim exchange"). Token offsets are computed once
-// per run, so a unit costs a few additions.
+// heads (page_first_direct pages, the Ascend "dim exchange"); when runs differ (long and short
+// page runs in one transfer), each group of runs takes the better of the two. Token offsets
+// are computed once per run, so a unit costs a few additions.
 #include "planner.hpp"
+
+#include <algorithm>
 
 namespace kvio {
 
@@ -202,18 +205,18 @@ void planTransfer(const PlanRequest& r, const std::vector<IndexRun>& runs,
   const int32_t components = src.components;
 
   // Nesting 1: component, head group, layer, run: per-layer copies spanning many runs.
-  const auto runsInsideLayers = [&](auto& sink) {
+  const auto runsInsideLayers = [&](auto& sink, size_t first, size_t last) {
     for (int32_t c = 0; c < components; ++c)
       for (int64_t h = 0; h < shape.headGroups; ++h)
         for (int64_t l = 0; l < shape.layerGroups; ++l)
-          for (const RunOffsets& run : offsets) sink.add(emit.unit(run, c, l, h));
+          for (size_t k = first; k < last; ++k) sink.add(emit.unit(offsets[k], c, l, h));
   };
   // Nesting 2: component, run, head group, layer: per-run copies spanning layers and heads.
-  const auto layersInsideRuns = [&](auto& sink) {
+  const auto layersInsideRuns = [&](auto& sink, size_t first, size_t last) {
     for (int32_t c = 0; c < components; ++c)
-      for (const RunOffsets& run : offsets)
+      for (size_t k = first; k < last; ++k)
         for (int64_t h = 0; h < shape.headGroups; ++h)
-          for (int64_t l = 0; l < shape.layerGroups; ++l) sink.add(emit.unit(run, c, l, h));
+          for (int64_t l = 0; l < shape.layerGroups; ++l) sink.add(emit.unit(offsets[k], c, l, h));
   };
   // Layers-inside-runs can only merge across layers whose bases advance by a constant step on
   // both sides (one buffer per component), or across heads when layers are folded. Otherwise
@@ -223,20 +226,57 @@ void planTransfer(const PlanRequest& r, const std::vector<IndexRun>& runs,
                               layersAffine(dst, r.dstLayerStart, r.numLayers);
   const bool headsMayMerge = shape.layerGroups == 1 && shape.headGroups > 1;
   PlanWriter writer(plan);
+  const size_t all = offsets.size();
   if (!layersMayMerge && !headsMayMerge) {
-    runsInsideLayers(writer);
+    runsInsideLayers(writer, 0, all);
     return;
   }
   // Count both (cheap: no allocation), then write the shorter one once, at its exact size.
   CopyCounter first, second;
-  runsInsideLayers(first);
-  layersInsideRuns(second);
-  if (first.count() <= second.count()) {
+  runsInsideLayers(first, 0, all);
+  layersInsideRuns(second, 0, all);
+  // Nesting 3, per group of runs: runs whose per-layer copies chain (judged on the first
+  // component, head group and layer) form a group, and each group takes the shorter nesting
+  // of its own. Several page runs of a dim exchange then cost the sum over runs of
+  // min(pages, layers) copies per component, where either nesting alone costs more.
+  thread_local std::vector<size_t> groups;        // start of each group, then `all`
+  thread_local std::vector<uint8_t> perLayerCopies;  // per group: 1 = nesting 1
+  groups.clear();
+  perLayerCopies.clear();
+  kvio_copy2d chain{};
+  for (size_t k = 0; k < all; ++k) {
+    const kvio_copy2d u = emit.unit(offsets[k], 0, 0, 0);
+    if (k == 0 || !mergeInto(chain, u)) {
+      groups.push_back(k);
+      chain = u;
+    }
+  }
+  groups.push_back(all);
+  size_t third = 0;
+  if (groups.size() > 2) {
+    for (size_t g = 0; g + 1 < groups.size(); ++g) {
+      CopyCounter a, b;
+      runsInsideLayers(a, groups[g], groups[g + 1]);
+      layersInsideRuns(b, groups[g], groups[g + 1]);
+      perLayerCopies.push_back(a.count() <= b.count() ? 1 : 0);
+      third += std::min(a.count(), b.count());
+    }
+  }
+  if (!perLayerCopies.empty() && third < first.count() && third < second.count()) {
+    plan->reserve(third);
+    for (size_t g = 0; g + 1 < groups.size(); ++g) {
+      if (perLayerCopies[g] != 0) {
+        runsInsideLayers(writer, groups[g], groups[g + 1]);
+      } else {
+        layersInsideRuns(writer, groups[g], groups[g + 1]);
+      }
+    }
+  } else if (first.count() <= second.count()) {
     plan->reserve(first.count());
-    runsInsideLayers(writer);
+    runsInsideLayers(writer, 0, all);
   } else {
     plan->reserve(second.count());
-    layersInsideRuns(writer);
+    layersInsideRuns(writer, 0, all);
   }
 }
 

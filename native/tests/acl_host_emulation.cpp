@@ -1,0 +1,577 @@
+// The host emulation of the ACL runtime (see acl_host_emulation.hpp). All state lives in one
+// mutex-protected object; every emulated function takes the lock, checks its arguments, and
+// either answers an ACL error (remembering a message for aclGetRecentErrMsg) or does the work.
+#include "acl_host_emulation.hpp"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "kvio/kvio.h"
+
+namespace kvio_test {
+namespace {
+
+using namespace kvio::ascend;
+
+enum class Place { Device, PinnedHost, RegisteredHost };
+
+struct Range {
+  uint64_t bytes;
+  Place place;
+  int32_t device;
+};
+
+struct State {
+  std::mutex mutex;
+  std::map<uint64_t, Range> memory;  // by start address
+  std::set<uint64_t> streams;
+  std::set<uint64_t> events;
+  std::set<uint64_t> recorded;
+  uint64_t nextHandle = 0x1000;
+  uint32_t deviceCount = 1;
+  aclError batchResult = ACL_SUCCESS;
+  std::map<std::string, std::pair<int64_t, aclError>> failures;  // function -> (nth, error)
+  AclCallCounts counts;
+  std::vector<AclCopyRecord> records;
+  std::string recent;
+  bool initialised = false;
+  int64_t deviceAllocations = 0;
+};
+
+State& state() {
+  static State* s = new State();
+  return *s;
+}
+
+thread_local int32_t currentDevice = 0;
+
+// Answers an argument error: remembers the message, counts the rejection.
+aclError reject(State& s, aclError error, const char* format, ...)
+    __attribute__((format(printf, 3, 4)));
+aclError reject(State& s, aclError error, const char* format, ...) {
+  char text[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(text, sizeof(text), format, args);
+  va_end(args);
+  s.recent = std::string("emulated ACL: ") + text;
+  ++s.counts.rejected;
+  return error;
+}
+
+// An injected failure of this call, if one is due.
+bool injected(State& s, const char* function, aclError* error) {
+  auto it = s.failures.find(function);
+  if (it == s.failures.end()) return false;
+  if (it->second.first-- != 0) return false;
+  *error = it->second.second;
+  s.failures.erase(it);
+  s.recent = std::string("emulated ACL: injected failure of ") + function;
+  ++s.counts.rejected;
+  return true;
+}
+
+#define KVIO_EMULATION_ENTER(function)    \
+  State& s = state();                     \
+  std::lock_guard<std::mutex> lock(s.mutex); \
+  aclError injectedError = ACL_SUCCESS;   \
+  if (injected(s, function, &injectedError)) return injectedError
+
+// The allocation holding [address, address + bytes), or nullptr.
+const Range* find(State& s, uint64_t address, uint64_t bytes) {
+  auto it = s.memory.upper_bound(address);
+  if (it == s.memory.begin()) return nullptr;
+  --it;
+  if (address + bytes > it->first + it->second.bytes) return nullptr;
+  return &it->second;
+}
+
+bool overlaps(State& s, uint64_t address, uint64_t bytes) {
+  auto it = s.memory.lower_bound(address + bytes);
+  if (it == s.memory.begin()) return false;
+  --it;
+  return it->first + it->second.bytes > address;
+}
+
+const char* kindText(aclrtMemcpyKind kind) {
+  switch (kind) {
+    case ACL_MEMCPY_HOST_TO_HOST: return "ACL_MEMCPY_HOST_TO_HOST";
+    case ACL_MEMCPY_HOST_TO_DEVICE: return "ACL_MEMCPY_HOST_TO_DEVICE";
+    case ACL_MEMCPY_DEVICE_TO_HOST: return "ACL_MEMCPY_DEVICE_TO_HOST";
+    case ACL_MEMCPY_DEVICE_TO_DEVICE: return "ACL_MEMCPY_DEVICE_TO_DEVICE";
+  }
+  return "an unknown aclrtMemcpyKind";
+}
+
+// Checks that [address, +extent) lies in one allocation on the side `kind` says.
+aclError checkSide(State& s, const char* side, uint64_t address, uint64_t extent, bool device) {
+  const Range* r = find(s, address, extent);
+  if (r == nullptr) {
+    return reject(s, ACL_ERROR_INVALID_PARAM,
+                  "%s range [0x%llx, +%llu) is not inside one device allocation or pinned host "
+                  "buffer",
+                  side, static_cast<unsigned long long>(address),
+                  static_cast<unsigned long long>(extent));
+  }
+  if ((r->place == Place::Device) != device) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "%s 0x%llx is %s memory but the copy kind says %s",
+                  side, static_cast<unsigned long long>(address),
+                  r->place == Place::Device ? "device" : "host", device ? "device" : "host");
+  }
+  return ACL_SUCCESS;
+}
+
+aclError checkStream(State& s, aclrtStream stream) {
+  if (stream != nullptr && s.streams.count(reinterpret_cast<uint64_t>(stream)) == 0) {
+    return reject(s, ACL_ERROR_RT_PARAM_INVALID, "stream %p was not created (or was destroyed)",
+                  stream);
+  }
+  return ACL_SUCCESS;
+}
+
+bool srcOnDevice(aclrtMemcpyKind k) {
+  return k == ACL_MEMCPY_DEVICE_TO_HOST || k == ACL_MEMCPY_DEVICE_TO_DEVICE;
+}
+bool dstOnDevice(aclrtMemcpyKind k) {
+  return k == ACL_MEMCPY_HOST_TO_DEVICE || k == ACL_MEMCPY_DEVICE_TO_DEVICE;
+}
+bool validKind(aclrtMemcpyKind k) {
+  return k == ACL_MEMCPY_HOST_TO_HOST || k == ACL_MEMCPY_HOST_TO_DEVICE ||
+         k == ACL_MEMCPY_DEVICE_TO_HOST || k == ACL_MEMCPY_DEVICE_TO_DEVICE;
+}
+
+// ---- the emulated functions ----
+
+aclError emuInit(const char*) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.initialised) return ACL_ERROR_REPEAT_INITIALIZE;
+  s.initialised = true;
+  return ACL_SUCCESS;
+}
+
+aclError emuSetDevice(int32_t device) {
+  KVIO_EMULATION_ENTER("aclrtSetDevice");
+  if (device < 0 || static_cast<uint32_t>(device) >= s.deviceCount) {
+    return reject(s, ACL_ERROR_RT_INVALID_DEVICEID, "device %d does not exist (%u devices)",
+                  device, s.deviceCount);
+  }
+  currentDevice = device;
+  return ACL_SUCCESS;
+}
+
+aclError emuGetDeviceCount(uint32_t* count) {
+  KVIO_EMULATION_ENTER("aclrtGetDeviceCount");
+  if (count == nullptr) return reject(s, ACL_ERROR_INVALID_PARAM, "count is null");
+  *count = s.deviceCount;
+  return ACL_SUCCESS;
+}
+
+aclError emuCreateStream(aclrtStream* stream) {
+  KVIO_EMULATION_ENTER("aclrtCreateStream");
+  if (stream == nullptr) return reject(s, ACL_ERROR_INVALID_PARAM, "stream is null");
+  const uint64_t handle = s.nextHandle++;
+  s.streams.insert(handle);
+  *stream = reinterpret_cast<aclrtStream>(handle);
+  return ACL_SUCCESS;
+}
+
+aclError emuDestroyStream(aclrtStream stream) {
+  KVIO_EMULATION_ENTER("aclrtDestroyStream");
+  if (s.streams.erase(reinterpret_cast<uint64_t>(stream)) == 0) {
+    return reject(s, ACL_ERROR_RT_PARAM_INVALID, "destroying unknown stream %p", stream);
+  }
+  return ACL_SUCCESS;
+}
+
+aclError emuSynchronizeStream(aclrtStream stream) {
+  KVIO_EMULATION_ENTER("aclrtSynchronizeStream");
+  return checkStream(s, stream);  // copies ran when enqueued
+}
+
+aclError emuCreateEvent(aclrtEvent* event) {
+  KVIO_EMULATION_ENTER("aclrtCreateEvent");
+  if (event == nullptr) return reject(s, ACL_ERROR_INVALID_PARAM, "event is null");
+  const uint64_t handle = s.nextHandle++;
+  s.events.insert(handle);
+  ++s.counts.createEvent;
+  *event = reinterpret_cast<aclrtEvent>(handle);
+  return ACL_SUCCESS;
+}
+
+aclError emuRecordEvent(aclrtEvent event, aclrtStream stream) {
+  KVIO_EMULATION_ENTER("aclrtRecordEvent");
+  const uint64_t handle = reinterpret_cast<uint64_t>(event);
+  if (s.events.count(handle) == 0) {
+    return reject(s, ACL_ERROR_RT_INVALID_HANDLE, "recording unknown event %p", event);
+  }
+  const aclError e = checkStream(s, stream);
+  if (e != ACL_SUCCESS) return e;
+  s.recorded.insert(handle);  // everything before it on the stream has run already
+  ++s.counts.recordEvent;
+  return ACL_SUCCESS;
+}
+
+aclError emuQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus* status) {
+  KVIO_EMULATION_ENTER("aclrtQueryEventStatus");
+  const uint64_t handle = reinterpret_cast<uint64_t>(event);
+  if (s.events.count(handle) == 0 || status == nullptr) {
+    return reject(s, ACL_ERROR_RT_INVALID_HANDLE, "querying unknown event %p", event);
+  }
+  *status = s.recorded.count(handle) != 0 ? ACL_EVENT_RECORDED_STATUS_COMPLETE
+                                          : ACL_EVENT_RECORDED_STATUS_NOT_READY;
+  return ACL_SUCCESS;
+}
+
+aclError emuSynchronizeEvent(aclrtEvent event) {
+  KVIO_EMULATION_ENTER("aclrtSynchronizeEvent");
+  if (s.events.count(reinterpret_cast<uint64_t>(event)) == 0) {
+    return reject(s, ACL_ERROR_RT_INVALID_HANDLE, "synchronizing unknown event %p", event);
+  }
+  return ACL_SUCCESS;
+}
+
+aclError emuDestroyEvent(aclrtEvent event) {
+  KVIO_EMULATION_ENTER("aclrtDestroyEvent");
+  const uint64_t handle = reinterpret_cast<uint64_t>(event);
+  if (s.events.erase(handle) == 0) {
+    return reject(s, ACL_ERROR_RT_INVALID_HANDLE, "destroying unknown event %p", event);
+  }
+  s.recorded.erase(handle);
+  return ACL_SUCCESS;
+}
+
+void* alignedAllocation(size_t bytes) {
+  void* p = nullptr;
+  if (posix_memalign(&p, 4096, bytes == 0 ? 1 : bytes) != 0) return nullptr;
+  return p;
+}
+
+aclError emuMalloc(void** pointer, size_t bytes, aclrtMemMallocPolicy) {
+  KVIO_EMULATION_ENTER("aclrtMalloc");
+  if (pointer == nullptr || bytes == 0) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "aclrtMalloc of %zu bytes into %p", bytes,
+                  static_cast<void*>(pointer));
+  }
+  void* p = alignedAllocation(bytes);
+  if (p == nullptr) return ACL_ERROR_RT_MEMORY_ALLOCATION;
+  s.memory[reinterpret_cast<uint64_t>(p)] = Range{bytes, Place::Device, currentDevice};
+  ++s.deviceAllocations;
+  *pointer = p;
+  return ACL_SUCCESS;
+}
+
+aclError emuFree(void* pointer) {
+  KVIO_EMULATION_ENTER("aclrtFree");
+  auto it = s.memory.find(reinterpret_cast<uint64_t>(pointer));
+  if (it == s.memory.end() || it->second.place != Place::Device) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "aclrtFree of %p, not an aclrtMalloc pointer",
+                  pointer);
+  }
+  s.memory.erase(it);
+  --s.deviceAllocations;
+  std::free(pointer);
+  return ACL_SUCCESS;
+}
+
+aclError emuMallocHost(void** pointer, size_t bytes) {
+  KVIO_EMULATION_ENTER("aclrtMallocHost");
+  if (pointer == nullptr || bytes == 0) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "aclrtMallocHost of %zu bytes", bytes);
+  }
+  void* p = alignedAllocation(bytes);
+  if (p == nullptr) return ACL_ERROR_RT_MEMORY_ALLOCATION;
+  s.memory[reinterpret_cast<uint64_t>(p)] = Range{bytes, Place::PinnedHost, -1};
+  *pointer = p;
+  return ACL_SUCCESS;
+}
+
+aclError emuFreeHost(void* pointer) {
+  KVIO_EMULATION_ENTER("aclrtFreeHost");
+  auto it = s.memory.find(reinterpret_cast<uint64_t>(pointer));
+  if (it == s.memory.end() || it->second.place != Place::PinnedHost) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "aclrtFreeHost of %p, not an aclrtMallocHost pointer",
+                  pointer);
+  }
+  s.memory.erase(it);
+  std::free(pointer);
+  return ACL_SUCCESS;
+}
+
+aclError emuHostRegister(void* pointer, uint64_t bytes, aclrtHostRegisterType, void** devPtr) {
+  KVIO_EMULATION_ENTER("aclrtHostRegister");
+  if (pointer == nullptr || bytes == 0 || devPtr == nullptr) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "aclrtHostRegister(%p, %llu)", pointer,
+                  static_cast<unsigned long long>(bytes));
+  }
+  const uint64_t address = reinterpret_cast<uint64_t>(pointer);
+  if (overlaps(s, address, bytes)) {
+    return reject(s, ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+                  "[%p, +%llu) overlaps memory already known to the runtime", pointer,
+                  static_cast<unsigned long long>(bytes));
+  }
+  s.memory[address] = Range{bytes, Place::RegisteredHost, -1};
+  *devPtr = pointer;  // the emulated NPU maps host memory at the same address
+  return ACL_SUCCESS;
+}
+
+aclError emuHostUnregister(void* pointer) {
+  KVIO_EMULATION_ENTER("aclrtHostUnregister");
+  auto it = s.memory.find(reinterpret_cast<uint64_t>(pointer));
+  if (it == s.memory.end() || it->second.place != Place::RegisteredHost) {
+    return reject(s, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, "%p is not registered",
+                  pointer);
+  }
+  s.memory.erase(it);
+  return ACL_SUCCESS;
+}
+
+aclError emuMemset(void* pointer, size_t maxCount, int32_t value, size_t count) {
+  KVIO_EMULATION_ENTER("aclrtMemset");
+  if (pointer == nullptr || count > maxCount) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "aclrtMemset(%p, maxCount %zu, count %zu)", pointer,
+                  maxCount, count);
+  }
+  const aclError e = checkSide(s, "devPtr", reinterpret_cast<uint64_t>(pointer), count, true);
+  if (e != ACL_SUCCESS) return e;
+  std::memset(pointer, value, count);
+  return ACL_SUCCESS;
+}
+
+aclError emuMemcpyAsync(void* dst, size_t destMax, const void* src, size_t count,
+                        aclrtMemcpyKind kind, aclrtStream stream) {
+  KVIO_EMULATION_ENTER("aclrtMemcpyAsync");
+  ++s.counts.memcpyAsync;
+  if (dst == nullptr || src == nullptr) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "null %s", dst == nullptr ? "dst" : "src");
+  }
+  if (count > destMax) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "count %zu > destMax %zu", count, destMax);
+  }
+  if (!validKind(kind)) return reject(s, ACL_ERROR_INVALID_PARAM, "bad kind %d", kind);
+  aclError e = checkStream(s, stream);
+  if (e == ACL_SUCCESS)
+    e = checkSide(s, "dst", reinterpret_cast<uint64_t>(dst), count, dstOnDevice(kind));
+  if (e == ACL_SUCCESS)
+    e = checkSide(s, "src", reinterpret_cast<uint64_t>(src), count, srcOnDevice(kind));
+  if (e != ACL_SUCCESS) return e;
+  std::memmove(dst, src, count);
+  s.counts.bytesCopied += count;
+  s.records.push_back({reinterpret_cast<uint64_t>(dst), count, 1, count});
+  return ACL_SUCCESS;
+}
+
+aclError emuMemcpy2dAsync(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width,
+                          size_t height, aclrtMemcpyKind kind, aclrtStream stream) {
+  KVIO_EMULATION_ENTER("aclrtMemcpy2dAsync");
+  ++s.counts.memcpy2dAsync;
+  if (dst == nullptr || src == nullptr) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "null %s", dst == nullptr ? "dst" : "src");
+  }
+  if (width == 0 || height == 0 || width > dpitch || width > spitch) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "width %zu, height %zu, dpitch %zu, spitch %zu",
+                  width, height, dpitch, spitch);
+  }
+  if (height > kMax2dHeight) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "height %zu > 5*1024*1024", height);
+  }
+  if (kind != ACL_MEMCPY_HOST_TO_DEVICE && kind != ACL_MEMCPY_DEVICE_TO_HOST) {
+    return reject(s, ACL_ERROR_INVALID_PARAM,
+                  "%s: aclrtMemcpy2dAsync copies host to device and device to host only",
+                  kindText(kind));
+  }
+  aclError e = checkStream(s, stream);
+  const uint64_t d = reinterpret_cast<uint64_t>(dst);
+  const uint64_t x = reinterpret_cast<uint64_t>(src);
+  if (e == ACL_SUCCESS) e = checkSide(s, "dst", d, (height - 1) * dpitch + width, dstOnDevice(kind));
+  if (e == ACL_SUCCESS) e = checkSide(s, "src", x, (height - 1) * spitch + width, srcOnDevice(kind));
+  if (e != ACL_SUCCESS) return e;
+  for (size_t r = 0; r < height; ++r) {
+    std::memmove(reinterpret_cast<void*>(d + r * dpitch),
+                 reinterpret_cast<const void*>(x + r * spitch), width);
+  }
+  s.counts.bytesCopied += width * height;
+  s.records.push_back({d, width, height, dpitch});
+  return ACL_SUCCESS;
+}
+
+aclError emuMemcpyBatchAsync(void** dsts, size_t* destMaxs, void** srcs, size_t* sizes,
+                             size_t count, aclrtMemcpyBatchAttr* attrs, size_t* attrIndexes,
+                             size_t numAttrs, size_t* failIndex, aclrtStream stream) {
+  KVIO_EMULATION_ENTER("aclrtMemcpyBatchAsync");
+  ++s.counts.memcpyBatchAsync;
+  if (s.batchResult != ACL_SUCCESS) {
+    ++s.counts.rejected;
+    return s.batchResult;
+  }
+  if (dsts == nullptr || destMaxs == nullptr || srcs == nullptr || sizes == nullptr ||
+      attrs == nullptr || attrIndexes == nullptr || failIndex == nullptr || count == 0 ||
+      numAttrs == 0 || attrIndexes[0] != 0) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "malformed batch of %zu copies, %zu attributes",
+                  count, numAttrs);
+  }
+  aclError e = checkStream(s, stream);
+  if (e != ACL_SUCCESS) return e;
+  // Check every copy first: a rejected batch copies nothing.
+  size_t a = 0;
+  for (size_t i = 0; i < count; ++i) {
+    while (a + 1 < numAttrs && attrIndexes[a + 1] <= i) ++a;
+    const aclrtMemcpyBatchAttr& attr = attrs[a];
+    *failIndex = i;
+    if (dsts[i] == nullptr || srcs[i] == nullptr || sizes[i] > destMaxs[i]) {
+      return reject(s, ACL_ERROR_INVALID_PARAM, "batch copy %zu: size %zu, destMax %zu", i,
+                    sizes[i], destMaxs[i]);
+    }
+    e = checkSide(s, "dst", reinterpret_cast<uint64_t>(dsts[i]), sizes[i],
+                  attr.dstLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE);
+    if (e == ACL_SUCCESS) {
+      e = checkSide(s, "src", reinterpret_cast<uint64_t>(srcs[i]), sizes[i],
+                    attr.srcLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE);
+    }
+    if (e != ACL_SUCCESS) return e;
+  }
+  *failIndex = SIZE_MAX;
+  for (size_t i = 0; i < count; ++i) {
+    std::memmove(dsts[i], srcs[i], sizes[i]);
+    s.counts.bytesCopied += sizes[i];
+    s.records.push_back({reinterpret_cast<uint64_t>(dsts[i]), sizes[i], 1, sizes[i]});
+  }
+  s.counts.batchedCopies += static_cast<int64_t>(count);
+  return ACL_SUCCESS;
+}
+
+const char* emuRecentErrMsg() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  thread_local std::string copy;
+  copy = s.recent;
+  return copy.c_str();
+}
+
+}  // namespace
+
+AclHostEmulation& AclHostEmulation::instance() {
+  static AclHostEmulation* e = new AclHostEmulation();
+  return *e;
+}
+
+AclApi AclHostEmulation::table(bool withBatch) const {
+  AclApi a;
+  a.origin = "the ACL host emulation of the tests";
+  a.init = emuInit;
+  a.setDevice = emuSetDevice;
+  a.getDeviceCount = emuGetDeviceCount;
+  a.createStream = emuCreateStream;
+  a.destroyStream = emuDestroyStream;
+  a.synchronizeStream = emuSynchronizeStream;
+  a.createEvent = emuCreateEvent;
+  a.recordEvent = emuRecordEvent;
+  a.queryEventStatus = emuQueryEventStatus;
+  a.synchronizeEvent = emuSynchronizeEvent;
+  a.destroyEvent = emuDestroyEvent;
+  a.malloc = emuMalloc;
+  a.free = emuFree;
+  a.mallocHost = emuMallocHost;
+  a.freeHost = emuFreeHost;
+  a.hostRegister = emuHostRegister;
+  a.hostUnregister = emuHostUnregister;
+  a.memset = emuMemset;
+  a.memcpyAsync = emuMemcpyAsync;
+  a.memcpy2dAsync = emuMemcpy2dAsync;
+  a.memcpyBatchAsync = withBatch ? emuMemcpyBatchAsync : nullptr;
+  a.getRecentErrMsg = emuRecentErrMsg;
+  return a;
+}
+
+void AclHostEmulation::install(bool withBatch) {
+  reset();
+  const AclApi a = table(withBatch);
+  if (kvio_test_ascend_runtime(&a, sizeof(a)) != KVIO_STATUS_OK) {
+    std::fprintf(stderr, "kvio_test_ascend_runtime failed: %s\n", kvio_last_error());
+    std::abort();
+  }
+}
+
+void AclHostEmulation::uninstall() {
+  kvio_test_ascend_runtime(nullptr, 0);
+}
+
+void AclHostEmulation::reset() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.counts = AclCallCounts{};
+  s.records.clear();
+  s.failures.clear();
+  s.batchResult = ACL_SUCCESS;
+  s.deviceCount = 1;
+  s.recent.clear();
+}
+
+AclCallCounts AclHostEmulation::counts() const {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.counts;
+}
+
+std::vector<AclCopyRecord> AclHostEmulation::records() const {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.records;
+}
+
+std::shared_ptr<void> AclHostEmulation::tagDevice(void* data, uint64_t bytes, int32_t device) {
+  State& s = state();
+  const uint64_t address = reinterpret_cast<uint64_t>(data);
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.memory[address] = Range{bytes, Place::Device, device};
+  }
+  return std::shared_ptr<void>(data, [address](void*) {
+    State& st = state();
+    std::lock_guard<std::mutex> lock(st.mutex);
+    st.memory.erase(address);
+  });
+}
+
+void AclHostEmulation::setDeviceCount(uint32_t count) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.deviceCount = count;
+}
+
+void AclHostEmulation::setBatchResult(aclError result) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.batchResult = result;
+}
+
+void AclHostEmulation::failCall(const std::string& function, int64_t nth, aclError error) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.failures[function] = {nth, error};
+}
+
+AclHostEmulation::Live AclHostEmulation::live() const {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  Live l{static_cast<int64_t>(s.streams.size()), static_cast<int64_t>(s.events.size()),
+         s.deviceAllocations, 0, 0};
+  for (const auto& entry : s.memory) {
+    if (entry.second.place == Place::PinnedHost) ++l.hostAllocations;
+    if (entry.second.place == Place::RegisteredHost) ++l.registrations;
+  }
+  return l;
+}
+
+std::string AclHostEmulation::recentError() const {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.recent;
+}
+
+}  // namespace kvio_test

@@ -1,0 +1,94 @@
+// A host emulation of the ACL runtime functions the kernel_ascend backend calls (the AclApi
+// table of native/src/ascend/acl_api.hpp), for tests on machines without CANN or an NPU. It is
+// test code only: the library never contains it; tests install it through
+// kvio_test_ascend_runtime (or hand its table to the copy logic directly).
+//
+// What it emulates: "device memory" is host memory tagged as memory of an emulated NPU
+// (aclrtMalloc, or a test's buffers tagged with tagDevice); pinned host memory comes from
+// aclrtMallocHost or aclrtHostRegister. Copies are real memcpys, executed when they are
+// enqueued (so in stream order); events complete when recorded. Every call validates its
+// arguments like the documented runtime and answers an ACL error code instead of copying:
+// null pointers, count > destMax, width > either pitch, height > 5*1024*1024, 2-D copies other
+// than host<->device, a copy kind that does not match where the pointers really lie (or a range
+// that leaves its allocation), unknown streams, events and devices. It is stricter than the
+// real runtime in one way: host memory must be pinned (kvio never hands it pageable memory).
+// It counts calls per function and copied bytes, so tests can assert how many calls a
+// transfer costs, and can be told to fail a given call or to answer "feature not supported"
+// for batch copies.
+#ifndef KVIO_TESTS_ACL_HOST_EMULATION_HPP_
+#define KVIO_TESTS_ACL_HOST_EMULATION_HPP_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ascend/acl_api.hpp"
+
+namespace kvio_test {
+
+/// Calls and bytes seen by the emulation since the last reset.
+struct AclCallCounts {
+  int64_t memcpyAsync = 0;
+  int64_t memcpy2dAsync = 0;
+  int64_t memcpyBatchAsync = 0;
+  int64_t batchedCopies = 0;  // copies inside successful batch calls
+  int64_t createEvent = 0;
+  int64_t recordEvent = 0;
+  int64_t rejected = 0;  // calls answered with an error (argument checks or injected)
+  uint64_t bytesCopied = 0;
+  int64_t copyCalls() const { return memcpyAsync + memcpy2dAsync + memcpyBatchAsync; }
+};
+
+/// One copy as the emulation executed it (for "which memory did a transfer touch").
+struct AclCopyRecord {
+  uint64_t dst;
+  uint64_t width;
+  uint64_t height;
+  uint64_t dstPitch;
+};
+
+class AclHostEmulation {
+ public:
+  /// The process-wide emulation (the table's functions are plain C function pointers).
+  static AclHostEmulation& instance();
+
+  /// The table of emulated functions; withBatch false leaves aclrtMemcpyBatchAsync out (a
+  /// runtime older than CANN 8.5).
+  kvio::ascend::AclApi table(bool withBatch = true) const;
+  /// Installs the table into libkvio (kvio_test_ascend_runtime) and resets the state.
+  void install(bool withBatch = true);
+  /// Back to libascendcl.so.
+  void uninstall();
+
+  /// Clears counts, records, injected failures and knobs (memory and streams stay).
+  void reset();
+  AclCallCounts counts() const;
+  std::vector<AclCopyRecord> records() const;
+
+  /// Tags [data, data + bytes) as memory of emulated NPU `device`; the returned handle untags it.
+  std::shared_ptr<void> tagDevice(void* data, uint64_t bytes, int32_t device = 0);
+
+  /// Knobs.
+  void setDeviceCount(uint32_t count);
+  /// What aclrtMemcpyBatchAsync answers (e.g. ACL_ERROR_RT_FEATURE_NOT_SUPPORT); success copies.
+  void setBatchResult(kvio::ascend::aclError result);
+  /// The `nth` (0-based, counted from now) call of `function` ("aclrtMemcpy2dAsync",
+  /// "aclrtMemcpyAsync", "aclrtMemcpyBatchAsync", "aclrtRecordEvent", "aclrtMalloc", ...)
+  /// fails with `error` without doing anything.
+  void failCall(const std::string& function, int64_t nth, kvio::ascend::aclError error);
+
+  /// Objects alive in the emulated runtime: streams, events, device allocations, host
+  /// allocations, host registrations.
+  struct Live {
+    int64_t streams, events, deviceAllocations, hostAllocations, registrations;
+  };
+  Live live() const;
+
+  /// The last argument-check message (what aclGetRecentErrMsg returns).
+  std::string recentError() const;
+};
+
+}  // namespace kvio_test
+
+#endif  // KVIO_TESTS_ACL_HOST_EMULATION_HPP_

@@ -1,0 +1,141 @@
+// Tests of the kernel_ascend copy logic (native/src/ascend/ascend_copies.hpp) driven directly
+// with the ACL host emulation's table: heights above aclrtMemcpy2dAsync's limit are split, not
+// refused; copies the 2-D call cannot do (device to device, a broadcast source of pitch 0)
+// become 1-D copies; batches are bounded; and the emulation itself answers the documented
+// argument errors (so that the executor's tests would catch a bad call).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "acl_host_emulation.hpp"
+#include "ascend/ascend_copies.hpp"
+
+namespace kvio_test {
+namespace {
+
+using namespace kvio::ascend;
+
+struct Buffers {
+  explicit Buffers(const AclApi& a, size_t hostBytes, size_t deviceBytes) : api(a) {
+    EXPECT_EQ(api.mallocHost(&host, hostBytes), ACL_SUCCESS);
+    EXPECT_EQ(api.malloc(&device, deviceBytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    EXPECT_EQ(api.createStream(&stream), ACL_SUCCESS);
+  }
+  ~Buffers() {
+    api.freeHost(host);
+    api.free(device);
+    api.destroyStream(stream);
+  }
+  uint64_t h() const { return reinterpret_cast<uint64_t>(host); }
+  uint64_t d() const { return reinterpret_cast<uint64_t>(device); }
+  AclApi api;
+  void* host = nullptr;
+  void* device = nullptr;
+  aclrtStream stream = nullptr;
+};
+
+TEST(AscendCopies, HeightsAboveTheLimitAreSplit) {
+  AclHostEmulation& acl = AclHostEmulation::instance();
+  acl.reset();
+  const AclApi api = acl.table();
+  const uint64_t rows = kMax2dHeight + 3;
+  Buffers b(api, rows * 2, rows * 3);  // width 1: source pitch 2, destination pitch 3
+  auto* src = static_cast<uint8_t*>(b.host);
+  for (uint64_t i = 0; i < rows * 2; ++i) src[i] = static_cast<uint8_t>(i * 13 + 7);
+  std::memset(b.device, 0, rows * 3);
+  const std::vector<kvio_copy2d> plan = {{b.h(), b.d(), 1, rows, 2, 3}};
+  IssueState state;
+  const IssueTarget target{&api, b.stream, ACL_MEMCPY_HOST_TO_DEVICE, 0};
+  ASSERT_EQ(issuePlan(target, plan, &state), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(acl.counts().memcpy2dAsync, 2);
+  EXPECT_EQ(acl.counts().rejected, 0) << acl.recentError();
+  const auto* dst = static_cast<const uint8_t*>(b.device);
+  for (uint64_t r = 0; r < rows; r += 9973) ASSERT_EQ(dst[r * 3], src[r * 2]) << "row " << r;
+  ASSERT_EQ(dst[(rows - 1) * 3], src[(rows - 1) * 2]);
+}
+
+TEST(AscendCopies, PitchZeroAndDeviceToDeviceBecomeRows) {
+  AclHostEmulation& acl = AclHostEmulation::instance();
+  acl.reset();
+  const AclApi api = acl.table();
+  Buffers b(api, 4096, 8192);
+  std::memset(b.host, 9, 64);
+  // A broadcast source (pitch 0, 3 rows) and a device-to-device strided copy (4 rows).
+  IssueState state;
+  ASSERT_EQ(issuePlan({&api, b.stream, ACL_MEMCPY_HOST_TO_DEVICE, 0},
+                      {{b.h(), b.d(), 64, 3, 0, 128}}, &state),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(acl.counts().memcpy2dAsync, 0);
+  EXPECT_EQ(acl.counts().memcpyBatchAsync, 1);
+  EXPECT_EQ(acl.counts().batchedCopies, 3);
+  acl.reset();
+  ASSERT_EQ(issuePlan({&api, b.stream, ACL_MEMCPY_DEVICE_TO_DEVICE, 0},
+                      {{b.d(), b.d() + 4096, 32, 4, 128, 64}}, &state),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(acl.counts().memcpy2dAsync, 0);
+  EXPECT_EQ(acl.counts().batchedCopies, 4);
+  EXPECT_EQ(acl.counts().rejected, 0) << acl.recentError();
+  const auto* d = static_cast<const uint8_t*>(b.device);
+  EXPECT_EQ(d[4096 + 64], 9);  // row 1 of the second copy: from row 1 of the broadcast
+}
+
+TEST(AscendCopies, BatchesHoldAtMostMaxBatchCopies) {
+  AclHostEmulation& acl = AclHostEmulation::instance();
+  acl.reset();
+  const AclApi api = acl.table();
+  const size_t n = kMaxBatch + 10;
+  Buffers b(api, n * 16, n * 16);
+  std::vector<kvio_copy2d> plan;
+  for (size_t i = 0; i < n; ++i) {  // reversed: nothing merges
+    const uint64_t j = n - 1 - i;
+    plan.push_back({b.h() + j * 16, b.d() + j * 16, 8, 1, 8, 8});
+  }
+  IssueState state;
+  ASSERT_EQ(issuePlan({&api, b.stream, ACL_MEMCPY_HOST_TO_DEVICE, 0}, plan, &state),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(acl.counts().memcpyBatchAsync, 2);
+  EXPECT_EQ(acl.counts().batchedCopies, static_cast<int64_t>(n));
+}
+
+TEST(AscendCopies, TheEmulationAnswersArgumentErrors) {
+  AclHostEmulation& acl = AclHostEmulation::instance();
+  acl.reset();
+  const AclApi api = acl.table();
+  Buffers b(api, 4096, 4096);
+  const auto H2D = ACL_MEMCPY_HOST_TO_DEVICE;
+  EXPECT_EQ(api.memcpy2dAsync(b.device, 32, b.host, 64, 48, 2, H2D, b.stream),
+            ACL_ERROR_INVALID_PARAM);  // width > dpitch
+  EXPECT_EQ(api.memcpy2dAsync(b.device, 1, b.host, 1, 1, kMax2dHeight + 1, H2D, b.stream),
+            ACL_ERROR_INVALID_PARAM);  // height above the limit
+  EXPECT_EQ(api.memcpy2dAsync(b.device, 64, b.device, 64, 32, 2, ACL_MEMCPY_DEVICE_TO_DEVICE,
+                              b.stream),
+            ACL_ERROR_INVALID_PARAM);  // 2-D device to device
+  EXPECT_EQ(api.memcpyAsync(b.device, 64, b.host, 64, ACL_MEMCPY_DEVICE_TO_HOST, b.stream),
+            ACL_ERROR_INVALID_PARAM);  // kind does not match where the pointers lie
+  EXPECT_EQ(api.memcpyAsync(b.device, 32, b.host, 64, H2D, b.stream),
+            ACL_ERROR_INVALID_PARAM);  // count > destMax
+  EXPECT_EQ(api.memcpyAsync(b.device, 8192, b.host, 8192, H2D, b.stream),
+            ACL_ERROR_INVALID_PARAM);  // leaves the allocation
+  EXPECT_EQ(api.memcpyAsync(nullptr, 8, b.host, 8, H2D, b.stream), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(api.memcpyAsync(b.device, 8, b.host, 8, H2D, reinterpret_cast<aclrtStream>(0x7)),
+            ACL_ERROR_RT_PARAM_INVALID);  // unknown stream
+  EXPECT_EQ(api.setDevice(5), ACL_ERROR_RT_INVALID_DEVICEID);
+  EXPECT_EQ(acl.counts().rejected, 9);
+  EXPECT_EQ(acl.counts().bytesCopied, 0u);
+  // And an issued plan whose copy the runtime refuses fails with the call and the sizes.
+  IssueState state;
+  EXPECT_EQ(issuePlan({&api, b.stream, H2D, 0}, {{b.h(), b.d(), 64, 2, 64, 8192}}, &state),
+            KVIO_STATUS_BACKEND_ERROR);
+  const std::string message = kvio_last_error();
+  EXPECT_NE(message.find("aclrtMemcpy2dAsync failed: ACL_ERROR_INVALID_PARAM (100000)"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("2 rows of 64 bytes"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace kvio_test

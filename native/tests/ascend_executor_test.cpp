@@ -1,0 +1,492 @@
+// The kernel_ascend executor through the public API (kvio.h / kvio.hpp) and the ACL host
+// emulation (acl_host_emulation.hpp): how many ACL calls transfers cost (the dim exchange of a
+// run of r pages over h layers costs min(r, h) aclrtMemcpy2dAsync calls per component; a
+// per-layer load touches that layer only), layer-sharded backup (the reference's seed case 1),
+// the MLA page_first_kv_split components, batch copies and their fall-back, errors of ACL calls
+// surfacing as BACKEND_ERROR messages that name the call and the sizes, the memory rules,
+// pools in NPU and pinned memory allocated or registered through ACL, caller streams, and the
+// backend's unavailability (with the cause) when no ACL runtime is installed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "acl_host_emulation.hpp"
+#include "kvio/kvio.h"
+#include "kvio/kvio.hpp"
+#include "oracle.hpp"
+
+namespace kvio_test {
+namespace {
+
+using kvio::ascend::aclError;
+
+AclHostEmulation& acl() {
+  return AclHostEmulation::instance();
+}
+
+/// A wrapped pool in emulated NPU memory (its buffers tagged as device memory).
+struct NpuPool {
+  explicit NpuPool(const Geometry& g, int32_t device = 0) : pool(g, KVIO_MEMORY_ASCEND_DEVICE, device) {
+    for (int64_t r = 0; r < g.regions(); ++r) {
+      tags.push_back(acl().tagDevice(pool.region(static_cast<size_t>(r)),
+                                     static_cast<uint64_t>(g.regionBytes()), device));
+    }
+  }
+  TestPool pool;
+  std::vector<std::shared_ptr<void>> tags;  // released before the pool's memory
+};
+
+/// A kvio-allocated host pool in emulated pinned memory (aclrtMallocHost).
+TestPool pinnedHost(const Geometry& g) {
+  return TestPool(g, KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
+}
+
+std::vector<int64_t> range(int64_t start, int64_t count) {
+  std::vector<int64_t> v;
+  for (int64_t i = 0; i < count; ++i) v.push_back(start + i);
+  return v;
+}
+
+class AscendExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override { acl().install(); }
+  void TearDown() override {
+    const AclHostEmulation::Live live = acl().live();
+    EXPECT_EQ(live.streams, 0);
+    EXPECT_EQ(live.events, 0);
+    EXPECT_EQ(live.deviceAllocations, 0);
+    EXPECT_EQ(live.hostAllocations, 0);
+    EXPECT_EQ(live.registrations, 0);
+    acl().uninstall();
+  }
+
+  // Moves `pages` of src to dst pages (whole pages, layers [layer, layer + layers) on both
+  // sides), checks the destination against the oracle and returns the calls it cost.
+  AclCallCounts exchange(kvio::Executor& ex, TestPool& src, TestPool& dst,
+                         const std::vector<int64_t>& srcPages, const std::vector<int64_t>& dstPages,
+                         int64_t layer, int64_t layers, std::mt19937_64& rng) {
+    src.fillRandom(rng);
+    dst.fill(kCanary);
+    const Image before = src.capture();
+    Image expected = dst.capture();
+    acl().reset();
+    kvio::transferDimExchange(ex, src.pool(), dst.pool(), srcPages, dstPages, layer, layers).wait();
+    const AclCallCounts counts = acl().counts();
+    const int64_t ps = src.geometry().ps;
+    applyTransfer(src.geometry(), before, dst.geometry(), &expected, expandPages(srcPages, ps),
+                  expandPages(dstPages, ps), layer, layer, layers);
+    EXPECT_TRUE(sameImage(expected, dst.capture(), "destination"));
+    EXPECT_TRUE(sameImage(before, src.capture(), "source"));
+    EXPECT_EQ(counts.rejected, 0) << acl().recentError();
+    return counts;
+  }
+};
+
+// The Ascend 5-D device layout [L, P, ps, H, D] per component and the page-first host layout
+// [P, L, ps, H, D]: a run of r consecutive pages over all h layers costs min(r, h) 2-D copies
+// per component, in both directions.
+TEST_F(AscendExecutorTest, DimExchangeRunCostsMinOfPagesAndLayers) {
+  std::mt19937_64 rng(1);
+  const int64_t L = 8;
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, L, 32, 16, 2, 64};
+  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, L, 40, 16, 2,
+                    64};
+  NpuPool device(dg);
+  TestPool host = pinnedHost(hg);
+  kvio::Executor ascend(kvio::IoBackend::KernelAscend);
+  for (int64_t r : {1, 2, 3, 5, 8, 12, 20}) {
+    SCOPED_TRACE("run of " + std::to_string(r) + " pages");
+    const auto devicePages = range(3, r);
+    const auto hostPages = range(11, r);
+    const int64_t expected = 2 * std::min<int64_t>(r, L);
+    AclCallCounts load =
+        exchange(ascend, host, device.pool, hostPages, devicePages, 0, L, rng);
+    EXPECT_EQ(load.memcpy2dAsync + load.memcpyAsync + load.memcpyBatchAsync, expected);
+    AclCallCounts backup =
+        exchange(ascend, device.pool, host, devicePages, hostPages, 0, L, rng);
+    EXPECT_EQ(backup.memcpy2dAsync + backup.memcpyAsync + backup.memcpyBatchAsync, expected);
+    if (HasFailure()) return;
+  }
+}
+
+// Several runs in one transfer: at most the sum over runs of min(r, h) per component.
+TEST_F(AscendExecutorTest, DimExchangeOfSeveralRunsCostsTheSumOfTheirMinima) {
+  std::mt19937_64 rng(2);
+  const int64_t L = 6;
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, L, 48, 4, 1, 128};
+  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, L, 48, 4, 1,
+                    128};
+  NpuPool device(dg);
+  TestPool host = pinnedHost(hg);
+  kvio::Executor ascend(kvio::IoBackend::KernelAscend);
+  // Runs of 10, 1 and 3 pages (device and host pages both advance by one inside a run).
+  std::vector<int64_t> devicePages = range(2, 10), hostPages = range(30, 10);
+  devicePages.push_back(20);
+  hostPages.push_back(5);
+  for (int64_t p : range(25, 3)) devicePages.push_back(p);
+  for (int64_t p : range(10, 3)) hostPages.push_back(p);
+  const int64_t bound = 2 * (std::min<int64_t>(10, L) + 1 + 3);
+  const AclCallCounts load = exchange(ascend, host, device.pool, hostPages, devicePages, 0, L, rng);
+  EXPECT_LE(load.copyCalls(), bound);
+  const AclCallCounts backup =
+      exchange(ascend, device.pool, host, devicePages, hostPages, 0, L, rng);
+  EXPECT_LE(backup.copyCalls(), bound);
+}
+
+// A true layer-by-layer load: loading layer i moves layer i only (the reference moves every
+// layer when layer 0 is asked for), one 2-D copy per component for a run of pages.
+TEST_F(AscendExecutorTest, PerLayerLoadMovesThatLayerOnly) {
+  std::mt19937_64 rng(3);
+  const int64_t L = 5;
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, L, 16, 8, 2, 32};
+  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, L, 16, 8, 2,
+                    32};
+  NpuPool device(dg);
+  TestPool host = pinnedHost(hg);
+  kvio::Executor ascend(kvio::IoBackend::KernelAscend);
+  const uint64_t layerBytes = static_cast<uint64_t>(dg.S() * dg.row());
+  for (int64_t layer = 0; layer < L; ++layer) {
+    SCOPED_TRACE("layer " + std::to_string(layer));
+    const AclCallCounts counts =
+        exchange(ascend, host, device.pool, range(4, 5), range(6, 5), layer, 1, rng);
+    EXPECT_EQ(counts.memcpy2dAsync, 2);
+    EXPECT_EQ(counts.copyCalls(), 2);
+    for (const AclCopyRecord& r : acl().records()) {
+      bool inside = false;
+      for (size_t c = 0; c < 2; ++c) {
+        const uint64_t begin = reinterpret_cast<uint64_t>(device.pool.region(c)) + layer * layerBytes;
+        const uint64_t last = r.dst + (r.height - 1) * r.dstPitch + r.width;
+        inside = inside || (r.dst >= begin && last <= begin + layerBytes);
+      }
+      EXPECT_TRUE(inside) << "a copy wrote outside device layer " << layer;
+    }
+  }
+}
+
+// The reference's seed case 1: layer-sharded backup of an MLA pool on kernel_ascend (the host
+// pool holds device layers [2, 6)), for each host layout MLA has.
+TEST_F(AscendExecutorTest, LayerShardedBackup) {
+  std::mt19937_64 rng(4);
+  for (int32_t layout : {KVIO_LAYOUT_LAYER_FIRST, KVIO_LAYOUT_PAGE_FIRST,
+                         KVIO_LAYOUT_PAGE_FIRST_DIRECT}) {
+    SCOPED_TRACE(layoutName(layout));
+    const Geometry dg{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 8, 12, 4, 1, 576};
+    const Geometry hg{KVIO_KIND_MLA, layout, Form::Allocated, 4, 14, 4, 1, 576};
+    NpuPool device(dg);
+    TestPool host = pinnedHost(hg);
+    kvio::Executor ascend(kvio::IoBackend::KernelAscend);
+    device.pool.fillRandom(rng);
+    host.fill(kCanary);
+    const Image before = device.pool.capture();
+    Image expected = host.capture();
+    const auto srcIdx = expandPages({3, 4, 9}, 4);
+    const auto dstIdx = expandPages({0, 13, 7}, 4);
+    acl().reset();
+    kvio::transferAllLayers(ascend, device.pool.pool(), host.pool(), srcIdx, dstIdx, 2).wait();
+    applyTransfer(dg, before, hg, &expected, srcIdx, dstIdx, 2, 0, 4);
+    EXPECT_TRUE(sameImage(expected, host.capture(), "host"));
+    EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
+  }
+}
+
+// MLA page_first_kv_split: latent, rope, index-K and its fp32 scales are pools of their own row
+// sizes, moved by one executor; each component's run costs min(r, h) 2-D copies.
+TEST_F(AscendExecutorTest, MlaKvSplitComponents) {
+  std::mt19937_64 rng(5);
+  const int64_t L = 4, r = 6;
+  kvio::Executor ascend(kvio::IoBackend::KernelAscend);
+  int64_t calls = 0;
+  for (int64_t rowBytes : {1024, 128, 128, 4}) {  // latent, rope, index_k, index_k_scale
+    SCOPED_TRACE("row " + std::to_string(rowBytes));
+    const Geometry dg{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, L, 20, 16, 1, rowBytes};
+    const Geometry hg{KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, L, 24, 16, 1,
+                      rowBytes};
+    NpuPool device(dg);
+    TestPool host = pinnedHost(hg);
+    calls += exchange(ascend, host, device.pool, range(1, r), range(9, r), 0, L, rng).copyCalls();
+    calls += exchange(ascend, device.pool, host, range(9, r), range(1, r), 0, L, rng).copyCalls();
+  }
+  EXPECT_EQ(calls, 2 * 4 * std::min(r, L));
+}
+
+// Scattered token slots: 1-D copies, batched when the runtime has aclrtMemcpyBatchAsync; when
+// it answers "feature not supported", one by one from then on; without it, one by one.
+TEST_F(AscendExecutorTest, BatchCopiesAndTheirFallBack) {
+  std::mt19937_64 rng(6);
+  const Geometry dg{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 64, 4, 1, 96};
+  const Geometry hg{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 1, 64, 4, 1, 96};
+  // Descending slots on both sides: no two rows merge, so the plan is 100 1-D copies.
+  std::vector<int64_t> srcIdx, dstIdx;
+  for (int64_t i = 0; i < 100; ++i) {
+    srcIdx.push_back(250 - 2 * i);
+    dstIdx.push_back(200 - i);
+  }
+  for (int mode = 0; mode < 3; ++mode) {  // batch, batch not supported, no batch entry point
+    SCOPED_TRACE("mode " + std::to_string(mode));
+    acl().install(mode != 2);
+    if (mode == 1) acl().setBatchResult(kvio::ascend::ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    NpuPool device(dg);
+    TestPool host = pinnedHost(hg);
+    kvio::Executor ascend(kvio::IoBackend::KernelAscend);
+    for (int round = 0; round < 2; ++round) {
+      device.pool.fillRandom(rng);
+      host.fill(kCanary);
+      const Image before = device.pool.capture();
+      Image expected = host.capture();
+      acl().reset();
+      if (mode == 1) acl().setBatchResult(kvio::ascend::ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+      kvio::transferPerLayer(ascend, device.pool.pool(), host.pool(), srcIdx, dstIdx, 0, 0).wait();
+      applyTransfer(dg, before, hg, &expected, srcIdx, dstIdx, 0, 0, 1);
+      EXPECT_TRUE(sameImage(expected, host.capture(), "host"));
+      const AclCallCounts c = acl().counts();
+      EXPECT_EQ(c.memcpy2dAsync, 0);
+      if (mode == 0) {
+        EXPECT_EQ(c.memcpyBatchAsync, 1);
+        EXPECT_EQ(c.memcpyAsync, 0);
+        EXPECT_GE(c.batchedCopies, 50);
+      } else {
+        // Batching is asked once per executor, then never again.
+        EXPECT_EQ(c.memcpyBatchAsync, mode == 1 && round == 0 ? 1 : 0);
+        EXPECT_GE(c.memcpyAsync, 50);
+      }
+    }
+  }
+}
+
+std::string lastError() {
+  return kvio_last_error();
+}
+
+::testing::AssertionResult mentions(const std::string& text, std::initializer_list<const char*> parts) {
+  for (const char* part : parts) {
+    if (text.find(part) == std::string::npos) {
+      return ::testing::AssertionFailure() << "'" << text << "' does not mention '" << part << "'";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// A failing ACL call completes the transfer with BACKEND_ERROR and a message naming the call,
+// the ACL error and the sizes; nothing is reported as success.
+TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, 4, 16, 8, 2, 32};
+  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, 4, 16, 8, 2, 32};
+  NpuPool device(dg);
+  TestPool host = pinnedHost(hg);
+  kvio::Executor ascend(kvio::IoBackend::KernelAscend);
+  struct Scenario {
+    const char* function;
+    std::vector<int64_t> pages;  // one page: 2-D per component; none merge for 1-D below
+    bool scattered;
+    std::initializer_list<const char*> expected;
+  };
+  const std::vector<Scenario> scenarios = {
+      {"aclrtMemcpy2dAsync", {2, 3, 4}, false,
+       {"aclrtMemcpy2dAsync failed", "ACL_ERROR_RT_PARAM_INVALID (107000)", "rows of",
+        "pitches dst", "host to device", "injected failure"}},
+      {"aclrtMemcpyBatchAsync", {}, true,  // 20 descending slots of one layer: 1-D copies
+       {"aclrtMemcpyBatchAsync failed", "ACL_ERROR_RT_PARAM_INVALID", "batch of", "failIndex"}},
+      {"aclrtRecordEvent", {2, 3, 4}, false, {"aclrtRecordEvent failed"}},
+  };
+  std::mt19937_64 rng(7);
+  for (const Scenario& s : scenarios) {
+    SCOPED_TRACE(s.function);
+    acl().reset();
+    acl().failCall(s.function, 0, kvio::ascend::ACL_ERROR_RT_PARAM_INVALID);
+    std::vector<int64_t> srcIdx, dstIdx;
+    if (s.scattered) {
+      for (int64_t i = 0; i < 20; ++i) {
+        srcIdx.push_back(100 - 3 * i);
+        dstIdx.push_back(120 - 5 * i);
+      }
+    } else {
+      srcIdx = expandPages(s.pages, 8);
+      dstIdx = expandPages({9, 10, 11}, 8);
+    }
+    const kvio_transfer_desc desc{host.pool().handle(), device.pool.pool().handle(),
+                                  srcIdx.data(),        dstIdx.data(),
+                                  static_cast<int64_t>(srcIdx.size()), 0, 0,
+                                  s.scattered ? 1 : 4};
+    uint64_t transfer = 0;
+    ASSERT_EQ(kvio_submit(ascend.handle(), &desc, &transfer), KVIO_STATUS_OK) << lastError();
+    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_BACKEND_ERROR);
+    EXPECT_TRUE(mentions(lastError(), s.expected));
+    EXPECT_EQ(kvio_transfer_is_done(transfer), 1);
+    kvio_transfer_close(transfer);
+  }
+  // The 1-D path without batching.
+  acl().install(false);
+  NpuPool device2(dg);
+  TestPool host2 = pinnedHost(hg);
+  kvio::Executor single(kvio::IoBackend::KernelAscend);
+  acl().failCall("aclrtMemcpyAsync", 3, kvio::ascend::ACL_ERROR_RT_PARAM_INVALID);
+  std::vector<int64_t> srcIdx, dstIdx;
+  for (int64_t i = 0; i < 20; ++i) {
+    srcIdx.push_back(100 - 3 * i);
+    dstIdx.push_back(120 - 5 * i);
+  }
+  try {
+    kvio::transferPerLayer(single, host2.pool(), device2.pool.pool(), srcIdx, dstIdx, 0, 0).wait();
+    ADD_FAILURE() << "a failed aclrtMemcpyAsync was reported as success";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_BACKEND_ERROR);
+    EXPECT_TRUE(mentions(e.what(), {"aclrtMemcpyAsync failed", "ACL_ERROR_RT_PARAM_INVALID",
+                                    "bytes from 0x", "host to device"}));
+  }
+}
+
+TEST_F(AscendExecutorTest, AllocationFailuresNameTheCall) {
+  const Geometry g{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 8, 4, 1, 64};
+  const kvio_pool_spec spec = g.spec().toC();
+  uint64_t pool = 0;
+  acl().failCall("aclrtMalloc", 0, kvio::ascend::ACL_ERROR_RT_MEMORY_ALLOCATION);
+  EXPECT_EQ(kvio_pool_allocate_memory(&spec, KVIO_MEMORY_ASCEND_DEVICE, 0, &pool),
+            KVIO_STATUS_OUT_OF_MEMORY);
+  EXPECT_TRUE(mentions(lastError(), {"aclrtMalloc", "ACL_ERROR_RT_MEMORY_ALLOCATION", "bytes on "
+                                                                                      "Ascend device 0"}));
+  // Allocated device pools are zeroed (aclrtMemset) and freed (aclrtFree) when closed.
+  ASSERT_EQ(kvio_pool_allocate_memory(&spec, KVIO_MEMORY_ASCEND_DEVICE, 0, &pool), KVIO_STATUS_OK)
+      << lastError();
+  EXPECT_EQ(acl().live().deviceAllocations, 1);
+  kvio_pool_close(pool);
+  EXPECT_EQ(acl().live().deviceAllocations, 0);
+  EXPECT_EQ(kvio_pool_allocate_memory(&spec, KVIO_MEMORY_ASCEND_DEVICE, 3, &pool),
+            KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(lastError(), {"Ascend device 3 does not exist"}));
+}
+
+// Caller host memory wrapped as Ascend pinned memory is registered (aclrtHostRegister) and
+// unregistered when the pool goes; memory the caller registered already is used as is.
+TEST_F(AscendExecutorTest, WrappedHostMemoryIsRegistered) {
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 8, 4, 2, 16};
+  {
+    TestPool host(g, KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
+    EXPECT_EQ(acl().live().registrations, 1);
+  }
+  EXPECT_EQ(acl().live().registrations, 0);
+  std::vector<uint8_t> buffer(static_cast<size_t>(g.regionBytes()));
+  const kvio::ascend::AclApi api = acl().table();
+  void* mapped = nullptr;
+  ASSERT_EQ(api.hostRegister(buffer.data(), buffer.size(), kvio::ascend::ACL_HOST_REGISTER_MAPPED,
+                             &mapped),
+            kvio::ascend::ACL_SUCCESS);
+  {
+    kvio::Pool pool = kvio::Pool::wrap(g.spec(), buffer.data(), buffer.size(),
+                                       KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
+    EXPECT_EQ(acl().live().registrations, 1);
+  }
+  EXPECT_EQ(acl().live().registrations, 1);  // the caller's registration stays
+  api.hostUnregister(buffer.data());
+}
+
+// The memory rules: pageable host memory, host to host, CUDA kinds and another NPU's memory
+// are UNSUPPORTED before any byte moves; the cpu backend refuses NPU memory.
+TEST_F(AscendExecutorTest, MemoryRulesRejectBeforeMoving) {
+  acl().setDeviceCount(2);
+  const Geometry dg{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 8, 4, 1, 64};
+  const Geometry hg{KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 4, 1, 64};
+  NpuPool device(dg);
+  NpuPool otherDevice(dg, 1);
+  TestPool pinned = pinnedHost(hg);
+  TestPool pinned2 = pinnedHost(hg);
+  TestPool pageable(hg);
+  kvio::Executor ascend(kvio::IoBackend::KernelAscend);
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  const std::vector<int64_t> idx = range(0, 8);
+  struct Case {
+    const kvio::Executor* executor;
+    const kvio::Pool* src;
+    const kvio::Pool* dst;
+    const char* says;
+  };
+  const Case cases[] = {
+      {&ascend, &pageable.pool(), &device.pool.pool(), "pageable host memory"},
+      {&ascend, &pinned.pool(), &pinned2.pool(), "use the 'cpu' io backend"},
+      {&ascend, &otherDevice.pool.pool(), &pinned.pool(), "belongs to Ascend device 1"},
+      {&cpu, &device.pool.pool(), &pinned.pool(), "Ascend device memory"},
+  };
+  device.pool.fill(1);
+  otherDevice.pool.fill(2);
+  pinned.fill(3);
+  pinned2.fill(4);
+  pageable.fill(5);
+  for (const Case& c : cases) {
+    const Image before = device.pool.capture();
+    const Image pinnedBefore = pinned.capture();
+    try {
+      kvio::transfer(*c.executor, *c.src, *c.dst, idx, idx, kvio::LayerMap{0, 0, 2}).wait();
+      ADD_FAILURE() << "accepted: " << c.says;
+    } catch (const kvio::Error& e) {
+      EXPECT_EQ(e.status(), KVIO_STATUS_UNSUPPORTED);
+      EXPECT_TRUE(mentions(e.what(), {c.says}));
+    }
+    EXPECT_TRUE(sameImage(before, device.pool.capture(), "device"));
+    EXPECT_TRUE(sameImage(pinnedBefore, pinned.capture(), "pinned"));
+  }
+}
+
+// An executor on a caller's stream orders its work there and leaves the stream alive.
+TEST_F(AscendExecutorTest, CallerStream) {
+  const kvio::ascend::AclApi api = acl().table();
+  kvio::ascend::aclrtStream stream = nullptr;
+  ASSERT_EQ(api.createStream(&stream), kvio::ascend::ACL_SUCCESS);
+  std::mt19937_64 rng(8);
+  {
+    const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 3, 8, 4, 2, 16};
+    const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_HEAD, Form::Allocated, 3, 8, 4, 2, 16};
+    NpuPool device(dg);
+    TestPool host = pinnedHost(hg);
+    uint64_t handle = 0;
+    ASSERT_EQ(kvio_executor_create_ascend(0, reinterpret_cast<uint64_t>(stream), &handle),
+              KVIO_STATUS_OK)
+        << lastError();
+    host.fillRandom(rng);
+    device.pool.fill(kCanary);
+    const Image before = host.capture();
+    Image expected = device.pool.capture();
+    const auto srcIdx = range(5, 9);
+    const auto dstIdx = range(20, 9);
+    const kvio_transfer_desc desc{host.pool().handle(), device.pool.pool().handle(),
+                                  srcIdx.data(), dstIdx.data(), 9, 0, 0, 3};
+    uint64_t transfer = 0;
+    ASSERT_EQ(kvio_submit(handle, &desc, &transfer), KVIO_STATUS_OK) << lastError();
+    ASSERT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
+    kvio_transfer_close(transfer);
+    applyTransfer(hg, before, dg, &expected, srcIdx, dstIdx, 0, 0, 3);
+    EXPECT_TRUE(sameImage(expected, device.pool.capture(), "device"));
+    ASSERT_EQ(kvio_executor_close(handle), KVIO_STATUS_OK);
+  }
+  EXPECT_EQ(acl().live().streams, 1);
+  EXPECT_EQ(api.destroyStream(stream), kvio::ascend::ACL_SUCCESS);
+}
+
+TEST_F(AscendExecutorTest, AvailabilityFollowsTheRuntime) {
+  EXPECT_EQ(kvio_backend_available(KVIO_BACKEND_KERNEL_ASCEND), KVIO_STATUS_OK) << lastError();
+  int32_t count = -1;
+  EXPECT_EQ(kvio_ascend_device_count(&count), KVIO_STATUS_OK);
+  EXPECT_EQ(count, 1);
+  acl().setDeviceCount(0);
+  EXPECT_EQ(kvio_backend_available(KVIO_BACKEND_KERNEL_ASCEND), KVIO_STATUS_UNAVAILABLE);
+  EXPECT_TRUE(mentions(lastError(), {"no Ascend NPU", "0 devices"}));
+  acl().setDeviceCount(1);
+  // Without the emulation: libascendcl.so, which these machines do not have.
+  acl().uninstall();
+  const kvio_status status = kvio_backend_available(KVIO_BACKEND_KERNEL_ASCEND);
+  const std::string cause = lastError();
+  acl().install();
+  if (status == KVIO_STATUS_OK) GTEST_SKIP() << "a real ACL runtime and NPU are present";
+  EXPECT_EQ(status, KVIO_STATUS_UNAVAILABLE);
+  EXPECT_TRUE(mentions(cause, {"libascendcl.so"})) << cause;
+}
+
+TEST_F(AscendExecutorTest, TablesOfAnotherLayoutAreRefused) {
+  const kvio::ascend::AclApi api = acl().table();
+  EXPECT_EQ(kvio_test_ascend_runtime(&api, sizeof(api) - 8), KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(lastError(), {"AclApi"}));
+}
+
+}  // namespace
+}  // namespace kvio_test

@@ -1,0 +1,235 @@
+// The conformance matrix, shared by every backend's conformance test: pool kind x host layout x
+// device pool form x direction (one ctest case each), and inside each: granularity (per-layer
+// on several layer ids, all-layer), full or layer-sharded host pools, page sizes, row sizes and
+// head splits, and seeded random index sets (whole pages, token slots, runs crossing page
+// boundaries). Every destination buffer is canary-filled and compared whole against the oracle
+// (oracle.hpp; guard zones included); sources must not change. conformance_test.cpp runs it on
+// the cpu backend, ascend_conformance_test.cpp on kernel_ascend through the ACL host emulation.
+#ifndef KVIO_TESTS_CONFORMANCE_MATRIX_HPP_
+#define KVIO_TESTS_CONFORMANCE_MATRIX_HPP_
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kvio/kvio.hpp"
+#include "oracle.hpp"
+
+namespace kvio_test {
+
+constexpr int64_t kDeviceLayers = 4;
+
+struct Case {
+  int32_t kind;
+  int32_t hostLayout;
+  Form deviceForm;
+  bool backup;  // device -> host; false: host -> device (load)
+};
+
+inline std::string describe(const Case& c) {
+  return std::string(c.kind == KVIO_KIND_MHA ? "mha_" : "mla_") + layoutName(c.hostLayout) + "_" +
+         formName(c.deviceForm) + (c.backup ? "_backup" : "_load");
+}
+inline std::string caseName(const ::testing::TestParamInfo<Case>& info) {
+  return describe(info.param);
+}
+inline void PrintTo(const Case& c, std::ostream* os) {
+  *os << describe(c);
+}
+
+inline std::vector<Case> allCases() {
+  std::vector<Case> cases;
+  for (int32_t kind : {KVIO_KIND_MHA, KVIO_KIND_MLA})
+    for (int32_t layout = 0; layout < KVIO_LAYOUT_COUNT; ++layout) {
+      if (kind == KVIO_KIND_MLA && layout == KVIO_LAYOUT_PAGE_HEAD) continue;
+      for (Form form : {Form::Single, Form::PerComponent, Form::PerLayer})
+        for (bool backup : {true, false}) cases.push_back(Case{kind, layout, form, backup});
+    }
+  return cases;
+}
+
+struct Heads {
+  int64_t H, hb;
+};
+
+// Head splits per row size: MHA an even split (H = 2) and an odd one (odd head count or odd
+// head bytes); MLA one latent row.
+inline std::vector<Heads> headSplits(int32_t kind, int64_t row) {
+  if (kind == KVIO_KIND_MLA) return {{1, row}};
+  switch (row) {
+    case 8: return {{2, 4}, {8, 1}};
+    case 64: return {{2, 32}, {1, 64}};
+    case 576: return {{2, 288}, {9, 64}};
+    case 656: return {{2, 328}, {16, 41}};
+    case 4096: return {{2, 2048}, {4, 1024}};
+  }
+  return {{1, row}};
+}
+
+enum class Pattern { WholePages, TokenSlots, CrossingRuns };
+inline const char* patternName(Pattern p) {
+  switch (p) {
+    case Pattern::WholePages: return "whole_pages";
+    case Pattern::TokenSlots: return "token_slots";
+    case Pattern::CrossingRuns: return "crossing_runs";
+  }
+  return "?";
+}
+
+/// Where the matrix runs: the executor, the memory kinds of its pools and hooks for the
+/// backend's own checks.
+struct MatrixTarget {
+  const kvio::Executor* executor = nullptr;
+  int32_t deviceMemory = KVIO_MEMORY_HOST;  // kind of the device pools (all wrapped)
+  int32_t hostMemory = KVIO_MEMORY_HOST;    // kind of the host pools (all allocated by kvio)
+  int32_t device = -1;
+  /// Called for each device pool once created; what it returns is released before the pool.
+  std::function<std::shared_ptr<void>(TestPool&)> onDevicePool;
+  /// Called after the transfers of one (pattern, granularity) completed, with their bytes.
+  std::function<void(uint64_t bytes)> afterTransfers;
+};
+
+// One transfer configuration on fresh pools: every pattern and both granularities.
+inline void runConformanceConfig(const MatrixTarget& target, const Case& c, bool sharded,
+                                 int64_t ps, Heads heads, std::mt19937_64& rng) {
+  const kvio::Executor& executor = *target.executor;
+  {
+    // Device pages and host pages differ so that an index applied to the wrong side shows.
+    const int64_t devicePages = std::max<int64_t>(4, 40 / ps);
+    Geometry dg{
+        c.kind,  KVIO_LAYOUT_LAYER_FIRST, c.deviceForm, kDeviceLayers, devicePages, ps, heads.H,
+        heads.hb};
+    const int64_t shardStart = sharded ? 1 : 0;
+    const int64_t hostLayers = sharded ? 2 : kDeviceLayers;  // host holds device [a, a+Lh)
+    Geometry hg{c.kind,          c.hostLayout, Form::Allocated, hostLayers,
+                devicePages + 1, ps,           heads.H,         heads.hb};
+    TestPool device(dg, target.deviceMemory, target.device);
+    TestPool host(hg, target.hostMemory, target.device);
+    const std::shared_ptr<void> deviceHook =
+        target.onDevicePool ? target.onDevicePool(device) : nullptr;
+    TestPool& src = c.backup ? device : host;
+    TestPool& dst = c.backup ? host : device;
+    src.fillRandom(rng);
+    const Image srcImage = src.capture();
+
+    for (Pattern pattern : {Pattern::WholePages, Pattern::TokenSlots, Pattern::CrossingRuns}) {
+      for (bool perLayer : {true, false}) {
+        SCOPED_TRACE(std::string(patternName(pattern)) + (perLayer ? " per_layer" : " all_layer"));
+        // Index sets on device and host.
+        std::vector<int64_t> devIdx, hostIdx, devPages, hostPages;
+        const int64_t pages = std::min(dg.P, hg.P);
+        switch (pattern) {
+          case Pattern::WholePages: {
+            const int64_t k = pages - 1;
+            devPages = distinct(rng, dg.P, k);
+            hostPages = distinct(rng, hg.P, k);
+            devIdx = expandPages(devPages, ps);
+            hostIdx = expandPages(hostPages, ps);
+            break;
+          }
+          case Pattern::TokenSlots: {
+            const int64_t k = std::max<int64_t>(1, pages * ps / 3);
+            devIdx = distinct(rng, dg.S(), k);
+            hostIdx = distinct(rng, hg.S(), k);
+            // Sources may repeat: replace a few source slots by others of the same side.
+            std::vector<int64_t>& sourceIdx = c.backup ? devIdx : hostIdx;
+            for (size_t i = 1; i < sourceIdx.size(); i += 5) sourceIdx[i] = sourceIdx[i - 1];
+            break;
+          }
+          case Pattern::CrossingRuns: {
+            std::vector<int64_t> lengths;
+            for (int64_t r = 0; r < pages / 2; ++r) {
+              lengths.push_back(2 + static_cast<int64_t>(rng() % static_cast<uint64_t>(ps)));
+            }
+            devIdx = crossingRuns(rng, dg.P, ps, lengths);
+            hostIdx = crossingRuns(rng, hg.P, ps, lengths);
+            break;
+          }
+        }
+        ASSERT_EQ(devIdx.size(), hostIdx.size());
+        const std::vector<int64_t>& srcIdx = c.backup ? devIdx : hostIdx;
+        const std::vector<int64_t>& dstIdx = c.backup ? hostIdx : devIdx;
+        const std::vector<int64_t>& srcPages = c.backup ? devPages : hostPages;
+        const std::vector<int64_t>& dstPages = c.backup ? hostPages : devPages;
+
+        dst.fill(kCanary);
+        Image expected = dst.capture();
+        // (host layer j) <-> (device layer shardStart + j)
+        auto srcLayer = [&](int64_t j) { return c.backup ? shardStart + j : j; };
+        auto dstLayer = [&](int64_t j) { return c.backup ? j : shardStart + j; };
+        std::vector<kvio::Transfer> transfers;
+        uint64_t expectedBytes = 0;
+        const uint64_t rowBytes = static_cast<uint64_t>(dg.C() * dg.row());
+        if (perLayer) {
+          // Several host layers, each its own transfer, submitted back to back.
+          std::vector<int64_t> layerIds{hostLayers - 1, 0};
+          if (hostLayers > 2) layerIds.push_back(2);
+          for (int64_t j : layerIds) {
+            if (pattern == Pattern::WholePages && !sharded) {
+              transfers.push_back(kvio::transferDimExchange(executor, src.pool(), dst.pool(),
+                                                            srcPages, dstPages, j, 1));
+            } else {
+              transfers.push_back(kvio::transferPerLayer(executor, src.pool(), dst.pool(), srcIdx,
+                                                         dstIdx, srcLayer(j), dstLayer(j)));
+            }
+            applyTransfer(src.geometry(), srcImage, dst.geometry(), &expected, srcIdx, dstIdx,
+                          srcLayer(j), dstLayer(j), 1);
+            expectedBytes += rowBytes * srcIdx.size();
+          }
+        } else {
+          if (pattern == Pattern::WholePages) {
+            transfers.push_back(
+                kvio::transferDirect(executor, src.pool(), dst.pool(), srcPages, dstPages,
+                                     kvio::LayerMap{srcLayer(0), dstLayer(0), hostLayers}));
+          } else if (c.backup) {
+            transfers.push_back(kvio::transferAllLayers(executor, src.pool(), dst.pool(), srcIdx,
+                                                        dstIdx, shardStart));
+          } else {
+            transfers.push_back(kvio::transfer(executor, src.pool(), dst.pool(), srcIdx, dstIdx,
+                                               kvio::LayerMap{0, shardStart, hostLayers}));
+          }
+          applyTransfer(src.geometry(), srcImage, dst.geometry(), &expected, srcIdx, dstIdx,
+                        srcLayer(0), dstLayer(0), hostLayers);
+          expectedBytes += rowBytes * srcIdx.size() * static_cast<uint64_t>(hostLayers);
+        }
+        uint64_t bytes = 0;
+        for (kvio::Transfer& t : transfers) {
+          t.wait();
+          EXPECT_TRUE(t.done());
+          bytes += t.bytes();
+        }
+        EXPECT_EQ(bytes, expectedBytes);
+        if (target.afterTransfers) target.afterTransfers(expectedBytes);
+        ASSERT_TRUE(sameImage(expected, dst.capture(), "destination"));
+        ASSERT_TRUE(sameImage(srcImage, src.capture(), "source"));
+      }
+    }
+  }
+}
+
+/// The whole matrix for one case: full and layer-sharded host pools, page sizes, row sizes
+/// and head splits.
+inline void runConformanceCase(const MatrixTarget& target, const Case& c) {
+  std::mt19937_64 rng(0x6b76696f +
+                      static_cast<uint64_t>(c.kind * 1000 + c.hostLayout * 100 +
+                                            static_cast<int>(c.deviceForm) * 10 + c.backup));
+  for (bool sharded : {false, true})
+    for (int64_t ps : {1, 16, 64})
+      for (int64_t row : {8, 64, 576, 656, 4096})
+        for (Heads heads : headSplits(c.kind, row)) {
+          SCOPED_TRACE("ps=" + std::to_string(ps) + " row=" + std::to_string(row) +
+                       " H=" + std::to_string(heads.H) + " hb=" + std::to_string(heads.hb) +
+                       (sharded ? " sharded host [1,3)" : " full host"));
+          runConformanceConfig(target, c, sharded, ps, heads, rng);
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+}
+
+}  // namespace kvio_test
+
+#endif  // KVIO_TESTS_CONFORMANCE_MATRIX_HPP_

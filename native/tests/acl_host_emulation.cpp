@@ -76,10 +76,10 @@ bool injected(State& s, const char* function, aclError* error) {
   return true;
 }
 
-#define KVIO_EMULATION_ENTER(function)    \
-  State& s = state();                     \
+#define KVIO_EMULATION_ENTER(function)       \
+  State& s = state();                        \
   std::lock_guard<std::mutex> lock(s.mutex); \
-  aclError injectedError = ACL_SUCCESS;   \
+  aclError injectedError = ACL_SUCCESS;      \
   if (injected(s, function, &injectedError)) return injectedError
 
 // The allocation holding [address, address + bytes), or nullptr.
@@ -158,8 +158,8 @@ aclError emuInit(const char*) {
 aclError emuSetDevice(int32_t device) {
   KVIO_EMULATION_ENTER("aclrtSetDevice");
   if (device < 0 || static_cast<uint32_t>(device) >= s.deviceCount) {
-    return reject(s, ACL_ERROR_RT_INVALID_DEVICEID, "device %d does not exist (%u devices)",
-                  device, s.deviceCount);
+    return reject(s, ACL_ERROR_RT_INVALID_DEVICEID, "device %d does not exist (%u devices)", device,
+                  s.deviceCount);
   }
   currentDevice = device;
   return ACL_SUCCESS;
@@ -324,8 +324,7 @@ aclError emuHostUnregister(void* pointer) {
   KVIO_EMULATION_ENTER("aclrtHostUnregister");
   auto it = s.memory.find(reinterpret_cast<uint64_t>(pointer));
   if (it == s.memory.end() || it->second.place != Place::RegisteredHost) {
-    return reject(s, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, "%p is not registered",
-                  pointer);
+    return reject(s, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, "%p is not registered", pointer);
   }
   s.memory.erase(it);
   return ACL_SUCCESS;
@@ -388,8 +387,10 @@ aclError emuMemcpy2dAsync(void* dst, size_t dpitch, const void* src, size_t spit
   aclError e = checkStream(s, stream);
   const uint64_t d = reinterpret_cast<uint64_t>(dst);
   const uint64_t x = reinterpret_cast<uint64_t>(src);
-  if (e == ACL_SUCCESS) e = checkSide(s, "dst", d, (height - 1) * dpitch + width, dstOnDevice(kind));
-  if (e == ACL_SUCCESS) e = checkSide(s, "src", x, (height - 1) * spitch + width, srcOnDevice(kind));
+  if (e == ACL_SUCCESS)
+    e = checkSide(s, "dst", d, (height - 1) * dpitch + width, dstOnDevice(kind));
+  if (e == ACL_SUCCESS)
+    e = checkSide(s, "src", x, (height - 1) * spitch + width, srcOnDevice(kind));
   if (e != ACL_SUCCESS) return e;
   for (size_t r = 0; r < height; ++r) {
     std::memmove(reinterpret_cast<void*>(d + r * dpitch),

@@ -3,13 +3,14 @@
 // refused; copies the 2-D call cannot do (device to device, a broadcast source of pitch 0)
 // become 1-D copies; batches are bounded; and the emulation itself answers the documented
 // argument errors (so that the executor's tests would catch a bad call).
+#include "ascend/ascend_copies.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <vector>
 
 #include "acl_host_emulation.hpp"
-#include "ascend/ascend_copies.hpp"
 
 namespace kvio_test {
 namespace {
@@ -94,8 +95,7 @@ TEST(AscendCopies, BatchesHoldAtMostMaxBatchCopies) {
     plan.push_back({b.h() + j * 16, b.d() + j * 16, 8, 1, 8, 8});
   }
   IssueState state;
-  ASSERT_EQ(issuePlan({&api, b.stream, ACL_MEMCPY_HOST_TO_DEVICE, 0}, plan, &state),
-            KVIO_STATUS_OK)
+  ASSERT_EQ(issuePlan({&api, b.stream, ACL_MEMCPY_HOST_TO_DEVICE, 0}, plan, &state), KVIO_STATUS_OK)
       << kvio_last_error();
   EXPECT_EQ(acl.counts().memcpyBatchAsync, 2);
   EXPECT_EQ(acl.counts().batchedCopies, static_cast<int64_t>(n));
@@ -111,9 +111,9 @@ TEST(AscendCopies, TheEmulationAnswersArgumentErrors) {
             ACL_ERROR_INVALID_PARAM);  // width > dpitch
   EXPECT_EQ(api.memcpy2dAsync(b.device, 1, b.host, 1, 1, kMax2dHeight + 1, H2D, b.stream),
             ACL_ERROR_INVALID_PARAM);  // height above the limit
-  EXPECT_EQ(api.memcpy2dAsync(b.device, 64, b.device, 64, 32, 2, ACL_MEMCPY_DEVICE_TO_DEVICE,
-                              b.stream),
-            ACL_ERROR_INVALID_PARAM);  // 2-D device to device
+  EXPECT_EQ(
+      api.memcpy2dAsync(b.device, 64, b.device, 64, 32, 2, ACL_MEMCPY_DEVICE_TO_DEVICE, b.stream),
+      ACL_ERROR_INVALID_PARAM);  // 2-D device to device
   EXPECT_EQ(api.memcpyAsync(b.device, 64, b.host, 64, ACL_MEMCPY_DEVICE_TO_HOST, b.stream),
             ACL_ERROR_INVALID_PARAM);  // kind does not match where the pointers lie
   EXPECT_EQ(api.memcpyAsync(b.device, 32, b.host, 64, H2D, b.stream),

@@ -29,7 +29,8 @@ AclHostEmulation& acl() {
 
 /// A wrapped pool in emulated NPU memory (its buffers tagged as device memory).
 struct NpuPool {
-  explicit NpuPool(const Geometry& g, int32_t device = 0) : pool(g, KVIO_MEMORY_ASCEND_DEVICE, device) {
+  explicit NpuPool(const Geometry& g, int32_t device = 0)
+      : pool(g, KVIO_MEMORY_ASCEND_DEVICE, device) {
     for (int64_t r = 0; r < g.regions(); ++r) {
       tags.push_back(acl().tagDevice(pool.region(static_cast<size_t>(r)),
                                      static_cast<uint64_t>(g.regionBytes()), device));
@@ -92,8 +93,8 @@ TEST_F(AscendExecutorTest, DimExchangeRunCostsMinOfPagesAndLayers) {
   std::mt19937_64 rng(1);
   const int64_t L = 8;
   const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, L, 32, 16, 2, 64};
-  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, L, 40, 16, 2,
-                    64};
+  const Geometry hg{
+      KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, L, 40, 16, 2, 64};
   NpuPool device(dg);
   TestPool host = pinnedHost(hg);
   kvio::Executor ascend(kvio::IoBackend::KernelAscend);
@@ -102,11 +103,9 @@ TEST_F(AscendExecutorTest, DimExchangeRunCostsMinOfPagesAndLayers) {
     const auto devicePages = range(3, r);
     const auto hostPages = range(11, r);
     const int64_t expected = 2 * std::min<int64_t>(r, L);
-    AclCallCounts load =
-        exchange(ascend, host, device.pool, hostPages, devicePages, 0, L, rng);
+    AclCallCounts load = exchange(ascend, host, device.pool, hostPages, devicePages, 0, L, rng);
     EXPECT_EQ(load.memcpy2dAsync + load.memcpyAsync + load.memcpyBatchAsync, expected);
-    AclCallCounts backup =
-        exchange(ascend, device.pool, host, devicePages, hostPages, 0, L, rng);
+    AclCallCounts backup = exchange(ascend, device.pool, host, devicePages, hostPages, 0, L, rng);
     EXPECT_EQ(backup.memcpy2dAsync + backup.memcpyAsync + backup.memcpyBatchAsync, expected);
     if (HasFailure()) return;
   }
@@ -117,8 +116,8 @@ TEST_F(AscendExecutorTest, DimExchangeOfSeveralRunsCostsTheSumOfTheirMinima) {
   std::mt19937_64 rng(2);
   const int64_t L = 6;
   const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, L, 48, 4, 1, 128};
-  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, L, 48, 4, 1,
-                    128};
+  const Geometry hg{
+      KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, L, 48, 4, 1, 128};
   NpuPool device(dg);
   TestPool host = pinnedHost(hg);
   kvio::Executor ascend(kvio::IoBackend::KernelAscend);
@@ -142,8 +141,7 @@ TEST_F(AscendExecutorTest, PerLayerLoadMovesThatLayerOnly) {
   std::mt19937_64 rng(3);
   const int64_t L = 5;
   const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, L, 16, 8, 2, 32};
-  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, L, 16, 8, 2,
-                    32};
+  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, L, 16, 8, 2, 32};
   NpuPool device(dg);
   TestPool host = pinnedHost(hg);
   kvio::Executor ascend(kvio::IoBackend::KernelAscend);
@@ -157,7 +155,8 @@ TEST_F(AscendExecutorTest, PerLayerLoadMovesThatLayerOnly) {
     for (const AclCopyRecord& r : acl().records()) {
       bool inside = false;
       for (size_t c = 0; c < 2; ++c) {
-        const uint64_t begin = reinterpret_cast<uint64_t>(device.pool.region(c)) + layer * layerBytes;
+        const uint64_t begin =
+            reinterpret_cast<uint64_t>(device.pool.region(c)) + layer * layerBytes;
         const uint64_t last = r.dst + (r.height - 1) * r.dstPitch + r.width;
         inside = inside || (r.dst >= begin && last <= begin + layerBytes);
       }
@@ -170,8 +169,8 @@ TEST_F(AscendExecutorTest, PerLayerLoadMovesThatLayerOnly) {
 // pool holds device layers [2, 6)), for each host layout MLA has.
 TEST_F(AscendExecutorTest, LayerShardedBackup) {
   std::mt19937_64 rng(4);
-  for (int32_t layout : {KVIO_LAYOUT_LAYER_FIRST, KVIO_LAYOUT_PAGE_FIRST,
-                         KVIO_LAYOUT_PAGE_FIRST_DIRECT}) {
+  for (int32_t layout :
+       {KVIO_LAYOUT_LAYER_FIRST, KVIO_LAYOUT_PAGE_FIRST, KVIO_LAYOUT_PAGE_FIRST_DIRECT}) {
     SCOPED_TRACE(layoutName(layout));
     const Geometry dg{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 8, 12, 4, 1, 576};
     const Geometry hg{KVIO_KIND_MLA, layout, Form::Allocated, 4, 14, 4, 1, 576};
@@ -260,7 +259,8 @@ std::string lastError() {
   return kvio_last_error();
 }
 
-::testing::AssertionResult mentions(const std::string& text, std::initializer_list<const char*> parts) {
+::testing::AssertionResult mentions(const std::string& text,
+                                    std::initializer_list<const char*> parts) {
   for (const char* part : parts) {
     if (text.find(part) == std::string::npos) {
       return ::testing::AssertionFailure() << "'" << text << "' does not mention '" << part << "'";
@@ -284,10 +284,14 @@ TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
     std::initializer_list<const char*> expected;
   };
   const std::vector<Scenario> scenarios = {
-      {"aclrtMemcpy2dAsync", {2, 3, 4}, false,
+      {"aclrtMemcpy2dAsync",
+       {2, 3, 4},
+       false,
        {"aclrtMemcpy2dAsync failed", "ACL_ERROR_RT_PARAM_INVALID (107000)", "rows of",
         "pitches dst", "host to device", "injected failure"}},
-      {"aclrtMemcpyBatchAsync", {}, true,  // 20 descending slots of one layer: 1-D copies
+      {"aclrtMemcpyBatchAsync",
+       {},
+       true,  // 20 descending slots of one layer: 1-D copies
        {"aclrtMemcpyBatchAsync failed", "ACL_ERROR_RT_PARAM_INVALID", "batch of", "failIndex"}},
       {"aclrtRecordEvent", {2, 3, 4}, false, {"aclrtRecordEvent failed"}},
   };
@@ -306,9 +310,13 @@ TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
       srcIdx = expandPages(s.pages, 8);
       dstIdx = expandPages({9, 10, 11}, 8);
     }
-    const kvio_transfer_desc desc{host.pool().handle(), device.pool.pool().handle(),
-                                  srcIdx.data(),        dstIdx.data(),
-                                  static_cast<int64_t>(srcIdx.size()), 0, 0,
+    const kvio_transfer_desc desc{host.pool().handle(),
+                                  device.pool.pool().handle(),
+                                  srcIdx.data(),
+                                  dstIdx.data(),
+                                  static_cast<int64_t>(srcIdx.size()),
+                                  0,
+                                  0,
                                   s.scattered ? 1 : 4};
     uint64_t transfer = 0;
     ASSERT_EQ(kvio_submit(ascend.handle(), &desc, &transfer), KVIO_STATUS_OK) << lastError();
@@ -345,8 +353,9 @@ TEST_F(AscendExecutorTest, AllocationFailuresNameTheCall) {
   acl().failCall("aclrtMalloc", 0, kvio::ascend::ACL_ERROR_RT_MEMORY_ALLOCATION);
   EXPECT_EQ(kvio_pool_allocate_memory(&spec, KVIO_MEMORY_ASCEND_DEVICE, 0, &pool),
             KVIO_STATUS_OUT_OF_MEMORY);
-  EXPECT_TRUE(mentions(lastError(), {"aclrtMalloc", "ACL_ERROR_RT_MEMORY_ALLOCATION", "bytes on "
-                                                                                      "Ascend device 0"}));
+  EXPECT_TRUE(mentions(lastError(), {"aclrtMalloc", "ACL_ERROR_RT_MEMORY_ALLOCATION",
+                                     "bytes on "
+                                     "Ascend device 0"}));
   // Allocated device pools are zeroed (aclrtMemset) and freed (aclrtFree) when closed.
   ASSERT_EQ(kvio_pool_allocate_memory(&spec, KVIO_MEMORY_ASCEND_DEVICE, 0, &pool), KVIO_STATUS_OK)
       << lastError();
@@ -374,8 +383,8 @@ TEST_F(AscendExecutorTest, WrappedHostMemoryIsRegistered) {
                              &mapped),
             kvio::ascend::ACL_SUCCESS);
   {
-    kvio::Pool pool = kvio::Pool::wrap(g.spec(), buffer.data(), buffer.size(),
-                                       KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
+    kvio::Pool pool =
+        kvio::Pool::wrap(g.spec(), buffer.data(), buffer.size(), KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
     EXPECT_EQ(acl().live().registrations, 1);
   }
   EXPECT_EQ(acl().live().registrations, 1);  // the caller's registration stays
@@ -449,8 +458,14 @@ TEST_F(AscendExecutorTest, CallerStream) {
     Image expected = device.pool.capture();
     const auto srcIdx = range(5, 9);
     const auto dstIdx = range(20, 9);
-    const kvio_transfer_desc desc{host.pool().handle(), device.pool.pool().handle(),
-                                  srcIdx.data(), dstIdx.data(), 9, 0, 0, 3};
+    const kvio_transfer_desc desc{host.pool().handle(),
+                                  device.pool.pool().handle(),
+                                  srcIdx.data(),
+                                  dstIdx.data(),
+                                  9,
+                                  0,
+                                  0,
+                                  3};
     uint64_t transfer = 0;
     ASSERT_EQ(kvio_submit(handle, &desc, &transfer), KVIO_STATUS_OK) << lastError();
     ASSERT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();

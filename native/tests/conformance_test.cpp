@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "kvio/kvio.hpp"
 #include "conformance_matrix.hpp"
+#include "kvio/kvio.hpp"
 #include "oracle.hpp"
 
 namespace kvio_test {

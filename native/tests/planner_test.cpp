@@ -112,6 +112,49 @@ TEST(PlannerCount, PageFirstDirectBackupOfConsecutivePages) {
         }
 }
 
+// The Ascend "dim exchange" with several page runs in one transfer (a long run, single pages,
+// short runs): each run costs at most min(pages, layers) copies per component, so the plan has
+// at most the sum of those (either nesting alone would pay max(...) for some run).
+TEST(PlannerCount, PageFirstDirectSeveralRunsCostTheSumOfTheirMinima) {
+  std::mt19937_64 rng(0x5e7);
+  for (int32_t kind : {KVIO_KIND_MHA, KVIO_KIND_MLA})
+    for (int64_t L : {2, 4, 6})
+      for (bool backup : {true, false}) {
+        const int64_t H = kind == KVIO_KIND_MHA ? 2 : 1;
+        Geometry dg{kind, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, L, 48, 4, H, 16};
+        dg.form = kind == KVIO_KIND_MHA ? Form::PerComponent : Form::Single;
+        Geometry hg{kind, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Single, L, 60, 4, H, 16};
+        TestPool device(dg), host(hg);
+        const std::vector<std::vector<int64_t>> devRuns = {
+            {1, 2, 3, 4, 5, 6, 7}, {12}, {20, 21}, {30, 31, 32, 33}};
+        const std::vector<std::vector<int64_t>> hostRuns = {
+            {2, 3, 4, 5, 6, 7, 8}, {15}, {25, 26}, {40, 41, 42, 43}};
+        std::vector<int64_t> devPages, hostPages;
+        int64_t bound = 0;
+        for (size_t r = 0; r < devRuns.size(); ++r) {
+          devPages.insert(devPages.end(), devRuns[r].begin(), devRuns[r].end());
+          hostPages.insert(hostPages.end(), hostRuns[r].begin(), hostRuns[r].end());
+          bound += dg.C() * std::min<int64_t>(static_cast<int64_t>(devRuns[r].size()), L);
+        }
+        SCOPED_TRACE("kind=" + std::to_string(kind) + " L=" + std::to_string(L) +
+                     (backup ? " backup" : " load"));
+        TestPool& src = backup ? device : host;
+        TestPool& dst = backup ? host : device;
+        const auto srcIdx = expandPages(backup ? devPages : hostPages, 4);
+        const auto dstIdx = expandPages(backup ? hostPages : devPages, 4);
+        const auto plan = planOf(src, dst, srcIdx, dstIdx, 0, 0, L);
+        EXPECT_LE(static_cast<int64_t>(plan.size()), bound);
+        EXPECT_TRUE(writesDisjointInside(plan, src, dst));
+        src.fillRandom(rng);
+        dst.fill(kCanary);
+        const Image before = src.capture();
+        Image expected = dst.capture();
+        runPlan(plan);
+        applyTransfer(src.geometry(), before, dst.geometry(), &expected, srcIdx, dstIdx, 0, 0, L);
+        EXPECT_TRUE(sameImage(expected, dst.capture(), "destination"));
+      }
+}
+
 TEST(PlannerCount, LayerFirstContiguousRunAcrossAllLayers) {
   // One run of consecutive slots, layer_first single buffers on both sides: at most one copy
   // per (layer, component); every copy carries at least the whole run of one layer.

@@ -62,7 +62,7 @@ Loaded load() {
   std::string errors;
   void* library = openLibrary(&l.origin, &errors);
   if (library == nullptr) {
-    l.cause = "libascendcl.so not found: " + errors +
+    l.cause = "no Ascend ACL runtime: libascendcl.so not found: " + errors +
               " (also looked in $ASCEND_HOME_PATH/lib64, $ASCEND_TOOLKIT_HOME/lib64 and "
               "/usr/local/Ascend/ascend-toolkit/latest/lib64); install CANN or set "
               "ASCEND_HOME_PATH";
@@ -164,7 +164,8 @@ const char* aclErrorName(aclError error) {
     case ACL_ERROR_RT_MEMORY_ALLOCATION: return "ACL_ERROR_RT_MEMORY_ALLOCATION";
     case ACL_ERROR_RT_NO_DEVICE: return "ACL_ERROR_RT_NO_DEVICE";
     case ACL_ERROR_RT_DEVICE_OOM: return "ACL_ERROR_RT_DEVICE_OOM";
-    case ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED: return "ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED";
+    case ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
+      return "ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED";
     default: return "ACL error";
   }
 }

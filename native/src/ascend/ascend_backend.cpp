@@ -33,12 +33,12 @@ kvio_status aclFailure(const AclApi& api, aclError error, const char* call,
               context.c_str());
 }
 
-#define KVIO_ACL_TRY(api, call, context)                                           \
-  do {                                                                             \
-    const ::kvio::ascend::aclError kvio_acl_error_ = (call);                       \
-    if (kvio_acl_error_ != ::kvio::ascend::ACL_SUCCESS) {                          \
-      return aclFailure((api), kvio_acl_error_, #call, (context));                 \
-    }                                                                              \
+#define KVIO_ACL_TRY(api, call, context)                           \
+  do {                                                             \
+    const ::kvio::ascend::aclError kvio_acl_error_ = (call);       \
+    if (kvio_acl_error_ != ::kvio::ascend::ACL_SUCCESS) {          \
+      return aclFailure((api), kvio_acl_error_, #call, (context)); \
+    }                                                              \
   } while (0)
 
 std::string format(const char* f, long long a = 0, long long b = 0) {
@@ -58,8 +58,9 @@ kvio_status runtime(const AclApi** out) {
 kvio_status deviceCount(const AclApi& api, uint32_t* count) {
   const aclError e = api.getDeviceCount(count);
   if (e != ACL_SUCCESS) {
-    return fail(KVIO_STATUS_UNAVAILABLE, "no usable Ascend NPU: aclrtGetDeviceCount failed with %s",
-                describeAclError(api, e).c_str());
+    return fail(KVIO_STATUS_UNAVAILABLE,
+                "no usable Ascend NPU: aclrtGetDeviceCount failed with %s (runtime: %s)",
+                describeAclError(api, e).c_str(), api.origin);
   }
   return KVIO_STATUS_OK;
 }
@@ -80,8 +81,9 @@ kvio_status checkDevice(const AclApi& api, int32_t device) {
   uint32_t count = 0;
   KVIO_RETURN_IF_ERROR(deviceCount(api, &count));
   if (device < 0 || static_cast<uint32_t>(device) >= count) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT, "Ascend device %d does not exist (%u devices: 0 to %d)",
-                device, count, static_cast<int>(count) - 1);
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "Ascend device %d does not exist (%u devices: 0 to %d)", device, count,
+                static_cast<int>(count) - 1);
   }
   KVIO_ACL_TRY(api, api.setDevice(device), format("selecting Ascend device %lld", device));
   return KVIO_STATUS_OK;
@@ -201,9 +203,9 @@ class AscendExecutor final : public Executor {
     reap();
     aclError e = api_->setDevice(device_);
     if (e != ACL_SUCCESS) {
-      job->state->complete(KVIO_STATUS_BACKEND_ERROR,
-                           "aclrtSetDevice(" + std::to_string(device_) +
-                               ") failed: " + describeAclError(*api_, e));
+      job->state->complete(
+          KVIO_STATUS_BACKEND_ERROR,
+          "aclrtSetDevice(" + std::to_string(device_) + ") failed: " + describeAclError(*api_, e));
       return;
     }
     aclrtEvent event = nullptr;
@@ -344,9 +346,9 @@ kvio_status allocate(int32_t kind, int32_t device, uint64_t bytes, uint64_t* add
   KVIO_ACL_TRY(*api, api->malloc(&memory->pointer, bytes, ACL_MEM_MALLOC_HUGE_FIRST),
                format("allocating %llu bytes on Ascend device %lld for a pool",
                       static_cast<long long>(bytes), device));
-  KVIO_ACL_TRY(*api, api->memset(memory->pointer, bytes, 0, bytes),
-               format("zeroing %llu bytes on Ascend device %lld", static_cast<long long>(bytes),
-                      device));
+  KVIO_ACL_TRY(
+      *api, api->memset(memory->pointer, bytes, 0, bytes),
+      format("zeroing %llu bytes on Ascend device %lld", static_cast<long long>(bytes), device));
   *address = reinterpret_cast<uint64_t>(memory->pointer);
   *owner = std::move(memory);
   return KVIO_STATUS_OK;

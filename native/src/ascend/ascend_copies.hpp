@@ -94,8 +94,8 @@ inline uint64_t regionEnd(const Regions& regions, uint64_t address) {
 
 // Rows of a copy, from `start` at `pitch`, whose `width` bytes stay inside the region of the
 // first one (at least 1).
-inline uint64_t rowsInRegion(const Regions& regions, uint64_t start, uint64_t pitch,
-                             uint64_t width, uint64_t rows) {
+inline uint64_t rowsInRegion(const Regions& regions, uint64_t start, uint64_t pitch, uint64_t width,
+                             uint64_t rows) {
   const uint64_t end = regionEnd(regions, start);
   if (end == 0 || pitch == 0 || start + width > end) return rows;  // unknown memory: as is
   return std::max<uint64_t>(1, std::min(rows, (end - start - width) / pitch + 1));
@@ -128,9 +128,8 @@ inline void splitAtRegions(const std::vector<kvio_copy2d>& plan, const Regions& 
       const uint64_t s = c.src + row * c.src_pitch;
       const uint64_t d = c.dst + row * c.dst_pitch;
       const uint64_t left = c.height - row;
-      const uint64_t rows =
-          std::min(detail::rowsInRegion(src, s, c.src_pitch, c.width, left),
-                   detail::rowsInRegion(dst, d, c.dst_pitch, c.width, left));
+      const uint64_t rows = std::min(detail::rowsInRegion(src, s, c.src_pitch, c.width, left),
+                                     detail::rowsInRegion(dst, d, c.dst_pitch, c.width, left));
       out->push_back({s, d, c.width, rows, c.src_pitch, c.dst_pitch});
       row += rows;
     }
@@ -143,9 +142,9 @@ inline kvio_status issueSingles(const IssueTarget& t, IssueState* s, size_t begi
                                 size_t planSize) {
   for (size_t i = begin; i < end; ++i) {
     const IssueState::Row& r = s->rows[i];
-    const aclError e = t.api->memcpyAsync(reinterpret_cast<void*>(r.dst), r.bytes,
-                                          reinterpret_cast<const void*>(r.src), r.bytes, t.kind,
-                                          t.stream);
+    const aclError e =
+        t.api->memcpyAsync(reinterpret_cast<void*>(r.dst), r.bytes,
+                           reinterpret_cast<const void*>(r.src), r.bytes, t.kind, t.stream);
     if (e != ACL_SUCCESS) {
       return fail(KVIO_STATUS_BACKEND_ERROR,
                   "aclrtMemcpyAsync failed: %s: copy %zu of %zu, %s, %llu bytes from 0x%llx to "
@@ -181,18 +180,16 @@ inline kvio_status flushRows(const IssueTarget& t, IssueState* s, size_t planSiz
         s->sizes.push_back(static_cast<size_t>(s->rows[k].bytes));
       }
       aclrtMemcpyBatchAttr attr{};
-      attr.dstLoc = location(t.kind == ACL_MEMCPY_HOST_TO_DEVICE ||
-                                 t.kind == ACL_MEMCPY_DEVICE_TO_DEVICE,
-                             t.device);
-      attr.srcLoc = location(t.kind == ACL_MEMCPY_DEVICE_TO_HOST ||
-                                 t.kind == ACL_MEMCPY_DEVICE_TO_DEVICE,
-                             t.device);
+      attr.dstLoc = location(
+          t.kind == ACL_MEMCPY_HOST_TO_DEVICE || t.kind == ACL_MEMCPY_DEVICE_TO_DEVICE, t.device);
+      attr.srcLoc = location(
+          t.kind == ACL_MEMCPY_DEVICE_TO_HOST || t.kind == ACL_MEMCPY_DEVICE_TO_DEVICE, t.device);
       size_t attrIndex = 0;
       size_t failIndex = SIZE_MAX;
       // destMax of each copy is its size: the sizes array serves as both.
-      const aclError e = t.api->memcpyBatchAsync(s->dsts.data(), s->sizes.data(), s->srcs.data(),
-                                                 s->sizes.data(), end - i, &attr, &attrIndex, 1,
-                                                 &failIndex, t.stream);
+      const aclError e =
+          t.api->memcpyBatchAsync(s->dsts.data(), s->sizes.data(), s->srcs.data(), s->sizes.data(),
+                                  end - i, &attr, &attrIndex, 1, &failIndex, t.stream);
       if (e == ACL_SUCCESS) {
         i = end;
         continue;
@@ -234,19 +231,18 @@ inline kvio_status issuePlan(const IssueTarget& t, const std::vector<kvio_copy2d
                                                 reinterpret_cast<const void*>(src), c.src_pitch,
                                                 c.width, rows, t.kind, t.stream);
         if (e != ACL_SUCCESS) {
-          return fail(KVIO_STATUS_BACKEND_ERROR,
-                      "aclrtMemcpy2dAsync failed: %s: copy %zu of %zu, %s, %llu rows of %llu "
-                      "bytes (rows %llu to %llu of %llu), pitches dst %llu src %llu, dst 0x%llx "
-                      "src 0x%llx",
-                      describeAclError(*t.api, e).c_str(), i, plan.size(), memcpyKindName(t.kind),
-                      static_cast<unsigned long long>(rows),
-                      static_cast<unsigned long long>(c.width),
-                      static_cast<unsigned long long>(row),
-                      static_cast<unsigned long long>(row + rows - 1),
-                      static_cast<unsigned long long>(c.height),
-                      static_cast<unsigned long long>(c.dst_pitch),
-                      static_cast<unsigned long long>(c.src_pitch),
-                      static_cast<unsigned long long>(dst), static_cast<unsigned long long>(src));
+          return fail(
+              KVIO_STATUS_BACKEND_ERROR,
+              "aclrtMemcpy2dAsync failed: %s: copy %zu of %zu, %s, %llu rows of %llu "
+              "bytes (rows %llu to %llu of %llu), pitches dst %llu src %llu, dst 0x%llx "
+              "src 0x%llx",
+              describeAclError(*t.api, e).c_str(), i, plan.size(), memcpyKindName(t.kind),
+              static_cast<unsigned long long>(rows), static_cast<unsigned long long>(c.width),
+              static_cast<unsigned long long>(row), static_cast<unsigned long long>(row + rows - 1),
+              static_cast<unsigned long long>(c.height),
+              static_cast<unsigned long long>(c.dst_pitch),
+              static_cast<unsigned long long>(c.src_pitch), static_cast<unsigned long long>(dst),
+              static_cast<unsigned long long>(src));
         }
       }
       continue;

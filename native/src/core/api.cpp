@@ -547,8 +547,7 @@ kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64
   });
 }
 
-kvio_status kvio_executor_create_ascend(int32_t device, uint64_t stream,
-                                        uint64_t* executor_out) {
+kvio_status kvio_executor_create_ascend(int32_t device, uint64_t stream, uint64_t* executor_out) {
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(executor_out, "executor_out"));
     KVIO_RETURN_IF_ERROR(kvio_backend_available(KVIO_BACKEND_KERNEL_ASCEND));

@@ -235,25 +235,25 @@ void planTransfer(const PlanRequest& r, const std::vector<IndexRun>& runs,
   CopyCounter first, second;
   runsInsideLayers(first, 0, all);
   layersInsideRuns(second, 0, all);
-  // Nesting 3, per group of runs: runs whose per-layer copies chain (judged on the first
-  // component, head group and layer) form a group, and each group takes the shorter nesting
-  // of its own. Several page runs of a dim exchange then cost the sum over runs of
-  // min(pages, layers) copies per component, where either nesting alone costs more.
-  thread_local std::vector<size_t> groups;        // start of each group, then `all`
+  // Nesting 3, per group of runs: runs that continue each other slot by slot on both sides
+  // (consecutive pages of a side whose pages are not seamless, e.g. page_first_direct) form a
+  // group, and each group takes the shorter nesting of its own. Several page runs of a dim
+  // exchange then cost the sum over runs of min(pages, layers) copies per component, where
+  // either nesting alone costs more.
+  thread_local std::vector<size_t> groups;           // start of each group, then `all`
   thread_local std::vector<uint8_t> perLayerCopies;  // per group: 1 = nesting 1
   groups.clear();
   perLayerCopies.clear();
-  kvio_copy2d chain{};
   for (size_t k = 0; k < all; ++k) {
-    const kvio_copy2d u = emit.unit(offsets[k], 0, 0, 0);
-    if (k == 0 || !mergeInto(chain, u)) {
-      groups.push_back(k);
-      chain = u;
-    }
+    const bool continues = k > 0 && runs[k].src == runs[k - 1].src + runs[k - 1].length &&
+                           runs[k].dst == runs[k - 1].dst + runs[k - 1].length;
+    if (!continues) groups.push_back(k);
   }
   groups.push_back(all);
   size_t third = 0;
-  if (groups.size() > 2) {
+  // Only when some group joins several runs: otherwise a group is a run, and the two nestings
+  // above already saw every run (and counting again would double the planning cost).
+  if (groups.size() > 2 && groups.size() - 1 < all) {
     for (size_t g = 0; g + 1 < groups.size(); ++g) {
       CopyCounter a, b;
       runsInsideLayers(a, groups[g], groups[g + 1]);

@@ -21,21 +21,14 @@ public final class DeviceKvPool extends KvPool {
 
     /**
      * Allocates a device pool on {@code backend}: GPU memory of CUDA device 0 (cudaMalloc, zeroed)
-     * for kernel and direct; host memory kvio allocates on cpu. KvioUnavailableException with the
-     * native cause when the backend is absent here.
+     * for kernel and direct; NPU memory of Ascend device 0 (aclrtMalloc, zeroed) for
+     * kernel_ascend; host memory kvio allocates on cpu. KvioUnavailableException with the native
+     * cause when the backend is absent here.
      */
     public static DeviceKvPool allocate(PoolSpec spec, IoBackend backend) {
         Objects.requireNonNull(spec, "spec");
         Objects.requireNonNull(backend, "backend");
         backend.ensureAvailability();
-        if (backend != IoBackend.CPU && !backend.isCuda()) {
-            throw new KvioUnsupportedException(
-                    "allocating device memory on io backend '"
-                            + backend.userName()
-                            + "': kvio allocates device memory on the CUDA backends only; wrap the"
-                            + " engine's device memory with DeviceKvPool.wrap / wrapComponents /"
-                            + " wrapLayers instead");
-        }
         return new DeviceKvPool(
                 spec, backend, Dispatcher.poolAllocate(spec, backend.deviceMemoryKind(), 0));
     }

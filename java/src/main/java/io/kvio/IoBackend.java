@@ -66,14 +66,23 @@ public enum IoBackend {
         return this == KERNEL || this == DIRECT;
     }
 
-    /** Memory kind of device pools on this backend (KvioNative.KVIO_MEMORY_*). */
-    int deviceMemoryKind() {
-        return isCuda() ? KvioNative.KVIO_MEMORY_CUDA_DEVICE : KvioNative.KVIO_MEMORY_HOST;
+    /** Whether this backend runs on an Ascend NPU (kernel_ascend). */
+    public boolean isAscend() {
+        return this == KERNEL_ASCEND;
     }
 
-    /** Memory kind of host pools on this backend: pinned for the CUDA backends. */
+    /** Memory kind of device pools on this backend (KvioNative.KVIO_MEMORY_*). */
+    int deviceMemoryKind() {
+        if (isCuda()) return KvioNative.KVIO_MEMORY_CUDA_DEVICE;
+        if (isAscend()) return KvioNative.KVIO_MEMORY_ASCEND_DEVICE;
+        return KvioNative.KVIO_MEMORY_HOST;
+    }
+
+    /** Memory kind of host pools on this backend: pinned for the device backends. */
     int hostMemoryKind() {
-        return isCuda() ? KvioNative.KVIO_MEMORY_HOST_PINNED : KvioNative.KVIO_MEMORY_HOST;
+        if (isCuda()) return KvioNative.KVIO_MEMORY_HOST_PINNED;
+        if (isAscend()) return KvioNative.KVIO_MEMORY_ASCEND_HOST_PINNED;
+        return KvioNative.KVIO_MEMORY_HOST;
     }
 
     @Override

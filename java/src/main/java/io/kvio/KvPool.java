@@ -144,11 +144,12 @@ public abstract class KvPool implements AutoCloseable {
     }
 
     private void ensureHostAccessible() {
-        if (this instanceof DeviceKvPool && backend().isCuda()) {
+        if (this instanceof DeviceKvPool && (backend().isCuda() || backend().isAscend())) {
             throw new KvioUnsupportedException(
                     "this "
                             + what()
-                            + " is CUDA device memory, which the host "
+                            + (backend().isCuda() ? " is CUDA" : " is Ascend NPU")
+                            + " device memory, which the host "
                             + "cannot read or write through a ByteBuffer; move it to a host pool with a transfer");
         }
     }

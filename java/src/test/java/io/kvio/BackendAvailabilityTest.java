@@ -58,6 +58,8 @@ public class BackendAvailabilityTest {
         String cause = b.unavailabilityCause();
         assertNotNull(cause);
         assertTrue(cause.contains("Ascend"), cause);
+        // The backend is built everywhere; here it says which part of the ACL runtime is missing.
+        assertTrue(cause.contains("libascendcl"), cause);
         KvioUnavailableException e =
                 expectThrows(KvioUnavailableException.class, b::ensureAvailability);
         assertTrue(e.getMessage().contains("Ascend"), e.getMessage());

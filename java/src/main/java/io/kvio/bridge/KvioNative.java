@@ -126,6 +126,8 @@ public final class KvioNative {
     public static final int KVIO_MEMORY_HOST = 0;
     public static final int KVIO_MEMORY_HOST_PINNED = 1;
     public static final int KVIO_MEMORY_CUDA_DEVICE = 2;
+    public static final int KVIO_MEMORY_ASCEND_DEVICE = 3;
+    public static final int KVIO_MEMORY_ASCEND_HOST_PINNED = 4;
 
     public static native int kvio_pool_allocate_memory(
             @Cast("const kvio_pool_spec*") long spec,

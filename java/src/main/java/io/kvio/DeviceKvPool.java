@@ -21,9 +21,9 @@ public final class DeviceKvPool extends KvPool {
 
     /**
      * Allocates a device pool on {@code backend}: GPU memory of CUDA device 0 (cudaMalloc, zeroed)
-     * for kernel and direct; NPU memory of Ascend device 0 (aclrtMalloc, zeroed) for
-     * kernel_ascend; host memory kvio allocates on cpu. KvioUnavailableException with the native
-     * cause when the backend is absent here.
+     * for kernel and direct; NPU memory of Ascend device 0 (aclrtMalloc, zeroed) for kernel_ascend;
+     * host memory kvio allocates on cpu. KvioUnavailableException with the native cause when the
+     * backend is absent here.
      */
     public static DeviceKvPool allocate(PoolSpec spec, IoBackend backend) {
         Objects.requireNonNull(spec, "spec");

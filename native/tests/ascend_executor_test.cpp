@@ -260,7 +260,7 @@ std::string lastError() {
 }
 
 ::testing::AssertionResult mentions(const std::string& text,
-                                    std::initializer_list<const char*> parts) {
+                                    const std::vector<const char*>& parts) {
   for (const char* part : parts) {
     if (text.find(part) == std::string::npos) {
       return ::testing::AssertionFailure() << "'" << text << "' does not mention '" << part << "'";
@@ -281,7 +281,7 @@ TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
     const char* function;
     std::vector<int64_t> pages;  // one page: 2-D per component; none merge for 1-D below
     bool scattered;
-    std::initializer_list<const char*> expected;
+    std::vector<const char*> expected;
   };
   const std::vector<Scenario> scenarios = {
       {"aclrtMemcpy2dAsync",

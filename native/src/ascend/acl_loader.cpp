@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -143,12 +144,17 @@ const AclApi* aclApi(const char** cause) {
 
 void installAclForTesting(const AclApi* api) {
   std::lock_guard<std::mutex> lock(mutex());
+  // Every table installed stays alive (and reachable) until exit: completions and memory owners
+  // of an earlier table may still call through it.
+  static std::vector<std::unique_ptr<AclApi>>* installed =
+      new std::vector<std::unique_ptr<AclApi>>();
   initialised = nullptr;
   if (api == nullptr) {
-    testApi = nullptr;  // the previous copy is leaked on purpose: owners may still point at it
+    testApi = nullptr;
     return;
   }
-  testApi = new AclApi(*api);
+  installed->push_back(std::make_unique<AclApi>(*api));
+  testApi = installed->back().get();
 }
 
 const char* aclErrorName(aclError error) {

@@ -59,23 +59,44 @@ KVIO_SAME_SIGNATURE(Memcpy2dAsync, aclrtMemcpy2dAsync);
 KVIO_SAME_SIGNATURE(MemcpyBatchAsync, aclrtMemcpyBatchAsync);
 KVIO_SAME_SIGNATURE(GetRecentErrMsg, aclGetRecentErrMsg);
 
-static_assert(k::ACL_MEMCPY_HOST_TO_HOST == ::ACL_MEMCPY_HOST_TO_HOST, "memcpy kind");
-static_assert(k::ACL_MEMCPY_HOST_TO_DEVICE == ::ACL_MEMCPY_HOST_TO_DEVICE, "memcpy kind");
-static_assert(k::ACL_MEMCPY_DEVICE_TO_HOST == ::ACL_MEMCPY_DEVICE_TO_HOST, "memcpy kind");
-static_assert(k::ACL_MEMCPY_DEVICE_TO_DEVICE == ::ACL_MEMCPY_DEVICE_TO_DEVICE, "memcpy kind");
+static_assert(static_cast<int>(k::ACL_MEMCPY_HOST_TO_HOST) ==
+                  static_cast<int>(::ACL_MEMCPY_HOST_TO_HOST),
+              "memcpy kind");
+static_assert(static_cast<int>(k::ACL_MEMCPY_HOST_TO_DEVICE) ==
+                  static_cast<int>(::ACL_MEMCPY_HOST_TO_DEVICE),
+              "memcpy kind");
+static_assert(static_cast<int>(k::ACL_MEMCPY_DEVICE_TO_HOST) ==
+                  static_cast<int>(::ACL_MEMCPY_DEVICE_TO_HOST),
+              "memcpy kind");
+static_assert(static_cast<int>(k::ACL_MEMCPY_DEVICE_TO_DEVICE) ==
+                  static_cast<int>(::ACL_MEMCPY_DEVICE_TO_DEVICE),
+              "memcpy kind");
 static_assert(sizeof(k::aclrtMemcpyKind) == sizeof(::aclrtMemcpyKind), "memcpy kind size");
-static_assert(k::ACL_MEM_MALLOC_HUGE_FIRST == ::ACL_MEM_MALLOC_HUGE_FIRST, "malloc policy");
-static_assert(k::ACL_EVENT_RECORDED_STATUS_COMPLETE == ::ACL_EVENT_RECORDED_STATUS_COMPLETE,
+static_assert(static_cast<int>(k::ACL_MEM_MALLOC_HUGE_FIRST) ==
+                  static_cast<int>(::ACL_MEM_MALLOC_HUGE_FIRST),
+              "malloc policy");
+static_assert(static_cast<int>(k::ACL_EVENT_RECORDED_STATUS_COMPLETE) ==
+                  static_cast<int>(::ACL_EVENT_RECORDED_STATUS_COMPLETE),
               "event status");
-static_assert(k::ACL_HOST_REGISTER_MAPPED == ::ACL_HOST_REGISTER_MAPPED, "register type");
-static_assert(k::ACL_MEM_LOCATION_TYPE_HOST == ::ACL_MEM_LOCATION_TYPE_HOST, "location");
-static_assert(k::ACL_MEM_LOCATION_TYPE_DEVICE == ::ACL_MEM_LOCATION_TYPE_DEVICE, "location");
+static_assert(static_cast<int>(k::ACL_HOST_REGISTER_MAPPED) ==
+                  static_cast<int>(::ACL_HOST_REGISTER_MAPPED),
+              "register type");
+static_assert(static_cast<int>(k::ACL_MEM_LOCATION_TYPE_HOST) ==
+                  static_cast<int>(::ACL_MEM_LOCATION_TYPE_HOST),
+              "location");
+static_assert(static_cast<int>(k::ACL_MEM_LOCATION_TYPE_DEVICE) ==
+                  static_cast<int>(::ACL_MEM_LOCATION_TYPE_DEVICE),
+              "location");
 static_assert(sizeof(k::aclrtMemcpyBatchAttr) == sizeof(::aclrtMemcpyBatchAttr), "batch attr");
 static_assert(offsetof(k::aclrtMemcpyBatchAttr, srcLoc) == offsetof(::aclrtMemcpyBatchAttr, srcLoc),
               "batch attr layout");
-static_assert(k::ACL_SUCCESS == ::ACL_SUCCESS, "error code");
-static_assert(k::ACL_ERROR_INVALID_PARAM == ::ACL_ERROR_INVALID_PARAM, "error code");
-static_assert(k::ACL_ERROR_REPEAT_INITIALIZE == ::ACL_ERROR_REPEAT_INITIALIZE, "error code");
+static_assert(static_cast<int>(k::ACL_SUCCESS) == static_cast<int>(::ACL_SUCCESS), "error code");
+static_assert(static_cast<int>(k::ACL_ERROR_INVALID_PARAM) ==
+                  static_cast<int>(::ACL_ERROR_INVALID_PARAM),
+              "error code");
+static_assert(static_cast<int>(k::ACL_ERROR_REPEAT_INITIALIZE) ==
+                  static_cast<int>(::ACL_ERROR_REPEAT_INITIALIZE),
+              "error code");
 static_assert(kFeatureNotSupport == ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "error code");
 static_assert(kMemoryAllocation == ACL_ERROR_RT_MEMORY_ALLOCATION, "error code");
 static_assert(kAlreadyRegistered == ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "error code");

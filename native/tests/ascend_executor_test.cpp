@@ -469,6 +469,12 @@ TEST_F(AscendExecutorTest, CallerStream) {
     uint64_t transfer = 0;
     ASSERT_EQ(kvio_submit(handle, &desc, &transfer), KVIO_STATUS_OK) << lastError();
     ASSERT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
+    uint64_t executorStream = 0, event = 0;
+    EXPECT_EQ(kvio_executor_ascend_stream(handle, &executorStream), KVIO_STATUS_OK);
+    EXPECT_EQ(executorStream, reinterpret_cast<uint64_t>(stream));
+    EXPECT_EQ(kvio_transfer_ascend_event(transfer, &event), KVIO_STATUS_OK) << lastError();
+    EXPECT_NE(event, 0u);
+    EXPECT_EQ(kvio_transfer_cuda_event(transfer, &event), KVIO_STATUS_UNSUPPORTED);
     kvio_transfer_close(transfer);
     applyTransfer(hg, before, dg, &expected, srcIdx, dstIdx, 0, 0, 3);
     EXPECT_TRUE(sameImage(expected, device.pool.capture(), "device"));

@@ -318,6 +318,12 @@ KVIO_API kvio_status kvio_ascend_device_count(int32_t* count_out);
  * kvio_executor_create(KVIO_BACKEND_KERNEL_ASCEND, ...) means device 0, own stream. */
 KVIO_API kvio_status kvio_executor_create_ascend(int32_t device, uint64_t stream,
                                                  uint64_t* executor_out);
+/* The aclrtStream a kernel_ascend executor orders its work on. */
+KVIO_API kvio_status kvio_executor_ascend_stream(uint64_t executor, uint64_t* stream_out);
+/* The aclrtEvent recorded after a kernel_ascend transfer's work on its stream (another stream can
+ * aclrtStreamWaitEvent on it, e.g. to start layer i as soon as its load lands). Valid until
+ * kvio_transfer_close. UNSUPPORTED for transfers of other backends. */
+KVIO_API kvio_status kvio_transfer_ascend_event(uint64_t transfer, uint64_t* event_out);
 
 /* ---- diagnostics and tests (docs/reliability.md) ---- */
 /* Live objects of this process: counts_out[0] open pool handles, [1] open executor handles,

@@ -127,6 +127,7 @@ class AclEventCompletion final : public DeviceCompletion {
     return KVIO_STATUS_BACKEND_ERROR;
   }
   uint64_t nativeEvent() const override { return reinterpret_cast<uint64_t>(event_); }
+  bool isAscend() const override { return true; }
 
  private:
   const AclApi* api_;
@@ -164,6 +165,10 @@ class AscendExecutor final : public Executor {
   }
 
   int32_t threads() const override { return 1; }
+  bool ascendStream(uint64_t* stream) const override {
+    *stream = reinterpret_cast<uint64_t>(stream_);
+    return true;
+  }
 
   kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const override {
     const MemoryPlace sides[2] = {src, dst};

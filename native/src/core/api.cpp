@@ -605,12 +605,44 @@ kvio_status kvio_transfer_cuda_event(uint64_t transfer, uint64_t* event_out) {
     std::shared_ptr<TransferState> state;
     KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
     std::shared_ptr<DeviceCompletion> completion = state->deviceCompletion();
-    if (completion == nullptr) {
+    if (completion == nullptr || completion->isAscend()) {
       return fail(KVIO_STATUS_UNSUPPORTED,
                   "transfer 0x%llx has no CUDA event (it did not run on a CUDA executor)",
                   static_cast<unsigned long long>(transfer));
     }
     *event_out = completion->nativeEvent();
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_transfer_ascend_event(uint64_t transfer, uint64_t* event_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(event_out, "event_out"));
+    std::shared_ptr<TransferState> state;
+    KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
+    std::shared_ptr<DeviceCompletion> completion = state->deviceCompletion();
+    if (completion == nullptr || !completion->isAscend()) {
+      return fail(KVIO_STATUS_UNSUPPORTED,
+                  "transfer 0x%llx has no Ascend event (it did not run on a kernel_ascend "
+                  "executor, or it failed when it was submitted)",
+                  static_cast<unsigned long long>(transfer));
+    }
+    *event_out = completion->nativeEvent();
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_executor_ascend_stream(uint64_t executor_handle, uint64_t* stream_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(stream_out, "stream_out"));
+    std::shared_ptr<ExecutorImpl> executor;
+    KVIO_RETURN_IF_ERROR(executors().get(executor_handle, "executor", &executor));
+    if (!executor->executor->ascendStream(stream_out)) {
+      return fail(KVIO_STATUS_UNSUPPORTED,
+                  "executor 0x%llx is a '%s' executor, not a kernel_ascend one",
+                  static_cast<unsigned long long>(executor_handle),
+                  kvio_name(KVIO_NAME_BACKEND, executor->backend));
+    }
     return KVIO_STATUS_OK;
   });
 }

@@ -30,8 +30,10 @@ class DeviceCompletion {
   virtual void synchronize() = 0;
   /// Once done: the transfer's status, and its message when not OK.
   virtual kvio_status finish(std::string* message) = 0;
-  /// The native event handle (a cudaEvent_t), for kvio_transfer_cuda_event.
+  /// The native event handle (a cudaEvent_t, or an aclrtEvent), for kvio_transfer_*_event.
   virtual uint64_t nativeEvent() const = 0;
+  /// True for an Ascend (ACL) event, false for a CUDA one.
+  virtual bool isAscend() const { return false; }
 };
 
 /// Completion of one submitted transfer: a one-shot event with a status and a message.
@@ -120,6 +122,8 @@ class Executor {
   virtual kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const;
   /// CUDA executors: the stream, and the kernel launch shape.
   virtual bool cudaStream(uint64_t* stream) const { return false; }
+  /// The Ascend executor: its aclrtStream.
+  virtual bool ascendStream(uint64_t* stream) const { return false; }
   virtual kvio_status setLaunch(int32_t ctaBudget, int32_t warpsPerCta);
 };
 

@@ -37,12 +37,28 @@ TEST_P(AscendConformanceTest, MatchesOracle) {
     }
     return std::make_shared<std::vector<std::shared_ptr<void>>>(std::move(tags));
   };
-  uint64_t copiedBefore = 0;
-  target.afterTransfers = [&acl, &copiedBefore](uint64_t bytes) {
+  AclCallCounts before;
+  target.afterTransfers = [&acl, &before](const TransferGroup& g) {
     const AclCallCounts counts = acl.counts();
     EXPECT_EQ(counts.rejected, 0) << acl.recentError();
-    EXPECT_EQ(counts.bytesCopied - copiedBefore, bytes);
-    copiedBefore = counts.bytesCopied;
+    EXPECT_EQ(counts.bytesCopied - before.bytesCopied, g.bytes);
+    // Coalescing: whole pages cost at most one copy per (page, layer, component) - per head
+    // for page_head, whose heads are apart - and the dim exchange (page_first_direct host,
+    // one buffer per component on the device) at most one per (page, component): a run of r
+    // pages over h layers is min(r, h) copies. Copies, not calls: batched copies count.
+    if (g.pattern == Pattern::WholePages) {
+      const int64_t issued = (counts.memcpyAsync - before.memcpyAsync) +
+                             (counts.memcpy2dAsync - before.memcpy2dAsync) +
+                             (counts.batchedCopies - before.batchedCopies);
+      const int64_t components = g.device->C();
+      const bool dimExchange = g.testCase->hostLayout == KVIO_LAYOUT_PAGE_FIRST_DIRECT &&
+                               g.testCase->deviceForm != Form::PerLayer;
+      const int64_t heads = g.testCase->hostLayout == KVIO_LAYOUT_PAGE_HEAD ? g.device->H : 1;
+      const int64_t bound =
+          g.transfers * g.pages * components * (dimExchange ? 1 : g.layersPerTransfer * heads);
+      EXPECT_LE(issued, bound) << g.pages << " pages x " << g.layersPerTransfer << " layers";
+    }
+    before = counts;
   };
   runConformanceCase(target, GetParam());
 }

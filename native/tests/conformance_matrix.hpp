@@ -81,6 +81,18 @@ inline const char* patternName(Pattern p) {
   return "?";
 }
 
+/// What one (pattern, granularity) step of a configuration submitted, for a backend's checks.
+struct TransferGroup {
+  uint64_t bytes = 0;
+  Pattern pattern = Pattern::WholePages;
+  int64_t transfers = 0;          // submitted back to back
+  int64_t pages = 0;              // whole pages per transfer (WholePages)
+  int64_t layersPerTransfer = 0;  // layers each transfer moves
+  const Case* testCase = nullptr;
+  const Geometry* device = nullptr;
+  const Geometry* host = nullptr;
+};
+
 /// Where the matrix runs: the executor, the memory kinds of its pools and hooks for the
 /// backend's own checks.
 struct MatrixTarget {
@@ -91,7 +103,7 @@ struct MatrixTarget {
   /// Called for each device pool once created; what it returns is released before the pool.
   std::function<std::shared_ptr<void>(TestPool&)> onDevicePool;
   /// Called after the transfers of one (pattern, granularity) completed, with their bytes.
-  std::function<void(uint64_t bytes)> afterTransfers;
+  std::function<void(const TransferGroup& group)> afterTransfers;
 };
 
 // One transfer configuration on fresh pools: every pattern and both granularities.
@@ -204,7 +216,18 @@ inline void runConformanceConfig(const MatrixTarget& target, const Case& c, bool
           bytes += t.bytes();
         }
         EXPECT_EQ(bytes, expectedBytes);
-        if (target.afterTransfers) target.afterTransfers(expectedBytes);
+        if (target.afterTransfers) {
+          TransferGroup group;
+          group.bytes = expectedBytes;
+          group.pattern = pattern;
+          group.transfers = static_cast<int64_t>(transfers.size());
+          group.pages = static_cast<int64_t>(srcPages.size());
+          group.layersPerTransfer = perLayer ? 1 : hostLayers;
+          group.testCase = &c;
+          group.device = &dg;
+          group.host = &hg;
+          target.afterTransfers(group);
+        }
         ASSERT_TRUE(sameImage(expected, dst.capture(), "destination"));
         ASSERT_TRUE(sameImage(srcImage, src.capture(), "source"));
       }

@@ -324,6 +324,11 @@ TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
     EXPECT_TRUE(mentions(lastError(), s.expected));
     EXPECT_EQ(kvio_transfer_is_done(transfer), 1);
     kvio_transfer_close(transfer);
+    // The executor and the pools stay usable: with the fault gone, the same executor moves
+    // the same pages and the result matches the oracle (exchange() clears the fault).
+    const AclCallCounts after =
+        exchange(ascend, host, device.pool, {2, 3, 4}, {9, 10, 11}, 0, 4, rng);
+    EXPECT_GT(after.memcpy2dAsync, 0);
   }
   // The 1-D path without batching.
   acl().install(false);

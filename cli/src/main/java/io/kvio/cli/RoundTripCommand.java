@@ -1,10 +1,10 @@
 /*
- * The kvio command line (java -jar kvio-cli.jar): for each host layout it backs up a random set
- * of whole device pages plus a token-granular tail into a host pool, clears a second device
+ * `kvio-cli roundtrip` (also what runs with no command): for each host layout it backs up a random
+ * set of whole device pages plus a token-granular tail into a host pool, clears a second device
  * region, reloads it layer by layer into different device pages, and checks every moved byte
- * against a deterministic pattern, with expected host positions computed here from the
- * documented layout shapes (not from kvio). Prints bytes moved, backup/load GB/s and verify
- * OK/FAIL per layout. Exit codes: 0 all verified, 1 a mismatch, 2 bad arguments, 3 kvio error.
+ * against a deterministic pattern, with expected host positions computed here from the documented
+ * layout shapes (not from kvio). Prints bytes moved, backup/load GB/s and verify OK/FAIL per
+ * layout. Exit codes: 0 all verified, 1 a mismatch, 2 bad arguments, 3 kvio error.
  */
 package io.kvio.cli;
 
@@ -20,88 +20,140 @@ import io.kvio.PoolKind;
 import io.kvio.PoolSpec;
 import io.kvio.TokenIndices;
 import io.kvio.Transfer;
-import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
 
-public final class Main {
-    static final int EXIT_OK = 0;
-    static final int EXIT_MISMATCH = 1;
-    static final int EXIT_USAGE = 2;
-    static final int EXIT_ERROR = 3;
+@Command(
+        name = "roundtrip",
+        mixinStandardHelpOptions = true,
+        sortOptions = false,
+        description = {
+            "Backs up KV pages from a layer_first device pool (cpu io backend) into a host pool of"
+                    + " each layout, reloads them layer by layer into other device pages, and"
+                    + " verifies every moved byte. This is what runs when no command is given.",
+            ""
+        },
+        footer = {
+            "",
+            "Exit status: 0 all layouts verified, 1 a mismatch, 2 bad arguments, 3 kvio error."
+        })
+public final class RoundTripCommand implements Callable<Integer> {
+    @Spec CommandSpec spec;
 
-    private static final String USAGE =
-            String.join(
-                    "\n",
-                    "Usage: java -jar kvio-cli.jar [options]",
-                    "",
-                    "Backs up KV pages from a layer_first device pool (cpu io backend) into a host pool of each",
-                    "layout, reloads them layer by layer into other device pages, and verifies every moved byte.",
-                    "",
-                    "Options (defaults in brackets):",
-                    "  --tokens N        tokens moved per layout: whole pages plus a token-granular tail [8192]",
-                    "  --layers N        model layers [32]",
-                    "  --heads N         KV heads per token [8; mla: 1]",
-                    "  --head-dim N      elements per head [128; mla: 576]",
-                    "  --dtype-bytes N   bytes per element (bf16: 2) [2]",
-                    "  --page-size N     tokens per page [64]",
-                    "  --threads N       io threads [one per core]",
-                    "  --layouts a,b     host layouts: layer_first, page_first, page_first_direct, page_head",
-                    "                    [all that fit the kind: 4 for mha, 3 for mla]",
-                    "  --kind mha|mla    pool kind [mha]",
-                    "  --seed N          seed of the page choice and data pattern [42]",
-                    "  --help            this text",
-                    "",
-                    "Exit status: 0 all layouts verified, 1 a mismatch, 2 bad arguments, 3 kvio error.");
+    @Option(
+            names = "--tokens",
+            paramLabel = "N",
+            description =
+                    "tokens moved per layout: whole pages plus a token-granular tail [${DEFAULT-VALUE}]")
+    long tokens = 8192;
 
-    private Main() {}
+    @Option(names = "--layers", paramLabel = "N", description = "model layers [${DEFAULT-VALUE}]")
+    long layers = 32;
 
-    public static void main(String[] args) {
-        System.exit(run(args, System.out, System.err));
-    }
+    @Option(names = "--heads", paramLabel = "N", description = "KV heads per token [8; mla: 1]")
+    long heads = -1;
 
-    /** Runs the CLI; returns the exit status. */
-    public static int run(String[] args, PrintStream out, PrintStream err) {
-        Options options;
+    @Option(
+            names = "--head-dim",
+            paramLabel = "N",
+            description = "elements per head [128; mla: 576]")
+    long headDim = -1;
+
+    @Option(
+            names = "--dtype-bytes",
+            paramLabel = "N",
+            description = "bytes per element (bf16: 2) [${DEFAULT-VALUE}]")
+    long dtypeBytes = 2;
+
+    @Option(
+            names = "--page-size",
+            paramLabel = "N",
+            description = "tokens per page [${DEFAULT-VALUE}]")
+    long pageSize = 64;
+
+    @Option(names = "--threads", paramLabel = "N", description = "io threads [one per core]")
+    int threads = 0;
+
+    @Option(
+            names = "--layouts",
+            paramLabel = "LAYOUT[,LAYOUT...]",
+            split = ",",
+            converter = Converters.Layout.class,
+            description =
+                    "host layouts: layer_first, page_first, page_first_direct, page_head [all that"
+                            + " fit the kind: 4 for mha, 3 for mla]")
+    List<KvLayout> layouts;
+
+    @Option(
+            names = "--kind",
+            paramLabel = "mha|mla",
+            converter = Converters.Kind.class,
+            description = "pool kind [mha]")
+    PoolKind kind = PoolKind.MHA;
+
+    @Option(
+            names = "--seed",
+            paramLabel = "N",
+            description = "seed of the page choice and data pattern [${DEFAULT-VALUE}]")
+    long seed = 42;
+
+    @Override
+    public Integer call() {
+        Options o = new Options();
+        o.tokens = Converters.positive(spec, "--tokens", tokens);
+        o.layers = Converters.positive(spec, "--layers", layers);
+        o.dtypeBytes = Converters.positive(spec, "--dtype-bytes", dtypeBytes);
+        o.pageSize = Converters.positive(spec, "--page-size", pageSize);
+        o.threads = (int) Math.min(Converters.nonNegative(spec, "--threads", threads), 4096);
+        o.seed = seed;
+        o.kind = kind;
+        o.heads =
+                heads < 0
+                        ? (kind == PoolKind.MHA ? 8 : 1)
+                        : Converters.positive(spec, "--heads", heads);
+        o.headDim =
+                headDim < 0
+                        ? (kind == PoolKind.MHA ? 128 : 576)
+                        : Converters.positive(spec, "--head-dim", headDim);
+        o.layouts = new ArrayList<>();
+        if (layouts == null) {
+            for (KvLayout l : KvLayout.values()) {
+                if (l.fits(kind)) {
+                    o.layouts.add(l);
+                }
+            }
+        } else {
+            for (KvLayout l : layouts) {
+                if (!o.layouts.contains(l)) {
+                    o.layouts.add(l);
+                }
+            }
+        }
+        if (o.tokens > (1L << 28)) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    "--tokens " + o.tokens + " is too many for one run; use at most " + (1L << 28));
+        }
+        PrintWriter out = Main.out(spec);
+        PrintWriter err = Main.err(spec);
         try {
-            options = Options.parse(args);
-        } catch (UsageException e) {
-            err.println("kvio: " + e.getMessage());
-            err.println("Run with --help for the options.");
-            return EXIT_USAGE;
+            o.checkSupport();
         } catch (KvioException e) {
             err.println("kvio: " + e.getMessage());
-            return EXIT_USAGE;
+            return Main.EXIT_USAGE;
         }
-        if (options.help) {
-            out.println(USAGE);
-            return EXIT_OK;
-        }
-        try {
-            options.checkSupport();
-        } catch (KvioException e) {
-            err.println("kvio: " + e.getMessage());
-            return EXIT_USAGE;
-        }
-        try {
-            return new Benchmark(options, out, err).run();
-        } catch (KvioException e) {
-            err.println();
-            err.println("kvio: error (" + e.status() + "): " + e.getMessage());
-            return EXIT_ERROR;
-        }
-    }
-
-    static final class UsageException extends Exception {
-        private static final long serialVersionUID = 1L;
-
-        UsageException(String message) {
-            super(message);
-        }
+        return new Benchmark(o, out, err).run();
     }
 
     /** Parsed command line. */
@@ -116,204 +168,6 @@ public final class Main {
         long seed = 42;
         PoolKind kind = PoolKind.MHA;
         List<KvLayout> layouts;
-        boolean help;
-
-        static Options parse(String[] args) throws UsageException {
-            Options o = new Options();
-            String layoutList = null;
-            for (int i = 0; i < args.length; i++) {
-                String arg = args[i];
-                String value = null;
-                int eq = arg.indexOf('=');
-                if (arg.startsWith("--") && eq > 0) {
-                    value = arg.substring(eq + 1);
-                    arg = arg.substring(0, eq);
-                }
-                if (arg.equals("--help") || arg.equals("-h")) {
-                    o.help = true;
-                    continue;
-                }
-                if (!KNOWN.contains(arg)) {
-                    String near = nearest(arg);
-                    throw new UsageException(
-                            "unknown option '"
-                                    + arg
-                                    + "'; valid options: "
-                                    + String.join(", ", KNOWN)
-                                    + ", --help"
-                                    + (near != null ? "; did you mean '" + near + "'?" : ""));
-                }
-                if (value == null) {
-                    if (i + 1 >= args.length) {
-                        throw new UsageException(
-                                arg + " needs a value, e.g. " + arg + " " + example(arg));
-                    }
-                    value = args[++i];
-                }
-                switch (arg) {
-                    case "--tokens":
-                        o.tokens = positive(arg, value);
-                        break;
-                    case "--layers":
-                        o.layers = positive(arg, value);
-                        break;
-                    case "--heads":
-                        o.heads = positive(arg, value);
-                        break;
-                    case "--head-dim":
-                        o.headDim = positive(arg, value);
-                        break;
-                    case "--dtype-bytes":
-                        o.dtypeBytes = positive(arg, value);
-                        break;
-                    case "--page-size":
-                        o.pageSize = positive(arg, value);
-                        break;
-                    case "--threads":
-                        o.threads = (int) Math.min(positive(arg, value), 4096);
-                        break;
-                    case "--seed":
-                        o.seed = number(arg, value);
-                        break;
-                    case "--kind":
-                        o.kind = PoolKind.parse(value);
-                        break;
-                    case "--layouts":
-                        layoutList = value;
-                        break;
-                    default:
-                        throw new UsageException("unhandled option " + arg);
-                }
-            }
-            if (o.heads < 0) {
-                o.heads = o.kind == PoolKind.MHA ? 8 : 1;
-            }
-            if (o.headDim < 0) {
-                o.headDim = o.kind == PoolKind.MHA ? 128 : 576;
-            }
-            o.layouts = new ArrayList<>();
-            if (layoutList == null) {
-                for (KvLayout l : KvLayout.values()) {
-                    if (l.fits(o.kind)) {
-                        o.layouts.add(l);
-                    }
-                }
-            } else {
-                for (String name : layoutList.split(",")) {
-                    if (!name.isBlank()) {
-                        KvLayout l = KvLayout.parse(name.trim());
-                        if (!o.layouts.contains(l)) {
-                            o.layouts.add(l);
-                        }
-                    }
-                }
-                if (o.layouts.isEmpty()) {
-                    throw new UsageException(
-                            "--layouts is empty; e.g. --layouts page_first,layer_first");
-                }
-            }
-            if (o.tokens > (1L << 28)) {
-                throw new UsageException(
-                        "--tokens "
-                                + o.tokens
-                                + " is too many for one run; use at most "
-                                + (1L << 28));
-            }
-            return o;
-        }
-
-        private static final List<String> KNOWN =
-                List.of(
-                        "--tokens",
-                        "--layers",
-                        "--heads",
-                        "--head-dim",
-                        "--dtype-bytes",
-                        "--page-size",
-                        "--threads",
-                        "--layouts",
-                        "--kind",
-                        "--seed");
-
-        /** The known option closest to {@code arg} (edit distance at most 3), or null. */
-        private static String nearest(String arg) {
-            String best = null;
-            int bestDistance = 4;
-            for (String k : KNOWN) {
-                int d = distance(arg, k);
-                if (d < bestDistance) {
-                    bestDistance = d;
-                    best = k;
-                }
-            }
-            return best;
-        }
-
-        private static int distance(String a, String b) {
-            int[] prev = new int[b.length() + 1];
-            int[] cur = new int[b.length() + 1];
-            for (int j = 0; j <= b.length(); j++) {
-                prev[j] = j;
-            }
-            for (int i = 1; i <= a.length(); i++) {
-                cur[0] = i;
-                for (int j = 1; j <= b.length(); j++) {
-                    int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
-                    cur[j] = Math.min(Math.min(cur[j - 1] + 1, prev[j] + 1), prev[j - 1] + cost);
-                }
-                int[] t = prev;
-                prev = cur;
-                cur = t;
-            }
-            return prev[b.length()];
-        }
-
-        private static String example(String option) {
-            switch (option) {
-                case "--layouts":
-                    return "page_first,layer_first";
-                case "--kind":
-                    return "mha";
-                case "--tokens":
-                    return "8192";
-                case "--layers":
-                    return "32";
-                case "--page-size":
-                    return "64";
-                default:
-                    return "8";
-            }
-        }
-
-        private static long number(String option, String value) throws UsageException {
-            try {
-                return Long.parseLong(value.trim());
-            } catch (NumberFormatException e) {
-                throw new UsageException(
-                        option
-                                + " expects an integer, got '"
-                                + value
-                                + "'; e.g. "
-                                + option
-                                + " "
-                                + example(option));
-            }
-        }
-
-        private static long positive(String option, String value) throws UsageException {
-            long v = number(option, value);
-            if (v < 1) {
-                throw new UsageException(
-                        option
-                                + " must be at least 1, got "
-                                + v
-                                + "; e.g. "
-                                + option
-                                + " "
-                                + example(option));
-            }
-            return v;
-        }
 
         long headBytes() {
             return headDim * dtypeBytes;
@@ -414,7 +268,7 @@ public final class Main {
     /** One run over all requested layouts. */
     static final class Benchmark {
         private final Options o;
-        private final PrintStream out;
+        private final PrintWriter out;
         private final Progress progress;
         private final long row;
         private final long hb;
@@ -431,7 +285,7 @@ public final class Main {
         private final long[] clearedPages; // device pages zeroed before the load
         private final long seed;
 
-        Benchmark(Options o, PrintStream out, PrintStream err) {
+        Benchmark(Options o, PrintWriter out, PrintWriter err) {
             this.o = o;
             this.out = out;
             this.progress = new Progress(err);
@@ -575,10 +429,10 @@ public final class Main {
             }
             if (failed.isEmpty()) {
                 out.println("all " + o.layouts.size() + " layouts verified OK");
-                return EXIT_OK;
+                return Main.EXIT_OK;
             }
             out.println("verify FAILED for: " + String.join(", ", failed));
-            return EXIT_MISMATCH;
+            return Main.EXIT_FAILED;
         }
 
         private long deviceRowOffset(PoolSpec spec, int c, long layer, long token) {
@@ -904,68 +758,10 @@ public final class Main {
             }
         }
 
-        void print(PrintStream out) {
+        void print(PrintWriter out) {
             out.printf(Locale.ROOT, "  %s: %d mismatching rows or heads; first:%n", layout, count);
             for (String m : first) {
                 out.println("    " + m);
-            }
-        }
-    }
-
-    /**
-     * A throttled progress indicator on stderr: one line rewritten in place on a console, or a
-     * plain line every few seconds when stderr goes to a log (so long CI runs show progress).
-     * -Dkvio.progress=false turns it off.
-     */
-    static final class Progress {
-        private static final long CONSOLE_INTERVAL_NS = 200_000_000L;
-        private static final long LOG_INTERVAL_NS = 5_000_000_000L;
-
-        private final PrintStream err;
-        private final boolean enabled;
-        private final boolean console;
-        private final long startNs = System.nanoTime();
-        private long lastNs;
-        private boolean shown;
-
-        Progress(PrintStream err) {
-            this.err = err;
-            this.enabled = !"false".equals(System.getProperty("kvio.progress"));
-            this.console = System.console() != null;
-        }
-
-        void update(String phase, long done, long total) {
-            if (!enabled) {
-                return;
-            }
-            long now = System.nanoTime();
-            String text =
-                    phase
-                            + (total > 1
-                                    ? String.format(Locale.ROOT, " %3d%%", 100 * done / total)
-                                    : " ...");
-            if (console) {
-                if (shown && now - lastNs < CONSOLE_INTERVAL_NS) {
-                    return;
-                }
-                err.printf(Locale.ROOT, "\r%-60s", text);
-            } else {
-                // In a log, the first line after LOG_INTERVAL_NS of work, then one per interval.
-                if (now - (shown ? lastNs : startNs) < LOG_INTERVAL_NS) {
-                    return;
-                }
-                err.printf(Locale.ROOT, "progress: %s (%.0f s)%n", text, (now - startNs) / 1e9);
-            }
-            lastNs = now;
-            shown = true;
-            err.flush();
-        }
-
-        void clear() {
-            if (shown && console) {
-                err.printf("\r%-60s\r", "");
-                err.flush();
-                shown = false;
             }
         }
     }

@@ -1,0 +1,198 @@
+/*
+ * `kvio-cli matrix`: the hardware-matrix run teams put in CI on each of their machines. Runs the
+ * conformance suite (MatrixConfig: every pool kind x host layout x granularity x direction x
+ * page and row sizes, all layers and layer-sharded) on every io backend, checks each transfer
+ * byte for byte against the Oracle (MatrixRunner), and prints a Markdown table on stdout; --json
+ * and --junit write the same results for machines. Progress goes to stderr.
+ */
+package io.kvio.cli;
+
+import io.kvio.IoBackend;
+import io.kvio.Kvio;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.Callable;
+import org.bytedeco.javacpp.Loader;
+import picocli.CommandLine.ArgGroup;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+@Command(
+        name = "matrix",
+        mixinStandardHelpOptions = true,
+        sortOptions = false,
+        description = {
+            "Runs the conformance suite on every io backend and prints a table: rows are"
+                    + " configurations (pool kind x host layout x granularity x direction x page"
+                    + " and row size, all layers and layer-sharded), columns are backends. Each"
+                    + " cell is PASS (GB/s), FAIL (first mismatch against an independent oracle),"
+                    + " UNSUPPORTED (the support rule's reason) or UNAVAILABLE (the cause, e.g."
+                    + " no CUDA driver).",
+            ""
+        },
+        footer = {
+            "",
+            "Examples:",
+            "  java -jar kvio-cli.jar matrix --quick",
+            "  java -jar kvio-cli.jar matrix --full --require kernel,direct --junit matrix.xml",
+            "",
+            "Exit status: 0 no FAIL, 1 a FAIL, 2 bad arguments, 3 kvio error,"
+                    + " 4 a backend named by --require is unavailable."
+        })
+public final class MatrixCommand implements Callable<Integer> {
+    @Spec CommandSpec spec;
+
+    @Option(
+            names = "--backend",
+            paramLabel = "NAME[,NAME...]",
+            split = ",",
+            converter = Converters.Backend.class,
+            description =
+                    "io backends to run: cpu, kernel, direct, kernel_ascend [all; unavailable ones"
+                            + " are reported with the cause]")
+    List<IoBackend> backends;
+
+    static final class Mode {
+        @Option(
+                names = "--quick",
+                description =
+                        "page size 16, one row size per kind (128 cells per backend) [default]")
+        boolean quick;
+
+        @Option(
+                names = "--full",
+                description = "page sizes 1, 16, 64 and rows of 8 to 4096 bytes (992 per backend)")
+        boolean full;
+    }
+
+    @ArgGroup(exclusive = true, multiplicity = "0..1")
+    Mode mode;
+
+    @Option(names = "--json", paramLabel = "FILE", description = "also write the results as JSON")
+    Path json;
+
+    @Option(
+            names = "--junit",
+            paramLabel = "FILE",
+            description = "also write JUnit XML: one test case per cell")
+    Path junit;
+
+    @Option(
+            names = "--require",
+            paramLabel = "NAME[,NAME...]",
+            split = ",",
+            converter = Converters.Backend.class,
+            description =
+                    "exit 4 when one of these backends is unavailable (so a GPU runner with a"
+                            + " broken driver does not pass by skipping)")
+    List<IoBackend> required = new ArrayList<>();
+
+    @Option(names = "--threads", paramLabel = "N", description = "io threads [one per core]")
+    int threads;
+
+    @Option(
+            names = "--seed",
+            paramLabel = "N",
+            description = "seed of the data and slot choice [${DEFAULT-VALUE}]")
+    long seed = 42;
+
+    @Option(names = "--quiet", description = "no progress on stderr")
+    boolean quiet;
+
+    @Option(names = "--inject-fault", hidden = true)
+    boolean injectFault;
+
+    @Override
+    public Integer call() throws IOException {
+        PrintWriter out = Main.out(spec);
+        PrintWriter err = Main.err(spec);
+        boolean full = mode != null && mode.full;
+        List<IoBackend> selected =
+                backends == null || backends.isEmpty()
+                        ? Arrays.asList(IoBackend.values())
+                        : distinct(backends);
+        List<MatrixConfig> configs = MatrixConfig.list(full);
+        List<MatrixReport.Backend> columns = new ArrayList<>();
+        for (IoBackend b : selected) {
+            columns.add(new MatrixReport.Backend(b.userName(), b.unavailabilityCause()));
+        }
+        Progress progress = new Progress(err, quiet);
+        MatrixRunner runner =
+                new MatrixRunner(
+                        (int) Converters.nonNegative(spec, "--threads", threads),
+                        seed,
+                        injectFault);
+        long t0 = System.nanoTime();
+        List<List<Cell>> cells = new ArrayList<>();
+        long done = 0;
+        long total = (long) configs.size() * selected.size();
+        try {
+            for (int r = 0; r < configs.size(); r++) {
+                List<Cell> row = new ArrayList<>();
+                for (IoBackend b : selected) {
+                    progress.update(
+                            "matrix: " + b.userName() + " " + configs.get(r), ++done, total);
+                    row.add(runner.run(configs.get(r), b, r));
+                }
+                cells.add(row);
+            }
+        } finally {
+            progress.clear();
+        }
+        MatrixReport report =
+                new MatrixReport(
+                        Kvio.version(),
+                        Loader.getPlatform(),
+                        full ? "full" : "quick",
+                        configs,
+                        columns,
+                        cells,
+                        (System.nanoTime() - t0) / 1e9);
+        report.printMarkdown(out);
+        if (json != null) {
+            report.writeJson(json);
+            err.println("kvio: wrote " + json);
+        }
+        if (junit != null) {
+            report.writeJUnit(junit);
+            err.println("kvio: wrote " + junit);
+        }
+        return exitStatus(report, required, err);
+    }
+
+    /** 1 on any FAIL; else 4 when a required backend is unavailable; else 0. */
+    static int exitStatus(MatrixReport report, List<IoBackend> required, PrintWriter err) {
+        if (report.anyFail()) {
+            err.println("kvio: matrix FAILED: " + report.summary());
+            return Main.EXIT_FAILED;
+        }
+        for (IoBackend b : required) {
+            String cause = b.unavailabilityCause();
+            if (cause != null) {
+                err.println(
+                        "kvio: io backend '"
+                                + b.userName()
+                                + "' is required (--require) but unavailable: "
+                                + cause);
+                return Main.EXIT_REQUIRED_UNAVAILABLE;
+            }
+        }
+        return Main.EXIT_OK;
+    }
+
+    private static List<IoBackend> distinct(List<IoBackend> list) {
+        List<IoBackend> out = new ArrayList<>();
+        for (IoBackend b : list) {
+            if (!out.contains(b)) {
+                out.add(b);
+            }
+        }
+        return out;
+    }
+}

@@ -1,8 +1,9 @@
 /*
- * Integration test of the packaged JARs (Failsafe, after `package`): the runnable kvio-cli.jar
- * runs from a directory outside the repository and verifies a small round trip of every layout,
- * and kvio.jar + the JavaCPP jar alone, on a fresh class path in a fresh JVM, load the natives
- * from the JAR and move data.
+ * Integration test of the packaged JARs (Failsafe, after `package`), laid out as JavaCPP presets
+ * ship: kvio.jar holds the Java classes only and its POM depends on JavaCPP only;
+ * kvio-<platform>.jar holds the natives only. kvio.jar + the natives JAR + the JavaCPP JAR, on a
+ * fresh class path in a fresh JVM started outside the repository, load the natives from the JAR
+ * and move data. (The runnable CLI JAR is tested in cli/, CliJarIT.)
  */
 package io.kvio;
 
@@ -20,11 +21,15 @@ import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.jar.JarFile;
 import java.util.stream.Stream;
+import javax.xml.parsers.DocumentBuilderFactory;
 import org.bytedeco.javacpp.Loader;
 import org.testng.annotations.AfterClass;
 import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
+import org.w3c.dom.Element;
+import org.w3c.dom.NodeList;
 
 public class JarIT {
     private Path workDir;
@@ -77,67 +82,55 @@ public class JarIT {
         return new Result(process.exitValue(), new String(out, StandardCharsets.UTF_8));
     }
 
-    @Test
-    public void cliJarRunsFromAnotherDirectory() throws Exception {
-        Path cli = jar("kvio.cli.jar");
-        Result r =
-                run(
-                        java(),
-                        "-Dorg.bytedeco.javacpp.cachedir=" + workDir.resolve("cache"),
-                        "-jar",
-                        cli.toString(),
-                        "--tokens",
-                        "512",
-                        "--layers",
-                        "4");
-        assertEquals(r.exit, 0, r.output);
-        for (KvLayout layout : KvLayout.values()) {
-            assertTrue(
-                    r.output.matches("(?s).*\\n" + layout.userName() + " .*verify OK.*"),
-                    "no verification line for " + layout.userName() + ":\n" + r.output);
-        }
-        assertTrue(r.output.contains("all 4 layouts verified OK"), r.output);
-        assertTrue(!r.output.contains("FAIL"), r.output);
-    }
-
-    @Test
-    public void cliJarRejectsBadArguments() throws Exception {
-        Result r = run(java(), "-jar", jar("kvio.cli.jar").toString(), "--layouts", "page_heda");
-        assertEquals(r.exit, 2, r.output);
-        assertTrue(r.output.contains("did you mean 'page_head'"), r.output);
-    }
-
-    @Test
-    public void cliJarPrintsHelp() throws Exception {
-        Result r = run(java(), "-jar", jar("kvio.cli.jar").toString(), "--help");
-        assertEquals(r.exit, 0, r.output);
-        assertTrue(r.output.contains("Usage: java -jar kvio-cli.jar"), r.output);
-    }
+    /** A program that uses kvio's public API only, run with java's source-file launcher. */
+    private static final String SMOKE =
+            String.join(
+                    "\n",
+                    "import io.kvio.*;",
+                    "public class Smoke {",
+                    "  public static void main(String[] args) {",
+                    "    PoolSpec spec = PoolSpec.builder().kind(PoolKind.MHA)",
+                    "        .layout(KvLayout.LAYER_FIRST).layers(2).pages(4).pageSize(16)",
+                    "        .heads(2).headBytes(64).build();",
+                    "    try (DeviceKvPool device = DeviceKvPool.allocate(spec, IoBackend.CPU);",
+                    "         HostKvPool host = HostKvPool.builder().forDevice(device)",
+                    "             .layout(\"page_first_direct\").pages(2).build();",
+                    "         TokenIndices d = TokenIndices.pages(16, 3, 1);",
+                    "         TokenIndices h = TokenIndices.pages(16, 0, 1)) {",
+                    "      java.nio.ByteBuffer dev = device.buffer();",
+                    "      for (int i = 0; i < dev.capacity(); i++) dev.put(i, (byte) (i * 7 + 1));",
+                    "      host.backupFromDevice(device, h, d).await();",
+                    "      java.nio.ByteBuffer hb = host.buffer();",
+                    "      // page_first_direct [P, L, ps, H, D]: host page 0 layer 0 = device page 3 layer 0",
+                    "      int src = 3 * 16 * 128, ok = 1;",
+                    "      for (int b = 0; b < 16 * 128; b++) if (hb.get(b) != dev.get(src + b)) ok = 0;",
+                    "      System.out.println(\"version \" + Kvio.version() + \" natives \"",
+                    "          + Kvio.nativeLibraryPath() + \" moved OK=\" + ok);",
+                    "    }",
+                    "  }",
+                    "}",
+                    "");
 
     @Test
     public void coreJarLoadsOnAFreshClassPath() throws Exception {
         Path core = jar("kvio.jar");
+        Path natives = jar("kvio.natives.jar");
         Path javacpp =
                 Paths.get(Loader.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         Path cache = workDir.resolve("cache-core");
-        String classPath = core + File.pathSeparator + javacpp;
+        Path smoke = workDir.resolve("Smoke.java");
+        Files.writeString(smoke, SMOKE);
+        String classPath = core + File.pathSeparator + natives + File.pathSeparator + javacpp;
         Result r =
                 run(
                         java(),
                         "-Dorg.bytedeco.javacpp.cachedir=" + cache,
                         "-cp",
                         classPath,
-                        "io.kvio.cli.Main",
-                        "--tokens",
-                        "100",
-                        "--layers",
-                        "2",
-                        "--page-size",
-                        "16",
-                        "--layouts",
-                        "page_first_direct");
+                        smoke.toString());
         assertEquals(r.exit, 0, r.output);
-        assertTrue(r.output.contains("verify OK"), r.output);
+        assertTrue(r.output.contains("moved OK=1"), r.output);
+        assertTrue(r.output.contains("version " + Kvio.VERSION), r.output);
         // the natives came out of kvio.jar into the cache, not from target/classes
         try (Stream<Path> files = Files.walk(cache)) {
             List<String> names = new ArrayList<>();
@@ -146,6 +139,84 @@ public class JarIT {
                     names.contains("libkvio.so") && names.contains("libjniKvioNative.so"),
                     names.toString());
         }
+    }
+
+    @Test
+    public void classesJarWithoutNativesSaysWhatIsMissing() throws Exception {
+        Path javacpp =
+                Paths.get(Loader.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path smoke = workDir.resolve("Smoke.java");
+        Files.writeString(smoke, SMOKE);
+        Result r =
+                run(
+                        java(),
+                        "-Dorg.bytedeco.javacpp.cachedir=" + workDir.resolve("cache-nonatives"),
+                        "-cp",
+                        jar("kvio.jar") + File.pathSeparator + javacpp,
+                        smoke.toString());
+        assertTrue(r.exit != 0, r.output);
+        assertTrue(!r.output.contains("moved OK"), r.output);
+    }
+
+    @Test
+    public void jarsFollowThePresetsLayout() throws Exception {
+        String platform = System.getProperty("kvio.platform");
+        List<String> classes = entries(jar("kvio.jar"));
+        List<String> natives = entries(jar("kvio.natives.jar"));
+        assertTrue(classes.contains("io/kvio/Kvio.class"), classes.toString());
+        for (String e : classes) {
+            assertTrue(!e.endsWith(".so") && !e.startsWith("io/kvio/" + platform + "/"), e);
+        }
+        assertTrue(natives.contains("io/kvio/" + platform + "/libkvio.so"), natives.toString());
+        assertTrue(
+                natives.contains("io/kvio/" + platform + "/libjniKvioNative.so"),
+                natives.toString());
+        for (String e : natives) {
+            assertTrue(
+                    e.startsWith("META-INF/")
+                            || e.equals("io/")
+                            || e.equals("io/kvio/")
+                            || e.startsWith("io/kvio/" + platform + "/"),
+                    e);
+            assertTrue(!e.endsWith(".class"), e);
+        }
+        // the POM inside kvio.jar: JavaCPP is the only dependency outside test scope
+        String pom;
+        try (JarFile jf = new JarFile(jar("kvio.jar").toFile())) {
+            pom =
+                    new String(
+                            jf.getInputStream(jf.getEntry("META-INF/maven/io.kvio/kvio/pom.xml"))
+                                    .readAllBytes(),
+                            StandardCharsets.UTF_8);
+        }
+        Element project =
+                DocumentBuilderFactory.newInstance()
+                        .newDocumentBuilder()
+                        .parse(
+                                new java.io.ByteArrayInputStream(
+                                        pom.getBytes(StandardCharsets.UTF_8)))
+                        .getDocumentElement();
+        NodeList deps = project.getElementsByTagName("dependency");
+        List<String> runtime = new ArrayList<>();
+        for (int i = 0; i < deps.getLength(); i++) {
+            Element d = (Element) deps.item(i);
+            NodeList scope = d.getElementsByTagName("scope");
+            if (scope.getLength() == 0 || !scope.item(0).getTextContent().equals("test")) {
+                runtime.add(
+                        d.getElementsByTagName("groupId").item(0).getTextContent()
+                                + ":"
+                                + d.getElementsByTagName("artifactId").item(0).getTextContent());
+            }
+        }
+        assertEquals(runtime, List.of("org.bytedeco:javacpp"));
+    }
+
+    private static List<String> entries(Path jar) throws IOException {
+        List<String> out = new ArrayList<>();
+        try (JarFile jf = new JarFile(jar.toFile())) {
+            jf.stream().forEach(e -> out.add(e.getName()));
+        }
+        return out;
     }
 
     @Test

@@ -1,0 +1,31 @@
+/*
+ * Runs the CLI in this JVM (Main.run with captured streams) for the CLI tests.
+ */
+package io.kvio.cli;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+
+final class CliRunner {
+    final int exit;
+    final String out;
+    final String err;
+
+    private CliRunner(int exit, String out, String err) {
+        this.exit = exit;
+        this.out = out;
+        this.err = err;
+    }
+
+    static CliRunner run(String... args) {
+        StringWriter out = new StringWriter();
+        StringWriter err = new StringWriter();
+        int exit = Main.run(args, new PrintWriter(out, true), new PrintWriter(err, true));
+        return new CliRunner(exit, out.toString(), err.toString());
+    }
+
+    @Override
+    public String toString() {
+        return "exit " + exit + "\n--- stdout\n" + out + "\n--- stderr\n" + err;
+    }
+}

@@ -1,0 +1,128 @@
+/*
+ * The command line itself: --help of every command, exit codes of bad arguments, errors that
+ * say what to type instead, and `roundtrip` (what runs with no command) on a small cache.
+ */
+package io.kvio.cli;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertTrue;
+
+import org.testng.annotations.DataProvider;
+import org.testng.annotations.Test;
+
+public class CliTest {
+    @DataProvider(name = "commands")
+    public static Object[][] commands() {
+        return new Object[][] {{"matrix"}, {"bench"}, {"roundtrip"}};
+    }
+
+    @Test(dataProvider = "commands")
+    public void everyCommandHasHelp(String command) {
+        CliRunner r = CliRunner.run(command, "--help");
+        assertEquals(r.exit, 0, r.toString());
+        assertTrue(r.out.startsWith("Usage: java -jar kvio-cli.jar " + command), r.out);
+        assertTrue(r.out.contains("Exit status:"), r.out);
+        CliRunner viaHelp = CliRunner.run("help", command);
+        assertEquals(viaHelp.exit, 0, viaHelp.toString());
+        assertEquals(viaHelp.out, r.out);
+    }
+
+    @Test
+    public void topLevelHelpListsTheCommands() {
+        CliRunner r = CliRunner.run("--help");
+        assertEquals(r.exit, 0, r.toString());
+        for (String c : new String[] {"matrix", "bench", "roundtrip", "help"}) {
+            assertTrue(r.out.contains("\n  " + c), c + " missing:\n" + r.out);
+        }
+    }
+
+    @Test
+    public void versionNamesTheNativeLibrary() {
+        CliRunner r = CliRunner.run("--version");
+        assertEquals(r.exit, 0, r.toString());
+        assertTrue(r.out.contains("native library " + io.kvio.Kvio.VERSION), r.out);
+    }
+
+    @Test
+    public void misspelledCommandSuggestsTheRightOne() {
+        CliRunner r = CliRunner.run("matrx");
+        assertEquals(r.exit, Main.EXIT_USAGE, r.toString());
+        assertTrue(r.err.contains("java -jar kvio-cli.jar matrix"), r.err);
+        assertTrue(r.err.contains("Run `java -jar kvio-cli.jar --help`"), r.err);
+    }
+
+    @Test
+    public void misspelledOptionSuggestsTheRightOne() {
+        CliRunner r = CliRunner.run("matrix", "--jsn", "x.json");
+        assertEquals(r.exit, Main.EXIT_USAGE, r.toString());
+        assertTrue(r.err.contains("--json"), r.err);
+        assertTrue(r.err.contains("Run `java -jar kvio-cli.jar matrix --help`"), r.err);
+    }
+
+    @Test
+    public void unknownBackendNamesTheNearestMatch() {
+        CliRunner r = CliRunner.run("matrix", "--backend", "cpu,kernal");
+        assertEquals(r.exit, Main.EXIT_USAGE, r.toString());
+        assertTrue(r.err.contains("did you mean 'kernel'"), r.err);
+        assertTrue(r.err.contains("cpu, kernel, direct, kernel_ascend"), r.err);
+    }
+
+    @Test
+    public void quickAndFullExcludeEachOther() {
+        CliRunner r = CliRunner.run("matrix", "--quick", "--full");
+        assertEquals(r.exit, Main.EXIT_USAGE, r.toString());
+        assertTrue(r.err.contains("mutually exclusive"), r.err);
+    }
+
+    @Test
+    public void commandOptionWithoutTheCommandSaysWhereItGoes() {
+        CliRunner r = CliRunner.run("--tokens", "512");
+        assertEquals(r.exit, Main.EXIT_USAGE, r.toString());
+        assertTrue(r.err.contains("java -jar kvio-cli.jar roundtrip --tokens 512"), r.err);
+    }
+
+    @Test
+    public void badNumberSaysWhatIsValid() {
+        CliRunner r = CliRunner.run("roundtrip", "--layers", "0");
+        assertEquals(r.exit, Main.EXIT_USAGE, r.toString());
+        assertTrue(r.err.contains("--layers must be at least 1, got 0"), r.err);
+        CliRunner nan = CliRunner.run("roundtrip", "--layers", "x");
+        assertEquals(nan.exit, Main.EXIT_USAGE, nan.toString());
+        assertTrue(nan.err.contains("'x' is not a long"), nan.err);
+    }
+
+    @Test
+    public void unknownLayoutNamesTheNearestMatch() {
+        CliRunner r = CliRunner.run("roundtrip", "--layouts", "page_heda");
+        assertEquals(r.exit, Main.EXIT_USAGE, r.toString());
+        assertTrue(r.err.contains("did you mean 'page_head'"), r.err);
+    }
+
+    @Test
+    public void unsupportedCombinationIsAUsageError() {
+        CliRunner r = CliRunner.run("roundtrip", "--kind", "mla", "--layouts", "page_head");
+        assertEquals(r.exit, Main.EXIT_USAGE, r.toString());
+        assertTrue(r.err.contains("page_head"), r.err);
+    }
+
+    @Test
+    public void roundTripVerifiesEveryLayout() {
+        CliRunner r =
+                CliRunner.run("roundtrip", "--tokens", "300", "--layers", "3", "--page-size", "16");
+        assertEquals(r.exit, 0, r.toString());
+        assertTrue(r.out.contains("all 4 layouts verified OK"), r.out);
+        CliRunner mla =
+                CliRunner.run(
+                        "roundtrip",
+                        "--kind",
+                        "mla",
+                        "--tokens",
+                        "100",
+                        "--layers",
+                        "2",
+                        "--page-size",
+                        "8");
+        assertEquals(mla.exit, 0, mla.toString());
+        assertTrue(mla.out.contains("all 3 layouts verified OK"), mla.out);
+    }
+}

@@ -1,0 +1,272 @@
+/*
+ * `matrix` run in-process on this machine: its JSON output (parsed with Jackson) and JUnit XML
+ * (parsed with the JDK's DOM parser) must agree with each other and with the machine: every cpu
+ * cell PASS or, for the one rule-rejected layout (page_head with mla), UNSUPPORTED with the
+ * rule's reason; backends this build or machine lacks UNAVAILABLE with their cause. An injected
+ * mismatch must turn into a FAIL naming the first wrong byte, a <failure> and exit status 1.
+ */
+package io.kvio.cli;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
+import static org.testng.Assert.assertNotNull;
+import static org.testng.Assert.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kvio.IoBackend;
+import io.kvio.PoolKind;
+import java.io.File;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import javax.xml.parsers.DocumentBuilderFactory;
+import org.testng.annotations.AfterClass;
+import org.testng.annotations.BeforeClass;
+import org.testng.annotations.Test;
+import org.w3c.dom.Document;
+import org.w3c.dom.Element;
+import org.w3c.dom.NodeList;
+
+public class MatrixCommandTest {
+    private Path dir;
+    private CliRunner quick;
+    private JsonNode json;
+    private Document junit;
+
+    @BeforeClass
+    public void runQuickMatrix() throws Exception {
+        dir = Files.createTempDirectory("kvio-matrix-test");
+        Path jsonFile = dir.resolve("m.json");
+        Path junitFile = dir.resolve("m.xml");
+        quick =
+                CliRunner.run(
+                        "matrix",
+                        "--quick",
+                        "--json",
+                        jsonFile.toString(),
+                        "--junit",
+                        junitFile.toString());
+        json = new ObjectMapper().readTree(jsonFile.toFile());
+        junit = DocumentBuilderFactory.newInstance().newDocumentBuilder().parse(junitFile.toFile());
+    }
+
+    @AfterClass(alwaysRun = true)
+    public void deleteDir() throws IOException {
+        if (dir != null) {
+            for (File f : dir.toFile().listFiles()) {
+                f.delete();
+            }
+            Files.deleteIfExists(dir);
+        }
+    }
+
+    @Test
+    public void quickMatrixExitsZeroAndPrintsTheTable() {
+        assertEquals(quick.exit, 0, quick.toString());
+        assertTrue(
+                quick.out.contains(
+                        "| kind | host layout | granularity | direction | page | row | host layers |"
+                                + " cpu | kernel | direct | kernel_ascend |"),
+                quick.out);
+        assertTrue(quick.out.contains("| mha | page_head | all_layer | load |"), quick.out);
+        assertTrue(quick.out.contains("0 FAIL"), quick.out);
+    }
+
+    @Test
+    public void jsonCellsMatchTheMachine() {
+        List<MatrixConfig> configs = MatrixConfig.list(false);
+        assertEquals(json.get("mode").asText(), "quick");
+        assertEquals(json.get("configurations").size(), configs.size());
+        assertEquals(json.get("summary").get("cells").asInt(), configs.size() * 4);
+        assertEquals(json.get("summary").get("FAIL").asInt(), 0);
+        JsonNode backends = json.get("backends");
+        assertEquals(backends.size(), 4);
+        int unsupported = 0;
+        int sharded = 0;
+        for (JsonNode row : json.get("configurations")) {
+            boolean rejected =
+                    row.get("kind").asText().equals(PoolKind.MLA.userName())
+                            && row.get("layout").asText().equals("page_head");
+            if (row.get("hostLayers").asLong() != row.get("deviceLayers").asLong()) {
+                sharded++;
+            }
+            for (JsonNode b : backends) {
+                String name = b.get("name").asText();
+                JsonNode cell = row.get("cells").get(name);
+                assertNotNull(cell, row.get("id") + " has no cell for " + name);
+                String status = cell.get("status").asText();
+                if (!b.get("available").asBoolean()) {
+                    assertEquals(status, "UNAVAILABLE", row.get("id") + " " + name);
+                    assertEquals(cell.get("detail").asText(), b.get("cause").asText());
+                } else if (rejected) {
+                    assertEquals(status, "UNSUPPORTED", row.get("id") + " " + name);
+                    assertTrue(cell.get("detail").asText().contains("page_head"), cell.toString());
+                    unsupported++;
+                } else {
+                    assertEquals(status, "PASS", row.get("id") + " " + name + ": " + cell);
+                    assertTrue(cell.get("bytes").asLong() > 0, cell.toString());
+                    assertTrue(cell.get("gbps").asDouble() >= 0, cell.toString());
+                }
+            }
+        }
+        assertTrue(unsupported >= 8, "mla x page_head rows on cpu: " + unsupported);
+        assertEquals(sharded, configs.size() / 2, "half the rows are layer-sharded");
+    }
+
+    @Test
+    public void cpuPassesAndMissingBackendsSayWhy() {
+        Map<String, JsonNode> byName = new java.util.HashMap<>();
+        for (JsonNode b : json.get("backends")) {
+            byName.put(b.get("name").asText(), b);
+        }
+        assertTrue(byName.get("cpu").get("available").asBoolean());
+        for (IoBackend b : IoBackend.values()) {
+            JsonNode node = byName.get(b.userName());
+            assertEquals(node.get("available").asBoolean(), b.isAvailable(), b.userName());
+            if (!b.isAvailable()) {
+                String cause = node.get("cause").asText();
+                assertFalse(cause.isBlank(), b.userName());
+                assertEquals(cause, b.unavailabilityCause());
+                assertTrue(quick.out.contains(b.userName() + ": " + cause), quick.out);
+            }
+        }
+    }
+
+    @Test
+    public void junitHasOneTestCasePerCell() {
+        Element suites = junit.getDocumentElement();
+        assertEquals(suites.getTagName(), "testsuites");
+        NodeList suiteList = suites.getElementsByTagName("testsuite");
+        assertEquals(suiteList.getLength(), 4);
+        NodeList cases = suites.getElementsByTagName("testcase");
+        int configs = json.get("configurations").size();
+        assertEquals(cases.getLength(), configs * 4);
+        assertEquals(suites.getAttribute("tests"), String.valueOf(configs * 4));
+        assertEquals(suites.getAttribute("failures"), "0");
+        assertEquals(suites.getElementsByTagName("failure").getLength(), 0);
+        int skipped = 0;
+        for (int i = 0; i < cases.getLength(); i++) {
+            Element tc = (Element) cases.item(i);
+            String backend = tc.getAttribute("classname").replace("kvio.matrix.", "");
+            String id = tc.getAttribute("name");
+            JsonNode cell = null;
+            for (JsonNode row : json.get("configurations")) {
+                if (row.get("id").asText().equals(id)) {
+                    cell = row.get("cells").get(backend);
+                }
+            }
+            assertNotNull(cell, "JUnit case " + id + " on " + backend + " is not in the JSON");
+            NodeList skip = tc.getElementsByTagName("skipped");
+            if (cell.get("status").asText().equals("PASS")) {
+                assertEquals(skip.getLength(), 0, id);
+            } else {
+                assertEquals(skip.getLength(), 1, id);
+                String message = ((Element) skip.item(0)).getAttribute("message");
+                assertEquals(
+                        message, cell.get("status").asText() + ": " + cell.get("detail").asText());
+                skipped++;
+            }
+        }
+        assertEquals(suites.getAttribute("skipped"), String.valueOf(skipped));
+    }
+
+    @Test
+    public void injectedMismatchFailsTheRun() throws Exception {
+        Path jsonFile = dir.resolve("fault.json");
+        Path junitFile = dir.resolve("fault.xml");
+        CliRunner r =
+                CliRunner.run(
+                        "matrix",
+                        "--backend",
+                        "cpu",
+                        "--inject-fault",
+                        "--json",
+                        jsonFile.toString(),
+                        "--junit",
+                        junitFile.toString());
+        assertEquals(r.exit, 1, r.toString());
+        assertTrue(r.err.contains("matrix FAILED"), r.err);
+        assertTrue(r.out.contains("FAIL [1]"), r.out);
+        assertTrue(
+                r.out.matches("(?s).*\\[1\\] cpu, .*byte \\d+ \\(component 0, layer \\d+.*"),
+                r.out);
+        JsonNode j = new ObjectMapper().readTree(jsonFile.toFile());
+        assertEquals(j.get("summary").get("FAIL").asInt(), 1);
+        JsonNode first = j.get("configurations").get(0).get("cells").get("cpu");
+        assertEquals(first.get("status").asText(), "FAIL");
+        assertTrue(first.get("detail").asText().contains("expected 0x"), first.toString());
+        Document x =
+                DocumentBuilderFactory.newInstance().newDocumentBuilder().parse(junitFile.toFile());
+        NodeList failures = x.getElementsByTagName("failure");
+        assertEquals(failures.getLength(), 1);
+        assertEquals(x.getDocumentElement().getAttribute("failures"), "1");
+    }
+
+    @Test
+    public void exitStatusLogic() {
+        MatrixConfig cfg = MatrixConfig.list(false).get(0);
+        List<MatrixReport.Backend> one = List.of(new MatrixReport.Backend("cpu", null));
+        StringWriter sink = new StringWriter();
+        PrintWriter err = new PrintWriter(sink, true);
+        MatrixReport ok = report(cfg, one, Cell.pass(cfg, "cpu", 10, 10));
+        assertEquals(MatrixCommand.exitStatus(ok, List.of(), err), Main.EXIT_OK);
+        MatrixReport unsupported =
+                report(cfg, one, Cell.of(cfg, "cpu", Cell.Status.UNSUPPORTED, "x"));
+        assertEquals(MatrixCommand.exitStatus(unsupported, List.of(), err), Main.EXIT_OK);
+        MatrixReport fail = report(cfg, one, Cell.of(cfg, "cpu", Cell.Status.FAIL, "byte 3"));
+        assertEquals(MatrixCommand.exitStatus(fail, List.of(), err), Main.EXIT_FAILED);
+        List<IoBackend> missing = new ArrayList<>();
+        for (IoBackend b : IoBackend.values()) {
+            if (!b.isAvailable()) {
+                missing.add(b);
+            }
+        }
+        if (!missing.isEmpty()) {
+            assertEquals(
+                    MatrixCommand.exitStatus(ok, missing, err), Main.EXIT_REQUIRED_UNAVAILABLE);
+            assertTrue(sink.toString().contains("is required (--require) but unavailable"));
+            // a FAIL outranks a missing backend
+            assertEquals(MatrixCommand.exitStatus(fail, missing, err), Main.EXIT_FAILED);
+        }
+        assertEquals(MatrixCommand.exitStatus(ok, List.of(IoBackend.CPU), err), Main.EXIT_OK);
+    }
+
+    @Test
+    public void requireOfAnUnavailableBackendExitsFour() {
+        for (IoBackend b : IoBackend.values()) {
+            if (!b.isAvailable()) {
+                CliRunner r =
+                        CliRunner.run(
+                                "matrix", "--backend", "cpu", "--quiet", "--require", b.userName());
+                assertEquals(r.exit, Main.EXIT_REQUIRED_UNAVAILABLE, r.toString());
+                assertTrue(r.err.contains(b.unavailabilityCause()), r.err);
+                return;
+            }
+        }
+    }
+
+    @Test
+    public void configurationIdsAreUnique() {
+        for (boolean full : new boolean[] {false, true}) {
+            List<MatrixConfig> list = MatrixConfig.list(full);
+            java.util.Set<String> ids = new java.util.HashSet<>();
+            for (MatrixConfig c : list) {
+                assertTrue(ids.add(c.id()), "duplicate id " + c.id());
+            }
+        }
+        assertEquals(MatrixConfig.list(false).size(), 64);
+    }
+
+    private static MatrixReport report(
+            MatrixConfig cfg, List<MatrixReport.Backend> backends, Cell cell) {
+        List<List<Cell>> cells = new ArrayList<>();
+        cells.add(List.of(cell));
+        return new MatrixReport("0", "test", "quick", List.of(cfg), backends, cells, 0);
+    }
+}

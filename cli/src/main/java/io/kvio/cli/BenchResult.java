@@ -1,0 +1,249 @@
+/*
+ * The results of `bench` and their renderings: a Markdown table, CSV, JSON (Jackson) and an SVG
+ * plot (SvgPlot). GB/s = bytes moved / median seconds; the ratio is the baseline's median time
+ * over the transfer's (above 1: faster than the baseline).
+ */
+package io.kvio.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+final class BenchResult {
+    enum Direction {
+        BACKUP("backup"),
+        LOAD("load");
+
+        final String userName;
+
+        Direction(String userName) {
+            this.userName = userName;
+        }
+    }
+
+    /** One measured point. */
+    static final class Point {
+        final String backend;
+        final String layout;
+        final Direction direction;
+        final long rowBytes;
+        final long heads;
+        final long headBytes;
+        final long tokens;
+        final long layers;
+        final long bytes;
+        final double seconds;
+        final double bestSeconds;
+        final double baselineSeconds;
+        final double baselineBestSeconds;
+
+        Point(
+                String backend,
+                String layout,
+                Direction direction,
+                long rowBytes,
+                long heads,
+                long headBytes,
+                long tokens,
+                long layers,
+                long bytes,
+                double seconds,
+                double bestSeconds,
+                double baselineSeconds,
+                double baselineBestSeconds) {
+            this.backend = backend;
+            this.layout = layout;
+            this.direction = direction;
+            this.rowBytes = rowBytes;
+            this.heads = heads;
+            this.headBytes = headBytes;
+            this.tokens = tokens;
+            this.layers = layers;
+            this.bytes = bytes;
+            this.seconds = seconds;
+            this.bestSeconds = bestSeconds;
+            this.baselineSeconds = baselineSeconds;
+            this.baselineBestSeconds = baselineBestSeconds;
+        }
+
+        double gbps() {
+            return bytes / seconds / 1e9;
+        }
+
+        double baselineGbps() {
+            return bytes / baselineSeconds / 1e9;
+        }
+
+        double ratio() {
+            return baselineSeconds / seconds;
+        }
+    }
+
+    final String version;
+    final String platform;
+    final String mode;
+    long layers;
+    long pageSize;
+    int repeats;
+    int threads;
+    final List<MatrixReport.Backend> backends = new ArrayList<>();
+    final Map<String, String> baselines = new LinkedHashMap<>();
+    final List<Point> points = new ArrayList<>();
+
+    BenchResult(String version, String platform, String mode) {
+        this.version = version;
+        this.platform = platform;
+        this.mode = mode;
+    }
+
+    void printMarkdown(PrintWriter out) {
+        out.printf(
+                Locale.ROOT,
+                "## kvio %s bench (%s, %s): %d layers, page %d, mha, %d io threads, median of %d"
+                        + " runs%n%n",
+                version,
+                platform,
+                mode,
+                layers,
+                pageSize,
+                threads,
+                repeats);
+        for (MatrixReport.Backend b : backends) {
+            out.println(
+                    "- "
+                            + b.name
+                            + ": "
+                            + (b.unavailabilityCause == null
+                                    ? "baseline = " + baselines.get(b.name)
+                                    : "UNAVAILABLE: " + b.unavailabilityCause));
+        }
+        out.println();
+        out.println(
+                "| backend | layout | direction | row | tokens | MiB moved | GB/s | baseline GB/s |"
+                        + " ratio |");
+        out.println("|---|---|---|---|---|---|---|---|---|");
+        for (Point p : points) {
+            out.printf(
+                    Locale.ROOT,
+                    "| %s | %s | %s | %s | %d | %.2f | %.2f | %.2f | %.2f |%n",
+                    p.backend,
+                    p.layout,
+                    p.direction.userName,
+                    bytesText(p.rowBytes),
+                    p.tokens,
+                    p.bytes / (double) (1 << 20),
+                    p.gbps(),
+                    p.baselineGbps(),
+                    p.ratio());
+        }
+        out.println();
+        out.println(points.size() + " points");
+    }
+
+    static String bytesText(long bytes) {
+        if (bytes >= 1024 && bytes % 1024 == 0) {
+            return bytes / 1024 + " KiB";
+        }
+        return bytes + " B";
+    }
+
+    static final String CSV_HEADER =
+            "backend,layout,direction,row_bytes,heads,head_bytes,tokens,layers,bytes,seconds,"
+                    + "best_seconds,gbps,baseline,baseline_seconds,baseline_gbps,ratio";
+
+    String toCsv() {
+        StringBuilder sb = new StringBuilder(CSV_HEADER).append('\n');
+        for (Point p : points) {
+            sb.append(
+                    String.format(
+                            Locale.ROOT,
+                            "%s,%s,%s,%d,%d,%d,%d,%d,%d,%.9f,%.9f,%.4f,%s,%.9f,%.4f,%.4f%n",
+                            p.backend,
+                            p.layout,
+                            p.direction.userName,
+                            p.rowBytes,
+                            p.heads,
+                            p.headBytes,
+                            p.tokens,
+                            p.layers,
+                            p.bytes,
+                            p.seconds,
+                            p.bestSeconds,
+                            p.gbps(),
+                            p.backend.equals("cpu") ? "memcpy" : "contiguous",
+                            p.baselineSeconds,
+                            p.baselineGbps(),
+                            p.ratio()));
+        }
+        return sb.toString();
+    }
+
+    void writeCsv(Path file) throws IOException {
+        Files.writeString(file, toCsv(), StandardCharsets.UTF_8);
+    }
+
+    ObjectNode toJson() {
+        ObjectMapper mapper = new ObjectMapper();
+        ObjectNode root = mapper.createObjectNode();
+        root.put("kvio", version);
+        root.put("platform", platform);
+        root.put("mode", mode);
+        root.put("kind", "mha");
+        root.put("layers", layers);
+        root.put("pageSize", pageSize);
+        root.put("threads", threads);
+        root.put("repeats", repeats);
+        ArrayNode bs = root.putArray("backends");
+        for (MatrixReport.Backend b : backends) {
+            ObjectNode o = bs.addObject();
+            o.put("name", b.name);
+            o.put("available", b.unavailabilityCause == null);
+            if (b.unavailabilityCause != null) {
+                o.put("cause", b.unavailabilityCause);
+            } else {
+                o.put("baseline", baselines.get(b.name));
+            }
+        }
+        ArrayNode ps = root.putArray("points");
+        for (Point p : points) {
+            ObjectNode o = ps.addObject();
+            o.put("backend", p.backend);
+            o.put("layout", p.layout);
+            o.put("direction", p.direction.userName);
+            o.put("rowBytes", p.rowBytes);
+            o.put("heads", p.heads);
+            o.put("headBytes", p.headBytes);
+            o.put("tokens", p.tokens);
+            o.put("layers", p.layers);
+            o.put("bytes", p.bytes);
+            o.put("seconds", p.seconds);
+            o.put("bestSeconds", p.bestSeconds);
+            o.put("gbps", p.gbps());
+            o.put("baselineSeconds", p.baselineSeconds);
+            o.put("baselineGbps", p.baselineGbps());
+            o.put("ratio", p.ratio());
+        }
+        return root;
+    }
+
+    void writeJson(Path file) throws IOException {
+        new ObjectMapper()
+                .enable(SerializationFeature.INDENT_OUTPUT)
+                .writeValue(file.toFile(), toJson());
+    }
+
+    void writeSvg(Path file) throws IOException {
+        Files.writeString(file, SvgPlot.render(this), StandardCharsets.UTF_8);
+    }
+}

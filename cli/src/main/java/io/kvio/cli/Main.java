@@ -127,19 +127,24 @@ public final class Main implements Runnable {
                 return;
             }
             String option = unmatched.get(0).split("=", 2)[0];
+            List<String> commands = new java.util.ArrayList<>();
             for (CommandLine sub : e.getCommandLine().getSubcommands().values()) {
-                if (sub.getCommandSpec().findOption(option) != null) {
-                    err.println(
-                            "'"
-                                    + option
-                                    + "' is an option of a command; put the command first, e.g. "
-                                    + "`java -jar kvio-cli.jar "
-                                    + sub.getCommandName()
-                                    + " "
-                                    + String.join(" ", unmatched)
-                                    + "`");
-                    return;
+                if (sub.getCommandSpec().findOption(option) != null
+                        && !commands.contains(sub.getCommandName())) {
+                    commands.add(sub.getCommandName());
                 }
+            }
+            if (!commands.isEmpty()) {
+                err.println(
+                        "'"
+                                + option
+                                + "' is an option of "
+                                + String.join(", ", commands)
+                                + "; put the command first, e.g. `java -jar kvio-cli.jar "
+                                + commands.get(0)
+                                + " "
+                                + String.join(" ", unmatched)
+                                + "`");
             }
         }
     }

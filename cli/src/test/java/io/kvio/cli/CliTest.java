@@ -78,7 +78,11 @@ public class CliTest {
     public void commandOptionWithoutTheCommandSaysWhereItGoes() {
         CliRunner r = CliRunner.run("--tokens", "512");
         assertEquals(r.exit, Main.EXIT_USAGE, r.toString());
-        assertTrue(r.err.contains("java -jar kvio-cli.jar roundtrip --tokens 512"), r.err);
+        assertTrue(r.err.contains("'--tokens' is an option of bench, roundtrip"), r.err);
+        assertTrue(r.err.contains("put the command first, e.g. `java -jar kvio-cli.jar"), r.err);
+        CliRunner seed = CliRunner.run("--layouts", "page_first");
+        assertTrue(
+                seed.err.contains("java -jar kvio-cli.jar bench --layouts page_first"), seed.err);
     }
 
     @Test

@@ -1,0 +1,153 @@
+/*
+ * `bench` run in-process: the CSV and JSON it writes parse and hold one point per row size x
+ * index count x direction x layout of each available backend, with a baseline measured in the
+ * same run, and the SVG plot is well-formed XML with one polyline per backend and layout plus
+ * one per backend's baseline, in each of its two panels.
+ */
+package io.kvio.cli;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import io.kvio.IoBackend;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import javax.xml.parsers.DocumentBuilderFactory;
+import org.testng.annotations.BeforeClass;
+import org.testng.annotations.Test;
+import org.w3c.dom.Document;
+import org.w3c.dom.Element;
+import org.w3c.dom.NodeList;
+
+public class BenchCommandTest {
+    private Path dir;
+    private CliRunner run;
+    private int available;
+
+    @BeforeClass
+    public void runSmallSweep() throws Exception {
+        dir = Files.createTempDirectory("kvio-bench-test");
+        run =
+                CliRunner.run(
+                        "bench",
+                        "--rows",
+                        "64,1024,4096",
+                        "--tokens",
+                        "16,64",
+                        "--layouts",
+                        "page_first,layer_first,page_head",
+                        "--repeats",
+                        "2",
+                        "--csv",
+                        dir.resolve("b.csv").toString(),
+                        "--json",
+                        dir.resolve("b.json").toString(),
+                        "--svg",
+                        dir.resolve("b.svg").toString());
+        for (IoBackend b : IoBackend.values()) {
+            available += b.isAvailable() ? 1 : 0;
+        }
+    }
+
+    @Test
+    public void exitsZeroAndPrintsTheTable() {
+        assertEquals(run.exit, 0, run.toString());
+        assertTrue(run.out.contains("| backend | layout | direction | row | tokens |"), run.out);
+        assertTrue(run.out.contains("- cpu: baseline = memcpy"), run.out);
+        for (IoBackend b : IoBackend.values()) {
+            if (!b.isAvailable()) {
+                assertTrue(
+                        run.out.contains(
+                                "- " + b.userName() + ": UNAVAILABLE: " + b.unavailabilityCause()),
+                        run.out);
+            }
+        }
+    }
+
+    @Test
+    public void csvHasOnePointPerSweepStep() throws Exception {
+        List<String> lines = Files.readAllLines(dir.resolve("b.csv"), StandardCharsets.UTF_8);
+        assertEquals(lines.get(0), BenchResult.CSV_HEADER);
+        int columns = BenchResult.CSV_HEADER.split(",").length;
+        assertEquals(lines.size() - 1, available * 3 * 2 * 2 * 3);
+        Set<String> keys = new HashSet<>();
+        for (String line : lines.subList(1, lines.size())) {
+            String[] f = line.split(",");
+            assertEquals(f.length, columns, line);
+            long row = Long.parseLong(f[3]);
+            long heads = Long.parseLong(f[4]);
+            long headBytes = Long.parseLong(f[5]);
+            assertEquals(heads * headBytes, row, line);
+            long bytes = Long.parseLong(f[8]);
+            assertEquals(bytes, Long.parseLong(f[6]) * Long.parseLong(f[7]) * 2 * row, line);
+            assertTrue(Double.parseDouble(f[11]) > 0, line);
+            assertTrue(Double.parseDouble(f[14]) > 0, line);
+            assertEquals(f[12], f[0].equals("cpu") ? "memcpy" : "contiguous", line);
+            assertTrue(keys.add(f[0] + f[1] + f[2] + f[3] + "/" + f[6]), "duplicate " + line);
+        }
+    }
+
+    @Test
+    public void jsonMatchesTheCsv() throws Exception {
+        JsonNode j = new ObjectMapper().readTree(dir.resolve("b.json").toFile());
+        assertEquals(j.get("backends").size(), IoBackend.values().length);
+        JsonNode points = j.get("points");
+        List<String> csv = Files.readAllLines(dir.resolve("b.csv"), StandardCharsets.UTF_8);
+        assertEquals(points.size(), csv.size() - 1);
+        for (JsonNode p : points) {
+            double gbps = p.get("bytes").asLong() / p.get("seconds").asDouble() / 1e9;
+            assertEquals(p.get("gbps").asDouble(), gbps, gbps * 1e-9);
+            assertEquals(
+                    p.get("ratio").asDouble(),
+                    p.get("baselineSeconds").asDouble() / p.get("seconds").asDouble(),
+                    1e-9);
+        }
+        for (JsonNode b : j.get("backends")) {
+            if (b.get("available").asBoolean()) {
+                assertTrue(b.get("baseline").asText().length() > 0, b.toString());
+            } else {
+                assertTrue(b.get("cause").asText().length() > 0, b.toString());
+            }
+        }
+    }
+
+    @Test
+    public void svgIsWellFormedWithOnePolylinePerSeries() throws Exception {
+        Document svg =
+                DocumentBuilderFactory.newInstance()
+                        .newDocumentBuilder()
+                        .parse(dir.resolve("b.svg").toFile());
+        Element root = svg.getDocumentElement();
+        assertEquals(root.getTagName(), "svg");
+        NodeList lines = root.getElementsByTagName("polyline");
+        // per panel: backends x 3 layouts + one baseline per backend; two panels
+        assertEquals(lines.getLength(), 2 * (available * 3 + available));
+        for (int i = 0; i < lines.getLength(); i++) {
+            Element l = (Element) lines.item(i);
+            // every series has a point per row size (3), at the plotted index count
+            assertEquals(l.getAttribute("points").trim().split(" ").length, 3, l.toString());
+        }
+        assertTrue(root.getTextContent().contains("64 tokens"), "plots the largest index count");
+    }
+
+    @Test
+    public void tokensMustBeWholePages() {
+        CliRunner r = CliRunner.run("bench", "--tokens", "20");
+        assertEquals(r.exit, Main.EXIT_USAGE, r.toString());
+        assertTrue(r.err.contains("multiple of the page size 16; e.g. --tokens 64,256"), r.err);
+    }
+
+    @Test
+    public void niceAxisCeiling() {
+        assertEquals(SvgPlot.niceCeiling(7.3), 10.0);
+        assertEquals(SvgPlot.niceCeiling(11), 20.0);
+        assertEquals(SvgPlot.niceCeiling(0.3), 0.5);
+        assertEquals(SvgPlot.niceCeiling(0), 1.0);
+    }
+}

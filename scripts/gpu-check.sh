@@ -3,7 +3,8 @@
 #   1. builds libkvio with CUDA required (KVIO_WITH_CUDA=ON), the C++ tests and kvio_cuda_bench;
 #   2. runs the host-side CUDA logic tests and the GPU tests (ctest label `cuda`), which must
 #      not skip here;
-#   3. runs the Java GPU tests (TestNG group gpu) unless --no-java or Maven is missing;
+#   3. runs the Java GPU tests (TestNG group gpu) unless --no-java or Maven is missing, then the
+#      hardware matrix (kvio-cli matrix --quick --require kernel,direct) into $OUT_DIR/matrix.*;
 #   4. runs the bandwidth benchmark, writes the full results to $OUT_DIR/cuda_bench.tsv and
 #      prints the short table last.
 # Sized for under 5 minutes on one H200. Usage: scripts/gpu-check.sh [--quick] [--no-java]
@@ -65,10 +66,26 @@ if [ "$java" = 1 ] && [ ! -d "$HOME/.m2/repository/org/bytedeco/javacpp" ] && ! 
 fi
 if [ "$java" = 1 ]; then
   step "Java GPU tests (TestNG group gpu)"
-  mvn -B -ntp -q -Pgpu -Dkvio.cuda=ON -Dkvio.native.tests=OFF -Dgroups=gpu -Dtest='CudaBackendTest' \
+  mvn -B -ntp -q -pl java -Pgpu -Dkvio.cuda=ON -Dkvio.native.tests=OFF -Dgroups=gpu -Dtest='CudaBackendTest' \
     -Dsurefire.failIfNoSpecifiedTests=false test >> "$log" 2>&1 \
     && echo "gpu-check: Java GPU tests passed" | tee -a "$log" \
     || { echo "gpu-check: FAIL: Java GPU tests (see $log)" | tee -a "$log"; exit 1; }
+fi
+
+if [ "$java" = 1 ]; then
+  step "hardware matrix (kvio-cli matrix --quick, CUDA backends required; docs/matrix.md)"
+  mvn -B -ntp -q -Dkvio.cuda=ON -Dkvio.native.tests=OFF -DskipTests package >> "$log" 2>&1
+  if java -jar cli/target/kvio-cli.jar matrix --quick --require kernel,direct \
+      --json "$out/matrix.json" --junit "$out/matrix-junit.xml" > "$out/matrix.md" \
+      2>> "$log"; then
+    tail -1 "$out/matrix.md" | tee -a "$log"
+  else
+    rc=$?
+    tail -1 "$out/matrix.md" | tee -a "$log"
+    echo "gpu-check: FAIL: matrix exit status $rc (1: a FAIL cell, 4: a CUDA backend unavailable;" \
+      "table in $out/matrix.md)" | tee -a "$log"
+    exit 1
+  fi
 fi
 
 step "benchmark"

@@ -17,9 +17,11 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import javax.xml.parsers.DocumentBuilderFactory;
 import javax.xml.parsers.ParserConfigurationException;
 import javax.xml.transform.OutputKeys;
@@ -121,7 +123,8 @@ final class MatrixReport {
         }
         out.println(header);
         out.println(rule);
-        Map<String, Integer> notes = new LinkedHashMap<>();
+        // note text (without the backends) -> backends it applies to; numbered in order
+        Map<String, Set<String>> notes = new LinkedHashMap<>();
         for (int r = 0; r < configs.size(); r++) {
             MatrixConfig cfg = configs.get(r);
             StringBuilder line =
@@ -148,26 +151,33 @@ final class MatrixReport {
         }
         out.println();
         if (!notes.isEmpty()) {
-            for (Map.Entry<String, Integer> n : notes.entrySet()) {
-                out.println("[" + n.getValue() + "] " + n.getKey().replace("|", "\\|"));
+            int n = 0;
+            for (Map.Entry<String, Set<String>> note : notes.entrySet()) {
+                out.println(
+                        "["
+                                + ++n
+                                + "] "
+                                + String.join(", ", note.getValue())
+                                + ": "
+                                + note.getKey().replace("|", "\\|"));
             }
             out.println();
         }
         out.printf(Locale.ROOT, "%s (%.1f s)%n", summary(), seconds);
     }
 
-    private static String markdownCell(Cell c, Map<String, Integer> notes) {
+    private static String markdownCell(Cell c, Map<String, Set<String>> notes) {
         if (c.status == Cell.Status.PASS) {
             return String.format(Locale.ROOT, "PASS %.2f GB/s", c.gbps());
         }
-        String key =
-                c.status == Cell.Status.FAIL
-                        ? c.backend + ", " + c.config.id() + ": " + c.detail
-                        : c.backend + ": " + c.detail;
-        Integer n = notes.get(key);
-        if (n == null) {
-            n = notes.size() + 1;
-            notes.put(key, n);
+        String key = c.status == Cell.Status.FAIL ? c.config.id() + ": " + c.detail : c.detail;
+        notes.computeIfAbsent(key, k -> new LinkedHashSet<>()).add(c.backend);
+        int n = 1;
+        for (String k : notes.keySet()) {
+            if (k.equals(key)) {
+                break;
+            }
+            n++;
         }
         return c.status + " [" + n + "]";
     }

@@ -133,7 +133,14 @@ public class MatrixCommandTest {
                 String cause = node.get("cause").asText();
                 assertFalse(cause.isBlank(), b.userName());
                 assertEquals(cause, b.unavailabilityCause());
-                assertTrue(quick.out.contains(b.userName() + ": " + cause), quick.out);
+                assertTrue(
+                        quick.out.matches(
+                                "(?s).*\\n\\[\\d+\\] ([a-z_]+, )*"
+                                        + b.userName()
+                                        + "(, [a-z_]+)*: "
+                                        + java.util.regex.Pattern.quote(cause)
+                                        + "\\n.*"),
+                        quick.out);
             }
         }
     }
@@ -194,7 +201,7 @@ public class MatrixCommandTest {
         assertTrue(r.err.contains("matrix FAILED"), r.err);
         assertTrue(r.out.contains("FAIL [1]"), r.out);
         assertTrue(
-                r.out.matches("(?s).*\\[1\\] cpu, .*byte \\d+ \\(component 0, layer \\d+.*"),
+                r.out.matches("(?s).*\\[1\\] cpu: mha .*byte \\d+ \\(component 0, layer \\d+.*"),
                 r.out);
         JsonNode j = new ObjectMapper().readTree(jsonFile.toFile());
         assertEquals(j.get("summary").get("FAIL").asInt(), 1);

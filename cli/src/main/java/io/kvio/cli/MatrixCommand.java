@@ -61,13 +61,13 @@ public final class MatrixCommand implements Callable<Integer> {
     static final class Mode {
         @Option(
                 names = "--quick",
-                description =
-                        "page size 16, one row size per kind (128 cells per backend) [default]")
+                description = "page size 16, one row size per kind: 64 configurations [default]")
         boolean quick;
 
         @Option(
                 names = "--full",
-                description = "page sizes 1, 16, 64 and rows of 8 to 4096 bytes (992 per backend)")
+                description =
+                        "page sizes 1, 16, 64 and rows of 8 to 4096 bytes: 1056 configurations")
         boolean full;
     }
 

@@ -268,6 +268,22 @@ public class MatrixCommandTest {
             }
         }
         assertEquals(MatrixConfig.list(false).size(), 64);
+        assertEquals(MatrixConfig.list(true).size(), 1056);
+    }
+
+    @Test
+    public void fullMatrixOnCpuPasses() throws Exception {
+        Path jsonFile = dir.resolve("full.json");
+        CliRunner r =
+                CliRunner.run(
+                        "matrix", "--full", "--backend", "cpu", "--json", jsonFile.toString());
+        assertEquals(r.exit, 0, r.toString());
+        JsonNode summary = new ObjectMapper().readTree(jsonFile.toFile()).get("summary");
+        assertEquals(summary.get("cells").asInt(), 1056);
+        assertEquals(summary.get("FAIL").asInt(), 0);
+        // mla x page_head: 2 pools x 2 granularities x 2 directions x 3 pages x 5 rows
+        assertEquals(summary.get("UNSUPPORTED").asInt(), 120);
+        assertEquals(summary.get("PASS").asInt(), 1056 - 120);
     }
 
     private static MatrixReport report(

@@ -154,7 +154,7 @@ final class MatrixReport {
             int n = 0;
             for (Map.Entry<String, Set<String>> note : notes.entrySet()) {
                 out.println(
-                        "["
+                        "- ["
                                 + ++n
                                 + "] "
                                 + String.join(", ", note.getValue())

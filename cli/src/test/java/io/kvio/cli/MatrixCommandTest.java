@@ -135,7 +135,7 @@ public class MatrixCommandTest {
                 assertEquals(cause, b.unavailabilityCause());
                 assertTrue(
                         quick.out.matches(
-                                "(?s).*\\n\\[\\d+\\] ([a-z_]+, )*"
+                                "(?s).*\\n- \\[\\d+\\] ([a-z_]+, )*"
                                         + b.userName()
                                         + "(, [a-z_]+)*: "
                                         + java.util.regex.Pattern.quote(cause)

@@ -74,13 +74,13 @@ public final class BenchCommand implements Callable<Integer> {
         @Option(
                 names = "--quick",
                 description =
-                        "rows 64 B to 64 KiB in steps of 4x, 64 and 256 tokens, 3 repeats"
+                        "rows 64 B to 64 KiB in steps of 4x, 64 and 256 tokens, 5 runs"
                                 + " [default]")
         boolean quick;
 
         @Option(
                 names = "--full",
-                description = "rows 64 B to 64 KiB in steps of 2x, 16 to 1024 tokens, 7 repeats")
+                description = "rows 64 B to 64 KiB in steps of 2x, 16 to 1024 tokens, 7 runs")
         boolean full;
     }
 
@@ -118,7 +118,10 @@ public final class BenchCommand implements Callable<Integer> {
             description = "skip points that move more than this per transfer [${DEFAULT-VALUE}]")
     long maxMiB = 128;
 
-    @Option(names = "--repeats", paramLabel = "N", description = "timed runs per point [by mode]")
+    @Option(
+            names = "--repeats",
+            paramLabel = "N",
+            description = "timed runs per point, after a warm-up; GB/s from the best [by mode]")
     int repeats;
 
     @Option(names = "--threads", paramLabel = "N", description = "io threads [one per core]")
@@ -176,7 +179,7 @@ public final class BenchCommand implements Callable<Integer> {
         }
         Converters.positive(spec, "--layers", layers);
         Converters.positive(spec, "--max-bytes", maxMiB);
-        int reps = repeats > 0 ? repeats : full ? 7 : 3;
+        int reps = repeats > 0 ? repeats : full ? 7 : 5;
         List<KvLayout> layoutList = layouts != null ? layouts : Arrays.asList(KvLayout.values());
         List<IoBackend> selected = backends != null ? backends : Arrays.asList(IoBackend.values());
 

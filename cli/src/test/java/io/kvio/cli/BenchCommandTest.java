@@ -87,8 +87,9 @@ public class BenchCommandTest {
             long bytes = Long.parseLong(f[8]);
             assertEquals(bytes, Long.parseLong(f[6]) * Long.parseLong(f[7]) * 2 * row, line);
             assertTrue(Double.parseDouble(f[11]) > 0, line);
-            assertTrue(Double.parseDouble(f[14]) > 0, line);
+            assertTrue(Double.parseDouble(f[15]) > 0, line);
             assertEquals(f[12], f[0].equals("cpu") ? "memcpy" : "contiguous", line);
+            assertTrue(Double.parseDouble(f[10]) <= Double.parseDouble(f[9]), "best <= median");
             assertTrue(keys.add(f[0] + f[1] + f[2] + f[3] + "/" + f[6]), "duplicate " + line);
         }
     }
@@ -101,11 +102,11 @@ public class BenchCommandTest {
         List<String> csv = Files.readAllLines(dir.resolve("b.csv"), StandardCharsets.UTF_8);
         assertEquals(points.size(), csv.size() - 1);
         for (JsonNode p : points) {
-            double gbps = p.get("bytes").asLong() / p.get("seconds").asDouble() / 1e9;
+            double gbps = p.get("bytes").asLong() / p.get("bestSeconds").asDouble() / 1e9;
             assertEquals(p.get("gbps").asDouble(), gbps, gbps * 1e-9);
             assertEquals(
                     p.get("ratio").asDouble(),
-                    p.get("baselineSeconds").asDouble() / p.get("seconds").asDouble(),
+                    p.get("baselineBestSeconds").asDouble() / p.get("bestSeconds").asDouble(),
                     1e-9);
         }
         for (JsonNode b : j.get("backends")) {

@@ -52,7 +52,8 @@ public final class Main implements Runnable {
 
     @Override
     public void run() {
-        // replaced in run(String[], ...) by the roundtrip command when no command is given
+        // never reached: run(String[], ...) runs `roundtrip` when no command is given, and picocli
+        // answers --help and --version itself
     }
 
     public static void main(String[] args) {

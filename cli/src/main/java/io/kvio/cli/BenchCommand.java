@@ -1,8 +1,8 @@
 /*
  * `kvio-cli bench`: bandwidth sweeps per io backend: row size x index count, both directions
  * (backup: all layers in one call; load: one call per layer, as a serving engine does), each host
- * layout, against a baseline measured in the same run on the same bytes (cpu: one memcpy-like
- * bulk copy between two direct ByteBuffers, one thread; device backends: one contiguous kvio
+ * layout, against a baseline measured in the same run on the same bytes (cpu: memcpy-like bulk
+ * copies between two direct ByteBuffers, one slice per io thread; device backends: one contiguous kvio
  * transfer, layer_first to layer_first over all tokens). Prints a Markdown table; writes CSV,
  * JSON and an SVG plot (GB/s against row size, one line per backend and layout, baselines dashed).
  */
@@ -22,6 +22,7 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
@@ -29,6 +30,10 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import org.bytedeco.javacpp.Loader;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
@@ -45,7 +50,8 @@ import picocli.CommandLine.Spec;
                     + " to host, all layers in one call) and load (host to device, one call per"
                     + " layer), each host layout; whole pages (16 tokens) in random order on both"
                     + " sides. A baseline is measured in the same run on the same number of bytes:"
-                    + " cpu: a memcpy (bulk copy between two direct ByteBuffers, one thread);"
+                    + " cpu: a memcpy (bulk copies between two direct ByteBuffers, split over as"
+                    + " many threads as the kvio executor has);"
                     + " device backends: one contiguous kvio transfer. Unavailable backends are"
                     + " listed with the cause.",
             ""
@@ -197,9 +203,9 @@ public final class BenchCommand implements Callable<Integer> {
                 if (cause != null) {
                     continue;
                 }
-                result.baselines.put(b.userName(), baselineName(b));
                 try (KvioExecutor executor = KvioExecutor.create(b, threads)) {
                     result.threads = executor.threads();
+                    result.baselines.put(b.userName(), baselineName(b, executor.threads()));
                     long done = 0;
                     for (long row : rowList) {
                         for (long count : tokenList) {
@@ -243,9 +249,12 @@ public final class BenchCommand implements Callable<Integer> {
         return Main.EXIT_OK;
     }
 
-    static String baselineName(IoBackend b) {
+    static String baselineName(IoBackend b, int threads) {
         return b == IoBackend.CPU
-                ? "memcpy (bulk copy between direct ByteBuffers, 1 thread)"
+                ? "memcpy (bulk copies between direct ByteBuffers, "
+                        + threads
+                        + (threads == 1 ? " thread" : " threads, one slice each")
+                        + ")"
                 : "one contiguous kvio transfer (layer_first to layer_first, all tokens)";
     }
 
@@ -410,17 +419,46 @@ public final class BenchCommand implements Callable<Integer> {
         }
         double[] result;
         if (backend == IoBackend.CPU) {
+            // The same bytes, copied by as many threads as kvio's executor has, one slice each.
             ByteBuffer src = ByteBuffer.allocateDirect((int) bytes);
             ByteBuffer dst = ByteBuffer.allocateDirect((int) bytes);
             fill(src);
-            result =
-                    time(
-                            reps,
-                            () -> {
-                                src.clear();
-                                dst.clear();
-                                dst.put(src);
-                            });
+            fill(dst);
+            int n = executor.threads();
+            List<Callable<Void>> slices = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                int from = (int) (bytes * i / n);
+                int to = (int) (bytes * (i + 1) / n);
+                ByteBuffer from0 = src.slice(from, to - from);
+                ByteBuffer to0 = dst.slice(from, to - from);
+                slices.add(
+                        () -> {
+                            from0.clear();
+                            to0.clear();
+                            to0.put(from0);
+                            return null;
+                        });
+            }
+            ExecutorService pool = Executors.newFixedThreadPool(n);
+            try {
+                result =
+                        time(
+                                reps,
+                                () -> {
+                                    try {
+                                        for (Future<Void> f : pool.invokeAll(slices)) {
+                                            f.get();
+                                        }
+                                    } catch (InterruptedException e) {
+                                        Thread.currentThread().interrupt();
+                                        throw new IllegalStateException("interrupted", e);
+                                    } catch (ExecutionException e) {
+                                        throw new IllegalStateException(e.getCause());
+                                    }
+                                });
+            } finally {
+                pool.shutdownNow();
+            }
         } else {
             // both pools hold exactly `count` tokens, so all tokens x all layers is one contiguous
             // run per component

@@ -191,6 +191,7 @@ aclError emuDestroyStream(aclrtStream stream) {
 
 aclError emuSynchronizeStream(aclrtStream stream) {
   KVIO_EMULATION_ENTER("aclrtSynchronizeStream");
+  ++s.counts.synchronizeStream;
   return checkStream(s, stream);  // copies ran when enqueued
 }
 

@@ -35,6 +35,7 @@ struct AclCallCounts {
   int64_t batchedCopies = 0;  // copies inside successful batch calls
   int64_t createEvent = 0;
   int64_t recordEvent = 0;
+  int64_t synchronizeStream = 0;
   int64_t rejected = 0;  // calls answered with an error (argument checks or injected)
   uint64_t bytesCopied = 0;
   int64_t copyCalls() const { return memcpyAsync + memcpy2dAsync + memcpyBatchAsync; }

@@ -320,9 +320,12 @@ TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
                                   s.scattered ? 1 : 4};
     uint64_t transfer = 0;
     ASSERT_EQ(kvio_submit(ascend.handle(), &desc, &transfer), KVIO_STATUS_OK) << lastError();
+    // Copies queued before the failed call may still be running: the transfer reports the
+    // error only after the stream finished them (already when kvio_submit returned).
+    EXPECT_EQ(acl().counts().synchronizeStream, 1);
+    EXPECT_EQ(kvio_transfer_is_done(transfer), 1);
     EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_BACKEND_ERROR);
     EXPECT_TRUE(mentions(lastError(), s.expected));
-    EXPECT_EQ(kvio_transfer_is_done(transfer), 1);
     kvio_transfer_close(transfer);
     // The executor and the pools stay usable: with the fault gone, the same executor moves
     // the same pages and the result matches the oracle (exchange() clears the fault).

@@ -234,20 +234,18 @@ class AscendExecutor final : public Executor {
     splitAtRegions(job->plan, srcRegions_, dstRegions_, &pieces_);
     const kvio_status status = issuePlan(target, pieces_, &issue_);
     if (status != KVIO_STATUS_OK) {
-      // Copies queued before the failure finish on their own; the pools stay alive until the
-      // event below (or the stream) says they are done.
-      job->state->complete(status, lastError());
+      // Copies queued before the failed call may still write the destination: the transfer
+      // reports its error only once the stream has finished them, so nothing changes after.
+      failAfterQueuedCopies(*job, status, lastError());
+      return;
     }
     e = api_->recordEvent(event, stream_);
     if (e != ACL_SUCCESS) {
-      if (status == KVIO_STATUS_OK) {
-        job->state->complete(KVIO_STATUS_BACKEND_ERROR,
-                             "aclrtRecordEvent failed: " + describeAclError(*api_, e));
-      }
-      api_->synchronizeStream(stream_);  // queued copies may still read or write the pools
+      failAfterQueuedCopies(*job, KVIO_STATUS_BACKEND_ERROR,
+                            "aclrtRecordEvent failed: " + describeAclError(*api_, e));
       return;
     }
-    if (status == KVIO_STATUS_OK) job->state->attach(completion);
+    job->state->attach(completion);
     inFlight_.push_back({std::move(completion), std::move(job)});
   }
 
@@ -266,6 +264,15 @@ class AscendExecutor final : public Executor {
     std::shared_ptr<Job> job;
   };
   void retire(InFlight& entry) { entry.job->state->isDone(); }
+  // Completes a job whose copies could not all be queued, after the stream has run the ones
+  // that were (they read and write the job's pools, which `job` keeps alive until then).
+  void failAfterQueuedCopies(Job& job, kvio_status status, std::string message) {
+    const aclError e = api_->synchronizeStream(stream_);
+    if (e != ACL_SUCCESS) {
+      message += "; then aclrtSynchronizeStream failed: " + describeAclError(*api_, e);
+    }
+    job.state->complete(status, std::move(message));
+  }
   void reap() {
     while (!inFlight_.empty() && inFlight_.front().completion->query()) {
       retire(inFlight_.front());

@@ -182,22 +182,31 @@ void CudaExecutor::submit(std::shared_ptr<Job> job) {
   std::function<void()> release;
   const kvio_status status = enqueue(*job, completion.get(), &release);
   if (status != KVIO_STATUS_OK) {
-    // Nothing of this job may still be queued if enqueue failed before its first copy; copies
-    // already queued finish on their own, and the pools stay alive until the event below.
-    job->state->complete(status, lastError());
+    // Copies queued before the failed call may still write the destination: the transfer
+    // reports its error only once the stream has finished them, so nothing changes after.
+    failAfterQueuedWork(*job, status, lastError(), release);
+    return;
   }
   error = cudaEventRecord(event, stream_);
   if (error != cudaSuccess) {
     cudaGetLastError();
-    if (status == KVIO_STATUS_OK) {
-      job->state->complete(statusOf(error), "cudaEventRecord failed: " + describe(error));
-    }
-    cudaStreamSynchronize(stream_);  // the job's copies may be queued: keep pools until done
-    if (release) release();
+    failAfterQueuedWork(*job, statusOf(error), "cudaEventRecord failed: " + describe(error),
+                        release);
     return;
   }
-  if (status == KVIO_STATUS_OK) job->state->attach(completion);
+  job->state->attach(completion);
   inFlight_.push_back({std::move(completion), std::move(job), std::move(release)});
+}
+
+void CudaExecutor::failAfterQueuedWork(Job& job, kvio_status status, std::string message,
+                                       const std::function<void()>& release) {
+  const cudaError_t error = cudaStreamSynchronize(stream_);
+  if (error != cudaSuccess) {
+    cudaGetLastError();
+    message += "; then cudaStreamSynchronize failed: " + describe(error);
+  }
+  job.state->complete(status, std::move(message));
+  if (release) release();  // staging of the job's indices, unused once the stream is done
 }
 
 void CudaExecutor::retire(InFlight& entry) {

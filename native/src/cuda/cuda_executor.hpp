@@ -77,6 +77,10 @@ class CudaExecutor : public Executor {
     std::function<void()> release;
   };
   void retire(InFlight& entry);
+  // Completes a job whose work could not all be queued, after the stream has run what was
+  // (the job keeps its pools alive until then), then releases its staging.
+  void failAfterQueuedWork(Job& job, kvio_status status, std::string message,
+                           const std::function<void()>& release);
   std::deque<InFlight> inFlight_;
 };
 

@@ -4,11 +4,13 @@
 #   2. runs the host-side CUDA logic tests and the GPU tests (ctest label `cuda`), which must
 #      not skip here;
 #   3. runs the Java GPU tests (TestNG group gpu) unless --no-java or Maven is missing, then the
-#      hardware matrix (kvio-cli matrix --quick --require kernel,direct) into $OUT_DIR/matrix.*;
+#      hardware matrix (kvio-cli matrix --quick --require kernel,direct) into $OUT_DIR/matrix.*
+#      with KVIO_CLI_JAR, a JAR Maven builds here, or a prebuilt cli/target/kvio-cli.jar;
 #   4. runs the bandwidth benchmark, writes the full results to $OUT_DIR/cuda_bench.tsv and
 #      prints the short table last.
 # Sized for under 5 minutes on one H200. Usage: scripts/gpu-check.sh [--quick] [--no-java]
-# Environment: BUILD_DIR (default build-gpu), OUT_DIR (default $OUT if set, else build-gpu/gpu-check).
+# Environment: BUILD_DIR (default build-gpu), OUT_DIR (default $OUT if set, else build-gpu/gpu-check),
+# KVIO_CLI_JAR (a runnable kvio-cli.jar built with CUDA, for machines without Maven's dependencies).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -72,10 +74,20 @@ if [ "$java" = 1 ]; then
     || { echo "gpu-check: FAIL: Java GPU tests (see $log)" | tee -a "$log"; exit 1; }
 fi
 
-if [ "$java" = 1 ]; then
-  step "hardware matrix (kvio-cli matrix --quick, CUDA backends required; docs/matrix.md)"
-  mvn -B -ntp -q -Dkvio.cuda=ON -Dkvio.native.tests=OFF -DskipTests package >> "$log" 2>&1
-  if java -jar cli/target/kvio-cli.jar matrix --quick --require kernel,direct \
+# The hardware matrix needs the runnable CLI JAR with CUDA natives: KVIO_CLI_JAR, else one built
+# here by Maven, else a prebuilt cli/target/kvio-cli.jar (e.g. carried to a machine without
+# Maven's dependencies; a default build on a machine with nvcc has the CUDA backends in it).
+cli_jar="${KVIO_CLI_JAR:-}"
+if [ -z "$cli_jar" ] && [ "$java" = 1 ]; then
+  mvn -B -ntp -q -Dkvio.cuda=ON -Dkvio.native.tests=OFF -DskipTests package >> "$log" 2>&1 \
+    && cli_jar=cli/target/kvio-cli.jar
+fi
+if [ -z "$cli_jar" ] && [ -f cli/target/kvio-cli.jar ]; then
+  cli_jar=cli/target/kvio-cli.jar
+fi
+if [ -n "$cli_jar" ] && command -v java >/dev/null 2>&1; then
+  step "hardware matrix ($cli_jar matrix --quick, CUDA backends required; docs/matrix.md)"
+  if java -jar "$cli_jar" matrix --quick --require kernel,direct \
       --json "$out/matrix.json" --junit "$out/matrix-junit.xml" > "$out/matrix.md" \
       2>> "$log"; then
     tail -1 "$out/matrix.md" | tee -a "$log"
@@ -86,6 +98,9 @@ if [ "$java" = 1 ]; then
       "table in $out/matrix.md)" | tee -a "$log"
     exit 1
   fi
+else
+  echo "gpu-check: hardware matrix skipped: no java or no kvio-cli.jar (set KVIO_CLI_JAR)" \
+    | tee -a "$log"
 fi
 
 step "benchmark"

@@ -2,8 +2,10 @@
  * A device KV pool: the accelerator-side cache the model computes into, normally layer_first
  * (one buffer, one buffer per component, or one buffer per layer). kvio can allocate it (on the
  * cpu backend "device" memory is host memory kvio allocates, which makes the whole path testable
- * without a device; on kernel and direct it is memory of CUDA device 0) or wrap memory the serving
- * engine owns (on kernel and direct: device addresses of CUDA device 0, e.g. a framework's tensors).
+ * without a device; on kernel and direct it is memory of a CUDA device, on kernel_ascend of an
+ * Ascend NPU: device 0 unless a device is given) or wrap memory the serving engine owns (device
+ * addresses of that device, e.g. a framework's tensors). Transfers move pools of one device with
+ * an executor of that device (KvioExecutor.onDevice).
  */
 package io.kvio;
 
@@ -26,25 +28,38 @@ public final class DeviceKvPool extends KvPool {
      * backend is absent here.
      */
     public static DeviceKvPool allocate(PoolSpec spec, IoBackend backend) {
-        Objects.requireNonNull(spec, "spec");
-        Objects.requireNonNull(backend, "backend");
-        backend.ensureAvailability();
-        return new DeviceKvPool(
-                spec, backend, Dispatcher.poolAllocate(spec, backend.deviceMemoryKind(), 0));
+        return allocate(spec, backend, 0);
     }
 
     /**
-     * Wraps caller-owned memory: one region of {@code sizeBytes} holding all components in order.
+     * Allocates a device pool on device {@code device} of {@code backend} (a CUDA device ordinal or
+     * an Ascend NPU id; on cpu only 0, the host).
+     */
+    public static DeviceKvPool allocate(PoolSpec spec, IoBackend backend, int device) {
+        Objects.requireNonNull(spec, "spec");
+        int d = checkDevice(backend, device);
+        return new DeviceKvPool(
+                spec, backend, Dispatcher.poolAllocate(spec, backend.deviceMemoryKind(), d));
+    }
+
+    /**
+     * Wraps caller-owned memory: one region of {@code sizeBytes} holding all components in order
+     * (device addresses of device 0 on the device backends).
      */
     public static DeviceKvPool wrap(
             PoolSpec spec, long address, long sizeBytes, IoBackend backend) {
+        return wrap(spec, address, sizeBytes, backend, 0);
+    }
+
+    /** Like {@link #wrap(PoolSpec, long, long, IoBackend)}, memory of device {@code device}. */
+    public static DeviceKvPool wrap(
+            PoolSpec spec, long address, long sizeBytes, IoBackend backend, int device) {
         Objects.requireNonNull(spec, "spec");
-        Objects.requireNonNull(backend, "backend");
-        backend.ensureAvailability();
+        int d = checkDevice(backend, device);
         return new DeviceKvPool(
                 spec,
                 backend,
-                Dispatcher.poolWrap(spec, backend.deviceMemoryKind(), 0, address, sizeBytes));
+                Dispatcher.poolWrap(spec, backend.deviceMemoryKind(), d, address, sizeBytes));
     }
 
     /**
@@ -53,15 +68,24 @@ public final class DeviceKvPool extends KvPool {
      */
     public static DeviceKvPool wrapComponents(
             PoolSpec spec, long[] componentAddresses, long bytesEach, IoBackend backend) {
+        return wrapComponents(spec, componentAddresses, bytesEach, backend, 0);
+    }
+
+    /** Like {@link #wrapComponents(PoolSpec, long[], long, IoBackend)} on device {@code device}. */
+    public static DeviceKvPool wrapComponents(
+            PoolSpec spec,
+            long[] componentAddresses,
+            long bytesEach,
+            IoBackend backend,
+            int device) {
         Objects.requireNonNull(spec, "spec");
         Objects.requireNonNull(componentAddresses, "componentAddresses");
-        Objects.requireNonNull(backend, "backend");
-        backend.ensureAvailability();
+        int d = checkDevice(backend, device);
         return new DeviceKvPool(
                 spec,
                 backend,
                 Dispatcher.poolWrapComponents(
-                        spec, backend.deviceMemoryKind(), 0, componentAddresses, bytesEach));
+                        spec, backend.deviceMemoryKind(), d, componentAddresses, bytesEach));
     }
 
     /**
@@ -70,14 +94,41 @@ public final class DeviceKvPool extends KvPool {
      */
     public static DeviceKvPool wrapLayers(
             PoolSpec spec, long[] layerAddresses, long bytesEach, IoBackend backend) {
+        return wrapLayers(spec, layerAddresses, bytesEach, backend, 0);
+    }
+
+    /** Like {@link #wrapLayers(PoolSpec, long[], long, IoBackend)} on device {@code device}. */
+    public static DeviceKvPool wrapLayers(
+            PoolSpec spec, long[] layerAddresses, long bytesEach, IoBackend backend, int device) {
         Objects.requireNonNull(spec, "spec");
         Objects.requireNonNull(layerAddresses, "layerAddresses");
-        Objects.requireNonNull(backend, "backend");
-        backend.ensureAvailability();
+        int d = checkDevice(backend, device);
         return new DeviceKvPool(
                 spec,
                 backend,
                 Dispatcher.poolWrapLayerTable(
-                        spec, backend.deviceMemoryKind(), 0, layerAddresses, bytesEach));
+                        spec, backend.deviceMemoryKind(), d, layerAddresses, bytesEach));
+    }
+
+    /**
+     * The device ordinal to pass for {@code device} on {@code backend}; the backend must be
+     * available. Existence of the device is checked natively (KvioInvalidArgumentException).
+     */
+    private static int checkDevice(IoBackend backend, int device) {
+        Objects.requireNonNull(backend, "backend");
+        if (!backend.isDevice() && device != 0) {
+            throw new KvioUnsupportedException(
+                    "io backend '"
+                            + backend.userName()
+                            + "' has one device, the host: device must be 0, got "
+                            + device);
+        }
+        backend.ensureAvailability();
+        return backend.isDevice() ? device : -1;
+    }
+
+    /** The device this pool's memory is on; -1 on cpu (host memory). */
+    public int device() {
+        return Dispatcher.poolDevice(handle());
     }
 }

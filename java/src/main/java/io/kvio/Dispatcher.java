@@ -257,6 +257,13 @@ final class Dispatcher {
         return s.buffer.getInt(OUT0);
     }
 
+    /** The device ordinal of the pool's memory; -1 for host memory. */
+    static int poolDevice(long pool) {
+        Scratch s = SCRATCH.get();
+        check(KvioNative.kvio_pool_memory(pool, 0, s.address + OUT0));
+        return s.buffer.getInt(OUT0);
+    }
+
     static void executorSetLaunch(long executor, int ctaBudget, int warpsPerCta) {
         check(KvioNative.kvio_executor_set_launch(executor, ctaBudget, warpsPerCta));
     }
@@ -264,6 +271,12 @@ final class Dispatcher {
     static long transferCudaEvent(long transfer) {
         Scratch s = SCRATCH.get();
         check(KvioNative.kvio_transfer_cuda_event(transfer, s.address + OUT0));
+        return s.buffer.getLong(OUT0);
+    }
+
+    static long transferAscendEvent(long transfer) {
+        Scratch s = SCRATCH.get();
+        check(KvioNative.kvio_transfer_ascend_event(transfer, s.address + OUT0));
         return s.buffer.getLong(OUT0);
     }
 
@@ -295,6 +308,33 @@ final class Dispatcher {
     static long executorCreate(int backend, int threads) {
         Scratch s = SCRATCH.get();
         check(KvioNative.kvio_executor_create(backend, threads, s.address + OUT0));
+        return s.buffer.getLong(OUT0);
+    }
+
+    /**
+     * An executor of a device backend on {@code device}, ordering its work on {@code stream} (a
+     * cudaStream_t or an aclrtStream; 0: kvio creates its own).
+     */
+    static long executorCreateOnDevice(IoBackend backend, int device, long stream) {
+        Scratch s = SCRATCH.get();
+        if (backend.isAscend()) {
+            check(KvioNative.kvio_executor_create_ascend(device, stream, s.address + OUT0));
+        } else {
+            check(
+                    KvioNative.kvio_executor_create_cuda(
+                            backend.ordinal(), device, stream, 0, 0, s.address + OUT0));
+        }
+        return s.buffer.getLong(OUT0);
+    }
+
+    /** The stream a device executor orders its work on (a cudaStream_t or an aclrtStream). */
+    static long executorStream(IoBackend backend, long executor) {
+        Scratch s = SCRATCH.get();
+        if (backend.isAscend()) {
+            check(KvioNative.kvio_executor_ascend_stream(executor, s.address + OUT0));
+        } else {
+            check(KvioNative.kvio_executor_cuda_stream(executor, s.address + OUT0));
+        }
         return s.buffer.getLong(OUT0);
     }
 

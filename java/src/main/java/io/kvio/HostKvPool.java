@@ -325,6 +325,26 @@ public final class HostKvPool extends KvPool {
                                 + backend.userName()
                                 + "'");
             }
+            // The device whose pools this host pool serves: the device pool's, else the
+            // executor's, else device 0 (-1 on cpu, whose memory is the host's).
+            int ordinal =
+                    !backend.isDevice()
+                            ? -1
+                            : device != null
+                                    ? device.device()
+                                    : executor != null ? executor.device() : 0;
+            if (executor != null && device != null && executor.device() != ordinal) {
+                throw new KvioInvalidArgumentException(
+                        "the executor runs on device "
+                                + executor.device()
+                                + " but the device pool is on device "
+                                + ordinal
+                                + "; use KvioExecutor.onDevice("
+                                + backend.name()
+                                + ", "
+                                + ordinal
+                                + ")");
+            }
             for (Granularity g : Granularity.values()) {
                 Kvio.checkSupport(
                         kind,
@@ -355,17 +375,21 @@ public final class HostKvPool extends KvPool {
                 owns = false;
                 executor.handle(); // closed check
             } else if (privateExecutor) {
-                ex = KvioExecutor.create(backend, threads);
+                ex =
+                        ordinal > 0
+                                ? KvioExecutor.onDevice(backend, ordinal)
+                                : KvioExecutor.create(backend, threads);
                 owns = true;
             } else {
-                ex = KvioExecutor.shared(backend);
+                ex = KvioExecutor.shared(backend, ordinal);
                 owns = false;
             }
             try {
                 return new HostKvPool(
                         spec,
                         backend,
-                        Dispatcher.poolAllocate(spec, backend.hostMemoryKind(), 0),
+                        Dispatcher.poolAllocate(
+                                spec, backend.hostMemoryKind(), Math.max(ordinal, 0)),
                         deviceLayerStart,
                         deviceLayers,
                         ex,

@@ -71,6 +71,11 @@ public enum IoBackend {
         return this == KERNEL_ASCEND;
     }
 
+    /** Whether this backend runs on a device (CUDA or Ascend), i.e. is not cpu. */
+    public boolean isDevice() {
+        return isCuda() || isAscend();
+    }
+
     /** Memory kind of device pools on this backend (KvioNative.KVIO_MEMORY_*). */
     int deviceMemoryKind() {
         if (isCuda()) return KvioNative.KVIO_MEMORY_CUDA_DEVICE;

@@ -7,23 +7,28 @@
 package io.kvio;
 
 import java.lang.ref.Cleaner;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 public final class KvioExecutor implements AutoCloseable {
-    private static final KvioExecutor[] SHARED = new KvioExecutor[IoBackend.values().length];
+    /** Shared executors by (backend, device). */
+    private static final Map<Long, KvioExecutor> SHARED = new HashMap<>();
 
     private final IoBackend backend;
+    private final int device;
     private final long handle;
     private final int threads;
     private final boolean shared;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Cleaner.Cleanable cleanable;
 
-    private KvioExecutor(IoBackend backend, int threads, boolean shared) {
+    private KvioExecutor(IoBackend backend, int device, long handle, boolean shared) {
         this.backend = backend;
+        this.device = device;
         this.shared = shared;
-        this.handle = Dispatcher.executorCreate(backend.ordinal(), threads);
+        this.handle = handle;
         int t;
         try {
             t = Dispatcher.executorThreads(handle);
@@ -48,22 +53,91 @@ public final class KvioExecutor implements AutoCloseable {
         }
     }
 
-    /** A private executor; {@code threads <= 0} means one per core. */
+    /**
+     * A private executor; {@code threads <= 0} means one per core. Device backends run on device 0
+     * with a stream of their own ({@link #onDevice} chooses the device).
+     */
     public static KvioExecutor create(IoBackend backend, int threads) {
         Objects.requireNonNull(backend, "backend");
         backend.ensureAvailability();
-        return new KvioExecutor(backend, threads, false);
+        return new KvioExecutor(
+                backend,
+                backend.isDevice() ? 0 : -1,
+                Dispatcher.executorCreate(backend.ordinal(), threads),
+                false);
+    }
+
+    /**
+     * A private executor of a device backend (kernel, direct, kernel_ascend) on device {@code
+     * device} (a CUDA device ordinal or an Ascend NPU id), with a stream kvio creates. Its
+     * transfers must move pools of that device. KvioUnsupportedException on cpu, which has no
+     * devices; KvioInvalidArgumentException for a device that does not exist.
+     */
+    public static KvioExecutor onDevice(IoBackend backend, int device) {
+        return open(backend, device, 0, "onDevice");
+    }
+
+    /**
+     * A private executor of a device backend on device {@code device} that orders its work on the
+     * caller's stream (a cudaStream_t for kernel and direct, an aclrtStream for kernel_ascend; for
+     * CUDA, 1 is the legacy default stream). The caller keeps the stream alive until this executor
+     * is closed.
+     */
+    public static KvioExecutor onStream(IoBackend backend, int device, long stream) {
+        if (stream == 0) {
+            throw new KvioInvalidArgumentException(
+                    "stream is 0 (no stream); pass the engine's stream, or use"
+                            + " KvioExecutor.onDevice for a stream kvio creates");
+        }
+        return open(backend, device, stream, "onStream");
+    }
+
+    private static KvioExecutor open(IoBackend backend, int device, long stream, String method) {
+        Objects.requireNonNull(backend, "backend");
+        if (!backend.isDevice()) {
+            throw new KvioUnsupportedException(
+                    "io backend '"
+                            + backend.userName()
+                            + "' runs on host threads and has no devices or streams; use"
+                            + " KvioExecutor.create(IoBackend.CPU, threads) instead of "
+                            + method);
+        }
+        backend.ensureAvailability();
+        return new KvioExecutor(
+                backend, device, Dispatcher.executorCreateOnDevice(backend, device, stream), false);
     }
 
     /** The process-wide executor of {@code backend} (one thread per core), created on first use. */
     public static KvioExecutor shared(IoBackend backend) {
         Objects.requireNonNull(backend, "backend");
+        return shared(backend, backend.isDevice() ? 0 : -1);
+    }
+
+    /**
+     * The process-wide executor of a device backend on {@code device} (for cpu, device -1), created
+     * on first use.
+     */
+    public static KvioExecutor shared(IoBackend backend, int device) {
+        Objects.requireNonNull(backend, "backend");
+        if (!backend.isDevice() && device != -1) {
+            throw new KvioUnsupportedException(
+                    "io backend '"
+                            + backend.userName()
+                            + "' has no devices (device must be -1, got "
+                            + device
+                            + ")");
+        }
+        long key = ((long) backend.ordinal() << 32) | (device & 0xFFFFFFFFL);
         synchronized (SHARED) {
-            KvioExecutor e = SHARED[backend.ordinal()];
+            KvioExecutor e = SHARED.get(key);
             if (e == null) {
                 backend.ensureAvailability();
-                e = new KvioExecutor(backend, 0, true);
-                SHARED[backend.ordinal()] = e;
+                long handle =
+                        backend.isDevice() && device != 0
+                                ? Dispatcher.executorCreateOnDevice(backend, device, 0)
+                                : Dispatcher.executorCreate(backend.ordinal(), 0);
+                e = new KvioExecutor(backend, device, handle, true);
+                SHARED.put(key, e);
             }
             return e;
         }
@@ -75,6 +149,24 @@ public final class KvioExecutor implements AutoCloseable {
 
     public IoBackend backend() {
         return backend;
+    }
+
+    /** The device this executor runs on (a CUDA device ordinal or an Ascend NPU id); -1 on cpu. */
+    public int device() {
+        return device;
+    }
+
+    /**
+     * The stream this executor orders its work on: a cudaStream_t (kernel, direct) or an
+     * aclrtStream (kernel_ascend), e.g. for the engine's compute stream to wait on.
+     * KvioUnsupportedException on cpu.
+     */
+    public long nativeStream() {
+        if (!backend.isDevice()) {
+            throw new KvioUnsupportedException(
+                    "io backend '" + backend.userName() + "' runs on host threads, not a stream");
+        }
+        return Dispatcher.executorStream(backend, handle());
     }
 
     public boolean isShared() {
@@ -117,6 +209,7 @@ public final class KvioExecutor implements AutoCloseable {
     public String toString() {
         return "KvioExecutor{"
                 + backend.userName()
+                + (device >= 0 ? ", device=" + device : "")
                 + ", threads="
                 + threads
                 + (shared ? ", shared" : "")

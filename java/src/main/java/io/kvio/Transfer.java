@@ -124,6 +124,20 @@ public final class Transfer implements AutoCloseable {
         }
     }
 
+    /**
+     * The Ascend event (an aclrtEvent) recorded after this kernel_ascend transfer's work on its
+     * executor's stream, for another stream to wait on (aclrtStreamWaitEvent). Valid until the
+     * transfer is released. KvioUnsupportedException for transfers of other backends.
+     */
+    public long ascendEvent() {
+        synchronized (lock) {
+            if (released) {
+                throw new KvioClosedException("this transfer is closed");
+            }
+            return Dispatcher.transferAscendEvent(handle);
+        }
+    }
+
     /** Bytes this transfer moves (the planned total, known at submission). */
     public long bytes() {
         return bytes;

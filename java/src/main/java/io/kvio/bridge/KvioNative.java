@@ -185,6 +185,17 @@ public final class KvioNative {
     public static native int kvio_transfer_cuda_event(
             @Cast("uint64_t") long transfer, @Cast("uint64_t*") long eventOut);
 
+    public static native int kvio_ascend_device_count(@Cast("int32_t*") long countOut);
+
+    public static native int kvio_executor_create_ascend(
+            int device, @Cast("uint64_t") long stream, @Cast("uint64_t*") long executorOut);
+
+    public static native int kvio_executor_ascend_stream(
+            @Cast("uint64_t") long executor, @Cast("uint64_t*") long streamOut);
+
+    public static native int kvio_transfer_ascend_event(
+            @Cast("uint64_t") long transfer, @Cast("uint64_t*") long eventOut);
+
     // ---- executors and transfers ----
     public static native int kvio_executor_create(
             int ioBackend, int threads, @Cast("uint64_t*") long executorOut);

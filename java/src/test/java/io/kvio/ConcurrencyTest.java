@@ -6,8 +6,8 @@
  */
 package io.kvio;
 
-import io.kvio.LayoutOracle.Placement;
 import io.kvio.PoolFixtures.Config;
+import io.kvio.oracle.Placement;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;

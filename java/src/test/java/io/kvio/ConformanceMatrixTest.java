@@ -11,8 +11,9 @@ package io.kvio;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 
-import io.kvio.LayoutOracle.Placement;
 import io.kvio.PoolFixtures.Config;
+import io.kvio.oracle.Geometry;
+import io.kvio.oracle.Placement;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -359,7 +360,7 @@ public class ConformanceMatrixTest {
         }
 
         static DeviceUnderTest create(Config cfg, DeviceMemory memory, long seed) {
-            LayoutOracle.Geometry g = cfg.deviceGeometry();
+            Geometry g = cfg.deviceGeometry();
             if (memory == DeviceMemory.ALLOCATED) {
                 DeviceKvPool pool = cfg.allocateDevice();
                 return new DeviceUnderTest(pool, pool.buffer(), LayoutOracle.standard(g, 0), null);
@@ -408,7 +409,7 @@ public class ConformanceMatrixTest {
         }
 
         /** One region at an odd offset inside a backing pool; canary before and after it. */
-        private static DeviceUnderTest wrapSingle(Config cfg, LayoutOracle.Geometry g, long gap) {
+        private static DeviceUnderTest wrapSingle(Config cfg, Geometry g, long gap) {
             long bytes = g.totalBytes();
             DeviceKvPool backing = allocateBacking(bytes + 2 * gap);
             try {

@@ -9,8 +9,8 @@ package io.kvio;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 
-import io.kvio.LayoutOracle.Placement;
 import io.kvio.PoolFixtures.Config;
+import io.kvio.oracle.Placement;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;

@@ -1,9 +1,12 @@
 /*
  * Test fixtures: builds kvio pool specs, device pools and host pools from plain numbers, and the
- * matching LayoutOracle geometry from the SAME numbers (never from kvio's own size getters), so
- * a test's expectations stay independent of the code under test. Used by the transfer tests.
+ * matching oracle geometry (io.kvio.oracle) from the SAME numbers (never from kvio's own size
+ * getters), so a test's expectations stay independent of the code under test. Used by the
+ * transfer tests.
  */
 package io.kvio;
+
+import io.kvio.oracle.Geometry;
 
 final class PoolFixtures {
     private PoolFixtures() {}
@@ -46,10 +49,10 @@ final class PoolFixtures {
                     .build();
         }
 
-        LayoutOracle.Geometry geometry(KvLayout layout, long numLayers, long numPages) {
-            return new LayoutOracle.Geometry(
+        Geometry geometry(KvLayout layout, long numLayers, long numPages) {
+            return new Geometry(
                     components(),
-                    LayoutOracle.Shape.of(layout),
+                    LayoutOracle.shape(layout),
                     numLayers,
                     numPages,
                     pageSize,
@@ -58,7 +61,7 @@ final class PoolFixtures {
         }
 
         /** The device pool's geometry: layer_first, this config's layers and pages. */
-        LayoutOracle.Geometry deviceGeometry() {
+        Geometry deviceGeometry() {
             return geometry(KvLayout.LAYER_FIRST, layers, pages);
         }
 

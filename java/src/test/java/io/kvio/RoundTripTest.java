@@ -8,9 +8,9 @@ package io.kvio;
 
 import static org.testng.Assert.assertEquals;
 
-import io.kvio.LayoutOracle.Geometry;
-import io.kvio.LayoutOracle.Placement;
 import io.kvio.PoolFixtures.Config;
+import io.kvio.oracle.Geometry;
+import io.kvio.oracle.Placement;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -275,7 +275,7 @@ public class RoundTripTest {
                     LayoutOracle.standard(
                             new Geometry(
                                     cfg.components(),
-                                    LayoutOracle.Shape.of(layout),
+                                    LayoutOracle.shape(layout),
                                     cfg.layers,
                                     hostPages,
                                     hostPageSize,

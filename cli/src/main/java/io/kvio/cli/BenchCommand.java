@@ -18,6 +18,8 @@ import io.kvio.PoolKind;
 import io.kvio.PoolSpec;
 import io.kvio.TokenIndices;
 import io.kvio.Transfer;
+import io.kvio.oracle.Indices;
+import io.kvio.oracle.Oracle;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.ByteBuffer;
@@ -291,8 +293,8 @@ public final class BenchCommand implements Callable<Integer> {
                         .headBytes(hg[1])
                         .build();
         Random rnd = new Random(seed ^ row * 31 ^ count);
-        long[] devSlots = Oracle.slots(rnd, 2 * pages, PAGE_SIZE, (int) pages, 0);
-        long[] hostSlots = Oracle.slots(rnd, pages, PAGE_SIZE, (int) pages, 0);
+        long[] devSlots = Indices.slots(rnd, 2 * pages, PAGE_SIZE, (int) pages, 0);
+        long[] hostSlots = Indices.slots(rnd, pages, PAGE_SIZE, (int) pages, 0);
         long bytes = count * layers * 2 * row;
         try (DeviceKvPool device = DeviceKvPool.allocate(deviceSpec, backend);
                 TokenIndices d = TokenIndices.of(devSlots);

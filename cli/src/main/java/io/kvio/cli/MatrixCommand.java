@@ -2,8 +2,8 @@
  * `kvio-cli matrix`: the hardware-matrix run teams put in CI on each of their machines. Runs the
  * conformance suite (MatrixConfig: every pool kind x host layout x granularity x direction x
  * page and row sizes, all layers and layer-sharded) on every io backend, checks each transfer
- * byte for byte against the Oracle (MatrixRunner), and prints a Markdown table on stdout; --json
- * and --junit write the same results for machines. Progress goes to stderr.
+ * byte for byte against the oracle (MatrixRunner, io.kvio.oracle), and prints a Markdown table on
+ * stdout; --json and --junit write the same results for machines. Progress goes to stderr.
  */
 package io.kvio.cli;
 

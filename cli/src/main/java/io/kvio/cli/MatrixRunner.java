@@ -1,11 +1,11 @@
 /*
- * Runs one matrix cell through kvio's public API and checks it byte for byte against the Oracle:
- * the source pool is filled with a seeded pattern and the destination with a canary, the
- * transfer runs (one call for all_layer, one call per layer for per_layer), and then the WHOLE
- * destination must equal the canary with exactly the oracle's rows copied in, and the source
- * must be unchanged. On the cpu backend pools are read and written through their ByteBuffers;
- * device memory of other backends is staged through a layer_first host pool of the same shape
- * (an identity copy, all tokens and layers).
+ * Runs one matrix cell through kvio's public API and checks it byte for byte against the oracle
+ * (io.kvio.oracle, module oracle/): the source pool is filled with a seeded pattern and the
+ * destination with a canary, the transfer runs (one call for all_layer, one call per layer for
+ * per_layer), and then the WHOLE destination must equal the canary with exactly the oracle's rows
+ * copied in, and the source must be unchanged. On the cpu backend pools are read and written
+ * through their ByteBuffers; device memory of other backends is staged through a layer_first host
+ * pool of the same shape (an identity copy, all tokens and layers).
  */
 package io.kvio.cli;
 
@@ -23,6 +23,10 @@ import io.kvio.PoolSpec;
 import io.kvio.TokenIndices;
 import io.kvio.Transfer;
 import io.kvio.cli.MatrixConfig.Direction;
+import io.kvio.oracle.Geometry;
+import io.kvio.oracle.Indices;
+import io.kvio.oracle.Oracle;
+import io.kvio.oracle.Shape;
 import java.nio.ByteBuffer;
 import java.util.EnumMap;
 import java.util.Map;
@@ -98,19 +102,19 @@ final class MatrixRunner implements AutoCloseable {
     private Cell runTransfer(MatrixConfig cfg, IoBackend backend, long cellSeed) {
         String name = backend.userName();
         int components = cfg.kind.components();
-        Oracle.Geometry devGeom =
-                new Oracle.Geometry(
+        Geometry devGeom =
+                new Geometry(
                         components,
-                        Oracle.Shape.LAYER_FIRST,
+                        Shape.LAYER_FIRST,
                         cfg.deviceLayers,
                         cfg.devicePages(),
                         cfg.pageSize,
                         cfg.heads,
                         cfg.headBytes);
-        Oracle.Geometry hostGeom =
-                new Oracle.Geometry(
+        Geometry hostGeom =
+                new Geometry(
                         components,
-                        Oracle.Shape.valueOf(cfg.layout.name()),
+                        Shape.of(cfg.layout.userName()),
                         cfg.hostLayers,
                         cfg.hostPages(),
                         cfg.pageSize,
@@ -119,8 +123,8 @@ final class MatrixRunner implements AutoCloseable {
         Random rnd = new Random(cellSeed);
         int wholePages = (int) Math.max(1, cfg.hostPages() / 3);
         int scattered = (int) Math.min(cfg.pageSize * (cfg.hostPages() - wholePages) / 2, 24);
-        long[] hostIdx = Oracle.slots(rnd, cfg.hostPages(), cfg.pageSize, wholePages, scattered);
-        long[] devIdx = Oracle.slots(rnd, cfg.devicePages(), cfg.pageSize, wholePages, scattered);
+        long[] hostIdx = Indices.slots(rnd, cfg.hostPages(), cfg.pageSize, wholePages, scattered);
+        long[] devIdx = Indices.slots(rnd, cfg.devicePages(), cfg.pageSize, wholePages, scattered);
         PoolSpec devSpec =
                 PoolSpec.builder()
                         .kind(cfg.kind)
@@ -148,8 +152,8 @@ final class MatrixRunner implements AutoCloseable {
             boolean backup = cfg.direction == Direction.BACKUP;
             PoolAccess srcAccess = backup ? deviceAccess : hostAccess;
             PoolAccess dstAccess = backup ? hostAccess : deviceAccess;
-            Oracle.Geometry srcGeom = backup ? devGeom : hostGeom;
-            Oracle.Geometry dstGeom = backup ? hostGeom : devGeom;
+            Geometry srcGeom = backup ? devGeom : hostGeom;
+            Geometry dstGeom = backup ? hostGeom : devGeom;
             if (srcAccess.bytes() != srcGeom.totalBytes()
                     || dstAccess.bytes() != dstGeom.totalBytes()) {
                 return Cell.of(

@@ -2,8 +2,8 @@
  * `kvio-cli roundtrip` (also what runs with no command): for each host layout it backs up a random
  * set of whole device pages plus a token-granular tail into a host pool, clears a second device
  * region, reloads it layer by layer into different device pages, and checks every moved byte
- * against a deterministic pattern, with expected host positions computed here from the documented
- * layout shapes (not from kvio). Prints bytes moved, backup/load GB/s and verify OK/FAIL per
+ * against a deterministic pattern, with expected positions from the oracle (io.kvio.oracle: the
+ * documented layout shapes, not kvio). Prints bytes moved, backup/load GB/s and verify OK/FAIL per
  * layout. Exit codes: 0 all verified, 1 a mismatch, 2 bad arguments, 3 kvio error.
  */
 package io.kvio.cli;
@@ -20,6 +20,10 @@ import io.kvio.PoolKind;
 import io.kvio.PoolSpec;
 import io.kvio.TokenIndices;
 import io.kvio.Transfer;
+import io.kvio.oracle.Geometry;
+import io.kvio.oracle.Indices;
+import io.kvio.oracle.RowPattern;
+import io.kvio.oracle.Shape;
 import java.io.PrintWriter;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -193,13 +197,6 @@ public final class RoundTripCommand implements Callable<Integer> {
         }
     }
 
-    /** A 64-bit mixer (splitmix64 finalizer): the data pattern. */
-    static long mix(long z) {
-        z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
-        z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
-        return z ^ (z >>> 31);
-    }
-
     /** A pool region seen as ByteBuffers of at most 1 GiB, little-endian. */
     static final class Region {
         private static final int SHIFT = 30;
@@ -283,7 +280,8 @@ public final class RoundTripCommand implements Callable<Integer> {
         private final long fullPages;
         private final long tail;
         private final long[] clearedPages; // device pages zeroed before the load
-        private final long seed;
+        private final RowPattern pattern;
+        private final Geometry devGeom; // the device pool: layer_first
 
         Benchmark(Options o, PrintWriter out, PrintWriter err) {
             this.o = o;
@@ -292,7 +290,7 @@ public final class RoundTripCommand implements Callable<Integer> {
             this.row = o.heads * o.headBytes();
             this.hb = o.headBytes();
             this.components = o.kind.components();
-            this.seed = mix(o.seed ^ 0x6b76696fL);
+            this.pattern = new RowPattern(o.seed);
             long ps = o.pageSize;
             long full = o.tokens / ps;
             long t = o.tokens % ps;
@@ -309,8 +307,8 @@ public final class RoundTripCommand implements Callable<Integer> {
             // tails
             devicePages = 2 * full + 4;
             SplittableRandom random = new SplittableRandom(o.seed);
-            long[] order = permutation(devicePages, random);
-            long[] hostOrder = permutation(full, random);
+            long[] order = Indices.permutation(random, devicePages);
+            long[] hostOrder = Indices.permutation(random, full);
             int n = (int) o.tokens;
             devSrc = new long[n];
             host = new long[n];
@@ -327,8 +325,8 @@ public final class RoundTripCommand implements Callable<Integer> {
             }
             long[] srcTailPages = {order[(int) (2 * full)], order[(int) (2 * full + 1)]};
             long[] dstTailPages = {order[(int) (2 * full + 2)], order[(int) (2 * full + 3)]};
-            long[] srcTail = scatteredSlots(srcTailPages, t, random);
-            long[] dstTail = scatteredSlots(dstTailPages, t, random);
+            long[] srcTail = Indices.scatteredSlots(random, srcTailPages, ps, t);
+            long[] dstTail = Indices.scatteredSlots(random, dstTailPages, ps, t);
             for (int k = 0; k < t; k++, i++) {
                 devSrc[i] = srcTail[k];
                 host[i] = full * ps + k;
@@ -338,49 +336,12 @@ public final class RoundTripCommand implements Callable<Integer> {
             System.arraycopy(order, (int) full, clearedPages, 0, (int) full);
             clearedPages[(int) full] = dstTailPages[0];
             clearedPages[(int) full + 1] = dstTailPages[1];
+            devGeom = geometry(Shape.LAYER_FIRST, devicePages);
         }
 
-        private static long[] permutation(long n, SplittableRandom random) {
-            long[] p = new long[(int) n];
-            for (int i = 0; i < n; i++) {
-                p[i] = i;
-            }
-            for (int i = (int) n - 1; i > 0; i--) {
-                int j = random.nextInt(i + 1);
-                long tmp = p[i];
-                p[i] = p[j];
-                p[j] = tmp;
-            }
-            return p;
-        }
-
-        /** {@code count} distinct random token slots of the given pages, in random order. */
-        private long[] scatteredSlots(long[] pages, long count, SplittableRandom random) {
-            long ps = o.pageSize;
-            long[] slots = new long[(int) (pages.length * ps)];
-            int k = 0;
-            for (long p : pages) {
-                for (long s = 0; s < ps; s++) {
-                    slots[k++] = p * ps + s;
-                }
-            }
-            long[] perm = permutation(slots.length, random);
-            long[] chosen = new long[(int) count];
-            for (int i = 0; i < count; i++) {
-                chosen[i] = slots[(int) perm[i]];
-            }
-            return chosen;
-        }
-
-        long patternWord(int c, long layer, long token, long word) {
-            return mix(
-                    seed
-                            + ((((long) c * 0x10001L + layer) * 0x100000001L + token) << 20)
-                            + word * 0x9e3779b97f4a7c15L);
-        }
-
-        byte patternByte(int c, long layer, long token, long byteInRow) {
-            return (byte) (patternWord(c, layer, token, byteInRow >>> 3) >>> (8 * (byteInRow & 7)));
+        /** The oracle's geometry of a pool of this run's rows in the given shape. */
+        private Geometry geometry(Shape shape, long pages) {
+            return new Geometry(components, shape, o.layers, pages, o.pageSize, o.heads, hb);
         }
 
         int run() {
@@ -417,10 +378,18 @@ public final class RoundTripCommand implements Callable<Integer> {
                         tail,
                         executor.threads());
                 Region dev = new Region(device, 0);
-                fillDevice(dev, deviceSpec);
+                if (dev.bytes != devGeom.totalBytes()) {
+                    out.printf(
+                            Locale.ROOT,
+                            "device pool is %d B, its shape %s gives %d B%n",
+                            dev.bytes,
+                            Shape.LAYER_FIRST.dims(),
+                            devGeom.totalBytes());
+                    return Main.EXIT_FAILED;
+                }
+                fillDevice(dev);
                 for (KvLayout layout : o.layouts) {
-                    if (!runLayout(
-                            layout, executor, device, dev, deviceSpec, srcIdx, hostIdx, dstIdx)) {
+                    if (!runLayout(layout, executor, device, dev, srcIdx, hostIdx, dstIdx)) {
                         failed.add(layout.userName());
                     }
                 }
@@ -435,12 +404,8 @@ public final class RoundTripCommand implements Callable<Integer> {
             return Main.EXIT_FAILED;
         }
 
-        private long deviceRowOffset(PoolSpec spec, int c, long layer, long token) {
-            return c * spec.componentBytes() + (layer * spec.tokens() + token) * row;
-        }
-
-        private void fillDevice(Region dev, PoolSpec spec) {
-            long tokens = spec.tokens();
+        private void fillDevice(Region dev) {
+            long tokens = devGeom.tokens();
             long words = row >>> 3;
             long done = 0;
             long total = components * o.layers;
@@ -448,12 +413,12 @@ public final class RoundTripCommand implements Callable<Integer> {
                 for (long l = 0; l < o.layers; l++) {
                     progress.update("filling device pool", ++done, total);
                     for (long t = 0; t < tokens; t++) {
-                        long base = deviceRowOffset(spec, c, l, t);
+                        long base = devGeom.offset(c, l, t, 0);
                         for (long w = 0; w < words; w++) {
-                            dev.putLong(base + 8 * w, patternWord(c, l, t, w));
+                            dev.putLong(base + 8 * w, pattern.word(c, l, t, w));
                         }
                         for (long b = words * 8; b < row; b++) {
-                            dev.putByte(base + b, patternByte(c, l, t, b));
+                            dev.putByte(base + b, pattern.byteAt(c, l, t, b));
                         }
                     }
                 }
@@ -465,7 +430,6 @@ public final class RoundTripCommand implements Callable<Integer> {
                 KvioExecutor executor,
                 DeviceKvPool device,
                 Region dev,
-                PoolSpec deviceSpec,
                 TokenIndices srcIdx,
                 TokenIndices hostIdx,
                 TokenIndices dstIdx) {
@@ -488,9 +452,20 @@ public final class RoundTripCommand implements Callable<Integer> {
                 long moved = backup.bytes();
 
                 Mismatches mismatches = new Mismatches(name);
-                verifyHost(layout, hostPool, mismatches);
+                Geometry hostGeom = geometry(Shape.of(name), hostPages);
+                if (hostRegion.bytes != hostGeom.totalBytes()) {
+                    mismatches.add(
+                            String.format(
+                                    Locale.ROOT,
+                                    "host pool is %d B, its shape %s gives %d B",
+                                    hostRegion.bytes,
+                                    hostGeom.shape.dims(),
+                                    hostGeom.totalBytes()));
+                } else {
+                    verifyHost(hostGeom, hostRegion, mismatches);
+                }
 
-                clearDestination(dev, deviceSpec);
+                clearDestination(dev);
                 progress.update(name + ": load", 0, 1);
                 long t1 = System.nanoTime();
                 Transfer[] loads = new Transfer[(int) o.layers];
@@ -503,7 +478,7 @@ public final class RoundTripCommand implements Callable<Integer> {
                     loadBytes += t.bytes();
                 }
                 long loadNs = System.nanoTime() - t1;
-                verifyDevice(dev, deviceSpec, name, mismatches);
+                verifyDevice(dev, name, mismatches);
                 progress.clear();
                 boolean ok =
                         mismatches.count == 0
@@ -539,49 +514,16 @@ public final class RoundTripCommand implements Callable<Integer> {
             return ns <= 0 ? 0 : bytes / (double) ns;
         }
 
-        /**
-         * Offset of head h of (c, layer, token) in a host pool of this layout, from the documented
-         * shapes.
-         */
-        private long hostOffset(
-                KvLayout layout, long componentBytes, int c, long l, long t, long h) {
-            long ps = o.pageSize;
-            long layers = o.layers;
-            long heads = o.heads;
-            long tokens = hostPages * ps;
-            long p = t / ps;
-            long s = t % ps;
-            long inComponent;
-            switch (layout) {
-                case LAYER_FIRST: // [L, P*ps, H, D]
-                    inComponent = ((l * tokens + t) * heads + h) * hb;
-                    break;
-                case PAGE_FIRST: // [P*ps, L, H, D]
-                    inComponent = ((t * layers + l) * heads + h) * hb;
-                    break;
-                case PAGE_FIRST_DIRECT: // [P, L, ps, H, D]
-                    inComponent = (((p * layers + l) * ps + s) * heads + h) * hb;
-                    break;
-                case PAGE_HEAD: // [P, H, ps, L, D]
-                    inComponent = (((p * heads + h) * ps + s) * layers + l) * hb;
-                    break;
-                default:
-                    throw new IllegalStateException("no shape for " + layout);
-            }
-            return c * componentBytes + inComponent;
-        }
-
-        private void verifyHost(KvLayout layout, HostKvPool hostPool, Mismatches mismatches) {
-            Region h = new Region(hostPool, 0);
-            long componentBytes = hostPool.spec().componentBytes();
+        private void verifyHost(Geometry hostGeom, Region h, Mismatches mismatches) {
             long total = components * o.layers;
             long done = 0;
             for (int c = 0; c < components; c++) {
                 for (long l = 0; l < o.layers; l++) {
-                    progress.update(layout.userName() + ": verifying host pool", ++done, total);
+                    progress.update(
+                            hostGeom.shape.userName() + ": verifying host pool", ++done, total);
                     for (int i = 0; i < host.length; i++) {
                         for (long head = 0; head < o.heads; head++) {
-                            long pos = hostOffset(layout, componentBytes, c, l, host[i], head);
+                            long pos = hostGeom.offset(c, l, host[i], head);
                             compare(
                                     h,
                                     pos,
@@ -599,19 +541,19 @@ public final class RoundTripCommand implements Callable<Integer> {
             }
         }
 
-        private void clearDestination(Region dev, PoolSpec spec) {
+        private void clearDestination(Region dev) {
             long pageBytes = o.pageSize * row;
             byte[] zeros = new byte[(int) Math.min(pageBytes, 1 << 20)];
             for (int c = 0; c < components; c++) {
                 for (long l = 0; l < o.layers; l++) {
                     for (long page : clearedPages) {
-                        dev.zero(deviceRowOffset(spec, c, l, page * o.pageSize), pageBytes, zeros);
+                        dev.zero(devGeom.offset(c, l, page * o.pageSize, 0), pageBytes, zeros);
                     }
                 }
             }
         }
 
-        private void verifyDevice(Region dev, PoolSpec spec, String name, Mismatches mismatches) {
+        private void verifyDevice(Region dev, String name, Mismatches mismatches) {
             long total = components * o.layers;
             long done = 0;
             // slots of the cleared pages that the load must not touch
@@ -630,7 +572,7 @@ public final class RoundTripCommand implements Callable<Integer> {
                     for (int i = 0; i < devDst.length; i++) {
                         compare(
                                 dev,
-                                deviceRowOffset(spec, c, l, devDst[i]),
+                                devGeom.offset(c, l, devDst[i], 0),
                                 c,
                                 l,
                                 devSrc[i],
@@ -644,7 +586,7 @@ public final class RoundTripCommand implements Callable<Integer> {
                         for (long s = 0; s < ps; s++) {
                             if (!written.get((int) (k * ps + s))) {
                                 long token = clearedPages[k] * ps + s;
-                                long base = deviceRowOffset(spec, c, l, token);
+                                long base = devGeom.offset(c, l, token, 0);
                                 for (long b = 0; b < row; b++) {
                                     if (dev.getByte(base + b) != 0) {
                                         mismatches.add(
@@ -685,7 +627,7 @@ public final class RoundTripCommand implements Callable<Integer> {
             if ((rowStart & 7) == 0 && (len & 7) == 0) {
                 long w0 = rowStart >>> 3;
                 for (long w = 0; w < len >>> 3; w++) {
-                    if (r.getLong(pos + 8 * w) != patternWord(c, l, srcToken, w0 + w)) {
+                    if (r.getLong(pos + 8 * w) != pattern.word(c, l, srcToken, w0 + w)) {
                         compareBytes(
                                 r,
                                 pos + 8 * w,
@@ -717,7 +659,7 @@ public final class RoundTripCommand implements Callable<Integer> {
                 String where,
                 long token) {
             for (long b = 0; b < len; b++) {
-                byte expected = patternByte(c, l, srcToken, rowStart + b);
+                byte expected = pattern.byteAt(c, l, srcToken, rowStart + b);
                 byte actual = r.getByte(pos + b);
                 if (expected != actual) {
                     mismatches.add(

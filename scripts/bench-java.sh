@@ -3,7 +3,8 @@
 # Usage: scripts/bench-java.sh   (builds with mvn first; about 1 minute)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mvn -q -pl java -DskipTests test-compile dependency:build-classpath \
+# -am: the tests need kvio-oracle (oracle/) from the reactor
+mvn -q -pl java -am -DskipTests test-compile dependency:build-classpath \
     -Dmdep.outputFile="$PWD/java/target/test-classpath.txt" -Dmdep.includeScope=test
 exec java -cp "java/target/test-classes:java/target/classes:$(cat java/target/test-classpath.txt)" \
     io.kvio.bench.SmallCallBenchmark "$@"

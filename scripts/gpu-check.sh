@@ -68,7 +68,7 @@ if [ "$java" = 1 ] && [ ! -d "$HOME/.m2/repository/org/bytedeco/javacpp" ] && ! 
 fi
 if [ "$java" = 1 ]; then
   step "Java GPU tests (TestNG group gpu)"
-  mvn -B -ntp -q -pl java -Pgpu -Dkvio.cuda=ON -Dkvio.native.tests=OFF -Dgroups=gpu -Dtest='CudaBackendTest,DeviceSelectionTest' \
+  mvn -B -ntp -q -pl java -am -Pgpu -Dkvio.cuda=ON -Dkvio.native.tests=OFF -Dgroups=gpu -Dtest='CudaBackendTest,DeviceSelectionTest' \
     -Dsurefire.failIfNoSpecifiedTests=false test >> "$log" 2>&1 \
     && echo "gpu-check: Java GPU tests passed" | tee -a "$log" \
     || { echo "gpu-check: FAIL: Java GPU tests (see $log)" | tee -a "$log"; exit 1; }

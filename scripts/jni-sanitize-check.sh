@@ -55,7 +55,9 @@ rm -f "$natives"/*
 cp "$build/libkvio.so" "$natives/"
 
 echo "jni-sanitize: deps class path and the JNI glue with ASan+UBSan"
-mvn -B -ntp -q -f "$module/pom.xml" dependency:build-classpath -Dmdep.includeScope=test \
+# -am with test-compile (natives skipped): the tests' kvio-oracle resolves to oracle/target/classes
+mvn -B -ntp -q -f "$root/pom.xml" -pl :kvio -am -Djavacpp.skip=true -DskipTests test-compile \
+  dependency:build-classpath -Dmdep.includeScope=test \
   -Dmdep.outputFile="$build/classpath.txt" >/dev/null
 deps=$(cat "$build/classpath.txt")
 javacpp=$(tr ':' '\n' <"$build/classpath.txt" | grep '/javacpp-[0-9][^/]*\.jar$' | head -n 1)

@@ -7,6 +7,8 @@
 package io.kvio;
 
 import io.kvio.PoolFixtures.Config;
+import io.kvio.oracle.Indices;
+import io.kvio.oracle.Oracle;
 import io.kvio.oracle.Placement;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -34,9 +36,9 @@ public class ConcurrencyTest {
                         PoolFixtures.host(device, KvLayout.PAGE_FIRST_DIRECT, hostPages)) {
             ByteBuffer devBuf = device.buffer();
             ByteBuffer hostBuf = host.buffer();
-            Placement dp = LayoutOracle.standard(cfg.deviceGeometry(), 0);
+            Placement dp = Placement.standard(cfg.deviceGeometry(), 0);
             Placement hp =
-                    LayoutOracle.standard(
+                    Placement.standard(
                             cfg.geometry(KvLayout.PAGE_FIRST_DIRECT, cfg.layers, hostPages), 0);
             byte[] devData = LayoutOracle.fill(devBuf, 1);
             byte[] hostCanary = LayoutOracle.canary(hostBuf, 1);
@@ -60,9 +62,9 @@ public class ConcurrencyTest {
             byte[] expectedHost = hostCanary.clone();
             byte[] expectedDev = devData.clone();
             for (int k = 0; k < THREADS; k++) {
-                LayoutOracle.applyTransfer(
+                Oracle.applyTransfer(
                         devData, dp, expectedHost, hp, fromIdx[k], hostIdx[k], 0, 0, cfg.layers);
-                LayoutOracle.applyTransfer(
+                Oracle.applyTransfer(
                         devData, dp, expectedDev, dp, fromIdx[k], toIdx[k], 0, 0, cfg.layers);
             }
 
@@ -123,10 +125,9 @@ public class ConcurrencyTest {
                 HostKvPool src = PoolFixtures.host(device, KvLayout.PAGE_FIRST, hostPages);
                 HostKvPool dst = PoolFixtures.host(device, KvLayout.LAYER_FIRST, hostPages)) {
             Placement sp =
-                    LayoutOracle.standard(
-                            cfg.geometry(KvLayout.PAGE_FIRST, cfg.layers, hostPages), 0);
+                    Placement.standard(cfg.geometry(KvLayout.PAGE_FIRST, cfg.layers, hostPages), 0);
             Placement tp =
-                    LayoutOracle.standard(
+                    Placement.standard(
                             cfg.geometry(KvLayout.LAYER_FIRST, cfg.layers, hostPages), 0);
             byte[] srcData = LayoutOracle.fill(src.buffer(), 2);
             byte[] expected = LayoutOracle.canary(dst.buffer(), 2);
@@ -141,7 +142,7 @@ public class ConcurrencyTest {
                     s[k][i] = k * n + i;
                     d[k][i] = tokens - 1 - (k * n + i);
                 }
-                LayoutOracle.applyTransfer(srcData, sp, expected, tp, s[k], d[k], 0, 0, cfg.layers);
+                Oracle.applyTransfer(srcData, sp, expected, tp, s[k], d[k], 0, 0, cfg.layers);
             }
             ExecutorService pool = Executors.newFixedThreadPool(THREADS);
             try {
@@ -200,18 +201,17 @@ public class ConcurrencyTest {
         Config cfg = new Config(PoolKind.MHA, 8, 64, ps, 4, 128); // 8 MiB per component
         long hostPages = 64;
         Random rnd = new Random(42);
-        long[] hostIdx = LayoutOracle.tokenGranular(rnd, hostPages * ps, 900);
-        long[] devIdx = LayoutOracle.tokenGranular(rnd, cfg.pages * ps, 900);
+        long[] hostIdx = Indices.tokenGranular(rnd, hostPages * ps, 900);
+        long[] devIdx = Indices.tokenGranular(rnd, cfg.pages * ps, 900);
         try (ConformanceMatrixTest.DeviceUnderTest dev =
                 ConformanceMatrixTest.DeviceUnderTest.create(
                         cfg, ConformanceMatrixTest.DeviceMemory.WRAP_COMPONENTS, 42)) {
             HostKvPool host = PoolFixtures.host(dev.pool, KvLayout.PAGE_HEAD, hostPages);
             Placement hp =
-                    LayoutOracle.standard(
-                            cfg.geometry(KvLayout.PAGE_HEAD, cfg.layers, hostPages), 0);
+                    Placement.standard(cfg.geometry(KvLayout.PAGE_HEAD, cfg.layers, hostPages), 0);
             byte[] hostData = LayoutOracle.fill(host.buffer(), 42);
             byte[] expected = LayoutOracle.canary(dev.buffer, 42);
-            LayoutOracle.applyTransfer(
+            Oracle.applyTransfer(
                     hostData, hp, expected, dev.placement, hostIdx, devIdx, 0, 0, cfg.layers);
             TokenIndices h = TokenIndices.of(hostIdx);
             TokenIndices d = TokenIndices.of(devIdx);
@@ -258,14 +258,13 @@ public class ConcurrencyTest {
         try (DeviceKvPool device = cfg.allocateDevice();
                 HostKvPool host = PoolFixtures.host(device, KvLayout.PAGE_FIRST_DIRECT, hostPages);
                 TokenIndices owner = TokenIndices.of(devIdx)) {
-            Placement dp = LayoutOracle.standard(cfg.deviceGeometry(), 0);
+            Placement dp = Placement.standard(cfg.deviceGeometry(), 0);
             Placement hp =
-                    LayoutOracle.standard(
+                    Placement.standard(
                             cfg.geometry(KvLayout.PAGE_FIRST_DIRECT, cfg.layers, hostPages), 0);
             byte[] devData = LayoutOracle.fill(device.buffer(), 9);
             byte[] expected = LayoutOracle.canary(host.buffer(), 9);
-            LayoutOracle.applyTransfer(
-                    devData, dp, expected, hp, devIdx, hostIdx, 0, 0, cfg.layers);
+            Oracle.applyTransfer(devData, dp, expected, hp, devIdx, hostIdx, 0, 0, cfg.layers);
             byte[] canary = expected.clone();
             TokenIndices[][] forms = {
                 {TokenIndices.of(hostIdx), TokenIndices.of(devIdx)},

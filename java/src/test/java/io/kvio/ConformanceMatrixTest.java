@@ -2,7 +2,7 @@
  * Conformance matrix of the two HiCache entry points on the CPU backend: for every pool kind,
  * host layout, page size, row size and kind of index set, backupFromDevice (all layers) and
  * loadToDevice (one layer at a time) must leave the WHOLE destination equal to what the
- * LayoutOracle builds by naive per-row copying (canary everywhere else) and the source
+ * oracle (io.kvio.oracle) builds by naive per-row copying (canary everywhere else) and the source
  * unchanged. Device pools are allocated by kvio, or wrapped per component / per layer over memory
  * laid out out of order, with gaps, inside another pool.
  */
@@ -13,6 +13,8 @@ import static org.testng.Assert.assertTrue;
 
 import io.kvio.PoolFixtures.Config;
 import io.kvio.oracle.Geometry;
+import io.kvio.oracle.Indices;
+import io.kvio.oracle.Oracle;
 import io.kvio.oracle.Placement;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -155,7 +157,7 @@ public class ConformanceMatrixTest {
         try (DeviceUnderTest dev = DeviceUnderTest.create(cfg, DeviceMemory.ALLOCATED, seed);
                 HostKvPool host = PoolFixtures.host(dev.pool, layout, hostPages)) {
             Placement hostPlacement =
-                    LayoutOracle.standard(cfg.geometry(layout, cfg.layers, hostPages), 0);
+                    Placement.standard(cfg.geometry(layout, cfg.layers, hostPages), 0);
             assertTrue(
                     PoolFixtures.movedBytes(cfg, pairs[0].length, cfg.layers) > 4L << 20,
                     "large enough");
@@ -194,24 +196,24 @@ public class ConformanceMatrixTest {
                 {
                     int pages = (int) Math.max(1, (smaller / pageSize) / 2);
                     return new long[][] {
-                        LayoutOracle.wholePages(rnd, hostTokens / pageSize, pageSize, pages),
-                        LayoutOracle.wholePages(rnd, deviceTokens / pageSize, pageSize, pages)
+                        Indices.wholePages(rnd, hostTokens / pageSize, pageSize, pages),
+                        Indices.wholePages(rnd, deviceTokens / pageSize, pageSize, pages)
                     };
                 }
             case TOKEN_GRANULAR:
                 {
                     int n = (int) Math.max(1, smaller * 3 / 8);
                     return new long[][] {
-                        LayoutOracle.tokenGranular(rnd, hostTokens, n),
-                        LayoutOracle.tokenGranular(rnd, deviceTokens, n)
+                        Indices.tokenGranular(rnd, hostTokens, n),
+                        Indices.tokenGranular(rnd, deviceTokens, n)
                     };
                 }
             case CROSSING_RUNS:
                 {
                     int n = (int) Math.max(1, smaller * 3 / 8);
                     return new long[][] {
-                        LayoutOracle.crossingRuns(rnd, hostTokens, pageSize, n),
-                        LayoutOracle.crossingRuns(rnd, deviceTokens, pageSize, n)
+                        Indices.crossingRuns(rnd, hostTokens, pageSize, n),
+                        Indices.crossingRuns(rnd, deviceTokens, pageSize, n)
                     };
                 }
             default:
@@ -233,7 +235,7 @@ public class ConformanceMatrixTest {
         try (DeviceUnderTest dev = DeviceUnderTest.create(cfg, memory, seed)) {
             try (HostKvPool host = PoolFixtures.host(dev.pool, layout, hostPages)) {
                 Placement hostPlacement =
-                        LayoutOracle.standard(cfg.geometry(layout, cfg.layers, hostPages), 0);
+                        Placement.standard(cfg.geometry(layout, cfg.layers, hostPages), 0);
                 checkBackupAndLoads(
                         cfg,
                         dev,
@@ -276,7 +278,7 @@ public class ConformanceMatrixTest {
         // backup: device -> host, all held layers
         byte[] devData = LayoutOracle.fill(dev.buffer, seed);
         byte[] expectedHost = LayoutOracle.canary(hostBuf, seed);
-        LayoutOracle.applyTransfer(
+        Oracle.applyTransfer(
                 devData,
                 dev.placement,
                 expectedHost,
@@ -312,7 +314,7 @@ public class ConformanceMatrixTest {
         try (TokenIndices h = TokenIndices.of(hostIdx);
                 TokenIndices d = TokenIndices.of(devIdx)) {
             for (long layer : loadLayers) {
-                LayoutOracle.applyTransfer(
+                Oracle.applyTransfer(
                         hostData,
                         hostPlacement,
                         expectedDev,
@@ -363,7 +365,7 @@ public class ConformanceMatrixTest {
             Geometry g = cfg.deviceGeometry();
             if (memory == DeviceMemory.ALLOCATED) {
                 DeviceKvPool pool = cfg.allocateDevice();
-                return new DeviceUnderTest(pool, pool.buffer(), LayoutOracle.standard(g, 0), null);
+                return new DeviceUnderTest(pool, pool.buffer(), Placement.standard(g, 0), null);
             }
             final long gap = 40;
             if (memory == DeviceMemory.WRAP_SINGLE) {
@@ -394,8 +396,8 @@ public class ConformanceMatrixTest {
                                         spec, addresses, pieceBytes, IoBackend.CPU);
                 Placement placement =
                         perLayer
-                                ? LayoutOracle.layerTable(g, offsets)
-                                : LayoutOracle.componentTable(g, offsets);
+                                ? Placement.layerTable(g, offsets)
+                                : Placement.componentTable(g, offsets);
                 assertEquals(pool.regionCount(), pieces, "regions of a wrapped pool");
                 for (int i = 0; i < pieces; i++) {
                     assertEquals(pool.regionAddress(i), addresses[i], "region " + i + " address");
@@ -422,7 +424,7 @@ public class ConformanceMatrixTest {
                 assertEquals(pool.regionCount(), 1);
                 assertEquals(pool.regionAddress(0), backing.regionAddress(0) + gap);
                 return new DeviceUnderTest(
-                        pool, backing.buffer(), LayoutOracle.standard(g, gap), backing);
+                        pool, backing.buffer(), Placement.standard(g, gap), backing);
             } catch (RuntimeException | Error e) {
                 backing.close();
                 throw e;

@@ -12,6 +12,9 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
+import io.kvio.oracle.Indices;
+import io.kvio.oracle.Oracle;
+import io.kvio.oracle.Placement;
 import java.util.Random;
 import org.testng.SkipException;
 import org.testng.annotations.DataProvider;
@@ -52,9 +55,9 @@ public class CudaBackendTest {
                             HostKvPool destination = host(device, to, 20)) {
                         byte[] src = LayoutOracle.fill(source.buffer(), rnd.nextLong());
                         byte[] expected = LayoutOracle.canary(destination.buffer(), rnd.nextLong());
-                        long[] hostFrom = LayoutOracle.wholePages(rnd, 24, 16, 5);
-                        long[] deviceSlots = LayoutOracle.wholePages(rnd, 16, 16, 5);
-                        long[] hostTo = LayoutOracle.tokenGranular(rnd, 20 * 16, hostFrom.length);
+                        long[] hostFrom = Indices.wholePages(rnd, 24, 16, 5);
+                        long[] deviceSlots = Indices.wholePages(rnd, 16, 16, 5);
+                        long[] hostTo = Indices.tokenGranular(rnd, 20 * 16, hostFrom.length);
                         for (long layer = 0; layer < cfg.layers; layer++) {
                             try (Transfer t =
                                     source.loadToDevice(
@@ -75,11 +78,11 @@ public class CudaBackendTest {
                                     t.bytes(),
                                     PoolFixtures.movedBytes(cfg, hostTo.length, cfg.layers));
                         }
-                        LayoutOracle.applyTransfer(
+                        Oracle.applyTransfer(
                                 src,
-                                LayoutOracle.standard(cfg.geometry(from, 4, 24), 0),
+                                Placement.standard(cfg.geometry(from, 4, 24), 0),
                                 expected,
-                                LayoutOracle.standard(cfg.geometry(to, 4, 20), 0),
+                                Placement.standard(cfg.geometry(to, 4, 20), 0),
                                 hostFrom,
                                 hostTo,
                                 0,

@@ -10,6 +10,8 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 
 import io.kvio.PoolFixtures.Config;
+import io.kvio.oracle.Indices;
+import io.kvio.oracle.Oracle;
 import io.kvio.oracle.Placement;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -63,10 +65,10 @@ public class LayerShardedTest {
         long hostPages = 6;
         Random rnd = new Random(seed);
         int n = 10;
-        long[] hostIdx = LayoutOracle.crossingRuns(rnd, hostPages * ps, ps, n);
-        long[] devIdx = LayoutOracle.tokenGranular(rnd, cfg.pages * ps, n);
+        long[] hostIdx = Indices.crossingRuns(rnd, hostPages * ps, ps, n);
+        long[] devIdx = Indices.tokenGranular(rnd, cfg.pages * ps, n);
         // the host holds only `count` layers: its geometry has exactly those
-        Placement hostPlacement = LayoutOracle.standard(cfg.geometry(layout, count, hostPages), 0);
+        Placement hostPlacement = Placement.standard(cfg.geometry(layout, count, hostPages), 0);
         String what =
                 kind + " " + layout + " layers [" + start + ", " + (start + count) + ") " + memory;
 
@@ -87,7 +89,7 @@ public class LayerShardedTest {
             // backup: exactly device layers [start, start + count)
             byte[] devData = LayoutOracle.fill(devBuf, seed);
             byte[] expectedHost = LayoutOracle.canary(hostBuf, seed);
-            LayoutOracle.applyTransfer(
+            Oracle.applyTransfer(
                     devData,
                     devPlacement,
                     expectedHost,
@@ -116,7 +118,7 @@ public class LayerShardedTest {
             for (long layer = 0; layer < DEVICE_LAYERS; layer++) {
                 boolean held = layer >= start && layer < start + count;
                 if (held) {
-                    LayoutOracle.applyTransfer(
+                    Oracle.applyTransfer(
                             hostData,
                             hostPlacement,
                             expectedDev,

@@ -1,21 +1,19 @@
 /*
  * The transfer tests' face of the oracle. The layout math (naive offsets from the documented
  * shapes, placements, the expected destination of a transfer, patterns, index sets) lives in the
- * kvio-oracle module (oracle/, io.kvio.oracle), which shares no code with kvio; this class maps
- * KvLayout to the oracle's Shape by its user name, moves bytes between ByteBuffers and arrays, and
- * turns the oracle's mismatch descriptions into TestNG failures.
+ * kvio-oracle module (oracle/, io.kvio.oracle), which shares no code with kvio and which the tests
+ * call directly; this class only maps KvLayout to the oracle's Shape by its user name, moves bytes
+ * between ByteBuffers and arrays, and turns the oracle's mismatch descriptions into TestNG
+ * failures.
  */
 package io.kvio;
 
 import static org.testng.Assert.fail;
 
-import io.kvio.oracle.Geometry;
-import io.kvio.oracle.Indices;
 import io.kvio.oracle.Oracle;
 import io.kvio.oracle.Placement;
 import io.kvio.oracle.Shape;
 import java.nio.ByteBuffer;
-import java.util.Random;
 
 final class LayoutOracle {
     private LayoutOracle() {}
@@ -23,43 +21,6 @@ final class LayoutOracle {
     /** The oracle's shape of a kvio layout, matched by user name (never by kvio's own shape). */
     static Shape shape(KvLayout layout) {
         return Shape.of(layout.userName());
-    }
-
-    // ---- placements and the expected destination (io.kvio.oracle) ----
-
-    static Placement standard(Geometry g, long base) {
-        return Placement.standard(g, base);
-    }
-
-    static Placement layerTable(Geometry g, long[] layerBases) {
-        return Placement.layerTable(g, layerBases);
-    }
-
-    static Placement componentTable(Geometry g, long[] componentBases) {
-        return Placement.componentTable(g, componentBases);
-    }
-
-    /** See {@link Oracle#applyTransfer}. */
-    static void applyTransfer(
-            byte[] source,
-            Placement src,
-            byte[] expected,
-            Placement dst,
-            long[] srcIdx,
-            long[] dstIdx,
-            long srcLayerStart,
-            long dstLayerStart,
-            long numLayers) {
-        Oracle.applyTransfer(
-                source,
-                src,
-                expected,
-                dst,
-                srcIdx,
-                dstIdx,
-                srcLayerStart,
-                dstLayerStart,
-                numLayers);
     }
 
     // ---- buffers ----
@@ -112,19 +73,5 @@ final class LayoutOracle {
         if (mismatch != null) {
             fail(what + ": " + mismatch);
         }
-    }
-
-    // ---- index sets (io.kvio.oracle.Indices) ----
-
-    static long[] wholePages(Random rnd, long pages, long pageSize, int n) {
-        return Indices.wholePages(rnd, pages, pageSize, n);
-    }
-
-    static long[] tokenGranular(Random rnd, long tokens, int n) {
-        return Indices.tokenGranular(rnd, tokens, n);
-    }
-
-    static long[] crossingRuns(Random rnd, long tokens, long pageSize, int n) {
-        return Indices.crossingRuns(rnd, tokens, pageSize, n);
     }
 }

@@ -10,6 +10,8 @@ import static org.testng.Assert.assertEquals;
 
 import io.kvio.PoolFixtures.Config;
 import io.kvio.oracle.Geometry;
+import io.kvio.oracle.Indices;
+import io.kvio.oracle.Oracle;
 import io.kvio.oracle.Placement;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -46,10 +48,10 @@ public class RoundTripTest {
         long hostTokens = hostPages * ps;
         int n = (int) (hostTokens / 2);
         // source and destination device slots disjoint: split the device slots in two halves
-        long[] shuffled = LayoutOracle.tokenGranular(rnd, deviceTokens, (int) deviceTokens);
+        long[] shuffled = Indices.tokenGranular(rnd, deviceTokens, (int) deviceTokens);
         long[] devFrom = java.util.Arrays.copyOfRange(shuffled, 0, n);
         long[] devTo = java.util.Arrays.copyOfRange(shuffled, n, 2 * n);
-        long[] hostIdx = LayoutOracle.crossingRuns(rnd, hostTokens, ps, n);
+        long[] hostIdx = Indices.crossingRuns(rnd, hostTokens, ps, n);
 
         try (DeviceKvPool device = cfg.allocateDevice();
                 HostKvPool host = PoolFixtures.host(device, layout, hostPages);
@@ -58,7 +60,7 @@ public class RoundTripTest {
                 TokenIndices to = TokenIndices.of(devTo)) {
             ByteBuffer devBuf = device.buffer();
             Geometry dg = cfg.deviceGeometry();
-            Placement devPlacement = LayoutOracle.standard(dg, 0);
+            Placement devPlacement = Placement.standard(dg, 0);
             byte[] original = LayoutOracle.fill(devBuf, seed);
             LayoutOracle.canary(host.buffer(), seed);
             try (Transfer t = host.backupFromDevice(device, h, from)) {
@@ -69,7 +71,7 @@ public class RoundTripTest {
             for (long layer = 0; layer < cfg.layers; layer++) {
                 // restored row of (devFrom[i], layer) lands at (devTo[i], layer); nothing else
                 // changes
-                LayoutOracle.applyTransfer(
+                Oracle.applyTransfer(
                         original,
                         devPlacement,
                         expected,
@@ -122,10 +124,10 @@ public class RoundTripTest {
         long dstPages = 4;
         Random rnd = new Random(seed);
         int n = 20;
-        long[] srcIdx = LayoutOracle.crossingRuns(rnd, srcPages * ps, ps, n);
-        long[] dstIdx = LayoutOracle.tokenGranular(rnd, dstPages * ps, n);
-        Placement sp = LayoutOracle.standard(cfg.geometry(srcLayout, cfg.layers, srcPages), 0);
-        Placement dp = LayoutOracle.standard(cfg.geometry(dstLayout, cfg.layers, dstPages), 0);
+        long[] srcIdx = Indices.crossingRuns(rnd, srcPages * ps, ps, n);
+        long[] dstIdx = Indices.tokenGranular(rnd, dstPages * ps, n);
+        Placement sp = Placement.standard(cfg.geometry(srcLayout, cfg.layers, srcPages), 0);
+        Placement dp = Placement.standard(cfg.geometry(dstLayout, cfg.layers, dstPages), 0);
         try (DeviceKvPool device = cfg.allocateDevice();
                 HostKvPool src = PoolFixtures.host(device, srcLayout, srcPages);
                 HostKvPool dst = PoolFixtures.host(device, dstLayout, dstPages);
@@ -134,7 +136,7 @@ public class RoundTripTest {
                 TokenIndices di = TokenIndices.of(dstIdx)) {
             byte[] srcData = LayoutOracle.fill(src.buffer(), seed);
             byte[] expected = LayoutOracle.canary(dst.buffer(), seed);
-            LayoutOracle.applyTransfer(srcData, sp, expected, dp, srcIdx, dstIdx, 0, 0, cfg.layers);
+            Oracle.applyTransfer(srcData, sp, expected, dp, srcIdx, dstIdx, 0, 0, cfg.layers);
             try (Transfer t = Kvio.transfer(executor, src, dst, si, di, 0, 0, cfg.layers)) {
                 t.await();
                 assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, n, cfg.layers));
@@ -149,7 +151,7 @@ public class RoundTripTest {
 
             // layer map: src layers [1, 3) -> dst layers [2, 4)
             expected = LayoutOracle.canary(dst.buffer(), seed + 1);
-            LayoutOracle.applyTransfer(srcData, sp, expected, dp, srcIdx, dstIdx, 1, 2, 2);
+            Oracle.applyTransfer(srcData, sp, expected, dp, srcIdx, dstIdx, 1, 2, 2);
             try (Transfer t = Kvio.transfer(executor, src, dst, si, di, 1, 2, 2)) {
                 t.await();
                 assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, n, 2));
@@ -180,8 +182,8 @@ public class RoundTripTest {
                         kind == PoolKind.MHA ? 2 : 1,
                         kind == PoolKind.MHA ? 8 : 16);
         long pages = 8;
-        Placement sp = LayoutOracle.standard(cfg.geometry(srcLayout, cfg.layers, pages), 0);
-        Placement dp = LayoutOracle.standard(cfg.geometry(dstLayout, cfg.layers, pages), 0);
+        Placement sp = Placement.standard(cfg.geometry(srcLayout, cfg.layers, pages), 0);
+        Placement dp = Placement.standard(cfg.geometry(dstLayout, cfg.layers, pages), 0);
         // src pages 1..3 -> dst pages 4..6, then src slots 24..30 -> dst slots 0..6: contiguous on
         // both sides across a page boundary, ending one slot short of a page end
         long[] srcIdx =
@@ -198,8 +200,7 @@ public class RoundTripTest {
             for (long[] m : layerMaps) {
                 byte[] expected =
                         LayoutOracle.canary(dst.buffer(), seed + m[0] * 16 + m[1] * 4 + m[2]);
-                LayoutOracle.applyTransfer(
-                        srcData, sp, expected, dp, srcIdx, dstIdx, m[0], m[1], m[2]);
+                Oracle.applyTransfer(srcData, sp, expected, dp, srcIdx, dstIdx, m[0], m[1], m[2]);
                 try (Transfer t = Kvio.transfer(executor, src, dst, si, di, m[0], m[1], m[2])) {
                     t.await();
                     assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, srcIdx.length, m[2]));
@@ -254,9 +255,8 @@ public class RoundTripTest {
                         kind == PoolKind.MHA ? 12 : 40);
         long hostPages = 48 / hostPageSize;
         Random rnd = new Random(seed);
-        long[] hostIdx = LayoutOracle.crossingRuns(rnd, hostPages * hostPageSize, hostPageSize, 20);
-        long[] devIdx =
-                LayoutOracle.crossingRuns(rnd, cfg.pages * devicePageSize, devicePageSize, 20);
+        long[] hostIdx = Indices.crossingRuns(rnd, hostPages * hostPageSize, hostPageSize, 20);
+        long[] devIdx = Indices.crossingRuns(rnd, cfg.pages * devicePageSize, devicePageSize, 20);
         try (DeviceKvPool device = cfg.allocateDevice();
                 HostKvPool host =
                         HostKvPool.builder()
@@ -270,9 +270,9 @@ public class RoundTripTest {
                 TokenIndices h = TokenIndices.of(hostIdx);
                 TokenIndices d = TokenIndices.of(devIdx)) {
             assertEquals(host.spec().pageSize(), hostPageSize);
-            Placement dp = LayoutOracle.standard(cfg.deviceGeometry(), 0);
+            Placement dp = Placement.standard(cfg.deviceGeometry(), 0);
             Placement hp =
-                    LayoutOracle.standard(
+                    Placement.standard(
                             new Geometry(
                                     cfg.components(),
                                     LayoutOracle.shape(layout),
@@ -284,8 +284,7 @@ public class RoundTripTest {
                             0);
             byte[] devData = LayoutOracle.fill(device.buffer(), seed);
             byte[] expectedHost = LayoutOracle.canary(host.buffer(), seed);
-            LayoutOracle.applyTransfer(
-                    devData, dp, expectedHost, hp, devIdx, hostIdx, 0, 0, cfg.layers);
+            Oracle.applyTransfer(devData, dp, expectedHost, hp, devIdx, hostIdx, 0, 0, cfg.layers);
             try (Transfer t = host.backupFromDevice(device, h, d)) {
                 t.await();
             }
@@ -299,7 +298,7 @@ public class RoundTripTest {
                             + devicePageSize
                             + ")");
             byte[] expectedDev = LayoutOracle.canary(device.buffer(), seed + 1);
-            LayoutOracle.applyTransfer(expectedHost, hp, expectedDev, dp, hostIdx, devIdx, 1, 1, 1);
+            Oracle.applyTransfer(expectedHost, hp, expectedDev, dp, hostIdx, devIdx, 1, 1, 1);
             try (Transfer t = host.loadToDevice(device, h, d, 1)) {
                 t.await();
             }
@@ -321,13 +320,11 @@ public class RoundTripTest {
                 HostKvPool host = PoolFixtures.host(device, KvLayout.PAGE_HEAD, 4);
                 TokenIndices h = TokenIndices.of(hostIdx);
                 TokenIndices d = TokenIndices.of(devIdx)) {
-            Placement dp = LayoutOracle.standard(cfg.deviceGeometry(), 0);
-            Placement hp =
-                    LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_HEAD, cfg.layers, 4), 0);
+            Placement dp = Placement.standard(cfg.deviceGeometry(), 0);
+            Placement hp = Placement.standard(cfg.geometry(KvLayout.PAGE_HEAD, cfg.layers, 4), 0);
             byte[] devData = LayoutOracle.fill(device.buffer(), 5);
             byte[] expected = LayoutOracle.canary(host.buffer(), 5);
-            LayoutOracle.applyTransfer(
-                    devData, dp, expected, hp, devIdx, hostIdx, 0, 0, cfg.layers);
+            Oracle.applyTransfer(devData, dp, expected, hp, devIdx, hostIdx, 0, 0, cfg.layers);
             try (Transfer t = host.backupFromDevice(device, h, d)) {
                 t.await();
             }
@@ -347,11 +344,10 @@ public class RoundTripTest {
                 HostKvPool host = PoolFixtures.host(device, KvLayout.PAGE_FIRST, 4);
                 KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 1);
                 TokenIndices i = TokenIndices.of(idx)) {
-            Placement hp =
-                    LayoutOracle.standard(cfg.geometry(KvLayout.PAGE_FIRST, cfg.layers, 4), 0);
+            Placement hp = Placement.standard(cfg.geometry(KvLayout.PAGE_FIRST, cfg.layers, 4), 0);
             byte[] data = LayoutOracle.fill(host.buffer(), 6);
             byte[] expected = data.clone();
-            LayoutOracle.applyTransfer(data, hp, expected, hp, idx, idx, 0, 2, 2);
+            Oracle.applyTransfer(data, hp, expected, hp, idx, idx, 0, 2, 2);
             try (Transfer t = Kvio.transfer(executor, host, host, i, i, 0, 2, 2)) {
                 t.await();
             }

@@ -142,6 +142,28 @@ TEST_F(TransferRejection, DuplicateDestinationSlots) {
                   "duplicate destination slot 7", "dst_indices[2] and dst_indices[3]");
 }
 
+// Few pairs into a large pool take the other duplicate check (sorted runs instead of a bitmap of
+// the destination's slots); it must find the same duplicates and name the same pairs.
+TEST(DuplicateCheck, FewPairsIntoALargePool) {
+  kvio::PoolSpec big{
+      kvio::PoolKind::Mla, kvio::Layout::PageFirst, 2, 8192, 16, 1, 8};  // 131072 slots
+  kvio::Pool src = kvio::Pool::allocate(big);
+  kvio::Pool dst = kvio::Pool::allocate(big);
+  kvio::Executor executor(kvio::IoBackend::Cpu, 1);
+  const std::vector<int64_t> s{0, 9, 20}, d{100002, 5, 100002};
+  const kvio_transfer_desc a{src.handle(), dst.handle(), s.data(), d.data(), 3, 0, 0, 2};
+  int64_t count = 0;
+  EXPECT_REJECTED(kvio_plan(&a, nullptr, 0, &count), KVIO_STATUS_INVALID_ARGUMENT,
+                  "duplicate destination slot 100002", "dst_indices[0] and dst_indices[2]");
+  const std::vector<int64_t> s2{0, 1, 2, 10, 11}, d2{70005, 70006, 70007, 70007, 70008};
+  const kvio_transfer_desc b{src.handle(), dst.handle(), s2.data(), d2.data(), 5, 0, 0, 2};
+  EXPECT_REJECTED(kvio_plan(&b, nullptr, 0, &count), KVIO_STATUS_INVALID_ARGUMENT,
+                  "duplicate destination slot 70007", "dst_indices[2] and dst_indices[3]");
+  uint64_t transfer = 0;
+  EXPECT_REJECTED(kvio_submit(executor.handle(), &b, &transfer), KVIO_STATUS_INVALID_ARGUMENT,
+                  "duplicate destination slot 70007");
+}
+
 TEST_F(TransferRejection, OverlappingSourceAndDestinationInOnePool) {
   kvio_transfer_desc d = desc({0, 1, 2}, {2, 3, 4}, 0, 0, 4);
   d.dst_pool = d.src_pool;

@@ -9,6 +9,7 @@
 #include "planner.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace kvio {
 
@@ -68,20 +69,24 @@ bool mergeInto(kvio_copy2d& c, const kvio_copy2d& u) {
   return false;
 }
 
-// Counts the copies a unit sequence coalesces into, keeping only the last one.
+// Counts the copies a unit sequence coalesces into, keeping only the last one. With a limit,
+// counting may stop once the count exceeds it (the nesting has lost; its exact count is moot).
 class CopyCounter {
  public:
+  explicit CopyCounter(size_t limit = SIZE_MAX) : limit_(limit) {}
   void add(const kvio_copy2d& u) {
     if (count_ == 0 || !mergeInto(last_, u)) {
       last_ = u;
       ++count_;
     }
   }
+  bool full() const { return count_ > limit_; }
   size_t count() const { return count_; }
 
  private:
   kvio_copy2d last_{};
   size_t count_ = 0;
+  size_t limit_;
 };
 
 // Appends coalesced copies to a plan.
@@ -89,6 +94,7 @@ class PlanWriter {
  public:
   explicit PlanWriter(std::vector<kvio_copy2d>* plan) : plan_(plan) {}
   void add(const kvio_copy2d& u) { appendCoalesced(plan_, u); }
+  static constexpr bool full() { return false; }
 
  private:
   std::vector<kvio_copy2d>* plan_;
@@ -209,7 +215,10 @@ void planTransfer(const PlanRequest& r, const std::vector<IndexRun>& runs,
     for (int32_t c = 0; c < components; ++c)
       for (int64_t h = 0; h < shape.headGroups; ++h)
         for (int64_t l = 0; l < shape.layerGroups; ++l)
-          for (size_t k = first; k < last; ++k) sink.add(emit.unit(offsets[k], c, l, h));
+          for (size_t k = first; k < last; ++k) {
+            sink.add(emit.unit(offsets[k], c, l, h));
+            if (sink.full()) return;
+          }
   };
   // Nesting 2: component, run, head group, layer: per-run copies spanning layers and heads.
   const auto layersInsideRuns = [&](auto& sink, size_t first, size_t last) {
@@ -232,9 +241,12 @@ void planTransfer(const PlanRequest& r, const std::vector<IndexRun>& runs,
     return;
   }
   // Count both (cheap: no allocation), then write the shorter one once, at its exact size.
-  CopyCounter first, second;
-  runsInsideLayers(first, 0, all);
+  // Runs-inside-layers is counted second and stops once it has lost (scattered rows: it would
+  // count one copy per row and layer where layers-inside-runs folds the layers).
+  CopyCounter second;
   layersInsideRuns(second, 0, all);
+  CopyCounter first(second.count());
+  runsInsideLayers(first, 0, all);
   // Nesting 3, per group of runs: runs that continue each other slot by slot on both sides
   // (consecutive pages of a side whose pages are not seamless, e.g. page_first_direct) form a
   // group, and each group takes the shorter nesting of its own. Several page runs of a dim

@@ -54,19 +54,50 @@ void intervals(const std::vector<IndexRun>& runs, bool destination, std::vector<
             [](const Interval& a, const Interval& b) { return a.start < b.start; });
 }
 
+kvio_status duplicateSlot(int64_t slot, int64_t first, int64_t second) {
+  return fail(KVIO_STATUS_INVALID_ARGUMENT,
+              "dst_indices has duplicate destination slot %lld (at dst_indices[%lld] and "
+              "dst_indices[%lld]); each destination slot may be written once per transfer",
+              static_cast<long long>(slot), static_cast<long long>(std::min(first, second)),
+              static_cast<long long>(std::max(first, second)));
+}
+
 kvio_status checkDuplicates(const std::vector<Interval>& sorted) {
   const Interval* widest = nullptr;  // interval reaching furthest so far
   for (const Interval& cur : sorted) {
     if (widest != nullptr && widest->start + widest->length > cur.start) {
-      const int64_t first = widest->position + (cur.start - widest->start);
-      return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                  "dst_indices has duplicate destination slot %lld (at dst_indices[%lld] and "
-                  "dst_indices[%lld]); each destination slot may be written once per transfer",
-                  static_cast<long long>(cur.start),
-                  static_cast<long long>(std::min(first, cur.position)),
-                  static_cast<long long>(std::max(first, cur.position)));
+      return duplicateSlot(cur.start, widest->position + (cur.start - widest->start), cur.position);
     }
     if (widest == nullptr || cur.start + cur.length > widest->start + widest->length) widest = &cur;
+  }
+  return KVIO_STATUS_OK;
+}
+
+// The same check with one bit per destination slot, in index order: O(pairs + slots / 64)
+// instead of sorting the runs, for pools not much larger than the transfer.
+bool bitmapIsCheaper(int64_t slots, int64_t pairs) {
+  return slots / 64 <= 4 * pairs + 1024;
+}
+
+kvio_status checkDuplicatesWithBitmap(const std::vector<IndexRun>& runs, int64_t slots) {
+  thread_local std::vector<uint64_t> seen;  // reused: no allocation per transfer
+  seen.assign(static_cast<size_t>((slots + 63) / 64), 0);
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const IndexRun& r = runs[k];
+    for (int64_t i = 0; i < r.length; ++i) {
+      const uint64_t slot = static_cast<uint64_t>(r.dst + i);
+      uint64_t& word = seen[slot >> 6];
+      const uint64_t bit = uint64_t{1} << (slot & 63);
+      if ((word & bit) != 0) {
+        for (size_t j = 0; j < k; ++j) {  // the earlier pair that wrote it (error path only)
+          if (runs[j].dst <= r.dst + i && r.dst + i < runs[j].dst + runs[j].length) {
+            return duplicateSlot(r.dst + i, runs[j].position + (r.dst + i - runs[j].dst),
+                                 r.position + i);
+          }
+        }
+      }
+      word |= bit;
+    }
   }
   return KVIO_STATUS_OK;
 }
@@ -218,11 +249,15 @@ kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst, const kvi
 
   thread_local std::vector<Interval> dstIntervals;  // reused: no allocation per transfer
   thread_local std::vector<Interval> srcIntervals;
-  intervals(*runs, true, &dstIntervals);
-  KVIO_RETURN_IF_ERROR(checkDuplicates(dstIntervals));
   const bool sameLayers = d.src_layer_start < d.dst_layer_start + d.num_layers &&
                           d.dst_layer_start < d.src_layer_start + d.num_layers;
-  if (&src == &dst && sameLayers) {
+  const bool samePool = &src == &dst && sameLayers;
+  if (!samePool && bitmapIsCheaper(dst.tokens(), d.num_indices)) {
+    return checkDuplicatesWithBitmap(*runs, dst.tokens());
+  }
+  intervals(*runs, true, &dstIntervals);
+  KVIO_RETURN_IF_ERROR(checkDuplicates(dstIntervals));
+  if (samePool) {
     intervals(*runs, false, &srcIntervals);
     KVIO_RETURN_IF_ERROR(checkOverlap(srcIntervals, dstIntervals));
   }

@@ -2,11 +2,53 @@
 #include "executor.hpp"
 
 #include <chrono>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "error.hpp"
 
 namespace kvio {
+
+namespace {
+
+struct PlanStorage {
+  std::mutex mutex;
+  std::vector<std::vector<kvio_copy2d>> free;
+  size_t bytes = 0;
+};
+
+PlanStorage& planStorage() {
+  static PlanStorage* storage = new PlanStorage();  // never destroyed: jobs may outlive statics
+  return *storage;
+}
+
+constexpr size_t kPlanStorageBytes = size_t{32} << 20;
+constexpr size_t kPlanStorageVectors = 8;
+
+}  // namespace
+
+std::vector<kvio_copy2d> takePlanStorage() {
+  PlanStorage& s = planStorage();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.free.empty()) return {};
+  std::vector<kvio_copy2d> plan = std::move(s.free.back());
+  s.free.pop_back();
+  s.bytes -= plan.capacity() * sizeof(kvio_copy2d);
+  return plan;
+}
+
+void returnPlanStorage(std::vector<kvio_copy2d>&& plan) {
+  const size_t bytes = plan.capacity() * sizeof(kvio_copy2d);
+  if (bytes == 0) return;
+  plan.clear();
+  PlanStorage& s = planStorage();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.free.size() < kPlanStorageVectors && s.bytes + bytes <= kPlanStorageBytes) {
+    s.bytes += bytes;
+    s.free.push_back(std::move(plan));
+  }
+}
 
 void TransferState::complete(kvio_status status, std::string message) {
   {

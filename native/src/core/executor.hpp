@@ -91,7 +91,18 @@ struct MemoryPlace {
 
 /// Everything an executor needs to run one transfer. keepAlive holds the pools' memory so it
 /// outlives a pool closed while the transfer is in flight.
+/// Plan storage reused across jobs: the plan of a scattered transfer is megabytes, and a fresh
+/// vector per transfer pays for its pages again each time. A few vectors (at most 32 MiB in all)
+/// are kept; takePlanStorage() hands one out (empty, with its capacity) or a new one.
+std::vector<kvio_copy2d> takePlanStorage();
+void returnPlanStorage(std::vector<kvio_copy2d>&& plan);
+
 struct Job {
+  Job() : plan(takePlanStorage()) {}
+  ~Job() { returnPlanStorage(std::move(plan)); }
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+
   std::vector<kvio_copy2d> plan;  // empty when the executor does not use plans
   LayoutJob layout;               // filled when it does not
   std::vector<std::shared_ptr<void>> keepAlive;

@@ -221,7 +221,9 @@ class CpuExecutor final : public Executor {
         lock.lock();
         --inlineRunning_;
         idle_.notify_all();
-        work_.notify_all();  // a job queued meanwhile waits for this one
+        // A job queued meanwhile waited for this one. Waking idle workers for nothing would
+        // cost two context switches per small transfer.
+        if (!queue_.empty()) work_.notify_all();
         return;
       }
     }

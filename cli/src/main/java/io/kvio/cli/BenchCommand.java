@@ -2,9 +2,10 @@
  * `kvio-cli bench`: bandwidth sweeps per io backend: row size x index count, both directions
  * (backup: all layers in one call; load: one call per layer, as a serving engine does), each host
  * layout, against a baseline measured in the same run on the same bytes (cpu: memcpy-like bulk
- * copies between two direct ByteBuffers, the faster of one thread and one slice per io thread;
- * device backends: one contiguous kvio transfer, layer_first to layer_first over all tokens). Prints a Markdown table; writes CSV,
- * JSON and an SVG plot (GB/s against row size, one line per backend and layout, baselines dashed).
+ * copies between two buffers allocated like kvio's pools, the faster of one thread and one slice
+ * per io thread; device backends: one contiguous kvio transfer, layer_first to layer_first over
+ * all tokens). Prints a Markdown table; writes CSV, JSON and an SVG plot (GB/s against row size,
+ * one line per backend and layout, baselines dashed).
  */
 package io.kvio.cli;
 
@@ -52,7 +53,8 @@ import picocli.CommandLine.Spec;
                     + " to host, all layers in one call) and load (host to device, one call per"
                     + " layer), each host layout; whole pages (16 tokens) in random order on both"
                     + " sides. A baseline is measured in the same run on the same number of bytes:"
-                    + " cpu: a memcpy (bulk copies between two direct ByteBuffers: the faster of"
+                    + " cpu: a memcpy (bulk copies between two buffers allocated like kvio's pools:"
+                    + " the faster of"
                     + " one thread and as many threads as the kvio executor has);"
                     + " device backends: one contiguous kvio transfer. Unavailable backends are"
                     + " listed with the cause.",
@@ -253,7 +255,7 @@ public final class BenchCommand implements Callable<Integer> {
 
     static String baselineName(IoBackend b, int threads) {
         return b == IoBackend.CPU
-                ? "memcpy (bulk copies between direct ByteBuffers"
+                ? "memcpy (bulk copies between two buffers allocated like kvio's pools"
                         + (threads == 1
                                 ? ", 1 thread)"
                                 : ": the faster of 1 thread and " + threads + " threads)")
@@ -434,45 +436,60 @@ public final class BenchCommand implements Callable<Integer> {
         }
         double[] result;
         if (backend == IoBackend.CPU) {
-            // The same bytes, copied on the calling thread and split over as many threads as
-            // kvio's executor has (one slice each); the faster of the two is the baseline (one
-            // thread wins on small copies, where handing work to threads costs more than it saves).
-            ByteBuffer src = ByteBuffer.allocateDirect((int) bytes);
-            ByteBuffer dst = ByteBuffer.allocateDirect((int) bytes);
-            fill(src);
-            fill(dst);
-            result =
-                    time(
-                            reps,
-                            () -> {
-                                src.clear();
-                                dst.clear();
-                                dst.put(src);
-                            });
-            int n = executor.threads();
-            if (n > 1) {
-                List<Callable<Void>> slices = new ArrayList<>();
-                for (int i = 0; i < n; i++) {
-                    int from = (int) (bytes * i / n);
-                    int to = (int) (bytes * (i + 1) / n);
-                    ByteBuffer in = src.slice(from, to - from);
-                    ByteBuffer out = dst.slice(from, to - from);
-                    slices.add(
-                            () -> {
-                                in.clear();
-                                out.clear();
-                                out.put(in);
-                                return null;
-                            });
-                }
-                ExecutorService pool = Executors.newFixedThreadPool(n);
-                try {
-                    double[] split = time(reps, () -> runAll(pool, slices));
-                    if (split[1] < result[1]) {
-                        result = split;
+            // The same bytes between two buffers kvio allocates the way it allocates pools (2 MiB
+            // aligned, transparent huge pages), copied on the calling thread and split over as
+            // many threads as kvio's executor has (one slice each); the faster of the two is the
+            // baseline (one thread wins on small copies, where handing work to threads costs more
+            // than it saves).
+            PoolSpec flat =
+                    PoolSpec.builder()
+                            .kind(PoolKind.MLA)
+                            .layout(KvLayout.LAYER_FIRST)
+                            .layers(1)
+                            .pages(1)
+                            .pageSize(1)
+                            .heads(1)
+                            .headBytes(bytes)
+                            .build();
+            try (DeviceKvPool srcPool = DeviceKvPool.allocate(flat, IoBackend.CPU);
+                    DeviceKvPool dstPool = DeviceKvPool.allocate(flat, IoBackend.CPU)) {
+                ByteBuffer src = srcPool.buffer();
+                ByteBuffer dst = dstPool.buffer();
+                fill(src);
+                fill(dst);
+                result =
+                        time(
+                                reps,
+                                () -> {
+                                    src.clear();
+                                    dst.clear();
+                                    dst.put(src);
+                                });
+                int n = executor.threads();
+                if (n > 1) {
+                    List<Callable<Void>> slices = new ArrayList<>();
+                    for (int i = 0; i < n; i++) {
+                        int from = (int) (bytes * i / n);
+                        int to = (int) (bytes * (i + 1) / n);
+                        ByteBuffer in = src.slice(from, to - from);
+                        ByteBuffer out = dst.slice(from, to - from);
+                        slices.add(
+                                () -> {
+                                    in.clear();
+                                    out.clear();
+                                    out.put(in);
+                                    return null;
+                                });
                     }
-                } finally {
-                    pool.shutdownNow();
+                    ExecutorService pool = Executors.newFixedThreadPool(n);
+                    try {
+                        double[] split = time(reps, () -> runAll(pool, slices));
+                        if (split[1] < result[1]) {
+                            result = split;
+                        }
+                    } finally {
+                        pool.shutdownNow();
+                    }
                 }
             }
         } else {

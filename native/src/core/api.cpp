@@ -223,6 +223,7 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
     thread_local std::vector<IndexRun> runs;  // reused: no allocation per transfer
     KVIO_RETURN_IF_ERROR(validateTransfer(*src, *dst, desc, &request, &runs));
     if (ex.usesPlan()) {
+      job->plan = takePlanStorage();
       planTransfer(request, runs, &job->plan);
       for (const kvio_copy2d& c : job->plan) bytes += c.width * c.height;
     }

@@ -89,16 +89,17 @@ struct MemoryPlace {
   int32_t device;  // CUDA or Ascend device ordinal, -1 for pageable host memory
 };
 
-/// Everything an executor needs to run one transfer. keepAlive holds the pools' memory so it
-/// outlives a pool closed while the transfer is in flight.
 /// Plan storage reused across jobs: the plan of a scattered transfer is megabytes, and a fresh
 /// vector per transfer pays for its pages again each time. A few vectors (at most 32 MiB in all)
 /// are kept; takePlanStorage() hands one out (empty, with its capacity) or a new one.
 std::vector<kvio_copy2d> takePlanStorage();
 void returnPlanStorage(std::vector<kvio_copy2d>&& plan);
 
+/// Everything an executor needs to run one transfer. keepAlive holds the pools' memory so it
+/// outlives a pool closed while the transfer is in flight. The plan's storage goes back to the
+/// reuse list when the job is destroyed.
 struct Job {
-  Job() : plan(takePlanStorage()) {}
+  Job() = default;
   ~Job() { returnPlanStorage(std::move(plan)); }
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;

@@ -339,7 +339,7 @@ public final class HostKvPool extends KvPool {
                                 + executor.device()
                                 + " but the device pool is on device "
                                 + ordinal
-                                + "; use KvioExecutor.onDevice("
+                                + "; use KvioExecutor.onDevice(IoBackend."
                                 + backend.name()
                                 + ", "
                                 + ordinal

@@ -18,7 +18,8 @@ namespace {
 using namespace kvio::ascend;
 
 struct Buffers {
-  explicit Buffers(const AclApi& a, size_t hostBytes, size_t deviceBytes) : api(a) {
+  explicit Buffers(const AclApi& a, size_t hostSize, size_t deviceSize)
+      : api(a), hostBytes(hostSize), deviceBytes(deviceSize) {
     EXPECT_EQ(api.mallocHost(&host, hostBytes), ACL_SUCCESS);
     EXPECT_EQ(api.malloc(&device, deviceBytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
     EXPECT_EQ(api.createStream(&stream), ACL_SUCCESS);
@@ -30,7 +31,11 @@ struct Buffers {
   }
   uint64_t h() const { return reinterpret_cast<uint64_t>(host); }
   uint64_t d() const { return reinterpret_cast<uint64_t>(device); }
+  // The regions a pool over each buffer would have.
+  std::vector<kvio::MemoryRegion> hostRegion() const { return {{h(), hostBytes}}; }
+  std::vector<kvio::MemoryRegion> deviceRegion() const { return {{d(), deviceBytes}}; }
   AclApi api;
+  uint64_t hostBytes, deviceBytes;
   void* host = nullptr;
   void* device = nullptr;
   aclrtStream stream = nullptr;
@@ -48,7 +53,8 @@ TEST(AscendCopies, HeightsAboveTheLimitAreSplit) {
   const std::vector<kvio_copy2d> plan = {{b.h(), b.d(), 1, rows, 2, 3}};
   IssueState state;
   const IssueTarget target{&api, b.stream, ACL_MEMCPY_HOST_TO_DEVICE, 0};
-  ASSERT_EQ(issuePlan(target, plan, &state), KVIO_STATUS_OK) << kvio_last_error();
+  ASSERT_EQ(issuePlan(target, plan, b.hostRegion(), b.deviceRegion(), &state), KVIO_STATUS_OK)
+      << kvio_last_error();
   EXPECT_EQ(acl.counts().memcpy2dAsync, 2);
   EXPECT_EQ(acl.counts().rejected, 0) << acl.recentError();
   const auto* dst = static_cast<const uint8_t*>(b.device);
@@ -65,7 +71,7 @@ TEST(AscendCopies, PitchZeroAndDeviceToDeviceBecomeRows) {
   // A broadcast source (pitch 0, 3 rows) and a device-to-device strided copy (4 rows).
   IssueState state;
   ASSERT_EQ(issuePlan({&api, b.stream, ACL_MEMCPY_HOST_TO_DEVICE, 0},
-                      {{b.h(), b.d(), 64, 3, 0, 128}}, &state),
+                      {{b.h(), b.d(), 64, 3, 0, 128}}, b.hostRegion(), b.deviceRegion(), &state),
             KVIO_STATUS_OK)
       << kvio_last_error();
   EXPECT_EQ(acl.counts().memcpy2dAsync, 0);
@@ -73,7 +79,8 @@ TEST(AscendCopies, PitchZeroAndDeviceToDeviceBecomeRows) {
   EXPECT_EQ(acl.counts().batchedCopies, 3);
   acl.reset();
   ASSERT_EQ(issuePlan({&api, b.stream, ACL_MEMCPY_DEVICE_TO_DEVICE, 0},
-                      {{b.d(), b.d() + 4096, 32, 4, 128, 64}}, &state),
+                      {{b.d(), b.d() + 4096, 32, 4, 128, 64}}, b.deviceRegion(), b.deviceRegion(),
+                      &state),
             KVIO_STATUS_OK)
       << kvio_last_error();
   EXPECT_EQ(acl.counts().memcpy2dAsync, 0);
@@ -95,7 +102,9 @@ TEST(AscendCopies, BatchesHoldAtMostMaxBatchCopies) {
     plan.push_back({b.h() + j * 16, b.d() + j * 16, 8, 1, 8, 8});
   }
   IssueState state;
-  ASSERT_EQ(issuePlan({&api, b.stream, ACL_MEMCPY_HOST_TO_DEVICE, 0}, plan, &state), KVIO_STATUS_OK)
+  ASSERT_EQ(issuePlan({&api, b.stream, ACL_MEMCPY_HOST_TO_DEVICE, 0}, plan, b.hostRegion(),
+                      b.deviceRegion(), &state),
+            KVIO_STATUS_OK)
       << kvio_last_error();
   EXPECT_EQ(acl.counts().memcpyBatchAsync, 2);
   EXPECT_EQ(acl.counts().batchedCopies, static_cast<int64_t>(n));
@@ -126,9 +135,11 @@ TEST(AscendCopies, TheEmulationAnswersArgumentErrors) {
   EXPECT_EQ(api.setDevice(5), ACL_ERROR_RT_INVALID_DEVICEID);
   EXPECT_EQ(acl.counts().rejected, 9);
   EXPECT_EQ(acl.counts().bytesCopied, 0u);
-  // And an issued plan whose copy the runtime refuses fails with the call and the sizes.
+  // And an issued plan whose copy the runtime refuses fails with the call and the sizes (the
+  // destination region claims more than the runtime's 4096-byte allocation).
   IssueState state;
-  EXPECT_EQ(issuePlan({&api, b.stream, H2D, 0}, {{b.h(), b.d(), 64, 2, 64, 8192}}, &state),
+  EXPECT_EQ(issuePlan({&api, b.stream, H2D, 0}, {{b.h(), b.d(), 64, 2, 64, 8192}}, b.hostRegion(),
+                      {{b.d(), 16384}}, &state),
             KVIO_STATUS_BACKEND_ERROR);
   const std::string message = kvio_last_error();
   EXPECT_NE(message.find("aclrtMemcpy2dAsync failed: ACL_ERROR_INVALID_PARAM (100000)"),

@@ -24,35 +24,16 @@
 namespace kvio_test {
 namespace {
 
-// The direct executor's host logic on the fake engine, as DirectExecutor::enqueue runs it.
+// The direct executor's host logic on the fake engine, as DirectExecutor::enqueue runs it:
+// the direct backend's engine table, one issuer for all the transfers of a case.
 struct DirectOnFakeEngine {
   FakeCopyEngine engine;
-  bool batchEnabled = true;
-  kvio::cuda::BatchScratch scratch;
-  std::vector<kvio::cuda::EngineCopy> copies;
+  kvio::engine::CopyIssuer issuer;
 
-  static int copy1d(void* c, uint64_t dst, uint64_t src, uint64_t bytes) {
-    return static_cast<FakeCopyEngine*>(c)->copy1d(dst, src, bytes);
-  }
-  static int copy2d(void* c, const kvio::cuda::EngineCopy& x) {
-    return static_cast<FakeCopyEngine*>(c)->copy2d(x.dst, x.dstPitch, x.src, x.srcPitch, x.width,
-                                                   x.height);
-  }
-  static int batch(void* c, uint64_t* dsts, uint64_t* srcs, size_t* sizes, size_t count,
-                   size_t* failIndex) {
-    return static_cast<FakeCopyEngine*>(c)->batch(dsts, srcs, sizes, count, failIndex);
-  }
-
-  kvio_status issue(const std::vector<kvio_copy2d>& plan, const std::vector<Buffer>&,
-                    const std::vector<Buffer>&) {
-    kvio::cuda::EngineOps ops;
-    ops.context = &engine;
-    ops.copy1d = copy1d;
-    ops.copy2d = copy2d;
-    ops.batch = batch;
-    ops.errorText = FakeCopyEngine::errorText;
-    kvio::cuda::engineCopies(plan, &copies, engine.maxPitch());
-    return kvio::cuda::issueCopies(ops, copies, 4096, &batchEnabled, &scratch);
+  kvio_status issue(const std::vector<kvio_copy2d>& plan, const std::vector<Buffer>& src,
+                    const std::vector<Buffer>& dst) {
+    const kvio::engine::EngineOps ops = engine.ops(kvio::cuda::directEngine());
+    return issuer.issue(ops, plan, memoryRegions(src), memoryRegions(dst), {});
   }
 };
 

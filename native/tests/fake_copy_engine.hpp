@@ -1,5 +1,6 @@
-// A fake copy engine for the CPU tests of the copy-engine issuer (cuda_direct_copies_test,
-// copy_engine_conformance_test): it copies with memcpy, after the checks a real copy engine
+// A fake copy engine for the CPU tests of the shared copy-engine issuer
+// (native/src/engine/copy_engine.hpp; cuda_direct_copies_test, copy_engine_conformance_test),
+// plugged into an engine table by ops(): it copies with memcpy, after the checks a real copy engine
 // makes (cudaMemcpyAsync, cudaMemcpy2DAsync, cuMemcpyBatchAsync on an H200): every copy lies
 // inside one known allocation on each side (for a 2-D copy its whole footprint, from the first
 // row's first byte to the last row's last byte; every batch entry), even where two allocations
@@ -17,9 +18,17 @@
 #include <string>
 #include <vector>
 
+#include "engine/copy_engine.hpp"
 #include "oracle.hpp"
 
 namespace kvio_test {
+
+/// Buffers as the issuer takes memory regions.
+inline std::vector<kvio::MemoryRegion> memoryRegions(const std::vector<Buffer>& buffers) {
+  std::vector<kvio::MemoryRegion> regions;
+  for (const Buffer& b : buffers) regions.push_back({b.address, b.bytes});
+  return regions;
+}
 
 class FakeCopyEngine {
  public:
@@ -36,8 +45,6 @@ class FakeCopyEngine {
     allocations_.push_back({reinterpret_cast<uint64_t>(data), bytes});
     setAllocations(std::move(allocations_));
   }
-  void setMaxPitch(uint64_t maxPitch) { maxPitch_ = maxPitch; }
-  uint64_t maxPitch() const { return maxPitch_; }
 
   int copy1d(uint64_t dst, uint64_t src, uint64_t bytes) {
     ++copy1dCalls;
@@ -99,6 +106,29 @@ class FakeCopyEngine {
 
   static std::string errorText(int code) {
     return code == kRefused ? "fake cudaErrorInvalidValue" : "fake error " + std::to_string(code);
+  }
+
+  /// `base` (an engine's limits and call names) with this fake's calls; withBatch false: no
+  /// batch call. The fake refuses pitches above base.maxPitch.
+  kvio::engine::EngineOps ops(kvio::engine::EngineOps base, bool withBatch = true) {
+    maxPitch_ = base.maxPitch;
+    base.context = this;
+    base.copy1d = [](void* c, uint64_t dst, uint64_t src, uint64_t bytes) {
+      return static_cast<FakeCopyEngine*>(c)->copy1d(dst, src, bytes);
+    };
+    base.copy2d = [](void* c, const kvio::engine::EngineCopy& x) {
+      return static_cast<FakeCopyEngine*>(c)->copy2d(x.dst, x.dstPitch, x.src, x.srcPitch, x.width,
+                                                     x.height);
+    };
+    base.batch = nullptr;
+    if (withBatch) {
+      base.batch = [](void* c, const uint64_t* dsts, const uint64_t* srcs, const size_t* sizes,
+                      size_t count, size_t* failIndex) {
+        return static_cast<FakeCopyEngine*>(c)->batch(dsts, srcs, sizes, count, failIndex);
+      };
+    }
+    base.errorText = [](void*, int code) { return errorText(code); };
+    return base;
   }
 
   int64_t copy1dCalls = 0;

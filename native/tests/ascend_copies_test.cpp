@@ -1,8 +1,10 @@
-// Tests of the kernel_ascend copy logic (native/src/ascend/ascend_copies.hpp) driven directly
-// with the ACL host emulation's table: heights above aclrtMemcpy2dAsync's limit are split, not
-// refused; copies the 2-D call cannot do (device to device, a broadcast source of pitch 0)
-// become 1-D copies; batches are bounded; and the emulation itself answers the documented
-// argument errors (so that the executor's tests would catch a bad call).
+// Tests of the kernel_ascend copy engine (native/src/ascend/ascend_copies.hpp, issued by the
+// shared issuer of native/src/engine/copy_engine.hpp) driven directly with the ACL host
+// emulation's table: heights above aclrtMemcpy2dAsync's limit are split, not refused; copies
+// the 2-D call cannot do (device to device, a broadcast source of pitch 0) become 1-D copies;
+// batches are bounded; copies over two adjacent allocations are cut; and the emulation itself
+// answers the documented argument errors and refuses copies spanning two allocations (so that
+// the executor's tests would catch a bad call).
 #include "ascend/ascend_copies.hpp"
 
 #include <gtest/gtest.h>
@@ -108,6 +110,54 @@ TEST(AscendCopies, BatchesHoldAtMostMaxBatchCopies) {
       << kvio_last_error();
   EXPECT_EQ(acl.counts().memcpyBatchAsync, 2);
   EXPECT_EQ(acl.counts().batchedCopies, static_cast<int64_t>(n));
+}
+
+// Two device buffers tagged back to back out of one block: the emulation refuses any copy
+// that spans both (1-D, a 2-D footprint, a batch entry), and the issuer, given the two
+// regions, cuts a copy over both so that every call stays inside one.
+TEST(AscendCopies, CopiesSpanningAdjacentAllocationsAreRefusedAndCut) {
+  AclHostEmulation& acl = AclHostEmulation::instance();
+  acl.reset();
+  const AclApi api = acl.table();
+  Buffers b(api, 4096, 16);
+  std::vector<uint8_t> block(2048, 0);
+  const auto tagA = acl.tagDevice(block.data(), 1024);
+  const auto tagB = acl.tagDevice(block.data() + 1024, 1024);
+  const uint64_t d = reinterpret_cast<uint64_t>(block.data());
+  auto* h = static_cast<uint8_t*>(b.host);
+  for (int i = 0; i < 4096; ++i) h[i] = static_cast<uint8_t>(i * 5 + 3);
+  const auto H2D = ACL_MEMCPY_HOST_TO_DEVICE;
+  EXPECT_EQ(api.memcpyAsync(block.data() + 1000, 48, b.host, 48, H2D, b.stream),
+            ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(api.memcpy2dAsync(block.data() + 512, 1024, b.host, 64, 64, 2, H2D, b.stream),
+            ACL_ERROR_INVALID_PARAM);
+  void* dsts[2] = {block.data(), block.data() + 1020};
+  void* srcs[2] = {b.host, b.host};
+  size_t sizes[2] = {8, 8};
+  aclrtMemcpyBatchAttr attr{};
+  attr.dstLoc.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+  attr.srcLoc.type = ACL_MEM_LOCATION_TYPE_HOST;
+  size_t attrIndex = 0, failIndex = 0;
+  EXPECT_EQ(
+      api.memcpyBatchAsync(dsts, sizes, srcs, sizes, 2, &attr, &attrIndex, 1, &failIndex, b.stream),
+      ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(failIndex, 1u);
+  EXPECT_EQ(acl.counts().rejected, 3);
+  EXPECT_EQ(acl.counts().bytesCopied, 0u);
+  // Through the issuer: a 1-D copy over both buffers and a 2-D copy whose rows fall in both.
+  acl.reset();
+  IssueState state;
+  const std::vector<kvio::MemoryRegion> device = {{d, 1024}, {d + 1024, 1024}};
+  const std::vector<kvio_copy2d> plan = {{b.h(), d + 1000, 48, 1, 48, 48},
+                                         {b.h() + 64, d + 512, 64, 2, 64, 1024}};
+  ASSERT_EQ(issuePlan({&api, b.stream, H2D, 0}, plan, b.hostRegion(), device, &state),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(acl.counts().rejected, 0) << acl.recentError();
+  EXPECT_EQ(acl.counts().bytesCopied, 48u + 128u);
+  EXPECT_EQ(0, std::memcmp(block.data() + 1000, h, 48));
+  EXPECT_EQ(0, std::memcmp(block.data() + 512, h + 64, 64));
+  EXPECT_EQ(0, std::memcmp(block.data() + 1536, h + 128, 64));
 }
 
 TEST(AscendCopies, TheEmulationAnswersArgumentErrors) {

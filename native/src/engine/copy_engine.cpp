@@ -126,7 +126,8 @@ kvio_status CopyIssuer::issueCopies(const EngineOps& ops, const IssueOptions& op
                                     size_t planSize) {
   const std::vector<EngineCopy>& copies = copies_;
   const size_t n = copies.size();
-  const char* comma = options.direction[0] != '\0' ? ", " : "";
+  const char* direction = options.direction != nullptr ? options.direction : "";
+  const char* comma = direction[0] != '\0' ? ", " : "";
   size_t i = 0;
   while (i < n) {
     const EngineCopy& c = copies[i];
@@ -137,7 +138,7 @@ kvio_status CopyIssuer::issueCopies(const EngineOps& ops, const IssueOptions& op
                     "%s failed: %s: copy %zu of %zu (plan copy %zu of %zu)%s%s, %llu rows of %llu "
                     "bytes, pitches dst %llu src %llu, dst 0x%llx src 0x%llx",
                     ops.copy2dName, ops.errorText(ops.context, code).c_str(), i, n, c.planIndex,
-                    planSize, comma, options.direction, static_cast<ull>(c.height),
+                    planSize, comma, direction, static_cast<ull>(c.height),
                     static_cast<ull>(c.width), static_cast<ull>(c.dstPitch),
                     static_cast<ull>(c.srcPitch), static_cast<ull>(c.dst), static_cast<ull>(c.src));
       }
@@ -169,7 +170,7 @@ kvio_status CopyIssuer::issueCopies(const EngineOps& ops, const IssueOptions& op
                     "%s failed: %s: batch of %zu copies from copy %zu of %zu (plan copy %zu of "
                     "%zu)%s%s, failIndex %lld%s%llu bytes from 0x%llx to 0x%llx",
                     ops.batchName, ops.errorText(ops.context, code).c_str(), end - i, i, n,
-                    copies[i].planIndex, planSize, comma, options.direction,
+                    copies[i].planIndex, planSize, comma, direction,
                     known ? static_cast<long long>(failIndex) : -1LL,
                     known ? ": that copy: " : "; first copy: ", static_cast<ull>(f.width),
                     static_cast<ull>(f.src), static_cast<ull>(f.dst));
@@ -184,8 +185,8 @@ kvio_status CopyIssuer::issueCopies(const EngineOps& ops, const IssueOptions& op
                     "%s failed: %s: copy %zu of %zu (plan copy %zu of %zu)%s%s, %llu bytes from "
                     "0x%llx to 0x%llx",
                     ops.copy1dName, ops.errorText(ops.context, code).c_str(), i, n, x.planIndex,
-                    planSize, comma, options.direction, static_cast<ull>(x.width),
-                    static_cast<ull>(x.src), static_cast<ull>(x.dst));
+                    planSize, comma, direction, static_cast<ull>(x.width), static_cast<ull>(x.src),
+                    static_cast<ull>(x.dst));
       }
     }
   }

@@ -93,8 +93,6 @@ class CopyIssuer {
   kvio_status issue(const EngineOps& ops, const std::vector<kvio_copy2d>& plan,
                     const std::vector<MemoryRegion>& srcRegions,
                     const std::vector<MemoryRegion>& dstRegions, const IssueOptions& options);
-  /// The copies the last issue() cut the plan into.
-  const std::vector<EngineCopy>& copies() const { return copies_; }
   /// False once a batch call answered "not supported".
   bool batchEnabled() const { return batchEnabled_; }
   void setBatchEnabled(bool enabled) { batchEnabled_ = enabled; }

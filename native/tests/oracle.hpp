@@ -4,8 +4,9 @@
 // (2, P, L, ps, H, D) / (2, P, H, ps, L, D); MLA the same with one component and H = 1; device
 // pools layer_first as one buffer, one buffer per component, or one buffer per layer), and a
 // transfer is replayed as naive loops over (index, layer, component, head). It also owns the
-// memory of wrapped test pools (with guard zones around each buffer), fills sources with
-// seeded random bytes and destinations with a canary, and compares whole buffers.
+// memory of wrapped test pools (with guard zones around each buffer; buffers apart, or carved
+// at equal distance out of one block), fills sources with seeded random bytes and destinations
+// with a canary, and compares whole buffers.
 #ifndef KVIO_TESTS_ORACLE_HPP_
 #define KVIO_TESTS_ORACLE_HPP_
 

@@ -8,7 +8,7 @@
 // back to back, or at equal distance with gaps: carved from one block, they line up like one
 // strided buffer, so the planner merges across them and only the allocation boundaries stop a
 // copy from spanning two of them (the H200 failure: "copy 0 of 74, 4 rows of 1024 bytes,
-// pitches dst 16384 src 98304").
+// pitches dst 16384 src 98304"). Back to back also runs without the batch call.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -25,20 +25,23 @@ namespace kvio_test {
 namespace {
 
 // The direct executor's host logic on the fake engine, as DirectExecutor::enqueue runs it:
-// the direct backend's engine table, one issuer for all the transfers of a case.
+// the direct backend's engine table, one issuer for all the transfers of a case; withBatch
+// false: a driver without cuMemcpyBatchAsync (1-D copies one by one).
 struct DirectOnFakeEngine {
   FakeCopyEngine engine;
   kvio::engine::CopyIssuer issuer;
+  bool withBatch = true;
 
   kvio_status issue(const std::vector<kvio_copy2d>& plan, const std::vector<Buffer>& src,
                     const std::vector<Buffer>& dst) {
-    const kvio::engine::EngineOps ops = engine.ops(kvio::cuda::directEngine());
+    const kvio::engine::EngineOps ops = engine.ops(kvio::cuda::directEngine(), withBatch);
     return issuer.issue(ops, plan, memoryRegions(src), memoryRegions(dst), {});
   }
 };
 
-void runDirectMatrix(const Case& c, Placement placement) {
+void runDirectMatrix(const Case& c, Placement placement, bool withBatch = true) {
   DirectOnFakeEngine direct;
+  direct.withBatch = withBatch;
   MatrixTarget target;
   target.devicePlacement = placement;
   target.runTransfer = [&direct](TestPool& src, TestPool& dst,
@@ -68,6 +71,10 @@ TEST_P(DirectCopyEngineConformance, BuffersBackToBack) {
 
 TEST_P(DirectCopyEngineConformance, BuffersEquallySpaced) {
   runDirectMatrix(GetParam(), carved(kGuard));
+}
+
+TEST_P(DirectCopyEngineConformance, BuffersBackToBackWithoutBatchCopies) {
+  runDirectMatrix(GetParam(), carved(0), false);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLayouts, DirectCopyEngineConformance, ::testing::ValuesIn(allCases()),

@@ -37,11 +37,13 @@ package() {
   if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then
     generator=(-G Ninja)
   fi
+  scratch="$(mktemp -d)"
+  trap 'rm -rf "$scratch"' EXIT
   echo "gpu-check package: CUDA build in $build"
   cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DKVIO_WITH_CUDA=ON \
     -DKVIO_BUILD_TESTS=ON -DKVIO_BUILD_BENCH=ON -DKVIO_BUILD_FUZZ=OFF \
-    -DCMAKE_CUDA_ARCHITECTURES=90 > "$build.configure.log" 2>&1 \
-    || { tail -20 "$build.configure.log"; exit 1; }
+    -DCMAKE_CUDA_ARCHITECTURES=90 > "$scratch/configure.log" 2>&1 \
+    || { tail -20 "$scratch/configure.log"; exit 1; }
   cmake --build "$build" --target kvio cuda_gpu_test kvio_cuda_bench --parallel "$jobs"
   local test_bin="$build/native/tests/cuda_gpu_test"
   [ -x "$test_bin" ] || { echo "gpu-check: FAIL: $test_bin not built (GoogleTest missing?)" >&2; exit 1; }
@@ -55,8 +57,6 @@ package() {
   # shellcheck disable=SC2086  # MVN_ARGS is a list of arguments
   mvn -q -B -DskipTests -Dkvio.cuda=ON -Dkvio.native.tests=OFF ${MVN_ARGS:-} package
   local jar=cli/target/kvio-cli.jar lib
-  scratch="$(mktemp -d)"
-  trap 'rm -rf "$scratch"' EXIT
   lib="$(unzip -Z1 "$jar" | grep -m1 '/linux-x86_64/libkvio\.so$' || true)"
   [ -n "$lib" ] || { echo "gpu-check: FAIL: no linux-x86_64 libkvio.so in $jar" >&2; exit 1; }
   unzip -p "$jar" "$lib" > "$scratch/libkvio.so"

@@ -7,12 +7,12 @@
 // buffers with canary-filled destinations. Every test-side write and read of device memory is
 // ordered on the executor's stream (cudaMemcpyAsync from pinned staging memory, then
 // cudaStreamSynchronize): kvio's own stream is non-blocking and does not wait for the legacy
-// default stream (docs/cuda.md). Environment: KVIO_GPU_QUICK=1 runs a smaller sweep per case
-// (for compute-sanitizer); KVIO_GPU_STRESS=N repeats each conformance case N times beside a busy
-// kernel on another stream and reports each repetition. scripts/gpu-check.sh runs each case in
-// its own process. Further: device-resident indices with bad entries, pageable host memory
-// refused, caller host memory wrapped, closed, freed and wrapped again, caller streams,
-// transfer events, CTA budgets 1 to 16.
+// default stream (docs/cuda.md). Environment: KVIO_GPU_SWEEP=quick or minimal runs a smaller
+// sweep per case (for compute-sanitizer and stress runs); KVIO_GPU_STRESS=N repeats each
+// conformance case N times beside a busy kernel on another stream and reports each repetition.
+// scripts/gpu-check.sh runs each case in its own process. Further: device-resident indices with bad
+// entries, pageable host memory refused, caller host memory wrapped, closed, freed and wrapped
+// again, caller streams, transfer events, CTA budgets 1 to 16.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -61,8 +61,14 @@ int envInt(const char* name, int fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
 }
-bool quickSweep() {
-  return envInt("KVIO_GPU_QUICK", 0) != 0;
+/// KVIO_GPU_SWEEP: full (default), quick or minimal: how much of the sweep each case runs.
+enum class Sweep { Full, Quick, Minimal };
+Sweep sweepLevel() {
+  const char* value = std::getenv("KVIO_GPU_SWEEP");
+  const std::string level = value != nullptr ? value : "";
+  if (level == "quick") return Sweep::Quick;
+  if (level == "minimal") return Sweep::Minimal;
+  return Sweep::Full;
 }
 int stressRepetitions() {
   return envInt("KVIO_GPU_STRESS", 0);
@@ -429,13 +435,19 @@ int runGpuConfig(const Executor& executor, const Case& c, bool sharded, int64_t 
 /// The whole sweep of one case; returns the number of failed configurations.
 int runGpuCase(const Executor& executor, const Case& c, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  const bool quick = quickSweep();
-  const std::vector<int64_t> pageSizes =
-      quick ? std::vector<int64_t>{16} : std::vector<int64_t>{1, 16, 64};
-  const std::vector<int64_t> rows =
-      quick ? std::vector<int64_t>{8, 656, 4096} : std::vector<int64_t>{8, 64, 576, 656, 4096};
+  const Sweep sweep = sweepLevel();
+  std::vector<int64_t> pageSizes{1, 16, 64}, rows{8, 64, 576, 656, 4096};
+  std::vector<bool> shardings{false, true};
+  if (sweep == Sweep::Quick) {
+    pageSizes = {16};
+    rows = {8, 656, 4096};
+  } else if (sweep == Sweep::Minimal) {
+    pageSizes = {16};
+    rows = {656};
+    shardings = {false};
+  }
   int failed = 0;
-  for (bool sharded : {false, true})
+  for (bool sharded : shardings)
     for (int64_t ps : pageSizes)
       for (int64_t row : rows)
         for (Heads heads : headSplits(c.kind, row)) {

@@ -12,11 +12,12 @@
 #   scripts/gpu-check.sh run [DIR] [OUTDIR]   on the GPU machine, from what DIR holds plus
 #     nvidia-smi and compute-sanitizer: writes at most 8 files to OUTDIR (default $OUT, else
 #     DIR/results): summary.txt, gpu-tests.log, memcheck.log, stress.log, matrix.md,
-#     matrix-summary.txt, bench.tsv, bench.txt. Phase 1 runs in parallel: each GPU-test case in
-#     its own process, compute-sanitizer memcheck over the GPU tests (small sweep), the stress
-#     mode (20 repetitions beside a busy kernel, small sweep) and the hardware matrix (--full,
-#     kernel and direct, every device form; one process per backend and form). Phase 2 runs
-#     the bandwidth benchmark alone. Sized for under 5 minutes on one H200 (per-step timeouts).
+#     matrix-summary.txt, bench.tsv, bench.txt. Phase 1 runs in parallel (150 s at most): each
+#     GPU-test case in its own process, compute-sanitizer memcheck over the GPU tests (small
+#     sweep) and the hardware matrix (--full, kernel and direct, every device form; one process
+#     per backend and form). Phase 2 (90 s at most): the stress mode, 20 repetitions of each
+#     conformance case beside a busy kernel (small sweep). Phase 3 (75 s at most): the bandwidth
+#     benchmark alone. Sized for under 5 minutes on one H200.
 #     Exit status: 0 all passed; 1 a failure; 3 no usable GPU (the summary says why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -147,16 +148,16 @@ run() {
   local failed=0
 
   # ---- phase 1, in parallel: correctness (timing does not matter) ----
-  say "phase 1: GPU tests (one process per case), memcheck, stress x20, matrix --full"
+  say "phase 1: GPU tests (one process per case), memcheck, matrix --full"
   "$tests" --gtest_list_tests | awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}' > "$scratch/cases"
   (
     # Each case in its own process: a CUDA error that kills the context hides nothing else.
     # shellcheck disable=SC2016  # expanded by the inner shell
-    xargs -P "${CASE_JOBS:-6}" -I{} sh -c \
+    timeout 150 xargs -P "${CASE_JOBS:-6}" -I{} sh -c \
       'log="$2/$(echo "$1" | tr "/." "__").log"; timeout 90 "$3" --gtest_filter="$1" > "$log" 2>&1; echo "$? $1"' \
       _ {} "$scratch" "$tests" < "$scratch/cases" > "$scratch/case-status"
   ) &
-  local cases_pid=$!
+  local cases_pid=$!   # at most 150 s in all; cases not started by then count as failures
   local -a sanitizer_pids=()
   local part filter
   for part in kernel direct other; do
@@ -165,21 +166,15 @@ run() {
       direct) filter='Configs/*.*/direct_*' ;;
       other) filter='CudaKernel.*:CudaBackends.*' ;;
     esac
-    KVIO_GPU_SWEEP=minimal timeout 170 compute-sanitizer --tool memcheck --leak-check full \
+    KVIO_GPU_SWEEP=minimal timeout 150 compute-sanitizer --tool memcheck --leak-check full \
       "$tests" --gtest_filter="$filter" > "$scratch/memcheck-$part.log" 2>&1 &
     sanitizer_pids+=($!)
-  done
-  local -a stress_pids=()
-  for part in kernel direct; do
-    KVIO_GPU_STRESS="${STRESS_REPETITIONS:-20}" KVIO_GPU_SWEEP=minimal timeout 170 "$tests" \
-      --gtest_filter="Configs/*.*/${part}_*" > "$scratch/stress-$part.log" 2>&1 &
-    stress_pids+=($!)
   done
   local -a matrix_pids=() matrix_parts=()
   local backend form
   for backend in kernel direct; do
     for form in allocated per_component layer_table; do
-      timeout 170 "$java" -Dorg.bytedeco.javacpp.cachedir="$scratch/javacpp-$backend-$form" \
+      timeout 150 "$java" -Dorg.bytedeco.javacpp.cachedir="$scratch/javacpp-$backend-$form" \
         -jar "$dir/kvio-cli.jar" matrix --full --require kernel,direct \
         --backend "$backend" --device-forms "$form" --quiet \
         > "$scratch/matrix-$backend-$form.md" 2> "$scratch/matrix-$backend-$form.err" &
@@ -232,21 +227,6 @@ run() {
   say "memcheck: $errors errors"
   [ "$errors" = 0 ] || failed=1
 
-  # stress: per repetition.
-  : > "$out/stress.log"
-  i=0
-  for part in kernel direct; do
-    rc=0
-    wait "${stress_pids[$i]}" || rc=$?
-    i=$((i + 1))
-    local reps bad
-    reps=$(grep -c '^\[ STRESS   \] .* repetition ' "$scratch/stress-$part.log" || true)
-    bad=$(grep -c '^\[ STRESS   \] .* repetition .*FAIL' "$scratch/stress-$part.log" || true)
-    { echo "== stress $part (exit $rc)"; cat "$scratch/stress-$part.log"; } >> "$out/stress.log"
-    say "stress $part: $reps case-repetitions run, $bad failed$([ "$rc" = 124 ] && echo ', TIMED OUT')"
-    [ "$rc" = 0 ] && [ "$bad" = 0 ] || failed=1
-  done
-
   # hardware matrix.
   : > "$out/matrix.md"
   : > "$out/matrix-summary.txt"
@@ -262,8 +242,31 @@ run() {
     [ "$rc" = 0 ] || failed=1
   done
 
-  # ---- phase 2, alone: the benchmark ----
-  say "phase 2: benchmark (kvio_cuda_bench --quick)"
+  # ---- phase 2: the stress mode, on its own (its busy kernels would slow phase 1 down) ----
+  say "phase 2: stress mode, ${STRESS_REPETITIONS:-20} repetitions beside a busy kernel"
+  local -a stress_pids=()
+  for part in kernel direct; do
+    KVIO_GPU_STRESS="${STRESS_REPETITIONS:-20}" KVIO_GPU_SWEEP=minimal timeout 90 "$tests" \
+      --gtest_filter="Configs/*.*/${part}_*" > "$scratch/stress-$part.log" 2>&1 &
+    stress_pids+=($!)
+  done
+  : > "$out/stress.log"
+  i=0
+  for part in kernel direct; do
+    rc=0
+    wait "${stress_pids[$i]}" || rc=$?
+    i=$((i + 1))
+    local reps bad
+    reps=$(grep -c '^\[ STRESS   \] .* repetition ' "$scratch/stress-$part.log" || true)
+    bad=$(grep -c '^\[ STRESS   \] .* repetition .*FAIL' "$scratch/stress-$part.log" || true)
+    { echo "== stress $part (exit $rc)"; cat "$scratch/stress-$part.log"; } >> "$out/stress.log"
+    say "stress $part: $reps case-repetitions run, $bad failed$([ "$rc" = 124 ] && echo ', TIMED OUT')"
+    [ "$rc" = 0 ] && [ "$bad" = 0 ] || failed=1
+  done
+
+
+  # ---- phase 3, alone: the benchmark ----
+  say "phase 3: benchmark (kvio_cuda_bench --quick)"
   rc=0
   timeout 75 "$dir/kvio_cuda_bench" --quick --out "$out/bench.tsv" > "$out/bench.txt" 2>&1 || rc=$?
   say "benchmark: exit $rc$([ "$rc" = 124 ] && echo ' (timed out)')"

@@ -9,10 +9,11 @@
 // cudaStreamSynchronize): kvio's own stream is non-blocking and does not wait for the legacy
 // default stream (docs/cuda.md). Environment: KVIO_GPU_SWEEP=quick or minimal runs a smaller
 // sweep per case (for compute-sanitizer and stress runs); KVIO_GPU_STRESS=N repeats each
-// conformance case N times beside a busy kernel on another stream and reports each repetition.
-// scripts/gpu-check.sh runs each case in its own process. Further: device-resident indices with bad
-// entries, pageable host memory refused, caller host memory wrapped, closed, freed and wrapped
-// again, caller streams, transfer events, CTA budgets 1 to 16.
+// conformance case N times beside a busy kernel on another stream and reports each repetition;
+// KVIO_GPU_TEST_ON_CPU=1 runs the conformance cases on the cpu backend with host memory, to check
+// the test itself without a GPU. scripts/gpu-check.sh runs each case in its own process. Further:
+// device-resident indices with bad entries, pageable host memory refused, caller host memory
+// wrapped, closed, freed and wrapped again, caller streams, transfer events, CTA budgets 1 to 16.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -51,15 +52,22 @@ std::string unavailableReason() {
   return std::string("no CUDA device: ") + kvio_last_error();
 }
 
-#define REQUIRE_GPU()                               \
-  do {                                              \
-    const std::string reason = unavailableReason(); \
-    if (!reason.empty()) GTEST_SKIP() << reason;    \
+#define REQUIRE_GPU()                                                          \
+  do {                                                                         \
+    if (hostEmulation()) GTEST_SKIP() << "needs a GPU (KVIO_GPU_TEST_ON_CPU)"; \
+    const std::string reason = unavailableReason();                            \
+    if (!reason.empty()) GTEST_SKIP() << reason;                               \
   } while (0)
 
 int envInt(const char* name, int fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? std::atoi(value) : fallback;
+}
+/// KVIO_GPU_TEST_ON_CPU=1: the conformance cases run on the cpu backend with host memory in
+/// place of device and pinned memory (same pools, forms, indices and oracle checks), which
+/// checks the test itself on a machine without a GPU (ctest cuda_gpu_test_harness_on_cpu).
+bool hostEmulation() {
+  return envInt("KVIO_GPU_TEST_ON_CPU", 0) != 0;
 }
 /// KVIO_GPU_SWEEP: full (default), quick or minimal: how much of the sweep each case runs.
 enum class Sweep { Full, Quick, Minimal };
@@ -83,6 +91,11 @@ class Executor {
  public:
   explicit Executor(int32_t backend, uint64_t stream = KVIO_CUDA_OWN_STREAM, int32_t ctaBudget = 0,
                     int32_t warps = 0) {
+    if (hostEmulation()) {
+      EXPECT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 2, &handle_), KVIO_STATUS_OK)
+          << kvio_last_error();
+      return;
+    }
     EXPECT_EQ(kvio_executor_create_cuda(backend, 0, stream, ctaBudget, warps, &handle_),
               KVIO_STATUS_OK)
         << kvio_last_error();
@@ -99,7 +112,7 @@ class Executor {
   }
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
-  bool ok() const { return handle_ != 0 && stream_ != nullptr; }
+  bool ok() const { return handle_ != 0 && (stream_ != nullptr || hostEmulation()); }
   uint64_t handle() const { return handle_; }
   cudaStream_t stream() const { return stream_; }
 
@@ -117,21 +130,22 @@ enum class Memory { Device, PinnedHost, WrappedHost };
 class GpuPool {
  public:
   GpuPool(const Geometry& g, Memory memory, cudaStream_t stream)
-      : g_(g), memory_(memory), stream_(stream) {
+      : g_(g), onDevice_(memory == Memory::Device && !hostEmulation()), stream_(stream) {
     const kvio_pool_spec spec = specOf(g);
     const size_t bytes = regionBytes();
+    const int32_t pinnedKind = hostEmulation() ? KVIO_MEMORY_HOST : KVIO_MEMORY_HOST_PINNED;
+    const int32_t deviceKind = hostEmulation() ? KVIO_MEMORY_HOST : KVIO_MEMORY_CUDA_DEVICE;
     if (memory == Memory::WrappedHost) {
       hostStorage_.assign(bytes + 64, 0);
       regions_.push_back(hostStorage_.data() + 8);
-      EXPECT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_HOST_PINNED, 0,
-                                      reinterpret_cast<uint64_t>(regions_[0]), bytes, &handle_),
+      EXPECT_EQ(kvio_pool_wrap_memory(&spec, pinnedKind, 0, reinterpret_cast<uint64_t>(regions_[0]),
+                                      bytes, &handle_),
                 KVIO_STATUS_OK)
           << kvio_last_error();
       return;
     }
     if (memory == Memory::PinnedHost || g.form == Form::Single || g.form == Form::Allocated) {
-      const int32_t kind =
-          memory == Memory::PinnedHost ? KVIO_MEMORY_HOST_PINNED : KVIO_MEMORY_CUDA_DEVICE;
+      const int32_t kind = memory == Memory::PinnedHost ? pinnedKind : deviceKind;
       EXPECT_EQ(kvio_pool_allocate_memory(&spec, kind, 0, &handle_), KVIO_STATUS_OK)
           << kvio_last_error();
       uint64_t address = 0;
@@ -144,26 +158,30 @@ class GpuPool {
       std::vector<uint64_t> addresses;
       for (int64_t r = 0; r < g.regions(); ++r) {
         void* p = nullptr;
-        if (!CUDA_CHECK(cudaMalloc(&p, bytes))) return;
-        owned_.push_back(p);
+        if (hostEmulation()) {
+          callerHost_.emplace_back(bytes);
+          p = callerHost_.back().data();
+        } else {
+          if (!CUDA_CHECK(cudaMalloc(&p, bytes))) return;
+          owned_.push_back(p);
+        }
         regions_.push_back(static_cast<uint8_t*>(p));
         addresses.push_back(reinterpret_cast<uint64_t>(p));
       }
       if (g.form == Form::PerComponent) {
-        EXPECT_EQ(
-            kvio_pool_wrap_components_memory(&spec, KVIO_MEMORY_CUDA_DEVICE, 0, addresses.data(),
-                                             static_cast<int32_t>(g.C()), bytes, &handle_),
-            KVIO_STATUS_OK)
+        EXPECT_EQ(kvio_pool_wrap_components_memory(&spec, deviceKind, 0, addresses.data(),
+                                                   static_cast<int32_t>(g.C()), bytes, &handle_),
+                  KVIO_STATUS_OK)
             << kvio_last_error();
       } else {
-        EXPECT_EQ(kvio_pool_wrap_layer_table_memory(
-                      &spec, KVIO_MEMORY_CUDA_DEVICE, 0, addresses.data(),
-                      static_cast<int64_t>(addresses.size()), bytes, &handle_),
+        EXPECT_EQ(kvio_pool_wrap_layer_table_memory(&spec, deviceKind, 0, addresses.data(),
+                                                    static_cast<int64_t>(addresses.size()), bytes,
+                                                    &handle_),
                   KVIO_STATUS_OK)
             << kvio_last_error();
       }
     }
-    if (memory == Memory::Device) {
+    if (onDevice_) {
       void* staging = nullptr;
       if (CUDA_CHECK(cudaMallocHost(&staging, bytes * regions_.size()))) {
         staging_ = static_cast<uint8_t*>(staging);
@@ -180,7 +198,7 @@ class GpuPool {
   GpuPool(const GpuPool&) = delete;
   GpuPool& operator=(const GpuPool&) = delete;
 
-  bool ok() const { return handle_ != 0 && (memory_ != Memory::Device || staging_ != nullptr); }
+  bool ok() const { return handle_ != 0 && (!onDevice_ || staging_ != nullptr); }
   uint64_t handle() const { return handle_; }
   size_t regionBytes() const { return static_cast<size_t>(g_.regionBytes()); }
 
@@ -188,7 +206,7 @@ class GpuPool {
   bool read(Image* image) const {
     const size_t bytes = regionBytes();
     image->buffers.assign(regions_.size(), std::vector<uint8_t>(bytes));
-    if (memory_ != Memory::Device) {
+    if (!onDevice_) {
       for (size_t r = 0; r < regions_.size(); ++r) {
         std::memcpy(image->buffers[r].data(), regions_[r], bytes);
       }
@@ -209,7 +227,7 @@ class GpuPool {
   bool write(const Image& image) {
     const size_t bytes = regionBytes();
     for (size_t r = 0; r < regions_.size(); ++r) {
-      if (memory_ != Memory::Device) {
+      if (!onDevice_) {
         std::memcpy(regions_[r], image.buffers[r].data(), bytes);
         continue;
       }
@@ -219,7 +237,7 @@ class GpuPool {
         return false;
       }
     }
-    return memory_ != Memory::Device || CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return !onDevice_ || CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
   Image filled(uint8_t value) const {
     Image image;
@@ -237,12 +255,13 @@ class GpuPool {
 
  private:
   Geometry g_;
-  Memory memory_;
+  bool onDevice_;  // device memory, read and written on stream_
   cudaStream_t stream_;
   uint64_t handle_ = 0;
   std::vector<uint8_t*> regions_;
   std::vector<void*> owned_;
   std::vector<uint8_t> hostStorage_;
+  std::vector<std::vector<uint8_t>> callerHost_;  // caller "device" buffers under emulation
   uint8_t* staging_ = nullptr;
 };
 
@@ -537,7 +556,7 @@ class BusyGpu {
 class CudaConformance : public ::testing::TestWithParam<GpuCase> {};
 
 TEST_P(CudaConformance, MatchesOracle) {
-  REQUIRE_GPU();
+  if (!hostEmulation()) REQUIRE_GPU();
   const GpuCase& gc = GetParam();
   const uint64_t seed =
       0x6b76696f +
@@ -550,6 +569,7 @@ TEST_P(CudaConformance, MatchesOracle) {
     EXPECT_EQ(runGpuCase(executor, gc.c, seed), 0) << "configurations failed";
     return;
   }
+  if (hostEmulation()) GTEST_SKIP() << "the stress mode needs a GPU";
   BusyGpu busy;
   ASSERT_TRUE(busy.ok());
   const std::string name = gpuCaseName(gc);

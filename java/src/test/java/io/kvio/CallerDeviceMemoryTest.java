@@ -8,6 +8,7 @@
  * backend is its own cudaMalloc). Device memory is written and read through each carrier alone
  * (identity transfers between the carrier and a pinned host pool over it, never through the
  * wrapped pool), canary-filled first, and compared whole against the oracle (io.kvio.oracle).
+ * CallerDeviceMemoryOnCpuTest runs the same check on the cpu backend everywhere.
  */
 package io.kvio;
 
@@ -145,6 +146,14 @@ public class CallerDeviceMemoryTest {
     @Test(dataProvider = "cases")
     public void wrappedSeparateAllocationsMatchOracle(IoBackend backend, Form form) {
         requireGpu(backend);
+        check(backend, form);
+    }
+
+    /**
+     * The whole check on {@code backend}; CallerDeviceMemoryOnCpuTest runs it on cpu (host memory
+     * in the same forms) so the test itself is checked on every machine.
+     */
+    static void check(IoBackend backend, Form form) {
         try (KvioExecutor executor = KvioExecutor.create(backend, 0)) {
             for (PoolKind kind : PoolKind.values()) {
                 PoolFixtures.Config cfg =

@@ -7,14 +7,14 @@
 #     linked statically), kvio_cuda_bench, kvio-cli.jar (CUDA natives inside) and a jlinked Java
 #     runtime, strips them into DIR (default .gpu/, git-ignored; at most 60 MiB) and prints the
 #     size. Environment: BUILD_DIR (default build-gpu), JOBS (default 2), JLINK (a jlink of JDK
-#     17+; default the first under /usr/lib/jvm), MVN_ARGS (extra Maven arguments, e.g. -o).
+#     17+, whose jar tool is used too; default the first under /usr/lib/jvm), MVN_ARGS (extra Maven arguments, e.g. -o).
 #
 #   scripts/gpu-check.sh run [DIR] [OUTDIR]   on the GPU machine, from what DIR holds plus
 #     nvidia-smi and compute-sanitizer: writes at most 8 files to OUTDIR (default $OUT, else
-#     DIR/results): summary.txt, gpu-tests.log, memcheck.log, stress.log, matrix.md,
+#     DIR/results): summary.txt, gpu-tests.log (C++ and Java GPU tests), memcheck.log, stress.log, matrix.md,
 #     matrix-summary.txt, bench.tsv, bench.txt. Phase 1 runs in parallel (150 s at most): each
-#     GPU-test case in its own process, compute-sanitizer memcheck over the GPU tests (small
-#     sweep) and the hardware matrix (--full, kernel and direct, every device form; one process
+#     GPU-test case in its own process, the Java GPU tests (TestNG group gpu, one JVM),
+#     compute-sanitizer memcheck over the GPU tests (small sweep) and the hardware matrix (--full, kernel and direct, every device form; one process
 #     per backend and form). Phase 2 (90 s at most): the stress mode, 20 repetitions of each
 #     conformance case beside a busy kernel (small sweep). Phase 3 (75 s at most): the bandwidth
 #     benchmark alone. Sized for under 5 minutes on one H200.
@@ -56,7 +56,8 @@ package() {
 
   echo "gpu-check package: kvio-cli.jar (Maven, CUDA natives)"
   # shellcheck disable=SC2086  # MVN_ARGS is a list of arguments
-  mvn -q -B -DskipTests -Dkvio.cuda=ON -Dkvio.native.tests=OFF ${MVN_ARGS:-} package
+  mvn -q -B -DskipTests -Dkvio.cuda=ON -Dkvio.native.tests=OFF ${MVN_ARGS:-} package \
+    dependency:build-classpath -Dmdep.outputFile=target/test-classpath.txt -Dmdep.includeScope=test
   local jar=cli/target/kvio-cli.jar lib
   lib="$(unzip -Z1 "$jar" | grep -m1 '/linux-x86_64/libkvio\.so$' || true)"
   [ -n "$lib" ] || { echo "gpu-check: FAIL: no linux-x86_64 libkvio.so in $jar" >&2; exit 1; }
@@ -86,6 +87,18 @@ package() {
   cp "$build/libkvio.so" "$test_bin" "$build/kvio_cuda_bench" "$jar" "$dir/"
   strip --strip-unneeded "$dir/libkvio.so" "$dir/cuda_gpu_test" "$dir/kvio_cuda_bench"
   tar -C "$scratch" -cJf "$dir/jre.txz" jre
+  # The Java GPU tests (TestNG group gpu) without Maven: their classes and TestNG's jars; the
+  # classes under test come from kvio-cli.jar.
+  mkdir -p "$dir/java-tests"
+  "$(dirname "$jlink")/jar" cf "$dir/java-tests/kvio-tests.jar" -C java/target/test-classes .
+  local entry
+  for entry in $(tr ':' ' ' < java/target/test-classpath.txt); do
+    case "$(basename "$entry")" in
+      testng-*.jar | slf4j-api-*.jar | jcommander-*.jar | jquery-*.jar) cp "$entry" "$dir/java-tests/" ;;
+    esac
+  done
+  [ -n "$(ls "$dir"/java-tests/testng-*.jar 2>/dev/null)" ] \
+    || { echo "gpu-check: FAIL: TestNG not found in the test classpath" >&2; exit 1; }
   {
     echo "kvio GPU check package"
     echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
@@ -116,7 +129,7 @@ run() {
   : > "$summary"
   say() { echo "gpu-check: $* ($(($(date +%s) - start)) s)" | tee -a "$summary"; }
 
-  for f in libkvio.so cuda_gpu_test kvio_cuda_bench kvio-cli.jar jre.txz; do
+  for f in libkvio.so cuda_gpu_test kvio_cuda_bench kvio-cli.jar jre.txz java-tests/kvio-tests.jar; do
     [ -e "$dir/$f" ] || { say "FAIL: $dir/$f missing (run scripts/gpu-check.sh package first)"; exit 1; }
   done
   say "date $(date -u +%Y-%m-%dT%H:%M:%SZ); package: $(sed -n 's/^commit: //p' "$dir/PACKAGE.txt" 2>/dev/null)"
@@ -170,6 +183,13 @@ run() {
       "$tests" --gtest_filter="$filter" > "$scratch/memcheck-$part.log" 2>&1 &
     sanitizer_pids+=($!)
   done
+  # The Java GPU tests (TestNG group gpu), one JVM.
+  timeout 150 "$java" -Dorg.bytedeco.javacpp.cachedir="$scratch/javacpp-tests" \
+    -cp "$dir/kvio-cli.jar:$dir/java-tests/*" org.testng.TestNG -groups gpu \
+    -verbose 2 -d "$scratch/testng" \
+    -testclass io.kvio.CudaBackendTest,io.kvio.DeviceSelectionTest,io.kvio.CallerDeviceMemoryTest \
+    > "$scratch/java-tests.log" 2>&1 &
+  local java_tests_pid=$!
   local -a matrix_pids=() matrix_parts=()
   local backend form
   for backend in kernel direct; do
@@ -208,6 +228,18 @@ run() {
   ran=$(wc -l < "$scratch/case-status")
   say "GPU tests: $total cases, $passed PASS, $((ran - passed - skipped)) FAIL, $skipped SKIPPED, $((total - ran)) not run"
   [ "$passed" = "$total" ] || failed=1
+
+  # Java GPU tests: every test must pass (a skip means no GPU for Java).
+  rc=0
+  wait "$java_tests_pid" || rc=$?
+  local java_summary
+  java_summary="$(grep -m1 'Total tests run' "$scratch/java-tests.log" || echo 'no TestNG summary')"
+  { echo "== Java GPU tests (TestNG group gpu; exit $rc): $java_summary"; head -n 600 "$scratch/java-tests.log"; } \
+    >> "$out/gpu-tests.log"
+  say "Java GPU tests: exit $rc$([ "$rc" = 124 ] && echo ' (timed out)'): $java_summary"
+  if [ "$rc" != 0 ] || ! grep -q 'Failures: 0, Skips: 0' <<< "$java_summary"; then
+    failed=1
+  fi
 
   # memcheck: 0 errors expected, leaks included.
   local errors=0 i=0 n

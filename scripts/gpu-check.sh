@@ -139,6 +139,7 @@ run() {
   else
     say "device: nvidia-smi not found"
   fi
+  chmod +x "$dir/cuda_gpu_test" "$dir/kvio_cuda_bench" 2>/dev/null || true  # if copying lost it
   export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   local tests="$dir/cuda_gpu_test"
   # kvio's own answer: is the CUDA backend usable here? A skipped GPU test says why not.

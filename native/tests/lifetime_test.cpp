@@ -1,0 +1,241 @@
+// The lifetime of caller host memory kvio registers (docs/memory-lifetime.md), end to end
+// through the C ABI with the kernel_ascend backend on the ACL host emulation, which enforces the
+// runtime's rules: registration is page-granular, a range sharing a page with a registration is
+// "already registered", aclrtHostUnregister takes only a registered pointer, and the host side
+// of a copy must be registered when the copy runs (a held copy over memory unregistered
+// meanwhile counts as a device fault). Covers the failure seen on an H200: memory wrapped,
+// closed, freed and wrapped again at the same address; closing a pool with a transfer in
+// flight, and with a completed transfer nobody waited for; host pages shared by two pools; and
+// registrations the caller made itself.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "acl_host_emulation.hpp"
+#include "kvio/kvio.h"
+#include "kvio/kvio.hpp"
+#include "oracle.hpp"
+
+namespace kvio_test {
+namespace {
+
+AclHostEmulation& acl() {
+  return AclHostEmulation::instance();
+}
+
+std::string lastError() {
+  return kvio_last_error();
+}
+
+constexpr size_t kPage = 4096;
+
+// Host pool: 2 layers x 32 tokens x 2 heads x 64 bytes x K and V = 16 KiB (4 pages).
+const Geometry kHost{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 8, 4, 2, 64};
+const Geometry kDevice{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, 2, 8, 4, 2, 64};
+
+/// An anonymous mapping the test can unmap and map again at the same address.
+class Mapping {
+ public:
+  explicit Mapping(size_t bytes) : bytes_(bytes) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(p, MAP_FAILED);
+    data_ = static_cast<uint8_t*>(p);
+  }
+  ~Mapping() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+  }
+  /// Frees the memory and gets fresh memory at the same address (as a reused heap would).
+  void remap() {
+    ASSERT_EQ(munmap(data_, bytes_), 0);
+    void* p =
+        mmap(data_, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    ASSERT_EQ(p, static_cast<void*>(data_)) << "the new mapping is not at the old address";
+  }
+  uint8_t* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t bytes_;
+};
+
+/// A wrapped pool in emulated NPU memory (its buffers tagged as device memory).
+struct NpuPool {
+  NpuPool() : pool(kDevice, KVIO_MEMORY_ASCEND_DEVICE, 0) {
+    for (int64_t r = 0; r < kDevice.regions(); ++r) {
+      tags.push_back(acl().tagDevice(pool.region(static_cast<size_t>(r)),
+                                     static_cast<uint64_t>(kDevice.regionBytes()), 0));
+    }
+  }
+  TestPool pool;
+  std::vector<std::shared_ptr<void>> tags;
+};
+
+uint64_t wrapPinned(uint8_t* data, size_t bytes, kvio_status expected = KVIO_STATUS_OK) {
+  const kvio_pool_spec spec = kHost.spec().toC();
+  uint64_t pool = 0;
+  EXPECT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
+                                  reinterpret_cast<uint64_t>(data), bytes, &pool),
+            expected)
+      << lastError();
+  return pool;
+}
+
+std::vector<int64_t> shuffledSlots(std::mt19937_64& rng) {
+  std::vector<int64_t> slots;
+  for (int64_t t = 0; t < kHost.S(); ++t) slots.push_back(t);
+  std::shuffle(slots.begin(), slots.end(), rng);
+  return slots;
+}
+
+class LifetimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    acl().install();
+    ASSERT_EQ(kvio_executor_create_ascend(0, KVIO_ASCEND_OWN_STREAM, &executor_), KVIO_STATUS_OK)
+        << lastError();
+  }
+  void TearDown() override {
+    acl().releaseStream();
+    kvio_executor_close(executor_);
+    std::string fault;
+    EXPECT_EQ(acl().faults(&fault), 0) << fault;
+    EXPECT_EQ(acl().live().registrations, 0);
+    acl().uninstall();
+  }
+
+  // Submits a load of every host token into the device pool (slots shuffled on both sides).
+  uint64_t load(uint64_t host, NpuPool& device, const std::vector<int64_t>& src,
+                const std::vector<int64_t>& dst) {
+    uint64_t transfer = 0;
+    EXPECT_EQ(kvio_submit_args(executor_, host, device.pool.pool().handle(), src.data(), dst.data(),
+                               static_cast<int64_t>(src.size()), 0, 0, kHost.L, &transfer),
+              KVIO_STATUS_OK)
+        << lastError();
+    return transfer;
+  }
+
+  // What the device pool holds after a load of `host` (captured before) into `before`.
+  Image expectedLoad(const Image& host, const Image& before, const std::vector<int64_t>& src,
+                     const std::vector<int64_t>& dst) {
+    Image expected = before;
+    applyTransfer(kHost, host, kDevice, &expected, src, dst, 0, 0, kHost.L);
+    return expected;
+  }
+
+  uint64_t executor_ = 0;
+};
+
+Image imageOf(const uint8_t* data, size_t bytes) {
+  Image image;
+  image.buffers.emplace_back(data, data + bytes);
+  return image;
+}
+
+// The H200 failure: caller memory wrapped as pinned, used, closed, freed, and memory at the same
+// address wrapped again. Each close must end kvio's registration, so the second wrap registers
+// the new memory itself and its transfer copies the new bytes.
+TEST_F(LifetimeTest, WrapCloseFreeAndWrapAgainAtTheSameAddress) {
+  std::mt19937_64 rng(7);
+  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
+  NpuPool device;
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    if (round > 0) memory.remap();
+    fillRandom(memory.data(), memory.bytes(), rng);
+    const Image host = imageOf(memory.data(), memory.bytes());
+    device.pool.fill(kCanary);
+    const Image before = device.pool.capture();
+    const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
+    EXPECT_EQ(acl().live().registrations, 1);
+    const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
+    const uint64_t transfer = load(pool, device, src, dst);
+    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
+    kvio_transfer_close(transfer);
+    EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+    EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+    EXPECT_EQ(acl().live().registrations, 0) << "kvio's registration outlived the closed pool";
+  }
+}
+
+// A transfer that completed but that nobody waited for does not keep the registration alive:
+// closing the pool finds it complete and releases the memory before close returns.
+TEST_F(LifetimeTest, CompletedTransferNobodyWaitedForDoesNotDelayTheRelease) {
+  std::mt19937_64 rng(8);
+  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
+  NpuPool device;
+  fillRandom(memory.data(), memory.bytes(), rng);
+  device.pool.fill(kCanary);
+  const Image host = imageOf(memory.data(), memory.bytes());
+  const Image before = device.pool.capture();
+  const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
+  const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
+  const uint64_t transfer = load(pool, device, src, dst);  // done at once in the emulation
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().live().registrations, 0);
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
+  kvio_transfer_close(transfer);
+  EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+}
+
+// With a transfer in flight, closing the pool keeps the registration until the transfer has
+// completed; observing its completion (kvio_transfer_wait) then ends it.
+TEST_F(LifetimeTest, CloseWithATransferInFlightReleasesWhenItCompletes) {
+  std::mt19937_64 rng(9);
+  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
+  NpuPool device;
+  fillRandom(memory.data(), memory.bytes(), rng);
+  device.pool.fill(kCanary);
+  const Image host = imageOf(memory.data(), memory.bytes());
+  const Image before = device.pool.capture();
+  const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
+  acl().holdStream();
+  const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
+  const uint64_t transfer = load(pool, device, src, dst);
+  EXPECT_EQ(kvio_transfer_is_done(transfer), 0);
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().live().registrations, 1) << "released under a transfer in flight";
+  EXPECT_TRUE(sameImage(before, device.pool.capture(), "device before the stream ran"));
+  acl().releaseStream();
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
+  EXPECT_EQ(acl().live().registrations, 0);
+  kvio_transfer_close(transfer);
+  EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+}
+
+// Two pools whose buffers share a host page both work: kvio registers the shared page once,
+// and releases each registration only when no pool uses any of its pages.
+TEST_F(LifetimeTest, PoolsSharingAHostPageBothWork) {
+  std::mt19937_64 rng(10);
+  const size_t bytes = static_cast<size_t>(kHost.regionBytes());  // 4 pages
+  Mapping memory(2 * bytes + kPage);
+  uint8_t* first = memory.data() + kPage / 2;  // pages 0-4
+  uint8_t* second = first + bytes;             // pages 4-8: page 4 is shared
+  NpuPool device;
+  const uint64_t a = wrapPinned(first, bytes);
+  const uint64_t b = wrapPinned(second, bytes);
+  EXPECT_EQ(acl().live().registrations, 2);
+  for (uint64_t pool : {a, b}) {
+    uint8_t* data = pool == a ? first : second;
+    fillRandom(data, bytes, rng);
+    device.pool.fill(kCanary);
+    const Image host = imageOf(data, bytes);
+    const Image before = device.pool.capture();
+    const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
+    const uint64_t transfer = load(pool, device, src, dst);
+    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
+    kvio_transfer_close(transfer);
+    EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+  }
+  EXPECT_EQ(kvio_pool_close(a), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().live().registrations, 2) << "the shared page is still used by the other pool";
+  EXPECT_EQ(kvio_pool_close(b), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().live().registrations, 0);
+}
+
+}  // namespace
+}  // namespace kvio_test

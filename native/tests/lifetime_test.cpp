@@ -105,6 +105,9 @@ class LifetimeTest : public ::testing::Test {
     std::string fault;
     EXPECT_EQ(acl().faults(&fault), 0) << fault;
     EXPECT_EQ(acl().live().registrations, 0);
+    int64_t kvioRegistrations = -1;
+    EXPECT_EQ(kvio_debug_live_host_registrations(&kvioRegistrations), KVIO_STATUS_OK);
+    EXPECT_EQ(kvioRegistrations, 0);
     acl().uninstall();
   }
 
@@ -234,6 +237,93 @@ TEST_F(LifetimeTest, PoolsSharingAHostPageBothWork) {
   EXPECT_EQ(kvio_pool_close(a), KVIO_STATUS_OK);
   EXPECT_EQ(acl().live().registrations, 2) << "the shared page is still used by the other pool";
   EXPECT_EQ(kvio_pool_close(b), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().live().registrations, 0);
+}
+
+// kvio_pool_close_wait: closes the handle, then waits until no transfer uses the memory and
+// kvio's registration has ended. A timeout leaves the memory in use (TIMEOUT; wait again with
+// the same handle); a wait without a deadline lets the transfer finish.
+TEST_F(LifetimeTest, CloseWaitReleasesOnceTheTransferInFlightCompletes) {
+  std::mt19937_64 rng(11);
+  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
+  NpuPool device;
+  fillRandom(memory.data(), memory.bytes(), rng);
+  device.pool.fill(kCanary);
+  const Image host = imageOf(memory.data(), memory.bytes());
+  const Image before = device.pool.capture();
+  const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
+  acl().holdStream();
+  const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
+  const uint64_t transfer = load(pool, device, src, dst);
+  EXPECT_EQ(kvio_pool_close_wait(pool, 0), KVIO_STATUS_TIMEOUT);
+  EXPECT_NE(lastError().find("wait again (kvio_pool_close_wait) before freeing it"),
+            std::string::npos)
+      << lastError();
+  EXPECT_EQ(kvio_pool_close_wait(pool, 2000000), KVIO_STATUS_TIMEOUT);  // 2 ms
+  EXPECT_EQ(acl().live().registrations, 1);
+  uint64_t address = 0;
+  EXPECT_EQ(kvio_pool_region(pool, 0, &address, nullptr, nullptr), KVIO_STATUS_CLOSED);
+  EXPECT_EQ(kvio_pool_close_wait(pool, -1), KVIO_STATUS_OK) << lastError();
+  EXPECT_EQ(acl().live().registrations, 0);
+  EXPECT_EQ(kvio_transfer_is_done(transfer), 1);
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
+  kvio_transfer_close(transfer);
+  EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+  // Waiting again for a released pool is OK at once; handles never opened are CLOSED; other
+  // handles are refused.
+  EXPECT_EQ(kvio_pool_close_wait(pool, 0), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close_wait(pool + 1000, 0), KVIO_STATUS_CLOSED);
+  EXPECT_EQ(kvio_pool_close_wait(executor_, 0), KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kvio_pool_close_wait(0, 0), KVIO_STATUS_INVALID_ARGUMENT);
+}
+
+// kvio_pool_close, then kvio_pool_close_wait with the closed handle; and the C++ form.
+TEST_F(LifetimeTest, CloseThenWaitAndTheCppForm) {
+  std::mt19937_64 rng(12);
+  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
+  NpuPool device;
+  const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
+  acl().holdStream();
+  const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
+  const uint64_t transfer = load(pool, device, src, dst);
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_CLOSED);
+  EXPECT_EQ(acl().live().registrations, 1);
+  acl().releaseStream();
+  EXPECT_EQ(kvio_pool_close_wait(pool, -1), KVIO_STATUS_OK) << lastError();
+  EXPECT_EQ(acl().live().registrations, 0);
+  kvio_transfer_close(transfer);
+
+  kvio::Pool wrapped = kvio::Pool::wrap(kHost.spec(), memory.data(), memory.bytes(),
+                                        KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
+  kvio::Executor ascend(kvio::IoBackend::KernelAscend);
+  acl().holdStream();
+  kvio::Transfer t = kvio::transferAllLayers(ascend, wrapped, device.pool.pool(), src, dst);
+  EXPECT_FALSE(wrapped.closeAndWait(std::chrono::nanoseconds(0)));
+  EXPECT_EQ(wrapped.handle(), 0u);
+  EXPECT_EQ(acl().live().registrations, 1);
+  acl().releaseStream();
+  EXPECT_TRUE(wrapped.closeAndWait());
+  EXPECT_EQ(acl().live().registrations, 0);
+  EXPECT_TRUE(wrapped.closeAndWait());  // nothing left to wait for
+}
+
+// A pool used by many transfers (its list of them is pruned as it grows), some waited for and
+// some not, still ends its registration when it is closed.
+TEST_F(LifetimeTest, APoolUsedManyTimesReleasesAtClose) {
+  std::mt19937_64 rng(13);
+  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
+  NpuPool device;
+  const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
+  const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
+  for (int i = 0; i < 2000; ++i) {
+    const uint64_t transfer = load(pool, device, src, dst);
+    if (i % 3 == 0) {
+      EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK);
+    }
+    kvio_transfer_close(transfer);
+  }
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
   EXPECT_EQ(acl().live().registrations, 0);
 }
 

@@ -1,4 +1,5 @@
-// kvio_debug_live_objects and kvio_test_inject_fault (see diagnostics.hpp and kvio.h).
+// kvio_debug_live_objects, kvio_debug_live_host_registrations and kvio_test_inject_fault (see
+// diagnostics.hpp and kvio.h).
 #include "diagnostics.hpp"
 
 #include "error.hpp"
@@ -6,6 +7,7 @@
 namespace kvio {
 
 std::atomic<int64_t> liveHostAllocations{0};
+std::atomic<int64_t> liveHostRegistrations{0};
 std::atomic<int64_t> armedFaults[KVIO_TEST_FAULT_COUNT];
 
 }  // namespace kvio
@@ -18,6 +20,12 @@ kvio_status kvio_debug_live_objects(int64_t* counts_out) {
   if (counts_out == nullptr) return fail(KVIO_STATUS_INVALID_ARGUMENT, "counts_out is null");
   liveHandles(&counts_out[0], &counts_out[1], &counts_out[2]);
   counts_out[3] = liveHostAllocations.load();
+  return KVIO_STATUS_OK;
+}
+
+kvio_status kvio_debug_live_host_registrations(int64_t* count_out) {
+  if (count_out == nullptr) return fail(KVIO_STATUS_INVALID_ARGUMENT, "count_out is null");
+  *count_out = liveHostRegistrations.load();
   return KVIO_STATUS_OK;
 }
 

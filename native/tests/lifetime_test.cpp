@@ -10,9 +10,11 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "acl_host_emulation.hpp"
@@ -306,6 +308,35 @@ TEST_F(LifetimeTest, CloseThenWaitAndTheCppForm) {
   EXPECT_TRUE(wrapped.closeAndWait());
   EXPECT_EQ(acl().live().registrations, 0);
   EXPECT_TRUE(wrapped.closeAndWait());  // nothing left to wait for
+}
+
+// Several threads see a transfer complete at once: none of them returns before the closed
+// pool's registration has ended (whoever drops the pools, the others wait for it).
+TEST_F(LifetimeTest, NoWaiterReturnsBeforeTheReleaseHasHappened) {
+  std::mt19937_64 rng(14);
+  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
+  NpuPool device;
+  for (int round = 0; round < 50; ++round) {
+    const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
+    acl().holdStream();
+    const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
+    const uint64_t transfer = load(pool, device, src, dst);
+    EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+    std::atomic<int> early{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        const bool done = t % 2 == 0 ? kvio_transfer_wait(transfer, -1) == KVIO_STATUS_OK
+                                     : kvio_pool_close_wait(pool, -1) == KVIO_STATUS_OK;
+        if (!done || acl().live().registrations != 0) ++early;
+      });
+    }
+    acl().releaseStream();
+    for (std::thread& t : threads) t.join();
+    EXPECT_EQ(early.load(), 0) << "round " << round;
+    kvio_transfer_close(transfer);
+    if (HasFailure()) return;
+  }
 }
 
 // A pool used by many transfers (its list of them is pruned as it grows), some waited for and

@@ -600,6 +600,14 @@ kvio_status kvio_pool_close_wait(uint64_t pool_handle, int64_t timeout_ns) {
   });
 }
 
+kvio_status kvio_debug_live_host_registrations(int64_t* count_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(count_out, "count_out"));
+    *count_out = liveHostRegistrations.load();
+    return KVIO_STATUS_OK;
+  });
+}
+
 kvio_status kvio_executor_create(int32_t io_backend, int32_t threads, uint64_t* executor_out) {
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(executor_out, "executor_out"));

@@ -220,7 +220,9 @@ public final class KvioExecutor implements AutoCloseable {
 
     /**
      * Waits for the transfers submitted to this executor, then releases it; a no-op on shared
-     * executors.
+     * executors. Pools do not depend on it: a transfer lets go of its pools as soon as it
+     * completes, so a closed pool's memory is released when its last transfer completes (see {@link
+     * KvPool#closeAndWait()}), whether or not anyone waited for that transfer.
      */
     @Override
     public void close() {

@@ -3,7 +3,7 @@
 # machines have no network, no JDK, no Maven and no GoogleTest:
 #
 #   scripts/gpu-check.sh package [DIR]        on the build machine (nvcc, JDK 17, Maven, gtest):
-#     builds libkvio.so with CUDA (sm_90), native/tests/cuda_gpu_test (GoogleTest and cudart
+#     builds libkvio.so with CUDA (sm_90), native/tests/cuda_gpu_test and cuda_lifetime_gpu_test (GoogleTest and cudart
 #     linked statically), kvio_cuda_bench, kvio-cli.jar (CUDA natives inside) and a jlinked Java
 #     runtime, strips them into DIR (default .gpu/, git-ignored; at most 60 MiB) and prints the
 #     size. Environment: BUILD_DIR (default build-gpu), JOBS (default 2), JLINK (a jlink of JDK
@@ -45,14 +45,18 @@ package() {
     -DKVIO_BUILD_TESTS=ON -DKVIO_BUILD_BENCH=ON -DKVIO_BUILD_FUZZ=OFF \
     -DCMAKE_CUDA_ARCHITECTURES=90 > "$scratch/configure.log" 2>&1 \
     || { tail -20 "$scratch/configure.log"; exit 1; }
-  cmake --build "$build" --target kvio cuda_gpu_test kvio_cuda_bench --parallel "$jobs"
+  cmake --build "$build" --target kvio cuda_gpu_test cuda_lifetime_gpu_test kvio_cuda_bench --parallel "$jobs"
   local test_bin="$build/native/tests/cuda_gpu_test"
   [ -x "$test_bin" ] || { echo "gpu-check: FAIL: $test_bin not built (GoogleTest missing?)" >&2; exit 1; }
-  if ldd "$test_bin" | grep -Eq 'libgtest|libcudart'; then
-    echo "gpu-check: FAIL: cuda_gpu_test links GoogleTest or cudart dynamically:" >&2
-    ldd "$test_bin" >&2
-    exit 1
-  fi
+  local lifetime_bin="$build/native/tests/cuda_lifetime_gpu_test"
+  local bin
+  for bin in "$test_bin" "$lifetime_bin"; do
+    if ldd "$bin" | grep -Eq 'libgtest|libcudart'; then
+      echo "gpu-check: FAIL: $(basename "$bin") links GoogleTest or cudart dynamically:" >&2
+      ldd "$bin" >&2
+      exit 1
+    fi
+  done
 
   echo "gpu-check package: kvio-cli.jar (Maven, CUDA natives)"
   # shellcheck disable=SC2086  # MVN_ARGS is a list of arguments
@@ -84,8 +88,9 @@ package() {
 
   rm -rf "$dir"
   mkdir -p "$dir"
-  cp "$build/libkvio.so" "$test_bin" "$build/kvio_cuda_bench" "$jar" "$dir/"
-  strip --strip-unneeded "$dir/libkvio.so" "$dir/cuda_gpu_test" "$dir/kvio_cuda_bench"
+  cp "$build/libkvio.so" "$test_bin" "$lifetime_bin" "$build/kvio_cuda_bench" "$jar" "$dir/"
+  strip --strip-unneeded "$dir/libkvio.so" "$dir/cuda_gpu_test" "$dir/cuda_lifetime_gpu_test" \
+    "$dir/kvio_cuda_bench"
   tar -C "$scratch" -cJf "$dir/jre.txz" jre
   # The Java GPU tests (TestNG group gpu) without Maven: their classes and TestNG's jars; the
   # classes under test come from kvio-cli.jar.
@@ -129,7 +134,7 @@ run() {
   : > "$summary"
   say() { echo "gpu-check: $* ($(($(date +%s) - start)) s)" | tee -a "$summary"; }
 
-  for f in libkvio.so cuda_gpu_test kvio_cuda_bench kvio-cli.jar jre.txz java-tests/kvio-tests.jar; do
+  for f in libkvio.so cuda_gpu_test cuda_lifetime_gpu_test kvio_cuda_bench kvio-cli.jar jre.txz java-tests/kvio-tests.jar; do
     [ -e "$dir/$f" ] || { say "FAIL: $dir/$f missing (run scripts/gpu-check.sh package first)"; exit 1; }
   done
   say "date $(date -u +%Y-%m-%dT%H:%M:%SZ); package: $(sed -n 's/^commit: //p' "$dir/PACKAGE.txt" 2>/dev/null)"
@@ -139,9 +144,9 @@ run() {
   else
     say "device: nvidia-smi not found"
   fi
-  chmod +x "$dir/cuda_gpu_test" "$dir/kvio_cuda_bench" 2>/dev/null || true  # if copying lost it
+  chmod +x "$dir/cuda_gpu_test" "$dir/cuda_lifetime_gpu_test" "$dir/kvio_cuda_bench" 2>/dev/null || true  # if copying lost it
   export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  local tests="$dir/cuda_gpu_test"
+  local tests="$dir/cuda_gpu_test" lifetime="$dir/cuda_lifetime_gpu_test"
   # kvio's own answer: is the CUDA backend usable here? A skipped GPU test says why not.
   local probe rc=0
   probe="$("$tests" --gtest_filter=CudaBackends.PageableHostMemoryIsRefused 2>&1)" || rc=$?
@@ -163,25 +168,30 @@ run() {
 
   # ---- phase 1, in parallel: correctness (timing does not matter) ----
   say "phase 1: GPU tests (one process per case), memcheck, matrix --full"
-  "$tests" --gtest_list_tests | awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}' > "$scratch/cases"
+  # One line per case: "<binary> <case>".
+  for bin in "$tests" "$lifetime"; do
+    "$bin" --gtest_list_tests | awk -v bin="$bin" '/^[^ ]/ {suite=$1} /^  / {print bin " " suite $1}'
+  done > "$scratch/cases"
   (
     # Each case in its own process: a CUDA error that kills the context hides nothing else.
     # shellcheck disable=SC2016  # expanded by the inner shell
     timeout 150 xargs -P "${CASE_JOBS:-6}" -I{} sh -c \
-      'log="$2/$(echo "$1" | tr "/." "__").log"; timeout 90 "$3" --gtest_filter="$1" > "$log" 2>&1; echo "$? $1"' \
-      _ {} "$scratch" "$tests" < "$scratch/cases" > "$scratch/case-status"
+      'log="$2/$(echo "$1" | tr "/. " "___").log"; timeout 90 "${1%% *}" --gtest_filter="${1#* }" > "$log" 2>&1; echo "$? $1"' \
+      _ {} "$scratch" < "$scratch/cases" > "$scratch/case-status"
   ) &
   local cases_pid=$!   # at most 150 s in all; cases not started by then count as failures
   local -a sanitizer_pids=()
-  local part filter
-  for part in kernel direct other; do
+  local part filter bin
+  for part in kernel direct other lifetime; do
+    bin="$tests"
     case "$part" in
       kernel) filter='Configs/*.*/kernel_*' ;;
       direct) filter='Configs/*.*/direct_*' ;;
       other) filter='CudaKernel.*:CudaBackends.*' ;;
+      lifetime) filter='*' bin="$lifetime" ;;
     esac
     KVIO_GPU_SWEEP=minimal timeout 150 compute-sanitizer --tool memcheck --leak-check full \
-      "$tests" --gtest_filter="$filter" > "$scratch/memcheck-$part.log" 2>&1 &
+      "$bin" --gtest_filter="$filter" > "$scratch/memcheck-$part.log" 2>&1 &
     sanitizer_pids+=($!)
   done
   # The Java GPU tests (TestNG group gpu), one JVM.
@@ -213,7 +223,7 @@ run() {
   : > "$out/gpu-tests.log"
   while read -r rc name; do
     local log
-    log="$scratch/$(echo "$name" | tr '/.' '__').log"
+    log="$scratch/$(echo "$name" | tr '/. ' '___').log"
     if [ "$rc" = 0 ] && grep -q '^\[  SKIPPED \]' "$log"; then
       skipped=$((skipped + 1))
       { echo "== SKIPPED $name"; head -n 50 "$log"; } >> "$out/gpu-tests.log"
@@ -245,7 +255,7 @@ run() {
   # memcheck: 0 errors expected, leaks included.
   local errors=0 i=0 n
   : > "$out/memcheck.log"
-  for part in kernel direct other; do
+  for part in kernel direct other lifetime; do
     rc=0
     wait "${sanitizer_pids[$i]}" || rc=$?
     i=$((i + 1))

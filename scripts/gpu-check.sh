@@ -1,110 +1,337 @@
 #!/usr/bin/env bash
-# GPU check of the CUDA backend (docs/cuda.md), one command on a machine with an NVIDIA GPU:
-#   1. builds libkvio with CUDA required (KVIO_WITH_CUDA=ON), the C++ tests and kvio_cuda_bench;
-#   2. runs the host-side CUDA logic tests and the GPU tests (ctest label `cuda`), which must
-#      not skip here;
-#   3. runs the Java GPU tests (TestNG group gpu) unless --no-java or Maven is missing, then the
-#      hardware matrix (kvio-cli matrix --quick --require kernel,direct) into $OUT_DIR/matrix.*
-#      with KVIO_CLI_JAR, a JAR Maven builds here, or a prebuilt cli/target/kvio-cli.jar;
-#   4. runs the bandwidth benchmark, writes the full results to $OUT_DIR/cuda_bench.tsv and
-#      prints the short table last.
-# Sized for under 5 minutes on one H200. Usage: scripts/gpu-check.sh [--quick] [--no-java]
-# Environment: BUILD_DIR (default build-gpu), OUT_DIR (default $OUT if set, else build-gpu/gpu-check),
-# KVIO_CLI_JAR (a runnable kvio-cli.jar built with CUDA, for machines without Maven's dependencies).
+# GPU check of the CUDA backend (docs/cuda.md, "The GPU check"), in two steps, because the GPU
+# machines have no network, no JDK, no Maven and no GoogleTest:
+#
+#   scripts/gpu-check.sh package [DIR]        on the build machine (nvcc, JDK 17, Maven, gtest):
+#     builds libkvio.so with CUDA (sm_90), native/tests/cuda_gpu_test and cuda_lifetime_gpu_test (GoogleTest and cudart
+#     linked statically), kvio_cuda_bench, kvio-cli.jar (CUDA natives inside) and a jlinked Java
+#     runtime, strips them into DIR (default .gpu/, git-ignored; at most 60 MiB) and prints the
+#     size. Environment: BUILD_DIR (default build-gpu), JOBS (default 2), JLINK (a jlink of JDK
+#     17+, whose jar tool is used too; default the first under /usr/lib/jvm), MVN_ARGS (extra Maven arguments, e.g. -o).
+#
+#   scripts/gpu-check.sh run [DIR] [OUTDIR]   on the GPU machine, from what DIR holds plus
+#     nvidia-smi and compute-sanitizer: writes at most 8 files to OUTDIR (default $OUT, else
+#     DIR/results): summary.txt, gpu-tests.log (C++ and Java GPU tests), memcheck.log, stress.log, matrix.md,
+#     matrix-summary.txt, bench.tsv, bench.txt. Phase 1 runs in parallel (150 s at most): each
+#     GPU-test case in its own process, the Java GPU tests (TestNG group gpu, one JVM),
+#     compute-sanitizer memcheck over the GPU tests (small sweep) and the hardware matrix (--full, kernel and direct, every device form; one process
+#     per backend and form). Phase 2 (90 s at most): the stress mode, 20 repetitions of each
+#     conformance case beside a busy kernel (small sweep). Phase 3 (75 s at most): the bandwidth
+#     benchmark alone. Sized for under 5 minutes on one H200.
+#     Exit status: 0 all passed; 1 a failure; 3 no usable GPU (the summary says why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scratch=""
 
-quick=""
-java=1
-for arg in "$@"; do
-  case "$arg" in
-    --quick) quick="--quick" ;;
-    --no-java) java=0 ;;
-    *) echo "usage: $0 [--quick] [--no-java]" >&2; exit 2 ;;
-  esac
-done
-build="${BUILD_DIR:-build-gpu}"
-out="${OUT_DIR:-${OUT:-$build/gpu-check}}"
-mkdir -p "$out"
-log="$out/gpu-check.log"
-: > "$log"
-start=$(date +%s)
-step() { echo "gpu-check: $* ($(( $(date +%s) - start )) s)" | tee -a "$log"; }
+usage() {
+  echo "usage: $0 package [DIR] | run [DIR] [OUTDIR]" >&2
+  exit 2
+}
+[ $# -ge 1 ] || usage
+command="$1"
+dir="${2:-.gpu}"
+max_mib=60
 
-step "device"
-nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current \
-  --format=csv 2>&1 | tee -a "$log" || echo "gpu-check: nvidia-smi not available" | tee -a "$log"
+package() {
+  local build="${BUILD_DIR:-build-gpu}" jobs="${JOBS:-2}"
+  local generator=()
+  if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja >/dev/null 2>&1; then
+    generator=(-G Ninja)
+  fi
+  scratch="$(mktemp -d)"
+  trap 'rm -rf "$scratch"' EXIT
+  echo "gpu-check package: CUDA build in $build"
+  cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DKVIO_WITH_CUDA=ON \
+    -DKVIO_BUILD_TESTS=ON -DKVIO_BUILD_BENCH=ON -DKVIO_BUILD_FUZZ=OFF \
+    -DCMAKE_CUDA_ARCHITECTURES=90 > "$scratch/configure.log" 2>&1 \
+    || { tail -20 "$scratch/configure.log"; exit 1; }
+  cmake --build "$build" --target kvio cuda_gpu_test cuda_lifetime_gpu_test kvio_cuda_bench --parallel "$jobs"
+  local test_bin="$build/native/tests/cuda_gpu_test"
+  [ -x "$test_bin" ] || { echo "gpu-check: FAIL: $test_bin not built (GoogleTest missing?)" >&2; exit 1; }
+  local lifetime_bin="$build/native/tests/cuda_lifetime_gpu_test"
+  local bin
+  for bin in "$test_bin" "$lifetime_bin"; do
+    if ldd "$bin" | grep -Eq 'libgtest|libcudart'; then
+      echo "gpu-check: FAIL: $(basename "$bin") links GoogleTest or cudart dynamically:" >&2
+      ldd "$bin" >&2
+      exit 1
+    fi
+  done
 
-step "configure + build ($build)"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DKVIO_WITH_CUDA=ON -DKVIO_BUILD_TESTS=ON \
-  -DKVIO_BUILD_BENCH=ON -DKVIO_BUILD_FUZZ=OFF >> "$log" 2>&1
-cmake --build "$build" --parallel "$(nproc)" >> "$log" 2>&1
-
-if [ ! -x "$build/native/tests/cuda_gpu_test" ]; then
-  echo "gpu-check: FAIL: cuda_gpu_test was not built (GoogleTest missing? apt-get install libgtest-dev)" \
-    | tee -a "$log"
-  exit 1
-fi
-
-step "C++ tests: CUDA logic on the host, then the GPU tests (label cuda)"
-ctest --test-dir "$build" -R '^Cuda' -LE cuda --output-on-failure --parallel 4 2>&1 | tail -3 | tee -a "$log"
-ctest --test-dir "$build" -L cuda --output-on-failure 2>&1 | tee "$out/ctest-cuda.log" | tail -5 | tee -a "$log"
-if grep -q "Skipped" "$out/ctest-cuda.log"; then
-  echo "gpu-check: FAIL: GPU tests skipped on a machine meant to have a GPU:" | tee -a "$log"
-  "$build/native/tests/cuda_gpu_test" --gtest_filter='CudaKernel.Cta*' 2>&1 | grep -A1 'Skipped$' \
-    | tail -1 | tee -a "$log"
-  exit 1
-fi
-
-if [ "$java" = 1 ] && ! command -v mvn >/dev/null 2>&1; then
-  echo "gpu-check: Java GPU tests skipped: no mvn" | tee -a "$log"
-  java=0
-fi
-if [ "$java" = 1 ] && [ ! -d "$HOME/.m2/repository/org/bytedeco/javacpp" ] && ! mvn -B -q -ntp \
-    dependency:resolve >/dev/null 2>&1; then
-  echo "gpu-check: Java GPU tests skipped: Maven cannot resolve the dependencies (offline?)" \
-    | tee -a "$log"
-  java=0
-fi
-if [ "$java" = 1 ]; then
-  step "Java GPU tests (TestNG group gpu)"
-  mvn -B -ntp -q -pl java -am -Pgpu -Dkvio.cuda=ON -Dkvio.native.tests=OFF -Dgroups=gpu -Dtest='CudaBackendTest,DeviceSelectionTest' \
-    -Dsurefire.failIfNoSpecifiedTests=false test >> "$log" 2>&1 \
-    && echo "gpu-check: Java GPU tests passed" | tee -a "$log" \
-    || { echo "gpu-check: FAIL: Java GPU tests (see $log)" | tee -a "$log"; exit 1; }
-fi
-
-# The hardware matrix needs the runnable CLI JAR with CUDA natives: KVIO_CLI_JAR, else one built
-# here by Maven, else a prebuilt cli/target/kvio-cli.jar (e.g. carried to a machine without
-# Maven's dependencies; a default build on a machine with nvcc has the CUDA backends in it).
-cli_jar="${KVIO_CLI_JAR:-}"
-if [ -z "$cli_jar" ] && [ "$java" = 1 ]; then
-  mvn -B -ntp -q -Dkvio.cuda=ON -Dkvio.native.tests=OFF -DskipTests package >> "$log" 2>&1 \
-    && cli_jar=cli/target/kvio-cli.jar
-fi
-if [ -z "$cli_jar" ] && [ -f cli/target/kvio-cli.jar ]; then
-  cli_jar=cli/target/kvio-cli.jar
-fi
-if [ -n "$cli_jar" ] && command -v java >/dev/null 2>&1; then
-  step "hardware matrix ($cli_jar matrix --quick, CUDA backends required; docs/matrix.md)"
-  if java -jar "$cli_jar" matrix --quick --require kernel,direct \
-      --json "$out/matrix.json" --junit "$out/matrix-junit.xml" > "$out/matrix.md" \
-      2>> "$log"; then
-    tail -1 "$out/matrix.md" | tee -a "$log"
-  else
-    rc=$?
-    tail -1 "$out/matrix.md" | tee -a "$log"
-    echo "gpu-check: FAIL: matrix exit status $rc (1: a FAIL cell, 4: a CUDA backend unavailable;" \
-      "table in $out/matrix.md)" | tee -a "$log"
+  echo "gpu-check package: kvio-cli.jar (Maven, CUDA natives)"
+  # shellcheck disable=SC2086  # MVN_ARGS is a list of arguments
+  mvn -q -B -DskipTests -Dkvio.cuda=ON -Dkvio.native.tests=OFF ${MVN_ARGS:-} package \
+    dependency:build-classpath -Dmdep.outputFile=target/test-classpath.txt -Dmdep.includeScope=test
+  local jar=cli/target/kvio-cli.jar lib
+  lib="$(unzip -Z1 "$jar" | grep -m1 '/linux-x86_64/libkvio\.so$' || true)"
+  [ -n "$lib" ] || { echo "gpu-check: FAIL: no linux-x86_64 libkvio.so in $jar" >&2; exit 1; }
+  unzip -p "$jar" "$lib" > "$scratch/libkvio.so"
+  if ! readelf -S "$scratch/libkvio.so" | grep -q '\.nv_fatbin'; then
+    echo "gpu-check: FAIL: $jar holds a libkvio.so without CUDA kernels (no .nv_fatbin)" >&2
     exit 1
   fi
-else
-  echo "gpu-check: hardware matrix skipped: no java or no kvio-cli.jar (set KVIO_CLI_JAR)" \
-    | tee -a "$log"
-fi
 
-step "benchmark"
-"$build/kvio_cuda_bench" $quick --out "$out/cuda_bench.tsv" > "$out/bench-summary.txt" \
-  2> "$out/bench-progress.log"
-step "done; full results in $out/cuda_bench.tsv, log in $log"
-cat "$out/bench-summary.txt"
+  local jlink="${JLINK:-}"
+  if [ -z "$jlink" ]; then
+    for candidate in /usr/lib/jvm/*17*/bin/jlink /usr/lib/jvm/*/bin/jlink; do
+      if [ -x "$candidate" ]; then
+        jlink="$candidate"
+        break
+      fi
+    done
+  fi
+  [ -n "$jlink" ] || { echo "gpu-check: FAIL: no jlink (set JLINK)" >&2; exit 1; }
+  echo "gpu-check package: Java runtime ($jlink)"
+  "$jlink" --add-modules java.base,java.desktop,java.management,java.sql,jdk.unsupported,java.xml,java.logging \
+    --strip-debug --no-header-files --no-man-pages --compress=2 --output "$scratch/jre" > /dev/null
+  strip --strip-unneeded "$scratch/jre/lib/server/libjvm.so"
+
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  cp "$build/libkvio.so" "$test_bin" "$lifetime_bin" "$build/kvio_cuda_bench" "$jar" "$dir/"
+  strip --strip-unneeded "$dir/libkvio.so" "$dir/cuda_gpu_test" "$dir/cuda_lifetime_gpu_test" \
+    "$dir/kvio_cuda_bench"
+  tar -C "$scratch" -cJf "$dir/jre.txz" jre
+  # The Java GPU tests (TestNG group gpu) without Maven: their classes and TestNG's jars; the
+  # classes under test come from kvio-cli.jar.
+  mkdir -p "$dir/java-tests"
+  "$(dirname "$jlink")/jar" cf "$dir/java-tests/kvio-tests.jar" -C java/target/test-classes .
+  local entry
+  for entry in $(tr ':' ' ' < java/target/test-classpath.txt); do
+    case "$(basename "$entry")" in
+      testng-*.jar | slf4j-api-*.jar | jcommander-*.jar | jquery-*.jar) cp "$entry" "$dir/java-tests/" ;;
+    esac
+  done
+  [ -n "$(ls "$dir"/java-tests/testng-*.jar 2>/dev/null)" ] \
+    || { echo "gpu-check: FAIL: TestNG not found in the test classpath" >&2; exit 1; }
+  {
+    echo "kvio GPU check package"
+    echo "commit: $(git rev-parse HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')"
+    echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m), nvcc $(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+  } > "$dir/PACKAGE.txt"
+  ls -l "$dir"
+  local bytes
+  bytes="$(du -sb "$dir" | cut -f1)"
+  local mib=$(((bytes + 1048575) / 1048576))
+  echo "gpu-check package: $dir is $bytes bytes ($mib MiB; limit $max_mib MiB)"
+  if [ "$bytes" -gt $((max_mib * 1048576)) ]; then
+    echo "gpu-check: FAIL: $dir is over $max_mib MiB" >&2
+    exit 1
+  fi
+  echo "gpu-check package: on the GPU machine run: scripts/gpu-check.sh run $dir"
+}
+
+run() {
+  local out="${3:-${OUT:-$dir/results}}"
+  [ -d "$dir" ] || { echo "gpu-check: FAIL: no folder $dir (run scripts/gpu-check.sh package first)" >&2; exit 1; }
+  dir="$(cd "$dir" && pwd)"
+  mkdir -p "$out"
+  out="$(cd "$out" && pwd)"
+  local summary="$out/summary.txt" start
+  start=$(date +%s)
+  scratch="$(mktemp -d)"
+  trap 'rm -rf "$scratch"' EXIT
+  : > "$summary"
+  say() { echo "gpu-check: $* ($(($(date +%s) - start)) s)" | tee -a "$summary"; }
+
+  for f in libkvio.so cuda_gpu_test cuda_lifetime_gpu_test kvio_cuda_bench kvio-cli.jar jre.txz java-tests/kvio-tests.jar; do
+    [ -e "$dir/$f" ] || { say "FAIL: $dir/$f missing (run scripts/gpu-check.sh package first)"; exit 1; }
+  done
+  say "date $(date -u +%Y-%m-%dT%H:%M:%SZ); package: $(sed -n 's/^commit: //p' "$dir/PACKAGE.txt" 2>/dev/null)"
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current \
+      --format=csv,noheader 2>&1 | sed 's/^/gpu-check: device: /' | tee -a "$summary" || true
+  else
+    say "device: nvidia-smi not found"
+  fi
+  chmod +x "$dir/cuda_gpu_test" "$dir/cuda_lifetime_gpu_test" "$dir/kvio_cuda_bench" 2>/dev/null || true  # if copying lost it
+  export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  local tests="$dir/cuda_gpu_test" lifetime="$dir/cuda_lifetime_gpu_test"
+  # kvio's own answer: is the CUDA backend usable here? A skipped GPU test says why not.
+  local probe rc=0
+  probe="$("$tests" --gtest_filter=CudaBackends.PageableHostMemoryIsRefused 2>&1)" || rc=$?
+  if grep -q '^\[  SKIPPED \]' <<< "$probe"; then
+    say "no GPU: $(grep -m1 'no CUDA device' <<< "$probe" || echo 'the GPU tests skip')"
+    say "RESULT: FAIL (no usable GPU; nothing was run)"
+    exit 3
+  fi
+  if ! grep -q '^\[==========\]' <<< "$probe"; then
+    say "FAIL: cuda_gpu_test does not run here (exit $rc): $(tail -3 <<< "$probe")"
+    exit 1
+  fi
+  if ! command -v compute-sanitizer >/dev/null 2>&1; then
+    say "compute-sanitizer not found on PATH; memcheck will fail"
+  fi
+  tar -C "$scratch" -xJf "$dir/jre.txz"
+  local java="$scratch/jre/bin/java"
+  local failed=0
+
+  # ---- phase 1, in parallel: correctness (timing does not matter) ----
+  say "phase 1: GPU tests (one process per case), memcheck, matrix --full"
+  # One line per case: "<binary> <case>".
+  for bin in "$tests" "$lifetime"; do
+    "$bin" --gtest_list_tests | awk -v bin="$bin" '/^[^ ]/ {suite=$1} /^  / {print bin " " suite $1}'
+  done > "$scratch/cases"
+  (
+    # Each case in its own process: a CUDA error that kills the context hides nothing else.
+    # shellcheck disable=SC2016  # expanded by the inner shell
+    timeout 150 xargs -P "${CASE_JOBS:-6}" -I{} sh -c \
+      'log="$2/$(echo "$1" | tr "/. " "___").log"; timeout 90 "${1%% *}" --gtest_filter="${1#* }" > "$log" 2>&1; echo "$? $1"' \
+      _ {} "$scratch" < "$scratch/cases" > "$scratch/case-status"
+  ) &
+  local cases_pid=$!   # at most 150 s in all; cases not started by then count as failures
+  local -a sanitizer_pids=()
+  local part filter bin
+  for part in kernel direct other lifetime; do
+    bin="$tests"
+    case "$part" in
+      kernel) filter='Configs/*.*/kernel_*' ;;
+      direct) filter='Configs/*.*/direct_*' ;;
+      other) filter='CudaKernel.*:CudaBackends.*' ;;
+      lifetime) filter='*' bin="$lifetime" ;;
+    esac
+    KVIO_GPU_SWEEP=minimal timeout 150 compute-sanitizer --tool memcheck --leak-check full \
+      "$bin" --gtest_filter="$filter" > "$scratch/memcheck-$part.log" 2>&1 &
+    sanitizer_pids+=($!)
+  done
+  # The Java GPU tests (TestNG group gpu), one JVM.
+  timeout 150 "$java" -Dorg.bytedeco.javacpp.cachedir="$scratch/javacpp-tests" \
+    -cp "$dir/kvio-cli.jar:$dir/java-tests/*" org.testng.TestNG -groups gpu \
+    -verbose 2 -d "$scratch/testng" \
+    -testclass io.kvio.CudaBackendTest,io.kvio.DeviceSelectionTest,io.kvio.CallerDeviceMemoryTest \
+    > "$scratch/java-tests.log" 2>&1 &
+  local java_tests_pid=$!
+  local -a matrix_pids=() matrix_parts=()
+  local backend form
+  for backend in kernel direct; do
+    for form in allocated per_component layer_table; do
+      timeout 150 "$java" -Dorg.bytedeco.javacpp.cachedir="$scratch/javacpp-$backend-$form" \
+        -jar "$dir/kvio-cli.jar" matrix --full --require kernel,direct \
+        --backend "$backend" --device-forms "$form" --quiet \
+        > "$scratch/matrix-$backend-$form.md" 2> "$scratch/matrix-$backend-$form.err" &
+      matrix_pids+=($!)
+      matrix_parts+=("$backend-$form")
+    done
+  done
+
+  # GPU tests, one process per case.
+  wait "$cases_pid" || true
+  local total passed skipped
+  total=$(wc -l < "$scratch/cases")
+  passed=0
+  skipped=0
+  : > "$out/gpu-tests.log"
+  while read -r rc name; do
+    local log
+    log="$scratch/$(echo "$name" | tr '/. ' '___').log"
+    if [ "$rc" = 0 ] && grep -q '^\[  SKIPPED \]' "$log"; then
+      skipped=$((skipped + 1))
+      { echo "== SKIPPED $name"; head -n 50 "$log"; } >> "$out/gpu-tests.log"
+    elif [ "$rc" = 0 ]; then
+      passed=$((passed + 1))
+      echo "== PASS $name" >> "$out/gpu-tests.log"
+    else
+      { echo "== FAIL $name (exit $rc$([ "$rc" = 124 ] && echo ', timed out after 90 s'))"; head -n 400 "$log"; } \
+        >> "$out/gpu-tests.log"
+    fi
+  done < "$scratch/case-status"
+  local ran
+  ran=$(wc -l < "$scratch/case-status")
+  say "GPU tests: $total cases, $passed PASS, $((ran - passed - skipped)) FAIL, $skipped SKIPPED, $((total - ran)) not run"
+  [ "$passed" = "$total" ] || failed=1
+
+  # Java GPU tests: every test must pass (a skip means no GPU for Java).
+  rc=0
+  wait "$java_tests_pid" || rc=$?
+  local java_summary
+  java_summary="$(grep -m1 'Total tests run' "$scratch/java-tests.log" || echo 'no TestNG summary')"
+  { echo "== Java GPU tests (TestNG group gpu; exit $rc): $java_summary"; head -n 600 "$scratch/java-tests.log"; } \
+    >> "$out/gpu-tests.log"
+  say "Java GPU tests: exit $rc$([ "$rc" = 124 ] && echo ' (timed out)'): $java_summary"
+  if [ "$rc" != 0 ] || ! grep -q 'Failures: 0, Skips: 0' <<< "$java_summary"; then
+    failed=1
+  fi
+
+  # memcheck: 0 errors expected, leaks included.
+  local errors=0 i=0 n
+  : > "$out/memcheck.log"
+  for part in kernel direct other lifetime; do
+    rc=0
+    wait "${sanitizer_pids[$i]}" || rc=$?
+    i=$((i + 1))
+    n=$(sed -n 's/^========= ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$scratch/memcheck-$part.log" | tail -1)
+    { echo "== memcheck $part (exit $rc${n:+, $n errors})"; head -n 4000 "$scratch/memcheck-$part.log"; tail -n 3 "$scratch/memcheck-$part.log"; } >> "$out/memcheck.log"
+    if [ -z "$n" ] || [ "$rc" != 0 ]; then
+      say "memcheck $part: FAIL (exit $rc$([ "$rc" = 124 ] && echo ', timed out')${n:+, $n errors})"
+      failed=1
+    fi
+    errors=$((errors + ${n:-0}))
+  done
+  say "memcheck: $errors errors"
+  [ "$errors" = 0 ] || failed=1
+
+  # hardware matrix.
+  : > "$out/matrix.md"
+  : > "$out/matrix-summary.txt"
+  i=0
+  for part in "${matrix_parts[@]}"; do
+    rc=0
+    wait "${matrix_pids[$i]}" || rc=$?
+    i=$((i + 1))
+    { echo "## matrix --full, $part (exit $rc)"; echo; cat "$scratch/matrix-$part.md"; echo; } >> "$out/matrix.md"
+    { echo "== $part (exit $rc): $(tail -1 "$scratch/matrix-$part.md")"; cat "$scratch/matrix-$part.err"; } \
+      >> "$out/matrix-summary.txt"
+    say "matrix $part: exit $rc$([ "$rc" = 124 ] && echo ' (timed out)'): $(tail -1 "$scratch/matrix-$part.md")"
+    [ "$rc" = 0 ] || failed=1
+  done
+
+  # ---- phase 2: the stress mode, on its own (its busy kernels would slow phase 1 down) ----
+  say "phase 2: stress mode, ${STRESS_REPETITIONS:-20} repetitions beside a busy kernel"
+  local -a stress_pids=()
+  for part in kernel direct; do
+    KVIO_GPU_STRESS="${STRESS_REPETITIONS:-20}" KVIO_GPU_SWEEP=minimal timeout 90 "$tests" \
+      --gtest_filter="Configs/*.*/${part}_*" > "$scratch/stress-$part.log" 2>&1 &
+    stress_pids+=($!)
+  done
+  : > "$out/stress.log"
+  i=0
+  for part in kernel direct; do
+    rc=0
+    wait "${stress_pids[$i]}" || rc=$?
+    i=$((i + 1))
+    local reps bad
+    reps=$(grep -c '^\[ STRESS   \] .* repetition ' "$scratch/stress-$part.log" || true)
+    bad=$(grep -c '^\[ STRESS   \] .* repetition .*FAIL' "$scratch/stress-$part.log" || true)
+    { echo "== stress $part (exit $rc)"; grep '^\[ STRESS' "$scratch/stress-$part.log" || true
+      echo "-- other output (first 2000 lines)"
+      grep -v '^\[ STRESS\|^\[       OK \]\|^\[ RUN      \]' "$scratch/stress-$part.log" | head -n 2000 || true
+    } >> "$out/stress.log"
+    say "stress $part: $reps case-repetitions run, $bad failed$([ "$rc" = 124 ] && echo ', TIMED OUT')"
+    [ "$rc" = 0 ] && [ "$bad" = 0 ] || failed=1
+  done
+
+  # ---- phase 3, alone: the benchmark ----
+  say "phase 3: benchmark (kvio_cuda_bench --quick)"
+  rc=0
+  timeout 75 "$dir/kvio_cuda_bench" --quick --out "$out/bench.tsv" > "$out/bench.txt" 2>&1 || rc=$?
+  say "benchmark: exit $rc$([ "$rc" = 124 ] && echo ' (timed out)')"
+  [ "$rc" = 0 ] || failed=1
+
+  local f
+  for f in "$out"/*; do
+    truncate -s '<15M' "$f"  # the device tool returns files of at most 16 MiB
+  done
+  if [ "$failed" = 0 ]; then
+    say "RESULT: PASS"
+  else
+    say "RESULT: FAIL"
+  fi
+  tail -20 "$out/bench.txt" 2>/dev/null || true
+  return "$failed"
+}
+
+case "$command" in
+  package) package ;;
+  run) run "$@" ;;
+  *) usage ;;
+esac

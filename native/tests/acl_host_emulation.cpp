@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <set>
@@ -21,7 +23,7 @@ namespace {
 
 using namespace kvio::ascend;
 
-enum class Place { Device, PinnedHost, RegisteredHost };
+enum class Place { Device, PinnedHost };
 
 struct Range {
   uint64_t bytes;
@@ -29,9 +31,23 @@ struct Range {
   int32_t device;
 };
 
+// One aclrtHostRegister: whole host pages, unregistered through the pointer it was given.
+struct Registration {
+  uint64_t bytes;  // page multiple, from the page start (the map key)
+  uint64_t base;   // the pointer registered, the only one aclrtHostUnregister takes
+};
+
+constexpr uint64_t kPage = 4096;
+
 struct State {
   std::mutex mutex;
-  std::map<uint64_t, Range> memory;  // by start address
+  std::map<uint64_t, Range> memory;                // by start address
+  std::map<uint64_t, Registration> registrations;  // by first page
+  bool holding = false;                            // holdStream: work waits for releaseStream
+  std::vector<std::function<void()>> held;         // copies, in stream order
+  std::set<uint64_t> heldEvents;                   // recorded while holding
+  int64_t faults = 0;                              // copies whose memory was gone when they ran
+  std::string faultMessage;
   std::set<uint64_t> streams;
   std::set<uint64_t> events;
   std::set<uint64_t> recorded;
@@ -94,13 +110,6 @@ const Range* find(State& s, uint64_t address, uint64_t bytes) {
   return &it->second;
 }
 
-bool overlaps(State& s, uint64_t address, uint64_t bytes) {
-  auto it = s.memory.lower_bound(address + bytes);
-  if (it == s.memory.begin()) return false;
-  --it;
-  return it->first + it->second.bytes > address;
-}
-
 const char* kindText(aclrtMemcpyKind kind) {
   switch (kind) {
     case ACL_MEMCPY_HOST_TO_HOST: return "ACL_MEMCPY_HOST_TO_HOST";
@@ -111,8 +120,26 @@ const char* kindText(aclrtMemcpyKind kind) {
   return "an unknown aclrtMemcpyKind";
 }
 
+// The registration whose pages hold [address, address + bytes), or nullptr.
+const Registration* registered(State& s, uint64_t address, uint64_t bytes) {
+  auto it = s.registrations.upper_bound(address);
+  if (it == s.registrations.begin()) return nullptr;
+  --it;
+  if (address + bytes > it->first + it->second.bytes) return nullptr;
+  return &it->second;
+}
+
+// True when [address, +bytes) is inside one aclrtMallocHost buffer or one registration (what
+// the copy engine needs of host memory when a copy runs).
+bool pinnedHost(State& s, uint64_t address, uint64_t bytes) {
+  if (registered(s, address, bytes) != nullptr) return true;
+  const Range* r = find(s, address, bytes);
+  return r != nullptr && r->place == Place::PinnedHost;
+}
+
 // Checks that [address, +extent) lies in one allocation on the side `kind` says.
 aclError checkSide(State& s, const char* side, uint64_t address, uint64_t extent, bool device) {
+  if (!device && pinnedHost(s, address, extent)) return ACL_SUCCESS;
   const Range* r = find(s, address, extent);
   if (r == nullptr) {
     return reject(s, ACL_ERROR_INVALID_PARAM,
@@ -146,6 +173,48 @@ bool dstOnDevice(aclrtMemcpyKind k) {
 bool validKind(aclrtMemcpyKind k) {
   return k == ACL_MEMCPY_HOST_TO_HOST || k == ACL_MEMCPY_HOST_TO_DEVICE ||
          k == ACL_MEMCPY_DEVICE_TO_HOST || k == ACL_MEMCPY_DEVICE_TO_DEVICE;
+}
+
+// True when [address, +bytes) is still memory of the kind a copy was checked against.
+bool stillThere(State& s, uint64_t address, uint64_t bytes, bool device) {
+  if (!device) return pinnedHost(s, address, bytes);
+  const Range* r = find(s, address, bytes);
+  return r != nullptr && r->place == Place::Device;
+}
+
+// Runs a checked copy now, or after releaseStream while the stream is held. A held copy checks
+// again when it runs that its memory is still registered or allocated: on a device, a copy
+// over memory unregistered meanwhile is a fault (the context dies), counted here instead.
+void execute(State& s, uint64_t dst, bool dstDevice, uint64_t dstExtent, uint64_t src,
+             bool srcDevice, uint64_t srcExtent, std::function<void()> copy) {
+  if (!s.holding) {
+    copy();
+    return;
+  }
+  s.held.push_back([&s, dst, dstDevice, dstExtent, src, srcDevice, srcExtent, copy] {
+    if (!stillThere(s, dst, dstExtent, dstDevice) || !stillThere(s, src, srcExtent, srcDevice)) {
+      ++s.faults;
+      char text[200];
+      std::snprintf(
+          text, sizeof(text),
+          "a held copy from 0x%llx (+%llu) to 0x%llx (+%llu) ran over memory no longer "
+          "registered or allocated",
+          static_cast<unsigned long long>(src), static_cast<unsigned long long>(srcExtent),
+          static_cast<unsigned long long>(dst), static_cast<unsigned long long>(dstExtent));
+      s.faultMessage = text;
+      return;
+    }
+    copy();
+  });
+}
+
+// Runs the held work, in order, and completes the events recorded meanwhile.
+void runHeld(State& s) {
+  std::vector<std::function<void()>> work;
+  work.swap(s.held);
+  for (auto& w : work) w();
+  s.recorded.insert(s.heldEvents.begin(), s.heldEvents.end());
+  s.heldEvents.clear();
 }
 
 // ---- the emulated functions ----
@@ -195,7 +264,8 @@ aclError emuDestroyStream(aclrtStream stream) {
 aclError emuSynchronizeStream(aclrtStream stream) {
   KVIO_EMULATION_ENTER("aclrtSynchronizeStream");
   ++s.counts.synchronizeStream;
-  return checkStream(s, stream);  // copies ran when enqueued
+  runHeld(s);  // waiting for the stream lets the held work finish
+  return checkStream(s, stream);
 }
 
 aclError emuCreateEvent(aclrtEvent* event) {
@@ -216,7 +286,11 @@ aclError emuRecordEvent(aclrtEvent event, aclrtStream stream) {
   }
   const aclError e = checkStream(s, stream);
   if (e != ACL_SUCCESS) return e;
-  s.recorded.insert(handle);  // everything before it on the stream has run already
+  if (s.holding) {
+    s.heldEvents.insert(handle);  // completes with the held work
+  } else {
+    s.recorded.insert(handle);  // everything before it on the stream has run already
+  }
   ++s.counts.recordEvent;
   return ACL_SUCCESS;
 }
@@ -237,6 +311,7 @@ aclError emuSynchronizeEvent(aclrtEvent event) {
   if (s.events.count(reinterpret_cast<uint64_t>(event)) == 0) {
     return reject(s, ACL_ERROR_RT_INVALID_HANDLE, "synchronizing unknown event %p", event);
   }
+  runHeld(s);  // waiting for the event lets the held work finish
   return ACL_SUCCESS;
 }
 
@@ -247,6 +322,7 @@ aclError emuDestroyEvent(aclrtEvent event) {
     return reject(s, ACL_ERROR_RT_INVALID_HANDLE, "destroying unknown event %p", event);
   }
   s.recorded.erase(handle);
+  s.heldEvents.erase(handle);
   return ACL_SUCCESS;
 }
 
@@ -313,24 +389,40 @@ aclError emuHostRegister(void* pointer, uint64_t bytes, aclrtHostRegisterType, v
     return reject(s, ACL_ERROR_INVALID_PARAM, "aclrtHostRegister(%p, %llu)", pointer,
                   static_cast<unsigned long long>(bytes));
   }
+  // Registration is page-granular: a range that shares a page with a registration (or with an
+  // aclrtMallocHost buffer) is "already registered", in part or in whole.
   const uint64_t address = reinterpret_cast<uint64_t>(pointer);
-  if (overlaps(s, address, bytes)) {
+  const uint64_t first = address / kPage * kPage;
+  const uint64_t end = (address + bytes + kPage - 1) / kPage * kPage;
+  auto next = s.registrations.lower_bound(end);
+  const bool sharesRegistration = next != s.registrations.begin() &&
+                                  std::prev(next)->first + std::prev(next)->second.bytes > first;
+  bool sharesPinned = false;
+  for (auto it = s.memory.begin(); it != s.memory.end(); ++it) {
+    if (it->second.place == Place::PinnedHost && it->first < end &&
+        it->first + it->second.bytes > first) {
+      sharesPinned = true;
+    }
+  }
+  if (sharesRegistration || sharesPinned) {
     return reject(s, ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
-                  "[%p, +%llu) overlaps memory already known to the runtime", pointer,
+                  "[%p, +%llu) shares a page with memory already registered or pinned", pointer,
                   static_cast<unsigned long long>(bytes));
   }
-  s.memory[address] = Range{bytes, Place::RegisteredHost, -1};
+  s.registrations[first] = Registration{end - first, address};
   *devPtr = pointer;  // the emulated NPU maps host memory at the same address
   return ACL_SUCCESS;
 }
 
 aclError emuHostUnregister(void* pointer) {
   KVIO_EMULATION_ENTER("aclrtHostUnregister");
-  auto it = s.memory.find(reinterpret_cast<uint64_t>(pointer));
-  if (it == s.memory.end() || it->second.place != Place::RegisteredHost) {
-    return reject(s, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, "%p is not registered", pointer);
+  const uint64_t address = reinterpret_cast<uint64_t>(pointer);
+  auto it = s.registrations.upper_bound(address);
+  if (it == s.registrations.begin() || std::prev(it)->second.base != address) {
+    return reject(s, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,
+                  "%p is not the pointer of a registration", pointer);
   }
-  s.memory.erase(it);
+  s.registrations.erase(std::prev(it));
   return ACL_SUCCESS;
 }
 
@@ -364,7 +456,9 @@ aclError emuMemcpyAsync(void* dst, size_t destMax, const void* src, size_t count
   if (e == ACL_SUCCESS)
     e = checkSide(s, "src", reinterpret_cast<uint64_t>(src), count, srcOnDevice(kind));
   if (e != ACL_SUCCESS) return e;
-  std::memmove(dst, src, count);
+  execute(s, reinterpret_cast<uint64_t>(dst), dstOnDevice(kind), count,
+          reinterpret_cast<uint64_t>(src), srcOnDevice(kind), count,
+          [dst, src, count] { std::memmove(dst, src, count); });
   s.counts.bytesCopied += count;
   s.records.push_back({reinterpret_cast<uint64_t>(dst), count, 1, count});
   return ACL_SUCCESS;
@@ -397,10 +491,13 @@ aclError emuMemcpy2dAsync(void* dst, size_t dpitch, const void* src, size_t spit
   if (e == ACL_SUCCESS)
     e = checkSide(s, "src", x, (height - 1) * spitch + width, srcOnDevice(kind));
   if (e != ACL_SUCCESS) return e;
-  for (size_t r = 0; r < height; ++r) {
-    std::memmove(reinterpret_cast<void*>(d + r * dpitch),
-                 reinterpret_cast<const void*>(x + r * spitch), width);
-  }
+  execute(s, d, dstOnDevice(kind), (height - 1) * dpitch + width, x, srcOnDevice(kind),
+          (height - 1) * spitch + width, [d, x, dpitch, spitch, width, height] {
+            for (size_t r = 0; r < height; ++r) {
+              std::memmove(reinterpret_cast<void*>(d + r * dpitch),
+                           reinterpret_cast<const void*>(x + r * spitch), width);
+            }
+          });
   s.counts.bytesCopied += width * height;
   s.records.push_back({d, width, height, dpitch});
   return ACL_SUCCESS;
@@ -442,8 +539,15 @@ aclError emuMemcpyBatchAsync(void** dsts, size_t* destMaxs, void** srcs, size_t*
     if (e != ACL_SUCCESS) return e;
   }
   *failIndex = SIZE_MAX;
+  a = 0;
   for (size_t i = 0; i < count; ++i) {
-    std::memmove(dsts[i], srcs[i], sizes[i]);
+    while (a + 1 < numAttrs && attrIndexes[a + 1] <= i) ++a;
+    void* d = dsts[i];
+    void* x = srcs[i];
+    const size_t n = sizes[i];
+    execute(s, reinterpret_cast<uint64_t>(d), attrs[a].dstLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE,
+            n, reinterpret_cast<uint64_t>(x), attrs[a].srcLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE,
+            n, [d, x, n] { std::memmove(d, x, n); });
     s.counts.bytesCopied += sizes[i];
     s.records.push_back({reinterpret_cast<uint64_t>(dsts[i]), sizes[i], 1, sizes[i]});
   }
@@ -516,6 +620,10 @@ void AclHostEmulation::reset() {
   s.batchResult = ACL_SUCCESS;
   s.deviceCount = 1;
   s.recent.clear();
+  s.holding = false;
+  runHeld(s);
+  s.faults = 0;
+  s.faultMessage.clear();
 }
 
 AclCallCounts AclHostEmulation::counts() const {
@@ -562,6 +670,26 @@ void AclHostEmulation::failCall(const std::string& function, int64_t nth, aclErr
   s.failures[function] = {nth, error};
 }
 
+void AclHostEmulation::holdStream() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.holding = true;
+}
+
+void AclHostEmulation::releaseStream() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.holding = false;
+  runHeld(s);
+}
+
+int64_t AclHostEmulation::faults(std::string* message) const {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (message != nullptr) *message = s.faultMessage;
+  return s.faults;
+}
+
 AclHostEmulation::Live AclHostEmulation::live() const {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -569,8 +697,8 @@ AclHostEmulation::Live AclHostEmulation::live() const {
          s.deviceAllocations, 0, 0};
   for (const auto& entry : s.memory) {
     if (entry.second.place == Place::PinnedHost) ++l.hostAllocations;
-    if (entry.second.place == Place::RegisteredHost) ++l.registrations;
   }
+  l.registrations = static_cast<int64_t>(s.registrations.size());
   return l;
 }
 

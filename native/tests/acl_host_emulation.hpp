@@ -14,6 +14,11 @@
 // adjacent allocations, such as buffers tagged one by one out of one block, are two), unknown
 // streams, events and devices. It is stricter than the real runtime in two ways: host memory
 // must be pinned, and 1-D copies of 0 bytes are refused (kvio issues neither).
+// Host registration follows the runtime's rules: it is page-granular (a range sharing a page
+// with a registration or an aclrtMallocHost buffer is "already registered"), and
+// aclrtHostUnregister takes only the pointer that was registered. The stream can be held
+// (holdStream): copies and events then wait for releaseStream (or a synchronize call), and a
+// held copy whose host memory was unregistered meanwhile counts as a device fault.
 // It counts calls per function and copied bytes, so tests can assert how many calls a
 // transfer costs, and can be told to fail a given call or to answer "feature not supported"
 // for batch copies.
@@ -80,6 +85,14 @@ class AclHostEmulation {
   /// "aclrtMemcpyAsync", "aclrtMemcpyBatchAsync", "aclrtRecordEvent", "aclrtMalloc", ...)
   /// fails with `error` without doing anything.
   void failCall(const std::string& function, int64_t nth, kvio::ascend::aclError error);
+
+  /// From now on copies and event completions wait (transfers stay in flight) until
+  /// releaseStream or a synchronize call (aclrtSynchronizeEvent/Stream) runs them.
+  void holdStream();
+  void releaseStream();
+  /// Held copies that ran over memory no longer registered or allocated (a real device would
+  /// fault); *message describes the last one.
+  int64_t faults(std::string* message = nullptr) const;
 
   /// Objects alive in the emulated runtime: streams, events, device allocations, host
   /// allocations, host registrations.

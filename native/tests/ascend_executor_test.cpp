@@ -376,12 +376,16 @@ TEST_F(AscendExecutorTest, AllocationFailuresNameTheCall) {
 }
 
 // Caller host memory wrapped as Ascend pinned memory is registered (aclrtHostRegister) and
-// unregistered when the pool goes; memory the caller registered already is used as is.
+// unregistered when the pool goes. Memory the caller registered itself is refused with the
+// reason: ACL cannot say what that registration covers (lifetime_test has the rest).
 TEST_F(AscendExecutorTest, WrappedHostMemoryIsRegistered) {
   const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 8, 4, 2, 16};
   {
     TestPool host(g, KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
     EXPECT_EQ(acl().live().registrations, 1);
+    int64_t kvioRegistrations = 0;
+    EXPECT_EQ(kvio_debug_live_host_registrations(&kvioRegistrations), KVIO_STATUS_OK);
+    EXPECT_EQ(kvioRegistrations, 1);
   }
   EXPECT_EQ(acl().live().registrations, 0);
   std::vector<uint8_t> buffer(static_cast<size_t>(g.regionBytes()));
@@ -390,11 +394,14 @@ TEST_F(AscendExecutorTest, WrappedHostMemoryIsRegistered) {
   ASSERT_EQ(api.hostRegister(buffer.data(), buffer.size(), kvio::ascend::ACL_HOST_REGISTER_MAPPED,
                              &mapped),
             kvio::ascend::ACL_SUCCESS);
-  {
-    kvio::Pool pool =
-        kvio::Pool::wrap(g.spec(), buffer.data(), buffer.size(), KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
-    EXPECT_EQ(acl().live().registrations, 1);
-  }
+  const kvio_pool_spec spec = g.spec().toC();
+  uint64_t pool = 0;
+  EXPECT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
+                                  reinterpret_cast<uint64_t>(buffer.data()), buffer.size(), &pool),
+            KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(lastError(), {"registered already", "not by kvio",
+                                     "Unregister it and let kvio register the memory"}))
+      << lastError();
   EXPECT_EQ(acl().live().registrations, 1);  // the caller's registration stays
   api.hostUnregister(buffer.data());
 }

@@ -172,8 +172,26 @@ KVIO_API kvio_status kvio_pool_wrap_layer_table(const kvio_pool_spec* spec,
 KVIO_API kvio_status kvio_pool_region(uint64_t pool, int64_t region, uint64_t* address_out,
                                       uint64_t* bytes_out, int64_t* num_regions_out);
 KVIO_API kvio_status kvio_pool_get_spec(uint64_t pool, kvio_pool_spec* spec_out);
-/* Closes the handle. Memory kvio allocated is freed once no submitted transfer uses it. */
+/* Closes the handle (docs/memory-lifetime.md). kvio's use of the pool's memory ends when no
+ * transfer submitted with the pool is still running: memory kvio allocated is freed and kvio's
+ * registration of wrapped caller memory (KVIO_MEMORY_HOST_PINNED,
+ * KVIO_MEMORY_ASCEND_HOST_PINNED) ends.
+ *  - No such transfer running (every one completed, waited for or not): this happens before
+ *    kvio_pool_close returns, so the caller may free or reuse wrapped memory right after.
+ *  - Transfers still running: it happens when the last of them completes (kvio releases the
+ *    memory in whichever call first sees that transfer complete). Until then the memory must
+ *    stay valid and untouched; kvio_pool_close_wait tells when it may be freed. */
 KVIO_API kvio_status kvio_pool_close(uint64_t pool);
+/* Closes the handle if it is still open (as kvio_pool_close), then waits until kvio no longer
+ * uses the pool's memory: every transfer submitted with the pool has completed, the memory kvio
+ * allocated is freed and kvio's registration of wrapped memory has ended.
+ * timeout_ns < 0 waits as long as that takes; 0 only checks; > 0 waits at most that long.
+ * Returns KVIO_STATUS_OK once that is so: wrapped memory may be freed. KVIO_STATUS_TIMEOUT if
+ * a transfer was still running at the deadline: the handle is closed all the same; call
+ * kvio_pool_close_wait again with the same handle to wait more, and do not free the memory
+ * before it returns OK. A pool closed earlier may be waited for with its old handle (OK at once
+ * when its memory was released already); KVIO_STATUS_CLOSED only for a handle never opened. */
+KVIO_API kvio_status kvio_pool_close_wait(uint64_t pool, int64_t timeout_ns);
 
 /* ---- executors and transfers ---- */
 /* threads <= 0: one per online core. */
@@ -215,9 +233,13 @@ KVIO_API kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copi
  *   KVIO_MEMORY_HOST         pageable host memory (cpu backend only)
  *   KVIO_MEMORY_HOST_PINNED  page-locked host memory: kvio_pool_allocate_memory allocates it
  *                            with cudaHostAlloc; the wrap functions register the caller's
- *                            memory with cudaHostRegister (in chunks, unregistered when the
- *                            pool's memory is released; memory the caller already registered
- *                            is used as is). Movable by every backend. The kernel backend reads
+ *                            memory with cudaHostRegister (whole pages, in chunks of at most
+ *                            1 GiB; pools sharing a page share kvio's registration, which ends
+ *                            when no pool uses any of its pages, see kvio_pool_close). Memory
+ *                            the caller registered itself is used as is, and never
+ *                            unregistered by kvio, only when its registrations provably cover
+ *                            the whole region; a partial one is INVALID_ARGUMENT.
+ *                            Movable by every backend. The kernel backend reads
  *                            it through the device address cudaHostGetDevicePointer gives.
  *   KVIO_MEMORY_CUDA_DEVICE  memory of CUDA device `device` (cudaMalloc, zeroed; or wrapped
  *                            caller memory, e.g. a framework's tensors). kernel/direct only.
@@ -238,9 +260,11 @@ enum {
  *                                   tensors, used as given). kernel_ascend only.
  *   KVIO_MEMORY_ASCEND_HOST_PINNED  page-locked host memory for the NPU: allocated with
  *                                   aclrtMallocHost, or the caller's memory registered with
- *                                   aclrtHostRegister (unregistered when the pool's memory is
- *                                   released; memory already registered is used as is). Movable
- *                                   by kernel_ascend and cpu.
+ *                                   aclrtHostRegister (whole pages, shared by pools sharing a
+ *                                   page, ended as for KVIO_MEMORY_HOST_PINNED). Memory the
+ *                                   caller registered or pinned with ACL itself is refused
+ *                                   (INVALID_ARGUMENT): ACL cannot tell kvio what such a
+ *                                   registration covers. Movable by kernel_ascend and cpu.
  * kernel_ascend moves between Ascend device memory and Ascend pinned host memory (and device to
  * device); pageable host memory and CUDA memory are rejected with UNSUPPORTED. */
 
@@ -331,6 +355,10 @@ KVIO_API kvio_status kvio_transfer_ascend_event(uint64_t transfer, uint64_t* eve
  * closed pools stays allocated while a submitted transfer uses it). All 0 once everything was
  * closed and every transfer completed. */
 KVIO_API kvio_status kvio_debug_live_objects(int64_t* counts_out /* [4] */);
+/* Host registrations kvio made (cudaHostRegister, aclrtHostRegister of wrapped pinned memory)
+ * and has not ended yet. 0 once every wrapped pinned pool was closed and its transfers
+ * completed (registrations the caller made itself are not counted). */
+KVIO_API kvio_status kvio_debug_live_host_registrations(int64_t* count_out);
 
 /* TEST ONLY: fault injection, to check how failures surface. Arms fault `fault` for its next
  * `count` occurrences in this process (0 disarms):

@@ -154,11 +154,15 @@ class Pool {
     return Pool(handle, spec);
   }
 
-  Pool(Pool&& other) noexcept : handle_(std::exchange(other.handle_, 0)), spec_(other.spec_) {}
+  Pool(Pool&& other) noexcept
+      : handle_(std::exchange(other.handle_, 0)),
+        closed_(std::exchange(other.closed_, 0)),
+        spec_(other.spec_) {}
   Pool& operator=(Pool&& other) noexcept {
     if (this != &other) {
       close();
       handle_ = std::exchange(other.handle_, 0);
+      closed_ = std::exchange(other.closed_, 0);
       spec_ = other.spec_;
     }
     return *this;
@@ -167,10 +171,30 @@ class Pool {
   Pool& operator=(const Pool&) = delete;
   ~Pool() { close(); }
 
-  /// Closes the handle; memory kvio allocated lives on until transfers using it are done.
+  /// Closes the handle (kvio_pool_close, docs/memory-lifetime.md). With no transfer of this
+  /// pool still running, kvio's use of the memory ends before close() returns (wrapped memory
+  /// may be freed right after); otherwise when the last of them completes: use closeAndWait()
+  /// to know when.
   void close() {
-    if (handle_ != 0) kvio_pool_close(handle_);
+    if (handle_ != 0) {
+      kvio_pool_close(handle_);
+      closed_ = handle_;
+    }
     handle_ = 0;
+  }
+  /// Closes the handle if open, then waits until kvio no longer uses the pool's memory: every
+  /// transfer submitted with it has completed, kvio's allocation is freed and its registration
+  /// of wrapped memory has ended (kvio_pool_close_wait). True once wrapped memory may be freed;
+  /// false when a transfer was still running after `timeout` (the pool stays closed; call again
+  /// to wait more). A negative timeout waits as long as it takes; zero only checks.
+  bool closeAndWait(std::chrono::nanoseconds timeout = std::chrono::nanoseconds(-1)) {
+    close();
+    if (closed_ == 0) return true;
+    const kvio_status status = kvio_pool_close_wait(closed_, timeout.count());
+    if (status == KVIO_STATUS_TIMEOUT) return false;
+    closed_ = 0;
+    check(status);
+    return true;
   }
   uint64_t handle() const { return handle_; }
   const PoolSpec& spec() const { return spec_; }
@@ -193,6 +217,7 @@ class Pool {
  private:
   Pool(uint64_t handle, const PoolSpec& spec) : handle_(handle), spec_(spec) {}
   uint64_t handle_ = 0;
+  uint64_t closed_ = 0;  // the handle once closed, until closeAndWait saw the memory released
   PoolSpec spec_;
 };
 

@@ -5,7 +5,8 @@
 // copy-engine issuer, cut at the pools' allocation boundaries (ascend_copies.hpp), followed by
 // an aclrtEvent, and the transfer is done when that event is
 // (aclrtQueryEventStatus / aclrtSynchronizeEvent of that event only; never a device-wide
-// synchronisation). Pools stay alive until their transfers' events have completed. All ACL
+// synchronisation). Pools stay alive until their transfers' events have completed. Caller host
+// memory is registered through kvio's registry of host registrations (host_registry.hpp). All ACL
 // calls go through the AclApi table (acl_api.hpp): libascendcl.so, or a test's emulation.
 #include <cstring>
 #include <deque>
@@ -15,6 +16,7 @@
 
 #include "../core/error.hpp"
 #include "../core/executor.hpp"
+#include "../core/host_registry.hpp"
 #include "../core/pool.hpp"
 #include "acl_api.hpp"
 #include "ascend_copies.hpp"
@@ -324,14 +326,39 @@ struct PinnedHost {
   }
 };
 
-// Caller host memory kvio registered with aclrtHostRegister; unregistered on release.
-struct Registration {
+// ---- the host registry's ACL runtime (host_registry.hpp) ----
+// ACL has no query of what a registration covers, so a range already registered by someone
+// other than kvio is refused (covering is nullptr).
+
+kvio_status registerRange(void*, uint64_t address, uint64_t bytes, bool* alreadyRegistered) {
   const AclApi* api = nullptr;
-  std::vector<void*> regions;
-  ~Registration() {
-    for (void* region : regions) api->hostUnregister(region);
+  KVIO_RETURN_IF_ERROR(runtime(&api));
+  void* devicePointer = nullptr;
+  const aclError e = api->hostRegister(reinterpret_cast<void*>(address), bytes,
+                                       ACL_HOST_REGISTER_MAPPED, &devicePointer);
+  if (e == ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED) {
+    *alreadyRegistered = true;
+    return KVIO_STATUS_OK;
   }
-};
+  if (e != ACL_SUCCESS) {
+    return aclFailure(*api, e, "aclrtHostRegister",
+                      "registering " + std::to_string(bytes) + " bytes of host memory at " +
+                          format("0x%llx", static_cast<long long>(address)));
+  }
+  return KVIO_STATUS_OK;
+}
+
+void unregisterRange(void*, uint64_t address) {
+  const AclApi* api = nullptr;
+  if (runtime(&api) == KVIO_STATUS_OK) api->hostUnregister(reinterpret_cast<void*>(address));
+}
+
+HostRegistry& registry() {
+  static HostRegistry* r = new HostRegistry(
+      HostRuntime{"ACL", "aclrtHostRegister", 0, nullptr, registerRange, unregisterRange,
+                  nullptr});  // never destroyed: pools may outlive statics
+  return *r;
+}
 
 kvio_status allocate(int32_t kind, int32_t device, uint64_t bytes, uint64_t* address,
                      std::shared_ptr<void>* owner) {
@@ -372,24 +399,7 @@ kvio_status adopt(int32_t kind, int32_t device, const MemoryRegion* regions, siz
     *owner = std::make_shared<int>(0);  // the caller owns the memory; used as given
     return KVIO_STATUS_OK;
   }
-  auto registration = std::make_shared<Registration>();
-  registration->api = api;
-  for (size_t r = 0; r < count; ++r) {
-    void* pointer = reinterpret_cast<void*>(regions[r].address);
-    void* devicePointer = nullptr;
-    const aclError e =
-        api->hostRegister(pointer, regions[r].bytes, ACL_HOST_REGISTER_MAPPED, &devicePointer);
-    if (e == ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED) continue;  // the caller's: leave it
-    if (e != ACL_SUCCESS) {
-      return aclFailure(*api, e, "aclrtHostRegister",
-                        "registering host region " + std::to_string(r) + ", " +
-                            std::to_string(regions[r].bytes) + " bytes at " +
-                            format("0x%llx", static_cast<long long>(regions[r].address)));
-    }
-    registration->regions.push_back(pointer);
-  }
-  *owner = std::move(registration);
-  return KVIO_STATUS_OK;
+  return registry().acquire(regions, count, owner);
 }
 
 kvio_status deviceAddress(int32_t, int32_t, uint64_t address, uint64_t* out) {

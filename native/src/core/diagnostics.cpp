@@ -1,4 +1,5 @@
-// kvio_debug_live_objects and kvio_test_inject_fault (see diagnostics.hpp and kvio.h).
+// kvio_debug_live_objects and kvio_test_inject_fault (see diagnostics.hpp and kvio.h); the
+// counters' definitions (kvio_debug_live_host_registrations reads one in api.cpp).
 #include "diagnostics.hpp"
 
 #include "error.hpp"
@@ -6,6 +7,7 @@
 namespace kvio {
 
 std::atomic<int64_t> liveHostAllocations{0};
+std::atomic<int64_t> liveHostRegistrations{0};
 std::atomic<int64_t> armedFaults[KVIO_TEST_FAULT_COUNT];
 
 }  // namespace kvio

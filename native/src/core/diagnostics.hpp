@@ -1,7 +1,7 @@
 // Test and diagnostics support of the core (docs/reliability.md): live-object counters behind
-// kvio_debug_live_objects(), and the test-only fault injection behind kvio_test_inject_fault().
-// A fault point costs one relaxed atomic load per allocation or per job when nothing is armed;
-// nothing here runs per copy.
+// kvio_debug_live_objects() and kvio_debug_live_host_registrations(), and the test-only fault
+// injection behind kvio_test_inject_fault(). A fault point costs one relaxed atomic load per
+// allocation or per job when nothing is armed; nothing here runs per copy.
 #ifndef KVIO_CORE_DIAGNOSTICS_HPP_
 #define KVIO_CORE_DIAGNOSTICS_HPP_
 
@@ -14,6 +14,10 @@ namespace kvio {
 
 /// Host allocations kvio made and has not freed yet (pool.cpp counts them).
 extern std::atomic<int64_t> liveHostAllocations;
+
+/// Host registrations kvio made (cudaHostRegister, aclrtHostRegister) and has not ended yet
+/// (host_registry.cpp counts them).
+extern std::atomic<int64_t> liveHostRegistrations;
 
 /// Open handles per registry (api.cpp).
 void liveHandles(int64_t* pools, int64_t* executors, int64_t* transfers);

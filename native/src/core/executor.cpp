@@ -50,14 +50,32 @@ void returnPlanStorage(std::vector<kvio_copy2d>&& plan) {
   }
 }
 
+void TransferState::holdPools(std::shared_ptr<const PoolImpl> src,
+                              std::shared_ptr<const PoolImpl> dst) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pools_.push_back(std::move(src));
+  pools_.push_back(std::move(dst));
+}
+
+void TransferState::dropPools(std::vector<std::shared_ptr<const PoolImpl>>* pools) const {
+  pools->clear();  // the last reference to a closed pool releases its memory (unregisters it)
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    released_ = true;
+  }
+  done_.notify_all();
+}
+
 void TransferState::complete(kvio_status status, std::string message) {
+  std::vector<std::shared_ptr<const PoolImpl>> pools;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     status_ = status;
     message_ = std::move(message);
     isDone_ = true;
+    pools.swap(pools_);
   }
-  done_.notify_all();
+  dropPools(&pools);
 }
 
 void TransferState::attach(std::shared_ptr<DeviceCompletion> completion) {
@@ -80,9 +98,29 @@ bool TransferState::pollLocked() const {
   return true;
 }
 
+bool TransferState::settle(bool poll) const {
+  std::vector<std::shared_ptr<const PoolImpl>> pools;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (released_) return true;
+    if (isDone_) {  // another thread saw it done first and is dropping the pools
+      done_.wait(lock, [this] { return released_; });
+      return true;
+    }
+    if (!poll || !pollLocked()) return false;
+    pools.swap(pools_);
+  }
+  dropPools(&pools);
+  return true;
+}
+
 bool TransferState::isDone() const {
+  return settle(true);
+}
+
+bool TransferState::settled() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return pollLocked();
+  return released_;
 }
 
 bool TransferState::wait(int64_t timeoutNs) const {
@@ -101,15 +139,14 @@ bool TransferState::wait(int64_t timeoutNs) const {
         if (pause < std::chrono::microseconds(500)) pause *= 2;
       }
     }
-    std::lock_guard<std::mutex> lock(mutex_);
-    return pollLocked();
+    return settle(true);
   }
   std::unique_lock<std::mutex> lock(mutex_);
   if (timeoutNs < 0) {
-    done_.wait(lock, [this] { return isDone_; });
+    done_.wait(lock, [this] { return released_; });
     return true;
   }
-  return done_.wait_for(lock, std::chrono::nanoseconds(timeoutNs), [this] { return isDone_; });
+  return done_.wait_for(lock, std::chrono::nanoseconds(timeoutNs), [this] { return released_; });
 }
 
 kvio_status TransferState::status() const {

@@ -36,15 +36,24 @@ class DeviceCompletion {
   virtual bool isAscend() const { return false; }
 };
 
-/// Completion of one submitted transfer: a one-shot event with a status and a message.
+/// Completion of one submitted transfer: a one-shot event with a status and a message. It also
+/// holds the transfer's pools (their memory) until the transfer is done: the first thread that
+/// sees it done (the executor completing it, or a query, wait or reap that finds its device
+/// completion done) drops them, outside the lock, and only then does anyone see it done. So a
+/// completed transfer never keeps a closed pool's memory or registration alive.
 class TransferState {
  public:
   explicit TransferState(uint64_t bytes) : bytes_(bytes) {}
+  /// The pools the transfer reads and writes; held until it is done. Set before submission.
+  void holdPools(std::shared_ptr<const PoolImpl> src, std::shared_ptr<const PoolImpl> dst);
   void complete(kvio_status status, std::string message = {});
   /// From now on, done means the device completion is done (CUDA executors).
   void attach(std::shared_ptr<DeviceCompletion> completion);
   std::shared_ptr<DeviceCompletion> deviceCompletion() const;
+  /// True once done (polls the device completion; the first to see it done drops the pools).
   bool isDone() const;
+  /// True once done and its pools dropped, without polling (cheap).
+  bool settled() const;
   /// Waits up to timeoutNs (< 0: forever). Returns false on timeout.
   bool wait(int64_t timeoutNs) const;
   kvio_status status() const;
@@ -54,12 +63,18 @@ class TransferState {
  private:
   /// Completes from the device completion if it is done; mutex_ held.
   bool pollLocked() const;
+  /// Done (polled when `poll`), pools dropped; false when not done yet.
+  bool settle(bool poll) const;
+  /// Drops the pools taken out under the lock and publishes that the transfer is done.
+  void dropPools(std::vector<std::shared_ptr<const PoolImpl>>* pools) const;
 
   mutable std::mutex mutex_;
   mutable std::condition_variable done_;
-  mutable bool isDone_ = false;
+  mutable bool isDone_ = false;    // the status is final
+  mutable bool released_ = false;  // ... and the pools are dropped: what callers see as done
   mutable kvio_status status_ = KVIO_STATUS_OK;
   mutable std::string message_;
+  mutable std::vector<std::shared_ptr<const PoolImpl>> pools_;
   std::shared_ptr<DeviceCompletion> completion_;
   const uint64_t bytes_;
 };
@@ -95,9 +110,10 @@ struct MemoryPlace {
 std::vector<kvio_copy2d> takePlanStorage();
 void returnPlanStorage(std::vector<kvio_copy2d>&& plan);
 
-/// Everything an executor needs to run one transfer. keepAlive holds the pools' memory so it
-/// outlives a pool closed while the transfer is in flight. The plan's storage goes back to the
-/// reuse list when the job is destroyed.
+/// Everything an executor needs to run one transfer. The state holds the pools until the
+/// transfer is done; srcPool and dstPool point at them and are valid until then only: an
+/// executor reads them while it issues the job, never after the job is done. The plan's
+/// storage goes back to the reuse list when the job is destroyed.
 struct Job {
   Job() = default;
   ~Job() { returnPlanStorage(std::move(plan)); }
@@ -106,12 +122,11 @@ struct Job {
 
   std::vector<kvio_copy2d> plan;  // empty when the executor does not use plans
   LayoutJob layout;               // filled when it does not
-  std::vector<std::shared_ptr<void>> keepAlive;
   std::shared_ptr<TransferState> state;
   MemoryPlace srcPlace{KVIO_MEMORY_HOST, -1};  // where the pools lie (the Ascend executor
   MemoryPlace dstPlace{KVIO_MEMORY_HOST, -1};  // derives the copy direction from them)
-  std::shared_ptr<const PoolImpl> srcPool;     // the pools (their memory regions)
-  std::shared_ptr<const PoolImpl> dstPool;
+  const PoolImpl* srcPool = nullptr;           // the pools (their memory regions)
+  const PoolImpl* dstPool = nullptr;
 };
 
 class Executor {

@@ -3,6 +3,8 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+
 #include "diagnostics.hpp"
 #include "error.hpp"
 
@@ -51,6 +53,56 @@ HostAllocation::~HostAllocation() {
     munmap(mapping_, mappingBytes_);
     liveHostAllocations.fetch_sub(1, std::memory_order_relaxed);
   }
+}
+
+void PoolUsage::add(const std::shared_ptr<TransferState>& transfer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (transfers_.size() >= pruneAt_) {
+    transfers_.erase(std::remove_if(transfers_.begin(), transfers_.end(),
+                                    [](const std::weak_ptr<TransferState>& weak) {
+                                      const std::shared_ptr<TransferState> t = weak.lock();
+                                      return t == nullptr || t->settled();
+                                    }),
+                     transfers_.end());
+    pruneAt_ = std::max<size_t>(16, 2 * transfers_.size());
+  }
+  transfers_.push_back(transfer);
+}
+
+std::vector<std::shared_ptr<TransferState>> PoolUsage::pending() {
+  std::vector<std::shared_ptr<TransferState>> live;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const std::weak_ptr<TransferState>& weak : transfers_) {
+      std::shared_ptr<TransferState> t = weak.lock();
+      if (t != nullptr) live.push_back(std::move(t));
+    }
+  }
+  // Outside the lock: a transfer found done drops its pools, and the last may be this one.
+  std::vector<std::shared_ptr<TransferState>> notDone;
+  for (std::shared_ptr<TransferState>& t : live) {
+    if (!t->isDone()) notDone.push_back(std::move(t));
+  }
+  return notDone;
+}
+
+void PoolUsage::markReleased() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    released_ = true;
+    transfers_.clear();
+  }
+  releasedChanged_.notify_all();
+}
+
+bool PoolUsage::released() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return released_;
+}
+
+bool PoolUsage::waitReleased(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return releasedChanged_.wait_until(lock, deadline, [this] { return released_; });
 }
 
 void PoolImpl::bindLayout() {

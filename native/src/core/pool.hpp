@@ -1,13 +1,18 @@
 // A pool as the core sees it: its spec, its affine layout bound to memory, the memory regions
-// it covers and, when kvio allocated it, the allocation itself (shared with in-flight
-// transfers so that closing a pool never frees memory under a copy).
+// it covers and, when kvio allocated it, the allocation itself (held by in-flight transfers so
+// that closing a pool never frees memory under a copy), and its PoolUsage: the transfers that
+// use it and whether its memory has been released, which closing and waiting read.
 #ifndef KVIO_CORE_POOL_HPP_
 #define KVIO_CORE_POOL_HPP_
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
+#include "executor.hpp"
 #include "kvio/kvio.h"
 #include "kvio/layout.hpp"
 
@@ -56,7 +61,36 @@ inline const MemoryOps& memoryOpsFor(int32_t kind) {
              : cudaMemoryOps();
 }
 
+/// The transfers submitted with a pool (weak references, pruned so the list stays bounded for
+/// a pool used millions of times) and whether the pool's memory has been released (kvio's
+/// registration ended, its allocation freed). Shared by the pool and whoever waits for it to
+/// go after it was closed.
+class PoolUsage {
+ public:
+  void add(const std::shared_ptr<TransferState>& transfer);
+  /// The transfers not done yet. Polls each: one found done drops its pool references now.
+  std::vector<std::shared_ptr<TransferState>> pending();
+  /// Set when the pool is destroyed, after its memory was released.
+  void markReleased();
+  bool released() const;
+  /// Waits until released or `deadline`; false if not released by then.
+  bool waitReleased(std::chrono::steady_clock::time_point deadline);
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable releasedChanged_;
+  bool released_ = false;
+  std::vector<std::weak_ptr<TransferState>> transfers_;
+  size_t pruneAt_ = 16;
+};
+
 struct PoolImpl {
+  /// Declared first, so destroyed last: marks the usage released once every other member (the
+  /// memory) is gone.
+  struct ReleaseNotice {
+    std::shared_ptr<PoolUsage> usage = std::make_shared<PoolUsage>();
+    ~ReleaseNotice() { usage->markReleased(); }
+  } notice;
   kvio_pool_spec spec{};
   int32_t memoryKind = KVIO_MEMORY_HOST;
   int32_t device = -1;                    // CUDA or Ascend ordinal; -1 for pageable host memory
@@ -68,6 +102,7 @@ struct PoolImpl {
   std::shared_ptr<HostAllocation> allocation;
   AffineLayout layout;
 
+  const std::shared_ptr<PoolUsage>& usage() const { return notice.usage; }
   int32_t components() const { return componentCount(spec.kind); }
   int64_t tokens() const { return spec.num_pages * spec.page_size; }
   /// Fills `layout` from spec, strides and layerBase.

@@ -273,7 +273,7 @@ class CpuExecutor final : public Executor {
         queue_.pop_front();
         completeJob(*head->job, head->fault);
         head->pieces = nullptr;
-        head->job.reset();  // releases pool memory held for the transfer
+        head->job.reset();  // its plan storage (completeJob released its pools)
         work_.notify_all();
         if (queue_.empty()) idle_.notify_all();
       }

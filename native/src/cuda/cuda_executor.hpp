@@ -2,8 +2,10 @@
 // host or device memory; pageable host memory is refused), and completion through CUDA events.
 // Each job records an event on the stream after its work; its TransferState then reports done
 // when that event has completed (query or cudaEventSynchronize of that event only: never a
-// device-wide synchronisation). The executor keeps each job's pools alive until its event has
-// completed, even when the caller closes the pools or the transfer handle first.
+// device-wide synchronisation). Each job's TransferState keeps its pools alive until its event
+// is seen complete (by a query, a wait, or this executor's reap or drain), even when the caller
+// closes the pools or the transfer handle first, and drops them then; a retired job's Job keeps
+// no pool.
 #ifndef KVIO_CUDA_CUDA_EXECUTOR_HPP_
 #define KVIO_CUDA_CUDA_EXECUTOR_HPP_
 

@@ -1,15 +1,20 @@
 // CUDA memory services of the core (MemoryOps, pool.hpp): pinned host allocation
-// (cudaHostAlloc), registration of caller host memory (cudaHostRegister in chunks, undone when
-// the pool's memory is released), device allocation (cudaMalloc), checks of wrapped device
-// memory (cudaPointerGetAttributes), and the device addresses of host memory
-// (cudaHostGetDevicePointer; never assumed equal to the host address). Also the error idiom
-// of cuda_check.hpp.
+// (cudaHostAlloc), registration of caller host memory (through kvio's registry of host
+// registrations, host_registry.hpp: cudaHostRegister of whole pages in chunks of at most 1 GiB,
+// shared by pools sharing a page, ended when no pool uses it; the caller's own registration is
+// used only where cuPointerGetAttribute proves it covers the region), device allocation
+// (cudaMalloc), checks of wrapped device memory (cudaPointerGetAttributes), and the device
+// addresses of host memory (cudaHostGetDevicePointer; never assumed equal to the host address).
+// Also the error idiom of cuda_check.hpp.
+#include <cuda.h>
+
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
 
+#include "../core/host_registry.hpp"
 #include "../core/pool.hpp"
 #include "cuda_check.hpp"
 
@@ -56,10 +61,6 @@ DeviceScope::~DeviceScope() {
 
 namespace {
 
-// cudaHostRegister granularity: chunks of at most 1 GiB aligned to the host page, so one
-// failing chunk names a small range and very large pools register in bounded calls.
-constexpr uint64_t kRegisterChunk = 1ull << 30;
-
 struct PinnedHost {
   void* pointer = nullptr;
   ~PinnedHost() {
@@ -75,15 +76,6 @@ struct DeviceMemory {
       DeviceScope scope(device);
       cudaFree(pointer);
     }
-  }
-};
-
-// Caller host memory kvio registered; unregistered on release. Chunks that were already
-// registered (by the caller or another pool) are used as they are and left registered.
-struct Registration {
-  std::vector<void*> chunks;
-  ~Registration() {
-    for (void* chunk : chunks) cudaHostUnregister(chunk);
   }
 };
 
@@ -134,68 +126,119 @@ kvio_status allocate(int32_t kind, int32_t device, uint64_t bytes, uint64_t* add
   return KVIO_STATUS_OK;
 }
 
-// Registers each region in chunks whose boundaries are multiples of kRegisterChunk (so no
-// host page belongs to two registrations), then checks that the device addresses of the chunks
-// follow each other like the host addresses, because kernels address a whole region from one
-// device base.
+// ---- the registry's CUDA runtime ----
+
+kvio_status registerRange(void*, uint64_t address, uint64_t bytes, bool* alreadyRegistered) {
+  const cudaError_t error = cudaHostRegister(reinterpret_cast<void*>(address), bytes,
+                                             cudaHostRegisterPortable | cudaHostRegisterMapped);
+  if (error == cudaErrorHostMemoryAlreadyRegistered) {
+    cudaGetLastError();
+    *alreadyRegistered = true;
+    return KVIO_STATUS_OK;
+  }
+  KVIO_CUDA_TRY(error, "registering %llu bytes of host memory at 0x%llx",
+                static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(address));
+  return KVIO_STATUS_OK;
+}
+
+void unregisterRange(void*, uint64_t address) {
+  if (cudaHostUnregister(reinterpret_cast<void*>(address)) != cudaSuccess) cudaGetLastError();
+}
+
+using PointerGetAttribute = CUresult (*)(void* data, CUpointer_attribute attribute,
+                                         CUdeviceptr pointer);
+
+// cuPointerGetAttribute, resolved once through the runtime (kvio links no driver library).
+PointerGetAttribute pointerGetAttribute() {
+  static const PointerGetAttribute function = [] {
+    void* entry = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttribute", &entry, 12000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return PointerGetAttribute{nullptr};
+    }
+    return reinterpret_cast<PointerGetAttribute>(entry);
+  }();
+  return function;
+}
+
+// The registration holding host address `address`: page-locked host memory whose allocation
+// range (CU_POINTER_ATTRIBUTE_RANGE_START_ADDR / RANGE_SIZE) contains it, and whose first and
+// last bytes both have a device address (so both are registered). False when any of that
+// cannot be shown.
+bool covering(void*, uint64_t address, uint64_t* start, uint64_t* bytes) {
+  const PointerGetAttribute get = pointerGetAttribute();
+  if (get == nullptr) return false;
+  unsigned int type = 0;
+  CUdeviceptr rangeStart = 0;
+  size_t rangeBytes = 0;
+  const CUdeviceptr pointer = static_cast<CUdeviceptr>(address);
+  if (get(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, pointer) != CUDA_SUCCESS ||
+      type != CU_MEMORYTYPE_HOST ||
+      get(&rangeStart, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, pointer) != CUDA_SUCCESS ||
+      get(&rangeBytes, CU_POINTER_ATTRIBUTE_RANGE_SIZE, pointer) != CUDA_SUCCESS ||
+      rangeBytes == 0 || rangeStart > address || rangeStart + rangeBytes <= address) {
+    cudaGetLastError();
+    return false;
+  }
+  void* first = nullptr;
+  void* last = nullptr;
+  if (cudaHostGetDevicePointer(&first, reinterpret_cast<void*>(rangeStart), 0) != cudaSuccess ||
+      cudaHostGetDevicePointer(&last, reinterpret_cast<void*>(rangeStart + rangeBytes - 1), 0) !=
+          cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  *start = static_cast<uint64_t>(rangeStart);
+  *bytes = static_cast<uint64_t>(rangeBytes);
+  return true;
+}
+
+// cudaHostRegister granularity: chunks of at most 1 GiB aligned to the host page, so one
+// failing chunk names a small range and very large pools register in bounded calls.
+constexpr uint64_t kRegisterChunk = 1ull << 30;
+
+HostRegistry& registry() {
+  static HostRegistry* r = new HostRegistry(
+      HostRuntime{"CUDA", "cudaHostRegister", kRegisterChunk, nullptr, registerRange,
+                  unregisterRange, covering});  // never destroyed: pools may outlive statics
+  return *r;
+}
+
+// Registers the regions through the registry, then checks that the device addresses of the
+// registrations a region spans follow each other like the host addresses, because kernels
+// address a whole region from one device base.
 kvio_status registerHost(const MemoryRegion* regions, size_t count, std::shared_ptr<void>* owner) {
-  auto registration = std::make_shared<Registration>();
+  std::shared_ptr<void> lease;
+  std::vector<std::vector<uint64_t>> pieces;
+  KVIO_RETURN_IF_ERROR(registry().acquire(regions, count, &lease, &pieces));
   for (size_t r = 0; r < count; ++r) {
     const uint64_t start = regions[r].address;
-    const uint64_t end = start + regions[r].bytes;
-    const uint64_t chunks = (end - 1) / kRegisterChunk - start / kRegisterChunk + 1;
-    uint64_t k = 0;
+    std::vector<uint64_t> points = pieces[r];
+    points.push_back(start + regions[r].bytes - 1);  // and the last byte
     void* firstDevice = nullptr;
-    for (uint64_t at = start; at < end; ++k) {
-      const uint64_t boundary = (at / kRegisterChunk + 1) * kRegisterChunk;
-      const uint64_t bytes = (boundary < end ? boundary : end) - at;
-      void* chunk = reinterpret_cast<void*>(at);
-      const cudaError_t error =
-          cudaHostRegister(chunk, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
-      if (error == cudaErrorHostMemoryAlreadyRegistered) {
-        cudaGetLastError();     // the caller's own registration: use it, leave it, if it covers
-        void* first = nullptr;  // the whole chunk (not just a page shared with another buffer)
-        void* last = nullptr;
-        const cudaError_t a = cudaHostGetDevicePointer(&first, chunk, 0);
-        const cudaError_t b =
-            cudaHostGetDevicePointer(&last, reinterpret_cast<void*>(at + bytes - 1), 0);
-        if (a != cudaSuccess || b != cudaSuccess ||
-            reinterpret_cast<uint64_t>(last) - reinterpret_cast<uint64_t>(first) != bytes - 1) {
-          cudaGetLastError();
-          return fail(KVIO_STATUS_BACKEND_ERROR,
-                      "host region %zu chunk %llu (%llu bytes at 0x%llx) is partly registered "
-                      "with CUDA already (cudaHostRegister: cudaErrorHostMemoryAlreadyRegistered) "
-                      "but not as a whole; register the whole buffer yourself and wrap it again",
-                      r, static_cast<unsigned long long>(k + 1),
-                      static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(at));
-        }
-      } else {
-        KVIO_CUDA_TRY(
-            error, "registering host region %zu, %llu bytes at 0x%llx (chunk %llu of %llu)", r,
-            static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(at),
-            static_cast<unsigned long long>(k + 1), static_cast<unsigned long long>(chunks));
-        registration->chunks.push_back(chunk);
-      }
+    for (size_t k = 0; k < points.size(); ++k) {
       void* device = nullptr;
-      KVIO_CUDA_TRY(cudaHostGetDevicePointer(&device, chunk, 0),
-                    "getting the device address of host region %zu chunk %llu at 0x%llx", r,
-                    static_cast<unsigned long long>(k + 1), static_cast<unsigned long long>(at));
+      KVIO_CUDA_TRY(cudaHostGetDevicePointer(&device, reinterpret_cast<void*>(points[k]), 0),
+                    "getting the device address of host region %zu at 0x%llx (byte %llu of it)", r,
+                    static_cast<unsigned long long>(points[k]),
+                    static_cast<unsigned long long>(points[k] - start));
       if (k == 0) {
         firstDevice = device;
       } else if (reinterpret_cast<uint64_t>(device) - reinterpret_cast<uint64_t>(firstDevice) !=
-                 at - start) {
+                 points[k] - start) {
         return fail(KVIO_STATUS_BACKEND_ERROR,
-                    "host region %zu (%llu bytes at 0x%llx) registered in %llu chunks is not "
+                    "host region %zu (%llu bytes at 0x%llx) spans %zu registrations that are not "
                     "contiguous in the device's address space; register it yourself in one "
                     "cudaHostRegister call and wrap it again",
                     r, static_cast<unsigned long long>(regions[r].bytes),
-                    static_cast<unsigned long long>(start),
-                    static_cast<unsigned long long>(chunks));
+                    static_cast<unsigned long long>(start), pieces[r].size());
       }
-      at += bytes;
     }
   }
-  *owner = std::move(registration);
+  *owner = std::move(lease);
   return KVIO_STATUS_OK;
 }
 

@@ -303,6 +303,19 @@ final class Dispatcher {
         KvioNative.kvio_pool_close(pool);
     }
 
+    /**
+     * Closes a handle if still open and waits until kvio no longer uses the pool's memory: true
+     * then, false on timeout (timeoutNs < 0: no limit).
+     */
+    static boolean poolCloseWait(long pool, long timeoutNs) {
+        int status = KvioNative.kvio_pool_close_wait(pool, timeoutNs);
+        if (status == KvioNative.KVIO_STATUS_TIMEOUT) {
+            return false;
+        }
+        check(status);
+        return true;
+    }
+
     // ---- executors ----
 
     static long executorCreate(int backend, int threads) {
@@ -475,6 +488,17 @@ final class Dispatcher {
             check(KvioNative.kvio_debug_live_objects(address));
             ByteBuffer b = byteBuffer(address, 32);
             return new long[] {b.getLong(0), b.getLong(8), b.getLong(16), b.getLong(24)};
+        } finally {
+            free(address);
+        }
+    }
+
+    /** Host registrations kvio made (of wrapped pinned memory) and has not ended, process-wide. */
+    static long debugLiveHostRegistrations() {
+        long address = malloc(8);
+        try {
+            check(KvioNative.kvio_debug_live_host_registrations(address));
+            return byteBuffer(address, 8).getLong(0);
         } finally {
             free(address);
         }

@@ -3,13 +3,15 @@
  * DeviceKvPool and HostKvPool are the only subclasses (the constructor is package-private).
  * Memory regions are exposed as raw addresses and as direct ByteBuffers; a ByteBuffer does not
  * keep the pool alive, so it must not be used after close(). Forgotten pools are closed by a
- * Cleaner, with a warning on the "io.kvio" System.Logger; memory kvio allocated is freed once no
- * submitted transfer uses it.
+ * Cleaner, with a warning on the "io.kvio" System.Logger. Memory kvio allocated is freed, and its
+ * registration of wrapped memory ends, once no submitted transfer uses the pool
+ * (docs/memory-lifetime.md); closeAndWait() waits for that.
  */
 package io.kvio;
 
 import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -90,13 +92,40 @@ public abstract class KvPool implements AutoCloseable {
         return closed.get();
     }
 
-    /** Releases the pool; idempotent. Transfers already submitted still complete. */
+    /**
+     * Releases the pool; idempotent. Transfers already submitted still complete. When none of them
+     * is still running, kvio's use of the pool's memory ends before close() returns: memory kvio
+     * allocated is freed, and its registration of wrapped memory (cudaHostRegister,
+     * aclrtHostRegister) ends, so the owner of wrapped memory may free it right after. Otherwise
+     * that happens when the last of them completes; {@link #closeAndWait()} waits for it.
+     */
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
             closer.explicit = true;
             cleanable.clean();
         }
+    }
+
+    /**
+     * Closes the pool (as {@link #close()}) and waits until kvio no longer uses its memory: every
+     * transfer submitted with it has completed, memory kvio allocated is freed and its registration
+     * of wrapped memory has ended. After it returns, wrapped memory may be freed.
+     */
+    public void closeAndWait() {
+        close();
+        Dispatcher.poolCloseWait(handle, -1);
+    }
+
+    /**
+     * Like {@link #closeAndWait()}, waiting at most {@code timeout} (0: only checks). True once
+     * kvio no longer uses the pool's memory; false if a transfer submitted with it was still
+     * running at the deadline: the pool is closed all the same, and wrapped memory must not be
+     * freed until a later call returns true.
+     */
+    public boolean closeAndWait(long timeout, TimeUnit unit) {
+        close();
+        return Dispatcher.poolCloseWait(handle, Math.max(0, unit.toNanos(timeout)));
     }
 
     /** The native handle; KvioClosedException once closed. */

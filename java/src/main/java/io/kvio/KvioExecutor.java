@@ -12,6 +12,30 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
 
+/**
+ * Where transfers run: worker threads for cpu, a stream (CUDA) or queue (Ascend) for the device
+ * backends. Transfers of one executor run in submission order.
+ *
+ * <p><b>Stream ordering (CUDA).</b> The stream kvio creates ({@link #create}, {@link #onDevice},
+ * the shared executors) is non-blocking: it does <i>not</i> wait for work on the legacy default
+ * stream, and the legacy default stream does not wait for it. Work the caller puts on device memory
+ * a transfer reads or writes (a kernel filling the KV cache, a {@code cudaMemcpy}, a {@code
+ * cudaMemset}) is therefore not ordered with the transfer unless the caller orders it:
+ *
+ * <ul>
+ *   <li>run kvio on the engine's stream with {@link #onStream}, so transfers queue behind the
+ *       engine's work and the engine's later work queues behind them; or
+ *   <li>before submitting, finish the producing work (synchronise its stream, or make kvio's stream
+ *       wait on it: {@link #nativeStream} is the {@code cudaStream_t} for {@code
+ *       cudaStreamWaitEvent}); after submitting, make the consuming stream wait on the transfer's
+ *       event ({@link Transfer#cudaEvent()}) or wait for the transfer ({@link Transfer#await()}).
+ * </ul>
+ *
+ * A plain {@code cudaMemcpy} from pageable host memory may also return before its copy to the
+ * device has landed. kvio's own GPU tests follow the same rules: they write and read device memory
+ * with {@code cudaMemcpyAsync} on the executor's stream and synchronise that stream (docs/cuda.md,
+ * "Streams").
+ */
 public final class KvioExecutor implements AutoCloseable {
     /** Shared executors by (backend, device). */
     private static final Map<Long, KvioExecutor> SHARED = new HashMap<>();
@@ -196,7 +220,9 @@ public final class KvioExecutor implements AutoCloseable {
 
     /**
      * Waits for the transfers submitted to this executor, then releases it; a no-op on shared
-     * executors.
+     * executors. Pools do not depend on it: a transfer lets go of its pools as soon as it
+     * completes, so a closed pool's memory is released when its last transfer completes (see {@link
+     * KvPool#closeAndWait()}), whether or not anyone waited for that transfer.
      */
     @Override
     public void close() {

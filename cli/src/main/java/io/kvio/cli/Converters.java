@@ -1,5 +1,5 @@
 /*
- * picocli converters for the names users type (layouts, kinds, io backends): they parse through
+ * picocli converters for the names users type (layouts, kinds, io backends, device forms): they parse through
  * kvio's own parsers, so an unknown name fails with kvio's message (the valid names and the
  * nearest match). Plus range checks that name the option and a valid example.
  */
@@ -47,6 +47,23 @@ final class Converters {
             } catch (KvioException e) {
                 throw new TypeConversionException(e.getMessage());
             }
+        }
+    }
+
+    /** Device pool forms: allocated, per_component, layer_table (DeviceForm). */
+    static final class Form implements ITypeConverter<DeviceForm> {
+        @Override
+        public DeviceForm convert(String value) {
+            DeviceForm form = DeviceForm.of(value.trim());
+            if (form == null) {
+                StringBuilder valid = new StringBuilder();
+                for (DeviceForm f : DeviceForm.values()) {
+                    valid.append(valid.length() == 0 ? "" : ", ").append(f.userName);
+                }
+                throw new TypeConversionException(
+                        "unknown device form '" + value.trim() + "'; valid: " + valid);
+            }
+            return form;
         }
     }
 

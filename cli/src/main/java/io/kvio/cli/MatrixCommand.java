@@ -1,7 +1,7 @@
 /*
  * `kvio-cli matrix`: the hardware-matrix run teams put in CI on each of their machines. Runs the
- * conformance suite (MatrixConfig: every pool kind x host layout x granularity x direction x
- * page and row sizes, all layers and layer-sharded) on every io backend, checks each transfer
+ * conformance suite (MatrixConfig: every pool kind x host layout x device pool form x granularity
+ * x direction x page and row sizes, all layers and layer-sharded) on every io backend, checks each transfer
  * byte for byte against the oracle (MatrixRunner, io.kvio.oracle), and prints a Markdown table on
  * stdout; --json and --junit write the same results for machines. Progress goes to stderr.
  */
@@ -29,8 +29,10 @@ import picocli.CommandLine.Spec;
         sortOptions = false,
         description = {
             "Runs the conformance suite on every io backend and prints a table: rows are"
-                    + " configurations (pool kind x host layout x granularity x direction x page"
-                    + " and row size, all layers and layer-sharded), columns are backends. Each"
+                    + " configurations (pool kind x host layout x device pool form x granularity"
+                    + " x direction x page and row size, all layers and layer-sharded), columns"
+                    + " are backends. Device pool forms: allocated (by kvio), per_component and"
+                    + " layer_table (separate caller allocations per component or per layer). Each"
                     + " cell is PASS (GB/s), FAIL (first mismatch against an independent oracle),"
                     + " UNSUPPORTED (the support rule's reason) or UNAVAILABLE (the cause, e.g."
                     + " no CUDA driver).",
@@ -61,18 +63,32 @@ public final class MatrixCommand implements Callable<Integer> {
     static final class Mode {
         @Option(
                 names = "--quick",
-                description = "page size 16, one row size per kind: 64 configurations [default]")
+                description =
+                        "page size 16, one row size per kind: 64 configurations per device form"
+                                + " [default]")
         boolean quick;
 
         @Option(
                 names = "--full",
                 description =
-                        "page sizes 1, 16, 64 and rows of 8 to 4096 bytes: 1056 configurations")
+                        "page sizes 1, 16, 64 and rows of 8 to 4096 bytes: 1056 configurations"
+                                + " per device form")
         boolean full;
     }
 
     @ArgGroup(exclusive = true, multiplicity = "0..1")
     Mode mode;
+
+    @Option(
+            names = "--device-forms",
+            paramLabel = "FORM[,FORM...]",
+            split = ",",
+            converter = Converters.Form.class,
+            description =
+                    "device pool forms: allocated (kvio allocates one region), per_component (a"
+                            + " separate allocation per component), layer_table (one per"
+                            + " component and layer) [all three]")
+    List<DeviceForm> deviceForms;
 
     @Option(names = "--json", paramLabel = "FILE", description = "also write the results as JSON")
     Path json;
@@ -117,7 +133,10 @@ public final class MatrixCommand implements Callable<Integer> {
                 backends == null || backends.isEmpty()
                         ? Arrays.asList(IoBackend.values())
                         : distinct(backends);
-        List<MatrixConfig> configs = MatrixConfig.list(full);
+        List<MatrixConfig> configs =
+                deviceForms == null || deviceForms.isEmpty()
+                        ? MatrixConfig.list(full)
+                        : MatrixConfig.list(full, deviceForms);
         List<MatrixReport.Backend> columns = new ArrayList<>();
         for (IoBackend b : selected) {
             columns.add(new MatrixReport.Backend(b.userName(), b.unavailabilityCause()));

@@ -1,7 +1,8 @@
 /*
- * One row of the hardware matrix: a pool kind, host layout, granularity, direction, page size,
- * row geometry and the device layers the host pool holds (all, or a layer-sharded range). The
- * quick and full lists are built here; the id is the row's name in JSON and JUnit.
+ * One row of the hardware matrix: a pool kind, host layout, device pool form (DeviceForm),
+ * granularity, direction, page size, row geometry and the device layers the host pool holds (all,
+ * or a layer-sharded range). The quick and full lists are built here; the id is the row's name in
+ * JSON and JUnit.
  */
 package io.kvio.cli;
 
@@ -34,6 +35,7 @@ final class MatrixConfig {
 
     final PoolKind kind;
     final KvLayout layout;
+    final DeviceForm deviceForm;
     final Granularity granularity;
     final Direction direction;
     final long pageSize;
@@ -46,6 +48,7 @@ final class MatrixConfig {
     MatrixConfig(
             PoolKind kind,
             KvLayout layout,
+            DeviceForm deviceForm,
             Granularity granularity,
             Direction direction,
             long pageSize,
@@ -56,6 +59,7 @@ final class MatrixConfig {
             long hostLayers) {
         this.kind = kind;
         this.layout = layout;
+        this.deviceForm = deviceForm;
         this.granularity = granularity;
         this.direction = direction;
         this.pageSize = pageSize;
@@ -99,13 +103,14 @@ final class MatrixConfig {
                 : "all " + deviceLayers;
     }
 
-    /** e.g. "mha page_first all_layer backup page16 row2x64B layers1-2of4". */
+    /** e.g. "mha page_first layer_table all_layer backup page16 row2x64B layers1-2of4". */
     String id() {
         return String.format(
                 Locale.ROOT,
-                "%s %s %s %s page%d row%dx%dB layers%s",
+                "%s %s %s %s %s page%d row%dx%dB layers%s",
                 kind.userName(),
                 layout.userName(),
+                deviceForm.userName,
                 granularity.userName(),
                 direction.userName,
                 pageSize,
@@ -125,32 +130,43 @@ final class MatrixConfig {
 
     /**
      * The matrix: every kind x host layout (page_head with mla included: the support rule answers
-     * it) x all layers / layer-sharded x granularity x direction x row geometry x page size. quick:
-     * page size 16, one row per kind; full: page sizes 1, 16, 64 and rows of 8 to 4096 bytes, an
-     * odd head count and head size.
+     * it) x device form x all layers / layer-sharded x granularity x direction x row geometry x
+     * page size. quick: page size 16, one row per kind; full: page sizes 1, 16, 64 and rows of 8 to
+     * 4096 bytes, an odd head count and head size. Per device form: 64 (quick) or 1056 (full).
      */
     static List<MatrixConfig> list(boolean full) {
+        return list(full, List.of(DeviceForm.values()));
+    }
+
+    /** The matrix over the device forms {@code forms} (in their declaration order). */
+    static List<MatrixConfig> list(boolean full, List<DeviceForm> forms) {
         long[] pageSizes = full ? new long[] {1, 16, 64} : new long[] {16};
         List<MatrixConfig> out = new ArrayList<>();
         for (PoolKind kind : PoolKind.values()) {
             for (KvLayout layout : KvLayout.values()) {
-                for (boolean sharded : new boolean[] {false, true}) {
-                    for (Granularity g : Granularity.values()) {
-                        for (Direction d : Direction.values()) {
-                            for (long ps : pageSizes) {
-                                for (long[] hg : geometries(kind, full)) {
-                                    out.add(
-                                            new MatrixConfig(
-                                                    kind,
-                                                    layout,
-                                                    g,
-                                                    d,
-                                                    ps,
-                                                    hg[0],
-                                                    hg[1],
-                                                    DEVICE_LAYERS,
-                                                    sharded ? SHARD_START : 0,
-                                                    sharded ? SHARD_LAYERS : DEVICE_LAYERS));
+                for (DeviceForm form : DeviceForm.values()) {
+                    if (!forms.contains(form)) {
+                        continue;
+                    }
+                    for (boolean sharded : new boolean[] {false, true}) {
+                        for (Granularity g : Granularity.values()) {
+                            for (Direction d : Direction.values()) {
+                                for (long ps : pageSizes) {
+                                    for (long[] hg : geometries(kind, full)) {
+                                        out.add(
+                                                new MatrixConfig(
+                                                        kind,
+                                                        layout,
+                                                        form,
+                                                        g,
+                                                        d,
+                                                        ps,
+                                                        hg[0],
+                                                        hg[1],
+                                                        DEVICE_LAYERS,
+                                                        sharded ? SHARD_START : 0,
+                                                        sharded ? SHARD_LAYERS : DEVICE_LAYERS));
+                                    }
                                 }
                             }
                         }

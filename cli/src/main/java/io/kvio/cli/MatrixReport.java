@@ -114,9 +114,9 @@ final class MatrixReport {
                 configs.size(),
                 backends.size());
         StringBuilder header =
-                new StringBuilder("| kind | host layout | granularity | direction | page | row |")
-                        .append(" host layers |");
-        StringBuilder rule = new StringBuilder("|---|---|---|---|---|---|---|");
+                new StringBuilder("| kind | host layout | device form | granularity | direction |")
+                        .append(" page | row | host layers |");
+        StringBuilder rule = new StringBuilder("|---|---|---|---|---|---|---|---|");
         for (Backend b : backends) {
             header.append(' ').append(b.name).append(" |");
             rule.append("---|");
@@ -133,6 +133,8 @@ final class MatrixReport {
                             .append(cfg.kind.userName())
                             .append(" | ")
                             .append(cfg.layout.userName())
+                            .append(" | ")
+                            .append(cfg.deviceForm.userName)
                             .append(" | ")
                             .append(cfg.granularity.userName())
                             .append(" | ")
@@ -213,6 +215,7 @@ final class MatrixReport {
             o.put("id", cfg.id());
             o.put("kind", cfg.kind.userName());
             o.put("layout", cfg.layout.userName());
+            o.put("deviceForm", cfg.deviceForm.userName);
             o.put("granularity", cfg.granularity.userName());
             o.put("direction", cfg.direction.userName);
             o.put("pageSize", cfg.pageSize);

@@ -3,9 +3,11 @@
  * (io.kvio.oracle, module oracle/): the source pool is filled with a seeded pattern and the
  * destination with a canary, the transfer runs (one call for all_layer, one call per layer for
  * per_layer), and then the WHOLE destination must equal the canary with exactly the oracle's rows
- * copied in, and the source must be unchanged. On the cpu backend pools are read and written
- * through their ByteBuffers; device memory of other backends is staged through a layer_first host
- * pool of the same shape (an identity copy, all tokens and layers).
+ * copied in, and the source must be unchanged. The device pool is in the row's form (DeviceForm:
+ * kvio-allocated, or separate caller allocations per component or per layer). Host pools and
+ * single-region cpu device pools are read and written through their ByteBuffers; other device
+ * pools (device memory, or several regions) are staged through a layer_first host pool of the same
+ * shape (an identity copy, all tokens and layers).
  */
 package io.kvio.cli;
 
@@ -136,19 +138,20 @@ final class MatrixRunner implements AutoCloseable {
                         .headBytes(cfg.headBytes)
                         .build();
         KvioExecutor executor = executor(backend);
-        try (DeviceKvPool device = DeviceKvPool.allocate(devSpec, backend);
+        try (DeviceForm.Carried carried = cfg.deviceForm.create(devSpec, backend);
                 HostKvPool host =
                         HostKvPool.builder()
-                                .forDevice(device)
+                                .forDevice(carried.pool)
                                 .layout(cfg.layout)
                                 .pages(cfg.hostPages())
                                 .layerRange(cfg.hostLayerStart, cfg.hostLayers)
                                 .executor(executor)
                                 .build();
-                PoolAccess deviceAccess = PoolAccess.of(device, executor);
+                PoolAccess deviceAccess = PoolAccess.of(carried.pool, executor);
                 PoolAccess hostAccess = PoolAccess.of(host, executor);
                 TokenIndices h = TokenIndices.of(hostIdx);
                 TokenIndices d = TokenIndices.of(devIdx)) {
+            DeviceKvPool device = carried.pool;
             boolean backup = cfg.direction == Direction.BACKUP;
             PoolAccess srcAccess = backup ? deviceAccess : hostAccess;
             PoolAccess dstAccess = backup ? hostAccess : deviceAccess;
@@ -293,7 +296,8 @@ final class MatrixRunner implements AutoCloseable {
         public void close() {}
 
         static PoolAccess of(KvPool pool, KvioExecutor executor) {
-            if (pool instanceof HostKvPool || pool.backend() == IoBackend.CPU) {
+            if (pool instanceof HostKvPool
+                    || (pool.backend() == IoBackend.CPU && pool.regionCount() == 1)) {
                 return new Direct(pool);
             }
             return new Staged((DeviceKvPool) pool, executor);

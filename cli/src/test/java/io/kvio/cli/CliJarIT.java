@@ -80,7 +80,9 @@ public class CliJarIT {
     public void matrixQuickFromTheJar() throws Exception {
         Result r = cli("matrix", "--quick", "--json", "m.json", "--junit", "m.xml");
         assertEquals(r.exit, 0, r.output);
-        assertTrue(r.output.contains("| mha | layer_first | per_layer | backup |"), r.output);
+        assertTrue(
+                r.output.contains("| mha | layer_first | layer_table | per_layer | backup |"),
+                r.output);
         assertTrue(r.output.contains("0 FAIL"), r.output);
         JsonNode json = new ObjectMapper().readTree(workDir.resolve("m.json").toFile());
         assertEquals(json.get("summary").get("FAIL").asInt(), 0);

@@ -68,6 +68,14 @@ public class CliTest {
     }
 
     @Test
+    public void unknownDeviceFormListsTheValidOnes() {
+        CliRunner r = CliRunner.run("matrix", "--device-forms", "allocated,per_layer");
+        assertEquals(r.exit, Main.EXIT_USAGE, r.toString());
+        assertTrue(r.err.contains("unknown device form 'per_layer'"), r.err);
+        assertTrue(r.err.contains("allocated, per_component, layer_table"), r.err);
+    }
+
+    @Test
     public void quickAndFullExcludeEachOther() {
         CliRunner r = CliRunner.run("matrix", "--quick", "--full");
         assertEquals(r.exit, Main.EXIT_USAGE, r.toString());

@@ -71,10 +71,15 @@ public class MatrixCommandTest {
         assertEquals(quick.exit, 0, quick.toString());
         assertTrue(
                 quick.out.contains(
-                        "| kind | host layout | granularity | direction | page | row | host layers |"
-                                + " cpu | kernel | direct | kernel_ascend |"),
+                        "| kind | host layout | device form | granularity | direction | page | row |"
+                                + " host layers | cpu | kernel | direct | kernel_ascend |"),
                 quick.out);
-        assertTrue(quick.out.contains("| mha | page_head | all_layer | load |"), quick.out);
+        for (DeviceForm form : DeviceForm.values()) {
+            assertTrue(
+                    quick.out.contains(
+                            "| mha | page_head | " + form.userName + " | all_layer | load |"),
+                    quick.out);
+        }
         assertTrue(quick.out.contains("0 FAIL"), quick.out);
     }
 
@@ -117,6 +122,14 @@ public class MatrixCommandTest {
         }
         assertTrue(unsupported >= 8, "mla x page_head rows on cpu: " + unsupported);
         assertEquals(sharded, configs.size() / 2, "half the rows are layer-sharded");
+        Map<String, Integer> forms = new java.util.HashMap<>();
+        for (JsonNode row : json.get("configurations")) {
+            forms.merge(row.get("deviceForm").asText(), 1, Integer::sum);
+        }
+        for (DeviceForm form : DeviceForm.values()) {
+            assertEquals(
+                    forms.get(form.userName), Integer.valueOf(configs.size() / 3), form.userName);
+        }
     }
 
     @Test
@@ -267,8 +280,12 @@ public class MatrixCommandTest {
                 assertTrue(ids.add(c.id()), "duplicate id " + c.id());
             }
         }
-        assertEquals(MatrixConfig.list(false).size(), 64);
-        assertEquals(MatrixConfig.list(true).size(), 1056);
+        assertEquals(MatrixConfig.list(false).size(), 3 * 64);
+        assertEquals(MatrixConfig.list(true).size(), 3 * 1056);
+        for (DeviceForm form : DeviceForm.values()) {
+            assertEquals(MatrixConfig.list(false, List.of(form)).size(), 64);
+            assertEquals(MatrixConfig.list(true, List.of(form)).size(), 1056);
+        }
     }
 
     @Test
@@ -279,11 +296,36 @@ public class MatrixCommandTest {
                         "matrix", "--full", "--backend", "cpu", "--json", jsonFile.toString());
         assertEquals(r.exit, 0, r.toString());
         JsonNode summary = new ObjectMapper().readTree(jsonFile.toFile()).get("summary");
-        assertEquals(summary.get("cells").asInt(), 1056);
+        assertEquals(summary.get("cells").asInt(), 3 * 1056);
         assertEquals(summary.get("FAIL").asInt(), 0);
-        // mla x page_head: 2 pools x 2 granularities x 2 directions x 3 pages x 5 rows
-        assertEquals(summary.get("UNSUPPORTED").asInt(), 120);
-        assertEquals(summary.get("PASS").asInt(), 1056 - 120);
+        // mla x page_head: 3 device forms x 2 pools x 2 granularities x 2 directions x 3 pages
+        // x 5 rows
+        assertEquals(summary.get("UNSUPPORTED").asInt(), 3 * 120);
+        assertEquals(summary.get("PASS").asInt(), 3 * (1056 - 120));
+    }
+
+    @Test
+    public void deviceFormsSelectTheRows() throws Exception {
+        Path jsonFile = dir.resolve("forms.json");
+        CliRunner r =
+                CliRunner.run(
+                        "matrix",
+                        "--backend",
+                        "cpu",
+                        "--device-forms",
+                        "layer_table,per_component",
+                        "--quiet",
+                        "--json",
+                        jsonFile.toString());
+        assertEquals(r.exit, 0, r.toString());
+        JsonNode j = new ObjectMapper().readTree(jsonFile.toFile());
+        assertEquals(j.get("configurations").size(), 2 * 64);
+        assertEquals(j.get("summary").get("FAIL").asInt(), 0);
+        // declaration order, whatever order was typed
+        assertEquals(j.get("configurations").get(0).get("deviceForm").asText(), "per_component");
+        assertTrue(
+                r.out.contains("| mha | layer_first | layer_table | per_layer | backup |"), r.out);
+        assertFalse(r.out.contains("| allocated |"), r.out);
     }
 
     private static MatrixReport report(

@@ -122,6 +122,10 @@ public final class KvioNative {
 
     public static native int kvio_pool_close(@Cast("uint64_t") long pool);
 
+    /** timeoutNs: < 0 forever, 0 check only; OK once kvio no longer uses the pool's memory. */
+    public static native int kvio_pool_close_wait(
+            @Cast("uint64_t") long pool, @Cast("int64_t") long timeoutNs);
+
     // ---- memory kinds and the CUDA backend ----
     public static final int KVIO_MEMORY_HOST = 0;
     public static final int KVIO_MEMORY_HOST_PINNED = 1;
@@ -243,6 +247,9 @@ public final class KvioNative {
 
     /** countsOut: 4 int64 (open pools, executors, transfers; live host allocations). */
     public static native int kvio_debug_live_objects(@Cast("int64_t*") long countsOut);
+
+    /** countOut: 1 int64 (host registrations kvio made and has not ended). */
+    public static native int kvio_debug_live_host_registrations(@Cast("int64_t*") long countOut);
 
     public static native int kvio_test_inject_fault(int fault, @Cast("int64_t") long count);
 }

@@ -1,0 +1,104 @@
+/*
+ * How the matrix's device pool holds its memory, the forms a serving engine has: one region kvio
+ * allocates (allocated), one caller buffer per component (per_component: separate K and V
+ * tensors) or one per component and layer (layer_table: a tensor per layer). The caller buffers
+ * are SEPARATE allocations: each comes from its own small kvio device pool (on kernel and direct
+ * each DeviceKvPool.allocate is its own cudaMalloc; on cpu its own host mapping), and the matrix's
+ * pool wraps their addresses with DeviceKvPool.wrapComponents / wrapLayers. Used by MatrixRunner.
+ */
+package io.kvio.cli;
+
+import io.kvio.DeviceKvPool;
+import io.kvio.IoBackend;
+import io.kvio.KvLayout;
+import io.kvio.PoolKind;
+import io.kvio.PoolSpec;
+import java.util.ArrayList;
+import java.util.List;
+
+enum DeviceForm {
+    ALLOCATED("allocated"),
+    PER_COMPONENT("per_component"),
+    LAYER_TABLE("layer_table");
+
+    final String userName;
+
+    DeviceForm(String userName) {
+        this.userName = userName;
+    }
+
+    /** The form whose user name is {@code name}, or null. */
+    static DeviceForm of(String name) {
+        for (DeviceForm f : values()) {
+            if (f.userName.equals(name)) {
+                return f;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * A device pool of {@code spec} (layer_first) on {@code backend} in this form, with the carrier
+     * pools that own its memory; closing it closes the pool first, then the carriers.
+     */
+    Carried create(PoolSpec spec, IoBackend backend) {
+        if (this == ALLOCATED) {
+            return new Carried(DeviceKvPool.allocate(spec, backend), new ArrayList<>());
+        }
+        int components = spec.kind().components();
+        long layers = spec.numLayers();
+        long bytesEach =
+                this == PER_COMPONENT ? spec.componentBytes() : spec.tokens() * spec.rowBytes();
+        int count = this == PER_COMPONENT ? components : (int) (components * layers);
+        // One region of bytesEach per carrier: mla, one layer, bytesEach / rowBytes one-token
+        // pages of one row.
+        PoolSpec carrierSpec =
+                PoolSpec.builder()
+                        .kind(PoolKind.MLA)
+                        .layout(KvLayout.LAYER_FIRST)
+                        .layers(1)
+                        .pages(bytesEach / spec.rowBytes())
+                        .pageSize(1)
+                        .heads(1)
+                        .headBytes(spec.rowBytes())
+                        .build();
+        List<DeviceKvPool> carriers = new ArrayList<>();
+        try {
+            long[] addresses = new long[count];
+            for (int i = 0; i < count; i++) {
+                DeviceKvPool carrier = DeviceKvPool.allocate(carrierSpec, backend);
+                carriers.add(carrier);
+                addresses[i] = carrier.regionAddress(0);
+            }
+            DeviceKvPool pool =
+                    this == PER_COMPONENT
+                            ? DeviceKvPool.wrapComponents(spec, addresses, bytesEach, backend)
+                            : DeviceKvPool.wrapLayers(spec, addresses, bytesEach, backend);
+            return new Carried(pool, carriers);
+        } catch (RuntimeException e) {
+            for (DeviceKvPool c : carriers) {
+                c.close();
+            }
+            throw e;
+        }
+    }
+
+    /** A device pool and the pools whose memory it wraps. */
+    static final class Carried implements AutoCloseable {
+        final DeviceKvPool pool;
+        private final List<DeviceKvPool> carriers;
+
+        Carried(DeviceKvPool pool, List<DeviceKvPool> carriers) {
+            this.pool = pool;
+            this.carriers = carriers;
+        }
+
+        @Override
+        public void close() {
+            pool.close();
+            for (DeviceKvPool c : carriers) {
+                c.close();
+            }
+        }
+    }
+}

@@ -1,0 +1,99 @@
+/*
+ * The lifetime of pool memory in the Java API (docs/memory-lifetime.md): closeAndWait() returns
+ * once kvio no longer uses a pool's memory, with a transfer in flight or not; a completed
+ * transfer nobody awaited does not keep a closed pool's memory; no host registration of kvio's
+ * is left (kvio_debug_live_host_registrations). Registration of wrapped pinned memory itself is
+ * exercised natively (lifetime_test, host_registry_test): the Java API wraps no caller host
+ * memory as pinned, and CI has no device.
+ */
+package io.kvio;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertTrue;
+
+import java.util.concurrent.TimeUnit;
+import org.testng.annotations.Test;
+
+public class PoolLifetimeTest {
+    // 4 layers x 4096 tokens x 8 heads x 256 B x K and V: 64 MiB per pool, long enough a transfer
+    // to be in flight when its pools are closed.
+    private static final PoolSpec SPEC =
+            PoolSpec.builder()
+                    .kind(PoolKind.MHA)
+                    .layout(KvLayout.LAYER_FIRST)
+                    .layers(4)
+                    .pages(256)
+                    .pageSize(16)
+                    .heads(8)
+                    .headBytes(256)
+                    .build();
+
+    private static long[] allTokens(boolean reversed) {
+        long[] tokens = new long[256 * 16];
+        for (int i = 0; i < tokens.length; i++) {
+            tokens[i] = reversed ? tokens.length - 1 - i : i;
+        }
+        return tokens;
+    }
+
+    @Test(timeOut = 60_000)
+    public void closeAndWaitReturnsOnceTheMemoryIsReleased() {
+        try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 2);
+                TokenIndices from = TokenIndices.of(allTokens(false));
+                TokenIndices to = TokenIndices.of(allTokens(true))) {
+            long[] baseline = Dispatcher.debugLiveObjects();
+            DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
+            HostKvPool host =
+                    HostKvPool.builder()
+                            .forDevice(device)
+                            .layout(KvLayout.PAGE_FIRST)
+                            .ioBackend(IoBackend.CPU)
+                            .executor(executor)
+                            .build();
+            assertEquals(Dispatcher.debugLiveObjects()[3], baseline[3] + 2, "two allocations");
+            Transfer transfer = host.backupFromDevice(device, to, from);
+            device.closeAndWait();
+            host.closeAndWait();
+            assertTrue(device.isClosed() && host.isClosed());
+            assertTrue(transfer.isDone(), "the pools' memory was released under a transfer");
+            assertEquals(
+                    Dispatcher.debugLiveObjects()[3],
+                    baseline[3],
+                    "closeAndWait returned before the pools' memory was freed");
+            assertEquals(Dispatcher.debugLiveHostRegistrations(), 0L);
+            assertTrue(device.closeAndWait(0, TimeUnit.SECONDS), "waiting again is done at once");
+            transfer.await();
+            transfer.close();
+        }
+    }
+
+    @Test(timeOut = 60_000)
+    public void completedTransferNobodyAwaitedDoesNotKeepAClosedPool() throws Exception {
+        try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 2);
+                TokenIndices from = TokenIndices.of(allTokens(false));
+                TokenIndices to = TokenIndices.of(allTokens(true))) {
+            long[] baseline = Dispatcher.debugLiveObjects();
+            DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
+            HostKvPool host =
+                    HostKvPool.builder()
+                            .forDevice(device)
+                            .layout(KvLayout.PAGE_FIRST)
+                            .ioBackend(IoBackend.CPU)
+                            .executor(executor)
+                            .build();
+            Transfer transfer = host.backupFromDevice(device, to, from);
+            Transfer second = host.backupFromDevice(device, from, to);
+            while (!second.isDone()) {
+                Thread.sleep(1);
+            }
+            // Both completed; the first was never awaited. Plain close() releases the memory
+            // before it returns.
+            device.close();
+            host.close();
+            assertEquals(Dispatcher.debugLiveObjects()[3], baseline[3]);
+            transfer.close();
+            second.close();
+            assertTrue(host.closeAndWait(0, TimeUnit.SECONDS));
+        }
+    }
+}

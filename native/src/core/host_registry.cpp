@@ -1,0 +1,173 @@
+// kvio's registrations of caller host memory (see host_registry.hpp).
+#include "host_registry.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "diagnostics.hpp"
+#include "error.hpp"
+
+namespace kvio {
+
+namespace {
+
+unsigned long long ull(uint64_t v) {
+  return static_cast<unsigned long long>(v);
+}
+
+// Records where a new registration begins inside the region (the region's start is first).
+void addPiece(std::vector<uint64_t>* pieces, uint64_t regionStart, uint64_t at) {
+  const uint64_t piece = std::max(at, regionStart);
+  if (pieces->empty() || piece > pieces->back()) pieces->push_back(piece);
+}
+
+}  // namespace
+
+// Holds one reference per entry start taken; gives them back when the last pool lets go.
+class HostRegistry::Lease {
+ public:
+  explicit Lease(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  ~Lease() { release(*state_, starts); }
+  std::vector<uint64_t> starts;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+HostRegistry::HostRegistry(const HostRuntime& runtime, uint64_t pageBytes)
+    : state_(std::make_shared<State>()) {
+  state_->runtime = runtime;
+  if (pageBytes == 0) {
+    const long system = sysconf(_SC_PAGESIZE);
+    pageBytes = system > 0 ? static_cast<uint64_t>(system) : 4096;
+  }
+  state_->page = pageBytes;
+}
+
+void HostRegistry::release(State& state, const std::vector<uint64_t>& starts) {
+  // The runtime call stays under the lock: a registration being ended must not be mistaken
+  // for the caller's by an adopt running meanwhile.
+  std::lock_guard<std::mutex> lock(state.mutex);
+  for (uint64_t start : starts) {
+    auto it = state.entries.find(start);
+    if (it == state.entries.end()) continue;  // cannot happen: leases own their references
+    if (--it->second.references > 0) continue;
+    state.runtime.unregisterRange(state.runtime.context, start);
+    state.entries.erase(it);
+    liveHostRegistrations.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+kvio_status HostRegistry::adoptForeign(State& state, size_t index, const MemoryRegion& region,
+                                       uint64_t start, uint64_t end,
+                                       std::vector<uint64_t>* pieces) {
+  const HostRuntime& rt = state.runtime;
+  // Only the region's own bytes need covering (the page margins around it do not).
+  const uint64_t from = std::max(start, region.address);
+  const uint64_t to = std::min(end, region.address + region.bytes);
+  if (rt.covering == nullptr) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "host region %zu (%llu bytes at 0x%llx): %s says [0x%llx, 0x%llx) is registered "
+                "already (%s: already registered), and not by kvio; the %s runtime cannot tell "
+                "kvio whether that registration covers the whole region, so kvio does not use "
+                "it. Unregister it and let kvio register the memory (wrap it as it is), or "
+                "allocate the pool with kvio_pool_allocate_memory",
+                index, ull(region.bytes), ull(region.address), rt.name, ull(start), ull(end),
+                rt.registerCall, rt.name);
+  }
+  for (uint64_t at = from; at < to;) {
+    uint64_t coverStart = 0, coverBytes = 0;
+    if (!rt.covering(rt.context, at, &coverStart, &coverBytes) || coverStart > at ||
+        coverStart + coverBytes <= at) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "host region %zu (%llu bytes at 0x%llx) is partly registered with %s already, "
+                  "not by kvio (%s of [0x%llx, 0x%llx): already registered), but byte 0x%llx is "
+                  "not registered: kvio uses a registration it did not make only when it covers "
+                  "the whole region. Register the whole buffer yourself in one call, or "
+                  "unregister it and let kvio register it",
+                  index, ull(region.bytes), ull(region.address), rt.name, rt.registerCall,
+                  ull(start), ull(end), ull(at));
+    }
+    addPiece(pieces, region.address, coverStart);
+    at = coverStart + coverBytes;
+  }
+  return KVIO_STATUS_OK;
+}
+
+kvio_status HostRegistry::adoptRegion(State& state, size_t index, const MemoryRegion& region,
+                                      std::vector<uint64_t>* taken, std::vector<uint64_t>* pieces) {
+  const HostRuntime& rt = state.runtime;
+  const uint64_t page = state.page;
+  const uint64_t first = region.address / page * page;
+  const uint64_t last = region.address + region.bytes;
+  const uint64_t end = (last + page - 1) / page * page;
+  if (region.bytes == 0 || last < region.address || end < last) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "host region %zu (%llu bytes at 0x%llx) is empty "
+                "or wraps around the address space",
+                index, ull(region.bytes), ull(region.address));
+  }
+  pieces->push_back(region.address);
+  for (uint64_t at = first; at < end;) {
+    auto next = state.entries.upper_bound(at);
+    if (next != state.entries.begin()) {
+      auto holder = std::prev(next);
+      if (holder->first + holder->second.bytes > at) {  // kvio's own: share it
+        ++holder->second.references;
+        taken->push_back(holder->first);
+        addPiece(pieces, region.address, holder->first);
+        at = holder->first + holder->second.bytes;
+        continue;
+      }
+    }
+    const uint64_t gapEnd = next != state.entries.end() && next->first < end ? next->first : end;
+    while (at < gapEnd) {
+      uint64_t chunkEnd = gapEnd;
+      if (rt.chunkBytes != 0) chunkEnd = std::min(gapEnd, (at / rt.chunkBytes + 1) * rt.chunkBytes);
+      bool already = false;
+      const kvio_status status = rt.registerRange(rt.context, at, chunkEnd - at, &already);
+      if (already) {
+        KVIO_RETURN_IF_ERROR(adoptForeign(state, index, region, at, chunkEnd, pieces));
+      } else {
+        KVIO_RETURN_IF_ERROR(status);
+        state.entries[at] = Entry{chunkEnd - at, 1};
+        liveHostRegistrations.fetch_add(1, std::memory_order_relaxed);
+        taken->push_back(at);
+        addPiece(pieces, region.address, at);
+      }
+      at = chunkEnd;
+    }
+  }
+  return KVIO_STATUS_OK;
+}
+
+kvio_status HostRegistry::acquire(const MemoryRegion* regions, size_t count,
+                                  std::shared_ptr<void>* lease,
+                                  std::vector<std::vector<uint64_t>>* pieces) {
+  auto held = std::make_shared<Lease>(state_);  // released after the lock below on failure
+  std::vector<std::vector<uint64_t>> starts(count);
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    for (size_t r = 0; r < count; ++r) {
+      KVIO_RETURN_IF_ERROR(adoptRegion(*state_, r, regions[r], &held->starts, &starts[r]));
+    }
+  }
+  if (pieces != nullptr) *pieces = std::move(starts);
+  *lease = std::move(held);
+  return KVIO_STATUS_OK;
+}
+
+int64_t HostRegistry::registrations() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return static_cast<int64_t>(state_->entries.size());
+}
+
+int64_t HostRegistry::references() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  int64_t total = 0;
+  for (const auto& entry : state_->entries) total += entry.second.references;
+  return total;
+}
+
+}  // namespace kvio

@@ -1,0 +1,362 @@
+// The lifetime of caller host memory kvio registers (docs/memory-lifetime.md), end to end
+// through the C ABI with the kernel_ascend backend on the ACL host emulation, which enforces the
+// runtime's rules: registration is page-granular, a range sharing a page with a registration is
+// "already registered", aclrtHostUnregister takes only a registered pointer, and the host side
+// of a copy must be registered when the copy runs (a held copy over memory unregistered
+// meanwhile counts as a device fault). Covers the failure seen on an H200: memory wrapped,
+// closed, freed and wrapped again at the same address; closing a pool with a transfer in
+// flight, and with a completed transfer nobody waited for; host pages shared by two pools; and
+// registrations the caller made itself.
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "acl_host_emulation.hpp"
+#include "kvio/kvio.h"
+#include "kvio/kvio.hpp"
+#include "oracle.hpp"
+
+namespace kvio_test {
+namespace {
+
+AclHostEmulation& acl() {
+  return AclHostEmulation::instance();
+}
+
+std::string lastError() {
+  return kvio_last_error();
+}
+
+constexpr size_t kPage = 4096;
+
+// Host pool: 2 layers x 32 tokens x 2 heads x 64 bytes x K and V = 16 KiB (4 pages).
+const Geometry kHost{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 8, 4, 2, 64};
+const Geometry kDevice{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, 2, 8, 4, 2, 64};
+
+/// An anonymous mapping the test can unmap and map again at the same address.
+class Mapping {
+ public:
+  explicit Mapping(size_t bytes) : bytes_(bytes) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(p, MAP_FAILED);
+    data_ = static_cast<uint8_t*>(p);
+  }
+  ~Mapping() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+  }
+  /// Frees the memory and gets fresh memory at the same address (as a reused heap would).
+  void remap() {
+    ASSERT_EQ(munmap(data_, bytes_), 0);
+    void* p =
+        mmap(data_, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    ASSERT_EQ(p, static_cast<void*>(data_)) << "the new mapping is not at the old address";
+  }
+  uint8_t* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t bytes_;
+};
+
+/// A wrapped pool in emulated NPU memory (its buffers tagged as device memory).
+struct NpuPool {
+  NpuPool() : pool(kDevice, KVIO_MEMORY_ASCEND_DEVICE, 0) {
+    for (int64_t r = 0; r < kDevice.regions(); ++r) {
+      tags.push_back(acl().tagDevice(pool.region(static_cast<size_t>(r)),
+                                     static_cast<uint64_t>(kDevice.regionBytes()), 0));
+    }
+  }
+  TestPool pool;
+  std::vector<std::shared_ptr<void>> tags;
+};
+
+uint64_t wrapPinned(uint8_t* data, size_t bytes, kvio_status expected = KVIO_STATUS_OK) {
+  const kvio_pool_spec spec = kHost.spec().toC();
+  uint64_t pool = 0;
+  EXPECT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
+                                  reinterpret_cast<uint64_t>(data), bytes, &pool),
+            expected)
+      << lastError();
+  return pool;
+}
+
+std::vector<int64_t> shuffledSlots(std::mt19937_64& rng) {
+  std::vector<int64_t> slots;
+  for (int64_t t = 0; t < kHost.S(); ++t) slots.push_back(t);
+  std::shuffle(slots.begin(), slots.end(), rng);
+  return slots;
+}
+
+class LifetimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    acl().install();
+    ASSERT_EQ(kvio_executor_create_ascend(0, KVIO_ASCEND_OWN_STREAM, &executor_), KVIO_STATUS_OK)
+        << lastError();
+  }
+  void TearDown() override {
+    acl().releaseStream();
+    kvio_executor_close(executor_);
+    std::string fault;
+    EXPECT_EQ(acl().faults(&fault), 0) << fault;
+    EXPECT_EQ(acl().live().registrations, 0);
+    int64_t kvioRegistrations = -1;
+    EXPECT_EQ(kvio_debug_live_host_registrations(&kvioRegistrations), KVIO_STATUS_OK);
+    EXPECT_EQ(kvioRegistrations, 0);
+    acl().uninstall();
+  }
+
+  // Submits a load of every host token into the device pool (slots shuffled on both sides).
+  uint64_t load(uint64_t host, NpuPool& device, const std::vector<int64_t>& src,
+                const std::vector<int64_t>& dst) {
+    uint64_t transfer = 0;
+    EXPECT_EQ(kvio_submit_args(executor_, host, device.pool.pool().handle(), src.data(), dst.data(),
+                               static_cast<int64_t>(src.size()), 0, 0, kHost.L, &transfer),
+              KVIO_STATUS_OK)
+        << lastError();
+    return transfer;
+  }
+
+  // What the device pool holds after a load of `host` (captured before) into `before`.
+  Image expectedLoad(const Image& host, const Image& before, const std::vector<int64_t>& src,
+                     const std::vector<int64_t>& dst) {
+    Image expected = before;
+    applyTransfer(kHost, host, kDevice, &expected, src, dst, 0, 0, kHost.L);
+    return expected;
+  }
+
+  uint64_t executor_ = 0;
+};
+
+Image imageOf(const uint8_t* data, size_t bytes) {
+  Image image;
+  image.buffers.emplace_back(data, data + bytes);
+  return image;
+}
+
+// The H200 failure: caller memory wrapped as pinned, used, closed, freed, and memory at the same
+// address wrapped again. Each close must end kvio's registration, so the second wrap registers
+// the new memory itself and its transfer copies the new bytes.
+TEST_F(LifetimeTest, WrapCloseFreeAndWrapAgainAtTheSameAddress) {
+  std::mt19937_64 rng(7);
+  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
+  NpuPool device;
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    if (round > 0) memory.remap();
+    fillRandom(memory.data(), memory.bytes(), rng);
+    const Image host = imageOf(memory.data(), memory.bytes());
+    device.pool.fill(kCanary);
+    const Image before = device.pool.capture();
+    const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
+    EXPECT_EQ(acl().live().registrations, 1);
+    const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
+    const uint64_t transfer = load(pool, device, src, dst);
+    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
+    kvio_transfer_close(transfer);
+    EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+    EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+    EXPECT_EQ(acl().live().registrations, 0) << "kvio's registration outlived the closed pool";
+  }
+}
+
+// A transfer that completed but that nobody waited for does not keep the registration alive:
+// closing the pool finds it complete and releases the memory before close returns.
+TEST_F(LifetimeTest, CompletedTransferNobodyWaitedForDoesNotDelayTheRelease) {
+  std::mt19937_64 rng(8);
+  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
+  NpuPool device;
+  fillRandom(memory.data(), memory.bytes(), rng);
+  device.pool.fill(kCanary);
+  const Image host = imageOf(memory.data(), memory.bytes());
+  const Image before = device.pool.capture();
+  const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
+  const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
+  const uint64_t transfer = load(pool, device, src, dst);  // done at once in the emulation
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().live().registrations, 0);
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
+  kvio_transfer_close(transfer);
+  EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+}
+
+// With a transfer in flight, closing the pool keeps the registration until the transfer has
+// completed; observing its completion (kvio_transfer_wait) then ends it.
+TEST_F(LifetimeTest, CloseWithATransferInFlightReleasesWhenItCompletes) {
+  std::mt19937_64 rng(9);
+  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
+  NpuPool device;
+  fillRandom(memory.data(), memory.bytes(), rng);
+  device.pool.fill(kCanary);
+  const Image host = imageOf(memory.data(), memory.bytes());
+  const Image before = device.pool.capture();
+  const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
+  acl().holdStream();
+  const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
+  const uint64_t transfer = load(pool, device, src, dst);
+  EXPECT_EQ(kvio_transfer_is_done(transfer), 0);
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().live().registrations, 1) << "released under a transfer in flight";
+  EXPECT_TRUE(sameImage(before, device.pool.capture(), "device before the stream ran"));
+  acl().releaseStream();
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
+  EXPECT_EQ(acl().live().registrations, 0);
+  kvio_transfer_close(transfer);
+  EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+}
+
+// Two pools whose buffers share a host page both work: kvio registers the shared page once,
+// and releases each registration only when no pool uses any of its pages.
+TEST_F(LifetimeTest, PoolsSharingAHostPageBothWork) {
+  std::mt19937_64 rng(10);
+  const size_t bytes = static_cast<size_t>(kHost.regionBytes());  // 4 pages
+  Mapping memory(2 * bytes + kPage);
+  uint8_t* first = memory.data() + kPage / 2;  // pages 0-4
+  uint8_t* second = first + bytes;             // pages 4-8: page 4 is shared
+  NpuPool device;
+  const uint64_t a = wrapPinned(first, bytes);
+  const uint64_t b = wrapPinned(second, bytes);
+  EXPECT_EQ(acl().live().registrations, 2);
+  for (uint64_t pool : {a, b}) {
+    uint8_t* data = pool == a ? first : second;
+    fillRandom(data, bytes, rng);
+    device.pool.fill(kCanary);
+    const Image host = imageOf(data, bytes);
+    const Image before = device.pool.capture();
+    const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
+    const uint64_t transfer = load(pool, device, src, dst);
+    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
+    kvio_transfer_close(transfer);
+    EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+  }
+  EXPECT_EQ(kvio_pool_close(a), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().live().registrations, 2) << "the shared page is still used by the other pool";
+  EXPECT_EQ(kvio_pool_close(b), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().live().registrations, 0);
+}
+
+// kvio_pool_close_wait: closes the handle, then waits until no transfer uses the memory and
+// kvio's registration has ended. A timeout leaves the memory in use (TIMEOUT; wait again with
+// the same handle); a wait without a deadline lets the transfer finish.
+TEST_F(LifetimeTest, CloseWaitReleasesOnceTheTransferInFlightCompletes) {
+  std::mt19937_64 rng(11);
+  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
+  NpuPool device;
+  fillRandom(memory.data(), memory.bytes(), rng);
+  device.pool.fill(kCanary);
+  const Image host = imageOf(memory.data(), memory.bytes());
+  const Image before = device.pool.capture();
+  const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
+  acl().holdStream();
+  const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
+  const uint64_t transfer = load(pool, device, src, dst);
+  EXPECT_EQ(kvio_pool_close_wait(pool, 0), KVIO_STATUS_TIMEOUT);
+  EXPECT_NE(lastError().find("wait again (kvio_pool_close_wait) before freeing it"),
+            std::string::npos)
+      << lastError();
+  EXPECT_EQ(kvio_pool_close_wait(pool, 2000000), KVIO_STATUS_TIMEOUT);  // 2 ms
+  EXPECT_EQ(acl().live().registrations, 1);
+  uint64_t address = 0;
+  EXPECT_EQ(kvio_pool_region(pool, 0, &address, nullptr, nullptr), KVIO_STATUS_CLOSED);
+  EXPECT_EQ(kvio_pool_close_wait(pool, -1), KVIO_STATUS_OK) << lastError();
+  EXPECT_EQ(acl().live().registrations, 0);
+  EXPECT_EQ(kvio_transfer_is_done(transfer), 1);
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
+  kvio_transfer_close(transfer);
+  EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+  // Waiting again for a released pool is OK at once; handles never opened are CLOSED; other
+  // handles are refused.
+  EXPECT_EQ(kvio_pool_close_wait(pool, 0), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close_wait(pool + 1000, 0), KVIO_STATUS_CLOSED);
+  EXPECT_EQ(kvio_pool_close_wait(executor_, 0), KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kvio_pool_close_wait(0, 0), KVIO_STATUS_INVALID_ARGUMENT);
+}
+
+// kvio_pool_close, then kvio_pool_close_wait with the closed handle; and the C++ form.
+TEST_F(LifetimeTest, CloseThenWaitAndTheCppForm) {
+  std::mt19937_64 rng(12);
+  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
+  NpuPool device;
+  const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
+  acl().holdStream();
+  const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
+  const uint64_t transfer = load(pool, device, src, dst);
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_CLOSED);
+  EXPECT_EQ(acl().live().registrations, 1);
+  acl().releaseStream();
+  EXPECT_EQ(kvio_pool_close_wait(pool, -1), KVIO_STATUS_OK) << lastError();
+  EXPECT_EQ(acl().live().registrations, 0);
+  kvio_transfer_close(transfer);
+
+  kvio::Pool wrapped = kvio::Pool::wrap(kHost.spec(), memory.data(), memory.bytes(),
+                                        KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
+  kvio::Executor ascend(kvio::IoBackend::KernelAscend);
+  acl().holdStream();
+  kvio::Transfer t = kvio::transferAllLayers(ascend, wrapped, device.pool.pool(), src, dst);
+  EXPECT_FALSE(wrapped.closeAndWait(std::chrono::nanoseconds(0)));
+  EXPECT_EQ(wrapped.handle(), 0u);
+  EXPECT_EQ(acl().live().registrations, 1);
+  acl().releaseStream();
+  EXPECT_TRUE(wrapped.closeAndWait());
+  EXPECT_EQ(acl().live().registrations, 0);
+  EXPECT_TRUE(wrapped.closeAndWait());  // nothing left to wait for
+}
+
+// Several threads see a transfer complete at once: none of them returns before the closed
+// pool's registration has ended (whoever drops the pools, the others wait for it).
+TEST_F(LifetimeTest, NoWaiterReturnsBeforeTheReleaseHasHappened) {
+  std::mt19937_64 rng(14);
+  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
+  NpuPool device;
+  for (int round = 0; round < 50; ++round) {
+    const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
+    acl().holdStream();
+    const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
+    const uint64_t transfer = load(pool, device, src, dst);
+    EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+    std::atomic<int> early{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        const bool done = t % 2 == 0 ? kvio_transfer_wait(transfer, -1) == KVIO_STATUS_OK
+                                     : kvio_pool_close_wait(pool, -1) == KVIO_STATUS_OK;
+        if (!done || acl().live().registrations != 0) ++early;
+      });
+    }
+    acl().releaseStream();
+    for (std::thread& t : threads) t.join();
+    EXPECT_EQ(early.load(), 0) << "round " << round;
+    kvio_transfer_close(transfer);
+    if (HasFailure()) return;
+  }
+}
+
+// A pool used by many transfers (its list of them is pruned as it grows), some waited for and
+// some not, still ends its registration when it is closed.
+TEST_F(LifetimeTest, APoolUsedManyTimesReleasesAtClose) {
+  std::mt19937_64 rng(13);
+  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
+  NpuPool device;
+  const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
+  const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
+  for (int i = 0; i < 2000; ++i) {
+    const uint64_t transfer = load(pool, device, src, dst);
+    if (i % 3 == 0) {
+      EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK);
+    }
+    kvio_transfer_close(transfer);
+  }
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().live().registrations, 0);
+}
+
+}  // namespace
+}  // namespace kvio_test

@@ -34,8 +34,8 @@ struct Buffers {
   uint64_t h() const { return reinterpret_cast<uint64_t>(host); }
   uint64_t d() const { return reinterpret_cast<uint64_t>(device); }
   // The regions a pool over each buffer would have.
-  std::vector<kvio::MemoryRegion> hostRegion() const { return {{h(), hostBytes}}; }
-  std::vector<kvio::MemoryRegion> deviceRegion() const { return {{d(), deviceBytes}}; }
+  std::vector<kvio::engine::Region> hostRegion() const { return {{h(), hostBytes}}; }
+  std::vector<kvio::engine::Region> deviceRegion() const { return {{d(), deviceBytes}}; }
   AclApi api;
   uint64_t hostBytes, deviceBytes;
   void* host = nullptr;
@@ -147,7 +147,7 @@ TEST(AscendCopies, CopiesSpanningAdjacentAllocationsAreRefusedAndCut) {
   // Through the issuer: a 1-D copy over both buffers and a 2-D copy whose rows fall in both.
   acl.reset();
   IssueState state;
-  const std::vector<kvio::MemoryRegion> device = {{d, 1024}, {d + 1024, 1024}};
+  const std::vector<kvio::engine::Region> device = {{d, 1024}, {d + 1024, 1024}};
   const std::vector<kvio_copy2d> plan = {{b.h(), d + 1000, 48, 1, 48, 48},
                                          {b.h() + 64, d + 512, 64, 2, 64, 1024}};
   ASSERT_EQ(issuePlan({&api, b.stream, H2D, 0}, plan, b.hostRegion(), device, &state),
@@ -189,7 +189,7 @@ TEST(AscendCopies, TheEmulationAnswersArgumentErrors) {
   // destination region claims more than the runtime's 4096-byte allocation).
   IssueState state;
   EXPECT_EQ(issuePlan({&api, b.stream, H2D, 0}, {{b.h(), b.d(), 64, 2, 64, 8192}}, b.hostRegion(),
-                      {{b.d(), 16384}}, &state),
+                      std::vector<kvio::engine::Region>{{b.d(), 16384}}, &state),
             KVIO_STATUS_BACKEND_ERROR);
   const std::string message = kvio_last_error();
   EXPECT_NE(message.find("aclrtMemcpy2dAsync failed: ACL_ERROR_INVALID_PARAM (100000)"),

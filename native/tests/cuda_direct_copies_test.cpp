@@ -23,11 +23,11 @@
 namespace kvio_test {
 namespace {
 
-using kvio::MemoryRegion;
 using kvio::cuda::BatchAbi;
 using kvio::engine::CopyIssuer;
 using kvio::engine::EngineCopy;
 using kvio::engine::EngineOps;
+using kvio::engine::Region;
 
 /// The direct backend's engine table on `engine`, with at most maxBatch copies per batch.
 EngineOps directOn(FakeCopyEngine& engine, bool withBatch = true,
@@ -39,9 +39,8 @@ EngineOps directOn(FakeCopyEngine& engine, bool withBatch = true,
 }
 
 /// Cuts `plan` as the direct backend would (no calls issued).
-std::vector<EngineCopy> cut(const std::vector<kvio_copy2d>& plan,
-                            const std::vector<MemoryRegion>& src,
-                            const std::vector<MemoryRegion>& dst,
+std::vector<EngineCopy> cut(const std::vector<kvio_copy2d>& plan, const std::vector<Region>& src,
+                            const std::vector<Region>& dst,
                             uint64_t maxPitch = kvio::cuda::kDefaultMaxPitch,
                             uint64_t max2dHeight = 0) {
   std::vector<EngineCopy> out;
@@ -53,7 +52,7 @@ std::vector<EngineCopy> cut(const std::vector<kvio_copy2d>& plan,
   return out;
 }
 
-const std::vector<MemoryRegion> kEverything = {{0, UINT64_MAX / 2}};
+const std::vector<Region> kEverything = {{0, UINT64_MAX / 2}};
 
 Geometry randomGeometry(std::mt19937_64& rng, int32_t kind, int64_t L, int64_t ps, int64_t H,
                         int64_t hb) {
@@ -153,9 +152,9 @@ TEST(CudaDirectCopies, CopiesAreCutAtAllocationBoundaries) {
   const uint64_t base = 1u << 20;
   for (uint64_t layerBytes : {16384u, 4096u}) {
     SCOPED_TRACE("layer buffers of " + std::to_string(layerBytes) + " bytes, 16 KiB apart");
-    std::vector<MemoryRegion> device;
+    std::vector<Region> device;
     for (uint64_t l = 0; l < 4; ++l) device.push_back({base + l * 16384, layerBytes});
-    const std::vector<MemoryRegion> host = {{8u << 20, 1u << 20}};
+    const std::vector<Region> host = {{8u << 20, 1u << 20}};
     const std::vector<kvio_copy2d> plan = {{(8u << 20) + 512, base + 1024, 1024, 4, 98304, 16384}};
     const std::vector<EngineCopy> copies = cut(plan, host, device);
     ASSERT_EQ(copies.size(), 4u);
@@ -166,7 +165,7 @@ TEST(CudaDirectCopies, CopiesAreCutAtAllocationBoundaries) {
     }
   }
   // Rows 0-2 in one buffer, rows 3-5 in the next one (back to back): two 2-D copies.
-  const std::vector<MemoryRegion> two = {{4096, 3 * 256}, {4096 + 3 * 256, 3 * 256}};
+  const std::vector<Region> two = {{4096, 3 * 256}, {4096 + 3 * 256, 3 * 256}};
   std::vector<EngineCopy> copies = cut({{0, 4096, 64, 6, 64, 256}}, kEverything, two);
   ASSERT_EQ(copies.size(), 2u);
   EXPECT_EQ(copies[0].height, 3u);
@@ -212,7 +211,8 @@ TEST(CudaDirectCopies, AnAddressInNoRegionIsInternalAndNothingIsIssued) {
   const std::vector<kvio_copy2d> plan = {{src, dst, 64, 1, 64, 64},
                                          {src, dst + 512, 64, 1, 64, 64}};
   CopyIssuer issuer;
-  EXPECT_EQ(issuer.issue(directOn(engine), plan, {{src, 256}}, {{dst, 256}}, {}),
+  EXPECT_EQ(issuer.issue(directOn(engine), plan, std::vector<Region>{{src, 256}},
+                         std::vector<Region>{{dst, 256}}, {}),
             KVIO_STATUS_INTERNAL);
   EXPECT_NE(std::string(kvio_last_error()).find("plan copy 1 of 2: destination address"),
             std::string::npos)
@@ -247,8 +247,9 @@ struct Rows {
     engine.addAllocation(dst.data(), dst.size());
   }
   kvio_status issue(CopyIssuer& issuer, const EngineOps& ops) {
-    return issuer.issue(ops, plan, {{reinterpret_cast<uint64_t>(src.data()), src.size()}},
-                        {{reinterpret_cast<uint64_t>(dst.data()), dst.size()}}, {});
+    return issuer.issue(
+        ops, plan, std::vector<Region>{{reinterpret_cast<uint64_t>(src.data()), src.size()}},
+        std::vector<Region>{{reinterpret_cast<uint64_t>(dst.data()), dst.size()}}, {});
   }
   std::vector<uint8_t> src, dst;
   std::vector<kvio_copy2d> plan;
@@ -319,8 +320,9 @@ TEST(CudaDirectCopies, FailuresNameTheCallAndTheCopy) {
   const uint64_t dst = reinterpret_cast<uint64_t>(b.data());
   kvio::engine::IssueOptions options;
   options.direction = kvio::cuda::directionName(KVIO_MEMORY_HOST_PINNED, KVIO_MEMORY_CUDA_DEVICE);
-  EXPECT_EQ(CopyIssuer().issue(directOn(engine), {{src, dst, 1024, 4, 1024, 1024}}, {{src, 4096}},
-                               {{dst, 4096}}, options),
+  EXPECT_EQ(CopyIssuer().issue(directOn(engine), {{src, dst, 1024, 4, 1024, 1024}},
+                               std::vector<Region>{{src, 4096}}, std::vector<Region>{{dst, 4096}},
+                               options),
             KVIO_STATUS_BACKEND_ERROR);
   EXPECT_NE(std::string(kvio_last_error())
                 .find("cudaMemcpy2DAsync failed: fake error 700: copy 0 of 1 (plan copy 0 of 1), "

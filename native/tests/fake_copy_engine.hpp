@@ -24,8 +24,8 @@
 namespace kvio_test {
 
 /// Buffers as the issuer takes memory regions.
-inline std::vector<kvio::MemoryRegion> memoryRegions(const std::vector<Buffer>& buffers) {
-  std::vector<kvio::MemoryRegion> regions;
+inline std::vector<kvio::engine::Region> memoryRegions(const std::vector<Buffer>& buffers) {
+  std::vector<kvio::engine::Region> regions;
   for (const Buffer& b : buffers) regions.push_back({b.address, b.bytes});
   return regions;
 }

@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "../core/pool.hpp"
 #include "../engine/copy_engine.hpp"
 #include "acl_api.hpp"
 #include "kvio/kvio.h"
@@ -118,11 +117,12 @@ inline std::string errorText(void* context, int code) {
 }  // namespace detail
 
 /// Issues `plan` on the target's stream, in order, cut at the regions of the source and
-/// destination pools. Returns OK; INTERNAL (nothing issued) for a copy outside the regions;
-/// BACKEND_ERROR naming the failed call (copies issued before it stay queued).
-inline kvio_status issuePlan(const IssueTarget& t, const std::vector<kvio_copy2d>& plan,
-                             const std::vector<MemoryRegion>& srcRegions,
-                             const std::vector<MemoryRegion>& dstRegions, IssueState* s) {
+/// destination pools (their MemoryRegions, or engine::Regions). Returns OK; INTERNAL (nothing
+/// issued) for a copy outside the regions; BACKEND_ERROR naming the failed call (copies issued
+/// before it stay queued).
+template <class SrcRegions, class DstRegions>
+kvio_status issuePlan(const IssueTarget& t, const std::vector<kvio_copy2d>& plan,
+                      const SrcRegions& srcRegions, const DstRegions& dstRegions, IssueState* s) {
   detail::EngineContext context{&t, s};
   engine::EngineOps ops;
   ops.context = &context;

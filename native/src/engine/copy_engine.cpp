@@ -14,16 +14,12 @@ namespace {
 
 using ull = unsigned long long;
 
-bool byAddress(const MemoryRegion& a, const MemoryRegion& b) {
-  return a.address < b.address;
-}
-
 // End of the region holding `address` (regions sorted by address), or 0 when none does.
-uint64_t regionEnd(const std::vector<MemoryRegion>& regions, uint64_t address) {
+uint64_t regionEnd(const std::vector<Region>& regions, uint64_t address) {
   auto it = std::upper_bound(regions.begin(), regions.end(), address,
-                             [](uint64_t a, const MemoryRegion& r) { return a < r.address; });
+                             [](uint64_t a, const Region& r) { return a < r.address; });
   if (it != regions.begin()) {
-    const MemoryRegion& r = *(it - 1);
+    const Region& r = *(it - 1);
     if (address - r.address < r.bytes) return r.address + r.bytes;
   }
   // Regions of one pool may overlap (a caller can wrap one buffer twice): an earlier, longer
@@ -51,8 +47,8 @@ uint64_t rowsBefore(uint64_t end, uint64_t start, uint64_t pitch, uint64_t width
 
 }  // namespace
 
-kvio_status cutCopies(const std::vector<kvio_copy2d>& plan, const std::vector<MemoryRegion>& src,
-                      const std::vector<MemoryRegion>& dst, const CutRules& rules,
+kvio_status cutCopies(const std::vector<kvio_copy2d>& plan, const std::vector<Region>& src,
+                      const std::vector<Region>& dst, const CutRules& rules,
                       std::vector<EngineCopy>* out) {
   for (size_t i = 0; i < plan.size(); ++i) {
     const kvio_copy2d& c = plan[i];
@@ -100,25 +96,14 @@ kvio_status cutCopies(const std::vector<kvio_copy2d>& plan, const std::vector<Me
   return KVIO_STATUS_OK;
 }
 
-const std::vector<MemoryRegion>& CopyIssuer::sorted(const std::vector<MemoryRegion>& regions,
-                                                    std::vector<MemoryRegion>* scratch) {
-  if (std::is_sorted(regions.begin(), regions.end(), byAddress)) return regions;
-  scratch->assign(regions.begin(), regions.end());
-  std::sort(scratch->begin(), scratch->end(), byAddress);
-  return *scratch;
-}
-
-kvio_status CopyIssuer::issue(const EngineOps& ops, const std::vector<kvio_copy2d>& plan,
-                              const std::vector<MemoryRegion>& srcRegions,
-                              const std::vector<MemoryRegion>& dstRegions,
-                              const IssueOptions& options) {
+kvio_status CopyIssuer::issueLoaded(const EngineOps& ops, const std::vector<kvio_copy2d>& plan,
+                                    const IssueOptions& options) {
   copies_.clear();
   CutRules rules;
   rules.twoD = options.twoD && ops.copy2d != nullptr;
   rules.maxPitch = ops.maxPitch;
   rules.max2dHeight = ops.max2dHeight;
-  KVIO_RETURN_IF_ERROR(cutCopies(plan, sorted(srcRegions, &srcSorted_),
-                                 sorted(dstRegions, &dstSorted_), rules, &copies_));
+  KVIO_RETURN_IF_ERROR(cutCopies(plan, src_, dst_, rules, &copies_));
   return issueCopies(ops, options, plan.size());
 }
 

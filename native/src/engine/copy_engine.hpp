@@ -18,16 +18,24 @@
 #ifndef KVIO_ENGINE_COPY_ENGINE_HPP_
 #define KVIO_ENGINE_COPY_ENGINE_HPP_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "../core/pool.hpp"
 #include "kvio/kvio.h"
 
 namespace kvio {
 namespace engine {
+
+/// One allocation: [address, address + bytes). The issuer takes any list of such (a pool's
+/// MemoryRegions; core/pool.hpp is not included here, so tests that use the public C++ API
+/// can include this header).
+struct Region {
+  uint64_t address;
+  uint64_t bytes;
+};
 
 /// One copy for the engine: height rows of width bytes (height 1: a 1-D copy, pitches = width).
 struct EngineCopy {
@@ -80,30 +88,44 @@ struct CutRules {
 /// Cuts `plan` into engine copies, appended to `out`, none spanning two regions of `src` or of
 /// `dst` (each sorted by address). Returns OK, or INTERNAL naming the copy when one touches
 /// memory in no region.
-kvio_status cutCopies(const std::vector<kvio_copy2d>& plan, const std::vector<MemoryRegion>& src,
-                      const std::vector<MemoryRegion>& dst, const CutRules& rules,
+kvio_status cutCopies(const std::vector<kvio_copy2d>& plan, const std::vector<Region>& src,
+                      const std::vector<Region>& dst, const CutRules& rules,
                       std::vector<EngineCopy>* out);
 
 /// One executor's issuer: the batch switch and the arrays it reuses from transfer to transfer.
 class CopyIssuer {
  public:
-  /// Cuts `plan` at the regions of the source and destination pools (in any order) and issues
-  /// it on `ops`, in order. Returns OK; INTERNAL with nothing issued when a copy touches memory
-  /// in no region; BACKEND_ERROR naming the failed call (copies issued before it stay queued).
+  /// Cuts `plan` at the regions of the source and destination pools (vectors of anything with
+  /// `address` and `bytes`, in any order) and issues it on `ops`, in order. Returns OK;
+  /// INTERNAL with nothing issued when a copy touches memory in no region; BACKEND_ERROR naming
+  /// the failed call (copies issued before it stay queued).
+  template <class SrcRegions, class DstRegions>
   kvio_status issue(const EngineOps& ops, const std::vector<kvio_copy2d>& plan,
-                    const std::vector<MemoryRegion>& srcRegions,
-                    const std::vector<MemoryRegion>& dstRegions, const IssueOptions& options);
+                    const SrcRegions& srcRegions, const DstRegions& dstRegions,
+                    const IssueOptions& options) {
+    load(srcRegions, &src_);
+    load(dstRegions, &dst_);
+    return issueLoaded(ops, plan, options);
+  }
   /// False once a batch call answered "not supported".
   bool batchEnabled() const { return batchEnabled_; }
   void setBatchEnabled(bool enabled) { batchEnabled_ = enabled; }
 
  private:
-  const std::vector<MemoryRegion>& sorted(const std::vector<MemoryRegion>& regions,
-                                          std::vector<MemoryRegion>* scratch);
+  // Copies `regions` into `out`, sorted by address (a few per pool; `out` keeps its capacity).
+  template <class Regions>
+  static void load(const Regions& regions, std::vector<Region>* out) {
+    out->clear();
+    for (const auto& r : regions) out->push_back(Region{r.address, r.bytes});
+    std::sort(out->begin(), out->end(),
+              [](const Region& a, const Region& b) { return a.address < b.address; });
+  }
+  kvio_status issueLoaded(const EngineOps& ops, const std::vector<kvio_copy2d>& plan,
+                          const IssueOptions& options);
   kvio_status issueCopies(const EngineOps& ops, const IssueOptions& options, size_t planSize);
 
   bool batchEnabled_ = true;
-  std::vector<MemoryRegion> srcSorted_, dstSorted_;
+  std::vector<Region> src_, dst_;  // the pools' regions, sorted
   std::vector<EngineCopy> copies_;
   std::vector<uint64_t> dsts_, srcs_;
   std::vector<size_t> sizes_;

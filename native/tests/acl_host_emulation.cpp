@@ -1,6 +1,9 @@
 // The host emulation of the ACL runtime (see acl_host_emulation.hpp). All state lives in one
 // mutex-protected object; every emulated function takes the lock, checks its arguments, and
 // either answers an ACL error (remembering a message for aclGetRecentErrMsg) or does the work.
+// Memory is a map of allocations by start address: a copy's range (a 2-D copy's footprint,
+// each batch entry) must lie inside one of them, so a copy spanning two adjacent allocations
+// is refused like on the device.
 #include "acl_host_emulation.hpp"
 
 #include <cstdarg>
@@ -445,6 +448,7 @@ aclError emuMemcpyAsync(void* dst, size_t destMax, const void* src, size_t count
   if (count > destMax) {
     return reject(s, ACL_ERROR_INVALID_PARAM, "count %zu > destMax %zu", count, destMax);
   }
+  if (count == 0) return reject(s, ACL_ERROR_INVALID_PARAM, "copy of 0 bytes");
   if (!validKind(kind)) return reject(s, ACL_ERROR_INVALID_PARAM, "bad kind %d", kind);
   aclError e = checkStream(s, stream);
   if (e == ACL_SUCCESS)
@@ -522,7 +526,7 @@ aclError emuMemcpyBatchAsync(void** dsts, size_t* destMaxs, void** srcs, size_t*
     while (a + 1 < numAttrs && attrIndexes[a + 1] <= i) ++a;
     const aclrtMemcpyBatchAttr& attr = attrs[a];
     *failIndex = i;
-    if (dsts[i] == nullptr || srcs[i] == nullptr || sizes[i] > destMaxs[i]) {
+    if (dsts[i] == nullptr || srcs[i] == nullptr || sizes[i] == 0 || sizes[i] > destMaxs[i]) {
       return reject(s, ACL_ERROR_INVALID_PARAM, "batch copy %zu: size %zu, destMax %zu", i,
                     sizes[i], destMaxs[i]);
     }

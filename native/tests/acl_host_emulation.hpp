@@ -9,9 +9,11 @@
 // enqueued (so in stream order); events complete when recorded. Every call validates its
 // arguments like the documented runtime and answers an ACL error code instead of copying:
 // null pointers, count > destMax, width > either pitch, height > 5*1024*1024, 2-D copies other
-// than host<->device, a copy kind that does not match where the pointers really lie (or a range
-// that leaves its allocation), unknown streams, events and devices. It is stricter than the
-// real runtime in one way: host memory must be pinned (kvio never hands it pageable memory).
+// than host<->device, a copy kind that does not match where the pointers really lie, a range
+// (a 2-D copy's whole footprint, each batch entry) that is not inside one allocation (two
+// adjacent allocations, such as buffers tagged one by one out of one block, are two), unknown
+// streams, events and devices. It is stricter than the real runtime in two ways: host memory
+// must be pinned, and 1-D copies of 0 bytes are refused (kvio issues neither).
 // Host registration follows the runtime's rules: it is page-granular (a range sharing a page
 // with a registration or an aclrtMallocHost buffer is "already registered"), and
 // aclrtHostUnregister takes only the pointer that was registered. The stream can be held

@@ -2,9 +2,11 @@
 // conformance_matrix.hpp (pool kind x host layout x device pool form x direction; every
 // granularity, layer-sharded host pools, page and row sizes, index patterns), run through the
 // ACL host emulation (acl_host_emulation.hpp) with device pools in emulated NPU memory and host
-// pools in emulated pinned memory (aclrtMallocHost). On top of the whole-buffer compares, the
-// emulation must have copied exactly the transfer's bytes (nothing twice, nothing extra) and
-// answered no call with an error.
+// pools in emulated pinned memory (aclrtMallocHost), the device pools' buffers apart, back to
+// back, or at equal distance (each tagged as its own allocation, so the emulation refuses a
+// copy that spans two). On top of the whole-buffer compares, the emulation must have copied
+// exactly the transfer's bytes (nothing twice, nothing extra) and answered no call with an
+// error.
 #include <gtest/gtest.h>
 
 #include "acl_host_emulation.hpp"
@@ -20,7 +22,7 @@ class AscendConformanceTest : public ::testing::TestWithParam<Case> {
   static void TearDownTestSuite() { AclHostEmulation::instance().uninstall(); }
 };
 
-TEST_P(AscendConformanceTest, MatchesOracle) {
+void runAscendMatrix(const Case& c, Placement placement) {
   AclHostEmulation& acl = AclHostEmulation::instance();
   acl.reset();
   kvio::Executor ascend(kvio::IoBackend::KernelAscend);
@@ -29,6 +31,7 @@ TEST_P(AscendConformanceTest, MatchesOracle) {
   target.deviceMemory = KVIO_MEMORY_ASCEND_DEVICE;
   target.hostMemory = KVIO_MEMORY_ASCEND_HOST_PINNED;
   target.device = 0;
+  target.devicePlacement = placement;
   target.onDevicePool = [&acl](TestPool& pool) -> std::shared_ptr<void> {
     std::vector<std::shared_ptr<void>> tags;
     for (int64_t r = 0; r < pool.geometry().regions(); ++r) {
@@ -60,7 +63,19 @@ TEST_P(AscendConformanceTest, MatchesOracle) {
     }
     before = counts;
   };
-  runConformanceCase(target, GetParam());
+  runConformanceCase(target, c);
+}
+
+TEST_P(AscendConformanceTest, MatchesOracle) {
+  runAscendMatrix(GetParam(), apart());
+}
+
+TEST_P(AscendConformanceTest, MatchesOracleWithBuffersBackToBack) {
+  runAscendMatrix(GetParam(), carved(0));
+}
+
+TEST_P(AscendConformanceTest, MatchesOracleWithBuffersEquallySpaced) {
+  runAscendMatrix(GetParam(), carved(kGuard));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLayouts, AscendConformanceTest, ::testing::ValuesIn(allCases()),

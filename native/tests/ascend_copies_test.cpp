@@ -1,8 +1,10 @@
-// Tests of the kernel_ascend copy logic (native/src/ascend/ascend_copies.hpp) driven directly
-// with the ACL host emulation's table: heights above aclrtMemcpy2dAsync's limit are split, not
-// refused; copies the 2-D call cannot do (device to device, a broadcast source of pitch 0)
-// become 1-D copies; batches are bounded; and the emulation itself answers the documented
-// argument errors (so that the executor's tests would catch a bad call).
+// Tests of the kernel_ascend copy engine (native/src/ascend/ascend_copies.hpp, issued by the
+// shared issuer of native/src/engine/copy_engine.hpp) driven directly with the ACL host
+// emulation's table: heights above aclrtMemcpy2dAsync's limit are split, not refused; copies
+// the 2-D call cannot do (device to device, a broadcast source of pitch 0) become 1-D copies;
+// batches are bounded; copies over two adjacent allocations are cut; and the emulation itself
+// answers the documented argument errors and refuses copies spanning two allocations (so that
+// the executor's tests would catch a bad call).
 #include "ascend/ascend_copies.hpp"
 
 #include <gtest/gtest.h>
@@ -18,7 +20,8 @@ namespace {
 using namespace kvio::ascend;
 
 struct Buffers {
-  explicit Buffers(const AclApi& a, size_t hostBytes, size_t deviceBytes) : api(a) {
+  explicit Buffers(const AclApi& a, size_t hostSize, size_t deviceSize)
+      : api(a), hostBytes(hostSize), deviceBytes(deviceSize) {
     EXPECT_EQ(api.mallocHost(&host, hostBytes), ACL_SUCCESS);
     EXPECT_EQ(api.malloc(&device, deviceBytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
     EXPECT_EQ(api.createStream(&stream), ACL_SUCCESS);
@@ -30,7 +33,11 @@ struct Buffers {
   }
   uint64_t h() const { return reinterpret_cast<uint64_t>(host); }
   uint64_t d() const { return reinterpret_cast<uint64_t>(device); }
+  // The regions a pool over each buffer would have.
+  std::vector<kvio::engine::Region> hostRegion() const { return {{h(), hostBytes}}; }
+  std::vector<kvio::engine::Region> deviceRegion() const { return {{d(), deviceBytes}}; }
   AclApi api;
+  uint64_t hostBytes, deviceBytes;
   void* host = nullptr;
   void* device = nullptr;
   aclrtStream stream = nullptr;
@@ -48,7 +55,8 @@ TEST(AscendCopies, HeightsAboveTheLimitAreSplit) {
   const std::vector<kvio_copy2d> plan = {{b.h(), b.d(), 1, rows, 2, 3}};
   IssueState state;
   const IssueTarget target{&api, b.stream, ACL_MEMCPY_HOST_TO_DEVICE, 0};
-  ASSERT_EQ(issuePlan(target, plan, &state), KVIO_STATUS_OK) << kvio_last_error();
+  ASSERT_EQ(issuePlan(target, plan, b.hostRegion(), b.deviceRegion(), &state), KVIO_STATUS_OK)
+      << kvio_last_error();
   EXPECT_EQ(acl.counts().memcpy2dAsync, 2);
   EXPECT_EQ(acl.counts().rejected, 0) << acl.recentError();
   const auto* dst = static_cast<const uint8_t*>(b.device);
@@ -65,7 +73,7 @@ TEST(AscendCopies, PitchZeroAndDeviceToDeviceBecomeRows) {
   // A broadcast source (pitch 0, 3 rows) and a device-to-device strided copy (4 rows).
   IssueState state;
   ASSERT_EQ(issuePlan({&api, b.stream, ACL_MEMCPY_HOST_TO_DEVICE, 0},
-                      {{b.h(), b.d(), 64, 3, 0, 128}}, &state),
+                      {{b.h(), b.d(), 64, 3, 0, 128}}, b.hostRegion(), b.deviceRegion(), &state),
             KVIO_STATUS_OK)
       << kvio_last_error();
   EXPECT_EQ(acl.counts().memcpy2dAsync, 0);
@@ -73,7 +81,8 @@ TEST(AscendCopies, PitchZeroAndDeviceToDeviceBecomeRows) {
   EXPECT_EQ(acl.counts().batchedCopies, 3);
   acl.reset();
   ASSERT_EQ(issuePlan({&api, b.stream, ACL_MEMCPY_DEVICE_TO_DEVICE, 0},
-                      {{b.d(), b.d() + 4096, 32, 4, 128, 64}}, &state),
+                      {{b.d(), b.d() + 4096, 32, 4, 128, 64}}, b.deviceRegion(), b.deviceRegion(),
+                      &state),
             KVIO_STATUS_OK)
       << kvio_last_error();
   EXPECT_EQ(acl.counts().memcpy2dAsync, 0);
@@ -95,10 +104,60 @@ TEST(AscendCopies, BatchesHoldAtMostMaxBatchCopies) {
     plan.push_back({b.h() + j * 16, b.d() + j * 16, 8, 1, 8, 8});
   }
   IssueState state;
-  ASSERT_EQ(issuePlan({&api, b.stream, ACL_MEMCPY_HOST_TO_DEVICE, 0}, plan, &state), KVIO_STATUS_OK)
+  ASSERT_EQ(issuePlan({&api, b.stream, ACL_MEMCPY_HOST_TO_DEVICE, 0}, plan, b.hostRegion(),
+                      b.deviceRegion(), &state),
+            KVIO_STATUS_OK)
       << kvio_last_error();
   EXPECT_EQ(acl.counts().memcpyBatchAsync, 2);
   EXPECT_EQ(acl.counts().batchedCopies, static_cast<int64_t>(n));
+}
+
+// Two device buffers tagged back to back out of one block: the emulation refuses any copy
+// that spans both (1-D, a 2-D footprint, a batch entry), and the issuer, given the two
+// regions, cuts a copy over both so that every call stays inside one.
+TEST(AscendCopies, CopiesSpanningAdjacentAllocationsAreRefusedAndCut) {
+  AclHostEmulation& acl = AclHostEmulation::instance();
+  acl.reset();
+  const AclApi api = acl.table();
+  Buffers b(api, 4096, 16);
+  std::vector<uint8_t> block(2048, 0);
+  const auto tagA = acl.tagDevice(block.data(), 1024);
+  const auto tagB = acl.tagDevice(block.data() + 1024, 1024);
+  const uint64_t d = reinterpret_cast<uint64_t>(block.data());
+  auto* h = static_cast<uint8_t*>(b.host);
+  for (int i = 0; i < 4096; ++i) h[i] = static_cast<uint8_t>(i * 5 + 3);
+  const auto H2D = ACL_MEMCPY_HOST_TO_DEVICE;
+  EXPECT_EQ(api.memcpyAsync(block.data() + 1000, 48, b.host, 48, H2D, b.stream),
+            ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(api.memcpy2dAsync(block.data() + 512, 1024, b.host, 64, 64, 2, H2D, b.stream),
+            ACL_ERROR_INVALID_PARAM);
+  void* dsts[2] = {block.data(), block.data() + 1020};
+  void* srcs[2] = {b.host, b.host};
+  size_t sizes[2] = {8, 8};
+  aclrtMemcpyBatchAttr attr{};
+  attr.dstLoc.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+  attr.srcLoc.type = ACL_MEM_LOCATION_TYPE_HOST;
+  size_t attrIndex = 0, failIndex = 0;
+  EXPECT_EQ(
+      api.memcpyBatchAsync(dsts, sizes, srcs, sizes, 2, &attr, &attrIndex, 1, &failIndex, b.stream),
+      ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(failIndex, 1u);
+  EXPECT_EQ(acl.counts().rejected, 3);
+  EXPECT_EQ(acl.counts().bytesCopied, 0u);
+  // Through the issuer: a 1-D copy over both buffers and a 2-D copy whose rows fall in both.
+  acl.reset();
+  IssueState state;
+  const std::vector<kvio::engine::Region> device = {{d, 1024}, {d + 1024, 1024}};
+  const std::vector<kvio_copy2d> plan = {{b.h(), d + 1000, 48, 1, 48, 48},
+                                         {b.h() + 64, d + 512, 64, 2, 64, 1024}};
+  ASSERT_EQ(issuePlan({&api, b.stream, H2D, 0}, plan, b.hostRegion(), device, &state),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(acl.counts().rejected, 0) << acl.recentError();
+  EXPECT_EQ(acl.counts().bytesCopied, 48u + 128u);
+  EXPECT_EQ(0, std::memcmp(block.data() + 1000, h, 48));
+  EXPECT_EQ(0, std::memcmp(block.data() + 512, h + 64, 64));
+  EXPECT_EQ(0, std::memcmp(block.data() + 1536, h + 128, 64));
 }
 
 TEST(AscendCopies, TheEmulationAnswersArgumentErrors) {
@@ -126,9 +185,11 @@ TEST(AscendCopies, TheEmulationAnswersArgumentErrors) {
   EXPECT_EQ(api.setDevice(5), ACL_ERROR_RT_INVALID_DEVICEID);
   EXPECT_EQ(acl.counts().rejected, 9);
   EXPECT_EQ(acl.counts().bytesCopied, 0u);
-  // And an issued plan whose copy the runtime refuses fails with the call and the sizes.
+  // And an issued plan whose copy the runtime refuses fails with the call and the sizes (the
+  // destination region claims more than the runtime's 4096-byte allocation).
   IssueState state;
-  EXPECT_EQ(issuePlan({&api, b.stream, H2D, 0}, {{b.h(), b.d(), 64, 2, 64, 8192}}, &state),
+  EXPECT_EQ(issuePlan({&api, b.stream, H2D, 0}, {{b.h(), b.d(), 64, 2, 64, 8192}}, b.hostRegion(),
+                      std::vector<kvio::engine::Region>{{b.d(), 16384}}, &state),
             KVIO_STATUS_BACKEND_ERROR);
   const std::string message = kvio_last_error();
   EXPECT_NE(message.find("aclrtMemcpy2dAsync failed: ACL_ERROR_INVALID_PARAM (100000)"),

@@ -4,7 +4,10 @@
 // head splits, and seeded random index sets (whole pages, token slots, runs crossing page
 // boundaries). Every destination buffer is canary-filled and compared whole against the oracle
 // (oracle.hpp; guard zones included); sources must not change. conformance_test.cpp runs it on
-// the cpu backend, ascend_conformance_test.cpp on kernel_ascend through the ACL host emulation.
+// the cpu backend, ascend_conformance_test.cpp on kernel_ascend through the ACL host emulation,
+// copy_engine_conformance_test.cpp on the direct backend's copy issuer through a fake copy
+// engine (plans and pool regions taken from the C ABI, no executor); the last two also with
+// device buffers carved back to back (Placement).
 #ifndef KVIO_TESTS_CONFORMANCE_MATRIX_HPP_
 #define KVIO_TESTS_CONFORMANCE_MATRIX_HPP_
 
@@ -100,16 +103,67 @@ struct MatrixTarget {
   int32_t deviceMemory = KVIO_MEMORY_HOST;  // kind of the device pools (all wrapped)
   int32_t hostMemory = KVIO_MEMORY_HOST;    // kind of the host pools (all allocated by kvio)
   int32_t device = -1;
+  Placement devicePlacement;  // where the device pools' buffers lie
+  /// Copy-engine tests: when set, no executor runs the transfers. Each one's description (what
+  /// the kvio:: call would submit) goes here with its pools, to be carried out at once; it
+  /// returns the bytes moved.
+  std::function<uint64_t(TestPool& src, TestPool& dst, const kvio_transfer_desc& desc)> runTransfer;
   /// Called for each device pool once created; what it returns is released before the pool.
   std::function<std::shared_ptr<void>(TestPool&)> onDevicePool;
   /// Called after the transfers of one (pattern, granularity) completed, with their bytes.
   std::function<void(const TransferGroup& group)> afterTransfers;
 };
 
+/// The kvio:: calls the matrix makes (page calls take page ids, the others token slots).
+enum class Call { DimExchange, Direct, PerLayer, AllLayers, General };
+
+/// Submits one transfer through the kvio:: call `call` on the target's executor (adding it to
+/// `transfers`), or hands its description to target.runTransfer (adding the bytes it moved).
+inline void submitTransfer(const MatrixTarget& target, TestPool& src, TestPool& dst, Call call,
+                           const std::vector<int64_t>& srcIds, const std::vector<int64_t>& dstIds,
+                           kvio::LayerMap layers, std::vector<kvio::Transfer>* transfers,
+                           uint64_t* bytes) {
+  const bool pages = call == Call::DimExchange || call == Call::Direct;
+  if (target.runTransfer) {
+    const std::vector<int64_t> s = pages ? kvio::pageSlots(srcIds, src.geometry().ps) : srcIds;
+    const std::vector<int64_t> d = pages ? kvio::pageSlots(dstIds, dst.geometry().ps) : dstIds;
+    const kvio_transfer_desc desc{src.pool().handle(),
+                                  dst.pool().handle(),
+                                  s.data(),
+                                  d.data(),
+                                  static_cast<int64_t>(s.size()),
+                                  layers.srcStart,
+                                  layers.dstStart,
+                                  layers.count};
+    *bytes += target.runTransfer(src, dst, desc);
+    return;
+  }
+  const kvio::Executor& e = *target.executor;
+  switch (call) {
+    case Call::DimExchange:
+      transfers->push_back(kvio::transferDimExchange(e, src.pool(), dst.pool(), srcIds, dstIds,
+                                                     layers.srcStart, layers.count));
+      break;
+    case Call::Direct:
+      transfers->push_back(kvio::transferDirect(e, src.pool(), dst.pool(), srcIds, dstIds, layers));
+      break;
+    case Call::PerLayer:
+      transfers->push_back(kvio::transferPerLayer(e, src.pool(), dst.pool(), srcIds, dstIds,
+                                                  layers.srcStart, layers.dstStart));
+      break;
+    case Call::AllLayers:
+      transfers->push_back(
+          kvio::transferAllLayers(e, src.pool(), dst.pool(), srcIds, dstIds, layers.srcStart));
+      break;
+    case Call::General:
+      transfers->push_back(kvio::transfer(e, src.pool(), dst.pool(), srcIds, dstIds, layers));
+      break;
+  }
+}
+
 // One transfer configuration on fresh pools: every pattern and both granularities.
 inline void runConformanceConfig(const MatrixTarget& target, const Case& c, bool sharded,
                                  int64_t ps, Heads heads, std::mt19937_64& rng) {
-  const kvio::Executor& executor = *target.executor;
   {
     // Device pages and host pages differ so that an index applied to the wrong side shows.
     const int64_t devicePages = std::max<int64_t>(4, 40 / ps);
@@ -120,7 +174,7 @@ inline void runConformanceConfig(const MatrixTarget& target, const Case& c, bool
     const int64_t hostLayers = sharded ? 2 : kDeviceLayers;  // host holds device [a, a+Lh)
     Geometry hg{c.kind,          c.hostLayout, Form::Allocated, hostLayers,
                 devicePages + 1, ps,           heads.H,         heads.hb};
-    TestPool device(dg, target.deviceMemory, target.device);
+    TestPool device(dg, target.deviceMemory, target.device, target.devicePlacement);
     TestPool host(hg, target.hostMemory, target.device);
     const std::shared_ptr<void> deviceHook =
         target.onDevicePool ? target.onDevicePool(device) : nullptr;
@@ -175,6 +229,7 @@ inline void runConformanceConfig(const MatrixTarget& target, const Case& c, bool
         auto srcLayer = [&](int64_t j) { return c.backup ? shardStart + j : j; };
         auto dstLayer = [&](int64_t j) { return c.backup ? j : shardStart + j; };
         std::vector<kvio::Transfer> transfers;
+        uint64_t bytes = 0;  // moved, as the transfers (or runTransfer) report it
         uint64_t expectedBytes = 0;
         const uint64_t rowBytes = static_cast<uint64_t>(dg.C() * dg.row());
         if (perLayer) {
@@ -183,11 +238,11 @@ inline void runConformanceConfig(const MatrixTarget& target, const Case& c, bool
           if (hostLayers > 2) layerIds.push_back(2);
           for (int64_t j : layerIds) {
             if (pattern == Pattern::WholePages && !sharded) {
-              transfers.push_back(kvio::transferDimExchange(executor, src.pool(), dst.pool(),
-                                                            srcPages, dstPages, j, 1));
+              submitTransfer(target, src, dst, Call::DimExchange, srcPages, dstPages,
+                             kvio::LayerMap{j, j, 1}, &transfers, &bytes);
             } else {
-              transfers.push_back(kvio::transferPerLayer(executor, src.pool(), dst.pool(), srcIdx,
-                                                         dstIdx, srcLayer(j), dstLayer(j)));
+              submitTransfer(target, src, dst, Call::PerLayer, srcIdx, dstIdx,
+                             kvio::LayerMap{srcLayer(j), dstLayer(j), 1}, &transfers, &bytes);
             }
             applyTransfer(src.geometry(), srcImage, dst.geometry(), &expected, srcIdx, dstIdx,
                           srcLayer(j), dstLayer(j), 1);
@@ -195,21 +250,20 @@ inline void runConformanceConfig(const MatrixTarget& target, const Case& c, bool
           }
         } else {
           if (pattern == Pattern::WholePages) {
-            transfers.push_back(
-                kvio::transferDirect(executor, src.pool(), dst.pool(), srcPages, dstPages,
-                                     kvio::LayerMap{srcLayer(0), dstLayer(0), hostLayers}));
+            submitTransfer(target, src, dst, Call::Direct, srcPages, dstPages,
+                           kvio::LayerMap{srcLayer(0), dstLayer(0), hostLayers}, &transfers,
+                           &bytes);
           } else if (c.backup) {
-            transfers.push_back(kvio::transferAllLayers(executor, src.pool(), dst.pool(), srcIdx,
-                                                        dstIdx, shardStart));
+            submitTransfer(target, src, dst, Call::AllLayers, srcIdx, dstIdx,
+                           kvio::LayerMap{shardStart, 0, hostLayers}, &transfers, &bytes);
           } else {
-            transfers.push_back(kvio::transfer(executor, src.pool(), dst.pool(), srcIdx, dstIdx,
-                                               kvio::LayerMap{0, shardStart, hostLayers}));
+            submitTransfer(target, src, dst, Call::General, srcIdx, dstIdx,
+                           kvio::LayerMap{0, shardStart, hostLayers}, &transfers, &bytes);
           }
           applyTransfer(src.geometry(), srcImage, dst.geometry(), &expected, srcIdx, dstIdx,
                         srcLayer(0), dstLayer(0), hostLayers);
           expectedBytes += rowBytes * srcIdx.size() * static_cast<uint64_t>(hostLayers);
         }
-        uint64_t bytes = 0;
         for (kvio::Transfer& t : transfers) {
           t.wait();
           EXPECT_TRUE(t.done());

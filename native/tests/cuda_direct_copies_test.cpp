@@ -1,15 +1,21 @@
-// Tests of the 'direct' io backend's host-side logic (native/src/cuda/direct_copies.hpp),
-// which needs no GPU: the copies it would give the copy engine, executed here with memcpy
-// through a fake engine table, equal the oracle's replay on random layout pairs (broadcast
-// sources included, whose pitch-0 2-D copies must become rows); the cuMemcpyBatchAsync ABI
-// choice by driver version; batching in bounded chunks; the fall-back to single copies when
-// the batch entry point says "not supported"; and the error messages of failing calls.
+// Tests of the 'direct' io backend's host-side logic, which needs no GPU: its engine table
+// (native/src/cuda/direct_copies.hpp) driven by the shared copy-engine issuer
+// (native/src/engine/copy_engine.hpp) on the fake copy engine of fake_copy_engine.hpp, which
+// refuses what a real one refuses. Plans of random layout pairs (broadcast sources included,
+// whose pitch-0 2-D copies must become rows) executed that way equal the oracle's replay;
+// copies are cut at allocation boundaries, even between adjacent allocations, and a copy in no
+// known region is INTERNAL with nothing issued; 2-D heights are cut at the engine's limit; the
+// cuMemcpyBatchAsync ABI choice by driver version; batching in bounded chunks; the fall-back to
+// single copies when the batch call says "not supported"; and the error messages of failing
+// calls.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 
 #include "cuda/direct_copies.hpp"
+#include "engine/copy_engine.hpp"
+#include "fake_copy_engine.hpp"
 #include "kvio/kvio.h"
 #include "oracle.hpp"
 #include "plan_support.hpp"
@@ -18,62 +24,35 @@ namespace kvio_test {
 namespace {
 
 using kvio::cuda::BatchAbi;
-using kvio::cuda::EngineCopy;
-using kvio::cuda::EngineOps;
+using kvio::engine::CopyIssuer;
+using kvio::engine::EngineCopy;
+using kvio::engine::EngineOps;
+using kvio::engine::Region;
 
-/// A host "copy engine": memcpy, with a log of the calls and scripted failures.
-struct FakeEngine {
-  int batchCalls = 0;
-  int singleCalls = 0;
-  int copy2dCalls = 0;
-  size_t largestBatch = 0;
-  int batchResult = kvio::cuda::kEngineOk;  // what batch() answers (not OK: copies nothing)
-  int failSingleAt = -1;                    // singleCalls value at which copy1d fails
+/// The direct backend's engine table on `engine`, with at most maxBatch copies per batch.
+EngineOps directOn(FakeCopyEngine& engine, bool withBatch = true,
+                   size_t maxBatch = kvio::cuda::kMaxBatch,
+                   uint64_t maxPitch = kvio::cuda::kDefaultMaxPitch) {
+  EngineOps ops = engine.ops(kvio::cuda::directEngine(maxPitch), withBatch);
+  ops.maxBatch = maxBatch;
+  return ops;
+}
 
-  static int copy1d(void* context, uint64_t dst, uint64_t src, uint64_t bytes) {
-    auto* e = static_cast<FakeEngine*>(context);
-    if (e->singleCalls++ == e->failSingleAt) return 1;
-    std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
-    return kvio::cuda::kEngineOk;
-  }
-  static int copy2d(void* context, const EngineCopy& c) {
-    auto* e = static_cast<FakeEngine*>(context);
-    ++e->copy2dCalls;
-    EXPECT_GE(c.srcPitch, c.width);  // cudaMemcpy2DAsync's rule
-    EXPECT_GE(c.dstPitch, c.width);
-    for (uint64_t r = 0; r < c.height; ++r) {
-      std::memcpy(reinterpret_cast<void*>(c.dst + r * c.dstPitch),
-                  reinterpret_cast<const void*>(c.src + r * c.srcPitch), c.width);
-    }
-    return kvio::cuda::kEngineOk;
-  }
-  static int batch(void* context, uint64_t* dsts, uint64_t* srcs, size_t* sizes, size_t count,
-                   size_t* failIndex) {
-    auto* e = static_cast<FakeEngine*>(context);
-    ++e->batchCalls;
-    e->largestBatch = std::max(e->largestBatch, count);
-    if (e->batchResult != kvio::cuda::kEngineOk) {
-      *failIndex = 2;
-      return e->batchResult;
-    }
-    for (size_t i = 0; i < count; ++i) {
-      std::memcpy(reinterpret_cast<void*>(dsts[i]), reinterpret_cast<const void*>(srcs[i]),
-                  sizes[i]);
-    }
-    return kvio::cuda::kEngineOk;
-  }
-  static std::string text(int code) { return "fake error " + std::to_string(code); }
+/// Cuts `plan` as the direct backend would (no calls issued).
+std::vector<EngineCopy> cut(const std::vector<kvio_copy2d>& plan, const std::vector<Region>& src,
+                            const std::vector<Region>& dst,
+                            uint64_t maxPitch = kvio::cuda::kDefaultMaxPitch,
+                            uint64_t max2dHeight = 0) {
+  std::vector<EngineCopy> out;
+  kvio::engine::CutRules rules;
+  rules.maxPitch = maxPitch;
+  rules.max2dHeight = max2dHeight;
+  EXPECT_EQ(kvio::engine::cutCopies(plan, src, dst, rules, &out), KVIO_STATUS_OK)
+      << kvio_last_error();
+  return out;
+}
 
-  EngineOps ops(bool withBatch) {
-    EngineOps o;
-    o.context = this;
-    o.copy1d = copy1d;
-    o.copy2d = copy2d;
-    o.batch = withBatch ? batch : nullptr;
-    o.errorText = text;
-    return o;
-  }
-};
+const std::vector<Region> kEverything = {{0, UINT64_MAX / 2}};
 
 Geometry randomGeometry(std::mt19937_64& rng, int32_t kind, int64_t L, int64_t ps, int64_t H,
                         int64_t hb) {
@@ -117,31 +96,36 @@ TEST(CudaDirectCopies, EngineCopiesMatchOracle) {
     for (size_t i = 0; i < dstIdx.size(); ++i) {
       srcIdx.push_back(broadcast ? start : (start + static_cast<int64_t>(i)) % sg.S());
     }
+    // Half of the pools' buffers carved back to back: the planner merges across them.
+    const Placement placement = rng() % 2 == 0 ? carved(0) : apart();
     SCOPED_TRACE("iteration " + std::to_string(iteration) + ": " + sg.describe() + " -> " +
-                 dg.describe());
-    TestPool src(sg), dst(dg);
+                 dg.describe() + (placement.carved ? ", carved" : ", apart"));
+    TestPool src(sg, KVIO_MEMORY_HOST, -1, placement), dst(dg, KVIO_MEMORY_HOST, -1, placement);
     src.fillRandom(rng);
     dst.fill(kCanary);
     const Image srcBefore = src.capture();
     Image expected = dst.capture();
-    std::vector<EngineCopy> copies;
-    kvio::cuda::engineCopies(planOf(src, dst, srcIdx, dstIdx, srcLayer, dstLayer, layers), &copies);
-    FakeEngine engine;
-    bool batchEnabled = rng() % 2 == 0;
-    kvio::cuda::BatchScratch scratch;
-    ASSERT_EQ(
-        kvio::cuda::issueCopies(engine.ops(true), copies, 1 + rng() % 64, &batchEnabled, &scratch),
-        KVIO_STATUS_OK)
-        << kvio_last_error();
+    FakeCopyEngine engine;
+    std::vector<Buffer> allocations = src.buffers();
+    for (const Buffer& b : dst.buffers()) allocations.push_back(b);
+    engine.setAllocations(allocations);
+    CopyIssuer issuer;
+    issuer.setBatchEnabled(rng() % 2 == 0);
+    ASSERT_EQ(issuer.issue(directOn(engine, true, 1 + rng() % 64),
+                           planOf(src, dst, srcIdx, dstIdx, srcLayer, dstLayer, layers),
+                           memoryRegions(regionsOf(src.pool().handle())),
+                           memoryRegions(regionsOf(dst.pool().handle())), {}),
+              KVIO_STATUS_OK)
+        << kvio_last_error() << "; " << engine.lastRefusal;
     applyTransfer(sg, srcBefore, dg, &expected, srcIdx, dstIdx, srcLayer, dstLayer, layers);
     ASSERT_TRUE(sameImage(expected, dst.capture(), "destination"));
+    ASSERT_TRUE(sameImage(srcBefore, src.capture(), "source"));
   }
 }
 
 TEST(CudaDirectCopies, PitchZeroBecomesRows) {
   const std::vector<kvio_copy2d> plan = {{100, 200, 16, 3, 0, 64}, {1, 2, 8, 1, 8, 8}};
-  std::vector<EngineCopy> copies;
-  kvio::cuda::engineCopies(plan, &copies);
+  const std::vector<EngineCopy> copies = cut(plan, kEverything, kEverything);
   ASSERT_EQ(copies.size(), 4u);
   for (int r = 0; r < 3; ++r) {
     EXPECT_EQ(copies[r].height, 1u);
@@ -152,14 +136,89 @@ TEST(CudaDirectCopies, PitchZeroBecomesRows) {
 
 TEST(CudaDirectCopies, PitchAboveTheDeviceLimitBecomesRows) {
   const std::vector<kvio_copy2d> plan = {{0, 1u << 20, 64, 4, 3u << 20, 64}};
-  std::vector<EngineCopy> copies;
-  kvio::cuda::engineCopies(plan, &copies, 1u << 20);
+  std::vector<EngineCopy> copies = cut(plan, kEverything, kEverything, 1u << 20);
   ASSERT_EQ(copies.size(), 4u);
   EXPECT_EQ(copies[3].src, 3u * (3u << 20));
   EXPECT_EQ(copies[3].dst, (1u << 20) + 3u * 64u);
-  kvio::cuda::engineCopies(plan, &copies, 4u << 20);
+  copies = cut(plan, kEverything, kEverything, 4u << 20);
   ASSERT_EQ(copies.size(), 1u);
   EXPECT_EQ(copies[0].height, 4u);
+}
+
+// The H200 failure: four layer buffers 16 KiB apart, one 2-D copy of four rows (one per
+// layer) at pitch 16384. Whether the buffers are back to back or have gaps, each row becomes
+// its own copy; rows inside one buffer stay 2-D.
+TEST(CudaDirectCopies, CopiesAreCutAtAllocationBoundaries) {
+  const uint64_t base = 1u << 20;
+  for (uint64_t layerBytes : {16384u, 4096u}) {
+    SCOPED_TRACE("layer buffers of " + std::to_string(layerBytes) + " bytes, 16 KiB apart");
+    std::vector<Region> device;
+    for (uint64_t l = 0; l < 4; ++l) device.push_back({base + l * 16384, layerBytes});
+    const std::vector<Region> host = {{8u << 20, 1u << 20}};
+    const std::vector<kvio_copy2d> plan = {{(8u << 20) + 512, base + 1024, 1024, 4, 98304, 16384}};
+    const std::vector<EngineCopy> copies = cut(plan, host, device);
+    ASSERT_EQ(copies.size(), 4u);
+    for (uint64_t l = 0; l < 4; ++l) {
+      EXPECT_EQ(copies[l].height, 1u);
+      EXPECT_EQ(copies[l].dst, base + l * 16384 + 1024);
+      EXPECT_EQ(copies[l].src, (8u << 20) + 512 + l * 98304);
+    }
+  }
+  // Rows 0-2 in one buffer, rows 3-5 in the next one (back to back): two 2-D copies.
+  const std::vector<Region> two = {{4096, 3 * 256}, {4096 + 3 * 256, 3 * 256}};
+  std::vector<EngineCopy> copies = cut({{0, 4096, 64, 6, 64, 256}}, kEverything, two);
+  ASSERT_EQ(copies.size(), 2u);
+  EXPECT_EQ(copies[0].height, 3u);
+  EXPECT_EQ(copies[1].height, 3u);
+  EXPECT_EQ(copies[1].dst, 4096u + 3 * 256);
+  // A 1-D copy over two adjacent buffers, and rows of a 2-D copy that cross the boundary:
+  // pieces that each stay in one buffer.
+  copies = cut({{0, 4096 + 700, 100, 1, 100, 100}}, kEverything, two);
+  ASSERT_EQ(copies.size(), 2u);
+  EXPECT_EQ(copies[0].width, 68u);
+  EXPECT_EQ(copies[1].dst, 4096u + 768);
+  EXPECT_EQ(copies[1].src, 68u);
+  EXPECT_EQ(copies[1].width, 32u);
+  copies = cut({{0, 4096 + 736, 64, 2, 64, 64}}, kEverything, two);
+  ASSERT_EQ(copies.size(), 3u);  // row 0 in two pieces, row 1 whole
+  EXPECT_EQ(copies[0].width + copies[1].width, 64u);
+  EXPECT_EQ(copies[2].dst, 4096u + 800);
+  // The source side is cut too.
+  copies = cut({{4096 + 700, 0, 100, 1, 100, 100}}, two, kEverything);
+  ASSERT_EQ(copies.size(), 2u);
+  EXPECT_EQ(copies[1].dst, 68u);
+}
+
+TEST(CudaDirectCopies, HeightsAboveTheEngineLimitAreSplit) {
+  const std::vector<EngineCopy> copies =
+      cut({{0, 1u << 20, 8, 7, 16, 32}}, kEverything, kEverything, 1u << 20, 3);
+  ASSERT_EQ(copies.size(), 3u);  // 3 + 3 rows, then the last row alone
+  EXPECT_EQ(copies[0].height, 3u);
+  EXPECT_EQ(copies[1].height, 3u);
+  EXPECT_EQ(copies[1].src, 3u * 16u);
+  EXPECT_EQ(copies[2].height, 1u);
+  EXPECT_EQ(copies[2].dst, (1u << 20) + 6u * 32u);
+}
+
+TEST(CudaDirectCopies, AnAddressInNoRegionIsInternalAndNothingIsIssued) {
+  std::vector<uint8_t> a(256, 1), b(256, 0);
+  FakeCopyEngine engine;
+  engine.addAllocation(a.data(), a.size());
+  engine.addAllocation(b.data(), b.size());
+  const uint64_t src = reinterpret_cast<uint64_t>(a.data());
+  const uint64_t dst = reinterpret_cast<uint64_t>(b.data());
+  // The second copy's destination lies past the only destination region.
+  const std::vector<kvio_copy2d> plan = {{src, dst, 64, 1, 64, 64},
+                                         {src, dst + 512, 64, 1, 64, 64}};
+  CopyIssuer issuer;
+  EXPECT_EQ(issuer.issue(directOn(engine), plan, std::vector<Region>{{src, 256}},
+                         std::vector<Region>{{dst, 256}}, {}),
+            KVIO_STATUS_INTERNAL);
+  EXPECT_NE(std::string(kvio_last_error()).find("plan copy 1 of 2: destination address"),
+            std::string::npos)
+      << kvio_last_error();
+  EXPECT_EQ(engine.copy1dCalls + engine.copy2dCalls + engine.batchCalls, 0);
+  EXPECT_EQ(b, std::vector<uint8_t>(256, 0));
 }
 
 TEST(CudaDirectCopies, BatchAbiFollowsTheDriver) {
@@ -172,86 +231,103 @@ TEST(CudaDirectCopies, BatchAbiFollowsTheDriver) {
   EXPECT_EQ(kvio::cuda::chooseBatchAbi(0, true, true), BatchAbi::None);
 }
 
-std::vector<EngineCopy> rowCopies(std::vector<uint8_t>* src, std::vector<uint8_t>* dst, size_t n,
-                                  size_t width) {
-  src->assign(n * width, 0);
-  dst->assign(n * width, 0);
-  for (size_t i = 0; i < src->size(); ++i) (*src)[i] = static_cast<uint8_t>(i * 7 + 1);
-  std::vector<EngineCopy> copies;
-  for (size_t i = 0; i < n; ++i) {  // reversed order: no copies merge
-    const size_t j = n - 1 - i;
-    copies.push_back({reinterpret_cast<uint64_t>(dst->data() + j * width),
-                      reinterpret_cast<uint64_t>(src->data() + j * width), width, 1, width, width});
+/// n 1-D copies of `width` bytes between two buffers, in reversed order (none merge), and the
+/// fake engine knowing both buffers.
+struct Rows {
+  Rows(size_t n, size_t width) {
+    src.assign(n * width, 0);
+    dst.assign(n * width, 0);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 7 + 1);
+    for (size_t i = 0; i < n; ++i) {
+      const size_t j = n - 1 - i;
+      plan.push_back({reinterpret_cast<uint64_t>(src.data() + j * width),
+                      reinterpret_cast<uint64_t>(dst.data() + j * width), width, 1, width, width});
+    }
+    engine.addAllocation(src.data(), src.size());
+    engine.addAllocation(dst.data(), dst.size());
   }
-  return copies;
-}
+  kvio_status issue(CopyIssuer& issuer, const EngineOps& ops) {
+    return issuer.issue(
+        ops, plan, std::vector<Region>{{reinterpret_cast<uint64_t>(src.data()), src.size()}},
+        std::vector<Region>{{reinterpret_cast<uint64_t>(dst.data()), dst.size()}}, {});
+  }
+  std::vector<uint8_t> src, dst;
+  std::vector<kvio_copy2d> plan;
+  FakeCopyEngine engine;
+};
 
 TEST(CudaDirectCopies, BatchesAreBounded) {
-  std::vector<uint8_t> src, dst;
-  const auto copies = rowCopies(&src, &dst, 10, 32);
-  FakeEngine engine;
-  bool enabled = true;
-  kvio::cuda::BatchScratch scratch;
-  ASSERT_EQ(kvio::cuda::issueCopies(engine.ops(true), copies, 4, &enabled, &scratch),
-            KVIO_STATUS_OK);
-  EXPECT_EQ(engine.batchCalls, 3);  // 4 + 4 + 2
-  EXPECT_EQ(engine.largestBatch, 4u);
-  EXPECT_EQ(engine.singleCalls, 0);
-  EXPECT_EQ(src, dst);
+  Rows rows(10, 32);
+  CopyIssuer issuer;
+  ASSERT_EQ(rows.issue(issuer, directOn(rows.engine, true, 4)), KVIO_STATUS_OK);
+  EXPECT_EQ(rows.engine.batchCalls, 3);  // 4 + 4 + 2
+  EXPECT_EQ(rows.engine.largestBatch, 4u);
+  EXPECT_EQ(rows.engine.copy1dCalls, 0);
+  EXPECT_EQ(rows.src, rows.dst);
 }
 
 TEST(CudaDirectCopies, NotSupportedFallsBackToSingleCopiesForGood) {
-  std::vector<uint8_t> src, dst;
-  const auto copies = rowCopies(&src, &dst, 10, 32);
-  FakeEngine engine;
-  engine.batchResult = kvio::cuda::kEngineNotSupported;
-  bool enabled = true;
-  kvio::cuda::BatchScratch scratch;
-  ASSERT_EQ(kvio::cuda::issueCopies(engine.ops(true), copies, 4, &enabled, &scratch),
-            KVIO_STATUS_OK);
-  EXPECT_FALSE(enabled);
-  EXPECT_EQ(engine.batchCalls, 1);  // asked once, then never again
-  EXPECT_EQ(engine.singleCalls, 10);
-  EXPECT_EQ(src, dst);
-  std::fill(dst.begin(), dst.end(), 0);
-  ASSERT_EQ(kvio::cuda::issueCopies(engine.ops(true), copies, 4, &enabled, &scratch),
-            KVIO_STATUS_OK);
-  EXPECT_EQ(engine.batchCalls, 1);
-  EXPECT_EQ(src, dst);
+  Rows rows(10, 32);
+  rows.engine.batchResult = kvio::engine::kEngineNotSupported;
+  CopyIssuer issuer;
+  ASSERT_EQ(rows.issue(issuer, directOn(rows.engine, true, 4)), KVIO_STATUS_OK);
+  EXPECT_FALSE(issuer.batchEnabled());
+  EXPECT_EQ(rows.engine.batchCalls, 1);  // asked once, then never again
+  EXPECT_EQ(rows.engine.copy1dCalls, 10);
+  EXPECT_EQ(rows.src, rows.dst);
+  std::fill(rows.dst.begin(), rows.dst.end(), 0);
+  ASSERT_EQ(rows.issue(issuer, directOn(rows.engine, true, 4)), KVIO_STATUS_OK);
+  EXPECT_EQ(rows.engine.batchCalls, 1);
+  EXPECT_EQ(rows.src, rows.dst);
 }
 
 TEST(CudaDirectCopies, NoBatchEntryPointUsesSingleCopies) {
-  std::vector<uint8_t> src, dst;
-  const auto copies = rowCopies(&src, &dst, 5, 8);
-  FakeEngine engine;
-  bool enabled = true;
-  kvio::cuda::BatchScratch scratch;
-  ASSERT_EQ(kvio::cuda::issueCopies(engine.ops(false), copies, 4, &enabled, &scratch),
-            KVIO_STATUS_OK);
-  EXPECT_EQ(engine.singleCalls, 5);
-  EXPECT_EQ(src, dst);
+  Rows rows(5, 8);
+  CopyIssuer issuer;
+  ASSERT_EQ(rows.issue(issuer, directOn(rows.engine, false, 4)), KVIO_STATUS_OK);
+  EXPECT_EQ(rows.engine.copy1dCalls, 5);
+  EXPECT_EQ(rows.src, rows.dst);
 }
 
 TEST(CudaDirectCopies, FailuresNameTheCallAndTheCopy) {
-  std::vector<uint8_t> src, dst;
-  const auto copies = rowCopies(&src, &dst, 6, 16);
-  FakeEngine engine;
-  engine.batchResult = 700;
-  bool enabled = true;
-  kvio::cuda::BatchScratch scratch;
-  EXPECT_EQ(kvio::cuda::issueCopies(engine.ops(true), copies, 4, &enabled, &scratch),
-            KVIO_STATUS_BACKEND_ERROR);
+  Rows rows(6, 16);
+  rows.engine.batchResult = 700;
+  CopyIssuer issuer;
+  EXPECT_EQ(rows.issue(issuer, directOn(rows.engine, true, 4)), KVIO_STATUS_BACKEND_ERROR);
   EXPECT_NE(std::string(kvio_last_error()).find("cuMemcpyBatchAsync failed: fake error 700"),
             std::string::npos)
       << kvio_last_error();
-  EXPECT_NE(std::string(kvio_last_error()).find("failIdx 2"), std::string::npos);
-  FakeEngine single;
-  single.failSingleAt = 3;
-  EXPECT_EQ(kvio::cuda::issueCopies(single.ops(false), copies, 4, &enabled, &scratch),
+  EXPECT_NE(std::string(kvio_last_error()).find("failIndex 2: that copy: 16 bytes from 0x"),
+            std::string::npos)
+      << kvio_last_error();
+  Rows single(6, 16);
+  single.engine.failCopy1dAt = 3;
+  single.engine.failCode = 1;
+  CopyIssuer singleIssuer;
+  EXPECT_EQ(single.issue(singleIssuer, directOn(single.engine, false, 4)),
             KVIO_STATUS_BACKEND_ERROR);
-  EXPECT_NE(
-      std::string(kvio_last_error()).find("cudaMemcpyAsync failed: fake error 1: copy 3 of 6"),
-      std::string::npos)
+  EXPECT_NE(std::string(kvio_last_error())
+                .find("cudaMemcpyAsync failed: fake cudaErrorInvalidValue: copy 3 of 6"),
+            std::string::npos)
+      << kvio_last_error();
+  // A 2-D copy the engine refuses: the call, the rows and the pitches.
+  std::vector<uint8_t> a(4096), b(4096);
+  FakeCopyEngine engine;
+  engine.addAllocation(a.data(), a.size());
+  engine.addAllocation(b.data(), b.size());
+  engine.failCopy2dAt = 0;
+  const uint64_t src = reinterpret_cast<uint64_t>(a.data());
+  const uint64_t dst = reinterpret_cast<uint64_t>(b.data());
+  kvio::engine::IssueOptions options;
+  options.direction = kvio::cuda::directionName(KVIO_MEMORY_HOST_PINNED, KVIO_MEMORY_CUDA_DEVICE);
+  EXPECT_EQ(CopyIssuer().issue(directOn(engine), {{src, dst, 1024, 4, 1024, 1024}},
+                               std::vector<Region>{{src, 4096}}, std::vector<Region>{{dst, 4096}},
+                               options),
+            KVIO_STATUS_BACKEND_ERROR);
+  EXPECT_NE(std::string(kvio_last_error())
+                .find("cudaMemcpy2DAsync failed: fake error 700: copy 0 of 1 (plan copy 0 of 1), "
+                      "host to device, 4 rows of 1024 bytes, pitches dst 1024 src 1024"),
+            std::string::npos)
       << kvio_last_error();
 }
 

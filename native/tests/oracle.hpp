@@ -4,8 +4,9 @@
 // (2, P, L, ps, H, D) / (2, P, H, ps, L, D); MLA the same with one component and H = 1; device
 // pools layer_first as one buffer, one buffer per component, or one buffer per layer), and a
 // transfer is replayed as naive loops over (index, layer, component, head). It also owns the
-// memory of wrapped test pools (with guard zones around each buffer), fills sources with
-// seeded random bytes and destinations with a canary, and compares whole buffers.
+// memory of wrapped test pools (with guard zones around each buffer; buffers apart, or carved
+// at equal distance out of one block), fills sources with seeded random bytes and destinations
+// with a canary, and compares whole buffers.
 #ifndef KVIO_TESTS_ORACLE_HPP_
 #define KVIO_TESTS_ORACLE_HPP_
 
@@ -172,14 +173,36 @@ inline void fillRandom(uint8_t* data, size_t bytes, std::mt19937_64& rng) {
   for (; i < bytes; ++i) data[i] = static_cast<uint8_t>(rng());
 }
 
+/// Where the buffers of a wrapped pool lie. Apart: each its own heap block with guard zones,
+/// per-layer buffers in reverse address order. Carved: cut from one block in table order at
+/// equal distance (buffer size + gap, gap <= kGuard, guard bytes in the gaps), so that buffers
+/// of consecutive components or layers line up like one strided buffer (what cudaMalloc gave
+/// the H200 runs) and only allocation boundaries tell them apart.
+struct Placement {
+  bool carved = false;
+  uint64_t gap = 0;
+};
+inline Placement apart() {
+  return {};
+}
+inline Placement carved(uint64_t gap) {
+  return {true, gap};
+}
+
+/// A block of memory as the test allocated it (what a copy engine knows as an allocation).
+struct Buffer {
+  uint64_t address;
+  uint64_t bytes;
+};
+
 /// A kvio pool in one of the memory forms, with the memory the test owns.
 class TestPool {
  public:
   /// memoryKind / device: where the pool says its memory lies (KVIO_MEMORY_*); the test owns
   /// wrapped buffers either way (an emulated device's memory is host memory).
   TestPool(const Geometry& g, int32_t memoryKind = KVIO_MEMORY_HOST,  // NOLINT
-           int32_t device = -1)
-      : g_(g) {
+           int32_t device = -1, Placement placement = apart())
+      : g_(g), placement_(placement) {
     const kvio::PoolSpec spec = g.spec();
     if (g.form == Form::Allocated) {
       pool_ = std::make_unique<kvio::Pool>(kvio::Pool::allocate(spec, memoryKind, device));
@@ -188,13 +211,23 @@ class TestPool {
       return;
     }
     const size_t bytes = static_cast<size_t>(g.regionBytes());
-    storage_.resize(static_cast<size_t>(g.regions()));
-    // Per-layer tables: allocate in reverse so layer buffers are not in address order.
-    for (size_t r = 0; r < storage_.size(); ++r) {
-      const size_t k = g.form == Form::PerLayer ? storage_.size() - 1 - r : r;
-      storage_[k].assign(bytes + 2 * kGuard, kGuardByte);
+    const size_t regions = static_cast<size_t>(g.regions());
+    if (placement.carved) {
+      EXPECT_LE(placement.gap, kGuard);  // every gap byte lies in some buffer's guard zone
+      const size_t stride = bytes + static_cast<size_t>(placement.gap);
+      storage_.resize(1);
+      storage_[0].assign(regions * stride - placement.gap + 2 * kGuard, kGuardByte);
+      for (size_t r = 0; r < regions; ++r)
+        region_.push_back(storage_[0].data() + kGuard + r * stride);
+    } else {
+      storage_.resize(regions);
+      // Per-layer tables: allocate in reverse so layer buffers are not in address order.
+      for (size_t r = 0; r < regions; ++r) {
+        const size_t k = g.form == Form::PerLayer ? regions - 1 - r : r;
+        storage_[k].assign(bytes + 2 * kGuard, kGuardByte);
+      }
+      for (auto& s : storage_) region_.push_back(s.data() + kGuard);
     }
-    for (auto& s : storage_) region_.push_back(s.data() + kGuard);
     std::vector<void*> pointers(region_.begin(), region_.end());
     switch (g.form) {
       case Form::Single:
@@ -218,15 +251,40 @@ class TestPool {
   const kvio::Pool& pool() const { return *pool_; }
   uint8_t* region(size_t r) { return region_[r]; }
 
-  /// Whole buffers (with guard zones for wrapped memory).
+  /// The pool's buffers: kvio's allocation, or each wrapped buffer without its guard zones.
+  std::vector<Buffer> buffers() const {
+    if (g_.form == Form::Allocated) {
+      return {{reinterpret_cast<uint64_t>(region_[0]), pool_->bytes(0)}};
+    }
+    std::vector<Buffer> out;
+    for (uint8_t* r : region_) {
+      out.push_back({reinterpret_cast<uint64_t>(r), static_cast<uint64_t>(g_.regionBytes())});
+    }
+    return out;
+  }
+
+  /// Whole buffers (with guard zones for wrapped memory). Carved buffers come without theirs:
+  /// the bytes of the block outside every buffer (guard zones and gaps) follow as one more.
   Image capture() const {
     Image image;
     if (g_.form == Form::Allocated) {
       image.buffers.emplace_back(region_[0], region_[0] + g_.regionBytes());
       return image;
     }
-    image.guard = kGuard;
-    image.buffers = storage_;
+    if (!placement_.carved) {
+      image.guard = kGuard;
+      image.buffers = storage_;
+      return image;
+    }
+    std::vector<uint8_t> outside;
+    const uint8_t* at = storage_[0].data();
+    for (uint8_t* r : region_) {
+      image.buffers.emplace_back(r, r + g_.regionBytes());
+      outside.insert(outside.end(), at, static_cast<const uint8_t*>(r));
+      at = r + g_.regionBytes();
+    }
+    outside.insert(outside.end(), at, storage_[0].data() + storage_[0].size());
+    image.buffers.push_back(std::move(outside));
     return image;
   }
   void fill(uint8_t value) {
@@ -238,6 +296,7 @@ class TestPool {
 
  private:
   Geometry g_;
+  Placement placement_;
   std::unique_ptr<kvio::Pool> pool_;
   std::vector<std::vector<uint8_t>> storage_;
   std::vector<uint8_t*> region_;

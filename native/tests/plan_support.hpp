@@ -1,7 +1,8 @@
-// planOf(): the plan kvio_plan returns for a transfer between two test pools (asserting that
-// planning succeeds and that a second call with room for the copies returns the same count).
-// Shared by the planner and CUDA direct-copy tests; kept apart from oracle.hpp, which must not
-// call the code it checks.
+// planOf(): the plan kvio_plan returns for a transfer (asserting that planning succeeds and
+// that a second call with room for the copies returns the same count); regionsOf(): the memory
+// regions kvio keeps for a pool (kvio_pool_region), where copy engines cut. Shared by the
+// planner and copy-engine tests; kept apart from oracle.hpp, which must not call the code it
+// checks.
 #ifndef KVIO_TESTS_PLAN_SUPPORT_HPP_
 #define KVIO_TESTS_PLAN_SUPPORT_HPP_
 
@@ -16,6 +17,16 @@
 
 namespace kvio_test {
 
+inline std::vector<kvio_copy2d> planOf(const kvio_transfer_desc& desc) {
+  int64_t count = -1;
+  EXPECT_EQ(kvio_plan(&desc, nullptr, 0, &count), KVIO_STATUS_OK) << kvio_last_error();
+  std::vector<kvio_copy2d> plan(static_cast<size_t>(std::max<int64_t>(count, 0)));
+  int64_t again = -1;
+  EXPECT_EQ(kvio_plan(&desc, plan.data(), count, &again), KVIO_STATUS_OK);
+  EXPECT_EQ(again, count);
+  return plan;
+}
+
 inline std::vector<kvio_copy2d> planOf(const TestPool& src, const TestPool& dst,
                                        const std::vector<int64_t>& srcIdx,
                                        const std::vector<int64_t>& dstIdx, int64_t srcLayer,
@@ -28,13 +39,20 @@ inline std::vector<kvio_copy2d> planOf(const TestPool& src, const TestPool& dst,
                                 srcLayer,
                                 dstLayer,
                                 layers};
-  int64_t count = -1;
-  EXPECT_EQ(kvio_plan(&desc, nullptr, 0, &count), KVIO_STATUS_OK) << kvio_last_error();
-  std::vector<kvio_copy2d> plan(static_cast<size_t>(std::max<int64_t>(count, 0)));
-  int64_t again = -1;
-  EXPECT_EQ(kvio_plan(&desc, plan.data(), count, &again), KVIO_STATUS_OK);
-  EXPECT_EQ(again, count);
-  return plan;
+  return planOf(desc);
+}
+
+/// The memory regions kvio knows for a pool (kvio_pool_region): what an executor cuts at.
+inline std::vector<Buffer> regionsOf(uint64_t pool) {
+  int64_t count = 0;
+  EXPECT_EQ(kvio_pool_region(pool, 0, nullptr, nullptr, &count), KVIO_STATUS_OK)
+      << kvio_last_error();
+  std::vector<Buffer> regions(static_cast<size_t>(std::max<int64_t>(count, 0)));
+  for (int64_t r = 0; r < count; ++r) {
+    Buffer& b = regions[static_cast<size_t>(r)];
+    EXPECT_EQ(kvio_pool_region(pool, r, &b.address, &b.bytes, nullptr), KVIO_STATUS_OK);
+  }
+  return regions;
 }
 
 }  // namespace kvio_test

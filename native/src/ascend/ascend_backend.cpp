@@ -1,8 +1,9 @@
 // The 'kernel_ascend' io backend: its registry entry and availability (the cause when CANN or
 // an NPU is absent), the executor, the Ascend memory services of the core (MemoryOps) and the
 // Ascend entry points of the C ABI. It mirrors the CUDA copy-engine backend: an executor owns
-// (or adopts) one aclrtStream on one NPU; each transfer's plan is issued on it
-// (ascend_copies.hpp) followed by an aclrtEvent, and the transfer is done when that event is
+// (or adopts) one aclrtStream on one NPU; each transfer's plan is issued on it by the shared
+// copy-engine issuer, cut at the pools' allocation boundaries (ascend_copies.hpp), followed by
+// an aclrtEvent, and the transfer is done when that event is
 // (aclrtQueryEventStatus / aclrtSynchronizeEvent of that event only; never a device-wide
 // synchronisation). Pools stay alive until their transfers' events have completed. Caller host
 // memory is registered through kvio's registry of host registrations (host_registry.hpp). All ACL
@@ -231,10 +232,8 @@ class AscendExecutor final : public Executor {
     const bool dstDevice = job->dstPlace.kind == KVIO_MEMORY_ASCEND_DEVICE;
     target.kind = srcDevice ? (dstDevice ? ACL_MEMCPY_DEVICE_TO_DEVICE : ACL_MEMCPY_DEVICE_TO_HOST)
                             : ACL_MEMCPY_HOST_TO_DEVICE;
-    sortedRegions(job->srcPool->regions, &srcRegions_);
-    sortedRegions(job->dstPool->regions, &dstRegions_);
-    splitAtRegions(job->plan, srcRegions_, dstRegions_, &pieces_);
-    const kvio_status status = issuePlan(target, pieces_, &issue_);
+    const kvio_status status =
+        issuePlan(target, job->plan, job->srcPool->regions, job->dstPool->regions, &issue_);
     if (status != KVIO_STATUS_OK) {
       // Copies queued before the failed call may still write the destination: the transfer
       // reports its error only once the stream has finished them, so nothing changes after.
@@ -287,9 +286,7 @@ class AscendExecutor final : public Executor {
   aclrtStream stream_ = nullptr;
   bool ownStream_ = false;
   std::mutex mutex_;
-  IssueState issue_;
-  Regions srcRegions_, dstRegions_;  // reused per job
-  std::vector<kvio_copy2d> pieces_;
+  IssueState issue_;  // the shared issuer's state, reused across jobs
   std::deque<InFlight> inFlight_;
 };
 

@@ -1,25 +1,19 @@
-// The 'kernel_ascend' io backend's copy logic, free of CANN headers so that it builds and is
-// tested on every machine: turning the planner's 2-D copies into ACL calls on one stream.
-//   - A copy of several rows whose pitches are both at least its width, between host and
-//     device, is one aclrtMemcpy2dAsync (the "dim exchange": the pitches do the layout
-//     transpose), cut into pieces of at most kMax2dHeight rows (that call's documented limit).
-//   - Every other copy (one row; device to device, which aclrtMemcpy2dAsync does not do; a
-//     broadcast source of pitch 0) becomes 1-D copies. Runs of consecutive 1-D copies go to
-//     aclrtMemcpyBatchAsync (at most kMaxBatch per call) when the runtime has it, else to
-//     aclrtMemcpyAsync one by one. A batch answered ACL_ERROR_RT_FEATURE_NOT_SUPPORT turns
-//     batching off for the executor and its copies are issued one by one.
-// Every call's return code is checked; a failure names the call, the ACL error, the copy and
-// its sizes.
+// The 'kernel_ascend' io backend's copy engine, free of CANN headers so that it builds and is
+// tested on every machine: the ACL calls of the engine table the shared copy-engine issuer
+// drives (native/src/engine/copy_engine.hpp cuts copies at allocation boundaries and chooses
+// 2-D, 1-D and batch calls). aclrtMemcpy2dAsync does the "dim exchange" (the pitches do the
+// layout transpose) between host and device only, at most kMax2dHeight rows per call; runs of
+// 1-D copies go to aclrtMemcpyBatchAsync (CANN >= 8.5; ACL_ERROR_RT_FEATURE_NOT_SUPPORT turns
+// batching off for the executor), else aclrtMemcpyAsync. The batch call's attributes say where
+// each side lies. Used by AscendExecutor::submit (ascend_backend.cpp) and ascend_copies_test.
 #ifndef KVIO_ASCEND_ASCEND_COPIES_HPP_
 #define KVIO_ASCEND_ASCEND_COPIES_HPP_
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "../core/error.hpp"
-#include "../core/pool.hpp"
+#include "../engine/copy_engine.hpp"
 #include "acl_api.hpp"
 #include "kvio/kvio.h"
 
@@ -49,21 +43,7 @@ inline std::string describeAclError(const AclApi& api, aclError error) {
   return text;
 }
 
-/// What one executor keeps between transfers: whether batching is still on, and reused arrays.
-struct IssueState {
-  bool batchEnabled = true;
-  std::vector<void*> dsts, srcs;
-  std::vector<size_t> sizes;
-  std::vector<size_t> attrIndexes;
-  struct Row {
-    uint64_t dst, src, bytes;
-    size_t copy;  // index of the plan copy it comes from, for messages
-  };
-  std::vector<Row> rows;  // pending 1-D copies
-};
-
-/// The executor's side of a transfer: the runtime, the stream, the direction and where each
-/// side lies (for the batch attributes).
+/// The executor's side of a transfer: the runtime, the stream, the direction and the device.
 struct IssueTarget {
   const AclApi* api = nullptr;
   aclrtStream stream = nullptr;
@@ -71,91 +51,19 @@ struct IssueTarget {
   int32_t device = 0;
 };
 
-/// The memory regions (allocations) of one side, sorted by address.
-using Regions = std::vector<MemoryRegion>;
-
-inline void sortedRegions(const std::vector<MemoryRegion>& regions, Regions* out) {
-  out->assign(regions.begin(), regions.end());
-  std::sort(out->begin(), out->end(),
-            [](const MemoryRegion& a, const MemoryRegion& b) { return a.address < b.address; });
-}
+/// What one executor keeps between transfers: the issuer (whether batching is still on) and
+/// the arrays of the batch call.
+struct IssueState {
+  engine::CopyIssuer issuer;
+  std::vector<void*> dsts, srcs;
+};
 
 namespace detail {
 
-// End of the region holding `address`, or 0 when none does.
-inline uint64_t regionEnd(const Regions& regions, uint64_t address) {
-  auto it = std::upper_bound(regions.begin(), regions.end(), address,
-                             [](uint64_t a, const MemoryRegion& r) { return a < r.address; });
-  if (it == regions.begin()) return 0;
-  --it;
-  const uint64_t end = it->address + it->bytes;
-  return address < end ? end : 0;
-}
-
-// Rows of a copy, from `start` at `pitch`, whose `width` bytes stay inside the region of the
-// first one (at least 1).
-inline uint64_t rowsInRegion(const Regions& regions, uint64_t start, uint64_t pitch, uint64_t width,
-                             uint64_t rows) {
-  const uint64_t end = regionEnd(regions, start);
-  if (end == 0 || pitch == 0 || start + width > end) return rows;  // unknown memory: as is
-  return std::max<uint64_t>(1, std::min(rows, (end - start - width) / pitch + 1));
-}
-
-}  // namespace detail
-
-/// Cuts copies so that no ACL call spans two allocations on either side: the planner merges
-/// rows of separate buffers (K and V, or two layers) whenever their addresses line up, which
-/// the host can do but a copy engine that translates one allocation per call need not.
-inline void splitAtRegions(const std::vector<kvio_copy2d>& plan, const Regions& src,
-                           const Regions& dst, std::vector<kvio_copy2d>* out) {
-  out->clear();
-  for (const kvio_copy2d& c : plan) {
-    if (c.height == 1) {
-      uint64_t offset = 0;
-      while (offset < c.width) {
-        uint64_t piece = c.width - offset;
-        const uint64_t srcEnd = detail::regionEnd(src, c.src + offset);
-        const uint64_t dstEnd = detail::regionEnd(dst, c.dst + offset);
-        if (srcEnd != 0) piece = std::min(piece, srcEnd - (c.src + offset));
-        if (dstEnd != 0) piece = std::min(piece, dstEnd - (c.dst + offset));
-        out->push_back({c.src + offset, c.dst + offset, piece, 1, piece, piece});
-        offset += piece;
-      }
-      continue;
-    }
-    uint64_t row = 0;
-    while (row < c.height) {
-      const uint64_t s = c.src + row * c.src_pitch;
-      const uint64_t d = c.dst + row * c.dst_pitch;
-      const uint64_t left = c.height - row;
-      const uint64_t rows = std::min(detail::rowsInRegion(src, s, c.src_pitch, c.width, left),
-                                     detail::rowsInRegion(dst, d, c.dst_pitch, c.width, left));
-      out->push_back({s, d, c.width, rows, c.src_pitch, c.dst_pitch});
-      row += rows;
-    }
-  }
-}
-
-namespace detail {
-
-inline kvio_status issueSingles(const IssueTarget& t, IssueState* s, size_t begin, size_t end,
-                                size_t planSize) {
-  for (size_t i = begin; i < end; ++i) {
-    const IssueState::Row& r = s->rows[i];
-    const aclError e =
-        t.api->memcpyAsync(reinterpret_cast<void*>(r.dst), r.bytes,
-                           reinterpret_cast<const void*>(r.src), r.bytes, t.kind, t.stream);
-    if (e != ACL_SUCCESS) {
-      return fail(KVIO_STATUS_BACKEND_ERROR,
-                  "aclrtMemcpyAsync failed: %s: copy %zu of %zu, %s, %llu bytes from 0x%llx to "
-                  "0x%llx",
-                  describeAclError(*t.api, e).c_str(), r.copy, planSize, memcpyKindName(t.kind),
-                  static_cast<unsigned long long>(r.bytes), static_cast<unsigned long long>(r.src),
-                  static_cast<unsigned long long>(r.dst));
-    }
-  }
-  return KVIO_STATUS_OK;
-}
+struct EngineContext {
+  const IssueTarget* target;
+  IssueState* state;
+};
 
 inline aclrtMemLocation location(bool device, int32_t ordinal) {
   aclrtMemLocation l{};
@@ -164,98 +72,74 @@ inline aclrtMemLocation location(bool device, int32_t ordinal) {
   return l;
 }
 
-// Issues the pending 1-D copies: batches of at most kMaxBatch, or one by one.
-inline kvio_status flushRows(const IssueTarget& t, IssueState* s, size_t planSize) {
-  size_t i = 0;
-  const size_t n = s->rows.size();
-  while (i < n) {
-    const size_t end = std::min(n, i + kMaxBatch);
-    if (t.api->memcpyBatchAsync != nullptr && s->batchEnabled && end - i > 1) {
-      s->dsts.clear();
-      s->srcs.clear();
-      s->sizes.clear();
-      for (size_t k = i; k < end; ++k) {
-        s->dsts.push_back(reinterpret_cast<void*>(s->rows[k].dst));
-        s->srcs.push_back(reinterpret_cast<void*>(s->rows[k].src));
-        s->sizes.push_back(static_cast<size_t>(s->rows[k].bytes));
-      }
-      aclrtMemcpyBatchAttr attr{};
-      attr.dstLoc = location(
-          t.kind == ACL_MEMCPY_HOST_TO_DEVICE || t.kind == ACL_MEMCPY_DEVICE_TO_DEVICE, t.device);
-      attr.srcLoc = location(
-          t.kind == ACL_MEMCPY_DEVICE_TO_HOST || t.kind == ACL_MEMCPY_DEVICE_TO_DEVICE, t.device);
-      size_t attrIndex = 0;
-      size_t failIndex = SIZE_MAX;
-      // destMax of each copy is its size: the sizes array serves as both.
-      const aclError e =
-          t.api->memcpyBatchAsync(s->dsts.data(), s->sizes.data(), s->srcs.data(), s->sizes.data(),
-                                  end - i, &attr, &attrIndex, 1, &failIndex, t.stream);
-      if (e == ACL_SUCCESS) {
-        i = end;
-        continue;
-      }
-      if (e != ACL_ERROR_RT_FEATURE_NOT_SUPPORT) {
-        return fail(KVIO_STATUS_BACKEND_ERROR,
-                    "aclrtMemcpyBatchAsync failed: %s: batch of %zu copies (%s) from copy %zu of "
-                    "%zu, failIndex %lld",
-                    describeAclError(*t.api, e).c_str(), end - i, memcpyKindName(t.kind),
-                    s->rows[i].copy, planSize,
-                    failIndex == SIZE_MAX ? -1LL : static_cast<long long>(failIndex));
-      }
-      s->batchEnabled = false;  // this runtime has no batch copies: one by one from now on
-    }
-    KVIO_RETURN_IF_ERROR(issueSingles(t, s, i, end, planSize));
-    i = end;
+inline int copy1d(void* context, uint64_t dst, uint64_t src, uint64_t bytes) {
+  const IssueTarget& t = *static_cast<EngineContext*>(context)->target;
+  return t.api->memcpyAsync(reinterpret_cast<void*>(dst), bytes, reinterpret_cast<const void*>(src),
+                            bytes, t.kind, t.stream);
+}
+
+inline int copy2d(void* context, const engine::EngineCopy& c) {
+  const IssueTarget& t = *static_cast<EngineContext*>(context)->target;
+  return t.api->memcpy2dAsync(reinterpret_cast<void*>(c.dst), c.dstPitch,
+                              reinterpret_cast<const void*>(c.src), c.srcPitch, c.width, c.height,
+                              t.kind, t.stream);
+}
+
+inline int batch(void* context, const uint64_t* dsts, const uint64_t* srcs, const size_t* sizes,
+                 size_t count, size_t* failIndex) {
+  auto* c = static_cast<EngineContext*>(context);
+  const IssueTarget& t = *c->target;
+  IssueState& s = *c->state;
+  s.dsts.resize(count);
+  s.srcs.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    s.dsts[i] = reinterpret_cast<void*>(dsts[i]);
+    s.srcs[i] = reinterpret_cast<void*>(srcs[i]);
   }
-  s->rows.clear();
-  return KVIO_STATUS_OK;
+  aclrtMemcpyBatchAttr attr{};
+  attr.dstLoc = location(
+      t.kind == ACL_MEMCPY_HOST_TO_DEVICE || t.kind == ACL_MEMCPY_DEVICE_TO_DEVICE, t.device);
+  attr.srcLoc = location(
+      t.kind == ACL_MEMCPY_DEVICE_TO_HOST || t.kind == ACL_MEMCPY_DEVICE_TO_DEVICE, t.device);
+  size_t attrIndex = 0;
+  // destMax of each copy is its size: the sizes array serves as both. ACL does not write it.
+  auto* n = const_cast<size_t*>(sizes);
+  const aclError e = t.api->memcpyBatchAsync(s.dsts.data(), n, s.srcs.data(), n, count, &attr,
+                                             &attrIndex, 1, failIndex, t.stream);
+  if (e == ACL_ERROR_RT_FEATURE_NOT_SUPPORT) return engine::kEngineNotSupported;
+  return e;
+}
+
+inline std::string errorText(void* context, int code) {
+  return describeAclError(*static_cast<EngineContext*>(context)->target->api, code);
 }
 
 }  // namespace detail
 
-/// Issues `plan` on the target's stream, in order. Returns OK, or BACKEND_ERROR naming the
-/// failed call; copies issued before a failure stay queued.
-inline kvio_status issuePlan(const IssueTarget& t, const std::vector<kvio_copy2d>& plan,
-                             IssueState* s) {
-  s->rows.clear();
-  const bool twoD = t.kind == ACL_MEMCPY_HOST_TO_DEVICE || t.kind == ACL_MEMCPY_DEVICE_TO_HOST;
-  for (size_t i = 0; i < plan.size(); ++i) {
-    const kvio_copy2d& c = plan[i];
-    if (c.height > 1 && twoD && c.src_pitch >= c.width && c.dst_pitch >= c.width) {
-      KVIO_RETURN_IF_ERROR(detail::flushRows(t, s, plan.size()));  // keep the stream order
-      for (uint64_t row = 0; row < c.height; row += kMax2dHeight) {
-        const uint64_t rows = std::min<uint64_t>(kMax2dHeight, c.height - row);
-        const uint64_t dst = c.dst + row * c.dst_pitch;
-        const uint64_t src = c.src + row * c.src_pitch;
-        const aclError e = t.api->memcpy2dAsync(reinterpret_cast<void*>(dst), c.dst_pitch,
-                                                reinterpret_cast<const void*>(src), c.src_pitch,
-                                                c.width, rows, t.kind, t.stream);
-        if (e != ACL_SUCCESS) {
-          return fail(
-              KVIO_STATUS_BACKEND_ERROR,
-              "aclrtMemcpy2dAsync failed: %s: copy %zu of %zu, %s, %llu rows of %llu "
-              "bytes (rows %llu to %llu of %llu), pitches dst %llu src %llu, dst 0x%llx "
-              "src 0x%llx",
-              describeAclError(*t.api, e).c_str(), i, plan.size(), memcpyKindName(t.kind),
-              static_cast<unsigned long long>(rows), static_cast<unsigned long long>(c.width),
-              static_cast<unsigned long long>(row), static_cast<unsigned long long>(row + rows - 1),
-              static_cast<unsigned long long>(c.height),
-              static_cast<unsigned long long>(c.dst_pitch),
-              static_cast<unsigned long long>(c.src_pitch), static_cast<unsigned long long>(dst),
-              static_cast<unsigned long long>(src));
-        }
-      }
-      continue;
-    }
-    if (c.height == 1) {
-      s->rows.push_back({c.dst, c.src, c.width, i});
-      continue;
-    }
-    for (uint64_t row = 0; row < c.height; ++row) {
-      s->rows.push_back({c.dst + row * c.dst_pitch, c.src + row * c.src_pitch, c.width, i});
-    }
-  }
-  return detail::flushRows(t, s, plan.size());
+/// Issues `plan` on the target's stream, in order, cut at the regions of the source and
+/// destination pools (their MemoryRegions, or engine::Regions). Returns OK; INTERNAL (nothing
+/// issued) for a copy outside the regions; BACKEND_ERROR naming the failed call (copies issued
+/// before it stay queued).
+template <class SrcRegions, class DstRegions>
+kvio_status issuePlan(const IssueTarget& t, const std::vector<kvio_copy2d>& plan,
+                      const SrcRegions& srcRegions, const DstRegions& dstRegions, IssueState* s) {
+  detail::EngineContext context{&t, s};
+  engine::EngineOps ops;
+  ops.context = &context;
+  ops.copy1dName = "aclrtMemcpyAsync";
+  ops.copy2dName = "aclrtMemcpy2dAsync";
+  ops.batchName = "aclrtMemcpyBatchAsync";
+  ops.maxPitch = UINT64_MAX;  // no documented limit below size_t
+  ops.max2dHeight = kMax2dHeight;
+  ops.maxBatch = kMaxBatch;
+  ops.copy1d = detail::copy1d;
+  ops.copy2d = detail::copy2d;
+  ops.batch = t.api->memcpyBatchAsync != nullptr ? detail::batch : nullptr;
+  ops.errorText = detail::errorText;
+  engine::IssueOptions options;
+  options.twoD = t.kind == ACL_MEMCPY_HOST_TO_DEVICE || t.kind == ACL_MEMCPY_DEVICE_TO_HOST;
+  options.direction = memcpyKindName(t.kind);
+  return s->issuer.issue(ops, plan, srcRegions, dstRegions, options);
 }
 
 }  // namespace ascend

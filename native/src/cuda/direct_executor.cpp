@@ -1,14 +1,18 @@
-// The 'direct' io backend: the planner's copies on the copy engine. 2-D copies go to
-// cudaMemcpy2DAsync; runs of 1-D copies go to cuMemcpyBatchAsync (at most kMaxBatch per call)
-// when the driver offers it, else to cudaMemcpyAsync one by one (direct_copies.hpp has the
-// logic, tested on the host). The batch entry point is resolved at run time through
-// cudaGetDriverEntryPointByVersion, for the ABI of the version asked (12.8: with failIdx;
-// 13.0: without), so a build with one toolkit is correct on drivers of either version.
+// The 'direct' io backend: the planner's copies on the CUDA copy engine, through the shared
+// copy-engine issuer (engine/copy_engine.hpp: cut at the pools' allocation boundaries, 2-D
+// copies to cudaMemcpy2DAsync, runs of 1-D copies to cuMemcpyBatchAsync when the driver offers
+// it, else cudaMemcpyAsync one by one). This file holds the CUDA calls of the engine table; the
+// table's limits and the batch ABI choice are in direct_copies.hpp. The batch entry point is
+// resolved at run time through cudaGetDriverEntryPointByVersion, for the ABI of the version
+// asked (12.8: with failIdx; 13.0: without), so a build with one toolkit is correct on drivers
+// of either version.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
 #include <vector>
 
+#include "../core/pool.hpp"
+#include "../engine/copy_engine.hpp"
 #include "cuda_executor.hpp"
 #include "direct_copies.hpp"
 
@@ -16,7 +20,9 @@ namespace kvio {
 namespace cuda {
 namespace {
 
-constexpr size_t kMaxBatch = 4096;
+using engine::EngineCopy;
+using engine::kEngineNotSupported;
+using engine::kEngineOk;
 
 struct BatchEntry {
   BatchAbi abi = BatchAbi::None;
@@ -82,30 +88,32 @@ int copy2d(void* context, const EngineCopy& copy) {
                                     copy.width, copy.height, cudaMemcpyDefault, c->stream));
 }
 
-int batch(void* context, uint64_t* dsts, uint64_t* srcs, size_t* sizes, size_t count,
-          size_t* failIndex) {
+int batch(void* context, const uint64_t* dsts, const uint64_t* srcs, const size_t* sizes,
+          size_t count, size_t* failIndex) {
   auto* c = static_cast<EngineContext*>(context);
   CUmemcpyAttributes attributes{};
   attributes.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
   attributes.flags = CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE;
   size_t attributeIndex = 0;
-  auto* d = reinterpret_cast<CUdeviceptr*>(dsts);
-  auto* s = reinterpret_cast<CUdeviceptr*>(srcs);
+  // The driver does not write these arrays; its signature just lacks the const.
+  auto* d = reinterpret_cast<CUdeviceptr*>(const_cast<uint64_t*>(dsts));
+  auto* s = reinterpret_cast<CUdeviceptr*>(const_cast<uint64_t*>(srcs));
+  auto* n = const_cast<size_t*>(sizes);
   auto stream = reinterpret_cast<CUstream>(c->stream);
   CUresult result = CUDA_SUCCESS;
   if (c->batch.abi == BatchAbi::V13000) {
     result = reinterpret_cast<PFN_cuMemcpyBatchAsync_v13000>(c->batch.function)(
-        d, s, sizes, count, &attributes, &attributeIndex, 1, stream);
+        d, s, n, count, &attributes, &attributeIndex, 1, stream);
   } else {
     result = reinterpret_cast<PFN_cuMemcpyBatchAsync_v12080>(c->batch.function)(
-        d, s, sizes, count, &attributes, &attributeIndex, 1, failIndex, stream);
+        d, s, n, count, &attributes, &attributeIndex, 1, failIndex, stream);
   }
   if (result == CUDA_SUCCESS) return kEngineOk;
   if (result == CUDA_ERROR_NOT_SUPPORTED) return kEngineNotSupported;
   return static_cast<int>(result);
 }
 
-std::string errorText(int code) {
+std::string errorText(void*, int code) {
   // Runtime and driver codes share their numbers for the errors these calls return.
   return describe(static_cast<cudaError_t>(code));
 }
@@ -119,17 +127,17 @@ class DirectExecutor final : public CudaExecutor {
     context_.batch = batchEntry();
     // The batch API refuses the legacy default stream.
     const auto raw = reinterpret_cast<uint64_t>(stream_);
-    batchEnabled_ = context_.batch.abi != BatchAbi::None && raw != 0 &&
-                    raw != reinterpret_cast<uint64_t>(cudaStreamLegacy);
+    issuer_.setBatchEnabled(context_.batch.abi != BatchAbi::None && raw != 0 &&
+                            raw != reinterpret_cast<uint64_t>(cudaStreamLegacy));
+    int maxPitch = 0;
+    KVIO_CUDA_TRY(cudaDeviceGetAttribute(&maxPitch, cudaDevAttrMaxPitch, device_),
+                  "querying the largest 2-D copy pitch of CUDA device %d", device_);
+    ops_ = directEngine(static_cast<uint64_t>(maxPitch));
     ops_.context = &context_;
     ops_.copy1d = copy1d;
     ops_.copy2d = copy2d;
     ops_.batch = context_.batch.function != nullptr ? batch : nullptr;
     ops_.errorText = errorText;
-    int maxPitch = 0;
-    KVIO_CUDA_TRY(cudaDeviceGetAttribute(&maxPitch, cudaDevAttrMaxPitch, device_),
-                  "querying the largest 2-D copy pitch of CUDA device %d", device_);
-    maxPitch_ = static_cast<uint64_t>(maxPitch);
     return KVIO_STATUS_OK;
   }
 
@@ -137,17 +145,15 @@ class DirectExecutor final : public CudaExecutor {
 
  protected:
   kvio_status enqueue(Job& job, EventCompletion*, std::function<void()>*) override {
-    engineCopies(job.plan, &copies_, maxPitch_);
-    return issueCopies(ops_, copies_, kMaxBatch, &batchEnabled_, &scratch_);
+    engine::IssueOptions options;
+    options.direction = directionName(job.srcPlace.kind, job.dstPlace.kind);
+    return issuer_.issue(ops_, job.plan, job.srcPool->regions, job.dstPool->regions, options);
   }
 
  private:
   EngineContext context_;
-  EngineOps ops_;
-  bool batchEnabled_ = false;
-  uint64_t maxPitch_ = kDefaultMaxPitch;
-  std::vector<EngineCopy> copies_;
-  BatchScratch scratch_;
+  engine::EngineOps ops_;
+  engine::CopyIssuer issuer_;  // batch switch and arrays, reused across jobs
 };
 
 }  // namespace

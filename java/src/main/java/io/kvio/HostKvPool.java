@@ -79,6 +79,7 @@ public final class HostKvPool extends KvPool {
         checkArguments(device, hostIndices, deviceIndices);
         checkDeviceLayers(device);
         return Kvio.submit(
+                TransferEvent.BACKUP,
                 executor.handle(),
                 device.handle(),
                 handle(),
@@ -118,6 +119,7 @@ public final class HostKvPool extends KvPool {
             return Transfer.completed();
         }
         return Kvio.submit(
+                TransferEvent.LOAD,
                 executor.handle(),
                 handle(),
                 device.handle(),

@@ -67,6 +67,11 @@ public final class Kvio {
         checkLayers("src", srcLayerStart, numLayers, src.spec().numLayers());
         checkLayers("dst", dstLayerStart, numLayers, dst.spec().numLayers());
         return submit(
+                src instanceof DeviceKvPool && dst instanceof HostKvPool
+                        ? TransferEvent.BACKUP
+                        : src instanceof HostKvPool && dst instanceof DeviceKvPool
+                                ? TransferEvent.LOAD
+                                : TransferEvent.OTHER,
                 executorHandle,
                 srcHandle,
                 dstHandle,
@@ -77,7 +82,12 @@ public final class Kvio {
                 numLayers);
     }
 
+    /**
+     * The one submit path. {@code direction} (TransferEvent.BACKUP, LOAD or OTHER) is for the
+     * Flight Recorder event only, begun here when a recording enables it.
+     */
     static Transfer submit(
+            String direction,
             long executor,
             long src,
             long dst,
@@ -86,6 +96,7 @@ public final class Kvio {
             long srcLayerStart,
             long dstLayerStart,
             long numLayers) {
+        TransferEvent event = TransferEvent.begin(direction);
         long[] bytes = new long[1];
         long handle =
                 Dispatcher.submit(
@@ -99,7 +110,7 @@ public final class Kvio {
                         dstLayerStart,
                         numLayers,
                         bytes);
-        return Transfer.submitted(handle, bytes[0]);
+        return Transfer.submitted(handle, bytes[0], event);
     }
 
     static void ensureOpen(String name, KvPool pool) {

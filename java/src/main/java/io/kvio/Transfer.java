@@ -17,10 +17,12 @@ public final class Transfer implements AutoCloseable {
     private boolean released; // guarded by lock
     private boolean done; // guarded by lock
     private KvioException failure; // guarded by lock: the transfer's own failure, once done
+    private TransferEvent event; // guarded by lock: the Flight Recorder event not yet committed
 
-    private Transfer(long handle, long bytes) {
+    private Transfer(long handle, long bytes, TransferEvent event) {
         this.handle = handle;
         this.bytes = bytes;
+        this.event = event;
         this.cleanable = handle == 0 ? null : Dispatcher.CLEANER.register(this, new Closer(handle));
         if (handle == 0) {
             released = true;
@@ -42,12 +44,17 @@ public final class Transfer implements AutoCloseable {
     }
 
     static Transfer submitted(long handle, long bytes) {
-        return new Transfer(handle, bytes);
+        return new Transfer(handle, bytes, null);
+    }
+
+    /** With the Flight Recorder event Kvio began for it (null when none is recorded). */
+    static Transfer submitted(long handle, long bytes, TransferEvent event) {
+        return new Transfer(handle, bytes, event);
     }
 
     /** A transfer that moved nothing and is already complete. */
     static Transfer completed() {
-        return new Transfer(0, 0);
+        return new Transfer(0, 0, null);
     }
 
     /** Waits for completion; throws the typed exception if the transfer failed. */
@@ -83,6 +90,7 @@ public final class Transfer implements AutoCloseable {
             if (!done) {
                 done = true;
                 failure = error;
+                commitEvent();
                 release();
             }
             return finish();
@@ -105,7 +113,11 @@ public final class Transfer implements AutoCloseable {
             if (released) {
                 throw new KvioClosedException("this transfer is closed");
             }
-            return Dispatcher.transferIsDone(handle);
+            boolean isDone = Dispatcher.transferIsDone(handle);
+            if (isDone && event != null) {
+                commitEvent();
+            }
+            return isDone;
         }
     }
 
@@ -151,7 +163,21 @@ public final class Transfer implements AutoCloseable {
         }
     }
 
+    /** Commits the Flight Recorder event, if any, once; before the native handle is released. */
+    private void commitEvent() {
+        TransferEvent e = event;
+        if (e == null || released) {
+            return;
+        }
+        event = null;
+        e.end();
+        if (e.shouldCommit() && Dispatcher.transferInfo(handle, e)) {
+            e.commit();
+        }
+    }
+
     private void release() {
+        commitEvent(); // close() without await: the event says whether it was still running
         if (!released) {
             released = true;
             cleanable.clean();

@@ -365,8 +365,9 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   src->usage()->add(job->state);
   if (dst != src) dst->usage()->add(job->state);
   job->state->holdPools(std::move(src), std::move(dst));
-  const std::shared_ptr<TransferState> state = job->state;
-  *out = transfers().add(state);
+  // The registry keeps the state alive until the caller closes the handle it has not seen yet.
+  TransferState* const state = job->state.get();
+  *out = transfers().add(job->state);
   ex.submit(std::move(job));
   if (!ex.marksStart()) state->markStarted();
   return KVIO_STATUS_OK;

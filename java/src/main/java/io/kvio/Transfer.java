@@ -43,11 +43,7 @@ public final class Transfer implements AutoCloseable {
         }
     }
 
-    static Transfer submitted(long handle, long bytes) {
-        return new Transfer(handle, bytes, null);
-    }
-
-    /** With the Flight Recorder event Kvio began for it (null when none is recorded). */
+    /** {@code event}: the Flight Recorder event Kvio began for it (null when none is recorded). */
     static Transfer submitted(long handle, long bytes, TransferEvent event) {
         return new Transfer(handle, bytes, event);
     }
@@ -90,8 +86,7 @@ public final class Transfer implements AutoCloseable {
             if (!done) {
                 done = true;
                 failure = error;
-                commitEvent();
-                release();
+                release(); // commits the Flight Recorder event first, if any
             }
             return finish();
         }

@@ -88,6 +88,18 @@ final class HierarchicalCache implements AutoCloseable {
                 .build();
     }
 
+    /**
+     * Writes one byte of every 4 KiB page of the host pool. kvio maps host pools lazily (zeroed on
+     * first touch), so without this the first backups into each page pay the page faults: in this
+     * example, 40 to 180 ms for the first 16 MiB backups against 0.7 ms once faulted in.
+     */
+    void prefaultHostPool() {
+        java.nio.ByteBuffer memory = host.buffer();
+        for (int at = 0; at < memory.capacity(); at += 4096) {
+            memory.put(at, (byte) 0);
+        }
+    }
+
     /** Marks a resident sequence as just used (it becomes the last to be evicted). */
     void touch(Sequence s) {
         resident.get(s.id);

@@ -104,6 +104,11 @@ public final class ServingLoop {
                 SEQUENCES,
                 PAGES_PER_SEQUENCE,
                 computeNanos / 1000);
+        long faultStart = System.nanoTime();
+        cache.prefaultHostPool();
+        System.out.printf(
+                "host pool (%d MiB) faulted in at start-up: %.1f ms%n",
+                cache.host.regionBytes(0) >> 20, (System.nanoTime() - faultStart) / 1e6);
         long loadAlone = calibrateLoadAlone();
         System.out.printf(
                 "loads alone: one sequence's %d per-layer loads (%d MiB), awaited in turn, take"

@@ -200,7 +200,7 @@ public class RequestFormsTest {
         assertTrue(t.isDone());
         assertEquals(t.bytes(), 0);
         t.await();
-        t = host.load(device, 1).deviceIndices().hostIndices().submit();
+        t = host.load(device, 1).deviceIndices(new long[0]).hostIndices(new long[0]).submit();
         assertTrue(t.isDone());
         assertEquals(t.bytes(), 0);
         t = Kvio.transfer(host.executor(), host, device, new long[0], new long[0], 0, 0, 1);

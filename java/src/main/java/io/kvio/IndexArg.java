@@ -14,8 +14,11 @@ import java.util.Objects;
 import org.bytedeco.javacpp.Pointer;
 
 final class IndexArg {
-    /** Scratch kept per thread and slot up to this size; larger lists get a one-off buffer. */
-    private static final int RETAINED_BYTES = 1 << 20;
+    /**
+     * Scratch kept per thread and slot up to this size (32768 indices; at most 512 KiB per thread);
+     * larger lists get a one-off direct buffer for the call.
+     */
+    private static final int RETAINED_BYTES = 1 << 18;
 
     private final String name;
     private final TokenIndices list;

@@ -239,6 +239,37 @@ public class CallerMessagesTest {
     }
 
     @Test
+    public void hostBuilderWithoutHeadsSaysWhatToCall() {
+        KvioInvalidArgumentException e =
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () ->
+                                open(
+                                        HostKvPool.builder()
+                                                .deviceLayers(4)
+                                                .pages(8)
+                                                .pageSize(4)
+                                                .headBytes(8)
+                                                .build()));
+        assertTrue(
+                e.getMessage().contains("heads must be at least 1, got 0: call heads(n)"),
+                e.getMessage());
+        assertTrue(e.getMessage().contains("forDevice(devicePool)"), e.getMessage());
+        e =
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () -> HostKvPool.builder().forDevice(device).layerRange(1, 0).build());
+        assertTrue(e.getMessage().contains("numLayers must be at least 1, got 0"), e.getMessage());
+    }
+
+    @Test
+    public void unitIsNamed() {
+        NullPointerException e =
+                expectThrows(NullPointerException.class, () -> host.closeAndWait(1, null));
+        assertEquals(e.getMessage(), "unit");
+    }
+
+    @Test
     public void poolSpecBuilderSaysWhatToCall() {
         KvioInvalidArgumentException e =
                 expectThrows(

@@ -1,12 +1,13 @@
 /*
  * A host KV pool: the host-RAM tier of the hierarchical cache, in any of the four layouts, moved
  * to and from a device pool by an io backend. It may hold all of the device's layers or a
- * contiguous range of them (layer sharding); backup(device) and load(device, layer) name each
- * index list by its side (hostIndices / deviceIndices), and report device layers the pool does not
- * hold on the Transfer (or refuse them, with strictLayers()). build() checks the configuration against the native
- * support rules (both granularities) before allocating, so a bad layout/backend combination fails
- * at start-up with the reason and what to use instead, not at the first transfer. For the kernel and
- * direct io backends the host memory is pinned (cudaHostAlloc), as the CUDA copies require.
+ * contiguous range of them (layer sharding). backup(device) and load(device, layer) name each
+ * index list by its side (hostIndices / deviceIndices) and report device layers the pool does
+ * not hold on the Transfer (or refuse them, with strictLayers()). build() checks the
+ * configuration against the native support rules (both granularities) before allocating, so a
+ * bad layout/backend combination fails at start-up with the reason and what to use instead, not
+ * at the first transfer. For the kernel and direct io backends the host memory is pinned
+ * (cudaHostAlloc), as the CUDA copies require.
  */
 package io.kvio;
 

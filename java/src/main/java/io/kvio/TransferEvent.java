@@ -39,9 +39,8 @@ final class TransferEvent extends Event {
 
     @Label("Direction")
     @Description(
-            "backup: device pool to host pool (HostKvPool.backupFromDevice); load: host pool to"
-                    + " device pool (HostKvPool.loadToDevice); Kvio.transfer: the same by pool"
-                    + " type, other between pools of one type")
+            "backup: device pool to host pool; load: host pool to device pool; other: between"
+                    + " pools of one type (Kvio.transfer)")
     String direction;
 
     @Label("Source Layout")
@@ -106,13 +105,16 @@ final class TransferEvent extends Event {
      * A begun event for a transfer about to be submitted, or null when no recording enables the
      * event (the common case: no allocation, no native call).
      */
-    static TransferEvent begin(String direction) {
+    static TransferEvent begin(KvPool src, KvPool dst) {
         if (!new TransferEvent().isEnabled()) {
             return null;
         }
         Dispatcher.enableTransferTiming();
         TransferEvent event = new TransferEvent();
-        event.direction = direction;
+        event.direction =
+                src instanceof DeviceKvPool && dst instanceof HostKvPool
+                        ? BACKUP
+                        : src instanceof HostKvPool && dst instanceof DeviceKvPool ? LOAD : OTHER;
         event.begin();
         return event;
     }

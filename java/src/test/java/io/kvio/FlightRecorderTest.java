@@ -90,13 +90,18 @@ public class FlightRecorderTest {
                     record(
                             () -> {
                                 Transfer backup =
-                                        host.backupFromDevice(device, hostSlots, deviceSlots);
+                                        host.backup(device)
+                                                .deviceIndices(deviceSlots)
+                                                .hostIndices(hostSlots)
+                                                .submit();
                                 backup.await();
                                 bytes[0] = backup.bytes();
                                 for (int layer = 0; layer < layers; layer++) {
                                     Transfer load =
-                                            host.loadToDevice(
-                                                    device, hostSlots, deviceSlots, layer);
+                                            host.load(device, layer)
+                                                    .hostIndices(hostSlots)
+                                                    .deviceIndices(deviceSlots)
+                                                    .submit();
                                     load.await();
                                     bytes[1 + layer] = load.bytes();
                                 }
@@ -169,20 +174,32 @@ public class FlightRecorderTest {
                                 Kvio.transfer(cpu, mla, mlaHost, a, b, 0, 0, 2).await();
                                 Kvio.transfer(cpu, mlaHost, otherHost, b, a, 1, 1, 1).await();
                                 // 8 pages x 64 tokens x 8 layers x 2 x 1 KiB: the worker path
-                                Transfer t = bigHost.backupFromDevice(big, all, all);
+                                Transfer t =
+                                        bigHost.backup(big)
+                                                .deviceIndices(all)
+                                                .hostIndices(all)
+                                                .submit();
                                 t.await();
                                 large[0] = t.bytes();
                                 // a failed copy: the event carries the status
                                 Dispatcher.testInjectFault(KvioNative.KVIO_TEST_FAULT_CPU_COPY, 1);
                                 try {
-                                    Transfer failed = mlaHost.loadToDevice(mla, b, a, 0);
+                                    Transfer failed =
+                                            mlaHost.load(mla, 0)
+                                                    .hostIndices(b)
+                                                    .deviceIndices(a)
+                                                    .submit();
                                     expectThrows(KvioBackendException.class, failed::await);
                                 } finally {
                                     Dispatcher.testInjectFault(
                                             KvioNative.KVIO_TEST_FAULT_CPU_COPY, 0);
                                 }
                                 // closed without await: still one event
-                                mlaHost.loadToDevice(mla, b, a, 1).close();
+                                mlaHost.load(mla, 1)
+                                        .hostIndices(b)
+                                        .deviceIndices(a)
+                                        .submit()
+                                        .close();
                             });
         }
         assertEquals(events.size(), 5, events.toString());
@@ -228,7 +245,7 @@ public class FlightRecorderTest {
                         DeviceKvPool.allocate(deviceSpec(PoolKind.MHA, 1, 4, 1), IoBackend.CPU);
                 HostKvPool host = HostKvPool.builder().forDevice(device).build();
                 TokenIndices slots = TokenIndices.pages(4, 0)) {
-            host.backupFromDevice(device, slots, slots).await();
+            host.backup(device).deviceIndices(slots).hostIndices(slots).submit().await();
         }
         record(() -> {}); // registers the class with a recorder, as any recording would
         EventType type =

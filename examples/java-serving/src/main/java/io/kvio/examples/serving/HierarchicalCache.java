@@ -163,7 +163,11 @@ final class HierarchicalCache implements AutoCloseable {
                 TokenIndices deviceSlots =
                         TokenIndices.pages(deviceSpec.pageSize(), s.devicePages)) {
             for (int layer = 0; layer < layers; layer++) {
-                loads[layer] = host.loadToDevice(device, hostSlots, deviceSlots, layer);
+                loads[layer] =
+                        host.load(device, layer)
+                                .hostIndices(hostSlots)
+                                .deviceIndices(deviceSlots)
+                                .submit();
             }
         }
         return loads;
@@ -203,7 +207,7 @@ final class HierarchicalCache implements AutoCloseable {
     private Transfer backup(long[] devicePages, long[] hostPages) {
         try (TokenIndices hostSlots = TokenIndices.pages(deviceSpec.pageSize(), hostPages);
                 TokenIndices deviceSlots = TokenIndices.pages(deviceSpec.pageSize(), devicePages)) {
-            return host.backupFromDevice(device, hostSlots, deviceSlots);
+            return host.backup(device).deviceIndices(deviceSlots).hostIndices(hostSlots).submit();
         }
     }
 

@@ -134,6 +134,51 @@ TEST(ExecutorWait, TimeoutIsDoneAndBytes) {
   EXPECT_EQ(last.bytes(), 16384u * 4096);
 }
 
+TEST(ExecutorInfo, TransferInfoDescribesAndTimesTransfers) {
+  // kvio_transfer_get_info: shape always; times only with kvio_transfer_timing on, ordered, and
+  // a queued transfer starts after the one before it ended (one worker thread).
+  kvio::Executor one(kvio::IoBackend::Cpu, 1);
+  kvio::Pool src = kvio::Pool::allocate(rows4k(2, 4096).spec());
+  kvio::Pool dst = kvio::Pool::allocate(rows4k(2, 4096).spec());
+  const std::vector<int64_t> all = range(0, 4096);
+  kvio_transfer_info info{};
+  EXPECT_EQ(kvio_transfer_get_info(1, &info), KVIO_STATUS_INVALID_ARGUMENT);
+  {
+    kvio::Transfer untimed = kvio::transferAllLayers(one, src, dst, all, all);
+    untimed.wait();
+    ASSERT_EQ(kvio_transfer_get_info(untimed.handle(), nullptr), KVIO_STATUS_INVALID_ARGUMENT);
+    ASSERT_EQ(kvio_transfer_get_info(untimed.handle(), &info), KVIO_STATUS_OK);
+    EXPECT_EQ(info.io_backend, KVIO_BACKEND_CPU);
+    EXPECT_EQ(info.src_layout, KVIO_LAYOUT_LAYER_FIRST);
+    EXPECT_EQ(info.dst_memory, KVIO_MEMORY_HOST);
+    EXPECT_EQ(info.components, 1);
+    EXPECT_EQ(info.num_indices, 4096);
+    EXPECT_EQ(info.num_layers, 2);
+    EXPECT_EQ(info.bytes, 2u * 4096 * 4096);
+    EXPECT_EQ(info.copies, 1);  // both sides contiguous across tokens and layers
+    EXPECT_EQ(info.launches, 0);
+    EXPECT_EQ(info.done, 1);
+    EXPECT_EQ(info.status, KVIO_STATUS_OK);
+    EXPECT_EQ(info.submit_ns, 0);
+    EXPECT_EQ(info.start_ns, 0);
+    EXPECT_EQ(info.end_ns, 0);
+  }
+  ASSERT_EQ(kvio_transfer_timing(1), KVIO_STATUS_OK);
+  std::vector<kvio::Transfer> transfers;
+  for (int i = 0; i < 3; ++i) transfers.push_back(kvio::transferAllLayers(one, src, dst, all, all));
+  for (auto& t : transfers) t.wait();
+  ASSERT_EQ(kvio_transfer_timing(0), KVIO_STATUS_OK);
+  int64_t previousEnd = 0;
+  for (auto& t : transfers) {
+    ASSERT_EQ(kvio_transfer_get_info(t.handle(), &info), KVIO_STATUS_OK);
+    EXPECT_GT(info.submit_ns, 0);
+    EXPECT_GE(info.start_ns, info.submit_ns);
+    EXPECT_GE(info.end_ns, info.start_ns);
+    EXPECT_GE(info.start_ns, previousEnd);  // submission order on one executor
+    previousEnd = info.end_ns;
+  }
+}
+
 TEST(ExecutorLifetime, PoolClosedWhileTransferInFlight) {
   // Source allocated by kvio and closed right after submit: its memory must live until the
   // copy is done. The destination is the test's own memory, so the result can be checked.

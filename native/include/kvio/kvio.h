@@ -221,6 +221,43 @@ KVIO_API int32_t kvio_transfer_is_done(uint64_t transfer);
 KVIO_API kvio_status kvio_transfer_bytes(uint64_t transfer, uint64_t* bytes_out);
 KVIO_API kvio_status kvio_transfer_close(uint64_t transfer);
 
+/* What a transfer is and how long it took, for observability (the Java API's JDK Flight
+ * Recorder event, docs/observability.md). Times are CLOCK_MONOTONIC nanoseconds (System.nanoTime
+ * in Java on Linux), recorded only for transfers submitted while kvio_transfer_timing is on:
+ * 0 otherwise, and 0 for a time not reached yet.
+ *   submit_ns  the submit call began (before validation and planning);
+ *   start_ns   execution began: cpu: the first copy started (on the submitting thread for small
+ *              jobs, else on a worker, after every job queued before it); kernel, direct,
+ *              kernel_ascend: the work was issued to the stream (device-side queueing behind
+ *              earlier stream work counts as transfer time, not queue time);
+ *   end_ns     kvio saw it complete: cpu: the last copy ended; device backends: the first
+ *              query, wait or reap that found its event done (so it includes polling latency). */
+typedef struct kvio_transfer_info {
+  int32_t io_backend; /* KVIO_BACKEND_* of the executor */
+  int32_t src_layout; /* KVIO_LAYOUT_* of the pools */
+  int32_t dst_layout;
+  int32_t src_memory; /* KVIO_MEMORY_* of the pools */
+  int32_t dst_memory;
+  int32_t components;  /* rows per (token, layer): 2 for mha (K, V), 1 for mla */
+  int64_t num_indices; /* index pairs */
+  int64_t num_layers;  /* layers per index pair */
+  uint64_t bytes;      /* planned bytes, as kvio_transfer_bytes */
+  int64_t copies;      /* 2-D copies of the plan (cpu, direct, kernel_ascend); 0 for kernel */
+  int64_t launches;    /* copy-kernel launches (kernel: 1); 0 for the plan-based backends */
+  int64_t submit_ns;
+  int64_t start_ns;
+  int64_t end_ns;
+  int32_t done;   /* 1 once complete (status is final), else 0 */
+  int32_t status; /* the transfer's own status once done, else KVIO_STATUS_OK */
+} kvio_transfer_info;
+
+/* Fills *info_out (any transfer handle still open, done or not). */
+KVIO_API kvio_status kvio_transfer_get_info(uint64_t transfer, kvio_transfer_info* info_out);
+/* Turns timestamping of transfers submitted from now on on (enabled != 0) or off, process-wide.
+ * Off by default: three clock reads per transfer when on. The Java API turns it on the first
+ * time its Flight Recorder event is enabled. */
+KVIO_API kvio_status kvio_transfer_timing(int32_t enabled);
+
 /* ---- the planner, exposed for tests, tools and other executors ---- */
 /* Writes up to capacity copies of the plan of `desc` into copies_out and their number into
  * count_out (the full count, even when larger than capacity). Validates like kvio_submit. */

@@ -255,6 +255,13 @@ class Transfer {
     check(kvio_transfer_bytes(handle_, &bytes));
     return bytes;
   }
+  /// What the transfer is and its times (kvio_transfer_get_info, kvio_transfer_timing).
+  kvio_transfer_info info() const {
+    kvio_transfer_info info{};
+    check(kvio_transfer_get_info(handle_, &info));
+    return info;
+  }
+  uint64_t handle() const { return handle_; }
 
  private:
   void release() {

@@ -2,6 +2,7 @@
 // path: look up handles, validate, plan, hand the job to the executor. Every entry point
 // catches everything: no exception crosses the C ABI.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <iterator>
 #include <mutex>
@@ -290,8 +291,13 @@ kvio_status checkLaunch(int32_t ctaBudget, int32_t warpsPerCta) {
   return KVIO_STATUS_OK;
 }
 
+// kvio_transfer_timing: whether transfers submitted now record their times.
+std::atomic<bool> transferTiming{false};
+
 kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool deviceIndices,
                    uint64_t* out, int32_t ctaBudget = 0, int32_t warpsPerCta = 0) {
+  const int64_t submitNs =
+      transferTiming.load(std::memory_order_relaxed) ? TransferState::monotonicNs() : 0;
   KVIO_RETURN_IF_ERROR(checkOut(out, "transfer_out"));
   KVIO_RETURN_IF_ERROR(checkLaunch(ctaBudget, warpsPerCta));
   std::shared_ptr<ExecutorImpl> executor;
@@ -343,11 +349,27 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   job->srcPool = src.get();
   job->dstPool = dst.get();
   job->state = std::make_shared<TransferState>(bytes);
+  TransferState::Shape shape;
+  shape.ioBackend = executor->backend;
+  shape.srcLayout = src->spec.layout;
+  shape.dstLayout = dst->spec.layout;
+  shape.srcMemory = src->memoryKind;
+  shape.dstMemory = dst->memoryKind;
+  shape.components = src->components();
+  shape.numIndices = desc.num_indices;
+  shape.numLayers = desc.num_layers;
+  shape.copies = ex.usesPlan() ? static_cast<int64_t>(job->plan.size()) : 0;
+  shape.launches = ex.usesPlan() ? 0 : 1;
+  shape.submitNs = submitNs;
+  job->state->describe(shape);
   src->usage()->add(job->state);
   if (dst != src) dst->usage()->add(job->state);
   job->state->holdPools(std::move(src), std::move(dst));
+  // The registry keeps the state alive until the caller closes the handle it has not seen yet.
+  TransferState* const state = job->state.get();
   *out = transfers().add(job->state);
   ex.submit(std::move(job));
+  if (!ex.marksStart()) state->markStarted();
   return KVIO_STATUS_OK;
 }
 
@@ -824,6 +846,41 @@ kvio_status kvio_transfer_bytes(uint64_t transfer, uint64_t* bytes_out) {
     std::shared_ptr<TransferState> state;
     KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
     *bytes_out = state->bytes();
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_transfer_get_info(uint64_t transfer, kvio_transfer_info* info_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(info_out, "info_out"));
+    std::shared_ptr<TransferState> state;
+    KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
+    const TransferState::Shape& shape = state->shape();
+    kvio_transfer_info info{};
+    info.io_backend = shape.ioBackend;
+    info.src_layout = shape.srcLayout;
+    info.dst_layout = shape.dstLayout;
+    info.src_memory = shape.srcMemory;
+    info.dst_memory = shape.dstMemory;
+    info.components = shape.components;
+    info.num_indices = shape.numIndices;
+    info.num_layers = shape.numLayers;
+    info.bytes = state->bytes();
+    info.copies = shape.copies;
+    info.launches = shape.launches;
+    info.submit_ns = shape.submitNs;
+    info.start_ns = state->startNs();
+    info.done = state->isDone() ? 1 : 0;  // polls a device completion, as kvio_transfer_is_done
+    info.end_ns = state->endNs();
+    info.status = info.done ? state->status() : KVIO_STATUS_OK;
+    *info_out = info;
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_transfer_timing(int32_t enabled) {
+  return guarded([&]() -> kvio_status {
+    transferTiming.store(enabled != 0, std::memory_order_relaxed);
     return KVIO_STATUS_OK;
   });
 }

@@ -72,6 +72,10 @@ void TransferState::complete(kvio_status status, std::string message) {
     std::lock_guard<std::mutex> lock(mutex_);
     status_ = status;
     message_ = std::move(message);
+    if (shape_.submitNs != 0) {
+      markStarted();  // a job that failed before it ran: no queue time after this point
+      endNs_ = monotonicNs();
+    }
     isDone_ = true;
     pools.swap(pools_);
   }
@@ -94,6 +98,7 @@ bool TransferState::pollLocked() const {
   std::string message;
   status_ = completion_->finish(&message);
   message_ = std::move(message);
+  if (shape_.submitNs != 0) endNs_ = monotonicNs();
   isDone_ = true;
   return true;
 }
@@ -147,6 +152,18 @@ bool TransferState::wait(int64_t timeoutNs) const {
     return true;
   }
   return done_.wait_for(lock, std::chrono::nanoseconds(timeoutNs), [this] { return released_; });
+}
+
+int64_t TransferState::endNs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return endNs_;
+}
+
+int64_t TransferState::monotonicNs() {
+  // steady_clock is CLOCK_MONOTONIC on Linux, the clock of Java's System.nanoTime.
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 kvio_status TransferState::status() const {

@@ -5,6 +5,7 @@
 #ifndef KVIO_CORE_EXECUTOR_HPP_
 #define KVIO_CORE_EXECUTOR_HPP_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -60,6 +61,30 @@ class TransferState {
   std::string message() const;
   uint64_t bytes() const { return bytes_; }
 
+  /// What the transfer is (kvio_transfer_get_info); the core sets it before submission.
+  struct Shape {
+    int32_t ioBackend = 0;
+    int32_t srcLayout = 0, dstLayout = 0;
+    int32_t srcMemory = 0, dstMemory = 0;
+    int32_t components = 0;
+    int64_t numIndices = 0, numLayers = 0;
+    int64_t copies = 0, launches = 0;
+    int64_t submitNs = 0;  // 0: this transfer is not timed (kvio_transfer_timing off)
+  };
+  void describe(const Shape& shape) { shape_ = shape; }
+  const Shape& shape() const { return shape_; }
+  /// Executors call it when execution begins; only the first call of a timed transfer counts.
+  void markStarted() {
+    if (shape_.submitNs == 0) return;
+    int64_t expected = 0;
+    startNs_.compare_exchange_strong(expected, monotonicNs(), std::memory_order_relaxed);
+  }
+  int64_t startNs() const { return startNs_.load(std::memory_order_relaxed); }
+  /// When it was seen done (0: not timed, or not done yet).
+  int64_t endNs() const;
+  /// CLOCK_MONOTONIC nanoseconds.
+  static int64_t monotonicNs();
+
  private:
   /// Completes from the device completion if it is done; mutex_ held.
   bool pollLocked() const;
@@ -77,6 +102,9 @@ class TransferState {
   mutable std::vector<std::shared_ptr<const PoolImpl>> pools_;
   std::shared_ptr<DeviceCompletion> completion_;
   const uint64_t bytes_;
+  Shape shape_;
+  std::atomic<int64_t> startNs_{0};
+  mutable int64_t endNs_ = 0;  // guarded by mutex_
 };
 
 /// What an executor that evaluates the layouts itself (the CUDA kernel) needs instead of a
@@ -139,6 +167,9 @@ class Executor {
   virtual void drain() = 0;
   /// False for executors that take a LayoutJob instead of a plan.
   virtual bool usesPlan() const { return true; }
+  /// True for executors that call TransferState::markStarted when a job starts running (cpu);
+  /// for the others the core marks the start when submit() returns (the work was issued).
+  virtual bool marksStart() const { return false; }
   virtual bool acceptsDeviceIndices() const { return false; }
   /// For device-resident index arrays: OK if the device can read them, else the reason.
   virtual kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst) const {

@@ -203,6 +203,7 @@ class CpuExecutor final : public Executor {
   }
 
   int32_t threads() const override { return threads_; }
+  bool marksStart() const override { return true; }
 
   void submit(std::shared_ptr<Job> job) override {
     const uint64_t bytes = planBytes(job->plan);
@@ -214,6 +215,7 @@ class CpuExecutor final : public Executor {
       if (queue_.empty() && inlineRunning_ == 0) {
         ++inlineRunning_;
         lock.unlock();
+        job->state->markStarted();
         if (!fault) {
           for (const kvio_copy2d& c : job->plan) runCopy(c, false);
         }
@@ -266,6 +268,7 @@ class CpuExecutor final : public Executor {
       std::shared_ptr<Pending> head = queue_.front();
       const Task task = head->tasks[head->next++];
       lock.unlock();
+      if (task.first == 0) head->job->state->markStarted();
       if (!head->fault) runTask(*head->pieces, task, head->stream);
       endStreaming(head->stream);
       lock.lock();

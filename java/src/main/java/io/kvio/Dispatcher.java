@@ -29,7 +29,8 @@ final class Dispatcher {
     private static final int OUT0 = 64;
     private static final int OUT1 = 72;
     private static final int OUT2 = 80;
-    private static final int SCRATCH_BYTES = 128;
+    private static final int INFO = 128; // kvio_transfer_info (96 bytes)
+    private static final int SCRATCH_BYTES = INFO + KvioNative.TRANSFER_INFO_BYTES;
 
     private static final String NATIVE_VERSION;
 
@@ -414,6 +415,33 @@ final class Dispatcher {
 
     static void transferClose(long transfer) {
         KvioNative.kvio_transfer_close(transfer);
+    }
+
+    /**
+     * Fills {@code event} from the transfer's kvio_transfer_info; false (event untouched) if the
+     * handle is gone. Never throws: observability must not fail a transfer.
+     */
+    static boolean transferInfo(long transfer, TransferEvent event) {
+        Scratch s = SCRATCH.get();
+        if (KvioNative.kvio_transfer_get_info(transfer, s.address + INFO)
+                != KvioNative.KVIO_STATUS_OK) {
+            return false;
+        }
+        event.fill(s.buffer, INFO);
+        return true;
+    }
+
+    private static volatile boolean transferTiming;
+
+    /**
+     * Makes the natives timestamp transfers from now on (kvio_transfer_timing); called the first
+     * time a recording enables the transfer event, and left on (three clock reads per transfer).
+     */
+    static void enableTransferTiming() {
+        if (!transferTiming) {
+            KvioNative.kvio_transfer_timing(1);
+            transferTiming = true;
+        }
     }
 
     // ---- native memory (JavaCPP's malloc/free; the Pointer natives live in our JNI library) ----

@@ -176,6 +176,7 @@ public final class Kvio {
             checkSameRows(src, dst);
             return Transfer.completed(skippedLayers);
         }
+        TransferEvent event = TransferEvent.begin(src, dst); // null unless a recording wants it
         long[] bytes = new long[1];
         long handle;
         try {
@@ -196,7 +197,7 @@ public final class Kvio {
         } finally {
             IndexArg.release();
         }
-        return Transfer.submitted(handle, bytes[0]).withSkippedLayers(skippedLayers);
+        return Transfer.submitted(handle, bytes[0], event).withSkippedLayers(skippedLayers);
     }
 
     /** The native message with the Java caller's names in place of the C ABI's. */

@@ -17,11 +17,13 @@ public final class Transfer implements AutoCloseable {
     private boolean released; // guarded by lock
     private boolean done; // guarded by lock
     private KvioException failure; // guarded by lock: the transfer's own failure, once done
+    private TransferEvent event; // guarded by lock: the Flight Recorder event not yet committed
     private volatile long[] skippedLayers = Kvio.NO_LAYERS;
 
-    private Transfer(long handle, long bytes) {
+    private Transfer(long handle, long bytes, TransferEvent event) {
         this.handle = handle;
         this.bytes = bytes;
+        this.event = event;
         this.cleanable = handle == 0 ? null : Dispatcher.CLEANER.register(this, new Closer(handle));
         if (handle == 0) {
             released = true;
@@ -42,18 +44,19 @@ public final class Transfer implements AutoCloseable {
         }
     }
 
-    static Transfer submitted(long handle, long bytes) {
-        return new Transfer(handle, bytes);
+    /** {@code event}: the Flight Recorder event Kvio began for it (null when none is recorded). */
+    static Transfer submitted(long handle, long bytes, TransferEvent event) {
+        return new Transfer(handle, bytes, event);
     }
 
     /** A transfer that moved nothing and is already complete. */
     static Transfer completed() {
-        return new Transfer(0, 0);
+        return new Transfer(0, 0, null);
     }
 
     /** Like {@link #completed()}, reporting device layers it did not move. */
     static Transfer completed(long[] skippedLayers) {
-        return new Transfer(0, 0).withSkippedLayers(skippedLayers);
+        return new Transfer(0, 0, null).withSkippedLayers(skippedLayers);
     }
 
     Transfer withSkippedLayers(long[] layers) {
@@ -104,7 +107,7 @@ public final class Transfer implements AutoCloseable {
             if (!done) {
                 done = true;
                 failure = error;
-                release();
+                release(); // commits the Flight Recorder event first, if any
             }
             return finish();
         }
@@ -126,7 +129,11 @@ public final class Transfer implements AutoCloseable {
             if (released) {
                 throw new KvioClosedException("this transfer is closed");
             }
-            return Dispatcher.transferIsDone(handle);
+            boolean isDone = Dispatcher.transferIsDone(handle);
+            if (isDone && event != null) {
+                commitEvent();
+            }
+            return isDone;
         }
     }
 
@@ -172,7 +179,21 @@ public final class Transfer implements AutoCloseable {
         }
     }
 
+    /** Commits the Flight Recorder event, if any, once; before the native handle is released. */
+    private void commitEvent() {
+        TransferEvent e = event;
+        if (e == null || released) {
+            return;
+        }
+        event = null;
+        e.end();
+        if (e.shouldCommit() && Dispatcher.transferInfo(handle, e)) {
+            e.commit();
+        }
+    }
+
     private void release() {
+        commitEvent(); // close() without await: the event says whether it was still running
         if (!released) {
             released = true;
             cleanable.clean();

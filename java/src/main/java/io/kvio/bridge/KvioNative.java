@@ -231,6 +231,18 @@ public final class KvioNative {
 
     public static native int kvio_transfer_close(@Cast("uint64_t") long transfer);
 
+    /**
+     * kvio_transfer_info: int32 io_backend, src_layout, dst_layout, src_memory, dst_memory,
+     * components; int64 num_indices, num_layers, bytes, copies, launches, submit_ns, start_ns,
+     * end_ns; int32 done, status.
+     */
+    public static final int TRANSFER_INFO_BYTES = 96;
+
+    public static native int kvio_transfer_get_info(
+            @Cast("uint64_t") long transfer, @Cast("kvio_transfer_info*") long infoOut);
+
+    public static native int kvio_transfer_timing(int enabled);
+
     // ---- planner ----
     /**
      * desc: a kvio_transfer_desc (64 bytes); copiesOut: capacity kvio_copy2d entries of 48 bytes.

@@ -1,0 +1,170 @@
+/*
+ * The JDK Flight Recorder event of one transfer, "io.kvio.Transfer" (docs/observability.md). Kvio
+ * begins it when a transfer is submitted, and Transfer commits it when kvio first sees the transfer
+ * complete (await, isDone or close), filled from the native kvio_transfer_get_info. With no
+ * recording that enables it, begin() costs one inlined check and allocates nothing: the probe
+ * instance below is scalar-replaced by the JIT, and the natives read no clock.
+ */
+package io.kvio;
+
+import io.kvio.bridge.KvioNative;
+import jdk.jfr.Category;
+import jdk.jfr.DataAmount;
+import jdk.jfr.Description;
+import jdk.jfr.Event;
+import jdk.jfr.Label;
+import jdk.jfr.Name;
+import jdk.jfr.StackTrace;
+import jdk.jfr.Timespan;
+
+@Name("io.kvio.Transfer")
+@Label("KV Transfer")
+@Category({"kvio"})
+@Description(
+        "One kvio transfer, from its submission until kvio saw it complete (await, isDone or"
+                + " close); the thread is the one that saw it complete")
+@StackTrace(false)
+final class TransferEvent extends Event {
+    static final String BACKUP = "backup";
+    static final String LOAD = "load";
+    static final String OTHER = "other";
+
+    /** KVIO_MEMORY_* names, by native value. */
+    private static final String[] MEMORY = {
+        "host", "host_pinned", "cuda_device", "ascend_device", "ascend_host_pinned"
+    };
+
+    @Label("IO Backend")
+    String backend;
+
+    @Label("Direction")
+    @Description(
+            "backup: device pool to host pool; load: host pool to device pool; other: between"
+                    + " pools of one type (Kvio.transfer)")
+    String direction;
+
+    @Label("Source Layout")
+    String srcLayout;
+
+    @Label("Destination Layout")
+    String dstLayout;
+
+    @Label("Source Memory")
+    String srcMemory;
+
+    @Label("Destination Memory")
+    String dstMemory;
+
+    @Label("Bytes")
+    @DataAmount(DataAmount.BYTES)
+    long bytes;
+
+    @Label("Rows")
+    @Description("Index pairs x layers x components (K and V for mha, one latent for mla)")
+    long rows;
+
+    @Label("Index Pairs")
+    long indexPairs;
+
+    @Label("Layers")
+    long layers;
+
+    @Label("Copies")
+    @Description("2-D copies of the transfer's plan (cpu, direct, kernel_ascend); 0 for kernel")
+    long copies;
+
+    @Label("Kernel Launches")
+    @Description("Copy-kernel launches (1 for the kernel backend); 0 for plan-based backends")
+    long launches;
+
+    @Label("Queue Time")
+    @Description(
+            "From the submit call to the start of execution: validation, planning and waiting"
+                    + " behind earlier transfers of the executor (cpu); until the work was issued"
+                    + " to the stream (kernel, direct, kernel_ascend)")
+    @Timespan(Timespan.NANOSECONDS)
+    long queueTime = Long.MIN_VALUE;
+
+    @Label("Transfer Time")
+    @Description(
+            "From the start of execution until kvio saw the transfer complete: the copies (cpu);"
+                    + " stream time behind earlier work, the copy and polling latency (device"
+                    + " backends)")
+    @Timespan(Timespan.NANOSECONDS)
+    long transferTime = Long.MIN_VALUE;
+
+    @Label("Outcome")
+    @Description(
+            "ok, the failure status (e.g. BACKEND_ERROR), or running when the transfer was closed"
+                    + " before it completed")
+    String outcome;
+
+    private TransferEvent() {}
+
+    /**
+     * A begun event for a transfer about to be submitted, or null when no recording enables the
+     * event (the common case: no allocation, no native call).
+     */
+    static TransferEvent begin(KvPool src, KvPool dst) {
+        if (!new TransferEvent().isEnabled()) {
+            return null;
+        }
+        Dispatcher.enableTransferTiming();
+        TransferEvent event = new TransferEvent();
+        event.direction =
+                src instanceof DeviceKvPool && dst instanceof HostKvPool
+                        ? BACKUP
+                        : src instanceof HostKvPool && dst instanceof DeviceKvPool ? LOAD : OTHER;
+        event.begin();
+        return event;
+    }
+
+    /** Fills the fields from a kvio_transfer_info at {@code b}'s {@code at}. */
+    void fill(java.nio.ByteBuffer b, int at) {
+        int backendValue = b.getInt(at);
+        IoBackend[] backends = IoBackend.values();
+        backend =
+                backendValue >= 0 && backendValue < backends.length
+                        ? backends[backendValue].userName()
+                        : String.valueOf(backendValue);
+        srcLayout = layout(b.getInt(at + 4));
+        dstLayout = layout(b.getInt(at + 8));
+        srcMemory = memory(b.getInt(at + 12));
+        dstMemory = memory(b.getInt(at + 16));
+        long components = b.getInt(at + 20);
+        indexPairs = b.getLong(at + 24);
+        layers = b.getLong(at + 32);
+        rows = indexPairs * layers * components;
+        bytes = b.getLong(at + 40);
+        copies = b.getLong(at + 48);
+        launches = b.getLong(at + 56);
+        long submitNs = b.getLong(at + 64);
+        long startNs = b.getLong(at + 72);
+        long endNs = b.getLong(at + 80);
+        boolean done = b.getInt(at + 88) != 0;
+        int status = b.getInt(at + 92);
+        if (submitNs != 0 && startNs != 0) {
+            queueTime = startNs - submitNs;
+        }
+        if (startNs != 0 && endNs != 0) {
+            transferTime = endNs - startNs;
+        }
+        outcome =
+                !done
+                        ? "running"
+                        : status == KvioNative.KVIO_STATUS_OK
+                                ? "ok"
+                                : KvioException.Status.of(status).name();
+    }
+
+    private static String layout(int value) {
+        KvLayout[] layouts = KvLayout.values();
+        return value >= 0 && value < layouts.length
+                ? layouts[value].userName()
+                : String.valueOf(value);
+    }
+
+    private static String memory(int value) {
+        return value >= 0 && value < MEMORY.length ? MEMORY[value] : String.valueOf(value);
+    }
+}

@@ -1,0 +1,262 @@
+/*
+ * The io.kvio.Transfer JDK Flight Recorder event (docs/observability.md): a recording runs while
+ * cpu transfers of each entry point run (all-layer backup, per-layer loads, Kvio.transfer, an
+ * MLA pool, a transfer large enough for the worker threads, a failed one, one closed unawaited),
+ * is dumped to a file and read back with jdk.jfr.consumer.RecordingFile; every field is checked
+ * against what the transfer did. Only events committed by this test's thread are looked at.
+ */
+package io.kvio;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertTrue;
+import static org.testng.Assert.expectThrows;
+
+import io.kvio.bridge.KvioNative;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import jdk.jfr.EventType;
+import jdk.jfr.FlightRecorder;
+import jdk.jfr.Recording;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordingFile;
+import org.testng.annotations.Test;
+
+public class FlightRecorderTest {
+    private static final String EVENT = "io.kvio.Transfer";
+
+    private static PoolSpec deviceSpec(PoolKind kind, long layers, long pageSize, long heads) {
+        return PoolSpec.builder()
+                .kind(kind)
+                .layout(KvLayout.LAYER_FIRST)
+                .layers(layers)
+                .pages(16)
+                .pageSize(pageSize)
+                .heads(heads)
+                .headBytes(64)
+                .build();
+    }
+
+    /** Runs {@code body} inside a recording of the transfer event; this thread's events. */
+    private static List<RecordedEvent> record(Runnable body) throws Exception {
+        Path file = Files.createTempFile("kvio-transfer", ".jfr");
+        try (Recording recording = new Recording()) {
+            recording.enable(EVENT).withoutThreshold();
+            recording.start();
+            body.run();
+            recording.stop();
+            recording.dump(file);
+        }
+        long me = Thread.currentThread().getId();
+        List<RecordedEvent> mine = new ArrayList<>();
+        for (RecordedEvent e : RecordingFile.readAllEvents(file)) {
+            if (e.getEventType().getName().equals(EVENT)
+                    && e.getThread() != null
+                    && e.getThread().getJavaThreadId() == me) {
+                mine.add(e);
+            }
+        }
+        Files.delete(file);
+        return mine;
+    }
+
+    private static void assertTimes(RecordedEvent e) {
+        assertTrue(e.getDuration("queueTime").compareTo(Duration.ZERO) >= 0, e.toString());
+        assertTrue(e.getDuration("transferTime").compareTo(Duration.ZERO) >= 0, e.toString());
+        assertTrue(e.getDuration().compareTo(Duration.ZERO) >= 0, e.toString());
+    }
+
+    @Test
+    public void backupAndPerLayerLoadsAreRecorded() throws Exception {
+        long layers = 4;
+        long pageSize = 8;
+        long heads = 2;
+        long[] bytes = new long[layers == 4 ? 5 : 0];
+        List<RecordedEvent> events;
+        try (DeviceKvPool device =
+                        DeviceKvPool.allocate(
+                                deviceSpec(PoolKind.MHA, layers, pageSize, heads), IoBackend.CPU);
+                HostKvPool host =
+                        HostKvPool.builder()
+                                .forDevice(device)
+                                .layout(KvLayout.PAGE_FIRST_DIRECT)
+                                .pages(16)
+                                .build();
+                TokenIndices deviceSlots = TokenIndices.pages(pageSize, 3, 4, 5);
+                TokenIndices hostSlots = TokenIndices.pages(pageSize, 10, 11, 12)) {
+            events =
+                    record(
+                            () -> {
+                                Transfer backup =
+                                        host.backup(device)
+                                                .deviceIndices(deviceSlots)
+                                                .hostIndices(hostSlots)
+                                                .submit();
+                                backup.await();
+                                bytes[0] = backup.bytes();
+                                for (int layer = 0; layer < layers; layer++) {
+                                    Transfer load =
+                                            host.load(device, layer)
+                                                    .hostIndices(hostSlots)
+                                                    .deviceIndices(deviceSlots)
+                                                    .submit();
+                                    load.await();
+                                    bytes[1 + layer] = load.bytes();
+                                }
+                            });
+        }
+        assertEquals(events.size(), 1 + layers, events.toString());
+        long rowBytes = heads * 64;
+        long indexPairs = 3 * pageSize;
+        RecordedEvent backup = events.get(0);
+        assertEquals(backup.getString("direction"), "backup");
+        assertEquals(backup.getString("backend"), "cpu");
+        assertEquals(backup.getString("srcLayout"), "layer_first");
+        assertEquals(backup.getString("dstLayout"), "page_first_direct");
+        assertEquals(backup.getString("srcMemory"), "host");
+        assertEquals(backup.getString("dstMemory"), "host");
+        assertEquals(backup.getLong("indexPairs"), indexPairs);
+        assertEquals(backup.getLong("layers"), layers);
+        assertEquals(backup.getLong("rows"), indexPairs * layers * 2);
+        assertEquals(backup.getLong("bytes"), indexPairs * layers * 2 * rowBytes);
+        assertEquals(backup.getLong("bytes"), bytes[0]);
+        // three consecutive whole pages into page_first_direct: 2 x min(pages, layers) copies
+        assertEquals(backup.getLong("copies"), 2 * Math.min(3, layers));
+        assertEquals(backup.getLong("launches"), 0);
+        assertEquals(backup.getString("outcome"), "ok");
+        assertTimes(backup);
+        for (int layer = 0; layer < layers; layer++) {
+            RecordedEvent load = events.get(1 + layer);
+            assertEquals(load.getString("direction"), "load");
+            assertEquals(load.getString("srcLayout"), "page_first_direct");
+            assertEquals(load.getString("dstLayout"), "layer_first");
+            assertEquals(load.getLong("layers"), 1);
+            assertEquals(load.getLong("rows"), indexPairs * 2);
+            assertEquals(load.getLong("bytes"), bytes[1 + layer]);
+            assertEquals(load.getLong("bytes"), indexPairs * 2 * rowBytes);
+            assertTrue(load.getLong("copies") > 0, load.toString());
+            assertEquals(load.getString("outcome"), "ok");
+            assertTimes(load);
+        }
+    }
+
+    @Test
+    public void generalTransfersMlaLargeFailedAndClosed() throws Exception {
+        List<RecordedEvent> events;
+        long[] large = new long[1];
+        try (DeviceKvPool mla =
+                        DeviceKvPool.allocate(deviceSpec(PoolKind.MLA, 2, 4, 1), IoBackend.CPU);
+                HostKvPool mlaHost =
+                        HostKvPool.builder().forDevice(mla).layout(KvLayout.PAGE_FIRST).build();
+                DeviceKvPool big =
+                        DeviceKvPool.allocate(deviceSpec(PoolKind.MHA, 8, 64, 16), IoBackend.CPU);
+                HostKvPool bigHost =
+                        HostKvPool.builder()
+                                .forDevice(big)
+                                .layout(KvLayout.LAYER_FIRST)
+                                .threads(2)
+                                .build();
+                HostKvPool otherHost =
+                        HostKvPool.builder()
+                                .forDevice(mla)
+                                .layout(KvLayout.PAGE_FIRST_DIRECT)
+                                .build();
+                TokenIndices a = TokenIndices.pages(4, 1, 2);
+                TokenIndices b = TokenIndices.pages(4, 5, 6);
+                TokenIndices all = TokenIndices.pages(64, 0, 1, 2, 3, 4, 5, 6, 7)) {
+            events =
+                    record(
+                            () -> {
+                                // Kvio.transfer: device to host is a backup, host to host other
+                                KvioExecutor cpu = KvioExecutor.shared(IoBackend.CPU);
+                                Kvio.transfer(cpu, mla, mlaHost, a, b, 0, 0, 2).await();
+                                Kvio.transfer(cpu, mlaHost, otherHost, b, a, 1, 1, 1).await();
+                                // 8 pages x 64 tokens x 8 layers x 2 x 1 KiB: the worker path
+                                Transfer t =
+                                        bigHost.backup(big)
+                                                .deviceIndices(all)
+                                                .hostIndices(all)
+                                                .submit();
+                                t.await();
+                                large[0] = t.bytes();
+                                // a failed copy: the event carries the status
+                                Dispatcher.testInjectFault(KvioNative.KVIO_TEST_FAULT_CPU_COPY, 1);
+                                try {
+                                    Transfer failed =
+                                            mlaHost.load(mla, 0)
+                                                    .hostIndices(b)
+                                                    .deviceIndices(a)
+                                                    .submit();
+                                    expectThrows(KvioBackendException.class, failed::await);
+                                } finally {
+                                    Dispatcher.testInjectFault(
+                                            KvioNative.KVIO_TEST_FAULT_CPU_COPY, 0);
+                                }
+                                // closed without await: still one event
+                                mlaHost.load(mla, 1)
+                                        .hostIndices(b)
+                                        .deviceIndices(a)
+                                        .submit()
+                                        .close();
+                            });
+        }
+        assertEquals(events.size(), 5, events.toString());
+        RecordedEvent mlaBackup = events.get(0);
+        assertEquals(mlaBackup.getString("direction"), "backup");
+        assertEquals(mlaBackup.getString("dstLayout"), "page_first");
+        assertEquals(mlaBackup.getLong("rows"), 8 * 2 * 1); // 8 tokens x 2 layers x 1 latent
+        assertEquals(mlaBackup.getLong("bytes"), 8 * 2 * 64);
+        assertTrue(mlaBackup.getLong("copies") > 0);
+        assertTimes(mlaBackup);
+        RecordedEvent hostToHost = events.get(1);
+        assertEquals(hostToHost.getString("direction"), "other");
+        assertEquals(hostToHost.getString("srcLayout"), "page_first");
+        assertEquals(hostToHost.getString("dstLayout"), "page_first_direct");
+        assertEquals(hostToHost.getLong("layers"), 1);
+        assertTimes(hostToHost);
+        RecordedEvent big8 = events.get(2);
+        assertEquals(big8.getLong("bytes"), large[0]);
+        assertEquals(big8.getLong("bytes"), 8L * 64 * 8 * 2 * 16 * 64);
+        assertEquals(big8.getLong("rows"), 8L * 64 * 8 * 2);
+        assertTrue(big8.getLong("copies") > 0);
+        assertEquals(big8.getString("outcome"), "ok");
+        assertTimes(big8);
+        RecordedEvent failed = events.get(3);
+        assertEquals(failed.getString("direction"), "load");
+        assertEquals(failed.getString("outcome"), "BACKEND_ERROR");
+        assertTimes(failed);
+        RecordedEvent closed = events.get(4);
+        assertEquals(closed.getString("direction"), "load");
+        assertTrue(
+                closed.getString("outcome").equals("ok")
+                        || closed.getString("outcome").equals("running"),
+                closed.toString());
+        if (closed.getString("outcome").equals("ok")) {
+            assertTimes(closed); // else N/A: not started or not finished when it was closed
+        }
+    }
+
+    @Test
+    public void eventTypeIsRegisteredWithItsMetadata() throws Exception {
+        // a transfer with no recording running commits nothing and needs no JFR
+        try (DeviceKvPool device =
+                        DeviceKvPool.allocate(deviceSpec(PoolKind.MHA, 1, 4, 1), IoBackend.CPU);
+                HostKvPool host = HostKvPool.builder().forDevice(device).build();
+                TokenIndices slots = TokenIndices.pages(4, 0)) {
+            host.backup(device).deviceIndices(slots).hostIndices(slots).submit().await();
+        }
+        record(() -> {}); // registers the class with a recorder, as any recording would
+        EventType type =
+                FlightRecorder.getFlightRecorder().getEventTypes().stream()
+                        .filter(t -> t.getName().equals(EVENT))
+                        .findFirst()
+                        .orElseThrow();
+        assertEquals(type.getLabel(), "KV Transfer");
+        assertEquals(type.getCategoryNames(), List.of("kvio"));
+        assertEquals(type.getField("bytes").getContentType(), "jdk.jfr.DataAmount");
+        assertEquals(type.getField("queueTime").getContentType(), "jdk.jfr.Timespan");
+        assertEquals(type.getField("transferTime").getContentType(), "jdk.jfr.Timespan");
+    }
+}

@@ -8,6 +8,7 @@
  */
 package io.kvio;
 
+import java.nio.ByteBuffer;
 import java.util.Objects;
 
 public final class HostKvPool extends KvPool {
@@ -194,8 +195,48 @@ public final class HostKvPool extends KvPool {
         private boolean privateExecutor;
         private KvioExecutor executor;
         private DeviceKvPool device;
+        private long wrapAddress;
+        private long wrapBytes;
+        private Object wrapMemory;
 
         private Builder() {}
+
+        /**
+         * Builds the pool over caller-owned host memory instead of allocating: {@code sizeBytes} at
+         * {@code address}, holding all components one after the other (at least componentBytes *
+         * components). The memory must stay valid until the pool is closed and kvio no longer uses
+         * it (see {@link KvPool#closeAndWait()}). For the CUDA and Ascend io backends kvio
+         * registers (pins) it while the pool lives.
+         */
+        public Builder wrap(long address, long sizeBytes) {
+            return wrap(address, sizeBytes, null);
+        }
+
+        /**
+         * Builds the pool over a direct ByteBuffer's memory, from its position to its limit (as
+         * {@link #wrap(long, long)}); the pool keeps the buffer reachable.
+         */
+        public Builder wrap(ByteBuffer memory) {
+            Objects.requireNonNull(memory, "memory");
+            if (!memory.isDirect()) {
+                throw new KvioInvalidArgumentException(
+                        "wrap(ByteBuffer) needs a direct buffer (ByteBuffer.allocateDirect or a"
+                                + " mapped file); a heap buffer's memory can move");
+            }
+            long address =
+                    memory.capacity() == 0
+                            ? 0
+                            : Dispatcher.directAddress(memory) + memory.position();
+            return wrap(address, memory.remaining(), memory);
+        }
+
+        /** Caller memory {@code keepAlive} owns (a buffer or segment the pool keeps reachable). */
+        Builder wrap(long address, long sizeBytes, Object keepAlive) {
+            this.wrapAddress = address;
+            this.wrapBytes = sizeBytes;
+            this.wrapMemory = keepAlive;
+            return this;
+        }
 
         /**
          * Takes kind, heads, head bytes, page size, layers, pages and io backend from the device
@@ -385,15 +426,27 @@ public final class HostKvPool extends KvPool {
                 owns = false;
             }
             try {
-                return new HostKvPool(
-                        spec,
-                        backend,
-                        Dispatcher.poolAllocate(
-                                spec, backend.hostMemoryKind(), Math.max(ordinal, 0)),
-                        deviceLayerStart,
-                        deviceLayers,
-                        ex,
-                        owns);
+                HostKvPool pool =
+                        new HostKvPool(
+                                spec,
+                                backend,
+                                wrapAddress != 0 || wrapBytes != 0
+                                        ? Dispatcher.poolWrap(
+                                                spec,
+                                                backend.hostMemoryKind(),
+                                                Math.max(ordinal, 0),
+                                                wrapAddress,
+                                                wrapBytes)
+                                        : Dispatcher.poolAllocate(
+                                                spec,
+                                                backend.hostMemoryKind(),
+                                                Math.max(ordinal, 0)),
+                                deviceLayerStart,
+                                deviceLayers,
+                                ex,
+                                owns);
+                pool.keepReachable(wrapMemory);
+                return pool;
             } catch (RuntimeException e) {
                 if (owns) {
                     ex.close();

@@ -5,6 +5,8 @@
  * support rules (both granularities) before allocating, so a bad layout/backend combination fails
  * at start-up with the reason and what to use instead, not at the first transfer. For the kernel and
  * direct io backends the host memory is pinned (cudaHostAlloc), as the CUDA copies require.
+ * Builder.wrap builds the pool over caller memory (an address, a direct ByteBuffer, or on Java 22+
+ * a MemorySegment through io.kvio.Segments) instead of allocating; kvio pins it for those backends.
  */
 package io.kvio;
 

@@ -2,7 +2,10 @@
  * A KV pool kvio knows: a native pool handle with its spec, io backend and memory regions.
  * DeviceKvPool and HostKvPool are the only subclasses (the constructor is package-private).
  * Memory regions are exposed as raw addresses and as direct ByteBuffers; a ByteBuffer does not
- * keep the pool alive, so it must not be used after close(). Forgotten pools are closed by a
+ * keep the pool alive, so it must not be used after close(). copyTo/copyFrom read and write any
+ * pool's memory, device memory included, through its backend (synchronously; for tests, debugging
+ * and warm-up). On Java 22+, io.kvio.Segments exposes regions as MemorySegments that die with the
+ * pool. Forgotten pools are closed by a
  * Cleaner, with a warning on the "io.kvio" System.Logger. Memory kvio allocated is freed, and its
  * registration of wrapped memory ends, once no submitted transfer uses the pool
  * (docs/memory-lifetime.md); closeAndWait() waits for that.

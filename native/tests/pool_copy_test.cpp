@@ -11,6 +11,7 @@
 
 #include "acl_host_emulation.hpp"
 #include "kvio/kvio.h"
+#include "kvio/kvio.hpp"
 
 namespace kvio_test {
 namespace {
@@ -115,6 +116,24 @@ TEST(PoolCopyTest, RejectionsChangeNothing) {
   EXPECT_TRUE(image == std::vector<unsigned char>(total, 0));
   EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
   EXPECT_EQ(kvio_pool_copy(pool, 0, 0, h, 8, KVIO_COPY_POOL_TO_HOST), KVIO_STATUS_CLOSED);
+}
+
+TEST(PoolCopyTest, CppApiCopiesAndThrowsTypedErrors) {
+  kvio::PoolSpec spec{kvio::PoolKind::Mla, kvio::Layout::LayerFirst, 1, 1, 4, 1, 8};
+  kvio::Pool pool = kvio::Pool::allocate(spec);
+  const uint64_t in[4] = {1, 2, 3, 4};
+  pool.copyFrom(0, 8, in, 24);
+  uint64_t out[4] = {9, 9, 9, 9};
+  pool.copyTo(0, 0, out, sizeof(out));
+  EXPECT_EQ(out[0], 0u);
+  EXPECT_EQ(out[1], 1u);
+  EXPECT_EQ(out[3], 3u);
+  try {
+    pool.copyTo(0, 8, out, sizeof(out));
+    FAIL() << "a range past the region must throw";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_OUT_OF_RANGE);
+  }
 }
 
 class PoolCopyAscendTest : public ::testing::Test {

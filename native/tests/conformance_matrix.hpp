@@ -84,6 +84,46 @@ inline const char* patternName(Pattern p) {
   return "?";
 }
 
+/// The index sets of one pattern on the device pool `dg` and the host pool `hg` (same page
+/// size): whole pages (their page ids in *devPages / *hostPages), token slots (source slots may
+/// repeat), or runs crossing page boundaries.
+inline void makeIndexSets(Pattern pattern, const Geometry& dg, const Geometry& hg, bool backup,
+                          std::mt19937_64& rng, std::vector<int64_t>* devIdx,
+                          std::vector<int64_t>* hostIdx, std::vector<int64_t>* devPages,
+                          std::vector<int64_t>* hostPages) {
+  const int64_t ps = dg.ps;
+  const int64_t pages = std::min(dg.P, hg.P);
+  devPages->clear();
+  hostPages->clear();
+  switch (pattern) {
+    case Pattern::WholePages: {
+      *devPages = distinct(rng, dg.P, pages - 1);
+      *hostPages = distinct(rng, hg.P, pages - 1);
+      *devIdx = expandPages(*devPages, ps);
+      *hostIdx = expandPages(*hostPages, ps);
+      break;
+    }
+    case Pattern::TokenSlots: {
+      const int64_t k = std::max<int64_t>(1, pages * ps / 3);
+      *devIdx = distinct(rng, dg.S(), k);
+      *hostIdx = distinct(rng, hg.S(), k);
+      // Sources may repeat: replace a few source slots by others of the same side.
+      std::vector<int64_t>& sourceIdx = backup ? *devIdx : *hostIdx;
+      for (size_t i = 1; i < sourceIdx.size(); i += 5) sourceIdx[i] = sourceIdx[i - 1];
+      break;
+    }
+    case Pattern::CrossingRuns: {
+      std::vector<int64_t> lengths;
+      for (int64_t r = 0; r < pages / 2; ++r) {
+        lengths.push_back(2 + static_cast<int64_t>(rng() % static_cast<uint64_t>(ps)));
+      }
+      *devIdx = crossingRuns(rng, dg.P, ps, lengths);
+      *hostIdx = crossingRuns(rng, hg.P, ps, lengths);
+      break;
+    }
+  }
+}
+
 /// What one (pattern, granularity) step of a configuration submitted, for a backend's checks.
 struct TransferGroup {
   uint64_t bytes = 0;
@@ -186,37 +226,8 @@ inline void runConformanceConfig(const MatrixTarget& target, const Case& c, bool
     for (Pattern pattern : {Pattern::WholePages, Pattern::TokenSlots, Pattern::CrossingRuns}) {
       for (bool perLayer : {true, false}) {
         SCOPED_TRACE(std::string(patternName(pattern)) + (perLayer ? " per_layer" : " all_layer"));
-        // Index sets on device and host.
         std::vector<int64_t> devIdx, hostIdx, devPages, hostPages;
-        const int64_t pages = std::min(dg.P, hg.P);
-        switch (pattern) {
-          case Pattern::WholePages: {
-            const int64_t k = pages - 1;
-            devPages = distinct(rng, dg.P, k);
-            hostPages = distinct(rng, hg.P, k);
-            devIdx = expandPages(devPages, ps);
-            hostIdx = expandPages(hostPages, ps);
-            break;
-          }
-          case Pattern::TokenSlots: {
-            const int64_t k = std::max<int64_t>(1, pages * ps / 3);
-            devIdx = distinct(rng, dg.S(), k);
-            hostIdx = distinct(rng, hg.S(), k);
-            // Sources may repeat: replace a few source slots by others of the same side.
-            std::vector<int64_t>& sourceIdx = c.backup ? devIdx : hostIdx;
-            for (size_t i = 1; i < sourceIdx.size(); i += 5) sourceIdx[i] = sourceIdx[i - 1];
-            break;
-          }
-          case Pattern::CrossingRuns: {
-            std::vector<int64_t> lengths;
-            for (int64_t r = 0; r < pages / 2; ++r) {
-              lengths.push_back(2 + static_cast<int64_t>(rng() % static_cast<uint64_t>(ps)));
-            }
-            devIdx = crossingRuns(rng, dg.P, ps, lengths);
-            hostIdx = crossingRuns(rng, hg.P, ps, lengths);
-            break;
-          }
-        }
+        makeIndexSets(pattern, dg, hg, c.backup, rng, &devIdx, &hostIdx, &devPages, &hostPages);
         ASSERT_EQ(devIdx.size(), hostIdx.size());
         const std::vector<int64_t>& srcIdx = c.backup ? devIdx : hostIdx;
         const std::vector<int64_t>& dstIdx = c.backup ? hostIdx : devIdx;

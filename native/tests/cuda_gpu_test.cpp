@@ -386,33 +386,8 @@ int runGpuConfig(const Executor& executor, const Case& c, bool sharded, int64_t 
   for (Pattern pattern : {Pattern::WholePages, Pattern::TokenSlots, Pattern::CrossingRuns}) {
     for (bool perLayer : {true, false}) {
       SCOPED_TRACE(std::string(patternName(pattern)) + (perLayer ? " per_layer" : " all_layer"));
-      std::vector<int64_t> devIdx, hostIdx;
-      const int64_t pages = std::min(dg.P, hg.P);
-      switch (pattern) {
-        case Pattern::WholePages: {
-          devIdx = expandPages(distinct(rng, dg.P, pages - 1), ps);
-          hostIdx = expandPages(distinct(rng, hg.P, pages - 1), ps);
-          break;
-        }
-        case Pattern::TokenSlots: {
-          const int64_t k = std::max<int64_t>(1, pages * ps / 3);
-          devIdx = distinct(rng, dg.S(), k);
-          hostIdx = distinct(rng, hg.S(), k);
-          // Sources may repeat: replace a few source slots by others of the same side.
-          std::vector<int64_t>& sourceIdx = c.backup ? devIdx : hostIdx;
-          for (size_t i = 1; i < sourceIdx.size(); i += 5) sourceIdx[i] = sourceIdx[i - 1];
-          break;
-        }
-        case Pattern::CrossingRuns: {
-          std::vector<int64_t> lengths;
-          for (int64_t r = 0; r < pages / 2; ++r) {
-            lengths.push_back(2 + static_cast<int64_t>(rng() % static_cast<uint64_t>(ps)));
-          }
-          devIdx = crossingRuns(rng, dg.P, ps, lengths);
-          hostIdx = crossingRuns(rng, hg.P, ps, lengths);
-          break;
-        }
-      }
+      std::vector<int64_t> devIdx, hostIdx, devPages, hostPages;
+      makeIndexSets(pattern, dg, hg, c.backup, rng, &devIdx, &hostIdx, &devPages, &hostPages);
       const std::vector<int64_t>& srcIdx = c.backup ? devIdx : hostIdx;
       const std::vector<int64_t>& dstIdx = c.backup ? hostIdx : devIdx;
       Image expected = dst.filled(kCanary);

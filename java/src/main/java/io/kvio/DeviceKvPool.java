@@ -28,12 +28,13 @@ public final class DeviceKvPool extends KvPool {
      * backend is absent here.
      */
     public static DeviceKvPool allocate(PoolSpec spec, IoBackend backend) {
-        return allocate(spec, backend, 0);
+        return allocate(spec, backend, defaultDevice(backend));
     }
 
     /**
      * Allocates a device pool on device {@code device} of {@code backend} (a CUDA device ordinal or
-     * an Ascend NPU id; on cpu only 0, the host).
+     * an Ascend NPU id; on cpu only {@link Kvio#HOST_DEVICE} (-1), the host, as {@link #device()}
+     * and {@link KvioExecutor#device()} report it).
      */
     public static DeviceKvPool allocate(PoolSpec spec, IoBackend backend, int device) {
         Objects.requireNonNull(spec, "spec");
@@ -48,7 +49,7 @@ public final class DeviceKvPool extends KvPool {
      */
     public static DeviceKvPool wrap(
             PoolSpec spec, long address, long sizeBytes, IoBackend backend) {
-        return wrap(spec, address, sizeBytes, backend, 0);
+        return wrap(spec, address, sizeBytes, backend, defaultDevice(backend));
     }
 
     /** Like {@link #wrap(PoolSpec, long, long, IoBackend)}, memory of device {@code device}. */
@@ -68,7 +69,7 @@ public final class DeviceKvPool extends KvPool {
      */
     public static DeviceKvPool wrapComponents(
             PoolSpec spec, long[] componentAddresses, long bytesEach, IoBackend backend) {
-        return wrapComponents(spec, componentAddresses, bytesEach, backend, 0);
+        return wrapComponents(spec, componentAddresses, bytesEach, backend, defaultDevice(backend));
     }
 
     /** Like {@link #wrapComponents(PoolSpec, long[], long, IoBackend)} on device {@code device}. */
@@ -94,7 +95,7 @@ public final class DeviceKvPool extends KvPool {
      */
     public static DeviceKvPool wrapLayers(
             PoolSpec spec, long[] layerAddresses, long bytesEach, IoBackend backend) {
-        return wrapLayers(spec, layerAddresses, bytesEach, backend, 0);
+        return wrapLayers(spec, layerAddresses, bytesEach, backend, defaultDevice(backend));
     }
 
     /** Like {@link #wrapLayers(PoolSpec, long[], long, IoBackend)} on device {@code device}. */
@@ -110,24 +111,30 @@ public final class DeviceKvPool extends KvPool {
                         spec, backend.deviceMemoryKind(), d, layerAddresses, bytesEach));
     }
 
+    /** Device 0 of a device backend; the host ({@link Kvio#HOST_DEVICE}) on cpu. */
+    private static int defaultDevice(IoBackend backend) {
+        Objects.requireNonNull(backend, "backend");
+        return backend.isDevice() ? 0 : Kvio.HOST_DEVICE;
+    }
+
     /**
      * The device ordinal to pass for {@code device} on {@code backend}; the backend must be
      * available. Existence of the device is checked natively (KvioInvalidArgumentException).
      */
     private static int checkDevice(IoBackend backend, int device) {
         Objects.requireNonNull(backend, "backend");
-        if (!backend.isDevice() && device != 0) {
+        if (!backend.isDevice() && device != Kvio.HOST_DEVICE) {
             throw new KvioUnsupportedException(
                     "io backend '"
                             + backend.userName()
-                            + "' has one device, the host: device must be 0, got "
+                            + "' has one device, the host: device must be -1 (Kvio.HOST_DEVICE), got "
                             + device);
         }
         backend.ensureAvailability();
-        return backend.isDevice() ? device : -1;
+        return device;
     }
 
-    /** The device this pool's memory is on; -1 on cpu (host memory). */
+    /** The device this pool's memory is on; {@link Kvio#HOST_DEVICE} (-1) on cpu (host memory). */
     public int device() {
         return Dispatcher.poolDevice(handle());
     }

@@ -21,8 +21,10 @@ public enum Granularity {
         return userName;
     }
 
-    public static Granularity parse(String text) {
-        return values()[Names.parse(KvioNative.KVIO_NAME_GRANULARITY, text, values())];
+    public static Granularity parse(String granularity) {
+        return values()[
+                Names.parse(
+                        KvioNative.KVIO_NAME_GRANULARITY, granularity, values(), "granularity")];
     }
 
     @Override

@@ -1,10 +1,13 @@
 /*
  * A host KV pool: the host-RAM tier of the hierarchical cache, in any of the four layouts, moved
  * to and from a device pool by an io backend. It may hold all of the device's layers or a
- * contiguous range of them (layer sharding). build() checks the configuration against the native
- * support rules (both granularities) before allocating, so a bad layout/backend combination fails
- * at start-up with the reason and what to use instead, not at the first transfer. For the kernel and
- * direct io backends the host memory is pinned (cudaHostAlloc), as the CUDA copies require.
+ * contiguous range of them (layer sharding). backup(device) and load(device, layer) name each
+ * index list by its side (hostIndices / deviceIndices) and report device layers the pool does
+ * not hold on the Transfer (or refuse them, with strictLayers()). build() checks the
+ * configuration against the native support rules (both granularities) before allocating, so a
+ * bad layout/backend combination fails at start-up with the reason and what to use instead, not
+ * at the first transfer. For the kernel and direct io backends the host memory is pinned
+ * (cudaHostAlloc), as the CUDA copies require.
  * Builder.wrap builds the pool over caller memory (an address, a direct ByteBuffer, or on Java 22+
  * a MemorySegment through io.kvio.Segments) instead of allocating; kvio pins it for those backends.
  */
@@ -18,6 +21,7 @@ public final class HostKvPool extends KvPool {
     private final long deviceLayers;
     private final KvioExecutor executor;
     private final boolean ownsExecutor;
+    private final boolean strictLayers;
 
     private HostKvPool(
             PoolSpec spec,
@@ -26,8 +30,10 @@ public final class HostKvPool extends KvPool {
             long deviceLayerStart,
             long deviceLayers,
             KvioExecutor executor,
-            boolean ownsExecutor) {
+            boolean ownsExecutor,
+            boolean strictLayers) {
         super(spec, ioBackend, handle);
+        this.strictLayers = strictLayers;
         this.deviceLayerStart = deviceLayerStart;
         this.deviceLayers = deviceLayers;
         this.executor = executor;
@@ -72,38 +78,175 @@ public final class HostKvPool extends KvPool {
         return executor;
     }
 
+    /** Whether loads of device layers this pool does not hold are refused (strictLayers()). */
+    public boolean strictLayers() {
+        return strictLayers;
+    }
+
     /**
      * Device to host, all of this pool's layers in one transfer: device layers [deviceLayerStart,
-     * deviceLayerStart + numLayers) to host layers [0, numLayers), token deviceIndices[i] to host
-     * token hostIndices[i].
+     * deviceLayerStart + numLayers) to host layers [0, numLayers). Name both index lists, then
+     * submit:
+     *
+     * <pre>{@code
+     * Transfer t = host.backup(device).deviceIndices(d).hostIndices(h).submit();
+     * }</pre>
+     *
+     * Device layers outside that range are not moved and are listed by {@link
+     * Transfer#skippedLayers()}.
      */
-    public Transfer backupFromDevice(
-            DeviceKvPool device, TokenIndices hostIndices, TokenIndices deviceIndices) {
-        checkArguments(device, hostIndices, deviceIndices);
-        checkDeviceLayers(device);
-        return Kvio.submit(
-                executor.handle(),
-                device.handle(),
-                handle(),
-                deviceIndices,
-                hostIndices,
-                deviceLayerStart,
-                0,
-                numLayers());
+    public TransferRequest backup(DeviceKvPool device) {
+        return new TransferRequest(this, Objects.requireNonNull(device, "device"), true, 0);
     }
 
     /**
      * Host to device, one layer: device layer {@code deviceLayer} from host layer {@code
-     * deviceLayer - deviceLayerStart}, host token hostIndices[i] to device token deviceIndices[i].
-     * A device layer this (layer-sharded) pool does not hold returns an already-completed Transfer
-     * that moved 0 bytes, as in the reference; a layer outside the device pool's layers throws
+     * deviceLayer - deviceLayerStart}. Name both index lists, then submit:
+     *
+     * <pre>{@code
+     * Transfer t = host.load(device, layer).hostIndices(h).deviceIndices(d).submit();
+     * }</pre>
+     *
+     * A device layer this pool does not hold gives an already completed Transfer of 0 bytes whose
+     * {@link Transfer#skippedLayers()} names it, or KvioOutOfRangeException if the pool was built
+     * with {@link Builder#strictLayers()}; a layer outside the device pool's layers is always
      * KvioOutOfRangeException.
      */
+    public TransferRequest load(DeviceKvPool device, long deviceLayer) {
+        return new TransferRequest(
+                this, Objects.requireNonNull(device, "device"), false, deviceLayer);
+    }
+
+    /**
+     * A backup or load being described: each index list is named by its side, so the order of the
+     * calls does not matter and a swap cannot compile silently. Each list may be a TokenIndices or,
+     * for one call, a long[] or int[] (copied at submit, nothing to close). A request may be
+     * submitted again after changing its lists; it is not thread-safe.
+     */
+    public static final class TransferRequest {
+        private final HostKvPool host;
+        private final DeviceKvPool device;
+        private final boolean backup;
+        private final long deviceLayer;
+        private IndexArg hostIndices;
+        private IndexArg deviceIndices;
+
+        private TransferRequest(
+                HostKvPool host, DeviceKvPool device, boolean backup, long deviceLayer) {
+            this.host = host;
+            this.device = device;
+            this.backup = backup;
+            this.deviceLayer = deviceLayer;
+        }
+
+        /** The host pool's token slots. */
+        public TransferRequest hostIndices(TokenIndices hostIndices) {
+            this.hostIndices = IndexArg.of("hostIndices", hostIndices);
+            return this;
+        }
+
+        /** The host pool's token slots, copied at submit. */
+        public TransferRequest hostIndices(long... hostIndices) {
+            this.hostIndices = IndexArg.of("hostIndices", hostIndices);
+            return this;
+        }
+
+        /** The host pool's token slots, copied (widened to int64) at submit. */
+        public TransferRequest hostIndices(int... hostIndices) {
+            this.hostIndices = IndexArg.of("hostIndices", hostIndices);
+            return this;
+        }
+
+        /** The device pool's token slots. */
+        public TransferRequest deviceIndices(TokenIndices deviceIndices) {
+            this.deviceIndices = IndexArg.of("deviceIndices", deviceIndices);
+            return this;
+        }
+
+        /** The device pool's token slots, copied at submit. */
+        public TransferRequest deviceIndices(long... deviceIndices) {
+            this.deviceIndices = IndexArg.of("deviceIndices", deviceIndices);
+            return this;
+        }
+
+        /** The device pool's token slots, copied (widened to int64) at submit. */
+        public TransferRequest deviceIndices(int... deviceIndices) {
+            this.deviceIndices = IndexArg.of("deviceIndices", deviceIndices);
+            return this;
+        }
+
+        /** Validates and submits; index lists may be closed or reused once this returns. */
+        public Transfer submit() {
+            if (hostIndices == null) {
+                throw new NullPointerException(
+                        "hostIndices (call hostIndices(...) before submit())");
+            }
+            if (deviceIndices == null) {
+                throw new NullPointerException(
+                        "deviceIndices (call deviceIndices(...) before submit())");
+            }
+            return backup
+                    ? host.submitBackup(device, hostIndices, deviceIndices)
+                    : host.submitLoad(device, hostIndices, deviceIndices, deviceLayer);
+        }
+    }
+
+    /**
+     * Device to host. Deprecated: both lists are TokenIndices and the host list comes first,
+     * against the data flow, so a swap compiles silently; use {@code
+     * backup(device).deviceIndices(d).hostIndices(h).submit()}.
+     */
+    @Deprecated(since = "0.1.0", forRemoval = true)
+    public Transfer backupFromDevice(
+            DeviceKvPool device, TokenIndices hostIndices, TokenIndices deviceIndices) {
+        return backup(device).hostIndices(hostIndices).deviceIndices(deviceIndices).submit();
+    }
+
+    /**
+     * Host to device, one layer. Deprecated for the same reason as backupFromDevice; use {@code
+     * load(device, deviceLayer).hostIndices(h).deviceIndices(d).submit()}.
+     */
+    @Deprecated(since = "0.1.0", forRemoval = true)
     public Transfer loadToDevice(
             DeviceKvPool device,
             TokenIndices hostIndices,
             TokenIndices deviceIndices,
             long deviceLayer) {
+        return load(device, deviceLayer)
+                .hostIndices(hostIndices)
+                .deviceIndices(deviceIndices)
+                .submit();
+    }
+
+    private Transfer submitBackup(
+            DeviceKvPool device, IndexArg hostIndices, IndexArg deviceIndices) {
+        checkArguments(device, hostIndices, deviceIndices);
+        checkDeviceLayers(device);
+        long layers = device.spec().numLayers();
+        long end = deviceLayerStart + numLayers();
+        long[] skipped = new long[(int) (layers - numLayers())];
+        int k = 0;
+        for (long l = 0; l < layers; l++) {
+            if (l < deviceLayerStart || l >= end) {
+                skipped[k++] = l;
+            }
+        }
+        return Kvio.submit(
+                executor.handle(),
+                device,
+                this,
+                deviceIndices,
+                hostIndices,
+                "the device pool",
+                "the host pool",
+                deviceLayerStart,
+                0,
+                numLayers(),
+                skipped.length == 0 ? Kvio.NO_LAYERS : skipped);
+    }
+
+    private Transfer submitLoad(
+            DeviceKvPool device, IndexArg hostIndices, IndexArg deviceIndices, long deviceLayer) {
         checkArguments(device, hostIndices, deviceIndices);
         checkDeviceLayers(device);
         long layers = device.spec().numLayers();
@@ -118,28 +261,42 @@ public final class HostKvPool extends KvPool {
                             + ")");
         }
         if (deviceLayer < deviceLayerStart || deviceLayer >= deviceLayerStart + numLayers()) {
-            return Transfer.completed();
+            if (strictLayers) {
+                throw new KvioOutOfRangeException(
+                        "device layer "
+                                + deviceLayer
+                                + " is not held by this host pool, which holds device layers ["
+                                + deviceLayerStart
+                                + ", "
+                                + (deviceLayerStart + numLayers())
+                                + ") (valid: "
+                                + deviceLayerStart
+                                + " to "
+                                + (deviceLayerStart + numLayers() - 1)
+                                + "); the pool was built with strictLayers(), without it such a"
+                                + " load completes as a no-op listed by Transfer.skippedLayers()");
+            }
+            return Transfer.completed(new long[] {deviceLayer});
         }
         return Kvio.submit(
                 executor.handle(),
-                handle(),
-                device.handle(),
+                this,
+                device,
                 hostIndices,
                 deviceIndices,
+                "the host pool",
+                "the device pool",
                 deviceLayer - deviceLayerStart,
                 deviceLayer,
-                1);
+                1,
+                Kvio.NO_LAYERS);
     }
 
-    private void checkArguments(
-            DeviceKvPool device, TokenIndices hostIndices, TokenIndices deviceIndices) {
-        Objects.requireNonNull(device, "device");
-        Objects.requireNonNull(hostIndices, "hostIndices");
-        Objects.requireNonNull(deviceIndices, "deviceIndices");
+    private void checkArguments(DeviceKvPool device, IndexArg hostIndices, IndexArg deviceIndices) {
         Kvio.ensureOpen("this host pool", this);
         Kvio.ensureOpen("device", device);
-        Kvio.ensureOpen("hostIndices", hostIndices);
-        Kvio.ensureOpen("deviceIndices", deviceIndices);
+        hostIndices.ensureOpen();
+        deviceIndices.ensureOpen();
         if (device.backend() != ioBackend()) {
             throw new KvioInvalidArgumentException(
                     "the device pool lives on io backend '"
@@ -150,11 +307,20 @@ public final class HostKvPool extends KvPool {
                             + device.backend().userName()
                             + "\")");
         }
-        Kvio.checkLengths("hostIndices", hostIndices, "deviceIndices", deviceIndices);
+        Kvio.checkLengths(hostIndices, deviceIndices);
     }
 
     private void checkDeviceLayers(DeviceKvPool device) {
         long layers = device.spec().numLayers();
+        if (strictLayers && layers != deviceLayers) {
+            throw new KvioOutOfRangeException(
+                    "this host pool was built for a device pool of "
+                            + deviceLayers
+                            + " layers (forDevice or deviceLayers) but device has "
+                            + layers
+                            + " layers; the pool was built with strictLayers(), which refuses"
+                            + " device pools of another layer count");
+        }
         if (deviceLayerStart + numLayers() > layers) {
             throw new KvioOutOfRangeException(
                     "this host pool holds device layers ["
@@ -197,6 +363,7 @@ public final class HostKvPool extends KvPool {
         private boolean privateExecutor;
         private KvioExecutor executor;
         private DeviceKvPool device;
+        private boolean strictLayers;
         private long wrapAddress;
         private long wrapBytes;
         private Object wrapMemory;
@@ -321,6 +488,17 @@ public final class HostKvPool extends KvPool {
             return this;
         }
 
+        /**
+         * Refuse, rather than skip, device layers this pool does not hold: a load of a layer
+         * outside layerRange, and any transfer with a device pool whose layer count differs from
+         * forDevice/deviceLayers. By default such loads complete as no-ops listed by {@link
+         * Transfer#skippedLayers()} (right for draft-model layers kept only on the device).
+         */
+        public Builder strictLayers() {
+            this.strictLayers = true;
+            return this;
+        }
+
         /** A private executor with this many threads (<= 0: one per core), closed with the pool. */
         public Builder threads(int threads) {
             this.threads = threads;
@@ -334,6 +512,22 @@ public final class HostKvPool extends KvPool {
             this.executor = Objects.requireNonNull(executor, "executor");
             this.privateExecutor = false;
             return this;
+        }
+
+        private void checkAllGranularities(IoBackend backend, long layers) {
+            for (Granularity g : Granularity.values()) {
+                Kvio.checkSupport(
+                        kind,
+                        layout,
+                        backend,
+                        g,
+                        heads,
+                        headBytes,
+                        pageSize,
+                        layers,
+                        deviceLayers,
+                        deviceLayerStart);
+            }
         }
 
         /**
@@ -388,18 +582,31 @@ public final class HostKvPool extends KvPool {
                                 + ordinal
                                 + ")");
             }
-            for (Granularity g : Granularity.values()) {
-                Kvio.checkSupport(
-                        kind,
-                        layout,
-                        backend,
-                        g,
-                        heads,
-                        headBytes,
-                        pageSize,
-                        layers,
-                        deviceLayers,
-                        deviceLayerStart);
+            if (deviceLayers < 1) {
+                throw new KvioInvalidArgumentException(
+                        "this host pool does not know how many layers the device pools have"
+                                + " (deviceLayers is "
+                                + deviceLayers
+                                + "): call forDevice(devicePool) or deviceLayers(n)");
+            }
+            if (numLayers >= 0 && numLayers < 1) {
+                throw new KvioInvalidArgumentException(
+                        "layerRange(deviceLayerStart, numLayers): numLayers must be at least 1,"
+                                + " got "
+                                + numLayers);
+            }
+            if (pagesToUse < 1) {
+                throw new KvioInvalidArgumentException(
+                        pages < 0
+                                ? "this host pool's capacity is not set: call pages(n), or"
+                                        + " forDevice(devicePool) to take the device pool's page"
+                                        + " count"
+                                : "pages must be at least 1, got " + pages);
+            }
+            try {
+                checkAllGranularities(backend, layers);
+            } catch (KvioException e) {
+                throw PoolSpec.builderNames(e, device == null ? " (or forDevice(devicePool))" : "");
             }
             PoolSpec spec =
                     PoolSpec.builder()
@@ -446,7 +653,8 @@ public final class HostKvPool extends KvPool {
                                 deviceLayerStart,
                                 deviceLayers,
                                 ex,
-                                owns);
+                                owns,
+                                strictLayers);
                 pool.keepReachable(wrapMemory);
                 return pool;
             } catch (RuntimeException e) {

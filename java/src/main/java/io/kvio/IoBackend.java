@@ -27,8 +27,9 @@ public enum IoBackend {
         return userName;
     }
 
-    public static IoBackend parse(String text) {
-        return values()[Names.parse(KvioNative.KVIO_NAME_BACKEND, text, values())];
+    public static IoBackend parse(String ioBackend) {
+        return values()[
+                Names.parse(KvioNative.KVIO_NAME_BACKEND, ioBackend, values(), "ioBackend")];
     }
 
     /** Whether this backend can run on this machine with this build. */

@@ -39,8 +39,8 @@ public enum KvLayout {
         return this != PAGE_HEAD || kind == PoolKind.MHA;
     }
 
-    public static KvLayout parse(String text) {
-        return values()[Names.parse(KvioNative.KVIO_NAME_LAYOUT, text, values())];
+    public static KvLayout parse(String layout) {
+        return values()[Names.parse(KvioNative.KVIO_NAME_LAYOUT, layout, values(), "layout")];
     }
 
     @Override

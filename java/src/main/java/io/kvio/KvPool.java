@@ -163,6 +163,7 @@ public abstract class KvPool implements AutoCloseable {
      * freed until a later call returns true.
      */
     public boolean closeAndWait(long timeout, TimeUnit unit) {
+        java.util.Objects.requireNonNull(unit, "unit");
         close();
         return Dispatcher.poolCloseWait(handle, Math.max(0, unit.toNanos(timeout)));
     }

@@ -26,9 +26,18 @@ public final class Kvio {
     }
 
     /**
+     * The device number of host memory, on every call that takes or reports one: {@link
+     * DeviceKvPool#allocate(PoolSpec, IoBackend, int)} and the wrap methods on cpu, {@link
+     * DeviceKvPool#device()} of a pool in host memory, {@link KvioExecutor#shared(IoBackend, int)}
+     * and {@link KvioExecutor#device()} on cpu.
+     */
+    public static final int HOST_DEVICE = -1;
+
+    /**
      * Submits the general transfer: for each index pair i and each layer j < numLayers, every
      * component's row of token srcIndices[i] in src layer srcLayerStart + j is copied to token
      * dstIndices[i] in dst layer dstLayerStart + j. Index lists may be closed once this returns.
+     * Empty index lists give an already completed Transfer of 0 bytes (after every other check).
      */
     public static Transfer transfer(
             KvioExecutor executor,
@@ -39,18 +48,77 @@ public final class Kvio {
             long srcLayerStart,
             long dstLayerStart,
             long numLayers) {
+        return transfer(
+                executor,
+                src,
+                dst,
+                IndexArg.of("srcIndices", srcIndices),
+                IndexArg.of("dstIndices", dstIndices),
+                srcLayerStart,
+                dstLayerStart,
+                numLayers);
+    }
+
+    /**
+     * {@link #transfer(KvioExecutor, KvPool, KvPool, TokenIndices, TokenIndices, long, long, long)}
+     * with index arrays, copied for this call only (docs/benchmarks.md gives the cost).
+     */
+    public static Transfer transfer(
+            KvioExecutor executor,
+            KvPool src,
+            KvPool dst,
+            long[] srcIndices,
+            long[] dstIndices,
+            long srcLayerStart,
+            long dstLayerStart,
+            long numLayers) {
+        return transfer(
+                executor,
+                src,
+                dst,
+                IndexArg.of("srcIndices", srcIndices),
+                IndexArg.of("dstIndices", dstIndices),
+                srcLayerStart,
+                dstLayerStart,
+                numLayers);
+    }
+
+    /** Like the long[] form, with int[] index arrays (widened to int64). */
+    public static Transfer transfer(
+            KvioExecutor executor,
+            KvPool src,
+            KvPool dst,
+            int[] srcIndices,
+            int[] dstIndices,
+            long srcLayerStart,
+            long dstLayerStart,
+            long numLayers) {
+        return transfer(
+                executor,
+                src,
+                dst,
+                IndexArg.of("srcIndices", srcIndices),
+                IndexArg.of("dstIndices", dstIndices),
+                srcLayerStart,
+                dstLayerStart,
+                numLayers);
+    }
+
+    private static Transfer transfer(
+            KvioExecutor executor,
+            KvPool src,
+            KvPool dst,
+            IndexArg srcIndices,
+            IndexArg dstIndices,
+            long srcLayerStart,
+            long dstLayerStart,
+            long numLayers) {
         Objects.requireNonNull(executor, "executor");
         Objects.requireNonNull(src, "src");
         Objects.requireNonNull(dst, "dst");
-        Objects.requireNonNull(srcIndices, "srcIndices");
-        Objects.requireNonNull(dstIndices, "dstIndices");
         ensureOpen("src", src);
         ensureOpen("dst", dst);
-        ensureOpen("srcIndices", srcIndices);
-        ensureOpen("dstIndices", dstIndices);
         long executorHandle = executor.handle();
-        long srcHandle = src.handle();
-        long dstHandle = dst.handle();
         for (KvPool p : new KvPool[] {src, dst}) {
             if (p instanceof DeviceKvPool && p.backend() != executor.backend()) {
                 throw new KvioInvalidArgumentException(
@@ -63,71 +131,151 @@ public final class Kvio {
                                 + "'; use an executor of the device pool's backend");
             }
         }
-        checkLengths("srcIndices", srcIndices, "dstIndices", dstIndices);
         checkLayers("src", srcLayerStart, numLayers, src.spec().numLayers());
         checkLayers("dst", dstLayerStart, numLayers, dst.spec().numLayers());
         return submit(
                 executorHandle,
-                srcHandle,
-                dstHandle,
+                src,
+                dst,
                 srcIndices,
                 dstIndices,
+                "src (the " + src.what() + ")",
+                "dst (the " + dst.what() + ")",
                 srcLayerStart,
                 dstLayerStart,
-                numLayers);
+                numLayers,
+                NO_LAYERS);
     }
 
+    static final long[] NO_LAYERS = new long[0];
+
+    /**
+     * Checks the index lists (open, equal lengths), then submits; empty lists give an already
+     * completed Transfer once the pools are known to fit each other. Native messages are rewritten
+     * to the caller's names: the index lists' parameter names and {@code srcPool} / {@code dstPool}
+     * for "the src pool" / "the dst pool".
+     */
     static Transfer submit(
             long executor,
-            long src,
-            long dst,
-            TokenIndices srcIndices,
-            TokenIndices dstIndices,
+            KvPool src,
+            KvPool dst,
+            IndexArg srcIndices,
+            IndexArg dstIndices,
+            String srcPool,
+            String dstPool,
             long srcLayerStart,
             long dstLayerStart,
-            long numLayers) {
+            long numLayers,
+            long[] skippedLayers) {
+        srcIndices.ensureOpen();
+        dstIndices.ensureOpen();
+        checkLengths(srcIndices, dstIndices);
+        long srcHandle = src.handle();
+        long dstHandle = dst.handle();
+        if (srcIndices.size() == 0) {
+            checkSameRows(src, dst);
+            return Transfer.completed(skippedLayers);
+        }
         long[] bytes = new long[1];
-        long handle =
-                Dispatcher.submit(
-                        executor,
-                        src,
-                        dst,
-                        srcIndices.address(),
-                        dstIndices.address(),
-                        srcIndices.size(),
-                        srcLayerStart,
-                        dstLayerStart,
-                        numLayers,
-                        bytes);
-        return Transfer.submitted(handle, bytes[0]);
+        long handle;
+        try {
+            handle =
+                    Dispatcher.submit(
+                            executor,
+                            srcHandle,
+                            dstHandle,
+                            srcIndices.address(0),
+                            dstIndices.address(1),
+                            srcIndices.size(),
+                            srcLayerStart,
+                            dstLayerStart,
+                            numLayers,
+                            bytes);
+        } catch (KvioException e) {
+            throw renamed(e, srcIndices.name(), dstIndices.name(), srcPool, dstPool);
+        } finally {
+            IndexArg.release();
+        }
+        return Transfer.submitted(handle, bytes[0]).withSkippedLayers(skippedLayers);
     }
 
+    /** The native message with the Java caller's names in place of the C ABI's. */
+    private static KvioException renamed(
+            KvioException e, String srcName, String dstName, String srcPool, String dstPool) {
+        String m = e.getMessage();
+        if (m == null) {
+            return e;
+        }
+        String r =
+                m.replace("src_indices", srcName)
+                        .replace("dst_indices", dstName)
+                        .replace("the src pool", srcPool)
+                        .replace("the dst pool", dstPool)
+                        .replace("src_layer_start", "srcLayerStart")
+                        .replace("dst_layer_start", "dstLayerStart")
+                        .replace("num_layers", "numLayers");
+        if (r.equals(m)) {
+            return e;
+        }
+        KvioException out = KvioException.of(e.status(), r);
+        out.initCause(e);
+        return out;
+    }
+
+    /** What the native checks refuse before looking at indices, for empty transfers. */
+    private static void checkSameRows(KvPool src, KvPool dst) {
+        PoolSpec a = src.spec();
+        PoolSpec b = dst.spec();
+        if (a.kind() != b.kind()) {
+            throw new KvioInvalidArgumentException(
+                    "the source pool is "
+                            + a.kind()
+                            + " and the destination pool is "
+                            + b.kind()
+                            + "; both must be the same kind");
+        }
+        if (a.headNum() != b.headNum() || a.headBytes() != b.headBytes()) {
+            throw new KvioInvalidArgumentException(
+                    "row geometry differs: source rows are "
+                            + a.headNum()
+                            + " heads x "
+                            + a.headBytes()
+                            + " bytes, destination rows are "
+                            + b.headNum()
+                            + " heads x "
+                            + b.headBytes()
+                            + " bytes; both pools must have the same heads and headBytes");
+        }
+    }
+
+    /** "this host pool is closed", "device is a closed device pool". */
     static void ensureOpen(String name, KvPool pool) {
         if (pool.isClosed()) {
-            throw new KvioClosedException(name + " (" + pool.what() + ") is closed");
+            throw new KvioClosedException(
+                    name.startsWith("this ")
+                            ? name + " is closed"
+                            : name + " is a closed " + pool.what());
         }
     }
 
-    static void ensureOpen(String name, TokenIndices indices) {
-        if (indices.isClosed()) {
-            throw new KvioClosedException(name + " is closed");
-        }
-    }
-
-    static void checkLengths(String aName, TokenIndices a, String bName, TokenIndices b) {
+    static void checkLengths(IndexArg a, IndexArg b) {
         long an = a.size();
         long bn = b.size();
         if (an != bn) {
             throw new KvioInvalidArgumentException(
-                    aName
+                    a.name()
                             + " has "
-                            + an
-                            + " entries but "
-                            + bName
+                            + entries(an)
+                            + " but "
+                            + b.name()
                             + " has "
-                            + bn
+                            + entries(bn)
                             + "; each source slot needs exactly one destination slot");
         }
+    }
+
+    static String entries(long n) {
+        return n + (n == 1 ? " entry" : " entries");
     }
 
     static void checkLayers(String side, long start, long count, long poolLayers) {

@@ -138,8 +138,8 @@ public final class KvioExecutor implements AutoCloseable {
     }
 
     /**
-     * The process-wide executor of a device backend on {@code device} (for cpu, device -1), created
-     * on first use.
+     * The process-wide executor of a device backend on {@code device} (for cpu, {@link
+     * Kvio#HOST_DEVICE}), created on first use.
      */
     public static KvioExecutor shared(IoBackend backend, int device) {
         Objects.requireNonNull(backend, "backend");
@@ -147,9 +147,8 @@ public final class KvioExecutor implements AutoCloseable {
             throw new KvioUnsupportedException(
                     "io backend '"
                             + backend.userName()
-                            + "' has no devices (device must be -1, got "
-                            + device
-                            + ")");
+                            + "' has one device, the host: device must be -1 (Kvio.HOST_DEVICE), got "
+                            + device);
         }
         long key = ((long) backend.ordinal() << 32) | (device & 0xFFFFFFFFL);
         synchronized (SHARED) {
@@ -175,7 +174,10 @@ public final class KvioExecutor implements AutoCloseable {
         return backend;
     }
 
-    /** The device this executor runs on (a CUDA device ordinal or an Ascend NPU id); -1 on cpu. */
+    /**
+     * The device this executor runs on (a CUDA device ordinal or an Ascend NPU id); {@link
+     * Kvio#HOST_DEVICE} (-1) on cpu.
+     */
     public int device() {
         return device;
     }

@@ -10,9 +10,12 @@ import java.util.Objects;
 final class Names {
     private Names() {}
 
-    /** values' toString() must be their user names. */
-    static <E extends Enum<E>> int parse(int table, String text, E[] values) {
-        Objects.requireNonNull(text, "text");
+    /**
+     * values' toString() must be their user names; {@code argument} names the caller's parameter in
+     * the NullPointerException.
+     */
+    static <E extends Enum<E>> int parse(int table, String text, E[] values, String argument) {
+        Objects.requireNonNull(text, argument);
         for (E e : values) {
             if (e.toString().equals(text)) {
                 return e.ordinal();

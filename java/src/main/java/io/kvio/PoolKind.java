@@ -31,8 +31,8 @@ public enum PoolKind {
      * Parses the string users type ("mha", "mla"); otherwise KvioInvalidArgumentException listing
      * the valid names.
      */
-    public static PoolKind parse(String text) {
-        return values()[Names.parse(KvioNative.KVIO_NAME_KIND, text, values())];
+    public static PoolKind parse(String kind) {
+        return values()[Names.parse(KvioNative.KVIO_NAME_KIND, kind, values(), "kind")];
     }
 
     @Override

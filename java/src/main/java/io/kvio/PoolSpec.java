@@ -25,7 +25,43 @@ public final class PoolSpec {
         this.pageSize = b.pageSize;
         this.headNum = b.heads;
         this.headBytes = b.headBytes;
-        this.componentBytes = Dispatcher.componentBytes(this);
+        try {
+            this.componentBytes = Dispatcher.componentBytes(this);
+        } catch (KvioException e) {
+            throw builderNames(e, "");
+        }
+    }
+
+    private static final String[][] FIELDS = {
+        {"num_layers", "layers"},
+        {"num_pages", "pages"},
+        {"page_size", "pageSize"},
+        {"head_num", "heads"},
+        {"head_bytes", "headBytes"}
+    };
+
+    /**
+     * The native spec message with the builder's method names in place of the C struct's fields,
+     * and for a missing value the call that sets it ({@code alternative} is appended to it).
+     */
+    static KvioException builderNames(KvioException e, String alternative) {
+        String m = e.getMessage();
+        if (m == null) {
+            return e;
+        }
+        String r = m;
+        for (String[] f : FIELDS) {
+            if (r.startsWith(f[0] + " must be at least 1")) {
+                r = r + ": call " + f[1] + "(n)" + alternative;
+            }
+            r = r.replace(f[0], f[1]);
+        }
+        if (r.equals(m)) {
+            return e;
+        }
+        KvioException out = KvioException.of(e.status(), r);
+        out.initCause(e);
+        return out;
     }
 
     public static Builder builder() {

@@ -55,7 +55,11 @@ public final class TokenIndices implements AutoCloseable {
         }
     }
 
-    /** Copies {@code indices} into native memory. */
+    /**
+     * Copies {@code indices} into native memory. An empty list is allowed: transfers with it
+     * complete at once, moving 0 bytes. For one call, the transfer methods also take the array
+     * itself (nothing to close).
+     */
     public static TokenIndices of(long... indices) {
         Objects.requireNonNull(indices, "indices");
         return new TokenIndices(Dispatcher.copyToNative(indices), indices.length, true);
@@ -173,7 +177,12 @@ public final class TokenIndices implements AutoCloseable {
         ensureOpen();
         if (i < 0 || i >= count) {
             throw new KvioOutOfRangeException(
-                    "index " + i + " is out of range (valid: 0 to " + (count - 1) + ")");
+                    "index "
+                            + i
+                            + " is out of range"
+                            + (count == 0
+                                    ? ": this list is empty"
+                                    : " (valid: 0 to " + (count - 1) + ")"));
         }
         return view != null ? view.get((int) i) : Dispatcher.getLong(address + i * 8);
     }

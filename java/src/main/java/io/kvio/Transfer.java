@@ -17,6 +17,7 @@ public final class Transfer implements AutoCloseable {
     private boolean released; // guarded by lock
     private boolean done; // guarded by lock
     private KvioException failure; // guarded by lock: the transfer's own failure, once done
+    private volatile long[] skippedLayers = Kvio.NO_LAYERS;
 
     private Transfer(long handle, long bytes) {
         this.handle = handle;
@@ -48,6 +49,26 @@ public final class Transfer implements AutoCloseable {
     /** A transfer that moved nothing and is already complete. */
     static Transfer completed() {
         return new Transfer(0, 0);
+    }
+
+    /** Like {@link #completed()}, reporting device layers it did not move. */
+    static Transfer completed(long[] skippedLayers) {
+        return new Transfer(0, 0).withSkippedLayers(skippedLayers);
+    }
+
+    Transfer withSkippedLayers(long[] layers) {
+        this.skippedLayers = layers;
+        return this;
+    }
+
+    /**
+     * Device layers this transfer was asked to cover but did not move because the host pool does
+     * not hold them (HostKvPool.Builder.layerRange, or a device pool with more layers than the host
+     * pool was built for); empty when every layer was moved. A load of such a layer is an already
+     * completed Transfer of 0 bytes; HostKvPool.Builder.strictLayers() refuses it instead.
+     */
+    public long[] skippedLayers() {
+        return skippedLayers.clone();
     }
 
     /** Waits for completion; throws the typed exception if the transfer failed. */
@@ -165,6 +186,11 @@ public final class Transfer implements AutoCloseable {
                     + bytes
                     + (done ? (failure == null ? ", done" : ", failed") : "")
                     + (released && !done ? ", closed" : "")
+                    + (skippedLayers.length == 0
+                            ? ""
+                            : ", skipped device layers "
+                                    + java.util.Arrays.toString(skippedLayers)
+                                    + " (not held by the host pool)")
                     + "}";
         }
     }

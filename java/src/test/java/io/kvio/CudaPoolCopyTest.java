@@ -44,7 +44,7 @@ public class CudaPoolCopyTest {
             ByteBuffer back = ByteBuffer.allocateDirect(bytes);
             device.copyTo(back);
             assertEquals(back.flip(), ByteBuffer.wrap(pattern));
-            host.backupFromDevice(device, slots, slots).await();
+            host.backup(device).hostIndices(slots).deviceIndices(slots).submit().await();
             ByteBuffer hostBytes = ByteBuffer.allocate(bytes);
             host.copyTo(hostBytes); // host pool: same layout here, so the same bytes
             ByteBuffer row = ByteBuffer.allocate(256);

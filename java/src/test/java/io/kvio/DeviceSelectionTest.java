@@ -57,7 +57,7 @@ public class DeviceSelectionTest {
                 expectThrows(
                         KvioUnsupportedException.class,
                         () -> KvioExecutor.shared(IoBackend.CPU, 3));
-        assertMentions(e, "device must be -1, got 3");
+        assertMentions(e, "device must be -1 (Kvio.HOST_DEVICE), got 3");
         assertSame(KvioExecutor.shared(IoBackend.CPU), KvioExecutor.shared(IoBackend.CPU, -1));
     }
 
@@ -67,8 +67,8 @@ public class DeviceSelectionTest {
                 expectThrows(
                         KvioUnsupportedException.class,
                         () -> DeviceKvPool.allocate(SPEC, IoBackend.CPU, 1));
-        assertMentions(e, "has one device, the host: device must be 0, got 1");
-        try (DeviceKvPool pool = DeviceKvPool.allocate(SPEC, IoBackend.CPU, 0)) {
+        assertMentions(e, "has one device, the host: device must be -1 (Kvio.HOST_DEVICE), got 1");
+        try (DeviceKvPool pool = DeviceKvPool.allocate(SPEC, IoBackend.CPU, Kvio.HOST_DEVICE)) {
             assertEquals(pool.device(), -1);
             e =
                     expectThrows(
@@ -80,7 +80,7 @@ public class DeviceSelectionTest {
                                             pool.regionBytes(0),
                                             IoBackend.CPU,
                                             2));
-            assertMentions(e, "device must be 0, got 2");
+            assertMentions(e, "device must be -1 (Kvio.HOST_DEVICE), got 2");
         }
     }
 

@@ -38,11 +38,17 @@ public class ReadmeExampleTest {
                                 .build();
                 TokenIndices deviceSlots = TokenIndices.pages(64, 3, 4, 5);
                 TokenIndices hostSlots = TokenIndices.pages(64, 10, 11, 12)) {
-            Transfer backup = host.backupFromDevice(device, hostSlots, deviceSlots);
+            // Each list is named by its side, so a swap cannot compile silently.
+            Transfer backup =
+                    host.backup(device).deviceIndices(deviceSlots).hostIndices(hostSlots).submit();
             backup.await(); // all layers
             moved += backup.bytes();
             for (int layer = 0; layer < 32; layer++) {
-                Transfer load = host.loadToDevice(device, hostSlots, deviceSlots, layer);
+                Transfer load =
+                        host.load(device, layer)
+                                .hostIndices(hostSlots)
+                                .deviceIndices(deviceSlots)
+                                .submit();
                 load.await(); // one layer per call
                 moved += load.bytes();
             }

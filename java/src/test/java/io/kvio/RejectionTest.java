@@ -97,7 +97,7 @@ public class RejectionTest {
                         KvioOutOfRangeException.class,
                         () -> host.backupFromDevice(device, h, d).await(),
                         both(),
-                        "indices[1] = -1 is out of range",
+                        "hostIndices[1] = -1 is out of range",
                         "32 token slots",
                         "valid: 0 to 31");
         assertEquals(e.status(), KvioException.Status.OUT_OF_RANGE);
@@ -111,7 +111,7 @@ public class RejectionTest {
                 KvioOutOfRangeException.class,
                 () -> host.loadToDevice(device, h, d, 0).await(),
                 both(),
-                "indices[0] = -7 is out of range",
+                "deviceIndices[0] = -7 is out of range",
                 "64 token slots",
                 "valid: 0 to 63");
     }
@@ -124,7 +124,7 @@ public class RejectionTest {
                 KvioOutOfRangeException.class,
                 () -> host.backupFromDevice(device, h, d).await(),
                 both(),
-                "indices[2] = 64 is out of range",
+                "deviceIndices[2] = 64 is out of range",
                 "64 token slots",
                 "valid: 0 to 63");
     }
@@ -137,7 +137,7 @@ public class RejectionTest {
                 KvioOutOfRangeException.class,
                 () -> host.loadToDevice(device, h, d, 2).await(),
                 both(),
-                "indices[1] = 32 is out of range",
+                "hostIndices[1] = 32 is out of range",
                 "32 token slots",
                 "valid: 0 to 31");
     }
@@ -650,14 +650,26 @@ public class RejectionTest {
     // ---- empty and malformed requests ----
 
     @Test
-    public void emptyIndexLists() {
+    public void emptyIndexListsOfDifferentPoolKinds() {
+        // Empty lists complete at once (CallerMessagesTest), but mismatched pools are refused.
+        HostKvPool mla =
+                open(
+                        HostKvPool.builder()
+                                .kind(PoolKind.MLA)
+                                .deviceLayers(4)
+                                .pages(4)
+                                .pageSize(4)
+                                .heads(1)
+                                .headBytes(8)
+                                .threads(1)
+                                .build());
         TokenIndices h = idx();
         TokenIndices d = idx();
         assertRejected(
                 KvioInvalidArgumentException.class,
-                () -> host.backupFromDevice(device, h, d).await(),
-                both(),
-                "num_indices must be at least 1, got 0");
+                () -> Kvio.transfer(mla.executor(), device, mla, d, h, 0, 0, 1),
+                List.of(device.buffer(), host.buffer(), mla.buffer()),
+                "the source pool is mha and the destination pool is mla");
     }
 
     @Test
@@ -698,7 +710,7 @@ public class RejectionTest {
                                         .heads(1)
                                         .headBytes(8)
                                         .build()),
-                "num_pages must be at least 1, got 0");
+                "pages must be at least 1, got 0");
         assertMessage(
                 expectThrows(
                         KvioUnsupportedException.class,

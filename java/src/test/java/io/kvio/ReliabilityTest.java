@@ -77,13 +77,13 @@ public class ReliabilityTest {
                 expectThrows(
                         KvioOutOfRangeException.class,
                         () -> Kvio.transfer(executor, src, dst, huge, ok, 0, 0, 1).await()),
-                "src_indices[1] = " + Long.MAX_VALUE,
+                "srcIndices[1] = " + Long.MAX_VALUE,
                 "valid: 0 to 15");
         RejectionTest.assertMessage(
                 expectThrows(
                         KvioOutOfRangeException.class,
                         () -> Kvio.transfer(executor, src, dst, ok, huge, 0, 0, 1).await()),
-                "dst_indices[1] = " + Long.MAX_VALUE,
+                "dstIndices[1] = " + Long.MAX_VALUE,
                 "valid: 0 to 15");
         RejectionTest.assertMessage(
                 expectThrows(
@@ -127,7 +127,7 @@ public class ReliabilityTest {
                                         .heads(1)
                                         .headBytes(1)
                                         .build()),
-                "num_layers 1099511627776 is more than kvio supports",
+                "layers 1099511627776 is more than kvio supports",
                 "valid: 1 to 1048576");
         RejectionTest.assertMessage(
                 expectThrows(
@@ -142,7 +142,7 @@ public class ReliabilityTest {
                                         .heads(1)
                                         .headBytes(0)
                                         .build()),
-                "head_bytes must be at least 1, got 0");
+                "headBytes must be at least 1, got 0");
     }
 
     // ---- concurrency ----

@@ -114,7 +114,7 @@ public class TokenIndicesBufferTest {
                                         .flip())) {
             assertEquals(host.regionAddress(0), Dispatcher.directAddress(hostMemory) + 16);
             device.buffer().asLongBuffer().put(5, 0x55).put(6, 0x66);
-            host.backupFromDevice(device, h, d).await();
+            host.backup(device).hostIndices(h).deviceIndices(d).submit().await();
             assertEquals(hostMemory.getLong(16), 0x55);
             assertEquals(hostMemory.getLong(16 + 15 * 8), 0x66);
         }

@@ -68,12 +68,16 @@ public class SegmentsTest {
         try (DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
                 HostKvPool host = HostKvPool.builder().forDevice(device).build();
                 TokenIndices other = TokenIndices.of(2, 3)) {
-            host.backupFromDevice(device, list, other).await();
+            host.backup(device).hostIndices(list).deviceIndices(other).submit().await();
             arena.close();
             KvioClosedException e =
                     expectThrows(
                             KvioClosedException.class,
-                            () -> host.backupFromDevice(device, list, other));
+                            () ->
+                                    host.backup(device)
+                                            .hostIndices(list)
+                                            .deviceIndices(other)
+                                            .submit());
             assertTrue(e.getMessage().contains("arena was closed"), e.getMessage());
         }
     }
@@ -92,7 +96,7 @@ public class SegmentsTest {
                 MemorySegment deviceMemory = Segments.region(device, 0);
                 deviceMemory.setAtIndex(ValueLayout.JAVA_LONG, 5, 0x55); // layer 0
                 deviceMemory.setAtIndex(ValueLayout.JAVA_LONG, 16 + 6, 0x66); // layer 1
-                host.backupFromDevice(device, h, d).await();
+                host.backup(device).hostIndices(h).deviceIndices(d).submit().await();
                 assertEquals(memory.getAtIndex(ValueLayout.JAVA_LONG, 0), 0x55);
                 assertEquals(memory.getAtIndex(ValueLayout.JAVA_LONG, 16 + 15), 0x66);
             }

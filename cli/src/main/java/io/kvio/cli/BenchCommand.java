@@ -359,14 +359,14 @@ public final class BenchCommand implements Callable<Integer> {
             TokenIndices h,
             TokenIndices d) {
         if (dir == BenchResult.Direction.BACKUP) {
-            try (Transfer t = host.backupFromDevice(device, h, d)) {
+            try (Transfer t = host.backup(device).deviceIndices(d).hostIndices(h).submit()) {
                 t.await();
             }
             return;
         }
         Transfer[] ts = new Transfer[(int) layers];
         for (int l = 0; l < layers; l++) {
-            ts[l] = host.loadToDevice(device, h, d, l);
+            ts[l] = host.load(device, l).hostIndices(h).deviceIndices(d).submit();
         }
         for (Transfer t : ts) {
             t.await();

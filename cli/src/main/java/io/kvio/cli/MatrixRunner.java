@@ -250,7 +250,7 @@ final class MatrixRunner implements AutoCloseable {
         if (cfg.granularity == io.kvio.Granularity.ALL_LAYER) {
             try (Transfer t =
                     backup
-                            ? host.backupFromDevice(device, h, d)
+                            ? host.backup(device).deviceIndices(d).hostIndices(h).submit()
                             : Kvio.transfer(
                                     executor,
                                     host,
@@ -270,7 +270,10 @@ final class MatrixRunner implements AutoCloseable {
                 transfers[j] =
                         backup
                                 ? Kvio.transfer(executor, device, host, d, h, deviceLayer, j, 1)
-                                : host.loadToDevice(device, h, d, deviceLayer);
+                                : host.load(device, deviceLayer)
+                                        .hostIndices(h)
+                                        .deviceIndices(d)
+                                        .submit();
             }
             for (Transfer t : transfers) {
                 t.await();

@@ -446,7 +446,8 @@ public final class RoundTripCommand implements Callable<Integer> {
                 hostRegion.zero(0, hostRegion.bytes, new byte[1 << 20]);
                 progress.update(name + ": backup", 0, 1);
                 long t0 = System.nanoTime();
-                Transfer backup = hostPool.backupFromDevice(device, hostIdx, srcIdx);
+                Transfer backup =
+                        hostPool.backup(device).deviceIndices(srcIdx).hostIndices(hostIdx).submit();
                 backup.await();
                 long backupNs = System.nanoTime() - t0;
                 long moved = backup.bytes();
@@ -470,7 +471,11 @@ public final class RoundTripCommand implements Callable<Integer> {
                 long t1 = System.nanoTime();
                 Transfer[] loads = new Transfer[(int) o.layers];
                 for (long l = 0; l < o.layers; l++) {
-                    loads[(int) l] = hostPool.loadToDevice(device, hostIdx, dstIdx, l);
+                    loads[(int) l] =
+                            hostPool.load(device, l)
+                                    .hostIndices(hostIdx)
+                                    .deviceIndices(dstIdx)
+                                    .submit();
                 }
                 long loadBytes = 0;
                 for (Transfer t : loads) {

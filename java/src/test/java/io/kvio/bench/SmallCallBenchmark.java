@@ -3,9 +3,14 @@
  * CPU backend (Java validation + JNI + native validation + planning + the copy + await), next
  * to a trivial JNI call and a Java memcpy of the same bytes measured in the same run. The tiny
  * case (16-token page, 64-byte rows: 2 KiB moved) is dominated by overhead; the realistic case
- * (64-token page, 8 heads x 256 bytes: 256 KiB moved) by the copy.
+ * (64-token page, 8 heads x 256 bytes: 256 KiB moved) by the copy; "batch1024" (64 pages of 16
+ * tokens, 64-byte rows) has 1024 indices per list. The same load is measured with the index lists
+ * as TokenIndices made once, as long[] and int[] arrays (copied per call into per-thread native
+ * scratch), and as TokenIndices made and closed per call: the differences are the cost of the
+ * one-call array forms and of building a native list per step.
  *
- * Run: scripts/bench-java.sh (builds the classpath and runs this class's main).
+ * Run: scripts/bench-java.sh (builds the classpath and runs this class's main; JMH options
+ * such as -p shape=batch1024 or a benchmark name pattern are passed on).
  */
 package io.kvio.bench;
 
@@ -35,6 +40,7 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 import org.openjdk.jmh.annotations.Warmup;
 import org.openjdk.jmh.runner.Runner;
+import org.openjdk.jmh.runner.options.CommandLineOptions;
 import org.openjdk.jmh.runner.options.Options;
 import org.openjdk.jmh.runner.options.OptionsBuilder;
 
@@ -47,20 +53,24 @@ import org.openjdk.jmh.runner.options.OptionsBuilder;
 public class SmallCallBenchmark {
 
     /** "tiny": 16-token page of 64-byte rows; "page64": 64-token page of 8 x 256-byte heads. */
-    @Param({"tiny", "page64"})
+    @Param({"tiny", "page64", "batch1024"})
     public String shape;
 
     private DeviceKvPool device;
     private HostKvPool host;
     private TokenIndices hostSlots;
     private TokenIndices deviceSlots;
+    private long[] hostArray;
+    private long[] deviceArray;
+    private int[] hostInts;
+    private int[] deviceInts;
     private ByteBuffer copySource;
     private ByteBuffer copyTarget;
     private int layer;
 
     @Setup(Level.Trial)
     public void setUp() {
-        boolean tiny = shape.equals("tiny");
+        boolean tiny = !shape.equals("page64");
         long pageSize = tiny ? 16 : 64;
         long heads = tiny ? 1 : 8;
         long headBytes = tiny ? 64 : 256;
@@ -82,9 +92,20 @@ public class SmallCallBenchmark {
                         .ioBackend(IoBackend.CPU)
                         .pages(64)
                         .build();
-        hostSlots = TokenIndices.pages(pageSize, 5);
-        deviceSlots = TokenIndices.pages(pageSize, 9);
-        int bytes = (int) (2 * pageSize * heads * headBytes);
+        int pages = shape.equals("batch1024") ? 64 : 1;
+        hostArray = new long[(int) (pages * pageSize)];
+        deviceArray = new long[hostArray.length];
+        hostInts = new int[hostArray.length];
+        deviceInts = new int[hostArray.length];
+        for (int i = 0; i < hostArray.length; i++) {
+            hostArray[i] = pages == 1 ? 5 * pageSize + i : i;
+            deviceArray[i] = pages == 1 ? 9 * pageSize + i : hostArray.length - 1 - i;
+            hostInts[i] = (int) hostArray[i];
+            deviceInts[i] = (int) deviceArray[i];
+        }
+        hostSlots = TokenIndices.of(hostArray);
+        deviceSlots = TokenIndices.of(deviceArray);
+        int bytes = (int) (2 * pages * pageSize * heads * headBytes);
         copySource = ByteBuffer.allocateDirect(bytes);
         copyTarget = ByteBuffer.allocateDirect(bytes);
     }
@@ -101,9 +122,42 @@ public class SmallCallBenchmark {
     @Benchmark
     public long loadOnePageOneLayer() {
         layer = (layer + 1) & 31;
-        Transfer t = host.loadToDevice(device, hostSlots, deviceSlots, layer);
+        Transfer t =
+                host.load(device, layer).hostIndices(hostSlots).deviceIndices(deviceSlots).submit();
         t.await();
         return t.bytes();
+    }
+
+    /** The same load with long[] index arrays, copied for this call. */
+    @Benchmark
+    public long loadWithLongArrays() {
+        layer = (layer + 1) & 31;
+        Transfer t =
+                host.load(device, layer).hostIndices(hostArray).deviceIndices(deviceArray).submit();
+        t.await();
+        return t.bytes();
+    }
+
+    /** The same load with int[] index arrays, widened and copied for this call. */
+    @Benchmark
+    public long loadWithIntArrays() {
+        layer = (layer + 1) & 31;
+        Transfer t =
+                host.load(device, layer).hostIndices(hostInts).deviceIndices(deviceInts).submit();
+        t.await();
+        return t.bytes();
+    }
+
+    /** The same load with TokenIndices made from the arrays and closed on every call. */
+    @Benchmark
+    public long loadWithNewTokenIndices() {
+        layer = (layer + 1) & 31;
+        try (TokenIndices h = TokenIndices.of(hostArray);
+                TokenIndices d = TokenIndices.of(deviceArray)) {
+            Transfer t = host.load(device, layer).hostIndices(h).deviceIndices(d).submit();
+            t.await();
+            return t.bytes();
+        }
     }
 
     /** Baseline: the same bytes copied by one Java bulk put between direct buffers. */
@@ -121,8 +175,13 @@ public class SmallCallBenchmark {
     }
 
     public static void main(String[] args) throws Exception {
-        Options options =
-                new OptionsBuilder().include(SmallCallBenchmark.class.getSimpleName()).build();
+        CommandLineOptions cli = new CommandLineOptions(args);
+        OptionsBuilder builder = new OptionsBuilder();
+        builder.parent(cli);
+        if (cli.getIncludes().isEmpty()) {
+            builder.include(SmallCallBenchmark.class.getSimpleName());
+        }
+        Options options = builder.build();
         new Runner(options).run();
         System.out.println(
                 "kvio "

@@ -1,0 +1,120 @@
+/*
+ * One index-list argument of a transfer as the Java caller passed it: a TokenIndices, or a long[]
+ * or int[] for one call, with the parameter name the caller wrote (for messages). Arrays are copied
+ * into per-thread native scratch memory at submission (two slots per thread: source and
+ * destination), which native code reads only during the submitting call, so no native object is
+ * left for the caller to close. Used by Kvio.transfer and HostKvPool's request forms.
+ */
+package io.kvio;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.LongBuffer;
+import java.util.Objects;
+import org.bytedeco.javacpp.Pointer;
+
+final class IndexArg {
+    /**
+     * Scratch kept per thread and slot up to this size (32768 indices; at most 512 KiB per thread);
+     * larger lists get a one-off direct buffer for the call.
+     */
+    private static final int RETAINED_BYTES = 1 << 18;
+
+    private final String name;
+    private final TokenIndices list;
+    private final long[] longs;
+    private final int[] ints;
+
+    private IndexArg(String name, TokenIndices list, long[] longs, int[] ints) {
+        this.name = name;
+        this.list = list;
+        this.longs = longs;
+        this.ints = ints;
+    }
+
+    static IndexArg of(String name, TokenIndices list) {
+        return new IndexArg(name, Objects.requireNonNull(list, name), null, null);
+    }
+
+    static IndexArg of(String name, long[] values) {
+        return new IndexArg(name, null, Objects.requireNonNull(values, name), null);
+    }
+
+    static IndexArg of(String name, int[] values) {
+        return new IndexArg(name, null, null, Objects.requireNonNull(values, name));
+    }
+
+    String name() {
+        return name;
+    }
+
+    void ensureOpen() {
+        if (list != null && list.isClosed()) {
+            throw new KvioClosedException(name + " is closed");
+        }
+    }
+
+    long size() {
+        return list != null ? list.size() : longs != null ? longs.length : ints.length;
+    }
+
+    /** The address of the int64 values, valid until the next address(slot) on this thread. */
+    long address(int slot) {
+        if (list != null) {
+            return list.address();
+        }
+        int count = longs != null ? longs.length : ints.length;
+        Scratch s = SCRATCH.get();
+        ByteBuffer buffer = s.buffers[slot];
+        long address = s.addresses[slot];
+        if (count > Integer.MAX_VALUE / 8) {
+            throw new KvioInvalidArgumentException(
+                    name
+                            + " has "
+                            + count
+                            + " entries, more than one call copies from an array (at most "
+                            + Integer.MAX_VALUE / 8
+                            + "); pass a TokenIndices or split the transfer");
+        }
+        int bytes = count * 8;
+        if (buffer == null || buffer.capacity() < bytes) {
+            Dispatcher.ensureLoaded();
+            int capacity =
+                    bytes > RETAINED_BYTES
+                            ? bytes
+                            : Math.max(64, Integer.highestOneBit(Math.max(bytes - 1, 1)) << 1);
+            buffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.nativeOrder());
+            address = new Pointer(buffer).address();
+            if (buffer.capacity() <= RETAINED_BYTES) {
+                s.buffers[slot] = buffer;
+                s.addresses[slot] = address;
+            } else {
+                s.oneOff[slot] = buffer; // reachable until release() after the native call
+            }
+        }
+        LongBuffer out = buffer.asLongBuffer();
+        if (longs != null) {
+            out.put(longs);
+        } else {
+            for (int i = 0; i < count; i++) {
+                out.put(i, ints[i]);
+            }
+        }
+        return address;
+    }
+
+    /** Drops this thread's one-off buffers; call after the native call that read them. */
+    static void release() {
+        Scratch s = SCRATCH.get();
+        s.oneOff[0] = null;
+        s.oneOff[1] = null;
+    }
+
+    private static final class Scratch {
+        final ByteBuffer[] buffers = new ByteBuffer[2];
+        final long[] addresses = new long[2];
+        final ByteBuffer[] oneOff = new ByteBuffer[2];
+    }
+
+    private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
+}

@@ -1,0 +1,374 @@
+/*
+ * Messages and edge cases as a Java caller meets them (issue 12, friction items 2, 3, 4, 5, 7 and
+ * 10): index errors name the caller's parameters, closed objects are named once, null checks name
+ * the argument, builders say which method to call, the host "device number" is -1 everywhere, and
+ * empty index lists give an already completed transfer of 0 bytes on every entry point. Every
+ * rejected call is checked to leave both pools' bytes unchanged.
+ */
+package io.kvio;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
+import static org.testng.Assert.assertTrue;
+import static org.testng.Assert.expectThrows;
+
+import io.kvio.PoolFixtures.Config;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.testng.Assert.ThrowingRunnable;
+import org.testng.annotations.AfterMethod;
+import org.testng.annotations.BeforeMethod;
+import org.testng.annotations.Test;
+
+public class CallerMessagesTest {
+
+    /** Device: MHA, 4 layers, 16 pages of 4 = 64 token slots. Host: 8 pages = 32 slots. */
+    static final Config DEVICE = new Config(PoolKind.MHA, 4, 16, 4, 2, 8);
+
+    private final List<AutoCloseable> resources = new ArrayList<>();
+    private DeviceKvPool device;
+    private HostKvPool host;
+
+    @BeforeMethod
+    public void setUp() {
+        device = open(DEVICE.allocateDevice());
+        host = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 8));
+    }
+
+    @AfterMethod(alwaysRun = true)
+    public void tearDown() throws Exception {
+        for (int i = resources.size() - 1; i >= 0; i--) resources.get(i).close();
+        resources.clear();
+    }
+
+    private <T extends AutoCloseable> T open(T resource) {
+        resources.add(resource);
+        return resource;
+    }
+
+    private TokenIndices idx(long... slots) {
+        return open(TokenIndices.of(slots));
+    }
+
+    private static long[] range(long from, long count) {
+        long[] r = new long[(int) count];
+        for (int i = 0; i < count; i++) r[i] = from + i;
+        return r;
+    }
+
+    /** Runs the call expecting {@code type}; checks fragments, absences and unchanged buffers. */
+    private <T extends Throwable> T rejected(
+            Class<T> type, ThrowingRunnable call, String[] absent, String... fragments) {
+        List<ByteBuffer> buffers = new ArrayList<>();
+        if (!device.isClosed()) buffers.add(device.buffer());
+        if (!host.isClosed()) buffers.add(host.buffer());
+        List<byte[]> before = new ArrayList<>();
+        long seed = 5;
+        for (ByteBuffer b : buffers) before.add(LayoutOracle.canary(b, seed++));
+        T e = expectThrows(type, call);
+        String m = String.valueOf(e.getMessage());
+        for (String f : fragments) assertTrue(m.contains(f), "'" + f + "' missing in: " + m);
+        for (String a : absent) assertFalse(m.contains(a), "'" + a + "' present in: " + m);
+        for (int i = 0; i < buffers.size(); i++) {
+            LayoutOracle.assertBytesEqual(
+                    LayoutOracle.snapshot(buffers.get(i)), before.get(i), "buffer " + i);
+        }
+        return e;
+    }
+
+    private static final String[] NATIVE_NAMES = {
+        "src_indices", "dst_indices", "the src pool", "the dst pool", "num_indices"
+    };
+
+    // ---- item 2: the caller's parameter names, plurals ----
+
+    @Test
+    public void backupNamesHostIndices() {
+        long[] h = range(0, 13);
+        h[12] = 32;
+        TokenIndices hi = idx(h);
+        TokenIndices di = idx(range(0, 13));
+        rejected(
+                KvioOutOfRangeException.class,
+                () -> host.backupFromDevice(device, hi, di).await(),
+                NATIVE_NAMES,
+                "hostIndices[12] = 32 is out of range: the host pool has 32 token slots",
+                "valid: 0 to 31");
+    }
+
+    @Test
+    public void loadNamesDeviceIndices() {
+        TokenIndices hi = idx(0, 1);
+        TokenIndices di = idx(0, 64);
+        rejected(
+                KvioOutOfRangeException.class,
+                () -> host.loadToDevice(device, hi, di, 0).await(),
+                NATIVE_NAMES,
+                "deviceIndices[1] = 64 is out of range: the device pool has 64 token slots");
+        TokenIndices hi2 = idx(40, 1);
+        TokenIndices di2 = idx(0, 1);
+        rejected(
+                KvioOutOfRangeException.class,
+                () -> host.loadToDevice(device, hi2, di2, 0).await(),
+                NATIVE_NAMES,
+                "hostIndices[0] = 40 is out of range: the host pool has 32 token slots");
+    }
+
+    @Test
+    public void duplicateDestinationNamesTheCallersList() {
+        TokenIndices hi = idx(3, 3);
+        TokenIndices di = idx(0, 1);
+        rejected(
+                KvioInvalidArgumentException.class,
+                () -> host.backupFromDevice(device, hi, di).await(),
+                NATIVE_NAMES,
+                "hostIndices has duplicate destination slot 3",
+                "hostIndices[0] and hostIndices[1]");
+    }
+
+    @Test
+    public void generalTransferNamesSrcIndicesAndDstIndices() {
+        TokenIndices si = idx(0, 99);
+        TokenIndices di = idx(0, 1);
+        rejected(
+                KvioOutOfRangeException.class,
+                () -> Kvio.transfer(host.executor(), device, host, si, di, 0, 0, 1).await(),
+                NATIVE_NAMES,
+                "srcIndices[1] = 99 is out of range: src (the device pool) has 64 token slots");
+    }
+
+    @Test
+    public void oneEntryIsSingular() {
+        TokenIndices hi = idx(0);
+        TokenIndices di = idx(0, 1);
+        rejected(
+                KvioInvalidArgumentException.class,
+                () -> host.backupFromDevice(device, hi, di),
+                new String[] {"1 entries"},
+                "hostIndices has 1 entry but deviceIndices has 2 entries");
+    }
+
+    // ---- item 3: closed objects named once ----
+
+    @Test
+    public void closedPoolsAreNamedOnce() {
+        TokenIndices hi = idx(0);
+        TokenIndices di = idx(0);
+        device.close();
+        rejected(
+                KvioClosedException.class,
+                () -> host.backupFromDevice(device, hi, di),
+                new String[] {"(device pool)", "device (", "pool pool"},
+                "device is a closed device pool");
+        host.close();
+        rejected(
+                KvioClosedException.class,
+                () -> host.backupFromDevice(device, hi, di),
+                new String[] {"(host pool)"},
+                "this host pool is closed");
+        rejected(
+                KvioClosedException.class,
+                () ->
+                        Kvio.transfer(
+                                KvioExecutor.shared(IoBackend.CPU), host, device, hi, di, 0, 0, 1),
+                new String[] {"(host pool)", "src ("},
+                "src is a closed host pool");
+    }
+
+    // ---- item 4: null checks name the argument ----
+
+    @Test
+    public void nullNamesAreTheArguments() {
+        NullPointerException e =
+                expectThrows(
+                        NullPointerException.class,
+                        () -> HostKvPool.builder().layout((String) null));
+        assertEquals(e.getMessage(), "layout");
+        e =
+                expectThrows(
+                        NullPointerException.class,
+                        () -> HostKvPool.builder().ioBackend((String) null));
+        assertEquals(e.getMessage(), "ioBackend");
+        e = expectThrows(NullPointerException.class, () -> PoolKind.parse(null));
+        assertEquals(e.getMessage(), "kind");
+        e = expectThrows(NullPointerException.class, () -> Granularity.parse(null));
+        assertEquals(e.getMessage(), "granularity");
+        e = expectThrows(NullPointerException.class, () -> KvLayout.parse(null));
+        assertEquals(e.getMessage(), "layout");
+        e = expectThrows(NullPointerException.class, () -> IoBackend.parse(null));
+        assertEquals(e.getMessage(), "ioBackend");
+    }
+
+    // ---- item 5: builders say which method to call ----
+
+    @Test
+    public void hostBuilderWithoutLayersSaysWhatToCall() {
+        KvioInvalidArgumentException e =
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () ->
+                                open(
+                                        HostKvPool.builder()
+                                                .pages(8)
+                                                .pageSize(4)
+                                                .heads(2)
+                                                .headBytes(8)
+                                                .build()));
+        assertTrue(e.getMessage().contains("forDevice(devicePool)"), e.getMessage());
+        assertTrue(e.getMessage().contains("deviceLayers(n)"), e.getMessage());
+        assertFalse(e.getMessage().contains("num_layers"), e.getMessage());
+    }
+
+    @Test
+    public void hostBuilderWithoutPagesSaysWhatToCall() {
+        KvioInvalidArgumentException e =
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () ->
+                                open(
+                                        HostKvPool.builder()
+                                                .deviceLayers(4)
+                                                .pageSize(4)
+                                                .heads(2)
+                                                .headBytes(8)
+                                                .build()));
+        assertTrue(e.getMessage().contains("pages(n)"), e.getMessage());
+        assertFalse(e.getMessage().contains("num_pages"), e.getMessage());
+    }
+
+    @Test
+    public void hostBuilderWithoutHeadsSaysWhatToCall() {
+        KvioInvalidArgumentException e =
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () ->
+                                open(
+                                        HostKvPool.builder()
+                                                .deviceLayers(4)
+                                                .pages(8)
+                                                .pageSize(4)
+                                                .headBytes(8)
+                                                .build()));
+        assertTrue(
+                e.getMessage().contains("heads must be at least 1, got 0: call heads(n)"),
+                e.getMessage());
+        assertTrue(e.getMessage().contains("forDevice(devicePool)"), e.getMessage());
+        e =
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () -> HostKvPool.builder().forDevice(device).layerRange(1, 0).build());
+        assertTrue(e.getMessage().contains("numLayers must be at least 1, got 0"), e.getMessage());
+    }
+
+    @Test
+    public void unitIsNamed() {
+        NullPointerException e =
+                expectThrows(NullPointerException.class, () -> host.closeAndWait(1, null));
+        assertEquals(e.getMessage(), "unit");
+    }
+
+    @Test
+    public void poolSpecBuilderSaysWhatToCall() {
+        KvioInvalidArgumentException e =
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () ->
+                                PoolSpec.builder()
+                                        .pages(4)
+                                        .pageSize(4)
+                                        .heads(2)
+                                        .headBytes(8)
+                                        .build());
+        assertTrue(e.getMessage().contains("layers(n)"), e.getMessage());
+        assertFalse(e.getMessage().contains("num_layers"), e.getMessage());
+    }
+
+    // ---- item 7: the host is device -1 everywhere ----
+
+    @Test
+    public void hostDeviceNumberIsMinusOneEverywhere() {
+        PoolSpec spec = DEVICE.spec(KvLayout.LAYER_FIRST);
+        try (DeviceKvPool pool = DeviceKvPool.allocate(spec, IoBackend.CPU, -1)) {
+            assertEquals(pool.device(), -1);
+            KvioExecutor shared = KvioExecutor.shared(IoBackend.CPU, pool.device());
+            assertEquals(shared.device(), -1);
+            KvioUnsupportedException e =
+                    expectThrows(
+                            KvioUnsupportedException.class,
+                            () -> DeviceKvPool.allocate(spec, IoBackend.CPU, 0));
+            assertTrue(e.getMessage().contains("device must be -1 (Kvio.HOST_DEVICE), got 0"));
+            e =
+                    expectThrows(
+                            KvioUnsupportedException.class,
+                            () -> KvioExecutor.shared(IoBackend.CPU, 0));
+            assertTrue(e.getMessage().contains("device must be -1 (Kvio.HOST_DEVICE), got 0"));
+        }
+    }
+
+    // ---- item 10: empty lists complete at once ----
+
+    private static void assertEmptyTransfer(Transfer t) throws Exception {
+        assertEquals(t.bytes(), 0);
+        assertTrue(t.isDone());
+        assertTrue(t.await(0, TimeUnit.NANOSECONDS));
+        t.await();
+        t.close();
+    }
+
+    @Test
+    public void emptyListsGiveACompletedTransferOfZeroBytes() throws Exception {
+        TokenIndices none = open(TokenIndices.of());
+        TokenIndices none2 = open(TokenIndices.of(new int[0]));
+        assertEquals(none.size(), 0);
+        assertEquals(open(TokenIndices.pages(4)).size(), 0);
+        List<byte[]> before =
+                List.of(
+                        LayoutOracle.canary(device.buffer(), 1),
+                        LayoutOracle.canary(host.buffer(), 2));
+        assertEmptyTransfer(host.backupFromDevice(device, none, none2));
+        assertEmptyTransfer(host.loadToDevice(device, none, none2, 3));
+        assertEmptyTransfer(Kvio.transfer(host.executor(), device, host, none, none2, 0, 0, 4));
+        LayoutOracle.assertBytesEqual(
+                LayoutOracle.snapshot(device.buffer()), before.get(0), "device");
+        LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(host.buffer()), before.get(1), "host");
+    }
+
+    @Test
+    public void emptyListsStillRefuseWhatIsReallyWrong() {
+        TokenIndices none = idx();
+        TokenIndices one = idx(0);
+        rejected(
+                KvioInvalidArgumentException.class,
+                () -> host.backupFromDevice(device, none, one),
+                new String[0],
+                "hostIndices has 0 entries but deviceIndices has 1 entry");
+        rejected(
+                KvioOutOfRangeException.class,
+                () -> host.loadToDevice(device, none, none, 4),
+                new String[0],
+                "device layer 4");
+        rejected(
+                KvioOutOfRangeException.class,
+                () -> Kvio.transfer(host.executor(), device, host, none, none, 0, 0, 5),
+                new String[0],
+                "run past");
+        try (DeviceKvPool mla =
+                DeviceKvPool.allocate(
+                        new Config(PoolKind.MLA, 4, 16, 4, 1, 8).spec(KvLayout.LAYER_FIRST),
+                        IoBackend.CPU)) {
+            rejected(
+                    KvioInvalidArgumentException.class,
+                    () -> Kvio.transfer(host.executor(), mla, host, none, none, 0, 0, 1),
+                    new String[0],
+                    "same kind");
+        }
+        none.close();
+        rejected(
+                KvioClosedException.class,
+                () -> host.loadToDevice(device, none, none, 0),
+                new String[0],
+                "hostIndices is closed");
+    }
+}

@@ -1,0 +1,293 @@
+/*
+ * The request forms of HostKvPool (issue 12, friction items 1, 9, 10, 11 and the host device
+ * number of item 7): backup(device) and load(device, layer) name each index list by its side, so
+ * a swap cannot compile silently; index lists may be long[] or int[] for one call; empty lists
+ * complete at once; device layers the host pool does not hold are reported on the Transfer, or
+ * refused with strictLayers(). Results are checked byte for byte against LayoutOracle.
+ */
+package io.kvio;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertTrue;
+import static org.testng.Assert.expectThrows;
+
+import io.kvio.PoolFixtures.Config;
+import io.kvio.oracle.Geometry;
+import java.util.ArrayList;
+import java.util.List;
+import org.testng.annotations.AfterMethod;
+import org.testng.annotations.BeforeMethod;
+import org.testng.annotations.Test;
+
+public class RequestFormsTest {
+
+    /** Device: MHA, 4 layers, 16 pages of 4 = 64 token slots. */
+    static final Config DEVICE = new Config(PoolKind.MHA, 4, 16, 4, 2, 8);
+
+    private final List<AutoCloseable> resources = new ArrayList<>();
+    private DeviceKvPool device;
+    private HostKvPool host;
+
+    @BeforeMethod
+    public void setUp() {
+        device = open(DEVICE.allocateDevice());
+        host = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 8));
+    }
+
+    @AfterMethod(alwaysRun = true)
+    public void tearDown() throws Exception {
+        for (int i = resources.size() - 1; i >= 0; i--) resources.get(i).close();
+        resources.clear();
+    }
+
+    private <T extends AutoCloseable> T open(T resource) {
+        resources.add(resource);
+        return resource;
+    }
+
+    /** Bytes of one token row of one layer, all components: what a 1-layer copy moves per pair. */
+    private static long rowBytes() {
+        return PoolFixtures.movedBytes(DEVICE, 1, 1);
+    }
+
+    /** Host token h of host layer hl holds device token d of device layer dl, all components. */
+    private static void assertSameRows(
+            DeviceKvPool device, long d, long dl, HostKvPool host, long h, long hl) {
+        Geometry dg =
+                DEVICE.geometry(KvLayout.LAYER_FIRST, device.spec().numLayers(), DEVICE.pages);
+        Geometry hg = DEVICE.geometry(host.layout(), host.numLayers(), host.spec().numPages());
+        for (int c = 0; c < DEVICE.components(); c++) {
+            for (long head = 0; head < DEVICE.heads; head++) {
+                long dOff = dg.offset(c, dl, d, head);
+                long hOff = hg.offset(c, hl, h, head);
+                for (int b = 0; b < DEVICE.headBytes; b++) {
+                    assertEquals(
+                            host.buffer().get((int) hOff + b),
+                            device.buffer().get((int) dOff + b),
+                            "component " + c + " head " + head + " byte " + b);
+                }
+            }
+        }
+    }
+
+    // ---- item 1: each list named by its side ----
+
+    @Test
+    public void backupNamesEachSideSoOrderDoesNotMatter() {
+        LayoutOracle.canary(device.buffer(), 11);
+        LayoutOracle.canary(host.buffer(), 12);
+        Transfer t =
+                host.backup(device)
+                        .hostIndices(TokenIndices.of(5, 6))
+                        .deviceIndices(TokenIndices.of(40, 41))
+                        .submit();
+        t.await();
+        assertEquals(t.bytes(), 2 * 4 * rowBytes());
+        Transfer u = host.backup(device).deviceIndices(50).hostIndices(7).submit();
+        u.await();
+        for (long l = 0; l < 4; l++) {
+            assertSameRows(device, 40, l, host, 5, l);
+            assertSameRows(device, 41, l, host, 6, l);
+            assertSameRows(device, 50, l, host, 7, l);
+        }
+    }
+
+    @Test
+    public void loadNamesEachSide() {
+        LayoutOracle.canary(device.buffer(), 13);
+        LayoutOracle.canary(host.buffer(), 14);
+        Transfer t = host.load(device, 2).hostIndices(3, 4).deviceIndices(60, 61).submit();
+        t.await();
+        assertEquals(t.bytes(), 2 * rowBytes());
+        assertSameRows(device, 60, 2, host, 3, 2);
+        assertSameRows(device, 61, 2, host, 4, 2);
+    }
+
+    @Test
+    public void aMissingSideIsNamed() {
+        NullPointerException e =
+                expectThrows(
+                        NullPointerException.class,
+                        () -> host.backup(device).deviceIndices(1).submit());
+        assertTrue(e.getMessage().contains("hostIndices"), e.getMessage());
+    }
+
+    @Test
+    public void indexErrorsNameTheSetter() {
+        KvioOutOfRangeException e =
+                expectThrows(
+                        KvioOutOfRangeException.class,
+                        () -> host.load(device, 0).hostIndices(0, 32).deviceIndices(0, 1).submit());
+        assertTrue(
+                e.getMessage()
+                        .contains(
+                                "hostIndices[1] = 32 is out of range: the host pool has 32 token slots"),
+                e.getMessage());
+    }
+
+    // ---- item 9: arrays for one call ----
+
+    @Test
+    public void arraysOfLongAndIntWork() {
+        LayoutOracle.canary(device.buffer(), 15);
+        LayoutOracle.canary(host.buffer(), 16);
+        host.backup(device)
+                .deviceIndices(new long[] {8, 9})
+                .hostIndices(new int[] {0, 1})
+                .submit()
+                .await();
+        Transfer t =
+                Kvio.transfer(
+                        host.executor(), device, host, new int[] {10}, new int[] {2}, 0, 0, 4);
+        t.await();
+        assertEquals(t.bytes(), 4 * rowBytes());
+        Kvio.transfer(host.executor(), device, host, new long[] {11}, new long[] {3}, 1, 1, 2)
+                .await();
+        for (long l = 0; l < 4; l++) {
+            assertSameRows(device, 8, l, host, 0, l);
+            assertSameRows(device, 9, l, host, 1, l);
+            assertSameRows(device, 10, l, host, 2, l);
+        }
+        assertSameRows(device, 11, 1, host, 3, 1);
+        assertSameRows(device, 11, 2, host, 3, 2);
+    }
+
+    @Test
+    public void arrayErrorsNameTheArgument() {
+        KvioOutOfRangeException e =
+                expectThrows(
+                        KvioOutOfRangeException.class,
+                        () ->
+                                Kvio.transfer(
+                                        host.executor(),
+                                        device,
+                                        host,
+                                        new long[] {0, 1, 64},
+                                        new long[] {0, 1, 2},
+                                        0,
+                                        0,
+                                        1));
+        assertTrue(e.getMessage().contains("srcIndices[2] = 64"), e.getMessage());
+    }
+
+    @Test
+    public void largeArraysAreCopiedWhole() {
+        long[] d = new long[64];
+        long[] h = new long[64];
+        try (HostKvPool big =
+                HostKvPool.builder()
+                        .forDevice(device)
+                        .layout("layer_first")
+                        .pages(16)
+                        .threads(1)
+                        .build()) {
+            for (int i = 0; i < 64; i++) {
+                d[i] = 63 - i;
+                h[i] = i;
+            }
+            LayoutOracle.canary(device.buffer(), 17);
+            big.backup(device).deviceIndices(d).hostIndices(h).submit().await();
+            for (int i = 0; i < 64; i++) assertSameRows(device, 63 - i, 3, big, i, 3);
+        }
+    }
+
+    // ---- item 10: empty lists on the request forms ----
+
+    @Test
+    public void emptyRequestsCompleteAtOnce() {
+        Transfer t =
+                host.backup(device).deviceIndices(new long[0]).hostIndices(new int[0]).submit();
+        assertTrue(t.isDone());
+        assertEquals(t.bytes(), 0);
+        t.await();
+        t = host.load(device, 1).deviceIndices(new long[0]).hostIndices(new long[0]).submit();
+        assertTrue(t.isDone());
+        assertEquals(t.bytes(), 0);
+        t = Kvio.transfer(host.executor(), host, device, new long[0], new long[0], 0, 0, 1);
+        assertTrue(t.isDone());
+        assertEquals(t.bytes(), 0);
+    }
+
+    // ---- item 11: layers the host pool does not hold ----
+
+    @Test
+    public void loadOfALayerNotHeldSaysSo() {
+        HostKvPool sharded = open(PoolFixtures.host(device, KvLayout.LAYER_FIRST, 4, 1, 2));
+        Transfer t = sharded.load(device, 3).hostIndices(0).deviceIndices(0).submit();
+        assertTrue(t.isDone());
+        assertEquals(t.bytes(), 0);
+        assertEquals(t.skippedLayers(), new long[] {3});
+        assertTrue(t.toString().contains("skipped device layers [3]"), t.toString());
+        Transfer held = sharded.load(device, 2).hostIndices(0).deviceIndices(0).submit();
+        held.await();
+        assertEquals(held.skippedLayers(), new long[0]);
+        Transfer b = sharded.backup(device).hostIndices(0).deviceIndices(0).submit();
+        b.await();
+        assertEquals(b.bytes(), 2 * rowBytes());
+        assertEquals(b.skippedLayers(), new long[] {0, 3});
+    }
+
+    @Test
+    public void aLargerDevicePoolIsReported() {
+        // Built for 4 device layers, used with a 6-layer device pool (draft-model layers).
+        try (DeviceKvPool six =
+                DeviceKvPool.allocate(DEVICE.spec(KvLayout.LAYER_FIRST, 6, 16), IoBackend.CPU)) {
+            Transfer t = host.load(device, 3).hostIndices(0).deviceIndices(0).submit();
+            t.await();
+            assertEquals(t.skippedLayers(), new long[0]);
+            Transfer skip = host.load(six, 5).hostIndices(0).deviceIndices(0).submit();
+            assertEquals(skip.skippedLayers(), new long[] {5});
+            Transfer b = host.backup(six).hostIndices(0).deviceIndices(0).submit();
+            b.await();
+            assertEquals(b.skippedLayers(), new long[] {4, 5});
+        }
+    }
+
+    @Test
+    public void strictLayersRefuses() {
+        HostKvPool strict =
+                open(
+                        HostKvPool.builder()
+                                .forDevice(device)
+                                .layout("page_first")
+                                .pages(8)
+                                .layerRange(0, 2)
+                                .strictLayers()
+                                .threads(1)
+                                .build());
+        assertTrue(strict.strictLayers());
+        byte[] before = LayoutOracle.canary(device.buffer(), 19);
+        KvioOutOfRangeException e =
+                expectThrows(
+                        KvioOutOfRangeException.class,
+                        () -> strict.load(device, 3).hostIndices(0).deviceIndices(0).submit());
+        assertTrue(
+                e.getMessage().contains("device layer 3 is not held by this host pool"),
+                e.getMessage());
+        assertTrue(e.getMessage().contains("[0, 2)"), e.getMessage());
+        assertTrue(e.getMessage().contains("strictLayers()"), e.getMessage());
+        LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(device.buffer()), before, "device");
+        try (DeviceKvPool six =
+                DeviceKvPool.allocate(DEVICE.spec(KvLayout.LAYER_FIRST, 6, 16), IoBackend.CPU)) {
+            e =
+                    expectThrows(
+                            KvioOutOfRangeException.class,
+                            () -> strict.backup(six).hostIndices(0).deviceIndices(0).submit());
+            assertTrue(
+                    e.getMessage().contains("built for a device pool of 4 layers"), e.getMessage());
+            assertTrue(e.getMessage().contains("6 layers"), e.getMessage());
+        }
+        strict.load(device, 1).hostIndices(0).deviceIndices(0).submit().await();
+    }
+
+    // ---- item 7 ----
+
+    @Test
+    public void hostDeviceConstant() {
+        assertEquals(Kvio.HOST_DEVICE, -1);
+        assertEquals(device.device(), Kvio.HOST_DEVICE);
+        assertEquals(host.executor().device(), Kvio.HOST_DEVICE);
+        assertEquals(
+                KvioExecutor.shared(IoBackend.CPU, Kvio.HOST_DEVICE).device(), Kvio.HOST_DEVICE);
+    }
+}

@@ -364,6 +364,7 @@ public final class HostKvPool extends KvPool {
         private KvioExecutor executor;
         private DeviceKvPool device;
         private boolean strictLayers;
+        private boolean wrapping;
         private long wrapAddress;
         private long wrapBytes;
         private Object wrapMemory;
@@ -401,6 +402,7 @@ public final class HostKvPool extends KvPool {
 
         /** Caller memory {@code keepAlive} owns (a buffer or segment the pool keeps reachable). */
         Builder wrap(long address, long sizeBytes, Object keepAlive) {
+            this.wrapping = true;
             this.wrapAddress = address;
             this.wrapBytes = sizeBytes;
             this.wrapMemory = keepAlive;
@@ -639,7 +641,7 @@ public final class HostKvPool extends KvPool {
                         new HostKvPool(
                                 spec,
                                 backend,
-                                wrapAddress != 0 || wrapBytes != 0
+                                wrapping
                                         ? Dispatcher.poolWrap(
                                                 spec,
                                                 backend.hostMemoryKind(),

@@ -135,6 +135,18 @@ public class TokenIndicesBufferTest {
                                         .wrap(ByteBuffer.allocateDirect(64))
                                         .build());
         assertTrue(e.getMessage().contains("too small"), e.getMessage());
+        expectThrows(
+                KvioInvalidArgumentException.class,
+                () ->
+                        HostKvPool.builder()
+                                .kind(PoolKind.MLA)
+                                .pages(1)
+                                .pageSize(1)
+                                .heads(1)
+                                .headBytes(8)
+                                .deviceLayers(1)
+                                .wrap(ByteBuffer.allocateDirect(0))
+                                .build());
     }
 
     /** The first kvio call of a fresh JVM is TokenIndices.wrap(LongBuffer). */

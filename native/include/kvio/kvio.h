@@ -323,6 +323,20 @@ KVIO_API kvio_status kvio_pool_wrap_layer_table_memory(const kvio_pool_spec* spe
                                                        uint64_t* pool_out);
 KVIO_API kvio_status kvio_pool_memory(uint64_t pool, int32_t* memory_kind_out, int32_t* device_out);
 
+/* Synchronous copy between bytes [offset, offset + bytes) of memory region `region` of a pool
+ * (see kvio_pool_region) and ordinary host memory at host_address (pageable is fine), for
+ * tests, debugging and warm-up; not a transfer path. Works on pools of every memory kind: a
+ * memcpy for host kinds; for KVIO_MEMORY_CUDA_DEVICE a cudaMemcpyAsync on a private stream of
+ * the pool's device, synchronized; for KVIO_MEMORY_ASCEND_DEVICE an aclrtMemcpyAsync through a
+ * pinned staging buffer on a private stream, synchronized. It returns once the bytes have
+ * moved. It is not ordered with transfers in flight: wait for them first.
+ * direction: KVIO_COPY_POOL_TO_HOST or KVIO_COPY_HOST_TO_POOL. bytes 0 copies nothing.
+ * OUT_OF_RANGE for a region or byte range outside the pool, INVALID_ARGUMENT for a null
+ * host_address or an unknown direction, CLOSED for a closed pool. */
+enum { KVIO_COPY_POOL_TO_HOST = 0, KVIO_COPY_HOST_TO_POOL = 1 };
+KVIO_API kvio_status kvio_pool_copy(uint64_t pool, int64_t region, uint64_t offset,
+                                    uint64_t host_address, uint64_t bytes, int32_t direction);
+
 /* Number of CUDA devices. Without a CUDA build, driver or device: UNAVAILABLE, and
  * kvio_last_error() says which (the runtime's own message, e.g. "CUDA driver version is
  * insufficient for CUDA runtime version"). */

@@ -213,6 +213,18 @@ class Pool {
     check(kvio_pool_region(handle_, region, nullptr, &bytes, nullptr));
     return bytes;
   }
+  /// Reads `bytes` of region `region` from byte `offset` into host memory `out`, through the
+  /// pool's backend (device memory included); synchronous, not ordered with transfers in flight
+  /// (kvio_pool_copy). For tests, debugging and warm-up.
+  void copyTo(int64_t region, uint64_t offset, void* out, uint64_t bytes) const {
+    check(kvio_pool_copy(handle_, region, offset, reinterpret_cast<uint64_t>(out), bytes,
+                         KVIO_COPY_POOL_TO_HOST));
+  }
+  /// Writes `bytes` of host memory `in` into region `region` at byte `offset` (as copyTo).
+  void copyFrom(int64_t region, uint64_t offset, const void* in, uint64_t bytes) {
+    check(kvio_pool_copy(handle_, region, offset, reinterpret_cast<uint64_t>(in), bytes,
+                         KVIO_COPY_HOST_TO_POOL));
+  }
 
  private:
   Pool(uint64_t handle, const PoolSpec& spec) : handle_(handle), spec_(spec) {}

@@ -407,7 +407,64 @@ kvio_status deviceAddress(int32_t, int32_t, uint64_t address, uint64_t* out) {
   return KVIO_STATUS_OK;
 }
 
-const MemoryOps kAscendMemory{allocate, adopt, deviceAddress};
+// kvio_pool_copy for NPU memory. aclrtMemcpyAsync needs pinned host memory, and the caller's
+// is pageable, so the bytes go through a pinned staging buffer (aclrtMallocHost, at most
+// kStagingBytes) on a private stream, synchronized after each piece.
+constexpr uint64_t kStagingBytes = 16ull << 20;
+
+kvio_status copy(int32_t, int32_t device, uint64_t deviceAddress, uint64_t hostAddress,
+                 uint64_t bytes, bool toHost) {
+  const AclApi* api = nullptr;
+  KVIO_RETURN_IF_ERROR(runtime(&api));
+  KVIO_RETURN_IF_ERROR(checkDevice(*api, device));
+  const uint64_t stagingBytes = bytes < kStagingBytes ? bytes : kStagingBytes;
+  PinnedHost staging;
+  staging.api = api;
+  KVIO_ACL_TRY(*api, api->mallocHost(&staging.pointer, stagingBytes),
+               format("allocating %llu bytes of pinned staging memory to copy a pool's memory",
+                      static_cast<long long>(stagingBytes)));
+  aclrtStream stream = nullptr;
+  KVIO_ACL_TRY(*api, api->createStream(&stream),
+               format("creating a stream to copy a pool's memory on Ascend device %lld", device));
+  kvio_status status = KVIO_STATUS_OK;
+  auto* stage = static_cast<unsigned char*>(staging.pointer);
+  for (uint64_t done = 0; done < bytes && status == KVIO_STATUS_OK;) {
+    const uint64_t n = bytes - done < stagingBytes ? bytes - done : stagingBytes;
+    auto* onDevice = reinterpret_cast<void*>(deviceAddress + done);
+    auto* onHost = reinterpret_cast<unsigned char*>(hostAddress + done);
+    if (!toHost) std::memcpy(stage, onHost, n);
+    aclError e = toHost
+                     ? api->memcpyAsync(stage, n, onDevice, n, ACL_MEMCPY_DEVICE_TO_HOST, stream)
+                     : api->memcpyAsync(onDevice, n, stage, n, ACL_MEMCPY_HOST_TO_DEVICE, stream);
+    const char* call = "aclrtMemcpyAsync";
+    // Synchronized even after a failed call: the staging buffer is freed below.
+    const aclError waited = api->synchronizeStream(stream);
+    if (e == ACL_SUCCESS && waited != ACL_SUCCESS) {
+      e = waited;
+      call = "aclrtSynchronizeStream";
+    }
+    if (e != ACL_SUCCESS) {
+      status = aclFailure(
+          *api, e, call,
+          format(toHost ? "copying %llu bytes of Ascend device memory to the host, at byte "
+                          "%llu of the copy"
+                        : "copying %llu bytes from the host to Ascend device "
+                          "memory, at byte %llu of the copy",
+                 static_cast<long long>(n), static_cast<long long>(done)));
+      break;
+    }
+    if (toHost) std::memcpy(onHost, stage, n);
+    done += n;
+  }
+  const aclError destroyed = api->destroyStream(stream);
+  if (status == KVIO_STATUS_OK && destroyed != ACL_SUCCESS) {
+    return aclFailure(*api, destroyed, "aclrtDestroyStream",
+                      "destroying the stream of a copy of a pool's memory");
+  }
+  return status;
+}
+
+const MemoryOps kAscendMemory{allocate, adopt, deviceAddress, copy};
 
 }  // namespace
 }  // namespace ascend

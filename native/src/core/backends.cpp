@@ -34,10 +34,13 @@ kvio_status noCudaAdopt(int32_t, int32_t, const MemoryRegion*, size_t, std::shar
 kvio_status noCudaAddress(int32_t, int32_t, uint64_t, uint64_t*) {
   return noCudaBackend();
 }
+kvio_status noCudaCopy(int32_t, int32_t, uint64_t, uint64_t, uint64_t, bool) {
+  return noCudaBackend();
+}
 
 const BackendOps kKernel{KVIO_BACKEND_KERNEL, noCudaBackend, nullptr, nullptr, nullptr};
 const BackendOps kDirect{KVIO_BACKEND_DIRECT, noCudaBackend, nullptr, nullptr, nullptr};
-const MemoryOps kNoCudaMemory{noCudaAllocate, noCudaAdopt, noCudaAddress};
+const MemoryOps kNoCudaMemory{noCudaAllocate, noCudaAdopt, noCudaAddress, noCudaCopy};
 #endif
 
 }  // namespace

@@ -51,6 +51,11 @@ struct MemoryOps {
                        std::shared_ptr<void>* owner);
   /// The address a kernel on `device` uses for `address` (cudaHostGetDevicePointer).
   kvio_status (*deviceAddress)(int32_t kind, int32_t device, uint64_t address, uint64_t* out);
+  /// Copies `bytes` between device memory at `deviceAddress` (memory of `device`) and
+  /// pageable host memory at `hostAddress`, synchronously (kvio_pool_copy); toHost: device to
+  /// host.
+  kvio_status (*copy)(int32_t kind, int32_t device, uint64_t deviceAddress, uint64_t hostAddress,
+                      uint64_t bytes, bool toHost);
 };
 const MemoryOps& cudaMemoryOps();    // backends.cpp (stubs) or cuda_memory.cpp
 const MemoryOps& ascendMemoryOps();  // native/src/ascend/ascend_backend.cpp

@@ -291,7 +291,43 @@ kvio_status deviceAddress(int32_t kind, int32_t device, uint64_t address, uint64
   return KVIO_STATUS_OK;
 }
 
-const MemoryOps kCudaMemory{allocate, adopt, deviceAddress};
+// kvio_pool_copy for device memory: on a private non-blocking stream of the pool's device
+// (never the legacy stream, which would serialize with the engine's work), waited for.
+kvio_status copy(int32_t, int32_t device, uint64_t deviceAddress, uint64_t hostAddress,
+                 uint64_t bytes, bool toHost) {
+  DeviceScope scope(device);
+  KVIO_CUDA_TRY(scope.error(), "selecting CUDA device %d", device);
+  cudaStream_t stream = nullptr;
+  KVIO_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+                "creating a stream to copy a pool's memory on CUDA device %d", device);
+  void* devicePointer = reinterpret_cast<void*>(deviceAddress);
+  void* hostPointer = reinterpret_cast<void*>(hostAddress);
+  cudaError_t error =
+      toHost ? cudaMemcpyAsync(hostPointer, devicePointer, bytes, cudaMemcpyDeviceToHost, stream)
+             : cudaMemcpyAsync(devicePointer, hostPointer, bytes, cudaMemcpyHostToDevice, stream);
+  const char* call = "cudaMemcpyAsync";
+  // Synchronized even after a failed call: nothing may still run when the stream goes.
+  const cudaError_t waited = cudaStreamSynchronize(stream);
+  const cudaError_t destroyed = cudaStreamDestroy(stream);
+  if (error == cudaSuccess && waited != cudaSuccess) {
+    error = waited;
+    call = "cudaStreamSynchronize";
+  }
+  if (error == cudaSuccess && destroyed != cudaSuccess) {
+    error = destroyed;
+    call = "cudaStreamDestroy";
+  }
+  if (error != cudaSuccess) {
+    return cudaFailure(error, call,
+                       "copying %llu bytes %s CUDA device %d (device 0x%llx, host 0x%llx)",
+                       static_cast<unsigned long long>(bytes), toHost ? "from" : "to", device,
+                       static_cast<unsigned long long>(deviceAddress),
+                       static_cast<unsigned long long>(hostAddress));
+  }
+  return KVIO_STATUS_OK;
+}
+
+const MemoryOps kCudaMemory{allocate, adopt, deviceAddress, copy};
 
 }  // namespace
 }  // namespace cuda

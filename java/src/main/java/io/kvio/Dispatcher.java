@@ -317,6 +317,32 @@ final class Dispatcher {
         return true;
     }
 
+    /**
+     * Copies {@code bytes} between [offset, offset + bytes) of a pool region and host memory at
+     * {@code hostAddress}, synchronously; toHost: pool to host.
+     */
+    static void poolCopy(
+            long pool, int region, long offset, long hostAddress, long bytes, boolean toHost) {
+        check(
+                KvioNative.kvio_pool_copy(
+                        pool,
+                        region,
+                        offset,
+                        hostAddress,
+                        bytes,
+                        toHost
+                                ? KvioNative.KVIO_COPY_POOL_TO_HOST
+                                : KvioNative.KVIO_COPY_HOST_TO_POOL));
+    }
+
+    /**
+     * The address of element 0 of a direct buffer (the JNI library is loaded first: JavaCPP's
+     * Pointer natives live in it).
+     */
+    static long directAddress(java.nio.Buffer buffer) {
+        return new Pointer(buffer).address();
+    }
+
     // ---- executors ----
 
     static long executorCreate(int backend, int threads) {

@@ -8,9 +8,12 @@
  * bad layout/backend combination fails at start-up with the reason and what to use instead, not
  * at the first transfer. For the kernel and direct io backends the host memory is pinned
  * (cudaHostAlloc), as the CUDA copies require.
+ * Builder.wrap builds the pool over caller memory (an address, a direct ByteBuffer, or on Java 22+
+ * a MemorySegment through io.kvio.Segments) instead of allocating; kvio pins it for those backends.
  */
 package io.kvio;
 
+import java.nio.ByteBuffer;
 import java.util.Objects;
 
 public final class HostKvPool extends KvPool {
@@ -361,8 +364,50 @@ public final class HostKvPool extends KvPool {
         private KvioExecutor executor;
         private DeviceKvPool device;
         private boolean strictLayers;
+        private boolean wrapping;
+        private long wrapAddress;
+        private long wrapBytes;
+        private Object wrapMemory;
 
         private Builder() {}
+
+        /**
+         * Builds the pool over caller-owned host memory instead of allocating: {@code sizeBytes} at
+         * {@code address}, holding all components one after the other (at least componentBytes *
+         * components). The memory must stay valid until the pool is closed and kvio no longer uses
+         * it (see {@link KvPool#closeAndWait()}). For the CUDA and Ascend io backends kvio
+         * registers (pins) it while the pool lives.
+         */
+        public Builder wrap(long address, long sizeBytes) {
+            return wrap(address, sizeBytes, null);
+        }
+
+        /**
+         * Builds the pool over a direct ByteBuffer's memory, from its position to its limit (as
+         * {@link #wrap(long, long)}); the pool keeps the buffer reachable.
+         */
+        public Builder wrap(ByteBuffer memory) {
+            Objects.requireNonNull(memory, "memory");
+            if (!memory.isDirect()) {
+                throw new KvioInvalidArgumentException(
+                        "wrap(ByteBuffer) needs a direct buffer (ByteBuffer.allocateDirect or a"
+                                + " mapped file); a heap buffer's memory can move");
+            }
+            long address =
+                    memory.capacity() == 0
+                            ? 0
+                            : Dispatcher.directAddress(memory) + memory.position();
+            return wrap(address, memory.remaining(), memory);
+        }
+
+        /** Caller memory {@code keepAlive} owns (a buffer or segment the pool keeps reachable). */
+        Builder wrap(long address, long sizeBytes, Object keepAlive) {
+            this.wrapping = true;
+            this.wrapAddress = address;
+            this.wrapBytes = sizeBytes;
+            this.wrapMemory = keepAlive;
+            return this;
+        }
 
         /**
          * Takes kind, heads, head bytes, page size, layers, pages and io backend from the device
@@ -592,16 +637,28 @@ public final class HostKvPool extends KvPool {
                 owns = false;
             }
             try {
-                return new HostKvPool(
-                        spec,
-                        backend,
-                        Dispatcher.poolAllocate(
-                                spec, backend.hostMemoryKind(), Math.max(ordinal, 0)),
-                        deviceLayerStart,
-                        deviceLayers,
-                        ex,
-                        owns,
-                        strictLayers);
+                HostKvPool pool =
+                        new HostKvPool(
+                                spec,
+                                backend,
+                                wrapping
+                                        ? Dispatcher.poolWrap(
+                                                spec,
+                                                backend.hostMemoryKind(),
+                                                Math.max(ordinal, 0),
+                                                wrapAddress,
+                                                wrapBytes)
+                                        : Dispatcher.poolAllocate(
+                                                spec,
+                                                backend.hostMemoryKind(),
+                                                Math.max(ordinal, 0)),
+                                deviceLayerStart,
+                                deviceLayers,
+                                ex,
+                                owns,
+                                strictLayers);
+                pool.keepReachable(wrapMemory);
+                return pool;
             } catch (RuntimeException e) {
                 if (owns) {
                     ex.close();

@@ -2,7 +2,10 @@
  * A KV pool kvio knows: a native pool handle with its spec, io backend and memory regions.
  * DeviceKvPool and HostKvPool are the only subclasses (the constructor is package-private).
  * Memory regions are exposed as raw addresses and as direct ByteBuffers; a ByteBuffer does not
- * keep the pool alive, so it must not be used after close(). Forgotten pools are closed by a
+ * keep the pool alive, so it must not be used after close(). copyTo/copyFrom read and write any
+ * pool's memory, device memory included, through its backend (synchronously; for tests, debugging
+ * and warm-up). On Java 22+, io.kvio.Segments exposes regions as MemorySegments that die with the
+ * pool. Forgotten pools are closed by a
  * Cleaner, with a warning on the "io.kvio" System.Logger. Memory kvio allocated is freed, and its
  * registration of wrapped memory ends, once no submitted transfer uses the pool
  * (docs/memory-lifetime.md); closeAndWait() waits for that.
@@ -11,6 +14,8 @@ package io.kvio;
 
 import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
+import java.nio.ReadOnlyBufferException;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -23,6 +28,9 @@ public abstract class KvPool implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Closer closer;
     private final Cleaner.Cleanable cleanable;
+    private volatile Object memory; // wrapped caller memory (buffer, segment) kept reachable
+    private Runnable
+            onClose; // Segments: closes the arena of this pool's segments (guarded by this)
 
     private static final System.Logger LOGGER = System.getLogger("io.kvio");
 
@@ -73,6 +81,30 @@ public abstract class KvPool implements AutoCloseable {
         }
     }
 
+    /** Keeps wrapped caller memory (a buffer or segment) reachable while the pool is. */
+    void keepReachable(Object memory) {
+        this.memory = memory;
+    }
+
+    /**
+     * The object {@code create} makes once for this pool (Segments: the arena of its segments), and
+     * {@code close} runs on it when the pool is closed explicitly. Null once closed.
+     */
+    synchronized <T> T closeScoped(
+            java.util.function.Supplier<T> create, java.util.function.Consumer<T> close) {
+        ensureOpen();
+        if (scoped == null) {
+            T value = create.get();
+            scoped = value;
+            onClose = () -> close.accept(value);
+        }
+        @SuppressWarnings("unchecked")
+        T value = (T) scoped;
+        return value;
+    }
+
+    private Object scoped;
+
     /** "device pool" or "host pool", for messages. */
     abstract String what();
 
@@ -102,6 +134,13 @@ public abstract class KvPool implements AutoCloseable {
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
+            Runnable hook;
+            synchronized (this) { // after closed is set: closeScoped cannot add one later
+                hook = onClose;
+            }
+            if (hook != null) {
+                hook.run();
+            }
             closer.explicit = true;
             cleanable.clean();
         }
@@ -173,7 +212,7 @@ public abstract class KvPool implements AutoCloseable {
         return regions[region];
     }
 
-    private void ensureHostAccessible() {
+    void ensureHostAccessible() {
         if (this instanceof DeviceKvPool && (backend().isCuda() || backend().isAscend())) {
             throw new KvioUnsupportedException(
                     "this "
@@ -227,6 +266,98 @@ public abstract class KvPool implements AutoCloseable {
                             + ")");
         }
         return Dispatcher.byteBuffer(r[0] + offset, length);
+    }
+
+    /**
+     * Reads {@code dst.remaining()} bytes of region {@code region}, starting at byte {@code
+     * offset}, into {@code dst} (from its position, which advances), through this pool's backend: a
+     * memcpy for host memory, a copy on a private stream of the pool's device for CUDA and Ascend
+     * device memory. It is synchronous: the bytes are in {@code dst} when it returns. It is not
+     * ordered with transfers in flight, so wait for those first. For tests, debugging and warm-up,
+     * not for the serving path: use transfers there. Heap buffers are copied through a temporary
+     * native buffer. KvioOutOfRangeException for a region or byte range outside the pool (nothing
+     * is copied then), ReadOnlyBufferException for a read-only {@code dst}.
+     */
+    public void copyTo(int region, long offset, ByteBuffer dst) {
+        Objects.requireNonNull(dst, "dst");
+        if (dst.isReadOnly()) {
+            throw new ReadOnlyBufferException();
+        }
+        copy(region, offset, dst, true);
+    }
+
+    /** {@link #copyTo(int, long, ByteBuffer)} from the start of region 0. */
+    public void copyTo(ByteBuffer dst) {
+        copyTo(0, 0, dst);
+    }
+
+    /**
+     * Writes {@code src.remaining()} bytes of {@code src} (from its position, which advances) into
+     * region {@code region} at byte {@code offset}, through this pool's backend; synchronous and
+     * unordered with transfers in flight, like {@link #copyTo(int, long, ByteBuffer)}.
+     */
+    public void copyFrom(int region, long offset, ByteBuffer src) {
+        Objects.requireNonNull(src, "src");
+        copy(region, offset, src, false);
+    }
+
+    /** {@link #copyFrom(int, long, ByteBuffer)} to the start of region 0. */
+    public void copyFrom(ByteBuffer src) {
+        copyFrom(0, 0, src);
+    }
+
+    private static final int STAGING_BYTES = 8 << 20;
+
+    private void copy(int region, long offset, ByteBuffer buffer, boolean toHost) {
+        long[] r = region(region);
+        int bytes = buffer.remaining();
+        if (offset < 0 || offset > r[1] - bytes) {
+            throw new KvioOutOfRangeException(
+                    (toHost ? "copyTo" : "copyFrom")
+                            + ": bytes ["
+                            + offset
+                            + ", "
+                            + offset
+                            + " + "
+                            + bytes
+                            + ") are outside region "
+                            + region
+                            + " of this "
+                            + what()
+                            + ", which has "
+                            + r[1]
+                            + " bytes (valid: 0 <= offset, offset + buffer.remaining() <= "
+                            + r[1]
+                            + ")");
+        }
+        if (bytes == 0) {
+            return;
+        }
+        long pool = handle();
+        int position = buffer.position();
+        if (buffer.isDirect()) {
+            long address = Dispatcher.directAddress(buffer) + position;
+            Dispatcher.poolCopy(pool, region, offset, address, bytes, toHost);
+        } else {
+            int chunk = Math.min(bytes, STAGING_BYTES);
+            long staging = Dispatcher.malloc(chunk);
+            try {
+                ByteBuffer stage = Dispatcher.byteBuffer(staging, chunk);
+                for (int done = 0; done < bytes; done += chunk) {
+                    int n = Math.min(chunk, bytes - done);
+                    if (toHost) {
+                        Dispatcher.poolCopy(pool, region, offset + done, staging, n, true);
+                        buffer.put(position + done, stage, 0, n);
+                    } else {
+                        stage.put(0, buffer, position + done, n);
+                        Dispatcher.poolCopy(pool, region, offset + done, staging, n, false);
+                    }
+                }
+            } finally {
+                Dispatcher.free(staging);
+            }
+        }
+        buffer.position(position + bytes);
     }
 
     @Override

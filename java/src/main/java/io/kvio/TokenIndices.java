@@ -1,15 +1,20 @@
 /*
  * A list of token slot numbers (page * pageSize + slot) in native int64 memory, as transfers take
  * them. of(...) and pages(...) copy into memory this object owns (freed by close() or, if
- * forgotten, by a Cleaner); wrap(...) views caller-owned memory and never frees it. Transfers read
+ * forgotten, by a Cleaner); wrap(...) views caller-owned memory (a raw address, or a direct
+ * native-order LongBuffer, which it keeps reachable) and never frees it; other buffers are copied.
+ * On Java 22+, io.kvio.Segments wraps MemorySegments the same way. Transfers read
  * the list only while they are submitted, so it may be closed or reused right after.
  */
 package io.kvio;
 
 import java.lang.ref.Cleaner;
+import java.nio.ByteOrder;
+import java.nio.IntBuffer;
 import java.nio.LongBuffer;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
 
 public final class TokenIndices implements AutoCloseable {
     private final long address;
@@ -17,8 +22,17 @@ public final class TokenIndices implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Cleaner.Cleanable cleanable; // null for wrapped memory
     private final LongBuffer view; // null when too long for one buffer
+    private final Object memory; // the wrapped buffer or segment, kept reachable; else null
+    private final BooleanSupplier alive; // whether a wrapped segment is still alive; or null
 
     private TokenIndices(long address, long count, boolean owned) {
+        this(address, count, owned, null, null);
+    }
+
+    private TokenIndices(
+            long address, long count, boolean owned, Object memory, BooleanSupplier alive) {
+        this.memory = memory;
+        this.alive = alive;
         this.address = address;
         this.count = count;
         this.view =
@@ -69,6 +83,50 @@ public final class TokenIndices implements AutoCloseable {
             throw new KvioInvalidArgumentException("address is 0 (null) but count is " + count);
         }
         return new TokenIndices(address, count, false);
+    }
+
+    /**
+     * The int64 values from {@code indices}' position to its limit. A direct buffer in native byte
+     * order is viewed, not copied: its contents must stay unchanged while transfers are submitted
+     * with this list, and this list keeps the buffer reachable until it is. Any other buffer (heap,
+     * or non-native byte order) is copied into memory this list owns. The buffer's position is left
+     * as it was. Loads kvio's native library if no kvio call has yet.
+     */
+    public static TokenIndices wrap(LongBuffer indices) {
+        Objects.requireNonNull(indices, "indices");
+        int count = indices.remaining();
+        if (indices.isDirect() && indices.order() == ByteOrder.nativeOrder()) {
+            long base = count == 0 ? 0 : Dispatcher.directAddress(indices);
+            return new TokenIndices(
+                    base + indices.position() * 8L,
+                    count,
+                    false,
+                    count == 0 ? null : indices,
+                    null);
+        }
+        long[] copy = new long[count];
+        indices.duplicate().get(copy);
+        return of(copy);
+    }
+
+    /**
+     * The int32 values from {@code indices}' position to its limit, widened to int64 into memory
+     * this list owns (a copy: transfers take int64 slots). The buffer's position is left as it was.
+     */
+    public static TokenIndices wrap(IntBuffer indices) {
+        Objects.requireNonNull(indices, "indices");
+        int[] copy = new int[indices.remaining()];
+        indices.duplicate().get(copy);
+        return of(copy);
+    }
+
+    /**
+     * Views {@code count} int64 values at {@code address} inside {@code memory} (a buffer or
+     * segment the list keeps reachable).
+     */
+    static TokenIndices wrap(long address, long count, Object memory, BooleanSupplier alive) {
+        wrap(address, count); // the checks; owns nothing, so nothing to close
+        return new TokenIndices(address, count, false, memory, alive);
     }
 
     /**
@@ -144,6 +202,11 @@ public final class TokenIndices implements AutoCloseable {
     void ensureOpen() {
         if (closed.get()) {
             throw new KvioClosedException("this token index list is closed");
+        }
+        if (alive != null && !alive.getAsBoolean()) {
+            throw new KvioClosedException(
+                    "the MemorySegment this token index list views is no longer alive (its arena"
+                            + " was closed)");
         }
     }
 

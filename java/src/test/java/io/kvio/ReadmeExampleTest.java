@@ -7,6 +7,9 @@ package io.kvio;
 
 import static org.testng.Assert.assertEquals;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.LongBuffer;
 import org.testng.annotations.Test;
 
 public class ReadmeExampleTest {
@@ -54,5 +57,35 @@ public class ReadmeExampleTest {
         long rowBytes = 8 * 256;
         long perDirection = 3 * 64 * rowBytes * 32 * 2; // 3 pages x 64 tokens x 32 layers x K and V
         assertEquals(moved, 2 * perDirection);
+    }
+
+    @Test
+    public void copyAndBufferExampleOfTheReadmeRuns() {
+        PoolSpec deviceSpec =
+                PoolSpec.builder()
+                        .kind(PoolKind.MHA)
+                        .layout(KvLayout.LAYER_FIRST)
+                        .layers(32)
+                        .pages(64)
+                        .pageSize(64)
+                        .heads(8)
+                        .headBytes(128 * 2)
+                        .build();
+        ByteBuffer seen;
+        // ---- README.md, section "Java", copyTo / copyFrom and buffers ----
+        LongBuffer slots =
+                ByteBuffer.allocateDirect(3 * 8).order(ByteOrder.nativeOrder()).asLongBuffer();
+        slots.put(new long[] {0, 1, 2}).flip();
+        try (DeviceKvPool device = DeviceKvPool.allocate(deviceSpec, IoBackend.CPU);
+                TokenIndices firstSlots = TokenIndices.wrap(slots)) { // a view of the buffer
+            device.copyFrom(0, 0, ByteBuffer.wrap(new byte[] {1, 2, 3, 4})); // any memory kind
+            ByteBuffer firstRow = ByteBuffer.allocate(8 * 256);
+            device.copyTo(0, 0, firstRow); // synchronous
+            // ---- end of the example ----
+            seen = firstRow;
+            assertEquals(firstSlots.get(2), 2);
+        }
+        assertEquals(seen.get(3), 4);
+        assertEquals(seen.position(), 8 * 256);
     }
 }

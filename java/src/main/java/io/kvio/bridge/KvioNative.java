@@ -170,6 +170,18 @@ public final class KvioNative {
             @Cast("int32_t*") long memoryKindOut,
             @Cast("int32_t*") long deviceOut);
 
+    public static final int KVIO_COPY_POOL_TO_HOST = 0;
+    public static final int KVIO_COPY_HOST_TO_POOL = 1;
+
+    /** Synchronous copy between a pool region's bytes and host memory (any memory kind). */
+    public static native int kvio_pool_copy(
+            @Cast("uint64_t") long pool,
+            @Cast("int64_t") long region,
+            @Cast("uint64_t") long offset,
+            @Cast("uint64_t") long hostAddress,
+            @Cast("uint64_t") long bytes,
+            int direction);
+
     public static native int kvio_cuda_device_count(@Cast("int32_t*") long countOut);
 
     public static native int kvio_executor_create_cuda(

@@ -1,0 +1,144 @@
+/*
+ * KvPool.copyTo / copyFrom (issue 12, item 6): reading and writing a pool's memory through its
+ * backend, on pools of every memory kind this machine has (cpu device pools and host pools here;
+ * the CUDA path in CudaBackendTest's group, the Ascend path in native/tests/pool_copy_test.cpp
+ * through the ACL host emulation). Direct and heap buffers, offsets, regions, and the rejections:
+ * a range outside the region, a bad region, a read-only buffer, a closed pool.
+ */
+package io.kvio;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertThrows;
+import static org.testng.Assert.assertTrue;
+import static org.testng.Assert.expectThrows;
+
+import java.nio.ByteBuffer;
+import java.nio.ReadOnlyBufferException;
+import org.testng.annotations.Test;
+
+public class PoolCopyTest {
+    private static final PoolSpec SPEC =
+            PoolSpec.builder()
+                    .kind(PoolKind.MHA)
+                    .layout(KvLayout.LAYER_FIRST)
+                    .layers(2)
+                    .pages(4)
+                    .pageSize(16)
+                    .heads(2)
+                    .headBytes(64)
+                    .build();
+
+    private static ByteBuffer pattern(ByteBuffer b, int seed) {
+        for (int i = b.position(); i < b.limit(); i++) {
+            b.put(i, (byte) (i * 31 + seed));
+        }
+        return b;
+    }
+
+    @Test
+    public void directBufferRoundTripOnACpuDevicePool() {
+        try (DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU)) {
+            int bytes = (int) device.regionBytes(0);
+            ByteBuffer in = pattern(ByteBuffer.allocateDirect(1000), 5);
+            device.copyFrom(0, 777, in);
+            assertEquals(in.remaining(), 0, "copyFrom advances the position");
+            ByteBuffer whole = ByteBuffer.allocateDirect(bytes);
+            device.copyTo(whole);
+            assertEquals(whole.position(), bytes);
+            ByteBuffer view = device.buffer(); // host memory: the same bytes, seen directly
+            for (int i = 0; i < bytes; i++) {
+                byte expected = i >= 777 && i < 1777 ? (byte) ((i - 777) * 31 + 5) : 0;
+                assertEquals(whole.get(i), expected, "byte " + i);
+                assertEquals(view.get(i), expected, "byte " + i);
+            }
+        }
+    }
+
+    @Test
+    public void heapBuffersAndBufferPositionsAreHonoured() {
+        try (DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
+                HostKvPool host = HostKvPool.builder().forDevice(device).build()) {
+            for (KvPool pool : new KvPool[] {device, host}) {
+                ByteBuffer in = pattern(ByteBuffer.allocate(600), 9);
+                in.position(100).limit(500);
+                pool.copyFrom(0, 64, in);
+                assertEquals(in.position(), 500);
+                ByteBuffer out = ByteBuffer.allocate(420);
+                out.position(10).limit(410);
+                pool.copyTo(0, 64, out);
+                assertEquals(out.position(), 410);
+                out.clear();
+                for (int i = 0; i < 400; i++) {
+                    assertEquals(out.get(10 + i), in.get(100 + i), pool + " byte " + i);
+                }
+                assertEquals(out.get(0), 0, "bytes before the position are untouched");
+                assertEquals(out.get(415), 0, "bytes after the limit are untouched");
+            }
+        }
+    }
+
+    @Test
+    public void everyRegionOfAComponentWrappedPoolIsReachable() {
+        long componentBytes = Dispatcher.componentBytes(SPEC);
+        ByteBuffer k = ByteBuffer.allocateDirect((int) componentBytes);
+        ByteBuffer v = ByteBuffer.allocateDirect((int) componentBytes);
+        long[] addresses = {Dispatcher.directAddress(k), Dispatcher.directAddress(v)};
+        try (DeviceKvPool device =
+                DeviceKvPool.wrapComponents(SPEC, addresses, componentBytes, IoBackend.CPU)) {
+            device.copyFrom(1, componentBytes - 4, ByteBuffer.wrap(new byte[] {1, 2, 3, 4}));
+            assertEquals(v.get((int) componentBytes - 1), 4);
+            assertEquals(k.get((int) componentBytes - 1), 0);
+        }
+    }
+
+    @Test
+    public void rejectionsNameTheRangeAndCopyNothing() {
+        try (DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU)) {
+            long bytes = device.regionBytes(0);
+            ByteBuffer eight = pattern(ByteBuffer.allocateDirect(8), 1);
+            KvioOutOfRangeException e =
+                    expectThrows(
+                            KvioOutOfRangeException.class,
+                            () -> device.copyFrom(0, bytes - 7, eight));
+            assertTrue(
+                    e.getMessage()
+                            .contains(
+                                    "copyFrom: bytes ["
+                                            + (bytes - 7)
+                                            + ", "
+                                            + (bytes - 7)
+                                            + " + 8) are outside region 0 of this device pool,"
+                                            + " which has "
+                                            + bytes
+                                            + " bytes"),
+                    e.getMessage());
+            assertEquals(eight.position(), 0, "a rejected copy leaves the position");
+            assertThrows(KvioOutOfRangeException.class, () -> device.copyTo(0, -1, eight));
+            e = expectThrows(KvioOutOfRangeException.class, () -> device.copyTo(1, 0, eight));
+            assertTrue(e.getMessage().contains("region 1 is out of range"), e.getMessage());
+            assertThrows(
+                    ReadOnlyBufferException.class,
+                    () -> device.copyTo(ByteBuffer.allocate(8).asReadOnlyBuffer()));
+            assertThrows(NullPointerException.class, () -> device.copyTo(null));
+            ByteBuffer all = ByteBuffer.allocateDirect((int) bytes);
+            device.copyTo(all);
+            for (int i = 0; i < bytes; i++) {
+                assertEquals(all.get(i), 0, "byte " + i);
+            }
+            device.copyFrom(0, bytes, ByteBuffer.allocate(0)); // empty, at the end: fine
+            device.close();
+            assertThrows(KvioClosedException.class, () -> device.copyTo(eight));
+        }
+    }
+
+    @Test
+    public void readOnlySourcesAreFine() {
+        try (DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU)) {
+            ByteBuffer src = pattern(ByteBuffer.allocateDirect(16), 3).asReadOnlyBuffer();
+            device.copyFrom(src);
+            ByteBuffer out = ByteBuffer.allocate(16);
+            device.copyTo(out);
+            assertEquals(out.flip(), src.flip());
+        }
+    }
+}

@@ -1,0 +1,175 @@
+/*
+ * TokenIndices.wrap(LongBuffer / IntBuffer) and HostKvPool.Builder.wrap (issue 12, item 8): direct
+ * native-order long buffers are viewed without a copy, everything else is copied (ints widened);
+ * the lists work in transfers; a host pool can be built over a caller's direct ByteBuffer. The
+ * first-call case (no kvio call before wrap) runs in a fresh JVM: FirstCallMain.
+ */
+package io.kvio;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertNotEquals;
+import static org.testng.Assert.assertThrows;
+import static org.testng.Assert.assertTrue;
+import static org.testng.Assert.expectThrows;
+
+import java.io.File;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.IntBuffer;
+import java.nio.LongBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Paths;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.testng.annotations.Test;
+
+public class TokenIndicesBufferTest {
+
+    private static LongBuffer directLongs(long... values) {
+        LongBuffer b =
+                ByteBuffer.allocateDirect(values.length * 8)
+                        .order(ByteOrder.nativeOrder())
+                        .asLongBuffer();
+        b.put(values).flip();
+        return b;
+    }
+
+    @Test
+    public void directNativeOrderLongBufferIsViewedFromItsPosition() {
+        LongBuffer b = directLongs(7, 8, 9, 10, 11);
+        b.position(1).limit(4);
+        try (TokenIndices list = TokenIndices.wrap(b)) {
+            assertEquals(list.size(), 3);
+            assertEquals(list.get(0), 8);
+            assertEquals(list.get(2), 10);
+            b.put(2, 42); // a view: the list sees the caller's writes
+            assertEquals(list.get(1), 42);
+            assertEquals(list.address(), Dispatcher.directAddress(b) + 8);
+        }
+        assertEquals(b.position(), 1, "wrap leaves the position");
+        assertEquals(b.get(2), 42, "close() does not free the caller's buffer");
+    }
+
+    @Test
+    public void otherLongBuffersAndIntBuffersAreCopied() {
+        LongBuffer heap = LongBuffer.wrap(new long[] {1, 2, 3});
+        LongBuffer swapped =
+                ByteBuffer.allocateDirect(24)
+                        .order(
+                                ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN
+                                        ? ByteOrder.BIG_ENDIAN
+                                        : ByteOrder.LITTLE_ENDIAN)
+                        .asLongBuffer()
+                        .put(new long[] {4, 5, 6})
+                        .flip();
+        IntBuffer ints =
+                ByteBuffer.allocateDirect(12)
+                        .order(ByteOrder.nativeOrder())
+                        .asIntBuffer()
+                        .put(new int[] {7, 8, 9})
+                        .flip();
+        try (TokenIndices a = TokenIndices.wrap(heap);
+                TokenIndices b = TokenIndices.wrap(swapped);
+                TokenIndices c = TokenIndices.wrap(ints);
+                TokenIndices d = TokenIndices.wrap(IntBuffer.wrap(new int[] {10, 11}, 1, 1))) {
+            assertEquals(a.toString(), "TokenIndices{size=3, [1, 2, 3]}");
+            assertEquals(b.toString(), "TokenIndices{size=3, [4, 5, 6]}");
+            assertEquals(c.toString(), "TokenIndices{size=3, [7, 8, 9]}");
+            assertEquals(d.toString(), "TokenIndices{size=1, [11]}");
+            heap.put(0, 99);
+            assertEquals(a.get(0), 1, "a copy");
+            assertNotEquals(b.address(), Dispatcher.directAddress(swapped));
+        }
+        assertThrows(NullPointerException.class, () -> TokenIndices.wrap((LongBuffer) null));
+        assertThrows(NullPointerException.class, () -> TokenIndices.wrap((IntBuffer) null));
+        try (TokenIndices empty = TokenIndices.wrap(directLongs())) {
+            assertEquals(empty.size(), 0);
+        }
+    }
+
+    @Test
+    public void wrappedBuffersDriveATransferIntoAHostPoolOverACallerBuffer() {
+        PoolSpec spec =
+                PoolSpec.builder()
+                        .kind(PoolKind.MLA)
+                        .layout(KvLayout.LAYER_FIRST)
+                        .layers(1)
+                        .pages(4)
+                        .pageSize(4)
+                        .heads(1)
+                        .headBytes(8)
+                        .build();
+        ByteBuffer hostMemory =
+                ByteBuffer.allocateDirect(4 * 4 * 8 + 16).order(ByteOrder.nativeOrder());
+        hostMemory.position(16); // the pool starts at the position
+        try (DeviceKvPool device = DeviceKvPool.allocate(spec, IoBackend.CPU);
+                HostKvPool host = HostKvPool.builder().forDevice(device).wrap(hostMemory).build();
+                TokenIndices d = TokenIndices.wrap(directLongs(5, 6));
+                TokenIndices h =
+                        TokenIndices.wrap(
+                                ByteBuffer.allocateDirect(8)
+                                        .order(ByteOrder.nativeOrder())
+                                        .asIntBuffer()
+                                        .put(new int[] {0, 15})
+                                        .flip())) {
+            assertEquals(host.regionAddress(0), Dispatcher.directAddress(hostMemory) + 16);
+            device.buffer().asLongBuffer().put(5, 0x55).put(6, 0x66);
+            host.backup(device).hostIndices(h).deviceIndices(d).submit().await();
+            assertEquals(hostMemory.getLong(16), 0x55);
+            assertEquals(hostMemory.getLong(16 + 15 * 8), 0x66);
+        }
+        assertThrows(
+                KvioInvalidArgumentException.class,
+                () -> HostKvPool.builder().wrap(ByteBuffer.allocate(64)));
+        KvioInvalidArgumentException e =
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () ->
+                                HostKvPool.builder()
+                                        .kind(PoolKind.MLA)
+                                        .pages(4)
+                                        .pageSize(4)
+                                        .heads(1)
+                                        .headBytes(8)
+                                        .deviceLayers(1)
+                                        .wrap(ByteBuffer.allocateDirect(64))
+                                        .build());
+        assertTrue(e.getMessage().contains("too small"), e.getMessage());
+        expectThrows(
+                KvioInvalidArgumentException.class,
+                () ->
+                        HostKvPool.builder()
+                                .kind(PoolKind.MLA)
+                                .pages(1)
+                                .pageSize(1)
+                                .heads(1)
+                                .headBytes(8)
+                                .deviceLayers(1)
+                                .wrap(ByteBuffer.allocateDirect(0))
+                                .build());
+    }
+
+    /** The first kvio call of a fresh JVM is TokenIndices.wrap(LongBuffer). */
+    @Test
+    public void wrapIsTheFirstKvioCallOfAFreshJvm() throws Exception {
+        String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
+        List<String> cmd =
+                List.of(
+                        java,
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        "-Dorg.bytedeco.javacpp.cachedir="
+                                + System.getProperty(
+                                        "org.bytedeco.javacpp.cachedir",
+                                        System.getProperty("java.io.tmpdir")
+                                                + File.separator
+                                                + "kvio-javacpp-cache"),
+                        FirstCallMain.class.getName());
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        byte[] out = p.getInputStream().readAllBytes();
+        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "timed out");
+        String output = new String(out, StandardCharsets.UTF_8);
+        assertEquals(p.exitValue(), 0, output);
+        assertTrue(output.contains("TokenIndices{size=3, [3, 1, 4]}"), output);
+    }
+}

@@ -396,7 +396,7 @@ public final class HostKvPool extends KvPool {
             long address =
                     memory.capacity() == 0
                             ? 0
-                            : Dispatcher.directAddress(memory) + memory.position();
+                            : NativeBridge.directAddress(memory) + memory.position();
             return wrap(address, memory.remaining(), memory);
         }
 
@@ -642,13 +642,13 @@ public final class HostKvPool extends KvPool {
                                 spec,
                                 backend,
                                 wrapping
-                                        ? Dispatcher.poolWrap(
+                                        ? NativeBridge.poolWrap(
                                                 spec,
                                                 backend.hostMemoryKind(),
                                                 Math.max(ordinal, 0),
                                                 wrapAddress,
                                                 wrapBytes)
-                                        : Dispatcher.poolAllocate(
+                                        : NativeBridge.poolAllocate(
                                                 spec,
                                                 backend.hostMemoryKind(),
                                                 Math.max(ordinal, 0)),

@@ -26,7 +26,7 @@ public final class PoolSpec {
         this.headNum = b.heads;
         this.headBytes = b.headBytes;
         try {
-            this.componentBytes = Dispatcher.componentBytes(this);
+            this.componentBytes = NativeBridge.componentBytes(this);
         } catch (KvioException e) {
             throw builderNames(e, "");
         }

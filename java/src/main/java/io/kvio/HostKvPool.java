@@ -7,8 +7,8 @@
  * configuration against the native support rules (once: their answer is the same for both
  * granularities) before allocating, so a bad layout/backend combination fails at start-up with
  * the reason and what to use instead, not at the first transfer. The builder keeps the pool's
- * geometry in a PoolSpec.Builder, to which its geometry setters delegate. For the kernel and direct io backends the host memory is pinned
- * (cudaHostAlloc), as the CUDA copies require.
+ * geometry in a PoolSpec.Builder, to which its geometry setters delegate. For the kernel and
+ * direct io backends the host memory is pinned (cudaHostAlloc), as the CUDA copies require.
  * Builder.wrap builds the pool over caller memory (an address, a direct ByteBuffer, or on Java 22+
  * a MemorySegment through io.kvio.Segments) instead of allocating; kvio pins it for those backends.
  */

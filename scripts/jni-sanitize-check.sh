@@ -20,14 +20,14 @@ root=$PWD
 build=${1:-build-jni-asan}
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
 
-# The core module's compiled classes (with io/kvio/bridge/KvioNative.class) and test classes.
-bridge=$(find . -path ./build-\* -prune -o -path '*/target/classes/io/kvio/bridge/KvioNative.class' \
+# The core module's compiled classes (with io/kvio/KvioNative.class) and test classes.
+bridge=$(find . -path ./build-\* -prune -o -path '*/target/classes/io/kvio/KvioNative.class' \
   -print | head -n 1)
 if [ -z "$bridge" ]; then
-  echo "jni-sanitize: no compiled io.kvio.bridge.KvioNative under */target/classes; run mvn verify first" >&2
+  echo "jni-sanitize: no compiled io.kvio.KvioNative under */target/classes; run mvn verify first" >&2
   exit 2
 fi
-classes=$(cd "$(dirname "$bridge")/../../.." && pwd)
+classes=$(cd "$(dirname "$bridge")/../.." && pwd)
 module=$(cd "$classes/../.." && pwd)
 testClasses="$module/target/test-classes"
 platform=$(ls -d "$classes"/io/kvio/*/ | xargs -n1 basename | grep -v -x -e bridge -e cli | head -n 1)
@@ -65,7 +65,7 @@ java -cp "$javacpp:$stage/classes" org.bytedeco.javacpp.tools.Builder -propertie
   -d "$natives" -Dplatform.includepath="$root/native/include" -Dplatform.linkpath="$natives" \
   -Dplatform.linkpath.prefix2=-Wl,-rpath-link, \
   -Xcompiler -fsanitize=address,undefined -Xcompiler -fno-sanitize-recover=all \
-  -Xcompiler -fno-omit-frame-pointer -Xcompiler -g io.kvio.bridge.KvioNative >"$build/javacpp.log" 2>&1 ||
+  -Xcompiler -fno-omit-frame-pointer -Xcompiler -g io.kvio.KvioNative >"$build/javacpp.log" 2>&1 ||
   { cat "$build/javacpp.log" >&2; exit 1; }
 [ -f "$natives/libjniKvioNative.so" ] || { cat "$build/javacpp.log" >&2; exit 1; }
 

@@ -40,7 +40,7 @@ public final class DeviceKvPool extends KvPool {
         Objects.requireNonNull(spec, "spec");
         int d = checkDevice(backend, device);
         return new DeviceKvPool(
-                spec, backend, Dispatcher.poolAllocate(spec, backend.deviceMemoryKind(), d));
+                spec, backend, NativeBridge.poolAllocate(spec, backend.deviceMemoryKind(), d));
     }
 
     /**
@@ -60,7 +60,7 @@ public final class DeviceKvPool extends KvPool {
         return new DeviceKvPool(
                 spec,
                 backend,
-                Dispatcher.poolWrap(spec, backend.deviceMemoryKind(), d, address, sizeBytes));
+                NativeBridge.poolWrap(spec, backend.deviceMemoryKind(), d, address, sizeBytes));
     }
 
     /**
@@ -85,7 +85,7 @@ public final class DeviceKvPool extends KvPool {
         return new DeviceKvPool(
                 spec,
                 backend,
-                Dispatcher.poolWrapComponents(
+                NativeBridge.poolWrapComponents(
                         spec, backend.deviceMemoryKind(), d, componentAddresses, bytesEach));
     }
 
@@ -107,7 +107,7 @@ public final class DeviceKvPool extends KvPool {
         return new DeviceKvPool(
                 spec,
                 backend,
-                Dispatcher.poolWrapLayerTable(
+                NativeBridge.poolWrapLayerTable(
                         spec, backend.deviceMemoryKind(), d, layerAddresses, bytesEach));
     }
 
@@ -136,6 +136,6 @@ public final class DeviceKvPool extends KvPool {
 
     /** The device this pool's memory is on; {@link Kvio#HOST_DEVICE} (-1) on cpu (host memory). */
     public int device() {
-        return Dispatcher.poolDevice(handle());
+        return NativeBridge.poolDevice(handle());
     }
 }

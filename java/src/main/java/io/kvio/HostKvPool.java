@@ -4,10 +4,11 @@
  * contiguous range of them (layer sharding). backup(device) and load(device, layer) name each
  * index list by its side (hostIndices / deviceIndices) and report device layers the pool does
  * not hold on the Transfer (or refuse them, with strictLayers()). build() checks the
- * configuration against the native support rules (both granularities) before allocating, so a
- * bad layout/backend combination fails at start-up with the reason and what to use instead, not
- * at the first transfer. For the kernel and direct io backends the host memory is pinned
- * (cudaHostAlloc), as the CUDA copies require.
+ * configuration against the native support rules (once: their answer is the same for both
+ * granularities) before allocating, so a bad layout/backend combination fails at start-up with
+ * the reason and what to use instead, not at the first transfer. The builder keeps the pool's
+ * geometry in a PoolSpec.Builder, to which its geometry setters delegate. For the kernel and
+ * direct io backends the host memory is pinned (cudaHostAlloc), as the CUDA copies require.
  * Builder.wrap builds the pool over caller memory (an address, a direct ByteBuffer, or on Java 22+
  * a MemorySegment through io.kvio.Segments) instead of allocating; kvio pins it for those backends.
  */
@@ -349,13 +350,11 @@ public final class HostKvPool extends KvPool {
      * pages = the device pool's pages, all device layers, the backend's shared executor.
      */
     public static final class Builder {
-        private PoolKind kind = PoolKind.MHA;
-        private KvLayout layout = KvLayout.LAYER_FIRST;
+        /** Kind, layout, page size, heads, head bytes; pages and layers are set by build(). */
+        private final PoolSpec.Builder spec = PoolSpec.builder();
+
         private IoBackend ioBackend;
-        private long pages = -1;
-        private long pageSize;
-        private long heads;
-        private long headBytes;
+        private long pages = -1; // -1: not set, the device pool's
         private long deviceLayers;
         private long deviceLayerStart;
         private long numLayers = -1;
@@ -396,7 +395,7 @@ public final class HostKvPool extends KvPool {
             long address =
                     memory.capacity() == 0
                             ? 0
-                            : Dispatcher.directAddress(memory) + memory.position();
+                            : NativeBridge.directAddress(memory) + memory.position();
             return wrap(address, memory.remaining(), memory);
         }
 
@@ -417,21 +416,18 @@ public final class HostKvPool extends KvPool {
             Objects.requireNonNull(device, "device");
             PoolSpec d = device.spec();
             this.device = device;
-            this.kind = d.kind();
-            this.heads = d.headNum();
-            this.headBytes = d.headBytes();
-            this.pageSize = d.pageSize();
+            spec.kind(d.kind()).heads(d.headNum()).headBytes(d.headBytes()).pageSize(d.pageSize());
             this.deviceLayers = d.numLayers();
             return this;
         }
 
         public Builder kind(PoolKind kind) {
-            this.kind = Objects.requireNonNull(kind, "kind");
+            spec.kind(kind);
             return this;
         }
 
         public Builder layout(KvLayout layout) {
-            this.layout = Objects.requireNonNull(layout, "layout");
+            spec.layout(layout);
             return this;
         }
 
@@ -460,17 +456,17 @@ public final class HostKvPool extends KvPool {
         }
 
         public Builder pageSize(long pageSize) {
-            this.pageSize = pageSize;
+            spec.pageSize(pageSize);
             return this;
         }
 
         public Builder heads(long heads) {
-            this.heads = heads;
+            spec.heads(heads);
             return this;
         }
 
         public Builder headBytes(long headBytes) {
-            this.headBytes = headBytes;
+            spec.headBytes(headBytes);
             return this;
         }
 
@@ -516,26 +512,25 @@ public final class HostKvPool extends KvPool {
             return this;
         }
 
-        private void checkAllGranularities(IoBackend backend, long layers) {
-            for (Granularity g : Granularity.values()) {
-                Kvio.checkSupport(
-                        kind,
-                        layout,
-                        backend,
-                        g,
-                        heads,
-                        headBytes,
-                        pageSize,
-                        layers,
-                        deviceLayers,
-                        deviceLayerStart);
-            }
+        /**
+         * The support rules, asked once: granularity is only range-checked by them, so per_layer
+         * (loads) and all_layer (backups) get the same answer.
+         */
+        private void checkSupport(IoBackend backend, long layers) {
+            NativeBridge.checkSupport(
+                    spec.kind,
+                    spec.layout,
+                    backend,
+                    Granularity.PER_LAYER,
+                    spec.heads,
+                    spec.headBytes,
+                    spec.pageSize,
+                    layers,
+                    deviceLayers,
+                    deviceLayerStart);
         }
 
-        /**
-         * Checks the configuration (support rules, both granularities), then allocates the host
-         * memory.
-         */
+        /** Checks the configuration (support rules), then allocates the host memory. */
         public HostKvPool build() {
             IoBackend backend =
                     ioBackend != null
@@ -606,20 +601,11 @@ public final class HostKvPool extends KvPool {
                                 : "pages must be at least 1, got " + pages);
             }
             try {
-                checkAllGranularities(backend, layers);
+                checkSupport(backend, layers);
             } catch (KvioException e) {
                 throw PoolSpec.builderNames(e, device == null ? " (or forDevice(devicePool))" : "");
             }
-            PoolSpec spec =
-                    PoolSpec.builder()
-                            .kind(kind)
-                            .layout(layout)
-                            .layers(layers)
-                            .pages(pagesToUse)
-                            .pageSize(pageSize)
-                            .heads(heads)
-                            .headBytes(headBytes)
-                            .build();
+            PoolSpec spec = this.spec.layers(layers).pages(pagesToUse).build();
             KvioExecutor ex;
             boolean owns;
             if (executor != null) {
@@ -642,13 +628,13 @@ public final class HostKvPool extends KvPool {
                                 spec,
                                 backend,
                                 wrapping
-                                        ? Dispatcher.poolWrap(
+                                        ? NativeBridge.poolWrap(
                                                 spec,
                                                 backend.hostMemoryKind(),
                                                 Math.max(ordinal, 0),
                                                 wrapAddress,
                                                 wrapBytes)
-                                        : Dispatcher.poolAllocate(
+                                        : NativeBridge.poolAllocate(
                                                 spec,
                                                 backend.hostMemoryKind(),
                                                 Math.max(ordinal, 0)),

@@ -78,7 +78,7 @@ final class IndexArg {
         }
         int bytes = count * 8;
         if (buffer == null || buffer.capacity() < bytes) {
-            Dispatcher.ensureLoaded();
+            NativeBridge.ensureLoaded();
             int capacity =
                     bytes > RETAINED_BYTES
                             ? bytes

@@ -2,24 +2,24 @@
  * The io backends (the reference's --hicache-io-backend names): cpu (multithreaded memcpy, always
  * built), kernel (CUDA SM copy kernels), direct (CUDA copy engine), kernel_ascend (Ascend ACL).
  * Availability is answered natively (kvio_backend_available) with the cause when absent.
- * The ordinal equals the native KVIO_BACKEND_* value.
+ * Each constant carries its native KVIO_BACKEND_* value.
  */
 package io.kvio;
 
-import io.kvio.bridge.KvioNative;
-
 public enum IoBackend {
-    CPU("cpu"),
-    KERNEL("kernel"),
-    DIRECT("direct"),
-    KERNEL_ASCEND("kernel_ascend");
+    CPU(KvioNative.KVIO_BACKEND_CPU, "cpu"),
+    KERNEL(KvioNative.KVIO_BACKEND_KERNEL, "kernel"),
+    DIRECT(KvioNative.KVIO_BACKEND_DIRECT, "direct"),
+    KERNEL_ASCEND(KvioNative.KVIO_BACKEND_KERNEL_ASCEND, "kernel_ascend");
 
     private static final String AVAILABLE = "";
 
+    private final int nativeValue;
     private final String userName;
     private volatile String cause; // AVAILABLE, the native cause, or null before the first query
 
-    IoBackend(String userName) {
+    IoBackend(int nativeValue, String userName) {
+        this.nativeValue = nativeValue;
         this.userName = userName;
     }
 
@@ -28,8 +28,27 @@ public enum IoBackend {
     }
 
     public static IoBackend parse(String ioBackend) {
-        return values()[
-                Names.parse(KvioNative.KVIO_NAME_BACKEND, ioBackend, values(), "ioBackend")];
+        return Names.parse(
+                KvioNative.KVIO_NAME_BACKEND,
+                ioBackend,
+                values(),
+                IoBackend::ofNative,
+                "ioBackend");
+    }
+
+    /** The native KVIO_* value (kvio.h); what crosses JNI, never the ordinal. */
+    int nativeValue() {
+        return nativeValue;
+    }
+
+    /** The constant with native value {@code value}, or null if there is none. */
+    static IoBackend ofNative(int value) {
+        for (IoBackend e : values()) {
+            if (e.nativeValue == value) {
+                return e;
+            }
+        }
+        return null;
     }
 
     /** Whether this backend can run on this machine with this build. */
@@ -55,7 +74,7 @@ public enum IoBackend {
     private String cause() {
         String c = cause;
         if (c == null) {
-            c = Dispatcher.backendUnavailabilityCause(ordinal());
+            c = NativeBridge.backendUnavailabilityCause(this);
             cause = c == null ? AVAILABLE : c;
             c = cause;
         }

@@ -1,26 +1,27 @@
 /*
  * Host (and device) KV layouts, with the shape of one component: L layers, P pages of ps token
- * slots, H heads, D = head bytes. The ordinal equals the native KVIO_LAYOUT_* value; userName()
+ * slots, H heads, D = head bytes. Each constant carries its native KVIO_LAYOUT_* value; userName()
  * is the string users type (the reference's names).
  */
 package io.kvio;
 
-import io.kvio.bridge.KvioNative;
-
 public enum KvLayout {
     /** Token rows of one layer contiguous. */
-    LAYER_FIRST("layer_first", "[L, P*ps, H, D]"),
+    LAYER_FIRST(KvioNative.KVIO_LAYOUT_LAYER_FIRST, "layer_first", "[L, P*ps, H, D]"),
     /** Token-major: all layers of one token contiguous. */
-    PAGE_FIRST("page_first", "[P*ps, L, H, D]"),
+    PAGE_FIRST(KvioNative.KVIO_LAYOUT_PAGE_FIRST, "page_first", "[P*ps, L, H, D]"),
     /** One (page, layer) block contiguous. */
-    PAGE_FIRST_DIRECT("page_first_direct", "[P, L, ps, H, D]"),
+    PAGE_FIRST_DIRECT(
+            KvioNative.KVIO_LAYOUT_PAGE_FIRST_DIRECT, "page_first_direct", "[P, L, ps, H, D]"),
     /** One (page, head) block contiguous; mha only. */
-    PAGE_HEAD("page_head", "[P, H, ps, L, D]");
+    PAGE_HEAD(KvioNative.KVIO_LAYOUT_PAGE_HEAD, "page_head", "[P, H, ps, L, D]");
 
+    private final int nativeValue;
     private final String userName;
     private final String shape;
 
-    KvLayout(String userName, String shape) {
+    KvLayout(int nativeValue, String userName, String shape) {
+        this.nativeValue = nativeValue;
         this.userName = userName;
         this.shape = shape;
     }
@@ -40,7 +41,23 @@ public enum KvLayout {
     }
 
     public static KvLayout parse(String layout) {
-        return values()[Names.parse(KvioNative.KVIO_NAME_LAYOUT, layout, values(), "layout")];
+        return Names.parse(
+                KvioNative.KVIO_NAME_LAYOUT, layout, values(), KvLayout::ofNative, "layout");
+    }
+
+    /** The native KVIO_* value (kvio.h); what crosses JNI, never the ordinal. */
+    int nativeValue() {
+        return nativeValue;
+    }
+
+    /** The constant with native value {@code value}, or null if there is none. */
+    static KvLayout ofNative(int value) {
+        for (KvLayout e : values()) {
+            if (e.nativeValue == value) {
+                return e;
+            }
+        }
+        return null;
     }
 
     @Override

@@ -44,14 +44,14 @@ public abstract class KvPool implements AutoCloseable {
         this.handle = handle;
         long[][] r;
         try {
-            r = Dispatcher.poolRegions(handle);
+            r = NativeBridge.poolRegions(handle);
         } catch (RuntimeException e) {
-            Dispatcher.poolClose(handle);
+            NativeBridge.poolClose(handle);
             throw e;
         }
         this.regions = r;
         this.closer = new Closer(handle, getClass().getSimpleName() + " " + spec);
-        this.cleanable = Dispatcher.CLEANER.register(this, closer);
+        this.cleanable = NativeBridge.CLEANER.register(this, closer);
     }
 
     /** Closes the native pool; warns when it runs for a pool that was never closed. */
@@ -77,7 +77,7 @@ public abstract class KvPool implements AutoCloseable {
                                 + "Cleaner freed it after it became unreachable. Close pools (try-with-resources) so their "
                                 + "memory is released when you choose");
             }
-            Dispatcher.poolClose(handle);
+            NativeBridge.poolClose(handle);
         }
     }
 
@@ -153,7 +153,7 @@ public abstract class KvPool implements AutoCloseable {
      */
     public void closeAndWait() {
         close();
-        Dispatcher.poolCloseWait(handle, -1);
+        NativeBridge.poolCloseWait(handle, -1);
     }
 
     /**
@@ -165,7 +165,7 @@ public abstract class KvPool implements AutoCloseable {
     public boolean closeAndWait(long timeout, TimeUnit unit) {
         java.util.Objects.requireNonNull(unit, "unit");
         close();
-        return Dispatcher.poolCloseWait(handle, Math.max(0, unit.toNanos(timeout)));
+        return NativeBridge.poolCloseWait(handle, Math.max(0, unit.toNanos(timeout)));
     }
 
     /** The native handle; KvioClosedException once closed. */
@@ -240,7 +240,7 @@ public abstract class KvPool implements AutoCloseable {
                             + Integer.MAX_VALUE
                             + "); use slice(region, offset, length) for parts of it");
         }
-        return Dispatcher.byteBuffer(regionAddress(0), (int) bytes);
+        return NativeBridge.byteBuffer(regionAddress(0), (int) bytes);
     }
 
     /** A direct ByteBuffer (native byte order) over [offset, offset + length) of a region. */
@@ -265,7 +265,7 @@ public abstract class KvPool implements AutoCloseable {
                             + r[1]
                             + ")");
         }
-        return Dispatcher.byteBuffer(r[0] + offset, length);
+        return NativeBridge.byteBuffer(r[0] + offset, length);
     }
 
     /**
@@ -336,25 +336,25 @@ public abstract class KvPool implements AutoCloseable {
         long pool = handle();
         int position = buffer.position();
         if (buffer.isDirect()) {
-            long address = Dispatcher.directAddress(buffer) + position;
-            Dispatcher.poolCopy(pool, region, offset, address, bytes, toHost);
+            long address = NativeBridge.directAddress(buffer) + position;
+            NativeBridge.poolCopy(pool, region, offset, address, bytes, toHost);
         } else {
             int chunk = Math.min(bytes, STAGING_BYTES);
-            long staging = Dispatcher.malloc(chunk);
+            long staging = NativeBridge.malloc(chunk);
             try {
-                ByteBuffer stage = Dispatcher.byteBuffer(staging, chunk);
+                ByteBuffer stage = NativeBridge.byteBuffer(staging, chunk);
                 for (int done = 0; done < bytes; done += chunk) {
                     int n = Math.min(chunk, bytes - done);
                     if (toHost) {
-                        Dispatcher.poolCopy(pool, region, offset + done, staging, n, true);
+                        NativeBridge.poolCopy(pool, region, offset + done, staging, n, true);
                         buffer.put(position + done, stage, 0, n);
                     } else {
                         stage.put(0, buffer, position + done, n);
-                        Dispatcher.poolCopy(pool, region, offset + done, staging, n, false);
+                        NativeBridge.poolCopy(pool, region, offset + done, staging, n, false);
                     }
                 }
             } finally {
-                Dispatcher.free(staging);
+                NativeBridge.free(staging);
             }
         }
         buffer.position(position + bytes);

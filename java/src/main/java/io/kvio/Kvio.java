@@ -16,13 +16,13 @@ public final class Kvio {
 
     /** The native library's version (equal to VERSION once loaded). */
     public static String version() {
-        return Dispatcher.nativeVersion();
+        return NativeBridge.nativeVersion();
     }
 
     /** Where the JNI library was loaded from (diagnostics). */
     public static String nativeLibraryPath() {
-        Dispatcher.ensureLoaded();
-        return Dispatcher.libraryPath();
+        NativeBridge.ensureLoaded();
+        return NativeBridge.libraryPath();
     }
 
     /**
@@ -181,7 +181,7 @@ public final class Kvio {
         long handle;
         try {
             handle =
-                    Dispatcher.submit(
+                    NativeBridge.submit(
                             executor,
                             srcHandle,
                             dstHandle,
@@ -333,11 +333,11 @@ public final class Kvio {
         Objects.requireNonNull(layout, "layout");
         Objects.requireNonNull(backend, "backend");
         Objects.requireNonNull(granularity, "granularity");
-        Dispatcher.checkSupport(
-                kind.ordinal(),
-                layout.ordinal(),
-                backend.ordinal(),
-                granularity.ordinal(),
+        NativeBridge.checkSupport(
+                kind,
+                layout,
+                backend,
+                granularity,
                 heads,
                 headBytes,
                 pageSize,

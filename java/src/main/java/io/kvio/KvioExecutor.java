@@ -55,13 +55,13 @@ public final class KvioExecutor implements AutoCloseable {
         this.handle = handle;
         int t;
         try {
-            t = Dispatcher.executorThreads(handle);
+            t = NativeBridge.executorThreads(handle);
         } catch (RuntimeException e) {
-            Dispatcher.executorClose(handle);
+            NativeBridge.executorClose(handle);
             throw e;
         }
         this.threads = t;
-        this.cleanable = shared ? null : Dispatcher.CLEANER.register(this, new Closer(handle));
+        this.cleanable = shared ? null : NativeBridge.CLEANER.register(this, new Closer(handle));
     }
 
     private static final class Closer implements Runnable {
@@ -73,7 +73,7 @@ public final class KvioExecutor implements AutoCloseable {
 
         @Override
         public void run() {
-            Dispatcher.executorClose(handle);
+            NativeBridge.executorClose(handle);
         }
     }
 
@@ -87,7 +87,7 @@ public final class KvioExecutor implements AutoCloseable {
         return new KvioExecutor(
                 backend,
                 backend.isDevice() ? 0 : -1,
-                Dispatcher.executorCreate(backend.ordinal(), threads),
+                NativeBridge.executorCreate(backend, threads),
                 false);
     }
 
@@ -128,7 +128,10 @@ public final class KvioExecutor implements AutoCloseable {
         }
         backend.ensureAvailability();
         return new KvioExecutor(
-                backend, device, Dispatcher.executorCreateOnDevice(backend, device, stream), false);
+                backend,
+                device,
+                NativeBridge.executorCreateOnDevice(backend, device, stream),
+                false);
     }
 
     /** The process-wide executor of {@code backend} (one thread per core), created on first use. */
@@ -150,15 +153,15 @@ public final class KvioExecutor implements AutoCloseable {
                             + "' has one device, the host: device must be -1 (Kvio.HOST_DEVICE), got "
                             + device);
         }
-        long key = ((long) backend.ordinal() << 32) | (device & 0xFFFFFFFFL);
+        long key = ((long) backend.nativeValue() << 32) | (device & 0xFFFFFFFFL);
         synchronized (SHARED) {
             KvioExecutor e = SHARED.get(key);
             if (e == null) {
                 backend.ensureAvailability();
                 long handle =
                         backend.isDevice() && device != 0
-                                ? Dispatcher.executorCreateOnDevice(backend, device, 0)
-                                : Dispatcher.executorCreate(backend.ordinal(), 0);
+                                ? NativeBridge.executorCreateOnDevice(backend, device, 0)
+                                : NativeBridge.executorCreate(backend, 0);
                 e = new KvioExecutor(backend, device, handle, true);
                 SHARED.put(key, e);
             }
@@ -192,7 +195,7 @@ public final class KvioExecutor implements AutoCloseable {
             throw new KvioUnsupportedException(
                     "io backend '" + backend.userName() + "' runs on host threads, not a stream");
         }
-        return Dispatcher.executorStream(backend, handle());
+        return NativeBridge.executorStream(backend, handle());
     }
 
     public boolean isShared() {
@@ -210,7 +213,7 @@ public final class KvioExecutor implements AutoCloseable {
      * KvioUnsupportedException on other backends.
      */
     public void setLaunch(int ctaBudget, int warpsPerCta) {
-        Dispatcher.executorSetLaunch(handle(), ctaBudget, warpsPerCta);
+        NativeBridge.executorSetLaunch(handle(), ctaBudget, warpsPerCta);
     }
 
     long handle() {

@@ -6,21 +6,31 @@
 package io.kvio;
 
 import java.util.Objects;
+import java.util.function.IntFunction;
 
 final class Names {
     private Names() {}
 
     /**
-     * values' toString() must be their user names; {@code argument} names the caller's parameter in
-     * the NullPointerException.
+     * values' toString() must be their user names; ofNative maps a native value of name table
+     * {@code table} to its constant; {@code argument} names the caller's parameter in the
+     * NullPointerException.
      */
-    static <E extends Enum<E>> int parse(int table, String text, E[] values, String argument) {
+    static <E extends Enum<E>> E parse(
+            int table, String text, E[] values, IntFunction<E> ofNative, String argument) {
         Objects.requireNonNull(text, argument);
         for (E e : values) {
             if (e.toString().equals(text)) {
-                return e.ordinal();
+                return e;
             }
         }
-        return Dispatcher.parseName(table, text);
+        int value = NativeBridge.parseName(table, text);
+        E e = ofNative.apply(value);
+        if (e == null) {
+            throw new KvioException(
+                    KvioException.Status.INTERNAL,
+                    "the native library parsed '" + text + "' to " + value + ", unknown to Java");
+        }
+        return e;
     }
 }

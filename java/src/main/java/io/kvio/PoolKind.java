@@ -1,19 +1,19 @@
 /*
  * Pool kinds: how many components a token row has. MHA pools hold K and V; MLA pools hold one
- * latent. The ordinal equals the native KVIO_KIND_* value; userName() is the string users type.
+ * latent. Each constant carries its native KVIO_KIND_* value; userName() is the string users type.
  */
 package io.kvio;
 
-import io.kvio.bridge.KvioNative;
-
 public enum PoolKind {
-    MHA("mha", 2),
-    MLA("mla", 1);
+    MHA(KvioNative.KVIO_KIND_MHA, "mha", 2),
+    MLA(KvioNative.KVIO_KIND_MLA, "mla", 1);
 
+    private final int nativeValue;
     private final String userName;
     private final int components;
 
-    PoolKind(String userName, int components) {
+    PoolKind(int nativeValue, String userName, int components) {
+        this.nativeValue = nativeValue;
         this.userName = userName;
         this.components = components;
     }
@@ -32,7 +32,22 @@ public enum PoolKind {
      * the valid names.
      */
     public static PoolKind parse(String kind) {
-        return values()[Names.parse(KvioNative.KVIO_NAME_KIND, kind, values(), "kind")];
+        return Names.parse(KvioNative.KVIO_NAME_KIND, kind, values(), PoolKind::ofNative, "kind");
+    }
+
+    /** The native KVIO_* value (kvio.h); what crosses JNI, never the ordinal. */
+    int nativeValue() {
+        return nativeValue;
+    }
+
+    /** The constant with native value {@code value}, or null if there is none. */
+    static PoolKind ofNative(int value) {
+        for (PoolKind e : values()) {
+            if (e.nativeValue == value) {
+                return e;
+            }
+        }
+        return null;
     }
 
     @Override

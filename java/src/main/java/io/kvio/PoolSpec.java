@@ -26,7 +26,7 @@ public final class PoolSpec {
         this.headNum = b.heads;
         this.headBytes = b.headBytes;
         try {
-            this.componentBytes = Dispatcher.componentBytes(this);
+            this.componentBytes = NativeBridge.componentBytes(this);
         } catch (KvioException e) {
             throw builderNames(e, "");
         }
@@ -172,15 +172,18 @@ public final class PoolSpec {
                 + "}";
     }
 
-    /** Defaults: kind mha, layout layer_first; the sizes must be set (each at least 1). */
+    /**
+     * Defaults: kind mha, layout layer_first; the sizes must be set (each at least 1). The fields
+     * are package-private for HostKvPool.Builder, which keeps its geometry in one of these.
+     */
     public static final class Builder {
-        private PoolKind kind = PoolKind.MHA;
-        private KvLayout layout = KvLayout.LAYER_FIRST;
-        private long layers;
-        private long pages;
-        private long pageSize;
-        private long heads;
-        private long headBytes;
+        PoolKind kind = PoolKind.MHA;
+        KvLayout layout = KvLayout.LAYER_FIRST;
+        long layers;
+        long pages;
+        long pageSize;
+        long heads;
+        long headBytes;
 
         private Builder() {}
 

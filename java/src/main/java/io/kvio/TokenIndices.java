@@ -37,9 +37,9 @@ public final class TokenIndices implements AutoCloseable {
         this.count = count;
         this.view =
                 count > 0 && count <= Integer.MAX_VALUE / 8
-                        ? Dispatcher.byteBuffer(address, (int) (count * 8)).asLongBuffer()
+                        ? NativeBridge.byteBuffer(address, (int) (count * 8)).asLongBuffer()
                         : null;
-        this.cleanable = owned ? Dispatcher.CLEANER.register(this, new Freer(address)) : null;
+        this.cleanable = owned ? NativeBridge.CLEANER.register(this, new Freer(address)) : null;
     }
 
     private static final class Freer implements Runnable {
@@ -51,7 +51,7 @@ public final class TokenIndices implements AutoCloseable {
 
         @Override
         public void run() {
-            Dispatcher.free(address);
+            NativeBridge.free(address);
         }
     }
 
@@ -62,13 +62,13 @@ public final class TokenIndices implements AutoCloseable {
      */
     public static TokenIndices of(long... indices) {
         Objects.requireNonNull(indices, "indices");
-        return new TokenIndices(Dispatcher.copyToNative(indices), indices.length, true);
+        return new TokenIndices(NativeBridge.copyToNative(indices), indices.length, true);
     }
 
     /** Copies {@code indices} (widened to int64) into native memory. */
     public static TokenIndices of(int... indices) {
         Objects.requireNonNull(indices, "indices");
-        return new TokenIndices(Dispatcher.copyToNative(indices), indices.length, true);
+        return new TokenIndices(NativeBridge.copyToNative(indices), indices.length, true);
     }
 
     /**
@@ -96,7 +96,7 @@ public final class TokenIndices implements AutoCloseable {
         Objects.requireNonNull(indices, "indices");
         int count = indices.remaining();
         if (indices.isDirect() && indices.order() == ByteOrder.nativeOrder()) {
-            long base = count == 0 ? 0 : Dispatcher.directAddress(indices);
+            long base = count == 0 ? 0 : NativeBridge.directAddress(indices);
             return new TokenIndices(
                     base + indices.position() * 8L,
                     count,
@@ -184,7 +184,7 @@ public final class TokenIndices implements AutoCloseable {
                                     ? ": this list is empty"
                                     : " (valid: 0 to " + (count - 1) + ")"));
         }
-        return view != null ? view.get((int) i) : Dispatcher.getLong(address + i * 8);
+        return view != null ? view.get((int) i) : NativeBridge.getLong(address + i * 8);
     }
 
     public boolean isClosed() {

@@ -24,7 +24,8 @@ public final class Transfer implements AutoCloseable {
         this.handle = handle;
         this.bytes = bytes;
         this.event = event;
-        this.cleanable = handle == 0 ? null : Dispatcher.CLEANER.register(this, new Closer(handle));
+        this.cleanable =
+                handle == 0 ? null : NativeBridge.CLEANER.register(this, new Closer(handle));
         if (handle == 0) {
             released = true;
             done = true;
@@ -40,7 +41,7 @@ public final class Transfer implements AutoCloseable {
 
         @Override
         public void run() {
-            Dispatcher.transferClose(handle);
+            NativeBridge.transferClose(handle);
         }
     }
 
@@ -95,8 +96,8 @@ public final class Transfer implements AutoCloseable {
             }
         }
         // Wait outside the lock: the native state outlives a concurrent close of the handle.
-        int status = Dispatcher.transferWait(handle, timeoutNs);
-        KvioException error = status == 0 ? null : Dispatcher.error(status);
+        int status = NativeBridge.transferWait(handle, timeoutNs);
+        KvioException error = status == 0 ? null : NativeBridge.error(status);
         synchronized (lock) {
             if (error != null && error.status() == KvioException.Status.TIMEOUT) {
                 return false;
@@ -129,7 +130,7 @@ public final class Transfer implements AutoCloseable {
             if (released) {
                 throw new KvioClosedException("this transfer is closed");
             }
-            boolean isDone = Dispatcher.transferIsDone(handle);
+            boolean isDone = NativeBridge.transferIsDone(handle);
             if (isDone && event != null) {
                 commitEvent();
             }
@@ -148,7 +149,7 @@ public final class Transfer implements AutoCloseable {
             if (released) {
                 throw new KvioClosedException("this transfer is closed");
             }
-            return Dispatcher.transferCudaEvent(handle);
+            return NativeBridge.transferCudaEvent(handle);
         }
     }
 
@@ -162,7 +163,7 @@ public final class Transfer implements AutoCloseable {
             if (released) {
                 throw new KvioClosedException("this transfer is closed");
             }
-            return Dispatcher.transferAscendEvent(handle);
+            return NativeBridge.transferAscendEvent(handle);
         }
     }
 
@@ -187,7 +188,7 @@ public final class Transfer implements AutoCloseable {
         }
         event = null;
         e.end();
-        if (e.shouldCommit() && Dispatcher.transferInfo(handle, e)) {
+        if (e.shouldCommit() && NativeBridge.transferInfo(handle, e)) {
             e.commit();
         }
     }

@@ -7,7 +7,7 @@
  */
 package io.kvio;
 
-import io.kvio.bridge.KvioNative;
+import io.kvio.KvioNative.TransferInfoStruct;
 import jdk.jfr.Category;
 import jdk.jfr.DataAmount;
 import jdk.jfr.Description;
@@ -28,11 +28,6 @@ final class TransferEvent extends Event {
     static final String BACKUP = "backup";
     static final String LOAD = "load";
     static final String OTHER = "other";
-
-    /** KVIO_MEMORY_* names, by native value. */
-    private static final String[] MEMORY = {
-        "host", "host_pinned", "cuda_device", "ascend_device", "ascend_host_pinned"
-    };
 
     @Label("IO Backend")
     String backend;
@@ -109,7 +104,7 @@ final class TransferEvent extends Event {
         if (!new TransferEvent().isEnabled()) {
             return null;
         }
-        Dispatcher.enableTransferTiming();
+        NativeBridge.enableTransferTiming();
         TransferEvent event = new TransferEvent();
         event.direction =
                 src instanceof DeviceKvPool && dst instanceof HostKvPool
@@ -121,28 +116,27 @@ final class TransferEvent extends Event {
 
     /** Fills the fields from a kvio_transfer_info at {@code b}'s {@code at}. */
     void fill(java.nio.ByteBuffer b, int at) {
-        int backendValue = b.getInt(at);
-        IoBackend[] backends = IoBackend.values();
+        IoBackend io = IoBackend.ofNative(b.getInt(at + TransferInfoStruct.IO_BACKEND));
         backend =
-                backendValue >= 0 && backendValue < backends.length
-                        ? backends[backendValue].userName()
-                        : String.valueOf(backendValue);
-        srcLayout = layout(b.getInt(at + 4));
-        dstLayout = layout(b.getInt(at + 8));
-        srcMemory = memory(b.getInt(at + 12));
-        dstMemory = memory(b.getInt(at + 16));
-        long components = b.getInt(at + 20);
-        indexPairs = b.getLong(at + 24);
-        layers = b.getLong(at + 32);
+                io != null
+                        ? io.userName()
+                        : String.valueOf(b.getInt(at + TransferInfoStruct.IO_BACKEND));
+        srcLayout = layout(b.getInt(at + TransferInfoStruct.SRC_LAYOUT));
+        dstLayout = layout(b.getInt(at + TransferInfoStruct.DST_LAYOUT));
+        srcMemory = memory(b.getInt(at + TransferInfoStruct.SRC_MEMORY));
+        dstMemory = memory(b.getInt(at + TransferInfoStruct.DST_MEMORY));
+        long components = b.getInt(at + TransferInfoStruct.COMPONENTS);
+        indexPairs = b.getLong(at + TransferInfoStruct.NUM_INDICES);
+        layers = b.getLong(at + TransferInfoStruct.NUM_LAYERS);
         rows = indexPairs * layers * components;
-        bytes = b.getLong(at + 40);
-        copies = b.getLong(at + 48);
-        launches = b.getLong(at + 56);
-        long submitNs = b.getLong(at + 64);
-        long startNs = b.getLong(at + 72);
-        long endNs = b.getLong(at + 80);
-        boolean done = b.getInt(at + 88) != 0;
-        int status = b.getInt(at + 92);
+        bytes = b.getLong(at + TransferInfoStruct.BYTES_MOVED);
+        copies = b.getLong(at + TransferInfoStruct.COPIES);
+        launches = b.getLong(at + TransferInfoStruct.LAUNCHES);
+        long submitNs = b.getLong(at + TransferInfoStruct.SUBMIT_NS);
+        long startNs = b.getLong(at + TransferInfoStruct.START_NS);
+        long endNs = b.getLong(at + TransferInfoStruct.END_NS);
+        boolean done = b.getInt(at + TransferInfoStruct.DONE) != 0;
+        int status = b.getInt(at + TransferInfoStruct.STATUS);
         if (submitNs != 0 && startNs != 0) {
             queueTime = startNs - submitNs;
         }
@@ -158,13 +152,25 @@ final class TransferEvent extends Event {
     }
 
     private static String layout(int value) {
-        KvLayout[] layouts = KvLayout.values();
-        return value >= 0 && value < layouts.length
-                ? layouts[value].userName()
-                : String.valueOf(value);
+        KvLayout layout = KvLayout.ofNative(value);
+        return layout != null ? layout.userName() : String.valueOf(value);
     }
 
-    private static String memory(int value) {
-        return value >= 0 && value < MEMORY.length ? MEMORY[value] : String.valueOf(value);
+    /** The name of a KVIO_MEMORY_* value. */
+    static String memory(int value) {
+        switch (value) {
+            case KvioNative.KVIO_MEMORY_HOST:
+                return "host";
+            case KvioNative.KVIO_MEMORY_HOST_PINNED:
+                return "host_pinned";
+            case KvioNative.KVIO_MEMORY_CUDA_DEVICE:
+                return "cuda_device";
+            case KvioNative.KVIO_MEMORY_ASCEND_DEVICE:
+                return "ascend_device";
+            case KvioNative.KVIO_MEMORY_ASCEND_HOST_PINNED:
+                return "ascend_host_pinned";
+            default:
+                return String.valueOf(value);
+        }
     }
 }

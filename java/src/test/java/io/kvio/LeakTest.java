@@ -65,12 +65,12 @@ public class LeakTest {
 
     /** Counters that must come back: pools, transfers, allocations (executors may be shared). */
     private static long[] settled(long[] baseline) throws InterruptedException {
-        long[] now = Dispatcher.debugLiveObjects();
+        long[] now = NativeBridge.debugLiveObjects();
         for (int i = 0;
                 i < 2000 && (now[0] > baseline[0] || now[2] > baseline[2] || now[3] > baseline[3]);
                 i++) {
             Thread.sleep(1);
-            now = Dispatcher.debugLiveObjects();
+            now = NativeBridge.debugLiveObjects();
         }
         return now;
     }
@@ -80,7 +80,7 @@ public class LeakTest {
         try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 2)) {
             cycles(5_000, executor); // warm-up: JIT, allocator caches
             System.gc();
-            long[] baseline = Dispatcher.debugLiveObjects();
+            long[] baseline = NativeBridge.debugLiveObjects();
             long before = residentKiB();
             cycles(100_000, executor);
             long[] after = settled(baseline);
@@ -127,7 +127,7 @@ public class LeakTest {
         logger.addHandler(capture);
         try {
             long freedBefore = KvPool.FREED_BY_CLEANER.get();
-            long[] baseline = Dispatcher.debugLiveObjects();
+            long[] baseline = NativeBridge.debugLiveObjects();
             PoolSpec spec =
                     PoolSpec.builder()
                             .kind(PoolKind.MLA)
@@ -143,7 +143,7 @@ public class LeakTest {
                         .buffer()
                         .put(0, (byte) i); // never closed
             }
-            assertTrue(Dispatcher.debugLiveObjects()[0] >= baseline[0] + 50, "50 pools open");
+            assertTrue(NativeBridge.debugLiveObjects()[0] >= baseline[0] + 50, "50 pools open");
             for (int i = 0; i < 200 && KvPool.FREED_BY_CLEANER.get() < freedBefore + 50; i++) {
                 System.gc();
                 Thread.sleep(20);

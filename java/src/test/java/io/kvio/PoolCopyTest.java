@@ -79,10 +79,10 @@ public class PoolCopyTest {
 
     @Test
     public void everyRegionOfAComponentWrappedPoolIsReachable() {
-        long componentBytes = Dispatcher.componentBytes(SPEC);
+        long componentBytes = NativeBridge.componentBytes(SPEC);
         ByteBuffer k = ByteBuffer.allocateDirect((int) componentBytes);
         ByteBuffer v = ByteBuffer.allocateDirect((int) componentBytes);
-        long[] addresses = {Dispatcher.directAddress(k), Dispatcher.directAddress(v)};
+        long[] addresses = {NativeBridge.directAddress(k), NativeBridge.directAddress(v)};
         try (DeviceKvPool device =
                 DeviceKvPool.wrapComponents(SPEC, addresses, componentBytes, IoBackend.CPU)) {
             device.copyFrom(1, componentBytes - 4, ByteBuffer.wrap(new byte[] {1, 2, 3, 4}));

@@ -41,7 +41,7 @@ public class PoolLifetimeTest {
         try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 2);
                 TokenIndices from = TokenIndices.of(allTokens(false));
                 TokenIndices to = TokenIndices.of(allTokens(true))) {
-            long[] baseline = Dispatcher.debugLiveObjects();
+            long[] baseline = NativeBridge.debugLiveObjects();
             DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
             HostKvPool host =
                     HostKvPool.builder()
@@ -50,17 +50,17 @@ public class PoolLifetimeTest {
                             .ioBackend(IoBackend.CPU)
                             .executor(executor)
                             .build();
-            assertEquals(Dispatcher.debugLiveObjects()[3], baseline[3] + 2, "two allocations");
+            assertEquals(NativeBridge.debugLiveObjects()[3], baseline[3] + 2, "two allocations");
             Transfer transfer = host.backupFromDevice(device, to, from);
             device.closeAndWait();
             host.closeAndWait();
             assertTrue(device.isClosed() && host.isClosed());
             assertTrue(transfer.isDone(), "the pools' memory was released under a transfer");
             assertEquals(
-                    Dispatcher.debugLiveObjects()[3],
+                    NativeBridge.debugLiveObjects()[3],
                     baseline[3],
                     "closeAndWait returned before the pools' memory was freed");
-            assertEquals(Dispatcher.debugLiveHostRegistrations(), 0L);
+            assertEquals(NativeBridge.debugLiveHostRegistrations(), 0L);
             assertTrue(device.closeAndWait(0, TimeUnit.SECONDS), "waiting again is done at once");
             transfer.await();
             transfer.close();
@@ -72,7 +72,7 @@ public class PoolLifetimeTest {
         try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 2);
                 TokenIndices from = TokenIndices.of(allTokens(false));
                 TokenIndices to = TokenIndices.of(allTokens(true))) {
-            long[] baseline = Dispatcher.debugLiveObjects();
+            long[] baseline = NativeBridge.debugLiveObjects();
             DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
             HostKvPool host =
                     HostKvPool.builder()
@@ -90,7 +90,7 @@ public class PoolLifetimeTest {
             // before it returns.
             device.close();
             host.close();
-            assertEquals(Dispatcher.debugLiveObjects()[3], baseline[3]);
+            assertEquals(NativeBridge.debugLiveObjects()[3], baseline[3]);
             transfer.close();
             second.close();
             assertTrue(host.closeAndWait(0, TimeUnit.SECONDS));

@@ -13,7 +13,6 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
-import io.kvio.bridge.KvioNative;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -32,8 +31,8 @@ public class ReliabilityTest {
 
     @AfterMethod(alwaysRun = true)
     public void tearDown() throws Exception {
-        Dispatcher.testInjectFault(KvioNative.KVIO_TEST_FAULT_CPU_COPY, 0);
-        Dispatcher.testInjectFault(KvioNative.KVIO_TEST_FAULT_HOST_ALLOCATION, 0);
+        KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_COPY, 0);
+        KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_HOST_ALLOCATION, 0);
         for (int i = resources.size() - 1; i >= 0; i--) resources.get(i).close();
         resources.clear();
     }
@@ -207,7 +206,7 @@ public class ReliabilityTest {
         final int threads = 4;
         final long n = 2048; // 4 MiB per transfer: run by the executor's workers
         final PoolSpec spec = rows(n, 2048);
-        long[] before = Dispatcher.debugLiveObjects();
+        long[] before = NativeBridge.debugLiveObjects();
         DeviceKvPool src = DeviceKvPool.allocate(spec, IoBackend.CPU);
         byte[] data = LayoutOracle.fill(src.buffer(), 11);
         DeviceKvPool backing = open(DeviceKvPool.allocate(spec, IoBackend.CPU));
@@ -267,10 +266,10 @@ public class ReliabilityTest {
                 "caller memory after transfers from a pool closed in flight");
         // Only `backing` is still open; the closed source's memory goes with its last transfer
         // (released by the executor just after completing it).
-        long[] after = Dispatcher.debugLiveObjects();
+        long[] after = NativeBridge.debugLiveObjects();
         for (int i = 0; i < 2000 && after[3] > before[3] + 1; i++) {
             Thread.sleep(1);
-            after = Dispatcher.debugLiveObjects();
+            after = NativeBridge.debugLiveObjects();
         }
         assertTrue(
                 after[0] <= before[0] + 1 && after[3] <= before[3] + 1,
@@ -302,7 +301,7 @@ public class ReliabilityTest {
             byte[] deviceData = LayoutOracle.fill(device.buffer(), 5);
             byte[] hostBefore = LayoutOracle.canary(host.buffer(), 5);
             TokenIndices idx = open(TokenIndices.of(range(0, n)));
-            Dispatcher.testInjectFault(KvioNative.KVIO_TEST_FAULT_CPU_COPY, 1);
+            KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_COPY, 1);
             Transfer failed = host.backupFromDevice(device, idx, idx);
             KvioBackendException e = expectThrows(KvioBackendException.class, failed::await);
             RejectionTest.assertMessage(
@@ -334,7 +333,7 @@ public class ReliabilityTest {
     public void allocationFailureSurfacesOnTheBuilder() {
         DeviceKvPool device =
                 open(new PoolFixtures.Config(PoolKind.MHA, 2, 8, 4, 2, 64).allocateDevice());
-        Dispatcher.testInjectFault(KvioNative.KVIO_TEST_FAULT_HOST_ALLOCATION, 1);
+        KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_HOST_ALLOCATION, 1);
         KvioOutOfMemoryException e =
                 expectThrows(
                         KvioOutOfMemoryException.class,

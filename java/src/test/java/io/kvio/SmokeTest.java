@@ -24,28 +24,23 @@ public class SmokeTest {
     public void enumNamesAgreeWithNative() {
         for (PoolKind k : PoolKind.values()) {
             assertEquals(
-                    Dispatcher.name(io.kvio.bridge.KvioNative.KVIO_NAME_KIND, k.ordinal()),
-                    k.userName());
+                    NativeBridge.name(KvioNative.KVIO_NAME_KIND, k.nativeValue()), k.userName());
         }
         for (KvLayout l : KvLayout.values()) {
             assertEquals(
-                    Dispatcher.name(io.kvio.bridge.KvioNative.KVIO_NAME_LAYOUT, l.ordinal()),
-                    l.userName());
+                    NativeBridge.name(KvioNative.KVIO_NAME_LAYOUT, l.nativeValue()), l.userName());
         }
         for (IoBackend b : IoBackend.values()) {
             assertEquals(
-                    Dispatcher.name(io.kvio.bridge.KvioNative.KVIO_NAME_BACKEND, b.ordinal()),
-                    b.userName());
+                    NativeBridge.name(KvioNative.KVIO_NAME_BACKEND, b.nativeValue()), b.userName());
         }
         for (Granularity g : Granularity.values()) {
             assertEquals(
-                    Dispatcher.name(io.kvio.bridge.KvioNative.KVIO_NAME_GRANULARITY, g.ordinal()),
+                    NativeBridge.name(KvioNative.KVIO_NAME_GRANULARITY, g.nativeValue()),
                     g.userName());
         }
         assertEquals(
-                Dispatcher.name(
-                        io.kvio.bridge.KvioNative.KVIO_NAME_LAYOUT, KvLayout.values().length),
-                null);
+                NativeBridge.name(KvioNative.KVIO_NAME_LAYOUT, KvLayout.values().length), null);
     }
 
     @Test

@@ -44,7 +44,7 @@ public class TokenIndicesBufferTest {
             assertEquals(list.get(2), 10);
             b.put(2, 42); // a view: the list sees the caller's writes
             assertEquals(list.get(1), 42);
-            assertEquals(list.address(), Dispatcher.directAddress(b) + 8);
+            assertEquals(list.address(), NativeBridge.directAddress(b) + 8);
         }
         assertEquals(b.position(), 1, "wrap leaves the position");
         assertEquals(b.get(2), 42, "close() does not free the caller's buffer");
@@ -78,7 +78,7 @@ public class TokenIndicesBufferTest {
             assertEquals(d.toString(), "TokenIndices{size=1, [11]}");
             heap.put(0, 99);
             assertEquals(a.get(0), 1, "a copy");
-            assertNotEquals(b.address(), Dispatcher.directAddress(swapped));
+            assertNotEquals(b.address(), NativeBridge.directAddress(swapped));
         }
         assertThrows(NullPointerException.class, () -> TokenIndices.wrap((LongBuffer) null));
         assertThrows(NullPointerException.class, () -> TokenIndices.wrap((IntBuffer) null));
@@ -112,7 +112,7 @@ public class TokenIndicesBufferTest {
                                         .asIntBuffer()
                                         .put(new int[] {0, 15})
                                         .flip())) {
-            assertEquals(host.regionAddress(0), Dispatcher.directAddress(hostMemory) + 16);
+            assertEquals(host.regionAddress(0), NativeBridge.directAddress(hostMemory) + 16);
             device.buffer().asLongBuffer().put(5, 0x55).put(6, 0x66);
             host.backup(device).hostIndices(h).deviceIndices(d).submit().await();
             assertEquals(hostMemory.getLong(16), 0x55);

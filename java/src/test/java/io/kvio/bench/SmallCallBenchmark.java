@@ -19,11 +19,11 @@ import io.kvio.HostKvPool;
 import io.kvio.IoBackend;
 import io.kvio.KvLayout;
 import io.kvio.Kvio;
+import io.kvio.NativeCallProbe;
 import io.kvio.PoolKind;
 import io.kvio.PoolSpec;
 import io.kvio.TokenIndices;
 import io.kvio.Transfer;
-import io.kvio.bridge.KvioNative;
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
@@ -171,7 +171,7 @@ public class SmallCallBenchmark {
     /** Baseline: one trivial JNI round trip through the bridge. */
     @Benchmark
     public int trivialNativeCall() {
-        return KvioNative.kvio_backend_available(IoBackend.CPU.ordinal());
+        return NativeCallProbe.backendAvailable(IoBackend.CPU);
     }
 
     public static void main(String[] args) throws Exception {

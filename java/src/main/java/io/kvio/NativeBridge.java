@@ -1,20 +1,24 @@
 /*
- * The only caller of the native bridge (io.kvio.bridge.KvioNative). It loads the natives and
- * checks their version, marshals structs and out-parameters through a per-thread scratch buffer
- * of native memory, and turns every non-OK kvio_status into the typed KvioException carrying the
- * native message (kvio_last_error is thread-local, so it is read right after the failing call,
- * on the same thread). It also owns the Cleaner that frees native objects users forget to close.
+ * The Java side of the JNI bridge, and the only caller of the natives (KvioNative): it loads them
+ * and checks their version, marshals enums (by their native values), structs (at KvioNative's
+ * offsets) and out-parameters through a per-thread scratch buffer of native memory, and turns
+ * every non-OK kvio_status into the typed KvioException carrying the native message
+ * (kvio_last_error is thread-local, so it is read right after the failing call, on the same
+ * thread). It also owns the Cleaner that frees native objects users forget to close, and the
+ * native memory helpers (malloc, free, ByteBuffer views) the API's index lists and pools use.
  */
 package io.kvio;
 
-import io.kvio.bridge.KvioNative;
+import io.kvio.KvioNative.PoolSpecStruct;
+import io.kvio.KvioNative.SupportQueryStruct;
+import io.kvio.KvioNative.TransferInfoStruct;
 import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
 
-final class Dispatcher {
+final class NativeBridge {
     static final Cleaner CLEANER =
             Cleaner.create(
                     r -> {
@@ -23,14 +27,17 @@ final class Dispatcher {
                         return t;
                     });
 
-    /** Byte offsets inside the scratch buffer. */
-    private static final int STRUCT = 0; // kvio_pool_spec or kvio_support_query (64 bytes)
+    /** Byte offsets inside the scratch buffer: a struct, then three 8-byte out-parameters. */
+    private static final int STRUCT = 0; // kvio_pool_spec, kvio_support_query, kvio_transfer_info
 
-    private static final int OUT0 = 64;
-    private static final int OUT1 = 72;
-    private static final int OUT2 = 80;
-    private static final int INFO = 128; // kvio_transfer_info (96 bytes)
-    private static final int SCRATCH_BYTES = INFO + KvioNative.TRANSFER_INFO_BYTES;
+    private static final int STRUCT_BYTES =
+            Math.max(
+                    PoolSpecStruct.BYTES,
+                    Math.max(SupportQueryStruct.BYTES, TransferInfoStruct.BYTES));
+    private static final int OUT0 = STRUCT_BYTES;
+    private static final int OUT1 = OUT0 + 8;
+    private static final int OUT2 = OUT1 + 8;
+    private static final int SCRATCH_BYTES = OUT2 + 8;
 
     private static final String NATIVE_VERSION;
 
@@ -59,7 +66,7 @@ final class Dispatcher {
         }
     }
 
-    private Dispatcher() {}
+    private NativeBridge() {}
 
     private static String platformGuess() {
         return System.getProperty("os.name") + "-" + System.getProperty("os.arch");
@@ -118,8 +125,8 @@ final class Dispatcher {
     }
 
     /** null when available, else the native cause. */
-    static String backendUnavailabilityCause(int backend) {
-        int status = KvioNative.kvio_backend_available(backend);
+    static String backendUnavailabilityCause(IoBackend backend) {
+        int status = KvioNative.kvio_backend_available(backend.nativeValue());
         if (status == KvioNative.KVIO_STATUS_OK) {
             return null;
         }
@@ -128,10 +135,10 @@ final class Dispatcher {
     }
 
     static void checkSupport(
-            int kind,
-            int layout,
-            int backend,
-            int granularity,
+            PoolKind kind,
+            KvLayout layout,
+            IoBackend backend,
+            Granularity granularity,
             long heads,
             long headBytes,
             long pageSize,
@@ -140,16 +147,16 @@ final class Dispatcher {
             long deviceLayerStart) {
         Scratch s = SCRATCH.get();
         ByteBuffer b = s.buffer;
-        b.putInt(STRUCT, kind);
-        b.putInt(STRUCT + 4, layout);
-        b.putInt(STRUCT + 8, backend);
-        b.putInt(STRUCT + 12, granularity);
-        b.putLong(STRUCT + 16, heads);
-        b.putLong(STRUCT + 24, headBytes);
-        b.putLong(STRUCT + 32, pageSize);
-        b.putLong(STRUCT + 40, hostLayers);
-        b.putLong(STRUCT + 48, deviceLayers);
-        b.putLong(STRUCT + 56, deviceLayerStart);
+        b.putInt(STRUCT + SupportQueryStruct.KIND, kind.nativeValue());
+        b.putInt(STRUCT + SupportQueryStruct.LAYOUT, layout.nativeValue());
+        b.putInt(STRUCT + SupportQueryStruct.IO_BACKEND, backend.nativeValue());
+        b.putInt(STRUCT + SupportQueryStruct.GRANULARITY, granularity.nativeValue());
+        b.putLong(STRUCT + SupportQueryStruct.HEAD_NUM, heads);
+        b.putLong(STRUCT + SupportQueryStruct.HEAD_BYTES, headBytes);
+        b.putLong(STRUCT + SupportQueryStruct.PAGE_SIZE, pageSize);
+        b.putLong(STRUCT + SupportQueryStruct.HOST_NUM_LAYERS, hostLayers);
+        b.putLong(STRUCT + SupportQueryStruct.DEVICE_NUM_LAYERS, deviceLayers);
+        b.putLong(STRUCT + SupportQueryStruct.DEVICE_LAYER_START, deviceLayerStart);
         check(KvioNative.kvio_check_support(s.address + STRUCT));
     }
 
@@ -157,13 +164,13 @@ final class Dispatcher {
 
     private static long putSpec(Scratch s, PoolSpec spec) {
         ByteBuffer b = s.buffer;
-        b.putInt(STRUCT, spec.kind().ordinal());
-        b.putInt(STRUCT + 4, spec.layout().ordinal());
-        b.putLong(STRUCT + 8, spec.numLayers());
-        b.putLong(STRUCT + 16, spec.numPages());
-        b.putLong(STRUCT + 24, spec.pageSize());
-        b.putLong(STRUCT + 32, spec.headNum());
-        b.putLong(STRUCT + 40, spec.headBytes());
+        b.putInt(STRUCT + PoolSpecStruct.KIND, spec.kind().nativeValue());
+        b.putInt(STRUCT + PoolSpecStruct.LAYOUT, spec.layout().nativeValue());
+        b.putLong(STRUCT + PoolSpecStruct.NUM_LAYERS, spec.numLayers());
+        b.putLong(STRUCT + PoolSpecStruct.NUM_PAGES, spec.numPages());
+        b.putLong(STRUCT + PoolSpecStruct.PAGE_SIZE, spec.pageSize());
+        b.putLong(STRUCT + PoolSpecStruct.HEAD_NUM, spec.headNum());
+        b.putLong(STRUCT + PoolSpecStruct.HEAD_BYTES, spec.headBytes());
         return s.address + STRUCT;
     }
 
@@ -173,21 +180,13 @@ final class Dispatcher {
         return s.buffer.getLong(OUT0);
     }
 
-    static long poolAllocate(PoolSpec spec) {
-        return poolAllocate(spec, KvioNative.KVIO_MEMORY_HOST, -1);
-    }
-
-    /** memoryKind: KvioNative.KVIO_MEMORY_*; device: the CUDA device ordinal for CUDA kinds. */
+    /** memoryKind: KvioNative.KVIO_MEMORY_*; device: the device ordinal for device kinds. */
     static long poolAllocate(PoolSpec spec, int memoryKind, int device) {
         Scratch s = SCRATCH.get();
         check(
                 KvioNative.kvio_pool_allocate_memory(
                         putSpec(s, spec), memoryKind, device, s.address + OUT0));
         return s.buffer.getLong(OUT0);
-    }
-
-    static long poolWrap(PoolSpec spec, long address, long sizeBytes) {
-        return poolWrap(spec, KvioNative.KVIO_MEMORY_HOST, -1, address, sizeBytes);
     }
 
     static long poolWrap(PoolSpec spec, int memoryKind, int device, long address, long sizeBytes) {
@@ -201,10 +200,6 @@ final class Dispatcher {
                         sizeBytes,
                         s.address + OUT0));
         return s.buffer.getLong(OUT0);
-    }
-
-    static long poolWrapComponents(PoolSpec spec, long[] addresses, long bytesEach) {
-        return poolWrapComponents(spec, KvioNative.KVIO_MEMORY_HOST, -1, addresses, bytesEach);
     }
 
     static long poolWrapComponents(
@@ -227,10 +222,6 @@ final class Dispatcher {
         }
     }
 
-    static long poolWrapLayerTable(PoolSpec spec, long[] addresses, long bytesEach) {
-        return poolWrapLayerTable(spec, KvioNative.KVIO_MEMORY_HOST, -1, addresses, bytesEach);
-    }
-
     static long poolWrapLayerTable(
             PoolSpec spec, int memoryKind, int device, long[] addresses, long bytesEach) {
         long table = copyToNative(addresses);
@@ -249,13 +240,6 @@ final class Dispatcher {
         } finally {
             free(table);
         }
-    }
-
-    /** The pool's memory kind (KvioNative.KVIO_MEMORY_*). */
-    static int poolMemoryKind(long pool) {
-        Scratch s = SCRATCH.get();
-        check(KvioNative.kvio_pool_memory(pool, s.address + OUT0, 0));
-        return s.buffer.getInt(OUT0);
     }
 
     /** The device ordinal of the pool's memory; -1 for host memory. */
@@ -345,9 +329,9 @@ final class Dispatcher {
 
     // ---- executors ----
 
-    static long executorCreate(int backend, int threads) {
+    static long executorCreate(IoBackend backend, int threads) {
         Scratch s = SCRATCH.get();
-        check(KvioNative.kvio_executor_create(backend, threads, s.address + OUT0));
+        check(KvioNative.kvio_executor_create(backend.nativeValue(), threads, s.address + OUT0));
         return s.buffer.getLong(OUT0);
     }
 
@@ -362,7 +346,7 @@ final class Dispatcher {
         } else {
             check(
                     KvioNative.kvio_executor_create_cuda(
-                            backend.ordinal(), device, stream, 0, 0, s.address + OUT0));
+                            backend.nativeValue(), device, stream, 0, 0, s.address + OUT0));
         }
         return s.buffer.getLong(OUT0);
     }
@@ -449,11 +433,11 @@ final class Dispatcher {
      */
     static boolean transferInfo(long transfer, TransferEvent event) {
         Scratch s = SCRATCH.get();
-        if (KvioNative.kvio_transfer_get_info(transfer, s.address + INFO)
+        if (KvioNative.kvio_transfer_get_info(transfer, s.address + STRUCT)
                 != KvioNative.KVIO_STATUS_OK) {
             return false;
         }
-        event.fill(s.buffer, INFO);
+        event.fill(s.buffer, STRUCT);
         return true;
     }
 
@@ -533,7 +517,7 @@ final class Dispatcher {
         return byteBuffer(address, 8).getLong(0);
     }
 
-    // ---- diagnostics and test-only fault injection (docs/reliability.md) ----
+    // ---- diagnostics (docs/reliability.md) ----
 
     /** Open pool, executor and transfer handles, and live host allocations, process-wide. */
     static long[] debugLiveObjects() {
@@ -556,10 +540,5 @@ final class Dispatcher {
         } finally {
             free(address);
         }
-    }
-
-    /** Test only: the next {@code count} occurrences of {@code fault} fail (KVIO_TEST_FAULT_*). */
-    static void testInjectFault(int fault, long count) {
-        check(KvioNative.kvio_test_inject_fault(fault, count));
     }
 }

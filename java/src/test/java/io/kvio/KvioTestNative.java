@@ -1,0 +1,304 @@
+/*
+ * A test-only JavaCPP binding of kvio.h, compiled into its own JNI library (libjniKvioTestNative.so
+ * under target/test-classes, by the pom's javacpp-test-jni execution) so the shipped bridge binds
+ * no test hook: fault injection (kvio_test_inject_fault, docs/reliability.md), and the values of
+ * the header's enum constants and struct offsets as the C compiler sees them, which
+ * NativeValuesTest compares with the values the Java API maps by (KvioNative).
+ */
+package io.kvio;
+
+import org.bytedeco.javacpp.Loader;
+import org.bytedeco.javacpp.annotation.Cast;
+import org.bytedeco.javacpp.annotation.MemberGetter;
+import org.bytedeco.javacpp.annotation.Name;
+import org.bytedeco.javacpp.annotation.NoException;
+import org.bytedeco.javacpp.annotation.Platform;
+
+@Platform(
+        include = {"stddef.h", "kvio/kvio.h"},
+        link = "kvio")
+@NoException
+final class KvioTestNative {
+    static {
+        NativeBridge.ensureLoaded(); // libkvio.so first, from the same place as the bridge's
+        Loader.load(KvioTestNative.class);
+    }
+
+    private KvioTestNative() {}
+
+    static final int KVIO_TEST_FAULT_HOST_ALLOCATION = 1;
+    static final int KVIO_TEST_FAULT_CPU_COPY = 2;
+
+    /** The next {@code count} occurrences of {@code fault} fail (KVIO_TEST_FAULT_*). */
+    static void injectFault(int fault, long count) {
+        NativeBridge.check(kvio_test_inject_fault(fault, count));
+    }
+
+    static native int kvio_test_inject_fault(int fault, @Cast("int64_t") long count);
+
+    // ---- enum values, as kvio.h defines them ----
+    @MemberGetter
+    static native int KVIO_STATUS_OK();
+
+    @MemberGetter
+    static native int KVIO_STATUS_INVALID_ARGUMENT();
+
+    @MemberGetter
+    static native int KVIO_STATUS_OUT_OF_RANGE();
+
+    @MemberGetter
+    static native int KVIO_STATUS_UNSUPPORTED();
+
+    @MemberGetter
+    static native int KVIO_STATUS_UNAVAILABLE();
+
+    @MemberGetter
+    static native int KVIO_STATUS_CLOSED();
+
+    @MemberGetter
+    static native int KVIO_STATUS_OUT_OF_MEMORY();
+
+    @MemberGetter
+    static native int KVIO_STATUS_BACKEND_ERROR();
+
+    @MemberGetter
+    static native int KVIO_STATUS_TIMEOUT();
+
+    @MemberGetter
+    static native int KVIO_STATUS_INTERNAL();
+
+    @MemberGetter
+    static native int KVIO_KIND_MHA();
+
+    @MemberGetter
+    static native int KVIO_KIND_MLA();
+
+    @MemberGetter
+    static native int KVIO_KIND_COUNT();
+
+    @MemberGetter
+    static native int KVIO_LAYOUT_LAYER_FIRST();
+
+    @MemberGetter
+    static native int KVIO_LAYOUT_PAGE_FIRST();
+
+    @MemberGetter
+    static native int KVIO_LAYOUT_PAGE_FIRST_DIRECT();
+
+    @MemberGetter
+    static native int KVIO_LAYOUT_PAGE_HEAD();
+
+    @MemberGetter
+    static native int KVIO_LAYOUT_COUNT();
+
+    @MemberGetter
+    static native int KVIO_BACKEND_CPU();
+
+    @MemberGetter
+    static native int KVIO_BACKEND_KERNEL();
+
+    @MemberGetter
+    static native int KVIO_BACKEND_DIRECT();
+
+    @MemberGetter
+    static native int KVIO_BACKEND_KERNEL_ASCEND();
+
+    @MemberGetter
+    static native int KVIO_BACKEND_COUNT();
+
+    @MemberGetter
+    static native int KVIO_GRANULARITY_PER_LAYER();
+
+    @MemberGetter
+    static native int KVIO_GRANULARITY_ALL_LAYER();
+
+    @MemberGetter
+    static native int KVIO_GRANULARITY_COUNT();
+
+    @MemberGetter
+    static native int KVIO_NAME_KIND();
+
+    @MemberGetter
+    static native int KVIO_NAME_LAYOUT();
+
+    @MemberGetter
+    static native int KVIO_NAME_BACKEND();
+
+    @MemberGetter
+    static native int KVIO_NAME_GRANULARITY();
+
+    @MemberGetter
+    static native int KVIO_MEMORY_HOST();
+
+    @MemberGetter
+    static native int KVIO_MEMORY_HOST_PINNED();
+
+    @MemberGetter
+    static native int KVIO_MEMORY_CUDA_DEVICE();
+
+    @MemberGetter
+    static native int KVIO_MEMORY_ASCEND_DEVICE();
+
+    @MemberGetter
+    static native int KVIO_MEMORY_ASCEND_HOST_PINNED();
+
+    @MemberGetter
+    static native int KVIO_MEMORY_COUNT();
+
+    @MemberGetter
+    static native int KVIO_COPY_POOL_TO_HOST();
+
+    @MemberGetter
+    static native int KVIO_COPY_HOST_TO_POOL();
+
+    @MemberGetter
+    static native int KVIO_TEST_FAULT_HOST_ALLOCATION();
+
+    @MemberGetter
+    static native int KVIO_TEST_FAULT_CPU_COPY();
+
+    // ---- struct layouts, as the C compiler lays them out ----
+    @MemberGetter
+    @Name("sizeof(kvio_pool_spec)")
+    static native long sizeofPoolSpec();
+
+    @MemberGetter
+    @Name("offsetof(kvio_pool_spec, kind)")
+    static native long poolSpecKind();
+
+    @MemberGetter
+    @Name("offsetof(kvio_pool_spec, layout)")
+    static native long poolSpecLayout();
+
+    @MemberGetter
+    @Name("offsetof(kvio_pool_spec, num_layers)")
+    static native long poolSpecNumLayers();
+
+    @MemberGetter
+    @Name("offsetof(kvio_pool_spec, num_pages)")
+    static native long poolSpecNumPages();
+
+    @MemberGetter
+    @Name("offsetof(kvio_pool_spec, page_size)")
+    static native long poolSpecPageSize();
+
+    @MemberGetter
+    @Name("offsetof(kvio_pool_spec, head_num)")
+    static native long poolSpecHeadNum();
+
+    @MemberGetter
+    @Name("offsetof(kvio_pool_spec, head_bytes)")
+    static native long poolSpecHeadBytes();
+
+    @MemberGetter
+    @Name("sizeof(kvio_support_query)")
+    static native long sizeofSupportQuery();
+
+    @MemberGetter
+    @Name("offsetof(kvio_support_query, kind)")
+    static native long supportQueryKind();
+
+    @MemberGetter
+    @Name("offsetof(kvio_support_query, layout)")
+    static native long supportQueryLayout();
+
+    @MemberGetter
+    @Name("offsetof(kvio_support_query, io_backend)")
+    static native long supportQueryIoBackend();
+
+    @MemberGetter
+    @Name("offsetof(kvio_support_query, granularity)")
+    static native long supportQueryGranularity();
+
+    @MemberGetter
+    @Name("offsetof(kvio_support_query, head_num)")
+    static native long supportQueryHeadNum();
+
+    @MemberGetter
+    @Name("offsetof(kvio_support_query, head_bytes)")
+    static native long supportQueryHeadBytes();
+
+    @MemberGetter
+    @Name("offsetof(kvio_support_query, page_size)")
+    static native long supportQueryPageSize();
+
+    @MemberGetter
+    @Name("offsetof(kvio_support_query, host_num_layers)")
+    static native long supportQueryHostNumLayers();
+
+    @MemberGetter
+    @Name("offsetof(kvio_support_query, device_num_layers)")
+    static native long supportQueryDeviceNumLayers();
+
+    @MemberGetter
+    @Name("offsetof(kvio_support_query, device_layer_start)")
+    static native long supportQueryDeviceLayerStart();
+
+    @MemberGetter
+    @Name("sizeof(kvio_transfer_info)")
+    static native long sizeofTransferInfo();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, io_backend)")
+    static native long transferInfoIoBackend();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, src_layout)")
+    static native long transferInfoSrcLayout();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, dst_layout)")
+    static native long transferInfoDstLayout();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, src_memory)")
+    static native long transferInfoSrcMemory();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, dst_memory)")
+    static native long transferInfoDstMemory();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, components)")
+    static native long transferInfoComponents();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, num_indices)")
+    static native long transferInfoNumIndices();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, num_layers)")
+    static native long transferInfoNumLayers();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, bytes)")
+    static native long transferInfoBytes();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, copies)")
+    static native long transferInfoCopies();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, launches)")
+    static native long transferInfoLaunches();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, submit_ns)")
+    static native long transferInfoSubmitNs();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, start_ns)")
+    static native long transferInfoStartNs();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, end_ns)")
+    static native long transferInfoEndNs();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, done)")
+    static native long transferInfoDone();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, status)")
+    static native long transferInfoStatus();
+}

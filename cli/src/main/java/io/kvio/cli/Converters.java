@@ -9,6 +9,8 @@ import io.kvio.IoBackend;
 import io.kvio.KvLayout;
 import io.kvio.KvioException;
 import io.kvio.PoolKind;
+import java.util.ArrayList;
+import java.util.List;
 import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;
@@ -83,5 +85,16 @@ final class Converters {
                     option + " must be 0 or more, got " + value + "; e.g. " + option + " 0");
         }
         return value;
+    }
+
+    /** The values in the order first given, repeats dropped. */
+    static <T> List<T> distinct(List<T> values) {
+        List<T> out = new ArrayList<>();
+        for (T v : values) {
+            if (!out.contains(v)) {
+                out.add(v);
+            }
+        }
+        return out;
     }
 }

@@ -132,7 +132,7 @@ public final class MatrixCommand implements Callable<Integer> {
         List<IoBackend> selected =
                 backends == null || backends.isEmpty()
                         ? Arrays.asList(IoBackend.values())
-                        : distinct(backends);
+                        : Converters.distinct(backends);
         List<MatrixConfig> configs =
                 deviceForms == null || deviceForms.isEmpty()
                         ? MatrixConfig.list(full)
@@ -203,15 +203,5 @@ public final class MatrixCommand implements Callable<Integer> {
             }
         }
         return Main.EXIT_OK;
-    }
-
-    private static List<IoBackend> distinct(List<IoBackend> list) {
-        List<IoBackend> out = new ArrayList<>();
-        for (IoBackend b : list) {
-            if (!out.contains(b)) {
-                out.add(b);
-            }
-        }
-        return out;
     }
 }

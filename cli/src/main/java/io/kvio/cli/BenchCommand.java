@@ -304,7 +304,7 @@ public final class BenchCommand implements Callable<Integer> {
             if (backend == IoBackend.CPU) {
                 fill(device.buffer());
             }
-            for (BenchResult.Direction dir : BenchResult.Direction.values()) {
+            for (Direction dir : Direction.values()) {
                 double[] base = baseline(backend, executor, deviceSpec, count, dir, reps);
                 for (KvLayout layout : layoutList) {
                     progress.update(
@@ -343,7 +343,7 @@ public final class BenchCommand implements Callable<Integer> {
                                         base[0],
                                         base[1]));
                     }
-                    if (dir == BenchResult.Direction.LOAD) {
+                    if (dir == Direction.LOAD) {
                         done++;
                     }
                 }
@@ -353,12 +353,8 @@ public final class BenchCommand implements Callable<Integer> {
     }
 
     private void run(
-            BenchResult.Direction dir,
-            HostKvPool host,
-            DeviceKvPool device,
-            TokenIndices h,
-            TokenIndices d) {
-        if (dir == BenchResult.Direction.BACKUP) {
+            Direction dir, HostKvPool host, DeviceKvPool device, TokenIndices h, TokenIndices d) {
+        if (dir == Direction.BACKUP) {
             try (Transfer t = host.backup(device).deviceIndices(d).hostIndices(h).submit()) {
                 t.await();
             }
@@ -422,7 +418,7 @@ public final class BenchCommand implements Callable<Integer> {
             KvioExecutor executor,
             PoolSpec deviceSpec,
             long count,
-            BenchResult.Direction dir,
+            Direction dir,
             int reps) {
         long bytes = count * layers * 2 * deviceSpec.rowBytes();
         String key =
@@ -508,7 +504,7 @@ public final class BenchCommand implements Callable<Integer> {
                                     .executor(executor)
                                     .build();
                     TokenIndices a = TokenIndices.of(all)) {
-                boolean backup = dir == BenchResult.Direction.BACKUP;
+                boolean backup = dir == Direction.BACKUP;
                 result =
                         time(
                                 reps,

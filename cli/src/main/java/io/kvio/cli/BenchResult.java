@@ -22,17 +22,6 @@ import java.util.Locale;
 import java.util.Map;
 
 final class BenchResult {
-    enum Direction {
-        BACKUP("backup"),
-        LOAD("load");
-
-        final String userName;
-
-        Direction(String userName) {
-            this.userName = userName;
-        }
-    }
-
     /** One measured point. */
     static final class Point {
         final String backend;

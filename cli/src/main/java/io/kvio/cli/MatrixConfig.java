@@ -14,18 +14,6 @@ import java.util.List;
 import java.util.Locale;
 
 final class MatrixConfig {
-    /** backup: device pool to host pool; load: host pool to device pool. */
-    enum Direction {
-        BACKUP("backup"),
-        LOAD("load");
-
-        final String userName;
-
-        Direction(String userName) {
-            this.userName = userName;
-        }
-    }
-
     static final long DEVICE_LAYERS = 4;
 
     /** The layer-sharded host pool holds device layers [1, 3). */

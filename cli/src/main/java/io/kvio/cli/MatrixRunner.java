@@ -24,7 +24,6 @@ import io.kvio.KvioUnsupportedException;
 import io.kvio.PoolSpec;
 import io.kvio.TokenIndices;
 import io.kvio.Transfer;
-import io.kvio.cli.MatrixConfig.Direction;
 import io.kvio.oracle.Geometry;
 import io.kvio.oracle.Indices;
 import io.kvio.oracle.Oracle;

@@ -62,7 +62,7 @@ final class SvgPlot {
     }
 
     /** The series of one direction at the plotted index count: backend x layout, then baselines. */
-    static List<Series> series(BenchResult r, BenchResult.Direction dir, long tokens) {
+    static List<Series> series(BenchResult r, Direction dir, long tokens) {
         Map<String, Series> lines = new LinkedHashMap<>();
         Map<String, Series> baselines = new LinkedHashMap<>();
         Set<String> keys = new LinkedHashSet<>();
@@ -105,7 +105,7 @@ final class SvgPlot {
         double maxY = 0;
         long minX = Long.MAX_VALUE;
         long maxX = 0;
-        for (BenchResult.Direction d : BenchResult.Direction.values()) {
+        for (Direction d : Direction.values()) {
             List<Series> s = series(r, d, tokens);
             panels.add(s);
             for (Series line : s) {

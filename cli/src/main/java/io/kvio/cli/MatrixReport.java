@@ -269,69 +269,76 @@ final class MatrixReport {
         suites.setAttribute("time", String.format(Locale.ROOT, "%.3f", seconds));
         doc.appendChild(suites);
         for (int b = 0; b < backends.size(); b++) {
-            Backend backend = backends.get(b);
-            List<Cell> column = new ArrayList<>();
-            for (List<Cell> row : cells) {
-                column.add(row.get(b));
-            }
-            int failures = 0;
-            int skipped = 0;
-            double time = 0;
-            for (Cell c : column) {
-                failures += c.status == Cell.Status.FAIL ? 1 : 0;
-                skipped +=
-                        c.status == Cell.Status.UNSUPPORTED || c.status == Cell.Status.UNAVAILABLE
-                                ? 1
-                                : 0;
-                time += c.nanos / 1e9;
-            }
-            Element suite = doc.createElement("testsuite");
-            suite.setAttribute("name", "kvio.matrix." + backend.name);
-            suite.setAttribute("tests", String.valueOf(column.size()));
-            suite.setAttribute("failures", String.valueOf(failures));
-            suite.setAttribute("errors", "0");
-            suite.setAttribute("skipped", String.valueOf(skipped));
-            suite.setAttribute("time", String.format(Locale.ROOT, "%.3f", time));
-            suites.appendChild(suite);
-            for (Cell c : column) {
-                Element tc = doc.createElement("testcase");
-                tc.setAttribute("classname", "kvio.matrix." + backend.name);
-                tc.setAttribute("name", c.config.id());
-                tc.setAttribute("time", String.format(Locale.ROOT, "%.6f", c.nanos / 1e9));
-                switch (c.status) {
-                    case PASS:
-                        {
-                            Element so = doc.createElement("system-out");
-                            so.setTextContent(
-                                    String.format(
-                                            Locale.ROOT,
-                                            "PASS: %d bytes, %.3f GB/s",
-                                            c.bytes,
-                                            c.gbps()));
-                            tc.appendChild(so);
-                            break;
-                        }
-                    case FAIL:
-                        {
-                            Element f = doc.createElement("failure");
-                            f.setAttribute("type", "FAIL");
-                            f.setAttribute("message", c.detail);
-                            f.setTextContent(c.config.id() + " on " + c.backend + ": " + c.detail);
-                            tc.appendChild(f);
-                            break;
-                        }
-                    default:
-                        {
-                            Element s = doc.createElement("skipped");
-                            s.setAttribute("message", c.status + ": " + c.detail);
-                            tc.appendChild(s);
-                            break;
-                        }
-                }
-                suite.appendChild(tc);
-            }
+            suites.appendChild(suite(doc, b));
         }
         return doc;
+    }
+
+    /** One backend's column as a testsuite. */
+    private Element suite(Document doc, int b) {
+        Backend backend = backends.get(b);
+        List<Cell> column = new ArrayList<>();
+        for (List<Cell> row : cells) {
+            column.add(row.get(b));
+        }
+        int failures = 0;
+        int skipped = 0;
+        double time = 0;
+        for (Cell c : column) {
+            failures += c.status == Cell.Status.FAIL ? 1 : 0;
+            skipped +=
+                    c.status == Cell.Status.UNSUPPORTED || c.status == Cell.Status.UNAVAILABLE
+                            ? 1
+                            : 0;
+            time += c.nanos / 1e9;
+        }
+        Element suite = doc.createElement("testsuite");
+        suite.setAttribute("name", "kvio.matrix." + backend.name);
+        suite.setAttribute("tests", String.valueOf(column.size()));
+        suite.setAttribute("failures", String.valueOf(failures));
+        suite.setAttribute("errors", "0");
+        suite.setAttribute("skipped", String.valueOf(skipped));
+        suite.setAttribute("time", String.format(Locale.ROOT, "%.3f", time));
+        for (Cell c : column) {
+            suite.appendChild(testCase(doc, backend, c));
+        }
+        return suite;
+    }
+
+    /** One cell as a testcase: PASS with its figures, FAIL a failure, the others skipped. */
+    private static Element testCase(Document doc, Backend backend, Cell c) {
+        Element tc = doc.createElement("testcase");
+        tc.setAttribute("classname", "kvio.matrix." + backend.name);
+        tc.setAttribute("name", c.config.id());
+        tc.setAttribute("time", String.format(Locale.ROOT, "%.6f", c.nanos / 1e9));
+        switch (c.status) {
+            case PASS:
+                {
+                    Element so = doc.createElement("system-out");
+                    so.setTextContent(
+                            String.format(
+                                    Locale.ROOT, "PASS: %d bytes, %.3f GB/s", c.bytes, c.gbps()));
+                    tc.appendChild(so);
+                    break;
+                }
+            case FAIL:
+                {
+                    Element f = doc.createElement("failure");
+                    f.setAttribute("type", "FAIL");
+                    f.setAttribute("message", c.detail);
+                    f.setTextContent(c.config.id() + " on " + c.backend + ": " + c.detail);
+                    tc.appendChild(f);
+                    break;
+                }
+            default:
+                {
+                    Element s = doc.createElement("skipped");
+                    s.setAttribute("message", c.status + ": " + c.detail);
+                    tc.appendChild(s);
+                    break;
+                }
+        }
+        return tc;
     }
 
     void writeJUnit(Path file) throws IOException {

@@ -161,18 +161,9 @@ public final class BenchCommand implements Callable<Integer> {
                         rowList, tokenList, layoutList, layers, maxMiB, reps, seed, threads);
         new BenchRunner(plan, result, new Progress(err, quiet)).run(selected);
         result.printMarkdown(out);
-        if (csv != null) {
-            result.writeCsv(csv);
-            err.println("kvio: wrote " + csv);
-        }
-        if (json != null) {
-            result.writeJson(json);
-            err.println("kvio: wrote " + json);
-        }
-        if (svg != null) {
-            result.writeSvg(svg);
-            err.println("kvio: wrote " + svg);
-        }
+        ReportFiles.writeIfGiven(csv, result::writeCsv, err);
+        ReportFiles.writeIfGiven(json, result::writeJson, err);
+        ReportFiles.writeIfGiven(svg, result::writeSvg, err);
         return Main.EXIT_OK;
     }
 

@@ -6,8 +6,6 @@
  */
 package io.kvio.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
@@ -186,11 +184,7 @@ final class BenchResult {
     }
 
     ObjectNode toJson() {
-        ObjectMapper mapper = new ObjectMapper();
-        ObjectNode root = mapper.createObjectNode();
-        root.put("kvio", version);
-        root.put("platform", platform);
-        root.put("mode", mode);
+        ObjectNode root = ReportFiles.jsonRoot(version, platform, mode);
         root.put("kind", "mha");
         root.put("layers", layers);
         root.put("pageSize", pageSize);
@@ -198,12 +192,8 @@ final class BenchResult {
         root.put("repeats", repeats);
         ArrayNode bs = root.putArray("backends");
         for (MatrixReport.Backend b : backends) {
-            ObjectNode o = bs.addObject();
-            o.put("name", b.name);
-            o.put("available", b.unavailabilityCause == null);
-            if (b.unavailabilityCause != null) {
-                o.put("cause", b.unavailabilityCause);
-            } else {
+            ObjectNode o = b.addTo(bs);
+            if (b.unavailabilityCause == null) {
                 o.put("baseline", baselines.get(b.name));
             }
         }
@@ -231,9 +221,7 @@ final class BenchResult {
     }
 
     void writeJson(Path file) throws IOException {
-        new ObjectMapper()
-                .enable(SerializationFeature.INDENT_OUTPUT)
-                .writeValue(file.toFile(), toJson());
+        ReportFiles.writeJson(file, toJson());
     }
 
     void writeSvg(Path file) throws IOException {

@@ -11,6 +11,7 @@ import io.kvio.KvioException;
 import io.kvio.PoolKind;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Function;
 import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;
@@ -19,36 +20,39 @@ import picocli.CommandLine.TypeConversionException;
 final class Converters {
     private Converters() {}
 
-    static final class Layout implements ITypeConverter<KvLayout> {
+    /** A name parsed by one of kvio's parsers; kvio's message (valid names, nearest match). */
+    private abstract static class KvioName<T> implements ITypeConverter<T> {
+        private final Function<String, T> parser;
+
+        KvioName(Function<String, T> parser) {
+            this.parser = parser;
+        }
+
         @Override
-        public KvLayout convert(String value) {
+        public T convert(String value) {
             try {
-                return KvLayout.parse(value.trim());
+                return parser.apply(value.trim());
             } catch (KvioException e) {
                 throw new TypeConversionException(e.getMessage());
             }
         }
     }
 
-    static final class Kind implements ITypeConverter<PoolKind> {
-        @Override
-        public PoolKind convert(String value) {
-            try {
-                return PoolKind.parse(value.trim());
-            } catch (KvioException e) {
-                throw new TypeConversionException(e.getMessage());
-            }
+    static final class Layout extends KvioName<KvLayout> {
+        Layout() {
+            super(KvLayout::parse);
         }
     }
 
-    static final class Backend implements ITypeConverter<IoBackend> {
-        @Override
-        public IoBackend convert(String value) {
-            try {
-                return IoBackend.parse(value.trim());
-            } catch (KvioException e) {
-                throw new TypeConversionException(e.getMessage());
-            }
+    static final class Kind extends KvioName<PoolKind> {
+        Kind() {
+            super(PoolKind::parse);
+        }
+    }
+
+    static final class Backend extends KvioName<IoBackend> {
+        Backend() {
+            super(IoBackend::parse);
         }
     }
 

@@ -174,14 +174,8 @@ public final class MatrixCommand implements Callable<Integer> {
                         cells,
                         (System.nanoTime() - t0) / 1e9);
         report.printMarkdown(out);
-        if (json != null) {
-            report.writeJson(json);
-            err.println("kvio: wrote " + json);
-        }
-        if (junit != null) {
-            report.writeJUnit(junit);
-            err.println("kvio: wrote " + junit);
-        }
+        ReportFiles.writeIfGiven(json, report::writeJson, err);
+        ReportFiles.writeIfGiven(junit, report::writeJUnit, err);
         return exitStatus(report, required, err);
     }
 

@@ -6,8 +6,6 @@
  */
 package io.kvio.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
@@ -42,6 +40,17 @@ final class MatrixReport {
         Backend(String name, String unavailabilityCause) {
             this.name = name;
             this.unavailabilityCause = unavailabilityCause;
+        }
+
+        /** Adds {name, available, cause when unavailable} to a JSON array; returns it. */
+        ObjectNode addTo(ArrayNode array) {
+            ObjectNode o = array.addObject();
+            o.put("name", name);
+            o.put("available", unavailabilityCause == null);
+            if (unavailabilityCause != null) {
+                o.put("cause", unavailabilityCause);
+            }
+            return o;
         }
     }
 
@@ -187,11 +196,7 @@ final class MatrixReport {
     // ---- JSON ----
 
     ObjectNode toJson() {
-        ObjectMapper mapper = new ObjectMapper();
-        ObjectNode root = mapper.createObjectNode();
-        root.put("kvio", version);
-        root.put("platform", platform);
-        root.put("mode", mode);
+        ObjectNode root = ReportFiles.jsonRoot(version, platform, mode);
         root.put("seconds", seconds);
         ObjectNode summary = root.putObject("summary");
         summary.put("configurations", configs.size());
@@ -201,12 +206,7 @@ final class MatrixReport {
         }
         ArrayNode bs = root.putArray("backends");
         for (Backend b : backends) {
-            ObjectNode o = bs.addObject();
-            o.put("name", b.name);
-            o.put("available", b.unavailabilityCause == null);
-            if (b.unavailabilityCause != null) {
-                o.put("cause", b.unavailabilityCause);
-            }
+            b.addTo(bs);
         }
         ArrayNode rows = root.putArray("configurations");
         for (int r = 0; r < configs.size(); r++) {
@@ -242,9 +242,7 @@ final class MatrixReport {
     }
 
     void writeJson(Path file) throws IOException {
-        new ObjectMapper()
-                .enable(SerializationFeature.INDENT_OUTPUT)
-                .writeValue(file.toFile(), toJson());
+        ReportFiles.writeJson(file, toJson());
     }
 
     // ---- JUnit XML ----

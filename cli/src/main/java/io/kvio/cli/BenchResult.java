@@ -21,50 +21,20 @@ import java.util.Map;
 
 final class BenchResult {
     /** One measured point. */
-    static final class Point {
-        final String backend;
-        final String layout;
-        final Direction direction;
-        final long rowBytes;
-        final long heads;
-        final long headBytes;
-        final long tokens;
-        final long layers;
-        final long bytes;
-        final double seconds;
-        final double bestSeconds;
-        final double baselineSeconds;
-        final double baselineBestSeconds;
-
-        Point(
-                String backend,
-                String layout,
-                Direction direction,
-                long rowBytes,
-                long heads,
-                long headBytes,
-                long tokens,
-                long layers,
-                long bytes,
-                double seconds,
-                double bestSeconds,
-                double baselineSeconds,
-                double baselineBestSeconds) {
-            this.backend = backend;
-            this.layout = layout;
-            this.direction = direction;
-            this.rowBytes = rowBytes;
-            this.heads = heads;
-            this.headBytes = headBytes;
-            this.tokens = tokens;
-            this.layers = layers;
-            this.bytes = bytes;
-            this.seconds = seconds;
-            this.bestSeconds = bestSeconds;
-            this.baselineSeconds = baselineSeconds;
-            this.baselineBestSeconds = baselineBestSeconds;
-        }
-
+    record Point(
+            String backend,
+            String layout,
+            Direction direction,
+            long rowBytes,
+            long heads,
+            long headBytes,
+            long tokens,
+            long layers,
+            long bytes,
+            double seconds,
+            double bestSeconds,
+            double baselineSeconds,
+            double baselineBestSeconds) {
         double gbps() {
             return bytes / bestSeconds / 1e9;
         }
@@ -110,11 +80,11 @@ final class BenchResult {
         for (MatrixReport.Backend b : backends) {
             out.println(
                     "- "
-                            + b.name
+                            + b.name()
                             + ": "
-                            + (b.unavailabilityCause == null
-                                    ? "baseline = " + baselines.get(b.name)
-                                    : "UNAVAILABLE: " + b.unavailabilityCause));
+                            + (b.unavailabilityCause() == null
+                                    ? "baseline = " + baselines.get(b.name())
+                                    : "UNAVAILABLE: " + b.unavailabilityCause()));
         }
         out.println();
         out.println(
@@ -125,12 +95,12 @@ final class BenchResult {
             out.printf(
                     Locale.ROOT,
                     "| %s | %s | %s | %s | %d | %.2f | %.2f | %.2f | %.2f |%n",
-                    p.backend,
-                    p.layout,
-                    p.direction.userName,
-                    bytesText(p.rowBytes),
-                    p.tokens,
-                    p.bytes / (double) (1 << 20),
+                    p.backend(),
+                    p.layout(),
+                    p.direction().userName,
+                    bytesText(p.rowBytes()),
+                    p.tokens(),
+                    p.bytes() / (double) (1 << 20),
                     p.gbps(),
                     p.baselineGbps(),
                     p.ratio());
@@ -158,21 +128,21 @@ final class BenchResult {
                     String.format(
                             Locale.ROOT,
                             "%s,%s,%s,%d,%d,%d,%d,%d,%d,%.9f,%.9f,%.4f,%s,%.9f,%.9f,%.4f,%.4f%n",
-                            p.backend,
-                            p.layout,
-                            p.direction.userName,
-                            p.rowBytes,
-                            p.heads,
-                            p.headBytes,
-                            p.tokens,
-                            p.layers,
-                            p.bytes,
-                            p.seconds,
-                            p.bestSeconds,
+                            p.backend(),
+                            p.layout(),
+                            p.direction().userName,
+                            p.rowBytes(),
+                            p.heads(),
+                            p.headBytes(),
+                            p.tokens(),
+                            p.layers(),
+                            p.bytes(),
+                            p.seconds(),
+                            p.bestSeconds(),
                             p.gbps(),
-                            p.backend.equals("cpu") ? "memcpy" : "contiguous",
-                            p.baselineSeconds,
-                            p.baselineBestSeconds,
+                            p.backend().equals("cpu") ? "memcpy" : "contiguous",
+                            p.baselineSeconds(),
+                            p.baselineBestSeconds(),
                             p.baselineGbps(),
                             p.ratio()));
         }
@@ -193,27 +163,27 @@ final class BenchResult {
         ArrayNode bs = root.putArray("backends");
         for (MatrixReport.Backend b : backends) {
             ObjectNode o = b.addTo(bs);
-            if (b.unavailabilityCause == null) {
-                o.put("baseline", baselines.get(b.name));
+            if (b.unavailabilityCause() == null) {
+                o.put("baseline", baselines.get(b.name()));
             }
         }
         ArrayNode ps = root.putArray("points");
         for (Point p : points) {
             ObjectNode o = ps.addObject();
-            o.put("backend", p.backend);
-            o.put("layout", p.layout);
-            o.put("direction", p.direction.userName);
-            o.put("rowBytes", p.rowBytes);
-            o.put("heads", p.heads);
-            o.put("headBytes", p.headBytes);
-            o.put("tokens", p.tokens);
-            o.put("layers", p.layers);
-            o.put("bytes", p.bytes);
-            o.put("seconds", p.seconds);
-            o.put("bestSeconds", p.bestSeconds);
+            o.put("backend", p.backend());
+            o.put("layout", p.layout());
+            o.put("direction", p.direction().userName);
+            o.put("rowBytes", p.rowBytes());
+            o.put("heads", p.heads());
+            o.put("headBytes", p.headBytes());
+            o.put("tokens", p.tokens());
+            o.put("layers", p.layers());
+            o.put("bytes", p.bytes());
+            o.put("seconds", p.seconds());
+            o.put("bestSeconds", p.bestSeconds());
             o.put("gbps", p.gbps());
-            o.put("baselineSeconds", p.baselineSeconds);
-            o.put("baselineBestSeconds", p.baselineBestSeconds);
+            o.put("baselineSeconds", p.baselineSeconds());
+            o.put("baselineBestSeconds", p.baselineBestSeconds());
             o.put("baselineGbps", p.baselineGbps());
             o.put("ratio", p.ratio());
         }

@@ -25,41 +25,42 @@ final class CellPlan {
     CellPlan(MatrixConfig cfg, long seed) {
         this.cfg = cfg;
         this.seed = seed;
-        this.devGeom = geometry(Shape.LAYER_FIRST, cfg.deviceLayers, cfg.devicePages());
-        this.hostGeom = geometry(Shape.of(cfg.layout.userName()), cfg.hostLayers, cfg.hostPages());
+        this.devGeom = geometry(Shape.LAYER_FIRST, cfg.deviceLayers(), cfg.devicePages());
+        this.hostGeom =
+                geometry(Shape.of(cfg.layout().userName()), cfg.hostLayers(), cfg.hostPages());
         Random rnd = new Random(seed);
         int wholePages = (int) Math.max(1, cfg.hostPages() / 3);
-        int scattered = (int) Math.min(cfg.pageSize * (cfg.hostPages() - wholePages) / 2, 24);
-        this.hostIdx = Indices.slots(rnd, cfg.hostPages(), cfg.pageSize, wholePages, scattered);
-        this.devIdx = Indices.slots(rnd, cfg.devicePages(), cfg.pageSize, wholePages, scattered);
+        int scattered = (int) Math.min(cfg.pageSize() * (cfg.hostPages() - wholePages) / 2, 24);
+        this.hostIdx = Indices.slots(rnd, cfg.hostPages(), cfg.pageSize(), wholePages, scattered);
+        this.devIdx = Indices.slots(rnd, cfg.devicePages(), cfg.pageSize(), wholePages, scattered);
     }
 
     private Geometry geometry(Shape shape, long layers, long pages) {
         return new Geometry(
-                cfg.kind.components(),
+                cfg.kind().components(),
                 shape,
                 layers,
                 pages,
-                cfg.pageSize,
-                cfg.heads,
-                cfg.headBytes);
+                cfg.pageSize(),
+                cfg.heads(),
+                cfg.headBytes());
     }
 
     /** The device pool: layer_first, all device layers. */
     PoolSpec deviceSpec() {
         return PoolSpec.builder()
-                .kind(cfg.kind)
+                .kind(cfg.kind())
                 .layout(KvLayout.LAYER_FIRST)
-                .layers(cfg.deviceLayers)
+                .layers(cfg.deviceLayers())
                 .pages(cfg.devicePages())
-                .pageSize(cfg.pageSize)
-                .heads(cfg.heads)
-                .headBytes(cfg.headBytes)
+                .pageSize(cfg.pageSize())
+                .heads(cfg.heads())
+                .headBytes(cfg.headBytes())
                 .build();
     }
 
     boolean backup() {
-        return cfg.direction == Direction.BACKUP;
+        return cfg.direction() == Direction.BACKUP;
     }
 
     Geometry srcGeom() {
@@ -72,11 +73,11 @@ final class CellPlan {
 
     /** The first device layer of the source side (host pools start at hostLayerStart). */
     long srcStart() {
-        return backup() ? cfg.hostLayerStart : 0;
+        return backup() ? cfg.hostLayerStart() : 0;
     }
 
     long dstStart() {
-        return backup() ? 0 : cfg.hostLayerStart;
+        return backup() ? 0 : cfg.hostLayerStart();
     }
 
     long[] dstIdx() {
@@ -85,7 +86,7 @@ final class CellPlan {
 
     /** The bytes the transfer moves: every slot, host layer, component and row. */
     long expectedBytes() {
-        return hostIdx.length * cfg.hostLayers * cfg.kind.components() * cfg.rowBytes();
+        return hostIdx.length * cfg.hostLayers() * cfg.kind().components() * cfg.rowBytes();
     }
 
     /** The seeded content of the source pool. */
@@ -110,7 +111,7 @@ final class CellPlan {
                 dstIdx(),
                 srcStart(),
                 dstStart(),
-                cfg.hostLayers);
+                cfg.hostLayers());
         return expected;
     }
 

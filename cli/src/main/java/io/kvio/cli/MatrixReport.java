@@ -33,15 +33,7 @@ import org.w3c.dom.Element;
 
 final class MatrixReport {
     /** One column: an io backend, whether it is available here, and why not. */
-    static final class Backend {
-        final String name;
-        final String unavailabilityCause;
-
-        Backend(String name, String unavailabilityCause) {
-            this.name = name;
-            this.unavailabilityCause = unavailabilityCause;
-        }
-
+    record Backend(String name, String unavailabilityCause) {
         /** Adds {name, available, cause when unavailable} to a JSON array; returns it. */
         ObjectNode addTo(ArrayNode array) {
             ObjectNode o = array.addObject();
@@ -89,7 +81,7 @@ final class MatrixReport {
         }
         for (List<Cell> row : cells) {
             for (Cell c : row) {
-                counts.merge(c.status, 1, Integer::sum);
+                counts.merge(c.status(), 1, Integer::sum);
             }
         }
         return counts;
@@ -127,7 +119,7 @@ final class MatrixReport {
                         .append(" page | row | host layers |");
         StringBuilder rule = new StringBuilder("|---|---|---|---|---|---|---|---|");
         for (Backend b : backends) {
-            header.append(' ').append(b.name).append(" |");
+            header.append(' ').append(b.name()).append(" |");
             rule.append("---|");
         }
         out.println(header);
@@ -139,17 +131,17 @@ final class MatrixReport {
             StringBuilder line =
                     new StringBuilder()
                             .append("| ")
-                            .append(cfg.kind.userName())
+                            .append(cfg.kind().userName())
                             .append(" | ")
-                            .append(cfg.layout.userName())
+                            .append(cfg.layout().userName())
                             .append(" | ")
-                            .append(cfg.deviceForm.userName)
+                            .append(cfg.deviceForm().userName)
                             .append(" | ")
-                            .append(cfg.granularity.userName())
+                            .append(cfg.granularity().userName())
                             .append(" | ")
-                            .append(cfg.direction.userName)
+                            .append(cfg.direction().userName)
                             .append(" | ")
-                            .append(cfg.pageSize)
+                            .append(cfg.pageSize())
                             .append(" | ")
                             .append(cfg.row())
                             .append(" | ")
@@ -178,11 +170,12 @@ final class MatrixReport {
     }
 
     private static String markdownCell(Cell c, Map<String, Set<String>> notes) {
-        if (c.status == Cell.Status.PASS) {
+        if (c.status() == Cell.Status.PASS) {
             return String.format(Locale.ROOT, "PASS %.2f GB/s", c.gbps());
         }
-        String key = c.status == Cell.Status.FAIL ? c.config.id() + ": " + c.detail : c.detail;
-        notes.computeIfAbsent(key, k -> new LinkedHashSet<>()).add(c.backend);
+        String key =
+                c.status() == Cell.Status.FAIL ? c.config().id() + ": " + c.detail() : c.detail();
+        notes.computeIfAbsent(key, k -> new LinkedHashSet<>()).add(c.backend());
         int n = 1;
         for (String k : notes.keySet()) {
             if (k.equals(key)) {
@@ -190,7 +183,7 @@ final class MatrixReport {
             }
             n++;
         }
-        return c.status + " [" + n + "]";
+        return c.status() + " [" + n + "]";
     }
 
     // ---- JSON ----
@@ -213,28 +206,28 @@ final class MatrixReport {
             MatrixConfig cfg = configs.get(r);
             ObjectNode o = rows.addObject();
             o.put("id", cfg.id());
-            o.put("kind", cfg.kind.userName());
-            o.put("layout", cfg.layout.userName());
-            o.put("deviceForm", cfg.deviceForm.userName);
-            o.put("granularity", cfg.granularity.userName());
-            o.put("direction", cfg.direction.userName);
-            o.put("pageSize", cfg.pageSize);
-            o.put("heads", cfg.heads);
-            o.put("headBytes", cfg.headBytes);
+            o.put("kind", cfg.kind().userName());
+            o.put("layout", cfg.layout().userName());
+            o.put("deviceForm", cfg.deviceForm().userName);
+            o.put("granularity", cfg.granularity().userName());
+            o.put("direction", cfg.direction().userName);
+            o.put("pageSize", cfg.pageSize());
+            o.put("heads", cfg.heads());
+            o.put("headBytes", cfg.headBytes());
             o.put("rowBytes", cfg.rowBytes());
-            o.put("deviceLayers", cfg.deviceLayers);
-            o.put("hostLayerStart", cfg.hostLayerStart);
-            o.put("hostLayers", cfg.hostLayers);
+            o.put("deviceLayers", cfg.deviceLayers());
+            o.put("hostLayerStart", cfg.hostLayerStart());
+            o.put("hostLayers", cfg.hostLayers());
             ObjectNode cellsNode = o.putObject("cells");
             for (Cell c : cells.get(r)) {
-                ObjectNode cn = cellsNode.putObject(c.backend);
-                cn.put("status", c.status.name());
-                if (c.status == Cell.Status.PASS) {
-                    cn.put("bytes", c.bytes);
-                    cn.put("seconds", c.nanos / 1e9);
+                ObjectNode cn = cellsNode.putObject(c.backend());
+                cn.put("status", c.status().name());
+                if (c.status() == Cell.Status.PASS) {
+                    cn.put("bytes", c.bytes());
+                    cn.put("seconds", c.nanos() / 1e9);
                     cn.put("gbps", Math.round(c.gbps() * 1000) / 1000.0);
                 } else {
-                    cn.put("detail", c.detail);
+                    cn.put("detail", c.detail());
                 }
             }
         }
@@ -283,15 +276,15 @@ final class MatrixReport {
         int skipped = 0;
         double time = 0;
         for (Cell c : column) {
-            failures += c.status == Cell.Status.FAIL ? 1 : 0;
+            failures += c.status() == Cell.Status.FAIL ? 1 : 0;
             skipped +=
-                    c.status == Cell.Status.UNSUPPORTED || c.status == Cell.Status.UNAVAILABLE
+                    c.status() == Cell.Status.UNSUPPORTED || c.status() == Cell.Status.UNAVAILABLE
                             ? 1
                             : 0;
-            time += c.nanos / 1e9;
+            time += c.nanos() / 1e9;
         }
         Element suite = doc.createElement("testsuite");
-        suite.setAttribute("name", "kvio.matrix." + backend.name);
+        suite.setAttribute("name", "kvio.matrix." + backend.name());
         suite.setAttribute("tests", String.valueOf(column.size()));
         suite.setAttribute("failures", String.valueOf(failures));
         suite.setAttribute("errors", "0");
@@ -306,16 +299,16 @@ final class MatrixReport {
     /** One cell as a testcase: PASS with its figures, FAIL a failure, the others skipped. */
     private static Element testCase(Document doc, Backend backend, Cell c) {
         Element tc = doc.createElement("testcase");
-        tc.setAttribute("classname", "kvio.matrix." + backend.name);
-        tc.setAttribute("name", c.config.id());
-        tc.setAttribute("time", String.format(Locale.ROOT, "%.6f", c.nanos / 1e9));
-        switch (c.status) {
+        tc.setAttribute("classname", "kvio.matrix." + backend.name());
+        tc.setAttribute("name", c.config().id());
+        tc.setAttribute("time", String.format(Locale.ROOT, "%.6f", c.nanos() / 1e9));
+        switch (c.status()) {
             case PASS:
                 {
                     Element so = doc.createElement("system-out");
                     so.setTextContent(
                             String.format(
-                                    Locale.ROOT, "PASS: %d bytes, %.3f GB/s", c.bytes, c.gbps()));
+                                    Locale.ROOT, "PASS: %d bytes, %.3f GB/s", c.bytes(), c.gbps()));
                     tc.appendChild(so);
                     break;
                 }
@@ -323,15 +316,15 @@ final class MatrixReport {
                 {
                     Element f = doc.createElement("failure");
                     f.setAttribute("type", "FAIL");
-                    f.setAttribute("message", c.detail);
-                    f.setTextContent(c.config.id() + " on " + c.backend + ": " + c.detail);
+                    f.setAttribute("message", c.detail());
+                    f.setTextContent(c.config().id() + " on " + c.backend() + ": " + c.detail());
                     tc.appendChild(f);
                     break;
                 }
             default:
                 {
                     Element s = doc.createElement("skipped");
-                    s.setAttribute("message", c.status + ": " + c.detail);
+                    s.setAttribute("message", c.status() + ": " + c.detail());
                     tc.appendChild(s);
                     break;
                 }

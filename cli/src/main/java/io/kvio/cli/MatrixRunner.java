@@ -67,16 +67,16 @@ final class MatrixRunner implements AutoCloseable {
         }
         try {
             Kvio.checkSupport(
-                    cfg.kind,
-                    cfg.layout,
+                    cfg.kind(),
+                    cfg.layout(),
                     backend,
-                    cfg.granularity,
-                    cfg.heads,
-                    cfg.headBytes,
-                    cfg.pageSize,
-                    cfg.hostLayers,
-                    cfg.deviceLayers,
-                    cfg.hostLayerStart);
+                    cfg.granularity(),
+                    cfg.heads(),
+                    cfg.headBytes(),
+                    cfg.pageSize(),
+                    cfg.hostLayers(),
+                    cfg.deviceLayers(),
+                    cfg.hostLayerStart());
         } catch (KvioUnavailableException e) {
             return Cell.of(cfg, name, Cell.Status.UNAVAILABLE, e.getMessage());
         } catch (KvioException e) {
@@ -97,13 +97,13 @@ final class MatrixRunner implements AutoCloseable {
     private Cell runTransfer(MatrixConfig cfg, IoBackend backend, long cellSeed) {
         CellPlan plan = new CellPlan(cfg, cellSeed);
         KvioExecutor executor = executor(backend);
-        try (DeviceForm.Carried carried = cfg.deviceForm.create(plan.deviceSpec(), backend);
+        try (DeviceForm.Carried carried = cfg.deviceForm().create(plan.deviceSpec(), backend);
                 HostKvPool host =
                         HostKvPool.builder()
                                 .forDevice(carried.pool)
-                                .layout(cfg.layout)
+                                .layout(cfg.layout())
                                 .pages(cfg.hostPages())
-                                .layerRange(cfg.hostLayerStart, cfg.hostLayers)
+                                .layerRange(cfg.hostLayerStart(), cfg.hostLayers())
                                 .executor(executor)
                                 .build();
                 PoolAccess deviceAccess = PoolAccess.of(carried.pool, executor);
@@ -191,9 +191,9 @@ final class MatrixRunner implements AutoCloseable {
             HostKvPool host,
             TokenIndices h,
             TokenIndices d) {
-        boolean backup = cfg.direction == Direction.BACKUP;
+        boolean backup = cfg.direction() == Direction.BACKUP;
         long moved = 0;
-        if (cfg.granularity == io.kvio.Granularity.ALL_LAYER) {
+        if (cfg.granularity() == io.kvio.Granularity.ALL_LAYER) {
             try (Transfer t =
                     backup
                             ? host.backup(device).deviceIndices(d).hostIndices(h).submit()
@@ -204,15 +204,15 @@ final class MatrixRunner implements AutoCloseable {
                                     h,
                                     d,
                                     0,
-                                    cfg.hostLayerStart,
-                                    cfg.hostLayers)) {
+                                    cfg.hostLayerStart(),
+                                    cfg.hostLayers())) {
                 t.await();
                 moved += t.bytes();
             }
         } else {
-            Transfer[] transfers = new Transfer[(int) cfg.hostLayers];
-            for (int j = 0; j < cfg.hostLayers; j++) {
-                long deviceLayer = cfg.hostLayerStart + j;
+            Transfer[] transfers = new Transfer[(int) cfg.hostLayers()];
+            for (int j = 0; j < cfg.hostLayers(); j++) {
+                long deviceLayer = cfg.hostLayerStart() + j;
                 transfers[j] =
                         backup
                                 ? Kvio.transfer(executor, device, host, d, h, deviceLayer, j, 1)

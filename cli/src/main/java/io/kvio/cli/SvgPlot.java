@@ -48,7 +48,7 @@ final class SvgPlot {
     static long plottedTokens(BenchResult r) {
         Map<Long, Set<Long>> rowsPerCount = new TreeMap<>();
         for (BenchResult.Point p : r.points) {
-            rowsPerCount.computeIfAbsent(p.tokens, k -> new TreeSet<>()).add(p.rowBytes);
+            rowsPerCount.computeIfAbsent(p.tokens(), k -> new TreeSet<>()).add(p.rowBytes());
         }
         long best = -1;
         int cover = -1;
@@ -67,22 +67,22 @@ final class SvgPlot {
         Map<String, Series> baselines = new LinkedHashMap<>();
         Set<String> keys = new LinkedHashSet<>();
         for (BenchResult.Point p : r.points) {
-            keys.add(p.backend + " " + p.layout);
+            keys.add(p.backend() + " " + p.layout());
         }
         List<String> keyList = new ArrayList<>(keys);
         for (BenchResult.Point p : r.points) {
-            if (p.direction != dir || p.tokens != tokens) {
+            if (p.direction() != dir || p.tokens() != tokens) {
                 continue;
             }
-            String key = p.backend + " " + p.layout;
+            String key = p.backend() + " " + p.layout();
             lines.computeIfAbsent(
                             key,
                             k -> new Series(k, COLORS[keyList.indexOf(k) % COLORS.length], false))
                     .points
-                    .put(p.rowBytes, p.gbps());
+                    .put(p.rowBytes(), p.gbps());
             baselines
                     .computeIfAbsent(
-                            p.backend,
+                            p.backend(),
                             b ->
                                     new Series(
                                             b
@@ -92,7 +92,7 @@ final class SvgPlot {
                                             baselines.isEmpty() ? "#000000" : "#888888",
                                             true))
                     .points
-                    .put(p.rowBytes, p.baselineGbps());
+                    .put(p.rowBytes(), p.baselineGbps());
         }
         List<Series> out = new ArrayList<>(lines.values());
         out.addAll(baselines.values());

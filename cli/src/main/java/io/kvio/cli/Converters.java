@@ -74,19 +74,28 @@ final class Converters {
     }
 
     static long positive(CommandSpec spec, String option, long value) {
-        if (value < 1) {
-            throw new ParameterException(
-                    spec.commandLine(),
-                    option + " must be at least 1, got " + value + "; e.g. " + option + " 8");
-        }
-        return value;
+        return atLeast(spec, option, value, 1, "at least 1", 8);
     }
 
     static long nonNegative(CommandSpec spec, String option, long value) {
-        if (value < 0) {
+        return atLeast(spec, option, value, 0, "0 or more", 0);
+    }
+
+    /** The value when it is at least min; else a usage error that says the rule and an example. */
+    private static long atLeast(
+            CommandSpec spec, String option, long value, long min, String rule, long example) {
+        if (value < min) {
             throw new ParameterException(
                     spec.commandLine(),
-                    option + " must be 0 or more, got " + value + "; e.g. " + option + " 0");
+                    option
+                            + " must be "
+                            + rule
+                            + ", got "
+                            + value
+                            + "; e.g. "
+                            + option
+                            + " "
+                            + example);
         }
         return value;
     }

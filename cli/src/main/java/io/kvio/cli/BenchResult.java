@@ -6,8 +6,6 @@
  */
 package io.kvio.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
@@ -22,62 +20,21 @@ import java.util.Locale;
 import java.util.Map;
 
 final class BenchResult {
-    enum Direction {
-        BACKUP("backup"),
-        LOAD("load");
-
-        final String userName;
-
-        Direction(String userName) {
-            this.userName = userName;
-        }
-    }
-
     /** One measured point. */
-    static final class Point {
-        final String backend;
-        final String layout;
-        final Direction direction;
-        final long rowBytes;
-        final long heads;
-        final long headBytes;
-        final long tokens;
-        final long layers;
-        final long bytes;
-        final double seconds;
-        final double bestSeconds;
-        final double baselineSeconds;
-        final double baselineBestSeconds;
-
-        Point(
-                String backend,
-                String layout,
-                Direction direction,
-                long rowBytes,
-                long heads,
-                long headBytes,
-                long tokens,
-                long layers,
-                long bytes,
-                double seconds,
-                double bestSeconds,
-                double baselineSeconds,
-                double baselineBestSeconds) {
-            this.backend = backend;
-            this.layout = layout;
-            this.direction = direction;
-            this.rowBytes = rowBytes;
-            this.heads = heads;
-            this.headBytes = headBytes;
-            this.tokens = tokens;
-            this.layers = layers;
-            this.bytes = bytes;
-            this.seconds = seconds;
-            this.bestSeconds = bestSeconds;
-            this.baselineSeconds = baselineSeconds;
-            this.baselineBestSeconds = baselineBestSeconds;
-        }
-
+    record Point(
+            String backend,
+            String layout,
+            Direction direction,
+            long rowBytes,
+            long heads,
+            long headBytes,
+            long tokens,
+            long layers,
+            long bytes,
+            double seconds,
+            double bestSeconds,
+            double baselineSeconds,
+            double baselineBestSeconds) {
         double gbps() {
             return bytes / bestSeconds / 1e9;
         }
@@ -123,11 +80,11 @@ final class BenchResult {
         for (MatrixReport.Backend b : backends) {
             out.println(
                     "- "
-                            + b.name
+                            + b.name()
                             + ": "
-                            + (b.unavailabilityCause == null
-                                    ? "baseline = " + baselines.get(b.name)
-                                    : "UNAVAILABLE: " + b.unavailabilityCause));
+                            + (b.unavailabilityCause() == null
+                                    ? "baseline = " + baselines.get(b.name())
+                                    : "UNAVAILABLE: " + b.unavailabilityCause()));
         }
         out.println();
         out.println(
@@ -138,12 +95,12 @@ final class BenchResult {
             out.printf(
                     Locale.ROOT,
                     "| %s | %s | %s | %s | %d | %.2f | %.2f | %.2f | %.2f |%n",
-                    p.backend,
-                    p.layout,
-                    p.direction.userName,
-                    bytesText(p.rowBytes),
-                    p.tokens,
-                    p.bytes / (double) (1 << 20),
+                    p.backend(),
+                    p.layout(),
+                    p.direction().userName,
+                    bytesText(p.rowBytes()),
+                    p.tokens(),
+                    p.bytes() / (double) (1 << 20),
                     p.gbps(),
                     p.baselineGbps(),
                     p.ratio());
@@ -171,21 +128,21 @@ final class BenchResult {
                     String.format(
                             Locale.ROOT,
                             "%s,%s,%s,%d,%d,%d,%d,%d,%d,%.9f,%.9f,%.4f,%s,%.9f,%.9f,%.4f,%.4f%n",
-                            p.backend,
-                            p.layout,
-                            p.direction.userName,
-                            p.rowBytes,
-                            p.heads,
-                            p.headBytes,
-                            p.tokens,
-                            p.layers,
-                            p.bytes,
-                            p.seconds,
-                            p.bestSeconds,
+                            p.backend(),
+                            p.layout(),
+                            p.direction().userName,
+                            p.rowBytes(),
+                            p.heads(),
+                            p.headBytes(),
+                            p.tokens(),
+                            p.layers(),
+                            p.bytes(),
+                            p.seconds(),
+                            p.bestSeconds(),
                             p.gbps(),
-                            p.backend.equals("cpu") ? "memcpy" : "contiguous",
-                            p.baselineSeconds,
-                            p.baselineBestSeconds,
+                            p.backend().equals("cpu") ? "memcpy" : "contiguous",
+                            p.baselineSeconds(),
+                            p.baselineBestSeconds(),
                             p.baselineGbps(),
                             p.ratio()));
         }
@@ -197,11 +154,7 @@ final class BenchResult {
     }
 
     ObjectNode toJson() {
-        ObjectMapper mapper = new ObjectMapper();
-        ObjectNode root = mapper.createObjectNode();
-        root.put("kvio", version);
-        root.put("platform", platform);
-        root.put("mode", mode);
+        ObjectNode root = ReportFiles.jsonRoot(version, platform, mode);
         root.put("kind", "mha");
         root.put("layers", layers);
         root.put("pageSize", pageSize);
@@ -209,32 +162,28 @@ final class BenchResult {
         root.put("repeats", repeats);
         ArrayNode bs = root.putArray("backends");
         for (MatrixReport.Backend b : backends) {
-            ObjectNode o = bs.addObject();
-            o.put("name", b.name);
-            o.put("available", b.unavailabilityCause == null);
-            if (b.unavailabilityCause != null) {
-                o.put("cause", b.unavailabilityCause);
-            } else {
-                o.put("baseline", baselines.get(b.name));
+            ObjectNode o = b.addTo(bs);
+            if (b.unavailabilityCause() == null) {
+                o.put("baseline", baselines.get(b.name()));
             }
         }
         ArrayNode ps = root.putArray("points");
         for (Point p : points) {
             ObjectNode o = ps.addObject();
-            o.put("backend", p.backend);
-            o.put("layout", p.layout);
-            o.put("direction", p.direction.userName);
-            o.put("rowBytes", p.rowBytes);
-            o.put("heads", p.heads);
-            o.put("headBytes", p.headBytes);
-            o.put("tokens", p.tokens);
-            o.put("layers", p.layers);
-            o.put("bytes", p.bytes);
-            o.put("seconds", p.seconds);
-            o.put("bestSeconds", p.bestSeconds);
+            o.put("backend", p.backend());
+            o.put("layout", p.layout());
+            o.put("direction", p.direction().userName);
+            o.put("rowBytes", p.rowBytes());
+            o.put("heads", p.heads());
+            o.put("headBytes", p.headBytes());
+            o.put("tokens", p.tokens());
+            o.put("layers", p.layers());
+            o.put("bytes", p.bytes());
+            o.put("seconds", p.seconds());
+            o.put("bestSeconds", p.bestSeconds());
             o.put("gbps", p.gbps());
-            o.put("baselineSeconds", p.baselineSeconds);
-            o.put("baselineBestSeconds", p.baselineBestSeconds);
+            o.put("baselineSeconds", p.baselineSeconds());
+            o.put("baselineBestSeconds", p.baselineBestSeconds());
             o.put("baselineGbps", p.baselineGbps());
             o.put("ratio", p.ratio());
         }
@@ -242,9 +191,7 @@ final class BenchResult {
     }
 
     void writeJson(Path file) throws IOException {
-        new ObjectMapper()
-                .enable(SerializationFeature.INDENT_OUTPUT)
-                .writeValue(file.toFile(), toJson());
+        ReportFiles.writeJson(file, toJson());
     }
 
     void writeSvg(Path file) throws IOException {

@@ -5,34 +5,18 @@
  */
 package io.kvio.cli;
 
-final class Cell {
+record Cell(
+        MatrixConfig config,
+        String backend,
+        Cell.Status status,
+        long bytes,
+        long nanos,
+        String detail) {
     enum Status {
         PASS,
         FAIL,
         UNSUPPORTED,
         UNAVAILABLE
-    }
-
-    final MatrixConfig config;
-    final String backend;
-    final Status status;
-    final long bytes;
-    final long nanos;
-    final String detail;
-
-    Cell(
-            MatrixConfig config,
-            String backend,
-            Status status,
-            long bytes,
-            long nanos,
-            String detail) {
-        this.config = config;
-        this.backend = backend;
-        this.status = status;
-        this.bytes = bytes;
-        this.nanos = nanos;
-        this.detail = detail;
     }
 
     static Cell pass(MatrixConfig config, String backend, long bytes, long nanos) {

@@ -9,6 +9,9 @@ import io.kvio.IoBackend;
 import io.kvio.KvLayout;
 import io.kvio.KvioException;
 import io.kvio.PoolKind;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Function;
 import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;
@@ -17,36 +20,39 @@ import picocli.CommandLine.TypeConversionException;
 final class Converters {
     private Converters() {}
 
-    static final class Layout implements ITypeConverter<KvLayout> {
+    /** A name parsed by one of kvio's parsers; kvio's message (valid names, nearest match). */
+    private abstract static class KvioName<T> implements ITypeConverter<T> {
+        private final Function<String, T> parser;
+
+        KvioName(Function<String, T> parser) {
+            this.parser = parser;
+        }
+
         @Override
-        public KvLayout convert(String value) {
+        public T convert(String value) {
             try {
-                return KvLayout.parse(value.trim());
+                return parser.apply(value.trim());
             } catch (KvioException e) {
                 throw new TypeConversionException(e.getMessage());
             }
         }
     }
 
-    static final class Kind implements ITypeConverter<PoolKind> {
-        @Override
-        public PoolKind convert(String value) {
-            try {
-                return PoolKind.parse(value.trim());
-            } catch (KvioException e) {
-                throw new TypeConversionException(e.getMessage());
-            }
+    static final class Layout extends KvioName<KvLayout> {
+        Layout() {
+            super(KvLayout::parse);
         }
     }
 
-    static final class Backend implements ITypeConverter<IoBackend> {
-        @Override
-        public IoBackend convert(String value) {
-            try {
-                return IoBackend.parse(value.trim());
-            } catch (KvioException e) {
-                throw new TypeConversionException(e.getMessage());
-            }
+    static final class Kind extends KvioName<PoolKind> {
+        Kind() {
+            super(PoolKind::parse);
+        }
+    }
+
+    static final class Backend extends KvioName<IoBackend> {
+        Backend() {
+            super(IoBackend::parse);
         }
     }
 
@@ -68,20 +74,40 @@ final class Converters {
     }
 
     static long positive(CommandSpec spec, String option, long value) {
-        if (value < 1) {
+        return atLeast(spec, option, value, 1, "at least 1", 8);
+    }
+
+    static long nonNegative(CommandSpec spec, String option, long value) {
+        return atLeast(spec, option, value, 0, "0 or more", 0);
+    }
+
+    /** The value when it is at least min; else a usage error that says the rule and an example. */
+    private static long atLeast(
+            CommandSpec spec, String option, long value, long min, String rule, long example) {
+        if (value < min) {
             throw new ParameterException(
                     spec.commandLine(),
-                    option + " must be at least 1, got " + value + "; e.g. " + option + " 8");
+                    option
+                            + " must be "
+                            + rule
+                            + ", got "
+                            + value
+                            + "; e.g. "
+                            + option
+                            + " "
+                            + example);
         }
         return value;
     }
 
-    static long nonNegative(CommandSpec spec, String option, long value) {
-        if (value < 0) {
-            throw new ParameterException(
-                    spec.commandLine(),
-                    option + " must be 0 or more, got " + value + "; e.g. " + option + " 0");
+    /** The values in the order first given, repeats dropped. */
+    static <T> List<T> distinct(List<T> values) {
+        List<T> out = new ArrayList<>();
+        for (T v : values) {
+            if (!out.contains(v)) {
+                out.add(v);
+            }
         }
-        return value;
+        return out;
     }
 }

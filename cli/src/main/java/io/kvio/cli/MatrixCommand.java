@@ -132,7 +132,7 @@ public final class MatrixCommand implements Callable<Integer> {
         List<IoBackend> selected =
                 backends == null || backends.isEmpty()
                         ? Arrays.asList(IoBackend.values())
-                        : distinct(backends);
+                        : Converters.distinct(backends);
         List<MatrixConfig> configs =
                 deviceForms == null || deviceForms.isEmpty()
                         ? MatrixConfig.list(full)
@@ -174,14 +174,8 @@ public final class MatrixCommand implements Callable<Integer> {
                         cells,
                         (System.nanoTime() - t0) / 1e9);
         report.printMarkdown(out);
-        if (json != null) {
-            report.writeJson(json);
-            err.println("kvio: wrote " + json);
-        }
-        if (junit != null) {
-            report.writeJUnit(junit);
-            err.println("kvio: wrote " + junit);
-        }
+        ReportFiles.writeIfGiven(json, report::writeJson, err);
+        ReportFiles.writeIfGiven(junit, report::writeJUnit, err);
         return exitStatus(report, required, err);
     }
 
@@ -203,15 +197,5 @@ public final class MatrixCommand implements Callable<Integer> {
             }
         }
         return Main.EXIT_OK;
-    }
-
-    private static List<IoBackend> distinct(List<IoBackend> list) {
-        List<IoBackend> out = new ArrayList<>();
-        for (IoBackend b : list) {
-            if (!out.contains(b)) {
-                out.add(b);
-            }
-        }
-        return out;
     }
 }

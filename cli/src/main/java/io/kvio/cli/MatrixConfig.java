@@ -13,62 +13,24 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
-final class MatrixConfig {
-    /** backup: device pool to host pool; load: host pool to device pool. */
-    enum Direction {
-        BACKUP("backup"),
-        LOAD("load");
-
-        final String userName;
-
-        Direction(String userName) {
-            this.userName = userName;
-        }
-    }
-
+record MatrixConfig(
+        PoolKind kind,
+        KvLayout layout,
+        DeviceForm deviceForm,
+        Granularity granularity,
+        Direction direction,
+        long pageSize,
+        long heads,
+        long headBytes,
+        long deviceLayers,
+        long hostLayerStart,
+        long hostLayers) {
     static final long DEVICE_LAYERS = 4;
 
     /** The layer-sharded host pool holds device layers [1, 3). */
     static final long SHARD_START = 1;
 
     static final long SHARD_LAYERS = 2;
-
-    final PoolKind kind;
-    final KvLayout layout;
-    final DeviceForm deviceForm;
-    final Granularity granularity;
-    final Direction direction;
-    final long pageSize;
-    final long heads;
-    final long headBytes;
-    final long deviceLayers;
-    final long hostLayerStart;
-    final long hostLayers;
-
-    MatrixConfig(
-            PoolKind kind,
-            KvLayout layout,
-            DeviceForm deviceForm,
-            Granularity granularity,
-            Direction direction,
-            long pageSize,
-            long heads,
-            long headBytes,
-            long deviceLayers,
-            long hostLayerStart,
-            long hostLayers) {
-        this.kind = kind;
-        this.layout = layout;
-        this.deviceForm = deviceForm;
-        this.granularity = granularity;
-        this.direction = direction;
-        this.pageSize = pageSize;
-        this.heads = heads;
-        this.headBytes = headBytes;
-        this.deviceLayers = deviceLayers;
-        this.hostLayerStart = hostLayerStart;
-        this.hostLayers = hostLayers;
-    }
 
     boolean sharded() {
         return hostLayers != deviceLayers;

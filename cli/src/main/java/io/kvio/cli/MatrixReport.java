@@ -6,8 +6,6 @@
  */
 package io.kvio.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
@@ -35,13 +33,16 @@ import org.w3c.dom.Element;
 
 final class MatrixReport {
     /** One column: an io backend, whether it is available here, and why not. */
-    static final class Backend {
-        final String name;
-        final String unavailabilityCause;
-
-        Backend(String name, String unavailabilityCause) {
-            this.name = name;
-            this.unavailabilityCause = unavailabilityCause;
+    record Backend(String name, String unavailabilityCause) {
+        /** Adds {name, available, cause when unavailable} to a JSON array; returns it. */
+        ObjectNode addTo(ArrayNode array) {
+            ObjectNode o = array.addObject();
+            o.put("name", name);
+            o.put("available", unavailabilityCause == null);
+            if (unavailabilityCause != null) {
+                o.put("cause", unavailabilityCause);
+            }
+            return o;
         }
     }
 
@@ -80,7 +81,7 @@ final class MatrixReport {
         }
         for (List<Cell> row : cells) {
             for (Cell c : row) {
-                counts.merge(c.status, 1, Integer::sum);
+                counts.merge(c.status(), 1, Integer::sum);
             }
         }
         return counts;
@@ -118,7 +119,7 @@ final class MatrixReport {
                         .append(" page | row | host layers |");
         StringBuilder rule = new StringBuilder("|---|---|---|---|---|---|---|---|");
         for (Backend b : backends) {
-            header.append(' ').append(b.name).append(" |");
+            header.append(' ').append(b.name()).append(" |");
             rule.append("---|");
         }
         out.println(header);
@@ -130,17 +131,17 @@ final class MatrixReport {
             StringBuilder line =
                     new StringBuilder()
                             .append("| ")
-                            .append(cfg.kind.userName())
+                            .append(cfg.kind().userName())
                             .append(" | ")
-                            .append(cfg.layout.userName())
+                            .append(cfg.layout().userName())
                             .append(" | ")
-                            .append(cfg.deviceForm.userName)
+                            .append(cfg.deviceForm().userName)
                             .append(" | ")
-                            .append(cfg.granularity.userName())
+                            .append(cfg.granularity().userName())
                             .append(" | ")
-                            .append(cfg.direction.userName)
+                            .append(cfg.direction().userName)
                             .append(" | ")
-                            .append(cfg.pageSize)
+                            .append(cfg.pageSize())
                             .append(" | ")
                             .append(cfg.row())
                             .append(" | ")
@@ -169,11 +170,12 @@ final class MatrixReport {
     }
 
     private static String markdownCell(Cell c, Map<String, Set<String>> notes) {
-        if (c.status == Cell.Status.PASS) {
+        if (c.status() == Cell.Status.PASS) {
             return String.format(Locale.ROOT, "PASS %.2f GB/s", c.gbps());
         }
-        String key = c.status == Cell.Status.FAIL ? c.config.id() + ": " + c.detail : c.detail;
-        notes.computeIfAbsent(key, k -> new LinkedHashSet<>()).add(c.backend);
+        String key =
+                c.status() == Cell.Status.FAIL ? c.config().id() + ": " + c.detail() : c.detail();
+        notes.computeIfAbsent(key, k -> new LinkedHashSet<>()).add(c.backend());
         int n = 1;
         for (String k : notes.keySet()) {
             if (k.equals(key)) {
@@ -181,17 +183,13 @@ final class MatrixReport {
             }
             n++;
         }
-        return c.status + " [" + n + "]";
+        return c.status() + " [" + n + "]";
     }
 
     // ---- JSON ----
 
     ObjectNode toJson() {
-        ObjectMapper mapper = new ObjectMapper();
-        ObjectNode root = mapper.createObjectNode();
-        root.put("kvio", version);
-        root.put("platform", platform);
-        root.put("mode", mode);
+        ObjectNode root = ReportFiles.jsonRoot(version, platform, mode);
         root.put("seconds", seconds);
         ObjectNode summary = root.putObject("summary");
         summary.put("configurations", configs.size());
@@ -201,40 +199,35 @@ final class MatrixReport {
         }
         ArrayNode bs = root.putArray("backends");
         for (Backend b : backends) {
-            ObjectNode o = bs.addObject();
-            o.put("name", b.name);
-            o.put("available", b.unavailabilityCause == null);
-            if (b.unavailabilityCause != null) {
-                o.put("cause", b.unavailabilityCause);
-            }
+            b.addTo(bs);
         }
         ArrayNode rows = root.putArray("configurations");
         for (int r = 0; r < configs.size(); r++) {
             MatrixConfig cfg = configs.get(r);
             ObjectNode o = rows.addObject();
             o.put("id", cfg.id());
-            o.put("kind", cfg.kind.userName());
-            o.put("layout", cfg.layout.userName());
-            o.put("deviceForm", cfg.deviceForm.userName);
-            o.put("granularity", cfg.granularity.userName());
-            o.put("direction", cfg.direction.userName);
-            o.put("pageSize", cfg.pageSize);
-            o.put("heads", cfg.heads);
-            o.put("headBytes", cfg.headBytes);
+            o.put("kind", cfg.kind().userName());
+            o.put("layout", cfg.layout().userName());
+            o.put("deviceForm", cfg.deviceForm().userName);
+            o.put("granularity", cfg.granularity().userName());
+            o.put("direction", cfg.direction().userName);
+            o.put("pageSize", cfg.pageSize());
+            o.put("heads", cfg.heads());
+            o.put("headBytes", cfg.headBytes());
             o.put("rowBytes", cfg.rowBytes());
-            o.put("deviceLayers", cfg.deviceLayers);
-            o.put("hostLayerStart", cfg.hostLayerStart);
-            o.put("hostLayers", cfg.hostLayers);
+            o.put("deviceLayers", cfg.deviceLayers());
+            o.put("hostLayerStart", cfg.hostLayerStart());
+            o.put("hostLayers", cfg.hostLayers());
             ObjectNode cellsNode = o.putObject("cells");
             for (Cell c : cells.get(r)) {
-                ObjectNode cn = cellsNode.putObject(c.backend);
-                cn.put("status", c.status.name());
-                if (c.status == Cell.Status.PASS) {
-                    cn.put("bytes", c.bytes);
-                    cn.put("seconds", c.nanos / 1e9);
+                ObjectNode cn = cellsNode.putObject(c.backend());
+                cn.put("status", c.status().name());
+                if (c.status() == Cell.Status.PASS) {
+                    cn.put("bytes", c.bytes());
+                    cn.put("seconds", c.nanos() / 1e9);
                     cn.put("gbps", Math.round(c.gbps() * 1000) / 1000.0);
                 } else {
-                    cn.put("detail", c.detail);
+                    cn.put("detail", c.detail());
                 }
             }
         }
@@ -242,9 +235,7 @@ final class MatrixReport {
     }
 
     void writeJson(Path file) throws IOException {
-        new ObjectMapper()
-                .enable(SerializationFeature.INDENT_OUTPUT)
-                .writeValue(file.toFile(), toJson());
+        ReportFiles.writeJson(file, toJson());
     }
 
     // ---- JUnit XML ----
@@ -269,69 +260,76 @@ final class MatrixReport {
         suites.setAttribute("time", String.format(Locale.ROOT, "%.3f", seconds));
         doc.appendChild(suites);
         for (int b = 0; b < backends.size(); b++) {
-            Backend backend = backends.get(b);
-            List<Cell> column = new ArrayList<>();
-            for (List<Cell> row : cells) {
-                column.add(row.get(b));
-            }
-            int failures = 0;
-            int skipped = 0;
-            double time = 0;
-            for (Cell c : column) {
-                failures += c.status == Cell.Status.FAIL ? 1 : 0;
-                skipped +=
-                        c.status == Cell.Status.UNSUPPORTED || c.status == Cell.Status.UNAVAILABLE
-                                ? 1
-                                : 0;
-                time += c.nanos / 1e9;
-            }
-            Element suite = doc.createElement("testsuite");
-            suite.setAttribute("name", "kvio.matrix." + backend.name);
-            suite.setAttribute("tests", String.valueOf(column.size()));
-            suite.setAttribute("failures", String.valueOf(failures));
-            suite.setAttribute("errors", "0");
-            suite.setAttribute("skipped", String.valueOf(skipped));
-            suite.setAttribute("time", String.format(Locale.ROOT, "%.3f", time));
-            suites.appendChild(suite);
-            for (Cell c : column) {
-                Element tc = doc.createElement("testcase");
-                tc.setAttribute("classname", "kvio.matrix." + backend.name);
-                tc.setAttribute("name", c.config.id());
-                tc.setAttribute("time", String.format(Locale.ROOT, "%.6f", c.nanos / 1e9));
-                switch (c.status) {
-                    case PASS:
-                        {
-                            Element so = doc.createElement("system-out");
-                            so.setTextContent(
-                                    String.format(
-                                            Locale.ROOT,
-                                            "PASS: %d bytes, %.3f GB/s",
-                                            c.bytes,
-                                            c.gbps()));
-                            tc.appendChild(so);
-                            break;
-                        }
-                    case FAIL:
-                        {
-                            Element f = doc.createElement("failure");
-                            f.setAttribute("type", "FAIL");
-                            f.setAttribute("message", c.detail);
-                            f.setTextContent(c.config.id() + " on " + c.backend + ": " + c.detail);
-                            tc.appendChild(f);
-                            break;
-                        }
-                    default:
-                        {
-                            Element s = doc.createElement("skipped");
-                            s.setAttribute("message", c.status + ": " + c.detail);
-                            tc.appendChild(s);
-                            break;
-                        }
-                }
-                suite.appendChild(tc);
-            }
+            suites.appendChild(suite(doc, b));
         }
         return doc;
+    }
+
+    /** One backend's column as a testsuite. */
+    private Element suite(Document doc, int b) {
+        Backend backend = backends.get(b);
+        List<Cell> column = new ArrayList<>();
+        for (List<Cell> row : cells) {
+            column.add(row.get(b));
+        }
+        int failures = 0;
+        int skipped = 0;
+        double time = 0;
+        for (Cell c : column) {
+            failures += c.status() == Cell.Status.FAIL ? 1 : 0;
+            skipped +=
+                    c.status() == Cell.Status.UNSUPPORTED || c.status() == Cell.Status.UNAVAILABLE
+                            ? 1
+                            : 0;
+            time += c.nanos() / 1e9;
+        }
+        Element suite = doc.createElement("testsuite");
+        suite.setAttribute("name", "kvio.matrix." + backend.name());
+        suite.setAttribute("tests", String.valueOf(column.size()));
+        suite.setAttribute("failures", String.valueOf(failures));
+        suite.setAttribute("errors", "0");
+        suite.setAttribute("skipped", String.valueOf(skipped));
+        suite.setAttribute("time", String.format(Locale.ROOT, "%.3f", time));
+        for (Cell c : column) {
+            suite.appendChild(testCase(doc, backend, c));
+        }
+        return suite;
+    }
+
+    /** One cell as a testcase: PASS with its figures, FAIL a failure, the others skipped. */
+    private static Element testCase(Document doc, Backend backend, Cell c) {
+        Element tc = doc.createElement("testcase");
+        tc.setAttribute("classname", "kvio.matrix." + backend.name());
+        tc.setAttribute("name", c.config().id());
+        tc.setAttribute("time", String.format(Locale.ROOT, "%.6f", c.nanos() / 1e9));
+        switch (c.status()) {
+            case PASS:
+                {
+                    Element so = doc.createElement("system-out");
+                    so.setTextContent(
+                            String.format(
+                                    Locale.ROOT, "PASS: %d bytes, %.3f GB/s", c.bytes(), c.gbps()));
+                    tc.appendChild(so);
+                    break;
+                }
+            case FAIL:
+                {
+                    Element f = doc.createElement("failure");
+                    f.setAttribute("type", "FAIL");
+                    f.setAttribute("message", c.detail());
+                    f.setTextContent(c.config().id() + " on " + c.backend() + ": " + c.detail());
+                    tc.appendChild(f);
+                    break;
+                }
+            default:
+                {
+                    Element s = doc.createElement("skipped");
+                    s.setAttribute("message", c.status() + ": " + c.detail());
+                    tc.appendChild(s);
+                    break;
+                }
+        }
+        return tc;
     }
 
     void writeJUnit(Path file) throws IOException {

@@ -48,7 +48,7 @@ final class SvgPlot {
     static long plottedTokens(BenchResult r) {
         Map<Long, Set<Long>> rowsPerCount = new TreeMap<>();
         for (BenchResult.Point p : r.points) {
-            rowsPerCount.computeIfAbsent(p.tokens, k -> new TreeSet<>()).add(p.rowBytes);
+            rowsPerCount.computeIfAbsent(p.tokens(), k -> new TreeSet<>()).add(p.rowBytes());
         }
         long best = -1;
         int cover = -1;
@@ -62,27 +62,27 @@ final class SvgPlot {
     }
 
     /** The series of one direction at the plotted index count: backend x layout, then baselines. */
-    static List<Series> series(BenchResult r, BenchResult.Direction dir, long tokens) {
+    static List<Series> series(BenchResult r, Direction dir, long tokens) {
         Map<String, Series> lines = new LinkedHashMap<>();
         Map<String, Series> baselines = new LinkedHashMap<>();
         Set<String> keys = new LinkedHashSet<>();
         for (BenchResult.Point p : r.points) {
-            keys.add(p.backend + " " + p.layout);
+            keys.add(p.backend() + " " + p.layout());
         }
         List<String> keyList = new ArrayList<>(keys);
         for (BenchResult.Point p : r.points) {
-            if (p.direction != dir || p.tokens != tokens) {
+            if (p.direction() != dir || p.tokens() != tokens) {
                 continue;
             }
-            String key = p.backend + " " + p.layout;
+            String key = p.backend() + " " + p.layout();
             lines.computeIfAbsent(
                             key,
                             k -> new Series(k, COLORS[keyList.indexOf(k) % COLORS.length], false))
                     .points
-                    .put(p.rowBytes, p.gbps());
+                    .put(p.rowBytes(), p.gbps());
             baselines
                     .computeIfAbsent(
-                            p.backend,
+                            p.backend(),
                             b ->
                                     new Series(
                                             b
@@ -92,43 +92,75 @@ final class SvgPlot {
                                             baselines.isEmpty() ? "#000000" : "#888888",
                                             true))
                     .points
-                    .put(p.rowBytes, p.baselineGbps());
+                    .put(p.rowBytes(), p.baselineGbps());
         }
         List<Series> out = new ArrayList<>(lines.values());
         out.addAll(baselines.values());
         return out;
     }
 
+    /** The scales of both panels: row sizes [minX, maxX] on a log2 axis, GB/s [0, yTop]. */
+    private record Axes(long minX, long maxX, double yTop) {
+        static Axes of(List<List<Series>> panels) {
+            double maxY = 0;
+            long minX = Long.MAX_VALUE;
+            long maxX = 0;
+            for (List<Series> panel : panels) {
+                for (Series line : panel) {
+                    for (Map.Entry<Long, Double> e : line.points.entrySet()) {
+                        maxY = Math.max(maxY, e.getValue());
+                        minX = Math.min(minX, e.getKey());
+                        maxX = Math.max(maxX, e.getKey());
+                    }
+                }
+            }
+            if (maxX == 0) {
+                minX = 64;
+                maxX = 65536;
+            }
+            if (minX == maxX) {
+                maxX = minX * 2;
+            }
+            return new Axes(minX, maxX, niceCeiling(maxY));
+        }
+
+        double x(long v, int x0) {
+            return x0 + PANEL_W * (log2(v) - log2(minX)) / (log2(maxX) - log2(minX));
+        }
+
+        double y(double gbps) {
+            return TOP + PANEL_H - PANEL_H * Math.min(1, gbps / yTop);
+        }
+    }
+
     static String render(BenchResult r) {
         long tokens = plottedTokens(r);
         List<List<Series>> panels = new ArrayList<>();
-        double maxY = 0;
-        long minX = Long.MAX_VALUE;
-        long maxX = 0;
-        for (BenchResult.Direction d : BenchResult.Direction.values()) {
-            List<Series> s = series(r, d, tokens);
-            panels.add(s);
-            for (Series line : s) {
-                for (Map.Entry<Long, Double> e : line.points.entrySet()) {
-                    maxY = Math.max(maxY, e.getValue());
-                    minX = Math.min(minX, e.getKey());
-                    maxX = Math.max(maxX, e.getKey());
-                }
-            }
+        for (Direction d : Direction.values()) {
+            panels.add(series(r, d, tokens));
         }
-        if (maxX == 0) {
-            minX = 64;
-            maxX = 65536;
-        }
-        if (minX == maxX) {
-            maxX = minX * 2;
-        }
-        double yTop = niceCeiling(maxY);
+        Axes axes = Axes.of(panels);
         List<Series> legend = panels.isEmpty() ? List.of() : panels.get(0);
         int legendRows = (legend.size() + 2) / 3;
         int height = TOP + PANEL_H + 60 + legendRows * 20 + 20;
 
         StringBuilder svg = new StringBuilder();
+        header(svg, r, tokens, height);
+        String[] titles = {
+            "backup: device to host, all layers in one call",
+            "load: host to device, one call per layer"
+        };
+        for (int i = 0; i < panels.size(); i++) {
+            int x0 = LEFT + i * (PANEL_W + GAP);
+            panel(svg, x0, titles[i], panels.get(i), axes);
+        }
+        legend(svg, legend);
+        svg.append("</svg>\n");
+        return svg.toString();
+    }
+
+    /** The XML declaration, the svg element, a white background and the title. */
+    private static void header(StringBuilder svg, BenchResult r, long tokens, int height) {
         svg.append(
                 String.format(
                         Locale.ROOT,
@@ -156,15 +188,10 @@ final class SvgPlot {
                                 tokens,
                                 r.layers,
                                 r.threads)));
-        String[] titles = {
-            "backup: device to host, all layers in one call",
-            "load: host to device, one call per layer"
-        };
-        for (int i = 0; i < panels.size(); i++) {
-            int x0 = LEFT + i * (PANEL_W + GAP);
-            panel(svg, x0, titles[i], panels.get(i), minX, maxX, yTop);
-        }
-        // legend
+    }
+
+    /** Under the panels, three entries a row: a line sample and the label. */
+    private static void legend(StringBuilder svg, List<Series> legend) {
         int ly = TOP + PANEL_H + 60;
         for (int i = 0; i < legend.size(); i++) {
             Series s = legend.get(i);
@@ -183,21 +210,22 @@ final class SvgPlot {
                             s.dashed ? " stroke-dasharray=\"6,4\"" : ""));
             svg.append(text(lx + 34, y, "start", 12, s.label));
         }
-        svg.append("</svg>\n");
-        return svg.toString();
     }
 
     private static void panel(
-            StringBuilder svg,
-            int x0,
-            String title,
-            List<Series> series,
-            long minX,
-            long maxX,
-            double yTop) {
-        int y0 = TOP + PANEL_H;
+            StringBuilder svg, int x0, String title, List<Series> series, Axes axes) {
         svg.append(text(x0 + PANEL_W / 2, TOP - 12, "middle", 13, title));
-        // grid + y labels
+        yGrid(svg, x0, axes.yTop);
+        xTicks(svg, x0, axes);
+        frame(svg, x0);
+        for (Series s : series) {
+            polyline(svg, x0, s, axes);
+        }
+    }
+
+    /** Horizontal grid lines and GB/s labels at every fifth of yTop. */
+    private static void yGrid(StringBuilder svg, int x0, double yTop) {
+        int y0 = TOP + PANEL_H;
         for (int k = 0; k <= 5; k++) {
             double v = yTop * k / 5;
             double y = y0 - PANEL_H * k / 5.0;
@@ -211,12 +239,16 @@ final class SvgPlot {
                             y));
             svg.append(text(x0 - 6, (int) y + 4, "end", 11, trim(v)));
         }
-        // x ticks at powers of two between minX and maxX (every other one when crowded)
-        int steps = (int) Math.round(log2(maxX) - log2(minX));
+    }
+
+    /** x ticks at powers of two between minX and maxX (every other one when crowded). */
+    private static void xTicks(StringBuilder svg, int x0, Axes axes) {
+        int y0 = TOP + PANEL_H;
+        int steps = (int) Math.round(log2(axes.maxX) - log2(axes.minX));
         int every = steps > 8 ? 2 : 1;
         for (int k = 0; k <= steps; k += every) {
-            long v = minX << k;
-            double x = xOf(v, x0, minX, maxX);
+            long v = axes.minX << k;
+            double x = axes.x(v, x0);
             svg.append(
                     String.format(
                             Locale.ROOT,
@@ -227,6 +259,11 @@ final class SvgPlot {
                             y0));
             svg.append(text((int) x, y0 + 16, "middle", 11, BenchResult.bytesText(v)));
         }
+    }
+
+    /** The panel's border and both axis titles. */
+    private static void frame(StringBuilder svg, int x0) {
+        int y0 = TOP + PANEL_H;
         svg.append(
                 String.format(
                         Locale.ROOT,
@@ -246,33 +283,31 @@ final class SvgPlot {
                         TOP + PANEL_H / 2,
                         x0 - 45,
                         TOP + PANEL_H / 2));
-        for (Series s : series) {
-            StringBuilder pts = new StringBuilder();
-            for (Map.Entry<Long, Double> e : s.points.entrySet()) {
-                if (pts.length() > 0) {
-                    pts.append(' ');
-                }
-                pts.append(
-                        String.format(
-                                Locale.ROOT,
-                                "%.1f,%.1f",
-                                xOf(e.getKey(), x0, minX, maxX),
-                                y0 - PANEL_H * Math.min(1, e.getValue() / yTop)));
-            }
-            svg.append(
-                    String.format(
-                            Locale.ROOT,
-                            "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s"
-                                    + " points=\"%s\"><title>%s</title></polyline>%n",
-                            s.color,
-                            s.dashed ? " stroke-dasharray=\"6,4\"" : "",
-                            pts,
-                            escape(s.label)));
-        }
     }
 
-    private static double xOf(long v, int x0, long minX, long maxX) {
-        return x0 + PANEL_W * (log2(v) - log2(minX)) / (log2(maxX) - log2(minX));
+    /** One series as a polyline, with its label as a tooltip. */
+    private static void polyline(StringBuilder svg, int x0, Series s, Axes axes) {
+        StringBuilder pts = new StringBuilder();
+        for (Map.Entry<Long, Double> e : s.points.entrySet()) {
+            if (pts.length() > 0) {
+                pts.append(' ');
+            }
+            pts.append(
+                    String.format(
+                            Locale.ROOT,
+                            "%.1f,%.1f",
+                            axes.x(e.getKey(), x0),
+                            axes.y(e.getValue())));
+        }
+        svg.append(
+                String.format(
+                        Locale.ROOT,
+                        "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s"
+                                + " points=\"%s\"><title>%s</title></polyline>%n",
+                        s.color,
+                        s.dashed ? " stroke-dasharray=\"6,4\"" : "",
+                        pts,
+                        escape(s.label)));
     }
 
     private static double log2(double v) {

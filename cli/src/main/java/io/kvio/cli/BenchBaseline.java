@@ -1,0 +1,199 @@
+/*
+ * The baseline `bench` compares each point with, measured in the same run on the same number of
+ * bytes and cached per backend and size. cpu: a memcpy, bulk copies between two buffers kvio
+ * allocates the way it allocates pools (the faster of one thread and one slice per io thread).
+ * Device backends: one contiguous kvio transfer, layer_first to layer_first over all tokens.
+ */
+package io.kvio.cli;
+
+import static io.kvio.cli.BenchTiming.fill;
+import static io.kvio.cli.BenchTiming.time;
+
+import io.kvio.DeviceKvPool;
+import io.kvio.HostKvPool;
+import io.kvio.IoBackend;
+import io.kvio.KvLayout;
+import io.kvio.Kvio;
+import io.kvio.KvioExecutor;
+import io.kvio.PoolKind;
+import io.kvio.PoolSpec;
+import io.kvio.TokenIndices;
+import io.kvio.Transfer;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+
+final class BenchBaseline {
+    private final long layers;
+    private final int reps;
+    private final Map<String, double[]> cache = new HashMap<>();
+
+    BenchBaseline(long layers, int reps) {
+        this.layers = layers;
+        this.reps = reps;
+    }
+
+    /** What the baseline of a backend is, for the report. */
+    static String describe(IoBackend b, int threads) {
+        return b == IoBackend.CPU
+                ? "memcpy (bulk copies between two buffers allocated like kvio's pools"
+                        + (threads == 1
+                                ? ", 1 thread)"
+                                : ": the faster of 1 thread and " + threads + " threads)")
+                : "one contiguous kvio transfer (layer_first to layer_first, all tokens)";
+    }
+
+    /** {median, best} seconds of the baseline copy of the same bytes. */
+    double[] seconds(
+            IoBackend backend,
+            KvioExecutor executor,
+            PoolSpec deviceSpec,
+            long count,
+            Direction dir) {
+        long bytes = count * layers * 2 * deviceSpec.rowBytes();
+        String key =
+                backend.userName()
+                        + " "
+                        + (backend == IoBackend.CPU ? "" : dir.userName + " ")
+                        + bytes;
+        double[] cached = cache.get(key);
+        if (cached != null) {
+            return cached;
+        }
+        double[] result =
+                backend == IoBackend.CPU
+                        ? memcpy(executor, bytes)
+                        : contiguous(backend, executor, deviceSpec, count, dir);
+        cache.put(key, result);
+        return result;
+    }
+
+    /**
+     * The same bytes between two buffers kvio allocates the way it allocates pools (2 MiB aligned,
+     * transparent huge pages), copied on the calling thread and split over as many threads as
+     * kvio's executor has (one slice each); the faster of the two is the baseline (one thread wins
+     * on small copies, where handing work to threads costs more than it saves).
+     */
+    private double[] memcpy(KvioExecutor executor, long bytes) {
+        PoolSpec flat =
+                PoolSpec.builder()
+                        .kind(PoolKind.MLA)
+                        .layout(KvLayout.LAYER_FIRST)
+                        .layers(1)
+                        .pages(1)
+                        .pageSize(1)
+                        .heads(1)
+                        .headBytes(bytes)
+                        .build();
+        try (DeviceKvPool srcPool = DeviceKvPool.allocate(flat, IoBackend.CPU);
+                DeviceKvPool dstPool = DeviceKvPool.allocate(flat, IoBackend.CPU)) {
+            ByteBuffer src = srcPool.buffer();
+            ByteBuffer dst = dstPool.buffer();
+            fill(src);
+            fill(dst);
+            double[] result =
+                    time(
+                            reps,
+                            () -> {
+                                src.clear();
+                                dst.clear();
+                                dst.put(src);
+                            });
+            int n = executor.threads();
+            if (n > 1) {
+                double[] split = splitMemcpy(src, dst, bytes, n);
+                if (split[1] < result[1]) {
+                    result = split;
+                }
+            }
+            return result;
+        }
+    }
+
+    /** The copy split into n slices, one per thread. */
+    private double[] splitMemcpy(ByteBuffer src, ByteBuffer dst, long bytes, int n) {
+        List<Callable<Void>> slices = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            int from = (int) (bytes * i / n);
+            int to = (int) (bytes * (i + 1) / n);
+            ByteBuffer in = src.slice(from, to - from);
+            ByteBuffer out = dst.slice(from, to - from);
+            slices.add(
+                    () -> {
+                        in.clear();
+                        out.clear();
+                        out.put(in);
+                        return null;
+                    });
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(n);
+        try {
+            return time(reps, () -> runAll(pool, slices));
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    private static void runAll(ExecutorService pool, List<Callable<Void>> tasks) {
+        try {
+            for (Future<Void> f : pool.invokeAll(tasks)) {
+                f.get();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        } catch (ExecutionException e) {
+            throw new IllegalStateException(e.getCause());
+        }
+    }
+
+    /**
+     * One kvio transfer between pools that both hold exactly `count` tokens, so all tokens x all
+     * layers is one contiguous run per component.
+     */
+    private double[] contiguous(
+            IoBackend backend,
+            KvioExecutor executor,
+            PoolSpec deviceSpec,
+            long count,
+            Direction dir) {
+        PoolSpec exact = deviceSpec.toBuilder().pages(count / BenchCommand.PAGE_SIZE).build();
+        long[] all = new long[(int) count];
+        for (int i = 0; i < all.length; i++) {
+            all[i] = i;
+        }
+        try (DeviceKvPool dev = DeviceKvPool.allocate(exact, backend);
+                HostKvPool host =
+                        HostKvPool.builder()
+                                .forDevice(dev)
+                                .layout(KvLayout.LAYER_FIRST)
+                                .executor(executor)
+                                .build();
+                TokenIndices a = TokenIndices.of(all)) {
+            boolean backup = dir == Direction.BACKUP;
+            return time(
+                    reps,
+                    () -> {
+                        try (Transfer t =
+                                Kvio.transfer(
+                                        executor,
+                                        backup ? dev : host,
+                                        backup ? host : dev,
+                                        a,
+                                        a,
+                                        0,
+                                        0,
+                                        layers)) {
+                            t.await();
+                        }
+                    });
+        }
+    }
+}

@@ -1,0 +1,73 @@
+/*
+ * One region of a kvio pool seen as ByteBuffers of at most 1 GiB each, little-endian, so that
+ * `roundtrip` reads and writes pools larger than one ByteBuffer can address.
+ */
+package io.kvio.cli;
+
+import io.kvio.KvPool;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+
+final class PoolRegion {
+    private static final int SHIFT = 30;
+    private static final long CHUNK = 1L << SHIFT;
+    private static final long MASK = CHUNK - 1;
+    private final ByteBuffer[] chunks;
+    final long bytes;
+
+    PoolRegion(KvPool pool, int region) {
+        bytes = pool.regionBytes(region);
+        int n = (int) ((bytes + CHUNK - 1) >>> SHIFT);
+        chunks = new ByteBuffer[n];
+        for (int i = 0; i < n; i++) {
+            long off = (long) i << SHIFT;
+            chunks[i] =
+                    pool.slice(region, off, (int) Math.min(CHUNK, bytes - off))
+                            .order(ByteOrder.LITTLE_ENDIAN);
+        }
+    }
+
+    long getLong(long pos) {
+        ByteBuffer c = chunks[(int) (pos >>> SHIFT)];
+        int off = (int) (pos & MASK);
+        if (off + 8 <= c.capacity()) {
+            return c.getLong(off);
+        }
+        long v = 0;
+        for (int b = 0; b < 8; b++) {
+            v |= (getByte(pos + b) & 0xffL) << (8 * b);
+        }
+        return v;
+    }
+
+    void putLong(long pos, long value) {
+        ByteBuffer c = chunks[(int) (pos >>> SHIFT)];
+        int off = (int) (pos & MASK);
+        if (off + 8 <= c.capacity()) {
+            c.putLong(off, value);
+            return;
+        }
+        for (int b = 0; b < 8; b++) {
+            putByte(pos + b, (byte) (value >>> (8 * b)));
+        }
+    }
+
+    byte getByte(long pos) {
+        return chunks[(int) (pos >>> SHIFT)].get((int) (pos & MASK));
+    }
+
+    void putByte(long pos, byte value) {
+        chunks[(int) (pos >>> SHIFT)].put((int) (pos & MASK), value);
+    }
+
+    void zero(long pos, long length, byte[] zeros) {
+        while (length > 0) {
+            ByteBuffer c = chunks[(int) (pos >>> SHIFT)];
+            int off = (int) (pos & MASK);
+            int n = (int) Math.min(Math.min(length, c.capacity() - off), zeros.length);
+            c.put(off, zeros, 0, n);
+            pos += n;
+            length -= n;
+        }
+    }
+}

@@ -1,0 +1,162 @@
+/*
+ * One `roundtrip` run over all requested host layouts (RoundTripCommand): allocates the
+ * layer_first device pool on the cpu io backend and fills it (RoundTripVerifier), then for each
+ * layout backs up the planned tokens (RoundTripPlan) into a fresh host pool in one call, verifies
+ * the host pool, clears the destination pages, reloads them layer by layer (one call per layer,
+ * as a serving engine does) and verifies the device pool. RoundTripReport prints the outcome.
+ */
+package io.kvio.cli;
+
+import io.kvio.DeviceKvPool;
+import io.kvio.HostKvPool;
+import io.kvio.IoBackend;
+import io.kvio.KvLayout;
+import io.kvio.KvioExecutor;
+import io.kvio.PoolSpec;
+import io.kvio.TokenIndices;
+import io.kvio.Transfer;
+import io.kvio.cli.RoundTripReport.LayoutResult;
+import io.kvio.cli.RoundTripReport.Timed;
+import io.kvio.oracle.Geometry;
+import io.kvio.oracle.Shape;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+final class RoundTrip {
+    private final RoundTripOptions o;
+    private final RoundTripReport report;
+    private final Progress progress;
+    private final RoundTripPlan plan;
+    private final RoundTripVerifier verifier;
+
+    /** The pools and indices every layout's transfers share. */
+    private record Device(
+            KvioExecutor executor,
+            DeviceKvPool pool,
+            PoolRegion region,
+            TokenIndices srcIdx,
+            TokenIndices hostIdx,
+            TokenIndices dstIdx) {}
+
+    RoundTrip(RoundTripOptions o, PrintWriter out, PrintWriter err) {
+        this.o = o;
+        this.report = new RoundTripReport(out);
+        this.progress = new Progress(err);
+        this.plan = new RoundTripPlan(o.tokens, o.pageSize, o.seed);
+        this.verifier = new RoundTripVerifier(o, plan, progress);
+    }
+
+    int run() {
+        PoolSpec deviceSpec =
+                PoolSpec.builder()
+                        .kind(o.kind)
+                        .layout(KvLayout.LAYER_FIRST)
+                        .layers(o.layers)
+                        .pages(plan.devicePages)
+                        .pageSize(o.pageSize)
+                        .heads(o.heads)
+                        .headBytes(o.headBytes())
+                        .build();
+        List<String> failed = new ArrayList<>();
+        try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, o.threads);
+                DeviceKvPool pool = DeviceKvPool.allocate(deviceSpec, IoBackend.CPU);
+                TokenIndices srcIdx = TokenIndices.of(plan.devSrc);
+                TokenIndices hostIdx = TokenIndices.of(plan.host);
+                TokenIndices dstIdx = TokenIndices.of(plan.devDst)) {
+            report.header(o, plan, executor.threads());
+            PoolRegion region = new PoolRegion(pool, 0);
+            if (region.bytes != verifier.devGeom.totalBytes()) {
+                report.deviceSizeDiffers(region.bytes, verifier.devGeom);
+                return Main.EXIT_FAILED;
+            }
+            verifier.fillDevice(region);
+            Device device = new Device(executor, pool, region, srcIdx, hostIdx, dstIdx);
+            for (KvLayout layout : o.layouts) {
+                if (!runLayout(layout, device)) {
+                    failed.add(layout.userName());
+                }
+            }
+        } finally {
+            progress.clear();
+        }
+        return report.verdict(failed, o.layouts.size());
+    }
+
+    private boolean runLayout(KvLayout layout, Device device) {
+        String name = layout.userName();
+        try (HostKvPool hostPool =
+                HostKvPool.builder()
+                        .forDevice(device.pool)
+                        .layout(layout)
+                        .pages(plan.hostPages)
+                        .executor(device.executor)
+                        .build()) {
+            // touch the fresh host memory first, so the timing measures copies, not page faults
+            PoolRegion hostRegion = new PoolRegion(hostPool, 0);
+            hostRegion.zero(0, hostRegion.bytes, new byte[1 << 20]);
+            progress.update(name + ": backup", 0, 1);
+            Timed backup = backup(hostPool, device);
+            Mismatches mismatches = new Mismatches(name);
+            verifyHostPool(name, hostRegion, mismatches);
+
+            verifier.clearDestination(device.region);
+            progress.update(name + ": load", 0, 1);
+            Timed load = load(hostPool, device);
+            verifier.verifyDevice(device.region, name, mismatches);
+            progress.clear();
+            long expected = o.tokens * o.layers * o.kind.components() * o.rowBytes();
+            LayoutResult result = new LayoutResult(layout, backup, load, expected, mismatches);
+            report.layout(result);
+            return result.ok();
+        }
+    }
+
+    /** The backup: all layers of the planned tokens in one call. */
+    private static Timed backup(HostKvPool hostPool, Device device) {
+        long t0 = System.nanoTime();
+        Transfer backup =
+                hostPool.backup(device.pool)
+                        .deviceIndices(device.srcIdx)
+                        .hostIndices(device.hostIdx)
+                        .submit();
+        backup.await();
+        return new Timed(backup.bytes(), System.nanoTime() - t0);
+    }
+
+    /** The load: one call per layer, all submitted before the first is awaited. */
+    private Timed load(HostKvPool hostPool, Device device) {
+        long t1 = System.nanoTime();
+        Transfer[] loads = new Transfer[(int) o.layers];
+        for (long l = 0; l < o.layers; l++) {
+            loads[(int) l] =
+                    hostPool.load(device.pool, l)
+                            .hostIndices(device.hostIdx)
+                            .deviceIndices(device.dstIdx)
+                            .submit();
+        }
+        long loadBytes = 0;
+        for (Transfer t : loads) {
+            t.await();
+            loadBytes += t.bytes();
+        }
+        return new Timed(loadBytes, System.nanoTime() - t1);
+    }
+
+    /** The host pool's size against its shape, then its content. */
+    private void verifyHostPool(String name, PoolRegion hostRegion, Mismatches mismatches) {
+        Geometry hostGeom = verifier.geometry(Shape.of(name), plan.hostPages);
+        if (hostRegion.bytes != hostGeom.totalBytes()) {
+            mismatches.add(
+                    String.format(
+                            Locale.ROOT,
+                            "host pool is %d B, its shape %s gives %d B",
+                            hostRegion.bytes,
+                            hostGeom.shape.dims(),
+                            hostGeom.totalBytes()));
+        } else {
+            verifier.verifyHost(hostGeom, hostRegion, mismatches);
+        }
+    }
+}

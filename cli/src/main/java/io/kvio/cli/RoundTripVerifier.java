@@ -1,0 +1,210 @@
+/*
+ * The verification of a `roundtrip`: fills the layer_first device pool with seeded pattern rows
+ * (io.kvio.oracle.RowPattern), and checks every moved byte against them at the positions the
+ * oracle's geometry gives: the host pool after the backup, the device pool after the load. The
+ * pages the load writes into are cleared first; their slots that are not load targets must keep
+ * that canary (zeros).
+ */
+package io.kvio.cli;
+
+import io.kvio.oracle.Geometry;
+import io.kvio.oracle.RowPattern;
+import io.kvio.oracle.Shape;
+import java.util.BitSet;
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+
+final class RoundTripVerifier {
+    private final RoundTripOptions o;
+    private final RoundTripPlan plan;
+    private final Progress progress;
+    private final RowPattern pattern;
+    private final int components;
+    private final long row;
+    private final long hb;
+    final Geometry devGeom; // the device pool: layer_first
+
+    /** Bytes [rowStart, rowStart + len) of the pattern row (component, layer, srcToken). */
+    private record Expected(int component, long layer, long srcToken, long rowStart, long len) {
+        /** The 8 bytes of word w of this span. */
+        Expected word(long w) {
+            return new Expected(component, layer, srcToken, rowStart + 8 * w, 8);
+        }
+    }
+
+    /** Where compared bytes are, for the message: "host" or "device", and the token there. */
+    private record Place(String pool, long token) {}
+
+    RoundTripVerifier(RoundTripOptions o, RoundTripPlan plan, Progress progress) {
+        this.o = o;
+        this.plan = plan;
+        this.progress = progress;
+        this.pattern = new RowPattern(o.seed);
+        this.components = o.kind.components();
+        this.row = o.rowBytes();
+        this.hb = o.headBytes();
+        this.devGeom = geometry(Shape.LAYER_FIRST, plan.devicePages);
+    }
+
+    /** The oracle's geometry of a pool of this run's rows in the given shape. */
+    Geometry geometry(Shape shape, long pages) {
+        return new Geometry(components, shape, o.layers, pages, o.pageSize, o.heads, hb);
+    }
+
+    /** Writes the pattern rows into every token of the device pool. */
+    void fillDevice(PoolRegion dev) {
+        long tokens = devGeom.tokens();
+        long words = row >>> 3;
+        long done = 0;
+        long total = components * o.layers;
+        for (int c = 0; c < components; c++) {
+            for (long l = 0; l < o.layers; l++) {
+                progress.update("filling device pool", ++done, total);
+                for (long t = 0; t < tokens; t++) {
+                    long base = devGeom.offset(c, l, t, 0);
+                    for (long w = 0; w < words; w++) {
+                        dev.putLong(base + 8 * w, pattern.word(c, l, t, w));
+                    }
+                    for (long b = words * 8; b < row; b++) {
+                        dev.putByte(base + b, pattern.byteAt(c, l, t, b));
+                    }
+                }
+            }
+        }
+    }
+
+    /** Checks each head of each backed-up row in the host pool (shape hostGeom). */
+    void verifyHost(Geometry hostGeom, PoolRegion h, Mismatches mismatches) {
+        long total = components * o.layers;
+        long done = 0;
+        for (int c = 0; c < components; c++) {
+            for (long l = 0; l < o.layers; l++) {
+                progress.update(hostGeom.shape.userName() + ": verifying host pool", ++done, total);
+                for (int i = 0; i < plan.host.length; i++) {
+                    Place at = new Place("host", plan.host[i]);
+                    for (long head = 0; head < o.heads; head++) {
+                        long pos = hostGeom.offset(c, l, plan.host[i], head);
+                        Expected e = new Expected(c, l, plan.devSrc[i], head * hb, hb);
+                        compare(h, pos, e, at, mismatches);
+                    }
+                }
+            }
+        }
+    }
+
+    /** Zeroes the device pages the load writes into (the canary). */
+    void clearDestination(PoolRegion dev) {
+        long pageBytes = o.pageSize * row;
+        byte[] zeros = new byte[(int) Math.min(pageBytes, 1 << 20)];
+        for (int c = 0; c < components; c++) {
+            for (long l = 0; l < o.layers; l++) {
+                for (long page : plan.clearedPages) {
+                    dev.zero(devGeom.offset(c, l, page * o.pageSize, 0), pageBytes, zeros);
+                }
+            }
+        }
+    }
+
+    /** Checks each reloaded row in the device pool, and the canary around them. */
+    void verifyDevice(PoolRegion dev, String name, Mismatches mismatches) {
+        long total = components * o.layers;
+        long done = 0;
+        BitSet written = loadTargets();
+        for (int c = 0; c < components; c++) {
+            for (long l = 0; l < o.layers; l++) {
+                progress.update(name + ": verifying device pool", ++done, total);
+                for (int i = 0; i < plan.devDst.length; i++) {
+                    long pos = devGeom.offset(c, l, plan.devDst[i], 0);
+                    Expected e = new Expected(c, l, plan.devSrc[i], 0, row);
+                    compare(dev, pos, e, new Place("device", plan.devDst[i]), mismatches);
+                }
+                verifyCanary(dev, c, l, written, mismatches);
+            }
+        }
+    }
+
+    /** The slots of the cleared pages that the load writes (bit k * pageSize + slot). */
+    private BitSet loadTargets() {
+        BitSet written = new BitSet();
+        long ps = o.pageSize;
+        Map<Long, Integer> pageIndex = new HashMap<>();
+        for (int k = 0; k < plan.clearedPages.length; k++) {
+            pageIndex.put(plan.clearedPages[k], k);
+        }
+        for (long t : plan.devDst) {
+            written.set((int) (pageIndex.get(t / ps) * ps + t % ps));
+        }
+        return written;
+    }
+
+    /** Slots of the cleared pages that the load must not touch must still be zero. */
+    private void verifyCanary(
+            PoolRegion dev, int c, long l, BitSet written, Mismatches mismatches) {
+        long ps = o.pageSize;
+        for (int k = 0; k < plan.clearedPages.length; k++) {
+            for (long s = 0; s < ps; s++) {
+                if (!written.get((int) (k * ps + s))) {
+                    long token = plan.clearedPages[k] * ps + s;
+                    long base = devGeom.offset(c, l, token, 0);
+                    for (long b = 0; b < row; b++) {
+                        if (dev.getByte(base + b) != 0) {
+                            mismatches.add(
+                                    String.format(
+                                            Locale.ROOT,
+                                            "device token %d (not a load target) component %d layer %d byte %d "
+                                                    + "was written: 0x%02x, expected 0x00 (canary)",
+                                            token,
+                                            c,
+                                            l,
+                                            b,
+                                            dev.getByte(base + b) & 0xff));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /** Compares the bytes at pos with the expected span: a word at a time where it is aligned. */
+    private void compare(PoolRegion r, long pos, Expected e, Place at, Mismatches mismatches) {
+        if ((e.rowStart & 7) == 0 && (e.len & 7) == 0) {
+            long w0 = e.rowStart >>> 3;
+            for (long w = 0; w < e.len >>> 3; w++) {
+                if (r.getLong(pos + 8 * w)
+                        != pattern.word(e.component, e.layer, e.srcToken, w0 + w)) {
+                    compareBytes(r, pos + 8 * w, e.word(w), at, mismatches);
+                    return;
+                }
+            }
+            return;
+        }
+        compareBytes(r, pos, e, at, mismatches);
+    }
+
+    /** Compares byte by byte; records the first differing byte. */
+    private void compareBytes(PoolRegion r, long pos, Expected e, Place at, Mismatches mismatches) {
+        for (long b = 0; b < e.len; b++) {
+            byte expected = pattern.byteAt(e.component, e.layer, e.srcToken, e.rowStart + b);
+            byte actual = r.getByte(pos + b);
+            if (expected != actual) {
+                mismatches.add(
+                        String.format(
+                                Locale.ROOT,
+                                "%s token %d component %d layer %d row byte %d (at offset %d): expected 0x%02x "
+                                        + "(device token %d), got 0x%02x",
+                                at.pool,
+                                at.token,
+                                e.component,
+                                e.layer,
+                                e.rowStart + b,
+                                pos + b,
+                                expected & 0xff,
+                                e.srcToken,
+                                actual & 0xff));
+                return;
+            }
+        }
+    }
+}

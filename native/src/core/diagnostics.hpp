@@ -19,7 +19,7 @@ extern std::atomic<int64_t> liveHostAllocations;
 /// (host_registry.cpp counts them).
 extern std::atomic<int64_t> liveHostRegistrations;
 
-/// Open handles per registry (api.cpp).
+/// Open handles per registry (handles.cpp).
 void liveHandles(int64_t* pools, int64_t* executors, int64_t* transfers);
 
 /// Armed fault counts, indexed by KVIO_TEST_FAULT_*.

@@ -4,9 +4,11 @@
 #
 #   scripts/jni-sanitize-check.sh [BUILD_DIR]      (default build-jni-asan; run after `mvn verify`)
 #
-# 1. CMake builds libkvio.so with KVIO_SANITIZE=ON (gcc, so the JVM can preload gcc's runtime).
-# 2. JavaCPP's Builder compiles the JNI glue libjniKvioNative.so with the same sanitizers,
-#    linked against that library.
+# 1. CMake builds libkvio.so with KVIO_SANITIZE=ON (gcc, so the JVM can preload gcc's runtime):
+#    its test variant (target kvio_testing: the same core plus the test hooks the Java tests use
+#    for fault injection), as the Java tests load it under mvn (java/pom.xml).
+# 2. JavaCPP's Builder compiles the JNI glue libjniKvioNative.so and the tests' glue
+#    libjniKvioTestHooks.so with the same sanitizers, linked against that library.
 # 3. Both go into a copy of the core module's classes (replacing the release natives), and
 #    TestNG runs every test class of the core module on it, with the ASan and UBSan runtimes
 #    preloaded into the JVM. Any report aborts the JVM, so the script fails.
@@ -44,7 +46,7 @@ rm -rf "$build"  # a fresh configure: changing compilers on an old cache drops t
 cmake -S "$root" -B "$build" -DKVIO_SANITIZE=ON -DKVIO_WITH_CUDA=OFF -DKVIO_BUILD_TESTS=OFF \
   -DKVIO_BUILD_BENCH=OFF -DKVIO_INSTALL_PACKAGE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=g++ >/dev/null
-cmake --build "$build" --target kvio --parallel 2 >/dev/null
+cmake --build "$build" --target kvio_testing --parallel 2 >/dev/null
 
 stage="$build/stage"
 natives="$stage/classes/io/kvio/$platform"
@@ -52,7 +54,7 @@ rm -rf "$stage"
 mkdir -p "$stage"
 cp -r "$classes" "$stage/"
 rm -f "$natives"/*
-cp "$build/libkvio.so" "$natives/"
+cp "$build/testing/libkvio.so" "$natives/"
 
 echo "jni-sanitize: deps class path and the JNI glue with ASan+UBSan"
 # -am with test-compile (natives skipped): the tests' kvio-oracle resolves to oracle/target/classes
@@ -61,13 +63,18 @@ mvn -B -ntp -q -f "$root/pom.xml" -pl :kvio -am -Djavacpp.skip=true -DskipTests 
   -Dmdep.outputFile="$build/classpath.txt" >/dev/null
 deps=$(cat "$build/classpath.txt")
 javacpp=$(tr ':' '\n' <"$build/classpath.txt" | grep '/javacpp-[0-9][^/]*\.jar$' | head -n 1)
-java -cp "$javacpp:$stage/classes" org.bytedeco.javacpp.tools.Builder -properties "$platform" \
-  -d "$natives" -Dplatform.includepath="$root/native/include" -Dplatform.linkpath="$natives" \
-  -Dplatform.linkpath.prefix2=-Wl,-rpath-link, \
-  -Xcompiler -fsanitize=address,undefined -Xcompiler -fno-sanitize-recover=all \
-  -Xcompiler -fno-omit-frame-pointer -Xcompiler -g io.kvio.bridge.KvioNative >"$build/javacpp.log" 2>&1 ||
-  { cat "$build/javacpp.log" >&2; exit 1; }
-[ -f "$natives/libjniKvioNative.so" ] || { cat "$build/javacpp.log" >&2; exit 1; }
+for bridge in io.kvio.bridge.KvioNative io.kvio.bridge.KvioTestHooks; do
+  java -cp "$javacpp:$stage/classes:$testClasses" org.bytedeco.javacpp.tools.Builder \
+    -properties "$platform" -d "$natives" \
+    -Dplatform.includepath="$root/native/include:$root/native/tests" -Dplatform.linkpath="$natives" \
+    -Dplatform.linkpath.prefix2=-Wl,-rpath-link, \
+    -Xcompiler -fsanitize=address,undefined -Xcompiler -fno-sanitize-recover=all \
+    -Xcompiler -fno-omit-frame-pointer -Xcompiler -g "$bridge" >>"$build/javacpp.log" 2>&1 ||
+    { cat "$build/javacpp.log" >&2; exit 1; }
+done
+for lib in libjniKvioNative.so libjniKvioTestHooks.so; do
+  [ -f "$natives/$lib" ] || { cat "$build/javacpp.log" >&2; exit 1; }
+done
 
 tests=$(cd "$testClasses" && find io -name '*Test.class' ! -name '*$*' ! -name LeakTest.class |
   sed 's/\.class$//; s#/#.#g' | sort | paste -sd, -)
@@ -82,7 +89,7 @@ LD_PRELOAD="$asan:$ubsan" \
 status=${PIPESTATUS[0]}
 set -e
 # The natives TestNG loaded were these instrumented ones (the release ones are not on the path).
-for lib in libkvio.so libjniKvioNative.so; do
+for lib in libkvio.so libjniKvioNative.so libjniKvioTestHooks.so; do
   nm -D "$natives/$lib" | grep ' U __asan_' >/dev/null ||
     { echo "jni-sanitize: $natives/$lib is not instrumented" >&2; exit 1; }
 done

@@ -493,25 +493,3 @@ extern "C" kvio_status kvio_ascend_device_count(int32_t* count_out) {
     return KVIO_STATUS_OK;
   });
 }
-
-extern "C" kvio_status kvio_test_ascend_runtime(const void* table, uint64_t table_bytes) {
-  return kvio::guarded([&]() -> kvio_status {
-    using namespace kvio::ascend;
-    if (table == nullptr) {
-      installAclForTesting(nullptr);
-      return KVIO_STATUS_OK;
-    }
-    const auto* api = static_cast<const AclApi*>(table);
-    if (table_bytes != sizeof(AclApi) || api->version != kAclApiVersion ||
-        api->size != sizeof(AclApi)) {
-      return kvio::fail(KVIO_STATUS_INVALID_ARGUMENT,
-                        "table is not a kvio::ascend::AclApi of version %u (%zu bytes); got %llu "
-                        "bytes, version %u",
-                        kAclApiVersion, sizeof(AclApi),
-                        static_cast<unsigned long long>(table_bytes),
-                        table_bytes >= sizeof(uint32_t) ? api->version : 0u);
-    }
-    installAclForTesting(api);
-    return KVIO_STATUS_OK;
-  });
-}

@@ -1,5 +1,5 @@
-// kvio_debug_live_objects, kvio_debug_live_host_registrations and kvio_test_inject_fault (see
-// diagnostics.hpp and kvio.h), and the counters' definitions.
+// kvio_debug_live_objects and kvio_debug_live_host_registrations (see diagnostics.hpp and
+// kvio.h), and the definitions of the counters and armed faults.
 #include "diagnostics.hpp"
 
 #include "error.hpp"
@@ -9,7 +9,7 @@ namespace kvio {
 
 std::atomic<int64_t> liveHostAllocations{0};
 std::atomic<int64_t> liveHostRegistrations{0};
-std::atomic<int64_t> armedFaults[KVIO_TEST_FAULT_COUNT];
+std::atomic<int64_t> armedFaults[kFaultCount];
 
 }  // namespace kvio
 
@@ -30,21 +30,6 @@ kvio_status kvio_debug_live_host_registrations(int64_t* count_out) {
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(count_out, "count_out"));
     *count_out = liveHostRegistrations.load();
-    return KVIO_STATUS_OK;
-  });
-}
-
-kvio_status kvio_test_inject_fault(int32_t fault, int64_t count) {
-  return guarded([&]() -> kvio_status {
-    if (fault < 1 || fault >= KVIO_TEST_FAULT_COUNT) {
-      return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                  "fault %d is not valid; valid: 1 (host_allocation), 2 (cpu_copy)", fault);
-    }
-    if (count < 0) {
-      return fail(KVIO_STATUS_INVALID_ARGUMENT, "count must be >= 0, got %lld",
-                  static_cast<long long>(count));
-    }
-    armedFaults[fault].store(count);
     return KVIO_STATUS_OK;
   });
 }

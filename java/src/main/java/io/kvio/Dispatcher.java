@@ -533,7 +533,7 @@ final class Dispatcher {
         return byteBuffer(address, 8).getLong(0);
     }
 
-    // ---- diagnostics and test-only fault injection (docs/reliability.md) ----
+    // ---- diagnostics (docs/reliability.md) ----
 
     /** Open pool, executor and transfer handles, and live host allocations, process-wide. */
     static long[] debugLiveObjects() {
@@ -556,10 +556,5 @@ final class Dispatcher {
         } finally {
             free(address);
         }
-    }
-
-    /** Test only: the next {@code count} occurrences of {@code fault} fail (KVIO_TEST_FAULT_*). */
-    static void testInjectFault(int fault, long count) {
-        check(KvioNative.kvio_test_inject_fault(fault, count));
     }
 }

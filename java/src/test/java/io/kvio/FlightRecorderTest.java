@@ -11,7 +11,7 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
-import io.kvio.bridge.KvioNative;
+import io.kvio.bridge.KvioTestHooks;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -182,7 +182,7 @@ public class FlightRecorderTest {
                                 t.await();
                                 large[0] = t.bytes();
                                 // a failed copy: the event carries the status
-                                Dispatcher.testInjectFault(KvioNative.KVIO_TEST_FAULT_CPU_COPY, 1);
+                                TestHooks.injectFault(KvioTestHooks.KVIO_TEST_FAULT_CPU_COPY, 1);
                                 try {
                                     Transfer failed =
                                             mlaHost.load(mla, 0)
@@ -191,8 +191,8 @@ public class FlightRecorderTest {
                                                     .submit();
                                     expectThrows(KvioBackendException.class, failed::await);
                                 } finally {
-                                    Dispatcher.testInjectFault(
-                                            KvioNative.KVIO_TEST_FAULT_CPU_COPY, 0);
+                                    TestHooks.injectFault(
+                                            KvioTestHooks.KVIO_TEST_FAULT_CPU_COPY, 0);
                                 }
                                 // closed without await: still one event
                                 mlaHost.load(mla, 1)

@@ -13,7 +13,7 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
-import io.kvio.bridge.KvioNative;
+import io.kvio.bridge.KvioTestHooks;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -32,8 +32,8 @@ public class ReliabilityTest {
 
     @AfterMethod(alwaysRun = true)
     public void tearDown() throws Exception {
-        Dispatcher.testInjectFault(KvioNative.KVIO_TEST_FAULT_CPU_COPY, 0);
-        Dispatcher.testInjectFault(KvioNative.KVIO_TEST_FAULT_HOST_ALLOCATION, 0);
+        TestHooks.injectFault(KvioTestHooks.KVIO_TEST_FAULT_CPU_COPY, 0);
+        TestHooks.injectFault(KvioTestHooks.KVIO_TEST_FAULT_HOST_ALLOCATION, 0);
         for (int i = resources.size() - 1; i >= 0; i--) resources.get(i).close();
         resources.clear();
     }
@@ -302,7 +302,7 @@ public class ReliabilityTest {
             byte[] deviceData = LayoutOracle.fill(device.buffer(), 5);
             byte[] hostBefore = LayoutOracle.canary(host.buffer(), 5);
             TokenIndices idx = open(TokenIndices.of(range(0, n)));
-            Dispatcher.testInjectFault(KvioNative.KVIO_TEST_FAULT_CPU_COPY, 1);
+            TestHooks.injectFault(KvioTestHooks.KVIO_TEST_FAULT_CPU_COPY, 1);
             Transfer failed = host.backupFromDevice(device, idx, idx);
             KvioBackendException e = expectThrows(KvioBackendException.class, failed::await);
             RejectionTest.assertMessage(
@@ -334,7 +334,7 @@ public class ReliabilityTest {
     public void allocationFailureSurfacesOnTheBuilder() {
         DeviceKvPool device =
                 open(new PoolFixtures.Config(PoolKind.MHA, 2, 8, 4, 2, 64).allocateDevice());
-        Dispatcher.testInjectFault(KvioNative.KVIO_TEST_FAULT_HOST_ALLOCATION, 1);
+        TestHooks.injectFault(KvioTestHooks.KVIO_TEST_FAULT_HOST_ALLOCATION, 1);
         KvioOutOfMemoryException e =
                 expectThrows(
                         KvioOutOfMemoryException.class,

@@ -265,15 +265,11 @@ public final class KvioNative {
             @Cast("int64_t") long capacity,
             @Cast("int64_t*") long countOut);
 
-    // ---- diagnostics and test-only fault injection (docs/reliability.md) ----
-    public static final int KVIO_TEST_FAULT_HOST_ALLOCATION = 1;
-    public static final int KVIO_TEST_FAULT_CPU_COPY = 2;
+    // ---- diagnostics (docs/reliability.md; the test hooks are in the tests' KvioTestHooks) ----
 
     /** countsOut: 4 int64 (open pools, executors, transfers; live host allocations). */
     public static native int kvio_debug_live_objects(@Cast("int64_t*") long countsOut);
 
     /** countOut: 1 int64 (host registrations kvio made and has not ended). */
     public static native int kvio_debug_live_host_registrations(@Cast("int64_t*") long countOut);
-
-    public static native int kvio_test_inject_fault(int fault, @Cast("int64_t") long count);
 }

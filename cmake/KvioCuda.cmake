@@ -54,14 +54,15 @@ if(NOT _kvio_cuda_mode STREQUAL "OFF")
   endif()
 endif()
 
-# Adds the CUDA backend to a target (libkvio, or the static core the white-box tests link).
+# Adds the CUDA backend's sources to the core's object library (kvio_core); whatever links the
+# core links CUDA::cudart_static too (kvio_link_core in the top-level CMakeLists.txt).
 function(kvio_add_cuda_backend target)
   if(NOT KVIO_HAVE_CUDA)
     return()
   endif()
   target_sources(${target} PRIVATE ${KVIO_CUDA_SOURCES})
   target_compile_definitions(${target} PRIVATE KVIO_HAVE_CUDA=1)
-  target_link_libraries(${target} PRIVATE CUDA::cudart_static)
+  target_link_libraries(${target} PRIVATE CUDA::cudart_static)  # its headers
   set_target_properties(${target} PROPERTIES CUDA_VISIBILITY_PRESET hidden)
 endfunction()
 

@@ -44,7 +44,7 @@ rm -rf "$build"  # a fresh configure: changing compilers on an old cache drops t
 cmake -S "$root" -B "$build" -DKVIO_SANITIZE=ON -DKVIO_WITH_CUDA=OFF -DKVIO_BUILD_TESTS=OFF \
   -DKVIO_BUILD_BENCH=OFF -DKVIO_INSTALL_PACKAGE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=g++ >/dev/null
-cmake --build "$build" --target kvio --parallel 2 >/dev/null
+cmake --build "$build" --target kvio_testing --parallel 2 >/dev/null
 
 stage="$build/stage"
 natives="$stage/classes/io/kvio/$platform"
@@ -52,7 +52,7 @@ rm -rf "$stage"
 mkdir -p "$stage"
 cp -r "$classes" "$stage/"
 rm -f "$natives"/*
-cp "$build/libkvio.so" "$natives/"
+cp "$build/testing/libkvio.so" "$natives/"  # the test variant: the Java tests inject faults
 
 echo "jni-sanitize: deps class path and the JNI glue with ASan+UBSan"
 # -am with test-compile (natives skipped): the tests' kvio-oracle resolves to oracle/target/classes

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "ascend/acl_api.hpp"
+#include "kvio_test_hooks.h"
 
 namespace kvio_test {
 

@@ -18,6 +18,7 @@
 
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
+#include "kvio_test_hooks.h"
 #include "oracle.hpp"
 #include "rejection_assertions.hpp"
 

@@ -400,7 +400,7 @@ KVIO_API kvio_status kvio_executor_ascend_stream(uint64_t executor, uint64_t* st
  * kvio_transfer_close. UNSUPPORTED for transfers of other backends. */
 KVIO_API kvio_status kvio_transfer_ascend_event(uint64_t transfer, uint64_t* event_out);
 
-/* ---- diagnostics and tests (docs/reliability.md) ---- */
+/* ---- diagnostics (docs/reliability.md) ---- */
 /* Live objects of this process: counts_out[0] open pool handles, [1] open executor handles,
  * [2] open transfer handles, [3] host allocations kvio made and has not freed yet (memory of
  * closed pools stays allocated while a submitted transfer uses it). All 0 once everything was
@@ -410,22 +410,6 @@ KVIO_API kvio_status kvio_debug_live_objects(int64_t* counts_out /* [4] */);
  * and has not ended yet. 0 once every wrapped pinned pool was closed and its transfers
  * completed (registrations the caller made itself are not counted). */
 KVIO_API kvio_status kvio_debug_live_host_registrations(int64_t* count_out);
-
-/* TEST ONLY: fault injection, to check how failures surface. Arms fault `fault` for its next
- * `count` occurrences in this process (0 disarms):
- *   KVIO_TEST_FAULT_HOST_ALLOCATION: kvio_pool_allocate fails as if mmap failed (OUT_OF_MEMORY);
- *   KVIO_TEST_FAULT_CPU_COPY: the cpu backend's next transfers fail without copying; their
- *   handles complete with BACKEND_ERROR naming the failed copy.
- * Costs one atomic load per allocation or transfer when unarmed; never call it in production. */
-enum { KVIO_TEST_FAULT_HOST_ALLOCATION = 1, KVIO_TEST_FAULT_CPU_COPY = 2 };
-#define KVIO_TEST_FAULT_COUNT 3
-KVIO_API kvio_status kvio_test_inject_fault(int32_t fault, int64_t count);
-
-/* TEST ONLY: replaces the ACL runtime of the kernel_ascend backend by `table`, a
- * kvio::ascend::AclApi (native/src/ascend/acl_api.hpp) of table_bytes bytes whose functions
- * emulate ACL (native/tests/acl_host_emulation.cpp); NULL goes back to libascendcl.so. The table
- * is copied. Call it while no Ascend executor or pool exists; never call it in production. */
-KVIO_API kvio_status kvio_test_ascend_runtime(const void* table, uint64_t table_bytes);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -16,6 +16,7 @@
 
 #include "../core/error.hpp"
 #include "../core/executor.hpp"
+#include "../core/guard.hpp"
 #include "../core/host_registry.hpp"
 #include "../core/pool.hpp"
 #include "acl_api.hpp"
@@ -480,32 +481,15 @@ const MemoryOps& ascendMemoryOps() {
 }  // namespace kvio
 
 extern "C" kvio_status kvio_ascend_device_count(int32_t* count_out) {
-  using namespace kvio::ascend;
-  if (count_out == nullptr) return kvio::fail(KVIO_STATUS_INVALID_ARGUMENT, "count_out is null");
-  *count_out = 0;
-  const AclApi* api = nullptr;
-  KVIO_RETURN_IF_ERROR(runtime(&api));
-  uint32_t count = 0;
-  KVIO_RETURN_IF_ERROR(deviceCount(*api, &count));
-  *count_out = static_cast<int32_t>(count);
-  return KVIO_STATUS_OK;
-}
-
-extern "C" kvio_status kvio_test_ascend_runtime(const void* table, uint64_t table_bytes) {
-  using namespace kvio::ascend;
-  if (table == nullptr) {
-    installAclForTesting(nullptr);
+  return kvio::guarded([&]() -> kvio_status {
+    using namespace kvio::ascend;
+    if (count_out == nullptr) return kvio::fail(KVIO_STATUS_INVALID_ARGUMENT, "count_out is null");
+    *count_out = 0;
+    const AclApi* api = nullptr;
+    KVIO_RETURN_IF_ERROR(runtime(&api));
+    uint32_t count = 0;
+    KVIO_RETURN_IF_ERROR(deviceCount(*api, &count));
+    *count_out = static_cast<int32_t>(count);
     return KVIO_STATUS_OK;
-  }
-  const auto* api = static_cast<const AclApi*>(table);
-  if (table_bytes != sizeof(AclApi) || api->version != kAclApiVersion ||
-      api->size != sizeof(AclApi)) {
-    return kvio::fail(KVIO_STATUS_INVALID_ARGUMENT,
-                      "table is not a kvio::ascend::AclApi of version %u (%zu bytes); got %llu "
-                      "bytes, version %u",
-                      kAclApiVersion, sizeof(AclApi), static_cast<unsigned long long>(table_bytes),
-                      table_bytes >= sizeof(uint32_t) ? api->version : 0u);
-  }
-  installAclForTesting(api);
-  return KVIO_STATUS_OK;
+  });
 }

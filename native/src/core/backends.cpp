@@ -67,10 +67,3 @@ const BackendOps* backendOps(int32_t ioBackend) {
 }
 
 }  // namespace kvio
-
-#if !defined(KVIO_HAVE_CUDA)
-extern "C" kvio_status kvio_cuda_device_count(int32_t* count_out) {
-  if (count_out != nullptr) *count_out = 0;
-  return kvio::noCudaBackend();
-}
-#endif

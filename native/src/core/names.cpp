@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "error.hpp"
+#include "guard.hpp"
 #include "kvio/kvio.h"
 
 namespace kvio {
@@ -73,71 +74,77 @@ using namespace kvio;
 extern "C" {
 
 const char* kvio_version(void) {
-  return KVIO_VERSION_STRING;
+  return guardedValue<const char*>(KVIO_VERSION_STRING, [] { return KVIO_VERSION_STRING; });
 }
 
 const char* kvio_last_error(void) {
-  return lastError().c_str();
+  return guardedValue<const char*>("", [] { return lastError().c_str(); });
 }
 
 const char* kvio_status_name(kvio_status status) {
-  switch (status) {
-    case KVIO_STATUS_OK: return "OK";
-    case KVIO_STATUS_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case KVIO_STATUS_OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case KVIO_STATUS_UNSUPPORTED: return "UNSUPPORTED";
-    case KVIO_STATUS_UNAVAILABLE: return "UNAVAILABLE";
-    case KVIO_STATUS_CLOSED: return "CLOSED";
-    case KVIO_STATUS_OUT_OF_MEMORY: return "OUT_OF_MEMORY";
-    case KVIO_STATUS_BACKEND_ERROR: return "BACKEND_ERROR";
-    case KVIO_STATUS_TIMEOUT: return "TIMEOUT";
-    case KVIO_STATUS_INTERNAL: return "INTERNAL";
-    default: return "UNKNOWN_STATUS";
-  }
+  return guardedValue<const char*>("UNKNOWN_STATUS", [&]() -> const char* {
+    switch (status) {
+      case KVIO_STATUS_OK: return "OK";
+      case KVIO_STATUS_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+      case KVIO_STATUS_OUT_OF_RANGE: return "OUT_OF_RANGE";
+      case KVIO_STATUS_UNSUPPORTED: return "UNSUPPORTED";
+      case KVIO_STATUS_UNAVAILABLE: return "UNAVAILABLE";
+      case KVIO_STATUS_CLOSED: return "CLOSED";
+      case KVIO_STATUS_OUT_OF_MEMORY: return "OUT_OF_MEMORY";
+      case KVIO_STATUS_BACKEND_ERROR: return "BACKEND_ERROR";
+      case KVIO_STATUS_TIMEOUT: return "TIMEOUT";
+      case KVIO_STATUS_INTERNAL: return "INTERNAL";
+      default: return "UNKNOWN_STATUS";
+    }
+  });
 }
 
 const char* kvio_name(int32_t table_id, int32_t value) {
-  if (!validTable(table_id)) return nullptr;
-  const auto& names = table(table_id).names;
-  if (value < 0 || static_cast<size_t>(value) >= names.size()) return nullptr;
-  return names[static_cast<size_t>(value)];
+  return guardedValue<const char*>(nullptr, [&]() -> const char* {
+    if (!validTable(table_id)) return nullptr;
+    const auto& names = table(table_id).names;
+    if (value < 0 || static_cast<size_t>(value) >= names.size()) return nullptr;
+    return names[static_cast<size_t>(value)];
+  });
 }
 
 kvio_status kvio_parse_name(int32_t table_id, const char* text, int32_t* value_out) {
-  if (!validTable(table_id)) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT, "unknown name table %d (valid: 0 to 3)", table_id);
-  }
-  if (value_out == nullptr) return fail(KVIO_STATUS_INVALID_ARGUMENT, "value_out is null");
-  const NameTable& t = table(table_id);
-  if (text == nullptr) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s is missing (null); valid values: %s", t.what,
-                validNames(table_id).c_str());
-  }
-  const std::string given(text);
-  for (size_t i = 0; i < t.names.size(); ++i) {
-    if (given == t.names[i]) {
-      *value_out = static_cast<int32_t>(i);
-      return KVIO_STATUS_OK;
+  return guarded([&]() -> kvio_status {
+    if (!validTable(table_id)) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT, "unknown name table %d (valid: 0 to 3)", table_id);
     }
-  }
-  // Nearest match: case-insensitive edit distance, accepted when it is small next to the name.
-  const std::string lowered = lowerCase(given);
-  size_t best = 0;
-  size_t bestDistance = SIZE_MAX;
-  for (size_t i = 0; i < t.names.size(); ++i) {
-    const size_t d = editDistance(lowered, t.names[i]);
-    if (d < bestDistance) {
-      bestDistance = d;
-      best = i;
+    if (value_out == nullptr) return fail(KVIO_STATUS_INVALID_ARGUMENT, "value_out is null");
+    const NameTable& t = table(table_id);
+    if (text == nullptr) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s is missing (null); valid values: %s", t.what,
+                  validNames(table_id).c_str());
     }
-  }
-  const size_t threshold = std::max<size_t>(2, std::strlen(t.names[best]) / 3);
-  std::string suggestion;
-  if (!given.empty() && bestDistance <= threshold) {
-    suggestion = std::string("; did you mean '") + t.names[best] + "'?";
-  }
-  return fail(KVIO_STATUS_INVALID_ARGUMENT, "unknown %s '%s'; valid values: %s%s", t.what,
-              given.c_str(), validNames(table_id).c_str(), suggestion.c_str());
+    const std::string given(text);
+    for (size_t i = 0; i < t.names.size(); ++i) {
+      if (given == t.names[i]) {
+        *value_out = static_cast<int32_t>(i);
+        return KVIO_STATUS_OK;
+      }
+    }
+    // Nearest match: case-insensitive edit distance, accepted when it is small next to the name.
+    const std::string lowered = lowerCase(given);
+    size_t best = 0;
+    size_t bestDistance = SIZE_MAX;
+    for (size_t i = 0; i < t.names.size(); ++i) {
+      const size_t d = editDistance(lowered, t.names[i]);
+      if (d < bestDistance) {
+        bestDistance = d;
+        best = i;
+      }
+    }
+    const size_t threshold = std::max<size_t>(2, std::strlen(t.names[best]) / 3);
+    std::string suggestion;
+    if (!given.empty() && bestDistance <= threshold) {
+      suggestion = std::string("; did you mean '") + t.names[best] + "'?";
+    }
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "unknown %s '%s'; valid values: %s%s", t.what,
+                given.c_str(), validNames(table_id).c_str(), suggestion.c_str());
+  });
 }
 
 }  // extern "C"

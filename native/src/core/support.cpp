@@ -5,6 +5,7 @@
 
 #include "error.hpp"
 #include "executor.hpp"
+#include "guard.hpp"
 #include "kvio/kvio.h"
 #include "kvio/layout.hpp"
 
@@ -40,49 +41,53 @@ using namespace kvio;
 extern "C" {
 
 kvio_status kvio_backend_available(int32_t io_backend) {
-  const BackendOps* ops = backendOps(io_backend);
-  if (ops == nullptr) {
-    return checkEnum(KVIO_NAME_BACKEND, "io backend", io_backend, KVIO_BACKEND_COUNT);
-  }
-  return ops->available();
+  return guarded([&]() -> kvio_status {
+    const BackendOps* ops = backendOps(io_backend);
+    if (ops == nullptr) {
+      return checkEnum(KVIO_NAME_BACKEND, "io backend", io_backend, KVIO_BACKEND_COUNT);
+    }
+    return ops->available();
+  });
 }
 
 kvio_status kvio_check_support(const kvio_support_query* q) {
-  if (q == nullptr) return fail(KVIO_STATUS_INVALID_ARGUMENT, "query is null");
-  KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_KIND, "pool kind", q->kind, KVIO_KIND_COUNT));
-  KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_LAYOUT, "layout", q->layout, KVIO_LAYOUT_COUNT));
-  KVIO_RETURN_IF_ERROR(
-      checkEnum(KVIO_NAME_BACKEND, "io backend", q->io_backend, KVIO_BACKEND_COUNT));
-  KVIO_RETURN_IF_ERROR(
-      checkEnum(KVIO_NAME_GRANULARITY, "granularity", q->granularity, KVIO_GRANULARITY_COUNT));
-  // Geometry: the same checks a pool spec gets (sizes, overflow, layout fits the kind).
-  kvio_pool_spec spec{q->kind,      q->layout,   q->host_num_layers, 1,
-                      q->page_size, q->head_num, q->head_bytes};
-  LayoutStrides strides;
-  KVIO_RETURN_IF_ERROR(layoutStrides(spec, &strides));
-  if (q->device_num_layers < 1) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT, "device_num_layers must be at least 1, got %lld",
-                static_cast<long long>(q->device_num_layers));
-  }
-  if (q->device_layer_start < 0 ||
-      q->device_layer_start > q->device_num_layers - q->host_num_layers) {
-    return fail(KVIO_STATUS_OUT_OF_RANGE,
-                "the host pool holds device layers [%lld, %lld), outside the device pool's %lld "
-                "layers; a layer-sharded host pool must hold a contiguous range inside [0, %lld)",
-                static_cast<long long>(q->device_layer_start),
-                static_cast<long long>(saturatingAdd(q->device_layer_start, q->host_num_layers)),
-                static_cast<long long>(q->device_num_layers),
-                static_cast<long long>(q->device_num_layers));
-  }
-  const kvio_status available = backendOps(q->io_backend)->available();
-  if (available != KVIO_STATUS_OK) {
-    // Copy the cause first: availableBackends() asks every backend and overwrites it.
-    const std::string cause = lastError();
-    const std::string alternatives = availableBackends();
-    return fail(available, "io backend '%s' is not available here: %s. Available here: %s",
-                kvio_name(KVIO_NAME_BACKEND, q->io_backend), cause.c_str(), alternatives.c_str());
-  }
-  return KVIO_STATUS_OK;
+  return guarded([&]() -> kvio_status {
+    if (q == nullptr) return fail(KVIO_STATUS_INVALID_ARGUMENT, "query is null");
+    KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_KIND, "pool kind", q->kind, KVIO_KIND_COUNT));
+    KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_LAYOUT, "layout", q->layout, KVIO_LAYOUT_COUNT));
+    KVIO_RETURN_IF_ERROR(
+        checkEnum(KVIO_NAME_BACKEND, "io backend", q->io_backend, KVIO_BACKEND_COUNT));
+    KVIO_RETURN_IF_ERROR(
+        checkEnum(KVIO_NAME_GRANULARITY, "granularity", q->granularity, KVIO_GRANULARITY_COUNT));
+    // Geometry: the same checks a pool spec gets (sizes, overflow, layout fits the kind).
+    kvio_pool_spec spec{q->kind,      q->layout,   q->host_num_layers, 1,
+                        q->page_size, q->head_num, q->head_bytes};
+    LayoutStrides strides;
+    KVIO_RETURN_IF_ERROR(layoutStrides(spec, &strides));
+    if (q->device_num_layers < 1) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT, "device_num_layers must be at least 1, got %lld",
+                  static_cast<long long>(q->device_num_layers));
+    }
+    if (q->device_layer_start < 0 ||
+        q->device_layer_start > q->device_num_layers - q->host_num_layers) {
+      return fail(KVIO_STATUS_OUT_OF_RANGE,
+                  "the host pool holds device layers [%lld, %lld), outside the device pool's %lld "
+                  "layers; a layer-sharded host pool must hold a contiguous range inside [0, %lld)",
+                  static_cast<long long>(q->device_layer_start),
+                  static_cast<long long>(saturatingAdd(q->device_layer_start, q->host_num_layers)),
+                  static_cast<long long>(q->device_num_layers),
+                  static_cast<long long>(q->device_num_layers));
+    }
+    const kvio_status available = backendOps(q->io_backend)->available();
+    if (available != KVIO_STATUS_OK) {
+      // Copy the cause first: availableBackends() asks every backend and overwrites it.
+      const std::string cause = lastError();
+      const std::string alternatives = availableBackends();
+      return fail(available, "io backend '%s' is not available here: %s. Available here: %s",
+                  kvio_name(KVIO_NAME_BACKEND, q->io_backend), cause.c_str(), alternatives.c_str());
+    }
+    return KVIO_STATUS_OK;
+  });
 }
 
 }  // extern "C"

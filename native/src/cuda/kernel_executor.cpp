@@ -6,10 +6,12 @@
 // (its event completed and its status read). Device-resident indices are passed to the kernel
 // as they are, bounds-checked there, and the status words come back with one more async copy.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <vector>
 
+#include "../core/launch_shape.hpp"
 #include "copy_kernel.hpp"
 #include "cuda_executor.hpp"
 #include "kernel_launch.hpp"
@@ -74,12 +76,10 @@ class KernelExecutor final : public CudaExecutor {
   kvio_status setLaunch(int32_t ctaBudget, int32_t warpsPerCta) override {
     const int32_t budget = ctaBudget <= 0 ? kDefaultCtaBudget : ctaBudget;
     const int32_t warps = warpsPerCta <= 0 ? kDefaultWarpsPerCta : warpsPerCta;
-    if (budget > 65535 || warps > 32) {
-      return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                  "launch shape %d CTAs x %d warps is not valid (CTA budget 1 to 65535, warps "
-                  "per CTA 1 to 32; 0 for the defaults %d and %d)",
-                  ctaBudget, warpsPerCta, kDefaultCtaBudget, kDefaultWarpsPerCta);
-    }
+    char defaults[64];
+    std::snprintf(defaults, sizeof defaults, "the defaults %d and %d", kDefaultCtaBudget,
+                  kDefaultWarpsPerCta);
+    KVIO_RETURN_IF_ERROR(checkLaunchShape(ctaBudget, warpsPerCta, defaults));
     std::lock_guard<std::mutex> lock(mutex_);
     ctaBudget_ = budget;
     warpsPerCta_ = warps;

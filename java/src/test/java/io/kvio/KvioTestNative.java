@@ -1,7 +1,8 @@
 /*
- * A test-only JavaCPP binding of kvio.h, compiled into its own JNI library (libjniKvioTestNative.so
- * under target/test-classes, by the pom's javacpp-test-jni execution) so the shipped bridge binds
- * no test hook: fault injection (kvio_test_inject_fault, docs/reliability.md), and the values of
+ * A test-only JavaCPP binding of kvio.h and native/tests/kvio_test_hooks.h, compiled into its own
+ * JNI library (libjniKvioTestNative.so under target/test-classes, by the pom's javacpp-test-jni
+ * execution, linked against the test variant of libkvio.so that the test-natives execution puts
+ * beside it) so the shipped bridge and library bind and export no test hook: fault injection (kvio_test_inject_fault, docs/reliability.md), and the values of
  * the header's enum constants and struct offsets as the C compiler sees them, which
  * NativeValuesTest compares with the values the Java API maps by (KvioNative).
  */
@@ -15,7 +16,7 @@ import org.bytedeco.javacpp.annotation.NoException;
 import org.bytedeco.javacpp.annotation.Platform;
 
 @Platform(
-        include = {"stddef.h", "kvio/kvio.h"},
+        include = {"stddef.h", "kvio/kvio.h", "kvio_test_hooks.h"},
         link = "kvio")
 @NoException
 final class KvioTestNative {

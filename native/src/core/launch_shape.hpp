@@ -1,0 +1,31 @@
+// The launch-shape rule of executors that launch a copy kernel: a CTA budget and warps per CTA,
+// each 0 (or less) for the executor's setting. Checked here only: by the core when a transfer
+// brings its own shape (kvio_submit_launch) and by the kernel executor when its shape is set.
+#ifndef KVIO_CORE_LAUNCH_SHAPE_HPP_
+#define KVIO_CORE_LAUNCH_SHAPE_HPP_
+
+#include <cstdint>
+
+#include "error.hpp"
+#include "kvio/kvio.h"
+
+namespace kvio {
+
+constexpr int32_t kMaxCtaBudget = 65535;  // grid x limit of one launch
+constexpr int32_t kMaxWarpsPerCta = 32;   // 1024 threads per CTA
+
+/// INVALID_ARGUMENT when the shape is outside the limits; `zeroMeans` says what a 0 stands for
+/// in the message ("the executor's setting", "the defaults 4 and 16").
+inline kvio_status checkLaunchShape(int32_t ctaBudget, int32_t warpsPerCta, const char* zeroMeans) {
+  if (ctaBudget > kMaxCtaBudget || warpsPerCta > kMaxWarpsPerCta) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "launch shape %d CTAs x %d warps is not valid (CTA budget 1 to %d, warps per CTA 1 "
+                "to %d; 0 for %s)",
+                ctaBudget, warpsPerCta, kMaxCtaBudget, kMaxWarpsPerCta, zeroMeans);
+  }
+  return KVIO_STATUS_OK;
+}
+
+}  // namespace kvio
+
+#endif  // KVIO_CORE_LAUNCH_SHAPE_HPP_

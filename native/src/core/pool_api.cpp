@@ -1,0 +1,219 @@
+// The pool constructors of the C ABI: the four ways to make a pool (allocate, wrap one buffer,
+// wrap one buffer per component, wrap a per-layer pointer table), each checking its own
+// arguments and then describing the memory to openPool(), the one constructor. Queries and
+// kvio_pool_copy are in pool_query.cpp, closing in pool_close.cpp.
+#include <vector>
+
+#include "guard.hpp"
+#include "handles.hpp"
+#include "pool_args.hpp"
+
+namespace kvio {
+namespace {
+
+// A pool's memory, as a constructor found it: where each (component, layer) starts, the
+// regions it covers, and who owns it (kvio's host allocation or device `owner`; none when
+// wrapped).
+struct PoolMemory {
+  int32_t kind = KVIO_MEMORY_HOST;
+  int32_t device = -1;
+  std::vector<uint64_t> layerBase;  // [c * num_layers + l]
+  std::vector<MemoryRegion> regions;
+  std::shared_ptr<HostAllocation> allocation;
+  std::shared_ptr<void> owner;
+};
+
+// The one pool constructor: binds the layout to the memory, adopts or registers the memory for
+// its kind, and hands out the handle.
+kvio_status openPool(const kvio_pool_spec& spec, const LayoutStrides& strides, PoolMemory memory,
+                     uint64_t* out) {
+  auto pool = std::make_shared<PoolImpl>();
+  pool->spec = spec;
+  pool->strides = strides;
+  pool->layerBase = std::move(memory.layerBase);
+  pool->regions = std::move(memory.regions);
+  pool->allocation = std::move(memory.allocation);
+  pool->bindLayout();
+  KVIO_RETURN_IF_ERROR(pool->bindMemory(memory.kind, memory.device, std::move(memory.owner)));
+  *out = pools().add(std::move(pool));
+  return KVIO_STATUS_OK;
+}
+
+// Layer starts of a pool whose components are separate buffers at `componentBases`.
+std::vector<uint64_t> componentLayers(const kvio_pool_spec& spec, const LayoutStrides& strides,
+                                      const uint64_t* componentBases) {
+  const int32_t components = componentCount(spec.kind);
+  std::vector<uint64_t> layerBase(static_cast<size_t>(components * spec.num_layers));
+  for (int32_t c = 0; c < components; ++c) {
+    for (int64_t l = 0; l < spec.num_layers; ++l) {
+      layerBase[static_cast<size_t>(c * spec.num_layers + l)] =
+          componentBases[c] + static_cast<uint64_t>(l * strides.strideL);
+    }
+  }
+  return layerBase;
+}
+
+}  // namespace
+}  // namespace kvio
+
+using namespace kvio;
+
+extern "C" {
+
+kvio_status kvio_pool_allocate(const kvio_pool_spec* spec, uint64_t* pool_out) {
+  return kvio_pool_allocate_memory(spec, KVIO_MEMORY_HOST, -1, pool_out);
+}
+
+kvio_status kvio_pool_allocate_memory(const kvio_pool_spec* spec, int32_t memory_kind,
+                                      int32_t device, uint64_t* pool_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(pool_out, "pool_out"));
+    LayoutStrides strides;
+    KVIO_RETURN_IF_ERROR(checkSpec(spec, &strides));
+    KVIO_RETURN_IF_ERROR(checkMemoryKind(memory_kind, device));
+    const uint64_t componentBytes = static_cast<uint64_t>(strides.componentBytes);
+    const int32_t components = componentCount(spec->kind);
+    const uint64_t total = componentBytes * components;
+    PoolMemory memory;
+    memory.kind = memory_kind;
+    memory.device = device;
+    uint64_t address = 0;
+    if (memory_kind == KVIO_MEMORY_HOST) {
+      KVIO_RETURN_IF_ERROR(HostAllocation::create(total, &memory.allocation));
+      address = memory.allocation->address();
+    } else {
+      KVIO_RETURN_IF_ERROR(
+          memoryOpsFor(memory_kind).allocate(memory_kind, device, total, &address, &memory.owner));
+    }
+    uint64_t bases[AffineLayout::kMaxComponents];
+    for (int32_t c = 0; c < components; ++c) bases[c] = address + c * componentBytes;
+    memory.layerBase = componentLayers(*spec, strides, bases);
+    memory.regions.push_back({address, total});
+    return openPool(*spec, strides, std::move(memory), pool_out);
+  });
+}
+
+kvio_status kvio_pool_wrap(const kvio_pool_spec* spec, uint64_t address, uint64_t size_bytes,
+                           uint64_t* pool_out) {
+  return kvio_pool_wrap_memory(spec, KVIO_MEMORY_HOST, -1, address, size_bytes, pool_out);
+}
+
+kvio_status kvio_pool_wrap_memory(const kvio_pool_spec* spec, int32_t memory_kind, int32_t device,
+                                  uint64_t address, uint64_t size_bytes, uint64_t* pool_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(pool_out, "pool_out"));
+    KVIO_RETURN_IF_ERROR(checkMemoryKind(memory_kind, device));
+    LayoutStrides strides;
+    KVIO_RETURN_IF_ERROR(checkSpec(spec, &strides));
+    const int32_t components = componentCount(spec->kind);
+    const uint64_t needed = static_cast<uint64_t>(strides.componentBytes) * components;
+    if (size_bytes < needed) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "size_bytes %llu is too small: this spec needs %llu bytes (%d components x %lld)",
+                  static_cast<unsigned long long>(size_bytes),
+                  static_cast<unsigned long long>(needed), components,
+                  static_cast<long long>(strides.componentBytes));
+    }
+    KVIO_RETURN_IF_ERROR(checkAddress("pool", address, size_bytes));
+    uint64_t bases[AffineLayout::kMaxComponents];
+    for (int32_t c = 0; c < components; ++c) bases[c] = address + c * strides.componentBytes;
+    PoolMemory memory;
+    memory.kind = memory_kind;
+    memory.device = device;
+    memory.layerBase = componentLayers(*spec, strides, bases);
+    memory.regions.push_back({address, size_bytes});
+    return openPool(*spec, strides, std::move(memory), pool_out);
+  });
+}
+
+kvio_status kvio_pool_wrap_components(const kvio_pool_spec* spec, const uint64_t* addresses,
+                                      int32_t num_components, uint64_t bytes_each,
+                                      uint64_t* pool_out) {
+  return kvio_pool_wrap_components_memory(spec, KVIO_MEMORY_HOST, -1, addresses, num_components,
+                                          bytes_each, pool_out);
+}
+
+kvio_status kvio_pool_wrap_components_memory(const kvio_pool_spec* spec, int32_t memory_kind,
+                                             int32_t device, const uint64_t* addresses,
+                                             int32_t num_components, uint64_t bytes_each,
+                                             uint64_t* pool_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(pool_out, "pool_out"));
+    KVIO_RETURN_IF_ERROR(checkMemoryKind(memory_kind, device));
+    KVIO_RETURN_IF_ERROR(checkOut(addresses, "component_addresses"));
+    LayoutStrides strides;
+    KVIO_RETURN_IF_ERROR(checkSpec(spec, &strides));
+    const int32_t components = componentCount(spec->kind);
+    if (num_components != components) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "num_components is %d but a %s pool has %d components", num_components,
+                  spec->kind == KVIO_KIND_MHA ? "mha" : "mla", components);
+    }
+    if (bytes_each < static_cast<uint64_t>(strides.componentBytes)) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "bytes_each %llu is too small: each component needs %lld bytes",
+                  static_cast<unsigned long long>(bytes_each),
+                  static_cast<long long>(strides.componentBytes));
+    }
+    PoolMemory memory;
+    memory.kind = memory_kind;
+    memory.device = device;
+    for (int32_t c = 0; c < components; ++c) {
+      KVIO_RETURN_IF_ERROR(checkAddress("component", addresses[c], bytes_each));
+      memory.regions.push_back({addresses[c], bytes_each});
+    }
+    memory.layerBase = componentLayers(*spec, strides, addresses);
+    return openPool(*spec, strides, std::move(memory), pool_out);
+  });
+}
+
+kvio_status kvio_pool_wrap_layer_table(const kvio_pool_spec* spec, const uint64_t* table,
+                                       int64_t num_entries, uint64_t bytes_each,
+                                       uint64_t* pool_out) {
+  return kvio_pool_wrap_layer_table_memory(spec, KVIO_MEMORY_HOST, -1, table, num_entries,
+                                           bytes_each, pool_out);
+}
+
+kvio_status kvio_pool_wrap_layer_table_memory(const kvio_pool_spec* spec, int32_t memory_kind,
+                                              int32_t device, const uint64_t* table,
+                                              int64_t num_entries, uint64_t bytes_each,
+                                              uint64_t* pool_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(pool_out, "pool_out"));
+    KVIO_RETURN_IF_ERROR(checkMemoryKind(memory_kind, device));
+    KVIO_RETURN_IF_ERROR(checkOut(table, "layer_addresses"));
+    LayoutStrides strides;
+    KVIO_RETURN_IF_ERROR(checkSpec(spec, &strides));
+    if (spec->layout != KVIO_LAYOUT_LAYER_FIRST) {
+      return fail(KVIO_STATUS_UNSUPPORTED,
+                  "per-layer pointer tables hold one buffer per layer, so the layout must be "
+                  "layer_first, got %s",
+                  kvio_name(KVIO_NAME_LAYOUT, spec->layout));
+    }
+    const int32_t components = componentCount(spec->kind);
+    const int64_t expected = components * spec->num_layers;
+    if (num_entries != expected) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "num_entries is %lld but the table needs %d components x %lld layers = %lld",
+                  static_cast<long long>(num_entries), components,
+                  static_cast<long long>(spec->num_layers), static_cast<long long>(expected));
+    }
+    if (bytes_each < static_cast<uint64_t>(strides.strideL)) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "bytes_each %llu is too small: each layer buffer needs %lld bytes",
+                  static_cast<unsigned long long>(bytes_each),
+                  static_cast<long long>(strides.strideL));
+    }
+    PoolMemory memory;
+    memory.kind = memory_kind;
+    memory.device = device;
+    memory.layerBase.assign(table, table + num_entries);
+    for (int64_t i = 0; i < num_entries; ++i) {
+      KVIO_RETURN_IF_ERROR(checkAddress("layer buffer", table[i], bytes_each));
+      memory.regions.push_back({table[i], bytes_each});
+    }
+    return openPool(*spec, strides, std::move(memory), pool_out);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,52 @@
+// Argument checks shared by the pool entry points (pool_api.cpp, pool_query.cpp): the spec,
+// caller addresses, the memory kind and region numbers. Each failure names the argument.
+#ifndef KVIO_CORE_POOL_ARGS_HPP_
+#define KVIO_CORE_POOL_ARGS_HPP_
+
+#include "error.hpp"
+#include "kvio/kvio.h"
+#include "kvio/layout.hpp"
+#include "pool.hpp"
+
+namespace kvio {
+
+inline kvio_status checkSpec(const kvio_pool_spec* spec, LayoutStrides* strides) {
+  if (spec == nullptr) return fail(KVIO_STATUS_INVALID_ARGUMENT, "spec is null");
+  return layoutStrides(*spec, strides);
+}
+
+inline kvio_status checkAddress(const char* what, uint64_t address, uint64_t bytes) {
+  if (address == 0) return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s address is 0 (null)", what);
+  if (address + bytes < address) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s [0x%llx, +%llu) wraps around the address space",
+                what, static_cast<unsigned long long>(address),
+                static_cast<unsigned long long>(bytes));
+  }
+  return KVIO_STATUS_OK;
+}
+
+inline kvio_status checkMemoryKind(int32_t kind, int32_t device) {
+  if (kind < 0 || kind >= KVIO_MEMORY_COUNT) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "memory_kind %d is not valid (0 = host, 1 = host_pinned, 2 = cuda_device, 3 = "
+                "ascend_device, 4 = ascend_host_pinned)",
+                kind);
+  }
+  if (kind != KVIO_MEMORY_HOST && device < 0) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "device %d is not a device ordinal (>= 0)", device);
+  }
+  return KVIO_STATUS_OK;
+}
+
+inline kvio_status checkRegion(const PoolImpl& pool, int64_t region) {
+  const int64_t count = static_cast<int64_t>(pool.regions.size());
+  if (region < 0 || region >= count) {
+    return fail(KVIO_STATUS_OUT_OF_RANGE, "region %lld is out of range (valid: 0 to %lld)",
+                static_cast<long long>(region), static_cast<long long>(count - 1));
+  }
+  return KVIO_STATUS_OK;
+}
+
+}  // namespace kvio
+
+#endif  // KVIO_CORE_POOL_ARGS_HPP_

@@ -1,0 +1,131 @@
+// Closing pools (kvio_pool_close, kvio_pool_close_wait): a closed pool's memory goes with the
+// last transfer that uses it, and kvio_pool_close_wait waits until that has happened, so the
+// caller may free wrapped memory right after it returns.
+#include <algorithm>
+#include <chrono>
+#include <iterator>
+#include <mutex>
+#include <unordered_map>
+
+#include "guard.hpp"
+#include "handles.hpp"
+
+namespace kvio {
+namespace {
+
+// Pools closed while transfers still used them, until kvio_pool_close_wait reports their memory
+// released (entries whose memory was released are pruned as the table grows).
+class ClosingPools {
+ public:
+  void add(uint64_t handle, std::shared_ptr<PoolUsage> usage) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (pools_.size() >= pruneAt_) {
+      for (auto it = pools_.begin(); it != pools_.end();) {
+        it = it->second->released() ? pools_.erase(it) : std::next(it);
+      }
+      pruneAt_ = std::max<size_t>(64, 2 * pools_.size());
+    }
+    pools_[handle] = std::move(usage);
+  }
+  std::shared_ptr<PoolUsage> find(uint64_t handle) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = pools_.find(handle);
+    return it == pools_.end() ? nullptr : it->second;
+  }
+  void erase(uint64_t handle) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pools_.erase(handle);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<uint64_t, std::shared_ptr<PoolUsage>> pools_;
+  size_t pruneAt_ = 64;
+};
+
+ClosingPools& closingPools() {
+  static ClosingPools* c = new ClosingPools();  // lives until exit
+  return *c;
+}
+
+// After the handle was removed: transfers found done drop their references, and when none uses
+// the pool any more, dropping `pool` releases its memory (and ends kvio's registration) here.
+void closePool(uint64_t handle, std::shared_ptr<PoolImpl> pool) {
+  const std::shared_ptr<PoolUsage> usage = pool->usage();
+  usage->pending();
+  pool.reset();
+  if (!usage->released()) closingPools().add(handle, usage);
+}
+
+// Waits until the memory of closed pool `handle` is released, or until the deadline.
+kvio_status waitReleased(uint64_t handle, int64_t timeoutNs) {
+  if (timeoutNs > (int64_t{1} << 60)) timeoutNs = -1;  // decades: no limit (and no overflow)
+  const std::shared_ptr<PoolUsage> usage = closingPools().find(handle);
+  if (usage == nullptr) return KVIO_STATUS_OK;  // released when it was closed, or reported
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::nanoseconds(timeoutNs < 0 ? 0 : timeoutNs);
+  for (;;) {
+    if (usage->released()) {
+      closingPools().erase(handle);
+      return KVIO_STATUS_OK;
+    }
+    const std::vector<std::shared_ptr<TransferState>> pending = usage->pending();
+    const auto now = std::chrono::steady_clock::now();
+    if (usage->released()) continue;
+    if (timeoutNs >= 0 && now >= deadline) {
+      return fail(KVIO_STATUS_TIMEOUT,
+                  "pool 0x%llx is closed but %zu transfer(s) submitted with it were still running "
+                  "after %lld ns, so kvio still uses its memory; wait again "
+                  "(kvio_pool_close_wait) before freeing it",
+                  static_cast<unsigned long long>(handle), pending.size(),
+                  static_cast<long long>(timeoutNs));
+    }
+    if (pending.empty()) {
+      // No transfer left, but the memory is being released by another thread (or a submit
+      // racing with the close still holds the pool): wait for the release briefly.
+      auto until = now + std::chrono::milliseconds(1);
+      if (timeoutNs >= 0 && deadline < until) until = deadline;
+      usage->waitReleased(until);
+      continue;
+    }
+    const int64_t left =
+        timeoutNs < 0
+            ? -1
+            : std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count();
+    pending.front()->wait(left);
+  }
+}
+
+}  // namespace
+}  // namespace kvio
+
+using namespace kvio;
+
+extern "C" {
+
+kvio_status kvio_pool_close(uint64_t pool_handle) {
+  return guarded([&]() -> kvio_status {
+    std::shared_ptr<PoolImpl> pool;
+    KVIO_RETURN_IF_ERROR(pools().remove(pool_handle, "pool", &pool));
+    closePool(pool_handle, std::move(pool));  // memory goes with the last transfer using it
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_pool_close_wait(uint64_t pool_handle, int64_t timeout_ns) {
+  return guarded([&]() -> kvio_status {
+    std::shared_ptr<PoolImpl> pool;
+    const kvio_status removed = pools().remove(pool_handle, "pool", &pool);
+    if (removed == KVIO_STATUS_OK) {
+      closePool(pool_handle, std::move(pool));
+    } else if (removed != KVIO_STATUS_CLOSED) {
+      return removed;  // not a pool handle
+    } else if (!pools().issued(pool_handle)) {
+      return fail(KVIO_STATUS_CLOSED, "pool 0x%llx was never opened",
+                  static_cast<unsigned long long>(pool_handle));
+    }
+    return waitReleased(pool_handle, timeout_ns);
+  });
+}
+
+}  // extern "C"

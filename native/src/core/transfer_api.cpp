@@ -1,0 +1,250 @@
+// The transfer entry points of the C ABI: submit (look up the handles, validate, plan or
+// describe the layouts, hand the job to the executor), then wait, poll, describe and close the
+// transfer; and kvio_plan, which returns the plan a transfer would run.
+#include <algorithm>
+#include <atomic>
+
+#include "guard.hpp"
+#include "handles.hpp"
+#include "launch_shape.hpp"
+#include "planner.hpp"
+#include "validate.hpp"
+
+namespace kvio {
+namespace {
+
+MemoryPlace placeOf(const PoolImpl& pool) {
+  return {pool.memoryKind, pool.device};
+}
+
+// Binds the layout of a pool to the device-accessible layer table.
+void deviceLayout(const PoolImpl& pool, std::vector<uint64_t>* table, AffineLayout* out) {
+  *table = pool.deviceLayerBase.empty() ? pool.layerBase : pool.deviceLayerBase;
+  *out = pool.layout;
+  out->layerBase = table->data();
+}
+
+// kvio_transfer_timing: whether transfers submitted now record their times.
+std::atomic<bool> transferTiming{false};
+
+kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool deviceIndices,
+                   uint64_t* out, int32_t ctaBudget = 0, int32_t warpsPerCta = 0) {
+  const int64_t submitNs =
+      transferTiming.load(std::memory_order_relaxed) ? TransferState::monotonicNs() : 0;
+  KVIO_RETURN_IF_ERROR(checkOut(out, "transfer_out"));
+  KVIO_RETURN_IF_ERROR(checkLaunchShape(ctaBudget, warpsPerCta, "the executor's setting"));
+  std::shared_ptr<ExecutorImpl> executor;
+  std::shared_ptr<PoolImpl> src, dst;
+  KVIO_RETURN_IF_ERROR(executors().get(executorHandle, "executor", &executor));
+  KVIO_RETURN_IF_ERROR(pools().get(desc.src_pool, "src_pool", &src));
+  KVIO_RETURN_IF_ERROR(pools().get(desc.dst_pool, "dst_pool", &dst));
+  Executor& ex = *executor->executor;
+  KVIO_RETURN_IF_ERROR(ex.acceptMemory(placeOf(*src), placeOf(*dst)));
+  auto job = std::make_shared<Job>();
+  uint64_t bytes = 0;
+  if (deviceIndices) {
+    if (!ex.acceptsDeviceIndices()) {
+      return fail(KVIO_STATUS_UNSUPPORTED,
+                  "device-resident indices need the 'kernel' io backend (this executor is '%s')",
+                  kvio_name(KVIO_NAME_BACKEND, executor->backend));
+    }
+    KVIO_RETURN_IF_ERROR(validateDeviceTransfer(*src, *dst, desc));
+    KVIO_RETURN_IF_ERROR(ex.checkDeviceIndices(desc.src_indices, desc.dst_indices));
+  } else {
+    PlanRequest request;
+    thread_local std::vector<IndexRun> runs;  // reused: no allocation per transfer
+    KVIO_RETURN_IF_ERROR(validateTransfer(*src, *dst, desc, &request, &runs));
+    if (ex.usesPlan()) {
+      job->plan = takePlanStorage();
+      planTransfer(request, runs, &job->plan);
+      for (const kvio_copy2d& c : job->plan) bytes += c.width * c.height;
+    }
+  }
+  if (!ex.usesPlan()) {
+    LayoutJob& l = job->layout;
+    deviceLayout(*src, &l.srcTable, &l.src);
+    deviceLayout(*dst, &l.dstTable, &l.dst);
+    l.srcIndices = desc.src_indices;
+    l.dstIndices = desc.dst_indices;
+    l.indicesOnDevice = deviceIndices;
+    l.count = desc.num_indices;
+    l.srcLayerStart = desc.src_layer_start;
+    l.dstLayerStart = desc.dst_layer_start;
+    l.numLayers = desc.num_layers;
+    l.ctaBudget = ctaBudget > 0 ? ctaBudget : 0;
+    l.warpsPerCta = warpsPerCta > 0 ? warpsPerCta : 0;
+    bytes = static_cast<uint64_t>(desc.num_indices) * static_cast<uint64_t>(desc.num_layers) *
+            static_cast<uint64_t>(src->components()) *
+            static_cast<uint64_t>(src->layout.rowBytes());
+  }
+  job->srcPlace = placeOf(*src);
+  job->dstPlace = placeOf(*dst);
+  job->srcPool = src.get();
+  job->dstPool = dst.get();
+  job->state = std::make_shared<TransferState>(bytes);
+  TransferState::Shape shape;
+  shape.ioBackend = executor->backend;
+  shape.srcLayout = src->spec.layout;
+  shape.dstLayout = dst->spec.layout;
+  shape.srcMemory = src->memoryKind;
+  shape.dstMemory = dst->memoryKind;
+  shape.components = src->components();
+  shape.numIndices = desc.num_indices;
+  shape.numLayers = desc.num_layers;
+  shape.copies = ex.usesPlan() ? static_cast<int64_t>(job->plan.size()) : 0;
+  shape.launches = ex.usesPlan() ? 0 : 1;
+  shape.submitNs = submitNs;
+  job->state->describe(shape);
+  src->usage()->add(job->state);
+  if (dst != src) dst->usage()->add(job->state);
+  job->state->holdPools(std::move(src), std::move(dst));
+  // The registry keeps the state alive until the caller closes the handle it has not seen yet.
+  TransferState* const state = job->state.get();
+  *out = transfers().add(job->state);
+  ex.submit(std::move(job));
+  if (!ex.marksStart()) state->markStarted();
+  return KVIO_STATUS_OK;
+}
+
+}  // namespace
+}  // namespace kvio
+
+using namespace kvio;
+
+extern "C" {
+
+kvio_status kvio_submit_launch(uint64_t executor, const kvio_transfer_desc* desc,
+                               int32_t cta_budget, int32_t warps_per_cta, uint64_t* transfer_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
+    return submit(executor, *desc, false, transfer_out, cta_budget, warps_per_cta);
+  });
+}
+
+kvio_status kvio_submit_device_indices(uint64_t executor, const kvio_transfer_desc* desc,
+                                       uint64_t* transfer_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
+    return submit(executor, *desc, true, transfer_out);
+  });
+}
+
+kvio_status kvio_submit(uint64_t executor, const kvio_transfer_desc* desc, uint64_t* transfer_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
+    return submit(executor, *desc, false, transfer_out);
+  });
+}
+
+kvio_status kvio_submit_args(uint64_t executor, uint64_t src_pool, uint64_t dst_pool,
+                             const int64_t* src_indices, const int64_t* dst_indices,
+                             int64_t num_indices, int64_t src_layer_start, int64_t dst_layer_start,
+                             int64_t num_layers, uint64_t* transfer_out) {
+  return guarded([&]() -> kvio_status {
+    const kvio_transfer_desc desc{src_pool,    dst_pool,        src_indices,     dst_indices,
+                                  num_indices, src_layer_start, dst_layer_start, num_layers};
+    return submit(executor, desc, false, transfer_out);
+  });
+}
+
+kvio_status kvio_transfer_wait(uint64_t transfer, int64_t timeout_ns) {
+  return guarded([&]() -> kvio_status {
+    std::shared_ptr<TransferState> state;
+    KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
+    if (!state->wait(timeout_ns)) {
+      return fail(KVIO_STATUS_TIMEOUT, "transfer not done after %lld ns",
+                  static_cast<long long>(timeout_ns));
+    }
+    const kvio_status status = state->status();
+    if (status != KVIO_STATUS_OK) return fail(status, "%s", state->message().c_str());
+    return KVIO_STATUS_OK;
+  });
+}
+
+int32_t kvio_transfer_is_done(uint64_t transfer) {
+  int32_t done = 0;
+  const kvio_status status = guarded([&]() -> kvio_status {
+    std::shared_ptr<TransferState> state;
+    KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
+    done = state->isDone() ? 1 : 0;
+    return KVIO_STATUS_OK;
+  });
+  return status == KVIO_STATUS_OK ? done : -status;
+}
+
+kvio_status kvio_transfer_bytes(uint64_t transfer, uint64_t* bytes_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(bytes_out, "bytes_out"));
+    std::shared_ptr<TransferState> state;
+    KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
+    *bytes_out = state->bytes();
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_transfer_get_info(uint64_t transfer, kvio_transfer_info* info_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(info_out, "info_out"));
+    std::shared_ptr<TransferState> state;
+    KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
+    const TransferState::Shape& shape = state->shape();
+    kvio_transfer_info info{};
+    info.io_backend = shape.ioBackend;
+    info.src_layout = shape.srcLayout;
+    info.dst_layout = shape.dstLayout;
+    info.src_memory = shape.srcMemory;
+    info.dst_memory = shape.dstMemory;
+    info.components = shape.components;
+    info.num_indices = shape.numIndices;
+    info.num_layers = shape.numLayers;
+    info.bytes = state->bytes();
+    info.copies = shape.copies;
+    info.launches = shape.launches;
+    info.submit_ns = shape.submitNs;
+    info.start_ns = state->startNs();
+    info.done = state->isDone() ? 1 : 0;  // polls a device completion, as kvio_transfer_is_done
+    info.end_ns = state->endNs();
+    info.status = info.done ? state->status() : KVIO_STATUS_OK;
+    *info_out = info;
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_transfer_timing(int32_t enabled) {
+  return guarded([&]() -> kvio_status {
+    transferTiming.store(enabled != 0, std::memory_order_relaxed);
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_transfer_close(uint64_t transfer) {
+  return guarded([&]() -> kvio_status {
+    std::shared_ptr<TransferState> state;
+    return transfers().remove(transfer, "transfer", &state);
+  });
+}
+
+kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copies_out, int64_t capacity,
+                      int64_t* count_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
+    KVIO_RETURN_IF_ERROR(checkOut(count_out, "count_out"));
+    std::shared_ptr<PoolImpl> src, dst;
+    KVIO_RETURN_IF_ERROR(pools().get(desc->src_pool, "src_pool", &src));
+    KVIO_RETURN_IF_ERROR(pools().get(desc->dst_pool, "dst_pool", &dst));
+    PlanRequest request;
+    std::vector<IndexRun> runs;
+    KVIO_RETURN_IF_ERROR(validateTransfer(*src, *dst, *desc, &request, &runs));
+    std::vector<kvio_copy2d> plan;
+    planTransfer(request, runs, &plan);
+    *count_out = static_cast<int64_t>(plan.size());
+    if (copies_out != nullptr) {
+      const size_t n =
+          std::min<size_t>(plan.size(), capacity > 0 ? static_cast<size_t>(capacity) : 0);
+      std::copy(plan.begin(), plan.begin() + static_cast<std::ptrdiff_t>(n), copies_out);
+    }
+    return KVIO_STATUS_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,35 @@
+/* kvio's test hooks: entry points that only the test variant of libkvio exports (target
+ * kvio_testing, built from the same core objects plus native/tests/test_hooks.cpp into
+ * <build>/testing/libkvio.so). The shipped libkvio.so exports none of them. The C++ tests that
+ * use them link kvio_testing (or the white-box static core); the Java tests load the test
+ * variant through io.kvio.KvioTestNative (java/src/test). */
+#ifndef KVIO_TEST_HOOKS_H_
+#define KVIO_TEST_HOOKS_H_
+
+#include "kvio/kvio.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* TEST ONLY: fault injection, to check how failures surface. Arms fault `fault` for its next
+ * `count` occurrences in this process (0 disarms):
+ *   KVIO_TEST_FAULT_HOST_ALLOCATION: kvio_pool_allocate fails as if mmap failed (OUT_OF_MEMORY);
+ *   KVIO_TEST_FAULT_CPU_COPY: the cpu backend's next transfers fail without copying; their
+ *   handles complete with BACKEND_ERROR naming the failed copy.
+ * Costs one atomic load per allocation or transfer when unarmed; test builds only. */
+enum { KVIO_TEST_FAULT_HOST_ALLOCATION = 1, KVIO_TEST_FAULT_CPU_COPY = 2 };
+#define KVIO_TEST_FAULT_COUNT 3
+KVIO_API kvio_status kvio_test_inject_fault(int32_t fault, int64_t count);
+
+/* TEST ONLY: replaces the ACL runtime of the kernel_ascend backend by `table`, a
+ * kvio::ascend::AclApi (native/src/ascend/acl_api.hpp) of table_bytes bytes whose functions
+ * emulate ACL (native/tests/acl_host_emulation.cpp); NULL goes back to libascendcl.so. The table
+ * is copied. Call it while no Ascend executor or pool exists; test builds only. */
+KVIO_API kvio_status kvio_test_ascend_runtime(const void* table, uint64_t table_bytes);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KVIO_TEST_HOOKS_H_ */

@@ -1,0 +1,56 @@
+// The test hooks (kvio_test_hooks.h): fault injection and the ACL runtime emulation entry.
+// Linked with the core's objects into the test variant of libkvio (kvio_testing) and the
+// white-box tests' static core only; the shipped libkvio.so has neither.
+#include "ascend/acl_api.hpp"
+#include "core/diagnostics.hpp"
+#include "core/guard.hpp"
+#include "kvio_test_hooks.h"
+
+namespace kvio {
+static_assert(int{KVIO_TEST_FAULT_HOST_ALLOCATION} == int{kFaultHostAllocation} &&
+                  int{KVIO_TEST_FAULT_CPU_COPY} == int{kFaultCpuCopy} &&
+                  KVIO_TEST_FAULT_COUNT == int{kFaultCount},
+              "kvio_test_hooks.h and diagnostics.hpp number the faults alike");
+}  // namespace kvio
+
+using namespace kvio;
+
+extern "C" {
+
+kvio_status kvio_test_inject_fault(int32_t fault, int64_t count) {
+  return guarded([&]() -> kvio_status {
+    if (fault < 1 || fault >= kFaultCount) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "fault %d is not valid; valid: 1 (host_allocation), 2 (cpu_copy)", fault);
+    }
+    if (count < 0) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT, "count must be >= 0, got %lld",
+                  static_cast<long long>(count));
+    }
+    armedFaults[fault].store(count);
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_test_ascend_runtime(const void* table, uint64_t table_bytes) {
+  return guarded([&]() -> kvio_status {
+    using namespace kvio::ascend;
+    if (table == nullptr) {
+      installAclForTesting(nullptr);
+      return KVIO_STATUS_OK;
+    }
+    const auto* api = static_cast<const AclApi*>(table);
+    if (table_bytes != sizeof(AclApi) || api->version != kAclApiVersion ||
+        api->size != sizeof(AclApi)) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "table is not a kvio::ascend::AclApi of version %u (%zu bytes); got %llu "
+                  "bytes, version %u",
+                  kAclApiVersion, sizeof(AclApi), static_cast<unsigned long long>(table_bytes),
+                  table_bytes >= sizeof(uint32_t) ? api->version : 0u);
+    }
+    installAclForTesting(api);
+    return KVIO_STATUS_OK;
+  });
+}
+
+}  // extern "C"

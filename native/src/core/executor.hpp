@@ -20,6 +20,10 @@ namespace kvio {
 
 struct PoolImpl;  // pool.hpp
 
+/// A native handle an executor or a device completion can hand out (a stream, an event). The
+/// backend registry (backends.hpp) names the kinds; the core passes them through unread.
+enum class NativeHandle : int32_t;
+
 /// Completion tracked by a device (a CUDA event). A TransferState with one attached is done
 /// when the device says so; the core never includes a backend's headers, so this is abstract.
 class DeviceCompletion {
@@ -31,10 +35,9 @@ class DeviceCompletion {
   virtual void synchronize() = 0;
   /// Once done: the transfer's status, and its message when not OK.
   virtual kvio_status finish(std::string* message) = 0;
-  /// The native event handle (a cudaEvent_t, or an aclrtEvent), for kvio_transfer_*_event.
-  virtual uint64_t nativeEvent() const = 0;
-  /// True for an Ascend (ACL) event, false for a CUDA one.
-  virtual bool isAscend() const { return false; }
+  /// The native handle of this kind (its event, for kvio_transfer_*_event) into *out; false
+  /// when it has none of this kind.
+  virtual bool nativeHandle(NativeHandle kind, uint64_t* out) const = 0;
 };
 
 /// Completion of one submitted transfer: a one-shot event with a status and a message. It also
@@ -178,10 +181,9 @@ class Executor {
   /// OK if this executor can move between memory of these kinds, else the reason. The default
   /// is the host-memory rule of the cpu backend.
   virtual kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const;
-  /// CUDA executors: the stream, and the kernel launch shape.
-  virtual bool cudaStream(uint64_t* stream) const { return false; }
-  /// The Ascend executor: its aclrtStream.
-  virtual bool ascendStream(uint64_t* stream) const { return false; }
+  /// The native handle of this kind (its stream) into *out; false when it has none of this kind.
+  virtual bool nativeHandle(NativeHandle kind, uint64_t* out) const { return false; }
+  /// The kernel launch shape (kvio_executor_set_launch).
   virtual kvio_status setLaunch(int32_t ctaBudget, int32_t warpsPerCta);
 };
 

@@ -3,6 +3,8 @@
 // the kernel and direct tables and the CUDA memory services come from native/src/cuda/. The
 // kernel_ascend table (native/src/ascend/) is always built: it loads the ACL runtime at run
 // time and reports why it is absent.
+#include "backends.hpp"
+
 #include "error.hpp"
 #include "executor.hpp"
 #include "pool.hpp"

@@ -1,6 +1,6 @@
 // The interface between the core and the backends. The core validates and plans; an
 // Executor runs plans in submission order and reports completion through a TransferState.
-// Backends register a BackendOps table (backends.cpp); the core never includes a backend's
+// Backends register a BackendOps table (backends.hpp); the core never includes a backend's
 // headers.
 #ifndef KVIO_CORE_EXECUTOR_HPP_
 #define KVIO_CORE_EXECUTOR_HPP_
@@ -186,29 +186,6 @@ class Executor {
   /// The kernel launch shape (kvio_executor_set_launch).
   virtual kvio_status setLaunch(int32_t ctaBudget, int32_t warpsPerCta);
 };
-
-/// Launch settings of a CUDA executor (kvio_executor_create_cuda).
-struct CudaExecutorConfig {
-  int32_t device = 0;
-  uint64_t stream = 0;  // 0: kvio's own
-  int32_t ctaBudget = 0;
-  int32_t warpsPerCta = 0;
-};
-
-struct BackendOps {
-  int32_t id;
-  /// KVIO_STATUS_OK, or UNAVAILABLE with the cause in kvio_last_error().
-  kvio_status (*available)();
-  kvio_status (*create)(int32_t threads, std::unique_ptr<Executor>* out);
-  /// CUDA backends only (nullptr otherwise).
-  kvio_status (*createCuda)(const CudaExecutorConfig& config, std::unique_ptr<Executor>* out);
-  /// The Ascend backend only (nullptr otherwise): an executor on NPU `device` ordering its
-  /// work on `stream` (an aclrtStream; KVIO_ASCEND_OWN_STREAM: its own).
-  kvio_status (*createAscend)(int32_t device, uint64_t stream, std::unique_ptr<Executor>* out);
-};
-
-/// The backend table for an io backend id, or nullptr for an unknown id.
-const BackendOps* backendOps(int32_t ioBackend);
 
 }  // namespace kvio
 

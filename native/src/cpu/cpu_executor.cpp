@@ -19,6 +19,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "../core/backends.hpp"
 #include "../core/diagnostics.hpp"
 #include "../core/error.hpp"
 #include "../core/executor.hpp"

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "error.hpp"
+#include "planner.hpp"
 
 namespace kvio {
 
@@ -192,6 +193,17 @@ kvio_status Executor::acceptMemory(MemoryPlace src, MemoryPlace dst) const {
                   i == 0 ? "source" : "destination", sides[i].device);
     }
   }
+  return KVIO_STATUS_OK;
+}
+
+kvio_status Executor::prepare(const Transfer& transfer, Job* job, Prepared* out) const {
+  if (transfer.request == nullptr) {
+    return fail(KVIO_STATUS_UNSUPPORTED, "this executor plans from host-resident indices only");
+  }
+  job->plan = takePlanStorage();
+  planTransfer(*transfer.request, *transfer.runs, &job->plan);
+  for (const kvio_copy2d& c : job->plan) out->bytes += c.width * c.height;
+  out->copies = static_cast<int64_t>(job->plan.size());
   return KVIO_STATUS_OK;
 }
 

@@ -18,7 +18,9 @@
 
 namespace kvio {
 
-struct PoolImpl;  // pool.hpp
+struct PoolImpl;     // pool.hpp
+struct PlanRequest;  // planner.hpp
+struct IndexRun;
 
 /// A native handle an executor or a device completion can hand out (a stream, an event). The
 /// backend registry (backends.hpp) names the kinds; the core passes them through unread.
@@ -160,6 +162,26 @@ struct Job {
   const PoolImpl* dstPool = nullptr;
 };
 
+/// A validated transfer, as the core hands it to Executor::prepare.
+struct Transfer {
+  const PoolImpl* src = nullptr;
+  const PoolImpl* dst = nullptr;
+  const kvio_transfer_desc* desc = nullptr;
+  bool deviceIndices = false;  // the index arrays are device-resident (not read on the host)
+  /// Host indices only (nullptr otherwise): the planner's input, validated.
+  const PlanRequest* request = nullptr;
+  const std::vector<IndexRun>* runs = nullptr;
+  int32_t ctaBudget = 0;  // this transfer's launch shape; 0: the executor's
+  int32_t warpsPerCta = 0;
+};
+
+/// What Executor::prepare reports of the work it prepared (kvio_transfer_get_info).
+struct Prepared {
+  uint64_t bytes = 0;
+  int64_t copies = 0;    // 2D copies in the plan
+  int64_t launches = 0;  // kernel launches
+};
+
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -168,8 +190,9 @@ class Executor {
   virtual void submit(std::shared_ptr<Job> job) = 0;
   /// Blocks until every submitted job has completed.
   virtual void drain() = 0;
-  /// False for executors that take a LayoutJob instead of a plan.
-  virtual bool usesPlan() const { return true; }
+  /// Prepares the job's work from a validated transfer: by default its plan (job->plan);
+  /// an executor that evaluates the layouts itself fills job->layout instead.
+  virtual kvio_status prepare(const Transfer& transfer, Job* job, Prepared* out) const;
   /// True for executors that call TransferState::markStarted when a job starts running (cpu);
   /// for the others the core marks the start when submit() returns (the work was issued).
   virtual bool marksStart() const { return false; }

@@ -53,6 +53,16 @@ const MemoryOps& cudaMemoryOps() {
 }
 #endif
 
+const MemoryOps& memoryOpsFor(int32_t kind) {
+  return kind == KVIO_MEMORY_ASCEND_DEVICE || kind == KVIO_MEMORY_ASCEND_HOST_PINNED
+             ? ascendMemoryOps()
+             : cudaMemoryOps();
+}
+
+bool isDeviceMemory(int32_t kind) {
+  return kind == KVIO_MEMORY_CUDA_DEVICE || kind == KVIO_MEMORY_ASCEND_DEVICE;
+}
+
 const BackendOps* backendOps(int32_t ioBackend) {
   switch (ioBackend) {
     case KVIO_BACKEND_CPU: return &cpuBackendOps();

@@ -7,6 +7,7 @@
 #define KVIO_CORE_BACKENDS_HPP_
 
 #include "executor.hpp"
+#include "pool.hpp"
 
 namespace kvio {
 
@@ -36,6 +37,9 @@ struct BackendOps {
   /// work on `stream` (an aclrtStream; KVIO_ASCEND_OWN_STREAM: its own).
   kvio_status (*createAscend)(int32_t device, uint64_t stream, std::unique_ptr<Executor>* out);
 };
+
+const MemoryOps& cudaMemoryOps();    // backends.cpp (stubs) or native/src/cuda/cuda_memory.cpp
+const MemoryOps& ascendMemoryOps();  // native/src/ascend/ascend_backend.cpp
 
 /// The backend table for an io backend id, or nullptr for an unknown id.
 const BackendOps* backendOps(int32_t ioBackend);

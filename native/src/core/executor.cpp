@@ -177,25 +177,6 @@ std::string TransferState::message() const {
   return message_;
 }
 
-kvio_status Executor::acceptMemory(MemoryPlace src, MemoryPlace dst) const {
-  const MemoryPlace sides[2] = {src, dst};
-  for (int i = 0; i < 2; ++i) {
-    if (sides[i].kind == KVIO_MEMORY_CUDA_DEVICE) {
-      return fail(KVIO_STATUS_UNSUPPORTED,
-                  "the %s pool is CUDA device memory (device %d); the cpu backend moves host "
-                  "memory only: use the 'kernel' or 'direct' io backend",
-                  i == 0 ? "source" : "destination", sides[i].device);
-    }
-    if (sides[i].kind == KVIO_MEMORY_ASCEND_DEVICE) {
-      return fail(KVIO_STATUS_UNSUPPORTED,
-                  "the %s pool is Ascend device memory (device %d); the cpu backend moves host "
-                  "memory only: use the 'kernel_ascend' io backend",
-                  i == 0 ? "source" : "destination", sides[i].device);
-    }
-  }
-  return KVIO_STATUS_OK;
-}
-
 kvio_status Executor::prepare(const Transfer& transfer, Job* job, Prepared* out) const {
   if (transfer.request == nullptr) {
     return fail(KVIO_STATUS_UNSUPPORTED, "this executor plans from host-resident indices only");

@@ -201,9 +201,8 @@ class Executor {
   virtual kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst) const {
     return KVIO_STATUS_OK;
   }
-  /// OK if this executor can move between memory of these kinds, else the reason. The default
-  /// is the host-memory rule of the cpu backend.
-  virtual kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const;
+  /// OK if this executor can move between memory of these kinds, else the reason.
+  virtual kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const = 0;
   /// The native handle of this kind (its stream) into *out; false when it has none of this kind.
   virtual bool nativeHandle(NativeHandle kind, uint64_t* out) const { return false; }
   /// The kernel launch shape (kvio_executor_set_launch).

@@ -57,14 +57,11 @@ struct MemoryOps {
   kvio_status (*copy)(int32_t kind, int32_t device, uint64_t deviceAddress, uint64_t hostAddress,
                       uint64_t bytes, bool toHost);
 };
-const MemoryOps& cudaMemoryOps();    // backends.cpp (stubs) or cuda_memory.cpp
-const MemoryOps& ascendMemoryOps();  // native/src/ascend/ascend_backend.cpp
-/// The services for memory of `kind` (a device or pinned kind).
-inline const MemoryOps& memoryOpsFor(int32_t kind) {
-  return kind == KVIO_MEMORY_ASCEND_DEVICE || kind == KVIO_MEMORY_ASCEND_HOST_PINNED
-             ? ascendMemoryOps()
-             : cudaMemoryOps();
-}
+/// The services for memory of `kind` (a device or pinned kind), from the backend that owns it
+/// (backends.cpp).
+const MemoryOps& memoryOpsFor(int32_t kind);
+/// True for device memory kinds (not addressable from the host; backends.cpp).
+bool isDeviceMemory(int32_t kind);
 
 /// The transfers submitted with a pool (weak references, pruned so the list stays bounded for
 /// a pool used millions of times) and whether the pool's memory has been released (kvio's

@@ -59,6 +59,14 @@ const MemoryOps& memoryOpsFor(int32_t kind) {
              : cudaMemoryOps();
 }
 
+const char* memoryKindList() {
+  return "0 = host, 1 = host_pinned, 2 = cuda_device, 3 = ascend_device, 4 = ascend_host_pinned";
+}
+
+std::vector<const char*> ioBackendNames() {
+  return {"cpu", "kernel", "direct", "kernel_ascend"};
+}
+
 bool isDeviceMemory(int32_t kind) {
   return kind == KVIO_MEMORY_CUDA_DEVICE || kind == KVIO_MEMORY_ASCEND_DEVICE;
 }

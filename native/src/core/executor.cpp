@@ -132,7 +132,7 @@ bool TransferState::settled() const {
 bool TransferState::wait(int64_t timeoutNs) const {
   std::shared_ptr<DeviceCompletion> completion = deviceCompletion();
   if (completion != nullptr) {
-    // Device work: block on this transfer's event, or poll it until the deadline (CUDA events
+    // Device work: block on this transfer's event, or poll it until the deadline (device events
     // have no timed wait). Never a device-wide synchronisation.
     if (timeoutNs < 0) {
       completion->synchronize();

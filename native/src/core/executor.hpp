@@ -26,8 +26,8 @@ struct IndexRun;
 /// backend registry (backends.hpp) names the kinds; the core passes them through unread.
 enum class NativeHandle : int32_t;
 
-/// Completion tracked by a device (a CUDA event). A TransferState with one attached is done
-/// when the device says so; the core never includes a backend's headers, so this is abstract.
+/// Completion tracked by a device (an event on its stream). A TransferState with one attached is
+/// done when the device says so; the core never includes a backend's headers, so this is abstract.
 class DeviceCompletion {
  public:
   virtual ~DeviceCompletion() = default;
@@ -53,7 +53,7 @@ class TransferState {
   /// The pools the transfer reads and writes; held until it is done. Set before submission.
   void holdPools(std::shared_ptr<const PoolImpl> src, std::shared_ptr<const PoolImpl> dst);
   void complete(kvio_status status, std::string message = {});
-  /// From now on, done means the device completion is done (CUDA executors).
+  /// From now on, done means the device completion is done (device executors).
   void attach(std::shared_ptr<DeviceCompletion> completion);
   std::shared_ptr<DeviceCompletion> deviceCompletion() const;
   /// True once done (polls the device completion; the first to see it done drops the pools).
@@ -112,7 +112,7 @@ class TransferState {
   mutable int64_t endNs_ = 0;  // guarded by mutex_
 };
 
-/// What an executor that evaluates the layouts itself (the CUDA kernel) needs instead of a
+/// What an executor that evaluates the layouts itself (an SM kernel) needs instead of a
 /// plan. Layer tables hold device-accessible addresses. Host index arrays are valid during
 /// Executor::submit only; device index arrays until the transfer completes.
 struct LayoutJob {
@@ -134,7 +134,7 @@ struct LayoutJob {
 /// Where a pool's memory lies, as an executor sees it when accepting a transfer.
 struct MemoryPlace {
   int32_t kind;    // KVIO_MEMORY_*
-  int32_t device;  // CUDA or Ascend device ordinal, -1 for pageable host memory
+  int32_t device;  // device ordinal, -1 for pageable host memory
 };
 
 /// Plan storage reused across jobs: the plan of a scattered transfer is megabytes, and a fresh
@@ -156,8 +156,8 @@ struct Job {
   std::vector<kvio_copy2d> plan;  // empty when the executor does not use plans
   LayoutJob layout;               // filled when it does not
   std::shared_ptr<TransferState> state;
-  MemoryPlace srcPlace{KVIO_MEMORY_HOST, -1};  // where the pools lie (the Ascend executor
-  MemoryPlace dstPlace{KVIO_MEMORY_HOST, -1};  // derives the copy direction from them)
+  MemoryPlace srcPlace{KVIO_MEMORY_HOST, -1};  // where the pools lie (an executor may
+  MemoryPlace dstPlace{KVIO_MEMORY_HOST, -1};  // derive the copy direction from them)
   const PoolImpl* srcPool = nullptr;           // the pools (their memory regions)
   const PoolImpl* dstPool = nullptr;
 };

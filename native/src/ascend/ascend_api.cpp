@@ -1,6 +1,7 @@
 // The Ascend entry points of the C ABI that go through the handle registries: an executor of
 // the kernel_ascend io backend on an NPU and stream, its stream, and a transfer's completion
 // event. (kvio_ascend_device_count is in ascend_backend.cpp, beside the ACL runtime.)
+#include "../core/backends.hpp"
 #include "../core/guard.hpp"
 #include "../core/handles.hpp"
 
@@ -30,7 +31,7 @@ kvio_status kvio_executor_ascend_stream(uint64_t executor_handle, uint64_t* stre
     KVIO_RETURN_IF_ERROR(checkOut(stream_out, "stream_out"));
     std::shared_ptr<ExecutorImpl> executor;
     KVIO_RETURN_IF_ERROR(executors().get(executor_handle, "executor", &executor));
-    if (!executor->executor->ascendStream(stream_out)) {
+    if (!executor->executor->nativeHandle(NativeHandle::kAclStream, stream_out)) {
       return fail(KVIO_STATUS_UNSUPPORTED,
                   "executor 0x%llx is a '%s' executor, not a kernel_ascend one",
                   static_cast<unsigned long long>(executor_handle),
@@ -46,13 +47,12 @@ kvio_status kvio_transfer_ascend_event(uint64_t transfer, uint64_t* event_out) {
     std::shared_ptr<TransferState> state;
     KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
     std::shared_ptr<DeviceCompletion> completion = state->deviceCompletion();
-    if (completion == nullptr || !completion->isAscend()) {
+    if (completion == nullptr || !completion->nativeHandle(NativeHandle::kAclEvent, event_out)) {
       return fail(KVIO_STATUS_UNSUPPORTED,
                   "transfer 0x%llx has no Ascend event (it did not run on a kernel_ascend "
                   "executor, or it failed when it was submitted)",
                   static_cast<unsigned long long>(transfer));
     }
-    *event_out = completion->nativeEvent();
     return KVIO_STATUS_OK;
   });
 }

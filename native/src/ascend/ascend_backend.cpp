@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 
+#include "../core/backends.hpp"
 #include "../core/error.hpp"
 #include "../core/executor.hpp"
 #include "../core/guard.hpp"
@@ -130,8 +131,11 @@ class AclEventCompletion final : public DeviceCompletion {
                " reported " + describeAclError(*api_, error_);
     return KVIO_STATUS_BACKEND_ERROR;
   }
-  uint64_t nativeEvent() const override { return reinterpret_cast<uint64_t>(event_); }
-  bool isAscend() const override { return true; }
+  bool nativeHandle(NativeHandle kind, uint64_t* out) const override {
+    if (kind != NativeHandle::kAclEvent) return false;
+    *out = reinterpret_cast<uint64_t>(event_);
+    return true;
+  }
 
  private:
   const AclApi* api_;
@@ -169,8 +173,9 @@ class AscendExecutor final : public Executor {
   }
 
   int32_t threads() const override { return 1; }
-  bool ascendStream(uint64_t* stream) const override {
-    *stream = reinterpret_cast<uint64_t>(stream_);
+  bool nativeHandle(NativeHandle kind, uint64_t* out) const override {
+    if (kind != NativeHandle::kAclStream) return false;
+    *out = reinterpret_cast<uint64_t>(stream_);
     return true;
   }
 

@@ -3,6 +3,8 @@
 // the kernel and direct tables and the CUDA memory services come from native/src/cuda/. The
 // kernel_ascend table (native/src/ascend/) is always built: it loads the ACL runtime at run
 // time and reports why it is absent.
+#include "backends.hpp"
+
 #include "error.hpp"
 #include "executor.hpp"
 #include "pool.hpp"
@@ -50,6 +52,24 @@ const MemoryOps& cudaMemoryOps() {
   return kNoCudaMemory;
 }
 #endif
+
+const MemoryOps& memoryOpsFor(int32_t kind) {
+  return kind == KVIO_MEMORY_ASCEND_DEVICE || kind == KVIO_MEMORY_ASCEND_HOST_PINNED
+             ? ascendMemoryOps()
+             : cudaMemoryOps();
+}
+
+const char* memoryKindList() {
+  return "0 = host, 1 = host_pinned, 2 = cuda_device, 3 = ascend_device, 4 = ascend_host_pinned";
+}
+
+std::vector<const char*> ioBackendNames() {
+  return {"cpu", "kernel", "direct", "kernel_ascend"};
+}
+
+bool isDeviceMemory(int32_t kind) {
+  return kind == KVIO_MEMORY_CUDA_DEVICE || kind == KVIO_MEMORY_ASCEND_DEVICE;
+}
 
 const BackendOps* backendOps(int32_t ioBackend) {
   switch (ioBackend) {

@@ -16,7 +16,7 @@ namespace kvio {
 /// Host allocations kvio made and has not freed yet (pool.cpp counts them).
 extern std::atomic<int64_t> liveHostAllocations;
 
-/// Host registrations kvio made (cudaHostRegister, aclrtHostRegister) and has not ended yet
+/// Host registrations kvio made with a device runtime and has not ended yet
 /// (host_registry.cpp counts them).
 extern std::atomic<int64_t> liveHostRegistrations;
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "error.hpp"
+#include "planner.hpp"
 
 namespace kvio {
 
@@ -131,7 +132,7 @@ bool TransferState::settled() const {
 bool TransferState::wait(int64_t timeoutNs) const {
   std::shared_ptr<DeviceCompletion> completion = deviceCompletion();
   if (completion != nullptr) {
-    // Device work: block on this transfer's event, or poll it until the deadline (CUDA events
+    // Device work: block on this transfer's event, or poll it until the deadline (device events
     // have no timed wait). Never a device-wide synchronisation.
     if (timeoutNs < 0) {
       completion->synchronize();
@@ -176,22 +177,14 @@ std::string TransferState::message() const {
   return message_;
 }
 
-kvio_status Executor::acceptMemory(MemoryPlace src, MemoryPlace dst) const {
-  const MemoryPlace sides[2] = {src, dst};
-  for (int i = 0; i < 2; ++i) {
-    if (sides[i].kind == KVIO_MEMORY_CUDA_DEVICE) {
-      return fail(KVIO_STATUS_UNSUPPORTED,
-                  "the %s pool is CUDA device memory (device %d); the cpu backend moves host "
-                  "memory only: use the 'kernel' or 'direct' io backend",
-                  i == 0 ? "source" : "destination", sides[i].device);
-    }
-    if (sides[i].kind == KVIO_MEMORY_ASCEND_DEVICE) {
-      return fail(KVIO_STATUS_UNSUPPORTED,
-                  "the %s pool is Ascend device memory (device %d); the cpu backend moves host "
-                  "memory only: use the 'kernel_ascend' io backend",
-                  i == 0 ? "source" : "destination", sides[i].device);
-    }
+kvio_status Executor::prepare(const Transfer& transfer, Job* job, Prepared* out) const {
+  if (transfer.request == nullptr) {
+    return fail(KVIO_STATUS_UNSUPPORTED, "this executor plans from host-resident indices only");
   }
+  job->plan = takePlanStorage();
+  planTransfer(*transfer.request, *transfer.runs, &job->plan);
+  for (const kvio_copy2d& c : job->plan) out->bytes += c.width * c.height;
+  out->copies = static_cast<int64_t>(job->plan.size());
   return KVIO_STATUS_OK;
 }
 

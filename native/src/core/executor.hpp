@@ -1,6 +1,6 @@
 // The interface between the core and the backends. The core validates and plans; an
 // Executor runs plans in submission order and reports completion through a TransferState.
-// Backends register a BackendOps table (backends.cpp); the core never includes a backend's
+// Backends register a BackendOps table (backends.hpp); the core never includes a backend's
 // headers.
 #ifndef KVIO_CORE_EXECUTOR_HPP_
 #define KVIO_CORE_EXECUTOR_HPP_
@@ -18,10 +18,16 @@
 
 namespace kvio {
 
-struct PoolImpl;  // pool.hpp
+struct PoolImpl;     // pool.hpp
+struct PlanRequest;  // planner.hpp
+struct IndexRun;
 
-/// Completion tracked by a device (a CUDA event). A TransferState with one attached is done
-/// when the device says so; the core never includes a backend's headers, so this is abstract.
+/// A native handle an executor or a device completion can hand out (a stream, an event). The
+/// backend registry (backends.hpp) names the kinds; the core passes them through unread.
+enum class NativeHandle : int32_t;
+
+/// Completion tracked by a device (an event on its stream). A TransferState with one attached is
+/// done when the device says so; the core never includes a backend's headers, so this is abstract.
 class DeviceCompletion {
  public:
   virtual ~DeviceCompletion() = default;
@@ -31,10 +37,9 @@ class DeviceCompletion {
   virtual void synchronize() = 0;
   /// Once done: the transfer's status, and its message when not OK.
   virtual kvio_status finish(std::string* message) = 0;
-  /// The native event handle (a cudaEvent_t, or an aclrtEvent), for kvio_transfer_*_event.
-  virtual uint64_t nativeEvent() const = 0;
-  /// True for an Ascend (ACL) event, false for a CUDA one.
-  virtual bool isAscend() const { return false; }
+  /// The native handle of this kind (its event, for kvio_transfer_*_event) into *out; false
+  /// when it has none of this kind.
+  virtual bool nativeHandle(NativeHandle kind, uint64_t* out) const = 0;
 };
 
 /// Completion of one submitted transfer: a one-shot event with a status and a message. It also
@@ -48,7 +53,7 @@ class TransferState {
   /// The pools the transfer reads and writes; held until it is done. Set before submission.
   void holdPools(std::shared_ptr<const PoolImpl> src, std::shared_ptr<const PoolImpl> dst);
   void complete(kvio_status status, std::string message = {});
-  /// From now on, done means the device completion is done (CUDA executors).
+  /// From now on, done means the device completion is done (device executors).
   void attach(std::shared_ptr<DeviceCompletion> completion);
   std::shared_ptr<DeviceCompletion> deviceCompletion() const;
   /// True once done (polls the device completion; the first to see it done drops the pools).
@@ -107,7 +112,7 @@ class TransferState {
   mutable int64_t endNs_ = 0;  // guarded by mutex_
 };
 
-/// What an executor that evaluates the layouts itself (the CUDA kernel) needs instead of a
+/// What an executor that evaluates the layouts itself (an SM kernel) needs instead of a
 /// plan. Layer tables hold device-accessible addresses. Host index arrays are valid during
 /// Executor::submit only; device index arrays until the transfer completes.
 struct LayoutJob {
@@ -129,7 +134,7 @@ struct LayoutJob {
 /// Where a pool's memory lies, as an executor sees it when accepting a transfer.
 struct MemoryPlace {
   int32_t kind;    // KVIO_MEMORY_*
-  int32_t device;  // CUDA or Ascend device ordinal, -1 for pageable host memory
+  int32_t device;  // device ordinal, -1 for pageable host memory
 };
 
 /// Plan storage reused across jobs: the plan of a scattered transfer is megabytes, and a fresh
@@ -151,10 +156,30 @@ struct Job {
   std::vector<kvio_copy2d> plan;  // empty when the executor does not use plans
   LayoutJob layout;               // filled when it does not
   std::shared_ptr<TransferState> state;
-  MemoryPlace srcPlace{KVIO_MEMORY_HOST, -1};  // where the pools lie (the Ascend executor
-  MemoryPlace dstPlace{KVIO_MEMORY_HOST, -1};  // derives the copy direction from them)
+  MemoryPlace srcPlace{KVIO_MEMORY_HOST, -1};  // where the pools lie (an executor may
+  MemoryPlace dstPlace{KVIO_MEMORY_HOST, -1};  // derive the copy direction from them)
   const PoolImpl* srcPool = nullptr;           // the pools (their memory regions)
   const PoolImpl* dstPool = nullptr;
+};
+
+/// A validated transfer, as the core hands it to Executor::prepare.
+struct Transfer {
+  const PoolImpl* src = nullptr;
+  const PoolImpl* dst = nullptr;
+  const kvio_transfer_desc* desc = nullptr;
+  bool deviceIndices = false;  // the index arrays are device-resident (not read on the host)
+  /// Host indices only (nullptr otherwise): the planner's input, validated.
+  const PlanRequest* request = nullptr;
+  const std::vector<IndexRun>* runs = nullptr;
+  int32_t ctaBudget = 0;  // this transfer's launch shape; 0: the executor's
+  int32_t warpsPerCta = 0;
+};
+
+/// What Executor::prepare reports of the work it prepared (kvio_transfer_get_info).
+struct Prepared {
+  uint64_t bytes = 0;
+  int64_t copies = 0;    // 2D copies in the plan
+  int64_t launches = 0;  // kernel launches
 };
 
 class Executor {
@@ -165,8 +190,9 @@ class Executor {
   virtual void submit(std::shared_ptr<Job> job) = 0;
   /// Blocks until every submitted job has completed.
   virtual void drain() = 0;
-  /// False for executors that take a LayoutJob instead of a plan.
-  virtual bool usesPlan() const { return true; }
+  /// Prepares the job's work from a validated transfer: by default its plan (job->plan);
+  /// an executor that evaluates the layouts itself fills job->layout instead.
+  virtual kvio_status prepare(const Transfer& transfer, Job* job, Prepared* out) const;
   /// True for executors that call TransferState::markStarted when a job starts running (cpu);
   /// for the others the core marks the start when submit() returns (the work was issued).
   virtual bool marksStart() const { return false; }
@@ -175,38 +201,13 @@ class Executor {
   virtual kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst) const {
     return KVIO_STATUS_OK;
   }
-  /// OK if this executor can move between memory of these kinds, else the reason. The default
-  /// is the host-memory rule of the cpu backend.
-  virtual kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const;
-  /// CUDA executors: the stream, and the kernel launch shape.
-  virtual bool cudaStream(uint64_t* stream) const { return false; }
-  /// The Ascend executor: its aclrtStream.
-  virtual bool ascendStream(uint64_t* stream) const { return false; }
+  /// OK if this executor can move between memory of these kinds, else the reason.
+  virtual kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const = 0;
+  /// The native handle of this kind (its stream) into *out; false when it has none of this kind.
+  virtual bool nativeHandle(NativeHandle kind, uint64_t* out) const { return false; }
+  /// The kernel launch shape (kvio_executor_set_launch).
   virtual kvio_status setLaunch(int32_t ctaBudget, int32_t warpsPerCta);
 };
-
-/// Launch settings of a CUDA executor (kvio_executor_create_cuda).
-struct CudaExecutorConfig {
-  int32_t device = 0;
-  uint64_t stream = 0;  // 0: kvio's own
-  int32_t ctaBudget = 0;
-  int32_t warpsPerCta = 0;
-};
-
-struct BackendOps {
-  int32_t id;
-  /// KVIO_STATUS_OK, or UNAVAILABLE with the cause in kvio_last_error().
-  kvio_status (*available)();
-  kvio_status (*create)(int32_t threads, std::unique_ptr<Executor>* out);
-  /// CUDA backends only (nullptr otherwise).
-  kvio_status (*createCuda)(const CudaExecutorConfig& config, std::unique_ptr<Executor>* out);
-  /// The Ascend backend only (nullptr otherwise): an executor on NPU `device` ordering its
-  /// work on `stream` (an aclrtStream; KVIO_ASCEND_OWN_STREAM: its own).
-  kvio_status (*createAscend)(int32_t device, uint64_t stream, std::unique_ptr<Executor>* out);
-};
-
-/// The backend table for an io backend id, or nullptr for an unknown id.
-const BackendOps* backendOps(int32_t ioBackend);
 
 }  // namespace kvio
 

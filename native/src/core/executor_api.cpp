@@ -1,6 +1,7 @@
 // The executor entry points of the C ABI that every backend shares: create one for an io
-// backend, ask its thread count, set its launch shape, close it. The CUDA and Ascend entry
-// points (executors on a device and stream) are in native/src/cuda and native/src/ascend.
+// backend, ask its thread count, set its launch shape, close it. The vendor entry points
+// (executors on a device and stream) are in the backend folders.
+#include "backends.hpp"
 #include "guard.hpp"
 #include "handles.hpp"
 

@@ -1,6 +1,6 @@
 // The C ABI's objects behind 64-bit handles: one registry per object type (pools, executors,
 // transfers). The entry points (pool_api.cpp, pool_close.cpp, executor_api.cpp,
-// transfer_api.cpp and the vendor entry points in cuda/ and ascend/) look handles up here.
+// transfer_api.cpp and the vendor entry points in the backend folders) look handles up here.
 #ifndef KVIO_CORE_HANDLES_HPP_
 #define KVIO_CORE_HANDLES_HPP_
 

@@ -1,10 +1,10 @@
-// kvio's own registrations of caller host memory with a device runtime (cudaHostRegister,
-// aclrtHostRegister), reference-counted by page range, so that pools sharing a host page share
+// kvio's own registrations of caller host memory with a device runtime (its host-register
+// call), reference-counted by page range, so that pools sharing a host page share
 // its registration and a registration ends only when no pool uses any of its pages. One
 // registry per runtime; the runtime is a small table of functions (register, unregister, what
 // registration covers an address), so this file includes no vendor header and the logic is
-// tested on any machine with a fake runtime (host_registry_test.cpp). cuda_memory.cpp and
-// ascend_backend.cpp adopt caller host memory through it.
+// tested on any machine with a fake runtime (host_registry_test.cpp). The device backends
+// adopt caller host memory through it.
 //
 // Rules. kvio registers whole host pages (the runtimes pin pages). Pages already in one of
 // kvio's registrations are shared, never registered again. A range the runtime reports as
@@ -27,8 +27,8 @@ namespace kvio {
 
 /// The device runtime's side of host registration.
 struct HostRuntime {
-  const char* name;          // "CUDA", "ACL" (messages)
-  const char* registerCall;  // "cudaHostRegister" (messages)
+  const char* name;          // the runtime's name (messages)
+  const char* registerCall;  // its host-register call (messages)
   /// Registrations are made in chunks that never cross a multiple of chunkBytes (0: none).
   uint64_t chunkBytes;
   void* context;  // handed to the functions (a fake runtime's state)

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "backends.hpp"
 #include "error.hpp"
 #include "guard.hpp"
 #include "kvio/kvio.h"
@@ -24,7 +25,7 @@ const NameTable& table(int32_t id) {
   static const NameTable kTables[] = {
       {"pool kind", {"mha", "mla"}},
       {"layout", {"layer_first", "page_first", "page_first_direct", "page_head"}},
-      {"io backend", {"cpu", "kernel", "direct", "kernel_ascend"}},
+      {"io backend", ioBackendNames()},
       {"granularity", {"per_layer", "all_layer"}},
   };
   return kTables[id];

@@ -3,7 +3,7 @@
 // both sides (page_head, page_first pairs) fold into one wider unit. Units are emitted in two
 // nestings and merged as they come; the shorter plan wins. Runs-inside-layers finds per-layer
 // copies spanning many pages; layers-inside-runs finds per-page copies spanning all layers and
-// heads (page_first_direct pages, the Ascend "dim exchange"); when runs differ (long and short
+// heads (page_first_direct pages, the NPU "dim exchange"); when runs differ (long and short
 // page runs in one transfer), each group of runs takes the better of the two. Token offsets
 // are computed once per run, so a unit costs a few additions.
 #include "planner.hpp"

@@ -1,7 +1,7 @@
 // The planner: turns a validated transfer into a short list of 2-D copies by coalescing
 // index runs that are contiguous on both sides, across tokens and across layers. Pure host
-// code; every executor that works from a plan (CPU, CUDA copy engine, Ascend) takes its
-// output, and kvio_plan() exposes it to tests and tools.
+// code; every executor that works from a plan (the cpu executor, the copy engine, the NPU
+// executor) takes its output, and kvio_plan() exposes it to tests and tools.
 #ifndef KVIO_CORE_PLANNER_HPP_
 #define KVIO_CORE_PLANNER_HPP_
 

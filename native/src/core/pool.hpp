@@ -39,17 +39,17 @@ struct MemoryRegion {
   uint64_t bytes;
 };
 
-/// Device memory services the core needs for pools of CUDA memory kinds. The CUDA backend
-/// provides them (cuda_memory.cpp); a build without it reports UNAVAILABLE.
+/// Device memory services the core needs for pools of device and pinned memory kinds. The
+/// backend that owns the kind provides them; a build without it reports UNAVAILABLE.
 struct MemoryOps {
   /// Allocates `bytes` of pinned host or device memory, zero-filled; `owner` frees it.
   kvio_status (*allocate)(int32_t kind, int32_t device, uint64_t bytes, uint64_t* address,
                           std::shared_ptr<void>* owner);
-  /// Makes caller memory usable: registers pinned host regions (cudaHostRegister, in chunks;
+  /// Makes caller memory usable: registers pinned host regions (in chunks;
   /// `owner` unregisters them) or checks that device regions are memory of `device`.
   kvio_status (*adopt)(int32_t kind, int32_t device, const MemoryRegion* regions, size_t count,
                        std::shared_ptr<void>* owner);
-  /// The address a kernel on `device` uses for `address` (cudaHostGetDevicePointer).
+  /// The address a kernel on `device` uses for `address` (its device pointer to it).
   kvio_status (*deviceAddress)(int32_t kind, int32_t device, uint64_t address, uint64_t* out);
   /// Copies `bytes` between device memory at `deviceAddress` (memory of `device`) and
   /// pageable host memory at `hostAddress`, synchronously (kvio_pool_copy); toHost: device to
@@ -57,14 +57,13 @@ struct MemoryOps {
   kvio_status (*copy)(int32_t kind, int32_t device, uint64_t deviceAddress, uint64_t hostAddress,
                       uint64_t bytes, bool toHost);
 };
-const MemoryOps& cudaMemoryOps();    // backends.cpp (stubs) or cuda_memory.cpp
-const MemoryOps& ascendMemoryOps();  // native/src/ascend/ascend_backend.cpp
-/// The services for memory of `kind` (a device or pinned kind).
-inline const MemoryOps& memoryOpsFor(int32_t kind) {
-  return kind == KVIO_MEMORY_ASCEND_DEVICE || kind == KVIO_MEMORY_ASCEND_HOST_PINNED
-             ? ascendMemoryOps()
-             : cudaMemoryOps();
-}
+/// The services for memory of `kind` (a device or pinned kind), from the backend that owns it
+/// (backends.cpp).
+const MemoryOps& memoryOpsFor(int32_t kind);
+/// True for device memory kinds (not addressable from the host; backends.cpp).
+bool isDeviceMemory(int32_t kind);
+/// The memory kinds by value and name, for messages ("0 = host, ..."; backends.cpp).
+const char* memoryKindList();
 
 /// The transfers submitted with a pool (weak references, pruned so the list stays bounded for
 /// a pool used millions of times) and whether the pool's memory has been released (kvio's
@@ -98,9 +97,9 @@ struct PoolImpl {
   } notice;
   kvio_pool_spec spec{};
   int32_t memoryKind = KVIO_MEMORY_HOST;
-  int32_t device = -1;                    // CUDA or Ascend ordinal; -1 for pageable host memory
+  int32_t device = -1;                    // device ordinal; -1 for pageable host memory
   std::vector<uint64_t> deviceLayerBase;  // layerBase as device code addresses it
-  std::shared_ptr<void> memory;           // CUDA allocation or registration (freed last)
+  std::shared_ptr<void> memory;           // device allocation or registration (freed last)
   LayoutStrides strides;
   std::vector<uint64_t> layerBase;  // [c * num_layers + l]
   std::vector<MemoryRegion> regions;
@@ -112,8 +111,8 @@ struct PoolImpl {
   int64_t tokens() const { return spec.num_pages * spec.page_size; }
   /// Fills `layout` from spec, strides and layerBase.
   void bindLayout();
-  /// Sets the memory kind; for CUDA kinds allocates or adopts the memory (owner) and fills
-  /// deviceLayerBase. Call after bindLayout.
+  /// Sets the memory kind; for device and pinned kinds allocates or adopts the memory (owner) and
+  /// fills deviceLayerBase. Call after bindLayout.
   kvio_status bindMemory(int32_t kind, int32_t deviceOrdinal, std::shared_ptr<void> owner);
 };
 

@@ -27,10 +27,8 @@ inline kvio_status checkAddress(const char* what, uint64_t address, uint64_t byt
 
 inline kvio_status checkMemoryKind(int32_t kind, int32_t device) {
   if (kind < 0 || kind >= KVIO_MEMORY_COUNT) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                "memory_kind %d is not valid (0 = host, 1 = host_pinned, 2 = cuda_device, 3 = "
-                "ascend_device, 4 = ascend_host_pinned)",
-                kind);
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "memory_kind %d is not valid (%s)", kind,
+                memoryKindList());
   }
   if (kind != KVIO_MEMORY_HOST && device < 0) {
     return fail(KVIO_STATUS_INVALID_ARGUMENT, "device %d is not a device ordinal (>= 0)", device);

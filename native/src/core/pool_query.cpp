@@ -78,8 +78,7 @@ kvio_status kvio_pool_copy(uint64_t pool_handle, int64_t region, uint64_t offset
     KVIO_RETURN_IF_ERROR(checkAddress("host", host_address, bytes));
     const uint64_t poolAddress = r.address + offset;
     const bool toHost = direction == KVIO_COPY_POOL_TO_HOST;
-    if (pool->memoryKind == KVIO_MEMORY_CUDA_DEVICE ||
-        pool->memoryKind == KVIO_MEMORY_ASCEND_DEVICE) {
+    if (isDeviceMemory(pool->memoryKind)) {
       return memoryOpsFor(pool->memoryKind)
           .copy(pool->memoryKind, pool->device, poolAddress, host_address, bytes, toHost);
     }

@@ -3,6 +3,7 @@
 // layout works with every granularity and layer range on every backend that is present.
 #include <string>
 
+#include "backends.hpp"
 #include "error.hpp"
 #include "executor.hpp"
 #include "guard.hpp"

@@ -17,13 +17,6 @@ MemoryPlace placeOf(const PoolImpl& pool) {
   return {pool.memoryKind, pool.device};
 }
 
-// Binds the layout of a pool to the device-accessible layer table.
-void deviceLayout(const PoolImpl& pool, std::vector<uint64_t>* table, AffineLayout* out) {
-  *table = pool.deviceLayerBase.empty() ? pool.layerBase : pool.deviceLayerBase;
-  *out = pool.layout;
-  out->layerBase = table->data();
-}
-
 // kvio_transfer_timing: whether transfers submitted now record their times.
 std::atomic<bool> transferTiming{false};
 
@@ -41,7 +34,15 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   Executor& ex = *executor->executor;
   KVIO_RETURN_IF_ERROR(ex.acceptMemory(placeOf(*src), placeOf(*dst)));
   auto job = std::make_shared<Job>();
-  uint64_t bytes = 0;
+  Transfer transfer;
+  transfer.src = src.get();
+  transfer.dst = dst.get();
+  transfer.desc = &desc;
+  transfer.deviceIndices = deviceIndices;
+  transfer.ctaBudget = ctaBudget > 0 ? ctaBudget : 0;
+  transfer.warpsPerCta = warpsPerCta > 0 ? warpsPerCta : 0;
+  PlanRequest request;
+  thread_local std::vector<IndexRun> runs;  // reused: no allocation per transfer
   if (deviceIndices) {
     if (!ex.acceptsDeviceIndices()) {
       return fail(KVIO_STATUS_UNSUPPORTED,
@@ -51,37 +52,17 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
     KVIO_RETURN_IF_ERROR(validateDeviceTransfer(*src, *dst, desc));
     KVIO_RETURN_IF_ERROR(ex.checkDeviceIndices(desc.src_indices, desc.dst_indices));
   } else {
-    PlanRequest request;
-    thread_local std::vector<IndexRun> runs;  // reused: no allocation per transfer
     KVIO_RETURN_IF_ERROR(validateTransfer(*src, *dst, desc, &request, &runs));
-    if (ex.usesPlan()) {
-      job->plan = takePlanStorage();
-      planTransfer(request, runs, &job->plan);
-      for (const kvio_copy2d& c : job->plan) bytes += c.width * c.height;
-    }
+    transfer.request = &request;
+    transfer.runs = &runs;
   }
-  if (!ex.usesPlan()) {
-    LayoutJob& l = job->layout;
-    deviceLayout(*src, &l.srcTable, &l.src);
-    deviceLayout(*dst, &l.dstTable, &l.dst);
-    l.srcIndices = desc.src_indices;
-    l.dstIndices = desc.dst_indices;
-    l.indicesOnDevice = deviceIndices;
-    l.count = desc.num_indices;
-    l.srcLayerStart = desc.src_layer_start;
-    l.dstLayerStart = desc.dst_layer_start;
-    l.numLayers = desc.num_layers;
-    l.ctaBudget = ctaBudget > 0 ? ctaBudget : 0;
-    l.warpsPerCta = warpsPerCta > 0 ? warpsPerCta : 0;
-    bytes = static_cast<uint64_t>(desc.num_indices) * static_cast<uint64_t>(desc.num_layers) *
-            static_cast<uint64_t>(src->components()) *
-            static_cast<uint64_t>(src->layout.rowBytes());
-  }
+  Prepared prepared;
+  KVIO_RETURN_IF_ERROR(ex.prepare(transfer, job.get(), &prepared));
   job->srcPlace = placeOf(*src);
   job->dstPlace = placeOf(*dst);
   job->srcPool = src.get();
   job->dstPool = dst.get();
-  job->state = std::make_shared<TransferState>(bytes);
+  job->state = std::make_shared<TransferState>(prepared.bytes);
   TransferState::Shape shape;
   shape.ioBackend = executor->backend;
   shape.srcLayout = src->spec.layout;
@@ -91,8 +72,8 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   shape.components = src->components();
   shape.numIndices = desc.num_indices;
   shape.numLayers = desc.num_layers;
-  shape.copies = ex.usesPlan() ? static_cast<int64_t>(job->plan.size()) : 0;
-  shape.launches = ex.usesPlan() ? 0 : 1;
+  shape.copies = prepared.copies;
+  shape.launches = prepared.launches;
   shape.submitNs = submitNs;
   job->state->describe(shape);
   src->usage()->add(job->state);

@@ -19,6 +19,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "../core/backends.hpp"
 #include "../core/diagnostics.hpp"
 #include "../core/error.hpp"
 #include "../core/executor.hpp"
@@ -204,6 +205,25 @@ class CpuExecutor final : public Executor {
 
   int32_t threads() const override { return threads_; }
   bool marksStart() const override { return true; }
+  // Host memory only: the other io backends move device memory.
+  kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const override {
+    const MemoryPlace sides[2] = {src, dst};
+    for (int i = 0; i < 2; ++i) {
+      if (sides[i].kind == KVIO_MEMORY_CUDA_DEVICE) {
+        return fail(KVIO_STATUS_UNSUPPORTED,
+                    "the %s pool is CUDA device memory (device %d); the cpu backend moves host "
+                    "memory only: use the 'kernel' or 'direct' io backend",
+                    i == 0 ? "source" : "destination", sides[i].device);
+      }
+      if (sides[i].kind == KVIO_MEMORY_ASCEND_DEVICE) {
+        return fail(KVIO_STATUS_UNSUPPORTED,
+                    "the %s pool is Ascend device memory (device %d); the cpu backend moves host "
+                    "memory only: use the 'kernel_ascend' io backend",
+                    i == 0 ? "source" : "destination", sides[i].device);
+      }
+    }
+    return KVIO_STATUS_OK;
+  }
 
   void submit(std::shared_ptr<Job> job) override {
     const uint64_t bytes = planBytes(job->plan);

@@ -2,6 +2,7 @@
 // its stream, a transfer's completion event, and the device count of builds without the CUDA
 // backend (cuda_backend.cpp has the real one). Compiled in every build: without the CUDA backend
 // they report it absent through the backend registry.
+#include "../core/backends.hpp"
 #include "../core/guard.hpp"
 #include "../core/handles.hpp"
 
@@ -11,7 +12,7 @@ namespace {
 kvio_status cudaExecutor(uint64_t handle, std::shared_ptr<ExecutorImpl>* out) {
   KVIO_RETURN_IF_ERROR(executors().get(handle, "executor", out));
   uint64_t stream = 0;
-  if (!(*out)->executor->cudaStream(&stream)) {
+  if (!(*out)->executor->nativeHandle(NativeHandle::kCudaStream, &stream)) {
     return fail(KVIO_STATUS_UNSUPPORTED, "executor 0x%llx is a '%s' executor, not a CUDA one",
                 static_cast<unsigned long long>(handle),
                 kvio_name(KVIO_NAME_BACKEND, (*out)->backend));
@@ -60,7 +61,7 @@ kvio_status kvio_executor_cuda_stream(uint64_t executor_handle, uint64_t* stream
     KVIO_RETURN_IF_ERROR(checkOut(stream_out, "stream_out"));
     std::shared_ptr<ExecutorImpl> executor;
     KVIO_RETURN_IF_ERROR(cudaExecutor(executor_handle, &executor));
-    executor->executor->cudaStream(stream_out);
+    executor->executor->nativeHandle(NativeHandle::kCudaStream, stream_out);
     return KVIO_STATUS_OK;
   });
 }
@@ -71,12 +72,11 @@ kvio_status kvio_transfer_cuda_event(uint64_t transfer, uint64_t* event_out) {
     std::shared_ptr<TransferState> state;
     KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
     std::shared_ptr<DeviceCompletion> completion = state->deviceCompletion();
-    if (completion == nullptr || completion->isAscend()) {
+    if (completion == nullptr || !completion->nativeHandle(NativeHandle::kCudaEvent, event_out)) {
       return fail(KVIO_STATUS_UNSUPPORTED,
                   "transfer 0x%llx has no CUDA event (it did not run on a CUDA executor)",
                   static_cast<unsigned long long>(transfer));
     }
-    *event_out = completion->nativeEvent();
     return KVIO_STATUS_OK;
   });
 }

@@ -131,8 +131,9 @@ CudaExecutor::~CudaExecutor() {
   }
 }
 
-bool CudaExecutor::cudaStream(uint64_t* stream) const {
-  *stream = reinterpret_cast<uint64_t>(stream_);
+bool CudaExecutor::nativeHandle(NativeHandle kind, uint64_t* out) const {
+  if (kind != NativeHandle::kCudaStream) return false;
+  *out = reinterpret_cast<uint64_t>(stream_);
   return true;
 }
 

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 
+#include "../core/backends.hpp"
 #include "../core/executor.hpp"
 #include "cuda_check.hpp"
 
@@ -32,7 +33,11 @@ class EventCompletion : public DeviceCompletion {
   bool query() override;
   void synchronize() override;
   kvio_status finish(std::string* message) override;
-  uint64_t nativeEvent() const override { return reinterpret_cast<uint64_t>(event_); }
+  bool nativeHandle(NativeHandle kind, uint64_t* out) const override {
+    if (kind != NativeHandle::kCudaEvent) return false;
+    *out = reinterpret_cast<uint64_t>(event_);
+    return true;
+  }
 
   /// Set before the job is published: what finish() reads and says.
   const unsigned long long* hostStatus = nullptr;
@@ -52,7 +57,7 @@ class CudaExecutor : public Executor {
   void submit(std::shared_ptr<Job> job) override;
   void drain() override;
   kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const override;
-  bool cudaStream(uint64_t* stream) const override;
+  bool nativeHandle(NativeHandle kind, uint64_t* out) const override;
 
  protected:
   /// Creates the stream (config.stream == KVIO_CUDA_OWN_STREAM) or adopts the caller's.

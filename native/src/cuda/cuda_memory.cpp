@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "../core/backends.hpp"
 #include "../core/host_registry.hpp"
 #include "../core/pool.hpp"
 #include "cuda_check.hpp"

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../core/launch_shape.hpp"
+#include "../core/pool.hpp"
 #include "copy_kernel.hpp"
 #include "cuda_executor.hpp"
 #include "kernel_launch.hpp"
@@ -32,6 +33,13 @@ struct StagingSlot {
   bool busy = false;
 };
 
+// Binds the layout of a pool to the device-accessible layer table.
+void deviceLayout(const PoolImpl& pool, std::vector<uint64_t>* table, AffineLayout* out) {
+  *table = pool.deviceLayerBase.empty() ? pool.layerBase : pool.deviceLayerBase;
+  *out = pool.layout;
+  out->layerBase = table->data();
+}
+
 class KernelExecutor final : public CudaExecutor {
  public:
   kvio_status configure(const CudaExecutorConfig& config) {
@@ -46,7 +54,27 @@ class KernelExecutor final : public CudaExecutor {
     for (StagingSlot& slot : retired_) freeSlot(slot);
   }
 
-  bool usesPlan() const override { return false; }
+  // The kernel evaluates both layouts itself: a LayoutJob instead of a plan.
+  kvio_status prepare(const Transfer& t, Job* job, Prepared* out) const override {
+    const kvio_transfer_desc& desc = *t.desc;
+    LayoutJob& l = job->layout;
+    deviceLayout(*t.src, &l.srcTable, &l.src);
+    deviceLayout(*t.dst, &l.dstTable, &l.dst);
+    l.srcIndices = desc.src_indices;
+    l.dstIndices = desc.dst_indices;
+    l.indicesOnDevice = t.deviceIndices;
+    l.count = desc.num_indices;
+    l.srcLayerStart = desc.src_layer_start;
+    l.dstLayerStart = desc.dst_layer_start;
+    l.numLayers = desc.num_layers;
+    l.ctaBudget = t.ctaBudget;
+    l.warpsPerCta = t.warpsPerCta;
+    out->bytes = static_cast<uint64_t>(desc.num_indices) * static_cast<uint64_t>(desc.num_layers) *
+                 static_cast<uint64_t>(t.src->components()) *
+                 static_cast<uint64_t>(t.src->layout.rowBytes());
+    out->launches = 1;
+    return KVIO_STATUS_OK;
+  }
   bool acceptsDeviceIndices() const override { return true; }
 
   // Host arrays given as device indices would make the kernel fault: refuse anything that is

@@ -1,0 +1,54 @@
+// The backend registry (backends.cpp): the BackendOps table of each io backend, and what only
+// a vendor knows: how its executors are created on a device and stream, and the kinds of native
+// handle (streams, events) that executors and device completions hand out through
+// Executor::nativeHandle and DeviceCompletion::nativeHandle. The vendor folders
+// (native/src/cuda, native/src/ascend) answer and ask for them; the generic core never does.
+#ifndef KVIO_CORE_BACKENDS_HPP_
+#define KVIO_CORE_BACKENDS_HPP_
+
+#include <vector>
+
+#include "executor.hpp"
+#include "pool.hpp"
+
+namespace kvio {
+
+enum class NativeHandle : int32_t {
+  kCudaStream,  // cudaStream_t (kernel, direct)
+  kCudaEvent,   // cudaEvent_t
+  kAclStream,   // aclrtStream (kernel_ascend)
+  kAclEvent,    // aclrtEvent
+};
+
+/// Launch settings of a CUDA executor (kvio_executor_create_cuda).
+struct CudaExecutorConfig {
+  int32_t device = 0;
+  uint64_t stream = 0;  // 0: kvio's own
+  int32_t ctaBudget = 0;
+  int32_t warpsPerCta = 0;
+};
+
+struct BackendOps {
+  int32_t id;
+  /// KVIO_STATUS_OK, or UNAVAILABLE with the cause in kvio_last_error().
+  kvio_status (*available)();
+  kvio_status (*create)(int32_t threads, std::unique_ptr<Executor>* out);
+  /// CUDA backends only (nullptr otherwise).
+  kvio_status (*createCuda)(const CudaExecutorConfig& config, std::unique_ptr<Executor>* out);
+  /// The Ascend backend only (nullptr otherwise): an executor on NPU `device` ordering its
+  /// work on `stream` (an aclrtStream; KVIO_ASCEND_OWN_STREAM: its own).
+  kvio_status (*createAscend)(int32_t device, uint64_t stream, std::unique_ptr<Executor>* out);
+};
+
+const MemoryOps& cudaMemoryOps();    // backends.cpp (stubs) or native/src/cuda/cuda_memory.cpp
+const MemoryOps& ascendMemoryOps();  // native/src/ascend/ascend_backend.cpp
+
+/// The io backends' names, by id (the name table of kvio_name and kvio_parse_name).
+std::vector<const char*> ioBackendNames();
+
+/// The backend table for an io backend id, or nullptr for an unknown id.
+const BackendOps* backendOps(int32_t ioBackend);
+
+}  // namespace kvio
+
+#endif  // KVIO_CORE_BACKENDS_HPP_

@@ -40,7 +40,13 @@ kvio_status noCudaCopy(int32_t, int32_t, uint64_t, uint64_t, uint64_t, bool) {
   return noCudaBackend();
 }
 
-const BackendOps kKernel{KVIO_BACKEND_KERNEL, noCudaBackend, nullptr, nullptr, nullptr};
+kvio_status noCudaLaunch(Executor&, int32_t, int32_t) {
+  return noCudaBackend();
+}
+
+// What the CUDA tables declare (cuda_backend.cpp), so that messages name the same backends.
+const BackendOps kKernel{KVIO_BACKEND_KERNEL, noCudaBackend, nullptr, nullptr, nullptr, true,
+                         noCudaLaunch};
 const BackendOps kDirect{KVIO_BACKEND_DIRECT, noCudaBackend, nullptr, nullptr, nullptr};
 const MemoryOps kNoCudaMemory{noCudaAllocate, noCudaAdopt, noCudaAddress, noCudaCopy};
 #endif
@@ -84,6 +90,18 @@ const BackendOps* backendOps(int32_t ioBackend) {
     case KVIO_BACKEND_KERNEL_ASCEND: return &ascendBackendOps();
     default: return nullptr;
   }
+}
+
+std::string ioBackendsWhere(bool (*has)(const BackendOps& ops)) {
+  const std::vector<const char*> names = ioBackendNames();
+  std::string list;
+  for (size_t id = 0; id < names.size(); ++id) {
+    const BackendOps* ops = backendOps(static_cast<int32_t>(id));
+    if (ops == nullptr || !has(*ops)) continue;
+    if (!list.empty()) list += " or ";
+    list += std::string("'") + names[id] + "'";
+  }
+  return list.empty() ? "no" : list;
 }
 
 }  // namespace kvio

@@ -1,6 +1,6 @@
 // The executor entry points of the C ABI that every backend shares: create one for an io
-// backend, ask its thread count, set its launch shape, close it. The vendor entry points
-// (executors on a device and stream) are in the backend folders.
+// backend, ask its thread count, close it. The vendor entry points
+// (executors on a device and stream, launch settings) are in the backend folders.
 #include "backends.hpp"
 #include "guard.hpp"
 #include "handles.hpp"
@@ -37,15 +37,6 @@ kvio_status kvio_executor_close(uint64_t executor_handle) {
     KVIO_RETURN_IF_ERROR(executors().remove(executor_handle, "executor", &executor));
     executor->executor->drain();
     return KVIO_STATUS_OK;
-  });
-}
-
-kvio_status kvio_executor_set_launch(uint64_t executor_handle, int32_t cta_budget,
-                                     int32_t warps_per_cta) {
-  return guarded([&]() -> kvio_status {
-    std::shared_ptr<ExecutorImpl> executor;
-    KVIO_RETURN_IF_ERROR(executors().get(executor_handle, "executor", &executor));
-    return executor->executor->setLaunch(cta_budget, warps_per_cta);
   });
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 
+#include "backends.hpp"
 #include "guard.hpp"
 #include "handles.hpp"
 #include "launch_shape.hpp"
@@ -44,9 +45,10 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   PlanRequest request;
   thread_local std::vector<IndexRun> runs;  // reused: no allocation per transfer
   if (deviceIndices) {
-    if (!ex.acceptsDeviceIndices()) {
+    if (!backendOps(executor->backend)->deviceIndices) {
       return fail(KVIO_STATUS_UNSUPPORTED,
-                  "device-resident indices need the 'kernel' io backend (this executor is '%s')",
+                  "device-resident indices need the %s io backend (this executor is '%s')",
+                  ioBackendsWhere([](const BackendOps& ops) { return ops.deviceIndices; }).c_str(),
                   kvio_name(KVIO_NAME_BACKEND, executor->backend));
     }
     KVIO_RETURN_IF_ERROR(validateDeviceTransfer(*src, *dst, desc));

@@ -1,6 +1,7 @@
 // The CUDA entry points of the C ABI: an executor of a CUDA io backend on a device and stream,
-// its stream, a transfer's completion event, and the device count of builds without the CUDA
-// backend (cuda_backend.cpp has the real one). Compiled in every build: without the CUDA backend
+// its stream, its launch shape (through its backend table's setLaunch), a transfer's completion
+// event, and the device count of builds without the CUDA backend (cuda_backend.cpp has the real
+// one). Compiled in every build: without the CUDA backend
 // they report it absent through the backend registry.
 #include "../core/backends.hpp"
 #include "../core/guard.hpp"
@@ -78,6 +79,22 @@ kvio_status kvio_transfer_cuda_event(uint64_t transfer, uint64_t* event_out) {
                   static_cast<unsigned long long>(transfer));
     }
     return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_executor_set_launch(uint64_t executor_handle, int32_t cta_budget,
+                                     int32_t warps_per_cta) {
+  return guarded([&]() -> kvio_status {
+    std::shared_ptr<ExecutorImpl> executor;
+    KVIO_RETURN_IF_ERROR(executors().get(executor_handle, "executor", &executor));
+    const BackendOps* ops = backendOps(executor->backend);
+    if (ops->setLaunch == nullptr) {
+      return fail(
+          KVIO_STATUS_UNSUPPORTED,
+          "only the %s io backend has a launch shape (CTA budget, warps per CTA)",
+          ioBackendsWhere([](const BackendOps& o) { return o.setLaunch != nullptr; }).c_str());
+    }
+    return ops->setLaunch(*executor->executor, cta_budget, warps_per_cta);
   });
 }
 

@@ -14,6 +14,8 @@ kvio_status createKernelExecutor(const CudaExecutorConfig& config,
                                  std::unique_ptr<Executor>* out);  // kernel_executor.cpp
 kvio_status createDirectExecutor(const CudaExecutorConfig& config,
                                  std::unique_ptr<Executor>* out);  // direct_executor.cpp
+kvio_status setKernelLaunch(Executor& executor, int32_t ctaBudget,
+                            int32_t warpsPerCta);  // kernel_executor.cpp
 
 namespace {
 
@@ -50,8 +52,10 @@ kvio_status createDirectDefault(int32_t, std::unique_ptr<Executor>* out) {
   return createDefault(createDirectExecutor, out);
 }
 
-const BackendOps kKernelOps{KVIO_BACKEND_KERNEL, cudaAvailable, createKernelDefault,
-                            createKernelExecutor, nullptr};
+// The kernel reads device-resident indices itself and has a launch shape.
+const BackendOps kKernelOps{KVIO_BACKEND_KERNEL,  cudaAvailable, createKernelDefault,
+                            createKernelExecutor, nullptr,       true,
+                            setKernelLaunch};
 const BackendOps kDirectOps{KVIO_BACKEND_DIRECT, cudaAvailable, createDirectDefault,
                             createDirectExecutor, nullptr};
 

@@ -227,7 +227,7 @@ class CpuExecutor final : public Executor {
 
   void submit(std::shared_ptr<Job> job) override {
     const uint64_t bytes = planBytes(job->plan);
-    const bool fault = takeFault(kFaultCpuCopy);  // test only: fails the job in order
+    const bool fault = KVIO_FAULT(kFaultCpuCopy);  // test only: fails the job in order
     if (bytes <= kInlineBytes) {
       std::unique_lock<std::mutex> lock(mutex_);
       // Only when nothing runs: two threads' inline jobs must not overlap (a conflicting pair

@@ -47,8 +47,11 @@ inline bool takeFault(int32_t fault) {
   return false;
 }
 #define KVIO_FAULT(fault) ::kvio::takeFault(fault)
+constexpr bool kFaultPoints = true;
 #elif defined(KVIO_TESTING)
 #define KVIO_FAULT(fault) false
+/// False: code that only reports an injected fault compiles away too (`if (!kFaultPoints ...)`).
+constexpr bool kFaultPoints = false;
 #endif
 
 }  // namespace kvio

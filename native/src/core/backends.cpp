@@ -65,14 +65,6 @@ const MemoryOps& memoryOpsFor(int32_t kind) {
              : cudaMemoryOps();
 }
 
-const char* memoryKindList() {
-  return "0 = host, 1 = host_pinned, 2 = cuda_device, 3 = ascend_device, 4 = ascend_host_pinned";
-}
-
-std::vector<const char*> ioBackendNames() {
-  return {"cpu", "kernel", "direct", "kernel_ascend"};
-}
-
 bool isDeviceMemory(int32_t kind) {
   return kind == KVIO_MEMORY_CUDA_DEVICE || kind == KVIO_MEMORY_ASCEND_DEVICE;
 }
@@ -93,13 +85,12 @@ const BackendOps* backendOps(int32_t ioBackend) {
 }
 
 std::string ioBackendsWhere(bool (*has)(const BackendOps& ops)) {
-  const std::vector<const char*> names = ioBackendNames();
   std::string list;
-  for (size_t id = 0; id < names.size(); ++id) {
-    const BackendOps* ops = backendOps(static_cast<int32_t>(id));
+  for (int32_t id = 0; id < KVIO_BACKEND_COUNT; ++id) {
+    const BackendOps* ops = backendOps(id);
     if (ops == nullptr || !has(*ops)) continue;
     if (!list.empty()) list += " or ";
-    list += std::string("'") + names[id] + "'";
+    list += std::string("'") + kvio_name(KVIO_NAME_BACKEND, id) + "'";
   }
   return list.empty() ? "no" : list;
 }

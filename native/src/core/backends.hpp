@@ -50,9 +50,6 @@ struct BackendOps {
 const MemoryOps& cudaMemoryOps();    // backends.cpp (stubs) or native/src/cuda/cuda_memory.cpp
 const MemoryOps& ascendMemoryOps();  // native/src/ascend/ascend_backend.cpp
 
-/// The io backends' names, by id (the name table of kvio_name and kvio_parse_name).
-std::vector<const char*> ioBackendNames();
-
 /// The backend table for an io backend id, or nullptr for an unknown id.
 const BackendOps* backendOps(int32_t ioBackend);
 

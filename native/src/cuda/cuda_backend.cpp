@@ -3,7 +3,7 @@
 // executor base shared by both backends (cuda_executor.hpp).
 #include <limits>
 
-#include "../core/guard.hpp"
+#include "../core/entry.hpp"
 #include "../core/pool.hpp"
 #include "cuda_executor.hpp"
 
@@ -253,12 +253,10 @@ const BackendOps& cudaDirectBackendOps() {
 }  // namespace kvio
 
 extern "C" kvio_status kvio_cuda_device_count(int32_t* count_out) {
-  return kvio::guarded([&]() -> kvio_status {
-    if (count_out == nullptr) return kvio::fail(KVIO_STATUS_INVALID_ARGUMENT, "count_out is null");
-    *count_out = 0;
+  return kvio::countDevices(count_out, [](int32_t* out) -> kvio_status {
     int count = 0;
     KVIO_CUDA_TRY(cudaGetDeviceCount(&count), "counting CUDA devices");
-    *count_out = count;
+    *out = count;
     return KVIO_STATUS_OK;
   });
 }

@@ -124,6 +124,26 @@ class LifetimeTest : public ::testing::Test {
     return transfer;
   }
 
+  // A load of host memory into the device pool, prepared: the memory filled with bytes from
+  // `rng` and the device pool with the canary (both images kept), slots shuffled on both sides.
+  struct Load {
+    Image host, before;
+    std::vector<int64_t> src, dst;
+  };
+  static Load prepareLoad(uint8_t* data, size_t bytes, NpuPool& device, std::mt19937_64& rng) {
+    Load l;
+    fillRandom(data, bytes, rng);
+    l.host.buffers.emplace_back(data, data + bytes);
+    device.pool.fill(kCanary);
+    l.before = device.pool.capture();
+    l.src = shuffledSlots(rng);
+    l.dst = shuffledSlots(rng);
+    return l;
+  }
+  uint64_t load(uint64_t host, NpuPool& device, const Load& l) {
+    return load(host, device, l.src, l.dst);
+  }
+
   // What the device pool holds after a load of `host` (captured before) into `before`.
   Image expectedLoad(const Image& host, const Image& before, const std::vector<int64_t>& src,
                      const std::vector<int64_t>& dst) {
@@ -132,14 +152,16 @@ class LifetimeTest : public ::testing::Test {
     return expected;
   }
 
+  // Waits for the load, closes it and checks the device pool holds what the oracle says.
+  void expectLoaded(uint64_t transfer, NpuPool& device, const Load& l) {
+    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
+    kvio_transfer_close(transfer);
+    EXPECT_TRUE(
+        sameImage(expectedLoad(l.host, l.before, l.src, l.dst), device.pool.capture(), "device"));
+  }
+
   uint64_t executor_ = 0;
 };
-
-Image imageOf(const uint8_t* data, size_t bytes) {
-  Image image;
-  image.buffers.emplace_back(data, data + bytes);
-  return image;
-}
 
 // The H200 failure: caller memory wrapped as pinned, used, closed, freed, and memory at the same
 // address wrapped again. Each close must end kvio's registration, so the second wrap registers
@@ -151,17 +173,11 @@ TEST_F(LifetimeTest, WrapCloseFreeAndWrapAgainAtTheSameAddress) {
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     if (round > 0) memory.remap();
-    fillRandom(memory.data(), memory.bytes(), rng);
-    const Image host = imageOf(memory.data(), memory.bytes());
-    device.pool.fill(kCanary);
-    const Image before = device.pool.capture();
+    const Load l = prepareLoad(memory.data(), memory.bytes(), device, rng);
     const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
     EXPECT_EQ(acl().live().registrations, 1);
-    const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
-    const uint64_t transfer = load(pool, device, src, dst);
-    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
-    kvio_transfer_close(transfer);
-    EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+    const uint64_t transfer = load(pool, device, l);
+    expectLoaded(transfer, device, l);
     EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
     EXPECT_EQ(acl().live().registrations, 0) << "kvio's registration outlived the closed pool";
   }
@@ -173,18 +189,12 @@ TEST_F(LifetimeTest, CompletedTransferNobodyWaitedForDoesNotDelayTheRelease) {
   std::mt19937_64 rng(8);
   Mapping memory(static_cast<size_t>(kHost.regionBytes()));
   NpuPool device;
-  fillRandom(memory.data(), memory.bytes(), rng);
-  device.pool.fill(kCanary);
-  const Image host = imageOf(memory.data(), memory.bytes());
-  const Image before = device.pool.capture();
+  const Load l = prepareLoad(memory.data(), memory.bytes(), device, rng);
   const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
-  const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
-  const uint64_t transfer = load(pool, device, src, dst);  // done at once in the emulation
+  const uint64_t transfer = load(pool, device, l);  // done at once in the emulation
   EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
   EXPECT_EQ(acl().live().registrations, 0);
-  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
-  kvio_transfer_close(transfer);
-  EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+  expectLoaded(transfer, device, l);
 }
 
 // With a transfer in flight, closing the pool keeps the registration until the transfer has
@@ -193,23 +203,20 @@ TEST_F(LifetimeTest, CloseWithATransferInFlightReleasesWhenItCompletes) {
   std::mt19937_64 rng(9);
   Mapping memory(static_cast<size_t>(kHost.regionBytes()));
   NpuPool device;
-  fillRandom(memory.data(), memory.bytes(), rng);
-  device.pool.fill(kCanary);
-  const Image host = imageOf(memory.data(), memory.bytes());
-  const Image before = device.pool.capture();
+  const Load l = prepareLoad(memory.data(), memory.bytes(), device, rng);
   const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
   acl().holdStream();
-  const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
-  const uint64_t transfer = load(pool, device, src, dst);
+  const uint64_t transfer = load(pool, device, l);
   EXPECT_EQ(kvio_transfer_is_done(transfer), 0);
   EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
   EXPECT_EQ(acl().live().registrations, 1) << "released under a transfer in flight";
-  EXPECT_TRUE(sameImage(before, device.pool.capture(), "device before the stream ran"));
+  EXPECT_TRUE(sameImage(l.before, device.pool.capture(), "device before the stream ran"));
   acl().releaseStream();
   EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
   EXPECT_EQ(acl().live().registrations, 0);
   kvio_transfer_close(transfer);
-  EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+  EXPECT_TRUE(
+      sameImage(expectedLoad(l.host, l.before, l.src, l.dst), device.pool.capture(), "device"));
 }
 
 // Two pools whose buffers share a host page both work: kvio registers the shared page once,
@@ -226,15 +233,9 @@ TEST_F(LifetimeTest, PoolsSharingAHostPageBothWork) {
   EXPECT_EQ(acl().live().registrations, 2);
   for (uint64_t pool : {a, b}) {
     uint8_t* data = pool == a ? first : second;
-    fillRandom(data, bytes, rng);
-    device.pool.fill(kCanary);
-    const Image host = imageOf(data, bytes);
-    const Image before = device.pool.capture();
-    const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
-    const uint64_t transfer = load(pool, device, src, dst);
-    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
-    kvio_transfer_close(transfer);
-    EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+    const Load l = prepareLoad(data, bytes, device, rng);
+    const uint64_t transfer = load(pool, device, l);
+    expectLoaded(transfer, device, l);
   }
   EXPECT_EQ(kvio_pool_close(a), KVIO_STATUS_OK);
   EXPECT_EQ(acl().live().registrations, 2) << "the shared page is still used by the other pool";
@@ -249,14 +250,10 @@ TEST_F(LifetimeTest, CloseWaitReleasesOnceTheTransferInFlightCompletes) {
   std::mt19937_64 rng(11);
   Mapping memory(static_cast<size_t>(kHost.regionBytes()));
   NpuPool device;
-  fillRandom(memory.data(), memory.bytes(), rng);
-  device.pool.fill(kCanary);
-  const Image host = imageOf(memory.data(), memory.bytes());
-  const Image before = device.pool.capture();
+  const Load l = prepareLoad(memory.data(), memory.bytes(), device, rng);
   const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
   acl().holdStream();
-  const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
-  const uint64_t transfer = load(pool, device, src, dst);
+  const uint64_t transfer = load(pool, device, l);
   EXPECT_EQ(kvio_pool_close_wait(pool, 0), KVIO_STATUS_TIMEOUT);
   EXPECT_NE(lastError().find("wait again (kvio_pool_close_wait) before freeing it"),
             std::string::npos)
@@ -268,9 +265,7 @@ TEST_F(LifetimeTest, CloseWaitReleasesOnceTheTransferInFlightCompletes) {
   EXPECT_EQ(kvio_pool_close_wait(pool, -1), KVIO_STATUS_OK) << lastError();
   EXPECT_EQ(acl().live().registrations, 0);
   EXPECT_EQ(kvio_transfer_is_done(transfer), 1);
-  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
-  kvio_transfer_close(transfer);
-  EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+  expectLoaded(transfer, device, l);
   // Waiting again for a released pool is OK at once; handles never opened are CLOSED; other
   // handles are refused.
   EXPECT_EQ(kvio_pool_close_wait(pool, 0), KVIO_STATUS_OK);

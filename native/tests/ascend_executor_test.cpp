@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "acl_host_emulation.hpp"
+#include "acl_emulation_test.hpp"
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
 #include "oracle.hpp"
@@ -22,10 +22,6 @@ namespace kvio_test {
 namespace {
 
 using kvio::ascend::aclError;
-
-AclHostEmulation& acl() {
-  return AclHostEmulation::instance();
-}
 
 /// A wrapped pool in emulated NPU memory (its buffers tagged as device memory).
 struct NpuPool {
@@ -51,18 +47,9 @@ std::vector<int64_t> range(int64_t start, int64_t count) {
   return v;
 }
 
-class AscendExecutorTest : public ::testing::Test {
+class AscendExecutorTest : public AclEmulationTest {
  protected:
-  void SetUp() override { acl().install(); }
-  void TearDown() override {
-    const AclHostEmulation::Live live = acl().live();
-    EXPECT_EQ(live.streams, 0);
-    EXPECT_EQ(live.events, 0);
-    EXPECT_EQ(live.deviceAllocations, 0);
-    EXPECT_EQ(live.hostAllocations, 0);
-    EXPECT_EQ(live.registrations, 0);
-    acl().uninstall();
-  }
+  AscendExecutorTest() : AclEmulationTest(true) {}
 
   // Moves `pages` of src to dst pages (whole pages, layers [layer, layer + layers) on both
   // sides), checks the destination against the oracle and returns the calls it cost.

@@ -17,17 +17,13 @@
 #include <thread>
 #include <vector>
 
-#include "acl_host_emulation.hpp"
+#include "acl_emulation_test.hpp"
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
 #include "oracle.hpp"
 
 namespace kvio_test {
 namespace {
-
-AclHostEmulation& acl() {
-  return AclHostEmulation::instance();
-}
 
 std::string lastError() {
   return kvio_last_error();

@@ -360,11 +360,19 @@ TEST(PoolRejection, WrapComponentsTooSmallOrWrongCount) {
                   KVIO_STATUS_INVALID_ARGUMENT, "component address is 0");
 }
 
+// The addresses of the 128-byte layer buffers that `memory` holds, one after the other.
+std::vector<uint64_t> layerTable(std::vector<uint8_t>& memory) {
+  std::vector<uint64_t> table;
+  for (size_t at = 0; at < memory.size(); at += 128) {
+    table.push_back(reinterpret_cast<uint64_t>(memory.data() + at));
+  }
+  return table;
+}
+
 TEST(PoolRejection, WrapLayerTableNeedsLayerFirst) {
   const kvio_pool_spec spec = smallSpec(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST);
   std::vector<uint8_t> memory(6 * 128);
-  std::vector<uint64_t> table;
-  for (int i = 0; i < 6; ++i) table.push_back(reinterpret_cast<uint64_t>(memory.data()) + 128 * i);
+  const std::vector<uint64_t> table = layerTable(memory);
   uint64_t pool = 0;
   EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 6, 128, &pool),
                   KVIO_STATUS_UNSUPPORTED, "layout must be layer_first, got page_first");
@@ -373,8 +381,7 @@ TEST(PoolRejection, WrapLayerTableNeedsLayerFirst) {
 TEST(PoolRejection, WrapLayerTableWrongEntryCount) {
   const kvio_pool_spec spec = smallSpec(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST);
   std::vector<uint8_t> memory(6 * 128);
-  std::vector<uint64_t> table;
-  for (int i = 0; i < 6; ++i) table.push_back(reinterpret_cast<uint64_t>(memory.data()) + 128 * i);
+  std::vector<uint64_t> table = layerTable(memory);
   uint64_t pool = 0;
   EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 5, 128, &pool),
                   KVIO_STATUS_INVALID_ARGUMENT,

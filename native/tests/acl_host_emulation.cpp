@@ -101,13 +101,20 @@ bool injected(State& s, const char* function, aclError* error) {
   aclError injectedError = ACL_SUCCESS;      \
   if (injected(s, function, &injectedError)) return injectedError
 
-// The allocation holding [address, address + bytes), or nullptr.
-const Range* find(State& s, uint64_t address, uint64_t bytes) {
-  auto it = s.memory.upper_bound(address);
-  if (it == s.memory.begin()) return nullptr;
+// The entry of `map` (start address -> something of `bytes`) holding [address, +bytes), or
+// nullptr.
+template <class Map>
+const typename Map::mapped_type* holding(const Map& map, uint64_t address, uint64_t bytes) {
+  auto it = map.upper_bound(address);
+  if (it == map.begin()) return nullptr;
   --it;
   if (address + bytes > it->first + it->second.bytes) return nullptr;
   return &it->second;
+}
+
+// The allocation holding [address, address + bytes), or nullptr.
+const Range* find(State& s, uint64_t address, uint64_t bytes) {
+  return holding(s.memory, address, bytes);
 }
 
 const char* kindText(aclrtMemcpyKind kind) {
@@ -122,11 +129,7 @@ const char* kindText(aclrtMemcpyKind kind) {
 
 // The registration whose pages hold [address, address + bytes), or nullptr.
 const Registration* registered(State& s, uint64_t address, uint64_t bytes) {
-  auto it = s.registrations.upper_bound(address);
-  if (it == s.registrations.begin()) return nullptr;
-  --it;
-  if (address + bytes > it->first + it->second.bytes) return nullptr;
-  return &it->second;
+  return holding(s.registrations, address, bytes);
 }
 
 // True when [address, +bytes) is inside one aclrtMallocHost buffer or one registration (what

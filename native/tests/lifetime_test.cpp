@@ -148,6 +148,25 @@ class LifetimeTest : public ::testing::Test {
     return expected;
   }
 
+  // A load in flight: host memory (filled, then wrapped as pinned) loaded into an NPU pool with
+  // the stream held, so the transfer is not done before acl().releaseStream().
+  struct HeldLoad {
+    HeldLoad(LifetimeTest& test, uint64_t seed)
+        : rng(seed),
+          memory(static_cast<size_t>(kHost.regionBytes())),
+          l(prepareLoad(memory.data(), memory.bytes(), device, rng)),
+          pool(wrapPinned(memory.data(), memory.bytes())) {
+      acl().holdStream();
+      transfer = test.load(pool, device, l);
+    }
+    std::mt19937_64 rng;
+    Mapping memory;
+    NpuPool device;
+    Load l;
+    uint64_t pool;
+    uint64_t transfer = 0;
+  };
+
   // Waits for the load, closes it and checks the device pool holds what the oracle says.
   void expectLoaded(uint64_t transfer, NpuPool& device, const Load& l) {
     EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
@@ -196,23 +215,17 @@ TEST_F(LifetimeTest, CompletedTransferNobodyWaitedForDoesNotDelayTheRelease) {
 // With a transfer in flight, closing the pool keeps the registration until the transfer has
 // completed; observing its completion (kvio_transfer_wait) then ends it.
 TEST_F(LifetimeTest, CloseWithATransferInFlightReleasesWhenItCompletes) {
-  std::mt19937_64 rng(9);
-  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
-  NpuPool device;
-  const Load l = prepareLoad(memory.data(), memory.bytes(), device, rng);
-  const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
-  acl().holdStream();
-  const uint64_t transfer = load(pool, device, l);
-  EXPECT_EQ(kvio_transfer_is_done(transfer), 0);
-  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  HeldLoad h(*this, 9);
+  EXPECT_EQ(kvio_transfer_is_done(h.transfer), 0);
+  EXPECT_EQ(kvio_pool_close(h.pool), KVIO_STATUS_OK);
   EXPECT_EQ(acl().live().registrations, 1) << "released under a transfer in flight";
-  EXPECT_TRUE(sameImage(l.before, device.pool.capture(), "device before the stream ran"));
+  EXPECT_TRUE(sameImage(h.l.before, h.device.pool.capture(), "device before the stream ran"));
   acl().releaseStream();
-  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
+  EXPECT_EQ(kvio_transfer_wait(h.transfer, -1), KVIO_STATUS_OK) << lastError();
   EXPECT_EQ(acl().live().registrations, 0);
-  kvio_transfer_close(transfer);
-  EXPECT_TRUE(
-      sameImage(expectedLoad(l.host, l.before, l.src, l.dst), device.pool.capture(), "device"));
+  kvio_transfer_close(h.transfer);
+  EXPECT_TRUE(sameImage(expectedLoad(h.l.host, h.l.before, h.l.src, h.l.dst),
+                        h.device.pool.capture(), "device"));
 }
 
 // Two pools whose buffers share a host page both work: kvio registers the shared page once,
@@ -243,29 +256,23 @@ TEST_F(LifetimeTest, PoolsSharingAHostPageBothWork) {
 // kvio's registration has ended. A timeout leaves the memory in use (TIMEOUT; wait again with
 // the same handle); a wait without a deadline lets the transfer finish.
 TEST_F(LifetimeTest, CloseWaitReleasesOnceTheTransferInFlightCompletes) {
-  std::mt19937_64 rng(11);
-  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
-  NpuPool device;
-  const Load l = prepareLoad(memory.data(), memory.bytes(), device, rng);
-  const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
-  acl().holdStream();
-  const uint64_t transfer = load(pool, device, l);
-  EXPECT_EQ(kvio_pool_close_wait(pool, 0), KVIO_STATUS_TIMEOUT);
+  HeldLoad h(*this, 11);
+  EXPECT_EQ(kvio_pool_close_wait(h.pool, 0), KVIO_STATUS_TIMEOUT);
   EXPECT_NE(lastError().find("wait again (kvio_pool_close_wait) before freeing it"),
             std::string::npos)
       << lastError();
-  EXPECT_EQ(kvio_pool_close_wait(pool, 2000000), KVIO_STATUS_TIMEOUT);  // 2 ms
+  EXPECT_EQ(kvio_pool_close_wait(h.pool, 2000000), KVIO_STATUS_TIMEOUT);  // 2 ms
   EXPECT_EQ(acl().live().registrations, 1);
   uint64_t address = 0;
-  EXPECT_EQ(kvio_pool_region(pool, 0, &address, nullptr, nullptr), KVIO_STATUS_CLOSED);
-  EXPECT_EQ(kvio_pool_close_wait(pool, -1), KVIO_STATUS_OK) << lastError();
+  EXPECT_EQ(kvio_pool_region(h.pool, 0, &address, nullptr, nullptr), KVIO_STATUS_CLOSED);
+  EXPECT_EQ(kvio_pool_close_wait(h.pool, -1), KVIO_STATUS_OK) << lastError();
   EXPECT_EQ(acl().live().registrations, 0);
-  EXPECT_EQ(kvio_transfer_is_done(transfer), 1);
-  expectLoaded(transfer, device, l);
+  EXPECT_EQ(kvio_transfer_is_done(h.transfer), 1);
+  expectLoaded(h.transfer, h.device, h.l);
   // Waiting again for a released pool is OK at once; handles never opened are CLOSED; other
   // handles are refused.
-  EXPECT_EQ(kvio_pool_close_wait(pool, 0), KVIO_STATUS_OK);
-  EXPECT_EQ(kvio_pool_close_wait(pool + 1000, 0), KVIO_STATUS_CLOSED);
+  EXPECT_EQ(kvio_pool_close_wait(h.pool, 0), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close_wait(h.pool + 1000, 0), KVIO_STATUS_CLOSED);
   EXPECT_EQ(kvio_pool_close_wait(executor_, 0), KVIO_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(kvio_pool_close_wait(0, 0), KVIO_STATUS_INVALID_ARGUMENT);
 }

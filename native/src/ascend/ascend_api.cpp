@@ -8,18 +8,14 @@ using namespace kvio;
 extern "C" {
 
 kvio_status kvio_executor_create_ascend(int32_t device, uint64_t stream, uint64_t* executor_out) {
-  return guarded([&]() -> kvio_status {
-    KVIO_RETURN_IF_ERROR(checkOut(executor_out, "executor_out"));
-    KVIO_RETURN_IF_ERROR(kvio_backend_available(KVIO_BACKEND_KERNEL_ASCEND));
-    if (device < 0) {
-      return fail(KVIO_STATUS_INVALID_ARGUMENT, "device %d is not an Ascend device ordinal (>= 0)",
-                  device);
-    }
-    return addExecutor(
-        KVIO_BACKEND_KERNEL_ASCEND, executor_out, [&](std::unique_ptr<Executor>* executor) {
-          return backendOps(KVIO_BACKEND_KERNEL_ASCEND)->createAscend(device, stream, executor);
-        });
-  });
+  return openExecutor(
+      KVIO_BACKEND_KERNEL_ASCEND, executor_out, [&](std::unique_ptr<Executor>* executor) {
+        if (device < 0) {
+          return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                      "device %d is not an Ascend device ordinal (>= 0)", device);
+        }
+        return backendOps(KVIO_BACKEND_KERNEL_ASCEND)->createAscend(device, stream, executor);
+      });
 }
 
 kvio_status kvio_executor_ascend_stream(uint64_t executor_handle, uint64_t* stream_out) {

@@ -1,5 +1,5 @@
 // What the C ABI's entry points share beyond guard.hpp: running a body on the object a handle
-// names (the out argument checked first), adding an executor, the native handles (streams,
+// names (the out argument checked first), opening an executor, the native handles (streams,
 // events) of executors and transfers, and device counts. The core's entry points and the vendor
 // ones (native/src/cuda/cuda_api.cpp, native/src/ascend/ascend_api.cpp) use them alike.
 #ifndef KVIO_CORE_ENTRY_HPP_
@@ -36,15 +36,21 @@ kvio_status withObject(Registry<T>& registry, uint64_t handle, const char* argum
   });
 }
 
-/// Registers the executor of io backend `backend` that create(&executor) makes; its handle into
-/// *out.
+/// The body of kvio_executor_create*: guarded; INVALID_ARGUMENT for a null `out`
+/// ("executor_out"), the backend's availability (kvio_backend_available), then the executor of io
+/// backend `backend` that create(&executor) makes (it checks its own arguments first) is
+/// registered and its handle written to *out.
 template <class F>
-kvio_status addExecutor(int32_t backend, uint64_t* out, F&& create) {
-  auto impl = std::make_shared<ExecutorImpl>();
-  impl->backend = backend;
-  KVIO_RETURN_IF_ERROR(create(&impl->executor));
-  *out = executors().add(std::move(impl));
-  return KVIO_STATUS_OK;
+kvio_status openExecutor(int32_t backend, uint64_t* out, F&& create) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(out, "executor_out"));
+    KVIO_RETURN_IF_ERROR(kvio_backend_available(backend));
+    auto impl = std::make_shared<ExecutorImpl>();
+    impl->backend = backend;
+    KVIO_RETURN_IF_ERROR(create(&impl->executor));
+    *out = executors().add(std::move(impl));
+    return KVIO_STATUS_OK;
+  });
 }
 
 /// kvio_executor_<vendor>_stream: the executor's native handle of `kind` into *out; UNSUPPORTED

@@ -8,12 +8,8 @@ using namespace kvio;
 extern "C" {
 
 kvio_status kvio_executor_create(int32_t io_backend, int32_t threads, uint64_t* executor_out) {
-  return guarded([&]() -> kvio_status {
-    KVIO_RETURN_IF_ERROR(checkOut(executor_out, "executor_out"));
-    KVIO_RETURN_IF_ERROR(kvio_backend_available(io_backend));
-    return addExecutor(io_backend, executor_out, [&](std::unique_ptr<Executor>* executor) {
-      return backendOps(io_backend)->create(threads, executor);
-    });
+  return openExecutor(io_backend, executor_out, [&](std::unique_ptr<Executor>* executor) {
+    return backendOps(io_backend)->create(threads, executor);
   });
 }
 

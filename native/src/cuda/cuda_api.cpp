@@ -12,9 +12,7 @@ extern "C" {
 kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64_t stream,
                                       int32_t cta_budget, int32_t warps_per_cta,
                                       uint64_t* executor_out) {
-  return guarded([&]() -> kvio_status {
-    KVIO_RETURN_IF_ERROR(checkOut(executor_out, "executor_out"));
-    KVIO_RETURN_IF_ERROR(kvio_backend_available(io_backend));
+  return openExecutor(io_backend, executor_out, [&](std::unique_ptr<Executor>* executor) {
     const BackendOps* ops = backendOps(io_backend);
     if (ops->createCuda == nullptr) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
@@ -30,9 +28,7 @@ kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64
     config.stream = stream;
     config.ctaBudget = cta_budget;
     config.warpsPerCta = warps_per_cta;
-    return addExecutor(io_backend, executor_out, [&](std::unique_ptr<Executor>* executor) {
-      return ops->createCuda(config, executor);
-    });
+    return ops->createCuda(config, executor);
   });
 }
 

@@ -21,6 +21,7 @@
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
 #include "oracle.hpp"
+#include "pool_fixtures.hpp"
 
 namespace kvio_test {
 namespace {
@@ -74,13 +75,7 @@ struct NpuPool {
 };
 
 uint64_t wrapPinned(uint8_t* data, size_t bytes, kvio_status expected = KVIO_STATUS_OK) {
-  const kvio_pool_spec spec = kHost.spec().toC();
-  uint64_t pool = 0;
-  EXPECT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
-                                  reinterpret_cast<uint64_t>(data), bytes, &pool),
-            expected)
-      << lastError();
-  return pool;
+  return wrapBuffer(kHost, KVIO_MEMORY_ASCEND_HOST_PINNED, 0, data, bytes, expected);
 }
 
 std::vector<int64_t> shuffledSlots(std::mt19937_64& rng) {

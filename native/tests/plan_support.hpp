@@ -14,7 +14,7 @@
 
 #include "kvio/kvio.h"
 #include "oracle.hpp"
-#include "unchanged_pools.hpp"
+#include "pool_fixtures.hpp"
 
 namespace kvio_test {
 

@@ -15,7 +15,7 @@
 #include "kvio/kvio.hpp"
 #include "oracle.hpp"
 #include "rejection_assertions.hpp"
-#include "unchanged_pools.hpp"
+#include "pool_fixtures.hpp"
 
 namespace kvio_test {
 namespace {

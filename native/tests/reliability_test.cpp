@@ -21,7 +21,7 @@
 #include "kvio_test_hooks.h"
 #include "oracle.hpp"
 #include "rejection_assertions.hpp"
-#include "unchanged_pools.hpp"
+#include "pool_fixtures.hpp"
 
 namespace kvio_test {
 namespace {

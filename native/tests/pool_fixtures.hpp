@@ -1,10 +1,11 @@
-// descOf(): a transfer descriptor between two TestPools. UnchangedPoolsTest: the fixture of
-// the rejection and reliability tests, whose two pools no rejected call may change: SetUp
+// Pool fixtures of the C ABI tests. descOf(): a transfer descriptor between two TestPools.
+// wrapBuffer(): caller memory wrapped as a pool of a memory kind. UnchangedPoolsTest: the fixture
+// of the rejection and reliability tests, whose two pools no rejected call may change: SetUp
 // creates a cpu executor (2 threads), fills the source pool with seeded bytes and the
 // destination with the canary and keeps both images; TearDown closes the executor (unless a test
 // closed it and set executor_ to 0) and compares both pools whole, guard zones included.
-#ifndef KVIO_TESTS_UNCHANGED_POOLS_HPP_
-#define KVIO_TESTS_UNCHANGED_POOLS_HPP_
+#ifndef KVIO_TESTS_POOL_FIXTURES_HPP_
+#define KVIO_TESTS_POOL_FIXTURES_HPP_
 
 #include <gtest/gtest.h>
 
@@ -30,6 +31,19 @@ inline kvio_transfer_desc descOf(const TestPool& src, const TestPool& dst,
                             srcLayer,
                             dstLayer,
                             layers};
+}
+
+/// The handle of `bytes` of caller memory at `data` wrapped as one pool of geometry `g` and
+/// memory kind `kind` on device `device` (0 when the status is not `expected`, which fails).
+inline uint64_t wrapBuffer(const Geometry& g, int32_t kind, int32_t device, uint8_t* data,
+                           size_t bytes, kvio_status expected = KVIO_STATUS_OK) {
+  const kvio_pool_spec spec = g.spec().toC();
+  uint64_t pool = 0;
+  EXPECT_EQ(
+      kvio_pool_wrap_memory(&spec, kind, device, reinterpret_cast<uint64_t>(data), bytes, &pool),
+      expected)
+      << kvio_last_error();
+  return pool;
 }
 
 class UnchangedPoolsTest : public ::testing::Test {
@@ -80,4 +94,4 @@ class UnchangedPoolsTest : public ::testing::Test {
 
 }  // namespace kvio_test
 
-#endif  // KVIO_TESTS_UNCHANGED_POOLS_HPP_
+#endif  // KVIO_TESTS_POOL_FIXTURES_HPP_

@@ -60,8 +60,7 @@ enum {
   KVIO_LAYOUT_COUNT
 };
 
-/* IO backends: cpu (multithreaded memcpy, always built), kernel (CUDA SM copy kernels), direct
- * (CUDA copy engine), kernel_ascend (Ascend ACL runtime). */
+/* IO backends (kvio_enums.def says what each is; kvio_backend_available, whether it is here). */
 enum {
 #define KVIO_DEF_BACKEND(id, cpp, value, name) KVIO_BACKEND_##id = value,
 #include "kvio_enums.def"

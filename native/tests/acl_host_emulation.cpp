@@ -101,13 +101,20 @@ bool injected(State& s, const char* function, aclError* error) {
   aclError injectedError = ACL_SUCCESS;      \
   if (injected(s, function, &injectedError)) return injectedError
 
-// The allocation holding [address, address + bytes), or nullptr.
-const Range* find(State& s, uint64_t address, uint64_t bytes) {
-  auto it = s.memory.upper_bound(address);
-  if (it == s.memory.begin()) return nullptr;
+// The entry of `map` (start address -> something of `bytes`) holding [address, +bytes), or
+// nullptr.
+template <class Map>
+const typename Map::mapped_type* holding(const Map& map, uint64_t address, uint64_t bytes) {
+  auto it = map.upper_bound(address);
+  if (it == map.begin()) return nullptr;
   --it;
   if (address + bytes > it->first + it->second.bytes) return nullptr;
   return &it->second;
+}
+
+// The allocation holding [address, address + bytes), or nullptr.
+const Range* find(State& s, uint64_t address, uint64_t bytes) {
+  return holding(s.memory, address, bytes);
 }
 
 const char* kindText(aclrtMemcpyKind kind) {
@@ -122,11 +129,7 @@ const char* kindText(aclrtMemcpyKind kind) {
 
 // The registration whose pages hold [address, address + bytes), or nullptr.
 const Registration* registered(State& s, uint64_t address, uint64_t bytes) {
-  auto it = s.registrations.upper_bound(address);
-  if (it == s.registrations.begin()) return nullptr;
-  --it;
-  if (address + bytes > it->first + it->second.bytes) return nullptr;
-  return &it->second;
+  return holding(s.registrations, address, bytes);
 }
 
 // True when [address, +bytes) is inside one aclrtMallocHost buffer or one registration (what
@@ -332,55 +335,52 @@ void* alignedAllocation(size_t bytes) {
   return p;
 }
 
-aclError emuMalloc(void** pointer, size_t bytes, aclrtMemMallocPolicy) {
-  KVIO_EMULATION_ENTER("aclrtMalloc");
+// aclrtMalloc and aclrtMallocHost: an aligned allocation, recorded as memory of `place`.
+aclError allocate(State& s, const char* call, void** pointer, size_t bytes, Place place,
+                  int32_t device) {
   if (pointer == nullptr || bytes == 0) {
-    return reject(s, ACL_ERROR_INVALID_PARAM, "aclrtMalloc of %zu bytes into %p", bytes,
+    return reject(s, ACL_ERROR_INVALID_PARAM, "%s of %zu bytes into %p", call, bytes,
                   static_cast<void*>(pointer));
   }
   void* p = alignedAllocation(bytes);
   if (p == nullptr) return ACL_ERROR_RT_MEMORY_ALLOCATION;
-  s.memory[reinterpret_cast<uint64_t>(p)] = Range{bytes, Place::Device, currentDevice};
-  ++s.deviceAllocations;
+  s.memory[reinterpret_cast<uint64_t>(p)] = Range{bytes, place, device};
+  if (place == Place::Device) ++s.deviceAllocations;
   *pointer = p;
   return ACL_SUCCESS;
+}
+
+// aclrtFree and aclrtFreeHost: frees what `allocator` allocated (memory of `place`) only.
+aclError release(State& s, const char* call, const char* allocator, void* pointer, Place place) {
+  auto it = s.memory.find(reinterpret_cast<uint64_t>(pointer));
+  if (it == s.memory.end() || it->second.place != place) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "%s of %p, not an %s pointer", call, pointer,
+                  allocator);
+  }
+  s.memory.erase(it);
+  if (place == Place::Device) --s.deviceAllocations;
+  std::free(pointer);
+  return ACL_SUCCESS;
+}
+
+aclError emuMalloc(void** pointer, size_t bytes, aclrtMemMallocPolicy) {
+  KVIO_EMULATION_ENTER("aclrtMalloc");
+  return allocate(s, "aclrtMalloc", pointer, bytes, Place::Device, currentDevice);
 }
 
 aclError emuFree(void* pointer) {
   KVIO_EMULATION_ENTER("aclrtFree");
-  auto it = s.memory.find(reinterpret_cast<uint64_t>(pointer));
-  if (it == s.memory.end() || it->second.place != Place::Device) {
-    return reject(s, ACL_ERROR_INVALID_PARAM, "aclrtFree of %p, not an aclrtMalloc pointer",
-                  pointer);
-  }
-  s.memory.erase(it);
-  --s.deviceAllocations;
-  std::free(pointer);
-  return ACL_SUCCESS;
+  return release(s, "aclrtFree", "aclrtMalloc", pointer, Place::Device);
 }
 
 aclError emuMallocHost(void** pointer, size_t bytes) {
   KVIO_EMULATION_ENTER("aclrtMallocHost");
-  if (pointer == nullptr || bytes == 0) {
-    return reject(s, ACL_ERROR_INVALID_PARAM, "aclrtMallocHost of %zu bytes", bytes);
-  }
-  void* p = alignedAllocation(bytes);
-  if (p == nullptr) return ACL_ERROR_RT_MEMORY_ALLOCATION;
-  s.memory[reinterpret_cast<uint64_t>(p)] = Range{bytes, Place::PinnedHost, -1};
-  *pointer = p;
-  return ACL_SUCCESS;
+  return allocate(s, "aclrtMallocHost", pointer, bytes, Place::PinnedHost, -1);
 }
 
 aclError emuFreeHost(void* pointer) {
   KVIO_EMULATION_ENTER("aclrtFreeHost");
-  auto it = s.memory.find(reinterpret_cast<uint64_t>(pointer));
-  if (it == s.memory.end() || it->second.place != Place::PinnedHost) {
-    return reject(s, ACL_ERROR_INVALID_PARAM, "aclrtFreeHost of %p, not an aclrtMallocHost pointer",
-                  pointer);
-  }
-  s.memory.erase(it);
-  std::free(pointer);
-  return ACL_SUCCESS;
+  return release(s, "aclrtFreeHost", "aclrtMallocHost", pointer, Place::PinnedHost);
 }
 
 aclError emuHostRegister(void* pointer, uint64_t bytes, aclrtHostRegisterType, void** devPtr) {

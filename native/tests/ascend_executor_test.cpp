@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "acl_host_emulation.hpp"
+#include "acl_emulation_test.hpp"
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
 #include "oracle.hpp"
@@ -22,10 +22,6 @@ namespace kvio_test {
 namespace {
 
 using kvio::ascend::aclError;
-
-AclHostEmulation& acl() {
-  return AclHostEmulation::instance();
-}
 
 /// A wrapped pool in emulated NPU memory (its buffers tagged as device memory).
 struct NpuPool {
@@ -51,18 +47,24 @@ std::vector<int64_t> range(int64_t start, int64_t count) {
   return v;
 }
 
-class AscendExecutorTest : public ::testing::Test {
+// The pools of a dim exchange, both mha: an NPU pool in the Ascend 5-D layout (layer_first per
+// component) of `devicePages` pages, a pinned page_first_direct host pool of `hostPages`, and a
+// kernel_ascend executor.
+struct ExchangePools {
+  ExchangePools(int64_t L, int64_t devicePages, int64_t hostPages, int64_t ps, int64_t H,
+                int64_t hb)
+      : device(Geometry{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, L, devicePages,
+                        ps, H, hb}),
+        host(pinnedHost(Geometry{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, L,
+                                 hostPages, ps, H, hb})) {}
+  NpuPool device;
+  TestPool host;
+  kvio::Executor ascend{kvio::IoBackend::KernelAscend};
+};
+
+class AscendExecutorTest : public AclEmulationTest {
  protected:
-  void SetUp() override { acl().install(); }
-  void TearDown() override {
-    const AclHostEmulation::Live live = acl().live();
-    EXPECT_EQ(live.streams, 0);
-    EXPECT_EQ(live.events, 0);
-    EXPECT_EQ(live.deviceAllocations, 0);
-    EXPECT_EQ(live.hostAllocations, 0);
-    EXPECT_EQ(live.registrations, 0);
-    acl().uninstall();
-  }
+  AscendExecutorTest() : AclEmulationTest(true) {}
 
   // Moves `pages` of src to dst pages (whole pages, layers [layer, layer + layers) on both
   // sides), checks the destination against the oracle and returns the calls it cost.
@@ -92,20 +94,17 @@ class AscendExecutorTest : public ::testing::Test {
 TEST_F(AscendExecutorTest, DimExchangeRunCostsMinOfPagesAndLayers) {
   std::mt19937_64 rng(1);
   const int64_t L = 8;
-  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, L, 32, 16, 2, 64};
-  const Geometry hg{
-      KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, L, 40, 16, 2, 64};
-  NpuPool device(dg);
-  TestPool host = pinnedHost(hg);
-  kvio::Executor ascend(kvio::IoBackend::KernelAscend);
+  ExchangePools pools(L, 32, 40, 16, 2, 64);
   for (int64_t r : {1, 2, 3, 5, 8, 12, 20}) {
     SCOPED_TRACE("run of " + std::to_string(r) + " pages");
     const auto devicePages = range(3, r);
     const auto hostPages = range(11, r);
     const int64_t expected = 2 * std::min<int64_t>(r, L);
-    AclCallCounts load = exchange(ascend, host, device.pool, hostPages, devicePages, 0, L, rng);
+    AclCallCounts load =
+        exchange(pools.ascend, pools.host, pools.device.pool, hostPages, devicePages, 0, L, rng);
     EXPECT_EQ(load.memcpy2dAsync + load.memcpyAsync + load.memcpyBatchAsync, expected);
-    AclCallCounts backup = exchange(ascend, device.pool, host, devicePages, hostPages, 0, L, rng);
+    AclCallCounts backup =
+        exchange(pools.ascend, pools.device.pool, pools.host, devicePages, hostPages, 0, L, rng);
     EXPECT_EQ(backup.memcpy2dAsync + backup.memcpyAsync + backup.memcpyBatchAsync, expected);
     if (HasFailure()) return;
   }
@@ -115,12 +114,7 @@ TEST_F(AscendExecutorTest, DimExchangeRunCostsMinOfPagesAndLayers) {
 TEST_F(AscendExecutorTest, DimExchangeOfSeveralRunsCostsTheSumOfTheirMinima) {
   std::mt19937_64 rng(2);
   const int64_t L = 6;
-  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, L, 48, 4, 1, 128};
-  const Geometry hg{
-      KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, L, 48, 4, 1, 128};
-  NpuPool device(dg);
-  TestPool host = pinnedHost(hg);
-  kvio::Executor ascend(kvio::IoBackend::KernelAscend);
+  ExchangePools pools(L, 48, 48, 4, 1, 128);
   // Runs of 10, 1 and 3 pages (device and host pages both advance by one inside a run).
   std::vector<int64_t> devicePages = range(2, 10), hostPages = range(30, 10);
   devicePages.push_back(20);
@@ -128,10 +122,11 @@ TEST_F(AscendExecutorTest, DimExchangeOfSeveralRunsCostsTheSumOfTheirMinima) {
   for (int64_t p : range(25, 3)) devicePages.push_back(p);
   for (int64_t p : range(10, 3)) hostPages.push_back(p);
   const int64_t bound = 2 * (std::min<int64_t>(10, L) + 1 + 3);
-  const AclCallCounts load = exchange(ascend, host, device.pool, hostPages, devicePages, 0, L, rng);
+  const AclCallCounts load =
+      exchange(pools.ascend, pools.host, pools.device.pool, hostPages, devicePages, 0, L, rng);
   EXPECT_LE(load.copyCalls(), bound);
   const AclCallCounts backup =
-      exchange(ascend, device.pool, host, devicePages, hostPages, 0, L, rng);
+      exchange(pools.ascend, pools.device.pool, pools.host, devicePages, hostPages, 0, L, rng);
   EXPECT_LE(backup.copyCalls(), bound);
 }
 
@@ -140,23 +135,20 @@ TEST_F(AscendExecutorTest, DimExchangeOfSeveralRunsCostsTheSumOfTheirMinima) {
 TEST_F(AscendExecutorTest, PerLayerLoadMovesThatLayerOnly) {
   std::mt19937_64 rng(3);
   const int64_t L = 5;
-  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, L, 16, 8, 2, 32};
-  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, L, 16, 8, 2, 32};
-  NpuPool device(dg);
-  TestPool host = pinnedHost(hg);
-  kvio::Executor ascend(kvio::IoBackend::KernelAscend);
-  const uint64_t layerBytes = static_cast<uint64_t>(dg.S() * dg.row());
+  ExchangePools pools(L, 16, 16, 8, 2, 32);
+  const uint64_t layerBytes =
+      static_cast<uint64_t>(pools.device.pool.geometry().S() * pools.device.pool.geometry().row());
   for (int64_t layer = 0; layer < L; ++layer) {
     SCOPED_TRACE("layer " + std::to_string(layer));
-    const AclCallCounts counts =
-        exchange(ascend, host, device.pool, range(4, 5), range(6, 5), layer, 1, rng);
+    const AclCallCounts counts = exchange(pools.ascend, pools.host, pools.device.pool, range(4, 5),
+                                          range(6, 5), layer, 1, rng);
     EXPECT_EQ(counts.memcpy2dAsync, 2);
     EXPECT_EQ(counts.copyCalls(), 2);
     for (const AclCopyRecord& r : acl().records()) {
       bool inside = false;
       for (size_t c = 0; c < 2; ++c) {
         const uint64_t begin =
-            reinterpret_cast<uint64_t>(device.pool.region(c)) + layer * layerBytes;
+            reinterpret_cast<uint64_t>(pools.device.pool.region(c)) + layer * layerBytes;
         const uint64_t last = r.dst + (r.height - 1) * r.dstPitch + r.width;
         inside = inside || (r.dst >= begin && last <= begin + layerBytes);
       }
@@ -272,11 +264,7 @@ std::string lastError() {
 // A failing ACL call completes the transfer with BACKEND_ERROR and a message naming the call,
 // the ACL error and the sizes; nothing is reported as success.
 TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
-  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, 4, 16, 8, 2, 32};
-  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, 4, 16, 8, 2, 32};
-  NpuPool device(dg);
-  TestPool host = pinnedHost(hg);
-  kvio::Executor ascend(kvio::IoBackend::KernelAscend);
+  ExchangePools pools(4, 16, 16, 8, 2, 32);
   struct Scenario {
     const char* function;
     std::vector<int64_t> pages;  // one page: 2-D per component; none merge for 1-D below
@@ -310,8 +298,8 @@ TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
       srcIdx = expandPages(s.pages, 8);
       dstIdx = expandPages({9, 10, 11}, 8);
     }
-    const kvio_transfer_desc desc{host.pool().handle(),
-                                  device.pool.pool().handle(),
+    const kvio_transfer_desc desc{pools.host.pool().handle(),
+                                  pools.device.pool.pool().handle(),
                                   srcIdx.data(),
                                   dstIdx.data(),
                                   static_cast<int64_t>(srcIdx.size()),
@@ -319,7 +307,7 @@ TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
                                   0,
                                   s.scattered ? 1 : 4};
     uint64_t transfer = 0;
-    ASSERT_EQ(kvio_submit(ascend.handle(), &desc, &transfer), KVIO_STATUS_OK) << lastError();
+    ASSERT_EQ(kvio_submit(pools.ascend.handle(), &desc, &transfer), KVIO_STATUS_OK) << lastError();
     // Copies queued before the failed call may still be running: the transfer reports the
     // error only after the stream finished them (already when kvio_submit returned).
     EXPECT_EQ(acl().counts().synchronizeStream, 1);
@@ -330,14 +318,12 @@ TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
     // The executor and the pools stay usable: with the fault gone, the same executor moves
     // the same pages and the result matches the oracle (exchange() clears the fault).
     const AclCallCounts after =
-        exchange(ascend, host, device.pool, {2, 3, 4}, {9, 10, 11}, 0, 4, rng);
+        exchange(pools.ascend, pools.host, pools.device.pool, {2, 3, 4}, {9, 10, 11}, 0, 4, rng);
     EXPECT_GT(after.memcpy2dAsync, 0);
   }
   // The 1-D path without batching.
   acl().install(false);
-  NpuPool device2(dg);
-  TestPool host2 = pinnedHost(hg);
-  kvio::Executor single(kvio::IoBackend::KernelAscend);
+  ExchangePools second(4, 16, 16, 8, 2, 32);
   acl().failCall("aclrtMemcpyAsync", 3, kvio::ascend::ACL_ERROR_RT_PARAM_INVALID);
   std::vector<int64_t> srcIdx, dstIdx;
   for (int64_t i = 0; i < 20; ++i) {
@@ -345,7 +331,9 @@ TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
     dstIdx.push_back(120 - 5 * i);
   }
   try {
-    kvio::transferPerLayer(single, host2.pool(), device2.pool.pool(), srcIdx, dstIdx, 0, 0).wait();
+    kvio::transferPerLayer(second.ascend, second.host.pool(), second.device.pool.pool(), srcIdx,
+                           dstIdx, 0, 0)
+        .wait();
     ADD_FAILURE() << "a failed aclrtMemcpyAsync was reported as success";
   } catch (const kvio::Error& e) {
     EXPECT_EQ(e.status(), KVIO_STATUS_BACKEND_ERROR);

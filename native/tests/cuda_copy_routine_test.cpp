@@ -131,16 +131,7 @@ void runCase(const Case& k, uint64_t seed) {
 
 Geometry geometry(int32_t kind, int32_t layout, Form form, int64_t L, int64_t P, int64_t ps,
                   int64_t H, int64_t hb) {
-  Geometry g;
-  g.kind = kind;
-  g.layout = layout;
-  g.form = form;
-  g.L = L;
-  g.P = P;
-  g.ps = ps;
-  g.H = H;
-  g.hb = hb;
-  return g;
+  return Geometry{kind, layout, form, L, P, ps, H, hb};
 }
 
 TEST(CudaCopyRoutine, CommonWordAndLanes) {

@@ -267,16 +267,7 @@ class GpuPool {
 
 Geometry make(int32_t kind, int32_t layout, Form form, int64_t L, int64_t P, int64_t ps, int64_t H,
               int64_t hb) {
-  Geometry g;
-  g.kind = kind;
-  g.layout = layout;
-  g.form = form;
-  g.L = L;
-  g.P = P;
-  g.ps = ps;
-  g.H = H;
-  g.hb = hb;
-  return g;
+  return Geometry{kind, layout, form, L, P, ps, H, hb};
 }
 
 /// Submits, waits for and closes transfers; false (with a recorded failure) on any error.

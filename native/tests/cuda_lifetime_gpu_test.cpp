@@ -18,6 +18,7 @@
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
 #include "oracle.hpp"
+#include "pool_fixtures.hpp"
 
 namespace kvio_test {
 namespace {
@@ -46,13 +47,7 @@ uint8_t* mapAt(void* hint, size_t bytes, int extraFlags) {
 }
 
 uint64_t wrapPinned(uint8_t* data, size_t bytes, kvio_status expected = KVIO_STATUS_OK) {
-  const kvio_pool_spec spec = kHost.spec().toC();
-  uint64_t pool = 0;
-  EXPECT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_HOST_PINNED, 0,
-                                  reinterpret_cast<uint64_t>(data), bytes, &pool),
-            expected)
-      << kvio_last_error();
-  return pool;
+  return wrapBuffer(kHost, KVIO_MEMORY_HOST_PINNED, 0, data, bytes, expected);
 }
 
 class CudaLifetime : public ::testing::TestWithParam<int32_t> {

@@ -17,17 +17,14 @@
 #include <thread>
 #include <vector>
 
-#include "acl_host_emulation.hpp"
+#include "acl_emulation_test.hpp"
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
 #include "oracle.hpp"
+#include "pool_fixtures.hpp"
 
 namespace kvio_test {
 namespace {
-
-AclHostEmulation& acl() {
-  return AclHostEmulation::instance();
-}
 
 std::string lastError() {
   return kvio_last_error();
@@ -78,13 +75,7 @@ struct NpuPool {
 };
 
 uint64_t wrapPinned(uint8_t* data, size_t bytes, kvio_status expected = KVIO_STATUS_OK) {
-  const kvio_pool_spec spec = kHost.spec().toC();
-  uint64_t pool = 0;
-  EXPECT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
-                                  reinterpret_cast<uint64_t>(data), bytes, &pool),
-            expected)
-      << lastError();
-  return pool;
+  return wrapBuffer(kHost, KVIO_MEMORY_ASCEND_HOST_PINNED, 0, data, bytes, expected);
 }
 
 std::vector<int64_t> shuffledSlots(std::mt19937_64& rng) {
@@ -124,6 +115,26 @@ class LifetimeTest : public ::testing::Test {
     return transfer;
   }
 
+  // A load of host memory into the device pool, prepared: the memory filled with bytes from
+  // `rng` and the device pool with the canary (both images kept), slots shuffled on both sides.
+  struct Load {
+    Image host, before;
+    std::vector<int64_t> src, dst;
+  };
+  static Load prepareLoad(uint8_t* data, size_t bytes, NpuPool& device, std::mt19937_64& rng) {
+    Load l;
+    fillRandom(data, bytes, rng);
+    l.host.buffers.emplace_back(data, data + bytes);
+    device.pool.fill(kCanary);
+    l.before = device.pool.capture();
+    l.src = shuffledSlots(rng);
+    l.dst = shuffledSlots(rng);
+    return l;
+  }
+  uint64_t load(uint64_t host, NpuPool& device, const Load& l) {
+    return load(host, device, l.src, l.dst);
+  }
+
   // What the device pool holds after a load of `host` (captured before) into `before`.
   Image expectedLoad(const Image& host, const Image& before, const std::vector<int64_t>& src,
                      const std::vector<int64_t>& dst) {
@@ -132,14 +143,35 @@ class LifetimeTest : public ::testing::Test {
     return expected;
   }
 
+  // A load in flight: host memory (filled, then wrapped as pinned) loaded into an NPU pool with
+  // the stream held, so the transfer is not done before acl().releaseStream().
+  struct HeldLoad {
+    HeldLoad(LifetimeTest& test, uint64_t seed)
+        : rng(seed),
+          memory(static_cast<size_t>(kHost.regionBytes())),
+          l(prepareLoad(memory.data(), memory.bytes(), device, rng)),
+          pool(wrapPinned(memory.data(), memory.bytes())) {
+      acl().holdStream();
+      transfer = test.load(pool, device, l);
+    }
+    std::mt19937_64 rng;
+    Mapping memory;
+    NpuPool device;
+    Load l;
+    uint64_t pool;
+    uint64_t transfer = 0;
+  };
+
+  // Waits for the load, closes it and checks the device pool holds what the oracle says.
+  void expectLoaded(uint64_t transfer, NpuPool& device, const Load& l) {
+    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
+    kvio_transfer_close(transfer);
+    EXPECT_TRUE(
+        sameImage(expectedLoad(l.host, l.before, l.src, l.dst), device.pool.capture(), "device"));
+  }
+
   uint64_t executor_ = 0;
 };
-
-Image imageOf(const uint8_t* data, size_t bytes) {
-  Image image;
-  image.buffers.emplace_back(data, data + bytes);
-  return image;
-}
 
 // The H200 failure: caller memory wrapped as pinned, used, closed, freed, and memory at the same
 // address wrapped again. Each close must end kvio's registration, so the second wrap registers
@@ -151,17 +183,11 @@ TEST_F(LifetimeTest, WrapCloseFreeAndWrapAgainAtTheSameAddress) {
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     if (round > 0) memory.remap();
-    fillRandom(memory.data(), memory.bytes(), rng);
-    const Image host = imageOf(memory.data(), memory.bytes());
-    device.pool.fill(kCanary);
-    const Image before = device.pool.capture();
+    const Load l = prepareLoad(memory.data(), memory.bytes(), device, rng);
     const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
     EXPECT_EQ(acl().live().registrations, 1);
-    const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
-    const uint64_t transfer = load(pool, device, src, dst);
-    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
-    kvio_transfer_close(transfer);
-    EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+    const uint64_t transfer = load(pool, device, l);
+    expectLoaded(transfer, device, l);
     EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
     EXPECT_EQ(acl().live().registrations, 0) << "kvio's registration outlived the closed pool";
   }
@@ -173,43 +199,28 @@ TEST_F(LifetimeTest, CompletedTransferNobodyWaitedForDoesNotDelayTheRelease) {
   std::mt19937_64 rng(8);
   Mapping memory(static_cast<size_t>(kHost.regionBytes()));
   NpuPool device;
-  fillRandom(memory.data(), memory.bytes(), rng);
-  device.pool.fill(kCanary);
-  const Image host = imageOf(memory.data(), memory.bytes());
-  const Image before = device.pool.capture();
+  const Load l = prepareLoad(memory.data(), memory.bytes(), device, rng);
   const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
-  const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
-  const uint64_t transfer = load(pool, device, src, dst);  // done at once in the emulation
+  const uint64_t transfer = load(pool, device, l);  // done at once in the emulation
   EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
   EXPECT_EQ(acl().live().registrations, 0);
-  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
-  kvio_transfer_close(transfer);
-  EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+  expectLoaded(transfer, device, l);
 }
 
 // With a transfer in flight, closing the pool keeps the registration until the transfer has
 // completed; observing its completion (kvio_transfer_wait) then ends it.
 TEST_F(LifetimeTest, CloseWithATransferInFlightReleasesWhenItCompletes) {
-  std::mt19937_64 rng(9);
-  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
-  NpuPool device;
-  fillRandom(memory.data(), memory.bytes(), rng);
-  device.pool.fill(kCanary);
-  const Image host = imageOf(memory.data(), memory.bytes());
-  const Image before = device.pool.capture();
-  const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
-  acl().holdStream();
-  const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
-  const uint64_t transfer = load(pool, device, src, dst);
-  EXPECT_EQ(kvio_transfer_is_done(transfer), 0);
-  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  HeldLoad h(*this, 9);
+  EXPECT_EQ(kvio_transfer_is_done(h.transfer), 0);
+  EXPECT_EQ(kvio_pool_close(h.pool), KVIO_STATUS_OK);
   EXPECT_EQ(acl().live().registrations, 1) << "released under a transfer in flight";
-  EXPECT_TRUE(sameImage(before, device.pool.capture(), "device before the stream ran"));
+  EXPECT_TRUE(sameImage(h.l.before, h.device.pool.capture(), "device before the stream ran"));
   acl().releaseStream();
-  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
+  EXPECT_EQ(kvio_transfer_wait(h.transfer, -1), KVIO_STATUS_OK) << lastError();
   EXPECT_EQ(acl().live().registrations, 0);
-  kvio_transfer_close(transfer);
-  EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+  kvio_transfer_close(h.transfer);
+  EXPECT_TRUE(sameImage(expectedLoad(h.l.host, h.l.before, h.l.src, h.l.dst),
+                        h.device.pool.capture(), "device"));
 }
 
 // Two pools whose buffers share a host page both work: kvio registers the shared page once,
@@ -226,15 +237,9 @@ TEST_F(LifetimeTest, PoolsSharingAHostPageBothWork) {
   EXPECT_EQ(acl().live().registrations, 2);
   for (uint64_t pool : {a, b}) {
     uint8_t* data = pool == a ? first : second;
-    fillRandom(data, bytes, rng);
-    device.pool.fill(kCanary);
-    const Image host = imageOf(data, bytes);
-    const Image before = device.pool.capture();
-    const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
-    const uint64_t transfer = load(pool, device, src, dst);
-    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
-    kvio_transfer_close(transfer);
-    EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+    const Load l = prepareLoad(data, bytes, device, rng);
+    const uint64_t transfer = load(pool, device, l);
+    expectLoaded(transfer, device, l);
   }
   EXPECT_EQ(kvio_pool_close(a), KVIO_STATUS_OK);
   EXPECT_EQ(acl().live().registrations, 2) << "the shared page is still used by the other pool";
@@ -246,35 +251,23 @@ TEST_F(LifetimeTest, PoolsSharingAHostPageBothWork) {
 // kvio's registration has ended. A timeout leaves the memory in use (TIMEOUT; wait again with
 // the same handle); a wait without a deadline lets the transfer finish.
 TEST_F(LifetimeTest, CloseWaitReleasesOnceTheTransferInFlightCompletes) {
-  std::mt19937_64 rng(11);
-  Mapping memory(static_cast<size_t>(kHost.regionBytes()));
-  NpuPool device;
-  fillRandom(memory.data(), memory.bytes(), rng);
-  device.pool.fill(kCanary);
-  const Image host = imageOf(memory.data(), memory.bytes());
-  const Image before = device.pool.capture();
-  const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
-  acl().holdStream();
-  const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
-  const uint64_t transfer = load(pool, device, src, dst);
-  EXPECT_EQ(kvio_pool_close_wait(pool, 0), KVIO_STATUS_TIMEOUT);
+  HeldLoad h(*this, 11);
+  EXPECT_EQ(kvio_pool_close_wait(h.pool, 0), KVIO_STATUS_TIMEOUT);
   EXPECT_NE(lastError().find("wait again (kvio_pool_close_wait) before freeing it"),
             std::string::npos)
       << lastError();
-  EXPECT_EQ(kvio_pool_close_wait(pool, 2000000), KVIO_STATUS_TIMEOUT);  // 2 ms
+  EXPECT_EQ(kvio_pool_close_wait(h.pool, 2000000), KVIO_STATUS_TIMEOUT);  // 2 ms
   EXPECT_EQ(acl().live().registrations, 1);
   uint64_t address = 0;
-  EXPECT_EQ(kvio_pool_region(pool, 0, &address, nullptr, nullptr), KVIO_STATUS_CLOSED);
-  EXPECT_EQ(kvio_pool_close_wait(pool, -1), KVIO_STATUS_OK) << lastError();
+  EXPECT_EQ(kvio_pool_region(h.pool, 0, &address, nullptr, nullptr), KVIO_STATUS_CLOSED);
+  EXPECT_EQ(kvio_pool_close_wait(h.pool, -1), KVIO_STATUS_OK) << lastError();
   EXPECT_EQ(acl().live().registrations, 0);
-  EXPECT_EQ(kvio_transfer_is_done(transfer), 1);
-  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
-  kvio_transfer_close(transfer);
-  EXPECT_TRUE(sameImage(expectedLoad(host, before, src, dst), device.pool.capture(), "device"));
+  EXPECT_EQ(kvio_transfer_is_done(h.transfer), 1);
+  expectLoaded(h.transfer, h.device, h.l);
   // Waiting again for a released pool is OK at once; handles never opened are CLOSED; other
   // handles are refused.
-  EXPECT_EQ(kvio_pool_close_wait(pool, 0), KVIO_STATUS_OK);
-  EXPECT_EQ(kvio_pool_close_wait(pool + 1000, 0), KVIO_STATUS_CLOSED);
+  EXPECT_EQ(kvio_pool_close_wait(h.pool, 0), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close_wait(h.pool + 1000, 0), KVIO_STATUS_CLOSED);
   EXPECT_EQ(kvio_pool_close_wait(executor_, 0), KVIO_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(kvio_pool_close_wait(0, 0), KVIO_STATUS_INVALID_ARGUMENT);
 }

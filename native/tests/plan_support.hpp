@@ -14,6 +14,7 @@
 
 #include "kvio/kvio.h"
 #include "oracle.hpp"
+#include "pool_fixtures.hpp"
 
 namespace kvio_test {
 
@@ -31,15 +32,7 @@ inline std::vector<kvio_copy2d> planOf(const TestPool& src, const TestPool& dst,
                                        const std::vector<int64_t>& srcIdx,
                                        const std::vector<int64_t>& dstIdx, int64_t srcLayer,
                                        int64_t dstLayer, int64_t layers) {
-  const kvio_transfer_desc desc{src.pool().handle(),
-                                dst.pool().handle(),
-                                srcIdx.data(),
-                                dstIdx.data(),
-                                static_cast<int64_t>(srcIdx.size()),
-                                srcLayer,
-                                dstLayer,
-                                layers};
-  return planOf(desc);
+  return planOf(descOf(src, dst, srcIdx, dstIdx, srcLayer, dstLayer, layers));
 }
 
 /// The memory regions kvio knows for a pool (kvio_pool_region): what an executor cuts at.

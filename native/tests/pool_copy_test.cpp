@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "acl_host_emulation.hpp"
+#include "acl_emulation_test.hpp"
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
 
@@ -17,10 +17,6 @@ namespace kvio_test {
 namespace {
 
 using kvio::ascend::aclError;
-
-AclHostEmulation& acl() {
-  return AclHostEmulation::instance();
-}
 
 // 2 components x 4 layers x 160 pages x 16 tokens x 2048 bytes: 40 MiB, so an NPU copy of a
 // whole component (20 MiB) needs two pieces of the 16 MiB staging buffer.
@@ -136,16 +132,9 @@ TEST(PoolCopyTest, CppApiCopiesAndThrowsTypedErrors) {
   }
 }
 
-class PoolCopyAscendTest : public ::testing::Test {
+class PoolCopyAscendTest : public AclEmulationTest {
  protected:
-  void SetUp() override { acl().install(); }
-  void TearDown() override {
-    const AclHostEmulation::Live live = acl().live();
-    EXPECT_EQ(live.streams, 0);
-    EXPECT_EQ(live.deviceAllocations, 0);
-    EXPECT_EQ(live.hostAllocations, 0);
-    acl().uninstall();
-  }
+  PoolCopyAscendTest() : AclEmulationTest(false) {}
 };
 
 TEST_F(PoolCopyAscendTest, NpuPoolRoundTripInStagedPieces) {

@@ -15,6 +15,7 @@
 #include "kvio/kvio.hpp"
 #include "oracle.hpp"
 #include "rejection_assertions.hpp"
+#include "pool_fixtures.hpp"
 
 namespace kvio_test {
 namespace {
@@ -22,23 +23,9 @@ namespace {
 // Device: mha layer_first, 4 layers, 8 pages of 4 tokens (32 slots), 2 heads x 16 bytes.
 // Host: mha page_first, 2 layers, 6 pages (24 slots). Both wrapped, both filled with seeded
 // bytes; TearDown drains the executor and checks that neither changed.
-class TransferRejection : public ::testing::Test {
+class TransferRejection : public UnchangedPoolsTest {
  protected:
-  void SetUp() override {
-    ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 2, &executor_), KVIO_STATUS_OK);
-    std::mt19937_64 rng(42);
-    device_.fillRandom(rng);
-    host_.fill(kCanary);
-    deviceBefore_ = device_.capture();
-    hostBefore_ = host_.capture();
-  }
-  void TearDown() override {
-    if (executor_ != 0) {
-      EXPECT_EQ(kvio_executor_close(executor_), KVIO_STATUS_OK);
-    }
-    EXPECT_TRUE(sameImage(deviceBefore_, device_.capture(), "device pool"));
-    EXPECT_TRUE(sameImage(hostBefore_, host_.capture(), "host pool"));
-  }
+  TransferRejection() : UnchangedPoolsTest(&device_, &host_, 42, "device pool", "host pool") {}
 
   // The index arrays live in the fixture, so a descriptor stays valid for the whole test.
   kvio_transfer_desc desc(std::vector<int64_t> src, std::vector<int64_t> dst, int64_t srcLayer = 0,
@@ -47,22 +34,10 @@ class TransferRejection : public ::testing::Test {
     const std::vector<int64_t>& s = kept_.back();
     kept_.push_back(std::move(dst));
     const std::vector<int64_t>& d = kept_.back();
-    return kvio_transfer_desc{device_.pool().handle(),
-                              host_.pool().handle(),
-                              s.data(),
-                              d.data(),
-                              static_cast<int64_t>(s.size()),
-                              srcLayer,
-                              dstLayer,
-                              layers};
+    return descOf(device_, host_, s, d, srcLayer, dstLayer, layers);
   }
   kvio_status submit(const kvio_transfer_desc& d) {
-    uint64_t transfer = 0;
-    const kvio_status s = kvio_submit(executor_, &d, &transfer);
-    if (s == KVIO_STATUS_OK) {
-      kvio_transfer_wait(transfer, -1);
-      kvio_transfer_close(transfer);
-    }
+    const kvio_status s = submitAndWait(d);
     // The planner entry point validates the same way.
     int64_t count = -1;
     const std::string message = kvio_last_error();
@@ -74,10 +49,8 @@ class TransferRejection : public ::testing::Test {
     return s;
   }
 
-  uint64_t executor_ = 0;
   TestPool device_{Geometry{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 4, 8, 4, 2, 16}};
   TestPool host_{Geometry{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 6, 4, 2, 16}};
-  Image deviceBefore_, hostBefore_;
   std::deque<std::vector<int64_t>> kept_;
 };
 
@@ -387,11 +360,19 @@ TEST(PoolRejection, WrapComponentsTooSmallOrWrongCount) {
                   KVIO_STATUS_INVALID_ARGUMENT, "component address is 0");
 }
 
+// The addresses of the 128-byte layer buffers that `memory` holds, one after the other.
+std::vector<uint64_t> layerTable(std::vector<uint8_t>& memory) {
+  std::vector<uint64_t> table;
+  for (size_t at = 0; at < memory.size(); at += 128) {
+    table.push_back(reinterpret_cast<uint64_t>(memory.data() + at));
+  }
+  return table;
+}
+
 TEST(PoolRejection, WrapLayerTableNeedsLayerFirst) {
   const kvio_pool_spec spec = smallSpec(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST);
   std::vector<uint8_t> memory(6 * 128);
-  std::vector<uint64_t> table;
-  for (int i = 0; i < 6; ++i) table.push_back(reinterpret_cast<uint64_t>(memory.data()) + 128 * i);
+  const std::vector<uint64_t> table = layerTable(memory);
   uint64_t pool = 0;
   EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 6, 128, &pool),
                   KVIO_STATUS_UNSUPPORTED, "layout must be layer_first, got page_first");
@@ -400,8 +381,7 @@ TEST(PoolRejection, WrapLayerTableNeedsLayerFirst) {
 TEST(PoolRejection, WrapLayerTableWrongEntryCount) {
   const kvio_pool_spec spec = smallSpec(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST);
   std::vector<uint8_t> memory(6 * 128);
-  std::vector<uint64_t> table;
-  for (int i = 0; i < 6; ++i) table.push_back(reinterpret_cast<uint64_t>(memory.data()) + 128 * i);
+  std::vector<uint64_t> table = layerTable(memory);
   uint64_t pool = 0;
   EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 5, 128, &pool),
                   KVIO_STATUS_INVALID_ARGUMENT,

@@ -21,6 +21,7 @@
 #include "kvio_test_hooks.h"
 #include "oracle.hpp"
 #include "rejection_assertions.hpp"
+#include "pool_fixtures.hpp"
 
 namespace kvio_test {
 namespace {
@@ -28,45 +29,18 @@ namespace {
 // Two wrapped pools (mha page_first_direct 3 layers x 4 pages x 4 tokens, 2 heads x 8 bytes;
 // mha layer_first 3 layers x 2 pages x 4 tokens), seeded bytes and a canary; TearDown checks
 // that neither changed.
-class Catalogue : public ::testing::Test {
+class Catalogue : public UnchangedPoolsTest {
  protected:
-  void SetUp() override {
-    ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 2, &executor_), KVIO_STATUS_OK);
-    std::mt19937_64 rng(6);
-    src_.fillRandom(rng);
-    dst_.fill(kCanary);
-    srcBefore_ = src_.capture();
-    dstBefore_ = dst_.capture();
-  }
-  void TearDown() override {
-    EXPECT_EQ(kvio_executor_close(executor_), KVIO_STATUS_OK);
-    EXPECT_TRUE(sameImage(srcBefore_, src_.capture(), "source pool"));
-    EXPECT_TRUE(sameImage(dstBefore_, dst_.capture(), "destination pool"));
-  }
+  Catalogue() : UnchangedPoolsTest(&src_, &dst_, 6, "source pool", "destination pool") {}
+
   kvio_status submit(std::vector<int64_t> s, std::vector<int64_t> d, int64_t srcLayer = 0,
                      int64_t dstLayer = 0, int64_t layers = 3) {
-    const kvio_transfer_desc desc{src_.pool().handle(),
-                                  dst_.pool().handle(),
-                                  s.data(),
-                                  d.data(),
-                                  static_cast<int64_t>(s.size()),
-                                  srcLayer,
-                                  dstLayer,
-                                  layers};
-    uint64_t transfer = 0;
-    const kvio_status status = kvio_submit(executor_, &desc, &transfer);
-    if (status == KVIO_STATUS_OK) {
-      kvio_transfer_wait(transfer, -1);
-      kvio_transfer_close(transfer);
-    }
-    return status;
+    return submitAndWait(descOf(src_, dst_, s, d, srcLayer, dstLayer, layers));
   }
 
-  uint64_t executor_ = 0;
   TestPool src_{
       Geometry{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::PerComponent, 3, 4, 4, 2, 8}};
   TestPool dst_{Geometry{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 3, 2, 4, 2, 8}};
-  Image srcBefore_, dstBefore_;
 };
 
 TEST_F(Catalogue, SourceIndexInt64Max) {

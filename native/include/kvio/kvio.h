@@ -30,23 +30,22 @@ extern "C" {
 
 #define KVIO_VERSION_STRING "0.1.0"
 
+/* The enumerations below (statuses, pool kinds, layouts, io backends, granularities, memory kinds,
+ * name tables) are generated from kvio_enums.def, which lists each value with its number, the
+ * name users type and what it means; KVIO_<TABLE>_COUNT is one past the last value. */
 typedef int32_t kvio_status;
 enum {
-  KVIO_STATUS_OK = 0,
-  KVIO_STATUS_INVALID_ARGUMENT = 1, /* malformed request: lengths, sizes, names, geometry */
-  KVIO_STATUS_OUT_OF_RANGE = 2,     /* an index or layer outside its pool */
-  KVIO_STATUS_UNSUPPORTED = 3,      /* a valid request this configuration cannot carry out */
-  KVIO_STATUS_UNAVAILABLE = 4,      /* backend absent on this machine or in this build */
-  KVIO_STATUS_CLOSED = 5,           /* a handle that was closed or never existed */
-  KVIO_STATUS_OUT_OF_MEMORY = 6,
-  KVIO_STATUS_BACKEND_ERROR = 7, /* a backend call failed while executing */
-  KVIO_STATUS_TIMEOUT = 8,
-  KVIO_STATUS_INTERNAL = 9
+#define KVIO_DEF_STATUS(id, value) KVIO_STATUS_##id = value,
+#include "kvio_enums.def"
 };
 
-/* Pool kind: how many components a token row has. */
-enum { KVIO_KIND_MHA = 0 /* K and V */, KVIO_KIND_MLA = 1 /* one latent */ };
-#define KVIO_KIND_COUNT 2
+/* Pool kind: how many components a token row has (KVIO_KIND_MHA: K and V; KVIO_KIND_MLA: one
+ * latent). */
+enum {
+#define KVIO_DEF_KIND(id, cpp, value, name) KVIO_KIND_##id = value,
+#include "kvio_enums.def"
+  KVIO_KIND_COUNT
+};
 
 /* Host layouts of the reference (sglang HiCache), with the shape of one component:
  *   layer_first        [L, P*ps, H, D]   token rows of one layer contiguous
@@ -56,27 +55,31 @@ enum { KVIO_KIND_MHA = 0 /* K and V */, KVIO_KIND_MLA = 1 /* one latent */ };
  * Device pools are layer_first; with per-layer pointer tables or one buffer per component
  * (the Ascend 5-D [L, P, ps, H, D] device layout is layer_first per component). */
 enum {
-  KVIO_LAYOUT_LAYER_FIRST = 0,
-  KVIO_LAYOUT_PAGE_FIRST = 1,
-  KVIO_LAYOUT_PAGE_FIRST_DIRECT = 2,
-  KVIO_LAYOUT_PAGE_HEAD = 3
+#define KVIO_DEF_LAYOUT(id, cpp, value, name) KVIO_LAYOUT_##id = value,
+#include "kvio_enums.def"
+  KVIO_LAYOUT_COUNT
 };
-#define KVIO_LAYOUT_COUNT 4
 
+/* IO backends (kvio_enums.def says what each is; kvio_backend_available, whether it is here). */
 enum {
-  KVIO_BACKEND_CPU = 0,          /* "cpu": multithreaded memcpy executor, always built */
-  KVIO_BACKEND_KERNEL = 1,       /* "kernel": CUDA SM copy kernels */
-  KVIO_BACKEND_DIRECT = 2,       /* "direct": CUDA copy engine */
-  KVIO_BACKEND_KERNEL_ASCEND = 3 /* "kernel_ascend": Ascend ACL runtime */
+#define KVIO_DEF_BACKEND(id, cpp, value, name) KVIO_BACKEND_##id = value,
+#include "kvio_enums.def"
+  KVIO_BACKEND_COUNT
 };
-#define KVIO_BACKEND_COUNT 4
 
 /* Transfer granularity, as the host pool entry points use it. */
-enum { KVIO_GRANULARITY_PER_LAYER = 0, KVIO_GRANULARITY_ALL_LAYER = 1 };
-#define KVIO_GRANULARITY_COUNT 2
+enum {
+#define KVIO_DEF_GRANULARITY(id, cpp, value, name) KVIO_GRANULARITY_##id = value,
+#include "kvio_enums.def"
+  KVIO_GRANULARITY_COUNT
+};
 
 /* Name tables: which enum a string or value belongs to. */
-enum { KVIO_NAME_KIND = 0, KVIO_NAME_LAYOUT = 1, KVIO_NAME_BACKEND = 2, KVIO_NAME_GRANULARITY = 3 };
+enum {
+#define KVIO_DEF_NAME_TABLE(id, value, what) KVIO_NAME_##id = value,
+#include "kvio_enums.def"
+  KVIO_NAME_COUNT
+};
 
 /* The geometry of a pool. Bytes of one (component, layer, token) row = head_num * head_bytes. */
 typedef struct kvio_pool_spec {
@@ -283,13 +286,10 @@ KVIO_API kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copi
  * Backends and memory: cpu moves host memory of either kind; kernel and direct move pinned host
  * and device memory (pageable host memory is rejected with UNSUPPORTED, never a crash). */
 enum {
-  KVIO_MEMORY_HOST = 0,
-  KVIO_MEMORY_HOST_PINNED = 1,
-  KVIO_MEMORY_CUDA_DEVICE = 2,
-  KVIO_MEMORY_ASCEND_DEVICE = 3,
-  KVIO_MEMORY_ASCEND_HOST_PINNED = 4
+#define KVIO_DEF_MEMORY(id, value, name) KVIO_MEMORY_##id = value,
+#include "kvio_enums.def"
+  KVIO_MEMORY_COUNT
 };
-#define KVIO_MEMORY_COUNT 5
 
 /* The Ascend kinds (the kernel_ascend backend, docs/ascend.md):
  *   KVIO_MEMORY_ASCEND_DEVICE       memory of Ascend NPU `device` (aclrtMalloc, zeroed with

@@ -38,19 +38,26 @@ inline void check(kvio_status status) {
   if (status != KVIO_STATUS_OK) throw Error(status, kvio_last_error());
 }
 
-enum class PoolKind : int32_t { Mha = KVIO_KIND_MHA, Mla = KVIO_KIND_MLA };
+// The enumerations of kvio.h as C++ enums, from kvio_enums.def (its CppName column): e.g.
+// Layout::PageFirstDirect is KVIO_LAYOUT_PAGE_FIRST_DIRECT.
+// clang-format off
+enum class PoolKind : int32_t {
+#define KVIO_DEF_KIND(id, cpp, value, name) cpp = KVIO_KIND_##id,
+#include "kvio/kvio_enums.def"
+};
 enum class Layout : int32_t {
-  LayerFirst = KVIO_LAYOUT_LAYER_FIRST,             // [L, P*ps, H, D]
-  PageFirst = KVIO_LAYOUT_PAGE_FIRST,               // [P*ps, L, H, D]
-  PageFirstDirect = KVIO_LAYOUT_PAGE_FIRST_DIRECT,  // [P, L, ps, H, D]
-  PageHead = KVIO_LAYOUT_PAGE_HEAD                  // [P, H, ps, L, D]
+#define KVIO_DEF_LAYOUT(id, cpp, value, name) cpp = KVIO_LAYOUT_##id,
+#include "kvio/kvio_enums.def"
 };
 enum class IoBackend : int32_t {
-  Cpu = KVIO_BACKEND_CPU,
-  Kernel = KVIO_BACKEND_KERNEL,
-  Direct = KVIO_BACKEND_DIRECT,
-  KernelAscend = KVIO_BACKEND_KERNEL_ASCEND
+#define KVIO_DEF_BACKEND(id, cpp, value, name) cpp = KVIO_BACKEND_##id,
+#include "kvio/kvio_enums.def"
 };
+enum class Granularity : int32_t {
+#define KVIO_DEF_GRANULARITY(id, cpp, value, name) cpp = KVIO_GRANULARITY_##id,
+#include "kvio/kvio_enums.def"
+};
+// clang-format on
 
 /// Parses the strings users type ("page_first_direct", "kernel_ascend", ...).
 inline Layout parseLayout(const std::string& text) {

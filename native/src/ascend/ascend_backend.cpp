@@ -15,6 +15,7 @@
 #include <string>
 
 #include "../core/backends.hpp"
+#include "../core/entry.hpp"
 #include "../core/error.hpp"
 #include "../core/executor.hpp"
 #include "../core/guard.hpp"
@@ -486,15 +487,13 @@ const MemoryOps& ascendMemoryOps() {
 }  // namespace kvio
 
 extern "C" kvio_status kvio_ascend_device_count(int32_t* count_out) {
-  return kvio::guarded([&]() -> kvio_status {
+  return kvio::countDevices(count_out, [](int32_t* out) -> kvio_status {
     using namespace kvio::ascend;
-    if (count_out == nullptr) return kvio::fail(KVIO_STATUS_INVALID_ARGUMENT, "count_out is null");
-    *count_out = 0;
     const AclApi* api = nullptr;
     KVIO_RETURN_IF_ERROR(runtime(&api));
     uint32_t count = 0;
     KVIO_RETURN_IF_ERROR(deviceCount(*api, &count));
-    *count_out = static_cast<int32_t>(count);
+    *out = static_cast<int32_t>(count);
     return KVIO_STATUS_OK;
   });
 }

@@ -40,7 +40,13 @@ kvio_status noCudaCopy(int32_t, int32_t, uint64_t, uint64_t, uint64_t, bool) {
   return noCudaBackend();
 }
 
-const BackendOps kKernel{KVIO_BACKEND_KERNEL, noCudaBackend, nullptr, nullptr, nullptr};
+kvio_status noCudaLaunch(Executor&, int32_t, int32_t) {
+  return noCudaBackend();
+}
+
+// What the CUDA tables declare (cuda_backend.cpp), so that messages name the same backends.
+const BackendOps kKernel{KVIO_BACKEND_KERNEL, noCudaBackend, nullptr, nullptr, nullptr, true,
+                         noCudaLaunch};
 const BackendOps kDirect{KVIO_BACKEND_DIRECT, noCudaBackend, nullptr, nullptr, nullptr};
 const MemoryOps kNoCudaMemory{noCudaAllocate, noCudaAdopt, noCudaAddress, noCudaCopy};
 #endif
@@ -57,14 +63,6 @@ const MemoryOps& memoryOpsFor(int32_t kind) {
   return kind == KVIO_MEMORY_ASCEND_DEVICE || kind == KVIO_MEMORY_ASCEND_HOST_PINNED
              ? ascendMemoryOps()
              : cudaMemoryOps();
-}
-
-const char* memoryKindList() {
-  return "0 = host, 1 = host_pinned, 2 = cuda_device, 3 = ascend_device, 4 = ascend_host_pinned";
-}
-
-std::vector<const char*> ioBackendNames() {
-  return {"cpu", "kernel", "direct", "kernel_ascend"};
 }
 
 bool isDeviceMemory(int32_t kind) {
@@ -84,6 +82,17 @@ const BackendOps* backendOps(int32_t ioBackend) {
     case KVIO_BACKEND_KERNEL_ASCEND: return &ascendBackendOps();
     default: return nullptr;
   }
+}
+
+std::string ioBackendsWhere(bool (*has)(const BackendOps& ops)) {
+  std::string list;
+  for (int32_t id = 0; id < KVIO_BACKEND_COUNT; ++id) {
+    const BackendOps* ops = backendOps(id);
+    if (ops == nullptr || !has(*ops)) continue;
+    if (!list.empty()) list += " or ";
+    list += std::string("'") + kvio_name(KVIO_NAME_BACKEND, id) + "'";
+  }
+  return list.empty() ? "no" : list;
 }
 
 }  // namespace kvio

@@ -6,6 +6,7 @@
 #ifndef KVIO_CORE_BACKENDS_HPP_
 #define KVIO_CORE_BACKENDS_HPP_
 
+#include <string>
 #include <vector>
 
 #include "executor.hpp"
@@ -38,16 +39,23 @@ struct BackendOps {
   /// The Ascend backend only (nullptr otherwise): an executor on NPU `device` ordering its
   /// work on `stream` (an aclrtStream; KVIO_ASCEND_OWN_STREAM: its own).
   kvio_status (*createAscend)(int32_t device, uint64_t stream, std::unique_ptr<Executor>* out);
+  /// Whether its executors take device-resident index arrays (kvio_submit_device_indices);
+  /// they check the arrays in Executor::checkDeviceIndices.
+  bool deviceIndices = false;
+  /// Its launch settings, on one of its executors (kvio_executor_set_launch); nullptr: it has
+  /// none.
+  kvio_status (*setLaunch)(Executor& executor, int32_t ctaBudget, int32_t warpsPerCta) = nullptr;
 };
 
 const MemoryOps& cudaMemoryOps();    // backends.cpp (stubs) or native/src/cuda/cuda_memory.cpp
 const MemoryOps& ascendMemoryOps();  // native/src/ascend/ascend_backend.cpp
 
-/// The io backends' names, by id (the name table of kvio_name and kvio_parse_name).
-std::vector<const char*> ioBackendNames();
-
 /// The backend table for an io backend id, or nullptr for an unknown id.
 const BackendOps* backendOps(int32_t ioBackend);
+
+/// The names of the io backends whose tables say `has`, quoted and joined with "or" (for
+/// messages: "'kernel'"); "no" when none does.
+std::string ioBackendsWhere(bool (*has)(const BackendOps& ops));
 
 }  // namespace kvio
 

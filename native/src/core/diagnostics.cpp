@@ -1,5 +1,5 @@
 // kvio_debug_live_objects and kvio_debug_live_host_registrations (see diagnostics.hpp and
-// kvio.h), and the definitions of the counters and armed faults.
+// kvio.h), and the definitions of the counters.
 #include "diagnostics.hpp"
 
 #include "error.hpp"
@@ -9,7 +9,6 @@ namespace kvio {
 
 std::atomic<int64_t> liveHostAllocations{0};
 std::atomic<int64_t> liveHostRegistrations{0};
-std::atomic<int64_t> armedFaults[kFaultCount];
 
 }  // namespace kvio
 

@@ -1,8 +1,8 @@
 // Test and diagnostics support of the core (docs/reliability.md): live-object counters behind
 // kvio_debug_live_objects() and kvio_debug_live_host_registrations(), and the fault points that
 // the test-only kvio_test_inject_fault() arms (native/tests/test_hooks.cpp, linked into test
-// builds only). A fault point costs one relaxed atomic load per allocation or per job when
-// nothing is armed; nothing here runs per copy.
+// builds only). The shipped library has no fault checks; in the test variant a fault point costs
+// one relaxed atomic load per allocation or per job when nothing is armed.
 #ifndef KVIO_CORE_DIAGNOSTICS_HPP_
 #define KVIO_CORE_DIAGNOSTICS_HPP_
 
@@ -27,7 +27,14 @@ void liveHandles(int64_t* pools, int64_t* executors, int64_t* transfers);
 /// arm them with the same numbers as KVIO_TEST_FAULT_* (native/tests/kvio_test_hooks.h).
 enum Fault : int32_t { kFaultHostAllocation = 1, kFaultCpuCopy = 2, kFaultCount = 3 };
 
-/// Armed fault counts, indexed by Fault. Nothing in the shipped library arms them.
+// A fault point is `if (KVIO_FAULT(kFault...)) { fail as the real failure would }`. Only the
+// sources listed in KVIO_FAULT_POINT_SOURCES (CMakeLists.txt) may have one: they are compiled
+// twice, with KVIO_TESTING=0 for the shipped library (KVIO_FAULT is false: the check compiles
+// away, and the library has no armed fault counts) and KVIO_TESTING=1 for the test variant
+// (KVIO_FAULT takes one arming). Elsewhere KVIO_FAULT is not defined, so a fault point added to
+// another source does not compile.
+#if defined(KVIO_TESTING) && KVIO_TESTING
+/// Armed fault counts, indexed by Fault (defined and armed in native/tests/test_hooks.cpp).
 extern std::atomic<int64_t> armedFaults[kFaultCount];
 
 /// True when fault `fault` is armed; consumes one arming.
@@ -39,6 +46,13 @@ inline bool takeFault(int32_t fault) {
   }
   return false;
 }
+#define KVIO_FAULT(fault) ::kvio::takeFault(fault)
+constexpr bool kFaultPoints = true;
+#elif defined(KVIO_TESTING)
+#define KVIO_FAULT(fault) false
+/// False: code that only reports an injected fault compiles away too (`if (!kFaultPoints ...)`).
+constexpr bool kFaultPoints = false;
+#endif
 
 }  // namespace kvio
 

@@ -188,9 +188,4 @@ kvio_status Executor::prepare(const Transfer& transfer, Job* job, Prepared* out)
   return KVIO_STATUS_OK;
 }
 
-kvio_status Executor::setLaunch(int32_t, int32_t) {
-  return fail(KVIO_STATUS_UNSUPPORTED,
-              "only the 'kernel' io backend has a launch shape (CTA budget, warps per CTA)");
-}
-
 }  // namespace kvio

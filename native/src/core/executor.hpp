@@ -196,8 +196,8 @@ class Executor {
   /// True for executors that call TransferState::markStarted when a job starts running (cpu);
   /// for the others the core marks the start when submit() returns (the work was issued).
   virtual bool marksStart() const { return false; }
-  virtual bool acceptsDeviceIndices() const { return false; }
-  /// For device-resident index arrays: OK if the device can read them, else the reason.
+  /// For device-resident index arrays (backends whose BackendOps declare deviceIndices): OK if
+  /// the device can read them, else the reason.
   virtual kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst) const {
     return KVIO_STATUS_OK;
   }
@@ -205,8 +205,6 @@ class Executor {
   virtual kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const = 0;
   /// The native handle of this kind (its stream) into *out; false when it has none of this kind.
   virtual bool nativeHandle(NativeHandle kind, uint64_t* out) const { return false; }
-  /// The kernel launch shape (kvio_executor_set_launch).
-  virtual kvio_status setLaunch(int32_t ctaBudget, int32_t warpsPerCta);
 };
 
 }  // namespace kvio

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "error.hpp"
+#include "names.hpp"
 
 namespace kvio {
 namespace {
@@ -19,14 +20,12 @@ bool mulOverflows(int64_t a, int64_t b, int64_t* out) {
 
 kvio_status layoutStrides(const kvio_pool_spec& spec, LayoutStrides* out) {
   if (spec.kind < 0 || spec.kind >= KVIO_KIND_COUNT) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT, "pool kind %d is not valid (0 = mha, 1 = mla)",
-                spec.kind);
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "pool kind %d is not valid (%s)", spec.kind,
+                numberedNames(KVIO_NAME_KIND).c_str());
   }
   if (spec.layout < 0 || spec.layout >= KVIO_LAYOUT_COUNT) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                "layout %d is not valid (0 = layer_first, 1 = page_first, 2 = page_first_direct, "
-                "3 = page_head)",
-                spec.layout);
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "layout %d is not valid (%s)", spec.layout,
+                numberedNames(KVIO_NAME_LAYOUT).c_str());
   }
   const struct {
     const char* name;

@@ -1,6 +1,9 @@
 // The strings users type for kinds, layouts, io backends and granularities (the reference's
-// names), their parsing with "did you mean" suggestions, and status names. The Java enums
-// carry the same strings; a test checks that both agree.
+// names), their parsing with "did you mean" suggestions, status names and the lists of valid
+// values in messages: all from kvio_enums.def, the one definition of the enumerations. The Java
+// enums carry the same strings; NativeValuesTest checks them against that file.
+#include "names.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -8,31 +11,99 @@
 #include <string>
 #include <vector>
 
-#include "backends.hpp"
 #include "error.hpp"
 #include "guard.hpp"
 #include "kvio/kvio.h"
+#include "pool.hpp"
 
 namespace kvio {
 namespace {
 
-struct NameTable {
-  const char* what;  // what the table names, for messages
-  std::vector<const char*> names;
+struct Named {
+  int32_t value;
+  const char* name;
 };
 
+// One array per table of kvio_enums.def, named after the table's ID (kKIND, kLAYOUT, ...).
+constexpr Named kSTATUS[] = {
+#define KVIO_DEF_STATUS(id, value) {value, #id},
+#include "kvio/kvio_enums.def"
+};
+constexpr Named kKIND[] = {
+#define KVIO_DEF_KIND(id, cpp, value, name) {value, name},
+#include "kvio/kvio_enums.def"
+};
+constexpr Named kLAYOUT[] = {
+#define KVIO_DEF_LAYOUT(id, cpp, value, name) {value, name},
+#include "kvio/kvio_enums.def"
+};
+constexpr Named kBACKEND[] = {
+#define KVIO_DEF_BACKEND(id, cpp, value, name) {value, name},
+#include "kvio/kvio_enums.def"
+};
+constexpr Named kGRANULARITY[] = {
+#define KVIO_DEF_GRANULARITY(id, cpp, value, name) {value, name},
+#include "kvio/kvio_enums.def"
+};
+constexpr Named kMEMORY[] = {
+#define KVIO_DEF_MEMORY(id, value, name) {value, name},
+#include "kvio/kvio_enums.def"
+};
+
+// True when the table counts 0, 1, 2, ... in line order and `count` is one past its last value:
+// then a value indexes its table.
+template <size_t N>
+constexpr bool dense(const Named (&table)[N], int32_t count) {
+  for (size_t i = 0; i < N; ++i) {
+    if (table[i].value != static_cast<int32_t>(i)) return false;
+  }
+  return static_cast<int32_t>(N) == count;
+}
+static_assert(dense(kSTATUS, static_cast<int32_t>(sizeof kSTATUS / sizeof kSTATUS[0])),
+              "kvio_enums.def: statuses count 0, 1, 2, ...");
+static_assert(dense(kKIND, KVIO_KIND_COUNT), "kvio_enums.def: kinds count 0, 1, 2, ...");
+static_assert(dense(kLAYOUT, KVIO_LAYOUT_COUNT), "kvio_enums.def: layouts count 0, 1, 2, ...");
+static_assert(dense(kBACKEND, KVIO_BACKEND_COUNT), "kvio_enums.def: backends count 0, 1, 2, ...");
+static_assert(dense(kGRANULARITY, KVIO_GRANULARITY_COUNT),
+              "kvio_enums.def: granularities count 0, 1, 2, ...");
+static_assert(dense(kMEMORY, KVIO_MEMORY_COUNT), "kvio_enums.def: memory kinds count 0, 1, 2, ...");
+
+struct NameTable {
+  int32_t id;        // KVIO_NAME_*
+  const char* what;  // what the table names, for messages
+  const Named* names;
+  size_t count;
+};
+
+constexpr NameTable kTables[] = {
+#define KVIO_DEF_NAME_TABLE(id, value, what) {value, what, k##id, sizeof k##id / sizeof k##id[0]},
+#include "kvio/kvio_enums.def"
+};
+constexpr bool denseTables() {
+  for (size_t i = 0; i < sizeof kTables / sizeof kTables[0]; ++i) {
+    if (kTables[i].id != static_cast<int32_t>(i)) return false;
+  }
+  return sizeof kTables / sizeof kTables[0] == KVIO_NAME_COUNT;
+}
+static_assert(denseTables(), "kvio_enums.def: name tables count 0, 1, 2, ...");
+
+bool validTable(int32_t id) {
+  return id >= 0 && id < KVIO_NAME_COUNT;
+}
+
 const NameTable& table(int32_t id) {
-  static const NameTable kTables[] = {
-      {"pool kind", {"mha", "mla"}},
-      {"layout", {"layer_first", "page_first", "page_first_direct", "page_head"}},
-      {"io backend", ioBackendNames()},
-      {"granularity", {"per_layer", "all_layer"}},
-  };
   return kTables[id];
 }
 
-bool validTable(int32_t id) {
-  return id >= KVIO_NAME_KIND && id <= KVIO_NAME_GRANULARITY;
+// "0 = a, 1 = b" (numbered) or "a, b".
+std::string list(const Named* names, size_t count, bool numbered) {
+  std::string out;
+  for (size_t i = 0; i < count; ++i) {
+    if (!out.empty()) out += ", ";
+    if (numbered) out += std::to_string(names[i].value) + " = ";
+    out += names[i].name;
+  }
+  return out;
 }
 
 // Optimal string alignment distance (Levenshtein plus adjacent transpositions).
@@ -60,12 +131,20 @@ std::string lowerCase(std::string s) {
 }  // namespace
 
 std::string validNames(int32_t id) {
-  std::string out;
-  for (const char* name : table(id).names) {
-    if (!out.empty()) out += ", ";
-    out += name;
-  }
-  return out;
+  return list(table(id).names, table(id).count, false);
+}
+
+std::string numberedNames(int32_t id) {
+  return list(table(id).names, table(id).count, true);
+}
+
+const char* tableWhat(int32_t id) {
+  return table(id).what;
+}
+
+const char* memoryKindList() {
+  static const std::string kList = list(kMEMORY, sizeof kMEMORY / sizeof kMEMORY[0], true);
+  return kList.c_str();
 }
 
 }  // namespace kvio
@@ -84,35 +163,26 @@ const char* kvio_last_error(void) {
 
 const char* kvio_status_name(kvio_status status) {
   return guardedValue<const char*>("UNKNOWN_STATUS", [&]() -> const char* {
-    switch (status) {
-      case KVIO_STATUS_OK: return "OK";
-      case KVIO_STATUS_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-      case KVIO_STATUS_OUT_OF_RANGE: return "OUT_OF_RANGE";
-      case KVIO_STATUS_UNSUPPORTED: return "UNSUPPORTED";
-      case KVIO_STATUS_UNAVAILABLE: return "UNAVAILABLE";
-      case KVIO_STATUS_CLOSED: return "CLOSED";
-      case KVIO_STATUS_OUT_OF_MEMORY: return "OUT_OF_MEMORY";
-      case KVIO_STATUS_BACKEND_ERROR: return "BACKEND_ERROR";
-      case KVIO_STATUS_TIMEOUT: return "TIMEOUT";
-      case KVIO_STATUS_INTERNAL: return "INTERNAL";
-      default: return "UNKNOWN_STATUS";
-    }
+    const size_t count = sizeof kSTATUS / sizeof kSTATUS[0];
+    if (status < 0 || static_cast<size_t>(status) >= count) return "UNKNOWN_STATUS";
+    return kSTATUS[status].name;
   });
 }
 
 const char* kvio_name(int32_t table_id, int32_t value) {
   return guardedValue<const char*>(nullptr, [&]() -> const char* {
     if (!validTable(table_id)) return nullptr;
-    const auto& names = table(table_id).names;
-    if (value < 0 || static_cast<size_t>(value) >= names.size()) return nullptr;
-    return names[static_cast<size_t>(value)];
+    const NameTable& t = table(table_id);
+    if (value < 0 || static_cast<size_t>(value) >= t.count) return nullptr;
+    return t.names[value].name;
   });
 }
 
 kvio_status kvio_parse_name(int32_t table_id, const char* text, int32_t* value_out) {
   return guarded([&]() -> kvio_status {
     if (!validTable(table_id)) {
-      return fail(KVIO_STATUS_INVALID_ARGUMENT, "unknown name table %d (valid: 0 to 3)", table_id);
+      return fail(KVIO_STATUS_INVALID_ARGUMENT, "unknown name table %d (valid: 0 to %d)", table_id,
+                  KVIO_NAME_COUNT - 1);
     }
     if (value_out == nullptr) return fail(KVIO_STATUS_INVALID_ARGUMENT, "value_out is null");
     const NameTable& t = table(table_id);
@@ -121,9 +191,9 @@ kvio_status kvio_parse_name(int32_t table_id, const char* text, int32_t* value_o
                   validNames(table_id).c_str());
     }
     const std::string given(text);
-    for (size_t i = 0; i < t.names.size(); ++i) {
-      if (given == t.names[i]) {
-        *value_out = static_cast<int32_t>(i);
+    for (size_t i = 0; i < t.count; ++i) {
+      if (given == t.names[i].name) {
+        *value_out = t.names[i].value;
         return KVIO_STATUS_OK;
       }
     }
@@ -131,17 +201,17 @@ kvio_status kvio_parse_name(int32_t table_id, const char* text, int32_t* value_o
     const std::string lowered = lowerCase(given);
     size_t best = 0;
     size_t bestDistance = SIZE_MAX;
-    for (size_t i = 0; i < t.names.size(); ++i) {
-      const size_t d = editDistance(lowered, t.names[i]);
+    for (size_t i = 0; i < t.count; ++i) {
+      const size_t d = editDistance(lowered, t.names[i].name);
       if (d < bestDistance) {
         bestDistance = d;
         best = i;
       }
     }
-    const size_t threshold = std::max<size_t>(2, std::strlen(t.names[best]) / 3);
+    const size_t threshold = std::max<size_t>(2, std::strlen(t.names[best].name) / 3);
     std::string suggestion;
     if (!given.empty() && bestDistance <= threshold) {
-      suggestion = std::string("; did you mean '") + t.names[best] + "'?";
+      suggestion = std::string("; did you mean '") + t.names[best].name + "'?";
     }
     return fail(KVIO_STATUS_INVALID_ARGUMENT, "unknown %s '%s'; valid values: %s%s", t.what,
                 given.c_str(), validNames(table_id).c_str(), suggestion.c_str());

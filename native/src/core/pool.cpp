@@ -21,7 +21,7 @@ kvio_status HostAllocation::create(uint64_t bytes, std::shared_ptr<HostAllocatio
   }
   const uint64_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
   const uint64_t mappingBytes = rounded + kHugePage;
-  if (takeFault(kFaultHostAllocation)) {
+  if (KVIO_FAULT(kFaultHostAllocation)) {
     return fail(KVIO_STATUS_OUT_OF_MEMORY,
                 "mmap of %llu bytes for a host pool failed (fault injected by "
                 "kvio_test_inject_fault)",

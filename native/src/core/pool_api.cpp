@@ -53,6 +53,38 @@ std::vector<uint64_t> componentLayers(const kvio_pool_spec& spec, const LayoutSt
   return layerBase;
 }
 
+// The checks every wrap begins with, in this order: pool_out, the memory kind and device, the
+// caller's array of buffer addresses (named `addressesName`; none for a single buffer), the spec.
+// Then *memory is of that kind and device, with no owner (the memory is the caller's).
+kvio_status beginWrap(const kvio_pool_spec* spec, int32_t memoryKind, int32_t device,
+                      const void* addresses, const char* addressesName, const uint64_t* poolOut,
+                      LayoutStrides* strides, PoolMemory* memory) {
+  KVIO_RETURN_IF_ERROR(checkOut(poolOut, "pool_out"));
+  KVIO_RETURN_IF_ERROR(checkMemoryKind(memoryKind, device));
+  if (addressesName != nullptr) KVIO_RETURN_IF_ERROR(checkOut(addresses, addressesName));
+  KVIO_RETURN_IF_ERROR(checkSpec(spec, strides));
+  memory->kind = memoryKind;
+  memory->device = device;
+  return KVIO_STATUS_OK;
+}
+
+// INVALID_ARGUMENT when the caller's buffers of `bytesEach` are smaller than a `what` needs.
+kvio_status checkBytesEach(uint64_t bytesEach, int64_t needed, const char* what) {
+  if (bytesEach < static_cast<uint64_t>(needed)) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "bytes_each %llu is too small: each %s needs %lld bytes",
+                static_cast<unsigned long long>(bytesEach), what, static_cast<long long>(needed));
+  }
+  return KVIO_STATUS_OK;
+}
+
+// Adds the caller's buffer `what` at [address, +bytes) to the memory's regions, once checked.
+kvio_status addRegion(const char* what, uint64_t address, uint64_t bytes, PoolMemory* memory) {
+  KVIO_RETURN_IF_ERROR(checkAddress(what, address, bytes));
+  memory->regions.push_back({address, bytes});
+  return KVIO_STATUS_OK;
+}
+
 }  // namespace
 }  // namespace kvio
 
@@ -101,10 +133,10 @@ kvio_status kvio_pool_wrap(const kvio_pool_spec* spec, uint64_t address, uint64_
 kvio_status kvio_pool_wrap_memory(const kvio_pool_spec* spec, int32_t memory_kind, int32_t device,
                                   uint64_t address, uint64_t size_bytes, uint64_t* pool_out) {
   return guarded([&]() -> kvio_status {
-    KVIO_RETURN_IF_ERROR(checkOut(pool_out, "pool_out"));
-    KVIO_RETURN_IF_ERROR(checkMemoryKind(memory_kind, device));
     LayoutStrides strides;
-    KVIO_RETURN_IF_ERROR(checkSpec(spec, &strides));
+    PoolMemory memory;
+    KVIO_RETURN_IF_ERROR(
+        beginWrap(spec, memory_kind, device, nullptr, nullptr, pool_out, &strides, &memory));
     const int32_t components = componentCount(spec->kind);
     const uint64_t needed = static_cast<uint64_t>(strides.componentBytes) * components;
     if (size_bytes < needed) {
@@ -114,14 +146,10 @@ kvio_status kvio_pool_wrap_memory(const kvio_pool_spec* spec, int32_t memory_kin
                   static_cast<unsigned long long>(needed), components,
                   static_cast<long long>(strides.componentBytes));
     }
-    KVIO_RETURN_IF_ERROR(checkAddress("pool", address, size_bytes));
+    KVIO_RETURN_IF_ERROR(addRegion("pool", address, size_bytes, &memory));
     uint64_t bases[AffineLayout::kMaxComponents];
     for (int32_t c = 0; c < components; ++c) bases[c] = address + c * strides.componentBytes;
-    PoolMemory memory;
-    memory.kind = memory_kind;
-    memory.device = device;
     memory.layerBase = componentLayers(*spec, strides, bases);
-    memory.regions.push_back({address, size_bytes});
     return openPool(*spec, strides, std::move(memory), pool_out);
   });
 }
@@ -138,29 +166,19 @@ kvio_status kvio_pool_wrap_components_memory(const kvio_pool_spec* spec, int32_t
                                              int32_t num_components, uint64_t bytes_each,
                                              uint64_t* pool_out) {
   return guarded([&]() -> kvio_status {
-    KVIO_RETURN_IF_ERROR(checkOut(pool_out, "pool_out"));
-    KVIO_RETURN_IF_ERROR(checkMemoryKind(memory_kind, device));
-    KVIO_RETURN_IF_ERROR(checkOut(addresses, "component_addresses"));
     LayoutStrides strides;
-    KVIO_RETURN_IF_ERROR(checkSpec(spec, &strides));
+    PoolMemory memory;
+    KVIO_RETURN_IF_ERROR(beginWrap(spec, memory_kind, device, addresses, "component_addresses",
+                                   pool_out, &strides, &memory));
     const int32_t components = componentCount(spec->kind);
     if (num_components != components) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
                   "num_components is %d but a %s pool has %d components", num_components,
                   spec->kind == KVIO_KIND_MHA ? "mha" : "mla", components);
     }
-    if (bytes_each < static_cast<uint64_t>(strides.componentBytes)) {
-      return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                  "bytes_each %llu is too small: each component needs %lld bytes",
-                  static_cast<unsigned long long>(bytes_each),
-                  static_cast<long long>(strides.componentBytes));
-    }
-    PoolMemory memory;
-    memory.kind = memory_kind;
-    memory.device = device;
+    KVIO_RETURN_IF_ERROR(checkBytesEach(bytes_each, strides.componentBytes, "component"));
     for (int32_t c = 0; c < components; ++c) {
-      KVIO_RETURN_IF_ERROR(checkAddress("component", addresses[c], bytes_each));
-      memory.regions.push_back({addresses[c], bytes_each});
+      KVIO_RETURN_IF_ERROR(addRegion("component", addresses[c], bytes_each, &memory));
     }
     memory.layerBase = componentLayers(*spec, strides, addresses);
     return openPool(*spec, strides, std::move(memory), pool_out);
@@ -179,11 +197,10 @@ kvio_status kvio_pool_wrap_layer_table_memory(const kvio_pool_spec* spec, int32_
                                               int64_t num_entries, uint64_t bytes_each,
                                               uint64_t* pool_out) {
   return guarded([&]() -> kvio_status {
-    KVIO_RETURN_IF_ERROR(checkOut(pool_out, "pool_out"));
-    KVIO_RETURN_IF_ERROR(checkMemoryKind(memory_kind, device));
-    KVIO_RETURN_IF_ERROR(checkOut(table, "layer_addresses"));
     LayoutStrides strides;
-    KVIO_RETURN_IF_ERROR(checkSpec(spec, &strides));
+    PoolMemory memory;
+    KVIO_RETURN_IF_ERROR(beginWrap(spec, memory_kind, device, table, "layer_addresses", pool_out,
+                                   &strides, &memory));
     if (spec->layout != KVIO_LAYOUT_LAYER_FIRST) {
       return fail(KVIO_STATUS_UNSUPPORTED,
                   "per-layer pointer tables hold one buffer per layer, so the layout must be "
@@ -198,19 +215,10 @@ kvio_status kvio_pool_wrap_layer_table_memory(const kvio_pool_spec* spec, int32_
                   static_cast<long long>(num_entries), components,
                   static_cast<long long>(spec->num_layers), static_cast<long long>(expected));
     }
-    if (bytes_each < static_cast<uint64_t>(strides.strideL)) {
-      return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                  "bytes_each %llu is too small: each layer buffer needs %lld bytes",
-                  static_cast<unsigned long long>(bytes_each),
-                  static_cast<long long>(strides.strideL));
-    }
-    PoolMemory memory;
-    memory.kind = memory_kind;
-    memory.device = device;
+    KVIO_RETURN_IF_ERROR(checkBytesEach(bytes_each, strides.strideL, "layer buffer"));
     memory.layerBase.assign(table, table + num_entries);
     for (int64_t i = 0; i < num_entries; ++i) {
-      KVIO_RETURN_IF_ERROR(checkAddress("layer buffer", table[i], bytes_each));
-      memory.regions.push_back({table[i], bytes_each});
+      KVIO_RETURN_IF_ERROR(addRegion("layer buffer", table[i], bytes_each, &memory));
     }
     return openPool(*spec, strides, std::move(memory), pool_out);
   });

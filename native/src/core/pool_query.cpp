@@ -3,8 +3,7 @@
 // synchronously, through the memory services of the pool's kind.
 #include <cstring>
 
-#include "guard.hpp"
-#include "handles.hpp"
+#include "entry.hpp"
 #include "pool_args.hpp"
 
 using namespace kvio;
@@ -23,33 +22,26 @@ kvio_status kvio_pool_component_bytes(const kvio_pool_spec* spec, uint64_t* byte
 
 kvio_status kvio_pool_region(uint64_t pool_handle, int64_t region, uint64_t* address_out,
                              uint64_t* bytes_out, int64_t* num_regions_out) {
-  return guarded([&]() -> kvio_status {
-    std::shared_ptr<PoolImpl> pool;
-    KVIO_RETURN_IF_ERROR(pools().get(pool_handle, "pool", &pool));
-    if (num_regions_out != nullptr) *num_regions_out = static_cast<int64_t>(pool->regions.size());
-    KVIO_RETURN_IF_ERROR(checkRegion(*pool, region));
-    if (address_out != nullptr) *address_out = pool->regions[static_cast<size_t>(region)].address;
-    if (bytes_out != nullptr) *bytes_out = pool->regions[static_cast<size_t>(region)].bytes;
+  return withObject(pools(), pool_handle, "pool", [&](PoolImpl& pool) -> kvio_status {
+    if (num_regions_out != nullptr) *num_regions_out = static_cast<int64_t>(pool.regions.size());
+    KVIO_RETURN_IF_ERROR(checkRegion(pool, region));
+    if (address_out != nullptr) *address_out = pool.regions[static_cast<size_t>(region)].address;
+    if (bytes_out != nullptr) *bytes_out = pool.regions[static_cast<size_t>(region)].bytes;
     return KVIO_STATUS_OK;
   });
 }
 
 kvio_status kvio_pool_get_spec(uint64_t pool_handle, kvio_pool_spec* spec_out) {
-  return guarded([&]() -> kvio_status {
-    KVIO_RETURN_IF_ERROR(checkOut(spec_out, "spec_out"));
-    std::shared_ptr<PoolImpl> pool;
-    KVIO_RETURN_IF_ERROR(pools().get(pool_handle, "pool", &pool));
-    *spec_out = pool->spec;
+  return withObject(pools(), pool_handle, "pool", spec_out, "spec_out", [&](PoolImpl& pool) {
+    *spec_out = pool.spec;
     return KVIO_STATUS_OK;
   });
 }
 
 kvio_status kvio_pool_memory(uint64_t pool_handle, int32_t* memory_kind_out, int32_t* device_out) {
-  return guarded([&]() -> kvio_status {
-    std::shared_ptr<PoolImpl> pool;
-    KVIO_RETURN_IF_ERROR(pools().get(pool_handle, "pool", &pool));
-    if (memory_kind_out != nullptr) *memory_kind_out = pool->memoryKind;
-    if (device_out != nullptr) *device_out = pool->device;
+  return withObject(pools(), pool_handle, "pool", [&](PoolImpl& pool) {
+    if (memory_kind_out != nullptr) *memory_kind_out = pool.memoryKind;
+    if (device_out != nullptr) *device_out = pool.device;
     return KVIO_STATUS_OK;
   });
 }

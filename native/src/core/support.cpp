@@ -9,16 +9,15 @@
 #include "guard.hpp"
 #include "kvio/kvio.h"
 #include "kvio/layout.hpp"
+#include "names.hpp"
 
 namespace kvio {
-std::string validNames(int32_t table);  // names.cpp
-
 namespace {
 
-kvio_status checkEnum(int32_t table, const char* field, int32_t value, int32_t count) {
+kvio_status checkEnum(int32_t table, int32_t value, int32_t count) {
   if (value < 0 || value >= count) {
     return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s %d is not valid; valid values: %s (0 to %d)",
-                field, value, validNames(table).c_str(), count - 1);
+                tableWhat(table), value, validNames(table).c_str(), count - 1);
   }
   return KVIO_STATUS_OK;
 }
@@ -45,7 +44,7 @@ kvio_status kvio_backend_available(int32_t io_backend) {
   return guarded([&]() -> kvio_status {
     const BackendOps* ops = backendOps(io_backend);
     if (ops == nullptr) {
-      return checkEnum(KVIO_NAME_BACKEND, "io backend", io_backend, KVIO_BACKEND_COUNT);
+      return checkEnum(KVIO_NAME_BACKEND, io_backend, KVIO_BACKEND_COUNT);
     }
     return ops->available();
   });
@@ -54,12 +53,10 @@ kvio_status kvio_backend_available(int32_t io_backend) {
 kvio_status kvio_check_support(const kvio_support_query* q) {
   return guarded([&]() -> kvio_status {
     if (q == nullptr) return fail(KVIO_STATUS_INVALID_ARGUMENT, "query is null");
-    KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_KIND, "pool kind", q->kind, KVIO_KIND_COUNT));
-    KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_LAYOUT, "layout", q->layout, KVIO_LAYOUT_COUNT));
-    KVIO_RETURN_IF_ERROR(
-        checkEnum(KVIO_NAME_BACKEND, "io backend", q->io_backend, KVIO_BACKEND_COUNT));
-    KVIO_RETURN_IF_ERROR(
-        checkEnum(KVIO_NAME_GRANULARITY, "granularity", q->granularity, KVIO_GRANULARITY_COUNT));
+    KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_KIND, q->kind, KVIO_KIND_COUNT));
+    KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_LAYOUT, q->layout, KVIO_LAYOUT_COUNT));
+    KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_BACKEND, q->io_backend, KVIO_BACKEND_COUNT));
+    KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_GRANULARITY, q->granularity, KVIO_GRANULARITY_COUNT));
     // Geometry: the same checks a pool spec gets (sizes, overflow, layout fits the kind).
     kvio_pool_spec spec{q->kind,      q->layout,   q->host_num_layers, 1,
                         q->page_size, q->head_num, q->head_bytes};

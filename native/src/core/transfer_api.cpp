@@ -4,8 +4,7 @@
 #include <algorithm>
 #include <atomic>
 
-#include "guard.hpp"
-#include "handles.hpp"
+#include "entry.hpp"
 #include "launch_shape.hpp"
 #include "planner.hpp"
 #include "validate.hpp"
@@ -44,9 +43,10 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   PlanRequest request;
   thread_local std::vector<IndexRun> runs;  // reused: no allocation per transfer
   if (deviceIndices) {
-    if (!ex.acceptsDeviceIndices()) {
+    if (!backendOps(executor->backend)->deviceIndices) {
       return fail(KVIO_STATUS_UNSUPPORTED,
-                  "device-resident indices need the 'kernel' io backend (this executor is '%s')",
+                  "device-resident indices need the %s io backend (this executor is '%s')",
+                  ioBackendsWhere([](const BackendOps& ops) { return ops.deviceIndices; }).c_str(),
                   kvio_name(KVIO_NAME_BACKEND, executor->backend));
     }
     KVIO_RETURN_IF_ERROR(validateDeviceTransfer(*src, *dst, desc));
@@ -154,13 +154,11 @@ int32_t kvio_transfer_is_done(uint64_t transfer) {
 }
 
 kvio_status kvio_transfer_bytes(uint64_t transfer, uint64_t* bytes_out) {
-  return guarded([&]() -> kvio_status {
-    KVIO_RETURN_IF_ERROR(checkOut(bytes_out, "bytes_out"));
-    std::shared_ptr<TransferState> state;
-    KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
-    *bytes_out = state->bytes();
-    return KVIO_STATUS_OK;
-  });
+  return withObject(transfers(), transfer, "transfer", bytes_out, "bytes_out",
+                    [&](TransferState& state) {
+                      *bytes_out = state.bytes();
+                      return KVIO_STATUS_OK;
+                    });
 }
 
 kvio_status kvio_transfer_get_info(uint64_t transfer, kvio_transfer_info* info_out) {

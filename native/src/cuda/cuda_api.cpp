@@ -1,27 +1,9 @@
 // The CUDA entry points of the C ABI: an executor of a CUDA io backend on a device and stream,
-// its stream, a transfer's completion event, and the device count of builds without the CUDA
-// backend (cuda_backend.cpp has the real one). Compiled in every build: without the CUDA backend
+// its stream, its launch shape (through its backend table's setLaunch), a transfer's completion
+// event, and the device count of builds without the CUDA backend (cuda_backend.cpp has the real
+// one). Compiled in every build: without the CUDA backend
 // they report it absent through the backend registry.
-#include "../core/backends.hpp"
-#include "../core/guard.hpp"
-#include "../core/handles.hpp"
-
-namespace kvio {
-namespace {
-
-kvio_status cudaExecutor(uint64_t handle, std::shared_ptr<ExecutorImpl>* out) {
-  KVIO_RETURN_IF_ERROR(executors().get(handle, "executor", out));
-  uint64_t stream = 0;
-  if (!(*out)->executor->nativeHandle(NativeHandle::kCudaStream, &stream)) {
-    return fail(KVIO_STATUS_UNSUPPORTED, "executor 0x%llx is a '%s' executor, not a CUDA one",
-                static_cast<unsigned long long>(handle),
-                kvio_name(KVIO_NAME_BACKEND, (*out)->backend));
-  }
-  return KVIO_STATUS_OK;
-}
-
-}  // namespace
-}  // namespace kvio
+#include "../core/entry.hpp"
 
 using namespace kvio;
 
@@ -30,9 +12,7 @@ extern "C" {
 kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64_t stream,
                                       int32_t cta_budget, int32_t warps_per_cta,
                                       uint64_t* executor_out) {
-  return guarded([&]() -> kvio_status {
-    KVIO_RETURN_IF_ERROR(checkOut(executor_out, "executor_out"));
-    KVIO_RETURN_IF_ERROR(kvio_backend_available(io_backend));
+  return openExecutor(io_backend, executor_out, [&](std::unique_ptr<Executor>* executor) {
     const BackendOps* ops = backendOps(io_backend);
     if (ops->createCuda == nullptr) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
@@ -48,36 +28,32 @@ kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64
     config.stream = stream;
     config.ctaBudget = cta_budget;
     config.warpsPerCta = warps_per_cta;
-    auto impl = std::make_shared<ExecutorImpl>();
-    impl->backend = io_backend;
-    KVIO_RETURN_IF_ERROR(ops->createCuda(config, &impl->executor));
-    *executor_out = executors().add(std::move(impl));
-    return KVIO_STATUS_OK;
+    return ops->createCuda(config, executor);
   });
 }
 
 kvio_status kvio_executor_cuda_stream(uint64_t executor_handle, uint64_t* stream_out) {
-  return guarded([&]() -> kvio_status {
-    KVIO_RETURN_IF_ERROR(checkOut(stream_out, "stream_out"));
-    std::shared_ptr<ExecutorImpl> executor;
-    KVIO_RETURN_IF_ERROR(cudaExecutor(executor_handle, &executor));
-    executor->executor->nativeHandle(NativeHandle::kCudaStream, stream_out);
-    return KVIO_STATUS_OK;
-  });
+  return executorNativeHandle(executor_handle, NativeHandle::kCudaStream, "CUDA", stream_out,
+                              "stream_out");
 }
 
 kvio_status kvio_transfer_cuda_event(uint64_t transfer, uint64_t* event_out) {
-  return guarded([&]() -> kvio_status {
-    KVIO_RETURN_IF_ERROR(checkOut(event_out, "event_out"));
-    std::shared_ptr<TransferState> state;
-    KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
-    std::shared_ptr<DeviceCompletion> completion = state->deviceCompletion();
-    if (completion == nullptr || !completion->nativeHandle(NativeHandle::kCudaEvent, event_out)) {
-      return fail(KVIO_STATUS_UNSUPPORTED,
-                  "transfer 0x%llx has no CUDA event (it did not run on a CUDA executor)",
-                  static_cast<unsigned long long>(transfer));
+  return transferNativeHandle(transfer, NativeHandle::kCudaEvent,
+                              "CUDA event (it did not run on a CUDA executor)", event_out,
+                              "event_out");
+}
+
+kvio_status kvio_executor_set_launch(uint64_t executor_handle, int32_t cta_budget,
+                                     int32_t warps_per_cta) {
+  return withObject(executors(), executor_handle, "executor", [&](ExecutorImpl& executor) {
+    const BackendOps* ops = backendOps(executor.backend);
+    if (ops->setLaunch == nullptr) {
+      return fail(
+          KVIO_STATUS_UNSUPPORTED,
+          "only the %s io backend has a launch shape (CTA budget, warps per CTA)",
+          ioBackendsWhere([](const BackendOps& o) { return o.setLaunch != nullptr; }).c_str());
     }
-    return KVIO_STATUS_OK;
+    return ops->setLaunch(*executor.executor, cta_budget, warps_per_cta);
   });
 }
 

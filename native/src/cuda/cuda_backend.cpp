@@ -3,7 +3,7 @@
 // executor base shared by both backends (cuda_executor.hpp).
 #include <limits>
 
-#include "../core/guard.hpp"
+#include "../core/entry.hpp"
 #include "../core/pool.hpp"
 #include "cuda_executor.hpp"
 
@@ -14,6 +14,8 @@ kvio_status createKernelExecutor(const CudaExecutorConfig& config,
                                  std::unique_ptr<Executor>* out);  // kernel_executor.cpp
 kvio_status createDirectExecutor(const CudaExecutorConfig& config,
                                  std::unique_ptr<Executor>* out);  // direct_executor.cpp
+kvio_status setKernelLaunch(Executor& executor, int32_t ctaBudget,
+                            int32_t warpsPerCta);  // kernel_executor.cpp
 
 namespace {
 
@@ -50,8 +52,10 @@ kvio_status createDirectDefault(int32_t, std::unique_ptr<Executor>* out) {
   return createDefault(createDirectExecutor, out);
 }
 
-const BackendOps kKernelOps{KVIO_BACKEND_KERNEL, cudaAvailable, createKernelDefault,
-                            createKernelExecutor, nullptr};
+// The kernel reads device-resident indices itself and has a launch shape.
+const BackendOps kKernelOps{KVIO_BACKEND_KERNEL,  cudaAvailable, createKernelDefault,
+                            createKernelExecutor, nullptr,       true,
+                            setKernelLaunch};
 const BackendOps kDirectOps{KVIO_BACKEND_DIRECT, cudaAvailable, createDirectDefault,
                             createDirectExecutor, nullptr};
 
@@ -249,12 +253,10 @@ const BackendOps& cudaDirectBackendOps() {
 }  // namespace kvio
 
 extern "C" kvio_status kvio_cuda_device_count(int32_t* count_out) {
-  return kvio::guarded([&]() -> kvio_status {
-    if (count_out == nullptr) return kvio::fail(KVIO_STATUS_INVALID_ARGUMENT, "count_out is null");
-    *count_out = 0;
+  return kvio::countDevices(count_out, [](int32_t* out) -> kvio_status {
     int count = 0;
     KVIO_CUDA_TRY(cudaGetDeviceCount(&count), "counting CUDA devices");
-    *count_out = count;
+    *out = count;
     return KVIO_STATUS_OK;
   });
 }

@@ -47,6 +47,20 @@ class KernelExecutor final : public CudaExecutor {
     return setLaunch(config.ctaBudget, config.warpsPerCta);
   }
 
+  // The launch shape of later transfers (kvio_executor_set_launch, through kKernelOps).
+  kvio_status setLaunch(int32_t ctaBudget, int32_t warpsPerCta) {
+    const int32_t budget = ctaBudget <= 0 ? kDefaultCtaBudget : ctaBudget;
+    const int32_t warps = warpsPerCta <= 0 ? kDefaultWarpsPerCta : warpsPerCta;
+    char defaults[64];
+    std::snprintf(defaults, sizeof defaults, "the defaults %d and %d", kDefaultCtaBudget,
+                  kDefaultWarpsPerCta);
+    KVIO_RETURN_IF_ERROR(checkLaunchShape(ctaBudget, warpsPerCta, defaults));
+    std::lock_guard<std::mutex> lock(mutex_);
+    ctaBudget_ = budget;
+    warpsPerCta_ = warps;
+    return KVIO_STATUS_OK;
+  }
+
   ~KernelExecutor() override {
     drain();
     DeviceScope scope(device_);
@@ -75,7 +89,6 @@ class KernelExecutor final : public CudaExecutor {
     out->launches = 1;
     return KVIO_STATUS_OK;
   }
-  bool acceptsDeviceIndices() const override { return true; }
 
   // Host arrays given as device indices would make the kernel fault: refuse anything that is
   // not memory of this device (or managed memory).
@@ -98,19 +111,6 @@ class KernelExecutor final : public CudaExecutor {
                     static_cast<int>(attributes.type), attributes.device);
       }
     }
-    return KVIO_STATUS_OK;
-  }
-
-  kvio_status setLaunch(int32_t ctaBudget, int32_t warpsPerCta) override {
-    const int32_t budget = ctaBudget <= 0 ? kDefaultCtaBudget : ctaBudget;
-    const int32_t warps = warpsPerCta <= 0 ? kDefaultWarpsPerCta : warpsPerCta;
-    char defaults[64];
-    std::snprintf(defaults, sizeof defaults, "the defaults %d and %d", kDefaultCtaBudget,
-                  kDefaultWarpsPerCta);
-    KVIO_RETURN_IF_ERROR(checkLaunchShape(ctaBudget, warpsPerCta, defaults));
-    std::lock_guard<std::mutex> lock(mutex_);
-    ctaBudget_ = budget;
-    warpsPerCta_ = warps;
     return KVIO_STATUS_OK;
   }
 
@@ -227,6 +227,14 @@ kvio_status createKernelExecutor(const CudaExecutorConfig& config, std::unique_p
   KVIO_RETURN_IF_ERROR(executor->configure(config));
   *out = std::move(executor);
   return KVIO_STATUS_OK;
+}
+
+kvio_status setKernelLaunch(Executor& executor, int32_t ctaBudget, int32_t warpsPerCta) {
+  auto* kernel = dynamic_cast<KernelExecutor*>(&executor);
+  if (kernel == nullptr) {
+    return fail(KVIO_STATUS_INTERNAL, "a 'kernel' io backend entry holds another executor");
+  }
+  return kernel->setLaunch(ctaBudget, warpsPerCta);
 }
 
 }  // namespace cuda

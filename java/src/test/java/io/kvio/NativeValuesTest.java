@@ -1,7 +1,9 @@
 /*
  * The values the Java API maps by (KvioNative's constants, each enum's nativeValue(), the struct
  * offsets NativeBridge marshals at) against kvio.h as the C compiler sees it, read through the
- * test-only binding KvioTestNative, and against the native name tables, keyed by native value.
+ * test-only binding KvioTestNative, against the native name tables, keyed by native value, and
+ * against kvio_enums.def (the one definition kvio.h and the name tables are generated from), read
+ * here as text: every value it lists must have its Java constant, with the same value and name.
  * Nothing here relies on declaration order: reordering an enum must not change what crosses JNI.
  */
 package io.kvio;
@@ -13,6 +15,17 @@ import static org.testng.Assert.assertSame;
 import io.kvio.KvioNative.PoolSpecStruct;
 import io.kvio.KvioNative.SupportQueryStruct;
 import io.kvio.KvioNative.TransferInfoStruct;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.ToIntFunction;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.testng.annotations.Test;
 
 public class NativeValuesTest {
@@ -179,6 +192,97 @@ public class NativeValuesTest {
         assertEquals(TransferInfoStruct.END_NS, KvioTestNative.transferInfoEndNs());
         assertEquals(TransferInfoStruct.DONE, KvioTestNative.transferInfoDone());
         assertEquals(TransferInfoStruct.STATUS, KvioTestNative.transferInfoStatus());
+    }
+
+    @Test
+    public void javaEnumsAreTheDefinitionFile() throws Exception {
+        Map<String, List<String[]>> def = definitions();
+        assertEquals(
+                def.keySet(),
+                java.util.Set.of(
+                        "STATUS",
+                        "KIND",
+                        "LAYOUT",
+                        "BACKEND",
+                        "GRANULARITY",
+                        "MEMORY",
+                        "NAME_TABLE"),
+                "the tables of kvio_enums.def (a new one needs its check here)");
+        checkEnum(def.get("KIND"), "KVIO_KIND_", PoolKind.class, PoolKind::nativeValue);
+        checkEnum(def.get("LAYOUT"), "KVIO_LAYOUT_", KvLayout.class, KvLayout::nativeValue);
+        checkEnum(def.get("BACKEND"), "KVIO_BACKEND_", IoBackend.class, IoBackend::nativeValue);
+        checkEnum(
+                def.get("GRANULARITY"),
+                "KVIO_GRANULARITY_",
+                Granularity.class,
+                Granularity::nativeValue);
+        // Statuses: OK and every KvioException.Status, by code.
+        List<String[]> statuses = def.get("STATUS");
+        assertEquals(statuses.size(), KvioException.Status.values().length + 1, "statuses");
+        for (String[] row : statuses) {
+            int value = Integer.parseInt(row[1]);
+            if (row[0].equals("OK")) {
+                assertEquals(KvioNative.KVIO_STATUS_OK, value, "OK");
+            } else {
+                assertEquals(KvioException.Status.valueOf(row[0]).code(), value, row[0]);
+            }
+        }
+        // Memory kinds: KvioNative's constant and the name TransferEvent reports.
+        for (String[] row : def.get("MEMORY")) {
+            int value = Integer.parseInt(row[1]);
+            assertEquals(constant("KVIO_MEMORY_" + row[0]), value, row[0]);
+            assertEquals(TransferEvent.memory(value), unquote(row[2]), row[0]);
+        }
+        assertEquals(def.get("MEMORY").size(), KvioTestNative.KVIO_MEMORY_COUNT(), "memory kinds");
+        for (String[] row : def.get("NAME_TABLE")) {
+            assertEquals(constant("KVIO_NAME_" + row[0]), Integer.parseInt(row[1]), row[0]);
+        }
+    }
+
+    /** Rows of a named table: ID, CppName, value, "name"; each is a Java constant ID. */
+    private static <E extends Enum<E>> void checkEnum(
+            List<String[]> rows, String prefix, Class<E> type, ToIntFunction<E> nativeValue)
+            throws ReflectiveOperationException {
+        assertEquals(rows.size(), type.getEnumConstants().length, type.getSimpleName());
+        for (String[] row : rows) {
+            E e = Enum.valueOf(type, row[0]);
+            int value = Integer.parseInt(row[2]);
+            assertEquals(nativeValue.applyAsInt(e), value, type.getSimpleName() + "." + row[0]);
+            assertEquals(e.toString(), unquote(row[3]), type.getSimpleName() + "." + row[0]);
+            assertEquals(constant(prefix + row[0]), value, prefix + row[0]);
+        }
+    }
+
+    private static final Pattern DEF_LINE = Pattern.compile("^KVIO_DEF_(\\w+)\\(([^)]*)\\)");
+
+    /** kvio_enums.def's value lines by table, in file order, each split into its arguments. */
+    static Map<String, List<String[]>> definitions() throws IOException {
+        Path file =
+                Paths.get(
+                        System.getProperty(
+                                "kvio.enums.def", "../native/include/kvio/kvio_enums.def"));
+        Map<String, List<String[]>> tables = new LinkedHashMap<>();
+        for (String line : Files.readAllLines(file)) {
+            Matcher m = DEF_LINE.matcher(line);
+            if (m.find()) {
+                String[] args = m.group(2).split(",");
+                for (int i = 0; i < args.length; i++) {
+                    args[i] = args[i].trim();
+                }
+                tables.computeIfAbsent(m.group(1), k -> new ArrayList<>()).add(args);
+            }
+        }
+        return tables;
+    }
+
+    private static String unquote(String s) {
+        assertEquals(s.charAt(0), '"', s);
+        assertEquals(s.charAt(s.length() - 1), '"', s);
+        return s.substring(1, s.length() - 1);
+    }
+
+    private static int constant(String name) throws ReflectiveOperationException {
+        return KvioNative.class.getDeclaredField(name).getInt(null);
     }
 
     /** Each constant's native value names it in the native table; one past the last names none. */

@@ -1,0 +1,40 @@
+// acl(): the ACL host emulation (acl_host_emulation.hpp). AclEmulationTest: the fixture of tests
+// that run on it: SetUp installs it; TearDown checks that the test left no stream, no device
+// allocation and no host allocation alive (with `everything`, no event and no host registration
+// either), then uninstalls it.
+#ifndef KVIO_TESTS_ACL_EMULATION_TEST_HPP_
+#define KVIO_TESTS_ACL_EMULATION_TEST_HPP_
+
+#include <gtest/gtest.h>
+
+#include "acl_host_emulation.hpp"
+
+namespace kvio_test {
+
+inline AclHostEmulation& acl() {
+  return AclHostEmulation::instance();
+}
+
+class AclEmulationTest : public ::testing::Test {
+ protected:
+  explicit AclEmulationTest(bool everything) : everything_(everything) {}
+  void SetUp() override { acl().install(); }
+  void TearDown() override {
+    const AclHostEmulation::Live live = acl().live();
+    EXPECT_EQ(live.streams, 0);
+    EXPECT_EQ(live.deviceAllocations, 0);
+    EXPECT_EQ(live.hostAllocations, 0);
+    if (everything_) {
+      EXPECT_EQ(live.events, 0);
+      EXPECT_EQ(live.registrations, 0);
+    }
+    acl().uninstall();
+  }
+
+ private:
+  const bool everything_;
+};
+
+}  // namespace kvio_test
+
+#endif  // KVIO_TESTS_ACL_EMULATION_TEST_HPP_

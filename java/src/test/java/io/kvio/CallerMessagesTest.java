@@ -13,44 +13,12 @@ import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
 import io.kvio.PoolFixtures.Config;
-import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.testng.Assert.ThrowingRunnable;
-import org.testng.annotations.AfterMethod;
-import org.testng.annotations.BeforeMethod;
 import org.testng.annotations.Test;
 
-public class CallerMessagesTest {
-
-    /** Device: MHA, 4 layers, 16 pages of 4 = 64 token slots. Host: 8 pages = 32 slots. */
-    static final Config DEVICE = new Config(PoolKind.MHA, 4, 16, 4, 2, 8);
-
-    private final List<AutoCloseable> resources = new ArrayList<>();
-    private DeviceKvPool device;
-    private HostKvPool host;
-
-    @BeforeMethod
-    public void setUp() {
-        device = open(DEVICE.allocateDevice());
-        host = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 8));
-    }
-
-    @AfterMethod(alwaysRun = true)
-    public void tearDown() throws Exception {
-        for (int i = resources.size() - 1; i >= 0; i--) resources.get(i).close();
-        resources.clear();
-    }
-
-    private <T extends AutoCloseable> T open(T resource) {
-        resources.add(resource);
-        return resource;
-    }
-
-    private TokenIndices idx(long... slots) {
-        return open(TokenIndices.of(slots));
-    }
+public class CallerMessagesTest extends CpuPoolsFixture {
 
     private static long[] range(long from, long count) {
         long[] r = new long[(int) count];
@@ -61,20 +29,9 @@ public class CallerMessagesTest {
     /** Runs the call expecting {@code type}; checks fragments, absences and unchanged buffers. */
     private <T extends Throwable> T rejected(
             Class<T> type, ThrowingRunnable call, String[] absent, String... fragments) {
-        List<ByteBuffer> buffers = new ArrayList<>();
-        if (!device.isClosed()) buffers.add(device.buffer());
-        if (!host.isClosed()) buffers.add(host.buffer());
-        List<byte[]> before = new ArrayList<>();
-        long seed = 5;
-        for (ByteBuffer b : buffers) before.add(LayoutOracle.canary(b, seed++));
-        T e = expectThrows(type, call);
-        String m = String.valueOf(e.getMessage());
-        for (String f : fragments) assertTrue(m.contains(f), "'" + f + "' missing in: " + m);
+        T e = assertRejected(type, call, openBuffers(), fragments);
+        String m = e.getMessage();
         for (String a : absent) assertFalse(m.contains(a), "'" + a + "' present in: " + m);
-        for (int i = 0; i < buffers.size(); i++) {
-            LayoutOracle.assertBytesEqual(
-                    LayoutOracle.snapshot(buffers.get(i)), before.get(i), "buffer " + i);
-        }
         return e;
     }
 
@@ -92,7 +49,7 @@ public class CallerMessagesTest {
         TokenIndices di = idx(range(0, 13));
         rejected(
                 KvioOutOfRangeException.class,
-                () -> host.backupFromDevice(device, hi, di).await(),
+                () -> host.backup(device).deviceIndices(di).hostIndices(hi).submit().await(),
                 NATIVE_NAMES,
                 "hostIndices[12] = 32 is out of range: the host pool has 32 token slots",
                 "valid: 0 to 31");
@@ -104,14 +61,14 @@ public class CallerMessagesTest {
         TokenIndices di = idx(0, 64);
         rejected(
                 KvioOutOfRangeException.class,
-                () -> host.loadToDevice(device, hi, di, 0).await(),
+                () -> host.load(device, 0).hostIndices(hi).deviceIndices(di).submit().await(),
                 NATIVE_NAMES,
                 "deviceIndices[1] = 64 is out of range: the device pool has 64 token slots");
         TokenIndices hi2 = idx(40, 1);
         TokenIndices di2 = idx(0, 1);
         rejected(
                 KvioOutOfRangeException.class,
-                () -> host.loadToDevice(device, hi2, di2, 0).await(),
+                () -> host.load(device, 0).hostIndices(hi2).deviceIndices(di2).submit().await(),
                 NATIVE_NAMES,
                 "hostIndices[0] = 40 is out of range: the host pool has 32 token slots");
     }
@@ -122,7 +79,7 @@ public class CallerMessagesTest {
         TokenIndices di = idx(0, 1);
         rejected(
                 KvioInvalidArgumentException.class,
-                () -> host.backupFromDevice(device, hi, di).await(),
+                () -> host.backup(device).deviceIndices(di).hostIndices(hi).submit().await(),
                 NATIVE_NAMES,
                 "hostIndices has duplicate destination slot 3",
                 "hostIndices[0] and hostIndices[1]");
@@ -145,7 +102,7 @@ public class CallerMessagesTest {
         TokenIndices di = idx(0, 1);
         rejected(
                 KvioInvalidArgumentException.class,
-                () -> host.backupFromDevice(device, hi, di),
+                () -> host.backup(device).deviceIndices(di).hostIndices(hi).submit(),
                 new String[] {"1 entries"},
                 "hostIndices has 1 entry but deviceIndices has 2 entries");
     }
@@ -159,13 +116,13 @@ public class CallerMessagesTest {
         device.close();
         rejected(
                 KvioClosedException.class,
-                () -> host.backupFromDevice(device, hi, di),
+                () -> host.backup(device).deviceIndices(di).hostIndices(hi).submit(),
                 new String[] {"(device pool)", "device (", "pool pool"},
                 "device is a closed device pool");
         host.close();
         rejected(
                 KvioClosedException.class,
-                () -> host.backupFromDevice(device, hi, di),
+                () -> host.backup(device).deviceIndices(di).hostIndices(hi).submit(),
                 new String[] {"(host pool)"},
                 "this host pool is closed");
         rejected(
@@ -327,8 +284,8 @@ public class CallerMessagesTest {
                 List.of(
                         LayoutOracle.canary(device.buffer(), 1),
                         LayoutOracle.canary(host.buffer(), 2));
-        assertEmptyTransfer(host.backupFromDevice(device, none, none2));
-        assertEmptyTransfer(host.loadToDevice(device, none, none2, 3));
+        assertEmptyTransfer(host.backup(device).deviceIndices(none2).hostIndices(none).submit());
+        assertEmptyTransfer(host.load(device, 3).hostIndices(none).deviceIndices(none2).submit());
         assertEmptyTransfer(Kvio.transfer(host.executor(), device, host, none, none2, 0, 0, 4));
         LayoutOracle.assertBytesEqual(
                 LayoutOracle.snapshot(device.buffer()), before.get(0), "device");
@@ -341,12 +298,12 @@ public class CallerMessagesTest {
         TokenIndices one = idx(0);
         rejected(
                 KvioInvalidArgumentException.class,
-                () -> host.backupFromDevice(device, none, one),
+                () -> host.backup(device).deviceIndices(one).hostIndices(none).submit(),
                 new String[0],
                 "hostIndices has 0 entries but deviceIndices has 1 entry");
         rejected(
                 KvioOutOfRangeException.class,
-                () -> host.loadToDevice(device, none, none, 4),
+                () -> host.load(device, 4).hostIndices(none).deviceIndices(none).submit(),
                 new String[0],
                 "device layer 4");
         rejected(
@@ -367,7 +324,7 @@ public class CallerMessagesTest {
         none.close();
         rejected(
                 KvioClosedException.class,
-                () -> host.loadToDevice(device, none, none, 0),
+                () -> host.load(device, 0).hostIndices(none).deviceIndices(none).submit(),
                 new String[0],
                 "hostIndices is closed");
     }

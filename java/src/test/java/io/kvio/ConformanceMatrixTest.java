@@ -1,7 +1,7 @@
 /*
  * Conformance matrix of the two HiCache entry points on the CPU backend: for every pool kind,
- * host layout, page size, row size and kind of index set, backupFromDevice (all layers) and
- * loadToDevice (one layer at a time) must leave the WHOLE destination equal to what the
+ * host layout, page size, row size and kind of index set, backup(device) (all layers) and
+ * load(device, layer) (one layer at a time) must leave the WHOLE destination equal to what the
  * oracle (io.kvio.oracle) builds by naive per-row copying (canary everywhere else) and the source
  * unchanged. Device pools are allocated by kvio, or wrapped per component / per layer over memory
  * laid out out of order, with gaps, inside another pool.
@@ -290,7 +290,7 @@ public class ConformanceMatrixTest {
                 hostLayers);
         try (TokenIndices h = TokenIndices.of(hostIdx);
                 TokenIndices d = TokenIndices.of(devIdx);
-                Transfer t = host.backupFromDevice(dev.pool, h, d)) {
+                Transfer t = host.backup(dev.pool).deviceIndices(d).hostIndices(h).submit()) {
             t.await();
             assertTrue(t.isDone());
             assertEquals(
@@ -324,7 +324,8 @@ public class ConformanceMatrixTest {
                         layer - layerStart,
                         layer,
                         1);
-                try (Transfer t = host.loadToDevice(dev.pool, h, d, layer)) {
+                try (Transfer t =
+                        host.load(dev.pool, layer).hostIndices(h).deviceIndices(d).submit()) {
                     t.await();
                     assertEquals(
                             t.bytes(),

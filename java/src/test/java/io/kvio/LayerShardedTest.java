@@ -99,7 +99,7 @@ public class LayerShardedTest {
                     start,
                     0,
                     count);
-            try (Transfer t = host.backupFromDevice(device, h, d)) {
+            try (Transfer t = host.backup(device).deviceIndices(d).hostIndices(h).submit()) {
                 t.await();
                 assertEquals(
                         t.bytes(), PoolFixtures.movedBytes(cfg, n, count), "backup bytes, " + what);
@@ -129,7 +129,8 @@ public class LayerShardedTest {
                             layer,
                             1);
                 }
-                try (Transfer t = host.loadToDevice(device, h, d, layer)) {
+                try (Transfer t =
+                        host.load(device, layer).hostIndices(h).deviceIndices(d).submit()) {
                     if (!held) {
                         assertTrue(
                                 t.isDone(),

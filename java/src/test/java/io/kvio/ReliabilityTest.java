@@ -72,19 +72,19 @@ public class ReliabilityTest {
         byte[] d = LayoutOracle.canary(dst.buffer(), 3);
         TokenIndices huge = open(TokenIndices.of(1, Long.MAX_VALUE));
         TokenIndices ok = open(TokenIndices.of(0, 1));
-        RejectionTest.assertMessage(
+        CpuPoolsFixture.assertMessage(
                 expectThrows(
                         KvioOutOfRangeException.class,
                         () -> Kvio.transfer(executor, src, dst, huge, ok, 0, 0, 1).await()),
                 "srcIndices[1] = " + Long.MAX_VALUE,
                 "valid: 0 to 15");
-        RejectionTest.assertMessage(
+        CpuPoolsFixture.assertMessage(
                 expectThrows(
                         KvioOutOfRangeException.class,
                         () -> Kvio.transfer(executor, src, dst, ok, huge, 0, 0, 1).await()),
                 "dstIndices[1] = " + Long.MAX_VALUE,
                 "valid: 0 to 15");
-        RejectionTest.assertMessage(
+        CpuPoolsFixture.assertMessage(
                 expectThrows(
                         KvioOutOfRangeException.class,
                         () ->
@@ -98,7 +98,7 @@ public class ReliabilityTest {
 
     @Test
     public void absurdPoolSizes() {
-        RejectionTest.assertMessage(
+        CpuPoolsFixture.assertMessage(
                 expectThrows(
                         KvioInvalidArgumentException.class,
                         () ->
@@ -113,7 +113,7 @@ public class ReliabilityTest {
                                         .build()),
                 "pool too large",
                 "does not fit in 2^62 bytes");
-        RejectionTest.assertMessage(
+        CpuPoolsFixture.assertMessage(
                 expectThrows(
                         KvioInvalidArgumentException.class,
                         () ->
@@ -128,7 +128,7 @@ public class ReliabilityTest {
                                         .build()),
                 "layers 1099511627776 is more than kvio supports",
                 "valid: 1 to 1048576");
-        RejectionTest.assertMessage(
+        CpuPoolsFixture.assertMessage(
                 expectThrows(
                         KvioInvalidArgumentException.class,
                         () ->
@@ -171,19 +171,13 @@ public class ReliabilityTest {
         try {
             int mixed = 0;
             for (int round = 0; round < 300; round++) {
-                List<Future<?>> futures = new ArrayList<>();
-                for (int k = 0; k < threads; k++) {
-                    final int kk = k;
-                    futures.add(
-                            pool.submit(
-                                    () -> {
-                                        barrier.await();
-                                        Kvio.transfer(executor, src, dst, from[kk], to, 0, 0, 1)
-                                                .await();
-                                        return null;
-                                    }));
-                }
-                for (Future<?> f : futures) f.get();
+                Threads.runAll(
+                        pool,
+                        threads,
+                        k -> {
+                            barrier.await();
+                            Kvio.transfer(executor, src, dst, from[k], to, 0, 0, 1).await();
+                        });
                 byte first = d.get(0);
                 boolean uniform = first >= 1 && first <= threads;
                 for (int i = 0; i < n * 1024 && uniform; i++) uniform = d.get(i) == first;
@@ -302,9 +296,9 @@ public class ReliabilityTest {
             byte[] hostBefore = LayoutOracle.canary(host.buffer(), 5);
             TokenIndices idx = open(TokenIndices.of(range(0, n)));
             KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_COPY, 1);
-            Transfer failed = host.backupFromDevice(device, idx, idx);
+            Transfer failed = host.backup(device).deviceIndices(idx).hostIndices(idx).submit();
             KvioBackendException e = expectThrows(KvioBackendException.class, failed::await);
-            RejectionTest.assertMessage(
+            CpuPoolsFixture.assertMessage(
                     e,
                     "cpu backend: memcpy of copy 1 of",
                     "failed",
@@ -317,11 +311,11 @@ public class ReliabilityTest {
                     hostBefore,
                     "host pool after the failed backup");
             // The fault was armed once: the same backup now works.
-            host.backupFromDevice(device, idx, idx).await();
+            host.backup(device).deviceIndices(idx).hostIndices(idx).submit().await();
             device.buffer()
                     .put(0, (byte) ~deviceData[0]); // the host copy must not follow later writes
-            host.loadToDevice(device, idx, idx, 0).await();
-            host.loadToDevice(device, idx, idx, 1).await();
+            host.load(device, 0).hostIndices(idx).deviceIndices(idx).submit().await();
+            host.load(device, 1).hostIndices(idx).deviceIndices(idx).submit().await();
             LayoutOracle.assertBytesEqual(
                     LayoutOracle.snapshot(device.buffer()),
                     deviceData,
@@ -338,7 +332,7 @@ public class ReliabilityTest {
                 expectThrows(
                         KvioOutOfMemoryException.class,
                         () -> open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 8)));
-        RejectionTest.assertMessage(
+        CpuPoolsFixture.assertMessage(
                 e, "mmap of", "for a host pool failed", "fault injected by kvio_test_inject_fault");
         HostKvPool host = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 8));
         assertEquals(host.regionCount(), 1);

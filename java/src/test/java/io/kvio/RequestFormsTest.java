@@ -11,39 +11,10 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
-import io.kvio.PoolFixtures.Config;
 import io.kvio.oracle.Geometry;
-import java.util.ArrayList;
-import java.util.List;
-import org.testng.annotations.AfterMethod;
-import org.testng.annotations.BeforeMethod;
 import org.testng.annotations.Test;
 
-public class RequestFormsTest {
-
-    /** Device: MHA, 4 layers, 16 pages of 4 = 64 token slots. */
-    static final Config DEVICE = new Config(PoolKind.MHA, 4, 16, 4, 2, 8);
-
-    private final List<AutoCloseable> resources = new ArrayList<>();
-    private DeviceKvPool device;
-    private HostKvPool host;
-
-    @BeforeMethod
-    public void setUp() {
-        device = open(DEVICE.allocateDevice());
-        host = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 8));
-    }
-
-    @AfterMethod(alwaysRun = true)
-    public void tearDown() throws Exception {
-        for (int i = resources.size() - 1; i >= 0; i--) resources.get(i).close();
-        resources.clear();
-    }
-
-    private <T extends AutoCloseable> T open(T resource) {
-        resources.add(resource);
-        return resource;
-    }
+public class RequestFormsTest extends CpuPoolsFixture {
 
     /** Bytes of one token row of one layer, all components: what a 1-layer copy moves per pair. */
     private static long rowBytes() {
@@ -123,6 +94,30 @@ public class RequestFormsTest {
                         .contains(
                                 "hostIndices[1] = 32 is out of range: the host pool has 32 token slots"),
                 e.getMessage());
+    }
+
+    /** The deprecated forms delegate to the request forms: same bytes, same rows moved. */
+    @Test
+    @SuppressWarnings("removal")
+    public void deprecatedFormsStillWork() {
+        LayoutOracle.canary(device.buffer(), 21);
+        LayoutOracle.canary(host.buffer(), 22);
+        try (TokenIndices h = TokenIndices.of(1, 2);
+                TokenIndices d = TokenIndices.of(30, 31)) {
+            Transfer b = host.backupFromDevice(device, h, d);
+            b.await();
+            assertEquals(b.bytes(), 2 * 4 * rowBytes());
+            for (long l = 0; l < 4; l++) {
+                assertSameRows(device, 30, l, host, 1, l);
+                assertSameRows(device, 31, l, host, 2, l);
+            }
+            LayoutOracle.canary(device.buffer(), 23);
+            Transfer t = host.loadToDevice(device, h, d, 3);
+            t.await();
+            assertEquals(t.bytes(), 2 * rowBytes());
+            assertSameRows(device, 30, 3, host, 1, 3);
+            assertSameRows(device, 31, 3, host, 2, 3);
+        }
     }
 
     // ---- item 9: arrays for one call ----

@@ -63,7 +63,7 @@ public class RoundTripTest {
             Placement devPlacement = Placement.standard(dg, 0);
             byte[] original = LayoutOracle.fill(devBuf, seed);
             LayoutOracle.canary(host.buffer(), seed);
-            try (Transfer t = host.backupFromDevice(device, h, from)) {
+            try (Transfer t = host.backup(device).deviceIndices(from).hostIndices(h).submit()) {
                 t.await();
             }
             byte[] wiped = LayoutOracle.canary(devBuf, seed + 1);
@@ -81,7 +81,8 @@ public class RoundTripTest {
                         layer,
                         layer,
                         1);
-                try (Transfer t = host.loadToDevice(device, h, to, layer)) {
+                try (Transfer t =
+                        host.load(device, layer).hostIndices(h).deviceIndices(to).submit()) {
                     t.await();
                 }
                 LayoutOracle.assertPoolEquals(
@@ -285,7 +286,7 @@ public class RoundTripTest {
             byte[] devData = LayoutOracle.fill(device.buffer(), seed);
             byte[] expectedHost = LayoutOracle.canary(host.buffer(), seed);
             Oracle.applyTransfer(devData, dp, expectedHost, hp, devIdx, hostIdx, 0, 0, cfg.layers);
-            try (Transfer t = host.backupFromDevice(device, h, d)) {
+            try (Transfer t = host.backup(device).deviceIndices(d).hostIndices(h).submit()) {
                 t.await();
             }
             LayoutOracle.assertPoolEquals(
@@ -299,7 +300,7 @@ public class RoundTripTest {
                             + ")");
             byte[] expectedDev = LayoutOracle.canary(device.buffer(), seed + 1);
             Oracle.applyTransfer(expectedHost, hp, expectedDev, dp, hostIdx, devIdx, 1, 1, 1);
-            try (Transfer t = host.loadToDevice(device, h, d, 1)) {
+            try (Transfer t = host.load(device, 1).hostIndices(h).deviceIndices(d).submit()) {
                 t.await();
             }
             LayoutOracle.assertPoolEquals(
@@ -325,7 +326,7 @@ public class RoundTripTest {
             byte[] devData = LayoutOracle.fill(device.buffer(), 5);
             byte[] expected = LayoutOracle.canary(host.buffer(), 5);
             Oracle.applyTransfer(devData, dp, expected, hp, devIdx, hostIdx, 0, 0, cfg.layers);
-            try (Transfer t = host.backupFromDevice(device, h, d)) {
+            try (Transfer t = host.backup(device).deviceIndices(d).hostIndices(h).submit()) {
                 t.await();
             }
             LayoutOracle.assertPoolEquals(

@@ -44,15 +44,8 @@ public class ReliabilityTest {
 
     /** MLA layer_first, 1 layer, `rows` slots of `rowBytes` (one page per slot). */
     private static PoolSpec rows(long rows, long rowBytes) {
-        return PoolSpec.builder()
-                .kind(PoolKind.MLA)
-                .layout(KvLayout.LAYER_FIRST)
-                .layers(1)
-                .pages(rows)
-                .pageSize(1)
-                .heads(1)
-                .headBytes(rowBytes)
-                .build();
+        return new PoolFixtures.Config(PoolKind.MLA, 1, rows, 1, 1, rowBytes)
+                .spec(KvLayout.LAYER_FIRST);
     }
 
     private static long[] range(long start, long count) {
@@ -102,45 +95,24 @@ public class ReliabilityTest {
                 expectThrows(
                         KvioInvalidArgumentException.class,
                         () ->
-                                PoolSpec.builder()
-                                        .kind(PoolKind.MHA)
-                                        .layout(KvLayout.PAGE_HEAD)
-                                        .layers(2)
-                                        .pages(2)
-                                        .pageSize(2)
-                                        .heads(Long.MAX_VALUE)
-                                        .headBytes(2)
-                                        .build()),
+                                new PoolFixtures.Config(PoolKind.MHA, 2, 2, 2, Long.MAX_VALUE, 2)
+                                        .spec(KvLayout.PAGE_HEAD)),
                 "pool too large",
                 "does not fit in 2^62 bytes");
         CpuPoolsFixture.assertMessage(
                 expectThrows(
                         KvioInvalidArgumentException.class,
                         () ->
-                                PoolSpec.builder()
-                                        .kind(PoolKind.MLA)
-                                        .layout(KvLayout.PAGE_FIRST)
-                                        .layers(1L << 40)
-                                        .pages(1)
-                                        .pageSize(1)
-                                        .heads(1)
-                                        .headBytes(1)
-                                        .build()),
+                                new PoolFixtures.Config(PoolKind.MLA, 1L << 40, 1, 1, 1, 1)
+                                        .spec(KvLayout.PAGE_FIRST)),
                 "layers 1099511627776 is more than kvio supports",
                 "valid: 1 to 1048576");
         CpuPoolsFixture.assertMessage(
                 expectThrows(
                         KvioInvalidArgumentException.class,
                         () ->
-                                PoolSpec.builder()
-                                        .kind(PoolKind.MLA)
-                                        .layout(KvLayout.PAGE_FIRST)
-                                        .layers(1)
-                                        .pages(1)
-                                        .pageSize(1)
-                                        .heads(1)
-                                        .headBytes(0)
-                                        .build()),
+                                new PoolFixtures.Config(PoolKind.MLA, 1, 1, 1, 1, 0)
+                                        .spec(KvLayout.PAGE_FIRST)),
                 "headBytes must be at least 1, got 0");
     }
 
@@ -281,15 +253,8 @@ public class ReliabilityTest {
             DeviceKvPool device =
                     open(
                             DeviceKvPool.allocate(
-                                    PoolSpec.builder()
-                                            .kind(PoolKind.MHA)
-                                            .layout(KvLayout.LAYER_FIRST)
-                                            .layers(2)
-                                            .pages(n)
-                                            .pageSize(1)
-                                            .heads(2)
-                                            .headBytes(512)
-                                            .build(),
+                                    new PoolFixtures.Config(PoolKind.MHA, 2, n, 1, 2, 512)
+                                            .spec(KvLayout.LAYER_FIRST),
                                     IoBackend.CPU));
             HostKvPool host = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, n));
             byte[] deviceData = LayoutOracle.fill(device.buffer(), 5);

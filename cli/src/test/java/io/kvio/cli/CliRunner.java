@@ -3,6 +3,9 @@
  */
 package io.kvio.cli;
 
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertTrue;
+
 import java.io.PrintWriter;
 import java.io.StringWriter;
 
@@ -22,6 +25,13 @@ final class CliRunner {
         StringWriter err = new StringWriter();
         int exit = Main.run(args, new PrintWriter(out, true), new PrintWriter(err, true));
         return new CliRunner(exit, out.toString(), err.toString());
+    }
+
+    /** Asserts a usage error (exit 2) whose stderr holds every fragment; returns this run. */
+    CliRunner assertUsage(String... fragments) {
+        assertEquals(exit, Main.EXIT_USAGE, toString());
+        for (String f : fragments) assertTrue(err.contains(f), err);
+        return this;
     }
 
     @Override

@@ -1,5 +1,5 @@
 /*
- * JMH benchmark of the cost of one small Java call: a one-page, one-layer loadToDevice on the
+ * JMH benchmark of the cost of one small Java call: a one-page, one-layer load(device, layer) on the
  * CPU backend (Java validation + JNI + native validation + planning + the copy + await), next
  * to a trivial JNI call and a Java memcpy of the same bytes measured in the same run. The tiny
  * case (16-token page, 64-byte rows: 2 KiB moved) is dominated by overhead; the realistic case

@@ -131,10 +131,7 @@ public class ConformanceMatrixTest {
             for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
                 for (IndexKind ik :
                         new IndexKind[] {IndexKind.WHOLE_PAGES, IndexKind.TOKEN_GRANULAR}) {
-                    Config cfg =
-                            kind == PoolKind.MHA
-                                    ? new Config(kind, 6, 96, 16, 2, 524)
-                                    : new Config(kind, 6, 96, 16, 1, 2056);
+                    Config cfg = PoolFixtures.forKind(kind, 6, 96, 16, 2, 524, 2056);
                     rows.add(new Object[] {cfg, layout, ik, seed++});
                 }
             }

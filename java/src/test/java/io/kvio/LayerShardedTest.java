@@ -54,14 +54,7 @@ public class LayerShardedTest {
             ConformanceMatrixTest.DeviceMemory memory,
             long seed) {
         long ps = 4;
-        Config cfg =
-                new Config(
-                        kind,
-                        DEVICE_LAYERS,
-                        8,
-                        ps,
-                        kind == PoolKind.MHA ? 2 : 1,
-                        kind == PoolKind.MHA ? 24 : 80);
+        Config cfg = PoolFixtures.forKind(kind, DEVICE_LAYERS, 8, ps, 2, 24, 80);
         long hostPages = 6;
         Random rnd = new Random(seed);
         int n = 10;

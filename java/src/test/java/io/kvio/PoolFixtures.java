@@ -76,6 +76,23 @@ final class PoolFixtures {
         }
     }
 
+    /**
+     * A config of {@code kind}: mha with {@code mhaHeads} heads of {@code mhaHeadBytes}, or mla
+     * with its one latent head of {@code mlaHeadBytes}.
+     */
+    static Config forKind(
+            PoolKind kind,
+            long layers,
+            long pages,
+            long pageSize,
+            long mhaHeads,
+            long mhaHeadBytes,
+            long mlaHeadBytes) {
+        return kind == PoolKind.MHA
+                ? new Config(kind, layers, pages, pageSize, mhaHeads, mhaHeadBytes)
+                : new Config(kind, layers, pages, pageSize, 1, mlaHeadBytes);
+    }
+
     static HostKvPool host(DeviceKvPool device, KvLayout layout, long pages) {
         return HostKvPool.builder()
                 .forDevice(device)

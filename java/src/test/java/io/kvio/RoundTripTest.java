@@ -113,14 +113,7 @@ public class RoundTripTest {
     public void hostToHostAnyLayout(
             PoolKind kind, KvLayout srcLayout, KvLayout dstLayout, long seed) {
         long ps = 8;
-        Config cfg =
-                new Config(
-                        kind,
-                        4,
-                        6,
-                        ps,
-                        kind == PoolKind.MHA ? 3 : 1,
-                        kind == PoolKind.MHA ? 24 : 72);
+        Config cfg = PoolFixtures.forKind(kind, 4, 6, ps, 3, 24, 72);
         long srcPages = 5;
         long dstPages = 4;
         Random rnd = new Random(seed);
@@ -174,14 +167,7 @@ public class RoundTripTest {
     public void hostToHostCoalescedRunsWithLayerMaps(
             PoolKind kind, KvLayout srcLayout, KvLayout dstLayout, long seed) {
         long ps = 4;
-        Config cfg =
-                new Config(
-                        kind,
-                        4,
-                        8,
-                        ps,
-                        kind == PoolKind.MHA ? 2 : 1,
-                        kind == PoolKind.MHA ? 8 : 16);
+        Config cfg = PoolFixtures.forKind(kind, 4, 8, ps, 2, 8, 16);
         long pages = 8;
         Placement sp = Placement.standard(cfg.geometry(srcLayout, cfg.layers, pages), 0);
         Placement dp = Placement.standard(cfg.geometry(dstLayout, cfg.layers, pages), 0);
@@ -247,13 +233,8 @@ public class RoundTripTest {
             PoolKind kind, KvLayout layout, long devicePageSize, long seed) {
         long hostPageSize = devicePageSize == 1 ? 4 : devicePageSize / 4;
         Config cfg =
-                new Config(
-                        kind,
-                        3,
-                        devicePageSize == 1 ? 64 : 4,
-                        devicePageSize,
-                        kind == PoolKind.MHA ? 2 : 1,
-                        kind == PoolKind.MHA ? 12 : 40);
+                PoolFixtures.forKind(
+                        kind, 3, devicePageSize == 1 ? 64 : 4, devicePageSize, 2, 12, 40);
         long hostPages = 48 / hostPageSize;
         Random rnd = new Random(seed);
         long[] hostIdx = Indices.crossingRuns(rnd, hostPages * hostPageSize, hostPageSize, 20);

@@ -160,63 +160,50 @@ public class CallerMessagesTest extends CpuPoolsFixture {
 
     // ---- item 5: builders say which method to call ----
 
+    /**
+     * A host builder of 8 pages of 4 slots, 2 heads of 8 bytes, for 4 device layers, less the
+     * setting named {@code unset} (deviceLayers, pages or heads).
+     */
+    private static HostKvPool.Builder hostGeometryWithout(String unset) {
+        HostKvPool.Builder b = HostKvPool.builder().pageSize(4).headBytes(8);
+        if (!unset.equals("deviceLayers")) b.deviceLayers(4);
+        if (!unset.equals("pages")) b.pages(8);
+        if (!unset.equals("heads")) b.heads(2);
+        return b;
+    }
+
     @Test
     public void hostBuilderWithoutLayersSaysWhatToCall() {
-        KvioInvalidArgumentException e =
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () ->
-                                open(
-                                        HostKvPool.builder()
-                                                .pages(8)
-                                                .pageSize(4)
-                                                .heads(2)
-                                                .headBytes(8)
-                                                .build()));
-        assertTrue(e.getMessage().contains("forDevice(devicePool)"), e.getMessage());
-        assertTrue(e.getMessage().contains("deviceLayers(n)"), e.getMessage());
-        assertFalse(e.getMessage().contains("num_layers"), e.getMessage());
+        rejected(
+                KvioInvalidArgumentException.class,
+                () -> open(hostGeometryWithout("deviceLayers").build()),
+                new String[] {"num_layers"},
+                "forDevice(devicePool)",
+                "deviceLayers(n)");
     }
 
     @Test
     public void hostBuilderWithoutPagesSaysWhatToCall() {
-        KvioInvalidArgumentException e =
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () ->
-                                open(
-                                        HostKvPool.builder()
-                                                .deviceLayers(4)
-                                                .pageSize(4)
-                                                .heads(2)
-                                                .headBytes(8)
-                                                .build()));
-        assertTrue(e.getMessage().contains("pages(n)"), e.getMessage());
-        assertFalse(e.getMessage().contains("num_pages"), e.getMessage());
+        rejected(
+                KvioInvalidArgumentException.class,
+                () -> open(hostGeometryWithout("pages").build()),
+                new String[] {"num_pages"},
+                "pages(n)");
     }
 
     @Test
     public void hostBuilderWithoutHeadsSaysWhatToCall() {
-        KvioInvalidArgumentException e =
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () ->
-                                open(
-                                        HostKvPool.builder()
-                                                .deviceLayers(4)
-                                                .pages(8)
-                                                .pageSize(4)
-                                                .headBytes(8)
-                                                .build()));
-        assertTrue(
-                e.getMessage().contains("heads must be at least 1, got 0: call heads(n)"),
-                e.getMessage());
-        assertTrue(e.getMessage().contains("forDevice(devicePool)"), e.getMessage());
-        e =
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () -> HostKvPool.builder().forDevice(device).layerRange(1, 0).build());
-        assertTrue(e.getMessage().contains("numLayers must be at least 1, got 0"), e.getMessage());
+        rejected(
+                KvioInvalidArgumentException.class,
+                () -> open(hostGeometryWithout("heads").build()),
+                new String[0],
+                "heads must be at least 1, got 0: call heads(n)",
+                "forDevice(devicePool)");
+        rejected(
+                KvioInvalidArgumentException.class,
+                () -> HostKvPool.builder().forDevice(device).layerRange(1, 0).build(),
+                new String[0],
+                "numLayers must be at least 1, got 0");
     }
 
     @Test
@@ -228,18 +215,11 @@ public class CallerMessagesTest extends CpuPoolsFixture {
 
     @Test
     public void poolSpecBuilderSaysWhatToCall() {
-        KvioInvalidArgumentException e =
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () ->
-                                PoolSpec.builder()
-                                        .pages(4)
-                                        .pageSize(4)
-                                        .heads(2)
-                                        .headBytes(8)
-                                        .build());
-        assertTrue(e.getMessage().contains("layers(n)"), e.getMessage());
-        assertFalse(e.getMessage().contains("num_layers"), e.getMessage());
+        rejected(
+                KvioInvalidArgumentException.class,
+                () -> PoolSpec.builder().pages(4).pageSize(4).heads(2).headBytes(8).build(),
+                new String[] {"num_layers"},
+                "layers(n)");
     }
 
     // ---- item 7: the host is device -1 everywhere ----

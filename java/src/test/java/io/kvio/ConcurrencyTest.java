@@ -179,13 +179,13 @@ public class ConcurrencyTest {
         try (ConformanceMatrixTest.DeviceUnderTest dev =
                 ConformanceMatrixTest.DeviceUnderTest.create(
                         cfg, ConformanceMatrixTest.DeviceMemory.WRAP_COMPONENTS, 42)) {
-            HostKvPool host = PoolFixtures.host(dev.pool, KvLayout.PAGE_HEAD, hostPages);
+            HostKvPool host = PoolFixtures.host(dev.pool(), KvLayout.PAGE_HEAD, hostPages);
             Placement hp =
                     Placement.standard(cfg.geometry(KvLayout.PAGE_HEAD, cfg.layers, hostPages), 0);
             byte[] hostData = LayoutOracle.fill(host.buffer(), 42);
-            byte[] expected = LayoutOracle.canary(dev.buffer, 42);
+            byte[] expected = LayoutOracle.canary(dev.buffer(), 42);
             Oracle.applyTransfer(
-                    hostData, hp, expected, dev.placement, hostIdx, devIdx, 0, 0, cfg.layers);
+                    hostData, hp, expected, dev.placement(), hostIdx, devIdx, 0, 0, cfg.layers);
             TokenIndices h = TokenIndices.of(hostIdx);
             TokenIndices d = TokenIndices.of(devIdx);
             // the shared executor: closing the host pool does not wait for it (a private one would)
@@ -193,7 +193,7 @@ public class ConcurrencyTest {
                     Kvio.transfer(
                             KvioExecutor.shared(IoBackend.CPU),
                             host,
-                            dev.pool,
+                            dev.pool(),
                             h,
                             d,
                             0,
@@ -202,13 +202,13 @@ public class ConcurrencyTest {
             h.close();
             d.close();
             host.close();
-            dev.pool.close();
+            dev.pool().close();
             org.testng.Assert.assertTrue(t.await(30, TimeUnit.SECONDS), "completes");
             t.close();
             LayoutOracle.assertPoolEquals(
-                    LayoutOracle.snapshot(dev.buffer),
+                    LayoutOracle.snapshot(dev.buffer()),
                     expected,
-                    dev.placement,
+                    dev.placement(),
                     "device memory after a load whose pools were closed in flight");
         }
     }

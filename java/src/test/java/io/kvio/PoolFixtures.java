@@ -7,6 +7,9 @@
 package io.kvio;
 
 import io.kvio.oracle.Geometry;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 
 final class PoolFixtures {
     private PoolFixtures() {}
@@ -113,6 +116,32 @@ final class PoolFixtures {
                 .layerRange(layerStart, numLayers)
                 .threads(2)
                 .build();
+    }
+
+    /** The rows of a data provider, each given the next seed (counting up) as its last value. */
+    static final class Rows {
+        private final List<Object[]> rows = new ArrayList<>();
+        private long seed;
+
+        Rows(long firstSeed) {
+            this.seed = firstSeed;
+        }
+
+        /** Adds the row {@code values..., seed} and counts the seed up. */
+        void add(Object... values) {
+            Object[] row = Arrays.copyOf(values, values.length + 1);
+            row[values.length] = seed++;
+            rows.add(row);
+        }
+
+        /** The next seed, which the next row gets. */
+        long seed() {
+            return seed;
+        }
+
+        Object[][] toArray() {
+            return rows.toArray(new Object[0][]);
+        }
     }
 
     static KvLayout[] hostLayouts(PoolKind kind) {

@@ -21,6 +21,18 @@ public class RequestFormsTest extends CpuPoolsFixture {
         return PoolFixtures.movedBytes(DEVICE, 1, 1);
     }
 
+    /** Canary-fills the device pool with {@code seed} and the host pool with seed + 1. */
+    private void canaryBoth(long seed) {
+        LayoutOracle.canary(device.buffer(), seed);
+        LayoutOracle.canary(host.buffer(), seed + 1);
+    }
+
+    /** Waits for the transfer and checks the bytes it moved. */
+    private static void awaitBytes(Transfer t, long bytes) {
+        t.await();
+        assertEquals(t.bytes(), bytes);
+    }
+
     /** Host token h of host layer hl holds device token d of device layer dl, all components. */
     private static void assertSameRows(
             DeviceKvPool device, long d, long dl, HostKvPool host, long h, long hl) {
@@ -45,15 +57,13 @@ public class RequestFormsTest extends CpuPoolsFixture {
 
     @Test
     public void backupNamesEachSideSoOrderDoesNotMatter() {
-        LayoutOracle.canary(device.buffer(), 11);
-        LayoutOracle.canary(host.buffer(), 12);
+        canaryBoth(11);
         Transfer t =
                 host.backup(device)
                         .hostIndices(TokenIndices.of(5, 6))
                         .deviceIndices(TokenIndices.of(40, 41))
                         .submit();
-        t.await();
-        assertEquals(t.bytes(), 2 * 4 * rowBytes());
+        awaitBytes(t, 2 * 4 * rowBytes());
         Transfer u = host.backup(device).deviceIndices(50).hostIndices(7).submit();
         u.await();
         for (long l = 0; l < 4; l++) {
@@ -65,11 +75,9 @@ public class RequestFormsTest extends CpuPoolsFixture {
 
     @Test
     public void loadNamesEachSide() {
-        LayoutOracle.canary(device.buffer(), 13);
-        LayoutOracle.canary(host.buffer(), 14);
+        canaryBoth(13);
         Transfer t = host.load(device, 2).hostIndices(3, 4).deviceIndices(60, 61).submit();
-        t.await();
-        assertEquals(t.bytes(), 2 * rowBytes());
+        awaitBytes(t, 2 * rowBytes());
         assertSameRows(device, 60, 2, host, 3, 2);
         assertSameRows(device, 61, 2, host, 4, 2);
     }
@@ -96,32 +104,25 @@ public class RequestFormsTest extends CpuPoolsFixture {
     @Test
     @SuppressWarnings("removal")
     public void deprecatedFormsStillWork() {
-        LayoutOracle.canary(device.buffer(), 21);
-        LayoutOracle.canary(host.buffer(), 22);
-        try (TokenIndices h = TokenIndices.of(1, 2);
-                TokenIndices d = TokenIndices.of(30, 31)) {
-            Transfer b = host.backupFromDevice(device, h, d);
-            b.await();
-            assertEquals(b.bytes(), 2 * 4 * rowBytes());
-            for (long l = 0; l < 4; l++) {
-                assertSameRows(device, 30, l, host, 1, l);
-                assertSameRows(device, 31, l, host, 2, l);
-            }
-            LayoutOracle.canary(device.buffer(), 23);
-            Transfer t = host.loadToDevice(device, h, d, 3);
-            t.await();
-            assertEquals(t.bytes(), 2 * rowBytes());
-            assertSameRows(device, 30, 3, host, 1, 3);
-            assertSameRows(device, 31, 3, host, 2, 3);
+        canaryBoth(21);
+        TokenIndices h = idx(1, 2);
+        TokenIndices d = idx(30, 31);
+        awaitBytes(host.backupFromDevice(device, h, d), 2 * 4 * rowBytes());
+        for (long l = 0; l < 4; l++) {
+            assertSameRows(device, 30, l, host, 1, l);
+            assertSameRows(device, 31, l, host, 2, l);
         }
+        LayoutOracle.canary(device.buffer(), 23);
+        awaitBytes(host.loadToDevice(device, h, d, 3), 2 * rowBytes());
+        assertSameRows(device, 30, 3, host, 1, 3);
+        assertSameRows(device, 31, 3, host, 2, 3);
     }
 
     // ---- item 9: arrays for one call ----
 
     @Test
     public void arraysOfLongAndIntWork() {
-        LayoutOracle.canary(device.buffer(), 15);
-        LayoutOracle.canary(host.buffer(), 16);
+        canaryBoth(15);
         host.backup(device)
                 .deviceIndices(new long[] {8, 9})
                 .hostIndices(new int[] {0, 1})
@@ -130,8 +131,7 @@ public class RequestFormsTest extends CpuPoolsFixture {
         Transfer t =
                 Kvio.transfer(
                         host.executor(), device, host, new int[] {10}, new int[] {2}, 0, 0, 4);
-        t.await();
-        assertEquals(t.bytes(), 4 * rowBytes());
+        awaitBytes(t, 4 * rowBytes());
         Kvio.transfer(host.executor(), device, host, new long[] {11}, new long[] {3}, 1, 1, 2)
                 .await();
         for (long l = 0; l < 4; l++) {
@@ -206,8 +206,7 @@ public class RequestFormsTest extends CpuPoolsFixture {
         held.await();
         assertEquals(held.skippedLayers(), new long[0]);
         Transfer b = sharded.backup(device).hostIndices(0).deviceIndices(0).submit();
-        b.await();
-        assertEquals(b.bytes(), 2 * rowBytes());
+        awaitBytes(b, 2 * rowBytes());
         assertEquals(b.skippedLayers(), new long[] {0, 3});
     }
 

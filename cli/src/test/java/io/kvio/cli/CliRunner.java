@@ -1,5 +1,6 @@
 /*
- * Runs the CLI in this JVM (Main.run with captured streams) for the CLI tests.
+ * Runs the CLI in this JVM (Main.run with captured streams) for the CLI tests; also holds the
+ * result of a run in another JVM (CliJarIT, whose stdout and stderr come merged in out).
  */
 package io.kvio.cli;
 
@@ -14,7 +15,8 @@ final class CliRunner {
     final String out;
     final String err;
 
-    private CliRunner(int exit, String out, String err) {
+    /** A finished run: its exit status and what it wrote to stdout and stderr. */
+    CliRunner(int exit, String out, String err) {
         this.exit = exit;
         this.out = out;
         this.err = err;

@@ -41,68 +41,82 @@ public class CallerMessagesTest extends CpuPoolsFixture {
 
     // ---- item 2: the caller's parameter names, plurals ----
 
+    /**
+     * Backup of device slots {@code d} into host slots {@code h}: refused, in the caller's names.
+     */
+    private void backupRefused(Class<?> type, long[] h, long[] d, String... fragments) {
+        TokenIndices hi = idx(h);
+        TokenIndices di = idx(d);
+        rejected(
+                type.asSubclass(KvioException.class),
+                () -> host.backup(device).deviceIndices(di).hostIndices(hi).submit().await(),
+                NATIVE_NAMES,
+                fragments);
+    }
+
+    /** Load of layer 0 from host slots {@code h} to device slots {@code d}: refused likewise. */
+    private void loadRefused(Class<?> type, long[] h, long[] d, String... fragments) {
+        TokenIndices hi = idx(h);
+        TokenIndices di = idx(d);
+        rejected(
+                type.asSubclass(KvioException.class),
+                () -> host.load(device, 0).hostIndices(hi).deviceIndices(di).submit().await(),
+                NATIVE_NAMES,
+                fragments);
+    }
+
     @Test
     public void backupNamesHostIndices() {
         long[] h = range(0, 13);
         h[12] = 32;
-        TokenIndices hi = idx(h);
-        TokenIndices di = idx(range(0, 13));
-        rejected(
+        backupRefused(
                 KvioOutOfRangeException.class,
-                () -> host.backup(device).deviceIndices(di).hostIndices(hi).submit().await(),
-                NATIVE_NAMES,
+                h,
+                range(0, 13),
                 "hostIndices[12] = 32 is out of range: the host pool has 32 token slots",
                 "valid: 0 to 31");
     }
 
     @Test
     public void loadNamesDeviceIndices() {
-        TokenIndices hi = idx(0, 1);
-        TokenIndices di = idx(0, 64);
-        rejected(
+        loadRefused(
                 KvioOutOfRangeException.class,
-                () -> host.load(device, 0).hostIndices(hi).deviceIndices(di).submit().await(),
-                NATIVE_NAMES,
+                new long[] {0, 1},
+                new long[] {0, 64},
                 "deviceIndices[1] = 64 is out of range: the device pool has 64 token slots");
-        TokenIndices hi2 = idx(40, 1);
-        TokenIndices di2 = idx(0, 1);
-        rejected(
+        loadRefused(
                 KvioOutOfRangeException.class,
-                () -> host.load(device, 0).hostIndices(hi2).deviceIndices(di2).submit().await(),
-                NATIVE_NAMES,
+                new long[] {40, 1},
+                new long[] {0, 1},
                 "hostIndices[0] = 40 is out of range: the host pool has 32 token slots");
     }
 
     @Test
     public void duplicateDestinationNamesTheCallersList() {
-        TokenIndices hi = idx(3, 3);
-        TokenIndices di = idx(0, 1);
-        rejected(
+        backupRefused(
                 KvioInvalidArgumentException.class,
-                () -> host.backup(device).deviceIndices(di).hostIndices(hi).submit().await(),
-                NATIVE_NAMES,
+                new long[] {3, 3},
+                new long[] {0, 1},
                 "hostIndices has duplicate destination slot 3",
                 "hostIndices[0] and hostIndices[1]");
     }
 
     @Test
     public void generalTransferNamesSrcIndicesAndDstIndices() {
-        TokenIndices si = idx(0, 99);
-        TokenIndices di = idx(0, 1);
         rejected(
                 KvioOutOfRangeException.class,
-                () -> Kvio.transfer(host.executor(), device, host, si, di, 0, 0, 1).await(),
+                () ->
+                        Kvio.transfer(host.executor(), device, host, idx(0, 99), idx(0, 1), 0, 0, 1)
+                                .await(),
                 NATIVE_NAMES,
                 "srcIndices[1] = 99 is out of range: src (the device pool) has 64 token slots");
     }
 
     @Test
     public void oneEntryIsSingular() {
-        TokenIndices hi = idx(0);
-        TokenIndices di = idx(0, 1);
         rejected(
                 KvioInvalidArgumentException.class,
-                () -> host.backup(device).deviceIndices(di).hostIndices(hi).submit(),
+                () -> host.backup(device).deviceIndices(idx(0, 1)).hostIndices(idx(0)).submit(),
                 new String[] {"1 entries"},
                 "hostIndices has 1 entry but deviceIndices has 2 entries");
     }

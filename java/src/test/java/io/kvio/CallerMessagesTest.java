@@ -44,22 +44,24 @@ public class CallerMessagesTest extends CpuPoolsFixture {
     /**
      * Backup of device slots {@code d} into host slots {@code h}: refused, in the caller's names.
      */
-    private void backupRefused(Class<?> type, long[] h, long[] d, String... fragments) {
+    private void backupRefused(
+            Class<? extends KvioException> type, long[] h, long[] d, String... fragments) {
         TokenIndices hi = idx(h);
         TokenIndices di = idx(d);
         rejected(
-                type.asSubclass(KvioException.class),
+                type,
                 () -> host.backup(device).deviceIndices(di).hostIndices(hi).submit().await(),
                 NATIVE_NAMES,
                 fragments);
     }
 
     /** Load of layer 0 from host slots {@code h} to device slots {@code d}: refused likewise. */
-    private void loadRefused(Class<?> type, long[] h, long[] d, String... fragments) {
+    private void loadRefused(
+            Class<? extends KvioException> type, long[] h, long[] d, String... fragments) {
         TokenIndices hi = idx(h);
         TokenIndices di = idx(d);
         rejected(
-                type.asSubclass(KvioException.class),
+                type,
                 () -> host.load(device, 0).hostIndices(hi).deviceIndices(di).submit().await(),
                 NATIVE_NAMES,
                 fragments);

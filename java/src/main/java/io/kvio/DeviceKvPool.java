@@ -79,14 +79,9 @@ public final class DeviceKvPool extends KvPool {
             long bytesEach,
             IoBackend backend,
             int device) {
-        Objects.requireNonNull(spec, "spec");
         Objects.requireNonNull(componentAddresses, "componentAddresses");
-        int d = checkDevice(backend, device);
-        return new DeviceKvPool(
-                spec,
-                backend,
-                NativeBridge.poolWrapComponents(
-                        spec, backend.deviceMemoryKind(), d, componentAddresses, bytesEach));
+        return wrapTable(
+                NativeBridge.WRAP_COMPONENTS, spec, componentAddresses, bytesEach, backend, device);
     }
 
     /**
@@ -101,14 +96,25 @@ public final class DeviceKvPool extends KvPool {
     /** Like {@link #wrapLayers(PoolSpec, long[], long, IoBackend)} on device {@code device}. */
     public static DeviceKvPool wrapLayers(
             PoolSpec spec, long[] layerAddresses, long bytesEach, IoBackend backend, int device) {
-        Objects.requireNonNull(spec, "spec");
         Objects.requireNonNull(layerAddresses, "layerAddresses");
+        return wrapTable(
+                NativeBridge.WRAP_LAYERS, spec, layerAddresses, bytesEach, backend, device);
+    }
+
+    private static DeviceKvPool wrapTable(
+            NativeBridge.TableWrap wrap,
+            PoolSpec spec,
+            long[] addresses,
+            long bytesEach,
+            IoBackend backend,
+            int device) {
+        Objects.requireNonNull(spec, "spec");
         int d = checkDevice(backend, device);
         return new DeviceKvPool(
                 spec,
                 backend,
-                NativeBridge.poolWrapLayerTable(
-                        spec, backend.deviceMemoryKind(), d, layerAddresses, bytesEach));
+                NativeBridge.poolWrapTable(
+                        wrap, spec, backend.deviceMemoryKind(), d, addresses, bytesEach));
     }
 
     /** Device 0 of a device backend; the host ({@link Kvio#HOST_DEVICE}) on cpu. */

@@ -9,44 +9,35 @@ public enum Granularity {
     PER_LAYER(KvioNative.KVIO_GRANULARITY_PER_LAYER, "per_layer"),
     ALL_LAYER(KvioNative.KVIO_GRANULARITY_ALL_LAYER, "all_layer");
 
-    private final int nativeValue;
-    private final String userName;
+    private static final Names<Granularity> NAMES =
+            new Names<>(KvioNative.KVIO_NAME_GRANULARITY, "granularity", values(), e -> e.id);
+
+    private final NativeName id;
 
     Granularity(int nativeValue, String userName) {
-        this.nativeValue = nativeValue;
-        this.userName = userName;
+        this.id = new NativeName(nativeValue, userName);
     }
 
     public String userName() {
-        return userName;
-    }
-
-    public static Granularity parse(String granularity) {
-        return Names.parse(
-                KvioNative.KVIO_NAME_GRANULARITY,
-                granularity,
-                values(),
-                Granularity::ofNative,
-                "granularity");
-    }
-
-    /** The native KVIO_* value (kvio.h); what crosses JNI, never the ordinal. */
-    int nativeValue() {
-        return nativeValue;
-    }
-
-    /** The constant with native value {@code value}, or null if there is none. */
-    static Granularity ofNative(int value) {
-        for (Granularity e : values()) {
-            if (e.nativeValue == value) {
-                return e;
-            }
-        }
-        return null;
+        return id.userName;
     }
 
     @Override
     public String toString() {
-        return userName;
+        return id.userName;
+    }
+
+    public static Granularity parse(String granularity) {
+        return NAMES.parse(granularity);
+    }
+
+    /** The native KVIO_* value (kvio.h); what crosses JNI, never the ordinal. */
+    int nativeValue() {
+        return id.value;
+    }
+
+    /** The constant with native value {@code value}, or null if there is none. */
+    static Granularity ofNative(int value) {
+        return NAMES.ofNative(value);
     }
 }

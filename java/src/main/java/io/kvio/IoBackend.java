@@ -14,41 +14,37 @@ public enum IoBackend {
 
     private static final String AVAILABLE = "";
 
-    private final int nativeValue;
-    private final String userName;
+    private static final Names<IoBackend> NAMES =
+            new Names<>(KvioNative.KVIO_NAME_BACKEND, "ioBackend", values(), e -> e.id);
+
+    private final NativeName id;
     private volatile String cause; // AVAILABLE, the native cause, or null before the first query
 
     IoBackend(int nativeValue, String userName) {
-        this.nativeValue = nativeValue;
-        this.userName = userName;
+        this.id = new NativeName(nativeValue, userName);
     }
 
     public String userName() {
-        return userName;
+        return id.userName;
+    }
+
+    @Override
+    public String toString() {
+        return id.userName;
     }
 
     public static IoBackend parse(String ioBackend) {
-        return Names.parse(
-                KvioNative.KVIO_NAME_BACKEND,
-                ioBackend,
-                values(),
-                IoBackend::ofNative,
-                "ioBackend");
+        return NAMES.parse(ioBackend);
     }
 
     /** The native KVIO_* value (kvio.h); what crosses JNI, never the ordinal. */
     int nativeValue() {
-        return nativeValue;
+        return id.value;
     }
 
     /** The constant with native value {@code value}, or null if there is none. */
     static IoBackend ofNative(int value) {
-        for (IoBackend e : values()) {
-            if (e.nativeValue == value) {
-                return e;
-            }
-        }
-        return null;
+        return NAMES.ofNative(value);
     }
 
     /** Whether this backend can run on this machine with this build. */
@@ -67,7 +63,7 @@ public enum IoBackend {
         String c = unavailabilityCause();
         if (c != null) {
             throw new KvioUnavailableException(
-                    "io backend '" + userName + "' is not available: " + c);
+                    "io backend '" + id.userName + "' is not available: " + c);
         }
     }
 
@@ -108,10 +104,5 @@ public enum IoBackend {
         if (isCuda()) return KvioNative.KVIO_MEMORY_HOST_PINNED;
         if (isAscend()) return KvioNative.KVIO_MEMORY_ASCEND_HOST_PINNED;
         return KvioNative.KVIO_MEMORY_HOST;
-    }
-
-    @Override
-    public String toString() {
-        return userName;
     }
 }

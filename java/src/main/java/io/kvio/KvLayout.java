@@ -16,18 +16,24 @@ public enum KvLayout {
     /** One (page, head) block contiguous; mha only. */
     PAGE_HEAD(KvioNative.KVIO_LAYOUT_PAGE_HEAD, "page_head", "[P, H, ps, L, D]");
 
-    private final int nativeValue;
-    private final String userName;
+    private static final Names<KvLayout> NAMES =
+            new Names<>(KvioNative.KVIO_NAME_LAYOUT, "layout", values(), e -> e.id);
+
+    private final NativeName id;
     private final String shape;
 
     KvLayout(int nativeValue, String userName, String shape) {
-        this.nativeValue = nativeValue;
-        this.userName = userName;
+        this.id = new NativeName(nativeValue, userName);
         this.shape = shape;
     }
 
     public String userName() {
-        return userName;
+        return id.userName;
+    }
+
+    @Override
+    public String toString() {
+        return id.userName;
     }
 
     /** The shape of one component, e.g. "[P*ps, L, H, D]". */
@@ -41,27 +47,16 @@ public enum KvLayout {
     }
 
     public static KvLayout parse(String layout) {
-        return Names.parse(
-                KvioNative.KVIO_NAME_LAYOUT, layout, values(), KvLayout::ofNative, "layout");
+        return NAMES.parse(layout);
     }
 
     /** The native KVIO_* value (kvio.h); what crosses JNI, never the ordinal. */
     int nativeValue() {
-        return nativeValue;
+        return id.value;
     }
 
     /** The constant with native value {@code value}, or null if there is none. */
     static KvLayout ofNative(int value) {
-        for (KvLayout e : values()) {
-            if (e.nativeValue == value) {
-                return e;
-            }
-        }
-        return null;
-    }
-
-    @Override
-    public String toString() {
-        return userName;
+        return NAMES.ofNative(value);
     }
 }

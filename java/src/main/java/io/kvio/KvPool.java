@@ -42,14 +42,9 @@ public abstract class KvPool implements AutoCloseable {
         this.spec = spec;
         this.backend = backend;
         this.handle = handle;
-        long[][] r;
-        try {
-            r = NativeBridge.poolRegions(handle);
-        } catch (RuntimeException e) {
-            NativeBridge.poolClose(handle);
-            throw e;
-        }
-        this.regions = r;
+        this.regions =
+                NativeBridge.queryOrClose(
+                        handle, NativeBridge::poolRegions, NativeBridge::poolClose);
         this.closer = new Closer(handle, getClass().getSimpleName() + " " + spec);
         this.cleanable = NativeBridge.CLEANER.register(this, closer);
     }

@@ -53,28 +53,14 @@ public final class KvioExecutor implements AutoCloseable {
         this.device = device;
         this.shared = shared;
         this.handle = handle;
-        int t;
-        try {
-            t = NativeBridge.executorThreads(handle);
-        } catch (RuntimeException e) {
-            NativeBridge.executorClose(handle);
-            throw e;
-        }
-        this.threads = t;
-        this.cleanable = shared ? null : NativeBridge.CLEANER.register(this, new Closer(handle));
-    }
-
-    private static final class Closer implements Runnable {
-        private final long handle;
-
-        Closer(long handle) {
-            this.handle = handle;
-        }
-
-        @Override
-        public void run() {
-            NativeBridge.executorClose(handle);
-        }
+        this.threads =
+                NativeBridge.queryOrClose(
+                        handle, NativeBridge::executorThreads, NativeBridge::executorClose);
+        this.cleanable =
+                shared
+                        ? null
+                        : NativeBridge.CLEANER.register(
+                                this, NativeBridge.closing(NativeBridge::executorClose, handle));
     }
 
     /**

@@ -1,36 +1,55 @@
 /*
- * Parsing of the strings users type for kinds, layouts, io backends and granularities. Exact
- * matches resolve in Java; anything else goes to native kvio_parse_name, whose error lists the
- * valid values and the nearest match.
+ * One public enum's names (kinds, layouts, io backends, granularities): lookup by native value
+ * and parsing of the strings users type. Exact matches resolve in Java; anything else goes to
+ * native kvio_parse_name, whose error lists the valid values and the nearest match. Each enum
+ * keeps one of these; its constants each carry a NativeName.
  */
 package io.kvio;
 
 import java.util.Objects;
-import java.util.function.IntFunction;
+import java.util.function.Function;
 
-final class Names {
-    private Names() {}
+final class Names<E extends Enum<E>> {
+    private final int table;
+    private final String argument;
+    private final E[] values;
+    private final Function<E, NativeName> name;
 
     /**
-     * values' toString() must be their user names; ofNative maps a native value of name table
-     * {@code table} to its constant; {@code argument} names the caller's parameter in the
-     * NullPointerException.
+     * {@code table}: the native name table (KVIO_NAME_*); {@code argument}: the caller's parameter
+     * named in the NullPointerException; {@code name}: each constant's NativeName.
      */
-    static <E extends Enum<E>> E parse(
-            int table, String text, E[] values, IntFunction<E> ofNative, String argument) {
+    Names(int table, String argument, E[] values, Function<E, NativeName> name) {
+        this.table = table;
+        this.argument = argument;
+        this.values = values;
+        this.name = name;
+    }
+
+    E parse(String text) {
         Objects.requireNonNull(text, argument);
         for (E e : values) {
-            if (e.toString().equals(text)) {
+            if (name.apply(e).userName.equals(text)) {
                 return e;
             }
         }
         int value = NativeBridge.parseName(table, text);
-        E e = ofNative.apply(value);
+        E e = ofNative(value);
         if (e == null) {
             throw new KvioException(
                     KvioException.Status.INTERNAL,
                     "the native library parsed '" + text + "' to " + value + ", unknown to Java");
         }
         return e;
+    }
+
+    /** The constant whose native value is {@code value}, or null if there is none. */
+    E ofNative(int value) {
+        for (E e : values) {
+            if (name.apply(e).value == value) {
+                return e;
+            }
+        }
+        return null;
     }
 }

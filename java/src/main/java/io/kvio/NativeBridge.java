@@ -15,6 +15,8 @@ import io.kvio.KvioNative.TransferInfoStruct;
 import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.function.LongConsumer;
+import java.util.function.LongFunction;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
 
@@ -202,13 +204,41 @@ final class NativeBridge {
         return s.buffer.getLong(OUT0);
     }
 
-    static long poolWrapComponents(
-            PoolSpec spec, int memoryKind, int device, long[] addresses, long bytesEach) {
+    /** One of the C ABI's wraps over a table of addresses (components or layers). */
+    @FunctionalInterface
+    interface TableWrap {
+        int wrap(
+                long spec,
+                int memoryKind,
+                int device,
+                long table,
+                long entries,
+                long bytesEach,
+                long poolOut);
+    }
+
+    /** kvio_pool_wrap_components_memory: one address per component. */
+    static final TableWrap WRAP_COMPONENTS =
+            (spec, kind, device, table, n, bytesEach, out) ->
+                    KvioNative.kvio_pool_wrap_components_memory(
+                            spec, kind, device, table, (int) n, bytesEach, out);
+
+    /** kvio_pool_wrap_layer_table_memory: one address per (component, layer). */
+    static final TableWrap WRAP_LAYERS = KvioNative::kvio_pool_wrap_layer_table_memory;
+
+    /** A pool over caller memory at the table's addresses, each {@code bytesEach} long. */
+    static long poolWrapTable(
+            TableWrap wrap,
+            PoolSpec spec,
+            int memoryKind,
+            int device,
+            long[] addresses,
+            long bytesEach) {
         long table = copyToNative(addresses);
         try {
             Scratch s = SCRATCH.get();
             check(
-                    KvioNative.kvio_pool_wrap_components_memory(
+                    wrap.wrap(
                             putSpec(s, spec),
                             memoryKind,
                             device,
@@ -222,24 +252,22 @@ final class NativeBridge {
         }
     }
 
-    static long poolWrapLayerTable(
-            PoolSpec spec, int memoryKind, int device, long[] addresses, long bytesEach) {
-        long table = copyToNative(addresses);
+    /**
+     * {@code query(handle)}, closing the handle with {@code close} if the query throws: the first
+     * native call of a constructor that has just taken ownership of a handle.
+     */
+    static <T> T queryOrClose(long handle, LongFunction<T> query, LongConsumer close) {
         try {
-            Scratch s = SCRATCH.get();
-            check(
-                    KvioNative.kvio_pool_wrap_layer_table_memory(
-                            putSpec(s, spec),
-                            memoryKind,
-                            device,
-                            table,
-                            addresses.length,
-                            bytesEach,
-                            s.address + OUT0));
-            return s.buffer.getLong(OUT0);
-        } finally {
-            free(table);
+            return query.apply(handle);
+        } catch (RuntimeException e) {
+            close.accept(handle);
+            throw e;
         }
+    }
+
+    /** A Cleaner action calling {@code close(handle)}; it holds nothing but the handle. */
+    static Runnable closing(LongConsumer close, long handle) {
+        return () -> close.accept(handle);
     }
 
     /** The device ordinal of the pool's memory; -1 for host memory. */
@@ -254,15 +282,24 @@ final class NativeBridge {
     }
 
     static long transferCudaEvent(long transfer) {
-        Scratch s = SCRATCH.get();
-        check(KvioNative.kvio_transfer_cuda_event(transfer, s.address + OUT0));
-        return s.buffer.getLong(OUT0);
+        return queryOut(KvioNative::kvio_transfer_cuda_event, transfer).getLong(OUT0);
     }
 
     static long transferAscendEvent(long transfer) {
+        return queryOut(KvioNative::kvio_transfer_ascend_event, transfer).getLong(OUT0);
+    }
+
+    /** A C ABI query of one handle that writes its answer through an out pointer. */
+    @FunctionalInterface
+    private interface OutQuery {
+        int call(long handle, long out);
+    }
+
+    /** Runs the query into this thread's scratch; the answer is at OUT0 of the buffer returned. */
+    private static ByteBuffer queryOut(OutQuery query, long handle) {
         Scratch s = SCRATCH.get();
-        check(KvioNative.kvio_transfer_ascend_event(transfer, s.address + OUT0));
-        return s.buffer.getLong(OUT0);
+        check(query.call(handle, s.address + OUT0));
+        return s.buffer;
     }
 
     /** {address, bytes} of every region of the pool. */
@@ -353,19 +390,15 @@ final class NativeBridge {
 
     /** The stream a device executor orders its work on (a cudaStream_t or an aclrtStream). */
     static long executorStream(IoBackend backend, long executor) {
-        Scratch s = SCRATCH.get();
-        if (backend.isAscend()) {
-            check(KvioNative.kvio_executor_ascend_stream(executor, s.address + OUT0));
-        } else {
-            check(KvioNative.kvio_executor_cuda_stream(executor, s.address + OUT0));
-        }
-        return s.buffer.getLong(OUT0);
+        OutQuery query =
+                backend.isAscend()
+                        ? KvioNative::kvio_executor_ascend_stream
+                        : KvioNative::kvio_executor_cuda_stream;
+        return queryOut(query, executor).getLong(OUT0);
     }
 
     static int executorThreads(long executor) {
-        Scratch s = SCRATCH.get();
-        check(KvioNative.kvio_executor_threads(executor, s.address + OUT0));
-        return s.buffer.getInt(OUT0);
+        return queryOut(KvioNative::kvio_executor_threads, executor).getInt(OUT0);
     }
 
     static void executorClose(long executor) {

@@ -8,18 +8,24 @@ public enum PoolKind {
     MHA(KvioNative.KVIO_KIND_MHA, "mha", 2),
     MLA(KvioNative.KVIO_KIND_MLA, "mla", 1);
 
-    private final int nativeValue;
-    private final String userName;
+    private static final Names<PoolKind> NAMES =
+            new Names<>(KvioNative.KVIO_NAME_KIND, "kind", values(), e -> e.id);
+
+    private final NativeName id;
     private final int components;
 
     PoolKind(int nativeValue, String userName, int components) {
-        this.nativeValue = nativeValue;
-        this.userName = userName;
+        this.id = new NativeName(nativeValue, userName);
         this.components = components;
     }
 
     public String userName() {
-        return userName;
+        return id.userName;
+    }
+
+    @Override
+    public String toString() {
+        return id.userName;
     }
 
     /** Components per token row: 2 (K, V) for mha, 1 (the latent) for mla. */
@@ -32,26 +38,16 @@ public enum PoolKind {
      * the valid names.
      */
     public static PoolKind parse(String kind) {
-        return Names.parse(KvioNative.KVIO_NAME_KIND, kind, values(), PoolKind::ofNative, "kind");
+        return NAMES.parse(kind);
     }
 
     /** The native KVIO_* value (kvio.h); what crosses JNI, never the ordinal. */
     int nativeValue() {
-        return nativeValue;
+        return id.value;
     }
 
     /** The constant with native value {@code value}, or null if there is none. */
     static PoolKind ofNative(int value) {
-        for (PoolKind e : values()) {
-            if (e.nativeValue == value) {
-                return e;
-            }
-        }
-        return null;
-    }
-
-    @Override
-    public String toString() {
-        return userName;
+        return NAMES.ofNative(value);
     }
 }

@@ -39,20 +39,11 @@ public final class TokenIndices implements AutoCloseable {
                 count > 0 && count <= Integer.MAX_VALUE / 8
                         ? NativeBridge.byteBuffer(address, (int) (count * 8)).asLongBuffer()
                         : null;
-        this.cleanable = owned ? NativeBridge.CLEANER.register(this, new Freer(address)) : null;
-    }
-
-    private static final class Freer implements Runnable {
-        private final long address;
-
-        Freer(long address) {
-            this.address = address;
-        }
-
-        @Override
-        public void run() {
-            NativeBridge.free(address);
-        }
+        this.cleanable =
+                owned
+                        ? NativeBridge.CLEANER.register(
+                                this, NativeBridge.closing(NativeBridge::free, address))
+                        : null;
     }
 
     /**

@@ -16,6 +16,7 @@ import static org.testng.Assert.expectThrows;
 
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.Function;
 import java.util.stream.Collectors;
 import org.testng.annotations.Test;
 
@@ -70,19 +71,7 @@ public class BackendAvailabilityTest {
         if (cudaPresent()) throw new org.testng.SkipException("CUDA is present on this machine");
         KvioUnavailableException e =
                 expectThrows(
-                        KvioUnavailableException.class,
-                        () ->
-                                Kvio.checkSupport(
-                                        PoolKind.MHA,
-                                        KvLayout.PAGE_FIRST,
-                                        IoBackend.KERNEL,
-                                        Granularity.PER_LAYER,
-                                        8,
-                                        256,
-                                        64,
-                                        32,
-                                        32,
-                                        0));
+                        KvioUnavailableException.class, () -> checkMhaPageFirst(IoBackend.KERNEL));
         assertTrue(e.getMessage().contains("kernel"), e.getMessage());
         assertTrue(e.getMessage().contains("cpu"), "names what is available: " + e.getMessage());
     }
@@ -93,20 +82,7 @@ public class BackendAvailabilityTest {
         for (IoBackend b : IoBackend.values()) {
             if (b.isAvailable()) continue;
             KvioUnavailableException e =
-                    expectThrows(
-                            KvioUnavailableException.class,
-                            () ->
-                                    Kvio.checkSupport(
-                                            PoolKind.MHA,
-                                            KvLayout.PAGE_FIRST,
-                                            b,
-                                            Granularity.PER_LAYER,
-                                            8,
-                                            256,
-                                            64,
-                                            32,
-                                            32,
-                                            0));
+                    expectThrows(KvioUnavailableException.class, () -> checkMhaPageFirst(b));
             assertTrue(
                     e.getMessage().contains(b.unavailabilityCause()),
                     b.userName()
@@ -134,16 +110,15 @@ public class BackendAvailabilityTest {
     @Test
     public void backendNamesMatchNativeTable() {
         assertEquals(
-                names(IoBackend.values()), List.of("cpu", "kernel", "direct", "kernel_ascend"));
+                names(IoBackend.values(), IoBackend::userName),
+                List.of("cpu", "kernel", "direct", "kernel_ascend"));
         for (IoBackend b : IoBackend.values()) assertSame(IoBackend.parse(b.userName()), b);
     }
 
     @Test
     public void layoutNamesMatchNativeTable() {
         assertEquals(
-                Arrays.stream(KvLayout.values())
-                        .map(KvLayout::userName)
-                        .collect(Collectors.toList()),
+                names(KvLayout.values(), KvLayout::userName),
                 List.of("layer_first", "page_first", "page_first_direct", "page_head"));
         for (KvLayout l : KvLayout.values()) {
             assertSame(KvLayout.parse(l.userName()), l);
@@ -154,11 +129,7 @@ public class BackendAvailabilityTest {
 
     @Test
     public void kindNamesMatchNativeTable() {
-        assertEquals(
-                Arrays.stream(PoolKind.values())
-                        .map(PoolKind::userName)
-                        .collect(Collectors.toList()),
-                List.of("mha", "mla"));
+        assertEquals(names(PoolKind.values(), PoolKind::userName), List.of("mha", "mla"));
         assertEquals(PoolKind.MHA.components(), 2);
         assertEquals(PoolKind.MLA.components(), 1);
         for (PoolKind k : PoolKind.values()) assertSame(PoolKind.parse(k.userName()), k);
@@ -178,7 +149,13 @@ public class BackendAvailabilityTest {
         assertTrue(v.matches("\\d+\\.\\d+\\.\\d+.*"), v);
     }
 
-    private static List<String> names(IoBackend[] values) {
-        return Arrays.stream(values).map(IoBackend::userName).collect(Collectors.toList());
+    private static <E> List<String> names(E[] values, Function<E, String> userName) {
+        return Arrays.stream(values).map(userName).collect(Collectors.toList());
+    }
+
+    /** The support check of an mha page_first host pool on backend {@code b}, per layer. */
+    private static void checkMhaPageFirst(IoBackend b) {
+        Kvio.checkSupport(
+                PoolKind.MHA, KvLayout.PAGE_FIRST, b, Granularity.PER_LAYER, 8, 256, 64, 32, 32, 0);
     }
 }

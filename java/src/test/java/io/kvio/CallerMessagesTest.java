@@ -13,44 +13,12 @@ import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
 import io.kvio.PoolFixtures.Config;
-import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.testng.Assert.ThrowingRunnable;
-import org.testng.annotations.AfterMethod;
-import org.testng.annotations.BeforeMethod;
 import org.testng.annotations.Test;
 
-public class CallerMessagesTest {
-
-    /** Device: MHA, 4 layers, 16 pages of 4 = 64 token slots. Host: 8 pages = 32 slots. */
-    static final Config DEVICE = new Config(PoolKind.MHA, 4, 16, 4, 2, 8);
-
-    private final List<AutoCloseable> resources = new ArrayList<>();
-    private DeviceKvPool device;
-    private HostKvPool host;
-
-    @BeforeMethod
-    public void setUp() {
-        device = open(DEVICE.allocateDevice());
-        host = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 8));
-    }
-
-    @AfterMethod(alwaysRun = true)
-    public void tearDown() throws Exception {
-        for (int i = resources.size() - 1; i >= 0; i--) resources.get(i).close();
-        resources.clear();
-    }
-
-    private <T extends AutoCloseable> T open(T resource) {
-        resources.add(resource);
-        return resource;
-    }
-
-    private TokenIndices idx(long... slots) {
-        return open(TokenIndices.of(slots));
-    }
+public class CallerMessagesTest extends CpuPoolsFixture {
 
     private static long[] range(long from, long count) {
         long[] r = new long[(int) count];
@@ -61,20 +29,9 @@ public class CallerMessagesTest {
     /** Runs the call expecting {@code type}; checks fragments, absences and unchanged buffers. */
     private <T extends Throwable> T rejected(
             Class<T> type, ThrowingRunnable call, String[] absent, String... fragments) {
-        List<ByteBuffer> buffers = new ArrayList<>();
-        if (!device.isClosed()) buffers.add(device.buffer());
-        if (!host.isClosed()) buffers.add(host.buffer());
-        List<byte[]> before = new ArrayList<>();
-        long seed = 5;
-        for (ByteBuffer b : buffers) before.add(LayoutOracle.canary(b, seed++));
-        T e = expectThrows(type, call);
-        String m = String.valueOf(e.getMessage());
-        for (String f : fragments) assertTrue(m.contains(f), "'" + f + "' missing in: " + m);
+        T e = assertRejected(type, call, openBuffers(), fragments);
+        String m = e.getMessage();
         for (String a : absent) assertFalse(m.contains(a), "'" + a + "' present in: " + m);
-        for (int i = 0; i < buffers.size(); i++) {
-            LayoutOracle.assertBytesEqual(
-                    LayoutOracle.snapshot(buffers.get(i)), before.get(i), "buffer " + i);
-        }
         return e;
     }
 
@@ -84,68 +41,84 @@ public class CallerMessagesTest {
 
     // ---- item 2: the caller's parameter names, plurals ----
 
+    /**
+     * Backup of device slots {@code d} into host slots {@code h}: refused, in the caller's names.
+     */
+    private void backupRefused(
+            Class<? extends KvioException> type, long[] h, long[] d, String... fragments) {
+        TokenIndices hi = idx(h);
+        TokenIndices di = idx(d);
+        rejected(
+                type,
+                () -> host.backup(device).deviceIndices(di).hostIndices(hi).submit().await(),
+                NATIVE_NAMES,
+                fragments);
+    }
+
+    /** Load of layer 0 from host slots {@code h} to device slots {@code d}: refused likewise. */
+    private void loadRefused(
+            Class<? extends KvioException> type, long[] h, long[] d, String... fragments) {
+        TokenIndices hi = idx(h);
+        TokenIndices di = idx(d);
+        rejected(
+                type,
+                () -> host.load(device, 0).hostIndices(hi).deviceIndices(di).submit().await(),
+                NATIVE_NAMES,
+                fragments);
+    }
+
     @Test
     public void backupNamesHostIndices() {
         long[] h = range(0, 13);
         h[12] = 32;
-        TokenIndices hi = idx(h);
-        TokenIndices di = idx(range(0, 13));
-        rejected(
+        backupRefused(
                 KvioOutOfRangeException.class,
-                () -> host.backupFromDevice(device, hi, di).await(),
-                NATIVE_NAMES,
+                h,
+                range(0, 13),
                 "hostIndices[12] = 32 is out of range: the host pool has 32 token slots",
                 "valid: 0 to 31");
     }
 
     @Test
     public void loadNamesDeviceIndices() {
-        TokenIndices hi = idx(0, 1);
-        TokenIndices di = idx(0, 64);
-        rejected(
+        loadRefused(
                 KvioOutOfRangeException.class,
-                () -> host.loadToDevice(device, hi, di, 0).await(),
-                NATIVE_NAMES,
+                new long[] {0, 1},
+                new long[] {0, 64},
                 "deviceIndices[1] = 64 is out of range: the device pool has 64 token slots");
-        TokenIndices hi2 = idx(40, 1);
-        TokenIndices di2 = idx(0, 1);
-        rejected(
+        loadRefused(
                 KvioOutOfRangeException.class,
-                () -> host.loadToDevice(device, hi2, di2, 0).await(),
-                NATIVE_NAMES,
+                new long[] {40, 1},
+                new long[] {0, 1},
                 "hostIndices[0] = 40 is out of range: the host pool has 32 token slots");
     }
 
     @Test
     public void duplicateDestinationNamesTheCallersList() {
-        TokenIndices hi = idx(3, 3);
-        TokenIndices di = idx(0, 1);
-        rejected(
+        backupRefused(
                 KvioInvalidArgumentException.class,
-                () -> host.backupFromDevice(device, hi, di).await(),
-                NATIVE_NAMES,
+                new long[] {3, 3},
+                new long[] {0, 1},
                 "hostIndices has duplicate destination slot 3",
                 "hostIndices[0] and hostIndices[1]");
     }
 
     @Test
     public void generalTransferNamesSrcIndicesAndDstIndices() {
-        TokenIndices si = idx(0, 99);
-        TokenIndices di = idx(0, 1);
         rejected(
                 KvioOutOfRangeException.class,
-                () -> Kvio.transfer(host.executor(), device, host, si, di, 0, 0, 1).await(),
+                () ->
+                        Kvio.transfer(host.executor(), device, host, idx(0, 99), idx(0, 1), 0, 0, 1)
+                                .await(),
                 NATIVE_NAMES,
                 "srcIndices[1] = 99 is out of range: src (the device pool) has 64 token slots");
     }
 
     @Test
     public void oneEntryIsSingular() {
-        TokenIndices hi = idx(0);
-        TokenIndices di = idx(0, 1);
         rejected(
                 KvioInvalidArgumentException.class,
-                () -> host.backupFromDevice(device, hi, di),
+                () -> host.backup(device).deviceIndices(idx(0, 1)).hostIndices(idx(0)).submit(),
                 new String[] {"1 entries"},
                 "hostIndices has 1 entry but deviceIndices has 2 entries");
     }
@@ -159,13 +132,13 @@ public class CallerMessagesTest {
         device.close();
         rejected(
                 KvioClosedException.class,
-                () -> host.backupFromDevice(device, hi, di),
+                () -> host.backup(device).deviceIndices(di).hostIndices(hi).submit(),
                 new String[] {"(device pool)", "device (", "pool pool"},
                 "device is a closed device pool");
         host.close();
         rejected(
                 KvioClosedException.class,
-                () -> host.backupFromDevice(device, hi, di),
+                () -> host.backup(device).deviceIndices(di).hostIndices(hi).submit(),
                 new String[] {"(host pool)"},
                 "this host pool is closed");
         rejected(
@@ -203,63 +176,50 @@ public class CallerMessagesTest {
 
     // ---- item 5: builders say which method to call ----
 
+    /**
+     * A host builder of 8 pages of 4 slots, 2 heads of 8 bytes, for 4 device layers, less the
+     * setting named {@code unset} (deviceLayers, pages or heads).
+     */
+    private static HostKvPool.Builder hostGeometryWithout(String unset) {
+        HostKvPool.Builder b = HostKvPool.builder().pageSize(4).headBytes(8);
+        if (!unset.equals("deviceLayers")) b.deviceLayers(4);
+        if (!unset.equals("pages")) b.pages(8);
+        if (!unset.equals("heads")) b.heads(2);
+        return b;
+    }
+
     @Test
     public void hostBuilderWithoutLayersSaysWhatToCall() {
-        KvioInvalidArgumentException e =
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () ->
-                                open(
-                                        HostKvPool.builder()
-                                                .pages(8)
-                                                .pageSize(4)
-                                                .heads(2)
-                                                .headBytes(8)
-                                                .build()));
-        assertTrue(e.getMessage().contains("forDevice(devicePool)"), e.getMessage());
-        assertTrue(e.getMessage().contains("deviceLayers(n)"), e.getMessage());
-        assertFalse(e.getMessage().contains("num_layers"), e.getMessage());
+        rejected(
+                KvioInvalidArgumentException.class,
+                () -> open(hostGeometryWithout("deviceLayers").build()),
+                new String[] {"num_layers"},
+                "forDevice(devicePool)",
+                "deviceLayers(n)");
     }
 
     @Test
     public void hostBuilderWithoutPagesSaysWhatToCall() {
-        KvioInvalidArgumentException e =
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () ->
-                                open(
-                                        HostKvPool.builder()
-                                                .deviceLayers(4)
-                                                .pageSize(4)
-                                                .heads(2)
-                                                .headBytes(8)
-                                                .build()));
-        assertTrue(e.getMessage().contains("pages(n)"), e.getMessage());
-        assertFalse(e.getMessage().contains("num_pages"), e.getMessage());
+        rejected(
+                KvioInvalidArgumentException.class,
+                () -> open(hostGeometryWithout("pages").build()),
+                new String[] {"num_pages"},
+                "pages(n)");
     }
 
     @Test
     public void hostBuilderWithoutHeadsSaysWhatToCall() {
-        KvioInvalidArgumentException e =
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () ->
-                                open(
-                                        HostKvPool.builder()
-                                                .deviceLayers(4)
-                                                .pages(8)
-                                                .pageSize(4)
-                                                .headBytes(8)
-                                                .build()));
-        assertTrue(
-                e.getMessage().contains("heads must be at least 1, got 0: call heads(n)"),
-                e.getMessage());
-        assertTrue(e.getMessage().contains("forDevice(devicePool)"), e.getMessage());
-        e =
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () -> HostKvPool.builder().forDevice(device).layerRange(1, 0).build());
-        assertTrue(e.getMessage().contains("numLayers must be at least 1, got 0"), e.getMessage());
+        rejected(
+                KvioInvalidArgumentException.class,
+                () -> open(hostGeometryWithout("heads").build()),
+                new String[0],
+                "heads must be at least 1, got 0: call heads(n)",
+                "forDevice(devicePool)");
+        rejected(
+                KvioInvalidArgumentException.class,
+                () -> HostKvPool.builder().forDevice(device).layerRange(1, 0).build(),
+                new String[0],
+                "numLayers must be at least 1, got 0");
     }
 
     @Test
@@ -271,18 +231,11 @@ public class CallerMessagesTest {
 
     @Test
     public void poolSpecBuilderSaysWhatToCall() {
-        KvioInvalidArgumentException e =
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () ->
-                                PoolSpec.builder()
-                                        .pages(4)
-                                        .pageSize(4)
-                                        .heads(2)
-                                        .headBytes(8)
-                                        .build());
-        assertTrue(e.getMessage().contains("layers(n)"), e.getMessage());
-        assertFalse(e.getMessage().contains("num_layers"), e.getMessage());
+        rejected(
+                KvioInvalidArgumentException.class,
+                () -> PoolSpec.builder().pages(4).pageSize(4).heads(2).headBytes(8).build(),
+                new String[] {"num_layers"},
+                "layers(n)");
     }
 
     // ---- item 7: the host is device -1 everywhere ----
@@ -327,8 +280,8 @@ public class CallerMessagesTest {
                 List.of(
                         LayoutOracle.canary(device.buffer(), 1),
                         LayoutOracle.canary(host.buffer(), 2));
-        assertEmptyTransfer(host.backupFromDevice(device, none, none2));
-        assertEmptyTransfer(host.loadToDevice(device, none, none2, 3));
+        assertEmptyTransfer(host.backup(device).deviceIndices(none2).hostIndices(none).submit());
+        assertEmptyTransfer(host.load(device, 3).hostIndices(none).deviceIndices(none2).submit());
         assertEmptyTransfer(Kvio.transfer(host.executor(), device, host, none, none2, 0, 0, 4));
         LayoutOracle.assertBytesEqual(
                 LayoutOracle.snapshot(device.buffer()), before.get(0), "device");
@@ -341,12 +294,12 @@ public class CallerMessagesTest {
         TokenIndices one = idx(0);
         rejected(
                 KvioInvalidArgumentException.class,
-                () -> host.backupFromDevice(device, none, one),
+                () -> host.backup(device).deviceIndices(one).hostIndices(none).submit(),
                 new String[0],
                 "hostIndices has 0 entries but deviceIndices has 1 entry");
         rejected(
                 KvioOutOfRangeException.class,
-                () -> host.loadToDevice(device, none, none, 4),
+                () -> host.load(device, 4).hostIndices(none).deviceIndices(none).submit(),
                 new String[0],
                 "device layer 4");
         rejected(
@@ -367,7 +320,7 @@ public class CallerMessagesTest {
         none.close();
         rejected(
                 KvioClosedException.class,
-                () -> host.loadToDevice(device, none, none, 0),
+                () -> host.load(device, 0).hostIndices(none).deviceIndices(none).submit(),
                 new String[0],
                 "hostIndices is closed");
     }

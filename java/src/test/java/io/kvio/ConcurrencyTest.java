@@ -14,9 +14,6 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.testng.annotations.Test;
 
@@ -68,41 +65,35 @@ public class ConcurrencyTest {
                         devData, dp, expectedDev, dp, fromIdx[k], toIdx[k], 0, 0, cfg.layers);
             }
 
-            ExecutorService pool = Executors.newFixedThreadPool(THREADS);
-            try {
-                List<Future<?>> futures = new ArrayList<>();
-                for (int k = 0; k < THREADS; k++) {
-                    final int id = k;
-                    futures.add(
-                            pool.submit(
-                                    () -> {
-                                        try (TokenIndices h = TokenIndices.of(hostIdx[id]);
-                                                TokenIndices from = TokenIndices.of(fromIdx[id]);
-                                                TokenIndices to = TokenIndices.of(toIdx[id])) {
-                                            for (int round = 0; round < ROUNDS; round++) {
-                                                try (Transfer t =
-                                                        host.backupFromDevice(device, h, from)) {
-                                                    t.await(30, TimeUnit.SECONDS);
-                                                }
-                                                List<Transfer> loads = new ArrayList<>();
-                                                for (long layer = 0; layer < cfg.layers; layer++) {
-                                                    loads.add(
-                                                            host.loadToDevice(
-                                                                    device, h, to, layer));
-                                                }
-                                                for (Transfer t : loads) {
-                                                    t.await();
-                                                    t.close();
-                                                }
-                                            }
-                                        }
-                                        return null;
-                                    }));
-                }
-                for (Future<?> f : futures) f.get(60, TimeUnit.SECONDS);
-            } finally {
-                pool.shutdownNow();
-            }
+            Threads.runAll(
+                    THREADS,
+                    id -> {
+                        try (TokenIndices h = TokenIndices.of(hostIdx[id]);
+                                TokenIndices from = TokenIndices.of(fromIdx[id]);
+                                TokenIndices to = TokenIndices.of(toIdx[id])) {
+                            for (int round = 0; round < ROUNDS; round++) {
+                                try (Transfer t =
+                                        host.backup(device)
+                                                .deviceIndices(from)
+                                                .hostIndices(h)
+                                                .submit()) {
+                                    t.await(30, TimeUnit.SECONDS);
+                                }
+                                List<Transfer> loads = new ArrayList<>();
+                                for (long layer = 0; layer < cfg.layers; layer++) {
+                                    loads.add(
+                                            host.load(device, layer)
+                                                    .hostIndices(h)
+                                                    .deviceIndices(to)
+                                                    .submit());
+                                }
+                                for (Transfer t : loads) {
+                                    t.await();
+                                    t.close();
+                                }
+                            }
+                        }
+                    });
             LayoutOracle.assertPoolEquals(
                     LayoutOracle.snapshot(hostBuf),
                     expectedHost,
@@ -144,43 +135,25 @@ public class ConcurrencyTest {
                 }
                 Oracle.applyTransfer(srcData, sp, expected, tp, s[k], d[k], 0, 0, cfg.layers);
             }
-            ExecutorService pool = Executors.newFixedThreadPool(THREADS);
-            try {
-                List<Future<?>> futures = new ArrayList<>();
-                for (int k = 0; k < THREADS; k++) {
-                    final int id = k;
-                    futures.add(
-                            pool.submit(
-                                    () -> {
-                                        // even threads use the shared executor, odd ones their own
-                                        KvioExecutor own =
-                                                id % 2 == 1
-                                                        ? KvioExecutor.create(IoBackend.CPU, 2)
-                                                        : null;
-                                        KvioExecutor ex =
-                                                own != null
-                                                        ? own
-                                                        : KvioExecutor.shared(IoBackend.CPU);
-                                        try (TokenIndices si = TokenIndices.of(s[id]);
-                                                TokenIndices di = TokenIndices.of(d[id])) {
-                                            for (long layer = 0; layer < cfg.layers; layer++) {
-                                                try (Transfer t =
-                                                        Kvio.transfer(
-                                                                ex, src, dst, si, di, layer, layer,
-                                                                1)) {
-                                                    t.await();
-                                                }
-                                            }
-                                        } finally {
-                                            if (own != null) own.close();
-                                        }
-                                        return null;
-                                    }));
-                }
-                for (Future<?> f : futures) f.get(60, TimeUnit.SECONDS);
-            } finally {
-                pool.shutdownNow();
-            }
+            Threads.runAll(
+                    THREADS,
+                    id -> {
+                        // even threads use the shared executor, odd ones their own
+                        KvioExecutor own =
+                                id % 2 == 1 ? KvioExecutor.create(IoBackend.CPU, 2) : null;
+                        KvioExecutor ex = own != null ? own : KvioExecutor.shared(IoBackend.CPU);
+                        try (TokenIndices si = TokenIndices.of(s[id]);
+                                TokenIndices di = TokenIndices.of(d[id])) {
+                            for (long layer = 0; layer < cfg.layers; layer++) {
+                                try (Transfer t =
+                                        Kvio.transfer(ex, src, dst, si, di, layer, layer, 1)) {
+                                    t.await();
+                                }
+                            }
+                        } finally {
+                            if (own != null) own.close();
+                        }
+                    });
             LayoutOracle.assertPoolEquals(
                     LayoutOracle.snapshot(dst.buffer()),
                     expected,
@@ -206,13 +179,13 @@ public class ConcurrencyTest {
         try (ConformanceMatrixTest.DeviceUnderTest dev =
                 ConformanceMatrixTest.DeviceUnderTest.create(
                         cfg, ConformanceMatrixTest.DeviceMemory.WRAP_COMPONENTS, 42)) {
-            HostKvPool host = PoolFixtures.host(dev.pool, KvLayout.PAGE_HEAD, hostPages);
+            HostKvPool host = PoolFixtures.host(dev.pool(), KvLayout.PAGE_HEAD, hostPages);
             Placement hp =
                     Placement.standard(cfg.geometry(KvLayout.PAGE_HEAD, cfg.layers, hostPages), 0);
             byte[] hostData = LayoutOracle.fill(host.buffer(), 42);
-            byte[] expected = LayoutOracle.canary(dev.buffer, 42);
+            byte[] expected = LayoutOracle.canary(dev.buffer(), 42);
             Oracle.applyTransfer(
-                    hostData, hp, expected, dev.placement, hostIdx, devIdx, 0, 0, cfg.layers);
+                    hostData, hp, expected, dev.placement(), hostIdx, devIdx, 0, 0, cfg.layers);
             TokenIndices h = TokenIndices.of(hostIdx);
             TokenIndices d = TokenIndices.of(devIdx);
             // the shared executor: closing the host pool does not wait for it (a private one would)
@@ -220,7 +193,7 @@ public class ConcurrencyTest {
                     Kvio.transfer(
                             KvioExecutor.shared(IoBackend.CPU),
                             host,
-                            dev.pool,
+                            dev.pool(),
                             h,
                             d,
                             0,
@@ -229,13 +202,13 @@ public class ConcurrencyTest {
             h.close();
             d.close();
             host.close();
-            dev.pool.close();
+            dev.pool().close();
             org.testng.Assert.assertTrue(t.await(30, TimeUnit.SECONDS), "completes");
             t.close();
             LayoutOracle.assertPoolEquals(
-                    LayoutOracle.snapshot(dev.buffer),
+                    LayoutOracle.snapshot(dev.buffer()),
                     expected,
-                    dev.placement,
+                    dev.placement(),
                     "device memory after a load whose pools were closed in flight");
         }
     }
@@ -284,7 +257,11 @@ public class ConcurrencyTest {
                     org.testng.Assert.assertEquals(
                             forms[f][1].get(i), devIdx[i], "form " + f + " device[" + i + "]");
                 }
-                try (Transfer t = host.backupFromDevice(device, forms[f][0], forms[f][1])) {
+                try (Transfer t =
+                        host.backup(device)
+                                .deviceIndices(forms[f][1])
+                                .hostIndices(forms[f][0])
+                                .submit()) {
                     t.await();
                 }
                 LayoutOracle.assertPoolEquals(

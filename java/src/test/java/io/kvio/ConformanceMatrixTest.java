@@ -1,7 +1,7 @@
 /*
  * Conformance matrix of the two HiCache entry points on the CPU backend: for every pool kind,
- * host layout, page size, row size and kind of index set, backupFromDevice (all layers) and
- * loadToDevice (one layer at a time) must leave the WHOLE destination equal to what the
+ * host layout, page size, row size and kind of index set, backup(device) (all layers) and
+ * load(device, layer) (one layer at a time) must leave the WHOLE destination equal to what the
  * oracle (io.kvio.oracle) builds by naive per-row copying (canary everywhere else) and the source
  * unchanged. Device pools are allocated by kvio, or wrapped per component / per layer over memory
  * laid out out of order, with gaps, inside another pool.
@@ -66,8 +66,7 @@ public class ConformanceMatrixTest {
 
     @DataProvider(name = "matrix")
     public static Object[][] matrix() {
-        List<Object[]> rows = new ArrayList<>();
-        long seed = 1;
+        PoolFixtures.Rows rows = new PoolFixtures.Rows(1);
         for (PoolKind kind : PoolKind.values()) {
             for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
                 for (long ps : PAGE_SIZES) {
@@ -76,20 +75,18 @@ public class ConformanceMatrixTest {
                             Config cfg =
                                     new Config(
                                             kind, DEVICE_LAYERS, devicePages(ps), ps, hg[0], hg[1]);
-                            rows.add(
-                                    new Object[] {cfg, layout, ik, DeviceMemory.ALLOCATED, seed++});
+                            rows.add(cfg, layout, ik, DeviceMemory.ALLOCATED);
                         }
                     }
                 }
             }
         }
-        return rows.toArray(new Object[0][]);
+        return rows.toArray();
     }
 
     @DataProvider(name = "wrapped")
     public static Object[][] wrapped() {
-        List<Object[]> rows = new ArrayList<>();
-        long seed = 10_000;
+        PoolFixtures.Rows rows = new PoolFixtures.Rows(10_000);
         for (DeviceMemory mem :
                 new DeviceMemory[] {
                     DeviceMemory.WRAP_SINGLE, DeviceMemory.WRAP_COMPONENTS, DeviceMemory.WRAP_LAYERS
@@ -106,16 +103,16 @@ public class ConformanceMatrixTest {
                                     new Config(
                                             kind, DEVICE_LAYERS, devicePages(ps), ps, hg[0], hg[1]);
                             IndexKind ik =
-                                    (seed & 1) == 0
+                                    (rows.seed() & 1) == 0
                                             ? IndexKind.TOKEN_GRANULAR
                                             : IndexKind.CROSSING_RUNS;
-                            rows.add(new Object[] {cfg, layout, ik, mem, seed++});
+                            rows.add(cfg, layout, ik, mem);
                         }
                     }
                 }
             }
         }
-        return rows.toArray(new Object[0][]);
+        return rows.toArray();
     }
 
     /**
@@ -125,54 +122,32 @@ public class ConformanceMatrixTest {
      */
     @DataProvider(name = "large")
     public static Object[][] large() {
-        List<Object[]> rows = new ArrayList<>();
-        long seed = 20_000;
+        PoolFixtures.Rows rows = new PoolFixtures.Rows(20_000);
         for (PoolKind kind : PoolKind.values()) {
             for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
                 for (IndexKind ik :
                         new IndexKind[] {IndexKind.WHOLE_PAGES, IndexKind.TOKEN_GRANULAR}) {
-                    Config cfg =
-                            kind == PoolKind.MHA
-                                    ? new Config(kind, 6, 96, 16, 2, 524)
-                                    : new Config(kind, 6, 96, 16, 1, 2056);
-                    rows.add(new Object[] {cfg, layout, ik, seed++});
+                    Config cfg = PoolFixtures.forKind(kind, 6, 96, 16, 2, 524, 2056);
+                    rows.add(cfg, layout, ik);
                 }
             }
         }
-        return rows.toArray(new Object[0][]);
+        return rows.toArray();
     }
 
     @Test(dataProvider = "large")
     public void largeTransfersWithMisalignedRows(
             Config cfg, KvLayout layout, IndexKind indexKind, long seed) {
-        long hostPages = 80;
-        Random rnd = new Random(seed);
-        long[][] pairs =
-                indexPairs(
-                        indexKind,
-                        rnd,
-                        hostPages * cfg.pageSize,
-                        cfg.pages * cfg.pageSize,
-                        cfg.pageSize);
-        try (DeviceUnderTest dev = DeviceUnderTest.create(cfg, DeviceMemory.ALLOCATED, seed);
-                HostKvPool host = PoolFixtures.host(dev.pool, layout, hostPages)) {
-            Placement hostPlacement =
-                    Placement.standard(cfg.geometry(layout, cfg.layers, hostPages), 0);
-            assertTrue(
-                    PoolFixtures.movedBytes(cfg, pairs[0].length, cfg.layers) > 4L << 20,
-                    "large enough");
-            checkBackupAndLoads(
-                    cfg,
-                    dev,
-                    host,
-                    hostPlacement,
-                    pairs[0],
-                    pairs[1],
-                    0,
-                    cfg.layers,
-                    new long[] {5, 0},
-                    seed);
-        }
+        // backup of all layers, then loads of layers 5 and 0
+        runCase(
+                cfg,
+                layout,
+                indexKind,
+                DeviceMemory.ALLOCATED,
+                80,
+                new long[] {5, 0},
+                seed,
+                4L << 20);
     }
 
     @Test(dataProvider = "matrix")
@@ -223,7 +198,31 @@ public class ConformanceMatrixTest {
 
     private static void runCase(
             Config cfg, KvLayout layout, IndexKind indexKind, DeviceMemory memory, long seed) {
-        long hostPages = hostPages(cfg.pageSize);
+        runCase(
+                cfg,
+                layout,
+                indexKind,
+                memory,
+                hostPages(cfg.pageSize),
+                allLayers(cfg.layers),
+                seed,
+                0);
+    }
+
+    /**
+     * A host pool of {@code hostPages} over a device pool in {@code memory}, index pairs of {@code
+     * indexKind} moving more than {@code minBytes} per backup: checkBackupAndLoads of all layers,
+     * then of {@code loadLayers}.
+     */
+    private static void runCase(
+            Config cfg,
+            KvLayout layout,
+            IndexKind indexKind,
+            DeviceMemory memory,
+            long hostPages,
+            long[] loadLayers,
+            long seed,
+            long minBytes) {
         Random rnd = new Random(seed);
         long[][] pairs =
                 indexPairs(
@@ -232,22 +231,24 @@ public class ConformanceMatrixTest {
                         hostPages * cfg.pageSize,
                         cfg.pages * cfg.pageSize,
                         cfg.pageSize);
-        try (DeviceUnderTest dev = DeviceUnderTest.create(cfg, memory, seed)) {
-            try (HostKvPool host = PoolFixtures.host(dev.pool, layout, hostPages)) {
-                Placement hostPlacement =
-                        Placement.standard(cfg.geometry(layout, cfg.layers, hostPages), 0);
-                checkBackupAndLoads(
-                        cfg,
-                        dev,
-                        host,
-                        hostPlacement,
-                        pairs[0],
-                        pairs[1],
-                        0,
-                        cfg.layers,
-                        allLayers(cfg.layers),
-                        seed);
-            }
+        assertTrue(
+                PoolFixtures.movedBytes(cfg, pairs[0].length, cfg.layers) > minBytes,
+                "large enough");
+        try (DeviceUnderTest dev = DeviceUnderTest.create(cfg, memory, seed);
+                HostKvPool host = PoolFixtures.host(dev.pool(), layout, hostPages)) {
+            Placement hostPlacement =
+                    Placement.standard(cfg.geometry(layout, cfg.layers, hostPages), 0);
+            checkBackupAndLoads(
+                    cfg,
+                    dev,
+                    host,
+                    hostPlacement,
+                    pairs[0],
+                    pairs[1],
+                    0,
+                    cfg.layers,
+                    loadLayers,
+                    seed);
         }
     }
 
@@ -276,11 +277,11 @@ public class ConformanceMatrixTest {
         String what = cfg + " host " + hostPlacement.geometry() + " n=" + hostIdx.length;
 
         // backup: device -> host, all held layers
-        byte[] devData = LayoutOracle.fill(dev.buffer, seed);
+        byte[] devData = LayoutOracle.fill(dev.buffer(), seed);
         byte[] expectedHost = LayoutOracle.canary(hostBuf, seed);
         Oracle.applyTransfer(
                 devData,
-                dev.placement,
+                dev.placement(),
                 expectedHost,
                 hostPlacement,
                 devIdx,
@@ -290,7 +291,7 @@ public class ConformanceMatrixTest {
                 hostLayers);
         try (TokenIndices h = TokenIndices.of(hostIdx);
                 TokenIndices d = TokenIndices.of(devIdx);
-                Transfer t = host.backupFromDevice(dev.pool, h, d)) {
+                Transfer t = host.backup(dev.pool()).deviceIndices(d).hostIndices(h).submit()) {
             t.await();
             assertTrue(t.isDone());
             assertEquals(
@@ -304,13 +305,13 @@ public class ConformanceMatrixTest {
                 hostPlacement,
                 "host after backup, " + what);
         LayoutOracle.assertBytesEqual(
-                LayoutOracle.snapshot(dev.buffer),
+                LayoutOracle.snapshot(dev.buffer()),
                 devData,
                 "device (source) after backup, " + what);
 
         // loads: host -> device, one layer per call, cumulative
         byte[] hostData = LayoutOracle.fill(hostBuf, seed + 7);
-        byte[] expectedDev = LayoutOracle.canary(dev.buffer, seed + 7);
+        byte[] expectedDev = LayoutOracle.canary(dev.buffer(), seed + 7);
         try (TokenIndices h = TokenIndices.of(hostIdx);
                 TokenIndices d = TokenIndices.of(devIdx)) {
             for (long layer : loadLayers) {
@@ -318,13 +319,14 @@ public class ConformanceMatrixTest {
                         hostData,
                         hostPlacement,
                         expectedDev,
-                        dev.placement,
+                        dev.placement(),
                         hostIdx,
                         devIdx,
                         layer - layerStart,
                         layer,
                         1);
-                try (Transfer t = host.loadToDevice(dev.pool, h, d, layer)) {
+                try (Transfer t =
+                        host.load(dev.pool(), layer).hostIndices(h).deviceIndices(d).submit()) {
                     t.await();
                     assertEquals(
                             t.bytes(),
@@ -332,9 +334,9 @@ public class ConformanceMatrixTest {
                             "bytes of load of layer " + layer);
                 }
                 LayoutOracle.assertPoolEquals(
-                        LayoutOracle.snapshot(dev.buffer),
+                        LayoutOracle.snapshot(dev.buffer()),
                         expectedDev,
-                        dev.placement,
+                        dev.placement(),
                         "device after load of layer " + layer + ", " + what);
             }
         }
@@ -347,19 +349,9 @@ public class ConformanceMatrixTest {
      * its rows inside that memory. Wrapped pools live in a backing pool, in shuffled order with
      * gaps, so a write through a wrong base lands on canary bytes.
      */
-    static final class DeviceUnderTest implements AutoCloseable {
-        final DeviceKvPool pool;
-        final ByteBuffer buffer;
-        final Placement placement;
-        private final DeviceKvPool backing;
-
-        private DeviceUnderTest(
-                DeviceKvPool pool, ByteBuffer buffer, Placement placement, DeviceKvPool backing) {
-            this.pool = pool;
-            this.buffer = buffer;
-            this.placement = placement;
-            this.backing = backing;
-        }
+    record DeviceUnderTest(
+            DeviceKvPool pool, ByteBuffer buffer, Placement placement, DeviceKvPool backing)
+            implements AutoCloseable {
 
         static DeviceUnderTest create(Config cfg, DeviceMemory memory, long seed) {
             Geometry g = cfg.deviceGeometry();
@@ -434,15 +426,7 @@ public class ConformanceMatrixTest {
         /** Plain memory from kvio: a one-row MLA pool of the given size. */
         static DeviceKvPool allocateBacking(long bytes) {
             return DeviceKvPool.allocate(
-                    PoolSpec.builder()
-                            .kind(PoolKind.MLA)
-                            .layout(KvLayout.LAYER_FIRST)
-                            .layers(1)
-                            .pages(1)
-                            .pageSize(1)
-                            .heads(1)
-                            .headBytes(bytes)
-                            .build(),
+                    new Config(PoolKind.MLA, 1, 1, 1, 1, bytes).spec(KvLayout.LAYER_FIRST),
                     IoBackend.CPU);
         }
 

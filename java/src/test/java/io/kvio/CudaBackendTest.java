@@ -60,19 +60,19 @@ public class CudaBackendTest {
                         long[] hostTo = Indices.tokenGranular(rnd, 20 * 16, hostFrom.length);
                         for (long layer = 0; layer < cfg.layers; layer++) {
                             try (Transfer t =
-                                    source.loadToDevice(
-                                            device,
-                                            TokenIndices.of(hostFrom),
-                                            TokenIndices.of(deviceSlots),
-                                            layer)) {
+                                    source.load(device, layer)
+                                            .hostIndices(hostFrom)
+                                            .deviceIndices(deviceSlots)
+                                            .submit()) {
                                 t.await();
                             }
                         }
                         try (Transfer t =
-                                destination.backupFromDevice(
-                                        device,
-                                        TokenIndices.of(hostTo),
-                                        TokenIndices.of(deviceSlots))) {
+                                destination
+                                        .backup(device)
+                                        .deviceIndices(deviceSlots)
+                                        .hostIndices(hostTo)
+                                        .submit()) {
                             t.await();
                             assertEquals(
                                     t.bytes(),

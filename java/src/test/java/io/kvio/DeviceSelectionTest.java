@@ -118,7 +118,7 @@ public class DeviceSelectionTest {
                         HostKvPool.builder().forDevice(device).layout("page_first").build();
                 TokenIndices h = TokenIndices.pages(16, 1);
                 TokenIndices d = TokenIndices.pages(16, 2);
-                Transfer t = host.backupFromDevice(device, h, d)) {
+                Transfer t = host.backup(device).deviceIndices(d).hostIndices(h).submit()) {
             assertEquals(host.executor().device(), -1);
             assertMentions(
                     expectThrows(KvioUnsupportedException.class, t::ascendEvent),
@@ -176,12 +176,20 @@ public class DeviceSelectionTest {
                 dst.put(0, expected);
                 for (long layer = 0; layer < SPEC.numLayers(); layer++) {
                     try (Transfer load =
-                            source.loadToDevice(device, hostPages, devicePages, layer)) {
+                            source.load(device, layer)
+                                    .hostIndices(hostPages)
+                                    .deviceIndices(devicePages)
+                                    .submit()) {
                         assertNotEquals(load.cudaEvent(), 0L);
                         load.await();
                     }
                 }
-                destination.backupFromDevice(device, hostPages, devicePages).await();
+                destination
+                        .backup(device)
+                        .deviceIndices(devicePages)
+                        .hostIndices(hostPages)
+                        .submit()
+                        .await();
                 long pageBytes = SPEC.numLayers() * 16 * SPEC.rowBytes(); // [P, L, ps, H, D]
                 long componentBytes = 8 * pageBytes;
                 for (int c = 0; c < 2; c++) {

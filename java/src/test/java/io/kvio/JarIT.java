@@ -99,7 +99,7 @@ public class JarIT {
                     "         TokenIndices h = TokenIndices.pages(16, 0, 1)) {",
                     "      java.nio.ByteBuffer dev = device.buffer();",
                     "      for (int i = 0; i < dev.capacity(); i++) dev.put(i, (byte) (i * 7 + 1));",
-                    "      host.backupFromDevice(device, h, d).await();",
+                    "      host.backup(device).deviceIndices(d).hostIndices(h).submit().await();",
                     "      java.nio.ByteBuffer hb = host.buffer();",
                     "      // page_first_direct [P, L, ps, H, D]: host page 0 layer 0 = device page 3 layer 0",
                     "      int src = 3 * 16 * 128, ok = 1;",

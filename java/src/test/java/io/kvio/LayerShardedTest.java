@@ -14,8 +14,6 @@ import io.kvio.oracle.Indices;
 import io.kvio.oracle.Oracle;
 import io.kvio.oracle.Placement;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Random;
 import org.testng.annotations.DataProvider;
 import org.testng.annotations.Test;
@@ -27,8 +25,7 @@ public class LayerShardedTest {
     @DataProvider(name = "shards")
     public static Object[][] shards() {
         long[][] ranges = {{0, 2}, {2, 3}, {5, 1}, {0, 6}, {3, 3}};
-        List<Object[]> rows = new ArrayList<>();
-        long seed = 3000;
+        PoolFixtures.Rows rows = new PoolFixtures.Rows(3000);
         for (PoolKind kind : PoolKind.values()) {
             for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
                 for (long[] r : ranges) {
@@ -38,11 +35,11 @@ public class LayerShardedTest {
                             r[0] == 2 || r[0] == 5
                                     ? ConformanceMatrixTest.DeviceMemory.WRAP_LAYERS
                                     : ConformanceMatrixTest.DeviceMemory.ALLOCATED;
-                    rows.add(new Object[] {kind, layout, r[0], r[1], mem, seed++});
+                    rows.add(kind, layout, r[0], r[1], mem);
                 }
             }
         }
-        return rows.toArray(new Object[0][]);
+        return rows.toArray();
     }
 
     @Test(dataProvider = "shards")
@@ -54,14 +51,7 @@ public class LayerShardedTest {
             ConformanceMatrixTest.DeviceMemory memory,
             long seed) {
         long ps = 4;
-        Config cfg =
-                new Config(
-                        kind,
-                        DEVICE_LAYERS,
-                        8,
-                        ps,
-                        kind == PoolKind.MHA ? 2 : 1,
-                        kind == PoolKind.MHA ? 24 : 80);
+        Config cfg = PoolFixtures.forKind(kind, DEVICE_LAYERS, 8, ps, 2, 24, 80);
         long hostPages = 6;
         Random rnd = new Random(seed);
         int n = 10;
@@ -74,12 +64,12 @@ public class LayerShardedTest {
 
         try (ConformanceMatrixTest.DeviceUnderTest dev =
                         ConformanceMatrixTest.DeviceUnderTest.create(cfg, memory, seed);
-                HostKvPool host = PoolFixtures.host(dev.pool, layout, hostPages, start, count);
+                HostKvPool host = PoolFixtures.host(dev.pool(), layout, hostPages, start, count);
                 TokenIndices h = TokenIndices.of(hostIdx);
                 TokenIndices d = TokenIndices.of(devIdx)) {
-            DeviceKvPool device = dev.pool;
-            ByteBuffer devBuf = dev.buffer;
-            Placement devPlacement = dev.placement;
+            DeviceKvPool device = dev.pool();
+            ByteBuffer devBuf = dev.buffer();
+            Placement devPlacement = dev.placement();
             ByteBuffer hostBuf = host.buffer();
             assertEquals(host.spec().numLayers(), count, "host layers of " + what);
             assertTrue(
@@ -99,7 +89,7 @@ public class LayerShardedTest {
                     start,
                     0,
                     count);
-            try (Transfer t = host.backupFromDevice(device, h, d)) {
+            try (Transfer t = host.backup(device).deviceIndices(d).hostIndices(h).submit()) {
                 t.await();
                 assertEquals(
                         t.bytes(), PoolFixtures.movedBytes(cfg, n, count), "backup bytes, " + what);
@@ -129,7 +119,8 @@ public class LayerShardedTest {
                             layer,
                             1);
                 }
-                try (Transfer t = host.loadToDevice(device, h, d, layer)) {
+                try (Transfer t =
+                        host.load(device, layer).hostIndices(h).deviceIndices(d).submit()) {
                     if (!held) {
                         assertTrue(
                                 t.isDone(),

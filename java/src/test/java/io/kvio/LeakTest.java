@@ -53,7 +53,7 @@ public class LeakTest {
                                         .pages(4)
                                         .executor(executor)
                                         .build()) {
-                    Transfer t = host.backupFromDevice(device, to, from);
+                    Transfer t = host.backup(device).deviceIndices(from).hostIndices(to).submit();
                     if (i % 2 == 0) {
                         t.await();
                     } // else: closed with the pools in flight, released by close()

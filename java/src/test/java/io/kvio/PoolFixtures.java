@@ -7,6 +7,9 @@
 package io.kvio;
 
 import io.kvio.oracle.Geometry;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 
 final class PoolFixtures {
     private PoolFixtures() {}
@@ -76,6 +79,23 @@ final class PoolFixtures {
         }
     }
 
+    /**
+     * A config of {@code kind}: mha with {@code mhaHeads} heads of {@code mhaHeadBytes}, or mla
+     * with its one latent head of {@code mlaHeadBytes}.
+     */
+    static Config forKind(
+            PoolKind kind,
+            long layers,
+            long pages,
+            long pageSize,
+            long mhaHeads,
+            long mhaHeadBytes,
+            long mlaHeadBytes) {
+        return kind == PoolKind.MHA
+                ? new Config(kind, layers, pages, pageSize, mhaHeads, mhaHeadBytes)
+                : new Config(kind, layers, pages, pageSize, 1, mlaHeadBytes);
+    }
+
     static HostKvPool host(DeviceKvPool device, KvLayout layout, long pages) {
         return HostKvPool.builder()
                 .forDevice(device)
@@ -96,6 +116,32 @@ final class PoolFixtures {
                 .layerRange(layerStart, numLayers)
                 .threads(2)
                 .build();
+    }
+
+    /** The rows of a data provider, each given the next seed (counting up) as its last value. */
+    static final class Rows {
+        private final List<Object[]> rows = new ArrayList<>();
+        private long seed;
+
+        Rows(long firstSeed) {
+            this.seed = firstSeed;
+        }
+
+        /** Adds the row {@code values..., seed} and counts the seed up. */
+        void add(Object... values) {
+            Object[] row = Arrays.copyOf(values, values.length + 1);
+            row[values.length] = seed++;
+            rows.add(row);
+        }
+
+        /** The next seed, which the next row gets. */
+        long seed() {
+            return seed;
+        }
+
+        Object[][] toArray() {
+            return rows.toArray(new Object[0][]);
+        }
     }
 
     static KvLayout[] hostLayouts(PoolKind kind) {

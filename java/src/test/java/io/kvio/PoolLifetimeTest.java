@@ -12,6 +12,8 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 
 import java.util.concurrent.TimeUnit;
+import org.testng.annotations.AfterMethod;
+import org.testng.annotations.BeforeMethod;
 import org.testng.annotations.Test;
 
 public class PoolLifetimeTest {
@@ -28,6 +30,33 @@ public class PoolLifetimeTest {
                     .headBytes(256)
                     .build();
 
+    private KvioExecutor executor;
+    private TokenIndices from;
+    private TokenIndices to;
+
+    @BeforeMethod
+    public void setUp() {
+        executor = KvioExecutor.create(IoBackend.CPU, 2);
+        from = TokenIndices.of(allTokens(false));
+        to = TokenIndices.of(allTokens(true));
+    }
+
+    @AfterMethod(alwaysRun = true)
+    public void tearDown() {
+        to.close();
+        from.close();
+        executor.close();
+    }
+
+    private HostKvPool pageFirstHost(DeviceKvPool device) {
+        return HostKvPool.builder()
+                .forDevice(device)
+                .layout(KvLayout.PAGE_FIRST)
+                .ioBackend(IoBackend.CPU)
+                .executor(executor)
+                .build();
+    }
+
     private static long[] allTokens(boolean reversed) {
         long[] tokens = new long[256 * 16];
         for (int i = 0; i < tokens.length; i++) {
@@ -38,62 +67,42 @@ public class PoolLifetimeTest {
 
     @Test(timeOut = 60_000)
     public void closeAndWaitReturnsOnceTheMemoryIsReleased() {
-        try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 2);
-                TokenIndices from = TokenIndices.of(allTokens(false));
-                TokenIndices to = TokenIndices.of(allTokens(true))) {
-            long[] baseline = NativeBridge.debugLiveObjects();
-            DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
-            HostKvPool host =
-                    HostKvPool.builder()
-                            .forDevice(device)
-                            .layout(KvLayout.PAGE_FIRST)
-                            .ioBackend(IoBackend.CPU)
-                            .executor(executor)
-                            .build();
-            assertEquals(NativeBridge.debugLiveObjects()[3], baseline[3] + 2, "two allocations");
-            Transfer transfer = host.backupFromDevice(device, to, from);
-            device.closeAndWait();
-            host.closeAndWait();
-            assertTrue(device.isClosed() && host.isClosed());
-            assertTrue(transfer.isDone(), "the pools' memory was released under a transfer");
-            assertEquals(
-                    NativeBridge.debugLiveObjects()[3],
-                    baseline[3],
-                    "closeAndWait returned before the pools' memory was freed");
-            assertEquals(NativeBridge.debugLiveHostRegistrations(), 0L);
-            assertTrue(device.closeAndWait(0, TimeUnit.SECONDS), "waiting again is done at once");
-            transfer.await();
-            transfer.close();
-        }
+        long[] baseline = NativeBridge.debugLiveObjects();
+        DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
+        HostKvPool host = pageFirstHost(device);
+        assertEquals(NativeBridge.debugLiveObjects()[3], baseline[3] + 2, "two allocations");
+        Transfer transfer = host.backup(device).deviceIndices(from).hostIndices(to).submit();
+        device.closeAndWait();
+        host.closeAndWait();
+        assertTrue(device.isClosed() && host.isClosed());
+        assertTrue(transfer.isDone(), "the pools' memory was released under a transfer");
+        assertEquals(
+                NativeBridge.debugLiveObjects()[3],
+                baseline[3],
+                "closeAndWait returned before the pools' memory was freed");
+        assertEquals(NativeBridge.debugLiveHostRegistrations(), 0L);
+        assertTrue(device.closeAndWait(0, TimeUnit.SECONDS), "waiting again is done at once");
+        transfer.await();
+        transfer.close();
     }
 
     @Test(timeOut = 60_000)
     public void completedTransferNobodyAwaitedDoesNotKeepAClosedPool() throws Exception {
-        try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 2);
-                TokenIndices from = TokenIndices.of(allTokens(false));
-                TokenIndices to = TokenIndices.of(allTokens(true))) {
-            long[] baseline = NativeBridge.debugLiveObjects();
-            DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
-            HostKvPool host =
-                    HostKvPool.builder()
-                            .forDevice(device)
-                            .layout(KvLayout.PAGE_FIRST)
-                            .ioBackend(IoBackend.CPU)
-                            .executor(executor)
-                            .build();
-            Transfer transfer = host.backupFromDevice(device, to, from);
-            Transfer second = host.backupFromDevice(device, from, to);
-            while (!second.isDone()) {
-                Thread.sleep(1);
-            }
-            // Both completed; the first was never awaited. Plain close() releases the memory
-            // before it returns.
-            device.close();
-            host.close();
-            assertEquals(NativeBridge.debugLiveObjects()[3], baseline[3]);
-            transfer.close();
-            second.close();
-            assertTrue(host.closeAndWait(0, TimeUnit.SECONDS));
+        long[] baseline = NativeBridge.debugLiveObjects();
+        DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
+        HostKvPool host = pageFirstHost(device);
+        Transfer transfer = host.backup(device).deviceIndices(from).hostIndices(to).submit();
+        Transfer second = host.backup(device).deviceIndices(to).hostIndices(from).submit();
+        while (!second.isDone()) {
+            Thread.sleep(1);
         }
+        // Both completed; the first was never awaited. Plain close() releases the memory
+        // before it returns.
+        device.close();
+        host.close();
+        assertEquals(NativeBridge.debugLiveObjects()[3], baseline[3]);
+        transfer.close();
+        second.close();
+        assertTrue(host.closeAndWait(0, TimeUnit.SECONDS));
     }
 }

@@ -61,16 +61,10 @@ public class ReadmeExampleTest {
 
     @Test
     public void copyAndBufferExampleOfTheReadmeRuns() {
+        // The first example's device pool: mha, 32 layers, 64 pages of 64, 8 heads of 256 bytes.
         PoolSpec deviceSpec =
-                PoolSpec.builder()
-                        .kind(PoolKind.MHA)
-                        .layout(KvLayout.LAYER_FIRST)
-                        .layers(32)
-                        .pages(64)
-                        .pageSize(64)
-                        .heads(8)
-                        .headBytes(128 * 2)
-                        .build();
+                new PoolFixtures.Config(PoolKind.MHA, 32, 64, 64, 8, 128 * 2)
+                        .spec(KvLayout.LAYER_FIRST);
         ByteBuffer seen;
         // ---- README.md, section "Java", copyTo / copyFrom and buffers ----
         LongBuffer slots =

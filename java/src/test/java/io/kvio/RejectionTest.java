@@ -9,81 +9,18 @@ package io.kvio;
 
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertFalse;
-import static org.testng.Assert.assertNotNull;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
 import io.kvio.PoolFixtures.Config;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
 import java.util.List;
-import org.testng.Assert.ThrowingRunnable;
-import org.testng.annotations.AfterMethod;
-import org.testng.annotations.BeforeMethod;
 import org.testng.annotations.Test;
 
-public class RejectionTest {
-
-    /** Device: MHA, 4 layers, 16 pages of 4 = 64 token slots. Host: 8 pages = 32 slots. */
-    static final Config DEVICE = new Config(PoolKind.MHA, 4, 16, 4, 2, 8);
-
-    static final long HOST_PAGES = 8;
-
-    private final List<AutoCloseable> resources = new ArrayList<>();
-    private DeviceKvPool device;
-    private HostKvPool host;
-
-    @BeforeMethod
-    public void setUp() {
-        device = open(DEVICE.allocateDevice());
-        host = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, HOST_PAGES));
-    }
-
-    @AfterMethod(alwaysRun = true)
-    public void tearDown() throws Exception {
-        for (int i = resources.size() - 1; i >= 0; i--) resources.get(i).close();
-        resources.clear();
-    }
-
-    private <T extends AutoCloseable> T open(T resource) {
-        resources.add(resource);
-        return resource;
-    }
-
-    private TokenIndices idx(long... slots) {
-        return open(TokenIndices.of(slots));
-    }
-
-    /**
-     * Canary-fills the given buffers, runs the call expecting {@code type}, checks every message
-     * fragment and that no buffer changed.
-     */
-    private static <T extends KvioException> T assertRejected(
-            Class<T> type, ThrowingRunnable call, List<ByteBuffer> buffers, String... fragments) {
-        List<byte[]> before = new ArrayList<>();
-        long seed = 77;
-        for (ByteBuffer b : buffers) before.add(LayoutOracle.canary(b, seed++));
-        T e = expectThrows(type, call);
-        assertMessage(e, fragments);
-        for (int i = 0; i < buffers.size(); i++) {
-            LayoutOracle.assertBytesEqual(
-                    LayoutOracle.snapshot(buffers.get(i)),
-                    before.get(i),
-                    "buffer " + i + " after rejected call (" + e.getMessage() + ")");
-        }
-        return e;
-    }
+public class RejectionTest extends CpuPoolsFixture {
 
     private List<ByteBuffer> both() {
         return List.of(device.buffer(), host.buffer());
-    }
-
-    static void assertMessage(Throwable e, String... fragments) {
-        String m = e.getMessage();
-        assertNotNull(m, "exception message");
-        for (String f : fragments) {
-            assertTrue(m.contains(f), "message should contain '" + f + "': " + m);
-        }
     }
 
     // ---- indices ----
@@ -95,7 +32,7 @@ public class RejectionTest {
         KvioOutOfRangeException e =
                 assertRejected(
                         KvioOutOfRangeException.class,
-                        () -> host.backupFromDevice(device, h, d).await(),
+                        () -> host.backup(device).deviceIndices(d).hostIndices(h).submit().await(),
                         both(),
                         "hostIndices[1] = -1 is out of range",
                         "32 token slots",
@@ -109,7 +46,7 @@ public class RejectionTest {
         TokenIndices d = idx(-7, 2);
         assertRejected(
                 KvioOutOfRangeException.class,
-                () -> host.loadToDevice(device, h, d, 0).await(),
+                () -> host.load(device, 0).hostIndices(h).deviceIndices(d).submit().await(),
                 both(),
                 "deviceIndices[0] = -7 is out of range",
                 "64 token slots",
@@ -122,7 +59,7 @@ public class RejectionTest {
         TokenIndices d = idx(10, 63, 64);
         assertRejected(
                 KvioOutOfRangeException.class,
-                () -> host.backupFromDevice(device, h, d).await(),
+                () -> host.backup(device).deviceIndices(d).hostIndices(h).submit().await(),
                 both(),
                 "deviceIndices[2] = 64 is out of range",
                 "64 token slots",
@@ -135,7 +72,7 @@ public class RejectionTest {
         TokenIndices d = idx(0, 1);
         assertRejected(
                 KvioOutOfRangeException.class,
-                () -> host.loadToDevice(device, h, d, 2).await(),
+                () -> host.load(device, 2).hostIndices(h).deviceIndices(d).submit().await(),
                 both(),
                 "hostIndices[1] = 32 is out of range",
                 "32 token slots",
@@ -148,13 +85,13 @@ public class RejectionTest {
         TokenIndices d = idx(0, 1, 2, 3);
         assertRejected(
                 KvioInvalidArgumentException.class,
-                () -> host.backupFromDevice(device, h, d).await(),
+                () -> host.backup(device).deviceIndices(d).hostIndices(h).submit().await(),
                 both(),
                 "hostIndices has 3 entries",
                 "deviceIndices has 4");
         assertRejected(
                 KvioInvalidArgumentException.class,
-                () -> host.loadToDevice(device, h, d, 0).await(),
+                () -> host.load(device, 0).hostIndices(h).deviceIndices(d).submit().await(),
                 both(),
                 "hostIndices has 3 entries",
                 "deviceIndices has 4");
@@ -166,7 +103,7 @@ public class RejectionTest {
         TokenIndices d = idx(0, 1);
         assertRejected(
                 KvioInvalidArgumentException.class,
-                () -> host.backupFromDevice(device, h, d).await(),
+                () -> host.backup(device).deviceIndices(d).hostIndices(h).submit().await(),
                 both(),
                 "duplicate destination slot 5",
                 "[0] and",
@@ -179,7 +116,7 @@ public class RejectionTest {
         TokenIndices d = idx(9, 10, 11, 10);
         assertRejected(
                 KvioInvalidArgumentException.class,
-                () -> host.loadToDevice(device, h, d, 1).await(),
+                () -> host.load(device, 1).hostIndices(h).deviceIndices(d).submit().await(),
                 both(),
                 "duplicate destination slot 10",
                 "[1] and",
@@ -194,7 +131,7 @@ public class RejectionTest {
         TokenIndices d = idx(0);
         assertRejected(
                 KvioOutOfRangeException.class,
-                () -> host.loadToDevice(device, h, d, 4).await(),
+                () -> host.load(device, 4).hostIndices(h).deviceIndices(d).submit().await(),
                 both(),
                 "device layer 4",
                 "4 layers",
@@ -207,7 +144,7 @@ public class RejectionTest {
         TokenIndices d = idx(0);
         assertRejected(
                 KvioOutOfRangeException.class,
-                () -> host.loadToDevice(device, h, d, -1).await(),
+                () -> host.load(device, -1).hostIndices(h).deviceIndices(d).submit().await(),
                 both(),
                 "device layer -1",
                 "valid: 0 to 3");
@@ -220,7 +157,7 @@ public class RejectionTest {
         TokenIndices d = idx(0);
         assertRejected(
                 KvioOutOfRangeException.class,
-                () -> sharded.loadToDevice(device, h, d, 4).await(),
+                () -> sharded.load(device, 4).hostIndices(h).deviceIndices(d).submit().await(),
                 List.of(device.buffer(), host.buffer(), sharded.buffer()),
                 "device layer 4",
                 "valid: 0 to 3");
@@ -257,12 +194,12 @@ public class RejectionTest {
         TokenIndices d = idx(0);
         assertRejected(
                 KvioClosedException.class,
-                () -> other.backupFromDevice(device, h, d).await(),
+                () -> other.backup(device).deviceIndices(d).hostIndices(h).submit().await(),
                 both(),
                 "closed");
         assertRejected(
                 KvioClosedException.class,
-                () -> other.loadToDevice(device, h, d, 0).await(),
+                () -> other.load(device, 0).hostIndices(h).deviceIndices(d).submit().await(),
                 both(),
                 "closed");
     }
@@ -278,12 +215,12 @@ public class RejectionTest {
         List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), otherHost.buffer());
         assertRejected(
                 KvioClosedException.class,
-                () -> otherHost.backupFromDevice(other, h, d).await(),
+                () -> otherHost.backup(other).deviceIndices(d).hostIndices(h).submit().await(),
                 buffers,
                 "closed");
         assertRejected(
                 KvioClosedException.class,
-                () -> otherHost.loadToDevice(other, h, d, 0).await(),
+                () -> otherHost.load(other, 0).hostIndices(h).deviceIndices(d).submit().await(),
                 buffers,
                 "closed");
     }
@@ -295,12 +232,12 @@ public class RejectionTest {
         TokenIndices d = idx(0, 1);
         assertRejected(
                 KvioClosedException.class,
-                () -> host.backupFromDevice(device, h, d).await(),
+                () -> host.backup(device).deviceIndices(d).hostIndices(h).submit().await(),
                 both(),
                 "closed");
         assertRejected(
                 KvioClosedException.class,
-                () -> host.loadToDevice(device, d, h, 0).await(),
+                () -> host.load(device, 0).hostIndices(d).deviceIndices(h).submit().await(),
                 both(),
                 "closed");
     }
@@ -582,12 +519,12 @@ public class RejectionTest {
         KvioException e =
                 assertRejected(
                         KvioException.class,
-                        () -> host.backupFromDevice(wide, h, d).await(),
+                        () -> host.backup(wide).deviceIndices(d).hostIndices(h).submit().await(),
                         buffers);
         assertTrue(e instanceof KvioInvalidArgumentException, "type: " + e);
         assertRejected(
                 KvioInvalidArgumentException.class,
-                () -> host.loadToDevice(wide, h, d, 0).await(),
+                () -> host.load(wide, 0).hostIndices(h).deviceIndices(d).submit().await(),
                 buffers);
     }
 

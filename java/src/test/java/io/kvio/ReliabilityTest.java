@@ -44,15 +44,8 @@ public class ReliabilityTest {
 
     /** MLA layer_first, 1 layer, `rows` slots of `rowBytes` (one page per slot). */
     private static PoolSpec rows(long rows, long rowBytes) {
-        return PoolSpec.builder()
-                .kind(PoolKind.MLA)
-                .layout(KvLayout.LAYER_FIRST)
-                .layers(1)
-                .pages(rows)
-                .pageSize(1)
-                .heads(1)
-                .headBytes(rowBytes)
-                .build();
+        return new PoolFixtures.Config(PoolKind.MLA, 1, rows, 1, 1, rowBytes)
+                .spec(KvLayout.LAYER_FIRST);
     }
 
     private static long[] range(long start, long count) {
@@ -72,19 +65,19 @@ public class ReliabilityTest {
         byte[] d = LayoutOracle.canary(dst.buffer(), 3);
         TokenIndices huge = open(TokenIndices.of(1, Long.MAX_VALUE));
         TokenIndices ok = open(TokenIndices.of(0, 1));
-        RejectionTest.assertMessage(
+        CpuPoolsFixture.assertMessage(
                 expectThrows(
                         KvioOutOfRangeException.class,
                         () -> Kvio.transfer(executor, src, dst, huge, ok, 0, 0, 1).await()),
                 "srcIndices[1] = " + Long.MAX_VALUE,
                 "valid: 0 to 15");
-        RejectionTest.assertMessage(
+        CpuPoolsFixture.assertMessage(
                 expectThrows(
                         KvioOutOfRangeException.class,
                         () -> Kvio.transfer(executor, src, dst, ok, huge, 0, 0, 1).await()),
                 "dstIndices[1] = " + Long.MAX_VALUE,
                 "valid: 0 to 15");
-        RejectionTest.assertMessage(
+        CpuPoolsFixture.assertMessage(
                 expectThrows(
                         KvioOutOfRangeException.class,
                         () ->
@@ -98,49 +91,28 @@ public class ReliabilityTest {
 
     @Test
     public void absurdPoolSizes() {
-        RejectionTest.assertMessage(
+        CpuPoolsFixture.assertMessage(
                 expectThrows(
                         KvioInvalidArgumentException.class,
                         () ->
-                                PoolSpec.builder()
-                                        .kind(PoolKind.MHA)
-                                        .layout(KvLayout.PAGE_HEAD)
-                                        .layers(2)
-                                        .pages(2)
-                                        .pageSize(2)
-                                        .heads(Long.MAX_VALUE)
-                                        .headBytes(2)
-                                        .build()),
+                                new PoolFixtures.Config(PoolKind.MHA, 2, 2, 2, Long.MAX_VALUE, 2)
+                                        .spec(KvLayout.PAGE_HEAD)),
                 "pool too large",
                 "does not fit in 2^62 bytes");
-        RejectionTest.assertMessage(
+        CpuPoolsFixture.assertMessage(
                 expectThrows(
                         KvioInvalidArgumentException.class,
                         () ->
-                                PoolSpec.builder()
-                                        .kind(PoolKind.MLA)
-                                        .layout(KvLayout.PAGE_FIRST)
-                                        .layers(1L << 40)
-                                        .pages(1)
-                                        .pageSize(1)
-                                        .heads(1)
-                                        .headBytes(1)
-                                        .build()),
+                                new PoolFixtures.Config(PoolKind.MLA, 1L << 40, 1, 1, 1, 1)
+                                        .spec(KvLayout.PAGE_FIRST)),
                 "layers 1099511627776 is more than kvio supports",
                 "valid: 1 to 1048576");
-        RejectionTest.assertMessage(
+        CpuPoolsFixture.assertMessage(
                 expectThrows(
                         KvioInvalidArgumentException.class,
                         () ->
-                                PoolSpec.builder()
-                                        .kind(PoolKind.MLA)
-                                        .layout(KvLayout.PAGE_FIRST)
-                                        .layers(1)
-                                        .pages(1)
-                                        .pageSize(1)
-                                        .heads(1)
-                                        .headBytes(0)
-                                        .build()),
+                                new PoolFixtures.Config(PoolKind.MLA, 1, 1, 1, 1, 0)
+                                        .spec(KvLayout.PAGE_FIRST)),
                 "headBytes must be at least 1, got 0");
     }
 
@@ -171,19 +143,13 @@ public class ReliabilityTest {
         try {
             int mixed = 0;
             for (int round = 0; round < 300; round++) {
-                List<Future<?>> futures = new ArrayList<>();
-                for (int k = 0; k < threads; k++) {
-                    final int kk = k;
-                    futures.add(
-                            pool.submit(
-                                    () -> {
-                                        barrier.await();
-                                        Kvio.transfer(executor, src, dst, from[kk], to, 0, 0, 1)
-                                                .await();
-                                        return null;
-                                    }));
-                }
-                for (Future<?> f : futures) f.get();
+                Threads.runAll(
+                        pool,
+                        threads,
+                        k -> {
+                            barrier.await();
+                            Kvio.transfer(executor, src, dst, from[k], to, 0, 0, 1).await();
+                        });
                 byte first = d.get(0);
                 boolean uniform = first >= 1 && first <= threads;
                 for (int i = 0; i < n * 1024 && uniform; i++) uniform = d.get(i) == first;
@@ -287,24 +253,17 @@ public class ReliabilityTest {
             DeviceKvPool device =
                     open(
                             DeviceKvPool.allocate(
-                                    PoolSpec.builder()
-                                            .kind(PoolKind.MHA)
-                                            .layout(KvLayout.LAYER_FIRST)
-                                            .layers(2)
-                                            .pages(n)
-                                            .pageSize(1)
-                                            .heads(2)
-                                            .headBytes(512)
-                                            .build(),
+                                    new PoolFixtures.Config(PoolKind.MHA, 2, n, 1, 2, 512)
+                                            .spec(KvLayout.LAYER_FIRST),
                                     IoBackend.CPU));
             HostKvPool host = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, n));
             byte[] deviceData = LayoutOracle.fill(device.buffer(), 5);
             byte[] hostBefore = LayoutOracle.canary(host.buffer(), 5);
             TokenIndices idx = open(TokenIndices.of(range(0, n)));
             KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_COPY, 1);
-            Transfer failed = host.backupFromDevice(device, idx, idx);
+            Transfer failed = host.backup(device).deviceIndices(idx).hostIndices(idx).submit();
             KvioBackendException e = expectThrows(KvioBackendException.class, failed::await);
-            RejectionTest.assertMessage(
+            CpuPoolsFixture.assertMessage(
                     e,
                     "cpu backend: memcpy of copy 1 of",
                     "failed",
@@ -317,11 +276,11 @@ public class ReliabilityTest {
                     hostBefore,
                     "host pool after the failed backup");
             // The fault was armed once: the same backup now works.
-            host.backupFromDevice(device, idx, idx).await();
+            host.backup(device).deviceIndices(idx).hostIndices(idx).submit().await();
             device.buffer()
                     .put(0, (byte) ~deviceData[0]); // the host copy must not follow later writes
-            host.loadToDevice(device, idx, idx, 0).await();
-            host.loadToDevice(device, idx, idx, 1).await();
+            host.load(device, 0).hostIndices(idx).deviceIndices(idx).submit().await();
+            host.load(device, 1).hostIndices(idx).deviceIndices(idx).submit().await();
             LayoutOracle.assertBytesEqual(
                     LayoutOracle.snapshot(device.buffer()),
                     deviceData,
@@ -338,7 +297,7 @@ public class ReliabilityTest {
                 expectThrows(
                         KvioOutOfMemoryException.class,
                         () -> open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 8)));
-        RejectionTest.assertMessage(
+        CpuPoolsFixture.assertMessage(
                 e, "mmap of", "for a host pool failed", "fault injected by kvio_test_inject_fault");
         HostKvPool host = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 8));
         assertEquals(host.regionCount(), 1);

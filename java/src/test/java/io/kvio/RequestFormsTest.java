@@ -11,43 +11,26 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
-import io.kvio.PoolFixtures.Config;
 import io.kvio.oracle.Geometry;
-import java.util.ArrayList;
-import java.util.List;
-import org.testng.annotations.AfterMethod;
-import org.testng.annotations.BeforeMethod;
 import org.testng.annotations.Test;
 
-public class RequestFormsTest {
-
-    /** Device: MHA, 4 layers, 16 pages of 4 = 64 token slots. */
-    static final Config DEVICE = new Config(PoolKind.MHA, 4, 16, 4, 2, 8);
-
-    private final List<AutoCloseable> resources = new ArrayList<>();
-    private DeviceKvPool device;
-    private HostKvPool host;
-
-    @BeforeMethod
-    public void setUp() {
-        device = open(DEVICE.allocateDevice());
-        host = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 8));
-    }
-
-    @AfterMethod(alwaysRun = true)
-    public void tearDown() throws Exception {
-        for (int i = resources.size() - 1; i >= 0; i--) resources.get(i).close();
-        resources.clear();
-    }
-
-    private <T extends AutoCloseable> T open(T resource) {
-        resources.add(resource);
-        return resource;
-    }
+public class RequestFormsTest extends CpuPoolsFixture {
 
     /** Bytes of one token row of one layer, all components: what a 1-layer copy moves per pair. */
     private static long rowBytes() {
         return PoolFixtures.movedBytes(DEVICE, 1, 1);
+    }
+
+    /** Canary-fills the device pool with {@code seed} and the host pool with seed + 1. */
+    private void canaryBoth(long seed) {
+        LayoutOracle.canary(device.buffer(), seed);
+        LayoutOracle.canary(host.buffer(), seed + 1);
+    }
+
+    /** Waits for the transfer and checks the bytes it moved. */
+    private static void awaitBytes(Transfer t, long bytes) {
+        t.await();
+        assertEquals(t.bytes(), bytes);
     }
 
     /** Host token h of host layer hl holds device token d of device layer dl, all components. */
@@ -74,15 +57,13 @@ public class RequestFormsTest {
 
     @Test
     public void backupNamesEachSideSoOrderDoesNotMatter() {
-        LayoutOracle.canary(device.buffer(), 11);
-        LayoutOracle.canary(host.buffer(), 12);
+        canaryBoth(11);
         Transfer t =
                 host.backup(device)
                         .hostIndices(TokenIndices.of(5, 6))
                         .deviceIndices(TokenIndices.of(40, 41))
                         .submit();
-        t.await();
-        assertEquals(t.bytes(), 2 * 4 * rowBytes());
+        awaitBytes(t, 2 * 4 * rowBytes());
         Transfer u = host.backup(device).deviceIndices(50).hostIndices(7).submit();
         u.await();
         for (long l = 0; l < 4; l++) {
@@ -94,43 +75,54 @@ public class RequestFormsTest {
 
     @Test
     public void loadNamesEachSide() {
-        LayoutOracle.canary(device.buffer(), 13);
-        LayoutOracle.canary(host.buffer(), 14);
+        canaryBoth(13);
         Transfer t = host.load(device, 2).hostIndices(3, 4).deviceIndices(60, 61).submit();
-        t.await();
-        assertEquals(t.bytes(), 2 * rowBytes());
+        awaitBytes(t, 2 * rowBytes());
         assertSameRows(device, 60, 2, host, 3, 2);
         assertSameRows(device, 61, 2, host, 4, 2);
     }
 
     @Test
     public void aMissingSideIsNamed() {
-        NullPointerException e =
-                expectThrows(
-                        NullPointerException.class,
-                        () -> host.backup(device).deviceIndices(1).submit());
-        assertTrue(e.getMessage().contains("hostIndices"), e.getMessage());
+        assertRejected(
+                NullPointerException.class,
+                () -> host.backup(device).deviceIndices(1).submit(),
+                openBuffers(),
+                "hostIndices");
     }
 
     @Test
     public void indexErrorsNameTheSetter() {
-        KvioOutOfRangeException e =
-                expectThrows(
-                        KvioOutOfRangeException.class,
-                        () -> host.load(device, 0).hostIndices(0, 32).deviceIndices(0, 1).submit());
-        assertTrue(
-                e.getMessage()
-                        .contains(
-                                "hostIndices[1] = 32 is out of range: the host pool has 32 token slots"),
-                e.getMessage());
+        assertRejected(
+                KvioOutOfRangeException.class,
+                () -> host.load(device, 0).hostIndices(0, 32).deviceIndices(0, 1).submit(),
+                openBuffers(),
+                "hostIndices[1] = 32 is out of range: the host pool has 32 token slots");
+    }
+
+    /** The deprecated forms delegate to the request forms: same bytes, same rows moved. */
+    @Test
+    @SuppressWarnings("removal")
+    public void deprecatedFormsStillWork() {
+        canaryBoth(21);
+        TokenIndices h = idx(1, 2);
+        TokenIndices d = idx(30, 31);
+        awaitBytes(host.backupFromDevice(device, h, d), 2 * 4 * rowBytes());
+        for (long l = 0; l < 4; l++) {
+            assertSameRows(device, 30, l, host, 1, l);
+            assertSameRows(device, 31, l, host, 2, l);
+        }
+        LayoutOracle.canary(device.buffer(), 23);
+        awaitBytes(host.loadToDevice(device, h, d, 3), 2 * rowBytes());
+        assertSameRows(device, 30, 3, host, 1, 3);
+        assertSameRows(device, 31, 3, host, 2, 3);
     }
 
     // ---- item 9: arrays for one call ----
 
     @Test
     public void arraysOfLongAndIntWork() {
-        LayoutOracle.canary(device.buffer(), 15);
-        LayoutOracle.canary(host.buffer(), 16);
+        canaryBoth(15);
         host.backup(device)
                 .deviceIndices(new long[] {8, 9})
                 .hostIndices(new int[] {0, 1})
@@ -139,8 +131,7 @@ public class RequestFormsTest {
         Transfer t =
                 Kvio.transfer(
                         host.executor(), device, host, new int[] {10}, new int[] {2}, 0, 0, 4);
-        t.await();
-        assertEquals(t.bytes(), 4 * rowBytes());
+        awaitBytes(t, 4 * rowBytes());
         Kvio.transfer(host.executor(), device, host, new long[] {11}, new long[] {3}, 1, 1, 2)
                 .await();
         for (long l = 0; l < 4; l++) {
@@ -154,20 +145,13 @@ public class RequestFormsTest {
 
     @Test
     public void arrayErrorsNameTheArgument() {
-        KvioOutOfRangeException e =
-                expectThrows(
-                        KvioOutOfRangeException.class,
-                        () ->
-                                Kvio.transfer(
-                                        host.executor(),
-                                        device,
-                                        host,
-                                        new long[] {0, 1, 64},
-                                        new long[] {0, 1, 2},
-                                        0,
-                                        0,
-                                        1));
-        assertTrue(e.getMessage().contains("srcIndices[2] = 64"), e.getMessage());
+        long[] src = {0, 1, 64};
+        long[] dst = {0, 1, 2};
+        assertRejected(
+                KvioOutOfRangeException.class,
+                () -> Kvio.transfer(host.executor(), device, host, src, dst, 0, 0, 1),
+                openBuffers(),
+                "srcIndices[2] = 64");
     }
 
     @Test
@@ -222,8 +206,7 @@ public class RequestFormsTest {
         held.await();
         assertEquals(held.skippedLayers(), new long[0]);
         Transfer b = sharded.backup(device).hostIndices(0).deviceIndices(0).submit();
-        b.await();
-        assertEquals(b.bytes(), 2 * rowBytes());
+        awaitBytes(b, 2 * rowBytes());
         assertEquals(b.skippedLayers(), new long[] {0, 3});
     }
 

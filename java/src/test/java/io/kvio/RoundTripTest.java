@@ -14,8 +14,6 @@ import io.kvio.oracle.Indices;
 import io.kvio.oracle.Oracle;
 import io.kvio.oracle.Placement;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Random;
 import org.testng.annotations.DataProvider;
 import org.testng.annotations.Test;
@@ -24,16 +22,15 @@ public class RoundTripTest {
 
     @DataProvider(name = "layouts")
     public static Object[][] layouts() {
-        List<Object[]> rows = new ArrayList<>();
-        long seed = 500;
+        PoolFixtures.Rows rows = new PoolFixtures.Rows(500);
         for (PoolKind kind : PoolKind.values()) {
             for (KvLayout layout : PoolFixtures.hostLayouts(kind)) {
                 for (long ps : new long[] {1, 16}) {
-                    rows.add(new Object[] {kind, layout, ps, seed++});
+                    rows.add(kind, layout, ps);
                 }
             }
         }
-        return rows.toArray(new Object[0][]);
+        return rows.toArray();
     }
 
     @Test(dataProvider = "layouts")
@@ -63,7 +60,7 @@ public class RoundTripTest {
             Placement devPlacement = Placement.standard(dg, 0);
             byte[] original = LayoutOracle.fill(devBuf, seed);
             LayoutOracle.canary(host.buffer(), seed);
-            try (Transfer t = host.backupFromDevice(device, h, from)) {
+            try (Transfer t = host.backup(device).deviceIndices(from).hostIndices(h).submit()) {
                 t.await();
             }
             byte[] wiped = LayoutOracle.canary(devBuf, seed + 1);
@@ -81,7 +78,8 @@ public class RoundTripTest {
                         layer,
                         layer,
                         1);
-                try (Transfer t = host.loadToDevice(device, h, to, layer)) {
+                try (Transfer t =
+                        host.load(device, layer).hostIndices(h).deviceIndices(to).submit()) {
                     t.await();
                 }
                 LayoutOracle.assertPoolEquals(
@@ -95,16 +93,15 @@ public class RoundTripTest {
 
     @DataProvider(name = "hostPairs")
     public static Object[][] hostPairs() {
-        List<Object[]> rows = new ArrayList<>();
-        long seed = 900;
+        PoolFixtures.Rows rows = new PoolFixtures.Rows(900);
         for (PoolKind kind : PoolKind.values()) {
             for (KvLayout src : PoolFixtures.hostLayouts(kind)) {
                 for (KvLayout dst : PoolFixtures.hostLayouts(kind)) {
-                    rows.add(new Object[] {kind, src, dst, seed++});
+                    rows.add(kind, src, dst);
                 }
             }
         }
-        return rows.toArray(new Object[0][]);
+        return rows.toArray();
     }
 
     /** Kvio.transfer between two host pools of any layouts, all layers, then with a layer map. */
@@ -112,56 +109,17 @@ public class RoundTripTest {
     public void hostToHostAnyLayout(
             PoolKind kind, KvLayout srcLayout, KvLayout dstLayout, long seed) {
         long ps = 8;
-        Config cfg =
-                new Config(
-                        kind,
-                        4,
-                        6,
-                        ps,
-                        kind == PoolKind.MHA ? 3 : 1,
-                        kind == PoolKind.MHA ? 24 : 72);
+        Config cfg = PoolFixtures.forKind(kind, 4, 6, ps, 3, 24, 72);
         long srcPages = 5;
         long dstPages = 4;
         Random rnd = new Random(seed);
         int n = 20;
         long[] srcIdx = Indices.crossingRuns(rnd, srcPages * ps, ps, n);
         long[] dstIdx = Indices.tokenGranular(rnd, dstPages * ps, n);
-        Placement sp = Placement.standard(cfg.geometry(srcLayout, cfg.layers, srcPages), 0);
-        Placement dp = Placement.standard(cfg.geometry(dstLayout, cfg.layers, dstPages), 0);
-        try (DeviceKvPool device = cfg.allocateDevice();
-                HostKvPool src = PoolFixtures.host(device, srcLayout, srcPages);
-                HostKvPool dst = PoolFixtures.host(device, dstLayout, dstPages);
-                KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 2);
-                TokenIndices si = TokenIndices.of(srcIdx);
-                TokenIndices di = TokenIndices.of(dstIdx)) {
-            byte[] srcData = LayoutOracle.fill(src.buffer(), seed);
-            byte[] expected = LayoutOracle.canary(dst.buffer(), seed);
-            Oracle.applyTransfer(srcData, sp, expected, dp, srcIdx, dstIdx, 0, 0, cfg.layers);
-            try (Transfer t = Kvio.transfer(executor, src, dst, si, di, 0, 0, cfg.layers)) {
-                t.await();
-                assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, n, cfg.layers));
-            }
-            LayoutOracle.assertPoolEquals(
-                    LayoutOracle.snapshot(dst.buffer()),
-                    expected,
-                    dp,
-                    srcLayout + " -> " + dstLayout + " all layers");
-            LayoutOracle.assertBytesEqual(
-                    LayoutOracle.snapshot(src.buffer()), srcData, "source after transfer");
-
-            // layer map: src layers [1, 3) -> dst layers [2, 4)
-            expected = LayoutOracle.canary(dst.buffer(), seed + 1);
-            Oracle.applyTransfer(srcData, sp, expected, dp, srcIdx, dstIdx, 1, 2, 2);
-            try (Transfer t = Kvio.transfer(executor, src, dst, si, di, 1, 2, 2)) {
-                t.await();
-                assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, n, 2));
-            }
-            LayoutOracle.assertPoolEquals(
-                    LayoutOracle.snapshot(dst.buffer()),
-                    expected,
-                    dp,
-                    srcLayout + " -> " + dstLayout + " layers [1,3) -> [2,4)");
-        }
+        // all layers, then src layers [1, 3) -> dst layers [2, 4)
+        long[][] layerMaps = {{0, 0, cfg.layers}, {1, 2, 2}};
+        checkHostToHost(
+                cfg, srcLayout, srcPages, dstLayout, dstPages, srcIdx, dstIdx, layerMaps, seed);
     }
 
     /**
@@ -173,26 +131,37 @@ public class RoundTripTest {
     public void hostToHostCoalescedRunsWithLayerMaps(
             PoolKind kind, KvLayout srcLayout, KvLayout dstLayout, long seed) {
         long ps = 4;
-        Config cfg =
-                new Config(
-                        kind,
-                        4,
-                        8,
-                        ps,
-                        kind == PoolKind.MHA ? 2 : 1,
-                        kind == PoolKind.MHA ? 8 : 16);
+        Config cfg = PoolFixtures.forKind(kind, 4, 8, ps, 2, 8, 16);
         long pages = 8;
-        Placement sp = Placement.standard(cfg.geometry(srcLayout, cfg.layers, pages), 0);
-        Placement dp = Placement.standard(cfg.geometry(dstLayout, cfg.layers, pages), 0);
         // src pages 1..3 -> dst pages 4..6, then src slots 24..30 -> dst slots 0..6: contiguous on
         // both sides across a page boundary, ending one slot short of a page end
         long[] srcIdx =
                 concat(range(1 * ps, 4 * ps), range(6 * ps, 7 * ps), range(7 * ps, 8 * ps - 1));
         long[] dstIdx = concat(range(4 * ps, 7 * ps), range(0, ps), range(ps, 2 * ps - 1));
         long[][] layerMaps = {{0, 0, 4}, {1, 2, 2}, {1, 0, 3}, {3, 3, 1}, {0, 3, 1}};
+        checkHostToHost(cfg, srcLayout, pages, dstLayout, pages, srcIdx, dstIdx, layerMaps, seed);
+    }
+
+    /**
+     * Kvio.transfer between two host pools over one device pool, once per layer map {src layer
+     * start, dst layer start, layers}: each destination is canary-filled first and compared whole
+     * with what the oracle builds; the source must stay unchanged.
+     */
+    private static void checkHostToHost(
+            Config cfg,
+            KvLayout srcLayout,
+            long srcPages,
+            KvLayout dstLayout,
+            long dstPages,
+            long[] srcIdx,
+            long[] dstIdx,
+            long[][] layerMaps,
+            long seed) {
+        Placement sp = Placement.standard(cfg.geometry(srcLayout, cfg.layers, srcPages), 0);
+        Placement dp = Placement.standard(cfg.geometry(dstLayout, cfg.layers, dstPages), 0);
         try (DeviceKvPool device = cfg.allocateDevice();
-                HostKvPool src = PoolFixtures.host(device, srcLayout, pages);
-                HostKvPool dst = PoolFixtures.host(device, dstLayout, pages);
+                HostKvPool src = PoolFixtures.host(device, srcLayout, srcPages);
+                HostKvPool dst = PoolFixtures.host(device, dstLayout, dstPages);
                 KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 2);
                 TokenIndices si = TokenIndices.of(srcIdx);
                 TokenIndices di = TokenIndices.of(dstIdx)) {
@@ -205,24 +174,15 @@ public class RoundTripTest {
                     t.await();
                     assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, srcIdx.length, m[2]));
                 }
+                String what =
+                        String.format(
+                                "%s -> %s layers [%d,%d) -> [%d,%d)",
+                                srcLayout, dstLayout, m[0], m[0] + m[2], m[1], m[1] + m[2]);
                 LayoutOracle.assertPoolEquals(
-                        LayoutOracle.snapshot(dst.buffer()),
-                        expected,
-                        dp,
-                        srcLayout
-                                + " -> "
-                                + dstLayout
-                                + " layers ["
-                                + m[0]
-                                + ","
-                                + (m[0] + m[2])
-                                + ") -> ["
-                                + m[1]
-                                + ","
-                                + (m[1] + m[2])
-                                + ")");
+                        LayoutOracle.snapshot(dst.buffer()), expected, dp, what);
+                LayoutOracle.assertBytesEqual(
+                        LayoutOracle.snapshot(src.buffer()), srcData, "source after " + what);
             }
-            LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(src.buffer()), srcData, "source");
         }
     }
 
@@ -246,13 +206,8 @@ public class RoundTripTest {
             PoolKind kind, KvLayout layout, long devicePageSize, long seed) {
         long hostPageSize = devicePageSize == 1 ? 4 : devicePageSize / 4;
         Config cfg =
-                new Config(
-                        kind,
-                        3,
-                        devicePageSize == 1 ? 64 : 4,
-                        devicePageSize,
-                        kind == PoolKind.MHA ? 2 : 1,
-                        kind == PoolKind.MHA ? 12 : 40);
+                PoolFixtures.forKind(
+                        kind, 3, devicePageSize == 1 ? 64 : 4, devicePageSize, 2, 12, 40);
         long hostPages = 48 / hostPageSize;
         Random rnd = new Random(seed);
         long[] hostIdx = Indices.crossingRuns(rnd, hostPages * hostPageSize, hostPageSize, 20);
@@ -285,7 +240,7 @@ public class RoundTripTest {
             byte[] devData = LayoutOracle.fill(device.buffer(), seed);
             byte[] expectedHost = LayoutOracle.canary(host.buffer(), seed);
             Oracle.applyTransfer(devData, dp, expectedHost, hp, devIdx, hostIdx, 0, 0, cfg.layers);
-            try (Transfer t = host.backupFromDevice(device, h, d)) {
+            try (Transfer t = host.backup(device).deviceIndices(d).hostIndices(h).submit()) {
                 t.await();
             }
             LayoutOracle.assertPoolEquals(
@@ -299,7 +254,7 @@ public class RoundTripTest {
                             + ")");
             byte[] expectedDev = LayoutOracle.canary(device.buffer(), seed + 1);
             Oracle.applyTransfer(expectedHost, hp, expectedDev, dp, hostIdx, devIdx, 1, 1, 1);
-            try (Transfer t = host.loadToDevice(device, h, d, 1)) {
+            try (Transfer t = host.load(device, 1).hostIndices(h).deviceIndices(d).submit()) {
                 t.await();
             }
             LayoutOracle.assertPoolEquals(
@@ -325,7 +280,7 @@ public class RoundTripTest {
             byte[] devData = LayoutOracle.fill(device.buffer(), 5);
             byte[] expected = LayoutOracle.canary(host.buffer(), 5);
             Oracle.applyTransfer(devData, dp, expected, hp, devIdx, hostIdx, 0, 0, cfg.layers);
-            try (Transfer t = host.backupFromDevice(device, h, d)) {
+            try (Transfer t = host.backup(device).deviceIndices(d).hostIndices(h).submit()) {
                 t.await();
             }
             LayoutOracle.assertPoolEquals(

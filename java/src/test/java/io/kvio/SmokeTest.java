@@ -70,7 +70,8 @@ public class SmokeTest {
             for (int i = 0; i < d.capacity(); i++) {
                 d.put(i, (byte) (i * 7 + 1));
             }
-            Transfer backup = host.backupFromDevice(device, hostSlots, devicePages);
+            Transfer backup =
+                    host.backup(device).deviceIndices(devicePages).hostIndices(hostSlots).submit();
             backup.await();
             assertEquals(
                     backup.bytes(), 2L * 2 * 4 * 8); // components x layers x tokens x row bytes
@@ -88,7 +89,11 @@ public class SmokeTest {
             ByteBuffer original = ByteBuffer.allocate(d.capacity());
             original.put(d.duplicate()).flip();
             for (long layer = 0; layer < 2; layer++) {
-                host.loadToDevice(device, hostSlots, loadTarget, layer).await();
+                host.load(device, layer)
+                        .hostIndices(hostSlots)
+                        .deviceIndices(loadTarget)
+                        .submit()
+                        .await();
             }
             long componentBytes = deviceSpec.componentBytes();
             long[][] moves = {{6, 2}, {7, 3}, {0, 4}, {1, 5}}; // device token -> device token

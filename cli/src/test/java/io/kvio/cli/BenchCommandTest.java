@@ -10,29 +10,24 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvio.IoBackend;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import javax.xml.parsers.DocumentBuilderFactory;
 import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
 import org.w3c.dom.Document;
 import org.w3c.dom.Element;
 import org.w3c.dom.NodeList;
 
-public class BenchCommandTest {
-    private Path dir;
+public class BenchCommandTest extends OutputDirTest {
     private CliRunner run;
-    private int available;
 
     @BeforeClass
     public void runSmallSweep() throws Exception {
-        dir = Files.createTempDirectory("kvio-bench-test");
         run =
                 CliRunner.run(
                         "bench",
@@ -45,14 +40,16 @@ public class BenchCommandTest {
                         "--repeats",
                         "2",
                         "--csv",
-                        dir.resolve("b.csv").toString(),
+                        out("b.csv"),
                         "--json",
-                        dir.resolve("b.json").toString(),
+                        out("b.json"),
                         "--svg",
-                        dir.resolve("b.svg").toString());
-        for (IoBackend b : IoBackend.values()) {
-            available += b.isAvailable() ? 1 : 0;
-        }
+                        out("b.svg"));
+    }
+
+    /** How many io backends can run here. */
+    private static int available() {
+        return (int) Arrays.stream(IoBackend.values()).filter(IoBackend::isAvailable).count();
     }
 
     @Test
@@ -75,7 +72,7 @@ public class BenchCommandTest {
         List<String> lines = Files.readAllLines(dir.resolve("b.csv"), StandardCharsets.UTF_8);
         assertEquals(lines.get(0), BenchResult.CSV_HEADER);
         int columns = BenchResult.CSV_HEADER.split(",").length;
-        assertEquals(lines.size() - 1, available * 3 * 2 * 2 * 3);
+        assertEquals(lines.size() - 1, available() * 3 * 2 * 2 * 3);
         Set<String> keys = new HashSet<>();
         for (String line : lines.subList(1, lines.size())) {
             String[] f = line.split(",");
@@ -96,7 +93,7 @@ public class BenchCommandTest {
 
     @Test
     public void jsonMatchesTheCsv() throws Exception {
-        JsonNode j = new ObjectMapper().readTree(dir.resolve("b.json").toFile());
+        JsonNode j = readJson("b.json");
         assertEquals(j.get("backends").size(), IoBackend.values().length);
         JsonNode points = j.get("points");
         List<String> csv = Files.readAllLines(dir.resolve("b.csv"), StandardCharsets.UTF_8);
@@ -120,15 +117,12 @@ public class BenchCommandTest {
 
     @Test
     public void svgIsWellFormedWithOnePolylinePerSeries() throws Exception {
-        Document svg =
-                DocumentBuilderFactory.newInstance()
-                        .newDocumentBuilder()
-                        .parse(dir.resolve("b.svg").toFile());
+        Document svg = readXml("b.svg");
         Element root = svg.getDocumentElement();
         assertEquals(root.getTagName(), "svg");
         NodeList lines = root.getElementsByTagName("polyline");
         // per panel: backends x 3 layouts + one baseline per backend; two panels
-        assertEquals(lines.getLength(), 2 * (available * 3 + available));
+        assertEquals(lines.getLength(), 2 * (available() * 3 + available()));
         for (int i = 0; i < lines.getLength(); i++) {
             Element l = (Element) lines.item(i);
             // every series has a point per row size (3), at the plotted index count
@@ -139,9 +133,8 @@ public class BenchCommandTest {
 
     @Test
     public void tokensMustBeWholePages() {
-        CliRunner r = CliRunner.run("bench", "--tokens", "20");
-        assertEquals(r.exit, Main.EXIT_USAGE, r.toString());
-        assertTrue(r.err.contains("multiple of the page size 16; e.g. --tokens 64,256"), r.err);
+        CliRunner.run("bench", "--tokens", "20")
+                .assertUsage("multiple of the page size 16; e.g. --tokens 64,256");
     }
 
     @Test

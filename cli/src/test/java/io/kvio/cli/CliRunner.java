@@ -1,7 +1,11 @@
 /*
- * Runs the CLI in this JVM (Main.run with captured streams) for the CLI tests.
+ * Runs the CLI in this JVM (Main.run with captured streams) for the CLI tests; also holds the
+ * result of a run in another JVM (CliJarIT, whose stdout and stderr come merged in out).
  */
 package io.kvio.cli;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertTrue;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -11,7 +15,8 @@ final class CliRunner {
     final String out;
     final String err;
 
-    private CliRunner(int exit, String out, String err) {
+    /** A finished run: its exit status and what it wrote to stdout and stderr. */
+    CliRunner(int exit, String out, String err) {
         this.exit = exit;
         this.out = out;
         this.err = err;
@@ -22,6 +27,13 @@ final class CliRunner {
         StringWriter err = new StringWriter();
         int exit = Main.run(args, new PrintWriter(out, true), new PrintWriter(err, true));
         return new CliRunner(exit, out.toString(), err.toString());
+    }
+
+    /** Asserts a usage error (exit 2) whose stderr holds every fragment; returns this run. */
+    CliRunner assertUsage(String... fragments) {
+        assertEquals(exit, Main.EXIT_USAGE, toString());
+        for (String f : fragments) assertTrue(err.contains(f), err);
+        return this;
     }
 
     @Override

@@ -13,57 +13,31 @@ import static org.testng.Assert.assertNotNull;
 import static org.testng.Assert.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.kvio.IoBackend;
 import io.kvio.PoolKind;
-import java.io.File;
-import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import javax.xml.parsers.DocumentBuilderFactory;
-import org.testng.annotations.AfterClass;
 import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
 import org.w3c.dom.Document;
 import org.w3c.dom.Element;
 import org.w3c.dom.NodeList;
 
-public class MatrixCommandTest {
-    private Path dir;
+public class MatrixCommandTest extends OutputDirTest {
     private CliRunner quick;
     private JsonNode json;
     private Document junit;
 
     @BeforeClass
     public void runQuickMatrix() throws Exception {
-        dir = Files.createTempDirectory("kvio-matrix-test");
-        Path jsonFile = dir.resolve("m.json");
-        Path junitFile = dir.resolve("m.xml");
         quick =
                 CliRunner.run(
-                        "matrix",
-                        "--quick",
-                        "--json",
-                        jsonFile.toString(),
-                        "--junit",
-                        junitFile.toString());
-        json = new ObjectMapper().readTree(jsonFile.toFile());
-        junit = DocumentBuilderFactory.newInstance().newDocumentBuilder().parse(junitFile.toFile());
-    }
-
-    @AfterClass(alwaysRun = true)
-    public void deleteDir() throws IOException {
-        if (dir != null) {
-            for (File f : dir.toFile().listFiles()) {
-                f.delete();
-            }
-            Files.deleteIfExists(dir);
-        }
+                        "matrix", "--quick", "--json", out("m.json"), "--junit", out("m.xml"));
+        json = readJson("m.json");
+        junit = readXml("m.xml");
     }
 
     @Test
@@ -198,8 +172,6 @@ public class MatrixCommandTest {
 
     @Test
     public void injectedMismatchFailsTheRun() throws Exception {
-        Path jsonFile = dir.resolve("fault.json");
-        Path junitFile = dir.resolve("fault.xml");
         CliRunner r =
                 CliRunner.run(
                         "matrix",
@@ -207,22 +179,21 @@ public class MatrixCommandTest {
                         "cpu",
                         "--inject-fault",
                         "--json",
-                        jsonFile.toString(),
+                        out("fault.json"),
                         "--junit",
-                        junitFile.toString());
+                        out("fault.xml"));
         assertEquals(r.exit, 1, r.toString());
         assertTrue(r.err.contains("matrix FAILED"), r.err);
         assertTrue(r.out.contains("FAIL [1]"), r.out);
         assertTrue(
                 r.out.matches("(?s).*\\[1\\] cpu: mha .*byte \\d+ \\(component 0, layer \\d+.*"),
                 r.out);
-        JsonNode j = new ObjectMapper().readTree(jsonFile.toFile());
+        JsonNode j = readJson("fault.json");
         assertEquals(j.get("summary").get("FAIL").asInt(), 1);
         JsonNode first = j.get("configurations").get(0).get("cells").get("cpu");
         assertEquals(first.get("status").asText(), "FAIL");
         assertTrue(first.get("detail").asText().contains("expected 0x"), first.toString());
-        Document x =
-                DocumentBuilderFactory.newInstance().newDocumentBuilder().parse(junitFile.toFile());
+        Document x = readXml("fault.xml");
         NodeList failures = x.getElementsByTagName("failure");
         assertEquals(failures.getLength(), 1);
         assertEquals(x.getDocumentElement().getAttribute("failures"), "1");
@@ -290,12 +261,10 @@ public class MatrixCommandTest {
 
     @Test
     public void fullMatrixOnCpuPasses() throws Exception {
-        Path jsonFile = dir.resolve("full.json");
         CliRunner r =
-                CliRunner.run(
-                        "matrix", "--full", "--backend", "cpu", "--json", jsonFile.toString());
+                CliRunner.run("matrix", "--full", "--backend", "cpu", "--json", out("full.json"));
         assertEquals(r.exit, 0, r.toString());
-        JsonNode summary = new ObjectMapper().readTree(jsonFile.toFile()).get("summary");
+        JsonNode summary = readJson("full.json").get("summary");
         assertEquals(summary.get("cells").asInt(), 3 * 1056);
         assertEquals(summary.get("FAIL").asInt(), 0);
         // mla x page_head: 3 device forms x 2 pools x 2 granularities x 2 directions x 3 pages
@@ -306,7 +275,6 @@ public class MatrixCommandTest {
 
     @Test
     public void deviceFormsSelectTheRows() throws Exception {
-        Path jsonFile = dir.resolve("forms.json");
         CliRunner r =
                 CliRunner.run(
                         "matrix",
@@ -316,9 +284,9 @@ public class MatrixCommandTest {
                         "layer_table,per_component",
                         "--quiet",
                         "--json",
-                        jsonFile.toString());
+                        out("forms.json"));
         assertEquals(r.exit, 0, r.toString());
-        JsonNode j = new ObjectMapper().readTree(jsonFile.toFile());
+        JsonNode j = readJson("forms.json");
         assertEquals(j.get("configurations").size(), 2 * 64);
         assertEquals(j.get("summary").get("FAIL").asInt(), 0);
         // declaration order, whatever order was typed

@@ -1,5 +1,5 @@
 /*
- * JMH benchmark of the cost of one small Java call: a one-page, one-layer loadToDevice on the
+ * JMH benchmark of the cost of one small Java call: a one-page, one-layer load(device, layer) on the
  * CPU backend (Java validation + JNI + native validation + planning + the copy + await), next
  * to a trivial JNI call and a Java memcpy of the same bytes measured in the same run. The tiny
  * case (16-token page, 64-byte rows: 2 KiB moved) is dominated by overhead; the realistic case
@@ -118,45 +118,41 @@ public class SmallCallBenchmark {
         device.close();
     }
 
+    /** The load of the next layer (0 to 31, round robin), its index lists still to name. */
+    private HostKvPool.TransferRequest nextLoad() {
+        layer = (layer + 1) & 31;
+        return host.load(device, layer);
+    }
+
+    private static long awaited(Transfer t) {
+        t.await();
+        return t.bytes();
+    }
+
     /** One page, one layer, host to device, awaited: the per-layer load call of a serving loop. */
     @Benchmark
     public long loadOnePageOneLayer() {
-        layer = (layer + 1) & 31;
-        Transfer t =
-                host.load(device, layer).hostIndices(hostSlots).deviceIndices(deviceSlots).submit();
-        t.await();
-        return t.bytes();
+        return awaited(nextLoad().hostIndices(hostSlots).deviceIndices(deviceSlots).submit());
     }
 
     /** The same load with long[] index arrays, copied for this call. */
     @Benchmark
     public long loadWithLongArrays() {
-        layer = (layer + 1) & 31;
-        Transfer t =
-                host.load(device, layer).hostIndices(hostArray).deviceIndices(deviceArray).submit();
-        t.await();
-        return t.bytes();
+        return awaited(nextLoad().hostIndices(hostArray).deviceIndices(deviceArray).submit());
     }
 
     /** The same load with int[] index arrays, widened and copied for this call. */
     @Benchmark
     public long loadWithIntArrays() {
-        layer = (layer + 1) & 31;
-        Transfer t =
-                host.load(device, layer).hostIndices(hostInts).deviceIndices(deviceInts).submit();
-        t.await();
-        return t.bytes();
+        return awaited(nextLoad().hostIndices(hostInts).deviceIndices(deviceInts).submit());
     }
 
     /** The same load with TokenIndices made from the arrays and closed on every call. */
     @Benchmark
     public long loadWithNewTokenIndices() {
-        layer = (layer + 1) & 31;
         try (TokenIndices h = TokenIndices.of(hostArray);
                 TokenIndices d = TokenIndices.of(deviceArray)) {
-            Transfer t = host.load(device, layer).hostIndices(h).deviceIndices(d).submit();
-            t.await();
-            return t.bytes();
+            return awaited(nextLoad().hostIndices(h).deviceIndices(d).submit());
         }
     }
 

@@ -43,6 +43,17 @@ public interface Placement {
 
     /** A pool in one buffer, components one after another, starting at byte {@code base}. */
     static Placement standard(Geometry g, long base) {
+        return of(g, (c, l, t, h) -> base + g.offset(c, l, t, h));
+    }
+
+    /** Byte offset of head h of (component c, layer l, token t), as {@link #offset}. */
+    @FunctionalInterface
+    interface Offsets {
+        long offset(int c, long l, long t, long h);
+    }
+
+    /** The placement of geometry {@code g} whose offsets {@code offsets} computes. */
+    private static Placement of(Geometry g, Offsets offsets) {
         return new Placement() {
             @Override
             public Geometry geometry() {
@@ -51,7 +62,7 @@ public interface Placement {
 
             @Override
             public long offset(int c, long l, long t, long h) {
-                return base + g.offset(c, l, t, h);
+                return offsets.offset(c, l, t, h);
             }
         };
     }
@@ -67,17 +78,10 @@ public interface Placement {
         if (layerBases.length != g.components * g.layers) {
             throw new IllegalArgumentException("oracle: one layer base per (component, layer)");
         }
-        return new Placement() {
-            @Override
-            public Geometry geometry() {
-                return g;
-            }
-
-            @Override
-            public long offset(int c, long l, long t, long h) {
-                return layerBases[(int) (c * g.layers + l)] + (t * g.heads + h) * g.headBytes;
-            }
-        };
+        return of(
+                g,
+                (c, l, t, h) ->
+                        layerBases[(int) (c * g.layers + l)] + (t * g.heads + h) * g.headBytes);
     }
 
     /**

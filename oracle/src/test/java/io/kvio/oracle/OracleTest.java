@@ -16,6 +16,7 @@ import java.util.HashSet;
 import java.util.Random;
 import java.util.Set;
 import java.util.SplittableRandom;
+import org.testng.annotations.DataProvider;
 import org.testng.annotations.Test;
 
 public class OracleTest {
@@ -39,36 +40,23 @@ public class OracleTest {
     //   page_first_direct [P, L, ps, H, D]: page 32, layer 16, slot 8, head 4
     //   page_head         [P, H, ps, L, D]: page 32, head 16, slot 8, layer 4
     // A = (c=1, l=1, t=2 (page 1, slot 0), h=0); B = (c=0, l=0, t=5 (page 2, slot 1), h=1).
-    @Test
-    public void layerFirstOffsets() {
-        Geometry g = tiny(Shape.LAYER_FIRST);
-        assertEquals(g.offset(1, 1, 2, 0), 160); // 96 + 48 + 2*8
-        assertEquals(g.offset(0, 0, 5, 1), 44); // 5*8 + 4
-        assertEquals(g.offset(0, 1, 0, 0), 48);
+    // Each row: the shape, then the offsets of A, B and (c=0, l=1, t=0, h=0).
+    @DataProvider
+    public Object[][] handOffsets() {
+        return new Object[][] {
+            {Shape.LAYER_FIRST, 160L /* 96 + 48 + 2*8 */, 44L /* 5*8 + 4 */, 48L},
+            {Shape.PAGE_FIRST, 136L /* 96 + 2*16 + 8 */, 84L /* 5*16 + 4 */, 8L},
+            {Shape.PAGE_FIRST_DIRECT, 144L /* 96 + 32 + 16 */, 76L /* 2*32 + 8 + 4 */, 16L},
+            {Shape.PAGE_HEAD, 132L /* 96 + 32 + 4 */, 88L /* 2*32 + 16 + 8 */, 4L},
+        };
     }
 
-    @Test
-    public void pageFirstOffsets() {
-        Geometry g = tiny(Shape.PAGE_FIRST);
-        assertEquals(g.offset(1, 1, 2, 0), 136); // 96 + 2*16 + 8
-        assertEquals(g.offset(0, 0, 5, 1), 84); // 5*16 + 4
-        assertEquals(g.offset(0, 1, 0, 0), 8);
-    }
-
-    @Test
-    public void pageFirstDirectOffsets() {
-        Geometry g = tiny(Shape.PAGE_FIRST_DIRECT);
-        assertEquals(g.offset(1, 1, 2, 0), 144); // 96 + 32 + 16
-        assertEquals(g.offset(0, 0, 5, 1), 76); // 2*32 + 8 + 4
-        assertEquals(g.offset(0, 1, 0, 0), 16);
-    }
-
-    @Test
-    public void pageHeadOffsets() {
-        Geometry g = tiny(Shape.PAGE_HEAD);
-        assertEquals(g.offset(1, 1, 2, 0), 132); // 96 + 32 + 4
-        assertEquals(g.offset(0, 0, 5, 1), 88); // 2*32 + 16 + 8
-        assertEquals(g.offset(0, 1, 0, 0), 4);
+    @Test(dataProvider = "handOffsets")
+    public void offsetsByHand(Shape shape, long a, long b, long layerOne) {
+        Geometry g = tiny(shape);
+        assertEquals(g.offset(1, 1, 2, 0), a);
+        assertEquals(g.offset(0, 0, 5, 1), b);
+        assertEquals(g.offset(0, 1, 0, 0), layerOne);
     }
 
     /** Every layout places each head exactly once, tiling the whole buffer. */

@@ -2,7 +2,8 @@
 //  1. Row sweep: device->host and host->device GB/s for row sizes 256 B to 256 KiB x index
 //     counts 64 to 64K (scattered, distinct slots: nothing coalesces), for 'kernel' at CTA
 //     budgets 1 to 16, 'direct', and one contiguous cudaMemcpyAsync of the same bytes (the
-//     link's ceiling), measured in the same run.
+//     link's ceiling), and a plain warp-per-row kernel (reference_copy.cu, 2 CTAs x 1024
+//     threads: the baseline kvio's kernel must beat), all measured in the same run.
 //  2. Per-layer load: all layers loaded one transfer per layer, page_first host pool vs
 //     layer_first host pool, into a layer_first device pool with per-layer buffers.
 // Writes every measurement as TSV to --out (default cuda_bench.tsv) and prints a short summary
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "kvio/kvio.h"
+#include "reference_copy.hpp"
 
 namespace {
 
@@ -93,6 +95,33 @@ double timeContiguous(uint64_t dst, uint64_t src, uint64_t bytes, int reps) {
   return seconds;
 }
 
+// The baseline kernel (reference_copy.cu, warp per row, 2 CTAs x 1024 threads) over the same
+// rows as the transfers: seconds per rep. Index arrays are uploaded before timing.
+double timeReference(uint64_t dst, uint64_t src, const std::vector<int64_t>& d,
+                     const std::vector<int64_t>& s, int64_t rowBytes, int reps) {
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const size_t bytes = s.size() * sizeof(int64_t);
+  int64_t* indices = nullptr;
+  CUDA_OK(cudaMalloc(&indices, 2 * bytes));
+  CUDA_OK(cudaMemcpyAsync(indices, s.data(), bytes, cudaMemcpyHostToDevice, stream));
+  CUDA_OK(cudaMemcpyAsync(indices + s.size(), d.data(), bytes, cudaMemcpyHostToDevice, stream));
+  const auto count = static_cast<int64_t>(s.size());
+  CUDA_OK(kvio_bench::launchReferenceCopy(dst, src, indices + s.size(), indices, count, rowBytes,
+                                          stream));
+  CUDA_OK(cudaStreamSynchronize(stream));
+  const double start = now();
+  for (int r = 0; r < reps; ++r) {
+    CUDA_OK(kvio_bench::launchReferenceCopy(dst, src, indices + s.size(), indices, count, rowBytes,
+                                            stream));
+  }
+  CUDA_OK(cudaStreamSynchronize(stream));
+  const double seconds = (now() - start) / reps;
+  CUDA_OK(cudaFree(indices));
+  CUDA_OK(cudaStreamDestroy(stream));
+  return seconds;
+}
+
 int repsFor(uint64_t bytes) {  // about 256 MiB per measurement, 3 to 20 reps
   const uint64_t reps = (256ull << 20) / std::max<uint64_t>(bytes, 1);
   return static_cast<int>(std::clamp<uint64_t>(reps, 3, 20));
@@ -125,8 +154,8 @@ int main(int argc, char** argv) {
   const std::vector<int64_t> rowSizes =
       quick ? std::vector<int64_t>{256, 4096, 65536}
             : std::vector<int64_t>{256, 1024, 4096, 16384, 65536, 262144};
-  const std::vector<int64_t> counts =
-      quick ? std::vector<int64_t>{64, 4096} : std::vector<int64_t>{64, 1024, 4096, 16384, 65536};
+  const std::vector<int64_t> counts = quick ? std::vector<int64_t>{64, 4096, 65536}
+                                            : std::vector<int64_t>{64, 1024, 4096, 16384, 65536};
   const std::vector<int32_t> budgets =
       quick ? std::vector<int32_t>{1, 4} : std::vector<int32_t>{1, 2, 4, 8, 16};
   const uint64_t maxCaseBytes = 2ull << 30;
@@ -138,7 +167,10 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(1);
 
   for (int64_t row : rowSizes) {
-    const int64_t maxCount = *std::max_element(counts.begin(), counts.end());
+    int64_t maxCount = 0;  // the largest count measured at this row size
+    for (int64_t n : counts) {
+      if (static_cast<uint64_t>(n * row) <= maxCaseBytes) maxCount = std::max(maxCount, n);
+    }
     int64_t slots = std::min<int64_t>(2 * maxCount, static_cast<int64_t>(2 * maxCaseBytes / row));
     const kvio_pool_spec spec{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, 1, slots, 1, 1, row};
     Pool device(spec, KVIO_MEMORY_CUDA_DEVICE), host(spec, KVIO_MEMORY_HOST_PINNED);
@@ -166,16 +198,22 @@ int main(int argc, char** argv) {
         }
         const double td = timeTransfers(direct, src, dst, s, d, 0, 0, 1, reps);
         results.push_back({"rows", "direct", direction, row, n, 0, bytes / td / 1e9});
-        const double tc = timeContiguous(d2h ? host.address : device.address,
-                                         d2h ? device.address : host.address, bytes, reps);
+        const uint64_t dstAddress = d2h ? host.address : device.address;
+        const uint64_t srcAddress = d2h ? device.address : host.address;
+        const double tr = timeReference(dstAddress, srcAddress, d, s, row, reps);
+        results.push_back({"rows", "reference", direction, row, n, kvio_bench::kReferenceBlocks,
+                           bytes / tr / 1e9});
+        const double tc = timeContiguous(dstAddress, srcAddress, bytes, reps);
         results.push_back({"rows", "contiguous", direction, row, n, 0, bytes / tc / 1e9});
         std::fprintf(stderr,
-                     "rows %7lld B x %6lld %s: kernel(4) %.1f direct %.1f ceiling %.1f GB/s\n",
+                     "rows %7lld B x %6lld %s: kernel(4) %.1f reference %.1f direct %.1f ceiling "
+                     "%.1f GB/s\n",
                      static_cast<long long>(row), static_cast<long long>(n), direction,
-                     results[results.size() - 2 - budgets.size() +
+                     results[results.size() - 3 - budgets.size() +
                              (std::find(budgets.begin(), budgets.end(), 4) - budgets.begin())]
                          .gbps,
-                     results[results.size() - 2].gbps, results.back().gbps);
+                     results[results.size() - 2].gbps, results[results.size() - 3].gbps,
+                     results.back().gbps);
       }
     }
   }
@@ -259,17 +297,22 @@ int main(int argc, char** argv) {
     return best;
   };
   std::printf("\nfull results: %s\n", out.c_str());
-  std::printf("summary (GB/s at the largest index count per row size; kernel at 4 / 16 CTAs)\n");
-  std::printf("%-4s %9s %9s %9s %9s %9s %7s\n", "dir", "row", "kernel4", "kernel16", "direct",
-              "ceiling", "dir/ceil");
+  std::printf(
+      "summary (GB/s at the largest index count per row size; kernel at 1 / 4 / 16 CTAs; "
+      "reference: warp-per-row kernel, %d CTAs x %d threads)\n",
+      kvio_bench::kReferenceBlocks, kvio_bench::kReferenceThreads);
+  std::printf("%-4s %9s %9s %9s %9s %9s %9s %9s %7s %7s\n", "dir", "row", "kernel1", "kernel4",
+              "kernel16", "reference", "direct", "ceiling", "k4/ceil", "dir/ceil");
   for (const char* dir : {"d2h", "h2d"}) {
     for (int64_t row : rowSizes) {
       const double ceiling = find("rows", "contiguous", dir, row, 0);
       const double d = find("rows", "direct", dir, row, 0);
-      std::printf("%-4s %9lld %9.1f %9.1f %9.1f %9.1f %7.2f\n", dir, static_cast<long long>(row),
-                  find("rows", "kernel", dir, row, 4),
-                  find("rows", "kernel", dir, row, quick ? 4 : 16), d, ceiling,
-                  ceiling > 0 ? d / ceiling : 0.0);
+      const double k4 = find("rows", "kernel", dir, row, 4);
+      std::printf("%-4s %9lld %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %7.2f %7.2f\n", dir,
+                  static_cast<long long>(row), find("rows", "kernel", dir, row, 1), k4,
+                  find("rows", "kernel", dir, row, quick ? 4 : 16),
+                  find("rows", "reference", dir, row, kvio_bench::kReferenceBlocks), d, ceiling,
+                  ceiling > 0 ? k4 / ceiling : 0.0, ceiling > 0 ? d / ceiling : 0.0);
     }
   }
   for (const Result& r : results) {

@@ -57,8 +57,13 @@ struct AffineLayout {
     const int64_t p = t / pageSize;
     return p * strideP + (t - p * pageSize) * strideS;
   }
+  /// The row address, written once: head h of component c in layer l of the token whose
+  /// tokenOffset is `offset` (callers that visit many layers compute the offset once).
+  KVIO_HOST_DEVICE uint64_t rowAddress(int32_t c, int64_t l, uint64_t offset, int64_t h) const {
+    return layerBase[c * numLayers + l] + offset + static_cast<uint64_t>(h * strideH);
+  }
   KVIO_HOST_DEVICE uint64_t address(int32_t c, int64_t l, int64_t t, int64_t h) const {
-    return layerBase[c * numLayers + l] + static_cast<uint64_t>(tokenOffset(t) + h * strideH);
+    return rowAddress(c, l, static_cast<uint64_t>(tokenOffset(t)), h);
   }
   KVIO_HOST_DEVICE int64_t rowBytes() const { return headNum * headBytes; }
   /// Heads of a token row are adjacent, so one (c, l, t) is one contiguous row.
@@ -66,6 +71,26 @@ struct AffineLayout {
   /// Token t+1 follows token t at strideS even across a page boundary.
   KVIO_HOST_DEVICE bool pageSeamless() const { return strideP == pageSize * strideS; }
 };
+
+/// The copy unit of a layout pair, written once: the bytes of one (token, layer, component)
+/// that are contiguous on both sides. A whole row when both sides keep its heads adjacent,
+/// else one head, `heads` units per row (head h at h * strideH on each side).
+struct CopyUnit {
+  int64_t bytes = 0;
+  int64_t heads = 1;
+};
+
+KVIO_HOST_DEVICE inline CopyUnit copyUnit(const AffineLayout& src, const AffineLayout& dst) {
+  CopyUnit u;
+  if (src.headsAdjacent() && dst.headsAdjacent()) {
+    u.bytes = src.rowBytes();
+    u.heads = 1;
+  } else {
+    u.bytes = src.headBytes;
+    u.heads = src.headNum;
+  }
+  return u;
+}
 
 }  // namespace kvio
 

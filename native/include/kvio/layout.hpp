@@ -18,6 +18,15 @@
 
 namespace kvio {
 
+/// a / b for b > 0: on a device a 32-bit division when both fit, since a 64-bit one is a long
+/// instruction sequence there; plain 64-bit division on the host.
+KVIO_HOST_DEVICE inline uint64_t divideU64(uint64_t a, uint64_t b) {
+#if defined(__CUDA_ARCH__)
+  if (((a | b) >> 32) == 0) return static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
+#endif
+  return a / b;
+}
+
 /// Components per token row: K and V for MHA, the latent for MLA.
 constexpr int32_t componentCount(int32_t kind) {
   return kind == KVIO_KIND_MHA ? 2 : 1;
@@ -52,9 +61,10 @@ struct AffineLayout {
   int64_t strideH = 0;
   const uint64_t* layerBase = nullptr;  // [c * numLayers + l]
 
-  /// Byte offset of token t from its layer's base: p*strideP + s*strideS.
+  /// Byte offset of token t (0 <= t < tokens) from its layer's base: p*strideP + s*strideS.
   KVIO_HOST_DEVICE int64_t tokenOffset(int64_t t) const {
-    const int64_t p = t / pageSize;
+    const auto p =
+        static_cast<int64_t>(divideU64(static_cast<uint64_t>(t), static_cast<uint64_t>(pageSize)));
     return p * strideP + (t - p * pageSize) * strideS;
   }
   /// The row address, written once: head h of component c in layer l of the token whose

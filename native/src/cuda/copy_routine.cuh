@@ -271,31 +271,55 @@ KVIO_HOST_DEVICE inline uint64_t streamWords(const CopyLaunch& p) {
          (static_cast<uint64_t>(unit.bytes) / static_cast<uint64_t>(p.wordBytes));
 }
 
-/// The rows of segment `seg` of the stream (one copy unit of one pair, layer, component and
-/// head); false when the pair is skipped (a bad device-resident index), reported by the lane
-/// holding the pair's first word.
-KVIO_HOST_DEVICE inline bool segmentRows(const CopyLaunch& p, const CopyUnit& unit, uint64_t seg,
-                                         uint64_t word, uint64_t* srcRow, uint64_t* dstRow) {
+/// Where a lane is in the launch's stream: the segment (one copy unit of one pair, layer,
+/// component and head) and the word in it; the rows of the segment and the token offsets of its
+/// pair, decoded again only when the segment (the pair) changes.
+struct StreamCursor {
+  uint64_t seg = 0;
+  uint64_t word = 0;
+  uint64_t decodedSeg = ~0ull;
+  uint64_t pair = ~0ull;
+  uint64_t srcOffset = 0;
+  uint64_t dstOffset = 0;
+  bool pairOk = false;
+  uint64_t srcRow = 0;
+  uint64_t dstRow = 0;
+};
+
+/// Decodes the cursor's segment into its rows; false when its pair is skipped (a bad
+/// device-resident index), reported by the lane holding the pair's first word.
+KVIO_HOST_DEVICE inline bool decodeSegment(const CopyLaunch& p, const CopyUnit& unit,
+                                           StreamCursor* k) {
+  if (k->seg == k->decodedSeg) return k->pairOk;
+  k->decodedSeg = k->seg;
   const uint64_t heads = static_cast<uint64_t>(unit.heads);
   const uint64_t components = static_cast<uint64_t>(p.src.components);
   const uint64_t perPair = static_cast<uint64_t>(p.numLayers) * components * heads;
-  const uint64_t pair = seg / perPair;
-  uint64_t r = seg - pair * perPair;
-  const uint64_t first = r;
-  const int64_t h = static_cast<int64_t>(r % heads);
-  r /= heads;
-  const int32_t c = static_cast<int32_t>(r % components);
-  const int64_t j = static_cast<int64_t>(r / components);
-  const int64_t s = p.srcIndices[pair];
-  const int64_t d = p.dstIndices[pair];
-  if (p.checkIndices != 0 && (s < 0 || s >= p.src.tokens || d < 0 || d >= p.dst.tokens)) {
-    if (first == 0 && word == 0) reportBadPair(p.badPairs, static_cast<int64_t>(pair));
-    return false;
+  const uint64_t pair = divideU64(k->seg, perPair);
+  uint64_t r = k->seg - pair * perPair;
+  if (pair != k->pair) {
+    k->pair = pair;
+    const int64_t s = p.srcIndices[pair];
+    const int64_t d = p.dstIndices[pair];
+    k->pairOk = p.checkIndices == 0 || (s >= 0 && s < p.src.tokens && d >= 0 && d < p.dst.tokens);
+    if (!k->pairOk) {
+      if (r == 0 && k->word == 0) reportBadPair(p.badPairs, static_cast<int64_t>(pair));
+      return false;
+    }
+    k->srcOffset = static_cast<uint64_t>(p.src.tokenOffset(s));
+    k->dstOffset = static_cast<uint64_t>(p.dst.tokenOffset(d));
   }
-  *srcRow =
-      p.src.rowAddress(c, p.srcLayerStart + j, static_cast<uint64_t>(p.src.tokenOffset(s)), h);
-  *dstRow =
-      p.dst.rowAddress(c, p.dstLayerStart + j, static_cast<uint64_t>(p.dst.tokenOffset(d)), h);
+  if (!k->pairOk) return false;
+  int64_t h = 0;
+  if (heads > 1) {
+    const uint64_t q = divideU64(r, heads);
+    h = static_cast<int64_t>(r - q * heads);
+    r = q;
+  }
+  const int32_t c = components > 1 ? static_cast<int32_t>(r & 1) : 0;  // at most 2 components
+  const auto j = static_cast<int64_t>(components > 1 ? r >> 1 : r);
+  k->srcRow = p.src.rowAddress(c, p.srcLayerStart + j, k->srcOffset, h);
+  k->dstRow = p.dst.rowAddress(c, p.dstLayerStart + j, k->dstOffset, h);
   return true;
 }
 
@@ -306,26 +330,32 @@ KVIO_HOST_DEVICE inline void runTiles(const CopyLaunch& p, int64_t warp, int64_t
   const uint64_t unitWords = static_cast<uint64_t>(unit.bytes) / W;
   const uint64_t total = streamWords(p);
   constexpr uint64_t kTileWords = static_cast<uint64_t>(kTileLanes) * K;
+  // A lane's next word is kTileLanes further: stepSegs segments and stepWords words on.
+  const uint64_t stepSegs = divideU64(kTileLanes, unitWords);
+  const uint64_t stepWords = kTileLanes - stepSegs * unitWords;
+  StreamCursor k;
   for (uint64_t tile = static_cast<uint64_t>(warp); tile * kTileWords < total;
        tile += static_cast<uint64_t>(warps)) {
+    const uint64_t first = tile * kTileWords + static_cast<uint64_t>(lane);
+    k.seg = divideU64(first, unitWords);
+    k.word = first - k.seg * unitWords;
     typename WordOf<W>::T v[K];
     uint8_t* to[K];
-    uint64_t cached = ~0ull, srcRow = 0, dstRow = 0;
-    bool ok = false;
     KVIO_UNROLL
     for (int32_t u = 0; u < K; ++u) {
       to[u] = nullptr;
-      const uint64_t f = tile * kTileWords + static_cast<uint64_t>(u * kTileLanes + lane);
-      if (f >= total) continue;
-      const uint64_t seg = f / unitWords;
-      const uint64_t word = f - seg * unitWords;
-      if (seg != cached) {
-        cached = seg;
-        ok = segmentRows(p, unit, seg, word, &srcRow, &dstRow);
+      if (u > 0) {
+        k.seg += stepSegs;
+        k.word += stepWords;
+        if (k.word >= unitWords) {
+          k.word -= unitWords;
+          ++k.seg;
+        }
       }
-      if (!ok) continue;
-      v[u] = loadWord<W>(reinterpret_cast<const uint8_t*>(srcRow + word * W));
-      to[u] = reinterpret_cast<uint8_t*>(dstRow + word * W);
+      if (first + static_cast<uint64_t>(u * kTileLanes) >= total) continue;
+      if (!decodeSegment(p, unit, &k)) continue;
+      v[u] = loadWord<W>(reinterpret_cast<const uint8_t*>(k.srcRow + k.word * W));
+      to[u] = reinterpret_cast<uint8_t*>(k.dstRow + k.word * W);
     }
     KVIO_UNROLL
     for (int32_t u = 0; u < K; ++u) {

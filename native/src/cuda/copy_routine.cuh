@@ -1,7 +1,8 @@
-// The SM copy kernel's per-worker routine and address math, written once for the device and
-// the host: nvcc compiles it into copy_kernel.cu, and native/tests/cuda_copy_routine_test.cpp
-// compiles it with the host compiler and replays every worker and lane of a launch against
-// the oracle. No CUDA header is needed outside nvcc.
+// The SM copy kernel's per-thread routines (tiled, and per row for unaligned launches) and the
+// launch scheme, written once for the device and the host: nvcc compiles them into
+// copy_kernel.cu, and native/tests/cuda_copy_routine_test.cpp compiles them with the host
+// compiler and replays every thread of a launch against the oracle. No CUDA header is needed
+// outside nvcc.
 //
 // A launch copies, for each index pair i, each layer j of the layer map and each component c,
 // the row (or, when either side splits heads, each head) of token srcIndices[i] in source

@@ -72,7 +72,9 @@ function(kvio_add_cuda_bench)
   if(NOT KVIO_HAVE_CUDA)
     return()
   endif()
-  add_executable(kvio_cuda_bench ${PROJECT_SOURCE_DIR}/native/bench/cuda_transfer_bench.cpp)
+  # reference_copy.cu: the baseline kernel measured next to kvio's in the same run.
+  add_executable(kvio_cuda_bench ${PROJECT_SOURCE_DIR}/native/bench/cuda_transfer_bench.cpp
+                                 ${PROJECT_SOURCE_DIR}/native/bench/reference_copy.cu)
   target_link_libraries(kvio_cuda_bench PRIVATE kvio CUDA::cudart_static)
-  target_compile_options(kvio_cuda_bench PRIVATE -Wall -Wextra)
+  target_compile_options(kvio_cuda_bench PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>)
 endfunction()

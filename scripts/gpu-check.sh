@@ -326,7 +326,7 @@ run() {
   else
     say "RESULT: FAIL"
   fi
-  tail -20 "$out/bench.txt" 2>/dev/null || true
+  tail -32 "$out/bench.txt" 2>/dev/null || true  # the bench summary
   return "$failed"
 }
 

@@ -2,9 +2,13 @@
 //  1. Row sweep: device->host and host->device GB/s for row sizes 256 B to 256 KiB x index
 //     counts 64 to 64K (scattered, distinct slots: nothing coalesces), for 'kernel' at CTA
 //     budgets 1 to 16, 'direct', and one contiguous cudaMemcpyAsync of the same bytes (the
-//     link's ceiling), measured in the same run.
+//     link's ceiling), and a plain warp-per-row kernel (reference_copy.cu, 2 CTAs x 1024
+//     threads: the baseline kvio's kernel must beat), all measured in the same run.
 //  2. Per-layer load: all layers loaded one transfer per layer, page_first host pool vs
 //     layer_first host pool, into a layer_first device pool with per-layer buffers.
+//  3. Submit cost and submit-to-completion of a one-page, one-layer load for kernel and direct,
+//     next to the floor (one cudaMemcpyAsync of the same bytes; with cudaStreamSynchronize).
+// 'direct' results carry its copy-engine calls per transfer (kvio_debug_copy_engine_calls).
 // Writes every measurement as TSV to --out (default cuda_bench.tsv) and prints a short summary
 // table last. --quick runs a reduced sweep (for a smoke run).
 #include <cuda_runtime.h>
@@ -20,6 +24,7 @@
 #include <vector>
 
 #include "kvio/kvio.h"
+#include "reference_copy.hpp"
 
 namespace {
 
@@ -54,11 +59,20 @@ struct Pool {
   ~Pool() { kvio_pool_close(handle); }
 };
 
-// Runs `reps` transfers back to back (submitted, then all waited) and returns seconds per rep.
+// Copy-engine calls kvio has issued so far (kvio_debug_copy_engine_calls, all four kinds).
+int64_t engineCalls() {
+  int64_t counts[4] = {};
+  KVIO_OK(kvio_debug_copy_engine_calls(counts));
+  return counts[0] + counts[1] + counts[2] + counts[3];
+}
+
+// Runs `reps` transfers back to back (submitted, then all waited) and returns seconds per rep;
+// *calls (optional): copy-engine calls per transfer (0 for the kernel backend).
 double timeTransfers(uint64_t executor, uint64_t src, uint64_t dst, const std::vector<int64_t>& s,
                      const std::vector<int64_t>& d, int64_t srcLayer, int64_t dstLayer,
-                     int64_t layers, int reps) {
+                     int64_t layers, int reps, double* calls = nullptr) {
   std::vector<uint64_t> transfers(static_cast<size_t>(reps));
+  const int64_t callsBefore = engineCalls();
   uint64_t warm = 0;
   KVIO_OK(kvio_submit_args(executor, src, dst, s.data(), d.data(), static_cast<int64_t>(s.size()),
                            srcLayer, dstLayer, layers, &warm));
@@ -73,7 +87,9 @@ double timeTransfers(uint64_t executor, uint64_t src, uint64_t dst, const std::v
     KVIO_OK(kvio_transfer_wait(t, -1));
     kvio_transfer_close(t);
   }
-  return (now() - start) / reps;
+  const double seconds = (now() - start) / reps;
+  if (calls != nullptr) *calls = static_cast<double>(engineCalls() - callsBefore) / (reps + 1);
+  return seconds;
 }
 
 double timeContiguous(uint64_t dst, uint64_t src, uint64_t bytes, int reps) {
@@ -93,6 +109,33 @@ double timeContiguous(uint64_t dst, uint64_t src, uint64_t bytes, int reps) {
   return seconds;
 }
 
+// The baseline kernel (reference_copy.cu, warp per row, 2 CTAs x 1024 threads) over the same
+// rows as the transfers: seconds per rep. Index arrays are uploaded before timing.
+double timeReference(uint64_t dst, uint64_t src, const std::vector<int64_t>& d,
+                     const std::vector<int64_t>& s, int64_t rowBytes, int reps) {
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const size_t bytes = s.size() * sizeof(int64_t);
+  int64_t* indices = nullptr;
+  CUDA_OK(cudaMalloc(&indices, 2 * bytes));
+  CUDA_OK(cudaMemcpyAsync(indices, s.data(), bytes, cudaMemcpyHostToDevice, stream));
+  CUDA_OK(cudaMemcpyAsync(indices + s.size(), d.data(), bytes, cudaMemcpyHostToDevice, stream));
+  const auto count = static_cast<int64_t>(s.size());
+  CUDA_OK(kvio_bench::launchReferenceCopy(dst, src, indices + s.size(), indices, count, rowBytes,
+                                          stream));
+  CUDA_OK(cudaStreamSynchronize(stream));
+  const double start = now();
+  for (int r = 0; r < reps; ++r) {
+    CUDA_OK(kvio_bench::launchReferenceCopy(dst, src, indices + s.size(), indices, count, rowBytes,
+                                            stream));
+  }
+  CUDA_OK(cudaStreamSynchronize(stream));
+  const double seconds = (now() - start) / reps;
+  CUDA_OK(cudaFree(indices));
+  CUDA_OK(cudaStreamDestroy(stream));
+  return seconds;
+}
+
 int repsFor(uint64_t bytes) {  // about 256 MiB per measurement, 3 to 20 reps
   const uint64_t reps = (256ull << 20) / std::max<uint64_t>(bytes, 1);
   return static_cast<int>(std::clamp<uint64_t>(reps, 3, 20));
@@ -102,7 +145,81 @@ struct Result {
   std::string test, backend, direction;
   int64_t rowBytes, count, ctas;
   double gbps;
+  double calls = -1;  // copy-engine calls per transfer (direct); -1: not counted
+  double us = -1;     // latency tests: microseconds per transfer; -1 for bandwidth tests
 };
+
+// Submit cost and submit-to-completion of one small transfer (one 64-token page of one layer,
+// 8 heads x 256 B, page_first pinned host pool -> layer_first device pool), for each executor,
+// next to the floor measured in the same run: one cudaMemcpyAsync of the same bytes (its issue
+// time, and issue + cudaStreamSynchronize). Microseconds, the mean of `reps` rounds.
+void measureSubmitCost(uint64_t kernel, uint64_t direct, int reps, std::vector<Result>* results) {
+  const int64_t ps = 64, H = 8, hb = 256, pages = 64;
+  const kvio_pool_spec dspec{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, 4, pages, ps, H, hb};
+  const kvio_pool_spec hspec{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 4, pages, ps, H, hb};
+  Pool device(dspec, KVIO_MEMORY_CUDA_DEVICE), host(hspec, KVIO_MEMORY_HOST_PINNED);
+  std::vector<int64_t> hostIdx, devIdx;
+  for (int64_t s = 0; s < ps; ++s) {
+    hostIdx.push_back(3 * ps + s);
+    devIdx.push_back(17 * ps + s);
+  }
+  const int64_t bytes = 2 * ps * H * hb;
+  const auto n = static_cast<int64_t>(hostIdx.size());
+  KVIO_OK(kvio_executor_set_launch(kernel, 4, 16));
+  for (int b = 0; b < 2; ++b) {
+    const uint64_t executor = b == 0 ? kernel : direct;
+    const char* name = b == 0 ? "kernel" : "direct";
+    double calls = 0;
+    timeTransfers(executor, host.handle, device.handle, hostIdx, devIdx, 1, 1, 1, 2, &calls);
+    std::vector<uint64_t> transfers(static_cast<size_t>(reps));
+    double submit = 0;
+    for (auto& t : transfers) {  // submit cost: the call alone, transfers queued behind
+      const double start = now();
+      KVIO_OK(kvio_submit_args(executor, host.handle, device.handle, hostIdx.data(), devIdx.data(),
+                               n, 1, 1, 1, &t));
+      submit += now() - start;
+    }
+    for (uint64_t t : transfers) {
+      KVIO_OK(kvio_transfer_wait(t, -1));
+      kvio_transfer_close(t);
+    }
+    double complete = 0;
+    for (int r = 0; r < reps; ++r) {  // submit to completion, one at a time
+      uint64_t t = 0;
+      const double start = now();
+      KVIO_OK(kvio_submit_args(executor, host.handle, device.handle, hostIdx.data(), devIdx.data(),
+                               n, 1, 1, 1, &t));
+      KVIO_OK(kvio_transfer_wait(t, -1));
+      complete += now() - start;
+      kvio_transfer_close(t);
+    }
+    results->push_back({"submit", name, "h2d", 2 * H * hb, n, b == 0 ? 4 : 0, 0,
+                        b == 1 ? calls : -1, submit / reps * 1e6});
+    results->push_back({"submit_to_completion", name, "h2d", 2 * H * hb, n, b == 0 ? 4 : 0, 0,
+                        b == 1 ? calls : -1, complete / reps * 1e6});
+  }
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  void* dst = reinterpret_cast<void*>(device.address);
+  const void* src = reinterpret_cast<const void*>(host.address);
+  CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+  CUDA_OK(cudaStreamSynchronize(stream));
+  double submit = 0, complete = 0;
+  for (int r = 0; r < reps; ++r) {
+    double start = now();
+    CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    submit += now() - start;
+    CUDA_OK(cudaStreamSynchronize(stream));
+    start = now();
+    CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    CUDA_OK(cudaStreamSynchronize(stream));
+    complete += now() - start;
+  }
+  CUDA_OK(cudaStreamDestroy(stream));
+  results->push_back({"submit", "floor", "h2d", 2 * H * hb, n, 0, 0, 1, submit / reps * 1e6});
+  results->push_back(
+      {"submit_to_completion", "floor", "h2d", 2 * H * hb, n, 0, 0, 1, complete / reps * 1e6});
+}
 
 }  // namespace
 
@@ -125,8 +242,8 @@ int main(int argc, char** argv) {
   const std::vector<int64_t> rowSizes =
       quick ? std::vector<int64_t>{256, 4096, 65536}
             : std::vector<int64_t>{256, 1024, 4096, 16384, 65536, 262144};
-  const std::vector<int64_t> counts =
-      quick ? std::vector<int64_t>{64, 4096} : std::vector<int64_t>{64, 1024, 4096, 16384, 65536};
+  const std::vector<int64_t> counts = quick ? std::vector<int64_t>{64, 4096, 65536}
+                                            : std::vector<int64_t>{64, 1024, 4096, 16384, 65536};
   const std::vector<int32_t> budgets =
       quick ? std::vector<int32_t>{1, 4} : std::vector<int32_t>{1, 2, 4, 8, 16};
   const uint64_t maxCaseBytes = 2ull << 30;
@@ -138,7 +255,10 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(1);
 
   for (int64_t row : rowSizes) {
-    const int64_t maxCount = *std::max_element(counts.begin(), counts.end());
+    int64_t maxCount = 0;  // the largest count measured at this row size
+    for (int64_t n : counts) {
+      if (static_cast<uint64_t>(n * row) <= maxCaseBytes) maxCount = std::max(maxCount, n);
+    }
     int64_t slots = std::min<int64_t>(2 * maxCount, static_cast<int64_t>(2 * maxCaseBytes / row));
     const kvio_pool_spec spec{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, 1, slots, 1, 1, row};
     Pool device(spec, KVIO_MEMORY_CUDA_DEVICE), host(spec, KVIO_MEMORY_HOST_PINNED);
@@ -164,18 +284,25 @@ int main(int argc, char** argv) {
           const double t = timeTransfers(kernel, src, dst, s, d, 0, 0, 1, reps);
           results.push_back({"rows", "kernel", direction, row, n, ctas, bytes / t / 1e9});
         }
-        const double td = timeTransfers(direct, src, dst, s, d, 0, 0, 1, reps);
-        results.push_back({"rows", "direct", direction, row, n, 0, bytes / td / 1e9});
-        const double tc = timeContiguous(d2h ? host.address : device.address,
-                                         d2h ? device.address : host.address, bytes, reps);
+        double calls = 0;
+        const double td = timeTransfers(direct, src, dst, s, d, 0, 0, 1, reps, &calls);
+        results.push_back({"rows", "direct", direction, row, n, 0, bytes / td / 1e9, calls});
+        const uint64_t dstAddress = d2h ? host.address : device.address;
+        const uint64_t srcAddress = d2h ? device.address : host.address;
+        const double tr = timeReference(dstAddress, srcAddress, d, s, row, reps);
+        results.push_back({"rows", "reference", direction, row, n, kvio_bench::kReferenceBlocks,
+                           bytes / tr / 1e9});
+        const double tc = timeContiguous(dstAddress, srcAddress, bytes, reps);
         results.push_back({"rows", "contiguous", direction, row, n, 0, bytes / tc / 1e9});
         std::fprintf(stderr,
-                     "rows %7lld B x %6lld %s: kernel(4) %.1f direct %.1f ceiling %.1f GB/s\n",
+                     "rows %7lld B x %6lld %s: kernel(4) %.1f reference %.1f direct %.1f ceiling "
+                     "%.1f GB/s\n",
                      static_cast<long long>(row), static_cast<long long>(n), direction,
-                     results[results.size() - 2 - budgets.size() +
+                     results[results.size() - 3 - budgets.size() +
                              (std::find(budgets.begin(), budgets.end(), 4) - budgets.begin())]
                          .gbps,
-                     results[results.size() - 2].gbps, results.back().gbps);
+                     results[results.size() - 2].gbps, results[results.size() - 3].gbps,
+                     results.back().gbps);
       }
     }
   }
@@ -207,7 +334,8 @@ int main(int argc, char** argv) {
         if (b < 2) KVIO_OK(kvio_executor_set_launch(kernel, ctas, 16));
         // Warm-up, then all layers one transfer each, timed together (reps rounds).
         const int reps = quick ? 2 : 5;
-        timeTransfers(executor, host.handle, device.handle, hostIdx, devIdx, 0, 0, 1, 1);
+        double calls = 0;
+        timeTransfers(executor, host.handle, device.handle, hostIdx, devIdx, 0, 0, 1, 1, &calls);
         const double start = now();
         std::vector<uint64_t> transfers;
         for (int r = 0; r < reps; ++r) {
@@ -226,56 +354,82 @@ int main(int argc, char** argv) {
         const double seconds = now() - start;
         results.push_back({std::string("per_layer_") + name, b == 2 ? "direct" : "kernel", "h2d",
                            2 * H * hb, static_cast<int64_t>(hostIdx.size()), ctas,
-                           bytesPerLayer * L * reps / seconds / 1e9});
+                           bytesPerLayer * L * reps / seconds / 1e9, b == 2 ? calls : -1});
       }
     }
   }
+  measureSubmitCost(kernel, direct, quick ? 50 : 200, &results);
   KVIO_OK(kvio_executor_close(kernel));
   KVIO_OK(kvio_executor_close(direct));
 
   FILE* file = std::fopen(out.c_str(), "w");
   if (file != nullptr) {
-    std::fprintf(file, "test\tbackend\tdirection\trow_bytes\tindices\tctas\tGBps\n");
+    std::fprintf(file,
+                 "test\tbackend\tdirection\trow_bytes\tindices\tctas\tGBps\tengine_calls\tus\n");
     for (const Result& r : results) {
-      std::fprintf(file, "%s\t%s\t%s\t%lld\t%lld\t%lld\t%.2f\n", r.test.c_str(), r.backend.c_str(),
-                   r.direction.c_str(), static_cast<long long>(r.rowBytes),
-                   static_cast<long long>(r.count), static_cast<long long>(r.ctas), r.gbps);
+      std::fprintf(file, "%s\t%s\t%s\t%lld\t%lld\t%lld\t%.2f\t%.1f\t%.1f\n", r.test.c_str(),
+                   r.backend.c_str(), r.direction.c_str(), static_cast<long long>(r.rowBytes),
+                   static_cast<long long>(r.count), static_cast<long long>(r.ctas), r.gbps, r.calls,
+                   r.us);
     }
     std::fclose(file);
   }
 
   // Summary: at the largest index count measured for each row size, GB/s per direction.
-  auto find = [&](const std::string& test, const std::string& backend, const std::string& dir,
-                  int64_t row, int64_t ctas) {
-    double best = -1;
-    int64_t bestCount = -1;
+  auto findResult = [&](const std::string& test, const std::string& backend, const std::string& dir,
+                        int64_t row, int64_t ctas) {
+    const Result* best = nullptr;
     for (const Result& r : results) {
       if (r.test == test && r.backend == backend && r.direction == dir && r.rowBytes == row &&
-          r.ctas == ctas && r.count > bestCount) {
-        best = r.gbps;
-        bestCount = r.count;
+          r.ctas == ctas && (best == nullptr || r.count > best->count)) {
+        best = &r;
       }
     }
     return best;
   };
+  auto find = [&](const std::string& test, const std::string& backend, const std::string& dir,
+                  int64_t row, int64_t ctas) {
+    const Result* r = findResult(test, backend, dir, row, ctas);
+    return r != nullptr ? r->gbps : -1.0;
+  };
   std::printf("\nfull results: %s\n", out.c_str());
-  std::printf("summary (GB/s at the largest index count per row size; kernel at 4 / 16 CTAs)\n");
-  std::printf("%-4s %9s %9s %9s %9s %9s %7s\n", "dir", "row", "kernel4", "kernel16", "direct",
-              "ceiling", "dir/ceil");
+  std::printf(
+      "summary (GB/s at the largest index count per row size; kernel at 1 / 4 / 16 CTAs; "
+      "reference: warp-per-row kernel, %d CTAs x %d threads)\n",
+      kvio_bench::kReferenceBlocks, kvio_bench::kReferenceThreads);
+  std::printf("%-4s %7s %7s %8s %8s %9s %9s %9s %9s %7s %7s %9s\n", "dir", "row", "indices",
+              "kernel1", "kernel4", "kernel16", "reference", "direct", "ceiling", "k4/ceil",
+              "dir/ceil", "dir calls");
   for (const char* dir : {"d2h", "h2d"}) {
     for (int64_t row : rowSizes) {
       const double ceiling = find("rows", "contiguous", dir, row, 0);
-      const double d = find("rows", "direct", dir, row, 0);
-      std::printf("%-4s %9lld %9.1f %9.1f %9.1f %9.1f %7.2f\n", dir, static_cast<long long>(row),
-                  find("rows", "kernel", dir, row, 4),
-                  find("rows", "kernel", dir, row, quick ? 4 : 16), d, ceiling,
-                  ceiling > 0 ? d / ceiling : 0.0);
+      const Result* d = findResult("rows", "direct", dir, row, 0);
+      const double k4 = find("rows", "kernel", dir, row, 4);
+      if (d == nullptr) continue;
+      std::printf(
+          "%-4s %7lld %7lld %8.1f %8.1f %9.1f %9.1f %9.1f %9.1f %7.2f %7.2f %9.1f\n", dir,
+          static_cast<long long>(row), static_cast<long long>(d->count),
+          find("rows", "kernel", dir, row, 1), k4, find("rows", "kernel", dir, row, quick ? 4 : 16),
+          find("rows", "reference", dir, row, kvio_bench::kReferenceBlocks), d->gbps, ceiling,
+          ceiling > 0 ? k4 / ceiling : 0.0, ceiling > 0 ? d->gbps / ceiling : 0.0, d->calls);
     }
   }
   for (const Result& r : results) {
     if (r.test.rfind("per_layer_", 0) != 0) continue;
-    std::printf("%-22s %-7s ctas %2lld: %6.1f GB/s\n", r.test.c_str(), r.backend.c_str(),
+    std::printf("%-22s %-7s ctas %2lld: %6.1f GB/s", r.test.c_str(), r.backend.c_str(),
                 static_cast<long long>(r.ctas), r.gbps);
+    if (r.calls >= 0) std::printf(", %.1f engine calls per layer", r.calls);
+    std::printf("\n");
+  }
+  std::printf(
+      "one-page load (8 x 256 B, 64 tokens, one layer), us per transfer; floor: one "
+      "cudaMemcpyAsync of the same bytes\n");
+  for (const char* test : {"submit", "submit_to_completion"}) {
+    std::printf("  %-21s", test);
+    for (const Result& r : results) {
+      if (r.test == test) std::printf(" %s %.1f", r.backend.c_str(), r.us);
+    }
+    std::printf("\n");
   }
   return 0;
 }

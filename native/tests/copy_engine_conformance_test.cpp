@@ -31,17 +31,21 @@ struct DirectOnFakeEngine {
   FakeCopyEngine engine;
   kvio::engine::CopyIssuer issuer;
   bool withBatch = true;
+  bool withBatch3d = false;
 
   kvio_status issue(const std::vector<kvio_copy2d>& plan, const std::vector<Buffer>& src,
                     const std::vector<Buffer>& dst) {
-    const kvio::engine::EngineOps ops = engine.ops(kvio::cuda::directEngine(), withBatch);
+    const kvio::engine::EngineOps ops =
+        engine.ops(kvio::cuda::directEngine(), withBatch, withBatch3d);
     return issuer.issue(ops, plan, memoryRegions(src), memoryRegions(dst), {});
   }
 };
 
-void runDirectMatrix(const Case& c, Placement placement, bool withBatch = true) {
+void runDirectMatrix(const Case& c, Placement placement, bool withBatch = true,
+                     bool withBatch3d = false) {
   DirectOnFakeEngine direct;
   direct.withBatch = withBatch;
+  direct.withBatch3d = withBatch3d;
   MatrixTarget target;
   target.devicePlacement = placement;
   target.runTransfer = [&direct](TestPool& src, TestPool& dst,
@@ -75,6 +79,16 @@ TEST_P(DirectCopyEngineConformance, BuffersEquallySpaced) {
 
 TEST_P(DirectCopyEngineConformance, BuffersBackToBackWithoutBatchCopies) {
   runDirectMatrix(GetParam(), carved(0), false);
+}
+
+// With cudaMemcpy3DBatchAsync: 2-D copies nested into 3-D ones where their strides allow, all
+// of them in 3-D batches, 1-D copies gathered; the 3-D footprints must stay in one allocation.
+TEST_P(DirectCopyEngineConformance, BuffersBackToBackWith3dBatches) {
+  runDirectMatrix(GetParam(), carved(0), true, true);
+}
+
+TEST_P(DirectCopyEngineConformance, BuffersEquallySpacedWith3dBatches) {
+  runDirectMatrix(GetParam(), carved(kGuard), true, true);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLayouts, DirectCopyEngineConformance, ::testing::ValuesIn(allCases()),

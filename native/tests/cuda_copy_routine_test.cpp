@@ -76,17 +76,20 @@ struct SimPool {
 /// Replays a launch of `blocks` x `threads` threads, thread by thread.
 void simulate(const CopyLaunch& launch, int32_t blocks, int32_t threads) {
   const int64_t total = static_cast<int64_t>(blocks) * threads;
-  const int64_t workers = total / launch.lanesPerWorker;
-  for (int64_t t = 0; t < total; ++t) {
-    kvio::cuda::runWorker(launch, t / launch.lanesPerWorker, workers,
-                          static_cast<int32_t>(t % launch.lanesPerWorker));
-  }
+  for (int64_t t = 0; t < total; ++t) kvio::cuda::runThread(launch, t, total);
 }
+
+/// Which routine a case runs: the one chooseScheme picks, or the per-row one forced (every
+/// aligned launch is also run per row, so both routines see every layout pair).
+enum class Routine { Chosen, PerRow };
 
 struct Case {
   Geometry src, dst;
   size_t srcMisalign, dstMisalign;
   int32_t ctaBudget, warpsPerCta;
+  Routine routine = Routine::Chosen;
+  int32_t expectWord = -1;  // the word chooseScheme must pick (-1: not checked)
+  int32_t chunks = 0;       // tiled routine's words per lane (0: tileChunksFor the CTA size)
 };
 
 void runCase(const Case& k, uint64_t seed) {
@@ -120,13 +123,20 @@ void runCase(const Case& k, uint64_t seed) {
   launch.srcLayerStart = srcLayer;
   launch.dstLayerStart = dstLayer;
   launch.numLayers = layers;
-  launch.lanesPerWorker =
-      kvio::cuda::lanesForUnit(kvio::cuda::copyUnitBytes(src.layout, dst.layout));
+  kvio::cuda::chooseScheme(&launch, src.table.data(), dst.table.data());
+  if (k.expectWord >= 0) {
+    EXPECT_EQ(launch.wordBytes, k.expectWord);
+  }
+  if (k.routine == Routine::PerRow) launch.wordBytes = 0;
   const int32_t threads = k.warpsPerCta * 32;
-  const int32_t blocks = kvio::cuda::launchBlocks(n, launch.lanesPerWorker, threads, k.ctaBudget);
+  launch.tileChunks = k.chunks != 0 ? k.chunks : kvio::cuda::tileChunksFor(threads);
+  const int32_t blocks = kvio::cuda::launchBlocks(
+      kvio::cuda::launchItems(launch), kvio::cuda::launchLanes(launch), threads, k.ctaBudget);
   EXPECT_LE(blocks, k.ctaBudget);
+  const Image sourceBefore = src.image;
   simulate(launch, blocks, threads);
   EXPECT_TRUE(sameImage(expected, dst.image, "destination"));
+  EXPECT_TRUE(sameImage(sourceBefore, src.image, "source"));
 }
 
 Geometry geometry(int32_t kind, int32_t layout, Form form, int64_t L, int64_t P, int64_t ps,
@@ -145,6 +155,9 @@ TEST(CudaCopyRoutine, CommonWordAndLanes) {
   EXPECT_EQ(kvio::cuda::lanesForUnit(576), 32);
   EXPECT_EQ(kvio::cuda::lanesForUnit(256), 16);
   EXPECT_EQ(kvio::cuda::launchBlocks(1, 4, 512, 4), 1);
+  EXPECT_EQ(kvio::cuda::launchBlocks(17, 32, 512, 4), 2);  // 16 warps per CTA
+  EXPECT_EQ(kvio::cuda::tileChunksFor(512), 8);
+  EXPECT_EQ(kvio::cuda::tileChunksFor(544), 4);
   EXPECT_EQ(kvio::cuda::launchBlocks(1 << 20, 32, 512, 3), 3);
 }
 
@@ -197,9 +210,60 @@ TEST(CudaCopyRoutine, LaunchMatchesOracleAcrossLayouts) {
         const size_t sm = misaligns[seed % 5], dm = misaligns[(seed / 5) % 5];
         const int32_t budget = 1 + static_cast<int32_t>(seed % 4);
         const int32_t warps = seed % 2 ? 1 : 4;
-        runCase({device, host, sm, dm, budget, warps}, seed++);  // backup
-        runCase({host, device, dm, sm, budget, warps}, seed++);  // load
+        for (Routine routine : {Routine::Chosen, Routine::PerRow}) {
+          runCase({device, host, sm, dm, budget, warps, routine}, seed++);  // backup
+          runCase({host, device, dm, sm, budget, warps, routine}, seed++);  // load
+        }
       }
+    }
+  }
+}
+
+// Every alignment and length class of the tiled routine's word choice: row sizes from 8 bytes
+// (a word per row) through rows spanning several tiles (8 KiB + 16), bases misaligned by
+// 0-16 bytes on each side. chooseScheme must pick the widest word dividing the row and both
+// bases (16, 8, 4; none below 4, which runs the per-row routine), and the chosen routine and
+// the per-row one must both equal the oracle on the whole destination, with the source unchanged.
+TEST(CudaCopyRoutine, EveryAlignmentAndLengthClassMatchesOracle) {
+  const int64_t rowSizes[] = {8, 12, 16, 24, 40, 64, 100, 256, 520, 2048, 4096 + 16, 8192};
+  const size_t misaligns[] = {0, 1, 2, 3, 4, 8, 12, 16};
+  uint64_t seed = 500;
+  for (int64_t hb : rowSizes) {
+    for (size_t sm : misaligns) {
+      for (size_t dm : misaligns) {
+        if (hb > 256 && (sm % 4 != 0 || dm % 4 != 0)) continue;  // keep the sweep short
+        const Geometry device =
+            geometry(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 3, 5, 4, 1, hb);
+        const Geometry host =
+            geometry(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 4, 4, 1, hb);
+        uint64_t bits = static_cast<uint64_t>(hb) | sm | dm | 16;
+        const int32_t low = static_cast<int32_t>(bits & (~bits + 1));
+        const int32_t word = low >= 4 ? low : 0;
+        const int32_t budget = 1 + static_cast<int32_t>(seed % 3);
+        const int32_t warps = seed % 2 ? 1 : 3;
+        const int32_t chunks = seed % 4 < 2 ? 8 : 4;
+        for (Routine routine : {Routine::Chosen, Routine::PerRow}) {
+          runCase({device, host, sm, dm, budget, warps, routine, word, chunks}, seed++);  // backup
+          runCase({host, device, dm, sm, budget, warps, routine, word, chunks}, seed++);  // load
+        }
+      }
+    }
+  }
+}
+
+// Rows at a head stride (page_head): the tiled routine's words of split heads land where the
+// oracle puts them, at every word width.
+TEST(CudaCopyRoutine, SplitHeadsAtEveryWordWidth) {
+  uint64_t seed = 900;
+  for (int64_t hb : {4, 8, 16, 48}) {
+    const Geometry device =
+        geometry(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 6, 4, 3, hb);
+    const Geometry host =
+        geometry(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_HEAD, Form::Single, 2, 6, 4, 3, hb);
+    const int32_t word = hb % 16 == 0 ? 16 : hb % 8 == 0 ? 8 : 4;
+    for (int32_t chunks : {4, 8}) {
+      runCase({device, host, 0, 0, 2, 2, Routine::Chosen, word, chunks}, seed++);
+      runCase({host, device, 0, 0, 2, 2, Routine::Chosen, word, chunks}, seed++);
     }
   }
 }
@@ -217,29 +281,36 @@ TEST(CudaCopyRoutine, WorkersLoopOverPairs) {
 // reports the first bad position and the number skipped.
 TEST(CudaCopyRoutine, DeviceIndicesOutOfRangeAreSkippedAndReported) {
   const Geometry g = geometry(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 4, 4, 1, 32);
-  std::mt19937_64 rng(3);
-  SimPool src(g, 0), dst(g, 0);
-  src.fillRandom(rng);
   const std::vector<int64_t> srcIdx = {0, 1, 99, 3, -1, 5};
   const std::vector<int64_t> dstIdx = {7, 6, 5, 16, 3, 2};
-  Image expected = dst.image;
   const std::vector<int64_t> okSrc = {0, 1, 5}, okDst = {7, 6, 2};
-  applyTransfer(g, src.image, g, &expected, okSrc, okDst, 0, 0, 2);
-  unsigned long long bad[2] = {std::numeric_limits<unsigned long long>::max(), 0};
-  CopyLaunch launch;
-  launch.src = src.layout;
-  launch.dst = dst.layout;
-  launch.srcIndices = srcIdx.data();
-  launch.dstIndices = dstIdx.data();
-  launch.count = static_cast<int64_t>(srcIdx.size());
-  launch.numLayers = 2;
-  launch.lanesPerWorker = 4;
-  launch.checkIndices = 1;
-  launch.badPairs = bad;
-  simulate(launch, 2, 32);
-  EXPECT_TRUE(sameImage(expected, dst.image, "destination"));
-  EXPECT_EQ(bad[0], 2u);
-  EXPECT_EQ(bad[1], 3u);
+  for (int32_t variant = 0; variant < 7; ++variant) {  // per-row, then tiled at 3 words x 2 K
+    const int32_t word = variant == 0 ? 0 : 16 >> ((variant - 1) / 2);
+    const int32_t chunks = variant % 2 == 0 ? 4 : 8;
+    SCOPED_TRACE("word " + std::to_string(word) + " chunks " + std::to_string(chunks));
+    std::mt19937_64 rng(3);
+    SimPool src(g, 0), dst(g, 0);
+    src.fillRandom(rng);
+    Image expected = dst.image;
+    applyTransfer(g, src.image, g, &expected, okSrc, okDst, 0, 0, 2);
+    unsigned long long bad[2] = {std::numeric_limits<unsigned long long>::max(), 0};
+    CopyLaunch launch;
+    launch.src = src.layout;
+    launch.dst = dst.layout;
+    launch.srcIndices = srcIdx.data();
+    launch.dstIndices = dstIdx.data();
+    launch.count = static_cast<int64_t>(srcIdx.size());
+    launch.numLayers = 2;
+    launch.lanesPerWorker = 4;
+    launch.wordBytes = word;
+    launch.tileChunks = chunks;
+    launch.checkIndices = 1;
+    launch.badPairs = bad;
+    simulate(launch, 2, 32);
+    EXPECT_TRUE(sameImage(expected, dst.image, "destination"));
+    EXPECT_EQ(bad[0], 2u);
+    EXPECT_EQ(bad[1], 3u);  // each skipped pair counted once, whatever the routine
+  }
 }
 
 // The executor's data path: the job staged into a slot buffer (tables, host indices, status),
@@ -286,7 +357,11 @@ void runStagedJob(bool indicesOnDevice, uint64_t seed) {
   kvio::cuda::writeStaging(job, layout, bytes);
   const CopyLaunch launch = kvio::cuda::makeLaunch(job, layout, bytes);
   EXPECT_EQ(launch.lanesPerWorker, 4);  // page_head splits heads: 72-byte units
-  simulate(launch, kvio::cuda::launchBlocks(launch.count, launch.lanesPerWorker, 64, 2), 64);
+  EXPECT_EQ(launch.wordBytes, 8);       // 72-byte heads, 8-byte aligned slot
+  simulate(launch,
+           kvio::cuda::launchBlocks(kvio::cuda::launchItems(launch),
+                                    kvio::cuda::launchLanes(launch), 64, 2),
+           64);
   EXPECT_TRUE(sameImage(expected, dst.image, "destination"));
   const auto* status = reinterpret_cast<const unsigned long long*>(bytes + layout.statusOffset);
   EXPECT_EQ(status[1], indicesOnDevice ? 1u : 0u);

@@ -331,5 +331,166 @@ TEST(CudaDirectCopies, FailuresNameTheCallAndTheCopy) {
       << kvio_last_error();
 }
 
+/// A source and a destination buffer (canary-filled destination) and a plan of `n` 2-D copies
+/// of `height` rows of 16 bytes, pitches 32 (source) and 48 (destination), starting at
+/// k * srcStep / k * dstStep: a constant step that is a whole number of rows, so the copies nest
+/// into one 3-D copy. `expected` is the destination after the plan, replayed row by row.
+struct Blocks {
+  Blocks(size_t n, uint64_t height, uint64_t srcStep = 128, uint64_t dstStep = 192) {
+    src.assign(n * srcStep + 64, 0);
+    dst.assign(n * dstStep + 64, kCanary);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<uint8_t>(i * 13 + 5);
+    expected = dst;
+    for (size_t k = 0; k < n; ++k) {
+      plan.push_back({reinterpret_cast<uint64_t>(src.data() + k * srcStep),
+                      reinterpret_cast<uint64_t>(dst.data() + k * dstStep), 16, height, 32, 48});
+      for (uint64_t r = 0; r < height; ++r) {
+        std::memcpy(expected.data() + k * dstStep + r * 48, src.data() + k * srcStep + r * 32, 16);
+      }
+    }
+  }
+  /// Issues the plan with the destination split into allocations at `dstCuts` (byte offsets).
+  kvio_status issue(CopyIssuer& issuer, const EngineOps& ops, std::vector<size_t> dstCuts = {}) {
+    std::vector<Region> dstRegions;
+    dstCuts.insert(dstCuts.begin(), 0);
+    dstCuts.push_back(dst.size());
+    std::vector<Buffer> allocations = {{reinterpret_cast<uint64_t>(src.data()), src.size()}};
+    for (size_t i = 0; i + 1 < dstCuts.size(); ++i) {
+      const Region r{reinterpret_cast<uint64_t>(dst.data() + dstCuts[i]),
+                     dstCuts[i + 1] - dstCuts[i]};
+      dstRegions.push_back(r);
+      allocations.push_back({r.address, r.bytes});
+    }
+    engine.setAllocations(allocations);
+    return issuer.issue(ops, plan,
+                        std::vector<Region>{{reinterpret_cast<uint64_t>(src.data()), src.size()}},
+                        dstRegions, {});
+  }
+  std::vector<uint8_t> src, dst, expected;
+  std::vector<kvio_copy2d> plan;
+  FakeCopyEngine engine;
+};
+
+EngineOps directWith3d(FakeCopyEngine& engine) {
+  return engine.ops(kvio::cuda::directEngine(), true, true);
+}
+
+TEST(CudaDirectCopies, NestedStridesBecomeOne3dCopy) {
+  Blocks blocks(4, 3);
+  CopyIssuer issuer;
+  ASSERT_EQ(blocks.issue(issuer, directWith3d(blocks.engine)), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(blocks.engine.refused, 0) << blocks.engine.lastRefusal;
+  EXPECT_EQ(blocks.engine.batch3dCalls, 1);
+  EXPECT_EQ(blocks.engine.batch3dCopies, 1);  // 4 slices of 3 rows
+  EXPECT_EQ(blocks.engine.nested3dCopies, 1);
+  EXPECT_EQ(blocks.engine.copy2dCalls, 0);
+  EXPECT_EQ(issuer.lastCalls().batch3d, 1u);
+  EXPECT_EQ(issuer.lastCalls().total(), 1u);
+  EXPECT_EQ(blocks.dst, blocks.expected);
+}
+
+// Slices whose rows would overlap the next slice (step below height rows) or a step that is not
+// a whole number of rows stay 2-D copies (in one batch).
+TEST(CudaDirectCopies, StepsThatDoNotNestStay2d) {
+  for (uint64_t srcStep : {64, 120}) {  // 2 rows < height 3; 120 is not a multiple of 32
+    Blocks blocks(4, 3, srcStep, 192);
+    CopyIssuer issuer;
+    ASSERT_EQ(blocks.issue(issuer, directWith3d(blocks.engine)), KVIO_STATUS_OK);
+    EXPECT_EQ(blocks.engine.refused, 0) << blocks.engine.lastRefusal;
+    EXPECT_EQ(blocks.engine.nested3dCopies, 0) << srcStep;
+    EXPECT_EQ(blocks.engine.batch3dCopies, 4) << srcStep;
+    EXPECT_EQ(blocks.engine.batch3dCalls, 1) << srcStep;
+    EXPECT_EQ(blocks.dst, blocks.expected);
+  }
+}
+
+// A 3-D copy never spans two allocations: with the destination cut between slices 1 and 2,
+// two 3-D copies of two slices each.
+TEST(CudaDirectCopies, NestingStopsAtAllocationBoundaries) {
+  Blocks blocks(4, 3);
+  CopyIssuer issuer;
+  ASSERT_EQ(blocks.issue(issuer, directWith3d(blocks.engine), {2 * 192}), KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(blocks.engine.refused, 0) << blocks.engine.lastRefusal;
+  EXPECT_EQ(blocks.engine.batch3dCopies, 2);
+  EXPECT_EQ(blocks.engine.nested3dCopies, 2);
+  EXPECT_EQ(blocks.dst, blocks.expected);
+}
+
+// Every 1-D copy of a transfer goes into as few batches as maxBatch allows, gathered across
+// the 2-D copies between them; the 2-D copies go to one 3-D batch, or one 2-D call each.
+TEST(CudaDirectCopies, OneDimensionalCopiesAreGatheredAcrossTwoDimensionalOnes) {
+  for (bool with3d : {true, false}) {
+    Blocks blocks(9, 2, 160, 240);  // steps of 5 rows: no nesting once 1-D copies interleave
+    std::vector<kvio_copy2d> plan;
+    for (size_t k = 0; k < blocks.plan.size(); ++k) {
+      plan.push_back(blocks.plan[k]);
+      kvio_copy2d row = blocks.plan[k];  // a 1-D copy of the row after the block's two rows
+      row.src += 64;
+      row.dst += 96;
+      row.height = 1;
+      row.src_pitch = row.dst_pitch = row.width;
+      plan.push_back(row);
+      std::memcpy(
+          reinterpret_cast<void*>(blocks.expected.data() +
+                                  (row.dst - reinterpret_cast<uint64_t>(blocks.dst.data()))),
+          reinterpret_cast<const void*>(row.src), row.width);
+    }
+    blocks.plan = plan;
+    CopyIssuer issuer;
+    const EngineOps ops = blocks.engine.ops(kvio::cuda::directEngine(), true, with3d);
+    ASSERT_EQ(blocks.issue(issuer, ops), KVIO_STATUS_OK) << kvio_last_error();
+    EXPECT_EQ(blocks.engine.refused, 0) << blocks.engine.lastRefusal;
+    EXPECT_EQ(blocks.engine.batchCalls, 1);
+    EXPECT_EQ(blocks.engine.batchedCopies, 9);
+    EXPECT_EQ(blocks.engine.batch3dCalls, with3d ? 1 : 0);
+    EXPECT_EQ(blocks.engine.copy2dCalls, with3d ? 0 : 9);
+    EXPECT_EQ(issuer.lastCalls().total(), with3d ? 2u : 10u);
+    EXPECT_EQ(blocks.dst, blocks.expected);
+  }
+}
+
+// cudaMemcpy3DBatchAsync answering "not supported": that transfer's 3-D copies go slice by slice
+// as 2-D copies, and later transfers neither nest nor ask again.
+TEST(CudaDirectCopies, Batch3dNotSupportedFallsBackTo2dCopiesForGood) {
+  Blocks blocks(4, 3);
+  blocks.engine.batch3dResult = kvio::engine::kEngineNotSupported;
+  CopyIssuer issuer;
+  for (int64_t round = 1; round <= 2; ++round) {
+    std::fill(blocks.dst.begin(), blocks.dst.end(), kCanary);
+    ASSERT_EQ(blocks.issue(issuer, directWith3d(blocks.engine)), KVIO_STATUS_OK);
+    EXPECT_FALSE(issuer.batch3dEnabled());
+    EXPECT_EQ(blocks.engine.batch3dCalls, 1);  // asked once, then never again
+    EXPECT_EQ(blocks.engine.copy2dCalls, 4 * round);
+    EXPECT_EQ(blocks.dst, blocks.expected);
+  }
+  // Any other answer is the transfer's error, naming the call and the failing entry.
+  Blocks failing(4, 3);
+  failing.engine.batch3dResult = 700;
+  CopyIssuer failingIssuer;
+  EXPECT_EQ(failing.issue(failingIssuer, directWith3d(failing.engine)), KVIO_STATUS_BACKEND_ERROR);
+  const std::string message = kvio_last_error();
+  for (const char* part :
+       {"cudaMemcpy3DBatchAsync failed: fake error 700", "failIndex 0: that copy: 4 x 3 rows"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << message;
+  }
+}
+
+// kvio_debug_copy_engine_calls counts what the issuers issued.
+TEST(CudaDirectCopies, ProcessCallCountsGrowByEachTransfersCalls) {
+  int64_t before[4] = {}, after[4] = {};
+  ASSERT_EQ(kvio_debug_copy_engine_calls(before), KVIO_STATUS_OK);
+  Blocks blocks(9, 2, 160, 240);
+  CopyIssuer issuer;
+  ASSERT_EQ(blocks.issue(issuer, blocks.engine.ops(kvio::cuda::directEngine(), true, false)),
+            KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_debug_copy_engine_calls(after), KVIO_STATUS_OK);
+  EXPECT_EQ(after[0] - before[0], 0);
+  EXPECT_EQ(after[1] - before[1], 9);
+  EXPECT_EQ(after[2] - before[2], 0);
+  EXPECT_EQ(after[3] - before[3], 0);
+  EXPECT_EQ(kvio_debug_copy_engine_calls(nullptr), KVIO_STATUS_INVALID_ARGUMENT);
+}
+
 }  // namespace
 }  // namespace kvio_test

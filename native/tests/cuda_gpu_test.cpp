@@ -607,6 +607,45 @@ TEST(CudaKernel, CtaBudgetsAndWarpsGiveTheSameBytes) {
   EXPECT_TRUE(checkTransfer(executor.handle(), hg, host, dg, device, rng, 2, 0, 0));
 }
 
+// The copy kernel's routines and word widths (copy_routine.cuh): rows of 6 B (2-byte aligned:
+// per-row routine), 12 B (4-byte words), 24 B (8), 48, 256, 2064 and 8192 B (16-byte words
+// when both sides allow; the wrapped host pool is 8 bytes off 16-byte alignment, so 8-byte
+// words there), 8 KiB rows spanning several tiles; CTAs of 16 warps (8 words per lane) and 32
+// warps (4 words per lane), 1 and 4 CTAs, both directions, whole destinations against the oracle.
+// Runs on the cpu backend under KVIO_GPU_TEST_ON_CPU (the launch shape is then not set).
+TEST(CudaKernel, EveryWordClassMatchesOracle) {
+  if (!hostEmulation()) REQUIRE_GPU();
+  Executor executor(KVIO_BACKEND_KERNEL);
+  ASSERT_TRUE(executor.ok());
+  std::mt19937_64 rng(17);
+  for (int64_t hb : {6, 12, 24, 48, 256, 2064, 8192}) {
+    const int64_t ps = hb > 1024 ? 4 : 16;
+    const Geometry dg =
+        make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 3, 6, ps, 1, hb);
+    const Geometry hg =
+        make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 3, 5, ps, 1, hb);
+    GpuPool device(dg, Memory::Device, executor.stream());
+    for (Memory hostMemory : {Memory::PinnedHost, Memory::WrappedHost}) {
+      GpuPool host(hg, hostMemory, executor.stream());
+      ASSERT_TRUE(device.ok() && host.ok());
+      for (int32_t budget : {1, 4}) {
+        for (int32_t warps : {16, 32}) {
+          if (!hostEmulation()) {
+            ASSERT_EQ(kvio_executor_set_launch(executor.handle(), budget, warps), KVIO_STATUS_OK);
+          }
+          const std::string what = "hb " + std::to_string(hb) + " budget " +
+                                   std::to_string(budget) + " warps " + std::to_string(warps) +
+                                   (hostMemory == Memory::WrappedHost ? " wrapped" : " pinned");
+          EXPECT_TRUE(checkTransfer(executor.handle(), dg, device, hg, host, rng, 3, 0, 0))
+              << "backup " << what;
+          EXPECT_TRUE(checkTransfer(executor.handle(), hg, host, dg, device, rng, 2, 1, 0))
+              << "load " << what;
+        }
+      }
+    }
+  }
+}
+
 TEST(CudaKernel, DeviceIndicesOutOfRangeAreSkippedAndReported) {
   REQUIRE_GPU();
   Executor executor(KVIO_BACKEND_KERNEL);

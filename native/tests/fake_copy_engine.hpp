@@ -5,8 +5,10 @@
 // inside one known allocation on each side (for a 2-D copy its whole footprint, from the first
 // row's first byte to the last row's last byte; every batch entry), even where two allocations
 // are adjacent; both pitches of a 2-D copy are at least its width and at most the engine's
-// largest pitch; nothing has zero size. A refused call copies nothing (a batch checks every
-// entry first), returns kRefused and keeps the reason. It counts calls and bytes and can be
+// largest pitch; nothing has zero size. Its cudaMemcpy3DBatchAsync (batch3d) checks every entry
+// the same way over its whole 3-D footprint, and that each side's slice step is a whole number
+// of rows (layerHeight) at least the copy's height. A refused call copies nothing (a batch checks
+// every entry first), returns kRefused and keeps the reason. It counts calls and bytes and can be
 // scripted to fail a call.
 #ifndef KVIO_TESTS_FAKE_COPY_ENGINE_HPP_
 #define KVIO_TESTS_FAKE_COPY_ENGINE_HPP_
@@ -49,10 +51,9 @@ class FakeCopyEngine {
   int copy1d(uint64_t dst, uint64_t src, uint64_t bytes) {
     ++copy1dCalls;
     if (copy1dCalls - 1 == failCopy1dAt) return failCode;
-    if (bytes == 0) return refuse("1-D copy of 0 bytes");
-    if (!inside("dst", dst, bytes) || !inside("src", src, bytes)) return kRefused;
-    std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), bytes);
-    bytesCopied += bytes;
+    const kvio::engine::EngineCopy c{dst, src, bytes, 1, bytes, bytes, 0};
+    if (!acceptable(c)) return kRefused;
+    copyBlock(c);
     return 0;
   }
 
@@ -60,21 +61,9 @@ class FakeCopyEngine {
              uint64_t height) {
     ++copy2dCalls;
     if (copy2dCalls - 1 == failCopy2dAt) return failCode;
-    if (width == 0 || height == 0) return refuse("2-D copy of zero size");
-    if (dstPitch < width || srcPitch < width)
-      return refuse("2-D copy with a pitch below its width");
-    if (dstPitch > maxPitch_ || srcPitch > maxPitch_) {
-      return refuse("2-D copy with a pitch above the largest pitch");
-    }
-    if (!inside("dst", dst, (height - 1) * dstPitch + width) ||
-        !inside("src", src, (height - 1) * srcPitch + width)) {
-      return kRefused;
-    }
-    for (uint64_t r = 0; r < height; ++r) {
-      std::memcpy(reinterpret_cast<void*>(dst + r * dstPitch),
-                  reinterpret_cast<const void*>(src + r * srcPitch), width);
-    }
-    bytesCopied += width * height;
+    const kvio::engine::EngineCopy c{dst, src, width, height, dstPitch, srcPitch, 0};
+    if (!acceptable(c)) return kRefused;
+    copyBlock(c);
     return 0;
   }
 
@@ -83,24 +72,23 @@ class FakeCopyEngine {
             size_t* failIndex) {
     ++batchCalls;
     largestBatch = std::max(largestBatch, count);
-    *failIndex = SIZE_MAX;
-    if (batchResult != 0) {
-      *failIndex = 2;
-      return batchResult;
-    }
-    if (count == 0) return refuse("batch of no copies");
+    staged_.clear();
     for (size_t i = 0; i < count; ++i) {
-      *failIndex = i;
-      if (sizes[i] == 0) return refuse("batch entry of 0 bytes");
-      if (!inside("dst", dsts[i], sizes[i]) || !inside("src", srcs[i], sizes[i])) return kRefused;
+      staged_.push_back({dsts[i], srcs[i], sizes[i], 1, sizes[i], sizes[i], i});
     }
-    *failIndex = SIZE_MAX;
-    for (size_t i = 0; i < count; ++i) {
-      std::memcpy(reinterpret_cast<void*>(dsts[i]), reinterpret_cast<const void*>(srcs[i]),
-                  sizes[i]);
-      bytesCopied += sizes[i];
-    }
-    batchedCopies += static_cast<int64_t>(count);
+    const int code = checkedBatch(staged_.data(), count, batchResult, 2, failIndex);
+    if (code == 0) batchedCopies += static_cast<int64_t>(count);
+    return code;
+  }
+
+  /// cudaMemcpy3DBatchAsync. failIndex: the refused entry, or SIZE_MAX.
+  int batch3d(const kvio::engine::EngineCopy* copies, size_t count, size_t* failIndex) {
+    ++batch3dCalls;
+    largestBatch3d = std::max(largestBatch3d, count);
+    const int code = checkedBatch(copies, count, batch3dResult, 0, failIndex);
+    if (code != 0) return code;
+    batch3dCopies += static_cast<int64_t>(count);
+    for (size_t i = 0; i < count; ++i) nested3dCopies += copies[i].depth > 1 ? 1 : 0;
     return 0;
   }
 
@@ -109,8 +97,10 @@ class FakeCopyEngine {
   }
 
   /// `base` (an engine's limits and call names) with this fake's calls; withBatch false: no
-  /// batch call. The fake refuses pitches above base.maxPitch.
-  kvio::engine::EngineOps ops(kvio::engine::EngineOps base, bool withBatch = true) {
+  /// batch call; withBatch3d: a cudaMemcpy3DBatchAsync. The fake refuses pitches above
+  /// base.maxPitch.
+  kvio::engine::EngineOps ops(kvio::engine::EngineOps base, bool withBatch = true,
+                              bool withBatch3d = false) {
     maxPitch_ = base.maxPitch;
     base.context = this;
     base.copy1d = [](void* c, uint64_t dst, uint64_t src, uint64_t bytes) {
@@ -127,6 +117,13 @@ class FakeCopyEngine {
         return static_cast<FakeCopyEngine*>(c)->batch(dsts, srcs, sizes, count, failIndex);
       };
     }
+    base.batch3d = nullptr;
+    if (withBatch3d) {
+      base.batch3d = [](void* c, const kvio::engine::EngineCopy* copies, size_t count,
+                        size_t* failIndex) {
+        return static_cast<FakeCopyEngine*>(c)->batch3d(copies, count, failIndex);
+      };
+    }
     base.errorText = [](void*, int code) { return errorText(code); };
     return base;
   }
@@ -138,13 +135,71 @@ class FakeCopyEngine {
   size_t largestBatch = 0;
   uint64_t bytesCopied = 0;
   int64_t refused = 0;
-  std::string lastRefusal;    // why the last refused call was refused
+  std::string lastRefusal;  // why the last refused call was refused
+  int64_t batch3dCalls = 0;
+  int64_t batch3dCopies = 0;
+  int64_t nested3dCopies = 0;  // batch3d entries of depth > 1
+  size_t largestBatch3d = 0;
   int batchResult = 0;        // what batch() answers when not 0 (copies nothing, failIndex 2)
+  int batch3dResult = 0;      // what batch3d() answers when not 0 (copies nothing, failIndex 0)
   int64_t failCopy1dAt = -1;  // the copy1d call (0-based) that fails with failCode
   int64_t failCopy2dAt = -1;
   int failCode = 700;
 
  private:
+  // A batch: the scripted answer (with failIndex scriptedIndex) when set, else every entry
+  // checked before any is copied.
+  int checkedBatch(const kvio::engine::EngineCopy* copies, size_t count, int scripted,
+                   size_t scriptedIndex, size_t* failIndex) {
+    *failIndex = SIZE_MAX;
+    if (scripted != 0) {
+      *failIndex = scriptedIndex;
+      return scripted;
+    }
+    if (count == 0) return refuse("batch of no copies");
+    for (size_t i = 0; i < count; ++i) {
+      *failIndex = i;
+      if (!acceptable(copies[i])) return kRefused;
+    }
+    *failIndex = SIZE_MAX;
+    for (size_t i = 0; i < count; ++i) copyBlock(copies[i]);
+    return 0;
+  }
+
+  // The real engine's rules for one copy (1-D, 2-D or 3-D); refuses and returns false if broken.
+  bool acceptable(const kvio::engine::EngineCopy& c) {
+    if (c.width == 0 || c.height == 0 || c.depth == 0) {
+      refuse("copy of zero size");
+      return false;
+    }
+    if (c.dstPitch < c.width || c.srcPitch < c.width) {
+      refuse("copy with a pitch (row length) below its width");
+      return false;
+    }
+    if ((c.height > 1 || c.depth > 1) && (c.dstPitch > maxPitch_ || c.srcPitch > maxPitch_)) {
+      refuse("copy with a pitch above the largest pitch");
+      return false;
+    }
+    if (c.depth > 1 && (c.dstSlice % c.dstPitch != 0 || c.srcSlice % c.srcPitch != 0 ||
+                        c.dstSlice / c.dstPitch < c.height || c.srcSlice / c.srcPitch < c.height)) {
+      refuse("3-D copy whose layer height is not a whole number of rows >= its height");
+      return false;
+    }
+    return inside("dst", c.dst, kvio::engine::footprint(c, true)) &&
+           inside("src", c.src, kvio::engine::footprint(c, false));
+  }
+
+  void copyBlock(const kvio::engine::EngineCopy& c) {
+    for (uint64_t z = 0; z < c.depth; ++z) {
+      for (uint64_t r = 0; r < c.height; ++r) {
+        std::memcpy(reinterpret_cast<void*>(c.dst + z * c.dstSlice + r * c.dstPitch),
+                    reinterpret_cast<const void*>(c.src + z * c.srcSlice + r * c.srcPitch),
+                    c.width);
+      }
+    }
+    bytesCopied += c.width * c.height * c.depth;
+  }
+
   int refuse(const std::string& why) {
     ++refused;
     lastRefusal = why;
@@ -168,6 +223,7 @@ class FakeCopyEngine {
   }
 
   std::vector<Buffer> allocations_;
+  std::vector<kvio::engine::EngineCopy> staged_;  // a 1-D batch's entries
   uint64_t maxPitch_ = (1ull << 31) - 1;
 };
 

@@ -410,6 +410,11 @@ KVIO_API kvio_status kvio_debug_live_objects(int64_t* counts_out /* [4] */);
  * and has not ended yet. 0 once every wrapped pinned pool was closed and its transfers
  * completed (registrations the caller made itself are not counted). */
 KVIO_API kvio_status kvio_debug_live_host_registrations(int64_t* count_out);
+/* Copy-engine calls kvio has issued in this process (the direct and kernel_ascend backends):
+ * counts_out[0] single 1-D copies, [1] single 2-D copies, [2] batches of 1-D copies
+ * (cuMemcpyBatchAsync, aclrtMemcpyBatchAsync), [3] batches of 2-D/3-D copies
+ * (cudaMemcpy3DBatchAsync). Benchmarks read it around a run to print calls per transfer. */
+KVIO_API kvio_status kvio_debug_copy_engine_calls(int64_t* counts_out /* [4] */);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -18,6 +18,15 @@
 
 namespace kvio {
 
+/// a / b for b > 0: on a device a 32-bit division when both fit, since a 64-bit one is a long
+/// instruction sequence there; plain 64-bit division on the host.
+KVIO_HOST_DEVICE inline uint64_t divideU64(uint64_t a, uint64_t b) {
+#if defined(__CUDA_ARCH__)
+  if (((a | b) >> 32) == 0) return static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
+#endif
+  return a / b;
+}
+
 /// Components per token row: K and V for MHA, the latent for MLA.
 constexpr int32_t componentCount(int32_t kind) {
   return kind == KVIO_KIND_MHA ? 2 : 1;
@@ -52,13 +61,19 @@ struct AffineLayout {
   int64_t strideH = 0;
   const uint64_t* layerBase = nullptr;  // [c * numLayers + l]
 
-  /// Byte offset of token t from its layer's base: p*strideP + s*strideS.
+  /// Byte offset of token t (0 <= t < tokens) from its layer's base: p*strideP + s*strideS.
   KVIO_HOST_DEVICE int64_t tokenOffset(int64_t t) const {
-    const int64_t p = t / pageSize;
+    const auto p =
+        static_cast<int64_t>(divideU64(static_cast<uint64_t>(t), static_cast<uint64_t>(pageSize)));
     return p * strideP + (t - p * pageSize) * strideS;
   }
+  /// The row address, written once: head h of component c in layer l of the token whose
+  /// tokenOffset is `offset` (callers that visit many layers compute the offset once).
+  KVIO_HOST_DEVICE uint64_t rowAddress(int32_t c, int64_t l, uint64_t offset, int64_t h) const {
+    return layerBase[c * numLayers + l] + offset + static_cast<uint64_t>(h * strideH);
+  }
   KVIO_HOST_DEVICE uint64_t address(int32_t c, int64_t l, int64_t t, int64_t h) const {
-    return layerBase[c * numLayers + l] + static_cast<uint64_t>(tokenOffset(t) + h * strideH);
+    return rowAddress(c, l, static_cast<uint64_t>(tokenOffset(t)), h);
   }
   KVIO_HOST_DEVICE int64_t rowBytes() const { return headNum * headBytes; }
   /// Heads of a token row are adjacent, so one (c, l, t) is one contiguous row.
@@ -66,6 +81,26 @@ struct AffineLayout {
   /// Token t+1 follows token t at strideS even across a page boundary.
   KVIO_HOST_DEVICE bool pageSeamless() const { return strideP == pageSize * strideS; }
 };
+
+/// The copy unit of a layout pair, written once: the bytes of one (token, layer, component)
+/// that are contiguous on both sides. A whole row when both sides keep its heads adjacent,
+/// else one head, `heads` units per row (head h at h * strideH on each side).
+struct CopyUnit {
+  int64_t bytes = 0;
+  int64_t heads = 1;
+};
+
+KVIO_HOST_DEVICE inline CopyUnit copyUnit(const AffineLayout& src, const AffineLayout& dst) {
+  CopyUnit u;
+  if (src.headsAdjacent() && dst.headsAdjacent()) {
+    u.bytes = src.rowBytes();
+    u.heads = 1;
+  } else {
+    u.bytes = src.headBytes;
+    u.heads = src.headNum;
+  }
+  return u;
+}
 
 }  // namespace kvio
 

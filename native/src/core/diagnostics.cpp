@@ -1,7 +1,9 @@
-// kvio_debug_live_objects and kvio_debug_live_host_registrations (see diagnostics.hpp and
-// kvio.h), and the definitions of the counters.
+// kvio_debug_live_objects, kvio_debug_live_host_registrations and
+// kvio_debug_copy_engine_calls (see diagnostics.hpp and kvio.h), and the definitions of the
+// counters.
 #include "diagnostics.hpp"
 
+#include "../engine/copy_engine.hpp"
 #include "error.hpp"
 #include "guard.hpp"
 
@@ -29,6 +31,18 @@ kvio_status kvio_debug_live_host_registrations(int64_t* count_out) {
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(count_out, "count_out"));
     *count_out = liveHostRegistrations.load();
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_debug_copy_engine_calls(int64_t* counts_out) {
+  return guarded([&]() -> kvio_status {
+    if (counts_out == nullptr) return fail(KVIO_STATUS_INVALID_ARGUMENT, "counts_out is null");
+    const engine::EngineCalls calls = engine::callTotals();
+    counts_out[0] = static_cast<int64_t>(calls.copy1d);
+    counts_out[1] = static_cast<int64_t>(calls.copy2d);
+    counts_out[2] = static_cast<int64_t>(calls.batch);
+    counts_out[3] = static_cast<int64_t>(calls.batch3d);
     return KVIO_STATUS_OK;
   });
 }

@@ -159,10 +159,8 @@ class UnitEmitter {
     const AffineLayout& src = *r_.src;
     const AffineLayout& dst = *r_.dst;
     kvio_copy2d u;
-    u.src = src.layerBase[c * src.numLayers + r_.srcLayerStart + l] + run.src +
-            static_cast<uint64_t>(h * src.strideH);
-    u.dst = dst.layerBase[c * dst.numLayers + r_.dstLayerStart + l] + run.dst +
-            static_cast<uint64_t>(h * dst.strideH);
+    u.src = src.rowAddress(c, r_.srcLayerStart + l, run.src, h);
+    u.dst = dst.rowAddress(c, r_.dstLayerStart + l, run.dst, h);
     if (run.tokens == 1 || contiguous_) {
       u.width = shape_.width * run.tokens;
       u.height = 1;
@@ -192,9 +190,8 @@ void planTransfer(const PlanRequest& r, const std::vector<IndexRun>& runs,
   plan->clear();
   const AffineLayout& src = *r.src;
   const AffineLayout& dst = *r.dst;
-  const bool headsAdjacent = src.headsAdjacent() && dst.headsAdjacent();
-  UnitShape shape{headsAdjacent ? 1 : src.headNum, r.numLayers,
-                  static_cast<uint64_t>(headsAdjacent ? src.rowBytes() : src.headBytes)};
+  const CopyUnit unit = copyUnit(src, dst);
+  UnitShape shape{unit.heads, r.numLayers, static_cast<uint64_t>(unit.bytes)};
   if (r.numLayers > 1 && layersAdjacent(src, r.srcLayerStart, r.numLayers, shape.width) &&
       layersAdjacent(dst, r.dstLayerStart, r.numLayers, shape.width)) {
     shape.width *= static_cast<uint64_t>(r.numLayers);  // e.g. page_head or page_first pairs

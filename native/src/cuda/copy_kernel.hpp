@@ -10,7 +10,7 @@ namespace kvio {
 namespace cuda {
 
 /// Launches the copy kernel on `stream`: `blocks` blocks of `threadsPerBlock` threads
-/// (a multiple of launch.lanesPerWorker). Returns the launch's error (cudaGetLastError).
+/// (a multiple of 32). Returns the launch's error (cudaGetLastError).
 cudaError_t launchCopyKernel(const CopyLaunch& launch, int32_t blocks, int32_t threadsPerBlock,
                              cudaStream_t stream);
 

@@ -63,9 +63,10 @@ const BackendOps kDirectOps{KVIO_BACKEND_DIRECT, cudaAvailable, createDirectDefa
 
 // ---- EventCompletion ----
 
+// The event has completed (or was never recorded) and its transfer is closed: kept for the
+// executor's next transfer, or destroyed when enough are spare.
 EventCompletion::~EventCompletion() {
-  DeviceScope scope(device_);
-  cudaEventDestroy(event_);
+  pool_->give(event_);
 }
 
 bool EventCompletion::query() {
@@ -117,6 +118,11 @@ kvio_status CudaExecutor::init(const CudaExecutorConfig& config, const char* nam
   }
   DeviceScope scope(device_);
   KVIO_CUDA_TRY(scope.error(), "selecting CUDA device %d", device_);
+  const int32_t device = device_;
+  events_ = std::make_shared<EventPool>(kPooledEvents, [device](cudaEvent_t event) {
+    DeviceScope eventScope(device);
+    cudaEventDestroy(event);
+  });
   if (config.stream == KVIO_CUDA_OWN_STREAM) {
     KVIO_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
                   "creating the '%s' executor's stream on device %d", name, device_);
@@ -178,13 +184,16 @@ void CudaExecutor::submit(std::shared_ptr<Job> job) {
     return;
   }
   cudaEvent_t event = nullptr;
-  cudaError_t error = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
-  if (error != cudaSuccess) {
-    cudaGetLastError();
-    job->state->complete(statusOf(error), "cudaEventCreateWithFlags failed: " + describe(error));
-    return;
+  cudaError_t error = cudaSuccess;
+  if (!events_->take(&event)) {
+    error = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    if (error != cudaSuccess) {
+      cudaGetLastError();
+      job->state->complete(statusOf(error), "cudaEventCreateWithFlags failed: " + describe(error));
+      return;
+    }
   }
-  auto completion = std::make_shared<EventCompletion>(device_, event);
+  auto completion = std::make_shared<EventCompletion>(events_, event);
   std::function<void()> release;
   const kvio_status status = enqueue(*job, completion.get(), &release);
   if (status != KVIO_STATUS_OK) {

@@ -20,15 +20,22 @@
 #include "../core/backends.hpp"
 #include "../core/executor.hpp"
 #include "cuda_check.hpp"
+#include "recycling_pool.hpp"
 
 namespace kvio {
 namespace cuda {
+
+/// An executor's spare events (at most kPooledEvents): a transfer's event goes back when its
+/// completion is destroyed, so a submit creates an event only when none is spare.
+using EventPool = RecyclingPool<cudaEvent_t>;
+constexpr size_t kPooledEvents = 64;
 
 /// A CUDA event as the completion of one transfer. hostStatus (optional): the kernel's
 /// bad-pair report, copied to pinned host memory before the event.
 class EventCompletion : public DeviceCompletion {
  public:
-  EventCompletion(int32_t device, cudaEvent_t event) : device_(device), event_(event) {}
+  EventCompletion(std::shared_ptr<EventPool> pool, cudaEvent_t event)
+      : pool_(std::move(pool)), event_(event) {}
   ~EventCompletion() override;
   bool query() override;
   void synchronize() override;
@@ -45,7 +52,7 @@ class EventCompletion : public DeviceCompletion {
   int64_t dstTokens = 0;
 
  private:
-  int32_t device_;
+  std::shared_ptr<EventPool> pool_;  // where the event goes back
   cudaEvent_t event_;
   std::atomic<int> error_{cudaSuccess};  // queried by the executor and by waiting threads
 };
@@ -74,6 +81,7 @@ class CudaExecutor : public Executor {
   int32_t device_ = 0;
   cudaStream_t stream_ = nullptr;
   bool ownStream_ = false;
+  std::shared_ptr<EventPool> events_;  // created by init
   const char* name_ = "";
   std::mutex mutex_;  // serialises submissions (and the subclass's staging)
 

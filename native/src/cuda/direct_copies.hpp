@@ -27,13 +27,20 @@ constexpr uint64_t kDefaultMaxPitch = (1ull << 31) - 1;
 /// Largest number of copies in one cuMemcpyBatchAsync call.
 constexpr size_t kMaxBatch = 4096;
 
+/// Largest number of copies in one cudaMemcpy3DBatchAsync call (kvio's bound; the API
+/// documents none).
+constexpr size_t kMaxBatch3d = 4096;
+
 /// The direct executor's copy engine without its calls: cudaMemcpy2DAsync takes any direction
-/// and height, pitches up to maxPitch; runs of 1-D copies go to cuMemcpyBatchAsync.
+/// and height, pitches up to maxPitch; 1-D copies go to cuMemcpyBatchAsync, 2-D and 3-D copies
+/// to cudaMemcpy3DBatchAsync.
 inline engine::EngineOps directEngine(uint64_t maxPitch = kDefaultMaxPitch) {
   engine::EngineOps ops;
   ops.copy1dName = "cudaMemcpyAsync";
   ops.copy2dName = "cudaMemcpy2DAsync";
   ops.batchName = "cuMemcpyBatchAsync";
+  ops.batch3dName = "cudaMemcpy3DBatchAsync";
+  ops.maxBatch3d = kMaxBatch3d;
   ops.maxPitch = maxPitch;
   ops.max2dHeight = 0;
   ops.maxBatch = kMaxBatch;

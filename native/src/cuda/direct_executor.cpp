@@ -1,8 +1,9 @@
 // The 'direct' io backend: the planner's copies on the CUDA copy engine, through the shared
 // copy-engine issuer (engine/copy_engine.hpp: cut at the pools' allocation boundaries, 2-D
-// copies to cudaMemcpy2DAsync, runs of 1-D copies to cuMemcpyBatchAsync when the driver offers
-// it, else cudaMemcpyAsync one by one). This file holds the CUDA calls of the engine table; the
-// table's limits and the batch ABI choice are in direct_copies.hpp. The batch entry point is
+// copies nested into 3-D where their strides allow and sent to cudaMemcpy3DBatchAsync (else
+// cudaMemcpy2DAsync each), the 1-D copies of a transfer to cuMemcpyBatchAsync when the driver
+// offers it, else cudaMemcpyAsync one by one). This file holds the CUDA calls of the engine table;
+// the table's limits and the batch ABI choice are in direct_copies.hpp. The batch entry point is
 // resolved at run time through cudaGetDriverEntryPointByVersion, for the ABI of the version
 // asked (12.8: with failIdx; 13.0: without), so a build with one toolkit is correct on drivers
 // of either version.
@@ -67,6 +68,7 @@ struct EngineContext {
   cudaStream_t stream = nullptr;
   int32_t device = 0;
   BatchEntry batch;
+  std::vector<cudaMemcpy3DBatchOp> ops3d;  // reused by batch3d
 };
 
 int toEngine(cudaError_t error) {
@@ -113,6 +115,50 @@ int batch(void* context, const uint64_t* dsts, const uint64_t* srcs, const size_
   return static_cast<int>(result);
 }
 
+#if CUDART_VERSION >= 12080
+constexpr bool kHaveBatch3d = true;
+
+cudaMemcpy3DOperand pointerOperand(uint64_t address, uint64_t pitch, uint64_t slice,
+                                   uint64_t height) {
+  cudaMemcpy3DOperand operand{};
+  operand.type = cudaMemcpyOperandTypePointer;
+  operand.op.ptr.ptr = reinterpret_cast<void*>(address);
+  operand.op.ptr.rowLength = pitch;  // elements of 1 byte
+  operand.op.ptr.layerHeight = slice != 0 ? slice / pitch : height;
+  return operand;
+}
+
+// One cudaMemcpy3DBatchAsync call: 1-D, 2-D and 3-D copies between pointers (element size 1).
+int batch3d(void* context, const EngineCopy* copies, size_t count, size_t* failIndex) {
+  auto* c = static_cast<EngineContext*>(context);
+  c->ops3d.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    const EngineCopy& x = copies[i];
+    cudaMemcpy3DBatchOp& op = c->ops3d[i];
+    op = cudaMemcpy3DBatchOp{};
+    op.src = pointerOperand(x.src, x.srcPitch, x.depth > 1 ? x.srcSlice : 0, x.height);
+    op.dst = pointerOperand(x.dst, x.dstPitch, x.depth > 1 ? x.dstSlice : 0, x.height);
+    op.extent = make_cudaExtent(x.width, x.height, x.depth);
+    op.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    op.flags = cudaMemcpyFlagPreferOverlapWithCompute;
+  }
+#if CUDART_VERSION >= 13000
+  (void)failIndex;
+  const cudaError_t error = cudaMemcpy3DBatchAsync(count, c->ops3d.data(), 0, c->stream);
+#else
+  const cudaError_t error = cudaMemcpy3DBatchAsync(count, c->ops3d.data(), failIndex, 0, c->stream);
+#endif
+  if (error == cudaErrorNotSupported) {
+    cudaGetLastError();
+    return kEngineNotSupported;
+  }
+  return toEngine(error);
+}
+#else
+constexpr bool kHaveBatch3d = false;
+int (*const batch3d)(void*, const EngineCopy*, size_t, size_t*) = nullptr;
+#endif
+
 std::string errorText(void*, int code) {
   // Runtime and driver codes share their numbers for the errors these calls return.
   return describe(static_cast<cudaError_t>(code));
@@ -127,8 +173,10 @@ class DirectExecutor final : public CudaExecutor {
     context_.batch = batchEntry();
     // The batch API refuses the legacy default stream.
     const auto raw = reinterpret_cast<uint64_t>(stream_);
-    issuer_.setBatchEnabled(context_.batch.abi != BatchAbi::None && raw != 0 &&
-                            raw != reinterpret_cast<uint64_t>(cudaStreamLegacy));
+    const bool streamAllowsBatches =
+        raw != 0 && raw != reinterpret_cast<uint64_t>(cudaStreamLegacy);
+    issuer_.setBatchEnabled(context_.batch.abi != BatchAbi::None && streamAllowsBatches);
+    issuer_.setBatch3dEnabled(kHaveBatch3d && streamAllowsBatches);
     int maxPitch = 0;
     KVIO_CUDA_TRY(cudaDeviceGetAttribute(&maxPitch, cudaDevAttrMaxPitch, device_),
                   "querying the largest 2-D copy pitch of CUDA device %d", device_);
@@ -137,6 +185,7 @@ class DirectExecutor final : public CudaExecutor {
     ops_.copy1d = copy1d;
     ops_.copy2d = copy2d;
     ops_.batch = context_.batch.function != nullptr ? batch : nullptr;
+    ops_.batch3d = batch3d;
     ops_.errorText = errorText;
     return KVIO_STATUS_OK;
   }

@@ -128,14 +128,15 @@ class KernelExecutor final : public CudaExecutor {
         cudaMemcpyAsync(slot->device, slot->host, layout.total, cudaMemcpyHostToDevice, stream_),
         "uploading %llu bytes of layer tables and indices (%lld pairs)",
         static_cast<unsigned long long>(layout.total), static_cast<long long>(l.count));
-    const CopyLaunch launch = makeLaunch(l, layout, slot->device);
+    CopyLaunch launch = makeLaunch(l, layout, slot->device);
     const int32_t threads = (l.warpsPerCta > 0 ? l.warpsPerCta : warpsPerCta_) * 32;
+    launch.tileChunks = tileChunksFor(threads);
     const int32_t budget = l.ctaBudget > 0 ? l.ctaBudget : ctaBudget_;
-    const int32_t blocks = launchBlocks(l.count, launch.lanesPerWorker, threads, budget);
+    const int32_t blocks = launchBlocks(launchItems(launch), launchLanes(launch), threads, budget);
     KVIO_CUDA_TRY(launchCopyKernel(launch, blocks, threads, stream_),
-                  "launching the copy kernel: %d CTAs x %d threads, %d lanes per pair, %lld pairs "
-                  "x %lld layers",
-                  blocks, threads, launch.lanesPerWorker, static_cast<long long>(l.count),
+                  "launching the copy kernel: %d CTAs x %d threads, %d-byte words (0: per row), "
+                  "%lld pairs x %lld layers",
+                  blocks, threads, launch.wordBytes, static_cast<long long>(l.count),
                   static_cast<long long>(l.numLayers));
     if (l.indicesOnDevice) {
       auto* status = reinterpret_cast<unsigned long long*>(slot->host + layout.statusOffset);

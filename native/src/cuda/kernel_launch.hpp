@@ -69,7 +69,7 @@ inline CopyLaunch makeLaunch(const Job& job, const StagingLayout& s, uint8_t* de
   launch.srcLayerStart = job.srcLayerStart;
   launch.dstLayerStart = job.dstLayerStart;
   launch.numLayers = job.numLayers;
-  launch.lanesPerWorker = lanesForUnit(copyUnitBytes(job.src, job.dst));
+  chooseScheme(&launch, job.srcTable.data(), job.dstTable.data());
   launch.checkIndices = job.indicesOnDevice ? 1 : 0;
   launch.badPairs = reinterpret_cast<unsigned long long*>(device + s.statusOffset);
   return launch;

@@ -4,6 +4,7 @@
 #include "copy_engine.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "../core/error.hpp"
@@ -45,7 +46,59 @@ uint64_t rowsBefore(uint64_t end, uint64_t start, uint64_t pitch, uint64_t width
   return (end - start - width) / pitch + 1;
 }
 
+// Engine calls of every issuer of the process (kvio_debug_copy_engine_calls).
+std::atomic<uint64_t> totalCalls[4];
+
+// Whether `b` continues `a` (a 2-D or 3-D copy) as its next slice.
+bool nextSlice(const EngineCopy& a, const EngineCopy& b) {
+  if (b.depth != 1 || b.height < 2 || a.height != b.height || a.width != b.width ||
+      a.dstPitch != b.dstPitch || a.srcPitch != b.srcPitch) {
+    return false;
+  }
+  if (a.depth > 1) {
+    return b.dst == a.dst + a.depth * a.dstSlice && b.src == a.src + a.depth * a.srcSlice;
+  }
+  if (b.dst <= a.dst || b.src <= a.src) return false;
+  const uint64_t dstStep = b.dst - a.dst;
+  const uint64_t srcStep = b.src - a.src;
+  return dstStep % a.dstPitch == 0 && dstStep / a.dstPitch >= a.height &&
+         srcStep % a.srcPitch == 0 && srcStep / a.srcPitch >= a.height;
+}
+
 }  // namespace
+
+EngineCalls callTotals() {
+  EngineCalls c;
+  c.copy1d = totalCalls[0].load(std::memory_order_relaxed);
+  c.copy2d = totalCalls[1].load(std::memory_order_relaxed);
+  c.batch = totalCalls[2].load(std::memory_order_relaxed);
+  c.batch3d = totalCalls[3].load(std::memory_order_relaxed);
+  return c;
+}
+
+void nestCopies(const std::vector<Region>& src, const std::vector<Region>& dst,
+                std::vector<EngineCopy>* copies) {
+  std::vector<EngineCopy>& c = *copies;
+  size_t out = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (out > 0 && nextSlice(c[out - 1], c[i])) {
+      EngineCopy merged = c[out - 1];
+      if (merged.depth == 1) {
+        merged.dstSlice = c[i].dst - merged.dst;
+        merged.srcSlice = c[i].src - merged.src;
+      }
+      ++merged.depth;
+      // The whole 3-D footprint inside the region of its first byte, on both sides.
+      if (regionEnd(dst, merged.dst) - merged.dst >= footprint(merged, true) &&
+          regionEnd(src, merged.src) - merged.src >= footprint(merged, false)) {
+        c[out - 1] = merged;
+        continue;
+      }
+    }
+    c[out++] = c[i];
+  }
+  c.resize(out);
+}
 
 kvio_status cutCopies(const std::vector<kvio_copy2d>& plan, const std::vector<Region>& src,
                       const std::vector<Region>& dst, const CutRules& rules,
@@ -99,79 +152,148 @@ kvio_status cutCopies(const std::vector<kvio_copy2d>& plan, const std::vector<Re
 kvio_status CopyIssuer::issueLoaded(const EngineOps& ops, const std::vector<kvio_copy2d>& plan,
                                     const IssueOptions& options) {
   copies_.clear();
+  calls_ = EngineCalls{};
   CutRules rules;
   rules.twoD = options.twoD && ops.copy2d != nullptr;
   rules.maxPitch = ops.maxPitch;
   rules.max2dHeight = ops.max2dHeight;
   KVIO_RETURN_IF_ERROR(cutCopies(plan, src_, dst_, rules, &copies_));
-  return issueCopies(ops, options, plan.size());
+  if (rules.twoD && ops.batch3d != nullptr && batch3dEnabled_) nestCopies(src_, dst_, &copies_);
+  const kvio_status status = issueCopies(ops, options, plan.size());
+  totalCalls[0].fetch_add(calls_.copy1d, std::memory_order_relaxed);
+  totalCalls[1].fetch_add(calls_.copy2d, std::memory_order_relaxed);
+  totalCalls[2].fetch_add(calls_.batch, std::memory_order_relaxed);
+  totalCalls[3].fetch_add(calls_.batch3d, std::memory_order_relaxed);
+  return status;
 }
 
 kvio_status CopyIssuer::issueCopies(const EngineOps& ops, const IssueOptions& options,
                                     size_t planSize) {
+  rows_.clear();
+  blocks_.clear();
+  for (size_t i = 0; i < copies_.size(); ++i) {
+    (copies_[i].height == 1 && copies_[i].depth == 1 ? rows_ : blocks_).push_back(i);
+  }
+  KVIO_RETURN_IF_ERROR(issueRows(ops, options, planSize));
+  return issueBlocks(ops, options, planSize);
+}
+
+// The 1-D copies: batches of at most maxBatch, else one by one.
+kvio_status CopyIssuer::issueRows(const EngineOps& ops, const IssueOptions& options,
+                                  size_t planSize) {
   const std::vector<EngineCopy>& copies = copies_;
   const size_t n = copies.size();
   const char* direction = options.direction != nullptr ? options.direction : "";
   const char* comma = direction[0] != '\0' ? ", " : "";
-  size_t i = 0;
-  while (i < n) {
-    const EngineCopy& c = copies[i];
-    if (c.height > 1) {
-      const int code = ops.copy2d(ops.context, c);
-      if (code != kEngineOk) {
-        return fail(KVIO_STATUS_BACKEND_ERROR,
-                    "%s failed: %s: copy %zu of %zu (plan copy %zu of %zu)%s%s, %llu rows of %llu "
-                    "bytes, pitches dst %llu src %llu, dst 0x%llx src 0x%llx",
-                    ops.copy2dName, ops.errorText(ops.context, code).c_str(), i, n, c.planIndex,
-                    planSize, comma, direction, static_cast<ull>(c.height),
-                    static_cast<ull>(c.width), static_cast<ull>(c.dstPitch),
-                    static_cast<ull>(c.srcPitch), static_cast<ull>(c.dst), static_cast<ull>(c.src));
-      }
-      ++i;
-      continue;
-    }
-    size_t end = i;  // [i, end): consecutive 1-D copies, at most maxBatch
-    while (end < n && copies[end].height == 1 && end - i < ops.maxBatch) ++end;
-    if (ops.batch != nullptr && batchEnabled_ && end - i > 1) {
+  size_t k = 0;
+  while (k < rows_.size()) {
+    const size_t end = std::min(rows_.size(), k + std::max<size_t>(ops.maxBatch, 1));
+    if (ops.batch != nullptr && batchEnabled_ && end - k > 1) {
       dsts_.clear();
       srcs_.clear();
       sizes_.clear();
-      for (size_t k = i; k < end; ++k) {
-        dsts_.push_back(copies[k].dst);
-        srcs_.push_back(copies[k].src);
-        sizes_.push_back(static_cast<size_t>(copies[k].width));
+      for (size_t r = k; r < end; ++r) {
+        const EngineCopy& c = copies[rows_[r]];
+        dsts_.push_back(c.dst);
+        srcs_.push_back(c.src);
+        sizes_.push_back(static_cast<size_t>(c.width));
       }
       size_t failIndex = SIZE_MAX;
+      ++calls_.batch;
       const int code =
-          ops.batch(ops.context, dsts_.data(), srcs_.data(), sizes_.data(), end - i, &failIndex);
+          ops.batch(ops.context, dsts_.data(), srcs_.data(), sizes_.data(), end - k, &failIndex);
       if (code == kEngineOk) {
-        i = end;
+        k = end;
         continue;
       }
       if (code != kEngineNotSupported) {
-        const bool known = failIndex < end - i;
-        const EngineCopy& f = copies[known ? i + failIndex : i];
+        const bool known = failIndex < end - k;
+        const EngineCopy& f = copies[rows_[known ? k + failIndex : k]];
         return fail(KVIO_STATUS_BACKEND_ERROR,
                     "%s failed: %s: batch of %zu copies from copy %zu of %zu (plan copy %zu of "
                     "%zu)%s%s, failIndex %lld%s%llu bytes from 0x%llx to 0x%llx",
-                    ops.batchName, ops.errorText(ops.context, code).c_str(), end - i, i, n,
-                    copies[i].planIndex, planSize, comma, direction,
+                    ops.batchName, ops.errorText(ops.context, code).c_str(), end - k, rows_[k], n,
+                    copies[rows_[k]].planIndex, planSize, comma, direction,
                     known ? static_cast<long long>(failIndex) : -1LL,
                     known ? ": that copy: " : "; first copy: ", static_cast<ull>(f.width),
                     static_cast<ull>(f.src), static_cast<ull>(f.dst));
       }
       batchEnabled_ = false;  // no batch copies here: these one by one, and from now on
     }
-    for (; i < end; ++i) {
-      const EngineCopy& x = copies[i];
+    for (; k < end; ++k) {
+      const EngineCopy& x = copies[rows_[k]];
+      ++calls_.copy1d;
       const int code = ops.copy1d(ops.context, x.dst, x.src, x.width);
       if (code != kEngineOk) {
         return fail(KVIO_STATUS_BACKEND_ERROR,
                     "%s failed: %s: copy %zu of %zu (plan copy %zu of %zu)%s%s, %llu bytes from "
                     "0x%llx to 0x%llx",
-                    ops.copy1dName, ops.errorText(ops.context, code).c_str(), i, n, x.planIndex,
-                    planSize, comma, direction, static_cast<ull>(x.width), static_cast<ull>(x.src),
-                    static_cast<ull>(x.dst));
+                    ops.copy1dName, ops.errorText(ops.context, code).c_str(), rows_[k], n,
+                    x.planIndex, planSize, comma, direction, static_cast<ull>(x.width),
+                    static_cast<ull>(x.src), static_cast<ull>(x.dst));
+      }
+    }
+  }
+  return KVIO_STATUS_OK;
+}
+
+kvio_status CopyIssuer::issue2d(const EngineOps& ops, const IssueOptions& options, size_t planSize,
+                                size_t index, const EngineCopy& c) {
+  ++calls_.copy2d;
+  const int code = ops.copy2d(ops.context, c);
+  if (code == kEngineOk) return KVIO_STATUS_OK;
+  const char* direction = options.direction != nullptr ? options.direction : "";
+  return fail(KVIO_STATUS_BACKEND_ERROR,
+              "%s failed: %s: copy %zu of %zu (plan copy %zu of %zu)%s%s, %llu rows of %llu "
+              "bytes, pitches dst %llu src %llu, dst 0x%llx src 0x%llx",
+              ops.copy2dName, ops.errorText(ops.context, code).c_str(), index, copies_.size(),
+              c.planIndex, planSize, direction[0] != '\0' ? ", " : "", direction,
+              static_cast<ull>(c.height), static_cast<ull>(c.width), static_cast<ull>(c.dstPitch),
+              static_cast<ull>(c.srcPitch), static_cast<ull>(c.dst), static_cast<ull>(c.src));
+}
+
+// The 2-D and 3-D copies: batch3d calls of at most maxBatch3d, else one 2-D call per slice.
+kvio_status CopyIssuer::issueBlocks(const EngineOps& ops, const IssueOptions& options,
+                                    size_t planSize) {
+  size_t k = 0;
+  while (k < blocks_.size()) {
+    const size_t end = std::min(blocks_.size(), k + std::max<size_t>(ops.maxBatch3d, 1));
+    if (ops.batch3d != nullptr && batch3dEnabled_) {
+      staged_.clear();
+      for (size_t b = k; b < end; ++b) staged_.push_back(copies_[blocks_[b]]);
+      size_t failIndex = SIZE_MAX;
+      ++calls_.batch3d;
+      const int code = ops.batch3d(ops.context, staged_.data(), staged_.size(), &failIndex);
+      if (code == kEngineOk) {
+        k = end;
+        continue;
+      }
+      if (code != kEngineNotSupported) {
+        const bool known = failIndex < end - k;
+        const EngineCopy& f = staged_[known ? failIndex : 0];
+        const char* direction = options.direction != nullptr ? options.direction : "";
+        return fail(
+            KVIO_STATUS_BACKEND_ERROR,
+            "%s failed: %s: batch of %zu copies from copy %zu of %zu (plan copy %zu of "
+            "%zu)%s%s, failIndex %lld%s%llu x %llu rows of %llu bytes, pitches dst %llu "
+            "src %llu, dst 0x%llx src 0x%llx",
+            ops.batch3dName, ops.errorText(ops.context, code).c_str(), end - k, blocks_[k],
+            copies_.size(), staged_[0].planIndex, planSize, direction[0] != '\0' ? ", " : "",
+            direction, known ? static_cast<long long>(failIndex) : -1LL,
+            known ? ": that copy: " : "; first copy: ", static_cast<ull>(f.depth),
+            static_cast<ull>(f.height), static_cast<ull>(f.width), static_cast<ull>(f.dstPitch),
+            static_cast<ull>(f.srcPitch), static_cast<ull>(f.dst), static_cast<ull>(f.src));
+      }
+      batch3dEnabled_ = false;  // these as 2-D copies, and from now on
+    }
+    for (; k < end; ++k) {
+      EngineCopy slice = copies_[blocks_[k]];
+      const uint64_t depth = slice.depth;
+      slice.depth = 1;
+      for (uint64_t z = 0; z < depth; ++z) {
+        KVIO_RETURN_IF_ERROR(issue2d(ops, options, planSize, blocks_[k], slice));
+        slice.dst += copies_[blocks_[k]].dstSlice;
+        slice.src += copies_[blocks_[k]].srcSlice;
       }
     }
   }

@@ -10,9 +10,16 @@
 //   - A copy of several rows stays one 2-D call when the engine has one for this direction and
 //     both pitches are at least the width and at most the engine's largest pitch; it is cut at
 //     the engine's largest height. Other copies become one 1-D copy per row.
-//   - Runs of 1-D copies go to the engine's batch call (at most maxBatch each) when it has one;
-//     a batch answered "not supported" turns batching off for the issuer (the executor) and its
-//     copies go one by one, as they do without a batch call.
+//   - With a batch call for 2-D/3-D copies (batch3d), consecutive 2-D copies of one shape whose
+//     starts advance by a constant step on both sides, a whole number of rows at least their
+//     height, become one 3-D copy when its footprint stays inside one region per side.
+//   - Every 1-D copy of a transfer goes to the engine's batch call (at most maxBatch each, so
+//     ceil(n / maxBatch) calls) when it has one, and every 2-D/3-D copy to batch3d (at most
+//     maxBatch3d each), else one 2-D call each. A transfer's copies write disjoint bytes and
+//     read none the transfer writes (validate.cpp), so the order between them does not matter:
+//     1-D copies are issued first, gathered across the 2-D copies between them. A batch answered
+//     "not supported" turns that batch call off for the issuer (the executor) and its copies
+//     go one by one, as they do without it (3-D copies slice by slice).
 // Vendor calls come through EngineOps; failures name the call (from the table), the vendor's
 // error text, the copy and its sizes.
 #ifndef KVIO_ENGINE_COPY_ENGINE_HPP_
@@ -37,7 +44,9 @@ struct Region {
   uint64_t bytes;
 };
 
-/// One copy for the engine: height rows of width bytes (height 1: a 1-D copy, pitches = width).
+/// One copy for the engine: depth slices of height rows of width bytes (height 1: a 1-D copy,
+/// pitches = width; depth 1: a 2-D copy). Slice k starts k * dstSlice / srcSlice bytes after
+/// the first, a whole number of pitches, at least height pitches.
 struct EngineCopy {
   uint64_t dst;
   uint64_t src;
@@ -46,7 +55,29 @@ struct EngineCopy {
   uint64_t dstPitch;
   uint64_t srcPitch;
   size_t planIndex;  // the plan copy it comes from, for messages
+  uint64_t depth = 1;
+  uint64_t dstSlice = 0;
+  uint64_t srcSlice = 0;
 };
+
+/// Bytes from a copy's first byte on one side to its last byte + 1.
+inline uint64_t footprint(const EngineCopy& c, bool dstSide) {
+  const uint64_t pitch = dstSide ? c.dstPitch : c.srcPitch;
+  const uint64_t slice = dstSide ? c.dstSlice : c.srcSlice;
+  return (c.depth - 1) * slice + (c.height - 1) * pitch + c.width;
+}
+
+/// Engine calls of one transfer (CopyIssuer::lastCalls) or of the process (callTotals).
+struct EngineCalls {
+  uint64_t copy1d = 0;
+  uint64_t copy2d = 0;
+  uint64_t batch = 0;
+  uint64_t batch3d = 0;
+  uint64_t total() const { return copy1d + copy2d + batch + batch3d; }
+};
+
+/// Engine calls issued by every issuer of this process so far (kvio_debug_copy_engine_calls).
+EngineCalls callTotals();
 
 constexpr int kEngineOk = 0;
 /// What a batch call returns for "not supported here" (the ops map the vendor's codes to it).
@@ -68,6 +99,11 @@ struct EngineOps {
   /// nullptr: no batch call. failIndex: the failing entry, or SIZE_MAX.
   int (*batch)(void* context, const uint64_t* dsts, const uint64_t* srcs, const size_t* sizes,
                size_t count, size_t* failIndex) = nullptr;
+  /// nullptr: no batch of 2-D/3-D copies. failIndex: the failing entry, or SIZE_MAX.
+  const char* batch3dName = "batch3d";
+  size_t maxBatch3d = 1;  // largest number of copies in one batch3d call
+  int (*batch3d)(void* context, const EngineCopy* copies, size_t count,
+                 size_t* failIndex) = nullptr;
   std::string (*errorText)(void* context, int code) = nullptr;
 };
 
@@ -92,7 +128,13 @@ kvio_status cutCopies(const std::vector<kvio_copy2d>& plan, const std::vector<Re
                       const std::vector<Region>& dst, const CutRules& rules,
                       std::vector<EngineCopy>* out);
 
-/// One executor's issuer: the batch switch and the arrays it reuses from transfer to transfer.
+/// Merges runs of consecutive 2-D copies of `copies` (cut already) into 3-D copies where their
+/// starts advance by a constant step on both sides that is a whole number of pitches, at least
+/// the height, and the 3-D footprint stays inside one region per side (regions sorted).
+void nestCopies(const std::vector<Region>& src, const std::vector<Region>& dst,
+                std::vector<EngineCopy>* copies);
+
+/// One executor's issuer: the batch switches and the arrays it reuses from transfer to transfer.
 class CopyIssuer {
  public:
   /// Cuts `plan` at the regions of the source and destination pools (vectors of anything with
@@ -110,6 +152,11 @@ class CopyIssuer {
   /// False once a batch call answered "not supported".
   bool batchEnabled() const { return batchEnabled_; }
   void setBatchEnabled(bool enabled) { batchEnabled_ = enabled; }
+  /// False once a batch3d call answered "not supported".
+  bool batch3dEnabled() const { return batch3dEnabled_; }
+  void setBatch3dEnabled(bool enabled) { batch3dEnabled_ = enabled; }
+  /// The engine calls of the last issue().
+  const EngineCalls& lastCalls() const { return calls_; }
 
  private:
   // Copies `regions` into `out`, sorted by address (a few per pool; `out` keeps its capacity).
@@ -123,10 +170,18 @@ class CopyIssuer {
   kvio_status issueLoaded(const EngineOps& ops, const std::vector<kvio_copy2d>& plan,
                           const IssueOptions& options);
   kvio_status issueCopies(const EngineOps& ops, const IssueOptions& options, size_t planSize);
+  kvio_status issueRows(const EngineOps& ops, const IssueOptions& options, size_t planSize);
+  kvio_status issueBlocks(const EngineOps& ops, const IssueOptions& options, size_t planSize);
+  kvio_status issue2d(const EngineOps& ops, const IssueOptions& options, size_t planSize,
+                      size_t index, const EngineCopy& c);
 
   bool batchEnabled_ = true;
+  bool batch3dEnabled_ = true;
+  EngineCalls calls_;
   std::vector<Region> src_, dst_;  // the pools' regions, sorted
   std::vector<EngineCopy> copies_;
+  std::vector<size_t> rows_, blocks_;  // indices into copies_: 1-D copies, 2-D/3-D copies
+  std::vector<EngineCopy> staged_;     // a batch3d call's entries
   std::vector<uint64_t> dsts_, srcs_;
   std::vector<size_t> sizes_;
 };

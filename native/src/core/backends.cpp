@@ -5,6 +5,7 @@
 // time and reports why it is absent.
 #include "backends.hpp"
 
+#include "auto_executor.hpp"
 #include "error.hpp"
 #include "executor.hpp"
 #include "pool.hpp"
@@ -16,6 +17,8 @@ const BackendOps& ascendBackendOps();  // native/src/ascend/ascend_backend.cpp
 #if defined(KVIO_HAVE_CUDA)
 const BackendOps& cudaKernelBackendOps();  // native/src/cuda/cuda_backend.cpp
 const BackendOps& cudaDirectBackendOps();
+kvio_status createCudaAutoExecutor(const CudaExecutorConfig& config,
+                                   std::unique_ptr<Executor>* out);  // cuda_backend.cpp
 #endif
 
 namespace {
@@ -40,9 +43,42 @@ kvio_status noCudaCopy(int32_t, int32_t, uint64_t, uint64_t, uint64_t, bool) {
   return noCudaBackend();
 }
 
+kvio_status noCudaAuto(const CudaExecutorConfig&, std::unique_ptr<Executor>*) {
+  return noCudaBackend();
+}
+
 const BackendOps kKernel{KVIO_BACKEND_KERNEL, noCudaBackend, nullptr, nullptr, nullptr};
 const BackendOps kDirect{KVIO_BACKEND_DIRECT, noCudaBackend, nullptr, nullptr, nullptr};
 const MemoryOps kNoCudaMemory{noCudaAllocate, noCudaAdopt, noCudaAddress, noCudaCopy};
+#endif
+
+// 'auto' is always available: with a usable CUDA driver and device it chooses among kernel and
+// direct on device 0 (createCudaAutoExecutor); without, it is the cpu backend.
+kvio_status autoAvailable() {
+  return KVIO_STATUS_OK;
+}
+
+kvio_status autoCreate(int32_t threads, std::unique_ptr<Executor>* out) {
+#if defined(KVIO_HAVE_CUDA)
+  if (cudaKernelBackendOps().available() == KVIO_STATUS_OK) {
+    return createCudaAutoExecutor(CudaExecutorConfig(), out);
+  }
+#endif
+  AutoCalibration calibration;
+  KVIO_RETURN_IF_ERROR(initialAutoCalibration(&calibration));
+  std::array<AutoExecutor::Candidate, kAutoPicks> candidates;
+  AutoExecutor::Candidate& cpu = candidates[static_cast<size_t>(AutoPick::kCpu)];
+  cpu.ioBackend = KVIO_BACKEND_CPU;
+  KVIO_RETURN_IF_ERROR(cpuBackendOps().create(threads, &cpu.executor));
+  *out = std::make_unique<AutoExecutor>(std::move(candidates), std::move(calibration));
+  return KVIO_STATUS_OK;
+}
+
+#if defined(KVIO_HAVE_CUDA)
+const BackendOps kAuto{KVIO_BACKEND_AUTO, autoAvailable, autoCreate, createCudaAutoExecutor,
+                       nullptr};
+#else
+const BackendOps kAuto{KVIO_BACKEND_AUTO, autoAvailable, autoCreate, noCudaAuto, nullptr};
 #endif
 
 }  // namespace
@@ -64,7 +100,7 @@ const char* memoryKindList() {
 }
 
 std::vector<const char*> ioBackendNames() {
-  return {"cpu", "kernel", "direct", "kernel_ascend"};
+  return {"cpu", "kernel", "direct", "kernel_ascend", "auto"};
 }
 
 bool isDeviceMemory(int32_t kind) {
@@ -82,6 +118,7 @@ const BackendOps* backendOps(int32_t ioBackend) {
     case KVIO_BACKEND_DIRECT: return &kDirect;
 #endif
     case KVIO_BACKEND_KERNEL_ASCEND: return &ascendBackendOps();
+    case KVIO_BACKEND_AUTO: return &kAuto;
     default: return nullptr;
   }
 }

@@ -134,7 +134,8 @@ public class BackendAvailabilityTest {
     @Test
     public void backendNamesMatchNativeTable() {
         assertEquals(
-                names(IoBackend.values()), List.of("cpu", "kernel", "direct", "kernel_ascend"));
+                names(IoBackend.values()),
+                List.of("cpu", "kernel", "direct", "kernel_ascend", "auto"));
         for (IoBackend b : IoBackend.values()) assertSame(IoBackend.parse(b.userName()), b);
     }
 

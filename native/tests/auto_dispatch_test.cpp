@@ -209,5 +209,35 @@ TEST(AutoBackend, CalibrationCallsRefuseOtherExecutors) {
   (void)info;
 }
 
+TEST(AutoBackend, CppWrapperMarksOverlapAndSetsTheCalibration) {
+  if (kvio_backend_available(KVIO_BACKEND_KERNEL) == KVIO_STATUS_OK) {
+    GTEST_SKIP() << "a CUDA device is present: auto is not cpu here";
+  }
+  kvio::Executor executor(kvio::IoBackend::Auto, 1);
+  EXPECT_NE(executor.autoCalibration().find("direct_row_bytes = 65536"), std::string::npos);
+  executor.setAutoCalibration("direct_row_bytes = 1K\n");
+  EXPECT_NE(executor.autoCalibration().find("direct_row_bytes = 1024\n"), std::string::npos);
+  EXPECT_THROW(executor.setAutoCalibration("direct_row_bytes"), kvio::Error);
+  Geometry g;
+  g.L = 2;
+  g.P = 4;
+  g.ps = 4;
+  g.H = 1;
+  g.hb = 32;
+  TestPool src(g), dst(g);
+  std::mt19937_64 rng(11);
+  src.fillRandom(rng);
+  dst.fill(0x3C);
+  const std::vector<int64_t> si{0, 5, 9}, di{15, 2, 7};
+  Image expected = dst.capture();
+  applyTransfer(g, src.capture(), g, &expected, si, di, 0, 0, 2);
+  kvio::Transfer t =
+      kvio::transfer(executor, src.pool(), dst.pool(), si, di, kvio::LayerMap{0, 0, 2}, true);
+  t.wait();
+  EXPECT_EQ(t.info().overlaps_compute, 1);
+  EXPECT_EQ(t.info().chosen_backend, KVIO_BACKEND_CPU);
+  EXPECT_TRUE(sameImage(expected, dst.capture(), "destination"));
+}
+
 }  // namespace
 }  // namespace kvio_test

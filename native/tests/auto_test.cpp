@@ -4,6 +4,8 @@
 // transfers is in auto_dispatch_test.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -230,6 +232,98 @@ TEST(AutoExecutorMemory, AcceptsWhatAnyCandidateAcceptsAndSaysWhyNot) {
   EXPECT_NE(message.find("stand refuses kind 0"), std::string::npos) << message;
   EXPECT_FALSE(executor.acceptsDeviceIndices());
   EXPECT_EQ(executor.setLaunch(4, 4), KVIO_STATUS_UNSUPPORTED);  // the stand has no launch shape
+}
+
+// ---- the first-use measurement (KVIO_AUTO_CALIBRATION=measure) ----
+
+TEST(AutoMeasure, CrossoverIsWhereDirectWinsFromThereOn) {
+  using M = kvio::AutoMeasurement;
+  constexpr uint64_t kNever = UINT64_MAX;
+  EXPECT_EQ(kvio::autoCrossover({}), kNever);
+  EXPECT_EQ(kvio::autoCrossover({{4096, 1, 2}, {8192, 1, 2}}), kNever);
+  EXPECT_EQ(kvio::autoCrossover({{4096, 2, 1}, {8192, 2, 1}}), 4096u);
+  EXPECT_EQ(kvio::autoCrossover({{4096, 1, 2}, {8192, 1, 1}, {16384, 2, 1}}), 8192u);  // a tie wins
+  // Direct wins at 8 KiB, loses at 16 KiB, wins above: the crossover is above the loss.
+  EXPECT_EQ(kvio::autoCrossover({{4096, 1, 2}, {8192, 2, 1}, {16384, 1, 2}, {32768, 2, 1}}),
+            32768u);
+  EXPECT_EQ(kvio::autoCrossover(std::vector<M>{{65536, 1, 2}, {131072, 1, 3}}), kNever);
+}
+
+std::unique_ptr<kvio::Executor> standInAuto(int* kernelJobs, int* directJobs) {
+  std::array<kvio::AutoExecutor::Candidate, kvio::kAutoPicks> c;
+  c[0] = {KVIO_BACKEND_KERNEL, std::make_unique<Stand>(kernelJobs)};
+  c[1] = {KVIO_BACKEND_DIRECT, std::make_unique<Stand>(directJobs)};
+  return std::make_unique<kvio::AutoExecutor>(std::move(c), AutoCalibration());
+}
+
+std::array<int64_t, 4> liveObjects() {
+  std::array<int64_t, 4> counts{};
+  EXPECT_EQ(kvio_debug_live_objects(counts.data()), KVIO_STATUS_OK);
+  return counts;
+}
+
+TEST(AutoMeasure, SweepsBothCandidatesAndSetsTheCrossover) {
+  const auto before = liveObjects();
+  int kernelJobs = 0, directJobs = 0;
+  std::unique_ptr<kvio::Executor> executor = standInAuto(&kernelJobs, &directJobs);
+  kvio::AutoMeasureTarget target{KVIO_MEMORY_HOST, KVIO_MEMORY_HOST, -1, 64 << 10};
+  ASSERT_EQ(kvio::measureAutoCalibration(&executor, target), KVIO_STATUS_OK) << kvio_last_error();
+  ASSERT_NE(executor, nullptr);
+  EXPECT_EQ(kernelJobs, 7 * 4);  // 7 row sizes, one untimed and three timed runs each
+  EXPECT_EQ(directJobs, 7 * 4);
+  const AutoCalibration c = static_cast<kvio::AutoExecutor*>(executor.get())->calibration();
+  const std::vector<uint64_t> sizes{4 << 10,  8 << 10,   16 << 10,  32 << 10,
+                                    64 << 10, 128 << 10, 256 << 10, UINT64_MAX};
+  EXPECT_NE(std::find(sizes.begin(), sizes.end(), c.directRowBytes), sizes.end())
+      << c.directRowBytes;
+  EXPECT_EQ(c.directRowBytesOverlap, AutoCalibration().directRowBytesOverlap);  // not measured
+  EXPECT_EQ(c.stagedMinBytes, AutoCalibration().stagedMinBytes);
+  EXPECT_EQ(c.source.rfind("measured at first use on device -1, host to device, GB/s "
+                           "kernel/direct: 4K ",
+                           0),
+            0u)
+      << c.source;
+  EXPECT_NE(c.source.find(" 256K "), std::string::npos) << c.source;
+  executor.reset();
+  EXPECT_EQ(liveObjects(), before);  // pools, the temporary handle and transfers all gone
+}
+
+TEST(AutoMeasure, AFailedSweepSaysWhereAndChangesNothing) {
+  const auto before = liveObjects();
+  int kernelJobs = 0, directJobs = 0;
+  std::unique_ptr<kvio::Executor> executor = standInAuto(&kernelJobs, &directJobs);
+  kvio::AutoMeasureTarget target{99, KVIO_MEMORY_HOST, -1, 64 << 10};
+  EXPECT_EQ(kvio::measureAutoCalibration(&executor, target), KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvio_last_error()).find("measuring the auto calibration (rows of 4096 B)"),
+            std::string::npos)
+      << kvio_last_error();
+  ASSERT_NE(executor, nullptr);
+  EXPECT_EQ(static_cast<kvio::AutoExecutor*>(executor.get())->calibration().source,
+            AutoCalibration().source);
+  EXPECT_EQ(kernelJobs + directJobs, 0);
+  executor.reset();
+  EXPECT_EQ(liveObjects(), before);
+}
+
+TEST(AutoMeasure, MeasureInTheEnvironmentIsNotAFileName) {
+  ASSERT_EQ(setenv("KVIO_AUTO_CALIBRATION", "measure", 1), 0);
+  AutoCalibration c;
+  bool measure = false;
+  EXPECT_EQ(kvio::initialAutoCalibration(&c, &measure), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_TRUE(measure);
+  EXPECT_EQ(c.source, "defaults (H200 figures)");
+  // Without a GPU, auto is cpu: nothing to measure, the defaults stay.
+  uint64_t executor = 0;
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_AUTO, 1, &executor), KVIO_STATUS_OK);
+  if (kvio_backend_available(KVIO_BACKEND_KERNEL) != KVIO_STATUS_OK) {
+    EXPECT_NE(std::string(kvio_executor_auto_calibration(executor)).find("defaults"),
+              std::string::npos);
+  }
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+  ASSERT_EQ(unsetenv("KVIO_AUTO_CALIBRATION"), 0);
+  measure = true;
+  EXPECT_EQ(kvio::initialAutoCalibration(&c, &measure), KVIO_STATUS_OK);
+  EXPECT_FALSE(measure);
 }
 
 }  // namespace

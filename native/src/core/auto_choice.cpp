@@ -148,9 +148,11 @@ std::string formatAutoCalibration(const AutoCalibration& calibration) {
   return text;
 }
 
-kvio_status initialAutoCalibration(AutoCalibration* out) {
+kvio_status initialAutoCalibration(AutoCalibration* out, bool* measure) {
   const char* path = std::getenv("KVIO_AUTO_CALIBRATION");
-  if (path == nullptr || *path == '\0') {
+  const bool measuring = path != nullptr && std::string(path) == "measure";
+  if (measure != nullptr) *measure = measuring;
+  if (path == nullptr || *path == '\0' || measuring) {
     *out = AutoCalibration();
     return KVIO_STATUS_OK;
   }

@@ -74,8 +74,9 @@ kvio_status parseAutoCalibration(const std::string& text, const std::string& sou
 std::string formatAutoCalibration(const AutoCalibration& calibration);
 
 /// The calibration an auto executor starts with: the file named by KVIO_AUTO_CALIBRATION when
-/// set (an unreadable or malformed file is an error), else the defaults.
-kvio_status initialAutoCalibration(AutoCalibration* out);
+/// set (an unreadable or malformed file is an error), else the defaults. KVIO_AUTO_CALIBRATION
+/// =measure gives the defaults and sets *measure (when given): measure on the device first.
+kvio_status initialAutoCalibration(AutoCalibration* out, bool* measure = nullptr);
 
 }  // namespace kvio
 

@@ -9,6 +9,7 @@
 #include <array>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "auto_choice.hpp"
 #include "executor.hpp"
@@ -55,6 +56,34 @@ class AutoExecutor : public Executor {
   mutable std::mutex mutex_;  // guards calibration_
   AutoCalibration calibration_;
 };
+
+/// Where the first-use measurement (auto_measure.cpp) allocates its pools.
+struct AutoMeasureTarget {
+  int32_t deviceKind = KVIO_MEMORY_CUDA_DEVICE;
+  int32_t hostKind = KVIO_MEMORY_HOST_PINNED;
+  int32_t device = 0;
+  uint64_t bytesPerRun = 8 << 20;  // about this much per timed transfer (8 to 4096 rows)
+};
+
+/// One row size of the sweep: the best time of each candidate.
+struct AutoMeasurement {
+  uint64_t rowBytes;
+  double kernelSeconds;
+  double directSeconds;
+};
+
+/// The smallest measured row size from which direct is at least as fast as the kernel at every
+/// larger size measured (points in ascending row size); UINT64_MAX ("never") if none.
+uint64_t autoCrossover(const std::vector<AutoMeasurement>& points);
+
+/// Bytes one timed transfer of the sweep moves at this row size.
+uint64_t autoMeasuredBytes(const AutoMeasureTarget& target, uint64_t rowBytes);
+
+/// Runs the sweep on *executor (an AutoExecutor with kernel and direct candidates), which is
+/// registered under a temporary handle meanwhile, and sets its direct_row_bytes to the measured
+/// crossover, the figures in its source. On failure its calibration is unchanged.
+kvio_status measureAutoCalibration(std::unique_ptr<Executor>* executor,
+                                   const AutoMeasureTarget& target);
 
 }  // namespace kvio
 

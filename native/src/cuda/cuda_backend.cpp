@@ -245,7 +245,8 @@ void CudaExecutor::drain() {
 kvio_status createCudaAutoExecutor(const CudaExecutorConfig& config,
                                    std::unique_ptr<Executor>* out) {
   AutoCalibration calibration;
-  KVIO_RETURN_IF_ERROR(initialAutoCalibration(&calibration));
+  bool measure = false;  // KVIO_AUTO_CALIBRATION=measure
+  KVIO_RETURN_IF_ERROR(initialAutoCalibration(&calibration, &measure));
   std::array<AutoExecutor::Candidate, kAutoPicks> candidates;
   AutoExecutor::Candidate& kernel = candidates[static_cast<size_t>(AutoPick::kKernel)];
   AutoExecutor::Candidate& direct = candidates[static_cast<size_t>(AutoPick::kDirect)];
@@ -256,6 +257,11 @@ kvio_status createCudaAutoExecutor(const CudaExecutorConfig& config,
   kernel.executor->nativeHandle(NativeHandle::kCudaStream, &shared.stream);
   KVIO_RETURN_IF_ERROR(cuda::createDirectExecutor(shared, &direct.executor));
   *out = std::make_unique<AutoExecutor>(std::move(candidates), std::move(calibration));
+  if (measure) {
+    AutoMeasureTarget target;  // CUDA device memory and pinned host memory of this device
+    target.device = config.device;
+    KVIO_RETURN_IF_ERROR(measureAutoCalibration(out, target));
+  }
   return KVIO_STATUS_OK;
 }
 

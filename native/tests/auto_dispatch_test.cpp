@@ -152,12 +152,7 @@ TEST(AutoBackend, NamedAvailableAndRunsOnCpuWithoutAGpu) {
   int32_t threads = 0;
   EXPECT_EQ(kvio_executor_threads(executor, &threads), KVIO_STATUS_OK);
   EXPECT_EQ(threads, 2);
-  Geometry g;
-  g.L = 3;
-  g.P = 8;
-  g.ps = 2;
-  g.H = 2;
-  g.hb = 64;
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 3, 8, 2, 2, 64};
   TestPool src(g), dst(g);
   std::mt19937_64 rng(3);
   src.fillRandom(rng);
@@ -205,8 +200,6 @@ TEST(AutoBackend, CalibrationCallsRefuseOtherExecutors) {
   EXPECT_EQ(kvio_executor_auto_calibration(cpu), nullptr);
   EXPECT_EQ(kvio_executor_auto_calibration(0), nullptr);
   EXPECT_EQ(kvio_executor_close(cpu), KVIO_STATUS_OK);
-  kvio_transfer_info info{};
-  (void)info;
 }
 
 TEST(AutoBackend, CppWrapperMarksOverlapAndSetsTheCalibration) {
@@ -218,12 +211,7 @@ TEST(AutoBackend, CppWrapperMarksOverlapAndSetsTheCalibration) {
   executor.setAutoCalibration("direct_row_bytes = 1K\n");
   EXPECT_NE(executor.autoCalibration().find("direct_row_bytes = 1024\n"), std::string::npos);
   EXPECT_THROW(executor.setAutoCalibration("direct_row_bytes"), kvio::Error);
-  Geometry g;
-  g.L = 2;
-  g.P = 4;
-  g.ps = 4;
-  g.H = 1;
-  g.hb = 32;
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 4, 4, 1, 32};
   TestPool src(g), dst(g);
   std::mt19937_64 rng(11);
   src.fillRandom(rng);

@@ -16,8 +16,9 @@
 #     GPU-test case in its own process, the Java GPU tests (TestNG group gpu, one JVM),
 #     compute-sanitizer memcheck over the GPU tests (small sweep) and the hardware matrix (--full, kernel and direct, every device form; one process
 #     per backend and form). Phase 2 (90 s at most): the stress mode, 20 repetitions of each
-#     conformance case beside a busy kernel (small sweep). Phase 3 (75 s at most): the bandwidth
-#     benchmark alone. Sized for under 5 minutes on one H200.
+#     conformance case beside a busy kernel (small sweep). Phase 3 (135 s at most): the bandwidth
+#     benchmark alone, then the main job (kvio-cli roundtrip with its default io backend, auto;
+#     appended to bench.txt). Sized for under 6 minutes on one H200.
 #     Exit status: 0 all passed; 1 a failure; 3 no usable GPU (the summary says why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -315,6 +316,17 @@ run() {
   rc=0
   timeout 75 "$dir/kvio_cuda_bench" --quick --out "$out/bench.tsv" > "$out/bench.txt" 2>&1 || rc=$?
   say "benchmark: exit $rc$([ "$rc" = 124 ] && echo ' (timed out)')"
+  [ "$rc" = 0 ] || failed=1
+
+  # ---- the main job: roundtrip with the default io backend (auto), appended to bench.txt ----
+  say "phase 3: roundtrip (io backend auto by default: device memory, verify, GB/s vs ceiling)"
+  rc=0
+  { echo; echo "== kvio-cli roundtrip --tokens 4096 --layers 8 (default io backend: auto)"; } \
+    >> "$out/bench.txt"
+  timeout 60 "$java" -Dorg.bytedeco.javacpp.cachedir="$scratch/javacpp-roundtrip" \
+    -jar "$dir/kvio-cli.jar" roundtrip --tokens 4096 --layers 8 >> "$out/bench.txt" 2>&1 || rc=$?
+  say "roundtrip: exit $rc$([ "$rc" = 124 ] && echo ' (timed out)')"
+  grep -E 'io backend|calibration|ceiling|verified|FAIL' "$out/bench.txt" | tail -12 || true
   [ "$rc" = 0 ] || failed=1
 
   local f

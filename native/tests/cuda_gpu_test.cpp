@@ -273,6 +273,7 @@ Geometry make(int32_t kind, int32_t layout, Form form, int64_t L, int64_t P, int
 /// Submits, waits for and closes transfers; false (with a recorded failure) on any error.
 struct Submitted {
   uint64_t bytes = 0;
+  int32_t chosenBackend = -1;  // of the last transfer (kvio_transfer_info.chosen_backend)
 };
 bool runTransfer(uint64_t executor, uint64_t src, uint64_t dst, const std::vector<int64_t>& srcIdx,
                  const std::vector<int64_t>& dstIdx, int64_t srcLayer, int64_t dstLayer,
@@ -289,6 +290,9 @@ bool runTransfer(uint64_t executor, uint64_t src, uint64_t dst, const std::vecto
   uint64_t bytes = 0;
   EXPECT_EQ(kvio_transfer_bytes(transfer, &bytes), KVIO_STATUS_OK);
   submitted->bytes += bytes;
+  kvio_transfer_info info{};
+  EXPECT_EQ(kvio_transfer_get_info(transfer, &info), KVIO_STATUS_OK);
+  submitted->chosenBackend = info.chosen_backend;
   EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
   return waited == KVIO_STATUS_OK;
 }
@@ -337,13 +341,17 @@ void PrintTo(const GpuCase& gc, std::ostream* os) {
 
 std::vector<GpuCase> gpuCases() {
   std::vector<GpuCase> cases;
-  for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT})
+  // auto on kvio-allocated device pools only: it runs kernel or direct, which the other forms
+  // check; this checks its dispatch on every layout and direction.
+  for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_AUTO})
     for (int32_t kind : {KVIO_KIND_MHA, KVIO_KIND_MLA})
       for (int32_t layout = 0; layout < KVIO_LAYOUT_COUNT; ++layout) {
         if (kind == KVIO_KIND_MLA && layout == KVIO_LAYOUT_PAGE_HEAD) continue;
-        for (Form form : {Form::Allocated, Form::PerComponent, Form::PerLayer})
+        for (Form form : {Form::Allocated, Form::PerComponent, Form::PerLayer}) {
+          if (backend == KVIO_BACKEND_AUTO && form != Form::Allocated) continue;
           for (bool backup : {true, false})
             cases.push_back(GpuCase{backend, Case{kind, layout, form, backup}});
+        }
       }
   return cases;
 }
@@ -567,6 +575,44 @@ INSTANTIATE_TEST_SUITE_P(Configs, CudaConformance, ::testing::ValuesIn(gpuCases(
                          });
 
 // ---- launch shapes, device indices, memory kinds, streams, lifetimes ----
+
+// 'auto' on the GPU: scattered 256-byte rows go to the kernel (also when marked as overlapping
+// compute: below 8 KiB), whole 256 KiB layers to direct; every destination byte checked.
+TEST(CudaAuto, ChoosesByRowSizeAndMovesEveryByte) {
+  REQUIRE_GPU();
+  Executor executor(KVIO_BACKEND_AUTO);
+  ASSERT_TRUE(executor.ok());
+  const Geometry g = make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 64, 16, 1,
+                          256);  // 256 B rows; a layer of a component: 256 KiB
+  GpuPool device(g, Memory::Device, executor.stream());
+  GpuPool host(g, Memory::PinnedHost, executor.stream());
+  ASSERT_TRUE(device.ok() && host.ok());
+  std::vector<int64_t> scattered, all;
+  for (int64_t i = 0; i < g.S(); ++i) {
+    all.push_back(i);
+    if (i % 2 == 0) scattered.push_back(i);
+  }
+  std::mt19937_64 rng(21);
+  for (const auto* indices : {&scattered, &all}) {
+    for (bool backup : {false, true}) {
+      GpuPool& src = backup ? device : host;
+      GpuPool& dst = backup ? host : device;
+      const Image srcImage = src.random(rng);
+      Image expected = dst.random(rng);
+      ASSERT_TRUE(src.write(srcImage) && dst.write(expected));
+      Submitted submitted;
+      ASSERT_TRUE(runTransfer(executor.handle(), src.handle(), dst.handle(), *indices, *indices, 0,
+                              0, 2, &submitted));
+      EXPECT_EQ(submitted.chosenBackend,
+                indices == &all ? KVIO_BACKEND_DIRECT : KVIO_BACKEND_KERNEL)
+          << (backup ? "backup" : "load") << " of " << indices->size() << " slots";
+      applyTransfer(g, srcImage, g, &expected, *indices, *indices, 0, 0, 2);
+      Image actual;
+      ASSERT_TRUE(dst.read(&actual));
+      EXPECT_TRUE(sameImage(expected, actual, "destination"));
+    }
+  }
+}
 
 TEST(CudaKernel, CtaBudgetsAndWarpsGiveTheSameBytes) {
   REQUIRE_GPU();

@@ -217,6 +217,18 @@ KVIO_API kvio_status kvio_submit_args(uint64_t executor, uint64_t src_pool, uint
                                       int64_t num_indices, int64_t src_layer_start,
                                       int64_t dst_layer_start, int64_t num_layers,
                                       uint64_t* transfer_out);
+/* Submit flags (kvio_submit_flags, kvio_submit_args_flags; other bits are INVALID_ARGUMENT).
+ * KVIO_SUBMIT_OVERLAPS_COMPUTE: the transfer runs beside compute on the same device (e.g. a
+ * layer's load during the forward pass); the 'auto' io backend then prefers the copy engine
+ * from smaller rows (docs/cuda.md). Other backends ignore it. */
+#define KVIO_SUBMIT_OVERLAPS_COMPUTE 1u
+KVIO_API kvio_status kvio_submit_flags(uint64_t executor, const kvio_transfer_desc* desc,
+                                       uint32_t flags, uint64_t* transfer_out);
+KVIO_API kvio_status kvio_submit_args_flags(uint64_t executor, uint64_t src_pool, uint64_t dst_pool,
+                                            const int64_t* src_indices, const int64_t* dst_indices,
+                                            int64_t num_indices, int64_t src_layer_start,
+                                            int64_t dst_layer_start, int64_t num_layers,
+                                            uint32_t flags, uint64_t* transfer_out);
 /* timeout_ns < 0 waits forever. Returns the transfer's own status once done, or TIMEOUT. */
 KVIO_API kvio_status kvio_transfer_wait(uint64_t transfer, int64_t timeout_ns);
 /* 1 if done, 0 if not, negative (-status) for a bad handle. */
@@ -250,8 +262,11 @@ typedef struct kvio_transfer_info {
   int64_t submit_ns;
   int64_t start_ns;
   int64_t end_ns;
-  int32_t done;   /* 1 once complete (status is final), else 0 */
-  int32_t status; /* the transfer's own status once done, else KVIO_STATUS_OK */
+  int32_t done;             /* 1 once complete (status is final), else 0 */
+  int32_t status;           /* the transfer's own status once done, else KVIO_STATUS_OK */
+  int32_t chosen_backend;   /* KVIO_BACKEND_* that ran it: what 'auto' chose (kernel, direct,
+                               cpu where there is no GPU); io_backend for the other backends */
+  int32_t overlaps_compute; /* 1 if submitted with KVIO_SUBMIT_OVERLAPS_COMPUTE, else 0 */
 } kvio_transfer_info;
 
 /* Fills *info_out (any transfer handle still open, done or not). */
@@ -355,6 +370,24 @@ KVIO_API kvio_status kvio_cuda_device_count(int32_t* count_out);
 KVIO_API kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64_t stream,
                                                int32_t cta_budget, int32_t warps_per_cta,
                                                uint64_t* executor_out);
+/* The 'auto' io backend (docs/cuda.md): per transfer it runs the kernel, direct or (once built)
+ * staged executor, all on the auto executor's stream, by the mean row size of the transfer's
+ * plan against crossovers. Where no CUDA driver or device is present, 'auto' is the cpu backend.
+ * kvio_executor_create(KVIO_BACKEND_AUTO, ...) is device 0, own stream;
+ * kvio_executor_create_cuda(KVIO_BACKEND_AUTO, ...) chooses the device and stream.
+ * Its crossovers start from the file named by the environment variable KVIO_AUTO_CALIBRATION
+ * (read at executor creation; unreadable or malformed: the creation fails), else the defaults
+ * (H200 figures); KVIO_AUTO_CALIBRATION=measure instead times kernel against direct on the
+ * device when the executor is created and takes direct_row_bytes from that. This replaces them for
+ * transfers submitted after the call; `text` is the calibration file format (one `key = value` a
+ * line, `#` comments; keys direct_row_bytes, direct_row_bytes_overlap, staged_min_bytes; values
+ * bytes with an optional K/M/G suffix, or never; keys left out keep their default).
+ * INVALID_ARGUMENT for a malformed text or an executor that is not 'auto'. */
+KVIO_API kvio_status kvio_executor_set_auto_calibration(uint64_t executor, const char* text);
+/* The auto executor's calibration in the file format (its source in a comment), valid until the
+ * next kvio call on this thread; NULL (kvio_last_error() says why) for an executor that is not
+ * 'auto' or a bad handle. */
+KVIO_API const char* kvio_executor_auto_calibration(uint64_t executor);
 /* Changes the kernel backend's launch shape for transfers submitted after this call. */
 KVIO_API kvio_status kvio_executor_set_launch(uint64_t executor, int32_t cta_budget,
                                               int32_t warps_per_cta);

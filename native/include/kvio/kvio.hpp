@@ -307,15 +307,27 @@ class Executor {
     check(kvio_executor_threads(handle_, &threads));
     return threads;
   }
+  /// An 'auto' executor's calibration, in the calibration file format.
+  std::string autoCalibration() const {
+    const char* text = kvio_executor_auto_calibration(handle_);
+    if (text == nullptr) throw Error(KVIO_STATUS_INVALID_ARGUMENT, kvio_last_error());
+    return text;
+  }
+  /// Replaces an 'auto' executor's calibration (the calibration file format).
+  void setAutoCalibration(const std::string& text) {
+    check(kvio_executor_set_auto_calibration(handle_, text.c_str()));
+  }
 
  private:
   uint64_t handle_ = 0;
 };
 
 /// The general transfer: for each index pair and each layer of the map, every component's
-/// row moves from src to dst. Any layout to any layout.
+/// row moves from src to dst. Any layout to any layout. overlapsCompute: the transfer runs
+/// beside compute on the device (KVIO_SUBMIT_OVERLAPS_COMPUTE; read by the 'auto' backend).
 inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
-                         Indices srcIndices, Indices dstIndices, LayerMap layers) {
+                         Indices srcIndices, Indices dstIndices, LayerMap layers,
+                         bool overlapsCompute = false) {
   if (srcIndices.size != dstIndices.size) {
     throw Error(KVIO_STATUS_INVALID_ARGUMENT, "srcIndices has " + std::to_string(srcIndices.size) +
                                                   " entries but dstIndices has " +
@@ -324,7 +336,8 @@ inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& 
   const kvio_transfer_desc desc{src.handle(),    dst.handle(),    srcIndices.data, dstIndices.data,
                                 srcIndices.size, layers.srcStart, layers.dstStart, layers.count};
   uint64_t handle = 0;
-  check(kvio_submit(executor.handle(), &desc, &handle));
+  check(kvio_submit_flags(executor.handle(), &desc,
+                          overlapsCompute ? KVIO_SUBMIT_OVERLAPS_COMPUTE : 0u, &handle));
   return Transfer(handle);
 }
 

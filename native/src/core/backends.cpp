@@ -5,6 +5,7 @@
 // time and reports why it is absent.
 #include "backends.hpp"
 
+#include "auto_executor.hpp"
 #include "error.hpp"
 #include "executor.hpp"
 #include "pool.hpp"
@@ -16,6 +17,8 @@ const BackendOps& ascendBackendOps();  // native/src/ascend/ascend_backend.cpp
 #if defined(KVIO_HAVE_CUDA)
 const BackendOps& cudaKernelBackendOps();  // native/src/cuda/cuda_backend.cpp
 const BackendOps& cudaDirectBackendOps();
+kvio_status createCudaAutoExecutor(const CudaExecutorConfig& config,
+                                   std::unique_ptr<Executor>* out);  // cuda_backend.cpp
 #endif
 
 namespace {
@@ -49,7 +52,40 @@ const BackendOps kKernel{KVIO_BACKEND_KERNEL, noCudaBackend, nullptr, nullptr, n
                          noCudaLaunch};
 const BackendOps kDirect{KVIO_BACKEND_DIRECT, noCudaBackend, nullptr, nullptr, nullptr};
 const MemoryOps kNoCudaMemory{noCudaAllocate, noCudaAdopt, noCudaAddress, noCudaCopy};
+
+kvio_status createCudaAutoExecutor(const CudaExecutorConfig&, std::unique_ptr<Executor>*) {
+  return noCudaBackend();
+}
 #endif
+
+// 'auto' is always available: with a usable CUDA driver and device it chooses among kernel and
+// direct on device 0 (createCudaAutoExecutor); without, it is the cpu backend.
+kvio_status autoAvailable() {
+  return KVIO_STATUS_OK;
+}
+
+kvio_status autoCreate(int32_t threads, std::unique_ptr<Executor>* out) {
+  if (backendOps(KVIO_BACKEND_KERNEL)->available() == KVIO_STATUS_OK) {
+    return createCudaAutoExecutor(CudaExecutorConfig(), out);
+  }
+  AutoCalibration calibration;
+  KVIO_RETURN_IF_ERROR(initialAutoCalibration(&calibration));
+  std::array<AutoExecutor::Candidate, kAutoPicks> candidates;
+  AutoExecutor::Candidate& cpu = candidates[static_cast<size_t>(AutoPick::kCpu)];
+  cpu.ioBackend = KVIO_BACKEND_CPU;
+  KVIO_RETURN_IF_ERROR(cpuBackendOps().create(threads, &cpu.executor));
+  *out = std::make_unique<AutoExecutor>(std::move(candidates), std::move(calibration));
+  return KVIO_STATUS_OK;
+}
+
+kvio_status autoSetLaunch(Executor& executor, int32_t ctaBudget, int32_t warpsPerCta) {
+  return static_cast<AutoExecutor&>(executor).setKernelLaunch(ctaBudget, warpsPerCta);
+}
+
+// Device-resident indices and launch settings go to its kernel candidate (AutoExecutor says
+// UNSUPPORTED when it runs the cpu backend).
+const BackendOps kAuto{KVIO_BACKEND_AUTO, autoAvailable, autoCreate,   createCudaAutoExecutor,
+                       nullptr,           true,          autoSetLaunch};
 
 }  // namespace
 
@@ -80,6 +116,7 @@ const BackendOps* backendOps(int32_t ioBackend) {
     case KVIO_BACKEND_DIRECT: return &kDirect;
 #endif
     case KVIO_BACKEND_KERNEL_ASCEND: return &ascendBackendOps();
+    case KVIO_BACKEND_AUTO: return &kAuto;
     default: return nullptr;
   }
 }

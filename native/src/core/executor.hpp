@@ -69,6 +69,8 @@ class TransferState {
   /// What the transfer is (kvio_transfer_get_info); the core sets it before submission.
   struct Shape {
     int32_t ioBackend = 0;
+    int32_t chosenBackend = 0;  // the backend that runs it (auto's choice; else ioBackend)
+    bool overlapsCompute = false;
     int32_t srcLayout = 0, dstLayout = 0;
     int32_t srcMemory = 0, dstMemory = 0;
     int32_t components = 0;
@@ -160,6 +162,7 @@ struct Job {
   MemoryPlace dstPlace{KVIO_MEMORY_HOST, -1};  // derive the copy direction from them)
   const PoolImpl* srcPool = nullptr;           // the pools (their memory regions)
   const PoolImpl* dstPool = nullptr;
+  int32_t ioBackend = -1;  // the KVIO_BACKEND_* that runs it when auto chose; -1: the executor
 };
 
 /// A validated transfer, as the core hands it to Executor::prepare.
@@ -173,13 +176,15 @@ struct Transfer {
   const std::vector<IndexRun>* runs = nullptr;
   int32_t ctaBudget = 0;  // this transfer's launch shape; 0: the executor's
   int32_t warpsPerCta = 0;
+  bool overlapsCompute = false;  // KVIO_SUBMIT_OVERLAPS_COMPUTE: what the 'auto' choice reads
 };
 
 /// What Executor::prepare reports of the work it prepared (kvio_transfer_get_info).
 struct Prepared {
   uint64_t bytes = 0;
-  int64_t copies = 0;    // 2D copies in the plan
-  int64_t launches = 0;  // kernel launches
+  int64_t copies = 0;      // 2D copies in the plan
+  int64_t launches = 0;    // kernel launches
+  int32_t ioBackend = -1;  // the KVIO_BACKEND_* auto chose to run it; -1: the executor's own
 };
 
 class Executor {

@@ -1,9 +1,27 @@
 // The executor entry points of the C ABI that every backend shares: create one for an io
-// backend, ask its thread count, close it. The vendor entry points
-// (executors on a device and stream, launch settings) are in the backend folders.
+// backend, ask its thread count, close it, and an 'auto' executor's calibration. The vendor
+// entry points (executors on a device and stream, launch settings) are in the backend folders.
+#include <string>
+
+#include "auto_executor.hpp"
 #include "entry.hpp"
 
 using namespace kvio;
+
+namespace {
+
+// The 'auto' executor behind `executor`, or INVALID_ARGUMENT saying what it is instead.
+kvio_status asAuto(ExecutorImpl& executor, AutoExecutor** out) {
+  if (executor.backend != KVIO_BACKEND_AUTO) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "executor is a '%s' executor; only 'auto' executors have a calibration",
+                kvio_name(KVIO_NAME_BACKEND, executor.backend));
+  }
+  *out = static_cast<AutoExecutor*>(executor.executor.get());
+  return KVIO_STATUS_OK;
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -28,6 +46,31 @@ kvio_status kvio_executor_close(uint64_t executor_handle) {
     executor->executor->drain();
     return KVIO_STATUS_OK;
   });
+}
+
+kvio_status kvio_executor_set_auto_calibration(uint64_t executor_handle, const char* text) {
+  return withObject(executors(), executor_handle, "executor", text, "text",
+                    [&](ExecutorImpl& executor) -> kvio_status {
+                      AutoExecutor* chooser = nullptr;
+                      KVIO_RETURN_IF_ERROR(asAuto(executor, &chooser));
+                      AutoCalibration calibration;
+                      KVIO_RETURN_IF_ERROR(parseAutoCalibration(
+                          text, "set by kvio_executor_set_auto_calibration", &calibration));
+                      chooser->setCalibration(std::move(calibration));
+                      return KVIO_STATUS_OK;
+                    });
+}
+
+const char* kvio_executor_auto_calibration(uint64_t executor_handle) {
+  thread_local std::string text;
+  const kvio_status status = withObject(executors(), executor_handle, "executor",
+                                        [&](ExecutorImpl& executor) -> kvio_status {
+                                          AutoExecutor* chooser = nullptr;
+                                          KVIO_RETURN_IF_ERROR(asAuto(executor, &chooser));
+                                          text = formatAutoCalibration(chooser->calibration());
+                                          return KVIO_STATUS_OK;
+                                        });
+  return status == KVIO_STATUS_OK ? text.c_str() : nullptr;
 }
 
 }  // extern "C"

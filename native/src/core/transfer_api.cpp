@@ -20,10 +20,15 @@ MemoryPlace placeOf(const PoolImpl& pool) {
 std::atomic<bool> transferTiming{false};
 
 kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool deviceIndices,
-                   uint64_t* out, int32_t ctaBudget = 0, int32_t warpsPerCta = 0) {
+                   uint64_t* out, int32_t ctaBudget = 0, int32_t warpsPerCta = 0,
+                   uint32_t flags = 0) {
   const int64_t submitNs =
       transferTiming.load(std::memory_order_relaxed) ? TransferState::monotonicNs() : 0;
   KVIO_RETURN_IF_ERROR(checkOut(out, "transfer_out"));
+  if ((flags & ~KVIO_SUBMIT_OVERLAPS_COMPUTE) != 0) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "flags 0x%x has unknown bits; valid: KVIO_SUBMIT_OVERLAPS_COMPUTE (0x1)", flags);
+  }
   KVIO_RETURN_IF_ERROR(checkLaunchShape(ctaBudget, warpsPerCta, "the executor's setting"));
   std::shared_ptr<ExecutorImpl> executor;
   std::shared_ptr<PoolImpl> src, dst;
@@ -40,6 +45,7 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   transfer.deviceIndices = deviceIndices;
   transfer.ctaBudget = ctaBudget > 0 ? ctaBudget : 0;
   transfer.warpsPerCta = warpsPerCta > 0 ? warpsPerCta : 0;
+  transfer.overlapsCompute = (flags & KVIO_SUBMIT_OVERLAPS_COMPUTE) != 0;
   PlanRequest request;
   thread_local std::vector<IndexRun> runs;  // reused: no allocation per transfer
   if (deviceIndices) {
@@ -65,6 +71,8 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   job->state = std::make_shared<TransferState>(prepared.bytes);
   TransferState::Shape shape;
   shape.ioBackend = executor->backend;
+  shape.chosenBackend = prepared.ioBackend >= 0 ? prepared.ioBackend : executor->backend;
+  shape.overlapsCompute = transfer.overlapsCompute;
   shape.srcLayout = src->spec.layout;
   shape.dstLayout = dst->spec.layout;
   shape.srcMemory = src->memoryKind;
@@ -117,15 +125,32 @@ kvio_status kvio_submit(uint64_t executor, const kvio_transfer_desc* desc, uint6
   });
 }
 
+kvio_status kvio_submit_flags(uint64_t executor, const kvio_transfer_desc* desc, uint32_t flags,
+                              uint64_t* transfer_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
+    return submit(executor, *desc, false, transfer_out, 0, 0, flags);
+  });
+}
+
+kvio_status kvio_submit_args_flags(uint64_t executor, uint64_t src_pool, uint64_t dst_pool,
+                                   const int64_t* src_indices, const int64_t* dst_indices,
+                                   int64_t num_indices, int64_t src_layer_start,
+                                   int64_t dst_layer_start, int64_t num_layers, uint32_t flags,
+                                   uint64_t* transfer_out) {
+  return guarded([&]() -> kvio_status {
+    const kvio_transfer_desc desc{src_pool,    dst_pool,        src_indices,     dst_indices,
+                                  num_indices, src_layer_start, dst_layer_start, num_layers};
+    return submit(executor, desc, false, transfer_out, 0, 0, flags);
+  });
+}
+
 kvio_status kvio_submit_args(uint64_t executor, uint64_t src_pool, uint64_t dst_pool,
                              const int64_t* src_indices, const int64_t* dst_indices,
                              int64_t num_indices, int64_t src_layer_start, int64_t dst_layer_start,
                              int64_t num_layers, uint64_t* transfer_out) {
-  return guarded([&]() -> kvio_status {
-    const kvio_transfer_desc desc{src_pool,    dst_pool,        src_indices,     dst_indices,
-                                  num_indices, src_layer_start, dst_layer_start, num_layers};
-    return submit(executor, desc, false, transfer_out);
-  });
+  return kvio_submit_args_flags(executor, src_pool, dst_pool, src_indices, dst_indices, num_indices,
+                                src_layer_start, dst_layer_start, num_layers, 0, transfer_out);
 }
 
 kvio_status kvio_transfer_wait(uint64_t transfer, int64_t timeout_ns) {
@@ -184,6 +209,8 @@ kvio_status kvio_transfer_get_info(uint64_t transfer, kvio_transfer_info* info_o
     info.done = state->isDone() ? 1 : 0;  // polls a device completion, as kvio_transfer_is_done
     info.end_ns = state->endNs();
     info.status = info.done ? state->status() : KVIO_STATUS_OK;
+    info.chosen_backend = shape.chosenBackend;
+    info.overlaps_compute = shape.overlapsCompute ? 1 : 0;
     *info_out = info;
     return KVIO_STATUS_OK;
   });

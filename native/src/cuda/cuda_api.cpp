@@ -16,7 +16,7 @@ kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64
     const BackendOps* ops = backendOps(io_backend);
     if (ops->createCuda == nullptr) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                  "io backend '%s' is not a CUDA backend (CUDA backends: kernel, direct)",
+                  "io backend '%s' is not a CUDA backend (CUDA backends: kernel, direct, auto)",
                   kvio_name(KVIO_NAME_BACKEND, io_backend));
     }
     if (device < 0) {

@@ -3,6 +3,7 @@
 // executor base shared by both backends (cuda_executor.hpp).
 #include <limits>
 
+#include "../core/auto_executor.hpp"
 #include "../core/entry.hpp"
 #include "../core/pool.hpp"
 #include "cuda_executor.hpp"
@@ -251,6 +252,31 @@ void CudaExecutor::drain() {
 }
 
 }  // namespace cuda
+
+// The 'auto' executor on a GPU: kernel and direct on one stream (the kernel executor's, its own
+// or the caller's), direct destroyed first. The staged executor joins as candidate kStaged.
+kvio_status createCudaAutoExecutor(const CudaExecutorConfig& config,
+                                   std::unique_ptr<Executor>* out) {
+  AutoCalibration calibration;
+  bool measure = false;  // KVIO_AUTO_CALIBRATION=measure
+  KVIO_RETURN_IF_ERROR(initialAutoCalibration(&calibration, &measure));
+  std::array<AutoExecutor::Candidate, kAutoPicks> candidates;
+  AutoExecutor::Candidate& kernel = candidates[static_cast<size_t>(AutoPick::kKernel)];
+  AutoExecutor::Candidate& direct = candidates[static_cast<size_t>(AutoPick::kDirect)];
+  kernel.ioBackend = KVIO_BACKEND_KERNEL;
+  direct.ioBackend = KVIO_BACKEND_DIRECT;
+  KVIO_RETURN_IF_ERROR(cuda::createKernelExecutor(config, &kernel.executor));
+  CudaExecutorConfig shared = config;
+  kernel.executor->nativeHandle(NativeHandle::kCudaStream, &shared.stream);
+  KVIO_RETURN_IF_ERROR(cuda::createDirectExecutor(shared, &direct.executor));
+  *out = std::make_unique<AutoExecutor>(std::move(candidates), std::move(calibration));
+  if (measure) {
+    AutoMeasureTarget target;  // CUDA device memory and pinned host memory of this device
+    target.device = config.device;
+    KVIO_RETURN_IF_ERROR(measureAutoCalibration(out, target));
+  }
+  return KVIO_STATUS_OK;
+}
 
 const BackendOps& cudaKernelBackendOps() {
   return cuda::kKernelOps;

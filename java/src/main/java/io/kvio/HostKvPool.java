@@ -131,6 +131,7 @@ public final class HostKvPool extends KvPool {
         private final long deviceLayer;
         private IndexArg hostIndices;
         private IndexArg deviceIndices;
+        private boolean overlapsCompute;
 
         private TransferRequest(
                 HostKvPool host, DeviceKvPool device, boolean backup, long deviceLayer) {
@@ -176,6 +177,21 @@ public final class HostKvPool extends KvPool {
             return this;
         }
 
+        /**
+         * Marks the transfer as running beside compute on the device (e.g. a layer's load during
+         * the forward pass): the {@link IoBackend#AUTO} backend then moves rows from 8 KiB on the
+         * copy engine instead of from 64 KiB (docs/cuda.md); other backends ignore the mark.
+         */
+        public TransferRequest overlapsCompute() {
+            return overlapsCompute(true);
+        }
+
+        /** Sets or clears the overlaps-compute mark (see {@link #overlapsCompute()}). */
+        public TransferRequest overlapsCompute(boolean overlapsCompute) {
+            this.overlapsCompute = overlapsCompute;
+            return this;
+        }
+
         /** Validates and submits; index lists may be closed or reused once this returns. */
         public Transfer submit() {
             if (hostIndices == null) {
@@ -186,9 +202,10 @@ public final class HostKvPool extends KvPool {
                 throw new NullPointerException(
                         "deviceIndices (call deviceIndices(...) before submit())");
             }
+            int flags = overlapsCompute ? KvioNative.KVIO_SUBMIT_OVERLAPS_COMPUTE : 0;
             return backup
-                    ? host.submitBackup(device, hostIndices, deviceIndices)
-                    : host.submitLoad(device, hostIndices, deviceIndices, deviceLayer);
+                    ? host.submitBackup(device, hostIndices, deviceIndices, flags)
+                    : host.submitLoad(device, hostIndices, deviceIndices, deviceLayer, flags);
         }
     }
 
@@ -220,7 +237,7 @@ public final class HostKvPool extends KvPool {
     }
 
     private Transfer submitBackup(
-            DeviceKvPool device, IndexArg hostIndices, IndexArg deviceIndices) {
+            DeviceKvPool device, IndexArg hostIndices, IndexArg deviceIndices, int flags) {
         checkArguments(device, hostIndices, deviceIndices);
         checkDeviceLayers(device);
         long layers = device.spec().numLayers();
@@ -234,6 +251,7 @@ public final class HostKvPool extends KvPool {
         }
         return Kvio.submit(
                 executor.handle(),
+                executor.backend(),
                 device,
                 this,
                 deviceIndices,
@@ -243,11 +261,16 @@ public final class HostKvPool extends KvPool {
                 deviceLayerStart,
                 0,
                 numLayers(),
+                flags,
                 skipped.length == 0 ? Kvio.NO_LAYERS : skipped);
     }
 
     private Transfer submitLoad(
-            DeviceKvPool device, IndexArg hostIndices, IndexArg deviceIndices, long deviceLayer) {
+            DeviceKvPool device,
+            IndexArg hostIndices,
+            IndexArg deviceIndices,
+            long deviceLayer,
+            int flags) {
         checkArguments(device, hostIndices, deviceIndices);
         checkDeviceLayers(device);
         long layers = device.spec().numLayers();
@@ -281,6 +304,7 @@ public final class HostKvPool extends KvPool {
         }
         return Kvio.submit(
                 executor.handle(),
+                executor.backend(),
                 this,
                 device,
                 hostIndices,
@@ -290,6 +314,7 @@ public final class HostKvPool extends KvPool {
                 deviceLayer - deviceLayerStart,
                 deviceLayer,
                 1,
+                flags,
                 Kvio.NO_LAYERS);
     }
 

@@ -1,6 +1,8 @@
 /*
  * The io backends (the reference's --hicache-io-backend names): cpu (multithreaded memcpy, always
- * built), kernel (CUDA SM copy kernels), direct (CUDA copy engine), kernel_ascend (Ascend ACL).
+ * built), kernel (CUDA SM copy kernels), direct (CUDA copy engine), kernel_ascend (Ascend ACL),
+ * auto (per transfer kernel or direct on a CUDA device, chosen by the transfer's row sizes and the
+ * overlaps-compute mark, docs/cuda.md; where no CUDA device is usable, cpu).
  * Availability is answered natively (kvio_backend_available) with the cause when absent.
  * Each constant carries its native KVIO_BACKEND_* value.
  */
@@ -10,7 +12,8 @@ public enum IoBackend {
     CPU(KvioNative.KVIO_BACKEND_CPU, "cpu"),
     KERNEL(KvioNative.KVIO_BACKEND_KERNEL, "kernel"),
     DIRECT(KvioNative.KVIO_BACKEND_DIRECT, "direct"),
-    KERNEL_ASCEND(KvioNative.KVIO_BACKEND_KERNEL_ASCEND, "kernel_ascend");
+    KERNEL_ASCEND(KvioNative.KVIO_BACKEND_KERNEL_ASCEND, "kernel_ascend"),
+    AUTO(KvioNative.KVIO_BACKEND_AUTO, "auto");
 
     private static final String AVAILABLE = "";
 
@@ -77,9 +80,21 @@ public enum IoBackend {
         return c;
     }
 
-    /** Whether this backend runs on a CUDA device (kernel, direct). */
+    /**
+     * What this backend runs as on this machine: itself, except AUTO, which is KERNEL (standing for
+     * kernel or direct, chosen per transfer) where a CUDA device is usable, else CPU.
+     */
+    public IoBackend resolved() {
+        if (this != AUTO) {
+            return this;
+        }
+        return KERNEL.isAvailable() ? KERNEL : CPU;
+    }
+
+    /** Whether this backend runs on a CUDA device (kernel, direct; auto where one is usable). */
     public boolean isCuda() {
-        return this == KERNEL || this == DIRECT;
+        IoBackend r = resolved();
+        return r == KERNEL || r == DIRECT;
     }
 
     /** Whether this backend runs on an Ascend NPU (kernel_ascend). */

@@ -135,6 +135,7 @@ public final class Kvio {
         checkLayers("dst", dstLayerStart, numLayers, dst.spec().numLayers());
         return submit(
                 executorHandle,
+                executor.backend(),
                 src,
                 dst,
                 srcIndices,
@@ -144,6 +145,7 @@ public final class Kvio {
                 srcLayerStart,
                 dstLayerStart,
                 numLayers,
+                0,
                 NO_LAYERS);
     }
 
@@ -157,6 +159,7 @@ public final class Kvio {
      */
     static Transfer submit(
             long executor,
+            IoBackend backend,
             KvPool src,
             KvPool dst,
             IndexArg srcIndices,
@@ -166,6 +169,7 @@ public final class Kvio {
             long srcLayerStart,
             long dstLayerStart,
             long numLayers,
+            int flags,
             long[] skippedLayers) {
         srcIndices.ensureOpen();
         dstIndices.ensureOpen();
@@ -191,13 +195,21 @@ public final class Kvio {
                             srcLayerStart,
                             dstLayerStart,
                             numLayers,
+                            flags,
                             bytes);
         } catch (KvioException e) {
             throw renamed(e, srcIndices.name(), dstIndices.name(), srcPool, dstPool);
         } finally {
             IndexArg.release();
         }
-        return Transfer.submitted(handle, bytes[0], event).withSkippedLayers(skippedLayers);
+        // What ran it: auto's choice is asked of the natives (one call, auto executors only).
+        IoBackend used =
+                backend == IoBackend.AUTO
+                        ? IoBackend.ofNative(NativeBridge.transferChosenBackend(handle))
+                        : backend;
+        return Transfer.submitted(handle, bytes[0], event)
+                .withSkippedLayers(skippedLayers)
+                .withBackend(used);
     }
 
     /** The native message with the Java caller's names in place of the C ABI's. */

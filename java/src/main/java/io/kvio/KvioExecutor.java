@@ -202,6 +202,23 @@ public final class KvioExecutor implements AutoCloseable {
         NativeBridge.executorSetLaunch(handle(), ctaBudget, warpsPerCta);
     }
 
+    /**
+     * The crossovers an {@link IoBackend#AUTO} executor chooses by, in the calibration file format
+     * (docs/cuda.md), with where they came from in its first line.
+     */
+    public String autoCalibration() {
+        return NativeBridge.executorAutoCalibration(handle());
+    }
+
+    /**
+     * Replaces an {@link IoBackend#AUTO} executor's crossovers for transfers submitted from now on;
+     * {@code text} is the calibration file format (docs/cuda.md). Invalid text changes nothing.
+     */
+    public void setAutoCalibration(String text) {
+        Objects.requireNonNull(text, "text");
+        NativeBridge.executorSetAutoCalibration(handle(), text);
+    }
+
     long handle() {
         if (closed.get()) {
             throw new KvioClosedException("this " + backend.userName() + " executor is closed");

@@ -56,6 +56,9 @@ final class KvioNative {
     static final int KVIO_BACKEND_KERNEL = 1;
     static final int KVIO_BACKEND_DIRECT = 2;
     static final int KVIO_BACKEND_KERNEL_ASCEND = 3;
+    static final int KVIO_BACKEND_AUTO = 4;
+
+    static final int KVIO_SUBMIT_OVERLAPS_COMPUTE = 1;
 
     static final int KVIO_GRANULARITY_PER_LAYER = 0;
     static final int KVIO_GRANULARITY_ALL_LAYER = 1;
@@ -125,7 +128,9 @@ final class KvioNative {
         static final int END_NS = 80;
         static final int DONE = 88; // int32
         static final int STATUS = 92; // int32
-        static final int BYTES = 96;
+        static final int CHOSEN_BACKEND = 96; // int32
+        static final int OVERLAPS_COMPUTE = 100; // int32
+        static final int BYTES = 104;
 
         private TransferInfoStruct() {}
     }
@@ -228,6 +233,12 @@ final class KvioNative {
     static native int kvio_executor_threads(
             @Cast("uint64_t") long executor, @Cast("int32_t*") long threadsOut);
 
+    static native int kvio_executor_set_auto_calibration(
+            @Cast("uint64_t") long executor, @Cast("const char*") String text);
+
+    static native @Cast("const char*") String kvio_executor_auto_calibration(
+            @Cast("uint64_t") long executor);
+
     static native int kvio_executor_set_launch(
             @Cast("uint64_t") long executor, int ctaBudget, int warpsPerCta);
 
@@ -240,7 +251,7 @@ final class KvioNative {
     static native int kvio_executor_close(@Cast("uint64_t") long executor);
 
     // ---- transfers ----
-    static native int kvio_submit_args(
+    static native int kvio_submit_args_flags(
             @Cast("uint64_t") long executor,
             @Cast("uint64_t") long srcPool,
             @Cast("uint64_t") long dstPool,
@@ -250,6 +261,7 @@ final class KvioNative {
             @Cast("int64_t") long srcLayerStart,
             @Cast("int64_t") long dstLayerStart,
             @Cast("int64_t") long numLayers,
+            @Cast("uint32_t") int flags,
             @Cast("uint64_t*") long transferOut);
 
     static native int kvio_transfer_wait(

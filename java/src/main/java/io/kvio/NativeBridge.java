@@ -397,6 +397,32 @@ final class NativeBridge {
         return queryOut(query, executor).getLong(OUT0);
     }
 
+    /** An auto executor's calibration, in the calibration file format (docs/cuda.md). */
+    static String executorAutoCalibration(long executor) {
+        String text = KvioNative.kvio_executor_auto_calibration(executor);
+        if (text == null) {
+            throw new KvioInvalidArgumentException(KvioNative.kvio_last_error());
+        }
+        return text;
+    }
+
+    static void executorSetAutoCalibration(long executor, String text) {
+        check(KvioNative.kvio_executor_set_auto_calibration(executor, text));
+    }
+
+    /**
+     * The native value of the backend that ran a transfer (kvio_transfer_info.chosen_backend), or
+     * -1 when the handle is gone.
+     */
+    static int transferChosenBackend(long transfer) {
+        Scratch s = SCRATCH.get();
+        if (KvioNative.kvio_transfer_get_info(transfer, s.address + STRUCT)
+                != KvioNative.KVIO_STATUS_OK) {
+            return -1;
+        }
+        return s.buffer.getInt(STRUCT + TransferInfoStruct.CHOSEN_BACKEND);
+    }
+
     static int executorThreads(long executor) {
         return queryOut(KvioNative::kvio_executor_threads, executor).getInt(OUT0);
     }
@@ -407,7 +433,7 @@ final class NativeBridge {
 
     // ---- transfers ----
 
-    /** Submits; returns {transfer handle, planned bytes}. */
+    /** Submits with KVIO_SUBMIT_* flags; returns the transfer handle, planned bytes in bytesOut. */
     static long submit(
             long executor,
             long srcPool,
@@ -418,10 +444,11 @@ final class NativeBridge {
             long srcLayerStart,
             long dstLayerStart,
             long numLayers,
+            int flags,
             long[] bytesOut) {
         Scratch s = SCRATCH.get();
         check(
-                KvioNative.kvio_submit_args(
+                KvioNative.kvio_submit_args_flags(
                         executor,
                         srcPool,
                         dstPool,
@@ -431,6 +458,7 @@ final class NativeBridge {
                         srcLayerStart,
                         dstLayerStart,
                         numLayers,
+                        flags,
                         s.address + OUT0));
         long transfer = s.buffer.getLong(OUT0);
         int status = KvioNative.kvio_transfer_bytes(transfer, s.address + OUT1);

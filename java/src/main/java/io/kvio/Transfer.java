@@ -19,6 +19,7 @@ public final class Transfer implements AutoCloseable {
     private KvioException failure; // guarded by lock: the transfer's own failure, once done
     private TransferEvent event; // guarded by lock: the Flight Recorder event not yet committed
     private volatile long[] skippedLayers = Kvio.NO_LAYERS;
+    private volatile IoBackend backend; // what ran it; null when nothing was submitted
 
     private Transfer(long handle, long bytes, TransferEvent event) {
         this.handle = handle;
@@ -63,6 +64,20 @@ public final class Transfer implements AutoCloseable {
     Transfer withSkippedLayers(long[] layers) {
         this.skippedLayers = layers;
         return this;
+    }
+
+    Transfer withBackend(IoBackend backend) {
+        this.backend = backend;
+        return this;
+    }
+
+    /**
+     * The io backend that runs this transfer: the executor's, or for an {@link IoBackend#AUTO}
+     * executor the one it chose (KERNEL or DIRECT on a GPU; CPU where there is none). Null for a
+     * transfer that moved nothing (empty index lists, a layer the host pool does not hold).
+     */
+    public IoBackend backend() {
+        return backend;
     }
 
     /**

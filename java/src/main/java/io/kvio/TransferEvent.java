@@ -32,6 +32,14 @@ final class TransferEvent extends Event {
     @Label("IO Backend")
     String backend;
 
+    @Label("Chosen Backend")
+    @Description("The io backend that ran it: what auto chose (kernel, direct; cpu without a GPU)")
+    String chosenBackend;
+
+    @Label("Overlaps Compute")
+    @Description("Submitted with the overlaps-compute mark (TransferRequest.overlapsCompute())")
+    boolean overlapsCompute;
+
     @Label("Direction")
     @Description(
             "backup: device pool to host pool; load: host pool to device pool; other: between"
@@ -121,6 +129,12 @@ final class TransferEvent extends Event {
                 io != null
                         ? io.userName()
                         : String.valueOf(b.getInt(at + TransferInfoStruct.IO_BACKEND));
+        IoBackend chosen = IoBackend.ofNative(b.getInt(at + TransferInfoStruct.CHOSEN_BACKEND));
+        chosenBackend =
+                chosen != null
+                        ? chosen.userName()
+                        : String.valueOf(b.getInt(at + TransferInfoStruct.CHOSEN_BACKEND));
+        overlapsCompute = b.getInt(at + TransferInfoStruct.OVERLAPS_COMPUTE) != 0;
         srcLayout = layout(b.getInt(at + TransferInfoStruct.SRC_LAYOUT));
         dstLayout = layout(b.getInt(at + TransferInfoStruct.DST_LAYOUT));
         srcMemory = memory(b.getInt(at + TransferInfoStruct.SRC_MEMORY));

@@ -111,7 +111,7 @@ public class BackendAvailabilityTest {
     public void backendNamesMatchNativeTable() {
         assertEquals(
                 names(IoBackend.values(), IoBackend::userName),
-                List.of("cpu", "kernel", "direct", "kernel_ascend"));
+                List.of("cpu", "kernel", "direct", "kernel_ascend", "auto"));
         for (IoBackend b : IoBackend.values()) assertSame(IoBackend.parse(b.userName()), b);
     }
 

@@ -8,6 +8,7 @@
 package io.kvio;
 
 import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
@@ -92,6 +93,7 @@ public class FlightRecorderTest {
                                         host.backup(device)
                                                 .deviceIndices(deviceSlots)
                                                 .hostIndices(hostSlots)
+                                                .overlapsCompute()
                                                 .submit();
                                 backup.await();
                                 bytes[0] = backup.bytes();
@@ -112,6 +114,8 @@ public class FlightRecorderTest {
         RecordedEvent backup = events.get(0);
         assertEquals(backup.getString("direction"), "backup");
         assertEquals(backup.getString("backend"), "cpu");
+        assertEquals(backup.getString("chosenBackend"), "cpu");
+        assertTrue(backup.getBoolean("overlapsCompute"), backup.toString());
         assertEquals(backup.getString("srcLayout"), "layer_first");
         assertEquals(backup.getString("dstLayout"), "page_first_direct");
         assertEquals(backup.getString("srcMemory"), "host");
@@ -129,6 +133,7 @@ public class FlightRecorderTest {
         for (int layer = 0; layer < layers; layer++) {
             RecordedEvent load = events.get(1 + layer);
             assertEquals(load.getString("direction"), "load");
+            assertFalse(load.getBoolean("overlapsCompute"), load.toString());
             assertEquals(load.getString("srcLayout"), "page_first_direct");
             assertEquals(load.getString("dstLayout"), "layer_first");
             assertEquals(load.getLong("layers"), 1);

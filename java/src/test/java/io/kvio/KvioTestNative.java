@@ -105,7 +105,13 @@ final class KvioTestNative {
     static native int KVIO_BACKEND_KERNEL_ASCEND();
 
     @MemberGetter
+    static native int KVIO_BACKEND_AUTO();
+
+    @MemberGetter
     static native int KVIO_BACKEND_COUNT();
+
+    @MemberGetter
+    static native int KVIO_SUBMIT_OVERLAPS_COMPUTE();
 
     @MemberGetter
     static native int KVIO_GRANULARITY_PER_LAYER();
@@ -302,4 +308,12 @@ final class KvioTestNative {
     @MemberGetter
     @Name("offsetof(kvio_transfer_info, status)")
     static native long transferInfoStatus();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, chosen_backend)")
+    static native long transferInfoChosenBackend();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_info, overlaps_compute)")
+    static native long transferInfoOverlapsCompute();
 }

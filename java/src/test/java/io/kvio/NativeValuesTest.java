@@ -65,7 +65,11 @@ public class NativeValuesTest {
         assertEquals(IoBackend.DIRECT.nativeValue(), KvioTestNative.KVIO_BACKEND_DIRECT());
         assertEquals(
                 IoBackend.KERNEL_ASCEND.nativeValue(), KvioTestNative.KVIO_BACKEND_KERNEL_ASCEND());
+        assertEquals(IoBackend.AUTO.nativeValue(), KvioTestNative.KVIO_BACKEND_AUTO());
         assertEquals(IoBackend.values().length, KvioTestNative.KVIO_BACKEND_COUNT());
+        assertEquals(
+                KvioNative.KVIO_SUBMIT_OVERLAPS_COMPUTE,
+                KvioTestNative.KVIO_SUBMIT_OVERLAPS_COMPUTE());
         checkNames(KvioNative.KVIO_NAME_BACKEND, IoBackend.values(), IoBackend::nativeValue);
         for (IoBackend b : IoBackend.values()) {
             assertSame(IoBackend.ofNative(b.nativeValue()), b);
@@ -192,6 +196,9 @@ public class NativeValuesTest {
         assertEquals(TransferInfoStruct.END_NS, KvioTestNative.transferInfoEndNs());
         assertEquals(TransferInfoStruct.DONE, KvioTestNative.transferInfoDone());
         assertEquals(TransferInfoStruct.STATUS, KvioTestNative.transferInfoStatus());
+        assertEquals(TransferInfoStruct.CHOSEN_BACKEND, KvioTestNative.transferInfoChosenBackend());
+        assertEquals(
+                TransferInfoStruct.OVERLAPS_COMPUTE, KvioTestNative.transferInfoOverlapsCompute());
     }
 
     @Test

@@ -13,6 +13,7 @@ package io.kvio.cli;
 import io.kvio.IoBackend;
 import io.kvio.KvLayout;
 import io.kvio.Kvio;
+import io.kvio.KvioExecutor;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -59,7 +60,9 @@ public final class BenchCommand implements Callable<Integer> {
             paramLabel = "NAME[,NAME...]",
             split = ",",
             converter = Converters.Backend.class,
-            description = "io backends: cpu, kernel, direct, kernel_ascend [all available]")
+            description =
+                    "io backends: cpu, kernel, direct, kernel_ascend, auto [all available but"
+                            + " auto, which runs one of the others per transfer]")
     List<IoBackend> backends;
 
     static final class Mode {
@@ -149,7 +152,7 @@ public final class BenchCommand implements Callable<Integer> {
         Converters.positive(spec, "--max-bytes", maxMiB);
         int reps = repeats > 0 ? repeats : full ? 7 : 5;
         List<KvLayout> layoutList = layouts != null ? layouts : Arrays.asList(KvLayout.values());
-        List<IoBackend> selected = backends != null ? backends : Arrays.asList(IoBackend.values());
+        List<IoBackend> selected = backends != null ? backends : Converters.concreteBackends();
 
         BenchResult result =
                 new BenchResult(Kvio.version(), Loader.getPlatform(), full ? "full" : "quick");
@@ -161,6 +164,11 @@ public final class BenchCommand implements Callable<Integer> {
                         rowList, tokenList, layoutList, layers, maxMiB, reps, seed, threads);
         new BenchRunner(plan, result, new Progress(err, quiet)).run(selected);
         result.printMarkdown(out);
+        if (selected.contains(IoBackend.AUTO)) {
+            try (KvioExecutor auto = KvioExecutor.create(IoBackend.AUTO, 1)) {
+                out.println(RoundTripReport.autoCalibrationLine(auto.autoCalibration()));
+            }
+        }
         ReportFiles.writeIfGiven(csv, result::writeCsv, err);
         ReportFiles.writeIfGiven(json, result::writeJson, err);
         ReportFiles.writeIfGiven(svg, result::writeSvg, err);

@@ -18,6 +18,20 @@ import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.TypeConversionException;
 
 final class Converters {
+    /**
+     * The io backends a sweep runs when none is named: every concrete one. auto only runs one of
+     * them per transfer (cpu without a GPU); name it to include it.
+     */
+    static List<IoBackend> concreteBackends() {
+        List<IoBackend> out = new ArrayList<>();
+        for (IoBackend b : IoBackend.values()) {
+            if (b != IoBackend.AUTO) {
+                out.add(b);
+            }
+        }
+        return out;
+    }
+
     private Converters() {}
 
     /** A name parsed by one of kvio's parsers; kvio's message (valid names, nearest match). */

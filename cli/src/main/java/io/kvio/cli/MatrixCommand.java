@@ -13,7 +13,6 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
 import org.bytedeco.javacpp.Loader;
@@ -56,8 +55,9 @@ public final class MatrixCommand implements Callable<Integer> {
             split = ",",
             converter = Converters.Backend.class,
             description =
-                    "io backends to run: cpu, kernel, direct, kernel_ascend [all; unavailable ones"
-                            + " are reported with the cause]")
+                    "io backends to run: cpu, kernel, direct, kernel_ascend, auto [all but auto,"
+                            + " which runs one of the others per transfer; unavailable ones are"
+                            + " reported with the cause]")
     List<IoBackend> backends;
 
     static final class Mode {
@@ -131,7 +131,7 @@ public final class MatrixCommand implements Callable<Integer> {
         boolean full = mode != null && mode.full;
         List<IoBackend> selected =
                 backends == null || backends.isEmpty()
-                        ? Arrays.asList(IoBackend.values())
+                        ? Converters.concreteBackends()
                         : Converters.distinct(backends);
         List<MatrixConfig> configs =
                 deviceForms == null || deviceForms.isEmpty()

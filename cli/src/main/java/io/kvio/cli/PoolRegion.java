@@ -60,6 +60,35 @@ final class PoolRegion {
         chunks[(int) (pos >>> SHIFT)].put((int) (pos & MASK), value);
     }
 
+    /** Copies this region whole into region 0 of {@code pool} (KvPool.copyFrom, synchronous). */
+    void copyTo(KvPool pool) {
+        for (int i = 0; i < chunks.length; i++) {
+            pool.copyFrom(0, (long) i << SHIFT, chunks[i].duplicate().clear());
+        }
+    }
+
+    /** Fills this region whole from region 0 of {@code pool} (KvPool.copyTo, synchronous). */
+    void copyFrom(KvPool pool) {
+        for (int i = 0; i < chunks.length; i++) {
+            pool.copyTo(0, (long) i << SHIFT, chunks[i].duplicate().clear());
+        }
+    }
+
+    /**
+     * Nanoseconds of one contiguous copy of the first {@code bytes} of this region to (toPool) or
+     * from region 0 of {@code pool}, at most 1 GiB (KvPool.copyFrom / copyTo: kvio_pool_copy).
+     */
+    long timeCopy(KvPool pool, long bytes, boolean toPool) {
+        ByteBuffer b = chunks[0].duplicate().clear().limit((int) Math.min(bytes, CHUNK));
+        long t0 = System.nanoTime();
+        if (toPool) {
+            pool.copyFrom(0, 0, b);
+        } else {
+            pool.copyTo(0, 0, b);
+        }
+        return System.nanoTime() - t0;
+    }
+
     void zero(long pos, long length, byte[] zeros) {
         while (length > 0) {
             ByteBuffer c = chunks[(int) (pos >>> SHIFT)];

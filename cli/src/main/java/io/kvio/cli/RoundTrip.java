@@ -1,9 +1,12 @@
 /*
  * One `roundtrip` run over all requested host layouts (RoundTripCommand): allocates the
- * layer_first device pool on the cpu io backend and fills it (RoundTripVerifier), then for each
- * layout backs up the planned tokens (RoundTripPlan) into a fresh host pool in one call, verifies
- * the host pool, clears the destination pages, reloads them layer by layer (one call per layer,
- * as a serving engine does) and verifies the device pool. RoundTripReport prints the outcome.
+ * layer_first device pool on the chosen io backend (auto by default: device memory on a GPU, host
+ * memory without one) and fills it (RoundTripVerifier, through DeviceMirror), then for each layout
+ * backs up the planned tokens (RoundTripPlan) into a fresh host pool (pinned on a GPU) in one
+ * call, verifies the host pool, clears the destination pages, reloads them layer by layer (one
+ * call per layer, as a serving engine does) and verifies the device pool. On a GPU it then times
+ * one contiguous copy of the same bytes each way between that host pool and the device pool (the
+ * ceiling). RoundTripReport prints the outcome.
  */
 package io.kvio.cli;
 
@@ -15,6 +18,7 @@ import io.kvio.KvioExecutor;
 import io.kvio.PoolSpec;
 import io.kvio.TokenIndices;
 import io.kvio.Transfer;
+import io.kvio.cli.RoundTripReport.Ceiling;
 import io.kvio.cli.RoundTripReport.LayoutResult;
 import io.kvio.cli.RoundTripReport.Timed;
 import io.kvio.oracle.Geometry;
@@ -35,7 +39,7 @@ final class RoundTrip {
     private record Device(
             KvioExecutor executor,
             DeviceKvPool pool,
-            PoolRegion region,
+            DeviceMirror mirror,
             TokenIndices srcIdx,
             TokenIndices hostIdx,
             TokenIndices dstIdx) {}
@@ -60,19 +64,24 @@ final class RoundTrip {
                         .headBytes(o.headBytes())
                         .build();
         List<String> failed = new ArrayList<>();
-        try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, o.threads);
-                DeviceKvPool pool = DeviceKvPool.allocate(deviceSpec, IoBackend.CPU);
+        try (KvioExecutor executor = KvioExecutor.create(o.backend, o.threads);
+                DeviceKvPool pool = DeviceKvPool.allocate(deviceSpec, o.backend);
+                DeviceMirror mirror = new DeviceMirror(pool);
                 TokenIndices srcIdx = TokenIndices.of(plan.devSrc);
                 TokenIndices hostIdx = TokenIndices.of(plan.host);
                 TokenIndices dstIdx = TokenIndices.of(plan.devDst)) {
             report.header(o, plan, executor.threads());
-            PoolRegion region = new PoolRegion(pool, 0);
+            if (o.backend == IoBackend.AUTO && mirror.onDevice()) {
+                report.autoCalibration(executor.autoCalibration());
+            }
+            PoolRegion region = mirror.region;
             if (region.bytes != verifier.devGeom.totalBytes()) {
                 report.deviceSizeDiffers(region.bytes, verifier.devGeom);
                 return Main.EXIT_FAILED;
             }
             verifier.fillDevice(region);
-            Device device = new Device(executor, pool, region, srcIdx, hostIdx, dstIdx);
+            mirror.push();
+            Device device = new Device(executor, pool, mirror, srcIdx, hostIdx, dstIdx);
             for (KvLayout layout : o.layouts) {
                 if (!runLayout(layout, device)) {
                     failed.add(layout.userName());
@@ -101,16 +110,37 @@ final class RoundTrip {
             Mismatches mismatches = new Mismatches(name);
             verifyHostPool(name, hostRegion, mismatches);
 
-            verifier.clearDestination(device.region);
+            verifier.clearDestination(device.mirror.region);
+            device.mirror.push();
             progress.update(name + ": load", 0, 1);
             Timed load = load(hostPool, device);
-            verifier.verifyDevice(device.region, name, mismatches);
+            device.mirror.pull();
+            verifier.verifyDevice(device.mirror.region, name, mismatches);
             progress.clear();
             long expected = o.tokens * o.layers * o.kind.components() * o.rowBytes();
-            LayoutResult result = new LayoutResult(layout, backup, load, expected, mismatches);
+            Ceiling ceiling =
+                    device.mirror.onDevice() ? ceiling(hostRegion, device, expected) : null;
+            LayoutResult result =
+                    new LayoutResult(layout, backup, load, expected, mismatches, ceiling);
             report.layout(result);
             return result.ok();
         }
+    }
+
+    /**
+     * One contiguous copy of the same bytes (at most 1 GiB) each way between the host pool and the
+     * device pool, timed after one untimed copy each way; then the device pool gets its content
+     * back from the mirror (the next layout backs up from it).
+     */
+    private static Ceiling ceiling(PoolRegion hostRegion, Device device, long expected) {
+        long bytes = Math.min(Math.min(expected, 1L << 30), hostRegion.bytes);
+        bytes = Math.min(bytes, device.mirror.region.bytes);
+        hostRegion.timeCopy(device.pool, bytes, false);
+        Timed toHost = new Timed(bytes, hostRegion.timeCopy(device.pool, bytes, false));
+        hostRegion.timeCopy(device.pool, bytes, true);
+        Timed toDevice = new Timed(bytes, hostRegion.timeCopy(device.pool, bytes, true));
+        device.mirror.push();
+        return new Ceiling(toHost, toDevice);
     }
 
     /** The backup: all layers of the planned tokens in one call. */
@@ -122,7 +152,7 @@ final class RoundTrip {
                         .hostIndices(device.hostIdx)
                         .submit();
         backup.await();
-        return new Timed(backup.bytes(), System.nanoTime() - t0);
+        return new Timed(backup.bytes(), System.nanoTime() - t0, backup.backend());
     }
 
     /** The load: one call per layer, all submitted before the first is awaited. */
@@ -141,7 +171,7 @@ final class RoundTrip {
             t.await();
             loadBytes += t.bytes();
         }
-        return new Timed(loadBytes, System.nanoTime() - t1);
+        return new Timed(loadBytes, System.nanoTime() - t1, loads[0].backend());
     }
 
     /** The host pool's size against its shape, then its content. */

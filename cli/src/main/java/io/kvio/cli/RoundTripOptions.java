@@ -21,6 +21,7 @@ final class RoundTripOptions {
     int threads = 0;
     long seed = 42;
     PoolKind kind = PoolKind.MHA;
+    IoBackend backend = IoBackend.AUTO;
     List<KvLayout> layouts;
 
     long headBytes() {
@@ -37,16 +38,7 @@ final class RoundTripOptions {
         for (KvLayout layout : layouts) {
             for (Granularity g : Granularity.values()) {
                 Kvio.checkSupport(
-                        kind,
-                        layout,
-                        IoBackend.CPU,
-                        g,
-                        heads,
-                        headBytes(),
-                        pageSize,
-                        layers,
-                        layers,
-                        0);
+                        kind, layout, backend, g, heads, headBytes(), pageSize, layers, layers, 0);
             }
         }
     }

@@ -4,6 +4,7 @@
  */
 package io.kvio.cli;
 
+import io.kvio.IoBackend;
 import io.kvio.KvLayout;
 import io.kvio.Kvio;
 import io.kvio.oracle.Geometry;
@@ -13,16 +14,34 @@ import java.util.List;
 import java.util.Locale;
 
 final class RoundTripReport {
-    /** Bytes moved by one direction's transfers, and how long they took. */
-    record Timed(long bytes, long nanos) {
+    /**
+     * Bytes moved by one direction's transfers, how long they took, and the io backend that ran
+     * them (what auto chose; for the loads, the first layer's).
+     */
+    record Timed(long bytes, long nanos, IoBackend backend) {
+        Timed(long bytes, long nanos) {
+            this(bytes, nanos, null);
+        }
+
         double gbps() {
             return nanos <= 0 ? 0 : bytes / (double) nanos;
         }
     }
 
-    /** One layout's outcome: both directions, the bytes each should move, and the mismatches. */
+    /** One contiguous copy of the same bytes each way: what the transfers are measured against. */
+    record Ceiling(Timed toHost, Timed toDevice) {}
+
+    /**
+     * One layout's outcome: both directions, the bytes each should move, the mismatches, and the
+     * ceiling measured beside them (null without a device).
+     */
     record LayoutResult(
-            KvLayout layout, Timed backup, Timed load, long expectedBytes, Mismatches mismatches) {
+            KvLayout layout,
+            Timed backup,
+            Timed load,
+            long expectedBytes,
+            Mismatches mismatches,
+            Ceiling ceiling) {
         boolean bytesOk() {
             return load.bytes == backup.bytes && backup.bytes == expectedBytes;
         }
@@ -42,7 +61,7 @@ final class RoundTripReport {
         out.printf(
                 Locale.ROOT,
                 "kvio %s: %s, %d layers, %d heads x %d dims x %d bytes (row %d B), page %d, "
-                        + "%d tokens (%d pages + %d-token tail), io backend cpu, %d threads%n",
+                        + "%d tokens (%d pages + %d-token tail), io backend %s, %d threads%n",
                 Kvio.version(),
                 o.kind.userName(),
                 o.layers,
@@ -54,7 +73,37 @@ final class RoundTripReport {
                 o.tokens,
                 plan.fullPages,
                 plan.tail,
+                backendLabel(o.backend),
                 threads);
+    }
+
+    /** The io backend, and for auto what it is on this machine. */
+    private static String backendLabel(IoBackend backend) {
+        if (backend != IoBackend.AUTO) {
+            return backend.userName();
+        }
+        return backend.isCuda()
+                ? "auto (kernel or direct per transfer, CUDA device 0)"
+                : "auto (cpu: no usable CUDA device)";
+    }
+
+    /** The crossovers auto chooses by (the first line says where they come from). */
+    void autoCalibration(String text) {
+        out.println(autoCalibrationLine(text));
+    }
+
+    /** An auto calibration (the calibration file format) on one line, its source first. */
+    static String autoCalibrationLine(String text) {
+        StringBuilder line = new StringBuilder("auto calibration");
+        String prefix = "# kvio auto calibration: ";
+        for (String l : text.split("\n")) {
+            if (l.startsWith(prefix)) {
+                line.append(" (").append(l.substring(prefix.length())).append("):");
+            } else if (!l.isBlank()) {
+                line.append(' ').append(l);
+            }
+        }
+        return line.toString();
     }
 
     void deviceSizeDiffers(long bytes, Geometry devGeom) {
@@ -78,6 +127,23 @@ final class RoundTripReport {
                 r.backup.gbps(),
                 r.load.gbps(),
                 r.ok() ? "OK" : "FAIL");
+        if (r.ceiling != null) {
+            out.printf(
+                    Locale.ROOT,
+                    "  %s: backup %.2f GB/s (%s) = %.2fx the ceiling %.2f GB/s; load %.2f GB/s"
+                            + " (%s) = %.2fx the ceiling %.2f GB/s (one contiguous copy of %,d B"
+                            + " each way)%n",
+                    name,
+                    r.backup.gbps(),
+                    r.backup.backend(),
+                    ratio(r.backup, r.ceiling.toHost()),
+                    r.ceiling.toHost().gbps(),
+                    r.load.gbps(),
+                    r.load.backend(),
+                    ratio(r.load, r.ceiling.toDevice()),
+                    r.ceiling.toDevice().gbps(),
+                    r.ceiling.toHost().bytes());
+        }
         if (!r.ok()) {
             if (!r.bytesOk()) {
                 out.printf(
@@ -90,6 +156,10 @@ final class RoundTripReport {
             }
             r.mismatches.print(out);
         }
+    }
+
+    private static double ratio(Timed measured, Timed ceiling) {
+        return ceiling.gbps() <= 0 ? 0 : measured.gbps() / ceiling.gbps();
     }
 
     /** The last line; the exit status. */

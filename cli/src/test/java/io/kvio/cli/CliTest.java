@@ -5,8 +5,12 @@
 package io.kvio.cli;
 
 import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 
+import io.kvio.IoBackend;
+import java.util.ArrayList;
+import java.util.List;
 import org.testng.annotations.DataProvider;
 import org.testng.annotations.Test;
 
@@ -59,7 +63,7 @@ public class CliTest {
     @Test
     public void unknownBackendNamesTheNearestMatch() {
         CliRunner.run("matrix", "--backend", "cpu,kernal")
-                .assertUsage("did you mean 'kernel'", "cpu, kernel, direct, kernel_ascend");
+                .assertUsage("did you mean 'kernel'", "cpu, kernel, direct, kernel_ascend, auto");
     }
 
     @Test
@@ -110,18 +114,80 @@ public class CliTest {
                 CliRunner.run("roundtrip", "--tokens", "300", "--layers", "3", "--page-size", "16");
         assertEquals(r.exit, 0, r.toString());
         assertTrue(r.out.contains("all 4 layouts verified OK"), r.out);
-        CliRunner mla =
-                CliRunner.run(
-                        "roundtrip",
-                        "--kind",
-                        "mla",
-                        "--tokens",
-                        "100",
-                        "--layers",
-                        "2",
-                        "--page-size",
-                        "8");
+        CliRunner mla = smallRoundTrip("--kind", "mla");
         assertEquals(mla.exit, 0, mla.toString());
         assertTrue(mla.out.contains("all 3 layouts verified OK"), mla.out);
+    }
+
+    @Test
+    public void roundTripUsesAutoByDefaultAndSaysWhatItIs() {
+        CliRunner r = smallRoundTrip();
+        assertEquals(r.exit, 0, r.toString());
+        assertTrue(r.out.contains("all 4 layouts verified OK"), r.out);
+        if (IoBackend.KERNEL.isAvailable()) {
+            assertTrue(r.out.contains("io backend auto (kernel or direct per transfer"), r.out);
+            assertTrue(r.out.contains("the ceiling"), r.out);
+        } else {
+            assertTrue(r.out.contains("io backend auto (cpu: no usable CUDA device),"), r.out);
+            assertFalse(r.out.contains("ceiling"), "no device, no ceiling: " + r.out);
+        }
+    }
+
+    @Test
+    public void roundTripBackendOptionChoosesExplicitly() {
+        CliRunner cpu = smallRoundTrip("--backend", "cpu");
+        assertEquals(cpu.exit, 0, cpu.toString());
+        assertTrue(cpu.out.contains(", io backend cpu, "), cpu.out);
+        assertTrue(cpu.out.contains("all 4 layouts verified OK"), cpu.out);
+        CliRunner typo = CliRunner.run("roundtrip", "--backend", "auot");
+        assertEquals(typo.exit, Main.EXIT_USAGE, typo.toString());
+        assertTrue(typo.err.contains("did you mean 'auto'"), typo.err);
+        if (!IoBackend.DIRECT.isAvailable()) {
+            CliRunner direct = CliRunner.run("roundtrip", "--backend", "direct");
+            assertEquals(direct.exit, Main.EXIT_USAGE, direct.toString());
+            assertTrue(direct.err.contains("io backend 'direct' is not available"), direct.err);
+            assertTrue(direct.err.contains("auto"), "names what is available: " + direct.err);
+        }
+    }
+
+    @Test
+    public void benchOfAutoReportsItsCalibration() {
+        CliRunner r =
+                CliRunner.run(
+                        "bench",
+                        "--backend",
+                        "auto",
+                        "--rows",
+                        "256",
+                        "--tokens",
+                        "128",
+                        "--layers",
+                        "2",
+                        "--repeats",
+                        "1",
+                        "--quiet");
+        assertEquals(r.exit, 0, r.toString());
+        assertTrue(r.out.contains("| auto | layer_first | backup | 256 B | 128 |"), r.out);
+        assertTrue(
+                r.out.contains(
+                        "auto calibration (defaults (H200 figures)): direct_row_bytes = 65536"
+                                + " direct_row_bytes_overlap = 8192"),
+                r.out);
+    }
+
+    /** roundtrip on 100 tokens of 2 layers, pages of 8, with the given extra options. */
+    private static CliRunner smallRoundTrip(String... extra) {
+        List<String> args =
+                new ArrayList<>(
+                        List.of(
+                                "roundtrip",
+                                "--tokens",
+                                "100",
+                                "--layers",
+                                "2",
+                                "--page-size",
+                                "8"));
+        args.addAll(List.of(extra));
+        return CliRunner.run(args.toArray(new String[0]));
     }
 }

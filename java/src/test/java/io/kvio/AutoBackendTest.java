@@ -1,0 +1,128 @@
+/*
+ * The 'auto' io backend from Java (issue 11, item 4): IoBackend.AUTO is always available; where
+ * no CUDA device is usable it is the cpu backend (host memory, host threads), and every transfer
+ * reports CPU as the backend that ran it. The overlaps-compute mark of backup/load requests
+ * reaches the natives (the Flight Recorder event says so), the calibration can be read and
+ * replaced, and malformed calibrations or non-auto executors are refused with typed errors. Bytes
+ * are checked whole against the oracle on canary-filled destinations.
+ */
+package io.kvio;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
+import static org.testng.Assert.assertNull;
+import static org.testng.Assert.assertSame;
+import static org.testng.Assert.assertTrue;
+import static org.testng.Assert.expectThrows;
+
+import io.kvio.PoolFixtures.Config;
+import io.kvio.oracle.Oracle;
+import io.kvio.oracle.Placement;
+import org.testng.SkipException;
+import org.testng.annotations.BeforeClass;
+import org.testng.annotations.Test;
+
+public class AutoBackendTest {
+
+    static final Config DEVICE = new Config(PoolKind.MHA, 3, 8, 4, 2, 16);
+
+    @BeforeClass
+    public void requireNoCuda() {
+        if (IoBackend.KERNEL.isAvailable()) {
+            throw new SkipException("a CUDA device is usable here: auto is not cpu");
+        }
+    }
+
+    @Test
+    public void autoIsAvailableAndResolvesToCpu() {
+        assertTrue(IoBackend.AUTO.isAvailable());
+        assertNull(IoBackend.AUTO.unavailabilityCause());
+        assertSame(IoBackend.AUTO.resolved(), IoBackend.CPU);
+        assertSame(IoBackend.KERNEL.resolved(), IoBackend.KERNEL);
+        assertFalse(IoBackend.AUTO.isCuda());
+        assertFalse(IoBackend.AUTO.isDevice());
+        assertSame(IoBackend.parse("auto"), IoBackend.AUTO);
+        assertEquals(IoBackend.AUTO.toString(), "auto");
+    }
+
+    @Test
+    public void backupAndLoadRunOnCpuAndSaySo() {
+        try (DeviceKvPool device =
+                        DeviceKvPool.allocate(DEVICE.spec(KvLayout.LAYER_FIRST), IoBackend.AUTO);
+                HostKvPool host =
+                        HostKvPool.builder()
+                                .forDevice(device)
+                                .layout(KvLayout.PAGE_FIRST_DIRECT)
+                                .ioBackend(IoBackend.AUTO)
+                                .pages(6)
+                                .threads(2)
+                                .build()) {
+            assertSame(device.backend(), IoBackend.AUTO);
+            Placement dp = Placement.standard(DEVICE.deviceGeometry(), 0);
+            Placement hp = Placement.standard(DEVICE.geometry(KvLayout.PAGE_FIRST_DIRECT, 3, 6), 0);
+            byte[] deviceBytes = LayoutOracle.fill(device.buffer(), 1);
+            byte[] expected = LayoutOracle.canary(host.buffer(), 2);
+            long[] d = {5, 6, 7, 30, 2};
+            long[] h = {0, 1, 2, 9, 23};
+            Transfer backup =
+                    host.backup(device).deviceIndices(d).hostIndices(h).overlapsCompute().submit();
+            assertSame(backup.backend(), IoBackend.CPU);
+            backup.await();
+            Oracle.applyTransfer(deviceBytes, dp, expected, hp, d, h, 0, 0, 3);
+            LayoutOracle.assertBufferEquals(host.buffer(), expected, "host after backup");
+
+            byte[] hostBytes = LayoutOracle.fill(host.buffer(), 3);
+            byte[] expectedDevice = LayoutOracle.canary(device.buffer(), 4);
+            Transfer load = host.load(device, 1).hostIndices(h).deviceIndices(d).submit();
+            assertSame(load.backend(), IoBackend.CPU);
+            load.await();
+            Oracle.applyTransfer(hostBytes, hp, expectedDevice, dp, h, d, 1, 1, 1);
+            LayoutOracle.assertBufferEquals(device.buffer(), expectedDevice, "device after load");
+
+            // Nothing moved: no backend ran it.
+            assertNull(
+                    host.load(device, 0)
+                            .hostIndices(new long[0])
+                            .deviceIndices()
+                            .submit()
+                            .backend());
+        }
+    }
+
+    @Test
+    public void otherBackendsReportThemselves() {
+        try (DeviceKvPool device = DEVICE.allocateDevice();
+                HostKvPool host = PoolFixtures.host(device, KvLayout.LAYER_FIRST, 8)) {
+            Transfer t = host.backup(device).deviceIndices(1).hostIndices(2).submit();
+            t.await();
+            assertSame(t.backend(), IoBackend.CPU);
+        }
+    }
+
+    @Test
+    public void calibrationIsReadReplacedAndValidated() {
+        try (KvioExecutor auto = KvioExecutor.create(IoBackend.AUTO, 1);
+                KvioExecutor cpu = KvioExecutor.create(IoBackend.CPU, 1)) {
+            String defaults = auto.autoCalibration();
+            assertTrue(defaults.contains("direct_row_bytes = 262144"), defaults);
+            assertTrue(defaults.contains("direct_row_bytes_overlap = 8192"), defaults);
+            assertTrue(defaults.contains("defaults (H200 figures)"), defaults);
+            auto.setAutoCalibration("direct_row_bytes = 16K\nstaged_min_bytes = never\n");
+            String set = auto.autoCalibration();
+            assertTrue(set.contains("direct_row_bytes = 16384"), set);
+            assertTrue(set.contains("staged_min_bytes = never"), set);
+            KvioInvalidArgumentException bad =
+                    expectThrows(
+                            KvioInvalidArgumentException.class,
+                            () -> auto.setAutoCalibration("direct_row_bytes = lots"));
+            assertTrue(bad.getMessage().contains("line 1"), bad.getMessage());
+            assertEquals(auto.autoCalibration(), set, "a refused text changes nothing");
+            KvioInvalidArgumentException notAuto =
+                    expectThrows(KvioInvalidArgumentException.class, cpu::autoCalibration);
+            assertTrue(notAuto.getMessage().contains("'cpu' executor"), notAuto.getMessage());
+            expectThrows(
+                    KvioInvalidArgumentException.class,
+                    () -> cpu.setAutoCalibration("direct_row_bytes = 1"));
+        }
+    }
+}

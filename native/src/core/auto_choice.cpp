@@ -1,0 +1,171 @@
+// The 'auto' io backend's choice and its calibration (auto_choice.hpp).
+#include "auto_choice.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "error.hpp"
+
+namespace kvio {
+
+AutoShape summarisePlan(const std::vector<kvio_copy2d>& plan) {
+  AutoShape shape;
+  for (const kvio_copy2d& c : plan) {
+    shape.rows += c.height;
+    shape.bytes += c.width * c.height;
+  }
+  shape.copies = static_cast<int64_t>(plan.size());
+  return shape;
+}
+
+AutoPick chooseAuto(const AutoShape& shape, const AutoCalibration& calibration,
+                    bool stagedAvailable) {
+  if (shape.deviceIndices) return AutoPick::kKernel;
+  if (shape.rows == 0) return AutoPick::kDirect;
+  const uint64_t meanRow = shape.bytes / shape.rows;
+  const uint64_t crossover =
+      shape.overlapsCompute ? calibration.directRowBytesOverlap : calibration.directRowBytes;
+  if (meanRow >= crossover) return AutoPick::kDirect;
+  const bool hostDevice = shape.direction == AutoDirection::kHostToDevice ||
+                          shape.direction == AutoDirection::kDeviceToHost;
+  if (stagedAvailable && hostDevice && shape.bytes >= calibration.stagedMinBytes) {
+    return AutoPick::kStaged;
+  }
+  return AutoPick::kKernel;
+}
+
+const char* autoPickName(AutoPick pick) {
+  switch (pick) {
+    case AutoPick::kKernel: return "kernel";
+    case AutoPick::kDirect: return "direct";
+    case AutoPick::kStaged: return "staged";
+    case AutoPick::kCpu: return "cpu";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+
+struct Key {
+  const char* name;
+  uint64_t AutoCalibration::*field;
+};
+const Key kKeys[] = {
+    {"direct_row_bytes", &AutoCalibration::directRowBytes},
+    {"direct_row_bytes_overlap", &AutoCalibration::directRowBytesOverlap},
+    {"staged_min_bytes", &AutoCalibration::stagedMinBytes},
+};
+constexpr const char* kKeyList = "direct_row_bytes, direct_row_bytes_overlap, staged_min_bytes";
+
+std::string trim(const std::string& s) {
+  const size_t begin = s.find_first_not_of(" \t\r");
+  if (begin == std::string::npos) return {};
+  return s.substr(begin, s.find_last_not_of(" \t\r") - begin + 1);
+}
+
+// Bytes: an integer with an optional K, M or G suffix (binary), or "never".
+bool parseBytes(const std::string& text, uint64_t* out) {
+  if (text == "never") {
+    *out = kNever;
+    return true;
+  }
+  if (text.empty() || text[0] < '0' || text[0] > '9') return false;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0) return false;
+  const std::string suffix = end;
+  int shift = 0;
+  if (suffix == "K")
+    shift = 10;
+  else if (suffix == "M")
+    shift = 20;
+  else if (suffix == "G")
+    shift = 30;
+  else if (!suffix.empty())
+    return false;
+  if (shift > 0 && value > (kNever >> shift)) return false;
+  *out = static_cast<uint64_t>(value) << shift;
+  return true;
+}
+
+}  // namespace
+
+kvio_status parseAutoCalibration(const std::string& text, const std::string& source,
+                                 AutoCalibration* out) {
+  AutoCalibration result;
+  result.source = source;
+  bool seen[sizeof(kKeys) / sizeof(kKeys[0])] = {};
+  std::istringstream lines(text);
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    const std::string content = trim(line.substr(0, line.find('#')));
+    if (content.empty()) continue;
+    const size_t equals = content.find('=');
+    if (equals == std::string::npos) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "auto calibration (%s), line %d: '%s' is not 'key = value' (keys: %s)",
+                  source.c_str(), number, content.c_str(), kKeyList);
+    }
+    const std::string key = trim(content.substr(0, equals));
+    const std::string value = trim(content.substr(equals + 1));
+    size_t k = 0;
+    while (k < sizeof(kKeys) / sizeof(kKeys[0]) && key != kKeys[k].name) ++k;
+    if (k == sizeof(kKeys) / sizeof(kKeys[0])) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "auto calibration (%s), line %d: unknown key '%s' (keys: %s)", source.c_str(),
+                  number, key.c_str(), kKeyList);
+    }
+    if (seen[k]) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "auto calibration (%s), line %d: '%s' is given twice", source.c_str(), number,
+                  key.c_str());
+    }
+    seen[k] = true;
+    if (!parseBytes(value, &(result.*kKeys[k].field))) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "auto calibration (%s), line %d: %s = '%s' is not a byte count (an integer with "
+                  "an optional K, M or G suffix, or 'never')",
+                  source.c_str(), number, key.c_str(), value.c_str());
+    }
+  }
+  *out = std::move(result);
+  return KVIO_STATUS_OK;
+}
+
+std::string formatAutoCalibration(const AutoCalibration& calibration) {
+  std::string text = "# kvio auto calibration: " + calibration.source + "\n";
+  for (const Key& key : kKeys) {
+    const uint64_t value = calibration.*key.field;
+    text +=
+        std::string(key.name) + " = " + (value == kNever ? "never" : std::to_string(value)) + "\n";
+  }
+  return text;
+}
+
+kvio_status initialAutoCalibration(AutoCalibration* out, bool* measure) {
+  const char* path = std::getenv("KVIO_AUTO_CALIBRATION");
+  const bool measuring = path != nullptr && std::string(path) == "measure";
+  if (measure != nullptr) *measure = measuring;
+  if (path == nullptr || *path == '\0' || measuring) {
+    *out = AutoCalibration();
+    return KVIO_STATUS_OK;
+  }
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  if (!file) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "KVIO_AUTO_CALIBRATION names '%s', which cannot be read (unset it to use the "
+                "defaults)",
+                path);
+  }
+  return parseAutoCalibration(text.str(), std::string("file ") + path, out);
+}
+
+}  // namespace kvio

@@ -1,0 +1,84 @@
+// The 'auto' io backend's choice: a pure function from a transfer's shape, the calibration and
+// the caller's overlaps-compute mark to the candidate that runs it (kernel, direct or staged),
+// and the calibration itself (defaults from the H200 figures, the file format, its parser).
+// No device is asked anything here: auto_choice_test covers every branch on the host.
+#ifndef KVIO_CORE_AUTO_CHOICE_HPP_
+#define KVIO_CORE_AUTO_CHOICE_HPP_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvio/kvio.h"
+
+namespace kvio {
+
+/// What auto can pick. kCpu is never chosen: it is the only candidate where no GPU is present.
+enum class AutoPick : int32_t { kKernel = 0, kDirect = 1, kStaged = 2, kCpu = 3 };
+constexpr int32_t kAutoPicks = 4;
+
+enum class AutoDirection : int32_t { kHostToDevice, kDeviceToHost, kDeviceToDevice, kHostToHost };
+
+/// A transfer's shape as the choice sees it (from the plan the copy engine would run).
+struct AutoShape {
+  uint64_t bytes = 0;  // total bytes moved
+  uint64_t rows = 0;   // contiguous pieces (rows of the plan's 2-D copies)
+  int64_t copies = 0;  // 2-D copies of the plan
+  AutoDirection direction = AutoDirection::kHostToDevice;
+  bool deviceIndices = false;    // index arrays in device memory: only the kernel reads them
+  bool overlapsCompute = false;  // the caller marked it as running beside compute
+};
+
+/// Summarises a plan (rows, bytes, copies); direction and marks are set by the caller.
+AutoShape summarisePlan(const std::vector<kvio_copy2d>& plan);
+
+/// The crossovers. A row is a contiguous piece of the plan; its mean size decides.
+struct AutoCalibration {
+  /// Mean row bytes from which direct (copy engine) beats the kernel on an idle GPU. H200:
+  /// kernel 40-52 GB/s on rows >= 2 KiB; direct 6.7-24 GB/s at 4-8 KiB, 0.61x the 55 GB/s
+  /// ceiling (34 GB/s) at 64 KiB, 0.87x (48 GB/s) at 256 KiB: direct matches the kernel, without
+  /// taking SMs, from 256 KiB.
+  uint64_t directRowBytes = 256 * 1024;
+  /// The same while the transfer overlaps compute (kernel 13.7 GB/s, direct 18.3 at 8 KiB;
+  /// direct 6.7 GB/s at 4 KiB): direct wins from 8 KiB.
+  uint64_t directRowBytesOverlap = 8 * 1024;
+  /// Total bytes from which a host<->device transfer of rows below the direct crossover goes
+  /// to staged (a device gather/scatter, then large copy-engine copies), when staged exists.
+  /// Unmeasured: a guess until the staged executor has H200 figures.
+  uint64_t stagedMinBytes = 4 * 1024 * 1024;
+  /// Where these numbers come from ("defaults (H200 figures)", "file PATH", "set").
+  std::string source = "defaults (H200 figures)";
+};
+
+/// The choice. stagedAvailable: the staged executor exists (it is a candidate only then).
+/// Rules, in order: device-resident indices -> kernel; no rows -> direct (nothing to issue);
+/// mean row >= the crossover (directRowBytesOverlap when overlapsCompute, else directRowBytes)
+/// -> direct; staged available, host<->device and bytes >= stagedMinBytes -> staged; else kernel.
+AutoPick chooseAuto(const AutoShape& shape, const AutoCalibration& calibration,
+                    bool stagedAvailable);
+
+/// The name of a pick ("kernel", "direct", "staged", "cpu").
+const char* autoPickName(AutoPick pick);
+
+/// Parses the calibration file format into *out (starting from the defaults):
+///   # comment
+///   direct_row_bytes = 256K
+///   direct_row_bytes_overlap = 8K
+///   staged_min_bytes = never
+/// One `key = value` per line; values are bytes, an integer with an optional K, M or G suffix
+/// (binary), or `never`; keys may be left out (their default stays). INVALID_ARGUMENT naming
+/// the line for an unknown key, a repeated key or a bad value. `source` is kept as given.
+kvio_status parseAutoCalibration(const std::string& text, const std::string& source,
+                                 AutoCalibration* out);
+
+/// The calibration in the file format (with its source as a comment), for reports.
+std::string formatAutoCalibration(const AutoCalibration& calibration);
+
+/// The calibration an auto executor starts with: the file named by KVIO_AUTO_CALIBRATION when
+/// set (an unreadable or malformed file is an error), else the defaults. KVIO_AUTO_CALIBRATION
+/// =measure gives the defaults and sets *measure (when given): measure on the device first.
+kvio_status initialAutoCalibration(AutoCalibration* out, bool* measure = nullptr);
+
+}  // namespace kvio
+
+#endif  // KVIO_CORE_AUTO_CHOICE_HPP_

@@ -1,0 +1,134 @@
+// The 'auto' io backend's executor (auto_executor.hpp).
+#include "auto_executor.hpp"
+
+#include "backends.hpp"
+#include "error.hpp"
+#include "pool.hpp"
+
+namespace kvio {
+namespace {
+
+AutoDirection directionOf(const PoolImpl& src, const PoolImpl& dst) {
+  const bool srcDevice = isDeviceMemory(src.memoryKind);
+  const bool dstDevice = isDeviceMemory(dst.memoryKind);
+  if (srcDevice) return dstDevice ? AutoDirection::kDeviceToDevice : AutoDirection::kDeviceToHost;
+  return dstDevice ? AutoDirection::kHostToDevice : AutoDirection::kHostToHost;
+}
+
+}  // namespace
+
+AutoExecutor::AutoExecutor(std::array<Candidate, kAutoPicks> candidates,
+                           AutoCalibration calibration)
+    : candidates_(std::move(candidates)), calibration_(std::move(calibration)) {}
+
+AutoExecutor::~AutoExecutor() {
+  drain();
+  for (size_t i = candidates_.size(); i-- > 0;) candidates_[i].executor.reset();
+}
+
+int32_t AutoExecutor::threads() const {
+  if (sole() != nullptr) return sole()->threads();
+  return candidate(AutoPick::kKernel)->threads();
+}
+
+void AutoExecutor::submit(std::shared_ptr<Job> job) {
+  for (Candidate& c : candidates_) {
+    if (c.executor != nullptr && c.ioBackend == job->ioBackend) {
+      c.executor->submit(std::move(job));
+      return;
+    }
+  }
+  job->state->complete(KVIO_STATUS_INTERNAL, "auto: the chosen backend has no executor");
+}
+
+void AutoExecutor::drain() {
+  for (Candidate& c : candidates_) {
+    if (c.executor != nullptr) c.executor->drain();
+  }
+}
+
+kvio_status AutoExecutor::prepare(const Transfer& transfer, Job* job, Prepared* out) const {
+  AutoPick pick = AutoPick::kCpu;
+  bool prepared = false;
+  if (sole() == nullptr) {
+    pick = AutoPick::kKernel;  // device-resident indices: only the kernel reads them
+    if (!transfer.deviceIndices) {
+      // The plan the copy engine would run: its rows decide, and direct runs it as it is.
+      KVIO_RETURN_IF_ERROR(candidate(AutoPick::kDirect)->prepare(transfer, job, out));
+      AutoShape shape = summarisePlan(job->plan);
+      shape.direction = directionOf(*transfer.src, *transfer.dst);
+      shape.overlapsCompute = transfer.overlapsCompute;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        pick = chooseAuto(shape, calibration_, candidate(AutoPick::kStaged) != nullptr);
+      }
+      prepared = pick == AutoPick::kDirect;
+      if (!prepared) {
+        job->plan.clear();
+        *out = Prepared();
+      }
+    }
+  }
+  if (!prepared) {
+    KVIO_RETURN_IF_ERROR(candidate(pick)->prepare(transfer, job, out));
+  }
+  job->ioBackend = candidates_[static_cast<size_t>(pick)].ioBackend;
+  out->ioBackend = job->ioBackend;
+  return KVIO_STATUS_OK;
+}
+
+bool AutoExecutor::marksStart() const {
+  return sole() != nullptr && sole()->marksStart();
+}
+
+kvio_status AutoExecutor::checkDeviceIndices(const int64_t* src, const int64_t* dst) const {
+  Executor* kernel = candidate(AutoPick::kKernel);
+  if (kernel == nullptr) {
+    return fail(KVIO_STATUS_UNSUPPORTED,
+                "device-resident indices need a GPU: this 'auto' executor runs the cpu backend");
+  }
+  return kernel->checkDeviceIndices(src, dst);
+}
+
+kvio_status AutoExecutor::acceptMemory(MemoryPlace src, MemoryPlace dst) const {
+  kvio_status first = KVIO_STATUS_OK;
+  std::string reason;
+  for (const Candidate& c : candidates_) {
+    if (c.executor == nullptr) continue;
+    const kvio_status status = c.executor->acceptMemory(src, dst);
+    if (status == KVIO_STATUS_OK) return KVIO_STATUS_OK;
+    if (first == KVIO_STATUS_OK) {
+      first = status;
+      reason = lastError();
+    }
+  }
+  return fail(first, "the 'auto' io backend (here: %s) cannot move this: %s",
+              sole() != nullptr ? "cpu, no GPU" : "kernel or direct on a GPU", reason.c_str());
+}
+
+bool AutoExecutor::nativeHandle(NativeHandle kind, uint64_t* out) const {
+  const Executor* first = sole() != nullptr ? sole() : candidate(AutoPick::kKernel);
+  return first->nativeHandle(kind, out);
+}
+
+kvio_status AutoExecutor::setKernelLaunch(int32_t ctaBudget, int32_t warpsPerCta) {
+  const Candidate& kernel = candidates_[static_cast<size_t>(AutoPick::kKernel)];
+  const BackendOps* ops = backendOps(kernel.ioBackend);
+  if (kernel.executor == nullptr || ops == nullptr || ops->setLaunch == nullptr) {
+    return fail(KVIO_STATUS_UNSUPPORTED,
+                "this 'auto' executor runs the cpu backend, which has no launch shape");
+  }
+  return ops->setLaunch(*kernel.executor, ctaBudget, warpsPerCta);
+}
+
+AutoCalibration AutoExecutor::calibration() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return calibration_;
+}
+
+void AutoExecutor::setCalibration(AutoCalibration calibration) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  calibration_ = std::move(calibration);
+}
+
+}  // namespace kvio

@@ -1,0 +1,92 @@
+// The 'auto' io backend's executor: it owns its candidates' executors (kernel, direct and,
+// once it exists, staged, all on one device stream; or cpu alone where there is no GPU) and
+// gives each transfer to the one chooseAuto (auto_choice.hpp) picks. The backend registry
+// (backends.cpp) and the CUDA backend create it; it is generic over its candidates, so the
+// dispatch is tested on the host with cpu executors standing in (auto_test).
+#ifndef KVIO_CORE_AUTO_EXECUTOR_HPP_
+#define KVIO_CORE_AUTO_EXECUTOR_HPP_
+
+#include <array>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "auto_choice.hpp"
+#include "executor.hpp"
+
+namespace kvio {
+
+class AutoExecutor : public Executor {
+ public:
+  struct Candidate {
+    int32_t ioBackend = -1;  // the KVIO_BACKEND_* reported for transfers it runs
+    std::unique_ptr<Executor> executor;
+  };
+  /// Candidates by AutoPick. Either cpu alone, or kernel and direct (staged optional), sharing
+  /// one stream. They are destroyed in reverse pick order after draining (direct before
+  /// kernel, so a candidate may use a stream another one owns: pass the owner as kernel).
+  AutoExecutor(std::array<Candidate, kAutoPicks> candidates, AutoCalibration calibration);
+  ~AutoExecutor() override;
+
+  int32_t threads() const override;
+  void submit(std::shared_ptr<Job> job) override;
+  void drain() override;
+  /// Plans the transfer (what direct and staged run), summarises it, chooses; for a kernel
+  /// choice the plan is dropped and the kernel prepares its layout job. Sets job->ioBackend.
+  kvio_status prepare(const Transfer& transfer, Job* job, Prepared* out) const override;
+  bool marksStart() const override;
+  /// Device-resident indices go to the kernel candidate; UNSUPPORTED when it runs cpu alone.
+  kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst) const override;
+  /// OK when any candidate moves these kinds (the union), else the first candidate's reason.
+  kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const override;
+  bool nativeHandle(NativeHandle kind, uint64_t* out) const override;
+  /// The kernel candidate's launch shape (its backend table's setLaunch); UNSUPPORTED when it
+  /// runs cpu alone.
+  kvio_status setKernelLaunch(int32_t ctaBudget, int32_t warpsPerCta);
+
+  AutoCalibration calibration() const;
+  void setCalibration(AutoCalibration calibration);
+
+ private:
+  Executor* candidate(AutoPick pick) const {
+    return candidates_[static_cast<size_t>(pick)].executor.get();
+  }
+  /// The candidate every job goes to when there is no choice (cpu), else nullptr.
+  Executor* sole() const { return candidate(AutoPick::kCpu); }
+
+  std::array<Candidate, kAutoPicks> candidates_;
+  mutable std::mutex mutex_;  // guards calibration_
+  AutoCalibration calibration_;
+};
+
+/// Where the first-use measurement (auto_measure.cpp) allocates its pools.
+struct AutoMeasureTarget {
+  int32_t deviceKind = KVIO_MEMORY_CUDA_DEVICE;
+  int32_t hostKind = KVIO_MEMORY_HOST_PINNED;
+  int32_t device = 0;
+  uint64_t bytesPerRun = 8 << 20;  // about this much per timed transfer (8 to 4096 rows)
+};
+
+/// One row size of the sweep: the best time of each candidate.
+struct AutoMeasurement {
+  uint64_t rowBytes;
+  double kernelSeconds;
+  double directSeconds;
+};
+
+/// The smallest measured row size from which direct is at least as fast as the kernel at every
+/// larger size measured (points in ascending row size); UINT64_MAX ("never") if none.
+uint64_t autoCrossover(const std::vector<AutoMeasurement>& points);
+
+/// Bytes one timed transfer of the sweep moves at this row size.
+uint64_t autoMeasuredBytes(const AutoMeasureTarget& target, uint64_t rowBytes);
+
+/// Runs the sweep on *executor (an AutoExecutor with kernel and direct candidates), which is
+/// registered under a temporary handle meanwhile, and sets its direct_row_bytes to the measured
+/// crossover, the figures in its source. On failure its calibration is unchanged.
+kvio_status measureAutoCalibration(std::unique_ptr<Executor>* executor,
+                                   const AutoMeasureTarget& target);
+
+}  // namespace kvio
+
+#endif  // KVIO_CORE_AUTO_EXECUTOR_HPP_

@@ -1,0 +1,231 @@
+// The 'auto' io backend's dispatch of real transfers: an auto executor with cpu stand-ins for
+// kernel and direct (auto_stand_ins.cpp) shows which candidate ran each transfer, what
+// kvio_transfer_get_info reports, and every destination byte against the oracle; then 'auto'
+// through the C ABI on a machine without a GPU (it is cpu).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "auto_stand_ins.hpp"
+#include "kvio/kvio.h"
+#include "oracle.hpp"
+
+namespace kvio_test {
+namespace {
+
+class AutoDispatch : public ::testing::Test {
+ protected:
+  /// An auto executor with stand-ins for kernel and direct, registered as a C ABI handle.
+  uint64_t makeExecutor() { return standInAutoExecutor(&kernelJobs_, &directJobs_); }
+
+  /// Moves `indices` (each to itself) of every layer from a random src to a canary-filled dst,
+  /// checks every byte of dst against the oracle, and returns what the transfer reported.
+  kvio_transfer_info run(uint64_t executor, const Geometry& g, const std::vector<int64_t>& indices,
+                         uint32_t flags) {
+    TestPool src(g), dst(g);
+    std::mt19937_64 rng(7);
+    src.fillRandom(rng);
+    dst.fill(0xA5);
+    Image expected = dst.capture();
+    applyTransfer(g, src.capture(), g, &expected, indices, indices, 0, 0, g.L);
+    const kvio_transfer_desc desc{src.pool().handle(),
+                                  dst.pool().handle(),
+                                  indices.data(),
+                                  indices.data(),
+                                  static_cast<int64_t>(indices.size()),
+                                  0,
+                                  0,
+                                  g.L};
+    uint64_t transfer = 0;
+    kvio_transfer_info info{};
+    EXPECT_EQ(kvio_submit_flags(executor, &desc, flags, &transfer), KVIO_STATUS_OK)
+        << kvio_last_error();
+    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
+    EXPECT_EQ(kvio_transfer_get_info(transfer, &info), KVIO_STATUS_OK);
+    EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+    EXPECT_TRUE(sameImage(expected, dst.capture(), "destination"));
+    return info;
+  }
+
+  static std::vector<int64_t> everyOther(int64_t n) {
+    std::vector<int64_t> out;
+    for (int64_t i = 0; i < n; i += 2) out.push_back(i);
+    return out;
+  }
+
+  int kernelJobs_ = 0;
+  int directJobs_ = 0;
+};
+
+Geometry rowsOf(int64_t rowBytes) {
+  Geometry g;
+  g.layout = KVIO_LAYOUT_PAGE_FIRST;  // rows of a token coalesce only across a token's layers
+  g.L = 2;
+  g.P = 16;
+  g.ps = 1;
+  g.H = 2;
+  g.hb = rowBytes / 2;
+  return g;
+}
+
+TEST_F(AutoDispatch, ScatteredSmallRowsGoToTheKernelContiguousToDirect) {
+  const uint64_t executor = makeExecutor();
+  Geometry g;
+  g.L = 2;
+  g.P = 32;
+  g.ps = 4;
+  g.H = 2;
+  g.hb = 128;  // 256 B rows
+  kvio_transfer_info info = run(executor, g, everyOther(g.S()), 0);
+  EXPECT_EQ(info.io_backend, KVIO_BACKEND_AUTO);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
+  EXPECT_EQ(info.overlaps_compute, 0);
+  EXPECT_EQ(kernelJobs_, 1);
+  EXPECT_EQ(directJobs_, 0);
+  // Every slot of a small layer_first pool: the whole pool is one 32 KiB run, below 256 KiB.
+  g.P = 8;
+  std::vector<int64_t> all(static_cast<size_t>(g.S()));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  info = run(executor, g, all, 0);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
+  g.P = 64;  // ... 256 KiB: direct, with the plan it was chosen from
+  all.resize(static_cast<size_t>(g.S()));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  info = run(executor, g, all, 0);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_DIRECT);
+  EXPECT_GT(info.copies, 0);
+  EXPECT_EQ(kernelJobs_, 2);
+  EXPECT_EQ(directJobs_, 1);
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+}
+
+TEST_F(AutoDispatch, OverlapMarkMovesEightKiBRowsToDirect) {
+  const uint64_t executor = makeExecutor();
+  const Geometry g = rowsOf(4096);  // page_first: a token's 2 layers coalesce into 8 KiB rows
+  kvio_transfer_info info = run(executor, g, everyOther(g.S()), 0);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
+  info = run(executor, g, everyOther(g.S()), KVIO_SUBMIT_OVERLAPS_COMPUTE);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_DIRECT);
+  EXPECT_EQ(info.overlaps_compute, 1);
+  const Geometry smaller = rowsOf(2048);  // 4 KiB rows: the kernel, marked or not
+  info = run(executor, smaller, everyOther(smaller.S()), KVIO_SUBMIT_OVERLAPS_COMPUTE);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
+  EXPECT_EQ(kernelJobs_, 2);
+  EXPECT_EQ(directJobs_, 1);
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+}
+
+TEST_F(AutoDispatch, CalibrationSetThroughTheCAbiTakesEffect) {
+  const uint64_t executor = makeExecutor();
+  const Geometry g = rowsOf(256);
+  EXPECT_EQ(run(executor, g, everyOther(g.S()), 0).chosen_backend, KVIO_BACKEND_KERNEL);
+  ASSERT_EQ(kvio_executor_set_auto_calibration(executor, "direct_row_bytes = 0\n"), KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(run(executor, g, everyOther(g.S()), 0).chosen_backend, KVIO_BACKEND_DIRECT);
+  const std::string text = kvio_executor_auto_calibration(executor);
+  EXPECT_NE(text.find("direct_row_bytes = 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("set by kvio_executor_set_auto_calibration"), std::string::npos) << text;
+  // A malformed text changes nothing.
+  EXPECT_EQ(kvio_executor_set_auto_calibration(executor, "direct_row_bytes = x"),
+            KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(std::string(kvio_executor_auto_calibration(executor)), text);
+  EXPECT_EQ(kvio_executor_set_auto_calibration(executor, nullptr), KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+}
+
+// ---- 'auto' through the C ABI here (no GPU in this test's world: cpu) ----
+
+TEST(AutoBackend, NamedAvailableAndRunsOnCpuWithoutAGpu) {
+  int32_t value = -1;
+  ASSERT_EQ(kvio_parse_name(KVIO_NAME_BACKEND, "auto", &value), KVIO_STATUS_OK);
+  EXPECT_EQ(value, KVIO_BACKEND_AUTO);
+  EXPECT_STREQ(kvio_name(KVIO_NAME_BACKEND, KVIO_BACKEND_AUTO), "auto");
+  EXPECT_EQ(kvio_backend_available(KVIO_BACKEND_AUTO), KVIO_STATUS_OK);
+  if (kvio_backend_available(KVIO_BACKEND_KERNEL) == KVIO_STATUS_OK) {
+    GTEST_SKIP() << "a CUDA device is present: auto is not cpu here";
+  }
+  uint64_t executor = 0;
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_AUTO, 2, &executor), KVIO_STATUS_OK)
+      << kvio_last_error();
+  int32_t threads = 0;
+  EXPECT_EQ(kvio_executor_threads(executor, &threads), KVIO_STATUS_OK);
+  EXPECT_EQ(threads, 2);
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 3, 8, 2, 2, 64};
+  TestPool src(g), dst(g);
+  std::mt19937_64 rng(3);
+  src.fillRandom(rng);
+  dst.fill(0x5A);
+  const std::vector<int64_t> si{3, 0, 7, 12}, di{1, 9, 4, 15};
+  Image expected = dst.capture();
+  applyTransfer(g, src.capture(), g, &expected, si, di, 1, 0, 2);
+  const kvio_transfer_desc desc{
+      src.pool().handle(), dst.pool().handle(), si.data(), di.data(), 4, 1, 0, 2};
+  // Unknown flag bits: refused before any byte moves.
+  const Image before = dst.capture();
+  uint64_t transfer = 0;
+  EXPECT_EQ(kvio_submit_flags(executor, &desc, 2u, &transfer), KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvio_last_error()).find("flags 0x2"), std::string::npos);
+  EXPECT_TRUE(sameImage(before, dst.capture(), "after the refused submit"));
+  ASSERT_EQ(kvio_submit_flags(executor, &desc, KVIO_SUBMIT_OVERLAPS_COMPUTE, &transfer),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  ASSERT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK);
+  kvio_transfer_info info{};
+  ASSERT_EQ(kvio_transfer_get_info(transfer, &info), KVIO_STATUS_OK);
+  EXPECT_EQ(info.io_backend, KVIO_BACKEND_AUTO);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_CPU);
+  EXPECT_EQ(info.overlaps_compute, 1);
+  EXPECT_GT(info.copies, 0);
+  EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  EXPECT_TRUE(sameImage(expected, dst.capture(), "destination"));
+  // The calibration is reported (defaults here) even where there is nothing to choose.
+  const char* text = kvio_executor_auto_calibration(executor);
+  ASSERT_NE(text, nullptr);
+  EXPECT_NE(std::string(text).find("direct_row_bytes = 262144"), std::string::npos) << text;
+  // A GPU executor cannot be made without a GPU: the CUDA cause, not a crash.
+  uint64_t cuda = 0;
+  EXPECT_NE(kvio_executor_create_cuda(KVIO_BACKEND_AUTO, 0, 0, 0, 0, &cuda), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+}
+
+TEST(AutoBackend, CalibrationCallsRefuseOtherExecutors) {
+  uint64_t cpu = 0;
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 1, &cpu), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_executor_set_auto_calibration(cpu, "direct_row_bytes = 1\n"),
+            KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvio_last_error()).find("'cpu' executor"), std::string::npos)
+      << kvio_last_error();
+  EXPECT_EQ(kvio_executor_auto_calibration(cpu), nullptr);
+  EXPECT_EQ(kvio_executor_auto_calibration(0), nullptr);
+  EXPECT_EQ(kvio_executor_close(cpu), KVIO_STATUS_OK);
+}
+
+TEST(AutoBackend, CppWrapperMarksOverlapAndSetsTheCalibration) {
+  if (kvio_backend_available(KVIO_BACKEND_KERNEL) == KVIO_STATUS_OK) {
+    GTEST_SKIP() << "a CUDA device is present: auto is not cpu here";
+  }
+  kvio::Executor executor(kvio::IoBackend::Auto, 1);
+  EXPECT_NE(executor.autoCalibration().find("direct_row_bytes = 262144"), std::string::npos);
+  executor.setAutoCalibration("direct_row_bytes = 1K\n");
+  EXPECT_NE(executor.autoCalibration().find("direct_row_bytes = 1024\n"), std::string::npos);
+  EXPECT_THROW(executor.setAutoCalibration("direct_row_bytes"), kvio::Error);
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 4, 4, 1, 32};
+  TestPool src(g), dst(g);
+  std::mt19937_64 rng(11);
+  src.fillRandom(rng);
+  dst.fill(0x3C);
+  const std::vector<int64_t> si{0, 5, 9}, di{15, 2, 7};
+  Image expected = dst.capture();
+  applyTransfer(g, src.capture(), g, &expected, si, di, 0, 0, 2);
+  kvio::Transfer t =
+      kvio::transfer(executor, src.pool(), dst.pool(), si, di, kvio::LayerMap{0, 0, 2}, true);
+  t.wait();
+  EXPECT_EQ(t.info().overlaps_compute, 1);
+  EXPECT_EQ(t.info().chosen_backend, KVIO_BACKEND_CPU);
+  EXPECT_TRUE(sameImage(expected, dst.capture(), "destination"));
+}
+
+}  // namespace
+}  // namespace kvio_test

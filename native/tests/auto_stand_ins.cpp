@@ -1,0 +1,22 @@
+// Stand-ins for auto_dispatch_test: an 'auto' executor whose kernel and direct candidates are
+// cpu executors that count the jobs they run (this file sees the core's headers; the test
+// itself sees only the C ABI, kvio.hpp and the oracle, whose names clash with the core's).
+#include "auto_stand_ins.hpp"
+
+#include "auto_stand.hpp"
+#include "core/auto_executor.hpp"
+#include "core/handles.hpp"
+
+namespace kvio_test {
+
+uint64_t standInAutoExecutor(int* kernelJobs, int* directJobs) {
+  std::array<kvio::AutoExecutor::Candidate, kvio::kAutoPicks> c;
+  c[0] = {KVIO_BACKEND_KERNEL, std::make_unique<Stand>(kernelJobs)};
+  c[1] = {KVIO_BACKEND_DIRECT, std::make_unique<Stand>(directJobs)};
+  auto impl = std::make_shared<kvio::ExecutorImpl>();
+  impl->backend = KVIO_BACKEND_AUTO;
+  impl->executor = std::make_unique<kvio::AutoExecutor>(std::move(c), kvio::AutoCalibration());
+  return kvio::executors().add(std::move(impl));
+}
+
+}  // namespace kvio_test

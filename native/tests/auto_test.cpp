@@ -1,0 +1,343 @@
+// The 'auto' io backend's choice on the host: the pure function on every branch and at every
+// boundary, the calibration format (parse, errors, round trip, the environment variable), and
+// the auto executor's memory rule (the union of its candidates'). The dispatch of real
+// transfers is in auto_dispatch_test.cpp.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "auto_stand.hpp"
+#include "core/auto_choice.hpp"
+#include "core/auto_executor.hpp"
+#include "core/backends.hpp"
+#include "core/error.hpp"
+#include "kvio/kvio.h"
+
+namespace kvio_test {
+namespace {
+
+using kvio::AutoCalibration;
+using kvio::AutoDirection;
+using kvio::AutoPick;
+using kvio::AutoShape;
+using kvio::chooseAuto;
+
+AutoShape shapeOf(uint64_t rowBytes, uint64_t rows, AutoDirection direction, bool overlaps) {
+  AutoShape s;
+  s.bytes = rowBytes * rows;
+  s.rows = rows;
+  s.copies = 1;
+  s.direction = direction;
+  s.overlapsCompute = overlaps;
+  return s;
+}
+
+constexpr AutoDirection kH2D = AutoDirection::kHostToDevice;
+
+TEST(AutoChoice, DefaultsAreTheDocumentedH200Crossovers) {
+  const AutoCalibration c;
+  EXPECT_EQ(c.directRowBytes, 256u * 1024);
+  EXPECT_EQ(c.directRowBytesOverlap, 8u * 1024);
+  EXPECT_EQ(c.stagedMinBytes, 4u * 1024 * 1024);
+  EXPECT_EQ(c.source, "defaults (H200 figures)");
+}
+
+TEST(AutoChoice, DeviceIndicesGoToTheKernelWhateverTheRows) {
+  AutoShape s = shapeOf(1 << 20, 64, kH2D, true);
+  s.deviceIndices = true;
+  EXPECT_EQ(chooseAuto(s, AutoCalibration(), true), AutoPick::kKernel);
+}
+
+TEST(AutoChoice, NoRowsGoToDirect) {
+  EXPECT_EQ(chooseAuto(shapeOf(0, 0, kH2D, false), AutoCalibration(), true), AutoPick::kDirect);
+}
+
+TEST(AutoChoice, IdleCrossoverBoundary) {
+  const AutoCalibration c;
+  EXPECT_EQ(chooseAuto(shapeOf(c.directRowBytes - 1, 100, kH2D, false), c, false),
+            AutoPick::kKernel);
+  EXPECT_EQ(chooseAuto(shapeOf(c.directRowBytes, 100, kH2D, false), c, false), AutoPick::kDirect);
+  EXPECT_EQ(chooseAuto(shapeOf(256, 1000, kH2D, false), c, false), AutoPick::kKernel);
+}
+
+TEST(AutoChoice, OverlapCrossoverBoundary) {
+  const AutoCalibration c;
+  EXPECT_EQ(chooseAuto(shapeOf(c.directRowBytesOverlap - 1, 100, kH2D, true), c, false),
+            AutoPick::kKernel);
+  EXPECT_EQ(chooseAuto(shapeOf(c.directRowBytesOverlap, 100, kH2D, true), c, false),
+            AutoPick::kDirect);
+  // The same 8 KiB rows without the mark stay on the kernel.
+  EXPECT_EQ(chooseAuto(shapeOf(c.directRowBytesOverlap, 100, kH2D, false), c, false),
+            AutoPick::kKernel);
+}
+
+TEST(AutoChoice, MeanRowDecidesNotTheLargestRow) {
+  AutoShape s;
+  s.bytes = 64 * 1024 + 256;  // one 64 KiB row and one 256 B row: mean below 64 KiB
+  s.rows = 2;
+  EXPECT_EQ(chooseAuto(s, AutoCalibration(), false), AutoPick::kKernel);
+}
+
+TEST(AutoChoice, StagedOnlyWhenAvailableHostDeviceAndLargeEnough) {
+  const AutoCalibration c;
+  const uint64_t rows = c.stagedMinBytes / 256;
+  for (AutoDirection d : {AutoDirection::kHostToDevice, AutoDirection::kDeviceToHost}) {
+    EXPECT_EQ(chooseAuto(shapeOf(256, rows, d, false), c, true), AutoPick::kStaged);
+    EXPECT_EQ(chooseAuto(shapeOf(256, rows, d, true), c, true), AutoPick::kStaged);
+    EXPECT_EQ(chooseAuto(shapeOf(256, rows, d, false), c, false), AutoPick::kKernel);
+  }
+  AutoShape justBelow = shapeOf(256, rows, kH2D, false);
+  justBelow.bytes -= 1;
+  EXPECT_EQ(chooseAuto(justBelow, c, true), AutoPick::kKernel);
+  EXPECT_EQ(chooseAuto(shapeOf(256, rows, AutoDirection::kDeviceToDevice, false), c, true),
+            AutoPick::kKernel);
+  EXPECT_EQ(chooseAuto(shapeOf(256, rows, AutoDirection::kHostToHost, false), c, true),
+            AutoPick::kKernel);
+  // Rows at the crossover go to direct even when staged would take the size.
+  EXPECT_EQ(chooseAuto(shapeOf(c.directRowBytes, 1024, kH2D, false), c, true), AutoPick::kDirect);
+}
+
+TEST(AutoChoice, CalibrationMovesTheCrossover) {
+  AutoCalibration c;
+  c.directRowBytes = 1024;
+  EXPECT_EQ(chooseAuto(shapeOf(1024, 10, kH2D, false), c, false), AutoPick::kDirect);
+  c.directRowBytes = UINT64_MAX;  // never
+  EXPECT_EQ(chooseAuto(shapeOf(1 << 30, 4, kH2D, false), c, false), AutoPick::kKernel);
+}
+
+TEST(AutoChoice, SummarisesAPlan) {
+  const std::vector<kvio_copy2d> plan{{
+                                          0,
+                                          0,
+                                          256,
+                                          4,
+                                          512,
+                                          512,
+                                      },
+                                      {0, 0, 1024, 1, 0, 0}};
+  const AutoShape s = kvio::summarisePlan(plan);
+  EXPECT_EQ(s.rows, 5u);
+  EXPECT_EQ(s.bytes, 2048u);
+  EXPECT_EQ(s.copies, 2);
+}
+
+TEST(AutoChoice, PickNames) {
+  EXPECT_STREQ(kvio::autoPickName(AutoPick::kKernel), "kernel");
+  EXPECT_STREQ(kvio::autoPickName(AutoPick::kDirect), "direct");
+  EXPECT_STREQ(kvio::autoPickName(AutoPick::kStaged), "staged");
+  EXPECT_STREQ(kvio::autoPickName(AutoPick::kCpu), "cpu");
+}
+
+// ---- the calibration format ----
+
+TEST(AutoCalibrationFormat, ParsesSuffixesNeverCommentsAndLeavesOmittedKeysAtDefault) {
+  AutoCalibration c;
+  ASSERT_EQ(kvio::parseAutoCalibration("# measured\n  direct_row_bytes = 32K  # comment\n\n"
+                                       "staged_min_bytes=never\r\n",
+                                       "test", &c),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(c.directRowBytes, 32u * 1024);
+  EXPECT_EQ(c.stagedMinBytes, UINT64_MAX);
+  EXPECT_EQ(c.directRowBytesOverlap, AutoCalibration().directRowBytesOverlap);
+  EXPECT_EQ(c.source, "test");
+  ASSERT_EQ(
+      kvio::parseAutoCalibration("direct_row_bytes_overlap = 2M\nstaged_min_bytes = 1G\n", "t", &c),
+      KVIO_STATUS_OK);
+  EXPECT_EQ(c.directRowBytesOverlap, 2u << 20);
+  EXPECT_EQ(c.stagedMinBytes, 1u << 30);
+  EXPECT_EQ(c.directRowBytes, AutoCalibration().directRowBytes);  // not kept from before
+}
+
+TEST(AutoCalibrationFormat, RoundTrips) {
+  AutoCalibration c;
+  c.directRowBytes = 12345;
+  c.directRowBytesOverlap = UINT64_MAX;
+  c.stagedMinBytes = 0;
+  c.source = "mine";
+  const std::string text = kvio::formatAutoCalibration(c);
+  EXPECT_NE(text.find("# kvio auto calibration: mine"), std::string::npos) << text;
+  AutoCalibration back;
+  ASSERT_EQ(kvio::parseAutoCalibration(text, "again", &back), KVIO_STATUS_OK) << text;
+  EXPECT_EQ(back.directRowBytes, 12345u);
+  EXPECT_EQ(back.directRowBytesOverlap, UINT64_MAX);
+  EXPECT_EQ(back.stagedMinBytes, 0u);
+}
+
+TEST(AutoCalibrationFormat, ErrorsNameTheLineAndLeaveTheOutputUnchanged) {
+  const struct {
+    const char* text;
+    const char* expected;
+  } cases[] = {
+      {"direct_row_bytes = 1\nbogus = 3\n", "line 2: unknown key 'bogus'"},
+      {"direct_row_bytes = 1\ndirect_row_bytes = 2\n", "line 2: 'direct_row_bytes' is given twice"},
+      {"direct_row_bytes = -1\n", "line 1: direct_row_bytes = '-1' is not a byte count"},
+      {"direct_row_bytes = 4KB\n", "'4KB' is not a byte count"},
+      {"direct_row_bytes = 99999999999999999999\n", "is not a byte count"},
+      {"direct_row_bytes = 17179869184G\n", "is not a byte count"},  // overflows 64 bits
+      {"direct_row_bytes =\n", "'' is not a byte count"},
+      {"\n\ndirect_row_bytes 5\n", "line 3: 'direct_row_bytes 5' is not 'key = value'"},
+  };
+  for (const auto& c : cases) {
+    AutoCalibration out;
+    out.directRowBytes = 7;
+    EXPECT_EQ(kvio::parseAutoCalibration(c.text, "src", &out), KVIO_STATUS_INVALID_ARGUMENT)
+        << c.text;
+    EXPECT_NE(std::string(kvio_last_error()).find(c.expected), std::string::npos)
+        << kvio_last_error();
+    EXPECT_NE(std::string(kvio_last_error()).find("auto calibration (src)"), std::string::npos);
+    EXPECT_EQ(out.directRowBytes, 7u);
+  }
+}
+
+TEST(AutoCalibrationFormat, EnvironmentVariableNamesTheFile) {
+  const std::string path = ::testing::TempDir() + "kvio_auto_calibration.txt";
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("direct_row_bytes = 128K\n", f);
+  std::fclose(f);
+  ASSERT_EQ(setenv("KVIO_AUTO_CALIBRATION", path.c_str(), 1), 0);
+  AutoCalibration c;
+  EXPECT_EQ(kvio::initialAutoCalibration(&c), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(c.directRowBytes, 128u * 1024);
+  EXPECT_EQ(c.source, "file " + path);
+  ASSERT_EQ(setenv("KVIO_AUTO_CALIBRATION", (path + ".missing").c_str(), 1), 0);
+  EXPECT_EQ(kvio::initialAutoCalibration(&c), KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvio_last_error()).find("cannot be read"), std::string::npos);
+  // ... and an 'auto' executor cannot be created with it.
+  uint64_t executor = 0;
+  EXPECT_EQ(kvio_executor_create(KVIO_BACKEND_AUTO, 1, &executor), KVIO_STATUS_INVALID_ARGUMENT);
+  ASSERT_EQ(unsetenv("KVIO_AUTO_CALIBRATION"), 0);
+  EXPECT_EQ(kvio::initialAutoCalibration(&c), KVIO_STATUS_OK);
+  EXPECT_EQ(c.source, "defaults (H200 figures)");
+  std::remove(path.c_str());
+}
+
+TEST(AutoExecutorMemory, AcceptsWhatAnyCandidateAcceptsAndSaysWhyNot) {
+  int jobs = 0;
+  std::array<kvio::AutoExecutor::Candidate, kvio::kAutoPicks> c;
+  c[0] = {KVIO_BACKEND_KERNEL, std::make_unique<Stand>(&jobs, KVIO_MEMORY_HOST)};
+  c[1] = {KVIO_BACKEND_DIRECT, std::make_unique<Stand>(&jobs, KVIO_MEMORY_HOST_PINNED)};
+  kvio::AutoExecutor executor(std::move(c), AutoCalibration());
+  const kvio::MemoryPlace host{KVIO_MEMORY_HOST, -1}, pinned{KVIO_MEMORY_HOST_PINNED, -1};
+  EXPECT_EQ(executor.acceptMemory(host, host), KVIO_STATUS_OK);      // direct takes it
+  EXPECT_EQ(executor.acceptMemory(pinned, pinned), KVIO_STATUS_OK);  // kernel takes it
+  EXPECT_EQ(executor.acceptMemory(host, pinned), KVIO_STATUS_UNSUPPORTED);
+  const std::string message = kvio_last_error();
+  EXPECT_NE(message.find("the 'auto' io backend"), std::string::npos) << message;
+  EXPECT_NE(message.find("stand refuses kind 0"), std::string::npos) << message;
+  EXPECT_NE(executor.setKernelLaunch(4, 4), KVIO_STATUS_OK);  // a stand is no kernel executor
+}
+
+TEST(AutoExecutorMemory, OnCpuAloneRefusesDeviceIndicesAndLaunchShapes) {
+  int jobs = 0;
+  std::array<kvio::AutoExecutor::Candidate, kvio::kAutoPicks> c;
+  c[static_cast<size_t>(kvio::AutoPick::kCpu)] = {KVIO_BACKEND_CPU,
+                                                  std::make_unique<Stand>(&jobs, KVIO_MEMORY_HOST)};
+  kvio::AutoExecutor executor(std::move(c), AutoCalibration());
+  const int64_t indices[1] = {0};
+  EXPECT_EQ(executor.checkDeviceIndices(indices, indices), KVIO_STATUS_UNSUPPORTED);
+  EXPECT_NE(std::string(kvio_last_error()).find("runs the cpu backend"), std::string::npos);
+  EXPECT_EQ(executor.setKernelLaunch(4, 4), KVIO_STATUS_UNSUPPORTED);
+  EXPECT_NE(std::string(kvio_last_error()).find("no launch shape"), std::string::npos);
+  EXPECT_EQ(jobs, 0);
+}
+
+// ---- the first-use measurement (KVIO_AUTO_CALIBRATION=measure) ----
+
+TEST(AutoMeasure, CrossoverIsWhereDirectWinsFromThereOn) {
+  using M = kvio::AutoMeasurement;
+  constexpr uint64_t kNever = UINT64_MAX;
+  EXPECT_EQ(kvio::autoCrossover({}), kNever);
+  EXPECT_EQ(kvio::autoCrossover({{4096, 1, 2}, {8192, 1, 2}}), kNever);
+  EXPECT_EQ(kvio::autoCrossover({{4096, 2, 1}, {8192, 2, 1}}), 4096u);
+  EXPECT_EQ(kvio::autoCrossover({{4096, 1, 2}, {8192, 1, 1}, {16384, 2, 1}}), 8192u);  // a tie wins
+  // Direct wins at 8 KiB, loses at 16 KiB, wins above: the crossover is above the loss.
+  EXPECT_EQ(kvio::autoCrossover({{4096, 1, 2}, {8192, 2, 1}, {16384, 1, 2}, {32768, 2, 1}}),
+            32768u);
+  EXPECT_EQ(kvio::autoCrossover(std::vector<M>{{65536, 1, 2}, {131072, 1, 3}}), kNever);
+}
+
+std::unique_ptr<kvio::Executor> standInAuto(int* kernelJobs, int* directJobs) {
+  std::array<kvio::AutoExecutor::Candidate, kvio::kAutoPicks> c;
+  c[0] = {KVIO_BACKEND_KERNEL, std::make_unique<Stand>(kernelJobs)};
+  c[1] = {KVIO_BACKEND_DIRECT, std::make_unique<Stand>(directJobs)};
+  return std::make_unique<kvio::AutoExecutor>(std::move(c), AutoCalibration());
+}
+
+std::array<int64_t, 4> liveObjects() {
+  std::array<int64_t, 4> counts{};
+  EXPECT_EQ(kvio_debug_live_objects(counts.data()), KVIO_STATUS_OK);
+  return counts;
+}
+
+TEST(AutoMeasure, SweepsBothCandidatesAndSetsTheCrossover) {
+  const auto before = liveObjects();
+  int kernelJobs = 0, directJobs = 0;
+  std::unique_ptr<kvio::Executor> executor = standInAuto(&kernelJobs, &directJobs);
+  kvio::AutoMeasureTarget target{KVIO_MEMORY_HOST, KVIO_MEMORY_HOST, -1, 64 << 10};
+  ASSERT_EQ(kvio::measureAutoCalibration(&executor, target), KVIO_STATUS_OK) << kvio_last_error();
+  ASSERT_NE(executor, nullptr);
+  EXPECT_EQ(kernelJobs, 7 * 4);  // 7 row sizes, one untimed and three timed runs each
+  EXPECT_EQ(directJobs, 7 * 4);
+  const AutoCalibration c = static_cast<kvio::AutoExecutor*>(executor.get())->calibration();
+  const std::vector<uint64_t> sizes{4 << 10,  8 << 10,   16 << 10,  32 << 10,
+                                    64 << 10, 128 << 10, 256 << 10, UINT64_MAX};
+  EXPECT_NE(std::find(sizes.begin(), sizes.end(), c.directRowBytes), sizes.end())
+      << c.directRowBytes;
+  EXPECT_EQ(c.directRowBytesOverlap, AutoCalibration().directRowBytesOverlap);  // not measured
+  EXPECT_EQ(c.stagedMinBytes, AutoCalibration().stagedMinBytes);
+  EXPECT_EQ(c.source.rfind("measured at first use on device -1, host to device, GB/s "
+                           "kernel/direct: 4K ",
+                           0),
+            0u)
+      << c.source;
+  EXPECT_NE(c.source.find(" 256K "), std::string::npos) << c.source;
+  executor.reset();
+  EXPECT_EQ(liveObjects(), before);  // pools, the temporary handle and transfers all gone
+}
+
+TEST(AutoMeasure, AFailedSweepSaysWhereAndChangesNothing) {
+  const auto before = liveObjects();
+  int kernelJobs = 0, directJobs = 0;
+  std::unique_ptr<kvio::Executor> executor = standInAuto(&kernelJobs, &directJobs);
+  kvio::AutoMeasureTarget target{99, KVIO_MEMORY_HOST, -1, 64 << 10};
+  EXPECT_EQ(kvio::measureAutoCalibration(&executor, target), KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvio_last_error()).find("measuring the auto calibration (rows of 4096 B)"),
+            std::string::npos)
+      << kvio_last_error();
+  ASSERT_NE(executor, nullptr);
+  EXPECT_EQ(static_cast<kvio::AutoExecutor*>(executor.get())->calibration().source,
+            AutoCalibration().source);
+  EXPECT_EQ(kernelJobs + directJobs, 0);
+  executor.reset();
+  EXPECT_EQ(liveObjects(), before);
+}
+
+TEST(AutoMeasure, MeasureInTheEnvironmentIsNotAFileName) {
+  ASSERT_EQ(setenv("KVIO_AUTO_CALIBRATION", "measure", 1), 0);
+  AutoCalibration c;
+  bool measure = false;
+  EXPECT_EQ(kvio::initialAutoCalibration(&c, &measure), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_TRUE(measure);
+  EXPECT_EQ(c.source, "defaults (H200 figures)");
+  // Without a GPU, auto is cpu: nothing to measure, the defaults stay.
+  uint64_t executor = 0;
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_AUTO, 1, &executor), KVIO_STATUS_OK);
+  if (kvio_backend_available(KVIO_BACKEND_KERNEL) != KVIO_STATUS_OK) {
+    EXPECT_NE(std::string(kvio_executor_auto_calibration(executor)).find("defaults"),
+              std::string::npos);
+  }
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+  ASSERT_EQ(unsetenv("KVIO_AUTO_CALIBRATION"), 0);
+  measure = true;
+  EXPECT_EQ(kvio::initialAutoCalibration(&c, &measure), KVIO_STATUS_OK);
+  EXPECT_FALSE(measure);
+}
+
+}  // namespace
+}  // namespace kvio_test

@@ -177,7 +177,7 @@ public final class Kvio {
             return Transfer.completed(skippedLayers);
         }
         TransferEvent event = TransferEvent.begin(src, dst); // null unless a recording wants it
-        long[] bytes = new long[1];
+        long[] out = new long[3];
         long handle;
         try {
             handle =
@@ -191,13 +191,14 @@ public final class Kvio {
                             srcLayerStart,
                             dstLayerStart,
                             numLayers,
-                            bytes);
+                            out);
         } catch (KvioException e) {
             throw renamed(e, srcIndices.name(), dstIndices.name(), srcPool, dstPool);
         } finally {
             IndexArg.release();
         }
-        return Transfer.submitted(handle, bytes[0], event).withSkippedLayers(skippedLayers);
+        return Transfer.submitted(handle, out[0], out[1] != 0, (int) out[2], event)
+                .withSkippedLayers(skippedLayers);
     }
 
     /** The native message with the Java caller's names in place of the C ABI's. */

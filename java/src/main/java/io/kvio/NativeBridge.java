@@ -374,7 +374,11 @@ final class NativeBridge {
 
     // ---- transfers ----
 
-    /** Submits; returns {transfer handle, planned bytes}. */
+    /**
+     * Submits; returns the transfer handle. out[0]: the planned bytes; out[1]: 1 when the transfer
+     * is already done on the cpu backend (it ran on the submitting thread), else 0; out[2]: then
+     * its status.
+     */
     static long submit(
             long executor,
             long srcPool,
@@ -385,7 +389,7 @@ final class NativeBridge {
             long srcLayerStart,
             long dstLayerStart,
             long numLayers,
-            long[] bytesOut) {
+            long[] out) {
         Scratch s = SCRATCH.get();
         check(
                 KvioNative.kvio_submit_args(
@@ -400,13 +404,21 @@ final class NativeBridge {
                         numLayers,
                         s.address + OUT0));
         long transfer = s.buffer.getLong(OUT0);
-        int status = KvioNative.kvio_transfer_bytes(transfer, s.address + OUT1);
+        // One call for the bytes and whether it is done (a small cpu transfer runs on this thread).
+        int status = KvioNative.kvio_transfer_get_info(transfer, s.address + STRUCT);
         if (status != KvioNative.KVIO_STATUS_OK) {
             KvioException e = error(status);
             KvioNative.kvio_transfer_close(transfer);
             throw e;
         }
-        bytesOut[0] = s.buffer.getLong(OUT1);
+        out[0] = s.buffer.getLong(STRUCT + TransferInfoStruct.BYTES_MOVED);
+        out[1] =
+                s.buffer.getInt(STRUCT + TransferInfoStruct.DONE) != 0
+                                && s.buffer.getInt(STRUCT + TransferInfoStruct.IO_BACKEND)
+                                        == KvioNative.KVIO_BACKEND_CPU
+                        ? 1
+                        : 0;
+        out[2] = s.buffer.getInt(STRUCT + TransferInfoStruct.STATUS);
         return transfer;
     }
 

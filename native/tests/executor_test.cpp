@@ -134,6 +134,62 @@ TEST(ExecutorWait, TimeoutIsDoneAndBytes) {
   EXPECT_EQ(last.bytes(), 16384u * 4096);
 }
 
+TEST(ExecutorHandles, StaleTransferHandleStaysClosedAfterItsSlotIsReused) {
+  // Transfer handles name reused registry slots with a generation: once closed, a handle is
+  // CLOSED for every entry point, however many transfers took its slot since, and it never
+  // reaches the state of the transfer now in that slot.
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  TestPool src(rows4k(1, 64)), dst(rows4k(1, 64));
+  const std::vector<int64_t> one = range(0, 1);
+  const kvio_transfer_desc desc{
+      src.pool().handle(), dst.pool().handle(), one.data(), one.data(), 1, 0, 0, 1};
+  uint64_t first = 0;
+  ASSERT_EQ(kvio_submit(cpu.handle(), &desc, &first), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_transfer_wait(first, -1), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_transfer_close(first), KVIO_STATUS_OK);
+  // Enough submit/close rounds for every freed slot to be handed out again, several times.
+  std::vector<uint64_t> later;
+  for (int i = 0; i < 5000; ++i) {
+    uint64_t h = 0;
+    ASSERT_EQ(kvio_submit(cpu.handle(), &desc, &h), KVIO_STATUS_OK);
+    ASSERT_NE(h, first);
+    if (i % 1000 == 999) {
+      later.push_back(h);  // kept open
+    } else {
+      ASSERT_EQ(kvio_transfer_close(h), KVIO_STATUS_OK);
+    }
+  }
+  // The low 24 bits name the slot: some open transfer now holds the first handle's slot.
+  uint64_t sameSlot = 0;
+  for (int i = 0; i < 5000 && sameSlot == 0; ++i) {
+    uint64_t h = 0;
+    ASSERT_EQ(kvio_submit(cpu.handle(), &desc, &h), KVIO_STATUS_OK);
+    if ((h & 0xffffff) == (first & 0xffffff)) {
+      sameSlot = h;
+    } else {
+      ASSERT_EQ(kvio_transfer_close(h), KVIO_STATUS_OK);
+    }
+  }
+  ASSERT_NE(sameSlot, 0u) << "the first transfer's slot was never reused";
+  ASSERT_NE(sameSlot, first);
+  EXPECT_EQ(kvio_transfer_wait(first, -1), KVIO_STATUS_CLOSED);
+  EXPECT_NE(std::string(kvio_last_error()).find("is closed"), std::string::npos);
+  EXPECT_EQ(kvio_transfer_is_done(first), -KVIO_STATUS_CLOSED);
+  uint64_t bytes = 0;
+  EXPECT_EQ(kvio_transfer_bytes(first, &bytes), KVIO_STATUS_CLOSED);
+  kvio_transfer_info info{};
+  EXPECT_EQ(kvio_transfer_get_info(first, &info), KVIO_STATUS_CLOSED);
+  EXPECT_EQ(kvio_transfer_close(first), KVIO_STATUS_CLOSED);  // released exactly once
+  // The stale close did not close the transfer that holds the slot now.
+  EXPECT_EQ(kvio_transfer_wait(sameSlot, -1), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_transfer_close(sameSlot), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_transfer_close(sameSlot), KVIO_STATUS_CLOSED);
+  for (uint64_t h : later) {
+    EXPECT_EQ(kvio_transfer_wait(h, -1), KVIO_STATUS_OK);
+    EXPECT_EQ(kvio_transfer_close(h), KVIO_STATUS_OK);
+  }
+}
+
 TEST(ExecutorInfo, TransferInfoDescribesAndTimesTransfers) {
   // kvio_transfer_get_info: shape always; times only with kvio_transfer_timing on, ordered, and
   // a queued transfer starts after the one before it ended (one worker thread).

@@ -29,7 +29,17 @@ constexpr size_t kPlanStorageVectors = 8;
 
 }  // namespace
 
+// A small plan's storage stays with the thread that freed it, for its next transfer without a
+// lock: the small synchronous call (plan taken and returned on one thread) then takes none.
+constexpr size_t kThreadPlanBytes = size_t{64} << 10;
+static thread_local std::vector<kvio_copy2d> threadPlan;
+
 std::vector<kvio_copy2d> takePlanStorage() {
+  if (threadPlan.capacity() != 0) {
+    std::vector<kvio_copy2d> plan;
+    plan.swap(threadPlan);
+    return plan;
+  }
   PlanStorage& s = planStorage();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (s.free.empty()) return {};
@@ -43,6 +53,10 @@ void returnPlanStorage(std::vector<kvio_copy2d>&& plan) {
   const size_t bytes = plan.capacity() * sizeof(kvio_copy2d);
   if (bytes == 0) return;
   plan.clear();
+  if (bytes <= kThreadPlanBytes && threadPlan.capacity() == 0) {
+    threadPlan.swap(plan);
+    return;
+  }
   PlanStorage& s = planStorage();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (s.free.size() < kPlanStorageVectors && s.bytes + bytes <= kPlanStorageBytes) {
@@ -54,6 +68,7 @@ void returnPlanStorage(std::vector<kvio_copy2d>&& plan) {
 void TransferState::holdPools(std::shared_ptr<const PoolImpl> src,
                               std::shared_ptr<const PoolImpl> dst) {
   std::lock_guard<std::mutex> lock(mutex_);
+  pools_.reserve(pools_.size() + 2);  // one allocation, not two
   pools_.push_back(std::move(src));
   pools_.push_back(std::move(dst));
 }
@@ -165,6 +180,22 @@ int64_t TransferState::monotonicNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+bool TransferState::outcome(kvio_status* status, int64_t* endNs) const {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (released_) {  // done: one lock for all three
+      *status = status_;
+      *endNs = endNs_;
+      return true;
+    }
+  }
+  const bool done = isDone();
+  std::lock_guard<std::mutex> lock(mutex_);
+  *status = done ? status_ : KVIO_STATUS_OK;
+  *endNs = endNs_;
+  return done;
 }
 
 kvio_status TransferState::status() const {

@@ -63,6 +63,8 @@ class TransferState {
   /// Waits up to timeoutNs (< 0: forever). Returns false on timeout.
   bool wait(int64_t timeoutNs) const;
   kvio_status status() const;
+  /// isDone(), with the status (OK while not done) and endNs(), under one lock once done.
+  bool outcome(kvio_status* status, int64_t* endNs) const;
   std::string message() const;
   uint64_t bytes() const { return bytes_; }
 

@@ -5,9 +5,11 @@
 #define KVIO_CORE_HANDLES_HPP_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
+#include <new>
+#include <vector>
 
 #include "error.hpp"
 #include "executor.hpp"
@@ -31,50 +33,92 @@ enum HandleType : uint64_t {
 
 const char* handleTypeName(uint64_t type);
 
+// A handle is (type << 48) | (generation << 24) | slot: the registry keeps its objects in a table
+// of slots, and a slot freed by close is handed out again with its generation raised, so the
+// entry costs no allocation per handle and a closed handle whose slot now holds another object
+// still reads as closed (its generation is not the slot's). A freed slot waits behind at least
+// kMinFreeSlots others before its reuse, and a slot whose generation reaches the maximum is
+// retired instead of reused: a handle's number never comes back.
 template <class T>
 class Registry {
  public:
   explicit Registry(HandleType type) : type_(type) {}
 
+  /// The handle of `object`; std::bad_alloc (OUT_OF_MEMORY at the C ABI) when 2^24 handles of
+  /// this type are open.
   uint64_t add(std::shared_ptr<T> object) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const uint64_t handle = (static_cast<uint64_t>(type_) << 48) | next_++;
-    objects_.emplace(handle, std::move(object));
-    return handle;
+    uint32_t slot;
+    if (free_.size() > kMinFreeSlots) {
+      slot = free_.front();
+      free_.pop_front();
+      ++slots_[slot].generation;
+    } else {
+      if (slots_.size() >= kSlotLimit) throw std::bad_alloc();
+      slot = static_cast<uint32_t>(slots_.size());
+      slots_.push_back(Slot{nullptr, 1});
+    }
+    slots_[slot].object = std::move(object);
+    ++live_;
+    return (static_cast<uint64_t>(type_) << 48) |
+           (static_cast<uint64_t>(slots_[slot].generation) << kSlotBits) | slot;
   }
 
   kvio_status get(uint64_t handle, const char* argument, std::shared_ptr<T>* out) {
     KVIO_RETURN_IF_ERROR(checkType(handle, argument));
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = objects_.find(handle);
-    if (it == objects_.end()) return closed(handle, argument);
-    *out = it->second;
+    Slot* slot = find(handle);
+    if (slot == nullptr) return closed(handle, argument);
+    *out = slot->object;
     return KVIO_STATUS_OK;
   }
 
   int64_t size() {
     std::lock_guard<std::mutex> lock(mutex_);
-    return static_cast<int64_t>(objects_.size());
+    return live_;
   }
 
   /// True for a handle of this type that this registry handed out (open or closed since).
   bool issued(uint64_t handle) {
     std::lock_guard<std::mutex> lock(mutex_);
-    const uint64_t number = handle & ((uint64_t{1} << 48) - 1);
-    return (handle >> 48) == type_ && number != 0 && number < next_;
+    const uint64_t slot = handle & kSlotMask;
+    const uint64_t generation = (handle >> kSlotBits) & kSlotMask;
+    return (handle >> 48) == type_ && slot < slots_.size() && generation != 0 &&
+           generation <= slots_[slot].generation;
   }
 
   kvio_status remove(uint64_t handle, const char* argument, std::shared_ptr<T>* out) {
     KVIO_RETURN_IF_ERROR(checkType(handle, argument));
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = objects_.find(handle);
-    if (it == objects_.end()) return closed(handle, argument);
-    *out = std::move(it->second);
-    objects_.erase(it);
+    Slot* slot = find(handle);
+    if (slot == nullptr) return closed(handle, argument);
+    *out = std::move(slot->object);
+    slot->object = nullptr;
+    --live_;
+    if (slot->generation < kSlotMask) free_.push_back(static_cast<uint32_t>(handle & kSlotMask));
     return KVIO_STATUS_OK;
   }
 
  private:
+  static constexpr int kSlotBits = 24;
+  static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
+  static constexpr size_t kSlotLimit = size_t{1} << kSlotBits;
+  static constexpr size_t kMinFreeSlots = 1024;
+
+  struct Slot {
+    std::shared_ptr<T> object;  // null while the slot is free
+    uint32_t generation;        // of the handle that holds (or last held) the slot
+  };
+
+  /// The open slot `handle` names; nullptr when it is closed or was never handed out.
+  Slot* find(uint64_t handle) {
+    const uint64_t slot = handle & kSlotMask;
+    if (slot >= slots_.size()) return nullptr;
+    Slot& s = slots_[slot];
+    if (s.object == nullptr || s.generation != ((handle >> kSlotBits) & kSlotMask)) return nullptr;
+    return &s;
+  }
+
   kvio_status checkType(uint64_t handle, const char* argument) const {
     if (handle == 0)
       return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s is 0 (no %s)", argument, handleTypeName(type_));
@@ -93,8 +137,9 @@ class Registry {
 
   const HandleType type_;
   std::mutex mutex_;
-  std::unordered_map<uint64_t, std::shared_ptr<T>> objects_;
-  uint64_t next_ = 1;
+  std::vector<Slot> slots_;
+  std::deque<uint32_t> free_;  // freed slots, reused oldest first
+  int64_t live_ = 0;
 };
 
 Registry<PoolImpl>& pools();

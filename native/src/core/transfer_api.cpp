@@ -206,9 +206,12 @@ kvio_status kvio_transfer_get_info(uint64_t transfer, kvio_transfer_info* info_o
     info.launches = shape.launches;
     info.submit_ns = shape.submitNs;
     info.start_ns = state->startNs();
-    info.done = state->isDone() ? 1 : 0;  // polls a device completion, as kvio_transfer_is_done
-    info.end_ns = state->endNs();
-    info.status = info.done ? state->status() : KVIO_STATUS_OK;
+    kvio_status status = KVIO_STATUS_OK;
+    int64_t endNs = 0;
+    // Polls a device completion, as kvio_transfer_is_done.
+    info.done = state->outcome(&status, &endNs) ? 1 : 0;
+    info.end_ns = endNs;
+    info.status = status;
     info.chosen_backend = shape.chosenBackend;
     info.overlaps_compute = shape.overlapsCompute ? 1 : 0;
     *info_out = info;

@@ -181,7 +181,7 @@ public final class Kvio {
             return Transfer.completed(skippedLayers);
         }
         TransferEvent event = TransferEvent.begin(src, dst); // null unless a recording wants it
-        long[] bytes = new long[1];
+        long[] out = new long[4];
         long handle;
         try {
             handle =
@@ -196,18 +196,15 @@ public final class Kvio {
                             dstLayerStart,
                             numLayers,
                             flags,
-                            bytes);
+                            out);
         } catch (KvioException e) {
             throw renamed(e, srcIndices.name(), dstIndices.name(), srcPool, dstPool);
         } finally {
             IndexArg.release();
         }
-        // What ran it: auto's choice is asked of the natives (one call, auto executors only).
-        IoBackend used =
-                backend == IoBackend.AUTO
-                        ? IoBackend.ofNative(NativeBridge.transferChosenBackend(handle))
-                        : backend;
-        return Transfer.submitted(handle, bytes[0], event)
+        // What ran it: for an auto executor its choice, read with the planned bytes.
+        IoBackend used = backend == IoBackend.AUTO ? IoBackend.ofNative((int) out[3]) : backend;
+        return Transfer.submitted(handle, out[0], out[1] != 0, (int) out[2], event)
                 .withSkippedLayers(skippedLayers)
                 .withBackend(used);
     }

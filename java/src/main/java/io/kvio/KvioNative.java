@@ -269,9 +269,6 @@ final class KvioNative {
 
     static native int kvio_transfer_is_done(@Cast("uint64_t") long transfer);
 
-    static native int kvio_transfer_bytes(
-            @Cast("uint64_t") long transfer, @Cast("uint64_t*") long bytesOut);
-
     static native int kvio_transfer_cuda_event(
             @Cast("uint64_t") long transfer, @Cast("uint64_t*") long eventOut);
 

@@ -410,19 +410,6 @@ final class NativeBridge {
         check(KvioNative.kvio_executor_set_auto_calibration(executor, text));
     }
 
-    /**
-     * The native value of the backend that ran a transfer (kvio_transfer_info.chosen_backend), or
-     * -1 when the handle is gone.
-     */
-    static int transferChosenBackend(long transfer) {
-        Scratch s = SCRATCH.get();
-        if (KvioNative.kvio_transfer_get_info(transfer, s.address + STRUCT)
-                != KvioNative.KVIO_STATUS_OK) {
-            return -1;
-        }
-        return s.buffer.getInt(STRUCT + TransferInfoStruct.CHOSEN_BACKEND);
-    }
-
     static int executorThreads(long executor) {
         return queryOut(KvioNative::kvio_executor_threads, executor).getInt(OUT0);
     }
@@ -433,7 +420,12 @@ final class NativeBridge {
 
     // ---- transfers ----
 
-    /** Submits with KVIO_SUBMIT_* flags; returns the transfer handle, planned bytes in bytesOut. */
+    /**
+     * Submits with KVIO_SUBMIT_* flags; returns the transfer handle. out[0]: the planned bytes;
+     * out[1]: 1 when the transfer is already done on the cpu backend (it ran on the submitting
+     * thread), else 0; out[2]: then its status; out[3]: the backend that runs it (what auto
+     * chose, else the executor's).
+     */
     static long submit(
             long executor,
             long srcPool,
@@ -445,7 +437,7 @@ final class NativeBridge {
             long dstLayerStart,
             long numLayers,
             int flags,
-            long[] bytesOut) {
+            long[] out) {
         Scratch s = SCRATCH.get();
         check(
                 KvioNative.kvio_submit_args_flags(
@@ -461,13 +453,22 @@ final class NativeBridge {
                         flags,
                         s.address + OUT0));
         long transfer = s.buffer.getLong(OUT0);
-        int status = KvioNative.kvio_transfer_bytes(transfer, s.address + OUT1);
+        // One call for the bytes and whether it is done (a small cpu transfer runs on this thread).
+        int status = KvioNative.kvio_transfer_get_info(transfer, s.address + STRUCT);
         if (status != KvioNative.KVIO_STATUS_OK) {
             KvioException e = error(status);
             KvioNative.kvio_transfer_close(transfer);
             throw e;
         }
-        bytesOut[0] = s.buffer.getLong(OUT1);
+        out[0] = s.buffer.getLong(STRUCT + TransferInfoStruct.BYTES_MOVED);
+        out[1] =
+                s.buffer.getInt(STRUCT + TransferInfoStruct.DONE) != 0
+                                && s.buffer.getInt(STRUCT + TransferInfoStruct.CHOSEN_BACKEND)
+                                        == KvioNative.KVIO_BACKEND_CPU
+                        ? 1
+                        : 0;
+        out[2] = s.buffer.getInt(STRUCT + TransferInfoStruct.STATUS);
+        out[3] = s.buffer.getInt(STRUCT + TransferInfoStruct.CHOSEN_BACKEND);
         return transfer;
     }
 

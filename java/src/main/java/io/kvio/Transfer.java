@@ -1,7 +1,11 @@
 /*
  * The handle of a submitted transfer. Transfers on one executor run in submission order; waiting
  * is explicit. The first await() that sees completion (or close()) releases the native handle and
- * remembers the outcome, so later calls answer from Java; a Cleaner releases forgotten handles.
+ * remembers the outcome, so later calls answer from Java. A cpu transfer already done when submit
+ * returns (a small one runs on the submitting thread) releases its native handle at once and keeps
+ * only its outcome: the common small call registers nothing with the Cleaner and leaves nothing
+ * native behind. Only a transfer still running at submit holds its handle, and a Cleaner releases
+ * it if the Transfer is forgotten.
  */
 package io.kvio;
 
@@ -11,12 +15,13 @@ import java.util.concurrent.TimeUnit;
 
 public final class Transfer implements AutoCloseable {
     private final long bytes;
-    private final Cleaner.Cleanable cleanable; // null for already-completed transfers
-    private final long handle;
+    private final Cleaner.Cleanable cleanable; // null when it holds no native handle
+    private final long handle; // 0: none (nothing moved, or done at submit and released then)
+    private final boolean ranOnCpu; // done at submit on the cpu backend: outcome in failure
     private final Object lock = new Object();
-    private boolean released; // guarded by lock
+    private boolean released; // guarded by lock: closed, or awaited to completion
     private boolean done; // guarded by lock
-    private KvioException failure; // guarded by lock: the transfer's own failure, once done
+    private KvioException failure; // guarded by lock: its own failure, once done (or ranOnCpu)
     private TransferEvent event; // guarded by lock: the Flight Recorder event not yet committed
     private volatile long[] skippedLayers = Kvio.NO_LAYERS;
     private volatile IoBackend backend; // what ran it; null when nothing was submitted
@@ -25,12 +30,33 @@ public final class Transfer implements AutoCloseable {
         this.handle = handle;
         this.bytes = bytes;
         this.event = event;
+        this.ranOnCpu = false;
         this.cleanable =
                 handle == 0 ? null : NativeBridge.CLEANER.register(this, new Closer(handle));
         if (handle == 0) {
             released = true;
             done = true;
         }
+    }
+
+    /** A cpu transfer done at submit: its outcome taken and its native handle released here. */
+    private Transfer(long doneHandle, long bytes, TransferEvent event, int status) {
+        this.handle = 0;
+        this.bytes = bytes;
+        this.ranOnCpu = true;
+        this.cleanable = null;
+        if (event != null) {
+            event.end();
+            if (event.shouldCommit() && NativeBridge.transferInfo(doneHandle, event)) {
+                event.commit();
+            }
+        }
+        // A failure's message comes with a wait (done: it answers at once).
+        this.failure =
+                status == 0 ? null : NativeBridge.error(NativeBridge.transferWait(doneHandle, 0));
+        NativeBridge.transferClose(doneHandle);
+        // done stays false until the caller sees it done: until then close() then await() says
+        // closed, as for any transfer
     }
 
     private static final class Closer implements Runnable {
@@ -46,9 +72,15 @@ public final class Transfer implements AutoCloseable {
         }
     }
 
-    /** {@code event}: the Flight Recorder event Kvio began for it (null when none is recorded). */
-    static Transfer submitted(long handle, long bytes, TransferEvent event) {
-        return new Transfer(handle, bytes, event);
+    /**
+     * {@code doneOnCpu}: the cpu backend completed it before submit returned, with {@code status};
+     * {@code event}: the Flight Recorder event Kvio began for it (null when none is recorded).
+     */
+    static Transfer submitted(
+            long handle, long bytes, boolean doneOnCpu, int status, TransferEvent event) {
+        return doneOnCpu
+                ? new Transfer(handle, bytes, event, status)
+                : new Transfer(handle, bytes, event);
     }
 
     /** A transfer that moved nothing and is already complete. */
@@ -109,6 +141,11 @@ public final class Transfer implements AutoCloseable {
             if (released) {
                 throw new KvioClosedException("this transfer was closed before it was awaited");
             }
+            if (ranOnCpu) {
+                done = true;
+                release();
+                return finish();
+            }
         }
         // Wait outside the lock: the native state outlives a concurrent close of the handle.
         int status = NativeBridge.transferWait(handle, timeoutNs);
@@ -145,6 +182,9 @@ public final class Transfer implements AutoCloseable {
             if (released) {
                 throw new KvioClosedException("this transfer is closed");
             }
+            if (ranOnCpu) {
+                return true;
+            }
             boolean isDone = NativeBridge.transferIsDone(handle);
             if (isDone && event != null) {
                 commitEvent();
@@ -164,6 +204,10 @@ public final class Transfer implements AutoCloseable {
             if (released) {
                 throw new KvioClosedException("this transfer is closed");
             }
+            if (ranOnCpu) {
+                throw new KvioUnsupportedException(
+                        "this transfer has no CUDA event (it ran on the cpu io backend)");
+            }
             return NativeBridge.transferCudaEvent(handle);
         }
     }
@@ -177,6 +221,10 @@ public final class Transfer implements AutoCloseable {
         synchronized (lock) {
             if (released) {
                 throw new KvioClosedException("this transfer is closed");
+            }
+            if (ranOnCpu) {
+                throw new KvioUnsupportedException(
+                        "this transfer has no Ascend event (it ran on the cpu io backend)");
             }
             return NativeBridge.transferAscendEvent(handle);
         }
@@ -212,7 +260,9 @@ public final class Transfer implements AutoCloseable {
         commitEvent(); // close() without await: the event says whether it was still running
         if (!released) {
             released = true;
-            cleanable.clean();
+            if (cleanable != null) {
+                cleanable.clean();
+            }
         }
     }
 

@@ -1,0 +1,101 @@
+/*
+ * When a Transfer lets go of its native handle. A cpu transfer already done when submit returns
+ * (a small one runs on the submitting thread) releases its handle inside submit: no transfer
+ * handle stays open and nothing is registered for cleaning, yet the Transfer answers exactly as
+ * one still holding its handle (done, its bytes, closed after close(), no device event). A
+ * transfer still running at submit holds its handle until it is awaited or closed.
+ */
+package io.kvio;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertTrue;
+import static org.testng.Assert.expectThrows;
+
+import org.testng.annotations.Test;
+
+public class TransferReleaseTest {
+    private static final long ROW = 64;
+
+    private static PoolSpec spec(long pages) {
+        return PoolSpec.builder()
+                .kind(PoolKind.MHA)
+                .layout(KvLayout.LAYER_FIRST)
+                .layers(2)
+                .pages(pages)
+                .pageSize(16)
+                .heads(1)
+                .headBytes(ROW)
+                .build();
+    }
+
+    private static long[] range(long start, int count) {
+        long[] v = new long[count];
+        for (int i = 0; i < count; i++) {
+            v[i] = start + i;
+        }
+        return v;
+    }
+
+    private static long openTransfers() {
+        return NativeBridge.debugLiveObjects()[2];
+    }
+
+    @Test
+    public void smallCpuTransferIsReleasedAtSubmitAndAnswersAsBefore() {
+        try (DeviceKvPool device = DeviceKvPool.allocate(spec(4), IoBackend.CPU);
+                HostKvPool host =
+                        HostKvPool.builder()
+                                .forDevice(device)
+                                .layout(KvLayout.PAGE_FIRST)
+                                .ioBackend(IoBackend.CPU)
+                                .pages(4)
+                                .build();
+                TokenIndices h = TokenIndices.of(range(0, 16));
+                TokenIndices d = TokenIndices.of(range(16, 16))) {
+            long before = openTransfers();
+            Transfer t = host.backup(device).deviceIndices(d).hostIndices(h).submit();
+            assertEquals(openTransfers(), before, "no transfer handle left open by submit");
+            assertEquals(t.bytes(), 16 * ROW * 2 * 2, "16 tokens x 2 layers x K and V");
+            assertTrue(t.isDone());
+            expectThrows(KvioUnsupportedException.class, t::cudaEvent);
+            expectThrows(KvioUnsupportedException.class, t::ascendEvent);
+            t.await();
+            assertTrue(t.await(0, java.util.concurrent.TimeUnit.SECONDS));
+            expectThrows(KvioClosedException.class, t::cudaEvent); // released by the await
+            t.close();
+            t.close(); // idempotent
+
+            Transfer closedFirst = host.backup(device).deviceIndices(d).hostIndices(h).submit();
+            closedFirst.close();
+            KvioClosedException e = expectThrows(KvioClosedException.class, closedFirst::await);
+            assertTrue(e.getMessage().contains("closed before it was awaited"), e.getMessage());
+            expectThrows(KvioClosedException.class, closedFirst::isDone);
+            assertEquals(openTransfers(), before);
+        }
+    }
+
+    @Test
+    public void transferStillRunningAtSubmitHoldsItsHandleUntilAwaited() {
+        // 32 MiB on one worker thread, queued behind another: still running when submit returns.
+        long pages = 8192;
+        PoolSpec big = spec(pages).toBuilder().kind(PoolKind.MLA).layers(1).headBytes(256).build();
+        try (KvioExecutor one = KvioExecutor.create(IoBackend.CPU, 1);
+                DeviceKvPool device = DeviceKvPool.allocate(big, IoBackend.CPU);
+                HostKvPool host =
+                        HostKvPool.builder()
+                                .forDevice(device)
+                                .layout(KvLayout.LAYER_FIRST)
+                                .executor(one)
+                                .build();
+                TokenIndices all = TokenIndices.of(range(0, (int) (pages * 16)))) {
+            long before = openTransfers();
+            Transfer first = host.backup(device).deviceIndices(all).hostIndices(all).submit();
+            Transfer second = host.backup(device).deviceIndices(all).hostIndices(all).submit();
+            assertTrue(openTransfers() >= before + 1, "the queued transfer holds its handle");
+            second.await();
+            first.await();
+            assertEquals(openTransfers(), before, "awaiting released both handles");
+            assertEquals(second.bytes(), pages * 16 * 256);
+        }
+    }
+}

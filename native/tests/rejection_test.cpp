@@ -14,8 +14,8 @@
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
 #include "oracle.hpp"
-#include "rejection_assertions.hpp"
 #include "pool_fixtures.hpp"
+#include "rejection_assertions.hpp"
 
 namespace kvio_test {
 namespace {

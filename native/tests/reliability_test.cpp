@@ -20,8 +20,8 @@
 #include "kvio/kvio.hpp"
 #include "kvio_test_hooks.h"
 #include "oracle.hpp"
-#include "rejection_assertions.hpp"
 #include "pool_fixtures.hpp"
+#include "rejection_assertions.hpp"
 
 namespace kvio_test {
 namespace {

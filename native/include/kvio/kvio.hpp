@@ -138,27 +138,22 @@ class Pool {
   static Pool wrapComponents(const PoolSpec& spec, const std::vector<void*>& components,
                              uint64_t bytesEach, int32_t memoryKind = KVIO_MEMORY_HOST,
                              int32_t device = -1) {
-    const kvio_pool_spec c = spec.toC();
-    std::vector<uint64_t> addresses;
-    for (void* p : components) addresses.push_back(reinterpret_cast<uint64_t>(p));
-    uint64_t handle = 0;
-    check(kvio_pool_wrap_components_memory(&c, memoryKind, device, addresses.data(),
-                                           static_cast<int32_t>(addresses.size()), bytesEach,
-                                           &handle));
-    return Pool(handle, spec);
+    return wrapAddresses(
+        spec, components,
+        [&](const kvio_pool_spec* c, const uint64_t* a, size_t n, uint64_t* handle) {
+          return kvio_pool_wrap_components_memory(c, memoryKind, device, a, static_cast<int32_t>(n),
+                                                  bytesEach, handle);
+        });
   }
   /// Caller-owned per-layer buffers (layer_first): table[c * numLayers + l].
   static Pool wrapLayerTable(const PoolSpec& spec, const std::vector<void*>& table,
                              uint64_t bytesEach, int32_t memoryKind = KVIO_MEMORY_HOST,
                              int32_t device = -1) {
-    const kvio_pool_spec c = spec.toC();
-    std::vector<uint64_t> addresses;
-    for (void* p : table) addresses.push_back(reinterpret_cast<uint64_t>(p));
-    uint64_t handle = 0;
-    check(kvio_pool_wrap_layer_table_memory(&c, memoryKind, device, addresses.data(),
-                                            static_cast<int64_t>(addresses.size()), bytesEach,
-                                            &handle));
-    return Pool(handle, spec);
+    return wrapAddresses(
+        spec, table, [&](const kvio_pool_spec* c, const uint64_t* a, size_t n, uint64_t* handle) {
+          return kvio_pool_wrap_layer_table_memory(c, memoryKind, device, a,
+                                                   static_cast<int64_t>(n), bytesEach, handle);
+        });
   }
 
   Pool(Pool&& other) noexcept
@@ -235,6 +230,17 @@ class Pool {
 
  private:
   Pool(uint64_t handle, const PoolSpec& spec) : handle_(handle), spec_(spec) {}
+  // A pool wrapped around caller buffers given as pointers: wrap(spec, addresses, count,
+  // &handle) is the C entry point that takes them.
+  template <class Wrap>
+  static Pool wrapAddresses(const PoolSpec& spec, const std::vector<void*>& pointers, Wrap&& wrap) {
+    const kvio_pool_spec c = spec.toC();
+    std::vector<uint64_t> addresses;
+    for (void* p : pointers) addresses.push_back(reinterpret_cast<uint64_t>(p));
+    uint64_t handle = 0;
+    check(wrap(&c, addresses.data(), addresses.size(), &handle));
+    return Pool(handle, spec);
+  }
   uint64_t handle_ = 0;
   uint64_t closed_ = 0;  // the handle once closed, until closeAndWait saw the memory released
   PoolSpec spec_;

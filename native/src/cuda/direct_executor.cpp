@@ -30,6 +30,20 @@ struct BatchEntry {
   void* function = nullptr;
 };
 
+// cuMemcpyBatchAsync as a driver of version `driver` exports it at ABI `version`; nullptr for an
+// older driver or when it has no such entry point.
+void* batchEntryPoint(int driver, int version) {
+  if (driver < version) return nullptr;
+  void* function = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion("cuMemcpyBatchAsync", &function, version, cudaEnableDefault,
+                                       &found) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  return found == cudaDriverEntryPointSuccess ? function : nullptr;
+}
+
 // Resolved once per process.
 const BatchEntry& batchEntry() {
   static const BatchEntry entry = [] {
@@ -39,24 +53,8 @@ const BatchEntry& batchEntry() {
       cudaGetLastError();
       return e;
     }
-    void* v13 = nullptr;
-    void* v12 = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (driver >= 13000 &&
-        cudaGetDriverEntryPointByVersion("cuMemcpyBatchAsync", &v13, 13000, cudaEnableDefault,
-                                         &found) != cudaSuccess) {
-      cudaGetLastError();
-      v13 = nullptr;
-    }
-    if (found != cudaDriverEntryPointSuccess) v13 = nullptr;
-    found = cudaDriverEntryPointQueryResult{};
-    if (driver >= 12080 &&
-        cudaGetDriverEntryPointByVersion("cuMemcpyBatchAsync", &v12, 12080, cudaEnableDefault,
-                                         &found) != cudaSuccess) {
-      cudaGetLastError();
-      v12 = nullptr;
-    }
-    if (found != cudaDriverEntryPointSuccess) v12 = nullptr;
+    void* v13 = batchEntryPoint(driver, 13000);
+    void* v12 = batchEntryPoint(driver, 12080);
     e.abi = chooseBatchAbi(driver, v12 != nullptr, v13 != nullptr);
     e.function = e.abi == BatchAbi::V13000 ? v13 : e.abi == BatchAbi::V12080 ? v12 : nullptr;
     return e;

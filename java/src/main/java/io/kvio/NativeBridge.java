@@ -423,8 +423,8 @@ final class NativeBridge {
     /**
      * Submits with KVIO_SUBMIT_* flags; returns the transfer handle. out[0]: the planned bytes;
      * out[1]: 1 when the transfer is already done on the cpu backend (it ran on the submitting
-     * thread), else 0; out[2]: then its status; out[3]: the backend that runs it (what auto
-     * chose, else the executor's).
+     * thread), else 0; out[2]: then its status; out[3]: the backend that runs it (what auto chose,
+     * else the executor's).
      */
     static long submit(
             long executor,

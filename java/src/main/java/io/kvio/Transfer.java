@@ -12,6 +12,7 @@ package io.kvio;
 import java.lang.ref.Cleaner;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongUnaryOperator;
 
 public final class Transfer implements AutoCloseable {
     private final long bytes;
@@ -200,16 +201,7 @@ public final class Transfer implements AutoCloseable {
      * KvioUnsupportedException for transfers of the cpu backend.
      */
     public long cudaEvent() {
-        synchronized (lock) {
-            if (released) {
-                throw new KvioClosedException("this transfer is closed");
-            }
-            if (ranOnCpu) {
-                throw new KvioUnsupportedException(
-                        "this transfer has no CUDA event (it ran on the cpu io backend)");
-            }
-            return NativeBridge.transferCudaEvent(handle);
-        }
+        return event("CUDA", NativeBridge::transferCudaEvent);
     }
 
     /**
@@ -218,15 +210,20 @@ public final class Transfer implements AutoCloseable {
      * transfer is released. KvioUnsupportedException for transfers of other backends.
      */
     public long ascendEvent() {
+        return event("Ascend", NativeBridge::transferAscendEvent);
+    }
+
+    /** The vendor's event of this transfer, from {@code query} on its handle. */
+    private long event(String vendor, LongUnaryOperator query) {
         synchronized (lock) {
             if (released) {
                 throw new KvioClosedException("this transfer is closed");
             }
             if (ranOnCpu) {
                 throw new KvioUnsupportedException(
-                        "this transfer has no Ascend event (it ran on the cpu io backend)");
+                        "this transfer has no " + vendor + " event (it ran on the cpu io backend)");
             }
-            return NativeBridge.transferAscendEvent(handle);
+            return query.applyAsLong(handle);
         }
     }
 

@@ -13,7 +13,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.kvio.IoBackend;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;

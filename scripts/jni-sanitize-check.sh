@@ -77,6 +77,7 @@ LD_PRELOAD="$asan:$ubsan" \
   ASAN_OPTIONS=detect_leaks=0:handle_segv=0:allow_user_segv_handler=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   java -Dorg.bytedeco.javacpp.cachedir="$build/javacpp-cache" \
+  -Dkvio.enums.def="$root/native/include/kvio/kvio_enums.def" \
   -cp "$stage/classes:$testClasses:$deps" org.testng.TestNG -excludegroups gpu -testclass "$tests" \
   -d "$build/testng" 2>&1 | tee "$build/testng.log" | grep -v '^SLF4J'
 status=${PIPESTATUS[0]}

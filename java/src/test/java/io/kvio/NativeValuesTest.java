@@ -264,10 +264,16 @@ public class NativeValuesTest {
 
     /** kvio_enums.def's value lines by table, in file order, each split into its arguments. */
     static Map<String, List<String[]>> definitions() throws IOException {
+        // -Dkvio.enums.def names it; else it is found from the working directory (the module's
+        // folder under Maven, the repository root for scripts/jni-sanitize-check.sh).
+        String named = System.getProperty("kvio.enums.def");
         Path file =
-                Paths.get(
-                        System.getProperty(
-                                "kvio.enums.def", "../native/include/kvio/kvio_enums.def"));
+                named != null
+                        ? Paths.get(named)
+                        : Paths.get("../native/include/kvio/kvio_enums.def");
+        if (named == null && !Files.exists(file)) {
+            file = Paths.get("native/include/kvio/kvio_enums.def");
+        }
         Map<String, List<String[]>> tables = new LinkedHashMap<>();
         for (String line : Files.readAllLines(file)) {
             Matcher m = DEF_LINE.matcher(line);

@@ -168,6 +168,7 @@ struct Load {
 struct LoadRun {
   double gbps = 0;            // layers completed in the window
   double computeSeconds = 0;  // beside: from the compute's enqueue to its end (0 when idle)
+  double queueSeconds = 0;    // beside: queuing the compute's launches (the loads wait for it)
   int64_t layers = 0;
   std::vector<int64_t> chosen = std::vector<int64_t>(KVIO_BACKEND_COUNT, 0);
   std::string chosenText() const {
@@ -197,6 +198,7 @@ LoadRun runLoads(const Load& load, uint64_t executor, uint32_t flags, const Comp
   int64_t next = 0;
   const double start = clockSeconds();
   if (compute != nullptr) compute->enqueue(launches);
+  run.queueSeconds = clockSeconds() - start;  // the loads start after this
   while (inFlight.size() < kInFlight) inFlight.push_back(load.submit(executor, flags, next++));
   double lastDone = start;
   for (;;) {
@@ -218,7 +220,13 @@ LoadRun runLoads(const Load& load, uint64_t executor, uint32_t flags, const Comp
     if (over) break;
     if (done == 1) inFlight.push_back(load.submit(executor, flags, next++));
   }
-  if (compute != nullptr) run.computeSeconds = clockSeconds() - start;
+  if (compute != nullptr) {
+    run.computeSeconds = clockSeconds() - start;
+    if (run.queueSeconds > 0.02 * run.computeSeconds) {  // a full launch queue blocked the host
+      std::printf("note: queuing the compute took %.1f ms of its %.1f ms; the loads began after\n",
+                  run.queueSeconds * 1e3, run.computeSeconds * 1e3);
+    }
+  }
   for (uint64_t t : inFlight) {
     BC_KVIO(kvio_transfer_wait(t, -1));
     BC_KVIO(kvio_transfer_close(t));

@@ -11,9 +11,10 @@
 //    (16 MiB a layer), page_first pinned host pool -> layer_first device pool (shuffled pages),
 //    one transfer per layer, 4 layers in flight, layer after layer round the 32 layers. Idle: for
 //    a fixed time with the GPU otherwise idle; beside: for as long as the compute runs.
-//  - Executors: kernel (its default launch), direct, auto without and with
-//    KVIO_SUBMIT_OVERLAPS_COMPUTE (kvio_submit_args_flags); for auto, which backend ran the
-//    transfers (kvio_transfer_info.chosen_backend).
+//  - Executors: kernel (its default launch), kernel-hp (the same on a caller stream of the
+//    greatest priority, passed to kvio_executor_create_cuda), direct, auto without and with
+//    KVIO_SUBMIT_OVERLAPS_COMPUTE (kvio_submit_args_flags); for each, which backend ran the
+//    transfers (kvio_transfer_info.chosen_backend: what auto chose).
 //  - Green contexts (CUDA 12.4+ driver, reached through cudaGetDriverEntryPointByVersion, so
 //    nothing links libcuda): the compute runs in a green context holding all but N SMs (N = 8,
 //    16: the smallest partitions sm_90 allows) while kvio's executors stay on their own streams
@@ -238,7 +239,7 @@ LoadRun runLoads(const Load& load, uint64_t executor, uint32_t flags, const Comp
 
 // One line of the mode's results.
 struct Row {
-  std::string executor;  // kernel, direct, auto, auto+mark
+  std::string executor;  // kernel, kernel-hp, direct, auto, auto+mark
   std::string setting;   // idle, beside, green<N> (compute on all but N SMs)
   LoadRun run;
   double computeTflops = 0;  // beside: the compute's TFLOP/s during the load
@@ -398,11 +399,21 @@ int runBesideCompute(bool quick, const std::string& out) {
   BC_KVIO(kvio_executor_create_cuda(KVIO_BACKEND_KERNEL, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &kernel));
   BC_KVIO(kvio_executor_create_cuda(KVIO_BACKEND_DIRECT, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &direct));
   BC_KVIO(kvio_executor_create_cuda(KVIO_BACKEND_AUTO, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &autoExec));
+  // The kernel executor on a caller stream of the greatest priority: when an SM frees, the block
+  // scheduler starts its CTAs before the compute's waiting ones.
+  int leastPriority = 0, greatestPriority = 0;
+  BC_CUDA(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority));
+  cudaStream_t urgent = nullptr;
+  BC_CUDA(cudaStreamCreateWithPriority(&urgent, cudaStreamNonBlocking, greatestPriority));
+  uint64_t kernelUrgent = 0;
+  BC_KVIO(kvio_executor_create_cuda(KVIO_BACKEND_KERNEL, 0, reinterpret_cast<uint64_t>(urgent), 0,
+                                    0, &kernelUrgent));
   const char* text = kvio_executor_auto_calibration(autoExec);
   std::string calibration = text != nullptr ? text : kvio_last_error();
   std::replace(calibration.begin(), calibration.end(), '\n', ';');
   std::printf("auto calibration: %s\n", calibration.c_str());
   executors.push_back({"kernel", kernel, 0});
+  executors.push_back({"kernel-hp", kernelUrgent, 0});
   executors.push_back({"direct", direct, 0});
   executors.push_back({"auto", autoExec, 0});
   executors.push_back({"auto+mark", autoExec, KVIO_SUBMIT_OVERLAPS_COMPUTE});
@@ -484,6 +495,8 @@ int runBesideCompute(bool quick, const std::string& out) {
   BC_KVIO(kvio_executor_close(kernel));
   BC_KVIO(kvio_executor_close(direct));
   BC_KVIO(kvio_executor_close(autoExec));
+  BC_KVIO(kvio_executor_close(kernelUrgent));
+  BC_CUDA(cudaStreamDestroy(urgent));
   BC_CUDA(cudaFree(compute.sink));
   BC_CUDA(cudaStreamDestroy(compute.stream));
   return 0;

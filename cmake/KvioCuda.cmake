@@ -73,8 +73,11 @@ function(kvio_add_cuda_bench)
     return()
   endif()
   # reference_copy.cu: the baseline kernel measured next to kvio's in the same run.
+  # beside_compute.cpp, compute_load.cu: --beside-compute, kvio's loads next to a compute load.
   add_executable(kvio_cuda_bench ${PROJECT_SOURCE_DIR}/native/bench/cuda_transfer_bench.cpp
-                                 ${PROJECT_SOURCE_DIR}/native/bench/reference_copy.cu)
+                                 ${PROJECT_SOURCE_DIR}/native/bench/reference_copy.cu
+                                 ${PROJECT_SOURCE_DIR}/native/bench/beside_compute.cpp
+                                 ${PROJECT_SOURCE_DIR}/native/bench/compute_load.cu)
   target_link_libraries(kvio_cuda_bench PRIVATE kvio CUDA::cudart_static)
   target_compile_options(kvio_cuda_bench PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>)
 endfunction()

@@ -16,9 +16,11 @@
 #     GPU-test case in its own process, the Java GPU tests (TestNG group gpu, one JVM),
 #     compute-sanitizer memcheck over the GPU tests (small sweep) and the hardware matrix (--full, kernel and direct, every device form; one process
 #     per backend and form). Phase 2 (90 s at most): the stress mode, 20 repetitions of each
-#     conformance case beside a busy kernel (small sweep). Phase 3 (135 s at most): the bandwidth
-#     benchmark alone, then the main job (kvio-cli roundtrip with its default io backend, auto;
-#     appended to bench.txt). Sized for under 6 minutes on one H200.
+#     conformance case beside a busy kernel (small sweep). Phase 3 (180 s at most): the bandwidth
+#     benchmark alone, kvio's per-layer loads beside a compute load (kvio_cuda_bench
+#     --beside-compute, 45 s at most; appended to bench.txt and bench.tsv), then the main job
+#     (kvio-cli roundtrip with its default io backend, auto; appended to bench.txt). Sized for
+#     under 6 minutes on one H200 (every step at its timeout: about 7).
 #     Exit status: 0 all passed; 1 a failure; 3 no usable GPU (the summary says why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -316,6 +318,20 @@ run() {
   rc=0
   timeout 75 "$dir/kvio_cuda_bench" --quick --out "$out/bench.tsv" > "$out/bench.txt" 2>&1 || rc=$?
   say "benchmark: exit $rc$([ "$rc" = 124 ] && echo ' (timed out)')"
+  [ "$rc" = 0 ] || failed=1
+
+  # ---- phase 3: kvio's per-layer loads beside a compute load (appended to bench.txt, bench.tsv) ----
+  say "phase 3: loads beside compute (kvio_cuda_bench --beside-compute)"
+  rc=0
+  { echo; echo "== kvio_cuda_bench --beside-compute"; } >> "$out/bench.txt"
+  timeout 45 "$dir/kvio_cuda_bench" --beside-compute --out "$scratch/beside.tsv" \
+    >> "$out/bench.txt" 2>&1 || rc=$?
+  { echo; echo "# kvio_cuda_bench --beside-compute"; cat "$scratch/beside.tsv" 2>/dev/null || true; } \
+    >> "$out/bench.tsv"
+  say "beside compute: exit $rc$([ "$rc" = 124 ] && echo ' (timed out)')"
+  sed -n '/^== kvio_cuda_bench --beside-compute/,$p' "$out/bench.txt" \
+    | grep -E '^(kernel|direct|auto|green|compute alone)' | sed 's/^/gpu-check: beside compute: /' \
+    | tee -a "$summary" || true
   [ "$rc" = 0 ] || failed=1
 
   # ---- the main job: roundtrip with the default io backend (auto), appended to bench.txt ----

@@ -10,7 +10,8 @@
 //     next to the floor (one cudaMemcpyAsync of the same bytes; with cudaStreamSynchronize).
 // 'direct' results carry its copy-engine calls per transfer (kvio_debug_copy_engine_calls).
 // Writes every measurement as TSV to --out (default cuda_bench.tsv) and prints a short summary
-// table last. --quick runs a reduced sweep (for a smoke run).
+// table last. --quick runs a reduced sweep (for a smoke run). --beside-compute runs only the
+// beside-compute mode instead (beside_compute.cpp; --out default cuda_beside_compute.tsv).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "beside_compute.hpp"
 #include "kvio/kvio.h"
 #include "reference_copy.hpp"
 
@@ -224,12 +226,17 @@ void measureSubmitCost(uint64_t kernel, uint64_t direct, int reps, std::vector<R
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  std::string out = "cuda_bench.tsv";
+  bool quick = false, besideCompute = false;
+  std::string out;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    if (std::strcmp(argv[i], "--beside-compute") == 0) besideCompute = true;
     if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc) out = argv[++i];
   }
+  if (besideCompute) {
+    return kvio_bench::runBesideCompute(quick, out.empty() ? "cuda_beside_compute.tsv" : out);
+  }
+  if (out.empty()) out = "cuda_bench.tsv";
   int32_t devices = 0;
   if (kvio_cuda_device_count(&devices) != KVIO_STATUS_OK || devices == 0) {
     std::printf("kvio_cuda_bench: skipped: %s\n", kvio_last_error());

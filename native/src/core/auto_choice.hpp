@@ -71,6 +71,10 @@ const char* autoPickName(AutoPick pick);
 kvio_status parseAutoCalibration(const std::string& text, const std::string& source,
                                  AutoCalibration* out);
 
+/// Bytes as the calibration file and KVIO_STAGED_BYTES write them: an integer with an optional
+/// K, M or G suffix (binary), or `never` (UINT64_MAX). False for anything else.
+bool parseBytes(const std::string& text, uint64_t* out);
+
 /// The calibration in the file format (with its source as a comment), for reports.
 std::string formatAutoCalibration(const AutoCalibration& calibration);
 

@@ -26,9 +26,6 @@
 namespace kvio_test {
 namespace {
 
-using kvio::cuda::StagedChunk;
-using kvio::cuda::StagedHostRun;
-using kvio::cuda::StagedLaunch;
 using kvio::cuda::StagedPlan;
 using kvio::cuda::StagedSegment;
 
@@ -38,7 +35,7 @@ void checkChunks(const StagedPlan& p, uint64_t stagingBytes, uint64_t planBytes)
   EXPECT_EQ(p.bytes, planBytes);
   uint64_t total = 0;
   size_t nextSegment = 0, nextRun = 0;
-  for (const StagedChunk& c : p.chunks) {
+  for (const kvio::cuda::StagedChunk& c : p.chunks) {
     EXPECT_GT(c.bytes, 0u);
     EXPECT_LE(kvio::cuda::stagedDataOffset(c.segments) + c.bytes, stagingBytes);
     EXPECT_EQ(c.firstSegment, nextSegment);
@@ -86,17 +83,17 @@ void runStaged(const StagedPlan& p, bool backup, std::vector<uint8_t>* staging,
   const std::vector<kvio::engine::Region> host = memoryRegions(hostBuffers);
   kvio::engine::CopyIssuer issuer;
   const kvio::engine::EngineOps ops = engine->ops(kvio::cuda::directEngine(), true);
-  for (const StagedChunk& c : p.chunks) {
+  for (const kvio::cuda::StagedChunk& c : p.chunks) {
     std::memcpy(staging->data(), p.segments.data() + c.firstSegment,
                 c.segments * sizeof(StagedSegment));
-    StagedLaunch launch;
+    kvio::cuda::StagedLaunch launch;
     launch.segments = reinterpret_cast<const StagedSegment*>(staging->data());
     launch.count = c.segments;
     launch.data = staging->data() + kvio::cuda::stagedDataOffset(c.segments);
     launch.gather = backup ? 1 : 0;
     std::vector<kvio_copy2d> copies;
     for (size_t r = c.firstRun; r < c.firstRun + c.runs; ++r) {
-      const StagedHostRun& run = p.runs[r];
+      const kvio::cuda::StagedHostRun& run = p.runs[r];
       const uint64_t data = reinterpret_cast<uint64_t>(launch.data) + run.staging;
       copies.push_back(backup ? kvio_copy2d{data, run.host, run.bytes, 1, run.bytes, run.bytes}
                               : kvio_copy2d{run.host, data, run.bytes, 1, run.bytes, run.bytes});
@@ -119,25 +116,6 @@ void runStaged(const StagedPlan& p, bool backup, std::vector<uint8_t>* staging,
   }
 }
 
-Geometry geometryOf(std::mt19937_64& rng, int32_t kind, int32_t layout, int64_t L, int64_t ps,
-                    int64_t H, int64_t hb) {
-  Geometry g;
-  g.kind = kind;
-  g.layout = layout;
-  g.form = Form::Single;
-  if (layout == KVIO_LAYOUT_LAYER_FIRST) {
-    const Form forms[] = {Form::Single, Form::PerComponent, Form::PerLayer};
-    g.form = forms[rng() % 3];
-    if (g.form == Form::PerComponent && kind == KVIO_KIND_MLA) g.form = Form::Single;
-  }
-  g.L = L;
-  g.P = 6;
-  g.ps = ps;
-  g.H = H;
-  g.hb = hb;
-  return g;
-}
-
 // Device pools layer_first (what a GPU holds), host pools of every layout; both directions,
 // random index sets (sorted runs, shuffled, broadcast sources on loads), layer shards, staging
 // buffers from 4 KiB (many chunks, rows cut) to larger than the transfer (one chunk).
@@ -152,8 +130,9 @@ TEST(CudaStagedRoutine, ChunkedTransfersMatchOracle) {
     const int64_t deviceL = 1 + static_cast<int64_t>(rng() % 3);
     const int64_t hostL = 1 + static_cast<int64_t>(rng() % 3);
     const bool backup = rng() % 2 == 0;
-    const Geometry devG = geometryOf(rng, kind, KVIO_LAYOUT_LAYER_FIRST, deviceL, ps, H, hb);
-    const Geometry hostG = geometryOf(rng, kind, hostLayout, hostL, ps, H, hb);
+    const Geometry devG =
+        randomPoolGeometry(rng, kind, deviceL, ps, H, hb, KVIO_LAYOUT_LAYER_FIRST);
+    const Geometry hostG = randomPoolGeometry(rng, kind, hostL, ps, H, hb, hostLayout);
     const Geometry& sg = backup ? devG : hostG;
     const Geometry& dg = backup ? hostG : devG;
     const int64_t layers = 1 + static_cast<int64_t>(rng() % std::min(deviceL, hostL));
@@ -203,7 +182,8 @@ TEST(CudaStagedRoutine, ChunkedTransfersMatchOracle) {
 // ordered its copies.
 TEST(CudaStagedRoutine, WholePagesIntoPageFirstDirectAreOneRunPerChunk) {
   std::mt19937_64 rng(3);
-  const Geometry devG = geometryOf(rng, KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, 4, 8, 2, 64);
+  const Geometry devG =
+      randomPoolGeometry(rng, KVIO_KIND_MHA, 4, 8, 2, 64, KVIO_LAYOUT_LAYER_FIRST);
   Geometry hostG = devG;
   hostG.layout = KVIO_LAYOUT_PAGE_FIRST_DIRECT;
   hostG.form = Form::Single;

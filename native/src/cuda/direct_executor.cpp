@@ -198,10 +198,7 @@ kvio_status setUpCudaEngine(cudaStream_t stream, int32_t device, CudaEngine* eng
 }
 
 kvio_status createDirectExecutor(const CudaExecutorConfig& config, std::unique_ptr<Executor>* out) {
-  auto executor = std::make_unique<DirectExecutor>();
-  KVIO_RETURN_IF_ERROR(executor->configure(config));
-  *out = std::move(executor);
-  return KVIO_STATUS_OK;
+  return createConfigured<DirectExecutor>(config, out);
 }
 
 }  // namespace cuda

@@ -116,20 +116,20 @@ class StagedExecutor final : public CudaExecutor {
                                  : kvio_copy2d{run.host, data, run.bytes, 1, run.bytes, run.bytes});
       }
       if (backup) {
-        KVIO_RETURN_IF_ERROR(launch_(launch, k, plan->chunks.size()));
+        KVIO_RETURN_IF_ERROR(launchChunk(launch, k, plan->chunks.size()));
         KVIO_RETURN_IF_ERROR(
             engine_.issuer.issue(engine_.ops, copies_, staging, job.dstPool->regions, options));
       } else {
         KVIO_RETURN_IF_ERROR(
             engine_.issuer.issue(engine_.ops, copies_, job.srcPool->regions, staging, options));
-        KVIO_RETURN_IF_ERROR(launch_(launch, k, plan->chunks.size()));
+        KVIO_RETURN_IF_ERROR(launchChunk(launch, k, plan->chunks.size()));
       }
     }
     return KVIO_STATUS_OK;
   }
 
  private:
-  kvio_status launch_(const StagedLaunch& launch, size_t chunk, size_t chunks) {
+  kvio_status launchChunk(const StagedLaunch& launch, size_t chunk, size_t chunks) {
     const int64_t wanted = static_cast<int64_t>(launch.count);
     const int32_t blocks = static_cast<int32_t>(wanted < ctas_ ? wanted : ctas_);
     const int32_t threads = warps_ * 32;
@@ -164,10 +164,7 @@ class StagedExecutor final : public CudaExecutor {
 }  // namespace
 
 kvio_status createStagedExecutor(const CudaExecutorConfig& config, std::unique_ptr<Executor>* out) {
-  auto executor = std::make_unique<StagedExecutor>();
-  KVIO_RETURN_IF_ERROR(executor->configure(config));
-  *out = std::move(executor);
-  return KVIO_STATUS_OK;
+  return createConfigured<StagedExecutor>(config, out);
 }
 
 }  // namespace cuda

@@ -39,8 +39,7 @@ public class BackendAvailabilityTest {
         if (cudaPresent()) {
             throw new org.testng.SkipException("CUDA is present on this machine");
         }
-        for (IoBackend b :
-                new IoBackend[] {IoBackend.KERNEL, IoBackend.DIRECT, IoBackend.STAGED}) {
+        for (IoBackend b : new IoBackend[] {IoBackend.KERNEL, IoBackend.DIRECT, IoBackend.STAGED}) {
             assertFalse(b.isAvailable(), b.userName());
             String cause = b.unavailabilityCause();
             assertNotNull(cause, b.userName());

@@ -89,14 +89,18 @@ kvio_pool_spec specOf(const Geometry& g) {
   return {g.kind, g.layout, g.L, g.P, g.ps, g.H, g.hb};
 }
 
-/// Sets an environment variable while it lives (restoring the previous value).
+/// Sets (value nullptr: unsets) an environment variable while it lives, then restores it.
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
     const char* old = std::getenv(name);
     had_ = old != nullptr;
     if (had_) old_ = old;
-    if (value != nullptr) setenv(name, value, 1);
+    if (value != nullptr) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
   }
   ~ScopedEnv() {
     if (had_) {
@@ -644,6 +648,51 @@ TEST(CudaAuto, ChoosesByRowSizeAndMovesEveryByte) {
       ASSERT_TRUE(dst.read(&actual));
       EXPECT_TRUE(sameImage(expected, actual, "destination"));
     }
+  }
+}
+
+// 'auto' on the GPU: a host<->device transfer of small rows moving at least staged_min_bytes
+// (4 MiB by default) goes to staged: 2048 scattered 256-byte slots x 4 layers x K and V = 4 MiB,
+// into and out of page_first_direct; every destination byte checked (canary-filled).
+TEST(CudaAuto, LargeTransfersOfSmallRowsGoToStaged) {
+  REQUIRE_GPU();
+  ScopedEnv calibration("KVIO_AUTO_CALIBRATION", nullptr);
+  Executor executor(KVIO_BACKEND_AUTO);
+  ASSERT_TRUE(executor.ok());
+  const Geometry dg =
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 4, 256, 16, 1, 256);
+  const Geometry hg =
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, 4, 256, 16, 1, 256);
+  GpuPool device(dg, Memory::Device, executor.stream());
+  GpuPool host(hg, Memory::PinnedHost, executor.stream());
+  ASSERT_TRUE(device.ok() && host.ok());
+  std::vector<int64_t> scattered, dense;
+  for (int64_t i = 0; i < dg.S() / 2; ++i) {
+    scattered.push_back(2 * i + 1);
+    dense.push_back(i);
+  }
+  std::mt19937_64 rng(23);
+  for (bool backup : {true, false}) {
+    SCOPED_TRACE(backup ? "backup" : "load");
+    GpuPool& src = backup ? device : host;
+    GpuPool& dst = backup ? host : device;
+    const Geometry& sg = backup ? dg : hg;
+    const Geometry& dstG = backup ? hg : dg;
+    const std::vector<int64_t>& srcIdx = backup ? scattered : dense;
+    const std::vector<int64_t>& dstIdx = backup ? dense : scattered;
+    const Image srcImage = src.random(rng);
+    Image expected = dst.filled(kCanary);
+    ASSERT_TRUE(src.write(srcImage) && dst.write(expected));
+    Submitted submitted;
+    ASSERT_TRUE(runTransfer(executor.handle(), src.handle(), dst.handle(), srcIdx, dstIdx, 0, 0, 4,
+                            &submitted));
+    EXPECT_EQ(submitted.bytes, 4u << 20);
+    EXPECT_EQ(submitted.chosenBackend, KVIO_BACKEND_STAGED);
+    applyTransfer(sg, srcImage, dstG, &expected, srcIdx, dstIdx, 0, 0, 4);
+    Image actual, source;
+    ASSERT_TRUE(dst.read(&actual) && src.read(&source));
+    EXPECT_TRUE(sameImage(expected, actual, "destination"));
+    EXPECT_TRUE(sameImage(srcImage, source, "source"));
   }
 }
 

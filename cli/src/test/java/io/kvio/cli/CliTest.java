@@ -172,7 +172,7 @@ public class CliTest {
         assertTrue(r.out.contains("| auto | layer_first | backup | 256 B | 128 |"), r.out);
         assertTrue(
                 r.out.contains(
-                        "auto calibration (defaults (H200 figures)): direct_row_bytes = 65536"
+                        "auto calibration (defaults (H200 figures)): direct_row_bytes = 262144"
                                 + " direct_row_bytes_overlap = 8192"),
                 r.out);
     }

@@ -656,15 +656,15 @@ TEST(CudaAuto, ChoosesByRowSizeAndMovesEveryByte) {
 // into and out of page_first_direct; every destination byte checked (canary-filled).
 TEST(CudaAuto, LargeTransfersOfSmallRowsGoToStaged) {
   REQUIRE_GPU();
-  ScopedEnv calibration("KVIO_AUTO_CALIBRATION", nullptr);
-  Executor executor(KVIO_BACKEND_AUTO);
-  ASSERT_TRUE(executor.ok());
   const Geometry dg =
       make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 4, 256, 16, 1, 256);
-  const Geometry hg =
-      make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, 4, 256, 16, 1, 256);
-  GpuPool device(dg, Memory::Device, executor.stream());
-  GpuPool host(hg, Memory::PinnedHost, executor.stream());
+  Geometry hg = dg;  // the same pool as the host holds it: each page one block per component
+  hg.layout = KVIO_LAYOUT_PAGE_FIRST_DIRECT;
+  ScopedEnv calibration("KVIO_AUTO_CALIBRATION", nullptr);  // the default calibration
+  Executor executor(KVIO_BACKEND_AUTO);
+  ASSERT_TRUE(executor.ok());
+  GpuPool device(dg, Memory::Device, executor.stream()),
+      host(hg, Memory::PinnedHost, executor.stream());
   ASSERT_TRUE(device.ok() && host.ok());
   std::vector<int64_t> scattered, dense;
   for (int64_t i = 0; i < dg.S() / 2; ++i) {

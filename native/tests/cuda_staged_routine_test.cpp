@@ -74,7 +74,7 @@ uint64_t bytesOf(const std::vector<kvio_copy2d>& plan) {
 }
 
 /// Runs a staged plan as the executor does, on `staging` (its size is the staging buffer's).
-/// hostRegions: the host pool's regions (the copy engine's side).
+/// hostBuffers: the host pool's regions (where the copy engine cuts).
 void runStaged(const StagedPlan& p, bool backup, std::vector<uint8_t>* staging,
                const std::vector<Buffer>& hostBuffers, FakeCopyEngine* engine, int32_t ctas,
                int32_t threads) {
@@ -86,18 +86,10 @@ void runStaged(const StagedPlan& p, bool backup, std::vector<uint8_t>* staging,
   for (const kvio::cuda::StagedChunk& c : p.chunks) {
     std::memcpy(staging->data(), p.segments.data() + c.firstSegment,
                 c.segments * sizeof(StagedSegment));
-    kvio::cuda::StagedLaunch launch;
-    launch.segments = reinterpret_cast<const StagedSegment*>(staging->data());
-    launch.count = c.segments;
-    launch.data = staging->data() + kvio::cuda::stagedDataOffset(c.segments);
-    launch.gather = backup ? 1 : 0;
+    const kvio::cuda::StagedLaunch launch =
+        kvio::cuda::stagedChunkLaunch(c, staging->data(), backup);
     std::vector<kvio_copy2d> copies;
-    for (size_t r = c.firstRun; r < c.firstRun + c.runs; ++r) {
-      const kvio::cuda::StagedHostRun& run = p.runs[r];
-      const uint64_t data = reinterpret_cast<uint64_t>(launch.data) + run.staging;
-      copies.push_back(backup ? kvio_copy2d{data, run.host, run.bytes, 1, run.bytes, run.bytes}
-                              : kvio_copy2d{run.host, data, run.bytes, 1, run.bytes, run.bytes});
-    }
+    kvio::cuda::stagedChunkCopies(p, c, launch.data, backup, &copies);
     const int32_t blocks = static_cast<int32_t>(std::min<uint64_t>(c.segments, ctas));
     auto replay = [&] {
       for (int32_t b = 0; b < blocks; ++b)

@@ -103,18 +103,8 @@ class StagedExecutor final : public CudaExecutor {
       KVIO_CUDA_TRY(cudaMemcpyAsync(staging_, table, tableBytes, cudaMemcpyHostToDevice, stream_),
                     "uploading the segment table of chunk %zu of %zu (%llu bytes)", k + 1,
                     plan->chunks.size(), static_cast<unsigned long long>(tableBytes));
-      StagedLaunch launch;
-      launch.segments = reinterpret_cast<const StagedSegment*>(staging_);
-      launch.count = chunk.segments;
-      launch.data = staging_ + stagedDataOffset(chunk.segments);
-      launch.gather = backup ? 1 : 0;
-      copies_.clear();
-      for (size_t r = chunk.firstRun; r < chunk.firstRun + chunk.runs; ++r) {
-        const StagedHostRun& run = plan->runs[r];
-        const uint64_t data = reinterpret_cast<uint64_t>(launch.data) + run.staging;
-        copies_.push_back(backup ? kvio_copy2d{data, run.host, run.bytes, 1, run.bytes, run.bytes}
-                                 : kvio_copy2d{run.host, data, run.bytes, 1, run.bytes, run.bytes});
-      }
+      const StagedLaunch launch = stagedChunkLaunch(chunk, staging_, backup);
+      stagedChunkCopies(*plan, chunk, launch.data, backup, &copies_);
       if (backup) {
         KVIO_RETURN_IF_ERROR(launchChunk(launch, k, plan->chunks.size()));
         KVIO_RETURN_IF_ERROR(

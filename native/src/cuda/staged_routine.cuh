@@ -179,6 +179,30 @@ struct StagedLaunch {
   int32_t gather = 1;       // 1: device rows -> data (backup); 0: data -> device rows (load)
 };
 
+/// The launch of chunk `c` on a staging buffer at `staging` (device-accessible) whose head holds
+/// the chunk's segment table.
+inline StagedLaunch stagedChunkLaunch(const StagedChunk& c, uint8_t* staging, bool backup) {
+  StagedLaunch launch;
+  launch.segments = reinterpret_cast<const StagedSegment*>(staging);
+  launch.count = c.segments;
+  launch.data = staging + stagedDataOffset(c.segments);
+  launch.gather = backup ? 1 : 0;
+  return launch;
+}
+
+/// The copy-engine copies of chunk `c` (1-D, one per host run) between its data at `data` and
+/// the host: data -> host for a backup, host -> data for a load. Replaces *out.
+inline void stagedChunkCopies(const StagedPlan& p, const StagedChunk& c, const uint8_t* data,
+                              bool backup, std::vector<kvio_copy2d>* out) {
+  out->clear();
+  for (size_t r = c.firstRun; r < c.firstRun + c.runs; ++r) {
+    const StagedHostRun& run = p.runs[r];
+    const uint64_t at = reinterpret_cast<uint64_t>(data) + run.staging;
+    out->push_back(backup ? kvio_copy2d{at, run.host, run.bytes, 1, run.bytes, run.bytes}
+                          : kvio_copy2d{run.host, at, run.bytes, 1, run.bytes, run.bytes});
+  }
+}
+
 /// Rows at least this wide are copied by a whole CTA, narrower ones by one warp each.
 constexpr uint32_t kStagedBlockRowBytes = 4096;
 

@@ -1,4 +1,4 @@
-# Optional CUDA backend ('kernel' and 'direct' io backends). Included from the top-level
+# Optional CUDA backend ('kernel', 'direct' and 'staged' io backends). Included from the top-level
 # CMakeLists.txt before add_library(kvio): enable_language(CUDA) must run before the target
 # exists, or its CUDA_ARCHITECTURES property starts empty.
 #   KVIO_WITH_CUDA=AUTO (default): build the backend when nvcc is found, else CPU-only.
@@ -43,7 +43,9 @@ if(NOT _kvio_cuda_mode STREQUAL "OFF")
       ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/cuda_memory.cpp
       ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/direct_executor.cpp
       ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/kernel_executor.cpp
-      ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/copy_kernel.cu)
+      ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/staged_executor.cpp
+      ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/copy_kernel.cu
+      ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/staged_kernel.cu)
     message(STATUS "kvio: CUDA backend ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, "
                    "archs ${CMAKE_CUDA_ARCHITECTURES})")
   elseif(_kvio_cuda_mode STREQUAL "ON")

@@ -1,14 +1,16 @@
 // kvio_cuda_bench: bandwidth of the CUDA io backends on one GPU, for scripts/gpu-check.sh.
 //  1. Row sweep: device->host and host->device GB/s for row sizes 256 B to 256 KiB x index
 //     counts 64 to 64K (scattered, distinct slots: nothing coalesces), for 'kernel' at CTA
-//     budgets 1 to 16, 'direct', and one contiguous cudaMemcpyAsync of the same bytes (the
+//     budgets 1 to 16, 'direct', 'staged' (its default 64 MiB staging buffer unless
+//     KVIO_STAGED_BYTES is set), and one contiguous cudaMemcpyAsync of the same bytes (the
 //     link's ceiling), and a plain warp-per-row kernel (reference_copy.cu, 2 CTAs x 1024
 //     threads: the baseline kvio's kernel must beat), all measured in the same run.
 //  2. Per-layer load: all layers loaded one transfer per layer, page_first host pool vs
 //     layer_first host pool, into a layer_first device pool with per-layer buffers.
 //  3. Submit cost and submit-to-completion of a one-page, one-layer load for kernel and direct,
 //     next to the floor (one cudaMemcpyAsync of the same bytes; with cudaStreamSynchronize).
-// 'direct' results carry its copy-engine calls per transfer (kvio_debug_copy_engine_calls).
+// 'direct' and 'staged' results carry their copy-engine calls per transfer
+// (kvio_debug_copy_engine_calls).
 // Writes every measurement as TSV to --out (default cuda_bench.tsv) and prints a short summary
 // table last. --quick runs a reduced sweep (for a smoke run). --beside-compute runs only the
 // beside-compute mode instead (beside_compute.cpp; --out default cuda_beside_compute.tsv).
@@ -255,9 +257,10 @@ int main(int argc, char** argv) {
       quick ? std::vector<int32_t>{1, 4} : std::vector<int32_t>{1, 2, 4, 8, 16};
   const uint64_t maxCaseBytes = 2ull << 30;
 
-  uint64_t kernel = 0, direct = 0;
+  uint64_t kernel = 0, direct = 0, staged = 0;
   KVIO_OK(kvio_executor_create_cuda(KVIO_BACKEND_KERNEL, 0, KVIO_CUDA_OWN_STREAM, 4, 16, &kernel));
   KVIO_OK(kvio_executor_create_cuda(KVIO_BACKEND_DIRECT, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &direct));
+  KVIO_OK(kvio_executor_create_cuda(KVIO_BACKEND_STAGED, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &staged));
   std::vector<Result> results;
   std::mt19937_64 rng(1);
 
@@ -286,14 +289,20 @@ int main(int argc, char** argv) {
         const uint64_t dst = d2h ? host.handle : device.handle;
         const auto& s = d2h ? devIdx : hostIdx;
         const auto& d = d2h ? hostIdx : devIdx;
+        double k4 = 0;
         for (int32_t ctas : budgets) {
           KVIO_OK(kvio_executor_set_launch(kernel, ctas, 16));
           const double t = timeTransfers(kernel, src, dst, s, d, 0, 0, 1, reps);
           results.push_back({"rows", "kernel", direction, row, n, ctas, bytes / t / 1e9});
+          if (ctas == 4) k4 = results.back().gbps;
         }
         double calls = 0;
         const double td = timeTransfers(direct, src, dst, s, d, 0, 0, 1, reps, &calls);
         results.push_back({"rows", "direct", direction, row, n, 0, bytes / td / 1e9, calls});
+        const double gd = results.back().gbps;
+        double stagedCalls = 0;
+        const double ts = timeTransfers(staged, src, dst, s, d, 0, 0, 1, reps, &stagedCalls);
+        results.push_back({"rows", "staged", direction, row, n, 0, bytes / ts / 1e9, stagedCalls});
         const uint64_t dstAddress = d2h ? host.address : device.address;
         const uint64_t srcAddress = d2h ? device.address : host.address;
         const double tr = timeReference(dstAddress, srcAddress, d, s, row, reps);
@@ -302,14 +311,10 @@ int main(int argc, char** argv) {
         const double tc = timeContiguous(dstAddress, srcAddress, bytes, reps);
         results.push_back({"rows", "contiguous", direction, row, n, 0, bytes / tc / 1e9});
         std::fprintf(stderr,
-                     "rows %7lld B x %6lld %s: kernel(4) %.1f reference %.1f direct %.1f ceiling "
-                     "%.1f GB/s\n",
-                     static_cast<long long>(row), static_cast<long long>(n), direction,
-                     results[results.size() - 3 - budgets.size() +
-                             (std::find(budgets.begin(), budgets.end(), 4) - budgets.begin())]
-                         .gbps,
-                     results[results.size() - 2].gbps, results[results.size() - 3].gbps,
-                     results.back().gbps);
+                     "rows %7lld B x %6lld %s: kernel(4) %.1f reference %.1f direct %.1f staged "
+                     "%.1f ceiling %.1f GB/s\n",
+                     static_cast<long long>(row), static_cast<long long>(n), direction, k4,
+                     results[results.size() - 2].gbps, gd, bytes / ts / 1e9, results.back().gbps);
       }
     }
   }
@@ -368,6 +373,7 @@ int main(int argc, char** argv) {
   measureSubmitCost(kernel, direct, quick ? 50 : 200, &results);
   KVIO_OK(kvio_executor_close(kernel));
   KVIO_OK(kvio_executor_close(direct));
+  KVIO_OK(kvio_executor_close(staged));
 
   FILE* file = std::fopen(out.c_str(), "w");
   if (file != nullptr) {
@@ -404,21 +410,23 @@ int main(int argc, char** argv) {
       "summary (GB/s at the largest index count per row size; kernel at 1 / 4 / 16 CTAs; "
       "reference: warp-per-row kernel, %d CTAs x %d threads)\n",
       kvio_bench::kReferenceBlocks, kvio_bench::kReferenceThreads);
-  std::printf("%-4s %7s %7s %8s %8s %9s %9s %9s %9s %7s %7s %9s\n", "dir", "row", "indices",
-              "kernel1", "kernel4", "kernel16", "reference", "direct", "ceiling", "k4/ceil",
-              "dir/ceil", "dir calls");
+  std::printf("%-4s %7s %7s %8s %8s %9s %9s %9s %9s %9s %7s %7s %7s %9s\n", "dir", "row", "indices",
+              "kernel1", "kernel4", "kernel16", "reference", "direct", "staged", "ceiling",
+              "k4/ceil", "dir/ceil", "stg/ceil", "dir calls");
   for (const char* dir : {"d2h", "h2d"}) {
     for (int64_t row : rowSizes) {
       const double ceiling = find("rows", "contiguous", dir, row, 0);
       const Result* d = findResult("rows", "direct", dir, row, 0);
       const double k4 = find("rows", "kernel", dir, row, 4);
+      const double st = find("rows", "staged", dir, row, 0);
       if (d == nullptr) continue;
       std::printf(
-          "%-4s %7lld %7lld %8.1f %8.1f %9.1f %9.1f %9.1f %9.1f %7.2f %7.2f %9.1f\n", dir,
-          static_cast<long long>(row), static_cast<long long>(d->count),
+          "%-4s %7lld %7lld %8.1f %8.1f %9.1f %9.1f %9.1f %9.1f %9.1f %7.2f %7.2f %7.2f %9.1f\n",
+          dir, static_cast<long long>(row), static_cast<long long>(d->count),
           find("rows", "kernel", dir, row, 1), k4, find("rows", "kernel", dir, row, quick ? 4 : 16),
-          find("rows", "reference", dir, row, kvio_bench::kReferenceBlocks), d->gbps, ceiling,
-          ceiling > 0 ? k4 / ceiling : 0.0, ceiling > 0 ? d->gbps / ceiling : 0.0, d->calls);
+          find("rows", "reference", dir, row, kvio_bench::kReferenceBlocks), d->gbps, st, ceiling,
+          ceiling > 0 ? k4 / ceiling : 0.0, ceiling > 0 ? d->gbps / ceiling : 0.0,
+          ceiling > 0 ? st / ceiling : 0.0, d->calls);
     }
   }
   for (const Result& r : results) {

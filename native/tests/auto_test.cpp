@@ -42,7 +42,7 @@ TEST(AutoChoice, DefaultsAreTheDocumentedH200Crossovers) {
   const AutoCalibration c;
   EXPECT_EQ(c.directRowBytes, 256u * 1024);
   EXPECT_EQ(c.directRowBytesOverlap, 8u * 1024);
-  EXPECT_EQ(c.stagedMinBytes, 4u * 1024 * 1024);
+  EXPECT_EQ(c.stagedMinBytes, UINT64_MAX);  // never until staged has GPU figures
   EXPECT_EQ(c.source, "defaults (H200 figures)");
 }
 
@@ -83,7 +83,10 @@ TEST(AutoChoice, MeanRowDecidesNotTheLargestRow) {
 }
 
 TEST(AutoChoice, StagedOnlyWhenAvailableHostDeviceAndLargeEnough) {
-  const AutoCalibration c;
+  EXPECT_EQ(chooseAuto(shapeOf(256, 1 << 20, kH2D, false), AutoCalibration(), true),
+            AutoPick::kKernel);  // the default calibration never picks staged
+  AutoCalibration c;
+  c.stagedMinBytes = 4 << 20;
   const uint64_t rows = c.stagedMinBytes / 256;
   for (AutoDirection d : {AutoDirection::kHostToDevice, AutoDirection::kDeviceToHost}) {
     EXPECT_EQ(chooseAuto(shapeOf(256, rows, d, false), c, true), AutoPick::kStaged);

@@ -54,26 +54,6 @@ std::vector<EngineCopy> cut(const std::vector<kvio_copy2d>& plan, const std::vec
 
 const std::vector<Region> kEverything = {{0, UINT64_MAX / 2}};
 
-Geometry randomGeometry(std::mt19937_64& rng, int32_t kind, int64_t L, int64_t ps, int64_t H,
-                        int64_t hb) {
-  Geometry g;
-  g.kind = kind;
-  const int32_t layouts = kind == KVIO_KIND_MHA ? 4 : 3;
-  g.layout = static_cast<int32_t>(rng() % layouts);
-  g.form = Form::Single;
-  if (g.layout == KVIO_LAYOUT_LAYER_FIRST) {
-    const Form forms[] = {Form::Single, Form::PerComponent, Form::PerLayer};
-    g.form = forms[rng() % 3];
-    if (g.form == Form::PerComponent && kind == KVIO_KIND_MLA) g.form = Form::Single;
-  }
-  g.L = L;
-  g.P = 6;
-  g.ps = ps;
-  g.H = H;
-  g.hb = hb;
-  return g;
-}
-
 TEST(CudaDirectCopies, EngineCopiesMatchOracle) {
   std::mt19937_64 rng(0xd1ec7);
   for (int iteration = 0; iteration < 600; ++iteration) {
@@ -83,8 +63,8 @@ TEST(CudaDirectCopies, EngineCopiesMatchOracle) {
     const int64_t hb = std::vector<int64_t>{8, 24, 576, 656}[rng() % 4];
     const int64_t srcL = 1 + static_cast<int64_t>(rng() % 3);
     const int64_t dstL = 1 + static_cast<int64_t>(rng() % 3);
-    const Geometry sg = randomGeometry(rng, kind, srcL, ps, H, hb);
-    const Geometry dg = randomGeometry(rng, kind, dstL, ps, H, hb);
+    const Geometry sg = randomPoolGeometry(rng, kind, srcL, ps, H, hb);
+    const Geometry dg = randomPoolGeometry(rng, kind, dstL, ps, H, hb);
     const int64_t layers = 1 + static_cast<int64_t>(rng() % std::min(srcL, dstL));
     const int64_t srcLayer = static_cast<int64_t>(rng() % (srcL - layers + 1));
     const int64_t dstLayer = static_cast<int64_t>(rng() % (dstL - layers + 1));

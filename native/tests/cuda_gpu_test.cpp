@@ -1,6 +1,6 @@
-// GPU tests of the 'kernel' and 'direct' io backends (ctest label `cuda`; built with the CUDA
-// backend, skipped with the reason where no driver or device is present). The conformance matrix
-// is one test case per configuration (backend x pool kind x host layout x device pool form x
+// GPU tests of the 'kernel', 'direct' and 'staged' io backends (ctest label `cuda`; built with the
+// CUDA backend, skipped with the reason where no driver or device is present). The conformance
+// matrix is one test case per configuration (backend x pool kind x host layout x device pool form x
 // direction; device forms: kvio-allocated, one cudaMalloc per component, one per component and
 // layer), so one failure cannot hide the others; inside each, granularities, layer-sharded host
 // pools, page and row sizes, head splits and index patterns, checked against the oracle on whole
@@ -14,6 +14,9 @@
 // the test itself without a GPU. scripts/gpu-check.sh runs each case in its own process. Further:
 // device-resident indices with bad entries, pageable host memory refused, caller host memory
 // wrapped, closed, freed and wrapped again, caller streams, transfer events, CTA budgets 1 to 16.
+// 'staged' runs the conformance cases with its default staging buffer (kvio-allocated device
+// pools: one chunk) and with KVIO_STAGED_BYTES=12K (the caller-buffer forms: many chunks, rows
+// cut across chunks); it refuses device to device and a bad KVIO_STAGED_BYTES.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -86,7 +89,36 @@ kvio_pool_spec specOf(const Geometry& g) {
   return {g.kind, g.layout, g.L, g.P, g.ps, g.H, g.hb};
 }
 
-/// A kernel or direct executor (device 0) and the stream it orders its work on.
+/// Sets (value nullptr: unsets) an environment variable while it lives, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    if (value != nullptr) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+/// A kernel, direct or staged executor (device 0) and the stream it orders its work on.
 class Executor {
  public:
   explicit Executor(int32_t backend, uint64_t stream = KVIO_CUDA_OWN_STREAM, int32_t ctaBudget = 0,
@@ -343,7 +375,8 @@ std::vector<GpuCase> gpuCases() {
   std::vector<GpuCase> cases;
   // auto on kvio-allocated device pools only: it runs kernel or direct, which the other forms
   // check; this checks its dispatch on every layout and direction.
-  for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_AUTO})
+  for (int32_t backend :
+       {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_AUTO, KVIO_BACKEND_STAGED})
     for (int32_t kind : {KVIO_KIND_MHA, KVIO_KIND_MLA})
       for (int32_t layout = 0; layout < KVIO_LAYOUT_COUNT; ++layout) {
         if (kind == KVIO_KIND_MLA && layout == KVIO_LAYOUT_PAGE_HEAD) continue;
@@ -536,6 +569,10 @@ TEST_P(CudaConformance, MatchesOracle) {
       0x6b76696f +
       static_cast<uint64_t>(gc.backend * 10000 + gc.c.kind * 1000 + gc.c.hostLayout * 100 +
                             static_cast<int>(gc.c.deviceForm) * 10 + gc.c.backup);
+  // staged: a small staging buffer for the caller-buffer forms (chunks; the executor reads
+  // KVIO_STAGED_BYTES when it is created), its default for kvio-allocated pools.
+  const bool smallStaging = gc.backend == KVIO_BACKEND_STAGED && gc.c.deviceForm != Form::Allocated;
+  ScopedEnv staging("KVIO_STAGED_BYTES", smallStaging ? "12K" : nullptr);
   Executor executor(gc.backend);
   ASSERT_TRUE(executor.ok()) << kvio_last_error();
   const int repetitions = stressRepetitions();
@@ -611,6 +648,54 @@ TEST(CudaAuto, ChoosesByRowSizeAndMovesEveryByte) {
       ASSERT_TRUE(dst.read(&actual));
       EXPECT_TRUE(sameImage(expected, actual, "destination"));
     }
+  }
+}
+
+// 'auto' on the GPU: a host<->device transfer of small rows moving at least staged_min_bytes
+// (never by default; 4 MiB set here) goes to staged: 2048 scattered 256-byte slots x 4 layers x K
+// and V = 4 MiB, into and out of page_first_direct; every destination byte checked (canary-filled).
+TEST(CudaAuto, LargeTransfersOfSmallRowsGoToStaged) {
+  REQUIRE_GPU();
+  const Geometry dg =
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 4, 256, 16, 1, 256);
+  Geometry hg = dg;  // the same pool as the host holds it: each page one block per component
+  hg.layout = KVIO_LAYOUT_PAGE_FIRST_DIRECT;
+  ScopedEnv calibration("KVIO_AUTO_CALIBRATION", nullptr);  // the default calibration
+  Executor executor(KVIO_BACKEND_AUTO);
+  ASSERT_TRUE(executor.ok());
+  ASSERT_EQ(kvio_executor_set_auto_calibration(executor.handle(), "staged_min_bytes = 4M\n"),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  GpuPool device(dg, Memory::Device, executor.stream()),
+      host(hg, Memory::PinnedHost, executor.stream());
+  ASSERT_TRUE(device.ok() && host.ok());
+  std::vector<int64_t> scattered, dense;
+  for (int64_t i = 0; i < dg.S() / 2; ++i) {
+    scattered.push_back(2 * i + 1);
+    dense.push_back(i);
+  }
+  std::mt19937_64 rng(23);
+  for (bool backup : {true, false}) {
+    SCOPED_TRACE(backup ? "backup" : "load");
+    GpuPool& src = backup ? device : host;
+    GpuPool& dst = backup ? host : device;
+    const Geometry& sg = backup ? dg : hg;
+    const Geometry& dstG = backup ? hg : dg;
+    const std::vector<int64_t>& srcIdx = backup ? scattered : dense;
+    const std::vector<int64_t>& dstIdx = backup ? dense : scattered;
+    const Image srcImage = src.random(rng);
+    Image expected = dst.filled(kCanary);
+    ASSERT_TRUE(src.write(srcImage) && dst.write(expected));
+    Submitted submitted;
+    ASSERT_TRUE(runTransfer(executor.handle(), src.handle(), dst.handle(), srcIdx, dstIdx, 0, 0, 4,
+                            &submitted));
+    EXPECT_EQ(submitted.bytes, 4u << 20);
+    EXPECT_EQ(submitted.chosenBackend, KVIO_BACKEND_STAGED);
+    applyTransfer(sg, srcImage, dstG, &expected, srcIdx, dstIdx, 0, 0, 4);
+    Image actual, source;
+    ASSERT_TRUE(dst.read(&actual) && src.read(&source));
+    EXPECT_TRUE(sameImage(expected, actual, "destination"));
+    EXPECT_TRUE(sameImage(srcImage, source, "source"));
   }
 }
 
@@ -750,7 +835,7 @@ TEST(CudaBackends, PageableHostMemoryIsRefused) {
   const kvio_pool_spec spec = specOf(g);
   uint64_t pageable = 0;
   ASSERT_EQ(kvio_pool_allocate(&spec, &pageable), KVIO_STATUS_OK);
-  for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT}) {
+  for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED}) {
     Executor executor(backend);
     ASSERT_TRUE(executor.ok());
     GpuPool device(g, Memory::Device, executor.stream());
@@ -805,7 +890,7 @@ TEST(CudaBackends, CallerStreamAndTransferEvents) {
       make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 4, 8, 16, 2, 128);
   const Geometry hg =
       make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 4, 8, 16, 2, 128);
-  for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT}) {
+  for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED}) {
     SCOPED_TRACE(kvio_name(KVIO_NAME_BACKEND, backend));
     Executor executor(backend, reinterpret_cast<uint64_t>(stream), 2, 8);
     ASSERT_TRUE(executor.ok());
@@ -850,7 +935,7 @@ TEST(CudaBackends, ClosingPoolsAndTransfersEarlyIsSafe) {
   const Geometry g =
       make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 8, 256, 16, 8, 128);
   const kvio_pool_spec spec = specOf(g);
-  for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT}) {
+  for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED}) {
     Executor executor(backend);
     ASSERT_TRUE(executor.ok());
     for (int i = 0; i < 20; ++i) {
@@ -865,6 +950,43 @@ TEST(CudaBackends, ClosingPoolsAndTransfersEarlyIsSafe) {
       EXPECT_EQ(kvio_pool_close(b), KVIO_STATUS_OK);
       EXPECT_EQ(kvio_transfer_close(t), KVIO_STATUS_OK);  // never waited for
     }
+  }
+}
+
+// staged moves between pinned host and device memory only: device to device is refused before
+// any byte moves (the destination keeps its canary); an invalid KVIO_STAGED_BYTES fails the
+// executor's creation naming the variable.
+TEST(CudaStaged, RefusesDeviceToDeviceAndABadStagingSize) {
+  REQUIRE_GPU();
+  const Geometry g = make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 4, 4, 1, 64);
+  Executor executor(KVIO_BACKEND_STAGED);
+  ASSERT_TRUE(executor.ok());
+  GpuPool a(g, Memory::Device, executor.stream()), b(g, Memory::Device, executor.stream());
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::mt19937_64 rng(5);
+  ASSERT_TRUE(a.write(a.random(rng)));
+  const Image canary = b.filled(kCanary);
+  ASSERT_TRUE(b.write(canary));
+  uint64_t transfer = 0;
+  const int64_t s[2] = {0, 3}, d[2] = {1, 2};
+  EXPECT_EQ(
+      kvio_submit_args(executor.handle(), a.handle(), b.handle(), s, d, 2, 0, 0, 2, &transfer),
+      KVIO_STATUS_UNSUPPORTED);
+  EXPECT_NE(std::string(kvio_last_error()).find("device to device"), std::string::npos)
+      << kvio_last_error();
+  Image after;
+  ASSERT_TRUE(b.read(&after));
+  EXPECT_TRUE(sameImage(canary, after, "destination"));
+  for (const char* bad : {"1K", "lots", "0", "never"}) {
+    SCOPED_TRACE(bad);
+    ScopedEnv env("KVIO_STAGED_BYTES", bad);
+    uint64_t handle = 0;
+    EXPECT_EQ(
+        kvio_executor_create_cuda(KVIO_BACKEND_STAGED, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &handle),
+        KVIO_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(kvio_last_error()).find("KVIO_STAGED_BYTES"), std::string::npos)
+        << kvio_last_error();
+    EXPECT_EQ(handle, 0u);
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "kvio/kvio.h"
@@ -46,6 +47,28 @@ inline std::vector<Buffer> regionsOf(uint64_t pool) {
     EXPECT_EQ(kvio_pool_region(pool, r, &b.address, &b.bytes, nullptr), KVIO_STATUS_OK);
   }
   return regions;
+}
+
+/// A pool geometry of `layout` (-1: a random one of the kind's layouts), six pages; layer_first
+/// pools take a random buffer form (one buffer, per component for MHA, per layer).
+inline Geometry randomPoolGeometry(std::mt19937_64& rng, int32_t kind, int64_t L, int64_t ps,
+                                   int64_t H, int64_t hb, int32_t layout = -1) {
+  Geometry g;
+  g.kind = kind;
+  const int32_t layouts = kind == KVIO_KIND_MHA ? 4 : 3;
+  g.layout = layout >= 0 ? layout : static_cast<int32_t>(rng() % layouts);
+  g.form = Form::Single;
+  if (g.layout == KVIO_LAYOUT_LAYER_FIRST) {
+    const Form forms[] = {Form::Single, Form::PerComponent, Form::PerLayer};
+    g.form = forms[rng() % 3];
+    if (g.form == Form::PerComponent && kind == KVIO_KIND_MLA) g.form = Form::Single;
+  }
+  g.L = L;
+  g.P = 6;
+  g.ps = ps;
+  g.H = H;
+  g.hb = hb;
+  return g;
 }
 
 }  // namespace kvio_test

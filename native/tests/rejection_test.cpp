@@ -600,11 +600,13 @@ TEST(ExecutorRejection, UnavailableBackends) {
                   "CUDA");
   EXPECT_REJECTED(kvio_executor_create(KVIO_BACKEND_DIRECT, 0, &executor), KVIO_STATUS_UNAVAILABLE,
                   "CUDA");
+  EXPECT_REJECTED(kvio_executor_create(KVIO_BACKEND_STAGED, 0, &executor), KVIO_STATUS_UNAVAILABLE,
+                  "CUDA");
   EXPECT_REJECTED(kvio_executor_create(KVIO_BACKEND_KERNEL_ASCEND, 0, &executor),
                   KVIO_STATUS_UNAVAILABLE, "Ascend");
   EXPECT_REJECTED(kvio_executor_create(KVIO_BACKEND_COUNT, 0, &executor),
-                  KVIO_STATUS_INVALID_ARGUMENT, "io backend 5 is not valid",
-                  "cpu, kernel, direct, kernel_ascend, auto");
+                  KVIO_STATUS_INVALID_ARGUMENT, "io backend 6 is not valid",
+                  "cpu, kernel, direct, kernel_ascend, auto, staged");
   EXPECT_EQ(executor, 0u);
   try {
     kvio::Executor e(kvio::IoBackend::Direct);

@@ -68,7 +68,8 @@ std::string trim(const std::string& s) {
   return s.substr(begin, s.find_last_not_of(" \t\r") - begin + 1);
 }
 
-// Bytes: an integer with an optional K, M or G suffix (binary), or "never".
+}  // namespace
+
 bool parseBytes(const std::string& text, uint64_t* out) {
   if (text == "never") {
     *out = kNever;
@@ -93,8 +94,6 @@ bool parseBytes(const std::string& text, uint64_t* out) {
   *out = static_cast<uint64_t>(value) << shift;
   return true;
 }
-
-}  // namespace
 
 kvio_status parseAutoCalibration(const std::string& text, const std::string& source,
                                  AutoCalibration* out) {

@@ -44,8 +44,9 @@ struct AutoCalibration {
   uint64_t directRowBytesOverlap = 8 * 1024;
   /// Total bytes from which a host<->device transfer of rows below the direct crossover goes
   /// to staged (a device gather/scatter, then large copy-engine copies), when staged exists.
-  /// Unmeasured: a guess until the staged executor has H200 figures.
-  uint64_t stagedMinBytes = 4 * 1024 * 1024;
+  /// Never by default: staged has not run on a GPU, so auto chooses it only where a
+  /// calibration sets a size (e.g. 4 MiB) after measuring it.
+  uint64_t stagedMinBytes = UINT64_MAX;
   /// Where these numbers come from ("defaults (H200 figures)", "file PATH", "set").
   std::string source = "defaults (H200 figures)";
 };
@@ -70,6 +71,10 @@ const char* autoPickName(AutoPick pick);
 /// the line for an unknown key, a repeated key or a bad value. `source` is kept as given.
 kvio_status parseAutoCalibration(const std::string& text, const std::string& source,
                                  AutoCalibration* out);
+
+/// Bytes as the calibration file and KVIO_STAGED_BYTES write them: an integer with an optional
+/// K, M or G suffix (binary), or `never` (UINT64_MAX). False for anything else.
+bool parseBytes(const std::string& text, uint64_t* out);
 
 /// The calibration in the file format (with its source as a comment), for reports.
 std::string formatAutoCalibration(const AutoCalibration& calibration);

@@ -103,7 +103,8 @@ kvio_status AutoExecutor::acceptMemory(MemoryPlace src, MemoryPlace dst) const {
     }
   }
   return fail(first, "the 'auto' io backend (here: %s) cannot move this: %s",
-              sole() != nullptr ? "cpu, no GPU" : "kernel or direct on a GPU", reason.c_str());
+              sole() != nullptr ? "cpu, no GPU" : "kernel, direct or staged on a GPU",
+              reason.c_str());
 }
 
 bool AutoExecutor::nativeHandle(NativeHandle kind, uint64_t* out) const {

@@ -1,6 +1,6 @@
 // The backend registry: maps io backend ids to their BackendOps tables. Backends that are
 // not part of this build report why; the CPU backend is always present. With KVIO_HAVE_CUDA
-// the kernel and direct tables and the CUDA memory services come from native/src/cuda/. The
+// the kernel, direct and staged tables and the CUDA memory services come from native/src/cuda/. The
 // kernel_ascend table (native/src/ascend/) is always built: it loads the ACL runtime at run
 // time and reports why it is absent.
 #include "backends.hpp"
@@ -17,6 +17,7 @@ const BackendOps& ascendBackendOps();  // native/src/ascend/ascend_backend.cpp
 #if defined(KVIO_HAVE_CUDA)
 const BackendOps& cudaKernelBackendOps();  // native/src/cuda/cuda_backend.cpp
 const BackendOps& cudaDirectBackendOps();
+const BackendOps& cudaStagedBackendOps();
 kvio_status createCudaAutoExecutor(const CudaExecutorConfig& config,
                                    std::unique_ptr<Executor>* out);  // cuda_backend.cpp
 #endif
@@ -25,9 +26,10 @@ namespace {
 
 #if !defined(KVIO_HAVE_CUDA)
 kvio_status noCudaBackend() {
-  return fail(KVIO_STATUS_UNAVAILABLE,
-              "this kvio build has no CUDA backend (the 'kernel' and 'direct' io backends need "
-              "a build with the CUDA toolkit and an NVIDIA driver and GPU at run time)");
+  return fail(
+      KVIO_STATUS_UNAVAILABLE,
+      "this kvio build has no CUDA backend (the 'kernel', 'direct' and 'staged' io backends need "
+      "a build with the CUDA toolkit and an NVIDIA driver and GPU at run time)");
 }
 
 kvio_status noCudaAllocate(int32_t, int32_t, uint64_t, uint64_t*, std::shared_ptr<void>*) {
@@ -51,6 +53,7 @@ kvio_status noCudaLaunch(Executor&, int32_t, int32_t) {
 const BackendOps kKernel{KVIO_BACKEND_KERNEL, noCudaBackend, nullptr, nullptr, nullptr, true,
                          noCudaLaunch};
 const BackendOps kDirect{KVIO_BACKEND_DIRECT, noCudaBackend, nullptr, nullptr, nullptr};
+const BackendOps kStaged{KVIO_BACKEND_STAGED, noCudaBackend, nullptr, nullptr, nullptr};
 const MemoryOps kNoCudaMemory{noCudaAllocate, noCudaAdopt, noCudaAddress, noCudaCopy};
 
 kvio_status createCudaAutoExecutor(const CudaExecutorConfig&, std::unique_ptr<Executor>*) {
@@ -58,8 +61,8 @@ kvio_status createCudaAutoExecutor(const CudaExecutorConfig&, std::unique_ptr<Ex
 }
 #endif
 
-// 'auto' is always available: with a usable CUDA driver and device it chooses among kernel and
-// direct on device 0 (createCudaAutoExecutor); without, it is the cpu backend.
+// 'auto' is always available: with a usable CUDA driver and device it chooses among kernel,
+// direct and staged on device 0 (createCudaAutoExecutor); without, it is the cpu backend.
 kvio_status autoAvailable() {
   return KVIO_STATUS_OK;
 }
@@ -111,9 +114,11 @@ const BackendOps* backendOps(int32_t ioBackend) {
 #if defined(KVIO_HAVE_CUDA)
     case KVIO_BACKEND_KERNEL: return &cudaKernelBackendOps();
     case KVIO_BACKEND_DIRECT: return &cudaDirectBackendOps();
+    case KVIO_BACKEND_STAGED: return &cudaStagedBackendOps();
 #else
     case KVIO_BACKEND_KERNEL: return &kKernel;
     case KVIO_BACKEND_DIRECT: return &kDirect;
+    case KVIO_BACKEND_STAGED: return &kStaged;
 #endif
     case KVIO_BACKEND_KERNEL_ASCEND: return &ascendBackendOps();
     case KVIO_BACKEND_AUTO: return &kAuto;

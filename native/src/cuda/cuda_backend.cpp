@@ -1,6 +1,6 @@
-// The CUDA backend's registry entries ('kernel' and 'direct'), their availability (the CUDA
-// runtime's own reason when there is no driver or device), kvio_cuda_device_count, and the
-// executor base shared by both backends (cuda_executor.hpp).
+// The CUDA backend's registry entries ('kernel', 'direct' and 'staged'), their availability (the
+// CUDA runtime's own reason when there is no driver or device), kvio_cuda_device_count, and the
+// executor base the three backends share (cuda_executor.hpp).
 #include <limits>
 
 #include "../core/auto_executor.hpp"
@@ -15,6 +15,8 @@ kvio_status createKernelExecutor(const CudaExecutorConfig& config,
                                  std::unique_ptr<Executor>* out);  // kernel_executor.cpp
 kvio_status createDirectExecutor(const CudaExecutorConfig& config,
                                  std::unique_ptr<Executor>* out);  // direct_executor.cpp
+kvio_status createStagedExecutor(const CudaExecutorConfig& config,
+                                 std::unique_ptr<Executor>* out);  // staged_executor.cpp
 kvio_status setKernelLaunch(Executor& executor, int32_t ctaBudget,
                             int32_t warpsPerCta);  // kernel_executor.cpp
 
@@ -52,6 +54,9 @@ kvio_status createKernelDefault(int32_t, std::unique_ptr<Executor>* out) {
 kvio_status createDirectDefault(int32_t, std::unique_ptr<Executor>* out) {
   return createDefault(createDirectExecutor, out);
 }
+kvio_status createStagedDefault(int32_t, std::unique_ptr<Executor>* out) {
+  return createDefault(createStagedExecutor, out);
+}
 
 // The kernel reads device-resident indices itself and has a launch shape.
 const BackendOps kKernelOps{KVIO_BACKEND_KERNEL,  cudaAvailable, createKernelDefault,
@@ -59,6 +64,9 @@ const BackendOps kKernelOps{KVIO_BACKEND_KERNEL,  cudaAvailable, createKernelDef
                             setKernelLaunch};
 const BackendOps kDirectOps{KVIO_BACKEND_DIRECT, cudaAvailable, createDirectDefault,
                             createDirectExecutor, nullptr};
+// Its launch shape is set when it is created (kvio_executor_create_cuda) only.
+const BackendOps kStagedOps{KVIO_BACKEND_STAGED, cudaAvailable, createStagedDefault,
+                            createStagedExecutor, nullptr};
 
 }  // namespace
 
@@ -253,8 +261,9 @@ void CudaExecutor::drain() {
 
 }  // namespace cuda
 
-// The 'auto' executor on a GPU: kernel and direct on one stream (the kernel executor's, its own
-// or the caller's), direct destroyed first. The staged executor joins as candidate kStaged.
+// The 'auto' executor on a GPU: kernel, direct and staged on one stream (the kernel executor's,
+// its own or the caller's), staged and direct destroyed first. Staged allocates its staging
+// buffer only when auto first gives it a transfer.
 kvio_status createCudaAutoExecutor(const CudaExecutorConfig& config,
                                    std::unique_ptr<Executor>* out) {
   AutoCalibration calibration;
@@ -263,12 +272,15 @@ kvio_status createCudaAutoExecutor(const CudaExecutorConfig& config,
   std::array<AutoExecutor::Candidate, kAutoPicks> candidates;
   AutoExecutor::Candidate& kernel = candidates[static_cast<size_t>(AutoPick::kKernel)];
   AutoExecutor::Candidate& direct = candidates[static_cast<size_t>(AutoPick::kDirect)];
+  AutoExecutor::Candidate& staged = candidates[static_cast<size_t>(AutoPick::kStaged)];
   kernel.ioBackend = KVIO_BACKEND_KERNEL;
   direct.ioBackend = KVIO_BACKEND_DIRECT;
+  staged.ioBackend = KVIO_BACKEND_STAGED;
   KVIO_RETURN_IF_ERROR(cuda::createKernelExecutor(config, &kernel.executor));
   CudaExecutorConfig shared = config;
   kernel.executor->nativeHandle(NativeHandle::kCudaStream, &shared.stream);
   KVIO_RETURN_IF_ERROR(cuda::createDirectExecutor(shared, &direct.executor));
+  KVIO_RETURN_IF_ERROR(cuda::createStagedExecutor(shared, &staged.executor));
   *out = std::make_unique<AutoExecutor>(std::move(candidates), std::move(calibration));
   if (measure) {
     AutoMeasureTarget target;  // CUDA device memory and pinned host memory of this device
@@ -283,6 +295,9 @@ const BackendOps& cudaKernelBackendOps() {
 }
 const BackendOps& cudaDirectBackendOps() {
   return cuda::kDirectOps;
+}
+const BackendOps& cudaStagedBackendOps() {
+  return cuda::kStagedOps;
 }
 
 }  // namespace kvio

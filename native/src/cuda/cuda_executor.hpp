@@ -99,6 +99,15 @@ class CudaExecutor : public Executor {
   std::deque<InFlight> inFlight_;
 };
 
+/// A new executor of type E (a CudaExecutor with configure(config)) into *out when it configures.
+template <class E>
+kvio_status createConfigured(const CudaExecutorConfig& config, std::unique_ptr<Executor>* out) {
+  auto executor = std::make_unique<E>();
+  KVIO_RETURN_IF_ERROR(executor->configure(config));
+  *out = std::move(executor);
+  return KVIO_STATUS_OK;
+}
+
 }  // namespace cuda
 }  // namespace kvio
 

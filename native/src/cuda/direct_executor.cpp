@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "../core/pool.hpp"
-#include "../engine/copy_engine.hpp"
+#include "cuda_engine.hpp"
 #include "cuda_executor.hpp"
 #include "direct_copies.hpp"
 
@@ -24,11 +24,6 @@ namespace {
 using engine::EngineCopy;
 using engine::kEngineNotSupported;
 using engine::kEngineOk;
-
-struct BatchEntry {
-  BatchAbi abi = BatchAbi::None;
-  void* function = nullptr;
-};
 
 // cuMemcpyBatchAsync as a driver of version `driver` exports it at ABI `version`; nullptr for an
 // older driver or when it has no such entry point.
@@ -61,13 +56,6 @@ const BatchEntry& batchEntry() {
   }();
   return entry;
 }
-
-struct EngineContext {
-  cudaStream_t stream = nullptr;
-  int32_t device = 0;
-  BatchEntry batch;
-  std::vector<cudaMemcpy3DBatchOp> ops3d;  // reused by batch3d
-};
 
 int toEngine(cudaError_t error) {
   if (error == cudaSuccess) return kEngineOk;
@@ -166,26 +154,7 @@ class DirectExecutor final : public CudaExecutor {
  public:
   kvio_status configure(const CudaExecutorConfig& config) {
     KVIO_RETURN_IF_ERROR(init(config, "direct"));
-    context_.stream = stream_;
-    context_.device = device_;
-    context_.batch = batchEntry();
-    // The batch API refuses the legacy default stream.
-    const auto raw = reinterpret_cast<uint64_t>(stream_);
-    const bool streamAllowsBatches =
-        raw != 0 && raw != reinterpret_cast<uint64_t>(cudaStreamLegacy);
-    issuer_.setBatchEnabled(context_.batch.abi != BatchAbi::None && streamAllowsBatches);
-    issuer_.setBatch3dEnabled(kHaveBatch3d && streamAllowsBatches);
-    int maxPitch = 0;
-    KVIO_CUDA_TRY(cudaDeviceGetAttribute(&maxPitch, cudaDevAttrMaxPitch, device_),
-                  "querying the largest 2-D copy pitch of CUDA device %d", device_);
-    ops_ = directEngine(static_cast<uint64_t>(maxPitch));
-    ops_.context = &context_;
-    ops_.copy1d = copy1d;
-    ops_.copy2d = copy2d;
-    ops_.batch = context_.batch.function != nullptr ? batch : nullptr;
-    ops_.batch3d = batch3d;
-    ops_.errorText = errorText;
-    return KVIO_STATUS_OK;
+    return setUpCudaEngine(stream_, device_, &engine_);
   }
 
   ~DirectExecutor() override { drain(); }
@@ -194,22 +163,42 @@ class DirectExecutor final : public CudaExecutor {
   kvio_status enqueue(Job& job, EventCompletion*, std::function<void()>*) override {
     engine::IssueOptions options;
     options.direction = directionName(job.srcPlace.kind, job.dstPlace.kind);
-    return issuer_.issue(ops_, job.plan, job.srcPool->regions, job.dstPool->regions, options);
+    return engine_.issuer.issue(engine_.ops, job.plan, job.srcPool->regions, job.dstPool->regions,
+                                options);
   }
 
  private:
-  EngineContext context_;
-  engine::EngineOps ops_;
-  engine::CopyIssuer issuer_;  // batch switch and arrays, reused across jobs
+  CudaEngine engine_;
 };
 
 }  // namespace
 
-kvio_status createDirectExecutor(const CudaExecutorConfig& config, std::unique_ptr<Executor>* out) {
-  auto executor = std::make_unique<DirectExecutor>();
-  KVIO_RETURN_IF_ERROR(executor->configure(config));
-  *out = std::move(executor);
+kvio_status setUpCudaEngine(cudaStream_t stream, int32_t device, CudaEngine* engine) {
+  EngineContext& context = engine->context;
+  context.stream = stream;
+  context.device = device;
+  context.batch = batchEntry();
+  // The batch API refuses the legacy default stream.
+  const auto raw = reinterpret_cast<uint64_t>(stream);
+  const bool streamAllowsBatches = raw != 0 && raw != reinterpret_cast<uint64_t>(cudaStreamLegacy);
+  engine->issuer.setBatchEnabled(context.batch.abi != BatchAbi::None && streamAllowsBatches);
+  engine->issuer.setBatch3dEnabled(kHaveBatch3d && streamAllowsBatches);
+  int maxPitch = 0;
+  KVIO_CUDA_TRY(cudaDeviceGetAttribute(&maxPitch, cudaDevAttrMaxPitch, device),
+                "querying the largest 2-D copy pitch of CUDA device %d", device);
+  engine::EngineOps& ops = engine->ops;
+  ops = directEngine(static_cast<uint64_t>(maxPitch));
+  ops.context = &context;
+  ops.copy1d = copy1d;
+  ops.copy2d = copy2d;
+  ops.batch = context.batch.function != nullptr ? batch : nullptr;
+  ops.batch3d = batch3d;
+  ops.errorText = errorText;
   return KVIO_STATUS_OK;
+}
+
+kvio_status createDirectExecutor(const CudaExecutorConfig& config, std::unique_ptr<Executor>* out) {
+  return createConfigured<DirectExecutor>(config, out);
 }
 
 }  // namespace cuda

@@ -224,10 +224,7 @@ class KernelExecutor final : public CudaExecutor {
 }  // namespace
 
 kvio_status createKernelExecutor(const CudaExecutorConfig& config, std::unique_ptr<Executor>* out) {
-  auto executor = std::make_unique<KernelExecutor>();
-  KVIO_RETURN_IF_ERROR(executor->configure(config));
-  *out = std::move(executor);
-  return KVIO_STATUS_OK;
+  return createConfigured<KernelExecutor>(config, out);
 }
 
 kvio_status setKernelLaunch(Executor& executor, int32_t ctaBudget, int32_t warpsPerCta) {

@@ -1,8 +1,10 @@
 /*
  * The io backends (the reference's --hicache-io-backend names): cpu (multithreaded memcpy, always
  * built), kernel (CUDA SM copy kernels), direct (CUDA copy engine), kernel_ascend (Ascend ACL),
- * auto (per transfer kernel or direct on a CUDA device, chosen by the transfer's row sizes and the
- * overlaps-compute mark, docs/cuda.md; where no CUDA device is usable, cpu).
+ * auto (per transfer kernel, direct or staged on a CUDA device, chosen by the transfer's row sizes,
+ * its size and the overlaps-compute mark, docs/cuda.md; where no CUDA device is usable, cpu),
+ * staged (CUDA: a device gather/scatter through a staging buffer, then large copy-engine copies;
+ * host to device and device to host only).
  * Availability is answered natively (kvio_backend_available) with the cause when absent.
  * Each constant carries its native KVIO_BACKEND_* value.
  */
@@ -13,7 +15,8 @@ public enum IoBackend {
     KERNEL(KvioNative.KVIO_BACKEND_KERNEL, "kernel"),
     DIRECT(KvioNative.KVIO_BACKEND_DIRECT, "direct"),
     KERNEL_ASCEND(KvioNative.KVIO_BACKEND_KERNEL_ASCEND, "kernel_ascend"),
-    AUTO(KvioNative.KVIO_BACKEND_AUTO, "auto");
+    AUTO(KvioNative.KVIO_BACKEND_AUTO, "auto"),
+    STAGED(KvioNative.KVIO_BACKEND_STAGED, "staged");
 
     private static final String AVAILABLE = "";
 

@@ -57,6 +57,7 @@ final class KvioNative {
     static final int KVIO_BACKEND_DIRECT = 2;
     static final int KVIO_BACKEND_KERNEL_ASCEND = 3;
     static final int KVIO_BACKEND_AUTO = 4;
+    static final int KVIO_BACKEND_STAGED = 5;
 
     static final int KVIO_SUBMIT_OVERLAPS_COMPUTE = 1;
 

@@ -39,7 +39,7 @@ public class BackendAvailabilityTest {
         if (cudaPresent()) {
             throw new org.testng.SkipException("CUDA is present on this machine");
         }
-        for (IoBackend b : new IoBackend[] {IoBackend.KERNEL, IoBackend.DIRECT}) {
+        for (IoBackend b : new IoBackend[] {IoBackend.KERNEL, IoBackend.DIRECT, IoBackend.STAGED}) {
             assertFalse(b.isAvailable(), b.userName());
             String cause = b.unavailabilityCause();
             assertNotNull(cause, b.userName());
@@ -111,7 +111,7 @@ public class BackendAvailabilityTest {
     public void backendNamesMatchNativeTable() {
         assertEquals(
                 names(IoBackend.values(), IoBackend::userName),
-                List.of("cpu", "kernel", "direct", "kernel_ascend", "auto"));
+                List.of("cpu", "kernel", "direct", "kernel_ascend", "auto", "staged"));
         for (IoBackend b : IoBackend.values()) assertSame(IoBackend.parse(b.userName()), b);
     }
 

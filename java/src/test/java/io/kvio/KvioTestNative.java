@@ -108,6 +108,9 @@ final class KvioTestNative {
     static native int KVIO_BACKEND_AUTO();
 
     @MemberGetter
+    static native int KVIO_BACKEND_STAGED();
+
+    @MemberGetter
     static native int KVIO_BACKEND_COUNT();
 
     @MemberGetter

@@ -66,6 +66,7 @@ public class NativeValuesTest {
         assertEquals(
                 IoBackend.KERNEL_ASCEND.nativeValue(), KvioTestNative.KVIO_BACKEND_KERNEL_ASCEND());
         assertEquals(IoBackend.AUTO.nativeValue(), KvioTestNative.KVIO_BACKEND_AUTO());
+        assertEquals(IoBackend.STAGED.nativeValue(), KvioTestNative.KVIO_BACKEND_STAGED());
         assertEquals(IoBackend.values().length, KvioTestNative.KVIO_BACKEND_COUNT());
         assertEquals(
                 KvioNative.KVIO_SUBMIT_OVERLAPS_COMPUTE,

@@ -61,7 +61,7 @@ public final class BenchCommand implements Callable<Integer> {
             split = ",",
             converter = Converters.Backend.class,
             description =
-                    "io backends: cpu, kernel, direct, kernel_ascend, auto [all available but"
+                    "io backends: cpu, kernel, direct, kernel_ascend, auto, staged [all available but"
                             + " auto, which runs one of the others per transfer]")
     List<IoBackend> backends;
 

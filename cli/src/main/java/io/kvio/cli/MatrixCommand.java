@@ -55,8 +55,8 @@ public final class MatrixCommand implements Callable<Integer> {
             split = ",",
             converter = Converters.Backend.class,
             description =
-                    "io backends to run: cpu, kernel, direct, kernel_ascend, auto [all but auto,"
-                            + " which runs one of the others per transfer; unavailable ones are"
+                    "io backends to run: cpu, kernel, direct, kernel_ascend, auto, staged [all but"
+                            + " auto, which runs one of the others per transfer; unavailable ones are"
                             + " reported with the cause]")
     List<IoBackend> backends;
 

@@ -100,8 +100,9 @@ public final class RoundTripCommand implements Callable<Integer> {
             paramLabel = "BACKEND",
             converter = Converters.Backend.class,
             description =
-                    "io backend: auto (kernel or direct per transfer on CUDA device 0; cpu where no"
-                            + " CUDA device is usable), cpu, kernel, direct, kernel_ascend [auto]")
+                    "io backend: auto (kernel, direct or staged per transfer on CUDA device 0; cpu"
+                            + " where no CUDA device is usable), cpu, kernel, direct, kernel_ascend,"
+                            + " staged [auto]")
     IoBackend backend = IoBackend.AUTO;
 
     @Option(

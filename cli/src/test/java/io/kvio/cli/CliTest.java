@@ -63,7 +63,9 @@ public class CliTest {
     @Test
     public void unknownBackendNamesTheNearestMatch() {
         CliRunner.run("matrix", "--backend", "cpu,kernal")
-                .assertUsage("did you mean 'kernel'", "cpu, kernel, direct, kernel_ascend, auto");
+                .assertUsage(
+                        "did you mean 'kernel'",
+                        "cpu, kernel, direct, kernel_ascend, auto, staged");
     }
 
     @Test

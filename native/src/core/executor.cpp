@@ -67,7 +67,6 @@ void returnPlanStorage(std::vector<kvio_copy2d>&& plan) {
 
 void TransferState::holdPools(std::shared_ptr<const PoolImpl> src,
                               std::shared_ptr<const PoolImpl> dst) {
-  std::lock_guard<std::mutex> lock(mutex_);
   pools_.reserve(pools_.size() + 2);  // one allocation, not two
   pools_.push_back(std::move(src));
   pools_.push_back(std::move(dst));

@@ -50,7 +50,8 @@ class DeviceCompletion {
 class TransferState {
  public:
   explicit TransferState(uint64_t bytes) : bytes_(bytes) {}
-  /// The pools the transfer reads and writes; held until it is done. Set before submission.
+  /// The pools the transfer reads and writes; held until it is done. Set before the state is
+  /// shared with another thread (a pool's usage list, the executor): it takes no lock.
   void holdPools(std::shared_ptr<const PoolImpl> src, std::shared_ptr<const PoolImpl> dst);
   void complete(kvio_status status, std::string message = {});
   /// From now on, done means the device completion is done (device executors).

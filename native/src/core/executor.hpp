@@ -196,6 +196,12 @@ class Executor {
   virtual int32_t threads() const = 0;
   /// Enqueues the job; runs after every job submitted before it on this executor.
   virtual void submit(std::shared_ptr<Job> job) = 0;
+  /// Runs the job on the calling thread, now, if this executor would (cpu: a small job with
+  /// nothing queued or running before it): true when it did, and the job is complete; false
+  /// when it did not take the job, which then goes to submit(). The core calls it first, and
+  /// lists the transfer with its pools (PoolUsage) only when it returns false: a transfer done
+  /// inline is never seen running by a pool's close.
+  virtual bool runInline(Job& job) { return false; }
   /// Blocks until every submitted job has completed.
   virtual void drain() = 0;
   /// Prepares the job's work from a validated transfer: by default its plan (job->plan);

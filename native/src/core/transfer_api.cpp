@@ -87,11 +87,15 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   PoolUsage* const srcUsage = src->usage().get();
   PoolUsage* const dstUsage = dst != src ? dst->usage().get() : nullptr;
   job->state->holdPools(std::move(src), std::move(dst));  // before another thread sees the state
-  srcUsage->add(job->state);
-  if (dstUsage != nullptr) dstUsage->add(job->state);
   // The registry keeps the state alive until the caller closes the handle it has not seen yet.
+  // Registered first: when it cannot be (too many open handles), nothing was copied.
   TransferState* const state = job->state.get();
   *out = transfers().add(job->state);
+  // A transfer done on this thread is not listed with its pools: nothing could wait for it
+  // (its pools' memory is still held by the state until it is done, as for any transfer).
+  if (ex.runInline(*job)) return KVIO_STATUS_OK;
+  srcUsage->add(job->state);
+  if (dstUsage != nullptr) dstUsage->add(job->state);
   ex.submit(std::move(job));
   if (!ex.marksStart()) state->markStarted();
   return KVIO_STATUS_OK;

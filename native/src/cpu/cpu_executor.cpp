@@ -308,31 +308,19 @@ class CpuExecutor final : public Executor {
     return KVIO_STATUS_OK;
   }
 
+  bool runInline(Job& job) override {
+    const uint64_t bytes = planBytes(job.plan);
+    if (bytes > kInlineBytes || !takeInline()) return false;
+    runTakenInline(job, KVIO_FAULT(kFaultCpuCopy));  // test only: fails the job in order
+    return true;
+  }
+
   void submit(std::shared_ptr<Job> job) override {
     const uint64_t bytes = planBytes(job->plan);
     const bool fault = KVIO_FAULT(kFaultCpuCopy);  // test only: fails the job in order
-    // Only when nothing runs: two threads' inline jobs must not overlap (a conflicting pair
-    // would leave a mix of both; found by reliability_test), nor a queued job start under one.
-    // busy_ is 0 exactly then; taking it is one atomic exchange, not the queue's lock.
-    uint32_t idle = 0;
-    if (bytes <= kInlineBytes && busy_.compare_exchange_strong(idle, kInlineRunning)) {
-      job->state->markStarted();
-      if (!fault) {
-        bool bySrc = false;
-        const bool strips = sortIntoStrips(&job->plan, &bySrc);
-        runTask(job->plan, Task{0, job->plan.size()}, false, strips, bySrc);
-      }
-      completeJob(*job, fault);
-      const uint32_t after = busy_.fetch_sub(kInlineRunning) - kInlineRunning;
-      // A job queued meanwhile waited for this one, and drain() may wait for it: only then the
-      // lock and a wake-up (waking idle workers for nothing would cost two context switches per
-      // small transfer). Both sides change their atomic before reading the other's (seq_cst),
-      // so one of them sees the other: no wake-up is lost.
-      if (after != 0 || drainers_.load() != 0) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (after != 0) work_.notify_all();
-        idle_.notify_all();
-      }
+    // The core tried runInline first; the 'auto' executor submits here directly.
+    if (bytes <= kInlineBytes && takeInline()) {
+      runTakenInline(*job, fault);
       return;
     }
     auto pending = std::make_shared<Pending>();
@@ -359,6 +347,35 @@ class CpuExecutor final : public Executor {
     if (!help) return;
     lock.lock();
     while (!queue_.empty() && queue_.front() == pending && runNextTask(lock)) {
+    }
+  }
+
+  // Only when nothing runs: two threads' inline jobs must not overlap (a conflicting pair
+  // would leave a mix of both; found by reliability_test), nor a queued job start under one.
+  // busy_ is 0 exactly then; taking it is one atomic exchange, not the queue's lock.
+  bool takeInline() {
+    uint32_t idle = 0;
+    return busy_.compare_exchange_strong(idle, kInlineRunning);
+  }
+
+  // Runs a job on the calling thread after takeInline(), then lets queued jobs and drain() go.
+  void runTakenInline(Job& job, bool fault) {
+    job.state->markStarted();
+    if (!fault) {
+      bool bySrc = false;
+      const bool strips = sortIntoStrips(&job.plan, &bySrc);
+      runTask(job.plan, Task{0, job.plan.size()}, false, strips, bySrc);
+    }
+    completeJob(job, fault);
+    const uint32_t after = busy_.fetch_sub(kInlineRunning) - kInlineRunning;
+    // A job queued meanwhile waited for this one, and drain() may wait for it: only then the
+    // lock and a wake-up (waking idle workers for nothing would cost two context switches per
+    // small transfer). Both sides change their atomic before reading the other's (seq_cst),
+    // so one of them sees the other: no wake-up is lost.
+    if (after != 0 || drainers_.load() != 0) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (after != 0) work_.notify_all();
+      idle_.notify_all();
     }
   }
 

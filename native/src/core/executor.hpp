@@ -105,8 +105,15 @@ class TransferState {
 
   mutable std::mutex mutex_;
   mutable std::condition_variable done_;
-  mutable bool isDone_ = false;    // the status is final
-  mutable bool released_ = false;  // ... and the pools are dropped: what callers see as done
+  mutable bool isDone_ = false;  // the status is final
+  // ... and the pools are dropped: what callers see as done. Set once, after the status, the
+  // message and endNs_ are final, so a thread that reads it true reads those without the lock.
+  // Set without the lock; waiters count themselves (waiters_) and the setter takes the lock to
+  // wake them only when there are some (both seq_cst: one of the two sees the other).
+  mutable std::atomic<bool> released_{false};
+  mutable std::atomic<int> waiters_{0};  // threads waiting on done_ (changed with mutex_ held)
+  /// done_.wait until released_ (mutex_ held by `lock`); false at the deadline, if any.
+  bool waitReleased(std::unique_lock<std::mutex>& lock, const int64_t* timeoutNs) const;
   mutable kvio_status status_ = KVIO_STATUS_OK;
   mutable std::string message_;
   mutable std::vector<std::shared_ptr<const PoolImpl>> pools_;

@@ -67,7 +67,6 @@ void returnPlanStorage(std::vector<kvio_copy2d>&& plan) {
 
 void TransferState::holdPools(std::shared_ptr<const PoolImpl> src,
                               std::shared_ptr<const PoolImpl> dst) {
-  std::lock_guard<std::mutex> lock(mutex_);
   pools_.reserve(pools_.size() + 2);  // one allocation, not two
   pools_.push_back(std::move(src));
   pools_.push_back(std::move(dst));
@@ -75,11 +74,25 @@ void TransferState::holdPools(std::shared_ptr<const PoolImpl> src,
 
 void TransferState::dropPools(std::vector<std::shared_ptr<const PoolImpl>>* pools) const {
   pools->clear();  // the last reference to a closed pool releases its memory (unregisters it)
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    released_ = true;
+  released_.store(true);
+  if (waiters_.load() != 0) {
+    { std::lock_guard<std::mutex> lock(mutex_); }  // a waiter between its check and its sleep
+    done_.notify_all();
   }
-  done_.notify_all();
+}
+
+bool TransferState::waitReleased(std::unique_lock<std::mutex>& lock,
+                                 const int64_t* timeoutNs) const {
+  waiters_.fetch_add(1);  // before reading released_: see dropPools
+  const auto isReleased = [this] { return released_.load(); };
+  bool released = true;
+  if (timeoutNs == nullptr) {
+    done_.wait(lock, isReleased);
+  } else {
+    released = done_.wait_for(lock, std::chrono::nanoseconds(*timeoutNs), isReleased);
+  }
+  waiters_.fetch_sub(1);
+  return released;
 }
 
 void TransferState::complete(kvio_status status, std::string message) {
@@ -123,10 +136,9 @@ bool TransferState::settle(bool poll) const {
   std::vector<std::shared_ptr<const PoolImpl>> pools;
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    if (released_) return true;
+    if (released_.load()) return true;
     if (isDone_) {  // another thread saw it done first and is dropping the pools
-      done_.wait(lock, [this] { return released_; });
-      return true;
+      return waitReleased(lock, nullptr);
     }
     if (!poll || !pollLocked()) return false;
     pools.swap(pools_);
@@ -140,8 +152,7 @@ bool TransferState::isDone() const {
 }
 
 bool TransferState::settled() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return released_;
+  return released_.load();
 }
 
 bool TransferState::wait(int64_t timeoutNs) const {
@@ -162,12 +173,9 @@ bool TransferState::wait(int64_t timeoutNs) const {
     }
     return settle(true);
   }
+  if (released_.load()) return true;
   std::unique_lock<std::mutex> lock(mutex_);
-  if (timeoutNs < 0) {
-    done_.wait(lock, [this] { return released_; });
-    return true;
-  }
-  return done_.wait_for(lock, std::chrono::nanoseconds(timeoutNs), [this] { return released_; });
+  return waitReleased(lock, timeoutNs < 0 ? nullptr : &timeoutNs);
 }
 
 int64_t TransferState::endNs() const {
@@ -183,13 +191,10 @@ int64_t TransferState::monotonicNs() {
 }
 
 bool TransferState::outcome(kvio_status* status, int64_t* endNs) const {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (released_) {  // done: one lock for all three
-      *status = status_;
-      *endNs = endNs_;
-      return true;
-    }
+  if (released_.load()) {  // done: status and end time are final, no lock
+    *status = status_;
+    *endNs = endNs_;
+    return true;
   }
   const bool done = isDone();
   std::lock_guard<std::mutex> lock(mutex_);

@@ -50,7 +50,8 @@ class DeviceCompletion {
 class TransferState {
  public:
   explicit TransferState(uint64_t bytes) : bytes_(bytes) {}
-  /// The pools the transfer reads and writes; held until it is done. Set before submission.
+  /// The pools the transfer reads and writes; held until it is done. Set before the state is
+  /// shared with another thread (a pool's usage list, the executor): it takes no lock.
   void holdPools(std::shared_ptr<const PoolImpl> src, std::shared_ptr<const PoolImpl> dst);
   void complete(kvio_status status, std::string message = {});
   /// From now on, done means the device completion is done (device executors).
@@ -104,8 +105,15 @@ class TransferState {
 
   mutable std::mutex mutex_;
   mutable std::condition_variable done_;
-  mutable bool isDone_ = false;    // the status is final
-  mutable bool released_ = false;  // ... and the pools are dropped: what callers see as done
+  mutable bool isDone_ = false;  // the status is final
+  // ... and the pools are dropped: what callers see as done. Set once, after the status, the
+  // message and endNs_ are final, so a thread that reads it true reads those without the lock.
+  // Set without the lock; waiters count themselves (waiters_) and the setter takes the lock to
+  // wake them only when there are some (both seq_cst: one of the two sees the other).
+  mutable std::atomic<bool> released_{false};
+  mutable std::atomic<int> waiters_{0};  // threads waiting on done_ (changed with mutex_ held)
+  /// done_.wait until released_ (mutex_ held by `lock`); false at the deadline, if any.
+  bool waitReleased(std::unique_lock<std::mutex>& lock, const int64_t* timeoutNs) const;
   mutable kvio_status status_ = KVIO_STATUS_OK;
   mutable std::string message_;
   mutable std::vector<std::shared_ptr<const PoolImpl>> pools_;
@@ -195,6 +203,12 @@ class Executor {
   virtual int32_t threads() const = 0;
   /// Enqueues the job; runs after every job submitted before it on this executor.
   virtual void submit(std::shared_ptr<Job> job) = 0;
+  /// Runs the job on the calling thread, now, if this executor would (cpu: a small job with
+  /// nothing queued or running before it): true when it did, and the job is complete; false
+  /// when it did not take the job, which then goes to submit(). The core calls it first, and
+  /// lists the transfer with its pools (PoolUsage) only when it returns false: a transfer done
+  /// inline is never seen running by a pool's close.
+  virtual bool runInline(Job& job) { return false; }
   /// Blocks until every submitted job has completed.
   virtual void drain() = 0;
   /// Prepares the job's work from a validated transfer: by default its plan (job->plan);

@@ -73,6 +73,22 @@ class Registry {
     return KVIO_STATUS_OK;
   }
 
+  /// get() of two handles under one lock (a transfer's source and destination pools).
+  kvio_status getPair(uint64_t first, const char* firstArgument, uint64_t second,
+                      const char* secondArgument, std::shared_ptr<T>* firstOut,
+                      std::shared_ptr<T>* secondOut) {
+    KVIO_RETURN_IF_ERROR(checkType(first, firstArgument));
+    std::lock_guard<std::mutex> lock(mutex_);
+    Slot* a = find(first);
+    if (a == nullptr) return closed(first, firstArgument);
+    KVIO_RETURN_IF_ERROR(checkType(second, secondArgument));  // in get()'s order: first, second
+    Slot* b = find(second);
+    if (b == nullptr) return closed(second, secondArgument);
+    *firstOut = a->object;
+    *secondOut = b->object;
+    return KVIO_STATUS_OK;
+  }
+
   int64_t size() {
     std::lock_guard<std::mutex> lock(mutex_);
     return live_;

@@ -33,8 +33,8 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   std::shared_ptr<ExecutorImpl> executor;
   std::shared_ptr<PoolImpl> src, dst;
   KVIO_RETURN_IF_ERROR(executors().get(executorHandle, "executor", &executor));
-  KVIO_RETURN_IF_ERROR(pools().get(desc.src_pool, "src_pool", &src));
-  KVIO_RETURN_IF_ERROR(pools().get(desc.dst_pool, "dst_pool", &dst));
+  KVIO_RETURN_IF_ERROR(
+      pools().getPair(desc.src_pool, "src_pool", desc.dst_pool, "dst_pool", &src, &dst));
   Executor& ex = *executor->executor;
   KVIO_RETURN_IF_ERROR(ex.acceptMemory(placeOf(*src), placeOf(*dst)));
   auto job = std::make_shared<Job>();
@@ -84,12 +84,18 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   shape.launches = prepared.launches;
   shape.submitNs = submitNs;
   job->state->describe(shape);
-  src->usage()->add(job->state);
-  if (dst != src) dst->usage()->add(job->state);
-  job->state->holdPools(std::move(src), std::move(dst));
+  PoolUsage* const srcUsage = src->usage().get();
+  PoolUsage* const dstUsage = dst != src ? dst->usage().get() : nullptr;
+  job->state->holdPools(std::move(src), std::move(dst));  // before another thread sees the state
   // The registry keeps the state alive until the caller closes the handle it has not seen yet.
+  // Registered first: when it cannot be (too many open handles), nothing was copied.
   TransferState* const state = job->state.get();
   *out = transfers().add(job->state);
+  // A transfer done on this thread is not listed with its pools: nothing could wait for it
+  // (its pools' memory is still held by the state until it is done, as for any transfer).
+  if (ex.runInline(*job)) return KVIO_STATUS_OK;
+  srcUsage->add(job->state);
+  if (dstUsage != nullptr) dstUsage->add(job->state);
   ex.submit(std::move(job));
   if (!ex.marksStart()) state->markStarted();
   return KVIO_STATUS_OK;

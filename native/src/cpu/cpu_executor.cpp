@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -307,31 +308,20 @@ class CpuExecutor final : public Executor {
     return KVIO_STATUS_OK;
   }
 
+  bool runInline(Job& job) override {
+    const uint64_t bytes = planBytes(job.plan);
+    if (bytes > kInlineBytes || !takeInline()) return false;
+    runTakenInline(job, KVIO_FAULT(kFaultCpuCopy));  // test only: fails the job in order
+    return true;
+  }
+
   void submit(std::shared_ptr<Job> job) override {
     const uint64_t bytes = planBytes(job->plan);
     const bool fault = KVIO_FAULT(kFaultCpuCopy);  // test only: fails the job in order
-    if (bytes <= kInlineBytes) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      // Only when nothing runs: two threads' inline jobs must not overlap (a conflicting pair
-      // would leave a mix of both; found by reliability_test), nor a queued job start under one.
-      if (queue_.empty() && inlineRunning_ == 0) {
-        ++inlineRunning_;
-        lock.unlock();
-        job->state->markStarted();
-        if (!fault) {
-          bool bySrc = false;
-          const bool strips = sortIntoStrips(&job->plan, &bySrc);
-          runTask(job->plan, Task{0, job->plan.size()}, false, strips, bySrc);
-        }
-        completeJob(*job, fault);
-        lock.lock();
-        --inlineRunning_;
-        idle_.notify_all();
-        // A job queued meanwhile waited for this one. Waking idle workers for nothing would
-        // cost two context switches per small transfer.
-        if (!queue_.empty()) work_.notify_all();
-        return;
-      }
+    // The core tried runInline first; the 'auto' executor submits here directly.
+    if (bytes <= kInlineBytes && takeInline()) {
+      runTakenInline(*job, fault);
+      return;
     }
     auto pending = std::make_shared<Pending>();
     pending->job = std::move(job);
@@ -349,7 +339,8 @@ class CpuExecutor final : public Executor {
     // Nothing before it: the submitting thread copies too, from now, instead of only waiting
     // for a worker to wake up (a wake-up costs as much as copying a few hundred KiB).
     // Only up to kHelpBytes: submit stays asynchronous for the large copies callers overlap.
-    const bool help = bytes <= kHelpBytes && queue_.empty() && inlineRunning_ == 0;
+    // One atomic step reads that and counts the job: no inline job starts in between.
+    const bool help = busy_.fetch_add(kQueuedJob) == 0 && bytes <= kHelpBytes;
     queue_.push_back(pending);
     lock.unlock();
     work_.notify_all();
@@ -359,9 +350,40 @@ class CpuExecutor final : public Executor {
     }
   }
 
+  // Only when nothing runs: two threads' inline jobs must not overlap (a conflicting pair
+  // would leave a mix of both; found by reliability_test), nor a queued job start under one.
+  // busy_ is 0 exactly then; taking it is one atomic exchange, not the queue's lock.
+  bool takeInline() {
+    uint32_t idle = 0;
+    return busy_.compare_exchange_strong(idle, kInlineRunning);
+  }
+
+  // Runs a job on the calling thread after takeInline(), then lets queued jobs and drain() go.
+  void runTakenInline(Job& job, bool fault) {
+    job.state->markStarted();
+    if (!fault) {
+      bool bySrc = false;
+      const bool strips = sortIntoStrips(&job.plan, &bySrc);
+      runTask(job.plan, Task{0, job.plan.size()}, false, strips, bySrc);
+    }
+    completeJob(job, fault);
+    const uint32_t after = busy_.fetch_sub(kInlineRunning) - kInlineRunning;
+    // A job queued meanwhile waited for this one, and drain() may wait for it: only then the
+    // lock and a wake-up (waking idle workers for nothing would cost two context switches per
+    // small transfer). Both sides change their atomic before reading the other's (seq_cst),
+    // so one of them sees the other: no wake-up is lost.
+    if (after != 0 || drainers_.load() != 0) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (after != 0) work_.notify_all();
+      idle_.notify_all();
+    }
+  }
+
   void drain() override {
     std::unique_lock<std::mutex> lock(mutex_);
-    idle_.wait(lock, [this] { return queue_.empty() && inlineRunning_ == 0; });
+    drainers_.fetch_add(1);  // before reading busy_: see submit's inline path
+    idle_.wait(lock, [this] { return busy_.load() == 0; });
+    drainers_.fetch_sub(1);
   }
 
  private:
@@ -371,7 +393,7 @@ class CpuExecutor final : public Executor {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
       const auto runnable = [this] {
-        return inlineRunning_ == 0 && !queue_.empty() &&
+        return (busy_.load() & kInlineRunning) == 0 && !queue_.empty() &&
                queue_.front()->next < queue_.front()->tasks.size();
       };
       work_.wait(lock, [&] { return stopping_ || runnable(); });
@@ -394,6 +416,7 @@ class CpuExecutor final : public Executor {
     lock.lock();
     if (--head->remaining == 0) {
       queue_.pop_front();
+      busy_.fetch_sub(kQueuedJob);
       completeJob(*head->job, head->fault);
       head->pieces = nullptr;
       head->job.reset();  // its plan storage (completeJob released its pools)
@@ -409,7 +432,13 @@ class CpuExecutor final : public Executor {
   std::condition_variable work_;
   std::condition_variable idle_;
   std::deque<std::shared_ptr<Pending>> queue_;
-  int inlineRunning_ = 0;
+  // kInlineRunning while a job runs inline on its submitting thread, plus kQueuedJob per job in
+  // queue_ (changed with mutex_ held, as queue_). An inline job starts only from 0, without the
+  // lock; a queued one does not run while the inline bit is set.
+  static constexpr uint32_t kInlineRunning = 1;
+  static constexpr uint32_t kQueuedJob = 2;
+  std::atomic<uint32_t> busy_{0};
+  std::atomic<int> drainers_{0};  // threads in drain() (mutex_ held to change it)
   bool stopping_ = false;
 };
 

@@ -92,21 +92,14 @@ TEST(ConformanceAnyToAny, RandomLayoutsAndLayerWindows) {
         }
       }
     }
-    SCOPED_TRACE("iteration " + std::to_string(iteration) + ": " + sg.describe() + " -> " +
-                 dg.describe() + ", layers " + std::to_string(srcLayer) + "->" +
-                 std::to_string(dstLayer) + " x" + std::to_string(layers) + ", " +
-                 std::to_string(srcIdx.size()) + " indices");
-    TestPool src(sg), dst(dg);
-    src.fillRandom(rng);
-    dst.fill(kCanary);
-    const Image before = src.capture();
-    Image expected = dst.capture();
-    kvio::transfer(cpu, src.pool(), dst.pool(), srcIdx, dstIdx,
-                   kvio::LayerMap{srcLayer, dstLayer, layers})
-        .wait();
-    applyTransfer(sg, before, dg, &expected, srcIdx, dstIdx, srcLayer, dstLayer, layers);
-    ASSERT_TRUE(sameImage(expected, dst.capture(), "destination"));
-    ASSERT_TRUE(sameImage(before, src.capture(), "source"));
+    SCOPED_TRACE(describeCase(iteration, sg, dg, srcLayer, dstLayer, layers, srcIdx.size()));
+    checkTransfer(sg, dg, rng, srcIdx, dstIdx, srcLayer, dstLayer, layers,
+                  [&](TestPool& src, TestPool& dst) {
+                    kvio::transfer(cpu, src.pool(), dst.pool(), srcIdx, dstIdx,
+                                   kvio::LayerMap{srcLayer, dstLayer, layers})
+                        .wait();
+                  });
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 

@@ -95,6 +95,18 @@ struct Geometry {
   }
 };
 
+/// Names one case of a randomized transfer test (for SCOPED_TRACE): "iteration N: <src> -> <dst>,
+/// layers a->b xn, k indices".
+inline std::string describeCase(int iteration, const Geometry& src, const Geometry& dst,
+                                int64_t srcLayer, int64_t dstLayer, int64_t layers,
+                                size_t indices) {
+  std::ostringstream o;
+  o << "iteration " << iteration << ": " << src.describe() << " -> " << dst.describe()
+    << ", layers " << srcLayer << "->" << dstLayer << " x" << layers << ", " << indices
+    << " indices";
+  return o.str();
+}
+
 /// Row-major offset of index `idx` in an array of shape `dims`.
 inline int64_t flatten(std::initializer_list<int64_t> dims, std::initializer_list<int64_t> idx) {
   int64_t offset = 0;
@@ -328,6 +340,25 @@ inline ::testing::AssertionResult sameImage(const Image& expected, const Image& 
            << what << ": " << count << " bytes differ in buffer " << r << ";" << first.str();
   }
   return ::testing::AssertionSuccess();
+}
+
+/// One transfer between two new pools checked against the oracle: the source filled from `rng`,
+/// the destination with the canary; run(src, dst) moves the bytes (and may assert on its own);
+/// then the destination must be the oracle's result, compared whole, and the source unchanged.
+template <class Run>
+void checkTransfer(const Geometry& sg, const Geometry& dg, std::mt19937_64& rng,
+                   const std::vector<int64_t>& srcIdx, const std::vector<int64_t>& dstIdx,
+                   int64_t srcLayer, int64_t dstLayer, int64_t layers, Run&& run) {
+  TestPool src(sg), dst(dg);
+  src.fillRandom(rng);
+  dst.fill(kCanary);
+  const Image srcBefore = src.capture();
+  Image expected = dst.capture();
+  run(src, dst);
+  if (::testing::Test::HasFatalFailure()) return;
+  applyTransfer(sg, srcBefore, dg, &expected, srcIdx, dstIdx, srcLayer, dstLayer, layers);
+  ASSERT_TRUE(sameImage(expected, dst.capture(), "destination"));
+  ASSERT_TRUE(sameImage(srcBefore, src.capture(), "source"));
 }
 
 // ---- index sets ----

@@ -292,23 +292,17 @@ TEST(PlannerRandom, PlansMatchOracle) {
       srcIdx.push_back(rng() % 3 == 0 ? static_cast<int64_t>(rng() % sg.S())
                                       : (start + static_cast<int64_t>(i)) % sg.S());
     }
-    SCOPED_TRACE("iteration " + std::to_string(iteration) + ": " + sg.describe() + " -> " +
-                 dg.describe() + " layers " + std::to_string(srcLayer) + "->" +
-                 std::to_string(dstLayer) + " x" + std::to_string(layers) + ", " +
-                 std::to_string(srcIdx.size()) + " indices");
-    TestPool src(sg), dst(dg);
-    src.fillRandom(rng);
-    dst.fill(kCanary);
-    const Image srcBefore = src.capture();
-    Image expected = dst.capture();
-    const auto plan = planOf(src, dst, srcIdx, dstIdx, srcLayer, dstLayer, layers);
-    EXPECT_EQ(planBytes(plan), static_cast<uint64_t>(srcIdx.size()) * layers * sg.C() * sg.row());
-    EXPECT_LE(plan.size(), srcIdx.size() * layers * sg.C() * sg.H);
-    ASSERT_TRUE(writesDisjointInside(plan, src, dst));
-    runPlan(plan);
-    applyTransfer(sg, srcBefore, dg, &expected, srcIdx, dstIdx, srcLayer, dstLayer, layers);
-    ASSERT_TRUE(sameImage(expected, dst.capture(), "destination"));
-    ASSERT_TRUE(sameImage(srcBefore, src.capture(), "source"));
+    SCOPED_TRACE(describeCase(iteration, sg, dg, srcLayer, dstLayer, layers, srcIdx.size()));
+    checkTransfer(sg, dg, rng, srcIdx, dstIdx, srcLayer, dstLayer, layers,
+                  [&](TestPool& src, TestPool& dst) {
+                    const auto plan = planOf(src, dst, srcIdx, dstIdx, srcLayer, dstLayer, layers);
+                    EXPECT_EQ(planBytes(plan),
+                              static_cast<uint64_t>(srcIdx.size()) * layers * sg.C() * sg.row());
+                    EXPECT_LE(plan.size(), srcIdx.size() * layers * sg.C() * sg.H);
+                    ASSERT_TRUE(writesDisjointInside(plan, src, dst));
+                    runPlan(plan);
+                  });
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 

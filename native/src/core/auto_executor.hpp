@@ -1,8 +1,8 @@
-// The 'auto' io backend's executor: it owns its candidates' executors (kernel, direct and,
-// once it exists, staged, all on one device stream; or cpu alone where there is no GPU) and
-// gives each transfer to the one chooseAuto (auto_choice.hpp) picks. The backend registry
-// (backends.cpp) and the CUDA backend create it; it is generic over its candidates, so the
-// dispatch is tested on the host with cpu executors standing in (auto_test).
+// The 'auto' io backend's executor: it owns its candidates' executors (kernel, direct and
+// staged, all on one device stream; or cpu alone where there is no GPU) and gives each transfer
+// to the one chooseAuto (auto_choice.hpp) picks. The backend registry (backends.cpp) creates it,
+// through the GPU backend's creation function where a device is usable; it is generic over its
+// candidates, so the dispatch is tested on the host with cpu executors standing in (auto_test).
 #ifndef KVIO_CORE_AUTO_EXECUTOR_HPP_
 #define KVIO_CORE_AUTO_EXECUTOR_HPP_
 
@@ -61,7 +61,7 @@ class AutoExecutor : public Executor {
 
 /// Where the first-use measurement (auto_measure.cpp) allocates its pools.
 struct AutoMeasureTarget {
-  int32_t deviceKind = KVIO_MEMORY_CUDA_DEVICE;
+  int32_t deviceKind = -1;  // the device memory kind (KVIO_MEMORY_*): set by the GPU backend
   int32_t hostKind = KVIO_MEMORY_HOST_PINNED;
   int32_t device = 0;
   uint64_t bytesPerRun = 8 << 20;  // about this much per timed transfer (8 to 4096 rows)
@@ -75,7 +75,7 @@ struct AutoMeasurement {
 };
 
 /// The smallest measured row size from which direct is at least as fast as the kernel at every
-/// larger size measured (points in ascending row size); UINT64_MAX ("never") if none.
+/// larger size measured (points in increasing row size); UINT64_MAX ("never") if none.
 uint64_t autoCrossover(const std::vector<AutoMeasurement>& points);
 
 /// Bytes one timed transfer of the sweep moves at this row size.

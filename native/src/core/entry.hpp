@@ -1,7 +1,7 @@
 // What the C ABI's entry points share beyond guard.hpp: running a body on the object a handle
 // names (the out argument checked first), opening an executor, the native handles (streams,
 // events) of executors and transfers, and device counts. The core's entry points and the vendor
-// ones (native/src/cuda/cuda_api.cpp, native/src/ascend/ascend_api.cpp) use them alike.
+// ones (each backend folder's *_api.cpp) use them alike.
 #ifndef KVIO_CORE_ENTRY_HPP_
 #define KVIO_CORE_ENTRY_HPP_
 

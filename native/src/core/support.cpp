@@ -2,7 +2,7 @@
 // why and what instead". Only real constraints are rules (DESIGN.md, consequence 3): every
 // layout works with every granularity and layer range on every backend that is present.
 // 'auto' is always present: it accepts every layout, and the memory kinds its candidates accept
-// (the union: host kinds where it is cpu, pinned host and CUDA device memory on a GPU), which
+// (the union: host kinds where it is cpu, pinned host and device memory on a GPU), which
 // its executor's acceptMemory answers per transfer with the candidate's reason when none does.
 #include <string>
 

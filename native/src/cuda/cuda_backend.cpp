@@ -284,6 +284,7 @@ kvio_status createCudaAutoExecutor(const CudaExecutorConfig& config,
   *out = std::make_unique<AutoExecutor>(std::move(candidates), std::move(calibration));
   if (measure) {
     AutoMeasureTarget target;  // CUDA device memory and pinned host memory of this device
+    target.deviceKind = KVIO_MEMORY_CUDA_DEVICE;
     target.device = config.device;
     KVIO_RETURN_IF_ERROR(measureAutoCalibration(out, target));
   }

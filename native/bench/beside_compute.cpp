@@ -243,7 +243,8 @@ struct Row {
   std::string setting;   // idle, beside, green<N> (compute on all but N SMs)
   LoadRun run;
   double computeTflops = 0;  // beside: the compute's TFLOP/s during the load
-  double computeRatio = 0;   // beside: that over the compute's alone TFLOP/s (same SMs)
+  double computeRatio =
+      0;  // beside: that over the compute's alone TFLOP/s (all SMs, measured alone)
 };
 
 // Driver functions through the runtime (no libcuda link); false and *why when unavailable.

@@ -241,8 +241,9 @@ KVIO_API kvio_status kvio_transfer_close(uint64_t transfer);
  * in Java on Linux), recorded only for transfers submitted while kvio_transfer_timing is on:
  * 0 otherwise, and 0 for a time not reached yet.
  *   submit_ns  the submit call began (before validation and planning);
- *   start_ns   execution began: cpu: the first copy started (on the submitting thread for small
- *              jobs, else on a worker, after every job queued before it); kernel, direct,
+ *   start_ns   execution began: cpu: the first copy started (on the submitting thread for jobs up
+ *              to 8 MiB with nothing queued before them, else on a worker, after every job
+ *              queued before it); kernel, direct,
  *              kernel_ascend: the work was issued to the stream (device-side queueing behind
  *              earlier stream work counts as transfer time, not queue time);
  *   end_ns     kvio saw it complete: cpu: the last copy ended; device backends: the first
@@ -257,8 +258,8 @@ typedef struct kvio_transfer_info {
   int64_t num_indices; /* index pairs */
   int64_t num_layers;  /* layers per index pair */
   uint64_t bytes;      /* planned bytes, as kvio_transfer_bytes */
-  int64_t copies;      /* 2-D copies of the plan (cpu, direct, kernel_ascend); 0 for kernel */
-  int64_t launches;    /* copy-kernel launches (kernel: 1); 0 for the plan-based backends */
+  int64_t copies;   /* 2-D copies of the plan (cpu, direct, staged, kernel_ascend); 0 for kernel */
+  int64_t launches; /* copy-kernel launches (kernel: 1); 0 for the plan-based backends */
   int64_t submit_ns;
   int64_t start_ns;
   int64_t end_ns;
@@ -362,17 +363,17 @@ KVIO_API kvio_status kvio_cuda_device_count(int32_t* count_out);
  * is closed (cudaStreamLegacy, 0x1, for the legacy default stream). */
 #define KVIO_CUDA_OWN_STREAM 0
 
-/* A kernel or direct executor on `device` ordering its work on `stream`.
- * cta_budget: thread blocks the kernel backend launches at most (<= 0: default 4; the copy
- * kernel shares the GPU with the forward pass); warps_per_cta: <= 0: default 16. Ignored by
- * direct. kvio_executor_create(KVIO_BACKEND_KERNEL or _DIRECT, ...) means device 0, own stream,
- * defaults. */
+/* A kernel, direct, staged or auto executor on `device` ordering its work on `stream`.
+ * cta_budget: thread blocks the copy kernels launch at most (<= 0: the backend's default, kernel
+ * 4, staged 8; they share the GPU with the forward pass); warps_per_cta: <= 0: default 16.
+ * Ignored by direct. kvio_executor_create(KVIO_BACKEND_KERNEL or _DIRECT, ...) means device 0, own
+ * stream, defaults. */
 KVIO_API kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64_t stream,
                                                int32_t cta_budget, int32_t warps_per_cta,
                                                uint64_t* executor_out);
-/* The 'auto' io backend (docs/cuda.md): per transfer it runs the kernel, direct or (once built)
- * staged executor, all on the auto executor's stream, by the mean row size of the transfer's
- * plan against crossovers. Where no CUDA driver or device is present, 'auto' is the cpu backend.
+/* The 'auto' io backend (docs/cuda.md): per transfer it runs the kernel, direct or staged executor,
+ * all on the auto executor's stream, by the mean row size of the transfer's plan against
+ * crossovers. Where no CUDA driver or device is present, 'auto' is the cpu backend.
  * kvio_executor_create(KVIO_BACKEND_AUTO, ...) is device 0, own stream;
  * kvio_executor_create_cuda(KVIO_BACKEND_AUTO, ...) chooses the device and stream.
  * Its crossovers start from the file named by the environment variable KVIO_AUTO_CALIBRATION

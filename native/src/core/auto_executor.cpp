@@ -38,7 +38,9 @@ void AutoExecutor::submit(std::shared_ptr<Job> job) {
       return;
     }
   }
-  job->state->complete(KVIO_STATUS_INTERNAL, "auto: the chosen backend has no executor");
+  job->state->complete(KVIO_STATUS_INTERNAL, std::string("auto: the chosen io backend '") +
+                                                 kvio_name(KVIO_NAME_BACKEND, job->ioBackend) +
+                                                 "' has no executor here");
 }
 
 void AutoExecutor::drain() {

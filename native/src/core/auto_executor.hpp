@@ -35,6 +35,8 @@ class AutoExecutor : public Executor {
   /// choice the plan is dropped and the kernel prepares its layout job. Sets job->ioBackend.
   kvio_status prepare(const Transfer& transfer, Job* job, Prepared* out) const override;
   bool marksStart() const override;
+  /// Where auto runs the cpu backend, its inline path (small transfers done in submit).
+  bool runInline(Job& job) override { return sole() != nullptr && sole()->runInline(job); }
   /// Device-resident indices go to the kernel candidate; UNSUPPORTED when it runs cpu alone.
   kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst) const override;
   /// OK when any candidate moves these kinds (the union), else the first candidate's reason.

@@ -94,9 +94,18 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   // A transfer done on this thread is not listed with its pools: nothing could wait for it
   // (its pools' memory is still held by the state until it is done, as for any transfer).
   if (ex.runInline(*job)) return KVIO_STATUS_OK;
-  srcUsage->add(job->state);
-  if (dstUsage != nullptr) dstUsage->add(job->state);
-  ex.submit(std::move(job));
+  try {
+    srcUsage->add(job->state);
+    if (dstUsage != nullptr) dstUsage->add(job->state);
+    ex.submit(std::move(job));
+  } catch (...) {
+    // Not handed to the executor: the registered state would never complete (and would keep
+    // its pools' memory). Complete and unregister it; the guard reports the exception.
+    state->complete(KVIO_STATUS_OUT_OF_MEMORY, "the transfer could not be queued");
+    std::shared_ptr<TransferState> dropped;
+    transfers().remove(*out, "transfer", &dropped);
+    throw;
+  }
   if (!ex.marksStart()) state->markStarted();
   return KVIO_STATUS_OK;
 }

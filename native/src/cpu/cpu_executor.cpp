@@ -340,8 +340,8 @@ class CpuExecutor final : public Executor {
     // for a worker to wake up (a wake-up costs as much as copying a few hundred KiB).
     // Only up to kHelpBytes: submit stays asynchronous for the large copies callers overlap.
     // One atomic step reads that and counts the job: no inline job starts in between.
+    queue_.push_back(pending);  // first: if it throws, nothing was counted
     const bool help = busy_.fetch_add(kQueuedJob) == 0 && bytes <= kHelpBytes;
-    queue_.push_back(pending);
     lock.unlock();
     work_.notify_all();
     if (!help) return;

@@ -134,7 +134,9 @@ int batch3d(void* context, const EngineCopy* copies, size_t count, size_t* failI
 #else
   const cudaError_t error = cudaMemcpy3DBatchAsync(count, c->ops3d.data(), failIndex, 0, c->stream);
 #endif
-  if (error == cudaErrorNotSupported) {
+  // A driver older than the runtime (minor-version compatibility) may lack the call: the issuer
+  // then falls back to one 2-D copy per slice, as for "not supported".
+  if (error == cudaErrorNotSupported || error == cudaErrorCallRequiresNewerDriver) {
     cudaGetLastError();
     return kEngineNotSupported;
   }

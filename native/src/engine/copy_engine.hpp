@@ -138,9 +138,9 @@ void nestCopies(const std::vector<Region>& src, const std::vector<Region>& dst,
 class CopyIssuer {
  public:
   /// Cuts `plan` at the regions of the source and destination pools (vectors of anything with
-  /// `address` and `bytes`, in any order) and issues it on `ops`, in order. Returns OK;
-  /// INTERNAL with nothing issued when a copy touches memory in no region; BACKEND_ERROR naming
-  /// the failed call (copies issued before it stay queued).
+  /// `address` and `bytes`, in any order) and issues it on `ops` (1-D copies first, then 2-D/3-D).
+  /// Returns OK; INTERNAL with nothing issued when a copy touches memory in no region;
+  /// BACKEND_ERROR naming the failed call (copies issued before it stay queued).
   template <class SrcRegions, class DstRegions>
   kvio_status issue(const EngineOps& ops, const std::vector<kvio_copy2d>& plan,
                     const SrcRegions& srcRegions, const DstRegions& dstRegions,

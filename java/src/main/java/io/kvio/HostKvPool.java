@@ -242,11 +242,11 @@ public final class HostKvPool extends KvPool {
         checkDeviceLayers(device);
         long layers = device.spec().numLayers();
         long end = deviceLayerStart + numLayers();
-        long[] skipped = new long[(int) (layers - numLayers())];
-        int k = 0;
-        for (long l = 0; l < layers; l++) {
+        long[] skipped =
+                layers == numLayers() ? Kvio.NO_LAYERS : new long[(int) (layers - numLayers())];
+        for (long l = 0, k = 0; k < skipped.length; l++) {
             if (l < deviceLayerStart || l >= end) {
-                skipped[k++] = l;
+                skipped[(int) k++] = l;
             }
         }
         return Kvio.submit(

@@ -106,8 +106,8 @@ public final class Transfer implements AutoCloseable {
 
     /**
      * The io backend that runs this transfer: the executor's, or for an {@link IoBackend#AUTO}
-     * executor the one it chose (KERNEL or DIRECT on a GPU; CPU where there is none). Null for a
-     * transfer that moved nothing (empty index lists, a layer the host pool does not hold).
+     * executor the one it chose (KERNEL, DIRECT or STAGED on a GPU; CPU where there is none). Null
+     * for a transfer that moved nothing (empty index lists, a layer the host pool does not hold).
      */
     public IoBackend backend() {
         return backend;
@@ -152,17 +152,20 @@ public final class Transfer implements AutoCloseable {
         int status = NativeBridge.transferWait(handle, timeoutNs);
         KvioException error = status == 0 ? null : NativeBridge.error(status);
         synchronized (lock) {
+            if (done) {
+                // Another await saw completion first and released the handle: its outcome holds
+                // (this wait may have found the handle already closed).
+                return finish();
+            }
             if (error != null && error.status() == KvioException.Status.TIMEOUT) {
                 return false;
             }
             if (error != null && error.status() == KvioException.Status.CLOSED && released) {
                 throw new KvioClosedException("this transfer was closed while it was awaited");
             }
-            if (!done) {
-                done = true;
-                failure = error;
-                release(); // commits the Flight Recorder event first, if any
-            }
+            done = true;
+            failure = error;
+            release(); // commits the Flight Recorder event first, if any
             return finish();
         }
     }

@@ -77,7 +77,8 @@ public class ConcurrencyTest {
                                                 .deviceIndices(from)
                                                 .hostIndices(h)
                                                 .submit()) {
-                                    t.await(30, TimeUnit.SECONDS);
+                                    org.testng.Assert.assertTrue(
+                                            t.await(30, TimeUnit.SECONDS), "backup completes");
                                 }
                                 List<Transfer> loads = new ArrayList<>();
                                 for (long layer = 0; layer < cfg.layers; layer++) {

@@ -23,15 +23,6 @@ namespace {
 
 constexpr int32_t kDefaultCtaBudget = 4;
 constexpr int32_t kDefaultWarpsPerCta = 16;
-constexpr uint64_t kMinSlotBytes = 64 * 1024;
-constexpr size_t kMaxSlots = 8;
-
-struct StagingSlot {
-  uint8_t* host = nullptr;  // pinned
-  uint8_t* device = nullptr;
-  uint64_t bytes = 0;
-  bool busy = false;
-};
 
 // Binds the layout of a pool to the device-accessible layer table.
 void deviceLayout(const PoolImpl& pool, std::vector<uint64_t>* table, AffineLayout* out) {
@@ -61,12 +52,7 @@ class KernelExecutor final : public CudaExecutor {
     return KVIO_STATUS_OK;
   }
 
-  ~KernelExecutor() override {
-    drain();
-    DeviceScope scope(device_);
-    for (StagingSlot& slot : slots_) freeSlot(slot);
-    for (StagingSlot& slot : retired_) freeSlot(slot);
-  }
+  ~KernelExecutor() override { drain(); }
 
   // The kernel evaluates both layouts itself: a LayoutJob instead of a plan.
   kvio_status prepare(const Transfer& t, Job* job, Prepared* out) const override {
@@ -120,9 +106,7 @@ class KernelExecutor final : public CudaExecutor {
     const LayoutJob& l = job.layout;
     const StagingLayout layout = stagingLayout(l);
     StagingSlot* slot = nullptr;
-    KVIO_RETURN_IF_ERROR(acquire(layout.total, &slot));
-    slot->busy = true;
-    *release = [slot] { slot->busy = false; };
+    KVIO_RETURN_IF_ERROR(acquireSlot(layout.total, true, &slot, release));
     writeStaging(l, layout, slot->host);
     KVIO_CUDA_TRY(
         cudaMemcpyAsync(slot->device, slot->host, layout.total, cudaMemcpyHostToDevice, stream_),
@@ -151,74 +135,8 @@ class KernelExecutor final : public CudaExecutor {
   }
 
  private:
-  static void freeSlot(StagingSlot& slot) {
-    if (slot.host != nullptr) cudaFreeHost(slot.host);
-    if (slot.device != nullptr) cudaFree(slot.device);
-    slot = StagingSlot{};
-  }
-
-  kvio_status allocateSlot(uint64_t bytes, StagingSlot* slot) {
-    uint64_t size = kMinSlotBytes;
-    while (size < bytes) size *= 2;
-    void* host = nullptr;
-    void* device = nullptr;
-    KVIO_CUDA_TRY(cudaHostAlloc(&host, size, cudaHostAllocDefault),
-                  "allocating a %llu-byte pinned staging buffer for indices",
-                  static_cast<unsigned long long>(size));
-    const cudaError_t error = cudaMalloc(&device, size);
-    if (error != cudaSuccess) {
-      cudaFreeHost(host);
-      KVIO_CUDA_TRY(error, "allocating a %llu-byte device staging buffer for indices",
-                    static_cast<unsigned long long>(size));
-    }
-    slot->host = static_cast<uint8_t*>(host);
-    slot->device = static_cast<uint8_t*>(device);
-    slot->bytes = size;
-    slot->busy = false;
-    return KVIO_STATUS_OK;
-  }
-
-  // An idle slot of at least `bytes`; grows an idle one (the old buffers are kept until the
-  // executor closes, so nothing is freed under the stream), adds one, or waits for the
-  // oldest job in flight (its event only) when all kMaxSlots are busy.
-  kvio_status acquire(uint64_t bytes, StagingSlot** out) {
-    slots_.reserve(kMaxSlots);  // slots never move: jobs' release callbacks point into it
-    for (;;) {
-      StagingSlot* idle = nullptr;
-      for (StagingSlot& slot : slots_) {
-        if (slot.busy) continue;
-        if (slot.bytes >= bytes) {
-          *out = &slot;
-          return KVIO_STATUS_OK;
-        }
-        idle = &slot;
-      }
-      if (idle != nullptr) {
-        StagingSlot grown;
-        KVIO_RETURN_IF_ERROR(allocateSlot(bytes, &grown));
-        retired_.push_back(*idle);
-        *idle = grown;
-        *out = idle;
-        return KVIO_STATUS_OK;
-      }
-      if (slots_.size() < kMaxSlots) {
-        StagingSlot fresh;
-        KVIO_RETURN_IF_ERROR(allocateSlot(bytes, &fresh));
-        slots_.push_back(fresh);
-        *out = &slots_.back();
-        return KVIO_STATUS_OK;
-      }
-      if (!retireOldest()) {
-        return fail(KVIO_STATUS_INTERNAL, "all %zu staging slots busy with no job in flight",
-                    kMaxSlots);
-      }
-    }
-  }
-
   int32_t ctaBudget_ = kDefaultCtaBudget;
   int32_t warpsPerCta_ = kDefaultWarpsPerCta;
-  std::vector<StagingSlot> slots_;
-  std::vector<StagingSlot> retired_;
 };
 
 }  // namespace

@@ -72,7 +72,7 @@ inline int32_t uniformWordBytes(const CopyLaunch& p, const uint64_t* srcTable,
     bits |= static_cast<uint64_t>(a.strideP) | static_cast<uint64_t>(a.strideS);
     if (unit.heads > 1) bits |= static_cast<uint64_t>(a.strideH);
     for (int32_t c = 0; c < a.components; ++c) {
-      for (int64_t j = 0; j < p.numLayers; ++j) bits |= tables[k][c * a.numLayers + starts[k] + j];
+      for (int64_t j = 0; j < p.numLayers; ++j) bits |= tables[k][a.layerIndex(c, starts[k] + j)];
     }
   }
   if ((bits & 15) == 0) return 16;

@@ -1,8 +1,10 @@
 // The 'kernel' io backend: runs each transfer as one launch of the SM copy kernel
-// (copy_kernel.cu), which evaluates both pools' affine layouts on the device. Per job, the
-// layer tables (device-accessible addresses), the host index arrays and the kernel's status
-// words are written into a pinned staging slot and uploaded with one cudaMemcpyAsync; nothing
-// on the submit path synchronises. A slot is reused once the job that used it has retired
+// (copy_kernel.cu), which evaluates both pools' affine layouts on the device. A small job with
+// host indices (tables and indices within kInlineStagingBytes) passes them by value in the
+// kernel parameter: one launch and the event record, nothing uploaded. Otherwise the layer
+// tables (device-accessible addresses), the host index arrays and the kernel's status words are
+// written into a pinned staging slot and uploaded with one cudaMemcpyAsync; nothing on the
+// submit path synchronises. A slot is reused once the job that used it has retired
 // (its event completed and its status read). Device-resident indices are passed to the kernel
 // as they are, bounds-checked there, and the status words come back with one more async copy.
 #include <algorithm>
@@ -105,6 +107,15 @@ class KernelExecutor final : public CudaExecutor {
                       std::function<void()>* release) override {
     const LayoutJob& l = job.layout;
     const StagingLayout layout = stagingLayout(l);
+    if (fitsInline(l, layout)) {
+      // A small job with host indices: its tables and indices go in the kernel parameter (no
+      // slot, no upload); the host checked the indices, so there is no status to read back.
+      InlineCopyLaunch params;
+      packInlineLaunch(l, layout, &params);
+      return launchJob(l, &params.launch, "inline", [&](int32_t blocks, int32_t threads) {
+        return launchInlineCopyKernel(params, blocks, threads, stream_);
+      });
+    }
     StagingSlot* slot = nullptr;
     KVIO_RETURN_IF_ERROR(acquireSlot(layout.total, true, &slot, release));
     writeStaging(l, layout, slot->host);
@@ -113,15 +124,9 @@ class KernelExecutor final : public CudaExecutor {
         "uploading %llu bytes of layer tables and indices (%lld pairs)",
         static_cast<unsigned long long>(layout.total), static_cast<long long>(l.count));
     CopyLaunch launch = makeLaunch(l, layout, slot->device);
-    const int32_t threads = (l.warpsPerCta > 0 ? l.warpsPerCta : warpsPerCta_) * 32;
-    launch.tileChunks = tileChunksFor(threads);
-    const int32_t budget = l.ctaBudget > 0 ? l.ctaBudget : ctaBudget_;
-    const int32_t blocks = launchBlocks(launchItems(launch), launchLanes(launch), threads, budget);
-    KVIO_CUDA_TRY(launchCopyKernel(launch, blocks, threads, stream_),
-                  "launching the copy kernel: %d CTAs x %d threads, %d-byte words (0: per row), "
-                  "%lld pairs x %lld layers",
-                  blocks, threads, launch.wordBytes, static_cast<long long>(l.count),
-                  static_cast<long long>(l.numLayers));
+    KVIO_RETURN_IF_ERROR(launchJob(l, &launch, "uploaded", [&](int32_t blocks, int32_t threads) {
+      return launchCopyKernel(launch, blocks, threads, stream_);
+    }));
     if (l.indicesOnDevice) {
       auto* status = reinterpret_cast<unsigned long long*>(slot->host + layout.statusOffset);
       KVIO_CUDA_TRY(cudaMemcpyAsync(status, slot->device + layout.statusOffset, 16,
@@ -135,6 +140,23 @@ class KernelExecutor final : public CudaExecutor {
   }
 
  private:
+  // Sets the launch's tile depth for the job's launch shape (or the executor's) and launches
+  // it with run(blocks, threads); `tables` says where its tables are, for the error message.
+  template <class Run>
+  kvio_status launchJob(const LayoutJob& l, CopyLaunch* launch, const char* tables, Run run) {
+    const int32_t threads = (l.warpsPerCta > 0 ? l.warpsPerCta : warpsPerCta_) * 32;
+    launch->tileChunks = tileChunksFor(threads);
+    const int32_t budget = l.ctaBudget > 0 ? l.ctaBudget : ctaBudget_;
+    const int32_t blocks =
+        launchBlocks(launchItems(*launch), launchLanes(*launch), threads, budget);
+    KVIO_CUDA_TRY(run(blocks, threads),
+                  "launching the copy kernel (%s tables): %d CTAs x %d threads, %d-byte words (0: "
+                  "per row), %lld pairs x %lld layers",
+                  tables, blocks, threads, launch->wordBytes, static_cast<long long>(l.count),
+                  static_cast<long long>(l.numLayers));
+    return KVIO_STATUS_OK;
+  }
+
   int32_t ctaBudget_ = kDefaultCtaBudget;
   int32_t warpsPerCta_ = kDefaultWarpsPerCta;
 };

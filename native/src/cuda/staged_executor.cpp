@@ -103,8 +103,8 @@ class StagedExecutor final : public CudaExecutor {
     std::unique_ptr<StagedWork> work = takeWork();
     const bool backup = t.src->memoryKind == KVIO_MEMORY_CUDA_DEVICE;
     buildStagedPlan(job->plan, backup, stagingBytes_, &work->plan);
-    returnPlanStorage(std::move(job->plan));
-    job->plan.clear();
+    returnPlanStorage(std::move(job->plan));     // not needed past here
+    std::vector<kvio_copy2d>().swap(job->plan);  // released even when the storage was full
     out->copies = static_cast<int64_t>(work->plan.runs.size());
     out->launches = static_cast<int64_t>(work->plan.chunks.size());
     job->work = std::move(work);

@@ -332,12 +332,13 @@ bool runTransfer(uint64_t executor, uint64_t src, uint64_t dst, const std::vecto
 // One transfer src -> dst with random indices, checked against the oracle (whole destination).
 bool checkTransfer(uint64_t executor, const Geometry& sg, GpuPool& src, const Geometry& dg,
                    GpuPool& dst, std::mt19937_64& rng, int64_t layers, int64_t srcLayer,
-                   int64_t dstLayer) {
+                   int64_t dstLayer, int64_t pairs = 0 /* 0: a random number */) {
   const Image srcImage = src.random(rng);
   Image expected = dst.random(rng);
   if (!src.write(srcImage) || !dst.write(expected)) return false;
   const int64_t n =
-      1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::min(sg.S(), dg.S())));
+      pairs > 0 ? pairs
+                : 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::min(sg.S(), dg.S())));
   std::vector<int64_t> srcIdx = distinct(rng, sg.S(), n);
   std::vector<int64_t> dstIdx = distinct(rng, dg.S(), n);
   if (rng() % 2 == 0) {  // page-aligned runs, the common case
@@ -736,6 +737,32 @@ TEST(CudaKernel, CtaBudgetsAndWarpsGiveTheSameBytes) {
     EXPECT_EQ(kvio_transfer_close(t), KVIO_STATUS_OK);
   }
   EXPECT_TRUE(checkTransfer(executor.handle(), hg, host, dg, device, rng, 2, 0, 0));
+}
+
+// A small job's tables and indices go in the kernel parameter (8 and 200 pairs: at most 3840
+// bytes with the two 4-entry layer tables), a large one's are uploaded through a slot (240 pairs
+// and every token: 1024 pairs, 16 KiB of indices); both directions, heads of 6, 24 and 256 B
+// (rows of 12, 48 and 512 B: 4-, 16- and 16-byte words), whole destinations against the oracle.
+TEST(CudaKernel, SmallJobsInTheParameterAndLargeJobsUploadedMatchOracle) {
+  REQUIRE_GPU();
+  Executor executor(KVIO_BACKEND_KERNEL);
+  ASSERT_TRUE(executor.ok());
+  std::mt19937_64 rng(23);
+  for (int64_t hb : {6, 24, 256}) {
+    const Geometry dg =
+        make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 64, 16, 2, hb);
+    const Geometry hg =
+        make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 64, 16, 2, hb);
+    GpuPool device(dg, Memory::Device, executor.stream());
+    GpuPool host(hg, Memory::PinnedHost, executor.stream());
+    ASSERT_TRUE(device.ok() && host.ok());
+    for (int64_t pairs : {8, 200, 240, 1024}) {
+      EXPECT_TRUE(checkTransfer(executor.handle(), dg, device, hg, host, rng, 2, 0, 0, pairs))
+          << "backup, rows of " << 2 * hb << " B, " << pairs << " pairs";
+      EXPECT_TRUE(checkTransfer(executor.handle(), hg, host, dg, device, rng, 2, 0, 0, pairs))
+          << "load, rows of " << 2 * hb << " B, " << pairs << " pairs";
+    }
+  }
 }
 
 // The copy kernel's routines and word widths (copy_routine.cuh): rows of 6 B (2-byte aligned:

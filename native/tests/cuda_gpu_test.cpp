@@ -306,6 +306,8 @@ Geometry make(int32_t kind, int32_t layout, Form form, int64_t L, int64_t P, int
 struct Submitted {
   uint64_t bytes = 0;
   int32_t chosenBackend = -1;  // of the last transfer (kvio_transfer_info.chosen_backend)
+  int64_t launches = 0;        // of the last transfer (kvio_transfer_info.launches)
+  int64_t copies = 0;          // of the last transfer (kvio_transfer_info.copies)
 };
 bool runTransfer(uint64_t executor, uint64_t src, uint64_t dst, const std::vector<int64_t>& srcIdx,
                  const std::vector<int64_t>& dstIdx, int64_t srcLayer, int64_t dstLayer,
@@ -325,6 +327,8 @@ bool runTransfer(uint64_t executor, uint64_t src, uint64_t dst, const std::vecto
   kvio_transfer_info info{};
   EXPECT_EQ(kvio_transfer_get_info(transfer, &info), KVIO_STATUS_OK);
   submitted->chosenBackend = info.chosen_backend;
+  submitted->launches = info.launches;
+  submitted->copies = info.copies;
   EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
   return waited == KVIO_STATUS_OK;
 }
@@ -332,7 +336,8 @@ bool runTransfer(uint64_t executor, uint64_t src, uint64_t dst, const std::vecto
 // One transfer src -> dst with random indices, checked against the oracle (whole destination).
 bool checkTransfer(uint64_t executor, const Geometry& sg, GpuPool& src, const Geometry& dg,
                    GpuPool& dst, std::mt19937_64& rng, int64_t layers, int64_t srcLayer,
-                   int64_t dstLayer, int64_t pairs = 0 /* 0: a random number */) {
+                   int64_t dstLayer, int64_t pairs = 0 /* 0: a random number */,
+                   Submitted* report = nullptr) {
   const Image srcImage = src.random(rng);
   Image expected = dst.random(rng);
   if (!src.write(srcImage) || !dst.write(expected)) return false;
@@ -350,6 +355,7 @@ bool checkTransfer(uint64_t executor, const Geometry& sg, GpuPool& src, const Ge
                    &submitted)) {
     return false;
   }
+  if (report != nullptr) *report = submitted;
   applyTransfer(sg, srcImage, dg, &expected, srcIdx, dstIdx, srcLayer, dstLayer, layers);
   Image actual;
   if (!dst.read(&actual)) return false;
@@ -976,6 +982,39 @@ TEST(CudaBackends, ClosingPoolsAndTransfersEarlyIsSafe) {
       EXPECT_EQ(kvio_pool_close(a), KVIO_STATUS_OK);
       EXPECT_EQ(kvio_pool_close(b), KVIO_STATUS_OK);
       EXPECT_EQ(kvio_transfer_close(t), KVIO_STATUS_OK);  // never waited for
+    }
+  }
+}
+
+// staged reports its work in kvio_transfer_info: a gather/scatter launch per chunk and a
+// copy-engine copy per host run (at least one a chunk). With a 12 KiB staging buffer, each chunk
+// carries less than 12 KiB, so a transfer of B bytes takes at least B / 12 KiB launches; every
+// byte is checked against the oracle, both directions.
+TEST(CudaStaged, ReportsALaunchPerChunkAndACopyPerHostRun) {
+  REQUIRE_GPU();
+  ScopedEnv env("KVIO_STAGED_BYTES", "12K");
+  Executor executor(KVIO_BACKEND_STAGED);
+  ASSERT_TRUE(executor.ok());
+  const Geometry dg =
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 16, 16, 2, 64);
+  const Geometry hg =
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, 2, 16, 16, 2, 64);
+  GpuPool device(dg, Memory::Device, executor.stream());
+  GpuPool host(hg, Memory::PinnedHost, executor.stream());
+  ASSERT_TRUE(device.ok() && host.ok());
+  std::mt19937_64 rng(29);
+  for (int64_t pairs : {1, 64, 256}) {
+    for (bool backup : {true, false}) {
+      Submitted report;
+      EXPECT_TRUE(backup ? checkTransfer(executor.handle(), dg, device, hg, host, rng, 2, 0, 0,
+                                         pairs, &report)
+                         : checkTransfer(executor.handle(), hg, host, dg, device, rng, 2, 0, 0,
+                                         pairs, &report));
+      const int64_t bytes = pairs * 2 /* layers */ * 2 /* K, V */ * 128;
+      SCOPED_TRACE(std::to_string(pairs) + " pairs, " + (backup ? "backup" : "load"));
+      EXPECT_EQ(report.bytes, static_cast<uint64_t>(bytes));
+      EXPECT_GE(report.launches, (bytes + 12 * 1024 - 1) / (12 * 1024));
+      EXPECT_GE(report.copies, report.launches);
     }
   }
 }

@@ -148,6 +148,7 @@ kvio_status CudaExecutor::init(const CudaExecutorConfig& config, const char* nam
 
 CudaExecutor::~CudaExecutor() {
   // Subclasses drain first: no job in flight reads a slot or the stream any more.
+  if (slots_.empty() && retired_.empty() && !(ownStream_ && stream_ != nullptr)) return;
   DeviceScope scope(device_);
   for (StagingSlot& slot : slots_) freeSlot(slot);
   for (StagingSlot& slot : retired_) freeSlot(slot);

@@ -91,8 +91,8 @@ class CudaExecutor : public Executor {
   /// A staging slot of at least `bytes` (with a device buffer of that size when withDevice) for
   /// the job being enqueued (mutex_ held): marked busy, and *release marks it idle again once
   /// the job has retired. Grows an idle slot (its old buffers are kept until the executor
-  /// closes, so nothing is freed under the stream), adds one (at most 8), or
-  /// waits for the oldest job in flight (its event only) when all are busy.
+  /// closes, so nothing is freed under the stream), adds one (at most 8), or waits for the
+  /// oldest job in flight (its event only) when all are busy.
   kvio_status acquireSlot(uint64_t bytes, bool withDevice, StagingSlot** out,
                           std::function<void()>* release);
 

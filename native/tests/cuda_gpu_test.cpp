@@ -302,6 +302,21 @@ Geometry make(int32_t kind, int32_t layout, Form form, int64_t L, int64_t P, int
   return Geometry{kind, layout, form, L, P, ps, H, hb};
 }
 
+/// An executor of `backend` (kvio's own stream) with a device pool of `dg` and a pinned host
+/// pool of `hg` on its stream: what the single-configuration tests move between.
+struct DeviceAndHost {
+  DeviceAndHost(int32_t backend, const Geometry& deviceGeometry, const Geometry& hostGeometry)
+      : executor(backend),
+        dg(deviceGeometry),
+        hg(hostGeometry),
+        device(dg, Memory::Device, executor.stream()),
+        host(hg, Memory::PinnedHost, executor.stream()) {}
+  bool ok() const { return executor.ok() && device.ok() && host.ok(); }
+  Executor executor;
+  const Geometry dg, hg;
+  GpuPool device, host;
+};
+
 /// Submits, waits for and closes transfers; false (with a recorded failure) on any error.
 struct Submitted {
   uint64_t bytes = 0;
@@ -708,16 +723,15 @@ TEST(CudaAuto, LargeTransfersOfSmallRowsGoToStaged) {
 
 TEST(CudaKernel, CtaBudgetsAndWarpsGiveTheSameBytes) {
   REQUIRE_GPU();
-  Executor executor(KVIO_BACKEND_KERNEL);
-  ASSERT_TRUE(executor.ok());
+  DeviceAndHost pools(
+      KVIO_BACKEND_KERNEL,
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 64, 16, 4, 64),
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 64, 16, 4, 64));
+  ASSERT_TRUE(pools.ok());
+  const Executor& executor = pools.executor;
+  const Geometry &dg = pools.dg, &hg = pools.hg;
+  GpuPool &device = pools.device, &host = pools.host;
   std::mt19937_64 rng(5);
-  const Geometry dg =
-      make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 64, 16, 4, 64);
-  const Geometry hg =
-      make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 64, 16, 4, 64);
-  GpuPool device(dg, Memory::Device, executor.stream());
-  GpuPool host(hg, Memory::PinnedHost, executor.stream());
-  ASSERT_TRUE(device.ok() && host.ok());
   for (int32_t budget : {1, 2, 3, 4, 8, 16}) {
     for (int32_t warps : {1, 4, 32}) {
       ASSERT_EQ(kvio_executor_set_launch(executor.handle(), budget, warps), KVIO_STATUS_OK);
@@ -751,21 +765,17 @@ TEST(CudaKernel, CtaBudgetsAndWarpsGiveTheSameBytes) {
 // (rows of 12, 48 and 512 B: 4-, 16- and 16-byte words), whole destinations against the oracle.
 TEST(CudaKernel, SmallJobsInTheParameterAndLargeJobsUploadedMatchOracle) {
   REQUIRE_GPU();
-  Executor executor(KVIO_BACKEND_KERNEL);
-  ASSERT_TRUE(executor.ok());
   std::mt19937_64 rng(23);
   for (int64_t hb : {6, 24, 256}) {
-    const Geometry dg =
-        make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 64, 16, 2, hb);
-    const Geometry hg =
-        make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 64, 16, 2, hb);
-    GpuPool device(dg, Memory::Device, executor.stream());
-    GpuPool host(hg, Memory::PinnedHost, executor.stream());
-    ASSERT_TRUE(device.ok() && host.ok());
+    DeviceAndHost p(KVIO_BACKEND_KERNEL,
+                    make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 64, 16, 2, hb),
+                    make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 64, 16, 2, hb));
+    ASSERT_TRUE(p.ok());
     for (int64_t pairs : {8, 200, 240, 1024}) {
-      EXPECT_TRUE(checkTransfer(executor.handle(), dg, device, hg, host, rng, 2, 0, 0, pairs))
+      const uint64_t e = p.executor.handle();
+      EXPECT_TRUE(checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0, pairs))
           << "backup, rows of " << 2 * hb << " B, " << pairs << " pairs";
-      EXPECT_TRUE(checkTransfer(executor.handle(), hg, host, dg, device, rng, 2, 0, 0, pairs))
+      EXPECT_TRUE(checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, 2, 0, 0, pairs))
           << "load, rows of " << 2 * hb << " B, " << pairs << " pairs";
     }
   }
@@ -993,23 +1003,19 @@ TEST(CudaBackends, ClosingPoolsAndTransfersEarlyIsSafe) {
 TEST(CudaStaged, ReportsALaunchPerChunkAndACopyPerHostRun) {
   REQUIRE_GPU();
   ScopedEnv env("KVIO_STAGED_BYTES", "12K");
-  Executor executor(KVIO_BACKEND_STAGED);
-  ASSERT_TRUE(executor.ok());
-  const Geometry dg =
-      make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 16, 16, 2, 64);
-  const Geometry hg =
-      make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, 2, 16, 16, 2, 64);
-  GpuPool device(dg, Memory::Device, executor.stream());
-  GpuPool host(hg, Memory::PinnedHost, executor.stream());
-  ASSERT_TRUE(device.ok() && host.ok());
+  DeviceAndHost p(
+      KVIO_BACKEND_STAGED,
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 16, 16, 2, 64),
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, 2, 16, 16, 2, 64));
+  ASSERT_TRUE(p.ok());
   std::mt19937_64 rng(29);
   for (int64_t pairs : {1, 64, 256}) {
     for (bool backup : {true, false}) {
       Submitted report;
-      EXPECT_TRUE(backup ? checkTransfer(executor.handle(), dg, device, hg, host, rng, 2, 0, 0,
-                                         pairs, &report)
-                         : checkTransfer(executor.handle(), hg, host, dg, device, rng, 2, 0, 0,
-                                         pairs, &report));
+      const uint64_t e = p.executor.handle();
+      EXPECT_TRUE(
+          backup ? checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0, pairs, &report)
+                 : checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, 2, 0, 0, pairs, &report));
       const int64_t bytes = pairs * 2 /* layers */ * 2 /* K, V */ * 128;
       SCOPED_TRACE(std::to_string(pairs) + " pairs, " + (backup ? "backup" : "load"));
       EXPECT_EQ(report.bytes, static_cast<uint64_t>(bytes));

@@ -258,11 +258,11 @@ typedef struct kvio_transfer_info {
   int64_t num_indices; /* index pairs */
   int64_t num_layers;  /* layers per index pair */
   uint64_t bytes;      /* planned bytes, as kvio_transfer_bytes */
-  int64_t copies;   /* 2-D copies of the plan (cpu, direct, kernel_ascend); staged: its
-                       copy-engine copies (host runs, one per contiguous host block per chunk,
-                       before cuts at allocation boundaries); 0 for kernel */
-  int64_t launches; /* kernel launches: kernel 1, staged one gather/scatter per chunk; 0 for
-                       cpu, direct and kernel_ascend */
+  int64_t copies;      /* 2-D copies of the plan (cpu, direct, kernel_ascend); staged: its
+                          copy-engine copies (host runs, one per contiguous host block per chunk,
+                          before cuts at allocation boundaries); 0 for kernel */
+  int64_t launches;    /* kernel launches: kernel 1, staged one gather/scatter per chunk; 0 for
+                          cpu, direct and kernel_ascend */
   int64_t submit_ns;
   int64_t start_ns;
   int64_t end_ns;

@@ -15,8 +15,8 @@
 #     matrix-summary.txt, bench.tsv, bench.txt. Phase 1 runs in parallel (150 s at most): each
 #     GPU-test case in its own process, the Java GPU tests (TestNG group gpu, one JVM),
 #     compute-sanitizer memcheck over the GPU tests (small sweep) and the hardware matrix (--full, kernel and direct, every device form; one process
-#     per backend and form). Phase 2 (90 s at most): the stress mode, 20 repetitions of each
-#     conformance case beside a busy kernel (small sweep). Phase 3 (180 s at most): the bandwidth
+#     per backend and form). Phase 2 (90 s at most): the stress mode, 14 repetitions of each
+#     kernel, direct and staged conformance case beside a busy kernel (small sweep). Phase 3 (180 s at most): the bandwidth
 #     benchmark alone, kvio's per-layer loads beside a compute load (kvio_cuda_bench
 #     --beside-compute, 45 s at most; appended to bench.txt and bench.tsv), then the main job
 #     (kvio-cli roundtrip with its default io backend, auto; appended to bench.txt). Sized for
@@ -289,16 +289,19 @@ run() {
   done
 
   # ---- phase 2: the stress mode, on its own (its busy kernels would slow phase 1 down) ----
-  say "phase 2: stress mode, ${STRESS_REPETITIONS:-20} repetitions beside a busy kernel"
+  # Three processes at 14 repetitions: about the case-repetitions (and device time) of the two
+  # processes at 20 before staged joined.
+  say "phase 2: stress mode, ${STRESS_REPETITIONS:-14} repetitions beside a busy kernel"
   local -a stress_pids=()
-  for part in kernel direct; do
-    KVIO_GPU_STRESS="${STRESS_REPETITIONS:-20}" KVIO_GPU_SWEEP=minimal timeout 90 "$tests" \
+  local -a stress_parts=(kernel direct staged)
+  for part in "${stress_parts[@]}"; do
+    KVIO_GPU_STRESS="${STRESS_REPETITIONS:-14}" KVIO_GPU_SWEEP=minimal timeout 90 "$tests" \
       --gtest_filter="Configs/*.*/${part}_*" > "$scratch/stress-$part.log" 2>&1 &
     stress_pids+=($!)
   done
   : > "$out/stress.log"
   i=0
-  for part in kernel direct; do
+  for part in "${stress_parts[@]}"; do
     rc=0
     wait "${stress_pids[$i]}" || rc=$?
     i=$((i + 1))

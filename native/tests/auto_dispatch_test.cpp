@@ -4,8 +4,10 @@
 // through the C ABI on a machine without a GPU (it is cpu).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "auto_stand_ins.hpp"
@@ -132,6 +134,41 @@ TEST_F(AutoDispatch, CalibrationSetThroughTheCAbiTakesEffect) {
             KVIO_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(std::string(kvio_executor_auto_calibration(executor)), text);
   EXPECT_EQ(kvio_executor_set_auto_calibration(executor, nullptr), KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+}
+
+// kvio_executor_set_auto_calibration from another thread while transfers are submitted (the
+// submit path reads the thresholds without a lock): every transfer runs on the backend one of
+// the two calibrations picks, its bytes all correct; once the setter is done, the last
+// calibration decides. One submitting thread (the stand-ins count without a lock).
+TEST_F(AutoDispatch, CalibrationSetWhileSubmittingTakesEffectWhole) {
+  const uint64_t executor = makeExecutor();
+  const Geometry g = rowsOf(256);
+  std::atomic<bool> stop{false};
+  std::atomic<int> sets{0};
+  std::thread setter([&] {
+    for (int i = 0; !stop.load() || i < 100; ++i) {
+      const char* text = i % 2 == 0 ? "direct_row_bytes = 0\n" : "direct_row_bytes = never\n";
+      EXPECT_EQ(kvio_executor_set_auto_calibration(executor, text), KVIO_STATUS_OK);
+      sets.fetch_add(1);
+    }
+    // Last: direct for everything.
+    EXPECT_EQ(kvio_executor_set_auto_calibration(executor, "direct_row_bytes = 0\n"),
+              KVIO_STATUS_OK);
+  });
+  int kernel = 0, direct = 0;
+  for (int i = 0; i < 60; ++i) {
+    const int32_t chosen = run(executor, g, everyOther(g.S()), 0).chosen_backend;
+    EXPECT_TRUE(chosen == KVIO_BACKEND_KERNEL || chosen == KVIO_BACKEND_DIRECT) << chosen;
+    (chosen == KVIO_BACKEND_KERNEL ? kernel : direct) += 1;
+  }
+  stop.store(true);
+  setter.join();
+  EXPECT_EQ(kernel + direct, 60);
+  EXPECT_EQ(kernelJobs_, kernel);
+  EXPECT_EQ(directJobs_, direct);
+  EXPECT_GE(sets.load(), 100);
+  EXPECT_EQ(run(executor, g, everyOther(g.S()), 0).chosen_backend, KVIO_BACKEND_DIRECT);
   EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
 }
 

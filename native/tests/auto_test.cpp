@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "auto_stand.hpp"
 #include "core/auto_choice.hpp"
@@ -136,6 +139,48 @@ TEST(AutoChoice, PickNames) {
 }
 
 // ---- the calibration format ----
+
+// The submit path reads the thresholds without a lock while set_calibration stores new ones:
+// every read must be one stored set whole. Two sets whose values differ in every field, stored
+// alternately by one writer while readers load; a mix (say A's direct_row_bytes with B's
+// staged_min_bytes) would fail. The last store is what a later read sees.
+TEST(AutoPublishedThresholds, ReadersSeeOneStoredSetWholeWhileAWriterStores) {
+  kvio::AutoThresholds a, b;
+  a.directRowBytes = 1;
+  a.directRowBytesOverlap = 2;
+  a.stagedMinBytes = 3;
+  b.directRowBytes = 1u << 20;
+  b.directRowBytesOverlap = 1u << 21;
+  b.stagedMinBytes = UINT64_MAX;
+  kvio::PublishedThresholds published(a);
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> mixed{0}, sawA{0}, sawB{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 3; ++r) {
+    readers.emplace_back([&] {
+      while (!stop.load()) {
+        const kvio::AutoThresholds t = published.load();
+        const bool isA = t.directRowBytes == a.directRowBytes &&
+                         t.directRowBytesOverlap == a.directRowBytesOverlap &&
+                         t.stagedMinBytes == a.stagedMinBytes;
+        const bool isB = t.directRowBytes == b.directRowBytes &&
+                         t.directRowBytesOverlap == b.directRowBytesOverlap &&
+                         t.stagedMinBytes == b.stagedMinBytes;
+        (isA ? sawA : isB ? sawB : mixed).fetch_add(1);
+      }
+    });
+  }
+  for (int i = 0; i < 200000; ++i) published.store(i % 2 == 0 ? b : a);
+  published.store(b);
+  stop.store(true);
+  for (std::thread& t : readers) t.join();
+  EXPECT_EQ(mixed.load(), 0);
+  EXPECT_GT(sawA.load() + sawB.load(), 0);
+  const kvio::AutoThresholds last = published.load();
+  EXPECT_EQ(last.directRowBytes, b.directRowBytes);
+  EXPECT_EQ(last.directRowBytesOverlap, b.directRowBytesOverlap);
+  EXPECT_EQ(last.stagedMinBytes, b.stagedMinBytes);
+}
 
 TEST(AutoCalibrationFormat, ParsesSuffixesNeverCommentsAndLeavesOmittedKeysAtDefault) {
   AutoCalibration c;

@@ -8,7 +8,9 @@
 // replay.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 
 #include "cuda/copy_routine.cuh"
@@ -21,6 +23,7 @@ namespace {
 
 using kvio::AffineLayout;
 using kvio::cuda::CopyLaunch;
+using kvio::cuda::InlineCopyLaunch;
 
 constexpr size_t kAlignGuard = 256;
 
@@ -314,8 +317,11 @@ TEST(CudaCopyRoutine, DeviceIndicesOutOfRangeAreSkippedAndReported) {
 }
 
 // The executor's data path: the job staged into a slot buffer (tables, host indices, status),
-// the launch built over that buffer as if it were the device copy, the grid replayed.
-void runStagedJob(bool indicesOnDevice, uint64_t seed) {
+// the launch built over that buffer as if it were the device copy, the grid replayed. Or, for
+// a small job with host indices (inlineParameter), packed into the kernel parameter: the
+// launch is read from a copy of the parameter elsewhere (as a launch copies it), the packed
+// original overwritten first, so every pointer must have moved with the copy.
+void runStagedJob(bool indicesOnDevice, bool inlineParameter, uint64_t seed) {
   const Geometry device =
       geometry(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 3, 8, 4, 2, 72);
   const Geometry host =
@@ -352,10 +358,32 @@ void runStagedJob(bool indicesOnDevice, uint64_t seed) {
   job.dstLayerStart = 1;
   job.numLayers = 2;
   const kvio::cuda::StagingLayout layout = kvio::cuda::stagingLayout(job);
+  EXPECT_EQ(kvio::cuda::fitsInline(job, layout), !indicesOnDevice);  // a few hundred bytes
   std::vector<uint64_t> slot(static_cast<size_t>(layout.total / 8 + 1), 0xEEEEEEEEEEEEEEEEull);
   auto* bytes = reinterpret_cast<uint8_t*>(slot.data());
-  kvio::cuda::writeStaging(job, layout, bytes);
-  const CopyLaunch launch = kvio::cuda::makeLaunch(job, layout, bytes);
+  auto packed = std::make_unique<InlineCopyLaunch>();
+  auto parameter = std::make_unique<InlineCopyLaunch>();
+  CopyLaunch launch;
+  if (inlineParameter) {
+    kvio::cuda::packInlineLaunch(job, layout, packed.get());
+    std::memcpy(parameter.get(), packed.get(), sizeof(InlineCopyLaunch));
+    std::memset(static_cast<void*>(packed.get()), 0xEE, sizeof(InlineCopyLaunch));
+    launch = kvio::cuda::inlineLaunch(*parameter);
+    bytes = parameter->staging;  // where the status words are now
+  } else {
+    kvio::cuda::writeStaging(job, layout, bytes);
+    launch = kvio::cuda::makeLaunch(job, layout, bytes);
+  }
+  if (inlineParameter) {  // before the replay: a pointer left behind reads the overwritten copy
+    EXPECT_EQ(launch.badPairs, nullptr);  // parameter space is read-only
+    const auto inside = [&](const void* p) {
+      const auto at = reinterpret_cast<uintptr_t>(p);
+      const auto begin = reinterpret_cast<uintptr_t>(parameter->staging);
+      return at >= begin && at < begin + kvio::cuda::kInlineStagingBytes;
+    };
+    ASSERT_TRUE(inside(launch.src.layerBase) && inside(launch.dst.layerBase) &&
+                inside(launch.srcIndices) && inside(launch.dstIndices));
+  }
   EXPECT_EQ(launch.lanesPerWorker, 4);  // page_head splits heads: 72-byte units
   EXPECT_EQ(launch.wordBytes, 8);       // 72-byte heads, 8-byte aligned slot
   simulate(launch,
@@ -371,11 +399,33 @@ void runStagedJob(bool indicesOnDevice, uint64_t seed) {
 }
 
 TEST(CudaKernelLaunch, StagedHostIndicesMatchOracle) {
-  runStagedJob(false, 21);
+  runStagedJob(false, false, 21);
 }
 
 TEST(CudaKernelLaunch, StagedDeviceIndicesAreCheckedAndReported) {
-  runStagedJob(true, 22);
+  runStagedJob(true, false, 22);
+}
+
+TEST(CudaKernelLaunch, HostIndicesInTheKernelParameterMatchOracle) {
+  runStagedJob(false, true, 23);
+}
+
+// A job goes by value exactly while its staging fits kInlineStagingBytes and its indices are on
+// the host: 16 status bytes + 8 per table entry + 16 per index pair.
+TEST(CudaKernelLaunch, InlineOnlyWhileTheStagingFits) {
+  struct {
+    std::vector<uint64_t> srcTable = std::vector<uint64_t>(64), dstTable = std::vector<uint64_t>(8);
+    bool indicesOnDevice = false;
+    int64_t count = 0;
+  } job;
+  job.count = 203;  // 16 + 8 * 72 + 16 * 203 = 3840 bytes: fits exactly
+  EXPECT_EQ(kvio::cuda::stagingLayout(job).total, 3840u);
+  EXPECT_TRUE(kvio::cuda::fitsInline(job, kvio::cuda::stagingLayout(job)));
+  job.count = 204;
+  EXPECT_FALSE(kvio::cuda::fitsInline(job, kvio::cuda::stagingLayout(job)));
+  job.count = 1;
+  job.indicesOnDevice = true;
+  EXPECT_FALSE(kvio::cuda::fitsInline(job, kvio::cuda::stagingLayout(job)));
 }
 
 }  // namespace

@@ -302,10 +302,27 @@ Geometry make(int32_t kind, int32_t layout, Form form, int64_t L, int64_t P, int
   return Geometry{kind, layout, form, L, P, ps, H, hb};
 }
 
+/// An executor of `backend` (kvio's own stream) with a device pool of `dg` and a pinned host
+/// pool of `hg` on its stream: what the single-configuration tests move between.
+struct DeviceAndHost {
+  DeviceAndHost(int32_t backend, const Geometry& deviceGeometry, const Geometry& hostGeometry)
+      : executor(backend),
+        dg(deviceGeometry),
+        hg(hostGeometry),
+        device(dg, Memory::Device, executor.stream()),
+        host(hg, Memory::PinnedHost, executor.stream()) {}
+  bool ok() const { return executor.ok() && device.ok() && host.ok(); }
+  Executor executor;
+  const Geometry dg, hg;
+  GpuPool device, host;
+};
+
 /// Submits, waits for and closes transfers; false (with a recorded failure) on any error.
 struct Submitted {
   uint64_t bytes = 0;
   int32_t chosenBackend = -1;  // of the last transfer (kvio_transfer_info.chosen_backend)
+  int64_t launches = 0;        // of the last transfer (kvio_transfer_info.launches)
+  int64_t copies = 0;          // of the last transfer (kvio_transfer_info.copies)
 };
 bool runTransfer(uint64_t executor, uint64_t src, uint64_t dst, const std::vector<int64_t>& srcIdx,
                  const std::vector<int64_t>& dstIdx, int64_t srcLayer, int64_t dstLayer,
@@ -325,6 +342,8 @@ bool runTransfer(uint64_t executor, uint64_t src, uint64_t dst, const std::vecto
   kvio_transfer_info info{};
   EXPECT_EQ(kvio_transfer_get_info(transfer, &info), KVIO_STATUS_OK);
   submitted->chosenBackend = info.chosen_backend;
+  submitted->launches = info.launches;
+  submitted->copies = info.copies;
   EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
   return waited == KVIO_STATUS_OK;
 }
@@ -332,12 +351,14 @@ bool runTransfer(uint64_t executor, uint64_t src, uint64_t dst, const std::vecto
 // One transfer src -> dst with random indices, checked against the oracle (whole destination).
 bool checkTransfer(uint64_t executor, const Geometry& sg, GpuPool& src, const Geometry& dg,
                    GpuPool& dst, std::mt19937_64& rng, int64_t layers, int64_t srcLayer,
-                   int64_t dstLayer) {
+                   int64_t dstLayer, int64_t pairs = 0 /* 0: a random number */,
+                   Submitted* report = nullptr) {
   const Image srcImage = src.random(rng);
   Image expected = dst.random(rng);
   if (!src.write(srcImage) || !dst.write(expected)) return false;
   const int64_t n =
-      1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::min(sg.S(), dg.S())));
+      pairs > 0 ? pairs
+                : 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(std::min(sg.S(), dg.S())));
   std::vector<int64_t> srcIdx = distinct(rng, sg.S(), n);
   std::vector<int64_t> dstIdx = distinct(rng, dg.S(), n);
   if (rng() % 2 == 0) {  // page-aligned runs, the common case
@@ -349,6 +370,7 @@ bool checkTransfer(uint64_t executor, const Geometry& sg, GpuPool& src, const Ge
                    &submitted)) {
     return false;
   }
+  if (report != nullptr) *report = submitted;
   applyTransfer(sg, srcImage, dg, &expected, srcIdx, dstIdx, srcLayer, dstLayer, layers);
   Image actual;
   if (!dst.read(&actual)) return false;
@@ -701,16 +723,15 @@ TEST(CudaAuto, LargeTransfersOfSmallRowsGoToStaged) {
 
 TEST(CudaKernel, CtaBudgetsAndWarpsGiveTheSameBytes) {
   REQUIRE_GPU();
-  Executor executor(KVIO_BACKEND_KERNEL);
-  ASSERT_TRUE(executor.ok());
+  DeviceAndHost pools(
+      KVIO_BACKEND_KERNEL,
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 64, 16, 4, 64),
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 64, 16, 4, 64));
+  ASSERT_TRUE(pools.ok());
+  const Executor& executor = pools.executor;
+  const Geometry &dg = pools.dg, &hg = pools.hg;
+  GpuPool &device = pools.device, &host = pools.host;
   std::mt19937_64 rng(5);
-  const Geometry dg =
-      make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 64, 16, 4, 64);
-  const Geometry hg =
-      make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 64, 16, 4, 64);
-  GpuPool device(dg, Memory::Device, executor.stream());
-  GpuPool host(hg, Memory::PinnedHost, executor.stream());
-  ASSERT_TRUE(device.ok() && host.ok());
   for (int32_t budget : {1, 2, 3, 4, 8, 16}) {
     for (int32_t warps : {1, 4, 32}) {
       ASSERT_EQ(kvio_executor_set_launch(executor.handle(), budget, warps), KVIO_STATUS_OK);
@@ -736,6 +757,28 @@ TEST(CudaKernel, CtaBudgetsAndWarpsGiveTheSameBytes) {
     EXPECT_EQ(kvio_transfer_close(t), KVIO_STATUS_OK);
   }
   EXPECT_TRUE(checkTransfer(executor.handle(), hg, host, dg, device, rng, 2, 0, 0));
+}
+
+// A small job's tables and indices go in the kernel parameter (8 and 200 pairs: at most 3840
+// bytes with the two 4-entry layer tables), a large one's are uploaded through a slot (240 pairs
+// and every token: 1024 pairs, 16 KiB of indices); both directions, heads of 6, 24 and 256 B
+// (rows of 12, 48 and 512 B: 4-, 16- and 16-byte words), whole destinations against the oracle.
+TEST(CudaKernel, SmallJobsInTheParameterAndLargeJobsUploadedMatchOracle) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(23);
+  for (int64_t hb : {6, 24, 256}) {
+    DeviceAndHost p(KVIO_BACKEND_KERNEL,
+                    make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 64, 16, 2, hb),
+                    make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 64, 16, 2, hb));
+    ASSERT_TRUE(p.ok());
+    for (int64_t pairs : {8, 200, 240, 1024}) {
+      const uint64_t e = p.executor.handle();
+      EXPECT_TRUE(checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0, pairs))
+          << "backup, rows of " << 2 * hb << " B, " << pairs << " pairs";
+      EXPECT_TRUE(checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, 2, 0, 0, pairs))
+          << "load, rows of " << 2 * hb << " B, " << pairs << " pairs";
+    }
+  }
 }
 
 // The copy kernel's routines and word widths (copy_routine.cuh): rows of 6 B (2-byte aligned:
@@ -949,6 +992,35 @@ TEST(CudaBackends, ClosingPoolsAndTransfersEarlyIsSafe) {
       EXPECT_EQ(kvio_pool_close(a), KVIO_STATUS_OK);
       EXPECT_EQ(kvio_pool_close(b), KVIO_STATUS_OK);
       EXPECT_EQ(kvio_transfer_close(t), KVIO_STATUS_OK);  // never waited for
+    }
+  }
+}
+
+// staged reports its work in kvio_transfer_info: a gather/scatter launch per chunk and a
+// copy-engine copy per host run (at least one a chunk). With a 12 KiB staging buffer, each chunk
+// carries less than 12 KiB, so a transfer of B bytes takes at least B / 12 KiB launches; every
+// byte is checked against the oracle, both directions.
+TEST(CudaStaged, ReportsALaunchPerChunkAndACopyPerHostRun) {
+  REQUIRE_GPU();
+  ScopedEnv env("KVIO_STAGED_BYTES", "12K");
+  DeviceAndHost p(
+      KVIO_BACKEND_STAGED,
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 16, 16, 2, 64),
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, 2, 16, 16, 2, 64));
+  ASSERT_TRUE(p.ok());
+  std::mt19937_64 rng(29);
+  for (int64_t pairs : {1, 64, 256}) {
+    for (bool backup : {true, false}) {
+      Submitted report;
+      const uint64_t e = p.executor.handle();
+      EXPECT_TRUE(
+          backup ? checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0, pairs, &report)
+                 : checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, 2, 0, 0, pairs, &report));
+      const int64_t bytes = pairs * 2 /* layers */ * 2 /* K, V */ * 128;
+      SCOPED_TRACE(std::to_string(pairs) + " pairs, " + (backup ? "backup" : "load"));
+      EXPECT_EQ(report.bytes, static_cast<uint64_t>(bytes));
+      EXPECT_GE(report.launches, (bytes + 12 * 1024 - 1) / (12 * 1024));
+      EXPECT_GE(report.copies, report.launches);
     }
   }
 }

@@ -127,6 +127,22 @@ void expectAddresses(const kvio_pool_spec& spec, const std::vector<Point>& point
   }
 }
 
+// A layer table lists component 0's layers, then component 1's (kvio.hpp's table[c * L + l]):
+// layerIndex says where each (c, l) is, for a table of 3 layers and one of 5.
+TEST(LayoutAddress, LayerIndexIsTheTablePosition) {
+  AffineLayout a;
+  a.components = 2;
+  for (int64_t layers : {3, 5}) {
+    a.numLayers = layers;
+    int64_t expected = 0;
+    for (int32_t c = 0; c < 2; ++c) {
+      for (int64_t l = 0; l < layers; ++l, ++expected) {
+        EXPECT_EQ(a.layerIndex(c, l), expected) << "c=" << c << " l=" << l << " of " << layers;
+      }
+    }
+  }
+}
+
 // Points: (c, l, t, h); t=3 is page 1 slot 1, t=5 page 2 slot 1, t=7 page 3 slot 1.
 TEST(LayoutAddress, MhaLayerFirst) {
   expectAddresses(mhaSpec(KVIO_LAYOUT_LAYER_FIRST),

@@ -258,8 +258,11 @@ typedef struct kvio_transfer_info {
   int64_t num_indices; /* index pairs */
   int64_t num_layers;  /* layers per index pair */
   uint64_t bytes;      /* planned bytes, as kvio_transfer_bytes */
-  int64_t copies;   /* 2-D copies of the plan (cpu, direct, staged, kernel_ascend); 0 for kernel */
-  int64_t launches; /* copy-kernel launches (kernel: 1); 0 for the plan-based backends */
+  int64_t copies;      /* 2-D copies of the plan (cpu, direct, kernel_ascend); staged: its
+                          copy-engine copies (host runs, one per contiguous host block per chunk,
+                          before cuts at allocation boundaries); 0 for kernel */
+  int64_t launches;    /* kernel launches: kernel 1, staged one gather/scatter per chunk; 0 for
+                          cpu, direct and kernel_ascend */
   int64_t submit_ns;
   int64_t start_ns;
   int64_t end_ns;
@@ -444,7 +447,8 @@ KVIO_API kvio_status kvio_debug_live_objects(int64_t* counts_out /* [4] */);
  * and has not ended yet. 0 once every wrapped pinned pool was closed and its transfers
  * completed (registrations the caller made itself are not counted). */
 KVIO_API kvio_status kvio_debug_live_host_registrations(int64_t* count_out);
-/* Copy-engine calls kvio has issued in this process (the direct and kernel_ascend backends):
+/* Copy-engine calls kvio has issued in this process for plans (the direct and kernel_ascend
+ * backends, and staged's host runs; not the kernel's and staged's table uploads):
  * counts_out[0] single 1-D copies, [1] single 2-D copies, [2] batches of 1-D copies
  * (cuMemcpyBatchAsync, aclrtMemcpyBatchAsync), [3] batches of 2-D/3-D copies
  * (cudaMemcpy3DBatchAsync). Benchmarks read it around a run to print calls per transfer. */

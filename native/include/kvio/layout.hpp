@@ -59,7 +59,7 @@ struct AffineLayout {
   int64_t strideP = 0;
   int64_t strideS = 0;
   int64_t strideH = 0;
-  const uint64_t* layerBase = nullptr;  // [c * numLayers + l]
+  const uint64_t* layerBase = nullptr;  // [layerIndex(c, l)]
 
   /// Byte offset of token t (0 <= t < tokens) from its layer's base: p*strideP + s*strideS.
   KVIO_HOST_DEVICE int64_t tokenOffset(int64_t t) const {
@@ -67,10 +67,13 @@ struct AffineLayout {
         static_cast<int64_t>(divideU64(static_cast<uint64_t>(t), static_cast<uint64_t>(pageSize)));
     return p * strideP + (t - p * pageSize) * strideS;
   }
+  /// Where component c's layer l sits in a layer table of this layout (layerBase, or a host
+  /// copy of the device table), written once: components one after another, layers in order.
+  KVIO_HOST_DEVICE int64_t layerIndex(int32_t c, int64_t l) const { return c * numLayers + l; }
   /// The row address, written once: head h of component c in layer l of the token whose
   /// tokenOffset is `offset` (callers that visit many layers compute the offset once).
   KVIO_HOST_DEVICE uint64_t rowAddress(int32_t c, int64_t l, uint64_t offset, int64_t h) const {
-    return layerBase[c * numLayers + l] + offset + static_cast<uint64_t>(h * strideH);
+    return layerBase[layerIndex(c, l)] + offset + static_cast<uint64_t>(h * strideH);
   }
   KVIO_HOST_DEVICE uint64_t address(int32_t c, int64_t l, int64_t t, int64_t h) const {
     return rowAddress(c, l, static_cast<uint64_t>(tokenOffset(t)), h);

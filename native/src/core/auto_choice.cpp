@@ -21,7 +21,7 @@ AutoShape summarisePlan(const std::vector<kvio_copy2d>& plan) {
   return shape;
 }
 
-AutoPick chooseAuto(const AutoShape& shape, const AutoCalibration& calibration,
+AutoPick chooseAuto(const AutoShape& shape, const AutoThresholds& calibration,
                     bool stagedAvailable) {
   if (shape.deviceIndices) return AutoPick::kKernel;
   if (shape.rows == 0) return AutoPick::kDirect;

@@ -32,8 +32,9 @@ struct AutoShape {
 /// Summarises a plan (rows, bytes, copies); direction and marks are set by the caller.
 AutoShape summarisePlan(const std::vector<kvio_copy2d>& plan);
 
-/// The crossovers. A row is a contiguous piece of the plan; its mean size decides.
-struct AutoCalibration {
+/// The crossovers (what chooseAuto reads). A row is a contiguous piece of the plan; its mean
+/// size decides.
+struct AutoThresholds {
   /// Mean row bytes from which direct (copy engine) beats the kernel on an idle GPU. H200:
   /// kernel 40-52 GB/s on rows >= 2 KiB; direct 6.7-24 GB/s at 4-8 KiB, 0.61x the 55 GB/s
   /// ceiling (34 GB/s) at 64 KiB, 0.87x (48 GB/s) at 256 KiB: direct matches the kernel, without
@@ -47,6 +48,10 @@ struct AutoCalibration {
   /// Never by default: staged has not run on a GPU, so auto chooses it only where a
   /// calibration sets a size (e.g. 4 MiB) after measuring it.
   uint64_t stagedMinBytes = UINT64_MAX;
+};
+
+/// The crossovers and where they come from.
+struct AutoCalibration : AutoThresholds {
   /// Where these numbers come from ("defaults (H200 figures)", "file PATH", "set").
   std::string source = "defaults (H200 figures)";
 };
@@ -55,7 +60,7 @@ struct AutoCalibration {
 /// Rules, in order: device-resident indices -> kernel; no rows -> direct (nothing to issue);
 /// mean row >= the crossover (directRowBytesOverlap when overlapsCompute, else directRowBytes)
 /// -> direct; staged available, host<->device and bytes >= stagedMinBytes -> staged; else kernel.
-AutoPick chooseAuto(const AutoShape& shape, const AutoCalibration& calibration,
+AutoPick chooseAuto(const AutoShape& shape, const AutoThresholds& calibration,
                     bool stagedAvailable);
 
 /// The name of a pick ("kernel", "direct", "staged", "cpu").

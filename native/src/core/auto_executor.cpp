@@ -17,9 +17,33 @@ AutoDirection directionOf(const PoolImpl& src, const PoolImpl& dst) {
 
 }  // namespace
 
+// Every access sequentially consistent (no fences, which ThreadSanitizer does not model): the
+// reads are plain loads on x86 and ARM's acquire loads; the stores are the rare writer's.
+void PublishedThresholds::store(const AutoThresholds& thresholds) {
+  const uint64_t sequence = sequence_.load();
+  sequence_.store(sequence + 1);  // odd: being written
+  directRowBytes_.store(thresholds.directRowBytes);
+  directRowBytesOverlap_.store(thresholds.directRowBytesOverlap);
+  stagedMinBytes_.store(thresholds.stagedMinBytes);
+  sequence_.store(sequence + 2);
+}
+
+AutoThresholds PublishedThresholds::load() const {
+  AutoThresholds out;
+  for (;;) {
+    const uint64_t before = sequence_.load();
+    out.directRowBytes = directRowBytes_.load();
+    out.directRowBytesOverlap = directRowBytesOverlap_.load();
+    out.stagedMinBytes = stagedMinBytes_.load();
+    if ((before & 1) == 0 && sequence_.load() == before) return out;
+  }
+}
+
 AutoExecutor::AutoExecutor(std::array<Candidate, kAutoPicks> candidates,
                            AutoCalibration calibration)
-    : candidates_(std::move(candidates)), calibration_(std::move(calibration)) {}
+    : candidates_(std::move(candidates)),
+      calibration_(std::move(calibration)),
+      thresholds_(calibration_) {}
 
 AutoExecutor::~AutoExecutor() {
   drain();
@@ -60,10 +84,7 @@ kvio_status AutoExecutor::prepare(const Transfer& transfer, Job* job, Prepared* 
       AutoShape shape = summarisePlan(job->plan);
       shape.direction = directionOf(*transfer.src, *transfer.dst);
       shape.overlapsCompute = transfer.overlapsCompute;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        pick = chooseAuto(shape, calibration_, candidate(AutoPick::kStaged) != nullptr);
-      }
+      pick = chooseAuto(shape, thresholds_.load(), candidate(AutoPick::kStaged) != nullptr);
       prepared = pick == AutoPick::kDirect;
       if (!prepared) {
         job->plan.clear();
@@ -132,6 +153,7 @@ AutoCalibration AutoExecutor::calibration() const {
 void AutoExecutor::setCalibration(AutoCalibration calibration) {
   std::lock_guard<std::mutex> lock(mutex_);
   calibration_ = std::move(calibration);
+  thresholds_.store(calibration_);
 }
 
 }  // namespace kvio

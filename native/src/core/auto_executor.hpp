@@ -7,6 +7,7 @@
 #define KVIO_CORE_AUTO_EXECUTOR_HPP_
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -15,6 +16,23 @@
 #include "executor.hpp"
 
 namespace kvio {
+
+/// The thresholds an auto executor chooses by, read on every submit without a lock: a sequence
+/// lock. A writer (writers are serialised by the caller) makes the sequence odd, stores the
+/// values, makes it even again; a reader retries while the sequence is odd or changed under it,
+/// so it sees one stored set whole, never a mix of two.
+class PublishedThresholds {
+ public:
+  explicit PublishedThresholds(const AutoThresholds& initial) { store(initial); }
+  void store(const AutoThresholds& thresholds);
+  AutoThresholds load() const;
+
+ private:
+  std::atomic<uint64_t> sequence_{0};
+  std::atomic<uint64_t> directRowBytes_{0};
+  std::atomic<uint64_t> directRowBytesOverlap_{0};
+  std::atomic<uint64_t> stagedMinBytes_{0};
+};
 
 class AutoExecutor : public Executor {
  public:
@@ -57,8 +75,9 @@ class AutoExecutor : public Executor {
   Executor* sole() const { return candidate(AutoPick::kCpu); }
 
   std::array<Candidate, kAutoPicks> candidates_;
-  mutable std::mutex mutex_;  // guards calibration_
+  mutable std::mutex mutex_;  // guards calibration_ and serialises stores to thresholds_
   AutoCalibration calibration_;
+  PublishedThresholds thresholds_;  // calibration_'s thresholds, for prepare (no lock)
 };
 
 /// Where the first-use measurement (auto_measure.cpp) allocates its pools.

@@ -155,6 +155,12 @@ struct MemoryPlace {
 std::vector<kvio_copy2d> takePlanStorage();
 void returnPlanStorage(std::vector<kvio_copy2d>&& plan);
 
+/// Work an executor prepared for itself beyond a plan or a layout job (the staged backend's
+/// chunks), carried from Executor::prepare to its submit; the core never looks inside.
+struct BackendWork {
+  virtual ~BackendWork() = default;
+};
+
 /// Everything an executor needs to run one transfer. The state holds the pools until the
 /// transfer is done; srcPool and dstPool point at them and are valid until then only: an
 /// executor reads them while it issues the job, never after the job is done. The plan's
@@ -165,8 +171,9 @@ struct Job {
   Job(const Job&) = delete;
   Job& operator=(const Job&) = delete;
 
-  std::vector<kvio_copy2d> plan;  // empty when the executor does not use plans
-  LayoutJob layout;               // filled when it does not
+  std::vector<kvio_copy2d> plan;      // empty when the executor does not use plans
+  LayoutJob layout;                   // filled when it does not
+  std::unique_ptr<BackendWork> work;  // what the executor's prepare added, if anything
   std::shared_ptr<TransferState> state;
   MemoryPlace srcPlace{KVIO_MEMORY_HOST, -1};  // where the pools lie (an executor may
   MemoryPlace dstPlace{KVIO_MEMORY_HOST, -1};  // derive the copy direction from them)

@@ -127,7 +127,7 @@ struct RunOffsets {
 // True when, for every component, layer l+1 of the map starts `width` bytes after layer l.
 bool layersAdjacent(const AffineLayout& a, int64_t start, int64_t count, uint64_t width) {
   for (int32_t c = 0; c < a.components; ++c) {
-    const uint64_t* base = a.layerBase + c * a.numLayers + start;
+    const uint64_t* base = a.layerBase + a.layerIndex(c, start);
     for (int64_t l = 0; l + 1 < count; ++l) {
       if (base[l + 1] - base[l] != width) return false;
     }
@@ -138,7 +138,7 @@ bool layersAdjacent(const AffineLayout& a, int64_t start, int64_t count, uint64_
 // True when, for every component, the bases of the map's layers advance by a constant step.
 bool layersAffine(const AffineLayout& a, int64_t start, int64_t count) {
   for (int32_t c = 0; c < a.components; ++c) {
-    const uint64_t* base = a.layerBase + c * a.numLayers + start;
+    const uint64_t* base = a.layerBase + a.layerIndex(c, start);
     for (int64_t l = 1; l + 1 < count; ++l) {
       if (base[l + 1] - base[l] != base[1] - base[0]) return false;
     }

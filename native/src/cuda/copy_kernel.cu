@@ -13,43 +13,75 @@ namespace {
 // most the CTA budget.
 // Eight words per lane in CTAs of up to 512 threads (128 registers a thread), four in larger
 // CTAs (64 registers): tileChunksFor().
-template <int W, int K, int MaxThreads>
-__global__ void __launch_bounds__(MaxThreads) tiledCopyKernel(const CopyLaunch launch) {
+// Each kernel exists for both parameters: a CopyLaunch (tables and indices uploaded to a slot)
+// and an InlineCopyLaunch (a small job's tables and indices in the parameter itself, read in
+// place: __grid_constant__ keeps it in parameter space instead of a per-thread copy).
+__device__ inline const CopyLaunch& launchOf(const CopyLaunch& params) {
+  return params;
+}
+__device__ inline CopyLaunch launchOf(const InlineCopyLaunch& params) {
+  return inlineLaunch(params);
+}
+inline const CopyLaunch& schemeOf(const CopyLaunch& params) {
+  return params;
+}
+inline const CopyLaunch& schemeOf(const InlineCopyLaunch& params) {
+  return params.launch;
+}
+
+template <int W, int K, int MaxThreads, class Params>
+__global__ void __launch_bounds__(MaxThreads)
+    tiledCopyKernel(const __grid_constant__ Params params) {
+  const CopyLaunch& launch = launchOf(params);
   runTiles<W, K>(launch, (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / kTileLanes,
                  static_cast<int64_t>(gridDim.x) * blockDim.x / kTileLanes,
                  static_cast<int32_t>(threadIdx.x % kTileLanes));
 }
 
-template <int W>
-void launchTiled(const CopyLaunch& launch, int32_t blocks, int32_t threads, cudaStream_t stream) {
-  if (launch.tileChunks == 4) {
-    tiledCopyKernel<W, 4, 1024><<<blocks, threads, 0, stream>>>(launch);
+template <int W, class Params>
+void launchTiled(const Params& params, int32_t blocks, int32_t threads, cudaStream_t stream) {
+  if (schemeOf(params).tileChunks == 4) {
+    tiledCopyKernel<W, 4, 1024, Params><<<blocks, threads, 0, stream>>>(params);
   } else {
-    tiledCopyKernel<W, 8, 512><<<blocks, threads, 0, stream>>>(launch);
+    tiledCopyKernel<W, 8, 512, Params><<<blocks, threads, 0, stream>>>(params);
   }
 }
 
-__global__ void __launch_bounds__(1024) perRowCopyKernel(const CopyLaunch launch) {
+template <class Params>
+__global__ void __launch_bounds__(1024) perRowCopyKernel(const __grid_constant__ Params params) {
+  const CopyLaunch& launch = launchOf(params);
   const int64_t thread = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t lanes = launch.lanesPerWorker;
   runWorker(launch, thread / lanes, static_cast<int64_t>(gridDim.x) * blockDim.x / lanes,
             static_cast<int32_t>(thread % lanes));
 }
 
-}  // namespace
-
-cudaError_t launchCopyKernel(const CopyLaunch& launch, int32_t blocks, int32_t threadsPerBlock,
-                             cudaStream_t stream) {
+template <class Params>
+cudaError_t launchWith(const Params& params, int32_t blocks, int32_t threadsPerBlock,
+                       cudaStream_t stream) {
+  const CopyLaunch& launch = schemeOf(params);
   if (launch.wordBytes != 0 && launch.tileChunks == 8 && threadsPerBlock > 512) {
     return cudaErrorInvalidConfiguration;  // eight words per lane: at most 512 threads per CTA
   }
   switch (launch.wordBytes) {
-    case 16: launchTiled<16>(launch, blocks, threadsPerBlock, stream); break;
-    case 8: launchTiled<8>(launch, blocks, threadsPerBlock, stream); break;
-    case 4: launchTiled<4>(launch, blocks, threadsPerBlock, stream); break;
-    default: perRowCopyKernel<<<blocks, threadsPerBlock, 0, stream>>>(launch); break;
+    case 16: launchTiled<16>(params, blocks, threadsPerBlock, stream); break;
+    case 8: launchTiled<8>(params, blocks, threadsPerBlock, stream); break;
+    case 4: launchTiled<4>(params, blocks, threadsPerBlock, stream); break;
+    default: perRowCopyKernel<Params><<<blocks, threadsPerBlock, 0, stream>>>(params); break;
   }
   return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launchCopyKernel(const CopyLaunch& launch, int32_t blocks, int32_t threadsPerBlock,
+                             cudaStream_t stream) {
+  return launchWith(launch, blocks, threadsPerBlock, stream);
+}
+
+cudaError_t launchInlineCopyKernel(const InlineCopyLaunch& params, int32_t blocks,
+                                   int32_t threadsPerBlock, cudaStream_t stream) {
+  return launchWith(params, blocks, threadsPerBlock, stream);
 }
 
 }  // namespace cuda

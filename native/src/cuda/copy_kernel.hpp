@@ -13,6 +13,9 @@ namespace cuda {
 /// (a multiple of 32). Returns the launch's error (cudaGetLastError).
 cudaError_t launchCopyKernel(const CopyLaunch& launch, int32_t blocks, int32_t threadsPerBlock,
                              cudaStream_t stream);
+/// The same for a small job whose tables and indices travel in the kernel parameter.
+cudaError_t launchInlineCopyKernel(const InlineCopyLaunch& params, int32_t blocks,
+                                   int32_t threadsPerBlock, cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace kvio

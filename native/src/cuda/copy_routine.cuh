@@ -47,6 +47,39 @@ struct CopyLaunch {
   unsigned long long* badPairs = nullptr;
 };
 
+/// Bytes of staging an InlineCopyLaunch carries: with the launch, at most 4 KiB of kernel
+/// parameter, the limit of every CUDA version (12.1+ allows more on sm_70+).
+constexpr uint64_t kInlineStagingBytes = 3840;
+
+/// The kernel parameter of a small job with host indices: the launch and its staging (status
+/// words, layer tables, indices, in a staging slot's layout, kernel_launch.hpp) by value, so
+/// the job needs no upload. The host builds the launch over `staging` where it packs it
+/// (hostBase); inlineLaunch() moves its pointers to wherever the parameter lies when read.
+struct InlineCopyLaunch {
+  CopyLaunch launch;
+  uint64_t hostBase = 0;  // the address of `staging` when the launch was built
+  alignas(16) uint8_t staging[kInlineStagingBytes];
+};
+static_assert(sizeof(InlineCopyLaunch) <= 4096, "a kernel parameter of at most 4 KiB");
+
+template <class T>
+KVIO_HOST_DEVICE inline T* rebased(T* pointer, uint64_t from, uint64_t to) {
+  return reinterpret_cast<T*>(reinterpret_cast<uint64_t>(pointer) - from + to);
+}
+
+/// The launch an InlineCopyLaunch holds, its pointers into the staging moved to where `p` lies
+/// now (the kernel parameter space on the device; __grid_constant__, so not a local copy).
+KVIO_HOST_DEVICE inline CopyLaunch inlineLaunch(const InlineCopyLaunch& p) {
+  CopyLaunch l = p.launch;
+  const uint64_t here = reinterpret_cast<uint64_t>(p.staging);
+  l.src.layerBase = rebased(l.src.layerBase, p.hostBase, here);
+  l.dst.layerBase = rebased(l.dst.layerBase, p.hostBase, here);
+  l.srcIndices = rebased(l.srcIndices, p.hostBase, here);
+  l.dstIndices = rebased(l.dstIndices, p.hostBase, here);
+  l.badPairs = nullptr;  // parameter space is read-only; host indices report nothing
+  return l;
+}
+
 /// Lanes per worker of the per-row routine, sized to the copy unit: a 16-byte word per lane per
 /// step, so rows under 512 bytes get a sub-warp and more pairs run at once.
 KVIO_HOST_DEVICE inline int32_t lanesForUnit(int64_t unitBytes) {
@@ -72,7 +105,7 @@ inline int32_t uniformWordBytes(const CopyLaunch& p, const uint64_t* srcTable,
     bits |= static_cast<uint64_t>(a.strideP) | static_cast<uint64_t>(a.strideS);
     if (unit.heads > 1) bits |= static_cast<uint64_t>(a.strideH);
     for (int32_t c = 0; c < a.components; ++c) {
-      for (int64_t j = 0; j < p.numLayers; ++j) bits |= tables[k][c * a.numLayers + starts[k] + j];
+      for (int64_t j = 0; j < p.numLayers; ++j) bits |= tables[k][a.layerIndex(c, starts[k] + j)];
     }
   }
   if ((bits & 15) == 0) return 16;

@@ -116,6 +116,10 @@ kvio_status EventCompletion::finish(std::string* message) {
 
 // ---- CudaExecutor ----
 
+// Staging slots: the smallest allocation (sizes grow by doubling) and how many an executor keeps.
+constexpr uint64_t kMinStagingSlotBytes = 64 * 1024;
+constexpr size_t kMaxStagingSlots = 8;
+
 kvio_status CudaExecutor::init(const CudaExecutorConfig& config, const char* name) {
   name_ = name;
   device_ = config.device;
@@ -143,11 +147,12 @@ kvio_status CudaExecutor::init(const CudaExecutorConfig& config, const char* nam
 }
 
 CudaExecutor::~CudaExecutor() {
-  // Subclasses drain before freeing their staging; this only releases the stream.
-  if (ownStream_ && stream_ != nullptr) {
-    DeviceScope scope(device_);
-    cudaStreamDestroy(stream_);
-  }
+  // Subclasses drain first: no job in flight reads a slot or the stream any more.
+  if (slots_.empty() && retired_.empty() && !(ownStream_ && stream_ != nullptr)) return;
+  DeviceScope scope(device_);
+  for (StagingSlot& slot : slots_) freeSlot(slot);
+  for (StagingSlot& slot : retired_) freeSlot(slot);
+  if (ownStream_ && stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
 bool CudaExecutor::nativeHandle(NativeHandle kind, uint64_t* out) const {
@@ -251,6 +256,72 @@ bool CudaExecutor::retireOldest() {
   retire(inFlight_.front());
   inFlight_.pop_front();
   return true;
+}
+
+void CudaExecutor::freeSlot(StagingSlot& slot) {
+  if (slot.host != nullptr) cudaFreeHost(slot.host);
+  if (slot.device != nullptr) cudaFree(slot.device);
+  slot = StagingSlot{};
+}
+
+kvio_status CudaExecutor::allocateSlot(uint64_t bytes, bool withDevice, StagingSlot* slot) {
+  uint64_t size = kMinStagingSlotBytes;
+  while (size < bytes) size *= 2;
+  void* host = nullptr;
+  void* device = nullptr;
+  KVIO_CUDA_TRY(cudaHostAlloc(&host, size, cudaHostAllocDefault),
+                "allocating a %llu-byte pinned staging buffer for the '%s' executor's uploads",
+                static_cast<unsigned long long>(size), name_);
+  if (withDevice) {
+    const cudaError_t error = cudaMalloc(&device, size);
+    if (error != cudaSuccess) {
+      cudaFreeHost(host);
+      KVIO_CUDA_TRY(error, "allocating a %llu-byte device staging buffer for indices",
+                    static_cast<unsigned long long>(size));
+    }
+  }
+  slot->host = static_cast<uint8_t*>(host);
+  slot->device = static_cast<uint8_t*>(device);
+  slot->bytes = size;
+  slot->busy = false;
+  return KVIO_STATUS_OK;
+}
+
+kvio_status CudaExecutor::acquireSlot(uint64_t bytes, bool withDevice, StagingSlot** out,
+                                      std::function<void()>* release) {
+  slots_.reserve(kMaxStagingSlots);
+  StagingSlot* chosen = nullptr;
+  while (chosen == nullptr) {
+    StagingSlot* idle = nullptr;
+    for (StagingSlot& slot : slots_) {
+      if (slot.busy) continue;
+      if (slot.bytes >= bytes && (slot.device != nullptr || !withDevice)) {
+        chosen = &slot;
+        break;
+      }
+      idle = &slot;
+    }
+    if (chosen != nullptr) break;
+    if (idle != nullptr) {
+      StagingSlot grown;
+      KVIO_RETURN_IF_ERROR(allocateSlot(bytes, withDevice, &grown));
+      retired_.push_back(*idle);
+      *idle = grown;
+      chosen = idle;
+    } else if (slots_.size() < kMaxStagingSlots) {
+      StagingSlot fresh;
+      KVIO_RETURN_IF_ERROR(allocateSlot(bytes, withDevice, &fresh));
+      slots_.push_back(fresh);
+      chosen = &slots_.back();
+    } else if (!retireOldest()) {
+      return fail(KVIO_STATUS_INTERNAL, "all %zu staging slots busy with no job in flight",
+                  kMaxStagingSlots);
+    }
+  }
+  chosen->busy = true;
+  *release = [chosen] { chosen->busy = false; };
+  *out = chosen;
+  return KVIO_STATUS_OK;
 }
 
 void CudaExecutor::drain() {

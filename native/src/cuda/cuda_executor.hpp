@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "../core/backends.hpp"
 #include "../core/executor.hpp"
@@ -57,6 +58,16 @@ class EventCompletion : public DeviceCompletion {
   std::atomic<int> error_{cudaSuccess};  // queried by the executor and by waiting threads
 };
 
+/// Pinned host memory a job writes what it uploads into (and the device buffer it goes to, for
+/// the kernel's tables and indices); busy from the job's enqueue until the job has retired (its
+/// event completed), so nothing rewrites it while the stream may still read it.
+struct StagingSlot {
+  uint8_t* host = nullptr;    // pinned
+  uint8_t* device = nullptr;  // nullptr for a slot acquired without one
+  uint64_t bytes = 0;
+  bool busy = false;
+};
+
 class CudaExecutor : public Executor {
  public:
   ~CudaExecutor() override;
@@ -77,6 +88,13 @@ class CudaExecutor : public Executor {
   bool retireOldest();
   /// Retires jobs whose events have completed, in order.
   void reap();
+  /// A staging slot of at least `bytes` (with a device buffer of that size when withDevice) for
+  /// the job being enqueued (mutex_ held): marked busy, and *release marks it idle again once
+  /// the job has retired. Grows an idle slot (its old buffers are kept until the executor
+  /// closes, so nothing is freed under the stream), adds one (at most 8), or waits for the
+  /// oldest job in flight (its event only) when all are busy.
+  kvio_status acquireSlot(uint64_t bytes, bool withDevice, StagingSlot** out,
+                          std::function<void()>* release);
 
   int32_t device_ = 0;
   cudaStream_t stream_ = nullptr;
@@ -92,11 +110,15 @@ class CudaExecutor : public Executor {
     std::function<void()> release;
   };
   void retire(InFlight& entry);
+  kvio_status allocateSlot(uint64_t bytes, bool withDevice, StagingSlot* slot);
+  static void freeSlot(StagingSlot& slot);
   // Completes a job whose work could not all be queued, after the stream has run what was
   // (the job keeps its pools alive until then), then releases its staging.
   void failAfterQueuedWork(Job& job, kvio_status status, std::string message,
                            const std::function<void()>& release);
   std::deque<InFlight> inFlight_;
+  std::vector<StagingSlot> slots_;    // never moves: jobs' release callbacks point into it
+  std::vector<StagingSlot> retired_;  // outgrown, freed when the executor closes
 };
 
 /// A new executor of type E (a CudaExecutor with configure(config)) into *out when it configures.

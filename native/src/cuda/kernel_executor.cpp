@@ -1,8 +1,10 @@
 // The 'kernel' io backend: runs each transfer as one launch of the SM copy kernel
-// (copy_kernel.cu), which evaluates both pools' affine layouts on the device. Per job, the
-// layer tables (device-accessible addresses), the host index arrays and the kernel's status
-// words are written into a pinned staging slot and uploaded with one cudaMemcpyAsync; nothing
-// on the submit path synchronises. A slot is reused once the job that used it has retired
+// (copy_kernel.cu), which evaluates both pools' affine layouts on the device. A small job with
+// host indices (tables and indices within kInlineStagingBytes) passes them by value in the
+// kernel parameter: one launch and the event record, nothing uploaded. Otherwise the layer
+// tables (device-accessible addresses), the host index arrays and the kernel's status words are
+// written into a pinned staging slot and uploaded with one cudaMemcpyAsync; nothing on the
+// submit path synchronises. A slot is reused once the job that used it has retired
 // (its event completed and its status read). Device-resident indices are passed to the kernel
 // as they are, bounds-checked there, and the status words come back with one more async copy.
 #include <algorithm>
@@ -23,15 +25,6 @@ namespace {
 
 constexpr int32_t kDefaultCtaBudget = 4;
 constexpr int32_t kDefaultWarpsPerCta = 16;
-constexpr uint64_t kMinSlotBytes = 64 * 1024;
-constexpr size_t kMaxSlots = 8;
-
-struct StagingSlot {
-  uint8_t* host = nullptr;  // pinned
-  uint8_t* device = nullptr;
-  uint64_t bytes = 0;
-  bool busy = false;
-};
 
 // Binds the layout of a pool to the device-accessible layer table.
 void deviceLayout(const PoolImpl& pool, std::vector<uint64_t>* table, AffineLayout* out) {
@@ -61,12 +54,7 @@ class KernelExecutor final : public CudaExecutor {
     return KVIO_STATUS_OK;
   }
 
-  ~KernelExecutor() override {
-    drain();
-    DeviceScope scope(device_);
-    for (StagingSlot& slot : slots_) freeSlot(slot);
-    for (StagingSlot& slot : retired_) freeSlot(slot);
-  }
+  ~KernelExecutor() override { drain(); }
 
   // The kernel evaluates both layouts itself: a LayoutJob instead of a plan.
   kvio_status prepare(const Transfer& t, Job* job, Prepared* out) const override {
@@ -119,25 +107,26 @@ class KernelExecutor final : public CudaExecutor {
                       std::function<void()>* release) override {
     const LayoutJob& l = job.layout;
     const StagingLayout layout = stagingLayout(l);
+    if (fitsInline(l, layout)) {
+      // A small job with host indices: its tables and indices go in the kernel parameter (no
+      // slot, no upload); the host checked the indices, so there is no status to read back.
+      InlineCopyLaunch params;
+      packInlineLaunch(l, layout, &params);
+      return launchJob(l, &params.launch, "inline", [&](int32_t blocks, int32_t threads) {
+        return launchInlineCopyKernel(params, blocks, threads, stream_);
+      });
+    }
     StagingSlot* slot = nullptr;
-    KVIO_RETURN_IF_ERROR(acquire(layout.total, &slot));
-    slot->busy = true;
-    *release = [slot] { slot->busy = false; };
+    KVIO_RETURN_IF_ERROR(acquireSlot(layout.total, true, &slot, release));
     writeStaging(l, layout, slot->host);
     KVIO_CUDA_TRY(
         cudaMemcpyAsync(slot->device, slot->host, layout.total, cudaMemcpyHostToDevice, stream_),
         "uploading %llu bytes of layer tables and indices (%lld pairs)",
         static_cast<unsigned long long>(layout.total), static_cast<long long>(l.count));
     CopyLaunch launch = makeLaunch(l, layout, slot->device);
-    const int32_t threads = (l.warpsPerCta > 0 ? l.warpsPerCta : warpsPerCta_) * 32;
-    launch.tileChunks = tileChunksFor(threads);
-    const int32_t budget = l.ctaBudget > 0 ? l.ctaBudget : ctaBudget_;
-    const int32_t blocks = launchBlocks(launchItems(launch), launchLanes(launch), threads, budget);
-    KVIO_CUDA_TRY(launchCopyKernel(launch, blocks, threads, stream_),
-                  "launching the copy kernel: %d CTAs x %d threads, %d-byte words (0: per row), "
-                  "%lld pairs x %lld layers",
-                  blocks, threads, launch.wordBytes, static_cast<long long>(l.count),
-                  static_cast<long long>(l.numLayers));
+    KVIO_RETURN_IF_ERROR(launchJob(l, &launch, "uploaded", [&](int32_t blocks, int32_t threads) {
+      return launchCopyKernel(launch, blocks, threads, stream_);
+    }));
     if (l.indicesOnDevice) {
       auto* status = reinterpret_cast<unsigned long long*>(slot->host + layout.statusOffset);
       KVIO_CUDA_TRY(cudaMemcpyAsync(status, slot->device + layout.statusOffset, 16,
@@ -151,74 +140,25 @@ class KernelExecutor final : public CudaExecutor {
   }
 
  private:
-  static void freeSlot(StagingSlot& slot) {
-    if (slot.host != nullptr) cudaFreeHost(slot.host);
-    if (slot.device != nullptr) cudaFree(slot.device);
-    slot = StagingSlot{};
-  }
-
-  kvio_status allocateSlot(uint64_t bytes, StagingSlot* slot) {
-    uint64_t size = kMinSlotBytes;
-    while (size < bytes) size *= 2;
-    void* host = nullptr;
-    void* device = nullptr;
-    KVIO_CUDA_TRY(cudaHostAlloc(&host, size, cudaHostAllocDefault),
-                  "allocating a %llu-byte pinned staging buffer for indices",
-                  static_cast<unsigned long long>(size));
-    const cudaError_t error = cudaMalloc(&device, size);
-    if (error != cudaSuccess) {
-      cudaFreeHost(host);
-      KVIO_CUDA_TRY(error, "allocating a %llu-byte device staging buffer for indices",
-                    static_cast<unsigned long long>(size));
-    }
-    slot->host = static_cast<uint8_t*>(host);
-    slot->device = static_cast<uint8_t*>(device);
-    slot->bytes = size;
-    slot->busy = false;
+  // Sets the launch's tile depth for the job's launch shape (or the executor's) and launches
+  // it with run(blocks, threads); `tables` says where its tables are, for the error message.
+  template <class Run>
+  kvio_status launchJob(const LayoutJob& l, CopyLaunch* launch, const char* tables, Run run) {
+    const int32_t threads = (l.warpsPerCta > 0 ? l.warpsPerCta : warpsPerCta_) * 32;
+    launch->tileChunks = tileChunksFor(threads);
+    const int32_t budget = l.ctaBudget > 0 ? l.ctaBudget : ctaBudget_;
+    const int32_t blocks =
+        launchBlocks(launchItems(*launch), launchLanes(*launch), threads, budget);
+    KVIO_CUDA_TRY(run(blocks, threads),
+                  "launching the copy kernel (%s tables): %d CTAs x %d threads, %d-byte words (0: "
+                  "per row), %lld pairs x %lld layers",
+                  tables, blocks, threads, launch->wordBytes, static_cast<long long>(l.count),
+                  static_cast<long long>(l.numLayers));
     return KVIO_STATUS_OK;
-  }
-
-  // An idle slot of at least `bytes`; grows an idle one (the old buffers are kept until the
-  // executor closes, so nothing is freed under the stream), adds one, or waits for the
-  // oldest job in flight (its event only) when all kMaxSlots are busy.
-  kvio_status acquire(uint64_t bytes, StagingSlot** out) {
-    slots_.reserve(kMaxSlots);  // slots never move: jobs' release callbacks point into it
-    for (;;) {
-      StagingSlot* idle = nullptr;
-      for (StagingSlot& slot : slots_) {
-        if (slot.busy) continue;
-        if (slot.bytes >= bytes) {
-          *out = &slot;
-          return KVIO_STATUS_OK;
-        }
-        idle = &slot;
-      }
-      if (idle != nullptr) {
-        StagingSlot grown;
-        KVIO_RETURN_IF_ERROR(allocateSlot(bytes, &grown));
-        retired_.push_back(*idle);
-        *idle = grown;
-        *out = idle;
-        return KVIO_STATUS_OK;
-      }
-      if (slots_.size() < kMaxSlots) {
-        StagingSlot fresh;
-        KVIO_RETURN_IF_ERROR(allocateSlot(bytes, &fresh));
-        slots_.push_back(fresh);
-        *out = &slots_.back();
-        return KVIO_STATUS_OK;
-      }
-      if (!retireOldest()) {
-        return fail(KVIO_STATUS_INTERNAL, "all %zu staging slots busy with no job in flight",
-                    kMaxSlots);
-      }
-    }
   }
 
   int32_t ctaBudget_ = kDefaultCtaBudget;
   int32_t warpsPerCta_ = kDefaultWarpsPerCta;
-  std::vector<StagingSlot> slots_;
-  std::vector<StagingSlot> retired_;
 };
 
 }  // namespace

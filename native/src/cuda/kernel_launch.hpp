@@ -3,7 +3,9 @@
 // whole data path on the host (staging written to a buffer, the launch built over it, every
 // thread of the grid replayed).
 // Staging slot layout (8-byte aligned): [status: 2 x u64][src layer table][dst layer table]
-// [src indices][dst indices]; indices only when they come from the host.
+// [src indices][dst indices]; indices only when they come from the host. A small job with
+// host indices packs the same layout into its kernel parameter instead (InlineCopyLaunch,
+// copy_routine.cuh): no slot, no upload.
 #ifndef KVIO_CUDA_KERNEL_LAUNCH_HPP_
 #define KVIO_CUDA_KERNEL_LAUNCH_HPP_
 
@@ -73,6 +75,22 @@ inline CopyLaunch makeLaunch(const Job& job, const StagingLayout& s, uint8_t* de
   launch.checkIndices = job.indicesOnDevice ? 1 : 0;
   launch.badPairs = reinterpret_cast<unsigned long long*>(device + s.statusOffset);
   return launch;
+}
+
+/// True when the job goes by value (InlineCopyLaunch) instead of through a slot: host indices
+/// (device indices need the status words written by the kernel and read back) and staging that
+/// fits kInlineStagingBytes.
+template <class Job>
+inline bool fitsInline(const Job& job, const StagingLayout& s) {
+  return !job.indicesOnDevice && s.total <= kInlineStagingBytes;
+}
+
+/// Packs a job that fitsInline into *out: its staging into out->staging, the launch over it.
+template <class Job>
+inline void packInlineLaunch(const Job& job, const StagingLayout& s, InlineCopyLaunch* out) {
+  writeStaging(job, s, out->staging);
+  out->launch = makeLaunch(job, s, out->staging);
+  out->hostBase = reinterpret_cast<uint64_t>(out->staging);
 }
 
 }  // namespace cuda

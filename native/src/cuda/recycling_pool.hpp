@@ -1,10 +1,11 @@
 // A bounded free list of handles that are costly to create and destroy (CUDA events): the
 // kernel and direct executors take a transfer's event from it and the transfer's completion
 // gives the event back when it is destroyed (the event completed, and the caller has closed the
-// transfer, so nothing uses it any more). At most `capacity` handles wait in the list; one
-// given back to a full list is destroyed. Shared (std::shared_ptr) between an executor and its
-// completions, so a completion that outlives its executor still has somewhere to return to.
-// Free of CUDA headers: native/tests/cuda_recycling_pool_test.cpp tests it with plain integers.
+// transfer, so nothing uses it any more). The staged executor keeps its reused plans in one. At
+// most `capacity` handles wait in the list; one given back to a full list is destroyed. Shared
+// (std::shared_ptr) between an executor and its completions, so a completion that outlives its
+// executor still has somewhere to return to. Free of CUDA headers:
+// native/tests/cuda_recycling_pool_test.cpp tests it with plain integers.
 #ifndef KVIO_CUDA_RECYCLING_POOL_HPP_
 #define KVIO_CUDA_RECYCLING_POOL_HPP_
 

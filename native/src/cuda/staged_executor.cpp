@@ -1,7 +1,10 @@
 // The 'staged' io backend: a host<->device transfer goes through a device staging buffer, chunk
 // by chunk (staged_routine.cuh: the chunks, segment tables and host runs built from the
-// planner's plan). Per chunk, on the executor's one stream: its segment table is uploaded to the
-// head of the staging buffer; a backup gathers the device rows into the staging buffer with the
+// planner's plan, cut in prepare, in plan storage the executor reuses across transfers). The
+// job's segment tables are written into a pinned staging slot (kept busy until the job's event
+// has completed, as the kernel executor keeps its index uploads). Per chunk, on the executor's
+// one stream: its segment table is uploaded from the slot to the head of the staging buffer; a
+// backup gathers the device rows into the staging buffer with the
 // gather/scatter kernel (staged_kernel.cu), then copies each contiguous host run from it to the
 // host on the copy engine (the shared issuer, as 'direct' issues: batched where the driver
 // can); a load copies the host runs in, then scatters. Reuse of the staging buffer by the next
@@ -10,6 +13,7 @@
 // executor's first transfer and freed when it closes; it bounds the device memory staged uses.
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +32,15 @@ namespace {
 constexpr uint64_t kDefaultStagingBytes = 64ull << 20;
 constexpr int32_t kDefaultStagedCtas = 8;
 constexpr int32_t kDefaultStagedWarps = 16;
+// Staged plans kept for reuse (the chunks of the transfers being prepared at once), and the
+// storage one may keep (a plan of a larger transfer is freed after use).
+constexpr size_t kKeptPlans = 4;
+constexpr uint64_t kKeptPlanBytes = 8ull << 20;
+
+// A transfer's staged plan, from prepare to enqueue (Job::work).
+struct StagedWork final : BackendWork {
+  StagedPlan plan;
+};
 
 // KVIO_STAGED_BYTES: bytes (an integer with an optional K, M or G suffix), at least
 // kStagedMinBytes; unset or empty: the default.
@@ -83,42 +96,78 @@ class StagedExecutor final : public CudaExecutor {
     return KVIO_STATUS_OK;
   }
 
+  // The plan, cut into chunks (Job::work, from storage reused across transfers): the launches
+  // are its chunks and the copies its host runs (kvio_transfer_info).
+  kvio_status prepare(const Transfer& t, Job* job, Prepared* out) const override {
+    KVIO_RETURN_IF_ERROR(Executor::prepare(t, job, out));
+    std::unique_ptr<StagedWork> work = takeWork();
+    const bool backup = t.src->memoryKind == KVIO_MEMORY_CUDA_DEVICE;
+    buildStagedPlan(job->plan, backup, stagingBytes_, &work->plan);
+    returnPlanStorage(std::move(job->plan));     // not needed past here
+    std::vector<kvio_copy2d>().swap(job->plan);  // released even when the storage was full
+    out->copies = static_cast<int64_t>(work->plan.runs.size());
+    out->launches = static_cast<int64_t>(work->plan.chunks.size());
+    job->work = std::move(work);
+    return KVIO_STATUS_OK;
+  }
+
  protected:
   kvio_status enqueue(Job& job, EventCompletion*, std::function<void()>* release) override {
+    std::unique_ptr<BackendWork> work = std::move(job.work);
+    auto* staged = dynamic_cast<StagedWork*>(work.get());
+    if (staged == nullptr) {
+      return fail(KVIO_STATUS_INTERNAL, "a 'staged' job reached its executor unprepared");
+    }
+    const kvio_status status = enqueuePlan(job, staged->plan, release);
+    work.release();
+    recycleStagedPlan(&staged->plan, kKeptPlanBytes);
+    plans_.give(staged);
+    return status;
+  }
+
+ private:
+  std::unique_ptr<StagedWork> takeWork() const {
+    StagedWork* kept = nullptr;
+    if (plans_.take(&kept)) return std::unique_ptr<StagedWork>(kept);
+    return std::make_unique<StagedWork>();
+  }
+
+  // Per chunk: its segment table from the job's pinned slot to the head of the staging buffer,
+  // then the gather and the host copies (backup) or the host copies and the scatter (load).
+  // The slot holds all the chunks' tables and stays busy until the job's event has completed.
+  kvio_status enqueuePlan(Job& job, const StagedPlan& plan, std::function<void()>* release) {
+    if (plan.chunks.empty()) return KVIO_STATUS_OK;
     const bool backup = job.srcPlace.kind == KVIO_MEMORY_CUDA_DEVICE;
-    // Kept until the job's event has completed: the segment tables are uploaded from it.
-    auto plan = std::make_shared<StagedPlan>();
-    buildStagedPlan(job.plan, backup, stagingBytes_, plan.get());
-    *release = [plan] {};
-    if (plan->chunks.empty()) return KVIO_STATUS_OK;
     KVIO_RETURN_IF_ERROR(allocateStaging());
+    StagingSlot* slot = nullptr;
+    KVIO_RETURN_IF_ERROR(acquireSlot(stagedTableBytes(plan), false, &slot, release));
+    std::memcpy(slot->host, plan.segments.data(), stagedTableBytes(plan));
     const std::vector<engine::Region> staging{
         engine::Region{reinterpret_cast<uint64_t>(staging_), stagingBytes_}};
     engine::IssueOptions options;
     options.direction = directionName(job.srcPlace.kind, job.dstPlace.kind);
-    for (size_t k = 0; k < plan->chunks.size(); ++k) {
-      const StagedChunk& chunk = plan->chunks[k];
-      const StagedSegment* table = plan->segments.data() + chunk.firstSegment;
+    for (size_t k = 0; k < plan.chunks.size(); ++k) {
+      const StagedChunk& chunk = plan.chunks[k];
       const uint64_t tableBytes = chunk.segments * sizeof(StagedSegment);
-      KVIO_CUDA_TRY(cudaMemcpyAsync(staging_, table, tableBytes, cudaMemcpyHostToDevice, stream_),
+      KVIO_CUDA_TRY(cudaMemcpyAsync(staging_, slot->host + stagedTableOffset(chunk), tableBytes,
+                                    cudaMemcpyHostToDevice, stream_),
                     "uploading the segment table of chunk %zu of %zu (%llu bytes)", k + 1,
-                    plan->chunks.size(), static_cast<unsigned long long>(tableBytes));
+                    plan.chunks.size(), static_cast<unsigned long long>(tableBytes));
       const StagedLaunch launch = stagedChunkLaunch(chunk, staging_, backup);
-      stagedChunkCopies(*plan, chunk, launch.data, backup, &copies_);
+      stagedChunkCopies(plan, chunk, launch.data, backup, &copies_);
       if (backup) {
-        KVIO_RETURN_IF_ERROR(launchChunk(launch, k, plan->chunks.size()));
+        KVIO_RETURN_IF_ERROR(launchChunk(launch, k, plan.chunks.size()));
         KVIO_RETURN_IF_ERROR(
             engine_.issuer.issue(engine_.ops, copies_, staging, job.dstPool->regions, options));
       } else {
         KVIO_RETURN_IF_ERROR(
             engine_.issuer.issue(engine_.ops, copies_, job.srcPool->regions, staging, options));
-        KVIO_RETURN_IF_ERROR(launchChunk(launch, k, plan->chunks.size()));
+        KVIO_RETURN_IF_ERROR(launchChunk(launch, k, plan.chunks.size()));
       }
     }
     return KVIO_STATUS_OK;
   }
 
- private:
   kvio_status launchChunk(const StagedLaunch& launch, size_t chunk, size_t chunks) {
     const int64_t wanted = static_cast<int64_t>(launch.count);
     const int32_t blocks = static_cast<int32_t>(wanted < ctas_ ? wanted : ctas_);
@@ -149,6 +198,7 @@ class StagedExecutor final : public CudaExecutor {
   int32_t warps_ = kDefaultStagedWarps;
   CudaEngine engine_;
   std::vector<kvio_copy2d> copies_;  // one chunk's host copies, reused
+  mutable RecyclingPool<StagedWork*> plans_{kKeptPlans, [](StagedWork* w) { delete w; }};
 };
 
 }  // namespace

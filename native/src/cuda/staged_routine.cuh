@@ -171,6 +171,28 @@ inline void buildStagedPlan(const std::vector<kvio_copy2d>& plan, bool backup,
   close();
 }
 
+/// The bytes of all segment tables of a plan, as the executor writes them into pinned memory
+/// (StagedPlan::segments as they are); chunk c's table starts stagedTableOffset(c) bytes in.
+inline uint64_t stagedTableBytes(const StagedPlan& p) {
+  return static_cast<uint64_t>(p.segments.size()) * sizeof(StagedSegment);
+}
+inline uint64_t stagedTableOffset(const StagedChunk& c) {
+  return static_cast<uint64_t>(c.firstSegment) * sizeof(StagedSegment);
+}
+
+/// Bytes of storage a plan holds (its vectors' capacities), kept when it is reused.
+inline uint64_t stagedPlanStorageBytes(const StagedPlan& p) {
+  return p.segments.capacity() * sizeof(StagedSegment) + p.runs.capacity() * sizeof(StagedHostRun) +
+         p.chunks.capacity() * sizeof(StagedChunk) +
+         p.pieces.capacity() * sizeof(StagedPlan::Piece);
+}
+
+/// Makes a used plan ready for reuse: its storage is kept when it holds at most keepBytes,
+/// else given up (the plan of one huge transfer is not kept for the small ones after it).
+inline void recycleStagedPlan(StagedPlan* p, uint64_t keepBytes) {
+  if (stagedPlanStorageBytes(*p) > keepBytes) *p = StagedPlan();
+}
+
 /// What one gather or scatter launch reads (the kernel parameter).
 struct StagedLaunch {
   const StagedSegment* segments = nullptr;  // device-accessible table

@@ -73,11 +73,11 @@ final class TransferEvent extends Event {
     long layers;
 
     @Label("Copies")
-    @Description("2-D copies of the transfer's plan (cpu, direct, kernel_ascend); 0 for kernel")
+    @Description("Plan copies (cpu, direct, kernel_ascend), staged's host-run copies; kernel: 0")
     long copies;
 
     @Label("Kernel Launches")
-    @Description("Copy-kernel launches (1 for the kernel backend); 0 for plan-based backends")
+    @Description("Kernel launches (kernel: 1; staged: 1 per chunk); 0 for the other backends")
     long launches;
 
     @Label("Queue Time")

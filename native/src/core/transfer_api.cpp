@@ -7,10 +7,21 @@
 #include "entry.hpp"
 #include "launch_shape.hpp"
 #include "planner.hpp"
+#include "transfer_scratch.hpp"
 #include "validate.hpp"
 
 namespace kvio {
 namespace {
+
+// The index runs of the transfer being submitted on this thread, reused: no allocation per
+// transfer; bounded when the submit returns (RunsBound).
+thread_local std::vector<IndexRun> threadRuns;
+
+// Frees the runs when a large transfer grew them past kRetainedIndexRunBytes, on every way out
+// of submit (nothing refers to them once it returns: the plan was made from them).
+struct RunsBound {
+  ~RunsBound() { boundRetained(&threadRuns, kRetainedIndexRunBytes); }
+};
 
 MemoryPlace placeOf(const PoolImpl& pool) {
   return {pool.memoryKind, pool.device};
@@ -47,7 +58,8 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   transfer.warpsPerCta = warpsPerCta > 0 ? warpsPerCta : 0;
   transfer.overlapsCompute = (flags & KVIO_SUBMIT_OVERLAPS_COMPUTE) != 0;
   PlanRequest request;
-  thread_local std::vector<IndexRun> runs;  // reused: no allocation per transfer
+  std::vector<IndexRun>& runs = threadRuns;
+  const RunsBound bound{};
   if (deviceIndices) {
     if (!backendOps(executor->backend)->deviceIndices) {
       return fail(KVIO_STATUS_UNSUPPORTED,
@@ -111,6 +123,11 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
 }
 
 }  // namespace
+
+size_t retainedIndexRunBytes() {
+  return threadRuns.capacity() * sizeof(IndexRun);
+}
+
 }  // namespace kvio
 
 using namespace kvio;

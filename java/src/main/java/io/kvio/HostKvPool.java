@@ -256,8 +256,7 @@ public final class HostKvPool extends KvPool {
                 this,
                 deviceIndices,
                 hostIndices,
-                "the device pool",
-                "the host pool",
+                false, // the pools named by kind in messages: "the host pool"
                 deviceLayerStart,
                 0,
                 numLayers(),
@@ -309,8 +308,7 @@ public final class HostKvPool extends KvPool {
                 device,
                 hostIndices,
                 deviceIndices,
-                "the host pool",
-                "the device pool",
+                false, // the pools named by kind in messages: "the host pool"
                 deviceLayer - deviceLayerStart,
                 deviceLayer,
                 1,

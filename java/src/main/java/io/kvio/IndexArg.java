@@ -64,9 +64,6 @@ final class IndexArg {
             return list.address();
         }
         int count = longs != null ? longs.length : ints.length;
-        Scratch s = SCRATCH.get();
-        ByteBuffer buffer = s.buffers[slot];
-        long address = s.addresses[slot];
         if (count > Integer.MAX_VALUE / 8) {
             throw new KvioInvalidArgumentException(
                     name
@@ -76,25 +73,29 @@ final class IndexArg {
                             + Integer.MAX_VALUE / 8
                             + "); pass a TokenIndices or split the transfer");
         }
-        int bytes = count * 8;
-        if (buffer == null || buffer.capacity() < bytes) {
+        Scratch s = SCRATCH.get();
+        LongBuffer out = s.views[slot];
+        long address = s.addresses[slot];
+        if (out == null || out.capacity() < count) {
             NativeBridge.ensureLoaded();
+            int bytes = count * 8;
             int capacity =
                     bytes > RETAINED_BYTES
                             ? bytes
                             : Math.max(64, Integer.highestOneBit(Math.max(bytes - 1, 1)) << 1);
-            buffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.nativeOrder());
+            ByteBuffer buffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.nativeOrder());
             address = new Pointer(buffer).address();
-            if (buffer.capacity() <= RETAINED_BYTES) {
-                s.buffers[slot] = buffer;
+            out = buffer.asLongBuffer(); // keeps the buffer reachable
+            if (capacity <= RETAINED_BYTES) {
+                s.views[slot] = out;
                 s.addresses[slot] = address;
             } else {
-                s.oneOff[slot] = buffer; // reachable until release() after the native call
+                s.oneOff[slot] = out; // reachable until release() after the native call
             }
         }
-        LongBuffer out = buffer.asLongBuffer();
+        // Absolute puts on the kept view: no buffer view is made per call.
         if (longs != null) {
-            out.put(longs);
+            out.put(0, longs);
         } else {
             for (int i = 0; i < count; i++) {
                 out.put(i, ints[i]);
@@ -110,10 +111,11 @@ final class IndexArg {
         s.oneOff[1] = null;
     }
 
+    /** Per slot: the kept scratch (a view of its direct buffer) and its address; one-off views. */
     private static final class Scratch {
-        final ByteBuffer[] buffers = new ByteBuffer[2];
+        final LongBuffer[] views = new LongBuffer[2];
         final long[] addresses = new long[2];
-        final ByteBuffer[] oneOff = new ByteBuffer[2];
+        final LongBuffer[] oneOff = new LongBuffer[2];
     }
 
     private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);

@@ -119,18 +119,8 @@ public final class Kvio {
         ensureOpen("src", src);
         ensureOpen("dst", dst);
         long executorHandle = executor.handle();
-        for (KvPool p : new KvPool[] {src, dst}) {
-            if (p instanceof DeviceKvPool && p.backend() != executor.backend()) {
-                throw new KvioInvalidArgumentException(
-                        "the "
-                                + (p == src ? "src" : "dst")
-                                + " device pool lives on io backend '"
-                                + p.backend().userName()
-                                + "' but the executor runs io backend '"
-                                + executor.backend().userName()
-                                + "'; use an executor of the device pool's backend");
-            }
-        }
+        checkExecutorBackend("src", src, executor);
+        checkExecutorBackend("dst", dst, executor);
         checkLayers("src", srcLayerStart, numLayers, src.spec().numLayers());
         checkLayers("dst", dstLayerStart, numLayers, dst.spec().numLayers());
         return submit(
@@ -140,8 +130,7 @@ public final class Kvio {
                 dst,
                 srcIndices,
                 dstIndices,
-                "src (the " + src.what() + ")",
-                "dst (the " + dst.what() + ")",
+                true,
                 srcLayerStart,
                 dstLayerStart,
                 numLayers,
@@ -149,13 +138,28 @@ public final class Kvio {
                 NO_LAYERS);
     }
 
+    private static void checkExecutorBackend(String side, KvPool pool, KvioExecutor executor) {
+        if (pool instanceof DeviceKvPool && pool.backend() != executor.backend()) {
+            throw new KvioInvalidArgumentException(
+                    "the "
+                            + side
+                            + " device pool lives on io backend '"
+                            + pool.backend().userName()
+                            + "' but the executor runs io backend '"
+                            + executor.backend().userName()
+                            + "'; use an executor of the device pool's backend");
+        }
+    }
+
     static final long[] NO_LAYERS = new long[0];
 
     /**
      * Checks the index lists (open, equal lengths), then submits; empty lists give an already
-     * completed Transfer once the pools are known to fit each other. Native messages are rewritten
-     * to the caller's names: the index lists' parameter names and {@code srcPool} / {@code dstPool}
-     * for "the src pool" / "the dst pool".
+     * completed Transfer once the pools are known to fit each other. The messages of native errors
+     * are rewritten to the caller's names (built only then): the index lists' parameter names, and
+     * for "the src pool" / "the dst pool" the pools by parameter and kind ({@code byParameter}:
+     * "src (the host pool)", as Kvio.transfer names them) or by kind only ("the host pool", as
+     * HostKvPool's requests do).
      */
     static Transfer submit(
             long executor,
@@ -164,8 +168,7 @@ public final class Kvio {
             KvPool dst,
             IndexArg srcIndices,
             IndexArg dstIndices,
-            String srcPool,
-            String dstPool,
+            boolean byParameter,
             long srcLayerStart,
             long dstLayerStart,
             long numLayers,
@@ -181,10 +184,13 @@ public final class Kvio {
             return Transfer.completed(skippedLayers);
         }
         TransferEvent event = TransferEvent.begin(src, dst); // null unless a recording wants it
-        long[] out = new long[4];
         long handle;
+        long bytes;
+        boolean doneOnCpu;
+        int status;
+        int chosen;
         try {
-            handle =
+            NativeBridge.Submitted out =
                     NativeBridge.submit(
                             executor,
                             srcHandle,
@@ -195,23 +201,32 @@ public final class Kvio {
                             srcLayerStart,
                             dstLayerStart,
                             numLayers,
-                            flags,
-                            out);
+                            flags);
+            handle = out.handle;
+            bytes = out.bytes;
+            doneOnCpu = out.doneOnCpu;
+            status = out.status;
+            chosen = out.chosenBackend;
         } catch (KvioException e) {
-            throw renamed(e, srcIndices.name(), dstIndices.name(), srcPool, dstPool);
+            throw renamed(e, srcIndices.name(), dstIndices.name(), byParameter, src, dst);
         } finally {
             IndexArg.release();
         }
         // What ran it: for an auto executor its choice, read with the planned bytes.
-        IoBackend used = backend == IoBackend.AUTO ? IoBackend.ofNative((int) out[3]) : backend;
-        return Transfer.submitted(handle, out[0], out[1] != 0, (int) out[2], event)
+        IoBackend used = backend == IoBackend.AUTO ? IoBackend.ofNative(chosen) : backend;
+        return Transfer.submitted(handle, bytes, doneOnCpu, status, event)
                 .withSkippedLayers(skippedLayers)
                 .withBackend(used);
     }
 
     /** The native message with the Java caller's names in place of the C ABI's. */
     private static KvioException renamed(
-            KvioException e, String srcName, String dstName, String srcPool, String dstPool) {
+            KvioException e,
+            String srcName,
+            String dstName,
+            boolean byParameter,
+            KvPool src,
+            KvPool dst) {
         String m = e.getMessage();
         if (m == null) {
             return e;
@@ -219,8 +234,8 @@ public final class Kvio {
         String r =
                 m.replace("src_indices", srcName)
                         .replace("dst_indices", dstName)
-                        .replace("the src pool", srcPool)
-                        .replace("the dst pool", dstPool)
+                        .replace("the src pool", poolName(byParameter, "src", src))
+                        .replace("the dst pool", poolName(byParameter, "dst", dst))
                         .replace("src_layer_start", "srcLayerStart")
                         .replace("dst_layer_start", "dstLayerStart")
                         .replace("num_layers", "numLayers");
@@ -230,6 +245,12 @@ public final class Kvio {
         KvioException out = KvioException.of(e.status(), r);
         out.initCause(e);
         return out;
+    }
+
+    /** "src (the host pool)" by parameter, else "the host pool". */
+    private static String poolName(boolean byParameter, String parameter, KvPool pool) {
+        String kind = "the " + pool.what();
+        return byParameter ? parameter + " (" + kind + ")" : kind;
     }
 
     /** What the native checks refuse before looking at indices, for empty transfers. */

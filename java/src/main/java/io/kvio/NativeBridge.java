@@ -91,6 +91,7 @@ final class NativeBridge {
         final ByteBuffer buffer =
                 ByteBuffer.allocateDirect(SCRATCH_BYTES).order(ByteOrder.nativeOrder());
         final long address = new Pointer(buffer).address();
+        final Submitted submitted = new Submitted();
     }
 
     private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
@@ -421,12 +422,28 @@ final class NativeBridge {
     // ---- transfers ----
 
     /**
-     * Submits with KVIO_SUBMIT_* flags; returns the transfer handle. out[0]: the planned bytes;
-     * out[1]: 1 when the transfer is already done on the cpu backend (it ran on the submitting
-     * thread), else 0; out[2]: then its status; out[3]: the backend that runs it (what auto chose,
-     * else the executor's).
+     * What {@link #submit} reports: the calling thread's own instance, overwritten by its next
+     * submit, so a submit allocates nothing; read it before the thread's next submit.
      */
-    static long submit(
+    static final class Submitted {
+        /** The transfer handle. */
+        long handle;
+
+        /** The planned bytes. */
+        long bytes;
+
+        /** Done when submit returned, on the cpu backend (it ran on the submitting thread). */
+        boolean doneOnCpu;
+
+        /** Its status then (meaningful when doneOnCpu). */
+        int status;
+
+        /** The backend that runs it (what auto chose, else the executor's), a native value. */
+        int chosenBackend;
+    }
+
+    /** Submits with KVIO_SUBMIT_* flags; the answer is this thread's {@link Submitted}. */
+    static Submitted submit(
             long executor,
             long srcPool,
             long dstPool,
@@ -436,8 +453,7 @@ final class NativeBridge {
             long srcLayerStart,
             long dstLayerStart,
             long numLayers,
-            int flags,
-            long[] out) {
+            int flags) {
         Scratch s = SCRATCH.get();
         check(
                 KvioNative.kvio_submit_args_flags(
@@ -460,16 +476,16 @@ final class NativeBridge {
             KvioNative.kvio_transfer_close(transfer);
             throw e;
         }
-        out[0] = s.buffer.getLong(STRUCT + TransferInfoStruct.BYTES_MOVED);
-        out[1] =
-                s.buffer.getInt(STRUCT + TransferInfoStruct.DONE) != 0
-                                && s.buffer.getInt(STRUCT + TransferInfoStruct.CHOSEN_BACKEND)
-                                        == KvioNative.KVIO_BACKEND_CPU
-                        ? 1
-                        : 0;
-        out[2] = s.buffer.getInt(STRUCT + TransferInfoStruct.STATUS);
-        out[3] = s.buffer.getInt(STRUCT + TransferInfoStruct.CHOSEN_BACKEND);
-        return transfer;
+        ByteBuffer b = s.buffer;
+        Submitted out = s.submitted;
+        out.handle = transfer;
+        out.bytes = b.getLong(STRUCT + TransferInfoStruct.BYTES_MOVED);
+        out.chosenBackend = b.getInt(STRUCT + TransferInfoStruct.CHOSEN_BACKEND);
+        out.doneOnCpu =
+                b.getInt(STRUCT + TransferInfoStruct.DONE) != 0
+                        && out.chosenBackend == KvioNative.KVIO_BACKEND_CPU;
+        out.status = b.getInt(STRUCT + TransferInfoStruct.STATUS);
+        return out;
     }
 
     /** The raw status of waiting (OK, TIMEOUT, or the transfer's failure). */

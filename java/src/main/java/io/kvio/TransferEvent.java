@@ -1,7 +1,8 @@
 /*
  * The JDK Flight Recorder event of one transfer, "io.kvio.Transfer" (docs/observability.md). Kvio
  * begins it when a transfer is submitted, and Transfer commits it when kvio first sees the transfer
- * complete (await, isDone or close), filled from the native kvio_transfer_get_info. With no
+ * complete (the submit call, for a cpu transfer done by then; else await, isDone or close), filled
+ * from the native kvio_transfer_get_info. With no
  * recording that enables it, begin() costs one inlined check and allocates nothing: the probe
  * instance below is scalar-replaced by the JIT, and the natives read no clock.
  */
@@ -21,8 +22,9 @@ import jdk.jfr.Timespan;
 @Label("KV Transfer")
 @Category({"kvio"})
 @Description(
-        "One kvio transfer, from its submission until kvio saw it complete (await, isDone or"
-                + " close); the thread is the one that saw it complete")
+        "One kvio transfer, from its submission until kvio saw it complete (the submit call for"
+                + " a cpu transfer done by then, else await, isDone or close); the thread is the"
+                + " one that saw it complete")
 @StackTrace(false)
 final class TransferEvent extends Event {
     static final String BACKUP = "backup";
@@ -33,7 +35,9 @@ final class TransferEvent extends Event {
     String backend;
 
     @Label("Chosen Backend")
-    @Description("The io backend that ran it: what auto chose (kernel, direct; cpu without a GPU)")
+    @Description(
+            "The io backend that ran it: what auto chose (kernel, direct, staged; cpu without a"
+                    + " GPU), else the executor's")
     String chosenBackend;
 
     @Label("Overlaps Compute")
@@ -84,7 +88,7 @@ final class TransferEvent extends Event {
     @Description(
             "From the submit call to the start of execution: validation, planning and waiting"
                     + " behind earlier transfers of the executor (cpu); until the work was issued"
-                    + " to the stream (kernel, direct, kernel_ascend)")
+                    + " to the stream (kernel, direct, staged, kernel_ascend)")
     @Timespan(Timespan.NANOSECONDS)
     long queueTime = Long.MIN_VALUE;
 

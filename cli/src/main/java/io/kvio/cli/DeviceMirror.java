@@ -9,6 +9,8 @@ package io.kvio.cli;
 
 import io.kvio.DeviceKvPool;
 import io.kvio.IoBackend;
+import io.kvio.KvPool;
+import java.util.function.Function;
 
 final class DeviceMirror implements AutoCloseable {
     private final DeviceKvPool device;
@@ -16,12 +18,28 @@ final class DeviceMirror implements AutoCloseable {
     final PoolRegion region;
 
     DeviceMirror(DeviceKvPool device) {
-        this.device = device;
-        this.shadow =
+        this(
+                device,
                 device.backend().isDevice()
                         ? DeviceKvPool.allocate(device.spec(), IoBackend.CPU)
-                        : null;
-        this.region = new PoolRegion(shadow != null ? shadow : device, 0);
+                        : null,
+                pool -> new PoolRegion(pool, 0));
+    }
+
+    /**
+     * Reads and writes {@code device} through {@code shadow} (null: directly), seen as {@code
+     * regionOf(shadow or device)}. It owns the shadow from here: closed at once if this constructor
+     * fails.
+     */
+    DeviceMirror(DeviceKvPool device, DeviceKvPool shadow, Function<KvPool, PoolRegion> regionOf) {
+        this.device = device;
+        this.shadow = shadow;
+        try {
+            this.region = regionOf.apply(shadow != null ? shadow : device);
+        } catch (RuntimeException | Error e) {
+            Cleanup.closeAfter(e, shadow);
+            throw e;
+        }
     }
 
     /** Whether the device pool is device memory (the GPU path). */

@@ -16,6 +16,7 @@ import io.kvio.KvioExecutor;
 import io.kvio.TokenIndices;
 import io.kvio.Transfer;
 import java.nio.ByteBuffer;
+import java.util.function.Function;
 
 abstract class PoolAccess implements AutoCloseable {
     abstract long bytes();
@@ -64,7 +65,7 @@ abstract class PoolAccess implements AutoCloseable {
         }
     }
 
-    private static final class Staged extends PoolAccess {
+    static final class Staged extends PoolAccess {
         private final DeviceKvPool device;
         private final KvioExecutor executor;
         private final HostKvPool staging;
@@ -72,6 +73,17 @@ abstract class PoolAccess implements AutoCloseable {
         private final TokenIndices all;
 
         Staged(DeviceKvPool device, KvioExecutor executor) {
+            this(device, executor, TokenIndices::of);
+        }
+
+        /**
+         * {@code indicesOf} makes the list of all token slots; the staging pool allocated before it
+         * is closed at once if this constructor fails.
+         */
+        Staged(
+                DeviceKvPool device,
+                KvioExecutor executor,
+                Function<long[], TokenIndices> indicesOf) {
             this.device = device;
             this.executor = executor;
             this.staging =
@@ -80,12 +92,17 @@ abstract class PoolAccess implements AutoCloseable {
                             .layout(KvLayout.LAYER_FIRST)
                             .executor(executor)
                             .build();
-            this.stagingAccess = new Direct(staging);
-            long[] slots = new long[(int) device.spec().tokens()];
-            for (int i = 0; i < slots.length; i++) {
-                slots[i] = i;
+            try {
+                this.stagingAccess = new Direct(staging);
+                long[] slots = new long[(int) device.spec().tokens()];
+                for (int i = 0; i < slots.length; i++) {
+                    slots[i] = i;
+                }
+                this.all = indicesOf.apply(slots);
+            } catch (RuntimeException | Error e) {
+                Cleanup.closeAfter(e, staging);
+                throw e;
             }
-            this.all = TokenIndices.of(slots);
         }
 
         @Override

@@ -7,7 +7,8 @@
  * tokens, 64-byte rows) has 1024 indices per list. The same load is measured with the index lists
  * as TokenIndices made once, as long[] and int[] arrays (copied per call into per-thread native
  * scratch), and as TokenIndices made and closed per call: the differences are the cost of the
- * one-call array forms and of building a native list per step.
+ * one-call array forms and of building a native list per step. The same copy is also measured
+ * through the general Kvio.transfer. Run with -prof gc for the bytes each call allocates.
  *
  * Run: scripts/bench-java.sh (builds the classpath and runs this class's main; JMH options
  * such as -p shape=batch1024 or a benchmark name pattern are passed on).
@@ -133,6 +134,15 @@ public class SmallCallBenchmark {
     @Benchmark
     public long loadOnePageOneLayer() {
         return awaited(nextLoad().hostIndices(hostSlots).deviceIndices(deviceSlots).submit());
+    }
+
+    /** The same one-page, one-layer copy through the general Kvio.transfer. */
+    @Benchmark
+    public long transferOnePageOneLayer() {
+        layer = (layer + 1) & 31;
+        return awaited(
+                Kvio.transfer(
+                        host.executor(), host, device, hostSlots, deviceSlots, layer, layer, 1));
     }
 
     /** The same load with long[] index arrays, copied for this call. */

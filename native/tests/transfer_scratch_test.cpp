@@ -1,5 +1,6 @@
-// White-box test of the index runs a thread keeps between submits (core/transfer_scratch.hpp):
-// a small transfer's stay for reuse, a large transfer's are freed when its submit returns.
+// White-box test of the scratch a thread keeps between submits (core/transfer_scratch.hpp): the
+// index runs, validation's and the planner's vectors. A small transfer's stay for reuse, a large
+// transfer's are freed when its submit returns.
 #include "core/transfer_scratch.hpp"
 
 #include <gtest/gtest.h>
@@ -22,11 +23,17 @@ uint64_t allocatePool() {
 }
 
 // Submits on this thread a copy of `pairs` rows at every other slot (each pair its own index
-// run: neither side advances by one), waits for it and checks its status.
-void copyEveryOtherSlot(uint64_t executor, uint64_t src, uint64_t dst, int64_t pairs) {
+// run: neither side advances by one), waits for it and checks its status. dstShift 1 moves the
+// rows to the odd slots (for a copy within one pool).
+void copyEveryOtherSlot(uint64_t executor, uint64_t src, uint64_t dst, int64_t pairs,
+                        int64_t dstShift = 0) {
   std::vector<int64_t> indices(static_cast<size_t>(pairs));
-  for (int64_t i = 0; i < pairs; ++i) indices[static_cast<size_t>(i)] = 2 * i;
-  const kvio_transfer_desc desc{src, dst, indices.data(), indices.data(), pairs, 0, 0, 1};
+  std::vector<int64_t> dstIndices(static_cast<size_t>(pairs));
+  for (int64_t i = 0; i < pairs; ++i) {
+    indices[static_cast<size_t>(i)] = 2 * i;
+    dstIndices[static_cast<size_t>(i)] = 2 * i + dstShift;
+  }
+  const kvio_transfer_desc desc{src, dst, indices.data(), dstIndices.data(), pairs, 0, 0, 1};
   uint64_t transfer = 0;
   ASSERT_EQ(kvio_submit(executor, &desc, &transfer), KVIO_STATUS_OK) << kvio_last_error();
   EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
@@ -52,6 +59,35 @@ TEST(TransferScratch, LargeTransfersRunsAreFreedSmallOnesKept) {
 
   copyEveryOtherSlot(executor, src, dst, 1000);  // grows them again, within the bound
   EXPECT_GE(kvio::retainedIndexRunBytes(), 1000 * runBytes);
+
+  EXPECT_EQ(kvio_pool_close(src), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close(dst), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+}
+
+// 60000 runs: the planner's run offsets (three u64 each) and, within one pool, validation's two
+// sorted interval lists (three i64 each) grow past the bound; what a thread keeps afterwards is
+// less than any one of them would hold.
+TEST(TransferScratch, LargeTransfersValidationAndPlanScratchIsFreed) {
+  constexpr int64_t kPairs = 60000;
+  constexpr size_t kOneList = kPairs * 3 * sizeof(uint64_t);
+  ASSERT_GT(kOneList, kvio::kRetainedScratchBytes);
+  uint64_t executor = 0;
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 1, &executor), KVIO_STATUS_OK);
+  const uint64_t src = allocatePool();
+  const uint64_t dst = allocatePool();
+
+  copyEveryOtherSlot(executor, src, dst, 1000);
+  EXPECT_GT(kvio::retainedPlanScratchBytes(), 0u) << "a small transfer's run offsets stay";
+  EXPECT_GT(kvio::retainedValidationScratchBytes(), 0u) << "and its slot bitmap";
+
+  copyEveryOtherSlot(executor, src, dst, kPairs);
+  EXPECT_LT(kvio::retainedPlanScratchBytes(), kOneList) << "a large plan's offsets are not kept";
+
+  copyEveryOtherSlot(executor, src, src, kPairs, 1);  // within one pool: the interval check
+  EXPECT_LT(kvio::retainedValidationScratchBytes(), kOneList)
+      << "a large transfer's sorted intervals are not kept";
+  EXPECT_LE(kvio::retainedValidationScratchBytes(), 5 * kvio::kRetainedScratchBytes);
 
   EXPECT_EQ(kvio_pool_close(src), KVIO_STATUS_OK);
   EXPECT_EQ(kvio_pool_close(dst), KVIO_STATUS_OK);

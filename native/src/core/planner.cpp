@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "transfer_scratch.hpp"
+
 namespace kvio {
 
 void splitRuns(const PlanRequest& request, std::vector<IndexRun>* runs) {
@@ -124,6 +126,12 @@ struct RunOffsets {
   uint64_t tokens;
 };
 
+// Scratch reused by the calling thread's plans (no allocation per transfer), each vector bounded
+// when the plan is made (transfer_scratch.hpp).
+thread_local std::vector<RunOffsets> runOffsets;
+thread_local std::vector<size_t> runGroups;       // start of each group, then all runs
+thread_local std::vector<uint8_t> groupPerLayer;  // per group: 1 = nesting 1
+
 // True when, for every component, layer l+1 of the map starts `width` bytes after layer l.
 bool layersAdjacent(const AffineLayout& a, int64_t start, int64_t count, uint64_t width) {
   for (int32_t c = 0; c < a.components; ++c) {
@@ -197,7 +205,10 @@ void planTransfer(const PlanRequest& r, const std::vector<IndexRun>& runs,
     shape.width *= static_cast<uint64_t>(r.numLayers);  // e.g. page_head or page_first pairs
     shape.layerGroups = 1;
   }
-  thread_local std::vector<RunOffsets> offsets;  // reused: no allocation per transfer
+  std::vector<RunOffsets>& offsets = runOffsets;
+  const BoundOnExit<RunOffsets> boundOffsets(&runOffsets, kRetainedScratchBytes);
+  const BoundOnExit<size_t> boundGroups(&runGroups, kRetainedScratchBytes);
+  const BoundOnExit<uint8_t> boundPerLayer(&groupPerLayer, kRetainedScratchBytes);
   offsets.clear();
   for (const IndexRun& run : runs) {
     offsets.push_back(RunOffsets{static_cast<uint64_t>(src.tokenOffset(run.src)),
@@ -249,8 +260,8 @@ void planTransfer(const PlanRequest& r, const std::vector<IndexRun>& runs,
   // group, and each group takes the shorter nesting of its own. Several page runs of a dim
   // exchange then cost the sum over runs of min(pages, layers) copies per component, where
   // either nesting alone costs more.
-  thread_local std::vector<size_t> groups;           // start of each group, then `all`
-  thread_local std::vector<uint8_t> perLayerCopies;  // per group: 1 = nesting 1
+  std::vector<size_t>& groups = runGroups;               // start of each group, then `all`
+  std::vector<uint8_t>& perLayerCopies = groupPerLayer;  // per group: 1 = nesting 1
   groups.clear();
   perLayerCopies.clear();
   for (size_t k = 0; k < all; ++k) {
@@ -287,6 +298,11 @@ void planTransfer(const PlanRequest& r, const std::vector<IndexRun>& runs,
     plan->reserve(second.count());
     layersInsideRuns(writer, 0, all);
   }
+}
+
+size_t retainedPlanScratchBytes() {
+  return runOffsets.capacity() * sizeof(RunOffsets) + runGroups.capacity() * sizeof(size_t) +
+         groupPerLayer.capacity() * sizeof(uint8_t);
 }
 
 }  // namespace kvio

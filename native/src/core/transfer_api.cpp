@@ -14,14 +14,9 @@ namespace kvio {
 namespace {
 
 // The index runs of the transfer being submitted on this thread, reused: no allocation per
-// transfer; bounded when the submit returns (RunsBound).
+// transfer; bounded when the submit returns (nothing refers to them then: the plan was made from
+// them).
 thread_local std::vector<IndexRun> threadRuns;
-
-// Frees the runs when a large transfer grew them past kRetainedIndexRunBytes, on every way out
-// of submit (nothing refers to them once it returns: the plan was made from them).
-struct RunsBound {
-  ~RunsBound() { boundRetained(&threadRuns, kRetainedIndexRunBytes); }
-};
 
 MemoryPlace placeOf(const PoolImpl& pool) {
   return {pool.memoryKind, pool.device};
@@ -59,7 +54,7 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   transfer.overlapsCompute = (flags & KVIO_SUBMIT_OVERLAPS_COMPUTE) != 0;
   PlanRequest request;
   std::vector<IndexRun>& runs = threadRuns;
-  const RunsBound bound{};
+  const BoundOnExit<IndexRun> bound(&threadRuns, kRetainedIndexRunBytes);
   if (deviceIndices) {
     if (!backendOps(executor->backend)->deviceIndices) {
       return fail(KVIO_STATUS_UNSUPPORTED,

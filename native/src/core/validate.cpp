@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "error.hpp"
+#include "transfer_scratch.hpp"
 
 namespace kvio {
 namespace {
@@ -45,6 +46,14 @@ struct Interval {
   int64_t position;  // index of the interval's first pair
 };
 
+// Scratch reused by the calling thread's transfers (no allocation per transfer), each vector
+// bounded when the check that used it returns (transfer_scratch.hpp).
+thread_local std::vector<uint64_t> seenSlots;  // the duplicate check's bitmap of destination slots
+thread_local std::vector<MemoryRegion> sortedRegions;  // the overlap check's source regions
+thread_local std::vector<size_t> furthestRegion;
+thread_local std::vector<Interval> dstIntervals;  // the index runs as byte intervals
+thread_local std::vector<Interval> srcIntervals;
+
 // Fills `out` (reused across calls) with the runs' slot intervals on one side, sorted.
 void intervals(const std::vector<IndexRun>& runs, bool destination, std::vector<Interval>* out) {
   out->clear();
@@ -80,7 +89,8 @@ bool bitmapIsCheaper(int64_t slots, int64_t pairs) {
 }
 
 kvio_status checkDuplicatesWithBitmap(const std::vector<IndexRun>& runs, int64_t slots) {
-  thread_local std::vector<uint64_t> seen;  // reused: no allocation per transfer
+  std::vector<uint64_t>& seen = seenSlots;
+  const BoundOnExit<uint64_t> bound(&seenSlots, kRetainedScratchBytes);
   seen.assign(static_cast<size_t>((slots + 63) / 64), 0);
   for (size_t k = 0; k < runs.size(); ++k) {
     const IndexRun& r = runs[k];
@@ -155,8 +165,10 @@ kvio_status checkAliasing(const PoolImpl& src, const PoolImpl& dst) {
   // Source regions sorted by start, with the region reaching furthest among each prefix: a
   // destination region [a, b) overlaps some source region iff, among the source regions that
   // start before b, the one reaching furthest ends after a.
-  thread_local std::vector<MemoryRegion> sorted;
-  thread_local std::vector<size_t> furthest;
+  std::vector<MemoryRegion>& sorted = sortedRegions;
+  std::vector<size_t>& furthest = furthestRegion;
+  const BoundOnExit<MemoryRegion> boundSorted(&sortedRegions, kRetainedScratchBytes);
+  const BoundOnExit<size_t> boundFurthest(&furthestRegion, kRetainedScratchBytes);
   sorted.clear();
   for (const MemoryRegion& r : src.regions)
     if (r.bytes > 0) sorted.push_back(r);
@@ -247,8 +259,8 @@ kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst, const kvi
   request->numLayers = d.num_layers;
   splitRuns(*request, runs);
 
-  thread_local std::vector<Interval> dstIntervals;  // reused: no allocation per transfer
-  thread_local std::vector<Interval> srcIntervals;
+  const BoundOnExit<Interval> boundDst(&dstIntervals, kRetainedScratchBytes);
+  const BoundOnExit<Interval> boundSrc(&srcIntervals, kRetainedScratchBytes);
   const bool sameLayers = d.src_layer_start < d.dst_layer_start + d.num_layers &&
                           d.dst_layer_start < d.src_layer_start + d.num_layers;
   const bool samePool = &src == &dst && sameLayers;
@@ -262,6 +274,12 @@ kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst, const kvi
     KVIO_RETURN_IF_ERROR(checkOverlap(srcIntervals, dstIntervals));
   }
   return KVIO_STATUS_OK;
+}
+
+size_t retainedValidationScratchBytes() {
+  return seenSlots.capacity() * sizeof(uint64_t) + sortedRegions.capacity() * sizeof(MemoryRegion) +
+         furthestRegion.capacity() * sizeof(size_t) +
+         (dstIntervals.capacity() + srcIntervals.capacity()) * sizeof(Interval);
 }
 
 }  // namespace kvio

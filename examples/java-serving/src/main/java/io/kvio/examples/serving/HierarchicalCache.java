@@ -163,10 +163,14 @@ final class HierarchicalCache implements AutoCloseable {
                 TokenIndices deviceSlots =
                         TokenIndices.pages(deviceSpec.pageSize(), s.devicePages)) {
             for (int layer = 0; layer < layers; layer++) {
+                // The forward pass computes while the layers land. With the auto io backend on a
+                // GPU the mark keeps the bytes on the copy engine instead of competing with the
+                // model for SMs; the cpu backend this example runs ignores it.
                 loads[layer] =
                         host.load(device, layer)
                                 .hostIndices(hostSlots)
                                 .deviceIndices(deviceSlots)
+                                .overlapsCompute()
                                 .submit();
             }
         }

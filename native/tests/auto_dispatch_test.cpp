@@ -20,7 +20,7 @@ namespace {
 class AutoDispatch : public ::testing::Test {
  protected:
   /// An auto executor with stand-ins for kernel and direct, registered as a C ABI handle.
-  uint64_t makeExecutor() { return standInAutoExecutor(&kernelJobs_, &directJobs_); }
+  uint64_t makeExecutor() { return standInAutoExecutor(&kernelJobs_, &directJobs_, &directPlans_); }
 
   /// Moves `indices` (each to itself) of every layer from a random src to a canary-filled dst,
   /// checks every byte of dst against the oracle, and returns what the transfer reported.
@@ -59,6 +59,8 @@ class AutoDispatch : public ::testing::Test {
 
   int kernelJobs_ = 0;
   int directJobs_ = 0;
+  int directPlans_ = 0;  // plans the direct candidate made (auto plans only when rows may reach
+                         // the crossover)
 };
 
 Geometry rowsOf(int64_t rowBytes) {
@@ -92,6 +94,7 @@ TEST_F(AutoDispatch, ScatteredSmallRowsGoToTheKernelContiguousToDirect) {
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
   info = run(executor, g, all, 0);
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
+  EXPECT_EQ(directPlans_, 0) << "no row of either could reach 256 KiB: chosen without a plan";
   g.P = 64;  // ... 256 KiB: direct, with the plan it was chosen from
   all.resize(static_cast<size_t>(g.S()));
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
@@ -100,6 +103,7 @@ TEST_F(AutoDispatch, ScatteredSmallRowsGoToTheKernelContiguousToDirect) {
   EXPECT_GT(info.copies, 0);
   EXPECT_EQ(kernelJobs_, 2);
   EXPECT_EQ(directJobs_, 1);
+  EXPECT_EQ(directPlans_, 1);
   EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
 }
 
@@ -108,9 +112,11 @@ TEST_F(AutoDispatch, OverlapMarkMovesEightKiBRowsToDirect) {
   const Geometry g = rowsOf(4096);  // page_first: a token's 2 layers coalesce into 8 KiB rows
   kvio_transfer_info info = run(executor, g, everyOther(g.S()), 0);
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
+  EXPECT_EQ(directPlans_, 0) << "single tokens of 16 KiB (both components) never reach 256 KiB";
   info = run(executor, g, everyOther(g.S()), KVIO_SUBMIT_OVERLAPS_COMPUTE);
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_DIRECT);
   EXPECT_EQ(info.overlaps_compute, 1);
+  EXPECT_EQ(directPlans_, 1) << "marked: 8 KiB is within reach, the plan decides";
   const Geometry smaller = rowsOf(2048);  // 4 KiB rows: the kernel, marked or not
   info = run(executor, smaller, everyOther(smaller.S()), KVIO_SUBMIT_OVERLAPS_COMPUTE);
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);

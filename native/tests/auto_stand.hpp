@@ -13,11 +13,18 @@
 
 namespace kvio_test {
 
-/// A cpu executor that counts the jobs it prepares and runs; refuses memory of kind `refuses`.
+/// A cpu executor that counts the jobs it runs (and, given `prepared`, the plans it makes);
+/// refuses memory of kind `refuses`.
 class Stand : public kvio::Executor {
  public:
-  Stand(int* submitted, int32_t refuses = -1) : submitted_(submitted), refuses_(refuses) {
+  Stand(int* submitted, int32_t refuses = -1, int* prepared = nullptr)
+      : submitted_(submitted), prepared_(prepared), refuses_(refuses) {
     EXPECT_EQ(kvio::backendOps(KVIO_BACKEND_CPU)->create(1, &inner_), KVIO_STATUS_OK);
+  }
+  kvio_status prepare(const kvio::Transfer& transfer, kvio::Job* job,
+                      kvio::Prepared* out) const override {
+    if (prepared_ != nullptr) ++*prepared_;
+    return kvio::Executor::prepare(transfer, job, out);
   }
   int32_t threads() const override { return 1; }
   void submit(std::shared_ptr<kvio::Job> job) override {
@@ -34,6 +41,7 @@ class Stand : public kvio::Executor {
 
  private:
   int* submitted_;
+  int* prepared_;
   int32_t refuses_;
   std::unique_ptr<kvio::Executor> inner_;
 };

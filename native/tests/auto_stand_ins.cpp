@@ -9,10 +9,10 @@
 
 namespace kvio_test {
 
-uint64_t standInAutoExecutor(int* kernelJobs, int* directJobs) {
+uint64_t standInAutoExecutor(int* kernelJobs, int* directJobs, int* directPlans) {
   std::array<kvio::AutoExecutor::Candidate, kvio::kAutoPicks> c;
   c[0] = {KVIO_BACKEND_KERNEL, std::make_unique<Stand>(kernelJobs)};
-  c[1] = {KVIO_BACKEND_DIRECT, std::make_unique<Stand>(directJobs)};
+  c[1] = {KVIO_BACKEND_DIRECT, std::make_unique<Stand>(directJobs, -1, directPlans)};
   auto impl = std::make_shared<kvio::ExecutorImpl>();
   impl->backend = KVIO_BACKEND_AUTO;
   impl->executor = std::make_unique<kvio::AutoExecutor>(std::move(c), kvio::AutoCalibration());

@@ -8,8 +8,9 @@ namespace kvio_test {
 
 /// An 'auto' executor (a C ABI handle; close it with kvio_executor_close) whose kernel and
 /// direct candidates are cpu executors counting the jobs they run into *kernelJobs and
-/// *directJobs; default calibration.
-uint64_t standInAutoExecutor(int* kernelJobs, int* directJobs);
+/// *directJobs (and, given directPlans, the plans the direct candidate makes); default
+/// calibration.
+uint64_t standInAutoExecutor(int* kernelJobs, int* directJobs, int* directPlans = nullptr);
 
 }  // namespace kvio_test
 

@@ -25,10 +25,18 @@ AutoPick chooseAuto(const AutoShape& shape, const AutoThresholds& calibration,
                     bool stagedAvailable) {
   if (shape.deviceIndices) return AutoPick::kKernel;
   if (shape.rows == 0) return AutoPick::kDirect;
-  const uint64_t meanRow = shape.bytes / shape.rows;
-  const uint64_t crossover =
-      shape.overlapsCompute ? calibration.directRowBytesOverlap : calibration.directRowBytes;
-  if (meanRow >= crossover) return AutoPick::kDirect;
+  if (shape.bytes / shape.rows >= directCrossover(shape.overlapsCompute, calibration)) {
+    return AutoPick::kDirect;
+  }
+  return chooseBelowCrossover(shape, calibration, stagedAvailable);
+}
+
+uint64_t directCrossover(bool overlapsCompute, const AutoThresholds& calibration) {
+  return overlapsCompute ? calibration.directRowBytesOverlap : calibration.directRowBytes;
+}
+
+AutoPick chooseBelowCrossover(const AutoShape& shape, const AutoThresholds& calibration,
+                              bool stagedAvailable) {
   const bool hostDevice = shape.direction == AutoDirection::kHostToDevice ||
                           shape.direction == AutoDirection::kDeviceToHost;
   if (stagedAvailable && hostDevice && shape.bytes >= calibration.stagedMinBytes) {

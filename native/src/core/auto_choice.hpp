@@ -63,6 +63,16 @@ struct AutoCalibration : AutoThresholds {
 AutoPick chooseAuto(const AutoShape& shape, const AutoThresholds& calibration,
                     bool stagedAvailable);
 
+/// The mean row from which chooseAuto sends a transfer to direct: directRowBytesOverlap when it
+/// overlaps compute, else directRowBytes.
+uint64_t directCrossover(bool overlapsCompute, const AutoThresholds& calibration);
+
+/// chooseAuto's choice for a transfer whose mean row is below directCrossover (known without a
+/// plan when no row can reach it): staged when available, host<->device and shape.bytes >=
+/// stagedMinBytes, else kernel. Only shape.bytes and shape.direction are read.
+AutoPick chooseBelowCrossover(const AutoShape& shape, const AutoThresholds& calibration,
+                              bool stagedAvailable);
+
 /// The name of a pick ("kernel", "direct", "staged", "cpu").
 const char* autoPickName(AutoPick pick);
 

@@ -3,6 +3,7 @@
 
 #include "backends.hpp"
 #include "error.hpp"
+#include "planner.hpp"
 #include "pool.hpp"
 
 namespace kvio {
@@ -78,13 +79,23 @@ kvio_status AutoExecutor::prepare(const Transfer& transfer, Job* job, Prepared* 
   bool prepared = false;
   if (sole() == nullptr) {
     pick = AutoPick::kKernel;  // device-resident indices: only the kernel reads them
-    if (!transfer.deviceIndices) {
+    const AutoThresholds thresholds = thresholds_.load();
+    const bool stagedAvailable = candidate(AutoPick::kStaged) != nullptr;
+    if (!transfer.deviceIndices && planRowBound(*transfer.request, *transfer.runs) <
+                                       directCrossover(transfer.overlapsCompute, thresholds)) {
+      // No row of any plan reaches the crossover (short index runs: scattered tokens or
+      // pages): not direct, decided without planning, which the kernel does not need.
+      AutoShape shape;
+      shape.bytes = requestBytes(*transfer.request);
+      shape.direction = directionOf(*transfer.src, *transfer.dst);
+      pick = chooseBelowCrossover(shape, thresholds, stagedAvailable);
+    } else if (!transfer.deviceIndices) {
       // The plan the copy engine would run: its rows decide, and direct runs it as it is.
       KVIO_RETURN_IF_ERROR(candidate(AutoPick::kDirect)->prepare(transfer, job, out));
       AutoShape shape = summarisePlan(job->plan);
       shape.direction = directionOf(*transfer.src, *transfer.dst);
       shape.overlapsCompute = transfer.overlapsCompute;
-      pick = chooseAuto(shape, thresholds_.load(), candidate(AutoPick::kStaged) != nullptr);
+      pick = chooseAuto(shape, thresholds, stagedAvailable);
       prepared = pick == AutoPick::kDirect;
       if (!prepared) {
         job->plan.clear();

@@ -147,7 +147,7 @@ TEST_F(AutoDispatch, CalibrationSetThroughTheCAbiTakesEffect) {
 // submit path reads the thresholds without a lock): every transfer runs on the backend one of
 // the two calibrations picks, its bytes all correct; once the setter is done, the last
 // calibration decides. One submitting thread (the stand-ins count without a lock).
-TEST_F(AutoDispatch, CalibrationSetWhileSubmittingTakesEffectWhole) {
+TEST_F(AutoDispatch, CalibrationSetFromAnotherThreadWhileSubmittingTakesEffect) {
   const uint64_t executor = makeExecutor();
   const Geometry g = rowsOf(256);
   std::atomic<bool> stop{false};

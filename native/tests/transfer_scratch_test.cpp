@@ -94,5 +94,26 @@ TEST(TransferScratch, LargeTransfersValidationAndPlanScratchIsFreed) {
   EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
 }
 
+// A large pool's duplicate check: one bit per destination slot (16M slots: a 2 MiB bitmap) is
+// not kept either. (The overlap check's region lists and the planner's run groups are bounded
+// the same way; they pass 1 MiB only for pools of ~40000 regions or transfers of ~130000 runs.)
+TEST(TransferScratch, LargePoolsSlotBitmapIsFreed) {
+  const kvio_pool_spec spec{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, 1, 16384, 1024, 1, 1};
+  uint64_t src = 0, dst = 0, executor = 0;
+  ASSERT_EQ(kvio_pool_allocate(&spec, &src), KVIO_STATUS_OK) << kvio_last_error();
+  ASSERT_EQ(kvio_pool_allocate(&spec, &dst), KVIO_STATUS_OK) << kvio_last_error();
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 1, &executor), KVIO_STATUS_OK);
+  constexpr size_t kBitmapBytes = (size_t{16384} * 1024 / 64) * sizeof(uint64_t);
+  ASSERT_GT(kBitmapBytes, kvio::kRetainedScratchBytes);
+
+  copyEveryOtherSlot(executor, src, dst, 70000);  // enough pairs for the bitmap to be cheaper
+  EXPECT_LT(kvio::retainedValidationScratchBytes(), kBitmapBytes)
+      << "the slot bitmap of a 16M-slot pool is not kept";
+
+  EXPECT_EQ(kvio_pool_close(src), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close(dst), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+}
+
 }  // namespace
 }  // namespace kvio_test

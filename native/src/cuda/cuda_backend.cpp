@@ -1,7 +1,9 @@
 // The CUDA backend's registry entries ('kernel', 'direct' and 'staged'), their availability (the
 // CUDA runtime's own reason when there is no driver or device), kvio_cuda_device_count, and the
 // executor base the three backends share (cuda_executor.hpp).
+#include <exception>
 #include <limits>
+#include <string>
 
 #include "../core/auto_executor.hpp"
 #include "../core/entry.hpp"
@@ -152,7 +154,9 @@ CudaExecutor::~CudaExecutor() {
   DeviceScope scope(device_);
   for (StagingSlot& slot : slots_) freeSlot(slot);
   for (StagingSlot& slot : retired_) freeSlot(slot);
-  if (ownStream_ && stream_ != nullptr) cudaStreamDestroy(stream_);
+  if (ownStream_ && stream_ != nullptr && cudaStreamDestroy(stream_) != cudaSuccess) {
+    cudaGetLastError();  // as in freeSlot
+  }
 }
 
 bool CudaExecutor::nativeHandle(NativeHandle kind, uint64_t* out) const {
@@ -208,12 +212,21 @@ void CudaExecutor::submit(std::shared_ptr<Job> job) {
     }
   }
   auto completion = std::make_shared<EventCompletion>(events_, event);
-  std::function<void()> release;
-  const kvio_status status = enqueue(*job, completion.get(), &release);
+  std::function<void()> release;  // set by enqueue once it holds a staging slot
+  kvio_status status = KVIO_STATUS_OK;
+  std::string message;
+  try {
+    status = enqueue(*job, completion.get(), &release);
+    if (status != KVIO_STATUS_OK) message = lastError();
+  } catch (const std::exception& e) {  // an allocation while issuing (a copy list, a batch)
+    status = KVIO_STATUS_OUT_OF_MEMORY;
+    message = std::string("the '") + name_ + "' executor ran out of host memory while issuing " +
+              "the transfer (" + e.what() + ")";
+  }
   if (status != KVIO_STATUS_OK) {
     // Copies queued before the failed call may still write the destination: the transfer
     // reports its error only once the stream has finished them, so nothing changes after.
-    failAfterQueuedWork(*job, status, lastError(), release);
+    failAfterQueuedWork(*job, status, std::move(message), release);
     return;
   }
   error = cudaEventRecord(event, stream_);
@@ -223,8 +236,17 @@ void CudaExecutor::submit(std::shared_ptr<Job> job) {
                         release);
     return;
   }
+  try {
+    inFlight_.push_back({completion, job, release});  // copies: ours still, should it throw
+  } catch (const std::exception& e) {
+    failAfterQueuedWork(*job, KVIO_STATUS_OUT_OF_MEMORY,
+                        std::string("the '") + name_ +
+                            "' executor ran out of host memory tracking the transfer (" + e.what() +
+                            ")",
+                        release);
+    return;
+  }
   job->state->attach(completion);
-  inFlight_.push_back({std::move(completion), std::move(job), std::move(release)});
 }
 
 void CudaExecutor::failAfterQueuedWork(Job& job, kvio_status status, std::string message,
@@ -259,8 +281,10 @@ bool CudaExecutor::retireOldest() {
 }
 
 void CudaExecutor::freeSlot(StagingSlot& slot) {
-  if (slot.host != nullptr) cudaFreeHost(slot.host);
-  if (slot.device != nullptr) cudaFree(slot.device);
+  // At close only; a failure here has nobody to report to, and is not left pending for the
+  // next launch's cudaGetLastError to report as its own.
+  if (slot.host != nullptr && cudaFreeHost(slot.host) != cudaSuccess) cudaGetLastError();
+  if (slot.device != nullptr && cudaFree(slot.device) != cudaSuccess) cudaGetLastError();
   slot = StagingSlot{};
 }
 
@@ -303,6 +327,7 @@ kvio_status CudaExecutor::acquireSlot(uint64_t bytes, bool withDevice, StagingSl
     }
     if (chosen != nullptr) break;
     if (idle != nullptr) {
+      retired_.reserve(retired_.size() + 1);  // before allocating: the push below cannot throw
       StagingSlot grown;
       KVIO_RETURN_IF_ERROR(allocateSlot(bytes, withDevice, &grown));
       retired_.push_back(*idle);

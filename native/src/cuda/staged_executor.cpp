@@ -32,6 +32,9 @@ namespace {
 constexpr uint64_t kDefaultStagingBytes = 64ull << 20;
 constexpr int32_t kDefaultStagedCtas = 8;
 constexpr int32_t kDefaultStagedWarps = 16;
+// The largest segment table (all chunks of one transfer) uploaded from a pinned slot: 131072
+// segments, a transfer of that many separate device rows.
+constexpr uint64_t kMaxPinnedTableBytes = 4ull << 20;
 // Staged plans kept for reuse (the chunks of the transfers being prepared at once), and the
 // storage one may keep (a plan of a larger transfer is freed after use).
 constexpr size_t kKeptPlans = 4;
@@ -132,16 +135,23 @@ class StagedExecutor final : public CudaExecutor {
     return std::make_unique<StagedWork>();
   }
 
-  // Per chunk: its segment table from the job's pinned slot to the head of the staging buffer,
-  // then the gather and the host copies (backup) or the host copies and the scatter (load).
-  // The slot holds all the chunks' tables and stays busy until the job's event has completed.
+  // Per chunk: its segment table to the head of the staging buffer, then the gather and the
+  // host copies (backup) or the host copies and the scatter (load). Tables up to
+  // kMaxPinnedTableBytes go from the job's pinned slot, which holds all the chunks' tables and
+  // stays busy until the job's event has completed; larger ones (millions of tiny rows) go from
+  // the plan itself, pageable memory the runtime has copied out when cudaMemcpyAsync returns, so
+  // that the pinned memory an executor keeps stays bounded (8 slots of at most that size).
   kvio_status enqueuePlan(Job& job, const StagedPlan& plan, std::function<void()>* release) {
     if (plan.chunks.empty()) return KVIO_STATUS_OK;
     const bool backup = job.srcPlace.kind == KVIO_MEMORY_CUDA_DEVICE;
     KVIO_RETURN_IF_ERROR(allocateStaging());
-    StagingSlot* slot = nullptr;
-    KVIO_RETURN_IF_ERROR(acquireSlot(stagedTableBytes(plan), false, &slot, release));
-    std::memcpy(slot->host, plan.segments.data(), stagedTableBytes(plan));
+    const uint8_t* tables = reinterpret_cast<const uint8_t*>(plan.segments.data());
+    if (stagedTableBytes(plan) <= kMaxPinnedTableBytes) {
+      StagingSlot* slot = nullptr;
+      KVIO_RETURN_IF_ERROR(acquireSlot(stagedTableBytes(plan), false, &slot, release));
+      std::memcpy(slot->host, tables, stagedTableBytes(plan));
+      tables = slot->host;
+    }
     const std::vector<engine::Region> staging{
         engine::Region{reinterpret_cast<uint64_t>(staging_), stagingBytes_}};
     engine::IssueOptions options;
@@ -149,7 +159,7 @@ class StagedExecutor final : public CudaExecutor {
     for (size_t k = 0; k < plan.chunks.size(); ++k) {
       const StagedChunk& chunk = plan.chunks[k];
       const uint64_t tableBytes = chunk.segments * sizeof(StagedSegment);
-      KVIO_CUDA_TRY(cudaMemcpyAsync(staging_, slot->host + stagedTableOffset(chunk), tableBytes,
+      KVIO_CUDA_TRY(cudaMemcpyAsync(staging_, tables + stagedTableOffset(chunk), tableBytes,
                                     cudaMemcpyHostToDevice, stream_),
                     "uploading the segment table of chunk %zu of %zu (%llu bytes)", k + 1,
                     plan.chunks.size(), static_cast<unsigned long long>(tableBytes));

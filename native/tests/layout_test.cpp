@@ -201,6 +201,7 @@ TEST(LayoutAddress, RowShapePredicates) {
     SCOPED_TRACE(r.layout);
     Bound b = bind(mhaSpec(r.layout), 0x1000);
     EXPECT_EQ(b.layout.rowBytes(), 12);
+    EXPECT_EQ(b.layout.transferBytes(5, 3), 5u * 3 * 2 * 12);  // pairs x layers x K, V x row
     EXPECT_EQ(b.layout.headsAdjacent(), r.adjacent);
     EXPECT_EQ(b.layout.pageSeamless(), r.seamless);
   }

@@ -79,6 +79,12 @@ struct AffineLayout {
     return rowAddress(c, l, static_cast<uint64_t>(tokenOffset(t)), h);
   }
   KVIO_HOST_DEVICE int64_t rowBytes() const { return headNum * headBytes; }
+  /// The bytes a transfer of `pairs` index pairs over `layers` layers moves (every row of every
+  /// component once), the same on both sides of a valid transfer.
+  KVIO_HOST_DEVICE uint64_t transferBytes(int64_t pairs, int64_t layers) const {
+    return static_cast<uint64_t>(pairs) * static_cast<uint64_t>(layers) *
+           static_cast<uint64_t>(components) * static_cast<uint64_t>(rowBytes());
+  }
   /// Heads of a token row are adjacent, so one (c, l, t) is one contiguous row.
   KVIO_HOST_DEVICE bool headsAdjacent() const { return headNum == 1 || strideH == headBytes; }
   /// Token t+1 follows token t at strideS even across a page boundary.

@@ -79,27 +79,32 @@ kvio_status AutoExecutor::prepare(const Transfer& transfer, Job* job, Prepared* 
   bool prepared = false;
   if (sole() == nullptr) {
     pick = AutoPick::kKernel;  // device-resident indices: only the kernel reads them
-    const AutoThresholds thresholds = thresholds_.load();
-    const bool stagedAvailable = candidate(AutoPick::kStaged) != nullptr;
-    if (!transfer.deviceIndices && planRowBound(*transfer.request, *transfer.runs) <
-                                       directCrossover(transfer.overlapsCompute, thresholds)) {
-      // No row of any plan reaches the crossover (short index runs: scattered tokens or
-      // pages): not direct, decided without planning, which the kernel does not need.
+    if (!transfer.deviceIndices) {
+      const AutoThresholds thresholds = thresholds_.load();
+      const bool stagedAvailable = candidate(AutoPick::kStaged) != nullptr;
       AutoShape shape;
-      shape.bytes = requestBytes(*transfer.request);
-      shape.direction = directionOf(*transfer.src, *transfer.dst);
-      pick = chooseBelowCrossover(shape, thresholds, stagedAvailable);
-    } else if (!transfer.deviceIndices) {
-      // The plan the copy engine would run: its rows decide, and direct runs it as it is.
-      KVIO_RETURN_IF_ERROR(candidate(AutoPick::kDirect)->prepare(transfer, job, out));
-      AutoShape shape = summarisePlan(job->plan);
       shape.direction = directionOf(*transfer.src, *transfer.dst);
       shape.overlapsCompute = transfer.overlapsCompute;
-      pick = chooseAuto(shape, thresholds, stagedAvailable);
-      prepared = pick == AutoPick::kDirect;
-      if (!prepared) {
-        job->plan.clear();
-        *out = Prepared();
+      if (planRowBound(*transfer.request, *transfer.runs) <
+          directCrossover(transfer.overlapsCompute, thresholds)) {
+        // No row of any plan reaches the crossover (short index runs: scattered tokens or
+        // pages): not direct, decided without planning, which the kernel does not need.
+        shape.bytes = transfer.src->layout.transferBytes(transfer.request->count,
+                                                         transfer.request->numLayers);
+        pick = chooseBelowCrossover(shape, thresholds, stagedAvailable);
+      } else {
+        // The plan the copy engine would run: its rows decide, and direct runs it as it is.
+        KVIO_RETURN_IF_ERROR(candidate(AutoPick::kDirect)->prepare(transfer, job, out));
+        const AutoShape plan = summarisePlan(job->plan);
+        shape.bytes = plan.bytes;
+        shape.rows = plan.rows;
+        shape.copies = plan.copies;
+        pick = chooseAuto(shape, thresholds, stagedAvailable);
+        prepared = pick == AutoPick::kDirect;
+        if (!prepared) {
+          job->plan.clear();
+          *out = Prepared();
+        }
       }
     }
   }

@@ -305,24 +305,11 @@ size_t retainedPlanScratchBytes() {
          groupPerLayer.capacity() * sizeof(uint8_t);
 }
 
-uint64_t requestBytes(const PlanRequest& request) {
-  const AffineLayout& src = *request.src;
-  return static_cast<uint64_t>(request.count) * static_cast<uint64_t>(src.rowBytes()) *
-         static_cast<uint64_t>(request.numLayers) * static_cast<uint64_t>(src.components);
-}
-
 uint64_t planRowBound(const PlanRequest& request, const std::vector<IndexRun>& runs) {
   int64_t longest = 0;
   for (const IndexRun& run : runs) longest = std::max(longest, run.length);
-  const AffineLayout& src = *request.src;
-  uint64_t bound = 0;
-  if (__builtin_mul_overflow(static_cast<uint64_t>(longest), static_cast<uint64_t>(src.rowBytes()),
-                             &bound) ||
-      __builtin_mul_overflow(bound, static_cast<uint64_t>(request.numLayers), &bound) ||
-      __builtin_mul_overflow(bound, static_cast<uint64_t>(src.components), &bound)) {
-    return UINT64_MAX;
-  }
-  return bound;
+  // At most the whole request's bytes, which a valid pool holds: no overflow.
+  return request.src->transferBytes(longest, request.numLayers);
 }
 
 }  // namespace kvio

@@ -42,11 +42,8 @@ void splitRuns(const PlanRequest& request, std::vector<IndexRun>* runs);
 void planTransfer(const PlanRequest& request, const std::vector<IndexRun>& runs,
                   std::vector<kvio_copy2d>* plan);
 
-/// The bytes a validated request moves: pairs x row x layers x components.
-uint64_t requestBytes(const PlanRequest& request);
-
 /// An upper bound, in O(runs), on the bytes of any one row (contiguous piece) of the plan that
-/// planTransfer makes from these runs, saturating at UINT64_MAX: the longest run's tokens times
+/// planTransfer makes from these runs: the longest run's tokens times
 /// the bytes a token has in the request (row x layers x components). A plan row lies within one
 /// run's tokens, except where it continues from a run's end in one layer or component into
 /// another run's start in the next on both sides; such a row is at most two runs' pieces unless

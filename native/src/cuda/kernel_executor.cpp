@@ -71,9 +71,7 @@ class KernelExecutor final : public CudaExecutor {
     l.numLayers = desc.num_layers;
     l.ctaBudget = t.ctaBudget;
     l.warpsPerCta = t.warpsPerCta;
-    out->bytes = static_cast<uint64_t>(desc.num_indices) * static_cast<uint64_t>(desc.num_layers) *
-                 static_cast<uint64_t>(t.src->components()) *
-                 static_cast<uint64_t>(t.src->layout.rowBytes());
+    out->bytes = t.src->layout.transferBytes(desc.num_indices, desc.num_layers);
     out->launches = 1;
     return KVIO_STATUS_OK;
   }

@@ -366,6 +366,13 @@ int runBesideCompute(bool quick, const std::string& out) {
   BC_CUDA(cudaSetDevice(0));
   cudaDeviceProp prop{};
   BC_CUDA(cudaGetDeviceProperties(&prop, 0));
+  if (prop.major < 8) {  // the load's bf16 tensor-core kernel is empty below sm_80
+    std::printf(
+        "kvio_cuda_bench --beside-compute: skipped: %s is sm_%d%d; the compute load needs "
+        "bf16 tensor cores (sm_80 or newer)\n",
+        prop.name, prop.major, prop.minor);
+    return 0;
+  }
   const double window = quick ? 0.4 : 1.0;  // seconds each beside measurement lasts
   const double idleWindow = quick ? 0.25 : 0.5;
 

@@ -107,6 +107,28 @@ TEST_F(AutoDispatch, ScatteredSmallRowsGoToTheKernelContiguousToDirect) {
   EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
 }
 
+// page_first_direct keeps a page's layers together, so its runs end at every page; consecutive
+// whole pages still plan as one row per component (8 pages x 4 layers x 16 x 512 B = 256 KiB):
+// direct, which only the plan shows. A bound from the split runs (one page: 64 KiB) would have
+// sent it to the kernel without planning.
+TEST_F(AutoDispatch, ConsecutivePagesSplitAtPageEndsStillReachDirect) {
+  const uint64_t executor = makeExecutor();
+  Geometry g;
+  g.layout = KVIO_LAYOUT_PAGE_FIRST_DIRECT;
+  g.L = 4;
+  g.P = 8;
+  g.ps = 16;
+  g.H = 2;
+  g.hb = 256;
+  std::vector<int64_t> all(static_cast<size_t>(g.S()));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  const kvio_transfer_info info = run(executor, g, all, 0);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_DIRECT);
+  EXPECT_EQ(directPlans_, 1);
+  EXPECT_EQ(directJobs_, 1);
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+}
+
 TEST_F(AutoDispatch, OverlapMarkMovesEightKiBRowsToDirect) {
   const uint64_t executor = makeExecutor();
   const Geometry g = rowsOf(4096);  // page_first: a token's 2 layers coalesce into 8 KiB rows

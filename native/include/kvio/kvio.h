@@ -241,9 +241,9 @@ KVIO_API kvio_status kvio_transfer_close(uint64_t transfer);
  * in Java on Linux), recorded only for transfers submitted while kvio_transfer_timing is on:
  * 0 otherwise, and 0 for a time not reached yet.
  *   submit_ns  the submit call began (before validation and planning);
- *   start_ns   execution began: cpu: the first copy started (on the submitting thread for jobs up
- *              to 8 MiB with nothing queued before them, else on a worker, after every job
- *              queued before it); kernel, direct,
+ *   start_ns   execution began: cpu: the first copy started (for jobs up to 8 MiB with nothing
+ *              queued before them the submitting thread copies beside the workers, so on
+ *              either; else on a worker, after every job queued before it); kernel, direct,
  *              kernel_ascend: the work was issued to the stream (device-side queueing behind
  *              earlier stream work counts as transfer time, not queue time);
  *   end_ns     kvio saw it complete: cpu: the last copy ended; device backends: the first
@@ -269,7 +269,7 @@ typedef struct kvio_transfer_info {
   int32_t done;             /* 1 once complete (status is final), else 0 */
   int32_t status;           /* the transfer's own status once done, else KVIO_STATUS_OK */
   int32_t chosen_backend;   /* KVIO_BACKEND_* that ran it: what 'auto' chose (kernel, direct,
-                               cpu where there is no GPU); io_backend for the other backends */
+                               staged; cpu where there is no GPU); io_backend for the others */
   int32_t overlaps_compute; /* 1 if submitted with KVIO_SUBMIT_OVERLAPS_COMPUTE, else 0 */
 } kvio_transfer_info;
 
@@ -382,7 +382,8 @@ KVIO_API kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t devic
  * Its crossovers start from the file named by the environment variable KVIO_AUTO_CALIBRATION
  * (read at executor creation; unreadable or malformed: the creation fails), else the defaults
  * (H200 figures); KVIO_AUTO_CALIBRATION=measure instead times kernel against direct on the
- * device when the executor is created and takes direct_row_bytes from that. This replaces them for
+ * device when the executor is created and takes direct_row_bytes from that (a failed sweep fails
+ * the creation). This replaces them for
  * transfers submitted after the call; `text` is the calibration file format (one `key = value` a
  * line, `#` comments; keys direct_row_bytes, direct_row_bytes_overlap, staged_min_bytes; values
  * bytes with an optional K/M/G suffix, or never; keys left out keep their default).
@@ -392,7 +393,9 @@ KVIO_API kvio_status kvio_executor_set_auto_calibration(uint64_t executor, const
  * next kvio call on this thread; NULL (kvio_last_error() says why) for an executor that is not
  * 'auto' or a bad handle. */
 KVIO_API const char* kvio_executor_auto_calibration(uint64_t executor);
-/* Changes the kernel backend's launch shape for transfers submitted after this call. */
+/* Changes the launch shape (CTA budget, warps per CTA) of a kernel executor, or of an auto
+ * executor's kernel candidate, for transfers submitted after this call; UNSUPPORTED for the
+ * other backends ('staged' takes its shape from kvio_executor_create_cuda). */
 KVIO_API kvio_status kvio_executor_set_launch(uint64_t executor, int32_t cta_budget,
                                               int32_t warps_per_cta);
 /* The stream a CUDA executor orders its work on (a cudaStream_t), e.g. to make a consumer
@@ -414,7 +417,8 @@ KVIO_API kvio_status kvio_submit_device_indices(uint64_t executor, const kvio_tr
                                                 uint64_t* transfer_out);
 /* The CUDA event (a cudaEvent_t) recorded after a CUDA transfer's work on its stream; another
  * stream can cudaStreamWaitEvent on it, e.g. to start layer i as soon as its load lands.
- * Valid until kvio_transfer_close. UNSUPPORTED for transfers of the cpu backend. */
+ * Valid until kvio_transfer_close (kvio then reuses it for later transfers). UNSUPPORTED for
+ * transfers of the cpu backend. */
 KVIO_API kvio_status kvio_transfer_cuda_event(uint64_t transfer, uint64_t* event_out);
 
 /* ---- the Ascend backend (docs/ascend.md) ---- */

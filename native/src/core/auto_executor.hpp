@@ -104,7 +104,8 @@ uint64_t autoMeasuredBytes(const AutoMeasureTarget& target, uint64_t rowBytes);
 
 /// Runs the sweep on *executor (an AutoExecutor with kernel and direct candidates), which is
 /// registered under a temporary handle meanwhile, and sets its direct_row_bytes to the measured
-/// crossover, the figures in its source. On failure its calibration is unchanged.
+/// crossover, the figures in its source. On failure its calibration is unchanged (and the
+/// executor's creation fails with the sweep's error: createCudaAutoExecutor).
 kvio_status measureAutoCalibration(std::unique_ptr<Executor>* executor,
                                    const AutoMeasureTarget& target);
 

@@ -306,8 +306,16 @@ size_t retainedPlanScratchBytes() {
 }
 
 uint64_t planRowBound(const PlanRequest& request, const std::vector<IndexRun>& runs) {
-  int64_t longest = 0;
-  for (const IndexRun& run : runs) longest = std::max(longest, run.length);
+  // Runs that continue each other slot by slot on both sides (split at page ends where a side
+  // is not page-seamless) can merge back into one row: count them as one, as nesting 3 groups
+  // them.
+  int64_t longest = 0, group = 0;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const bool continues = k > 0 && runs[k].src == runs[k - 1].src + runs[k - 1].length &&
+                           runs[k].dst == runs[k - 1].dst + runs[k - 1].length;
+    group = continues ? group + runs[k].length : runs[k].length;
+    longest = std::max(longest, group);
+  }
   // At most the whole request's bytes, which a valid pool holds: no overflow.
   return request.src->transferBytes(longest, request.numLayers);
 }

@@ -43,12 +43,14 @@ void planTransfer(const PlanRequest& request, const std::vector<IndexRun>& runs,
                   std::vector<kvio_copy2d>* plan);
 
 /// An upper bound, in O(runs), on the bytes of any one row (contiguous piece) of the plan that
-/// planTransfer makes from these runs: the longest run's tokens times
-/// the bytes a token has in the request (row x layers x components). A plan row lies within one
-/// run's tokens, except where it continues from a run's end in one layer or component into
-/// another run's start in the next on both sides; such a row is at most two runs' pieces unless
-/// a run covers a whole layer, and then the bound covers the whole request. What lets the
-/// 'auto' io backend rule out the copy engine without planning (auto_executor.cpp).
+/// planTransfer makes from these runs: the most consecutive pairs whose slots go up by one on
+/// both sides (a group of runs that continue each other, as splitRuns splits them at page ends)
+/// times the bytes a token has in the request (row x layers x components). A plan row lies
+/// within one such group's tokens, except where it continues from a group's end in one layer or
+/// component into another group's start in the next on both sides; such a row is at most two
+/// groups' pieces unless a group covers a whole layer, and then the bound covers the whole
+/// request. What lets the 'auto' io backend rule out the copy engine without planning
+/// (auto_executor.cpp).
 uint64_t planRowBound(const PlanRequest& request, const std::vector<IndexRun>& runs);
 
 /// Appends `copy` to `plan`, merging it into the last copy when the two are contiguous or

@@ -15,9 +15,10 @@ kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64
   return openExecutor(io_backend, executor_out, [&](std::unique_ptr<Executor>* executor) {
     const BackendOps* ops = backendOps(io_backend);
     if (ops->createCuda == nullptr) {
-      return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                  "io backend '%s' is not a CUDA backend (CUDA backends: kernel, direct, auto)",
-                  kvio_name(KVIO_NAME_BACKEND, io_backend));
+      return fail(
+          KVIO_STATUS_INVALID_ARGUMENT, "io backend '%s' is not a CUDA backend (CUDA backends: %s)",
+          kvio_name(KVIO_NAME_BACKEND, io_backend),
+          ioBackendsWhere([](const BackendOps& o) { return o.createCuda != nullptr; }).c_str());
     }
     if (device < 0) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT, "device %d is not a CUDA device ordinal (>= 0)",
@@ -50,7 +51,8 @@ kvio_status kvio_executor_set_launch(uint64_t executor_handle, int32_t cta_budge
     if (ops->setLaunch == nullptr) {
       return fail(
           KVIO_STATUS_UNSUPPORTED,
-          "only the %s io backend has a launch shape (CTA budget, warps per CTA)",
+          "only the %s io backend can change its launch shape (CTA budget, warps per CTA) after "
+          "creation; the others take theirs from kvio_executor_create_cuda",
           ioBackendsWhere([](const BackendOps& o) { return o.setLaunch != nullptr; }).c_str());
     }
     return ops->setLaunch(*executor.executor, cta_budget, warps_per_cta);

@@ -3,6 +3,7 @@
 // executor base the three backends share (cuda_executor.hpp).
 #include <exception>
 #include <limits>
+#include <new>
 #include <string>
 
 #include "../core/auto_executor.hpp"
@@ -136,7 +137,7 @@ kvio_status CudaExecutor::init(const CudaExecutorConfig& config, const char* nam
   const int32_t device = device_;
   events_ = std::make_shared<EventPool>(kPooledEvents, [device](cudaEvent_t event) {
     DeviceScope eventScope(device);
-    cudaEventDestroy(event);
+    if (cudaEventDestroy(event) != cudaSuccess) cudaGetLastError();  // as in freeSlot
   });
   if (config.stream == KVIO_CUDA_OWN_STREAM) {
     KVIO_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
@@ -218,10 +219,14 @@ void CudaExecutor::submit(std::shared_ptr<Job> job) {
   try {
     status = enqueue(*job, completion.get(), &release);
     if (status != KVIO_STATUS_OK) message = lastError();
-  } catch (const std::exception& e) {  // an allocation while issuing (a copy list, a batch)
+  } catch (const std::bad_alloc& e) {  // an allocation while issuing (a copy list, a batch)
     status = KVIO_STATUS_OUT_OF_MEMORY;
     message = std::string("the '") + name_ + "' executor ran out of host memory while issuing " +
               "the transfer (" + e.what() + ")";
+  } catch (const std::exception& e) {
+    status = KVIO_STATUS_INTERNAL;
+    message =
+        std::string("the '") + name_ + "' executor failed while issuing the transfer: " + e.what();
   }
   if (status != KVIO_STATUS_OK) {
     // Copies queued before the failed call may still write the destination: the transfer
@@ -238,7 +243,7 @@ void CudaExecutor::submit(std::shared_ptr<Job> job) {
   }
   try {
     inFlight_.push_back({completion, job, release});  // copies: ours still, should it throw
-  } catch (const std::exception& e) {
+  } catch (const std::bad_alloc& e) {  // a deque node: the one thing that can throw here
     failAfterQueuedWork(*job, KVIO_STATUS_OUT_OF_MEMORY,
                         std::string("the '") + name_ +
                             "' executor ran out of host memory tracking the transfer (" + e.what() +
@@ -300,8 +305,9 @@ kvio_status CudaExecutor::allocateSlot(uint64_t bytes, bool withDevice, StagingS
     const cudaError_t error = cudaMalloc(&device, size);
     if (error != cudaSuccess) {
       cudaFreeHost(host);
-      KVIO_CUDA_TRY(error, "allocating a %llu-byte device staging buffer for indices",
-                    static_cast<unsigned long long>(size));
+      KVIO_CUDA_TRY(error,
+                    "allocating a %llu-byte device staging buffer for the '%s' executor's uploads",
+                    static_cast<unsigned long long>(size), name_);
     }
   }
   slot->host = static_cast<uint8_t*>(host);

@@ -2,13 +2,16 @@
 // by chunk (staged_routine.cuh: the chunks, segment tables and host runs built from the
 // planner's plan, cut in prepare, in plan storage the executor reuses across transfers). The
 // job's segment tables are written into a pinned staging slot (kept busy until the job's event
-// has completed, as the kernel executor keeps its index uploads). Per chunk, on the executor's
-// one stream: its segment table is uploaded from the slot to the head of the staging buffer; a
+// has completed, as the kernel executor keeps its index uploads); tables over
+// kMaxPinnedTableBytes are uploaded from the plan instead, a pageable copy for which the runtime
+// waits for the stream's earlier work (the one wait on staged's submit path, for transfers of
+// over 131072 separate device rows). Per chunk, on the executor's one stream: its segment table
+// is uploaded to the head of the staging buffer; a
 // backup gathers the device rows into the staging buffer with the
 // gather/scatter kernel (staged_kernel.cu), then copies each contiguous host run from it to the
 // host on the copy engine (the shared issuer, as 'direct' issues: batched where the driver
 // can); a load copies the host runs in, then scatters. Reuse of the staging buffer by the next
-// chunk or job is ordered by the stream alone: nothing on the submit path waits for the device.
+// chunk or job is ordered by the stream alone.
 // The staging buffer (KVIO_STAGED_BYTES, default 64 MiB, at least 4 KiB) is allocated at the
 // executor's first transfer and freed when it closes; it bounds the device memory staged uses.
 #include <cstdio>
@@ -81,7 +84,7 @@ class StagedExecutor final : public CudaExecutor {
     drain();
     if (staging_ != nullptr) {
       DeviceScope scope(device_);
-      cudaFree(staging_);
+      if (cudaFree(staging_) != cudaSuccess) cudaGetLastError();  // as in CudaExecutor::freeSlot
     }
   }
 

@@ -180,7 +180,8 @@ public final class HostKvPool extends KvPool {
         /**
          * Marks the transfer as running beside compute on the device (e.g. a layer's load during
          * the forward pass): the {@link IoBackend#AUTO} backend then moves rows from 8 KiB on the
-         * copy engine instead of from 64 KiB (docs/cuda.md); other backends ignore the mark.
+         * copy engine instead of from 256 KiB (the default calibration, docs/cuda.md); other
+         * backends ignore the mark.
          */
         public TransferRequest overlapsCompute() {
             return overlapsCompute(true);
@@ -251,7 +252,6 @@ public final class HostKvPool extends KvPool {
         }
         return Kvio.submit(
                 executor.handle(),
-                executor.backend(),
                 device,
                 this,
                 deviceIndices,
@@ -261,7 +261,7 @@ public final class HostKvPool extends KvPool {
                 0,
                 numLayers(),
                 flags,
-                skipped.length == 0 ? Kvio.NO_LAYERS : skipped);
+                skipped);
     }
 
     private Transfer submitLoad(
@@ -303,7 +303,6 @@ public final class HostKvPool extends KvPool {
         }
         return Kvio.submit(
                 executor.handle(),
-                executor.backend(),
                 this,
                 device,
                 hostIndices,

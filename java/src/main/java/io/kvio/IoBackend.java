@@ -84,8 +84,9 @@ public enum IoBackend {
     }
 
     /**
-     * What this backend runs as on this machine: itself, except AUTO, which is KERNEL (standing for
-     * kernel or direct, chosen per transfer) where a CUDA device is usable, else CPU.
+     * The memory domain this backend runs in on this machine: itself, except AUTO, which is KERNEL
+     * where a CUDA device is usable (standing for the CUDA backends: auto picks kernel, direct or
+     * staged per transfer, see {@link Transfer#backend()}), else CPU.
      */
     public IoBackend resolved() {
         if (this != AUTO) {
@@ -94,10 +95,13 @@ public enum IoBackend {
         return KERNEL.isAvailable() ? KERNEL : CPU;
     }
 
-    /** Whether this backend runs on a CUDA device (kernel, direct; auto where one is usable). */
+    /**
+     * Whether this backend runs on a CUDA device (kernel, direct, staged; auto where one is
+     * usable).
+     */
     public boolean isCuda() {
         IoBackend r = resolved();
-        return r == KERNEL || r == DIRECT;
+        return r == KERNEL || r == DIRECT || r == STAGED;
     }
 
     /** Whether this backend runs on an Ascend NPU (kernel_ascend). */

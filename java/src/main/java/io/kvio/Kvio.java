@@ -125,7 +125,6 @@ public final class Kvio {
         checkLayers("dst", dstLayerStart, numLayers, dst.spec().numLayers());
         return submit(
                 executorHandle,
-                executor.backend(),
                 src,
                 dst,
                 srcIndices,
@@ -163,7 +162,6 @@ public final class Kvio {
      */
     static Transfer submit(
             long executor,
-            IoBackend backend,
             KvPool src,
             KvPool dst,
             IndexArg srcIndices,
@@ -212,11 +210,11 @@ public final class Kvio {
         } finally {
             IndexArg.release();
         }
-        // What ran it: for an auto executor its choice, read with the planned bytes.
-        IoBackend used = backend == IoBackend.AUTO ? IoBackend.ofNative(chosen) : backend;
+        // What ran it (an auto executor's choice, else the executor's backend), read with the
+        // planned bytes.
         return Transfer.submitted(handle, bytes, doneOnCpu, status, event)
                 .withSkippedLayers(skippedLayers)
-                .withBackend(used);
+                .withBackend(IoBackend.ofNative(chosen));
     }
 
     /** The native message with the Java caller's names in place of the C ABI's. */

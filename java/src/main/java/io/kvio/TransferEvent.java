@@ -32,6 +32,7 @@ final class TransferEvent extends Event {
     static final String OTHER = "other";
 
     @Label("IO Backend")
+    @Description("The executor's io backend (auto for an auto executor)")
     String backend;
 
     @Label("Chosen Backend")

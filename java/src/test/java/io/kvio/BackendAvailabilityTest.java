@@ -34,6 +34,24 @@ public class BackendAvailabilityTest {
         IoBackend.CPU.ensureAvailability();
     }
 
+    /** Which memory each concrete backend moves: the same on every machine. */
+    @Test
+    public void memoryDomainsOfTheConcreteBackends() {
+        for (IoBackend b : new IoBackend[] {IoBackend.KERNEL, IoBackend.DIRECT, IoBackend.STAGED}) {
+            assertTrue(b.isCuda(), b.userName());
+            assertTrue(b.isDevice(), b.userName());
+            assertEquals(b.deviceMemoryKind(), KvioNative.KVIO_MEMORY_CUDA_DEVICE, b.userName());
+            assertEquals(b.hostMemoryKind(), KvioNative.KVIO_MEMORY_HOST_PINNED, b.userName());
+        }
+        assertTrue(IoBackend.KERNEL_ASCEND.isAscend());
+        assertFalse(IoBackend.KERNEL_ASCEND.isCuda());
+        assertEquals(
+                IoBackend.KERNEL_ASCEND.deviceMemoryKind(), KvioNative.KVIO_MEMORY_ASCEND_DEVICE);
+        assertFalse(IoBackend.CPU.isDevice());
+        assertEquals(IoBackend.CPU.deviceMemoryKind(), KvioNative.KVIO_MEMORY_HOST);
+        assertEquals(IoBackend.CPU.hostMemoryKind(), KvioNative.KVIO_MEMORY_HOST);
+    }
+
     @Test
     public void cudaBackendsUnavailableWithCause() {
         if (cudaPresent()) {

@@ -61,7 +61,7 @@ public class TransferReleaseTest {
             expectThrows(KvioUnsupportedException.class, t::cudaEvent);
             expectThrows(KvioUnsupportedException.class, t::ascendEvent);
             t.await();
-            assertTrue(t.await(0, java.util.concurrent.TimeUnit.SECONDS));
+            assertTrue(t.await(0, TimeUnit.SECONDS));
             expectThrows(KvioClosedException.class, t::cudaEvent); // released by the await
             t.close();
             t.close(); // idempotent

@@ -42,7 +42,7 @@ final class BenchBaseline {
 
     /** What the baseline of a backend is, for the report. */
     static String describe(IoBackend b, int threads) {
-        return b == IoBackend.CPU
+        return !b.isDevice() // cpu, and auto without a GPU
                 ? "memcpy (bulk copies between two buffers allocated like kvio's pools"
                         + (threads == 1
                                 ? ", 1 thread)"
@@ -59,16 +59,13 @@ final class BenchBaseline {
             Direction dir) {
         long bytes = count * layers * 2 * deviceSpec.rowBytes();
         String key =
-                backend.userName()
-                        + " "
-                        + (backend == IoBackend.CPU ? "" : dir.userName + " ")
-                        + bytes;
+                backend.userName() + " " + (backend.isDevice() ? dir.userName + " " : "") + bytes;
         double[] cached = cache.get(key);
         if (cached != null) {
             return cached;
         }
         double[] result =
-                backend == IoBackend.CPU
+                !backend.isDevice()
                         ? memcpy(executor, bytes)
                         : contiguous(backend, executor, deviceSpec, count, dir);
         cache.put(key, result);

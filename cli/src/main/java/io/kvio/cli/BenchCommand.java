@@ -56,7 +56,7 @@ public final class BenchCommand implements Callable<Integer> {
     /**
      * Timed runs per point by default, for kvio and its baseline alike. GB/s comes from the best
      * run, an estimate of what the machine can do that scheduling noise only lowers; on a shared
-     * 2-vCPU VM the best of 5 moved a point by up to 0.3x memcpy between two invocations of the
+     * 2-vCPU VM the best of 5 moved a point by up to 0.38x memcpy between two invocations of the
      * same build, the best of 15 by much less, and a quick sweep still takes seconds
      * (docs/benchmarks.md).
      */

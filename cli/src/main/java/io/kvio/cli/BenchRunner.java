@@ -117,7 +117,7 @@ final class BenchRunner {
         try (DeviceKvPool device = DeviceKvPool.allocate(deviceSpec, backend);
                 TokenIndices d = TokenIndices.of(devSlots);
                 TokenIndices h = TokenIndices.of(hostSlots)) {
-            if (backend == IoBackend.CPU) {
+            if (!backend.isDevice()) { // host memory: cpu, and auto without a GPU
                 fill(device.buffer());
             }
             Pools pools = new Pools(device, h, d);

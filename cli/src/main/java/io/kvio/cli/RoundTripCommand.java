@@ -31,8 +31,8 @@ import picocli.CommandLine.Spec;
         description = {
             "Backs up KV pages from a layer_first device pool into a host pool of each layout,"
                     + " reloads them layer by layer into other device pages, and verifies every"
-                    + " moved byte. With a GPU (io backend auto, kernel or direct) the device pool"
-                    + " is device memory and the host pools pinned memory, and each layout's GB/s"
+                    + " moved byte. With a GPU (io backend auto, kernel, direct or staged) the device"
+                    + " pool is device memory and the host pools pinned memory, and each layout's GB/s"
                     + " is printed next to the ceiling: one contiguous copy of the same bytes,"
                     + " measured in the same run. This is what runs when no command is given.",
             ""

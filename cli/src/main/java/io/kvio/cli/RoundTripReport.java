@@ -83,7 +83,7 @@ final class RoundTripReport {
             return backend.userName();
         }
         return backend.isCuda()
-                ? "auto (kernel or direct per transfer, CUDA device 0)"
+                ? "auto (kernel, direct or staged per transfer, CUDA device 0)"
                 : "auto (cpu: no usable CUDA device)";
     }
 

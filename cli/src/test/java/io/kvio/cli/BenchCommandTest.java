@@ -48,7 +48,8 @@ public class BenchCommandTest extends OutputDirTest {
 
     /** How many io backends can run here. */
     private static int available() {
-        return (int) Converters.concreteBackends().stream().filter(IoBackend::isAvailable).count();
+        return (int)
+                MatrixCommandTest.DEFAULT_BACKENDS.stream().filter(IoBackend::isAvailable).count();
     }
 
     @Test
@@ -93,7 +94,7 @@ public class BenchCommandTest extends OutputDirTest {
     @Test
     public void jsonMatchesTheCsv() throws Exception {
         JsonNode j = readJson("b.json");
-        assertEquals(j.get("backends").size(), Converters.concreteBackends().size());
+        assertEquals(j.get("backends").size(), MatrixCommandTest.DEFAULT_BACKENDS.size());
         JsonNode points = j.get("points");
         List<String> csv = Files.readAllLines(dir.resolve("b.csv"), StandardCharsets.UTF_8);
         assertEquals(points.size(), csv.size() - 1);

@@ -127,7 +127,9 @@ public class CliTest {
         assertEquals(r.exit, 0, r.toString());
         assertTrue(r.out.contains("all 4 layouts verified OK"), r.out);
         if (IoBackend.KERNEL.isAvailable()) {
-            assertTrue(r.out.contains("io backend auto (kernel or direct per transfer"), r.out);
+            assertTrue(
+                    r.out.contains("io backend auto (kernel, direct or staged per transfer"),
+                    r.out);
             assertTrue(r.out.contains("the ceiling"), r.out);
         } else {
             assertTrue(r.out.contains("io backend auto (cpu: no usable CUDA device),"), r.out);

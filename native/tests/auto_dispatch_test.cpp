@@ -113,13 +113,7 @@ TEST_F(AutoDispatch, ScatteredSmallRowsGoToTheKernelContiguousToDirect) {
 // sent it to the kernel without planning.
 TEST_F(AutoDispatch, ConsecutivePagesSplitAtPageEndsStillReachDirect) {
   const uint64_t executor = makeExecutor();
-  Geometry g;
-  g.layout = KVIO_LAYOUT_PAGE_FIRST_DIRECT;
-  g.L = 4;
-  g.P = 8;
-  g.ps = 16;
-  g.H = 2;
-  g.hb = 256;
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Single, 4, 8, 16, 2, 256};
   std::vector<int64_t> all(static_cast<size_t>(g.S()));
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
   const kvio_transfer_info info = run(executor, g, all, 0);

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_check.hpp"
 #include "compute_load.hpp"
 #include "kvio/kvio.h"
 
@@ -48,17 +49,6 @@ namespace {
   std::fprintf(stderr, "kvio_cuda_bench --beside-compute: %s\n", what.c_str());
   std::exit(1);
 }
-
-void cudaCheck(cudaError_t e, const char* call) {
-  if (e != cudaSuccess) fail(std::string(call) + " failed: " + cudaGetErrorString(e));
-}
-
-void kvioCheck(kvio_status s, const char* call) {
-  if (s != KVIO_STATUS_OK) fail(std::string(call) + ": " + kvio_last_error());
-}
-
-#define BC_CUDA(call) cudaCheck((call), #call)
-#define BC_KVIO(call) kvioCheck((call), #call)
 
 double clockSeconds() {
   using Clock = std::chrono::steady_clock;
@@ -85,20 +75,20 @@ struct Compute {
 
   void enqueue(int launches) const {
     for (int i = 0; i < launches; ++i) {
-      BC_CUDA(launchComputeLoad(grid, iterations, sink, stream));
+      BENCH_CUDA(launchComputeLoad(grid, iterations, sink, stream));
     }
   }
   bool done() const {
     const cudaError_t e = cudaStreamQuery(stream);
     if (e == cudaErrorNotReady) return false;
-    BC_CUDA(e);
+    BENCH_CUDA(e);
     return true;
   }
   // Seconds for `launches` launches with nothing else on the GPU.
   double timeAlone(int launches) const {
     const double start = clockSeconds();
     enqueue(launches);
-    BC_CUDA(cudaStreamSynchronize(stream));
+    BENCH_CUDA(cudaStreamSynchronize(stream));
     return clockSeconds() - start;
   }
   double tflops(int launches, double seconds) const {
@@ -110,7 +100,7 @@ struct Compute {
 // a launch) and returns the launches that last about `windowSeconds`.
 int calibrate(Compute* compute, double launchSeconds, double windowSeconds) {
   int perSm = 0;
-  BC_CUDA(computeLoadBlocksPerSm(&perSm));
+  BENCH_CUDA(computeLoadBlocksPerSm(&perSm));
   compute->grid = 4 * std::max(perSm, 1) * compute->sms;
   compute->iterations = 1024;
   compute->timeAlone(2);  // warm-up
@@ -136,8 +126,8 @@ struct Load {
     const kvio_pool_spec deviceSpec{
         KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, kLayers, kDevicePages, kPageTokens, kHeads,
         kHeadBytes};
-    BC_KVIO(kvio_pool_allocate_memory(&hostSpec, KVIO_MEMORY_HOST_PINNED, 0, &host));
-    BC_KVIO(kvio_pool_allocate_memory(&deviceSpec, KVIO_MEMORY_CUDA_DEVICE, 0, &device));
+    BENCH_KVIO(kvio_pool_allocate_memory(&hostSpec, KVIO_MEMORY_HOST_PINNED, 0, &host));
+    BENCH_KVIO(kvio_pool_allocate_memory(&deviceSpec, KVIO_MEMORY_CUDA_DEVICE, 0, &device));
     std::vector<int64_t> pages(static_cast<size_t>(kDevicePages));
     std::iota(pages.begin(), pages.end(), 0);
     std::mt19937_64 rng(11);
@@ -159,9 +149,9 @@ struct Load {
 
   uint64_t submit(uint64_t executor, uint32_t flags, int64_t layer) const {
     uint64_t transfer = 0;
-    BC_KVIO(kvio_submit_args_flags(executor, host, device, hostRows.data(), deviceRows.data(),
-                                   static_cast<int64_t>(hostRows.size()), layer % kLayers,
-                                   layer % kLayers, 1, flags, &transfer));
+    BENCH_KVIO(kvio_submit_args_flags(executor, host, device, hostRows.data(), deviceRows.data(),
+                                      static_cast<int64_t>(hostRows.size()), layer % kLayers,
+                                      layer % kLayers, 1, flags, &transfer));
     return transfer;
   }
 };
@@ -191,8 +181,8 @@ LoadRun runLoads(const Load& load, uint64_t executor, uint32_t flags, const Comp
   constexpr size_t kInFlight = 4;
   for (int64_t l = 0; l < 4; ++l) {  // warm-up
     const uint64_t t = load.submit(executor, flags, l);
-    BC_KVIO(kvio_transfer_wait(t, -1));
-    BC_KVIO(kvio_transfer_close(t));
+    BENCH_KVIO(kvio_transfer_wait(t, -1));
+    BENCH_KVIO(kvio_transfer_close(t));
   }
   LoadRun run;
   std::deque<uint64_t> inFlight;
@@ -206,13 +196,13 @@ LoadRun runLoads(const Load& load, uint64_t executor, uint32_t flags, const Comp
     const int32_t done = kvio_transfer_is_done(inFlight.front());
     if (done < 0) fail("kvio_transfer_is_done: " + std::string(kvio_last_error()));
     if (done == 1) {
-      BC_KVIO(kvio_transfer_wait(inFlight.front(), -1));
+      BENCH_KVIO(kvio_transfer_wait(inFlight.front(), -1));
       kvio_transfer_info info{};
-      BC_KVIO(kvio_transfer_get_info(inFlight.front(), &info));
+      BENCH_KVIO(kvio_transfer_get_info(inFlight.front(), &info));
       if (info.chosen_backend >= 0 && info.chosen_backend < KVIO_BACKEND_COUNT) {
         ++run.chosen[static_cast<size_t>(info.chosen_backend)];
       }
-      BC_KVIO(kvio_transfer_close(inFlight.front()));
+      BENCH_KVIO(kvio_transfer_close(inFlight.front()));
       inFlight.pop_front();
       ++run.layers;
       lastDone = clockSeconds();
@@ -229,8 +219,8 @@ LoadRun runLoads(const Load& load, uint64_t executor, uint32_t flags, const Comp
     }
   }
   for (uint64_t t : inFlight) {
-    BC_KVIO(kvio_transfer_wait(t, -1));
-    BC_KVIO(kvio_transfer_close(t));
+    BENCH_KVIO(kvio_transfer_wait(t, -1));
+    BENCH_KVIO(kvio_transfer_close(t));
   }
   const double window = lastDone - start;
   run.gbps = window > 0 ? static_cast<double>(load.layerBytes) * run.layers / window / 1e9 : 0.0;
@@ -363,9 +353,9 @@ int runBesideCompute(bool quick, const std::string& out) {
     std::printf("kvio_cuda_bench --beside-compute: skipped: %s\n", kvio_last_error());
     return 0;
   }
-  BC_CUDA(cudaSetDevice(0));
+  BENCH_CUDA(cudaSetDevice(0));
   cudaDeviceProp prop{};
-  BC_CUDA(cudaGetDeviceProperties(&prop, 0));
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
   if (prop.major < 8) {  // the load's bf16 tensor-core kernel is empty below sm_80
     std::printf(
         "kvio_cuda_bench --beside-compute: skipped: %s is sm_%d%d; the compute load needs "
@@ -378,8 +368,8 @@ int runBesideCompute(bool quick, const std::string& out) {
 
   Compute compute;
   compute.sms = prop.multiProcessorCount;
-  BC_CUDA(cudaStreamCreateWithFlags(&compute.stream, cudaStreamNonBlocking));
-  BC_CUDA(cudaMalloc(&compute.sink, 1 << 20));
+  BENCH_CUDA(cudaStreamCreateWithFlags(&compute.stream, cudaStreamNonBlocking));
+  BENCH_CUDA(cudaMalloc(&compute.sink, 1 << 20));
   const int launches = calibrate(&compute, 2e-3, window);
   const double aloneBefore = compute.tflops(launches, compute.timeAlone(launches));
   std::printf(
@@ -404,18 +394,21 @@ int runBesideCompute(bool quick, const std::string& out) {
   };
   std::vector<Executor> executors;
   uint64_t kernel = 0, direct = 0, autoExec = 0;
-  BC_KVIO(kvio_executor_create_cuda(KVIO_BACKEND_KERNEL, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &kernel));
-  BC_KVIO(kvio_executor_create_cuda(KVIO_BACKEND_DIRECT, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &direct));
-  BC_KVIO(kvio_executor_create_cuda(KVIO_BACKEND_AUTO, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &autoExec));
+  BENCH_KVIO(
+      kvio_executor_create_cuda(KVIO_BACKEND_KERNEL, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &kernel));
+  BENCH_KVIO(
+      kvio_executor_create_cuda(KVIO_BACKEND_DIRECT, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &direct));
+  BENCH_KVIO(
+      kvio_executor_create_cuda(KVIO_BACKEND_AUTO, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &autoExec));
   // The kernel executor on a caller stream of the greatest priority: when an SM frees, the block
   // scheduler starts its CTAs before the compute's waiting ones.
   int leastPriority = 0, greatestPriority = 0;
-  BC_CUDA(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority));
+  BENCH_CUDA(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority));
   cudaStream_t urgent = nullptr;
-  BC_CUDA(cudaStreamCreateWithPriority(&urgent, cudaStreamNonBlocking, greatestPriority));
+  BENCH_CUDA(cudaStreamCreateWithPriority(&urgent, cudaStreamNonBlocking, greatestPriority));
   uint64_t kernelUrgent = 0;
-  BC_KVIO(kvio_executor_create_cuda(KVIO_BACKEND_KERNEL, 0, reinterpret_cast<uint64_t>(urgent), 0,
-                                    0, &kernelUrgent));
+  BENCH_KVIO(kvio_executor_create_cuda(KVIO_BACKEND_KERNEL, 0, reinterpret_cast<uint64_t>(urgent),
+                                       0, 0, &kernelUrgent));
   const char* text = kvio_executor_auto_calibration(autoExec);
   std::string calibration = text != nullptr ? text : kvio_last_error();
   std::replace(calibration.begin(), calibration.end(), '\n', ';');
@@ -500,13 +493,13 @@ int runBesideCompute(bool quick, const std::string& out) {
   writeRows(file, rows, firstGreen);
   std::fclose(file);
   std::printf("full results: %s\n", out.c_str());
-  BC_KVIO(kvio_executor_close(kernel));
-  BC_KVIO(kvio_executor_close(direct));
-  BC_KVIO(kvio_executor_close(autoExec));
-  BC_KVIO(kvio_executor_close(kernelUrgent));
-  BC_CUDA(cudaStreamDestroy(urgent));
-  BC_CUDA(cudaFree(compute.sink));
-  BC_CUDA(cudaStreamDestroy(compute.stream));
+  BENCH_KVIO(kvio_executor_close(kernel));
+  BENCH_KVIO(kvio_executor_close(direct));
+  BENCH_KVIO(kvio_executor_close(autoExec));
+  BENCH_KVIO(kvio_executor_close(kernelUrgent));
+  BENCH_CUDA(cudaStreamDestroy(urgent));
+  BENCH_CUDA(cudaFree(compute.sink));
+  BENCH_CUDA(cudaStreamDestroy(compute.stream));
   return 0;
 }
 

@@ -26,27 +26,12 @@
 #include <string>
 #include <vector>
 
+#include "bench_check.hpp"
 #include "beside_compute.hpp"
 #include "kvio/kvio.h"
 #include "reference_copy.hpp"
 
 namespace {
-
-void die(const char* what) {
-  std::fprintf(stderr, "kvio_cuda_bench: %s: %s\n", what, kvio_last_error());
-  std::exit(1);
-}
-
-#define KVIO_OK(call) \
-  if ((call) != KVIO_STATUS_OK) die(#call)
-#define CUDA_OK(call)                                                                          \
-  do {                                                                                         \
-    const cudaError_t e_ = (call);                                                             \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "kvio_cuda_bench: %s failed: %s\n", #call, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 double now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -57,8 +42,8 @@ struct Pool {
   uint64_t address = 0;
   uint64_t bytes = 0;
   Pool(const kvio_pool_spec& spec, int32_t kind) {
-    KVIO_OK(kvio_pool_allocate_memory(&spec, kind, 0, &handle));
-    KVIO_OK(kvio_pool_region(handle, 0, &address, &bytes, nullptr));
+    BENCH_KVIO(kvio_pool_allocate_memory(&spec, kind, 0, &handle));
+    BENCH_KVIO(kvio_pool_region(handle, 0, &address, &bytes, nullptr));
   }
   ~Pool() { kvio_pool_close(handle); }
 };
@@ -66,7 +51,7 @@ struct Pool {
 // Copy-engine calls kvio has issued so far (kvio_debug_copy_engine_calls, all four kinds).
 int64_t engineCalls() {
   int64_t counts[4] = {};
-  KVIO_OK(kvio_debug_copy_engine_calls(counts));
+  BENCH_KVIO(kvio_debug_copy_engine_calls(counts));
   return counts[0] + counts[1] + counts[2] + counts[3];
 }
 
@@ -78,17 +63,17 @@ double timeTransfers(uint64_t executor, uint64_t src, uint64_t dst, const std::v
   std::vector<uint64_t> transfers(static_cast<size_t>(reps));
   const int64_t callsBefore = engineCalls();
   uint64_t warm = 0;
-  KVIO_OK(kvio_submit_args(executor, src, dst, s.data(), d.data(), static_cast<int64_t>(s.size()),
-                           srcLayer, dstLayer, layers, &warm));
-  KVIO_OK(kvio_transfer_wait(warm, -1));
+  BENCH_KVIO(kvio_submit_args(executor, src, dst, s.data(), d.data(),
+                              static_cast<int64_t>(s.size()), srcLayer, dstLayer, layers, &warm));
+  BENCH_KVIO(kvio_transfer_wait(warm, -1));
   kvio_transfer_close(warm);
   const double start = now();
   for (auto& t : transfers) {
-    KVIO_OK(kvio_submit_args(executor, src, dst, s.data(), d.data(), static_cast<int64_t>(s.size()),
-                             srcLayer, dstLayer, layers, &t));
+    BENCH_KVIO(kvio_submit_args(executor, src, dst, s.data(), d.data(),
+                                static_cast<int64_t>(s.size()), srcLayer, dstLayer, layers, &t));
   }
   for (uint64_t t : transfers) {
-    KVIO_OK(kvio_transfer_wait(t, -1));
+    BENCH_KVIO(kvio_transfer_wait(t, -1));
     kvio_transfer_close(t);
   }
   const double seconds = (now() - start) / reps;
@@ -98,18 +83,18 @@ double timeTransfers(uint64_t executor, uint64_t src, uint64_t dst, const std::v
 
 double timeContiguous(uint64_t dst, uint64_t src, uint64_t bytes, int reps) {
   cudaStream_t stream;
-  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  CUDA_OK(cudaMemcpyAsync(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), bytes,
-                          cudaMemcpyDefault, stream));
-  CUDA_OK(cudaStreamSynchronize(stream));
+  BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  BENCH_CUDA(cudaMemcpyAsync(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), bytes,
+                             cudaMemcpyDefault, stream));
+  BENCH_CUDA(cudaStreamSynchronize(stream));
   const double start = now();
   for (int r = 0; r < reps; ++r) {
-    CUDA_OK(cudaMemcpyAsync(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), bytes,
-                            cudaMemcpyDefault, stream));
+    BENCH_CUDA(cudaMemcpyAsync(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), bytes,
+                               cudaMemcpyDefault, stream));
   }
-  CUDA_OK(cudaStreamSynchronize(stream));
+  BENCH_CUDA(cudaStreamSynchronize(stream));
   const double seconds = (now() - start) / reps;
-  CUDA_OK(cudaStreamDestroy(stream));
+  BENCH_CUDA(cudaStreamDestroy(stream));
   return seconds;
 }
 
@@ -118,25 +103,25 @@ double timeContiguous(uint64_t dst, uint64_t src, uint64_t bytes, int reps) {
 double timeReference(uint64_t dst, uint64_t src, const std::vector<int64_t>& d,
                      const std::vector<int64_t>& s, int64_t rowBytes, int reps) {
   cudaStream_t stream;
-  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const size_t bytes = s.size() * sizeof(int64_t);
   int64_t* indices = nullptr;
-  CUDA_OK(cudaMalloc(&indices, 2 * bytes));
-  CUDA_OK(cudaMemcpyAsync(indices, s.data(), bytes, cudaMemcpyHostToDevice, stream));
-  CUDA_OK(cudaMemcpyAsync(indices + s.size(), d.data(), bytes, cudaMemcpyHostToDevice, stream));
+  BENCH_CUDA(cudaMalloc(&indices, 2 * bytes));
+  BENCH_CUDA(cudaMemcpyAsync(indices, s.data(), bytes, cudaMemcpyHostToDevice, stream));
+  BENCH_CUDA(cudaMemcpyAsync(indices + s.size(), d.data(), bytes, cudaMemcpyHostToDevice, stream));
   const auto count = static_cast<int64_t>(s.size());
-  CUDA_OK(kvio_bench::launchReferenceCopy(dst, src, indices + s.size(), indices, count, rowBytes,
-                                          stream));
-  CUDA_OK(cudaStreamSynchronize(stream));
+  BENCH_CUDA(kvio_bench::launchReferenceCopy(dst, src, indices + s.size(), indices, count, rowBytes,
+                                             stream));
+  BENCH_CUDA(cudaStreamSynchronize(stream));
   const double start = now();
   for (int r = 0; r < reps; ++r) {
-    CUDA_OK(kvio_bench::launchReferenceCopy(dst, src, indices + s.size(), indices, count, rowBytes,
-                                            stream));
+    BENCH_CUDA(kvio_bench::launchReferenceCopy(dst, src, indices + s.size(), indices, count,
+                                               rowBytes, stream));
   }
-  CUDA_OK(cudaStreamSynchronize(stream));
+  BENCH_CUDA(cudaStreamSynchronize(stream));
   const double seconds = (now() - start) / reps;
-  CUDA_OK(cudaFree(indices));
-  CUDA_OK(cudaStreamDestroy(stream));
+  BENCH_CUDA(cudaFree(indices));
+  BENCH_CUDA(cudaStreamDestroy(stream));
   return seconds;
 }
 
@@ -169,7 +154,7 @@ void measureSubmitCost(uint64_t kernel, uint64_t direct, int reps, std::vector<R
   }
   const int64_t bytes = 2 * ps * H * hb;
   const auto n = static_cast<int64_t>(hostIdx.size());
-  KVIO_OK(kvio_executor_set_launch(kernel, 4, 16));
+  BENCH_KVIO(kvio_executor_set_launch(kernel, 4, 16));
   for (int b = 0; b < 2; ++b) {
     const uint64_t executor = b == 0 ? kernel : direct;
     const char* name = b == 0 ? "kernel" : "direct";
@@ -179,21 +164,21 @@ void measureSubmitCost(uint64_t kernel, uint64_t direct, int reps, std::vector<R
     double submit = 0;
     for (auto& t : transfers) {  // submit cost: the call alone, transfers queued behind
       const double start = now();
-      KVIO_OK(kvio_submit_args(executor, host.handle, device.handle, hostIdx.data(), devIdx.data(),
-                               n, 1, 1, 1, &t));
+      BENCH_KVIO(kvio_submit_args(executor, host.handle, device.handle, hostIdx.data(),
+                                  devIdx.data(), n, 1, 1, 1, &t));
       submit += now() - start;
     }
     for (uint64_t t : transfers) {
-      KVIO_OK(kvio_transfer_wait(t, -1));
+      BENCH_KVIO(kvio_transfer_wait(t, -1));
       kvio_transfer_close(t);
     }
     double complete = 0;
     for (int r = 0; r < reps; ++r) {  // submit to completion, one at a time
       uint64_t t = 0;
       const double start = now();
-      KVIO_OK(kvio_submit_args(executor, host.handle, device.handle, hostIdx.data(), devIdx.data(),
-                               n, 1, 1, 1, &t));
-      KVIO_OK(kvio_transfer_wait(t, -1));
+      BENCH_KVIO(kvio_submit_args(executor, host.handle, device.handle, hostIdx.data(),
+                                  devIdx.data(), n, 1, 1, 1, &t));
+      BENCH_KVIO(kvio_transfer_wait(t, -1));
       complete += now() - start;
       kvio_transfer_close(t);
     }
@@ -203,23 +188,23 @@ void measureSubmitCost(uint64_t kernel, uint64_t direct, int reps, std::vector<R
                         b == 1 ? calls : -1, complete / reps * 1e6});
   }
   cudaStream_t stream;
-  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   void* dst = reinterpret_cast<void*>(device.address);
   const void* src = reinterpret_cast<const void*>(host.address);
-  CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
-  CUDA_OK(cudaStreamSynchronize(stream));
+  BENCH_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+  BENCH_CUDA(cudaStreamSynchronize(stream));
   double submit = 0, complete = 0;
   for (int r = 0; r < reps; ++r) {
     double start = now();
-    CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    BENCH_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
     submit += now() - start;
-    CUDA_OK(cudaStreamSynchronize(stream));
+    BENCH_CUDA(cudaStreamSynchronize(stream));
     start = now();
-    CUDA_OK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
-    CUDA_OK(cudaStreamSynchronize(stream));
+    BENCH_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream));
+    BENCH_CUDA(cudaStreamSynchronize(stream));
     complete += now() - start;
   }
-  CUDA_OK(cudaStreamDestroy(stream));
+  BENCH_CUDA(cudaStreamDestroy(stream));
   results->push_back({"submit", "floor", "h2d", 2 * H * hb, n, 0, 0, 1, submit / reps * 1e6});
   results->push_back(
       {"submit_to_completion", "floor", "h2d", 2 * H * hb, n, 0, 0, 1, complete / reps * 1e6});
@@ -245,7 +230,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   cudaDeviceProp prop{};
-  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
   std::printf("kvio_cuda_bench on %s (%d SMs)\n", prop.name, prop.multiProcessorCount);
 
   const std::vector<int64_t> rowSizes =
@@ -258,9 +243,12 @@ int main(int argc, char** argv) {
   const uint64_t maxCaseBytes = 2ull << 30;
 
   uint64_t kernel = 0, direct = 0, staged = 0;
-  KVIO_OK(kvio_executor_create_cuda(KVIO_BACKEND_KERNEL, 0, KVIO_CUDA_OWN_STREAM, 4, 16, &kernel));
-  KVIO_OK(kvio_executor_create_cuda(KVIO_BACKEND_DIRECT, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &direct));
-  KVIO_OK(kvio_executor_create_cuda(KVIO_BACKEND_STAGED, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &staged));
+  BENCH_KVIO(
+      kvio_executor_create_cuda(KVIO_BACKEND_KERNEL, 0, KVIO_CUDA_OWN_STREAM, 4, 16, &kernel));
+  BENCH_KVIO(
+      kvio_executor_create_cuda(KVIO_BACKEND_DIRECT, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &direct));
+  BENCH_KVIO(
+      kvio_executor_create_cuda(KVIO_BACKEND_STAGED, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &staged));
   std::vector<Result> results;
   std::mt19937_64 rng(1);
 
@@ -291,7 +279,7 @@ int main(int argc, char** argv) {
         const auto& d = d2h ? hostIdx : devIdx;
         double k4 = 0;
         for (int32_t ctas : budgets) {
-          KVIO_OK(kvio_executor_set_launch(kernel, ctas, 16));
+          BENCH_KVIO(kvio_executor_set_launch(kernel, ctas, 16));
           const double t = timeTransfers(kernel, src, dst, s, d, 0, 0, 1, reps);
           results.push_back({"rows", "kernel", direction, row, n, ctas, bytes / t / 1e9});
           if (ctas == 4) k4 = results.back().gbps;
@@ -343,7 +331,7 @@ int main(int argc, char** argv) {
       for (int b = 0; b < 3; ++b) {
         const uint64_t executor = b == 2 ? direct : kernel;
         const int32_t ctas = b == 0 ? 4 : b == 1 ? 16 : 0;
-        if (b < 2) KVIO_OK(kvio_executor_set_launch(kernel, ctas, 16));
+        if (b < 2) BENCH_KVIO(kvio_executor_set_launch(kernel, ctas, 16));
         // Warm-up, then all layers one transfer each, timed together (reps rounds).
         const int reps = quick ? 2 : 5;
         double calls = 0;
@@ -353,14 +341,14 @@ int main(int argc, char** argv) {
         for (int r = 0; r < reps; ++r) {
           for (int64_t l = 0; l < L; ++l) {
             uint64_t t = 0;
-            KVIO_OK(kvio_submit_args(executor, host.handle, device.handle, hostIdx.data(),
-                                     devIdx.data(), static_cast<int64_t>(hostIdx.size()), l, l, 1,
-                                     &t));
+            BENCH_KVIO(kvio_submit_args(executor, host.handle, device.handle, hostIdx.data(),
+                                        devIdx.data(), static_cast<int64_t>(hostIdx.size()), l, l,
+                                        1, &t));
             transfers.push_back(t);
           }
         }
         for (uint64_t t : transfers) {
-          KVIO_OK(kvio_transfer_wait(t, -1));
+          BENCH_KVIO(kvio_transfer_wait(t, -1));
           kvio_transfer_close(t);
         }
         const double seconds = now() - start;
@@ -371,9 +359,9 @@ int main(int argc, char** argv) {
     }
   }
   measureSubmitCost(kernel, direct, quick ? 50 : 200, &results);
-  KVIO_OK(kvio_executor_close(kernel));
-  KVIO_OK(kvio_executor_close(direct));
-  KVIO_OK(kvio_executor_close(staged));
+  BENCH_KVIO(kvio_executor_close(kernel));
+  BENCH_KVIO(kvio_executor_close(direct));
+  BENCH_KVIO(kvio_executor_close(staged));
 
   FILE* file = std::fopen(out.c_str(), "w");
   if (file != nullptr) {

@@ -7,8 +7,11 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -310,11 +313,51 @@ TEST(AutoMeasure, CrossoverIsWhereDirectWinsFromThereOn) {
   EXPECT_EQ(kvio::autoCrossover(std::vector<M>{{65536, 1, 2}, {131072, 1, 3}}), kNever);
 }
 
-std::unique_ptr<kvio::Executor> standInAuto(int* kernelJobs, int* directJobs) {
+/// A Stand whose jobs the test scripts: before each job, script(n, rowBytes) (n counts this
+/// stand's jobs from 1; rowBytes is the width of the job's first planned copy, the sweep's row
+/// size) says how many microseconds the job takes (the stand sleeps that long on the submitting
+/// thread, inside the sweep's timing, then runs the job) or, when negative, that the job fails:
+/// it completes with BACKEND_ERROR naming the job, nothing copied.
+class ScriptedStand : public Stand {
+ public:
+  using Script = std::function<int64_t(int job, uint64_t rowBytes)>;
+  ScriptedStand(const char* name, int* submitted, Script script)
+      : Stand(submitted), name_(name), submitted_(submitted), script_(std::move(script)) {}
+  void submit(std::shared_ptr<kvio::Job> job) override {
+    const uint64_t rowBytes = job->plan.empty() ? 0 : job->plan.front().width;
+    const int n = *submitted_ + 1;
+    const int64_t micros = script_(n, rowBytes);
+    if (micros < 0) {
+      ++*submitted_;
+      job->state->complete(
+          KVIO_STATUS_BACKEND_ERROR,
+          std::string("the ") + name_ + " stand fails its job " + std::to_string(n));
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(micros));
+    Stand::submit(std::move(job));
+  }
+
+ private:
+  const char* name_;
+  int* submitted_;
+  Script script_;
+};
+
+std::unique_ptr<kvio::Executor> standInAuto(int* kernelJobs, int* directJobs,
+                                            ScriptedStand::Script kernel = nullptr,
+                                            ScriptedStand::Script direct = nullptr) {
+  const auto none = [](int, uint64_t) -> int64_t { return 0; };
   std::array<kvio::AutoExecutor::Candidate, kvio::kAutoPicks> c;
-  c[0] = {KVIO_BACKEND_KERNEL, std::make_unique<Stand>(kernelJobs)};
-  c[1] = {KVIO_BACKEND_DIRECT, std::make_unique<Stand>(directJobs)};
+  c[0] = {KVIO_BACKEND_KERNEL,
+          std::make_unique<ScriptedStand>("kernel", kernelJobs, kernel ? kernel : none)};
+  c[1] = {KVIO_BACKEND_DIRECT,
+          std::make_unique<ScriptedStand>("direct", directJobs, direct ? direct : none)};
   return std::make_unique<kvio::AutoExecutor>(std::move(c), AutoCalibration());
+}
+
+kvio::AutoExecutor* autoOf(const std::unique_ptr<kvio::Executor>& executor) {
+  return static_cast<kvio::AutoExecutor*>(executor.get());
 }
 
 std::array<int64_t, 4> liveObjects() {
@@ -323,33 +366,117 @@ std::array<int64_t, 4> liveObjects() {
   return counts;
 }
 
-TEST(AutoMeasure, SweepsBothCandidatesAndSetsTheCrossover) {
+// The sweep times each candidate on rows of 4 KiB to 256 KiB. Here the stand-ins' speed is the
+// test's: below 32 KiB rows the kernel stand takes 0.3 ms a job and direct 6 ms, from 32 KiB on
+// the other way round (20x apart: a loaded machine adds milliseconds, not a factor). So the
+// crossover is exactly 32 KiB, and each figure in the source (GB/s of the best of three runs of
+// 2 MiB) is at most 2 MiB / 6 ms = 0.35 GB/s for the slow candidate and at least twice that for
+// the fast one. About 0.2 s in all.
+TEST(AutoMeasure, SweepsBothCandidatesAndSetsTheCrossoverTheirSpeedsGive) {
   const auto before = liveObjects();
+  constexpr uint64_t kCross = 32 << 10;
+  constexpr int64_t kFastMicros = 300, kSlowMicros = 6000;
   int kernelJobs = 0, directJobs = 0;
-  std::unique_ptr<kvio::Executor> executor = standInAuto(&kernelJobs, &directJobs);
-  kvio::AutoMeasureTarget target{KVIO_MEMORY_HOST, KVIO_MEMORY_HOST, -1, 64 << 10};
+  std::vector<uint64_t> kernelRows, directRows;
+  std::unique_ptr<kvio::Executor> executor = standInAuto(
+      &kernelJobs, &directJobs,
+      [&](int, uint64_t row) -> int64_t {
+        kernelRows.push_back(row);
+        return row < kCross ? kFastMicros : kSlowMicros;
+      },
+      [&](int, uint64_t row) -> int64_t {
+        directRows.push_back(row);
+        return row < kCross ? kSlowMicros : kFastMicros;
+      });
+  constexpr uint64_t kBytesPerRun = 2 << 20;
+  kvio::AutoMeasureTarget target{KVIO_MEMORY_HOST, KVIO_MEMORY_HOST, -1, kBytesPerRun};
   ASSERT_EQ(kvio::measureAutoCalibration(&executor, target), KVIO_STATUS_OK) << kvio_last_error();
   ASSERT_NE(executor, nullptr);
-  EXPECT_EQ(kernelJobs, 7 * 4);  // 7 row sizes, one untimed and three timed runs each
-  EXPECT_EQ(directJobs, 7 * 4);
-  const AutoCalibration c = static_cast<kvio::AutoExecutor*>(executor.get())->calibration();
-  const std::vector<uint64_t> sizes{4 << 10,  8 << 10,   16 << 10,  32 << 10,
-                                    64 << 10, 128 << 10, 256 << 10, UINT64_MAX};
-  EXPECT_NE(std::find(sizes.begin(), sizes.end(), c.directRowBytes), sizes.end())
-      << c.directRowBytes;
+  // 7 row sizes, one untimed and three timed runs each, every job on rows of its size.
+  const std::vector<uint64_t> sizes{4 << 10,  8 << 10,   16 << 10, 32 << 10,
+                                    64 << 10, 128 << 10, 256 << 10};
+  std::vector<uint64_t> expectedRows;
+  for (uint64_t size : sizes) expectedRows.insert(expectedRows.end(), 4, size);
+  EXPECT_EQ(kernelJobs, 28);
+  EXPECT_EQ(directJobs, 28);
+  EXPECT_EQ(kernelRows, expectedRows);
+  EXPECT_EQ(directRows, expectedRows);
+  const AutoCalibration c = autoOf(executor)->calibration();
+  EXPECT_EQ(c.directRowBytes, kCross);
   EXPECT_EQ(c.directRowBytesOverlap, AutoCalibration().directRowBytesOverlap);  // not measured
   EXPECT_EQ(c.stagedMinBytes, AutoCalibration().stagedMinBytes);
-  EXPECT_EQ(c.source.rfind("measured at first use on device -1, host to device, GB/s "
-                           "kernel/direct: 4K ",
-                           0),
-            0u)
-      << c.source;
-  EXPECT_NE(c.source.find(" 256K "), std::string::npos) << c.source;
+  // "... GB/s kernel/direct: 4K k/d 8K k/d ... 256K k/d", one pair per size, in order.
+  const std::string head =
+      "measured at first use on device -1, host to device, GB/s kernel/direct:";
+  ASSERT_EQ(c.source.rfind(head, 0), 0u) << c.source;
+  std::istringstream figures(c.source.substr(head.size()));
+  const double slowBound = static_cast<double>(kBytesPerRun) / (kSlowMicros * 1e-6) * 1e-9;
+  for (uint64_t size : sizes) {
+    std::string label;
+    double kernel = -1, direct = -1;
+    char slash = 0;
+    ASSERT_TRUE(figures >> label >> kernel >> slash >> direct) << c.source;
+    EXPECT_EQ(label, std::to_string(size >> 10) + "K") << c.source;
+    EXPECT_EQ(slash, '/') << c.source;
+    const double fast = size < kCross ? kernel : direct;
+    const double slow = size < kCross ? direct : kernel;
+    EXPECT_LE(slow, slowBound + 0.05) << label << " in " << c.source;  // printed to 0.1
+    EXPECT_GT(slow, 0) << label << " in " << c.source;
+    EXPECT_GE(fast, 2 * slow) << label << " in " << c.source;
+  }
+  std::string rest;
+  EXPECT_FALSE(figures >> rest) << "after 256K: " << rest;
   executor.reset();
   EXPECT_EQ(liveObjects(), before);  // pools, the temporary handle and transfers all gone
 }
 
-TEST(AutoMeasure, AFailedSweepSaysWhereAndChangesNothing) {
+// A sweep whose direct candidate fails its 9th job (the first on 16 KiB rows: four jobs per row
+// size) stops there: the error names the row size and the candidate's own message, the
+// calibration set before is kept whole (the sweep forces other thresholds while it runs), every
+// pool, transfer and the temporary handle are gone, and the executor sweeps again afterwards.
+TEST(AutoMeasure, ASweepThatFailsMidwaySaysWhereAndChangesNothing) {
+  const auto before = liveObjects();
+  int kernelJobs = 0, directJobs = 0;
+  bool failNinth = true;
+  std::unique_ptr<kvio::Executor> executor =
+      standInAuto(&kernelJobs, &directJobs, nullptr,
+                  [&](int job, uint64_t) -> int64_t { return failNinth && job == 9 ? -1 : 0; });
+  AutoCalibration mine;
+  mine.directRowBytes = 12345;
+  mine.directRowBytesOverlap = 678;
+  mine.stagedMinBytes = 9 << 20;
+  mine.source = "set by the test";
+  autoOf(executor)->setCalibration(mine);
+  kvio::AutoMeasureTarget target{KVIO_MEMORY_HOST, KVIO_MEMORY_HOST, -1, 64 << 10};
+  ASSERT_EQ(kvio::measureAutoCalibration(&executor, target), KVIO_STATUS_BACKEND_ERROR);
+  const std::string message = kvio_last_error();
+  EXPECT_NE(message.find("measuring the auto calibration (rows of 16384 B): the direct stand "
+                         "fails its job 9"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(kernelJobs, 3 * 4);  // 4, 8 and 16 KiB: the kernel ran before direct at each
+  EXPECT_EQ(directJobs, 9);      // nothing after the failure
+  ASSERT_NE(executor, nullptr);
+  AutoCalibration c = autoOf(executor)->calibration();
+  EXPECT_EQ(c.directRowBytes, mine.directRowBytes);
+  EXPECT_EQ(c.directRowBytesOverlap, mine.directRowBytesOverlap);
+  EXPECT_EQ(c.stagedMinBytes, mine.stagedMinBytes);
+  EXPECT_EQ(c.source, mine.source);
+  EXPECT_EQ(liveObjects(), before);  // the 16 KiB pools, the failed transfer, the handle
+  // Still works: a second sweep runs every job and sets the calibration.
+  failNinth = false;
+  ASSERT_EQ(kvio::measureAutoCalibration(&executor, target), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(kernelJobs, 12 + 28);
+  EXPECT_EQ(directJobs, 9 + 28);
+  c = autoOf(executor)->calibration();
+  EXPECT_EQ(c.source.rfind("measured at first use", 0), 0u) << c.source;
+  EXPECT_EQ(c.directRowBytesOverlap, mine.directRowBytesOverlap);  // kept: not measured
+  EXPECT_EQ(c.stagedMinBytes, mine.stagedMinBytes);
+  EXPECT_EQ(liveObjects(), before);
+}
+
+// A sweep that cannot even start (a memory kind the pools refuse) says so the same way.
+TEST(AutoMeasure, ASweepRefusedAtItsFirstPoolRunsNothing) {
   const auto before = liveObjects();
   int kernelJobs = 0, directJobs = 0;
   std::unique_ptr<kvio::Executor> executor = standInAuto(&kernelJobs, &directJobs);
@@ -359,8 +486,7 @@ TEST(AutoMeasure, AFailedSweepSaysWhereAndChangesNothing) {
             std::string::npos)
       << kvio_last_error();
   ASSERT_NE(executor, nullptr);
-  EXPECT_EQ(static_cast<kvio::AutoExecutor*>(executor.get())->calibration().source,
-            AutoCalibration().source);
+  EXPECT_EQ(autoOf(executor)->calibration().source, AutoCalibration().source);
   EXPECT_EQ(kernelJobs + directJobs, 0);
   executor.reset();
   EXPECT_EQ(liveObjects(), before);

@@ -12,7 +12,9 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <string>
 
+#include "core/diagnostics.hpp"
 #include "cuda/copy_routine.cuh"
 #include "cuda/kernel_launch.hpp"
 #include "kvio/layout.hpp"
@@ -426,6 +428,24 @@ TEST(CudaKernelLaunch, InlineOnlyWhileTheStagingFits) {
   job.count = 1;
   job.indicesOnDevice = true;
   EXPECT_FALSE(kvio::cuda::fitsInline(job, kvio::cuda::stagingLayout(job)));
+}
+
+// kvio_debug_kernel_launches reports what the kernel executor counts with countKernelLaunch
+// after each launch it issued, by path; the GPU test
+// CudaKernel.SmallJobsInTheParameterAndLargeJobsUploadedMatchOracle reads it around transfers on
+// both sides of the 3840-byte boundary above.
+TEST(CudaKernelLaunch, DebugCountsReportEachPathsLaunches) {
+  int64_t before[2] = {}, after[2] = {};
+  ASSERT_EQ(kvio_debug_kernel_launches(before), KVIO_STATUS_OK);
+  kvio::countKernelLaunch(kvio::KernelTables::kInParameter);
+  kvio::countKernelLaunch(kvio::KernelTables::kUploaded);
+  kvio::countKernelLaunch(kvio::KernelTables::kUploaded);
+  ASSERT_EQ(kvio_debug_kernel_launches(after), KVIO_STATUS_OK);
+  EXPECT_EQ(after[0] - before[0], 1);
+  EXPECT_EQ(after[1] - before[1], 2);
+  EXPECT_EQ(kvio_debug_kernel_launches(nullptr), KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvio_last_error()).find("counts_out is null"), std::string::npos)
+      << kvio_last_error();
 }
 
 }  // namespace

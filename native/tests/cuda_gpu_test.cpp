@@ -20,6 +20,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -759,10 +760,20 @@ TEST(CudaKernel, CtaBudgetsAndWarpsGiveTheSameBytes) {
   EXPECT_TRUE(checkTransfer(executor.handle(), hg, host, dg, device, rng, 2, 0, 0));
 }
 
-// A small job's tables and indices go in the kernel parameter (8 and 200 pairs: at most 3840
-// bytes with the two 4-entry layer tables), a large one's are uploaded through a slot (240 pairs
-// and every token: 1024 pairs, 16 KiB of indices); both directions, heads of 6, 24 and 256 B
-// (rows of 12, 48 and 512 B: 4-, 16- and 16-byte words), whole destinations against the oracle.
+// The kernel's launches so far (kvio_debug_kernel_launches): [0] with the layer tables and
+// indices in the kernel parameter, [1] with them uploaded through a staging slot.
+std::array<int64_t, 2> kernelLaunches() {
+  std::array<int64_t, 2> counts{};
+  EXPECT_EQ(kvio_debug_kernel_launches(counts.data()), KVIO_STATUS_OK) << kvio_last_error();
+  return counts;
+}
+
+// A small job's tables and indices go in the kernel parameter, a large one's are uploaded
+// through a slot. The parameter holds 3840 bytes: 16 status bytes, the two layer tables of
+// 2 layers x K and V (4 entries of 8 B each) and 16 B per index pair, so 235 pairs fill it
+// exactly and 236 do not; 8 pairs, and every token (1024 pairs) on either side. Each transfer's
+// path is read from the launch counts; both directions, heads of 6, 24 and 256 B (rows of 12,
+// 48 and 512 B: 4-, 16- and 16-byte words), whole destinations against the oracle.
 TEST(CudaKernel, SmallJobsInTheParameterAndLargeJobsUploadedMatchOracle) {
   REQUIRE_GPU();
   std::mt19937_64 rng(23);
@@ -771,12 +782,20 @@ TEST(CudaKernel, SmallJobsInTheParameterAndLargeJobsUploadedMatchOracle) {
                     make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 64, 16, 2, hb),
                     make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 64, 16, 2, hb));
     ASSERT_TRUE(p.ok());
-    for (int64_t pairs : {8, 200, 240, 1024}) {
+    for (int64_t pairs : {8, 235, 236, 1024}) {
       const uint64_t e = p.executor.handle();
-      EXPECT_TRUE(checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0, pairs))
-          << "backup, rows of " << 2 * hb << " B, " << pairs << " pairs";
-      EXPECT_TRUE(checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, 2, 0, 0, pairs))
-          << "load, rows of " << 2 * hb << " B, " << pairs << " pairs";
+      const bool inParameter = pairs <= 235;
+      for (bool backup : {true, false}) {
+        const std::string what = std::string(backup ? "backup" : "load") + ", rows of " +
+                                 std::to_string(2 * hb) + " B, " + std::to_string(pairs) + " pairs";
+        const std::array<int64_t, 2> before = kernelLaunches();
+        EXPECT_TRUE(backup ? checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0, pairs)
+                           : checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, 2, 0, 0, pairs))
+            << what;
+        const std::array<int64_t, 2> after = kernelLaunches();
+        EXPECT_EQ(after[0] - before[0], inParameter ? 1 : 0) << what << ": launches by value";
+        EXPECT_EQ(after[1] - before[1], inParameter ? 0 : 1) << what << ": launches uploaded";
+      }
     }
   }
 }

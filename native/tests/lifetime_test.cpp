@@ -264,12 +264,79 @@ TEST_F(LifetimeTest, CloseWaitReleasesOnceTheTransferInFlightCompletes) {
   EXPECT_EQ(acl().live().registrations, 0);
   EXPECT_EQ(kvio_transfer_is_done(h.transfer), 1);
   expectLoaded(h.transfer, h.device, h.l);
-  // Waiting again for a released pool is OK at once; handles never opened are CLOSED; other
-  // handles are refused.
+  // Waiting again for a released pool is OK at once (other handles: the next test).
   EXPECT_EQ(kvio_pool_close_wait(h.pool, 0), KVIO_STATUS_OK);
-  EXPECT_EQ(kvio_pool_close_wait(h.pool + 1000, 0), KVIO_STATUS_CLOSED);
+}
+
+// Handles, as kvio.h lays them out: (type << 48) | (generation << 24) | slot. The test reads the
+// fields of real handles and builds others from them by that layout alone.
+constexpr uint64_t kFieldMask = (uint64_t{1} << 24) - 1;
+uint64_t typeOf(uint64_t handle) {
+  return handle >> 48;
+}
+uint64_t generationOf(uint64_t handle) {
+  return (handle >> 24) & kFieldMask;
+}
+uint64_t slotOf(uint64_t handle) {
+  return handle & kFieldMask;
+}
+uint64_t handleOf(uint64_t type, uint64_t generation, uint64_t slot) {
+  return (type << 48) | (generation << 24) | slot;
+}
+
+// kvio_pool_close_wait tells handles apart as kvio.h says: a pool closed earlier (its slot, its
+// generation) is OK at once, also after its slot went to another pool (which stays open);
+// CLOSED only for a handle never opened (a generation its slot never had, a slot never used);
+// INVALID_ARGUMENT for a handle of another type, naming both types.
+TEST_F(LifetimeTest, CloseWaitTellsClosedAndReusedHandlesFromNeverOpenedAndForeignOnes) {
+  const kvio_pool_spec spec{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, 1, 4, 1, 1, 64};
+  uint64_t first = 0;
+  ASSERT_EQ(kvio_pool_allocate(&spec, &first), KVIO_STATUS_OK) << lastError();
+  const uint64_t type = typeOf(first), generation = generationOf(first), slot = slotOf(first);
+  ASSERT_GE(generation, 1u);
+  ASSERT_EQ(kvio_pool_close(first), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close_wait(first, 0), KVIO_STATUS_OK) << lastError();
+  const uint64_t nextGeneration = handleOf(type, generation + 1, slot);  // not handed out yet
+  EXPECT_EQ(kvio_pool_close_wait(nextGeneration, 0), KVIO_STATUS_CLOSED);
+  EXPECT_NE(lastError().find("was never opened"), std::string::npos) << lastError();
+
+  // Freed slots go out again oldest first, behind 1024 others: open and close pools until one
+  // lands in `first`'s slot, and keep that one open.
+  uint64_t reused = 0;
+  for (int i = 0; i < (1 << 16) && reused == 0; ++i) {
+    uint64_t pool = 0;
+    ASSERT_EQ(kvio_pool_allocate(&spec, &pool), KVIO_STATUS_OK) << lastError();
+    if (slotOf(pool) == slot) {
+      reused = pool;
+    } else {
+      ASSERT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+    }
+  }
+  ASSERT_NE(reused, 0u) << "slot " << slot << " was not handed out again";
+  EXPECT_EQ(typeOf(reused), type);
+  EXPECT_GT(generationOf(reused), generation);
+  EXPECT_EQ(kvio_pool_close_wait(first, 0), KVIO_STATUS_OK) << lastError();
+  uint64_t address = 0;
+  EXPECT_EQ(kvio_pool_region(reused, 0, &address, nullptr, nullptr), KVIO_STATUS_OK)
+      << "waiting for the old handle closed the pool now in its slot: " << lastError();
+  const uint64_t aboveReused = handleOf(type, generationOf(reused) + 1, slot);
+  EXPECT_EQ(kvio_pool_close_wait(aboveReused, 0), KVIO_STATUS_CLOSED);
+  EXPECT_NE(lastError().find("was never opened"), std::string::npos) << lastError();
+  const uint64_t neverUsedSlot = handleOf(type, 1, kFieldMask);
+  EXPECT_EQ(kvio_pool_close_wait(neverUsedSlot, 0), KVIO_STATUS_CLOSED);
+  EXPECT_NE(lastError().find("was never opened"), std::string::npos) << lastError();
+
+  // The reused pool's slot and generation under the executor's type: not a pool handle.
+  const uint64_t asExecutor = handleOf(typeOf(executor_), generationOf(reused), slot);
+  ASSERT_NE(typeOf(executor_), type);
+  EXPECT_EQ(kvio_pool_close_wait(asExecutor, 0), KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(lastError().find("is not a pool handle (it is a executor handle)"), std::string::npos)
+      << lastError();
   EXPECT_EQ(kvio_pool_close_wait(executor_, 0), KVIO_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(kvio_pool_close_wait(0, 0), KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_EQ(kvio_pool_region(reused, 0, &address, nullptr, nullptr), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close_wait(reused, 0), KVIO_STATUS_OK) << lastError();
+  EXPECT_EQ(kvio_pool_region(reused, 0, &address, nullptr, nullptr), KVIO_STATUS_CLOSED);
 }
 
 // kvio_pool_close, then kvio_pool_close_wait with the closed handle; and the C++ form.

@@ -457,6 +457,13 @@ KVIO_API kvio_status kvio_debug_live_host_registrations(int64_t* count_out);
  * (cuMemcpyBatchAsync, aclrtMemcpyBatchAsync), [3] batches of 2-D/3-D copies
  * (cudaMemcpy3DBatchAsync). Benchmarks read it around a run to print calls per transfer. */
 KVIO_API kvio_status kvio_debug_copy_engine_calls(int64_t* counts_out /* [4] */);
+/* Launches of the 'kernel' backend's copy kernel in this process (the kernel's transfers, also
+ * those 'auto' gives it), by where each launch's layer tables and indices went:
+ * counts_out[0] in the kernel parameter itself (host indices, tables and indices within 3840
+ * bytes: nothing uploaded), [1] uploaded through a pinned staging slot (larger jobs, and every
+ * job with device-resident indices). Only launches that were issued count. Tests read it around
+ * a transfer to tell which path ran. */
+KVIO_API kvio_status kvio_debug_kernel_launches(int64_t* counts_out /* [2] */);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1,5 +1,6 @@
 // Test and diagnostics support of the core (docs/reliability.md): live-object counters behind
-// kvio_debug_live_objects() and kvio_debug_live_host_registrations(), and the fault points that
+// kvio_debug_live_objects() and kvio_debug_live_host_registrations(), the kernel launch counts
+// behind kvio_debug_kernel_launches(), and the fault points that
 // the test-only kvio_test_inject_fault() arms (native/tests/test_hooks.cpp, linked into test
 // builds only). The shipped library has no fault checks; in the test variant a fault point costs
 // one relaxed atomic load per allocation or per job when nothing is armed.
@@ -19,6 +20,13 @@ extern std::atomic<int64_t> liveHostAllocations;
 /// Host registrations kvio made with a device runtime and has not ended yet
 /// (host_registry.cpp counts them).
 extern std::atomic<int64_t> liveHostRegistrations;
+
+/// Where a kernel launch's layer tables and indices went (kvio_debug_kernel_launches).
+enum class KernelTables : int32_t { kInParameter = 0, kUploaded = 1 };
+
+/// Counts one issued launch of the 'kernel' backend's copy kernel (cuda/kernel_executor.cpp);
+/// one relaxed atomic add.
+void countKernelLaunch(KernelTables where);
 
 /// Open handles per registry (handles.cpp).
 void liveHandles(int64_t* pools, int64_t* executors, int64_t* transfers);

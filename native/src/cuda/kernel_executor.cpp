@@ -13,6 +13,7 @@
 #include <limits>
 #include <vector>
 
+#include "../core/diagnostics.hpp"
 #include "../core/launch_shape.hpp"
 #include "../core/pool.hpp"
 #include "copy_kernel.hpp"
@@ -110,9 +111,12 @@ class KernelExecutor final : public CudaExecutor {
       // slot, no upload); the host checked the indices, so there is no status to read back.
       InlineCopyLaunch params;
       packInlineLaunch(l, layout, &params);
-      return launchJob(l, &params.launch, "inline", [&](int32_t blocks, int32_t threads) {
-        return launchInlineCopyKernel(params, blocks, threads, stream_);
-      });
+      KVIO_RETURN_IF_ERROR(
+          launchJob(l, &params.launch, "inline", [&](int32_t blocks, int32_t threads) {
+            return launchInlineCopyKernel(params, blocks, threads, stream_);
+          }));
+      countKernelLaunch(KernelTables::kInParameter);
+      return KVIO_STATUS_OK;
     }
     StagingSlot* slot = nullptr;
     KVIO_RETURN_IF_ERROR(acquireSlot(layout.total, true, &slot, release));
@@ -125,6 +129,7 @@ class KernelExecutor final : public CudaExecutor {
     KVIO_RETURN_IF_ERROR(launchJob(l, &launch, "uploaded", [&](int32_t blocks, int32_t threads) {
       return launchCopyKernel(launch, blocks, threads, stream_);
     }));
+    countKernelLaunch(KernelTables::kUploaded);
     if (l.indicesOnDevice) {
       auto* status = reinterpret_cast<unsigned long long*>(slot->host + layout.statusOffset);
       KVIO_CUDA_TRY(cudaMemcpyAsync(status, slot->device + layout.statusOffset, 16,

@@ -13,9 +13,11 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.kvio.IoBackend;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.stream.Collectors;
 import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
 import org.w3c.dom.Document;
@@ -46,10 +48,30 @@ public class BenchCommandTest extends OutputDirTest {
                         out("b.svg"));
     }
 
+    /** The sweep asked for above, written out: every point's key comes from these. */
+    private static final List<String> ROWS = List.of("64", "1024", "4096");
+
+    private static final List<String> TOKENS = List.of("16", "64");
+    private static final List<String> LAYOUTS = List.of("page_first", "layer_first", "page_head");
+    private static final List<String> DIRECTIONS = List.of("backup", "load");
+
+    /** The names of the io backends that can run here, in the order a bench runs them. */
+    private static List<String> availableNames() {
+        return MatrixCommandTest.DEFAULT_BACKENDS.stream()
+                .filter(IoBackend::isAvailable)
+                .map(IoBackend::userName)
+                .collect(Collectors.toList());
+    }
+
     /** How many io backends can run here. */
     private static int available() {
-        return (int)
-                MatrixCommandTest.DEFAULT_BACKENDS.stream().filter(IoBackend::isAvailable).count();
+        return availableNames().size();
+    }
+
+    /** A point's backend, layout, direction, row size and index count. */
+    private static String key(
+            String backend, String layout, String direction, String row, String tokens) {
+        return String.join("/", backend, layout, direction, row, tokens);
     }
 
     @Test
@@ -73,6 +95,18 @@ public class BenchCommandTest extends OutputDirTest {
         assertEquals(lines.get(0), BenchResult.CSV_HEADER);
         int columns = BenchResult.CSV_HEADER.split(",").length;
         assertEquals(lines.size() - 1, available() * 3 * 2 * 2 * 3);
+        Set<String> expected = new HashSet<>();
+        for (String b : availableNames()) {
+            for (String layout : LAYOUTS) {
+                for (String direction : DIRECTIONS) {
+                    for (String row : ROWS) {
+                        for (String tokens : TOKENS) {
+                            expected.add(key(b, layout, direction, row, tokens));
+                        }
+                    }
+                }
+            }
+        }
         Set<String> keys = new HashSet<>();
         for (String line : lines.subList(1, lines.size())) {
             String[] f = line.split(",");
@@ -87,8 +121,9 @@ public class BenchCommandTest extends OutputDirTest {
             assertTrue(Double.parseDouble(f[15]) > 0, line);
             assertEquals(f[12], f[0].equals("cpu") ? "memcpy" : "contiguous", line);
             assertTrue(Double.parseDouble(f[10]) <= Double.parseDouble(f[9]), "best <= median");
-            assertTrue(keys.add(f[0] + f[1] + f[2] + f[3] + "/" + f[6]), "duplicate " + line);
+            assertTrue(keys.add(key(f[0], f[1], f[2], f[3], f[6])), "duplicate " + line);
         }
+        assertEquals(keys, expected, "the points are the sweep asked for, each once");
     }
 
     @Test
@@ -98,6 +133,24 @@ public class BenchCommandTest extends OutputDirTest {
         JsonNode points = j.get("points");
         List<String> csv = Files.readAllLines(dir.resolve("b.csv"), StandardCharsets.UTF_8);
         assertEquals(points.size(), csv.size() - 1);
+        for (int i = 0; i < points.size(); i++) {
+            // The same point as the CSV's line i: its key, sizes and times (the CSV prints
+            // seconds to 9 decimals).
+            JsonNode p = points.get(i);
+            String[] f = csv.get(i + 1).split(",");
+            assertEquals(
+                    key(
+                            p.get("backend").asText(),
+                            p.get("layout").asText(),
+                            p.get("direction").asText(),
+                            p.get("rowBytes").asText(),
+                            p.get("tokens").asText()),
+                    key(f[0], f[1], f[2], f[3], f[6]));
+            assertEquals(p.get("bytes").asLong(), Long.parseLong(f[8]), f[8]);
+            assertEquals(p.get("seconds").asDouble(), Double.parseDouble(f[9]), 1e-9);
+            assertEquals(p.get("bestSeconds").asDouble(), Double.parseDouble(f[10]), 1e-9);
+            assertEquals(p.get("baselineBestSeconds").asDouble(), Double.parseDouble(f[14]), 1e-9);
+        }
         for (JsonNode p : points) {
             double gbps = p.get("bytes").asLong() / p.get("bestSeconds").asDouble() / 1e9;
             assertEquals(p.get("gbps").asDouble(), gbps, gbps * 1e-9);
@@ -106,13 +159,20 @@ public class BenchCommandTest extends OutputDirTest {
                     p.get("baselineBestSeconds").asDouble() / p.get("bestSeconds").asDouble(),
                     1e-9);
         }
+        List<String> names = new ArrayList<>();
         for (JsonNode b : j.get("backends")) {
+            names.add(b.get("name").asText());
             if (b.get("available").asBoolean()) {
                 assertTrue(b.get("baseline").asText().length() > 0, b.toString());
             } else {
                 assertTrue(b.get("cause").asText().length() > 0, b.toString());
             }
         }
+        assertEquals(
+                names,
+                MatrixCommandTest.DEFAULT_BACKENDS.stream()
+                        .map(IoBackend::userName)
+                        .collect(Collectors.toList()));
     }
 
     @Test

@@ -192,6 +192,11 @@ public abstract class KvPool implements AutoCloseable {
      */
     @Override
     public void close() {
+        closePool();
+    }
+
+    /** {@link #close()} of the pool itself, without what a subclass closes with it. */
+    final void closePool() {
         if (closed.compareAndSet(false, true)) {
             Runnable hook;
             synchronized (this) { // after closed is set: closeScoped cannot add one later
@@ -219,13 +224,24 @@ public abstract class KvPool implements AutoCloseable {
      * Like {@link #closeAndWait()}, waiting at most {@code timeout} (0: only checks). True once
      * kvio no longer uses the pool's memory; false if a transfer submitted with it was still
      * running at the deadline: the pool is closed all the same, and wrapped memory must not be
-     * freed until a later call returns true.
+     * freed until a later call returns true. A host pool built with its own executor (threads(n))
+     * closes that executor when this returns true.
      */
     public boolean closeAndWait(long timeout, TimeUnit unit) {
         java.util.Objects.requireNonNull(unit, "unit");
-        close();
-        return NativeBridge.poolCloseWait(handle, Math.max(0, unit.toNanos(timeout)));
+        closePool();
+        boolean quiet = NativeBridge.poolCloseWait(handle, Math.max(0, unit.toNanos(timeout)));
+        if (quiet) {
+            closeOwned();
+        }
+        return quiet;
     }
+
+    /**
+     * Closes what the pool owns beside its memory (a host pool's private executor), once no
+     * transfer uses the pool; closeAndWait(timeout) calls it when it returns true.
+     */
+    void closeOwned() {}
 
     /** The native handle; KvioClosedException once closed. */
     long handle() {

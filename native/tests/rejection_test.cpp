@@ -46,6 +46,15 @@ class TransferRejection : public UnchangedPoolsTest {
     if (s != KVIO_STATUS_OK) {
       EXPECT_EQ(std::string(kvio_last_error()), message);
     }
+    // So does the check that submits nothing, but for the empty transfer it allows
+    // (EmptyTransferCheckedWithoutIndices).
+    if (d.num_indices != 0) {
+      const kvio_status c = kvio_check_transfer(executor_, &d, 0);
+      EXPECT_EQ(c, s) << "kvio_check_transfer and kvio_submit disagree";
+      if (s != KVIO_STATUS_OK) {
+        EXPECT_EQ(std::string(kvio_last_error()), message);
+      }
+    }
     return s;
   }
 
@@ -98,6 +107,39 @@ TEST_F(TransferRejection, EmptyIndexList) {
   d.num_indices = -5;
   EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT,
                   "num_indices must be at least 1, got -5");
+}
+
+// kvio_check_transfer of a transfer with no pairs (what the Java API's empty index lists are
+// checked with): the arrays are not read, every check that needs no index runs; the pools stay
+// as they were (TearDown).
+TEST_F(TransferRejection, EmptyTransferCheckedWithoutIndices) {
+  kvio_transfer_desc d = desc({}, {});
+  d.src_indices = nullptr;
+  d.dst_indices = nullptr;
+  EXPECT_EQ(kvio_check_transfer(executor_, &d, 0), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(kvio_check_transfer_args(executor_, d.src_pool, d.dst_pool, nullptr, nullptr, 0, 0, 0,
+                                     2, KVIO_SUBMIT_OVERLAPS_COMPUTE),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  kvio_transfer_desc bad = d;
+  bad.num_layers = 3;  // the host pool has 2 layers
+  EXPECT_REJECTED(kvio_check_transfer(executor_, &bad, 0), KVIO_STATUS_OUT_OF_RANGE,
+                  "dst layer range [0, 3) is outside");
+  bad = d;
+  bad.num_indices = -1;
+  EXPECT_REJECTED(kvio_check_transfer(executor_, &bad, 0), KVIO_STATUS_INVALID_ARGUMENT,
+                  "num_indices must be at least 1, got -1");
+  EXPECT_REJECTED(kvio_check_transfer(executor_, &d, 4), KVIO_STATUS_INVALID_ARGUMENT,
+                  "flags 0x4 has unknown bits");
+  EXPECT_REJECTED(kvio_check_transfer(executor_, nullptr, 0), KVIO_STATUS_INVALID_ARGUMENT,
+                  "desc is null");
+  const Geometry g = device_.geometry();
+  const kvio::Pool alias =
+      kvio::Pool::wrap(g.spec(), device_.region(0), static_cast<uint64_t>(g.regionBytes()));
+  bad = d;
+  bad.dst_pool = alias.handle();
+  EXPECT_REJECTED(kvio_check_transfer(executor_, &bad, 0), KVIO_STATUS_INVALID_ARGUMENT,
+                  "the source and destination pools share memory");
 }
 
 TEST_F(TransferRejection, NullIndexArrays) {

@@ -229,6 +229,19 @@ KVIO_API kvio_status kvio_submit_args_flags(uint64_t executor, uint64_t src_pool
                                             int64_t num_indices, int64_t src_layer_start,
                                             int64_t dst_layer_start, int64_t num_layers,
                                             uint32_t flags, uint64_t* transfer_out);
+/* Checks a transfer as kvio_submit_flags would, and submits nothing: OK when it would be
+ * accepted, else the status and message its submission would give (no byte moves either way).
+ * num_indices may be 0, which kvio_submit refuses: the index arrays are then not read, and every
+ * check that needs no index runs (the handles, the flags, the executor and the pools' kinds of
+ * memory, the pools' kinds and row geometry, the layer ranges, pools that share memory). The
+ * Java API checks its empty transfers with it. */
+KVIO_API kvio_status kvio_check_transfer(uint64_t executor, const kvio_transfer_desc* desc,
+                                         uint32_t flags);
+KVIO_API kvio_status kvio_check_transfer_args(uint64_t executor, uint64_t src_pool,
+                                              uint64_t dst_pool, const int64_t* src_indices,
+                                              const int64_t* dst_indices, int64_t num_indices,
+                                              int64_t src_layer_start, int64_t dst_layer_start,
+                                              int64_t num_layers, uint32_t flags);
 /* timeout_ns < 0 waits forever. Returns the transfer's own status once done, or TIMEOUT. */
 KVIO_API kvio_status kvio_transfer_wait(uint64_t transfer, int64_t timeout_ns);
 /* 1 if done, 0 if not, negative (-status) for a bad handle. */

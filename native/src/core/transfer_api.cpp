@@ -25,24 +25,43 @@ MemoryPlace placeOf(const PoolImpl& pool) {
 // kvio_transfer_timing: whether transfers submitted now record their times.
 std::atomic<bool> transferTiming{false};
 
+// What a submit checks before it reads the descriptor's indices: the flags, the handles and
+// whether the executor moves between the pools' kinds of memory; on success the objects.
+kvio_status resolve(uint64_t executorHandle, const kvio_transfer_desc& desc, uint32_t flags,
+                    std::shared_ptr<ExecutorImpl>* executor, std::shared_ptr<PoolImpl>* src,
+                    std::shared_ptr<PoolImpl>* dst) {
+  if ((flags & ~KVIO_SUBMIT_OVERLAPS_COMPUTE) != 0) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "flags 0x%x has unknown bits; valid: KVIO_SUBMIT_OVERLAPS_COMPUTE (0x1)", flags);
+  }
+  KVIO_RETURN_IF_ERROR(executors().get(executorHandle, "executor", executor));
+  KVIO_RETURN_IF_ERROR(
+      pools().getPair(desc.src_pool, "src_pool", desc.dst_pool, "dst_pool", src, dst));
+  return (*executor)->executor->acceptMemory(placeOf(**src), placeOf(**dst));
+}
+
+// kvio_check_transfer: submit's checks, nothing planned or moved; num_indices 0 is allowed.
+kvio_status checkTransfer(uint64_t executorHandle, const kvio_transfer_desc& desc, uint32_t flags) {
+  std::shared_ptr<ExecutorImpl> executor;
+  std::shared_ptr<PoolImpl> src, dst;
+  KVIO_RETURN_IF_ERROR(resolve(executorHandle, desc, flags, &executor, &src, &dst));
+  if (desc.num_indices == 0) return validateTransferPools(*src, *dst, desc);
+  PlanRequest request;
+  const BoundOnExit<IndexRun> bound(&threadRuns, kRetainedIndexRunBytes);
+  return validateTransfer(*src, *dst, desc, &request, &threadRuns);
+}
+
 kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool deviceIndices,
                    uint64_t* out, int32_t ctaBudget = 0, int32_t warpsPerCta = 0,
                    uint32_t flags = 0) {
   const int64_t submitNs =
       transferTiming.load(std::memory_order_relaxed) ? TransferState::monotonicNs() : 0;
   KVIO_RETURN_IF_ERROR(checkOut(out, "transfer_out"));
-  if ((flags & ~KVIO_SUBMIT_OVERLAPS_COMPUTE) != 0) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                "flags 0x%x has unknown bits; valid: KVIO_SUBMIT_OVERLAPS_COMPUTE (0x1)", flags);
-  }
   KVIO_RETURN_IF_ERROR(checkLaunchShape(ctaBudget, warpsPerCta, "the executor's setting"));
   std::shared_ptr<ExecutorImpl> executor;
   std::shared_ptr<PoolImpl> src, dst;
-  KVIO_RETURN_IF_ERROR(executors().get(executorHandle, "executor", &executor));
-  KVIO_RETURN_IF_ERROR(
-      pools().getPair(desc.src_pool, "src_pool", desc.dst_pool, "dst_pool", &src, &dst));
+  KVIO_RETURN_IF_ERROR(resolve(executorHandle, desc, flags, &executor, &src, &dst));
   Executor& ex = *executor->executor;
-  KVIO_RETURN_IF_ERROR(ex.acceptMemory(placeOf(*src), placeOf(*dst)));
   auto job = std::make_shared<Job>();
   Transfer transfer;
   transfer.src = src.get();
@@ -150,6 +169,22 @@ kvio_status kvio_submit(uint64_t executor, const kvio_transfer_desc* desc, uint6
     KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
     return submit(executor, *desc, false, transfer_out);
   });
+}
+
+kvio_status kvio_check_transfer(uint64_t executor, const kvio_transfer_desc* desc, uint32_t flags) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
+    return checkTransfer(executor, *desc, flags);
+  });
+}
+
+kvio_status kvio_check_transfer_args(uint64_t executor, uint64_t src_pool, uint64_t dst_pool,
+                                     const int64_t* src_indices, const int64_t* dst_indices,
+                                     int64_t num_indices, int64_t src_layer_start,
+                                     int64_t dst_layer_start, int64_t num_layers, uint32_t flags) {
+  const kvio_transfer_desc desc{src_pool,    dst_pool,        src_indices,     dst_indices,
+                                num_indices, src_layer_start, dst_layer_start, num_layers};
+  return kvio_check_transfer(executor, &desc, flags);
 }
 
 kvio_status kvio_submit_flags(uint64_t executor, const kvio_transfer_desc* desc, uint32_t flags,

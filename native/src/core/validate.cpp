@@ -215,6 +215,11 @@ kvio_status validateTransferShape(const PoolImpl& src, const PoolImpl& dst,
     return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s is null",
                 d.src_indices == nullptr ? "src_indices" : "dst_indices");
   }
+  return validateTransferPools(src, dst, d);
+}
+
+kvio_status validateTransferPools(const PoolImpl& src, const PoolImpl& dst,
+                                  const kvio_transfer_desc& d) {
   if (src.spec.kind != dst.spec.kind) {
     return fail(KVIO_STATUS_INVALID_ARGUMENT,
                 "the source pool is %s and the destination pool is %s; both must be the same kind",

@@ -15,6 +15,11 @@ kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst,
                              const kvio_transfer_desc& desc, PlanRequest* request,
                              std::vector<IndexRun>* runs);
 
+/// The checks of the two pools that need no index, num_indices or index array (kinds, row
+/// geometry, layer ranges, pools sharing memory): for kvio_check_transfer of an empty transfer.
+kvio_status validateTransferPools(const PoolImpl& src, const PoolImpl& dst,
+                                  const kvio_transfer_desc& desc);
+
 /// The checks that do not read indices: for index arrays in device memory, which the kernel
 /// bounds-checks itself (see kvio_submit_device_indices).
 kvio_status validateDeviceTransfer(const PoolImpl& src, const PoolImpl& dst,

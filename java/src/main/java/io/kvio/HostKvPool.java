@@ -16,6 +16,7 @@ package io.kvio;
 
 import java.nio.ByteBuffer;
 import java.util.Objects;
+import java.util.concurrent.TimeUnit;
 
 public final class HostKvPool extends KvPool {
     private final long deviceLayerStart;
@@ -358,10 +359,21 @@ public final class HostKvPool extends KvPool {
         }
     }
 
-    /** Closes the pool, and its executor if the pool created one (threads(n)). */
+    /**
+     * Closes the pool, and its executor if the pool created one ({@link Builder#threads(int)}).
+     * Closing that executor waits for the transfers submitted on it, so for such a pool close()
+     * returns once they have completed; {@link #closeAndWait(long, TimeUnit)} waits at most its
+     * timeout and closes the executor only when it returns true (until then, or until close(), the
+     * executor and its threads stay).
+     */
     @Override
     public void close() {
-        super.close();
+        closePool();
+        closeOwned();
+    }
+
+    @Override
+    void closeOwned() {
         if (ownsExecutor) {
             executor.close();
         }

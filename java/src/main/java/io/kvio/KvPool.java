@@ -1,23 +1,26 @@
 /*
  * A KV pool kvio knows: a native pool handle with its spec, io backend and memory regions.
  * DeviceKvPool and HostKvPool are the only subclasses (the constructor is package-private).
- * Memory regions are exposed as raw addresses and as direct ByteBuffers; a ByteBuffer does not
- * keep the pool alive, so it must not be used after close(). copyTo/copyFrom read and write any
+ * Memory regions are exposed as raw addresses and as direct ByteBuffers, which must not be used
+ * after close(); a pool that is never closed keeps its memory while any ByteBuffer it handed out
+ * (or a slice, duplicate or view of one) is reachable. copyTo/copyFrom read and write any
  * pool's memory, device memory included, through its backend (synchronously; for tests, debugging
  * and warm-up). On Java 22+, io.kvio.Segments exposes regions as MemorySegments that die with the
- * pool. Forgotten pools are closed by a
- * Cleaner, with a warning on the "io.kvio" System.Logger. Memory kvio allocated is freed, and its
+ * pool. Forgotten pools are closed by a Cleaner once they and their ByteBuffers are unreachable,
+ * with a warning on the "io.kvio" System.Logger. Memory kvio allocated is freed, and its
  * registration of wrapped memory ends, once no submitted transfer uses the pool
  * (docs/memory-lifetime.md); closeAndWait() waits for that.
  */
 package io.kvio;
 
 import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 public abstract class KvPool implements AutoCloseable {
@@ -37,6 +40,12 @@ public abstract class KvPool implements AutoCloseable {
     /** Pools the Cleaner freed because they were never closed (for tests and diagnostics). */
     static final AtomicLong FREED_BY_CLEANER = new AtomicLong();
 
+    /**
+     * Never-closed pools the Cleaner found unreachable, freed then or, while a ByteBuffer of theirs
+     * was still reachable, later (for tests and diagnostics).
+     */
+    static final AtomicLong FOUND_UNREACHABLE = new AtomicLong();
+
     /** Takes ownership of {@code handle}. */
     KvPool(PoolSpec spec, IoBackend backend, long handle) {
         this.spec = spec;
@@ -49,10 +58,20 @@ public abstract class KvPool implements AutoCloseable {
         this.cleanable = NativeBridge.CLEANER.register(this, closer);
     }
 
-    /** Closes the native pool; warns when it runs for a pool that was never closed. */
+    /**
+     * Closes the native pool once: at close(), or, for a pool that is never closed, when the pool
+     * and every ByteBuffer it handed out have become unreachable (with a warning). A direct
+     * ByteBuffer made over native memory cannot keep its owner reachable, so each buffer() and
+     * slice() holds the memory through this count instead: its own Cleaner action releases it.
+     * Slices, duplicates and views of such a buffer keep it reachable (their attachment), so they
+     * are covered too. Freeing the memory while the program still held a buffer would turn its next
+     * access into a crash of the JVM.
+     */
     private static final class Closer implements Runnable {
         private final long handle;
         private final String description; // no reference to the pool itself
+        private final AtomicInteger holders = new AtomicInteger(1); // the pool + live ByteBuffers
+        private final AtomicBoolean closed = new AtomicBoolean();
         volatile boolean explicit;
 
         Closer(long handle, String description) {
@@ -60,20 +79,65 @@ public abstract class KvPool implements AutoCloseable {
             this.description = description;
         }
 
+        /** The pool's Cleaner action: close() ran it, or the pool became unreachable. */
         @Override
         public void run() {
+            if (explicit) {
+                closeNative();
+            } else {
+                release();
+                FOUND_UNREACHABLE.incrementAndGet(); // after: a test reading it sees the release
+            }
+        }
+
+        /** One more holder of the memory: a ByteBuffer just made over it. */
+        void retain() {
+            holders.incrementAndGet();
+        }
+
+        /** A holder is gone: the unreachable pool, or a ByteBuffer's Cleaner action. */
+        void release() {
+            if (holders.decrementAndGet() == 0) {
+                closeNative();
+            }
+        }
+
+        private void closeNative() {
+            if (!closed.compareAndSet(false, true)) {
+                return; // closed explicitly before its buffers became unreachable
+            }
             if (!explicit) {
                 FREED_BY_CLEANER.incrementAndGet();
                 LOGGER.log(
                         System.Logger.Level.WARNING,
                         "kvio: a "
                                 + description
-                                + " was never closed; the "
-                                + "Cleaner freed it after it became unreachable. Close pools (try-with-resources) so their "
-                                + "memory is released when you choose");
+                                + " was never closed; the Cleaner freed it after it and the"
+                                + " ByteBuffers it handed out became unreachable. Close pools"
+                                + " (try-with-resources) so their memory is released when you"
+                                + " choose");
             }
             NativeBridge.poolClose(handle);
         }
+    }
+
+    /**
+     * A ByteBuffer over the pool's memory that holds the memory while it is reachable: kvio's
+     * allocation (the Closer's count), and wrapped caller memory (kept reachable by the buffer's
+     * Cleaner action, which runs only once the buffer is unreachable).
+     */
+    private ByteBuffer holdingBuffer(long address, int bytes) {
+        ByteBuffer buffer = NativeBridge.byteBuffer(address, bytes);
+        Closer c = closer; // the action must not capture the pool or the buffer
+        Object wrapped = memory;
+        c.retain();
+        NativeBridge.CLEANER.register(
+                buffer,
+                () -> {
+                    Reference.reachabilityFence(wrapped);
+                    c.release();
+                });
+        return buffer;
     }
 
     /** Keeps wrapped caller memory (a buffer or segment) reachable while the pool is. */
@@ -128,6 +192,11 @@ public abstract class KvPool implements AutoCloseable {
      */
     @Override
     public void close() {
+        closePool();
+    }
+
+    /** {@link #close()} of the pool itself, without what a subclass closes with it. */
+    final void closePool() {
         if (closed.compareAndSet(false, true)) {
             Runnable hook;
             synchronized (this) { // after closed is set: closeScoped cannot add one later
@@ -155,13 +224,24 @@ public abstract class KvPool implements AutoCloseable {
      * Like {@link #closeAndWait()}, waiting at most {@code timeout} (0: only checks). True once
      * kvio no longer uses the pool's memory; false if a transfer submitted with it was still
      * running at the deadline: the pool is closed all the same, and wrapped memory must not be
-     * freed until a later call returns true.
+     * freed until a later call returns true. A host pool built with its own executor (threads(n))
+     * closes that executor when this returns true.
      */
     public boolean closeAndWait(long timeout, TimeUnit unit) {
         java.util.Objects.requireNonNull(unit, "unit");
-        close();
-        return NativeBridge.poolCloseWait(handle, Math.max(0, unit.toNanos(timeout)));
+        closePool();
+        boolean quiet = NativeBridge.poolCloseWait(handle, Math.max(0, unit.toNanos(timeout)));
+        if (quiet) {
+            closeOwned();
+        }
+        return quiet;
     }
+
+    /**
+     * Closes what the pool owns beside its memory (a host pool's private executor), once no
+     * transfer uses the pool; closeAndWait(timeout) calls it when it returns true.
+     */
+    void closeOwned() {}
 
     /** The native handle; KvioClosedException once closed. */
     long handle() {
@@ -220,7 +300,9 @@ public abstract class KvPool implements AutoCloseable {
 
     /**
      * A direct ByteBuffer (native byte order) over all of region 0. KvioUnsupportedException if the
-     * region is larger than a ByteBuffer can address; use {@link #slice} then.
+     * region is larger than a ByteBuffer can address; use {@link #slice} then. Valid until the pool
+     * is closed; a pool that is never closed keeps its memory while the buffer (or a slice,
+     * duplicate or view of it) is reachable.
      */
     public ByteBuffer buffer() {
         ensureHostAccessible();
@@ -235,10 +317,13 @@ public abstract class KvPool implements AutoCloseable {
                             + Integer.MAX_VALUE
                             + "); use slice(region, offset, length) for parts of it");
         }
-        return NativeBridge.byteBuffer(regionAddress(0), (int) bytes);
+        return holdingBuffer(regionAddress(0), (int) bytes);
     }
 
-    /** A direct ByteBuffer (native byte order) over [offset, offset + length) of a region. */
+    /**
+     * A direct ByteBuffer (native byte order) over [offset, offset + length) of a region; valid as
+     * long as {@link #buffer()}'s.
+     */
     public ByteBuffer slice(int region, long offset, int length) {
         ensureHostAccessible();
         long[] r = region(region);
@@ -260,7 +345,7 @@ public abstract class KvPool implements AutoCloseable {
                             + r[1]
                             + ")");
         }
-        return NativeBridge.byteBuffer(r[0] + offset, length);
+        return holdingBuffer(r[0] + offset, length);
     }
 
     /**

@@ -177,8 +177,19 @@ public final class Kvio {
         checkLengths(srcIndices, dstIndices);
         long srcHandle = src.handle();
         long dstHandle = dst.handle();
-        if (srcIndices.size() == 0) {
-            checkSameRows(src, dst);
+        if (srcIndices.size() == 0) { // nothing to move; checked all the same (natively)
+            try {
+                NativeBridge.checkEmptyTransfer(
+                        executor,
+                        srcHandle,
+                        dstHandle,
+                        srcLayerStart,
+                        dstLayerStart,
+                        numLayers,
+                        flags);
+            } catch (KvioException e) {
+                throw renamed(e, srcIndices.name(), dstIndices.name(), byParameter, src, dst);
+            }
             return Transfer.completed(skippedLayers);
         }
         TransferEvent event = TransferEvent.begin(src, dst); // null unless a recording wants it
@@ -249,32 +260,6 @@ public final class Kvio {
     private static String poolName(boolean byParameter, String parameter, KvPool pool) {
         String kind = "the " + pool.what();
         return byParameter ? parameter + " (" + kind + ")" : kind;
-    }
-
-    /** What the native checks refuse before looking at indices, for empty transfers. */
-    private static void checkSameRows(KvPool src, KvPool dst) {
-        PoolSpec a = src.spec();
-        PoolSpec b = dst.spec();
-        if (a.kind() != b.kind()) {
-            throw new KvioInvalidArgumentException(
-                    "the source pool is "
-                            + a.kind()
-                            + " and the destination pool is "
-                            + b.kind()
-                            + "; both must be the same kind");
-        }
-        if (a.headNum() != b.headNum() || a.headBytes() != b.headBytes()) {
-            throw new KvioInvalidArgumentException(
-                    "row geometry differs: source rows are "
-                            + a.headNum()
-                            + " heads x "
-                            + a.headBytes()
-                            + " bytes, destination rows are "
-                            + b.headNum()
-                            + " heads x "
-                            + b.headBytes()
-                            + " bytes; both pools must have the same heads and headBytes");
-        }
     }
 
     /** "this host pool is closed", "device is a closed device pool". */

@@ -442,6 +442,32 @@ final class NativeBridge {
         int chosenBackend;
     }
 
+    /**
+     * kvio_check_transfer of a transfer with no index pairs: every check its submission would make
+     * that needs no index; throws what that submission would.
+     */
+    static void checkEmptyTransfer(
+            long executor,
+            long srcPool,
+            long dstPool,
+            long srcLayerStart,
+            long dstLayerStart,
+            long numLayers,
+            int flags) {
+        check(
+                KvioNative.kvio_check_transfer_args(
+                        executor,
+                        srcPool,
+                        dstPool,
+                        0,
+                        0,
+                        0,
+                        srcLayerStart,
+                        dstLayerStart,
+                        numLayers,
+                        flags));
+    }
+
     /** Submits with KVIO_SUBMIT_* flags; the answer is this thread's {@link Submitted}. */
     static Submitted submit(
             long executor,

@@ -6,8 +6,12 @@
  */
 package io.kvio;
 
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 
+import java.lang.ref.WeakReference;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -170,5 +174,73 @@ public class LeakTest {
         } finally {
             logger.removeHandler(capture);
         }
+    }
+
+    private static boolean poolOpen(long handle) {
+        try {
+            NativeBridge.poolRegions(handle);
+            return true;
+        } catch (KvioClosedException e) {
+            return false;
+        }
+    }
+
+    /**
+     * A slice of the buffer of a pool nothing else refers to; the pool's handle and a weak
+     * reference to it come back through the arrays. Bytes i of the pool hold (i * 7 + 3).
+     */
+    private static ByteBuffer sliceOfAForgottenPool(long[] handle, List<Object> weak) {
+        PoolSpec spec =
+                PoolSpec.builder()
+                        .kind(PoolKind.MLA)
+                        .layout(KvLayout.LAYER_FIRST)
+                        .layers(2)
+                        .pages(8)
+                        .pageSize(4)
+                        .heads(1)
+                        .headBytes(64)
+                        .build();
+        DeviceKvPool pool = DeviceKvPool.allocate(spec, IoBackend.CPU); // never closed
+        handle[0] = pool.handle();
+        weak.add(new WeakReference<>(pool));
+        ByteBuffer whole = pool.buffer();
+        for (int i = 0; i < whole.capacity(); i++) {
+            whole.put(i, (byte) (i * 7 + 3));
+        }
+        return whole.slice(1024, 2048); // keeps `whole` reachable (its attachment), not the pool
+    }
+
+    /**
+     * A pool dropped while a ByteBuffer of it is still used keeps its memory until the buffer is
+     * unreachable too: freeing it with the pool made the next access a SIGSEGV of the JVM.
+     */
+    @Test(timeOut = 120_000)
+    public void aForgottenPoolKeepsItsMemoryWhileABufferOfItIsReachable() throws Exception {
+        long[] handle = new long[1];
+        List<Object> weak = new ArrayList<>();
+        long unreachableBefore = KvPool.FOUND_UNREACHABLE.get();
+        ByteBuffer slice = sliceOfAForgottenPool(handle, weak);
+        WeakReference<?> pool = (WeakReference<?>) weak.get(0);
+        for (int i = 0;
+                i < 500
+                        && (pool.get() != null
+                                || KvPool.FOUND_UNREACHABLE.get() == unreachableBefore);
+                i++) {
+            System.gc();
+            Thread.sleep(10);
+        }
+        assertTrue(
+                pool.get() == null && KvPool.FOUND_UNREACHABLE.get() > unreachableBefore,
+                "the pool was not collected and its Cleaner action did not run");
+        assertTrue(poolOpen(handle[0]), "the pool was freed while a buffer of it was reachable");
+        for (int i = 0; i < slice.capacity(); i++) {
+            assertEquals(slice.get(i), (byte) ((1024 + i) * 7 + 3), "byte " + (1024 + i));
+        }
+        slice = null; // now the memory may go
+        for (int i = 0; i < 500 && poolOpen(handle[0]); i++) {
+            System.gc();
+            Thread.sleep(10);
+        }
+        assertFalse(poolOpen(handle[0]), "the pool outlived its last buffer");
     }
 }

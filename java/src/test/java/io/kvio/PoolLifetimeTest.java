@@ -9,6 +9,7 @@
 package io.kvio;
 
 import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 
 import java.util.concurrent.TimeUnit;
@@ -104,5 +105,39 @@ public class PoolLifetimeTest {
         transfer.close();
         second.close();
         assertTrue(host.closeAndWait(0, TimeUnit.SECONDS));
+    }
+
+    /**
+     * A host pool with its own executor (threads(n)): closeAndWait(timeout) keeps to its timeout
+     * (closing that executor waits for its transfers, which close() used to do inside it) and
+     * closes the executor once it returns true.
+     */
+    @Test(timeOut = 120_000)
+    public void closeAndWaitKeepsItsTimeoutWithAPrivateExecutor() {
+        try (DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU)) {
+            HostKvPool host =
+                    HostKvPool.builder()
+                            .forDevice(device)
+                            .layout(KvLayout.PAGE_FIRST)
+                            .ioBackend(IoBackend.CPU)
+                            .threads(1)
+                            .build();
+            // 16 backups of 64 MiB on one thread: a gigabyte to copy, tens of milliseconds at
+            // the least, queued when closeAndWait(0) runs.
+            Transfer[] transfers = new Transfer[16];
+            for (int i = 0; i < transfers.length; i++) {
+                transfers[i] = host.backup(device).deviceIndices(from).hostIndices(to).submit();
+            }
+            boolean quiet = host.closeAndWait(0, TimeUnit.MILLISECONDS);
+            boolean lastDone = transfers[transfers.length - 1].isDone();
+            assertFalse(quiet || lastDone, "closeAndWait(0) waited for the queued transfers");
+            assertFalse(host.executor().isClosed(), "the executor closed under its transfers");
+            assertTrue(host.closeAndWait(1, TimeUnit.MINUTES));
+            assertTrue(host.executor().isClosed(), "the pool's own executor outlived the pool");
+            for (Transfer t : transfers) {
+                assertTrue(t.isDone());
+                t.close();
+            }
+        }
     }
 }

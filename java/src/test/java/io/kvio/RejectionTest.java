@@ -582,6 +582,14 @@ public class RejectionTest extends CpuPoolsFixture {
                 both(),
                 "the source and destination pools share memory",
                 "use one pool for both sides");
+        // "whatever the indices": empty lists too (they were checked in Java for the pools'
+        // kinds and rows only, and such a transfer completed)
+        TokenIndices none = idx();
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> Kvio.transfer(executor, device, alias, none, none, 0, 0, 1).await(),
+                both(),
+                "the source and destination pools share memory");
     }
 
     // ---- empty and malformed requests ----

@@ -2,7 +2,8 @@
  * A device KV pool: the accelerator-side cache the model computes into, normally layer_first
  * (one buffer, one buffer per component, or one buffer per layer). kvio can allocate it (on the
  * cpu backend "device" memory is host memory kvio allocates, which makes the whole path testable
- * without a device; on kernel and direct it is memory of a CUDA device, on kernel_ascend of an
+ * without a device; on kernel, direct, staged and auto with a GPU it is memory of a CUDA device
+ * (auto without one: host memory, as cpu), on kernel_ascend of an
  * Ascend NPU: device 0 unless a device is given) or wrap memory the serving engine owns (device
  * addresses of that device, e.g. a framework's tensors). Transfers move pools of one device with
  * an executor of that device (KvioExecutor.onDevice).
@@ -23,9 +24,9 @@ public final class DeviceKvPool extends KvPool {
 
     /**
      * Allocates a device pool on {@code backend}: GPU memory of CUDA device 0 (cudaMalloc, zeroed)
-     * for kernel and direct; NPU memory of Ascend device 0 (aclrtMalloc, zeroed) for kernel_ascend;
-     * host memory kvio allocates on cpu. KvioUnavailableException with the native cause when the
-     * backend is absent here.
+     * for kernel, direct, staged and auto on a machine with a GPU; NPU memory of Ascend device 0
+     * (aclrtMalloc, zeroed) for kernel_ascend; host memory kvio allocates on cpu (and auto without
+     * a GPU). KvioUnavailableException with the native cause when the backend is absent here.
      */
     public static DeviceKvPool allocate(PoolSpec spec, IoBackend backend) {
         return allocate(spec, backend, defaultDevice(backend));

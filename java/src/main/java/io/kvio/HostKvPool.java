@@ -7,8 +7,9 @@
  * configuration against the native support rules (once: their answer is the same for both
  * granularities) before allocating, so a bad layout/backend combination fails at start-up with
  * the reason and what to use instead, not at the first transfer. The builder keeps the pool's
- * geometry in a PoolSpec.Builder, to which its geometry setters delegate. For the kernel and
- * direct io backends the host memory is pinned (cudaHostAlloc), as the CUDA copies require.
+ * geometry in a PoolSpec.Builder, to which its geometry setters delegate. For the CUDA io
+ * backends (kernel, direct, staged, and auto on a machine with a GPU) the host memory is pinned
+ * (cudaHostAlloc), as the CUDA copies require.
  * Builder.wrap builds the pool over caller memory (an address, a direct ByteBuffer, or on Java 22+
  * a MemorySegment through io.kvio.Segments) instead of allocating; kvio pins it for those backends.
  */
@@ -194,15 +195,19 @@ public final class HostKvPool extends KvPool {
             return this;
         }
 
-        /** Validates and submits; index lists may be closed or reused once this returns. */
+        /**
+         * Validates and submits; index lists may be closed or reused once this returns.
+         * KvioInvalidArgumentException when a list was not set.
+         */
         public Transfer submit() {
-            if (hostIndices == null) {
-                throw new NullPointerException(
-                        "hostIndices (call hostIndices(...) before submit())");
-            }
-            if (deviceIndices == null) {
-                throw new NullPointerException(
-                        "deviceIndices (call deviceIndices(...) before submit())");
+            if (hostIndices == null || deviceIndices == null) { // a step missing, as builders say
+                String missing = hostIndices == null ? "hostIndices" : "deviceIndices";
+                throw new KvioInvalidArgumentException(
+                        missing
+                                + " is not set: call "
+                                + missing
+                                + "(...) before submit() (both lists are needed; empty ones"
+                                + " give a completed transfer)");
             }
             int flags = overlapsCompute ? KvioNative.KVIO_SUBMIT_OVERLAPS_COMPUTE : 0;
             return backup
@@ -478,7 +483,9 @@ public final class HostKvPool extends KvPool {
             return this;
         }
 
-        /** The io backend by the name users type (cpu, kernel, direct, kernel_ascend). */
+        /**
+         * The io backend by the name users type (cpu, kernel, direct, staged, kernel_ascend, auto).
+         */
         public Builder ioBackend(String ioBackend) {
             return ioBackend(IoBackend.parse(ioBackend));
         }

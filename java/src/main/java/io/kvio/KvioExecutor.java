@@ -78,10 +78,10 @@ public final class KvioExecutor implements AutoCloseable {
     }
 
     /**
-     * A private executor of a device backend (kernel, direct, kernel_ascend) on device {@code
-     * device} (a CUDA device ordinal or an Ascend NPU id), with a stream kvio creates. Its
-     * transfers must move pools of that device. KvioUnsupportedException on cpu, which has no
-     * devices; KvioInvalidArgumentException for a device that does not exist.
+     * A private executor of a device backend (kernel, direct, staged, auto with a GPU,
+     * kernel_ascend) on device {@code device} (a CUDA device ordinal or an Ascend NPU id), with a
+     * stream kvio creates. Its transfers must move pools of that device. KvioUnsupportedException
+     * on cpu, which has no devices; KvioInvalidArgumentException for a device that does not exist.
      */
     public static KvioExecutor onDevice(IoBackend backend, int device) {
         return open(backend, device, 0, "onDevice");
@@ -172,9 +172,9 @@ public final class KvioExecutor implements AutoCloseable {
     }
 
     /**
-     * The stream this executor orders its work on: a cudaStream_t (kernel, direct) or an
-     * aclrtStream (kernel_ascend), e.g. for the engine's compute stream to wait on.
-     * KvioUnsupportedException on cpu.
+     * The stream this executor orders its work on: a cudaStream_t (kernel, direct, staged, auto on
+     * a GPU, whose candidates share it) or an aclrtStream (kernel_ascend), e.g. for the engine's
+     * compute stream to wait on. KvioUnsupportedException on cpu.
      */
     public long nativeStream() {
         if (!backend.isDevice()) {
@@ -195,8 +195,10 @@ public final class KvioExecutor implements AutoCloseable {
     /**
      * The kernel backend's launch shape for transfers submitted from now on: at most {@code
      * ctaBudget} thread blocks of {@code warpsPerCta} warps (0: the defaults, 4 and 16). The copy
-     * kernel shares the GPU with the forward pass, so the budget is small by default.
-     * KvioUnsupportedException on other backends.
+     * kernel shares the GPU with the forward pass, so the budget is small by default. On an {@link
+     * IoBackend#AUTO} executor it sets its kernel candidate's shape. KvioUnsupportedException on
+     * other backends (the staged backend's gather/scatter launch keeps its defaults, 8 CTAs of 16
+     * warps, from Java; C callers set it in kvio_executor_create_cuda).
      */
     public void setLaunch(int ctaBudget, int warpsPerCta) {
         NativeBridge.executorSetLaunch(handle(), ctaBudget, warpsPerCta);
@@ -204,7 +206,8 @@ public final class KvioExecutor implements AutoCloseable {
 
     /**
      * The crossovers an {@link IoBackend#AUTO} executor chooses by, in the calibration file format
-     * (docs/cuda.md), with where they came from in its first line.
+     * (docs/cuda.md), with where they came from in its first line. KvioInvalidArgumentException on
+     * an executor of another backend.
      */
     public String autoCalibration() {
         return NativeBridge.executorAutoCalibration(handle());

@@ -193,16 +193,41 @@ final class NativeBridge {
     }
 
     static long poolWrap(PoolSpec spec, int memoryKind, int device, long address, long sizeBytes) {
+        checkNotNegative(sizeBytes, "sizeBytes");
         Scratch s = SCRATCH.get();
-        check(
+        checkNamed(
                 KvioNative.kvio_pool_wrap_memory(
-                        putSpec(s, spec),
-                        memoryKind,
-                        device,
-                        address,
-                        sizeBytes,
-                        s.address + OUT0));
+                        putSpec(s, spec), memoryKind, device, address, sizeBytes, s.address + OUT0),
+                "size_bytes",
+                "sizeBytes");
         return s.buffer.getLong(OUT0);
+    }
+
+    /**
+     * A size the C ABI takes unsigned: a negative one would read as a huge size there, and its
+     * message would show that (e.g. a pool that "wraps around the address space").
+     */
+    private static void checkNotNegative(long bytes, String name) {
+        if (bytes < 0) {
+            throw new KvioInvalidArgumentException(
+                    name + " must be at least 0, got " + bytes + " (a size in bytes)");
+        }
+    }
+
+    /**
+     * check(status), with the C parameter name {@code cName} in its message as {@code javaName}.
+     */
+    private static void checkNamed(int status, String cName, String javaName) {
+        if (status != KvioNative.KVIO_STATUS_OK) {
+            KvioException e = error(status);
+            String message = e.getMessage();
+            if (message == null || !message.contains(cName)) {
+                throw e;
+            }
+            KvioException renamed = KvioException.of(e.status(), message.replace(cName, javaName));
+            renamed.initCause(e);
+            throw renamed;
+        }
     }
 
     /** One of the C ABI's wraps over a table of addresses (components or layers). */
@@ -235,10 +260,11 @@ final class NativeBridge {
             int device,
             long[] addresses,
             long bytesEach) {
+        checkNotNegative(bytesEach, "bytesEach");
         long table = copyToNative(addresses);
         try {
             Scratch s = SCRATCH.get();
-            check(
+            checkNamed(
                     wrap.wrap(
                             putSpec(s, spec),
                             memoryKind,
@@ -246,7 +272,9 @@ final class NativeBridge {
                             table,
                             addresses.length,
                             bytesEach,
-                            s.address + OUT0));
+                            s.address + OUT0),
+                    "bytes_each",
+                    "bytesEach");
             return s.buffer.getLong(OUT0);
         } finally {
             free(table);

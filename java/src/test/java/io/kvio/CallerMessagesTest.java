@@ -13,6 +13,7 @@ import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
 import io.kvio.PoolFixtures.Config;
+import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.testng.Assert.ThrowingRunnable;
@@ -196,6 +197,29 @@ public class CallerMessagesTest extends CpuPoolsFixture {
                 new String[] {"num_layers"},
                 "forDevice(devicePool)",
                 "deviceLayers(n)");
+    }
+
+    @Test
+    public void wrapSizesAreJavaNamesAndNeverNegative() {
+        // A negative size read as unsigned said the pool "wraps around the address space".
+        rejected(
+                KvioInvalidArgumentException.class,
+                () -> DeviceKvPool.wrap(device.spec(), device.regionAddress(0), -5, IoBackend.CPU),
+                new String[] {"wraps around", "18446744073709551611"},
+                "sizeBytes must be at least 0, got -5");
+        rejected(
+                KvioInvalidArgumentException.class,
+                () ->
+                        DeviceKvPool.wrapComponents(
+                                device.spec(), new long[] {1 << 20, 2 << 20}, -1, IoBackend.CPU),
+                new String[] {"bytes_each"},
+                "bytesEach must be at least 0, got -1");
+        ByteBuffer small = ByteBuffer.allocateDirect(16);
+        rejected(
+                KvioInvalidArgumentException.class,
+                () -> open(hostGeometryWithout("nothing").wrap(small).build()),
+                new String[] {"size_bytes"},
+                "sizeBytes 16 is too small");
     }
 
     @Test

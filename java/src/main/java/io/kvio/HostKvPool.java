@@ -121,6 +121,83 @@ public final class HostKvPool extends KvPool {
     }
 
     /**
+     * The token slots of pages {@code pageIds} of {@code pool} (pageSize slots each, in order),
+     * checked: each id within the pool's pages, and, when the pool is the side written, none given
+     * twice (the slots would be written twice; the native check would name slot positions, not page
+     * ids).
+     */
+    static long[] pageSlots(
+            String name, KvPool pool, long[] pageIds, boolean written, String poolName) {
+        Objects.requireNonNull(pageIds, name);
+        long pages = pool.spec().numPages();
+        long pageSize = pool.spec().pageSize();
+        for (int i = 0; i < pageIds.length; i++) {
+            if (pageIds[i] < 0 || pageIds[i] >= pages) {
+                throw new KvioOutOfRangeException(
+                        name
+                                + "["
+                                + i
+                                + "] = "
+                                + pageIds[i]
+                                + " is out of range: "
+                                + poolName
+                                + " has "
+                                + pages
+                                + " pages (valid: 0 to "
+                                + (pages - 1)
+                                + ")");
+            }
+        }
+        if (written && pageIds.length > 1) {
+            long[] sorted = pageIds.clone();
+            java.util.Arrays.sort(sorted);
+            for (int k = 1; k < sorted.length; k++) {
+                if (sorted[k] == sorted[k - 1]) {
+                    int first = indexOf(pageIds, sorted[k], 0);
+                    int second = indexOf(pageIds, sorted[k], first + 1);
+                    throw new KvioInvalidArgumentException(
+                            name
+                                    + "["
+                                    + second
+                                    + "] = "
+                                    + sorted[k]
+                                    + " repeats "
+                                    + name
+                                    + "["
+                                    + first
+                                    + "]: "
+                                    + poolName
+                                    + " is written, and a page may be written once per transfer");
+                }
+            }
+        }
+        if (pageIds.length > (Integer.MAX_VALUE - 8) / pageSize) {
+            throw new KvioInvalidArgumentException(
+                    pageIds.length
+                            + " pages of "
+                            + pageSize
+                            + " tokens are too many slots for one list; split the transfer");
+        }
+        long[] slots = new long[(int) (pageIds.length * pageSize)];
+        int n = 0;
+        for (long page : pageIds) {
+            for (long t = 0; t < pageSize; t++) {
+                slots[n++] = page * pageSize + t;
+            }
+        }
+        return slots;
+    }
+
+    private static int indexOf(long[] values, long value, int from) {
+        for (int i = from; i < values.length; i++) {
+            if (values[i] == value) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /**
      * A backup or load being described: each index list is named by its side, so the order of the
      * calls does not matter and a swap cannot compile silently. Each list may be a TokenIndices or,
      * for one call, a long[] or int[] (copied at submit, nothing to close). A request may be
@@ -176,6 +253,33 @@ public final class HostKvPool extends KvPool {
         /** The device pool's token slots, copied (widened to int64) at submit. */
         public TransferRequest deviceIndices(int... deviceIndices) {
             this.deviceIndices = IndexArg.of("deviceIndices", deviceIndices);
+            return this;
+        }
+
+        /**
+         * The host pool's whole pages, by page id: each page's pageSize token slots, in the order
+         * given (what {@link #hostIndices(long...)} takes, expanded with this pool's page size).
+         * KvioOutOfRangeException for a page id outside the pool; on a backup, where the host side
+         * is written, KvioInvalidArgumentException for a page id given twice.
+         */
+        public TransferRequest hostPages(long... pageIds) {
+            this.hostIndices =
+                    IndexArg.of(
+                            "hostIndices",
+                            pageSlots("hostPages", host, pageIds, backup, "the host pool"));
+            return this;
+        }
+
+        /**
+         * The device pool's whole pages, by page id (as {@link #hostPages(long...)}, with the
+         * device pool's page size); on a load, where the device side is written, a page id given
+         * twice is refused.
+         */
+        public TransferRequest devicePages(long... pageIds) {
+            this.deviceIndices =
+                    IndexArg.of(
+                            "deviceIndices",
+                            pageSlots("devicePages", device, pageIds, !backup, "the device pool"));
             return this;
         }
 

@@ -223,22 +223,6 @@ public class CallerMessagesTest extends CpuPoolsFixture {
     }
 
     @Test
-    public void requestWithoutAnIndexListSaysWhatToCall() {
-        // A step left out is a KvioException like the builders' (it was a NullPointerException,
-        // which a catch of KvioException missed).
-        rejected(
-                KvioInvalidArgumentException.class,
-                () -> host.backup(device).deviceIndices(0, 1).submit(),
-                new String[0],
-                "hostIndices is not set: call hostIndices(...) before submit()");
-        rejected(
-                KvioInvalidArgumentException.class,
-                () -> host.load(device, 0).hostIndices(0, 1).submit(),
-                new String[0],
-                "deviceIndices is not set: call deviceIndices(...) before submit()");
-    }
-
-    @Test
     public void hostBuilderWithoutPagesSaysWhatToCall() {
         rejected(
                 KvioInvalidArgumentException.class,

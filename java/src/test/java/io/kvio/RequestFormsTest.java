@@ -84,11 +84,68 @@ public class RequestFormsTest extends CpuPoolsFixture {
 
     @Test
     public void aMissingSideIsNamed() {
+        // A KvioException like the builders' refusals (it was a NullPointerException, which a
+        // catch of KvioException missed).
         assertRejected(
-                NullPointerException.class,
+                KvioInvalidArgumentException.class,
                 () -> host.backup(device).deviceIndices(1).submit(),
                 openBuffers(),
-                "hostIndices");
+                "hostIndices is not set: call hostIndices(...) before submit()");
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> host.load(device, 0).hostIndices(0, 1).submit(),
+                openBuffers(),
+                "deviceIndices is not set: call deviceIndices(...) before submit()");
+    }
+
+    // ---- whole pages by id ----
+
+    @Test
+    public void pagesByIdMoveTheirSlots() {
+        canaryBoth(31);
+        // page size 4: device pages 9 and 3 are slots 36-39 and 12-15, host pages 6 and 0 are
+        // slots 24-27 and 0-3
+        Transfer t = host.backup(device).devicePages(9, 3).hostPages(6, 0).submit();
+        awaitBytes(t, 2 * 4 * 4 * rowBytes());
+        for (long l = 0; l < 4; l++) {
+            for (long k = 0; k < 4; k++) {
+                assertSameRows(device, 36 + k, l, host, 24 + k, l);
+                assertSameRows(device, 12 + k, l, host, k, l);
+            }
+        }
+        // A load may read one host page into two device pages (the source side may repeat).
+        LayoutOracle.canary(device.buffer(), 33);
+        Transfer u = host.load(device, 1).hostPages(6, 6).devicePages(15, 0).submit();
+        awaitBytes(u, 2 * 4 * rowBytes());
+        for (long k = 0; k < 4; k++) {
+            assertSameRows(device, 60 + k, 1, host, 24 + k, 1);
+            assertSameRows(device, k, 1, host, 24 + k, 1);
+        }
+    }
+
+    @Test
+    public void pageIdsAreCheckedAsPages() {
+        assertRejected(
+                KvioOutOfRangeException.class,
+                () -> host.backup(device).devicePages(0).hostPages(8).submit(),
+                openBuffers(),
+                "hostPages[0] = 8 is out of range: the host pool has 8 pages (valid: 0 to 7)");
+        assertRejected(
+                KvioOutOfRangeException.class,
+                () -> host.load(device, 0).hostPages(0).devicePages(-1).submit(),
+                openBuffers(),
+                "devicePages[0] = -1 is out of range: the device pool has 16 pages");
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> host.backup(device).devicePages(1, 2, 3).hostPages(4, 5, 4).submit(),
+                openBuffers(),
+                "hostPages[2] = 4 repeats hostPages[0]",
+                "a page may be written once per transfer");
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> host.load(device, 0).hostPages(1, 2).devicePages(7, 7).submit(),
+                openBuffers(),
+                "devicePages[1] = 7 repeats devicePages[0]");
     }
 
     @Test

@@ -177,7 +177,11 @@ public final class Transfer implements AutoCloseable {
         return true;
     }
 
-    /** Whether the transfer has completed (successfully or not). */
+    /**
+     * Whether the transfer has completed (successfully or not). After close(), only a transfer an
+     * await() saw complete (or one that moved nothing) still answers; for the others the handle
+     * that could tell is gone: KvioClosedException.
+     */
     public boolean isDone() {
         synchronized (lock) {
             if (done) {
@@ -200,8 +204,10 @@ public final class Transfer implements AutoCloseable {
     /**
      * The CUDA event (a cudaEvent_t) recorded after this transfer's work on its executor's stream,
      * for another stream to wait on (e.g. start layer i as soon as its load lands). Valid until the
-     * transfer is released (the first await() that sees completion, or close()).
-     * KvioUnsupportedException for transfers of the cpu backend.
+     * transfer is released (the first await() that sees completion, or close()). 0 for a transfer
+     * that moved nothing (empty index lists, a layer the host pool does not hold): no work was
+     * queued, there is nothing to wait for. KvioUnsupportedException for transfers of the cpu
+     * backend.
      */
     public long cudaEvent() {
         return event("CUDA", NativeBridge::transferCudaEvent);
@@ -210,7 +216,8 @@ public final class Transfer implements AutoCloseable {
     /**
      * The Ascend event (an aclrtEvent) recorded after this kernel_ascend transfer's work on its
      * executor's stream, for another stream to wait on (aclrtStreamWaitEvent). Valid until the
-     * transfer is released. KvioUnsupportedException for transfers of other backends.
+     * transfer is released; 0 for a transfer that moved nothing, as {@link #cudaEvent()}.
+     * KvioUnsupportedException for transfers of other backends.
      */
     public long ascendEvent() {
         return event("Ascend", NativeBridge::transferAscendEvent);
@@ -219,6 +226,9 @@ public final class Transfer implements AutoCloseable {
     /** The vendor's event of this transfer, from {@code query} on its handle. */
     private long event(String vendor, LongUnaryOperator query) {
         synchronized (lock) {
+            if (handle == 0 && !ranOnCpu) {
+                return 0; // moved nothing: never had a handle (not closed), nothing to wait on
+            }
             if (released) {
                 throw new KvioClosedException("this transfer is closed");
             }

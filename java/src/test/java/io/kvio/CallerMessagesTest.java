@@ -289,6 +289,10 @@ public class CallerMessagesTest extends CpuPoolsFixture {
     private static void assertEmptyTransfer(Transfer t) throws Exception {
         assertEquals(t.bytes(), 0);
         assertTrue(t.isDone());
+        // Nothing was queued on any stream: no event to wait on, and not "closed" either (a
+        // per-layer pipeline waits on every load's event, empty batches included).
+        assertEquals(t.cudaEvent(), 0L);
+        assertEquals(t.ascendEvent(), 0L);
         assertTrue(t.await(0, TimeUnit.NANOSECONDS));
         t.await();
         t.close();

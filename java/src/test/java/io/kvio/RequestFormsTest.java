@@ -259,6 +259,7 @@ public class RequestFormsTest extends CpuPoolsFixture {
         assertEquals(t.bytes(), 0);
         assertEquals(t.skippedLayers(), new long[] {3});
         assertTrue(t.toString().contains("skipped device layers [3]"), t.toString());
+        assertEquals(t.cudaEvent(), 0L, "nothing queued: nothing to wait on");
         Transfer held = sharded.load(device, 2).hostIndices(0).deviceIndices(0).submit();
         held.await();
         assertEquals(held.skippedLayers(), new long[0]);

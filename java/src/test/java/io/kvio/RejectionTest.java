@@ -682,7 +682,7 @@ public class RejectionTest extends CpuPoolsFixture {
                 KvioInvalidArgumentException.class,
                 () -> open(DeviceKvPool.wrap(spec, backing.regionAddress(0), 4096, IoBackend.CPU)),
                 buffers,
-                "size_bytes 4096 is too small",
+                "sizeBytes 4096 is too small",
                 "8192");
         assertRejected(
                 KvioInvalidArgumentException.class,
@@ -697,7 +697,7 @@ public class RejectionTest extends CpuPoolsFixture {
                                         2048,
                                         IoBackend.CPU)),
                 buffers,
-                "bytes_each 2048 is too small",
+                "bytesEach 2048 is too small",
                 "4096");
         assertRejected(
                 KvioInvalidArgumentException.class,
@@ -747,7 +747,7 @@ public class RejectionTest extends CpuPoolsFixture {
                                         1000,
                                         IoBackend.CPU)),
                 buffers,
-                "bytes_each 1000 is too small",
+                "bytesEach 1000 is too small",
                 "1024");
     }
 

@@ -1,7 +1,7 @@
 // The 'auto' io backend's dispatch of real transfers: an auto executor with cpu stand-ins for
-// kernel and direct (auto_stand_ins.cpp) shows which candidate ran each transfer, what
-// kvio_transfer_get_info reports, and every destination byte against the oracle; then 'auto'
-// through the C ABI on a machine without a GPU (it is cpu).
+// kernel, direct and (in one case) staged (auto_stand_ins.cpp) shows which candidate ran each
+// transfer, what kvio_transfer_get_info reports, and every destination byte against the oracle;
+// then 'auto' through the C ABI on a machine without a GPU (it is cpu).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "acl_host_emulation.hpp"
 #include "auto_stand_ins.hpp"
 #include "kvio/kvio.h"
 #include "oracle.hpp"
@@ -23,10 +24,14 @@ class AutoDispatch : public ::testing::Test {
   uint64_t makeExecutor() { return standInAutoExecutor(&kernelJobs_, &directJobs_, &directPlans_); }
 
   /// Moves `indices` (each to itself) of every layer from a random src to a canary-filled dst,
-  /// checks every byte of dst against the oracle, and returns what the transfer reported.
+  /// checks every byte of dst against the oracle, and returns what the transfer reported. The
+  /// pools are host memory; a kind other than KVIO_MEMORY_HOST labels one as that (device 0)
+  /// for the stand-ins, which copy host memory whatever its label.
   kvio_transfer_info run(uint64_t executor, const Geometry& g, const std::vector<int64_t>& indices,
-                         uint32_t flags) {
-    TestPool src(g), dst(g);
+                         uint32_t flags, int32_t srcKind = KVIO_MEMORY_HOST,
+                         int32_t dstKind = KVIO_MEMORY_HOST) {
+    TestPool src(g, srcKind, srcKind == KVIO_MEMORY_HOST ? -1 : 0);
+    TestPool dst(g, dstKind, dstKind == KVIO_MEMORY_HOST ? -1 : 0);
     std::mt19937_64 rng(7);
     src.fillRandom(rng);
     dst.fill(0xA5);
@@ -138,6 +143,55 @@ TEST_F(AutoDispatch, OverlapMarkMovesEightKiBRowsToDirect) {
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
   EXPECT_EQ(kernelJobs_, 2);
   EXPECT_EQ(directJobs_, 1);
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+}
+
+// Host<->device with staged available and staged_min_bytes met: below the direct crossover, auto
+// picks staged. Where a row of the plan could reach the crossover, auto plans the transfer to
+// choose, and staged builds its work on that plan (prepareFromPlan) instead of planning it
+// again: one plan per transfer. Where none could, auto chooses without a plan and staged's own
+// prepare makes the one plan. The device pools are host memory labelled as device memory of the
+// emulated NPU (the ACL host emulation, so that such pools can be wrapped without a device);
+// the stand-ins copy it as host memory.
+TEST_F(AutoDispatch, StagedBuildsOnThePlanAutoChoseFromWithoutPlanningAgain) {
+  struct Emulation {
+    Emulation() { AclHostEmulation::instance().install(); }
+    ~Emulation() { AclHostEmulation::instance().uninstall(); }
+  } emulation;
+  StagedCounts staged;
+  const uint64_t executor = standInAutoExecutor(&kernelJobs_, &directJobs_, &directPlans_, &staged);
+  ASSERT_EQ(kvio_executor_set_auto_calibration(executor,
+                                               "direct_row_bytes = 16K\nstaged_min_bytes = 0\n"),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  const Geometry g = rowsOf(4096);  // page_first: a token's 2 layers are one 8 KiB row each of K, V
+  const std::vector<int64_t> tokens = everyOther(g.S());
+  const uint64_t bytes = tokens.size() * static_cast<uint64_t>(g.L * g.C() * g.row());
+  // A token moves 16 KiB, so a row could reach 16 KiB: auto plans; the plan's rows are 8 KiB.
+  kvio_transfer_info info =
+      run(executor, g, tokens, 0, KVIO_MEMORY_HOST, KVIO_MEMORY_ASCEND_DEVICE);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_STAGED);
+  EXPECT_EQ(directPlans_ + staged.plans, 1) << "the transfer was planned more than once";
+  EXPECT_EQ(staged.fromPlan, 1);
+  EXPECT_EQ(staged.jobs, 1);
+  EXPECT_EQ(kernelJobs_ + directJobs_, 0);
+  EXPECT_EQ(info.bytes, bytes);
+  EXPECT_GT(info.copies, 0);
+  EXPECT_EQ(info.launches, 1) << "the staged stand-in reports its plan as one launch";
+  EXPECT_EQ(info.dst_memory, KVIO_MEMORY_ASCEND_DEVICE);
+  // No row can reach 1 MiB: chosen without a plan; staged's prepare plans, once (device to host).
+  ASSERT_EQ(
+      kvio_executor_set_auto_calibration(executor, "direct_row_bytes = 1M\nstaged_min_bytes = 0\n"),
+      KVIO_STATUS_OK)
+      << kvio_last_error();
+  info = run(executor, g, tokens, 0, KVIO_MEMORY_ASCEND_DEVICE, KVIO_MEMORY_HOST);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_STAGED);
+  EXPECT_EQ(directPlans_, 1);
+  EXPECT_EQ(staged.plans, 1);
+  EXPECT_EQ(staged.fromPlan, 2);
+  EXPECT_EQ(staged.jobs, 2);
+  EXPECT_EQ(info.bytes, bytes);
+  EXPECT_EQ(info.launches, 1);
   EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
 }
 

@@ -1,5 +1,6 @@
-// A stand-in candidate for the 'auto' executor's host tests (auto_test, auto_stand_ins.cpp):
-// a cpu executor that counts the jobs it runs. Sees the core's headers.
+// Stand-in candidates for the 'auto' executor's host tests (auto_test, auto_stand_ins.cpp):
+// cpu executors that count the jobs they run, and a staged stand-in that moves between host and
+// (host memory labelled as) device memory. Sees the core's headers.
 #ifndef KVIO_TESTS_AUTO_STAND_HPP_
 #define KVIO_TESTS_AUTO_STAND_HPP_
 
@@ -10,6 +11,7 @@
 #include "core/backends.hpp"
 #include "core/error.hpp"
 #include "core/executor.hpp"
+#include "core/pool.hpp"
 
 namespace kvio_test {
 
@@ -44,6 +46,33 @@ class Stand : public kvio::Executor {
   int* prepared_;
   int32_t refuses_;
   std::unique_ptr<kvio::Executor> inner_;
+};
+
+/// The staged candidate's stand-in: a Stand (counting jobs and the plans its own prepare makes)
+/// that, like the real staged executor, moves only between host and device memory (in the
+/// tests, host memory labelled as an emulated NPU's, which its cpu executor copies as it is) and
+/// builds its work from the plan in prepareFromPlan: it keeps the plan for its cpu executor and
+/// reports it as one launch (one chunk), counted into *fromPlan, so a test sees that the staged
+/// side of prepare ran and what it reported.
+class StagedStand : public Stand {
+ public:
+  StagedStand(int* submitted, int* prepared, int* fromPlan)
+      : Stand(submitted, -1, prepared), fromPlan_(fromPlan) {}
+  kvio_status prepareFromPlan(const kvio::Transfer& transfer, kvio::Job* job,
+                              kvio::Prepared* out) const override {
+    if (fromPlan_ != nullptr) ++*fromPlan_;
+    out->launches = 1;
+    return KVIO_STATUS_OK;
+  }
+  kvio_status acceptMemory(kvio::MemoryPlace src, kvio::MemoryPlace dst) const override {
+    if (kvio::isDeviceMemory(src.kind) == kvio::isDeviceMemory(dst.kind)) {
+      return kvio::fail(KVIO_STATUS_UNSUPPORTED, "the staged stand-in moves host<->device only");
+    }
+    return KVIO_STATUS_OK;
+  }
+
+ private:
+  int* fromPlan_;
 };
 
 }  // namespace kvio_test

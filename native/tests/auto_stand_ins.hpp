@@ -6,11 +6,21 @@
 
 namespace kvio_test {
 
+/// What a staged stand-in counts: the jobs it runs, the plans its own prepare makes, and the
+/// times its prepareFromPlan built its work from a plan (its own or the one auto made).
+struct StagedCounts {
+  int jobs = 0;
+  int plans = 0;
+  int fromPlan = 0;
+};
+
 /// An 'auto' executor (a C ABI handle; close it with kvio_executor_close) whose kernel and
 /// direct candidates are cpu executors counting the jobs they run into *kernelJobs and
-/// *directJobs (and, given directPlans, the plans the direct candidate makes); default
-/// calibration.
-uint64_t standInAutoExecutor(int* kernelJobs, int* directJobs, int* directPlans = nullptr);
+/// *directJobs (and, given directPlans, the plans the direct candidate makes); given `staged`,
+/// it also has a staged candidate (auto_stand.hpp: StagedStand) counting into *staged, which
+/// moves between host memory and memory labelled as device memory. Default calibration.
+uint64_t standInAutoExecutor(int* kernelJobs, int* directJobs, int* directPlans = nullptr,
+                             StagedCounts* staged = nullptr);
 
 }  // namespace kvio_test
 

@@ -32,6 +32,14 @@ constexpr int32_t componentCount(int32_t kind) {
   return kind == KVIO_KIND_MHA ? 2 : 1;
 }
 
+/// Where component c's layer l sits in a pool's layer table of numLayers layers per component,
+/// written once: components one after another, layers in order (kvio.h's table[c * num_layers
+/// + l]). The pool builds its table by it before any AffineLayout exists;
+/// AffineLayout::layerIndex reads by it.
+KVIO_HOST_DEVICE constexpr int64_t layerTableIndex(int64_t numLayers, int32_t c, int64_t l) {
+  return c * numLayers + l;
+}
+
 /// Byte strides of one component of a pool. strideL is the distance between layers inside
 /// one component buffer (not used when layers come from a pointer table).
 struct LayoutStrides {
@@ -68,8 +76,10 @@ struct AffineLayout {
     return p * strideP + (t - p * pageSize) * strideS;
   }
   /// Where component c's layer l sits in a layer table of this layout (layerBase, or a host
-  /// copy of the device table), written once: components one after another, layers in order.
-  KVIO_HOST_DEVICE int64_t layerIndex(int32_t c, int64_t l) const { return c * numLayers + l; }
+  /// copy of the device table): layerTableIndex.
+  KVIO_HOST_DEVICE int64_t layerIndex(int32_t c, int64_t l) const {
+    return layerTableIndex(numLayers, c, l);
+  }
   /// The row address, written once: head h of component c in layer l of the token whose
   /// tokenOffset is `offset` (callers that visit many layers compute the offset once).
   KVIO_HOST_DEVICE uint64_t rowAddress(int32_t c, int64_t l, uint64_t offset, int64_t h) const {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "error.hpp"
+#include "planner.hpp"
 
 namespace kvio {
 
@@ -15,7 +16,7 @@ AutoShape summarisePlan(const std::vector<kvio_copy2d>& plan) {
   AutoShape shape;
   for (const kvio_copy2d& c : plan) {
     shape.rows += c.height;
-    shape.bytes += c.width * c.height;
+    shape.bytes += copyBytes(c);
   }
   shape.copies = static_cast<int64_t>(plan.size());
   return shape;

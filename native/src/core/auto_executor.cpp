@@ -93,15 +93,19 @@ kvio_status AutoExecutor::prepare(const Transfer& transfer, Job* job, Prepared* 
                                                          transfer.request->numLayers);
         pick = chooseBelowCrossover(shape, thresholds, stagedAvailable);
       } else {
-        // The plan the copy engine would run: its rows decide, and direct runs it as it is.
+        // The plan the copy engine would run: its rows decide. It is made once: direct runs it
+        // as it is, staged cuts it into chunks (its prepareFromPlan, not a second plan), and
+        // only the kernel, which evaluates the layouts itself, drops it.
         KVIO_RETURN_IF_ERROR(candidate(AutoPick::kDirect)->prepare(transfer, job, out));
         const AutoShape plan = summarisePlan(job->plan);
         shape.bytes = plan.bytes;
         shape.rows = plan.rows;
         shape.copies = plan.copies;
         pick = chooseAuto(shape, thresholds, stagedAvailable);
-        prepared = pick == AutoPick::kDirect;
-        if (!prepared) {
+        prepared = pick != AutoPick::kKernel;
+        if (pick == AutoPick::kStaged) {
+          KVIO_RETURN_IF_ERROR(candidate(pick)->prepareFromPlan(transfer, job, out));
+        } else if (!prepared) {
           job->plan.clear();
           *out = Prepared();
         }

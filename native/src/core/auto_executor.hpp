@@ -49,8 +49,12 @@ class AutoExecutor : public Executor {
   int32_t threads() const override;
   void submit(std::shared_ptr<Job> job) override;
   void drain() override;
-  /// Plans the transfer (what direct and staged run), summarises it, chooses; for a kernel
-  /// choice the plan is dropped and the kernel prepares its layout job. Sets job->ioBackend.
+  /// Chooses, and has the chosen candidate prepare the job. Where a row of the plan could reach
+  /// the direct crossover, it plans the transfer once (direct's prepare), summarises the plan and
+  /// chooses from it: direct runs that plan, staged builds its chunks from it (prepareFromPlan:
+  /// no second plan), and for the kernel it is dropped and the kernel prepares its layout job.
+  /// Otherwise it chooses without a plan and the chosen candidate's prepare does all (staged's
+  /// plans then). Sets job->ioBackend.
   kvio_status prepare(const Transfer& transfer, Job* job, Prepared* out) const override;
   bool marksStart() const override;
   /// Where auto runs the cpu backend, its inline path (small transfers done in submit).

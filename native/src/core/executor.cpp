@@ -219,9 +219,9 @@ kvio_status Executor::prepare(const Transfer& transfer, Job* job, Prepared* out)
   }
   job->plan = takePlanStorage();
   planTransfer(*transfer.request, *transfer.runs, &job->plan);
-  for (const kvio_copy2d& c : job->plan) out->bytes += c.width * c.height;
+  out->bytes = planBytes(job->plan);
   out->copies = static_cast<int64_t>(job->plan.size());
-  return KVIO_STATUS_OK;
+  return prepareFromPlan(transfer, job, out);
 }
 
 }  // namespace kvio

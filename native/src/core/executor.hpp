@@ -218,9 +218,19 @@ class Executor {
   virtual bool runInline(Job& job) { return false; }
   /// Blocks until every submitted job has completed.
   virtual void drain() = 0;
-  /// Prepares the job's work from a validated transfer: by default its plan (job->plan);
-  /// an executor that evaluates the layouts itself fills job->layout instead.
+  /// Prepares the job's work from a validated transfer: by default its plan (job->plan, with its
+  /// bytes and copies in *out), then prepareFromPlan; an executor that evaluates the layouts
+  /// itself overrides it and fills job->layout instead.
   virtual kvio_status prepare(const Transfer& transfer, Job* job, Prepared* out) const;
+  /// The rest of the default prepare, once job->plan holds this transfer's plan and *out its
+  /// bytes and copies: what an executor that runs from a plan builds out of it (the staged
+  /// backend's chunks, which also set *out's copies and launches). By default nothing: the plan
+  /// is the work. The 'auto' executor plans a transfer once to choose, then calls this on the
+  /// plan-running candidate it picked instead of that candidate's prepare, so a plan is made
+  /// once per transfer; an executor that overrides it keeps the default prepare.
+  virtual kvio_status prepareFromPlan(const Transfer& transfer, Job* job, Prepared* out) const {
+    return KVIO_STATUS_OK;
+  }
   /// True for executors that call TransferState::markStarted when a job starts running (cpu);
   /// for the others the core marks the start when submit() returns (the work was issued).
   virtual bool marksStart() const { return false; }

@@ -305,6 +305,12 @@ size_t retainedPlanScratchBytes() {
          groupPerLayer.capacity() * sizeof(uint8_t);
 }
 
+uint64_t planBytes(const std::vector<kvio_copy2d>& plan) {
+  uint64_t total = 0;
+  for (const kvio_copy2d& c : plan) total += copyBytes(c);
+  return total;
+}
+
 uint64_t planRowBound(const PlanRequest& request, const std::vector<IndexRun>& runs) {
   // Runs that continue each other slot by slot on both sides (split at page ends where a side
   // is not page-seamless) can merge back into one row: count them as one, as nesting 3 groups

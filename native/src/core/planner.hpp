@@ -53,6 +53,17 @@ void planTransfer(const PlanRequest& request, const std::vector<IndexRun>& runs,
 /// (auto_executor.cpp).
 uint64_t planRowBound(const PlanRequest& request, const std::vector<IndexRun>& runs);
 
+/// The bytes one 2-D copy moves: width x height, written once (planBytes, auto's plan summary and
+/// the cpu executor's task cutting use it).
+inline uint64_t copyBytes(const kvio_copy2d& copy) {
+  return copy.width * copy.height;
+}
+
+/// The bytes a plan moves: the sum of its copies' copyBytes (for planTransfer's plan, the
+/// request's bytes). What the default Executor::prepare reports and the cpu executor sizes jobs
+/// by.
+uint64_t planBytes(const std::vector<kvio_copy2d>& plan);
+
 /// Appends `copy` to `plan`, merging it into the last copy when the two are contiguous or
 /// continue the last copy's rows at a constant pitch.
 void appendCoalesced(std::vector<kvio_copy2d>* plan, const kvio_copy2d& copy);

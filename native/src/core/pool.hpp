@@ -102,7 +102,7 @@ struct PoolImpl {
   std::vector<uint64_t> deviceLayerBase;  // layerBase as device code addresses it
   std::shared_ptr<void> memory;           // device allocation or registration (freed last)
   LayoutStrides strides;
-  std::vector<uint64_t> layerBase;  // [c * num_layers + l]
+  std::vector<uint64_t> layerBase;  // [layerTableIndex(num_layers, c, l)]
   std::vector<MemoryRegion> regions;
   std::shared_ptr<HostAllocation> allocation;
   AffineLayout layout;

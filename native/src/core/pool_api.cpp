@@ -17,7 +17,7 @@ namespace {
 struct PoolMemory {
   int32_t kind = KVIO_MEMORY_HOST;
   int32_t device = -1;
-  std::vector<uint64_t> layerBase;  // [c * num_layers + l]
+  std::vector<uint64_t> layerBase;  // [layerTableIndex(num_layers, c, l)]
   std::vector<MemoryRegion> regions;
   std::shared_ptr<HostAllocation> allocation;
   std::shared_ptr<void> owner;
@@ -46,7 +46,7 @@ std::vector<uint64_t> componentLayers(const kvio_pool_spec& spec, const LayoutSt
   std::vector<uint64_t> layerBase(static_cast<size_t>(components * spec.num_layers));
   for (int32_t c = 0; c < components; ++c) {
     for (int64_t l = 0; l < spec.num_layers; ++l) {
-      layerBase[static_cast<size_t>(c * spec.num_layers + l)] =
+      layerBase[static_cast<size_t>(layerTableIndex(spec.num_layers, c, l))] =
           componentBases[c] + static_cast<uint64_t>(l * strides.strideL);
     }
   }

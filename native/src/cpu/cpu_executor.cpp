@@ -26,6 +26,7 @@
 #include "../core/diagnostics.hpp"
 #include "../core/error.hpp"
 #include "../core/executor.hpp"
+#include "../core/planner.hpp"
 
 namespace kvio {
 namespace {
@@ -99,12 +100,6 @@ void runCopy(const kvio_copy2d& c, bool stream) {
   for (uint64_t row = 0; row < c.height; ++row) {
     copyRow(dst + row * c.dst_pitch, src + row * c.src_pitch, c.width, stream);
   }
-}
-
-uint64_t planBytes(const std::vector<kvio_copy2d>& plan) {
-  uint64_t total = 0;
-  for (const kvio_copy2d& c : plan) total += c.width * c.height;
-  return total;
 }
 
 struct Task {
@@ -223,13 +218,12 @@ void completeJob(Job& job, bool fault) {
 // 1-D copy) and groups consecutive pieces into tasks of about `chunk` bytes.
 void cutIntoTasks(uint64_t chunk, Pending* p) {
   const std::vector<kvio_copy2d>& plan = p->job->plan;
-  const bool needsCut = std::any_of(plan.begin(), plan.end(), [chunk](const kvio_copy2d& c) {
-    return c.width * c.height > chunk;
-  });
+  const bool needsCut = std::any_of(plan.begin(), plan.end(),
+                                    [chunk](const kvio_copy2d& c) { return copyBytes(c) > chunk; });
   p->pieces = &plan;
   if (needsCut) {
     for (const kvio_copy2d& c : plan) {
-      const uint64_t bytes = c.width * c.height;
+      const uint64_t bytes = copyBytes(c);
       if (bytes <= chunk) {
         p->cut.push_back(c);
       } else if (c.height == 1) {
@@ -257,7 +251,7 @@ void cutIntoTasks(uint64_t chunk, Pending* p) {
   uint64_t accumulated = 0;
   size_t first = 0;
   for (size_t i = 0; i < pieces.size(); ++i) {
-    accumulated += pieces[i].width * pieces[i].height;
+    accumulated += copyBytes(pieces[i]);
     if (accumulated >= chunk || i + 1 == pieces.size()) {
       p->tasks.push_back(Task{first, i + 1});
       first = i + 1;

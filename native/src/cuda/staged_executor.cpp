@@ -1,17 +1,17 @@
 // The 'staged' io backend: a host<->device transfer goes through a device staging buffer, chunk
 // by chunk (staged_routine.cuh: the chunks, segment tables and host runs built from the
-// planner's plan, cut in prepare, in plan storage the executor reuses across transfers). The
-// job's segment tables are written into a pinned staging slot (kept busy until the job's event
-// has completed, as the kernel executor keeps its index uploads); tables over
-// kMaxPinnedTableBytes are uploaded from the plan instead, a pageable copy for which the runtime
-// waits for the stream's earlier work (the one wait on staged's submit path, for transfers of
-// over 131072 separate device rows). Per chunk, on the executor's one stream: its segment table
-// is uploaded to the head of the staging buffer; a
-// backup gathers the device rows into the staging buffer with the
-// gather/scatter kernel (staged_kernel.cu), then copies each contiguous host run from it to the
-// host on the copy engine (the shared issuer, as 'direct' issues: batched where the driver
-// can); a load copies the host runs in, then scatters. Reuse of the staging buffer by the next
-// chunk or job is ordered by the stream alone.
+// planner's plan, cut in prepareFromPlan once the default prepare or 'auto' has made the plan,
+// in plan storage the executor reuses across transfers). The job's segment tables are written
+// into a pinned staging slot (kept busy until the job's event has completed, as the kernel
+// executor keeps its index uploads); tables over kMaxPinnedTableBytes are uploaded from the plan
+// instead, a pageable copy for which the runtime waits for the stream's earlier work (the one
+// wait on staged's submit path, for transfers of over 131072 separate device rows). Per chunk,
+// on the executor's one stream: its segment table is uploaded to the head of the staging
+// buffer; a backup gathers the device rows into the staging buffer with the gather/scatter
+// kernel (staged_kernel.cu), then copies each contiguous host run from it to the host on the
+// copy engine (the shared issuer, as 'direct' issues: batched where the driver can); a load
+// copies the host runs in, then scatters. Reuse of the staging buffer by the next chunk or job
+// is ordered by the stream alone.
 // The staging buffer (KVIO_STAGED_BYTES, default 64 MiB, at least 4 KiB) is allocated at the
 // executor's first transfer and freed when it closes; it bounds the device memory staged uses.
 #include <cstdio>
@@ -102,10 +102,10 @@ class StagedExecutor final : public CudaExecutor {
     return KVIO_STATUS_OK;
   }
 
-  // The plan, cut into chunks (Job::work, from storage reused across transfers): the launches
-  // are its chunks and the copies its host runs (kvio_transfer_info).
-  kvio_status prepare(const Transfer& t, Job* job, Prepared* out) const override {
-    KVIO_RETURN_IF_ERROR(Executor::prepare(t, job, out));
+  // The plan (made by the default prepare, or by 'auto' before it chose staged), cut into chunks
+  // (Job::work, from storage reused across transfers): the launches are its chunks and the
+  // copies its host runs (kvio_transfer_info). The plan's storage is given back here.
+  kvio_status prepareFromPlan(const Transfer& t, Job* job, Prepared* out) const override {
     std::unique_ptr<StagedWork> work = takeWork();
     const bool backup = t.src->memoryKind == KVIO_MEMORY_CUDA_DEVICE;
     buildStagedPlan(job->plan, backup, stagingBytes_, &work->plan);

@@ -95,9 +95,10 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   PoolUsage* const dstUsage = dst != src ? dst->usage().get() : nullptr;
   job->state->holdPools(std::move(src), std::move(dst));  // before another thread sees the state
   // The registry keeps the state alive until the caller closes the handle it has not seen yet.
-  // Registered first: when it cannot be (too many open handles), nothing was copied.
+  // Registered before anything is queued or copied: when it cannot be (no transfer handle left),
+  // the job is dropped with its state, which lets go of the pools, and no byte has moved.
   TransferState* const state = job->state.get();
-  *out = transfers().add(job->state);
+  KVIO_RETURN_IF_ERROR(transfers().add(job->state, out));
   // A transfer done on this thread is not listed with its pools: nothing could wait for it
   // (its pools' memory is still held by the state until it is done, as for any transfer).
   if (ex.runInline(*job)) return KVIO_STATUS_OK;

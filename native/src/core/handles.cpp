@@ -21,7 +21,8 @@ const char* handleReleaseAdvice(uint64_t type) {
     case kExecutorHandle: return "close the executors no longer needed (kvio_executor_close)";
     case kTransferHandle:
       return "close every transfer once it has completed (kvio_transfer_close after "
-             "kvio_transfer_wait or kvio_transfer_is_done; Java: Transfer.close)";
+             "kvio_transfer_wait or kvio_transfer_is_done; Java: await() or close() each "
+             "Transfer)";
     default: return "close the handles no longer needed";
   }
 }

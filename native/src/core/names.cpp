@@ -1,6 +1,7 @@
 // The strings users type for kinds, layouts, io backends and granularities (the reference's
-// names), their parsing with "did you mean" suggestions, status names and the lists of valid
-// values in messages: all from kvio_enums.def, the one definition of the enumerations. The Java
+// names), their parsing with "did you mean" suggestions, status names, the lists of valid
+// values in messages and the range check of an enumeration value given at the C ABI
+// (checkEnumValue): all from kvio_enums.def, the one definition of the enumerations. The Java
 // enums carry the same strings; NativeValuesTest checks them against that file.
 #include "names.hpp"
 
@@ -85,13 +86,7 @@ constexpr NameTable kTables[] = {
 #define KVIO_DEF_NAME_TABLE(id, value, what) {value, what, k##id, sizeof k##id / sizeof k##id[0]},
 #include "kvio/kvio_enums.def"
 };
-constexpr bool denseTables() {
-  for (size_t i = 0; i < sizeof kTables / sizeof kTables[0]; ++i) {
-    if (kTables[i].id != static_cast<int32_t>(i)) return false;
-  }
-  return sizeof kTables / sizeof kTables[0] == KVIO_NAME_COUNT;
-}
-static_assert(denseTables(), "kvio_enums.def: name tables count 0, 1, 2, ...");
+// kTables is dense as kNAME_TABLE is (the same lines of kvio_enums.def): an id indexes it.
 
 const NameTable& table(int32_t id) {
   return kTables[id];
@@ -118,12 +113,11 @@ Values valuesOf(Enumeration enumeration) {
   }
 }
 
-// "0 = a, 1 = b" (numbered) or "a, b".
-std::string list(const Named* names, size_t count, bool numbered) {
+// "a, b, c".
+std::string list(const Named* names, size_t count) {
   std::string out;
   for (size_t i = 0; i < count; ++i) {
     if (!out.empty()) out += ", ";
-    if (numbered) out += std::to_string(names[i].value) + " = ";
     out += names[i].name;
   }
   return out;
@@ -131,7 +125,7 @@ std::string list(const Named* names, size_t count, bool numbered) {
 
 // The names of name table `id`: "layer_first, page_first, ...".
 std::string validNames(int32_t id) {
-  return list(table(id).names, table(id).count, false);
+  return list(table(id).names, table(id).count);
 }
 
 // Optimal string alignment distance (Levenshtein plus adjacent transpositions).
@@ -167,7 +161,7 @@ kvio_status checkEnumValue(Enumeration enumeration, int32_t value, const char* a
   const Values values = valuesOf(enumeration);
   return fail(KVIO_STATUS_INVALID_ARGUMENT,
               "%s: %s %d is not valid; valid values: %s (0 to %d in that order)", argument,
-              values.what, value, list(values.names, values.count, false).c_str(),
+              values.what, value, list(values.names, values.count).c_str(),
               static_cast<int>(values.count) - 1);
 }
 

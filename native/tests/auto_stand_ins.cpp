@@ -22,7 +22,9 @@ uint64_t standInAutoExecutor(int* kernelJobs, int* directJobs, int* directPlans,
   auto impl = std::make_shared<kvio::ExecutorImpl>();
   impl->backend = KVIO_BACKEND_AUTO;
   impl->executor = std::make_unique<kvio::AutoExecutor>(std::move(c), kvio::AutoCalibration());
-  return kvio::executors().add(std::move(impl));
+  uint64_t handle = 0;
+  if (kvio::executors().add(std::move(impl), &handle) != KVIO_STATUS_OK) return 0;
+  return handle;
 }
 
 }  // namespace kvio_test

@@ -21,8 +21,10 @@ TEST(CudaApi, InvalidMemoryKindIsRejected) {
   uint64_t pool = 0;
   EXPECT_EQ(kvio_pool_allocate_memory(&kSpec, KVIO_MEMORY_COUNT, 0, &pool),
             KVIO_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(kvio_last_error()).find("memory_kind " + std::to_string(KVIO_MEMORY_COUNT)),
-            std::string::npos);
+  EXPECT_NE(
+      std::string(kvio_last_error())
+          .find("memory_kind: memory kind " + std::to_string(KVIO_MEMORY_COUNT) + " is not valid"),
+      std::string::npos);
   EXPECT_EQ(kvio_pool_allocate_memory(&kSpec, -1, 0, &pool), KVIO_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(kvio_pool_allocate_memory(&kSpec, KVIO_MEMORY_CUDA_DEVICE, -2, &pool),
             KVIO_STATUS_INVALID_ARGUMENT);

@@ -22,6 +22,13 @@ enum { KVIO_TEST_FAULT_HOST_ALLOCATION = 1, KVIO_TEST_FAULT_CPU_COPY = 2 };
 #define KVIO_TEST_FAULT_COUNT 3
 KVIO_API kvio_status kvio_test_inject_fault(int32_t fault, int64_t count);
 
+/* TEST ONLY: lowers the most handles of one type open at once (normally 2^24), so that tests
+ * reach that limit without opening millions of handles. `type` indexes kvio_debug_live_objects'
+ * counts: KVIO_TEST_HANDLES_POOL, _EXECUTOR, _TRANSFER; `limit` < 0 restores 2^24. Handles open
+ * already stay open; opening one past the limit fails as at 2^24 (OUT_OF_MEMORY). */
+enum { KVIO_TEST_HANDLES_POOL = 0, KVIO_TEST_HANDLES_EXECUTOR = 1, KVIO_TEST_HANDLES_TRANSFER = 2 };
+KVIO_API kvio_status kvio_test_handle_limit(int32_t type, int64_t limit);
+
 /* TEST ONLY: replaces the ACL runtime of the kernel_ascend backend by `table`, a
  * kvio::ascend::AclApi (native/src/ascend/acl_api.hpp) of table_bytes bytes whose functions
  * emulate ACL (native/tests/acl_host_emulation.cpp); NULL goes back to libascendcl.so. The table

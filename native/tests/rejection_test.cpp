@@ -450,6 +450,27 @@ TEST(PoolRejection, AllocateBadSpec) {
                   "pool_out is null");
 }
 
+TEST(PoolRejection, AllocateBadEnumerationValues) {
+  // Every enumeration argument is checked by one helper: argument, value, names in value order.
+  kvio_pool_spec spec = smallSpec(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST);
+  uint64_t pool = 0;
+  spec.kind = KVIO_KIND_COUNT;
+  EXPECT_REJECTED(kvio_pool_allocate(&spec, &pool), KVIO_STATUS_INVALID_ARGUMENT,
+                  "spec.kind: pool kind 2 is not valid; valid values: mha, mla (0 to 1 in that "
+                  "order)");
+  spec.kind = KVIO_KIND_MHA;
+  spec.layout = -1;
+  EXPECT_REJECTED(kvio_pool_allocate(&spec, &pool), KVIO_STATUS_INVALID_ARGUMENT,
+                  "spec.layout: layout -1 is not valid; valid values: layer_first, page_first, "
+                  "page_first_direct, page_head (0 to 3 in that order)");
+  spec.layout = KVIO_LAYOUT_LAYER_FIRST;
+  EXPECT_REJECTED(kvio_pool_allocate_memory(&spec, KVIO_MEMORY_COUNT, 0, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT,
+                  "memory_kind: memory kind 5 is not valid; valid values: host, host_pinned, "
+                  "cuda_device, ascend_device, ascend_host_pinned (0 to 4 in that order)");
+  EXPECT_EQ(pool, 0u);
+}
+
 TEST(PoolRejection, AllocateTooLarge) {
   // 2^52 bytes (4 PiB) fits the 2^62 spec limit but no address space.
   const kvio_pool_spec spec{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, 1024, 1 << 20, 1, 1, 4096};
@@ -499,8 +520,10 @@ TEST(NameRejection, EmptyAndNullListValidValues) {
                   "valid values: per_layer, all_layer");
   EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_KIND, "gqa", &value), KVIO_STATUS_INVALID_ARGUMENT,
                   "valid values: mha, mla");
-  EXPECT_REJECTED(kvio_parse_name(7, "cpu", &value), KVIO_STATUS_INVALID_ARGUMENT,
-                  "unknown name table 7");
+  EXPECT_REJECTED(
+      kvio_parse_name(7, "cpu", &value), KVIO_STATUS_INVALID_ARGUMENT,
+      "table: name table 7 is not valid",
+      "valid values: pool kind, layout, io backend, granularity (0 to 3 in that order)");
 }
 
 TEST(NameRejection, CppParseThrows) {
@@ -528,6 +551,8 @@ TEST(NameAcceptance, EveryNameRoundTrips) {
     EXPECT_EQ(kvio_name(table, counts[table]), nullptr);
     EXPECT_EQ(kvio_name(table, -1), nullptr);
   }
+  EXPECT_EQ(kvio_name(KVIO_NAME_COUNT, 0), nullptr);  // no such table
+  EXPECT_EQ(kvio_name(-1, 0), nullptr);
 }
 
 // ---- support rules ----
@@ -572,8 +597,9 @@ TEST(SupportRejection, HostLayersOutsideDevice) {
 
 TEST(SupportRejection, BadEnumsListValidValues) {
   kvio_support_query q = cpuQuery(KVIO_KIND_MHA, 9, KVIO_GRANULARITY_PER_LAYER);
-  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT, "layout 9 is not valid",
-                  "layer_first, page_first, page_first_direct, page_head");
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,
+                  "query.layout: layout 9 is not valid",
+                  "layer_first, page_first, page_first_direct, page_head (0 to 3 in that order)");
   q = cpuQuery(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 2);
   EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT, "granularity 2",
                   "per_layer, all_layer");

@@ -366,6 +366,69 @@ TEST_F(Faults, InjectionArgumentsAreChecked) {
                   "counts_out is null");
 }
 
+// ---- handle limits (kvio_test_handle_limit) ----
+
+// The Catalogue's pools and executor; a test lowers a handle limit to what is open, so the next
+// handle of that type is refused. TearDown restores the limits, then checks, as the Catalogue
+// does, that neither pool changed.
+class HandleLimit : public Catalogue {
+ protected:
+  void TearDown() override {
+    for (int32_t type :
+         {KVIO_TEST_HANDLES_POOL, KVIO_TEST_HANDLES_EXECUTOR, KVIO_TEST_HANDLES_TRANSFER}) {
+      EXPECT_EQ(kvio_test_handle_limit(type, -1), KVIO_STATUS_OK);
+    }
+    Catalogue::TearDown();
+  }
+};
+
+TEST_F(HandleLimit, TransferRefusedWhenNoHandleIsLeftMovesNoByteAndLeavesNothingOpen) {
+  const std::vector<int64_t> before = liveObjects();
+  ASSERT_EQ(kvio_test_handle_limit(KVIO_TEST_HANDLES_TRANSFER, before[2]), KVIO_STATUS_OK);
+  const std::vector<int64_t> s{5, 6}, d{7, 0};
+  const kvio_transfer_desc desc = descOf(src_, dst_, s, d, 0, 0, 3);
+  const Image dstBefore = dst_.capture();
+  uint64_t transfer = 0;
+  // Small: a transfer registered only after it ran would have copied by now.
+  EXPECT_REJECTED(kvio_submit(executor_, &desc, &transfer), KVIO_STATUS_OUT_OF_MEMORY,
+                  "too many open transfer handles: " + std::to_string(before[2]) +
+                      " are open and at most " + std::to_string(before[2]) + " may be",
+                  "not a lack of host memory", "kvio_transfer_close");
+  EXPECT_EQ(transfer, 0u);
+  EXPECT_EQ(liveObjects(), before);
+  EXPECT_TRUE(sameImage(dstBefore, dst_.capture(), "destination after the refusal"));
+  // With a handle free again the same transfer runs, as the oracle says.
+  ASSERT_EQ(kvio_test_handle_limit(KVIO_TEST_HANDLES_TRANSFER, -1), KVIO_STATUS_OK);
+  Image expected = dst_.capture();
+  applyTransfer(src_.geometry(), src_.capture(), dst_.geometry(), &expected, s, d, 0, 0, 3);
+  ASSERT_EQ(submitAndWait(desc), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_TRUE(sameImage(expected, dst_.capture(), "destination once a handle is free"));
+  dst_.fill(kCanary);  // TearDown compares with the canary state
+}
+
+TEST_F(HandleLimit, PoolRefusedWhenNoHandleIsLeftFreesItsMemory) {
+  const kvio_pool_spec spec{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 2, 4, 4, 2, 64};
+  const std::vector<int64_t> before = liveObjects();
+  ASSERT_EQ(kvio_test_handle_limit(KVIO_TEST_HANDLES_POOL, before[0]), KVIO_STATUS_OK);
+  uint64_t pool = 0;
+  EXPECT_REJECTED(kvio_pool_allocate(&spec, &pool), KVIO_STATUS_OUT_OF_MEMORY,
+                  "too many open pool handles", "kvio_pool_close");
+  EXPECT_EQ(pool, 0u);
+  EXPECT_EQ(liveObjects(), before);  // [3]: the allocation made for it is freed
+}
+
+TEST_F(HandleLimit, ExecutorRefusedWhenNoHandleIsLeft) {
+  const std::vector<int64_t> before = liveObjects();
+  ASSERT_EQ(kvio_test_handle_limit(KVIO_TEST_HANDLES_EXECUTOR, before[1]), KVIO_STATUS_OK);
+  uint64_t executor = 0;
+  EXPECT_REJECTED(kvio_executor_create(KVIO_BACKEND_CPU, 2, &executor), KVIO_STATUS_OUT_OF_MEMORY,
+                  "too many open executor handles", "kvio_executor_close");
+  EXPECT_EQ(executor, 0u);
+  EXPECT_EQ(liveObjects(), before);
+  EXPECT_REJECTED(kvio_test_handle_limit(3, 1), KVIO_STATUS_INVALID_ARGUMENT,
+                  "type 3 is not a handle type", "0 (pool), 1 (executor), 2 (transfer)");
+}
+
 // ---- lifetime ----
 
 TEST(Lifetime, ClosedPoolMemoryLivesUntilItsTransferCompletes) {

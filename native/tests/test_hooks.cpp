@@ -1,9 +1,11 @@
-// The test hooks (kvio_test_hooks.h): fault injection and the ACL runtime emulation entry.
+// The test hooks (kvio_test_hooks.h): fault injection, lowered handle limits and the ACL runtime
+// emulation entry.
 // Linked with the core's objects into the test variant of libkvio (kvio_testing) and the
 // white-box tests' static core only; the shipped libkvio.so has neither.
 #include "ascend/acl_api.hpp"
 #include "core/diagnostics.hpp"
 #include "core/guard.hpp"
+#include "core/handles.hpp"
 #include "kvio_test_hooks.h"
 
 namespace kvio {
@@ -33,6 +35,20 @@ kvio_status kvio_test_inject_fault(int32_t fault, int64_t count) {
     }
     armedFaults[fault].store(count);
     return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_test_handle_limit(int32_t type, int64_t limit) {
+  return guarded([&]() -> kvio_status {
+    switch (type) {
+      case KVIO_TEST_HANDLES_POOL: pools().setOpenLimit(limit); return KVIO_STATUS_OK;
+      case KVIO_TEST_HANDLES_EXECUTOR: executors().setOpenLimit(limit); return KVIO_STATUS_OK;
+      case KVIO_TEST_HANDLES_TRANSFER: transfers().setOpenLimit(limit); return KVIO_STATUS_OK;
+      default:
+        return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                    "type %d is not a handle type; valid: 0 (pool), 1 (executor), 2 (transfer)",
+                    type);
+    }
   });
 }
 

@@ -8,7 +8,11 @@
  *    the argument, the bad value and what is valid. No C++ exception crosses this boundary.
  *  - Objects are named by 64-bit handles (never 0), looked up in a registry, so a closed or
  *    foreign handle is reported as KVIO_STATUS_CLOSED / KVIO_STATUS_INVALID_ARGUMENT instead
- *    of being dereferenced.
+ *    of being dereferenced. At most 2^24 handles of each type (pools, executors, transfers) are
+ *    open at once: a function that opens one (kvio_pool_allocate* and kvio_pool_wrap*,
+ *    kvio_executor_create*, kvio_submit*) returns KVIO_STATUS_OUT_OF_MEMORY past that, and
+ *    leaves nothing behind (no pool, no executor, no byte moved); the message names the handle
+ *    type, the limit and what to close (a transfer: kvio_transfer_close once it completed).
  *  - A rejected call changes no byte of any pool: all validation runs before any copy starts.
  *  - Sizes and offsets are bytes; token indices are slot numbers (page * page_size + slot).
  */

@@ -99,7 +99,12 @@ kvio_status measureAutoCalibration(std::unique_ptr<Executor>* executor,
   impl->executor = std::move(*executor);
   auto* ex = static_cast<AutoExecutor*>(impl->executor.get());
   AutoCalibration calibration = ex->calibration();
-  const uint64_t handle = executors().add(impl);
+  uint64_t handle = 0;
+  const kvio_status added = executors().add(impl, &handle);
+  if (added != KVIO_STATUS_OK) {  // no executor handle left: the caller keeps its executor
+    *executor = std::move(impl->executor);
+    return added;
+  }
   std::vector<AutoMeasurement> points;
   kvio_status status = KVIO_STATUS_OK;
   for (uint64_t rowBytes : kRowSizes) {

@@ -39,7 +39,8 @@ kvio_status withObject(Registry<T>& registry, uint64_t handle, const char* argum
 /// The body of kvio_executor_create*: guarded; INVALID_ARGUMENT for a null `out`
 /// ("executor_out"), the backend's availability (kvio_backend_available), then the executor of io
 /// backend `backend` that create(&executor) makes (it checks its own arguments first) is
-/// registered and its handle written to *out.
+/// registered and its handle written to *out (OUT_OF_MEMORY when no executor handle is left:
+/// the executor is then closed).
 template <class F>
 kvio_status openExecutor(int32_t backend, uint64_t* out, F&& create) {
   return guarded([&]() -> kvio_status {
@@ -48,8 +49,7 @@ kvio_status openExecutor(int32_t backend, uint64_t* out, F&& create) {
     auto impl = std::make_shared<ExecutorImpl>();
     impl->backend = backend;
     KVIO_RETURN_IF_ERROR(create(&impl->executor));
-    *out = executors().add(std::move(impl));
-    return KVIO_STATUS_OK;
+    return executors().add(std::move(impl), out);  // refused: the executor is closed with impl
   });
 }
 

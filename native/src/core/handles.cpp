@@ -15,6 +15,18 @@ const char* handleTypeName(uint64_t type) {
   }
 }
 
+const char* handleReleaseAdvice(uint64_t type) {
+  switch (type) {
+    case kPoolHandle: return "close the pools no longer needed (kvio_pool_close)";
+    case kExecutorHandle: return "close the executors no longer needed (kvio_executor_close)";
+    case kTransferHandle:
+      return "close every transfer once it has completed (kvio_transfer_close after "
+             "kvio_transfer_wait or kvio_transfer_is_done; Java: await() or close() each "
+             "Transfer)";
+    default: return "close the handles no longer needed";
+  }
+}
+
 Registry<PoolImpl>& pools() {
   static Registry<PoolImpl>* r = new Registry<PoolImpl>(kPoolHandle);  // lives until exit
   return *r;

@@ -4,6 +4,7 @@
 #ifndef KVIO_CORE_HANDLES_HPP_
 #define KVIO_CORE_HANDLES_HPP_
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -32,36 +33,58 @@ enum HandleType : uint64_t {
 };
 
 const char* handleTypeName(uint64_t type);
+/// What a caller does to free a handle of `type` (close calls), for the refusal when none is left.
+const char* handleReleaseAdvice(uint64_t type);
 
 // A handle is (type << 48) | (generation << 24) | slot: the registry keeps its objects in a table
 // of slots, and a slot freed by close is handed out again with its generation raised, so the
 // entry costs no allocation per handle and a closed handle whose slot now holds another object
 // still reads as closed (its generation is not the slot's). A freed slot waits behind at least
-// kMinFreeSlots others before its reuse, and a slot whose generation reaches the maximum is
-// retired instead of reused: a handle's number never comes back.
+// kMinFreeSlots others before its reuse while the table can still grow, and a slot whose
+// generation reaches the maximum is retired instead of reused: a handle's number never comes
+// back. At most 2^24 handles of one type are open at once (the slot bits); add() refuses the next
+// one with a status, since running out of handles means the caller leaked them, not memory.
 template <class T>
 class Registry {
  public:
-  explicit Registry(HandleType type) : type_(type) {}
+  /// `slotLimit`: the most slots the table may hold (2^24, what the handle's slot bits address;
+  /// white-box tests lower it). At most 2^24 handles are open at once unless setOpenLimit() lowers
+  /// that.
+  explicit Registry(HandleType type, size_t slotLimit = kSlotLimit)
+      : type_(type), slotLimit_(slotLimit < kSlotLimit ? slotLimit : kSlotLimit) {}
 
-  /// The handle of `object`; std::bad_alloc (OUT_OF_MEMORY at the C ABI) when 2^24 handles of
-  /// this type are open.
-  uint64_t add(std::shared_ptr<T> object) {
+  /// Registers `object` and writes its handle to *handle. OUT_OF_MEMORY when no handle of this
+  /// type is left (the open limit reached, or every slot open or retired), naming the type,
+  /// the limit and what to close; `object` is then released and *handle left as it was.
+  kvio_status add(std::shared_ptr<T> object, uint64_t* handle) {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (live_ >= openLimit_) return full();
     uint32_t slot;
-    if (free_.size() > kMinFreeSlots) {
+    // When the table is at its limit a freed slot is reused at once: the generation still makes
+    // the handle that held it read as closed.
+    if (free_.size() > kMinFreeSlots || (slots_.size() >= slotLimit_ && !free_.empty())) {
       slot = free_.front();
       free_.pop_front();
       ++slots_[slot].generation;
     } else {
-      if (slots_.size() >= kSlotLimit) throw std::bad_alloc();
+      if (slots_.size() >= slotLimit_) return full();  // the other slots are retired
       slot = static_cast<uint32_t>(slots_.size());
       slots_.push_back(Slot{nullptr, 1});
     }
     slots_[slot].object = std::move(object);
     ++live_;
-    return (static_cast<uint64_t>(type_) << 48) |
-           (static_cast<uint64_t>(slots_[slot].generation) << kSlotBits) | slot;
+    *handle = (static_cast<uint64_t>(type_) << 48) |
+              (static_cast<uint64_t>(slots_[slot].generation) << kSlotBits) | slot;
+    return KVIO_STATUS_OK;
+  }
+
+  /// Lowers the most handles open at once to `limit` (a test hook's, so that tests reach the
+  /// limit without opening 2^24 handles); below 0 or above 2^24 restores 2^24. Open handles
+  /// stay open.
+  void setOpenLimit(int64_t limit) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto most = static_cast<int64_t>(kSlotLimit);
+    openLimit_ = limit < 0 || limit > most ? most : limit;
   }
 
   kvio_status get(uint64_t handle, const char* argument, std::shared_ptr<T>* out) {
@@ -146,16 +169,36 @@ class Registry {
     }
     return KVIO_STATUS_OK;
   }
+  // The refusal of add(): how many handles of this type are open, the limit, and what frees
+  // one. At the limit it is a leak of handles, not a lack of memory (whatever the status says).
+  kvio_status full() const {
+    const char* name = handleTypeName(type_);
+    const int64_t most = std::min(openLimit_, static_cast<int64_t>(slotLimit_));
+    if (live_ < most) {  // every slot is open or retired (after 2^24 reuses each)
+      return fail(KVIO_STATUS_OUT_OF_MEMORY,
+                  "no %s handle left: %lld are open and the other slots of the %lld handle "
+                  "numbers were retired after their last reuse; %s",
+                  name, static_cast<long long>(live_), static_cast<long long>(slotLimit_),
+                  handleReleaseAdvice(type_));
+    }
+    return fail(KVIO_STATUS_OUT_OF_MEMORY,
+                "too many open %s handles: %lld are open and at most %lld may be (a leak of "
+                "handles, not a lack of host memory); %s",
+                name, static_cast<long long>(live_), static_cast<long long>(most),
+                handleReleaseAdvice(type_));
+  }
   kvio_status closed(uint64_t handle, const char* argument) const {
     return fail(KVIO_STATUS_CLOSED, "%s 0x%llx is closed (or was never opened)", argument,
                 static_cast<unsigned long long>(handle));
   }
 
   const HandleType type_;
+  const size_t slotLimit_;
   std::mutex mutex_;
   std::vector<Slot> slots_;
   std::deque<uint32_t> free_;  // freed slots, reused oldest first
   int64_t live_ = 0;
+  int64_t openLimit_ = static_cast<int64_t>(kSlotLimit);
 };
 
 Registry<PoolImpl>& pools();

@@ -19,14 +19,8 @@ bool mulOverflows(int64_t a, int64_t b, int64_t* out) {
 }  // namespace
 
 kvio_status layoutStrides(const kvio_pool_spec& spec, LayoutStrides* out) {
-  if (spec.kind < 0 || spec.kind >= KVIO_KIND_COUNT) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT, "pool kind %d is not valid (%s)", spec.kind,
-                numberedNames(KVIO_NAME_KIND).c_str());
-  }
-  if (spec.layout < 0 || spec.layout >= KVIO_LAYOUT_COUNT) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT, "layout %d is not valid (%s)", spec.layout,
-                numberedNames(KVIO_NAME_LAYOUT).c_str());
-  }
+  KVIO_RETURN_IF_ERROR(checkEnumValue(Enumeration::kKind, spec.kind, "spec.kind"));
+  KVIO_RETURN_IF_ERROR(checkEnumValue(Enumeration::kLayout, spec.layout, "spec.layout"));
   const struct {
     const char* name;
     int64_t value;

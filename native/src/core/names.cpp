@@ -1,6 +1,7 @@
 // The strings users type for kinds, layouts, io backends and granularities (the reference's
-// names), their parsing with "did you mean" suggestions, status names and the lists of valid
-// values in messages: all from kvio_enums.def, the one definition of the enumerations. The Java
+// names), their parsing with "did you mean" suggestions, status names, the lists of valid
+// values in messages and the range check of an enumeration value given at the C ABI
+// (checkEnumValue): all from kvio_enums.def, the one definition of the enumerations. The Java
 // enums carry the same strings; NativeValuesTest checks them against that file.
 #include "names.hpp"
 
@@ -49,6 +50,10 @@ constexpr Named kMEMORY[] = {
 #define KVIO_DEF_MEMORY(id, value, name) {value, name},
 #include "kvio/kvio_enums.def"
 };
+constexpr Named kNAME_TABLE[] = {
+#define KVIO_DEF_NAME_TABLE(id, value, what) {value, what},
+#include "kvio/kvio_enums.def"
+};
 
 // True when the table counts 0, 1, 2, ... in line order and `count` is one past its last value:
 // then a value indexes its table.
@@ -67,6 +72,8 @@ static_assert(dense(kBACKEND, KVIO_BACKEND_COUNT), "kvio_enums.def: backends cou
 static_assert(dense(kGRANULARITY, KVIO_GRANULARITY_COUNT),
               "kvio_enums.def: granularities count 0, 1, 2, ...");
 static_assert(dense(kMEMORY, KVIO_MEMORY_COUNT), "kvio_enums.def: memory kinds count 0, 1, 2, ...");
+static_assert(dense(kNAME_TABLE, KVIO_NAME_COUNT),
+              "kvio_enums.def: name tables count 0, 1, 2, ...");
 
 struct NameTable {
   int32_t id;        // KVIO_NAME_*
@@ -79,31 +86,46 @@ constexpr NameTable kTables[] = {
 #define KVIO_DEF_NAME_TABLE(id, value, what) {value, what, k##id, sizeof k##id / sizeof k##id[0]},
 #include "kvio/kvio_enums.def"
 };
-constexpr bool denseTables() {
-  for (size_t i = 0; i < sizeof kTables / sizeof kTables[0]; ++i) {
-    if (kTables[i].id != static_cast<int32_t>(i)) return false;
-  }
-  return sizeof kTables / sizeof kTables[0] == KVIO_NAME_COUNT;
-}
-static_assert(denseTables(), "kvio_enums.def: name tables count 0, 1, 2, ...");
-
-bool validTable(int32_t id) {
-  return id >= 0 && id < KVIO_NAME_COUNT;
-}
+// kTables is dense as kNAME_TABLE is (the same lines of kvio_enums.def): an id indexes it.
 
 const NameTable& table(int32_t id) {
   return kTables[id];
 }
 
-// "0 = a, 1 = b" (numbered) or "a, b".
-std::string list(const Named* names, size_t count, bool numbered) {
+// An enumeration's values: what it names, and its names in value order (0, 1, 2, ...: the tables
+// are dense, see the static_asserts above).
+struct Values {
+  const char* what;
+  const Named* names;
+  size_t count;
+};
+
+Values valuesOf(Enumeration enumeration) {
+  switch (enumeration) {
+    case Enumeration::kMemoryKind:
+      return {"memory kind", kMEMORY, sizeof kMEMORY / sizeof kMEMORY[0]};
+    case Enumeration::kNameTable:
+      return {"name table", kNAME_TABLE, sizeof kNAME_TABLE / sizeof kNAME_TABLE[0]};
+    default: {
+      const NameTable& t = table(static_cast<int32_t>(enumeration));
+      return {t.what, t.names, t.count};
+    }
+  }
+}
+
+// "a, b, c".
+std::string list(const Named* names, size_t count) {
   std::string out;
   for (size_t i = 0; i < count; ++i) {
     if (!out.empty()) out += ", ";
-    if (numbered) out += std::to_string(names[i].value) + " = ";
     out += names[i].name;
   }
   return out;
+}
+
+// The names of name table `id`: "layer_first, page_first, ...".
+std::string validNames(int32_t id) {
+  return list(table(id).names, table(id).count);
 }
 
 // Optimal string alignment distance (Levenshtein plus adjacent transpositions).
@@ -130,21 +152,17 @@ std::string lowerCase(std::string s) {
 
 }  // namespace
 
-std::string validNames(int32_t id) {
-  return list(table(id).names, table(id).count, false);
+bool isEnumValue(Enumeration enumeration, int32_t value) {
+  return value >= 0 && static_cast<size_t>(value) < valuesOf(enumeration).count;
 }
 
-std::string numberedNames(int32_t id) {
-  return list(table(id).names, table(id).count, true);
-}
-
-const char* tableWhat(int32_t id) {
-  return table(id).what;
-}
-
-const char* memoryKindList() {
-  static const std::string kList = list(kMEMORY, sizeof kMEMORY / sizeof kMEMORY[0], true);
-  return kList.c_str();
+kvio_status checkEnumValue(Enumeration enumeration, int32_t value, const char* argument) {
+  if (isEnumValue(enumeration, value)) return KVIO_STATUS_OK;
+  const Values values = valuesOf(enumeration);
+  return fail(KVIO_STATUS_INVALID_ARGUMENT,
+              "%s: %s %d is not valid; valid values: %s (0 to %d in that order)", argument,
+              values.what, value, list(values.names, values.count).c_str(),
+              static_cast<int>(values.count) - 1);
 }
 
 }  // namespace kvio
@@ -171,19 +189,17 @@ const char* kvio_status_name(kvio_status status) {
 
 const char* kvio_name(int32_t table_id, int32_t value) {
   return guardedValue<const char*>(nullptr, [&]() -> const char* {
-    if (!validTable(table_id)) return nullptr;
-    const NameTable& t = table(table_id);
-    if (value < 0 || static_cast<size_t>(value) >= t.count) return nullptr;
-    return t.names[value].name;
+    if (!isEnumValue(Enumeration::kNameTable, table_id) ||
+        !isEnumValue(static_cast<Enumeration>(table_id), value)) {
+      return nullptr;
+    }
+    return table(table_id).names[value].name;
   });
 }
 
 kvio_status kvio_parse_name(int32_t table_id, const char* text, int32_t* value_out) {
   return guarded([&]() -> kvio_status {
-    if (!validTable(table_id)) {
-      return fail(KVIO_STATUS_INVALID_ARGUMENT, "unknown name table %d (valid: 0 to %d)", table_id,
-                  KVIO_NAME_COUNT - 1);
-    }
+    KVIO_RETURN_IF_ERROR(checkEnumValue(Enumeration::kNameTable, table_id, "table"));
     if (value_out == nullptr) return fail(KVIO_STATUS_INVALID_ARGUMENT, "value_out is null");
     const NameTable& t = table(table_id);
     if (text == nullptr) {

@@ -62,9 +62,6 @@ struct MemoryOps {
 const MemoryOps& memoryOpsFor(int32_t kind);
 /// True for device memory kinds (not addressable from the host; backends.cpp).
 bool isDeviceMemory(int32_t kind);
-/// The memory kinds by value and name, for messages ("0 = host, ..."; names.cpp, from
-/// kvio_enums.def).
-const char* memoryKindList();
 
 /// The transfers submitted with a pool (weak references, pruned so the list stays bounded for
 /// a pool used millions of times) and whether the pool's memory has been released (kvio's

@@ -35,8 +35,8 @@ kvio_status openPool(const kvio_pool_spec& spec, const LayoutStrides& strides, P
   pool->allocation = std::move(memory.allocation);
   pool->bindLayout();
   KVIO_RETURN_IF_ERROR(pool->bindMemory(memory.kind, memory.device, std::move(memory.owner)));
-  *out = pools().add(std::move(pool));
-  return KVIO_STATUS_OK;
+  // Refused (no pool handle left): the pool goes with its memory, as after a failed bind.
+  return pools().add(std::move(pool), out);
 }
 
 // Layer starts of a pool whose components are separate buffers at `componentBases`.

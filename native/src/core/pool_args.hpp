@@ -6,6 +6,7 @@
 #include "error.hpp"
 #include "kvio/kvio.h"
 #include "kvio/layout.hpp"
+#include "names.hpp"
 #include "pool.hpp"
 
 namespace kvio {
@@ -26,10 +27,7 @@ inline kvio_status checkAddress(const char* what, uint64_t address, uint64_t byt
 }
 
 inline kvio_status checkMemoryKind(int32_t kind, int32_t device) {
-  if (kind < 0 || kind >= KVIO_MEMORY_COUNT) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT, "memory_kind %d is not valid (%s)", kind,
-                memoryKindList());
-  }
+  KVIO_RETURN_IF_ERROR(checkEnumValue(Enumeration::kMemoryKind, kind, "memory_kind"));
   if (kind != KVIO_MEMORY_HOST && device < 0) {
     return fail(KVIO_STATUS_INVALID_ARGUMENT, "device %d is not a device ordinal (>= 0)", device);
   }

@@ -53,31 +53,32 @@ kvio_status kvio_pool_copy(uint64_t pool_handle, int64_t region, uint64_t offset
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
                   "direction %d is not valid (0 = pool to host, 1 = host to pool)", direction);
     }
-    std::shared_ptr<PoolImpl> pool;  // held: closing the pool meanwhile frees nothing under us
-    KVIO_RETURN_IF_ERROR(pools().get(pool_handle, "pool", &pool));
-    KVIO_RETURN_IF_ERROR(checkRegion(*pool, region));
-    const MemoryRegion& r = pool->regions[static_cast<size_t>(region)];
-    if (offset > r.bytes || bytes > r.bytes - offset) {
-      return fail(KVIO_STATUS_OUT_OF_RANGE,
-                  "bytes [%llu, %llu + %llu) are outside region %lld of the pool, which has %llu "
-                  "bytes (valid: offset + bytes <= %llu)",
-                  static_cast<unsigned long long>(offset), static_cast<unsigned long long>(offset),
-                  static_cast<unsigned long long>(bytes), static_cast<long long>(region),
-                  static_cast<unsigned long long>(r.bytes),
-                  static_cast<unsigned long long>(r.bytes));
-    }
-    if (bytes == 0) return KVIO_STATUS_OK;
-    KVIO_RETURN_IF_ERROR(checkAddress("host", host_address, bytes));
-    const uint64_t poolAddress = r.address + offset;
-    const bool toHost = direction == KVIO_COPY_POOL_TO_HOST;
-    if (isDeviceMemory(pool->memoryKind)) {
-      return memoryOpsFor(pool->memoryKind)
-          .copy(pool->memoryKind, pool->device, poolAddress, host_address, bytes, toHost);
-    }
-    void* poolPointer = reinterpret_cast<void*>(poolAddress);
-    void* hostPointer = reinterpret_cast<void*>(host_address);
-    std::memmove(toHost ? hostPointer : poolPointer, toHost ? poolPointer : hostPointer, bytes);
-    return KVIO_STATUS_OK;
+    // The pool is held meanwhile: closing it frees nothing under the copy.
+    return withObject(pools(), pool_handle, "pool", [&](PoolImpl& pool) -> kvio_status {
+      KVIO_RETURN_IF_ERROR(checkRegion(pool, region));
+      const MemoryRegion& r = pool.regions[static_cast<size_t>(region)];
+      if (offset > r.bytes || bytes > r.bytes - offset) {
+        return fail(KVIO_STATUS_OUT_OF_RANGE,
+                    "bytes [%llu, %llu + %llu) are outside region %lld of the pool, which has %llu "
+                    "bytes (valid: offset + bytes <= %llu)",
+                    static_cast<unsigned long long>(offset),
+                    static_cast<unsigned long long>(offset), static_cast<unsigned long long>(bytes),
+                    static_cast<long long>(region), static_cast<unsigned long long>(r.bytes),
+                    static_cast<unsigned long long>(r.bytes));
+      }
+      if (bytes == 0) return KVIO_STATUS_OK;
+      KVIO_RETURN_IF_ERROR(checkAddress("host", host_address, bytes));
+      const uint64_t poolAddress = r.address + offset;
+      const bool toHost = direction == KVIO_COPY_POOL_TO_HOST;
+      if (isDeviceMemory(pool.memoryKind)) {
+        return memoryOpsFor(pool.memoryKind)
+            .copy(pool.memoryKind, pool.device, poolAddress, host_address, bytes, toHost);
+      }
+      void* poolPointer = reinterpret_cast<void*>(poolAddress);
+      void* hostPointer = reinterpret_cast<void*>(host_address);
+      std::memmove(toHost ? hostPointer : poolPointer, toHost ? poolPointer : hostPointer, bytes);
+      return KVIO_STATUS_OK;
+    });
   });
 }
 

@@ -17,14 +17,6 @@
 namespace kvio {
 namespace {
 
-kvio_status checkEnum(int32_t table, int32_t value, int32_t count) {
-  if (value < 0 || value >= count) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s %d is not valid; valid values: %s (0 to %d)",
-                tableWhat(table), value, validNames(table).c_str(), count - 1);
-  }
-  return KVIO_STATUS_OK;
-}
-
 std::string availableBackends() {
   std::string out;
   for (int32_t b = 0; b < KVIO_BACKEND_COUNT; ++b) {
@@ -45,9 +37,11 @@ extern "C" {
 
 kvio_status kvio_backend_available(int32_t io_backend) {
   return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkEnumValue(Enumeration::kBackend, io_backend, "io_backend"));
     const BackendOps* ops = backendOps(io_backend);
-    if (ops == nullptr) {
-      return checkEnum(KVIO_NAME_BACKEND, io_backend, KVIO_BACKEND_COUNT);
+    if (ops == nullptr) {  // kvio_enums.def lists a backend that backends.cpp does not
+      return fail(KVIO_STATUS_INTERNAL, "io backend %s has no backend table",
+                  kvio_name(KVIO_NAME_BACKEND, io_backend));
     }
     return ops->available();
   });
@@ -56,10 +50,11 @@ kvio_status kvio_backend_available(int32_t io_backend) {
 kvio_status kvio_check_support(const kvio_support_query* q) {
   return guarded([&]() -> kvio_status {
     if (q == nullptr) return fail(KVIO_STATUS_INVALID_ARGUMENT, "query is null");
-    KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_KIND, q->kind, KVIO_KIND_COUNT));
-    KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_LAYOUT, q->layout, KVIO_LAYOUT_COUNT));
-    KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_BACKEND, q->io_backend, KVIO_BACKEND_COUNT));
-    KVIO_RETURN_IF_ERROR(checkEnum(KVIO_NAME_GRANULARITY, q->granularity, KVIO_GRANULARITY_COUNT));
+    KVIO_RETURN_IF_ERROR(checkEnumValue(Enumeration::kKind, q->kind, "query.kind"));
+    KVIO_RETURN_IF_ERROR(checkEnumValue(Enumeration::kLayout, q->layout, "query.layout"));
+    KVIO_RETURN_IF_ERROR(checkEnumValue(Enumeration::kBackend, q->io_backend, "query.io_backend"));
+    KVIO_RETURN_IF_ERROR(
+        checkEnumValue(Enumeration::kGranularity, q->granularity, "query.granularity"));
     // Geometry: the same checks a pool spec gets (sizes, overflow, layout fits the kind).
     kvio_pool_spec spec{q->kind,      q->layout,   q->host_num_layers, 1,
                         q->page_size, q->head_num, q->head_bytes};

@@ -114,9 +114,10 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   PoolUsage* const dstUsage = dst != src ? dst->usage().get() : nullptr;
   job->state->holdPools(std::move(src), std::move(dst));  // before another thread sees the state
   // The registry keeps the state alive until the caller closes the handle it has not seen yet.
-  // Registered first: when it cannot be (too many open handles), nothing was copied.
+  // Registered before anything is queued or copied: when it cannot be (no transfer handle left),
+  // the job is dropped with its state, which lets go of the pools, and no byte has moved.
   TransferState* const state = job->state.get();
-  *out = transfers().add(job->state);
+  KVIO_RETURN_IF_ERROR(transfers().add(job->state, out));
   // A transfer done on this thread is not listed with its pools: nothing could wait for it
   // (its pools' memory is still held by the state until it is done, as for any transfer).
   if (ex.runInline(*job)) return KVIO_STATUS_OK;
@@ -134,6 +135,34 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   }
   if (!ex.marksStart()) state->markStarted();
   return KVIO_STATUS_OK;
+}
+
+// kvio_transfer_get_info: what the transfer is, and how far it got.
+kvio_transfer_info infoOf(TransferState& state) {
+  const TransferState::Shape& shape = state.shape();
+  kvio_transfer_info info{};
+  info.io_backend = shape.ioBackend;
+  info.src_layout = shape.srcLayout;
+  info.dst_layout = shape.dstLayout;
+  info.src_memory = shape.srcMemory;
+  info.dst_memory = shape.dstMemory;
+  info.components = shape.components;
+  info.num_indices = shape.numIndices;
+  info.num_layers = shape.numLayers;
+  info.bytes = state.bytes();
+  info.copies = shape.copies;
+  info.launches = shape.launches;
+  info.submit_ns = shape.submitNs;
+  info.start_ns = state.startNs();
+  kvio_status status = KVIO_STATUS_OK;
+  int64_t endNs = 0;
+  // Polls a device completion, as kvio_transfer_is_done.
+  info.done = state.outcome(&status, &endNs) ? 1 : 0;
+  info.end_ns = endNs;
+  info.status = status;
+  info.chosen_backend = shape.chosenBackend;
+  info.overlaps_compute = shape.overlapsCompute ? 1 : 0;
+  return info;
 }
 
 }  // namespace
@@ -216,27 +245,24 @@ kvio_status kvio_submit_args(uint64_t executor, uint64_t src_pool, uint64_t dst_
 }
 
 kvio_status kvio_transfer_wait(uint64_t transfer, int64_t timeout_ns) {
-  return guarded([&]() -> kvio_status {
-    std::shared_ptr<TransferState> state;
-    KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
-    if (!state->wait(timeout_ns)) {
+  return withObject(transfers(), transfer, "transfer", [&](TransferState& state) -> kvio_status {
+    if (!state.wait(timeout_ns)) {
       return fail(KVIO_STATUS_TIMEOUT, "transfer not done after %lld ns",
                   static_cast<long long>(timeout_ns));
     }
-    const kvio_status status = state->status();
-    if (status != KVIO_STATUS_OK) return fail(status, "%s", state->message().c_str());
+    const kvio_status status = state.status();
+    if (status != KVIO_STATUS_OK) return fail(status, "%s", state.message().c_str());
     return KVIO_STATUS_OK;
   });
 }
 
 int32_t kvio_transfer_is_done(uint64_t transfer) {
   int32_t done = 0;
-  const kvio_status status = guarded([&]() -> kvio_status {
-    std::shared_ptr<TransferState> state;
-    KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
-    done = state->isDone() ? 1 : 0;
-    return KVIO_STATUS_OK;
-  });
+  const kvio_status status =
+      withObject(transfers(), transfer, "transfer", [&](TransferState& state) {
+        done = state.isDone() ? 1 : 0;
+        return KVIO_STATUS_OK;
+      });
   return status == KVIO_STATUS_OK ? done : -status;
 }
 
@@ -249,36 +275,11 @@ kvio_status kvio_transfer_bytes(uint64_t transfer, uint64_t* bytes_out) {
 }
 
 kvio_status kvio_transfer_get_info(uint64_t transfer, kvio_transfer_info* info_out) {
-  return guarded([&]() -> kvio_status {
-    KVIO_RETURN_IF_ERROR(checkOut(info_out, "info_out"));
-    std::shared_ptr<TransferState> state;
-    KVIO_RETURN_IF_ERROR(transfers().get(transfer, "transfer", &state));
-    const TransferState::Shape& shape = state->shape();
-    kvio_transfer_info info{};
-    info.io_backend = shape.ioBackend;
-    info.src_layout = shape.srcLayout;
-    info.dst_layout = shape.dstLayout;
-    info.src_memory = shape.srcMemory;
-    info.dst_memory = shape.dstMemory;
-    info.components = shape.components;
-    info.num_indices = shape.numIndices;
-    info.num_layers = shape.numLayers;
-    info.bytes = state->bytes();
-    info.copies = shape.copies;
-    info.launches = shape.launches;
-    info.submit_ns = shape.submitNs;
-    info.start_ns = state->startNs();
-    kvio_status status = KVIO_STATUS_OK;
-    int64_t endNs = 0;
-    // Polls a device completion, as kvio_transfer_is_done.
-    info.done = state->outcome(&status, &endNs) ? 1 : 0;
-    info.end_ns = endNs;
-    info.status = status;
-    info.chosen_backend = shape.chosenBackend;
-    info.overlaps_compute = shape.overlapsCompute ? 1 : 0;
-    *info_out = info;
-    return KVIO_STATUS_OK;
-  });
+  return withObject(transfers(), transfer, "transfer", info_out, "info_out",
+                    [&](TransferState& state) {
+                      *info_out = infoOf(state);
+                      return KVIO_STATUS_OK;
+                    });
 }
 
 kvio_status kvio_transfer_timing(int32_t enabled) {
@@ -300,6 +301,7 @@ kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copies_out, i
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
     KVIO_RETURN_IF_ERROR(checkOut(count_out, "count_out"));
+    // Two pools: withObject (entry.hpp) takes one handle, so they are looked up here.
     std::shared_ptr<PoolImpl> src, dst;
     KVIO_RETURN_IF_ERROR(pools().get(desc->src_pool, "src_pool", &src));
     KVIO_RETURN_IF_ERROR(pools().get(desc->dst_pool, "dst_pool", &dst));

@@ -223,9 +223,8 @@ public final class Kvio {
         }
         // What ran it (an auto executor's choice, else the executor's backend), read with the
         // planned bytes.
-        return Transfer.submitted(handle, bytes, doneOnCpu, status, event)
-                .withSkippedLayers(skippedLayers)
-                .withBackend(IoBackend.ofNative(chosen));
+        return Transfer.submitted(
+                handle, bytes, doneOnCpu, status, event, IoBackend.ofNative(chosen), skippedLayers);
     }
 
     /** The native message with the Java caller's names in place of the C ABI's. */

@@ -15,6 +15,15 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.LongUnaryOperator;
 
 public final class Transfer implements AutoCloseable {
+    // Memory model. What is known at submit (bytes, handle, ranOnCpu, the backend that ran it,
+    // the skipped layers) is final, set in the constructor by the submitting thread, and never
+    // written again: final-field semantics make these values, and the contents of the
+    // skippedLayers array reached through its final field, visible to every thread that gets the
+    // Transfer, however it was handed over, at no cost on the submit path (volatile writes there
+    // cost a store fence per field per transfer, for values that never change). What changes later
+    // (released, done, failure, event) is written and read under lock only, apart from the
+    // constructor's initial writes, which precede publication: a Transfer handed to another thread
+    // through any safe publication (a queue, a future, a lock, a volatile field) is seen whole.
     private final long bytes;
     private final Cleaner.Cleanable cleanable; // null when it holds no native handle
     private final long handle; // 0: none (nothing moved, or done at submit and released then)
@@ -24,14 +33,17 @@ public final class Transfer implements AutoCloseable {
     private boolean done; // guarded by lock
     private KvioException failure; // guarded by lock: its own failure, once done (or ranOnCpu)
     private TransferEvent event; // guarded by lock: the Flight Recorder event not yet committed
-    private volatile long[] skippedLayers = Kvio.NO_LAYERS;
-    private volatile IoBackend backend; // what ran it; null when nothing was submitted
+    private final long[] skippedLayers; // read through skippedLayers(), which copies it
+    private final IoBackend backend; // what ran it; null when nothing was submitted
 
-    private Transfer(long handle, long bytes, TransferEvent event) {
+    private Transfer(
+            long handle, long bytes, TransferEvent event, IoBackend backend, long[] skippedLayers) {
         this.handle = handle;
         this.bytes = bytes;
         this.event = event;
         this.ranOnCpu = false;
+        this.backend = backend;
+        this.skippedLayers = skippedLayers;
         this.cleanable =
                 handle == 0 ? null : NativeBridge.CLEANER.register(this, new Closer(handle));
         if (handle == 0) {
@@ -41,11 +53,19 @@ public final class Transfer implements AutoCloseable {
     }
 
     /** A cpu transfer done at submit: its outcome taken and its native handle released here. */
-    private Transfer(long doneHandle, long bytes, TransferEvent event, int status) {
+    private Transfer(
+            long doneHandle,
+            long bytes,
+            TransferEvent event,
+            int status,
+            IoBackend backend,
+            long[] skippedLayers) {
         this.handle = 0;
         this.bytes = bytes;
         this.ranOnCpu = true;
         this.cleanable = null;
+        this.backend = backend;
+        this.skippedLayers = skippedLayers;
         if (event != null) {
             event.end();
             if (event.shouldCommit() && NativeBridge.transferInfo(doneHandle, event)) {
@@ -75,33 +95,31 @@ public final class Transfer implements AutoCloseable {
 
     /**
      * {@code doneOnCpu}: the cpu backend completed it before submit returned, with {@code status};
-     * {@code event}: the Flight Recorder event Kvio began for it (null when none is recorded).
+     * {@code event}: the Flight Recorder event Kvio began for it (null when none is recorded);
+     * {@code backend}: the io backend that runs it; {@code skippedLayers}: device layers it does
+     * not move (kept, not copied: the caller does not change it afterwards).
      */
     static Transfer submitted(
-            long handle, long bytes, boolean doneOnCpu, int status, TransferEvent event) {
+            long handle,
+            long bytes,
+            boolean doneOnCpu,
+            int status,
+            TransferEvent event,
+            IoBackend backend,
+            long[] skippedLayers) {
         return doneOnCpu
-                ? new Transfer(handle, bytes, event, status)
-                : new Transfer(handle, bytes, event);
+                ? new Transfer(handle, bytes, event, status, backend, skippedLayers)
+                : new Transfer(handle, bytes, event, backend, skippedLayers);
     }
 
     /** A transfer that moved nothing and is already complete. */
     static Transfer completed() {
-        return new Transfer(0, 0, null);
+        return completed(Kvio.NO_LAYERS);
     }
 
     /** Like {@link #completed()}, reporting device layers it did not move. */
     static Transfer completed(long[] skippedLayers) {
-        return new Transfer(0, 0, null).withSkippedLayers(skippedLayers);
-    }
-
-    Transfer withSkippedLayers(long[] layers) {
-        this.skippedLayers = layers;
-        return this;
-    }
-
-    Transfer withBackend(IoBackend backend) {
-        this.backend = backend;
-        return this;
+        return new Transfer(0, 0, null, null, skippedLayers);
     }
 
     /**

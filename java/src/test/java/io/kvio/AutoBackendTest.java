@@ -126,4 +126,26 @@ public class AutoBackendTest {
                     () -> cpu.setAutoCalibration("direct_row_bytes = 1"));
         }
     }
+
+    /**
+     * A null calibration text is a NullPointerException naming the argument, as every null argument
+     * of the public API (Objects.requireNonNull), before the executor's kind or state is looked at:
+     * not the native "text is null" as a KvioInvalidArgumentException.
+     */
+    @Test
+    public void nullCalibrationNamesTheArgument() {
+        KvioExecutor closed = KvioExecutor.create(IoBackend.AUTO, 1);
+        closed.close();
+        try (KvioExecutor auto = KvioExecutor.create(IoBackend.AUTO, 1);
+                KvioExecutor cpu = KvioExecutor.create(IoBackend.CPU, 1)) {
+            for (KvioExecutor executor : new KvioExecutor[] {auto, cpu, closed}) {
+                NullPointerException e =
+                        expectThrows(
+                                NullPointerException.class,
+                                () -> executor.setAutoCalibration(null));
+                assertEquals(e.getMessage(), "text");
+            }
+            assertTrue(auto.autoCalibration().contains("direct_row_bytes"), "unchanged, usable");
+        }
+    }
 }

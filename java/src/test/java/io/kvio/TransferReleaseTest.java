@@ -8,9 +8,16 @@
 package io.kvio;
 
 import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
+import static org.testng.Assert.assertSame;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.testng.annotations.Test;
 
@@ -101,6 +108,45 @@ public class TransferReleaseTest {
             first.await();
             assertEquals(openTransfers(), before, "awaiting released both handles");
             assertEquals(second.bytes(), pages * 16 * 256);
+        }
+    }
+
+    /**
+     * What a Transfer knows at submit is final (no volatile write per transfer on the submit path)
+     * and reads the same on another thread; no field of Transfer is volatile.
+     */
+    @Test
+    public void whatIsKnownAtSubmitIsFinalAndReadsTheSameElsewhere() throws Exception {
+        for (String name :
+                new String[] {"bytes", "handle", "ranOnCpu", "backend", "skippedLayers"}) {
+            int modifiers = Transfer.class.getDeclaredField(name).getModifiers();
+            assertTrue(Modifier.isFinal(modifiers), name + " is final");
+        }
+        for (Field f : Transfer.class.getDeclaredFields()) {
+            assertFalse(Modifier.isVolatile(f.getModifiers()), f.getName() + " is not volatile");
+        }
+        try (DeviceKvPool device = DeviceKvPool.allocate(spec(4), IoBackend.CPU);
+                HostKvPool host =
+                        HostKvPool.builder()
+                                .forDevice(device)
+                                .layout(KvLayout.PAGE_FIRST)
+                                .ioBackend(IoBackend.CPU)
+                                .pages(4)
+                                .build()) {
+            Transfer t = host.backup(device).deviceIndices(1).hostIndices(2).submit();
+            ExecutorService other = Executors.newSingleThreadExecutor();
+            try {
+                Future<Object[]> seen =
+                        other.submit(
+                                () -> new Object[] {t.backend(), t.skippedLayers(), t.bytes()});
+                Object[] values = seen.get(10, TimeUnit.SECONDS);
+                assertSame(values[0], IoBackend.CPU);
+                assertEquals((long[]) values[1], new long[0]);
+                assertEquals(values[2], ROW * 2 * 2, "1 token x 2 layers x K and V");
+            } finally {
+                other.shutdown();
+            }
+            t.await();
         }
     }
 }

@@ -330,7 +330,8 @@ TEST_F(LifetimeTest, CloseWaitTellsClosedAndReusedHandlesFromNeverOpenedAndForei
   const uint64_t asExecutor = handleOf(typeOf(executor_), generationOf(reused), slot);
   ASSERT_NE(typeOf(executor_), type);
   EXPECT_EQ(kvio_pool_close_wait(asExecutor, 0), KVIO_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(lastError().find("is not a pool handle (it is a executor handle)"), std::string::npos)
+  EXPECT_NE(lastError().find("is not a handle of type 'pool' (its type is 'executor')"),
+            std::string::npos)
       << lastError();
   EXPECT_EQ(kvio_pool_close_wait(executor_, 0), KVIO_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(kvio_pool_close_wait(0, 0), KVIO_STATUS_INVALID_ARGUMENT);

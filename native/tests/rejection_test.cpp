@@ -319,15 +319,16 @@ TEST_F(TransferRejection, ForeignHandle) {
   kvio_transfer_desc d = desc({0}, {0});
   d.src_pool = executor_;  // an executor handle where a pool handle belongs
   EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT, "src_pool 0x",
-                  "is not a pool handle (it is a executor handle)");
+                  "is not a handle of type 'pool' (its type is 'executor')");
   uint64_t transfer = 0;
   d = desc({0}, {0});
   EXPECT_REJECTED(kvio_submit(device_.pool().handle(), &d, &transfer), KVIO_STATUS_INVALID_ARGUMENT,
-                  "executor 0x", "is not a executor handle (it is a pool handle)");
+                  "executor 0x", "is not a handle of type 'executor' (its type is 'pool')");
   EXPECT_REJECTED(kvio_transfer_wait(device_.pool().handle(), 0), KVIO_STATUS_INVALID_ARGUMENT,
-                  "is not a transfer handle");
+                  "is not a handle of type 'transfer' (its type is 'pool')");
   EXPECT_EQ(kvio_transfer_is_done(executor_), -KVIO_STATUS_INVALID_ARGUMENT);
-  EXPECT_REJECTED(kvio_pool_close(0x1234), KVIO_STATUS_INVALID_ARGUMENT, "not a pool handle");
+  EXPECT_REJECTED(kvio_pool_close(0x1234), KVIO_STATUS_INVALID_ARGUMENT,
+                  "is not a handle of type 'pool' (its type is 'unknown')");
 }
 
 TEST_F(TransferRejection, HandleZero) {

@@ -163,8 +163,9 @@ class Registry {
       return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s is 0 (no %s)", argument, handleTypeName(type_));
     const uint64_t type = handle >> 48;
     if (type != type_) {
-      return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s 0x%llx is not a %s handle (it is a %s handle)",
-                  argument, static_cast<unsigned long long>(handle), handleTypeName(type_),
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "%s 0x%llx is not a handle of type '%s' (its type is '%s')", argument,
+                  static_cast<unsigned long long>(handle), handleTypeName(type_),
                   handleTypeName(type));
     }
     return KVIO_STATUS_OK;

@@ -113,6 +113,28 @@ public final class Kvio {
             long srcLayerStart,
             long dstLayerStart,
             long numLayers) {
+        return transfer(
+                executor,
+                src,
+                dst,
+                srcIndices,
+                dstIndices,
+                srcLayerStart,
+                dstLayerStart,
+                numLayers,
+                0);
+    }
+
+    private static Transfer transfer(
+            KvioExecutor executor,
+            KvPool src,
+            KvPool dst,
+            IndexArg srcIndices,
+            IndexArg dstIndices,
+            long srcLayerStart,
+            long dstLayerStart,
+            long numLayers,
+            int flags) {
         Objects.requireNonNull(executor, "executor");
         Objects.requireNonNull(src, "src");
         Objects.requireNonNull(dst, "dst");
@@ -133,8 +155,139 @@ public final class Kvio {
                 srcLayerStart,
                 dstLayerStart,
                 numLayers,
-                0,
+                flags,
                 NO_LAYERS);
+    }
+
+    /**
+     * The general transfer described by name, as HostKvPool's requests are: {@code
+     * Kvio.request(executor, src, dst).srcIndices(s).dstIndices(d).layers(n).submit()} is {@link
+     * #transfer(KvioExecutor, KvPool, KvPool, TokenIndices, TokenIndices, long, long, long)
+     * transfer(executor, src, dst, s, d, 0, 0, n)}, with no positional longs to swap, and it can
+     * mark the transfer as overlapping compute.
+     */
+    public static Request request(KvioExecutor executor, KvPool src, KvPool dst) {
+        return new Request(
+                Objects.requireNonNull(executor, "executor"),
+                Objects.requireNonNull(src, "src"),
+                Objects.requireNonNull(dst, "dst"));
+    }
+
+    /**
+     * A general transfer being described ({@link #request}): both index lists and the layer count
+     * must be set; the layer starts default to 0. Submitted as {@link #transfer(KvioExecutor,
+     * KvPool, KvPool, TokenIndices, TokenIndices, long, long, long)} is, with the same checks and
+     * messages. A request may be submitted again after changing it; it is not thread-safe.
+     */
+    public static final class Request {
+        private final KvioExecutor executor;
+        private final KvPool src;
+        private final KvPool dst;
+        private IndexArg srcIndices;
+        private IndexArg dstIndices;
+        private long srcLayerStart;
+        private long dstLayerStart;
+        private long numLayers = -1; // not set
+        private boolean overlapsCompute;
+
+        private Request(KvioExecutor executor, KvPool src, KvPool dst) {
+            this.executor = executor;
+            this.src = src;
+            this.dst = dst;
+        }
+
+        /** The source pool's token slots. */
+        public Request srcIndices(TokenIndices srcIndices) {
+            this.srcIndices = IndexArg.of("srcIndices", srcIndices);
+            return this;
+        }
+
+        /** The source pool's token slots, copied at submit. */
+        public Request srcIndices(long... srcIndices) {
+            this.srcIndices = IndexArg.of("srcIndices", srcIndices);
+            return this;
+        }
+
+        /** The source pool's token slots, copied (widened to int64) at submit. */
+        public Request srcIndices(int... srcIndices) {
+            this.srcIndices = IndexArg.of("srcIndices", srcIndices);
+            return this;
+        }
+
+        /** The destination pool's token slots. */
+        public Request dstIndices(TokenIndices dstIndices) {
+            this.dstIndices = IndexArg.of("dstIndices", dstIndices);
+            return this;
+        }
+
+        /** The destination pool's token slots, copied at submit. */
+        public Request dstIndices(long... dstIndices) {
+            this.dstIndices = IndexArg.of("dstIndices", dstIndices);
+            return this;
+        }
+
+        /** The destination pool's token slots, copied (widened to int64) at submit. */
+        public Request dstIndices(int... dstIndices) {
+            this.dstIndices = IndexArg.of("dstIndices", dstIndices);
+            return this;
+        }
+
+        /** The first source layer (default 0). */
+        public Request srcLayerStart(long srcLayerStart) {
+            this.srcLayerStart = srcLayerStart;
+            return this;
+        }
+
+        /** The first destination layer (default 0). */
+        public Request dstLayerStart(long dstLayerStart) {
+            this.dstLayerStart = dstLayerStart;
+            return this;
+        }
+
+        /** How many layers, from each side's start, are moved (required). */
+        public Request layers(long numLayers) {
+            this.numLayers = numLayers;
+            return this;
+        }
+
+        /**
+         * Marks the transfer as running beside compute on the device, as {@link
+         * HostKvPool.TransferRequest#overlapsCompute()} does.
+         */
+        public Request overlapsCompute() {
+            return overlapsCompute(true);
+        }
+
+        /** Sets or clears the overlaps-compute mark. */
+        public Request overlapsCompute(boolean overlapsCompute) {
+            this.overlapsCompute = overlapsCompute;
+            return this;
+        }
+
+        /**
+         * Validates and submits; index lists may be closed or reused once this returns.
+         * KvioInvalidArgumentException when an index list or the layer count was not set.
+         */
+        public Transfer submit() {
+            String missing =
+                    srcIndices == null
+                            ? "srcIndices"
+                            : dstIndices == null ? "dstIndices" : numLayers < 0 ? "layers" : null;
+            if (missing != null) {
+                throw new KvioInvalidArgumentException(
+                        missing + " is not set: call " + missing + "(...) before submit()");
+            }
+            return transfer(
+                    executor,
+                    src,
+                    dst,
+                    srcIndices,
+                    dstIndices,
+                    srcLayerStart,
+                    dstLayerStart,
+                    numLayers,
+                    overlapsCompute ? KvioNative.KVIO_SUBMIT_OVERLAPS_COMPUTE : 0);
+        }
     }
 
     private static void checkExecutorBackend(String side, KvPool pool, KvioExecutor executor) {

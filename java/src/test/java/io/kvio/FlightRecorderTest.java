@@ -8,6 +8,7 @@
 package io.kvio;
 
 import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
@@ -144,6 +145,43 @@ public class FlightRecorderTest {
             assertEquals(load.getString("outcome"), "ok");
             assertTimes(load);
         }
+    }
+
+    @Test
+    public void theGeneralRequestCarriesTheOverlapMark() throws Exception {
+        List<RecordedEvent> events;
+        try (DeviceKvPool device =
+                        DeviceKvPool.allocate(deviceSpec(PoolKind.MHA, 2, 8, 2), IoBackend.CPU);
+                HostKvPool host =
+                        HostKvPool.builder()
+                                .forDevice(device)
+                                .layout(KvLayout.PAGE_FIRST)
+                                .pages(4)
+                                .build()) {
+            events =
+                    record(
+                            () -> {
+                                Kvio.request(host.executor(), device, host)
+                                        .srcIndices(0, 1)
+                                        .dstIndices(2, 3)
+                                        .layers(1)
+                                        .overlapsCompute()
+                                        .submit()
+                                        .await();
+                                Kvio.request(host.executor(), device, host)
+                                        .srcIndices(4)
+                                        .dstIndices(5)
+                                        .dstLayerStart(1)
+                                        .layers(1)
+                                        .submit()
+                                        .await();
+                            });
+        }
+        assertEquals(events.size(), 2, events.toString());
+        assertTrue(events.get(0).getBoolean("overlapsCompute"), events.get(0).toString());
+        assertEquals(events.get(0).getLong("indexPairs"), 2);
+        assertFalse(events.get(1).getBoolean("overlapsCompute"), events.get(1).toString());
+        assertEquals(events.get(1).getLong("indexPairs"), 1);
     }
 
     @Test

@@ -98,6 +98,52 @@ public class RequestFormsTest extends CpuPoolsFixture {
                 "deviceIndices is not set: call deviceIndices(...) before submit()");
     }
 
+    // ---- the general transfer by name ----
+
+    @Test
+    public void generalRequestNamesEverything() {
+        canaryBoth(35);
+        // device layers 1-2 of slots 40, 41 into host layers 2-3 of slots 5, 6
+        Transfer t =
+                Kvio.request(host.executor(), device, host)
+                        .dstIndices(5, 6)
+                        .srcIndices(idx(40, 41))
+                        .srcLayerStart(1)
+                        .dstLayerStart(2)
+                        .layers(2)
+                        .submit();
+        awaitBytes(t, 2 * 2 * rowBytes());
+        for (long j = 0; j < 2; j++) {
+            assertSameRows(device, 40, 1 + j, host, 5, 2 + j);
+            assertSameRows(device, 41, 1 + j, host, 6, 2 + j);
+        }
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () ->
+                        Kvio.request(host.executor(), device, host)
+                                .srcIndices(1)
+                                .dstIndices(2)
+                                .submit(),
+                openBuffers(),
+                "layers is not set: call layers(...) before submit()");
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> Kvio.request(host.executor(), device, host).srcIndices(1).layers(1).submit(),
+                openBuffers(),
+                "dstIndices is not set");
+        assertRejected(
+                KvioOutOfRangeException.class,
+                () ->
+                        Kvio.request(host.executor(), device, host)
+                                .srcIndices(1)
+                                .dstIndices(2)
+                                .dstLayerStart(3)
+                                .layers(2)
+                                .submit(),
+                openBuffers(),
+                "run past");
+    }
+
     // ---- whole pages by id ----
 
     @Test

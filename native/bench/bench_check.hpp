@@ -1,8 +1,9 @@
 // The checks of kvio_cuda_bench's sources (cuda_transfer_bench.cpp, beside_compute.cpp): a kvio
-// call that does not return KVIO_STATUS_OK, or a CUDA runtime call that does not return
-// cudaSuccess, ends the benchmark with exit status 1 and one line on stderr naming the call and
-// its error (kvio_last_error, cudaGetErrorString). Going on after a failed call would time
-// nothing and still print figures.
+// call wrapped in BENCH_KVIO that does not return KVIO_STATUS_OK, or a CUDA runtime call wrapped
+// in BENCH_CUDA that does not return cudaSuccess, ends the benchmark with exit status 1 and one
+// line on stderr naming the call and its error (kvio_last_error, cudaGetErrorString). Going on
+// after a failed call would time nothing and still print figures. The closes of finished
+// transfers and pools are not wrapped (a failure there changes no figure).
 #ifndef KVIO_BENCH_BENCH_CHECK_HPP_
 #define KVIO_BENCH_BENCH_CHECK_HPP_
 

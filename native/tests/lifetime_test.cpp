@@ -268,8 +268,10 @@ TEST_F(LifetimeTest, CloseWaitReleasesOnceTheTransferInFlightCompletes) {
   EXPECT_EQ(kvio_pool_close_wait(h.pool, 0), KVIO_STATUS_OK);
 }
 
-// Handles, as kvio.h lays them out: (type << 48) | (generation << 24) | slot. The test reads the
-// fields of real handles and builds others from them by that layout alone.
+// Handles as the registry lays them out (core/handles.hpp; kvio.h promises only that a closed or
+// foreign handle is refused, not this layout): (type << 48) | (generation << 24) | slot. White-box
+// by intent: the test reads the fields of real handles and builds others from them by that
+// layout alone, to reach a closed slot's old generation, a reused slot and a never-opened one.
 constexpr uint64_t kFieldMask = (uint64_t{1} << 24) - 1;
 uint64_t typeOf(uint64_t handle) {
   return handle >> 48;

@@ -233,12 +233,14 @@ KVIO_API kvio_status kvio_submit_args_flags(uint64_t executor, uint64_t src_pool
                                             int64_t num_indices, int64_t src_layer_start,
                                             int64_t dst_layer_start, int64_t num_layers,
                                             uint32_t flags, uint64_t* transfer_out);
-/* Checks a transfer as kvio_submit_flags would, and submits nothing: OK when it would be
- * accepted, else the status and message its submission would give (no byte moves either way).
- * num_indices may be 0, which kvio_submit refuses: the index arrays are then not read, and every
- * check that needs no index runs (the handles, the flags, the executor and the pools' kinds of
- * memory, the pools' kinds and row geometry, the layer ranges, pools that share memory). The
- * Java API checks its empty transfers with it. */
+/* Runs kvio_submit_flags' checks of its arguments (host-resident indices) and submits nothing:
+ * OK when they pass, else the status and message the submission would give; no byte moves either
+ * way. A later submit may still fail for what this does not check: a null transfer_out, memory
+ * to plan it in, or no transfer handle left (2^24 open). num_indices may be 0, which kvio_submit
+ * refuses: the index arrays are then not read, and every check that needs no index runs (the
+ * handles, the flags, the executor and the pools' kinds of memory, the pools' kinds and row
+ * geometry, the layer ranges, pools that share memory). The Java API checks its empty transfers
+ * with it. */
 KVIO_API kvio_status kvio_check_transfer(uint64_t executor, const kvio_transfer_desc* desc,
                                          uint32_t flags);
 KVIO_API kvio_status kvio_check_transfer_args(uint64_t executor, uint64_t src_pool,
@@ -476,10 +478,10 @@ KVIO_API kvio_status kvio_debug_live_host_registrations(int64_t* count_out);
 KVIO_API kvio_status kvio_debug_copy_engine_calls(int64_t* counts_out /* [4] */);
 /* Launches of the 'kernel' backend's copy kernel in this process (the kernel's transfers, also
  * those 'auto' gives it), by where each launch's layer tables and indices went:
- * counts_out[0] in the kernel parameter itself (host indices, tables and indices within 3840
- * bytes: nothing uploaded), [1] uploaded through a pinned staging slot (larger jobs, and every
- * job with device-resident indices). Only launches that were issued count. Tests read it around
- * a transfer to tell which path ran. */
+ * counts_out[0] in the kernel parameter itself (host indices; tables, indices and the 16-byte
+ * status within 3840 bytes: nothing uploaded), [1] uploaded through a pinned staging slot (larger
+ * jobs, and every job with device-resident indices). Only launches that were issued count. Tests
+ * read it around a transfer to tell which path ran. */
 KVIO_API kvio_status kvio_debug_kernel_launches(int64_t* counts_out /* [2] */);
 
 #ifdef __cplusplus

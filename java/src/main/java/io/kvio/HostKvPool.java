@@ -265,7 +265,7 @@ public final class HostKvPool extends KvPool {
         public TransferRequest hostPages(long... pageIds) {
             this.hostIndices =
                     IndexArg.of(
-                            "hostIndices",
+                            "hostPages (as token slots)",
                             pageSlots("hostPages", host, pageIds, backup, "the host pool"));
             return this;
         }
@@ -278,7 +278,7 @@ public final class HostKvPool extends KvPool {
         public TransferRequest devicePages(long... pageIds) {
             this.deviceIndices =
                     IndexArg.of(
-                            "deviceIndices",
+                            "devicePages (as token slots)",
                             pageSlots("devicePages", device, pageIds, !backup, "the device pool"));
             return this;
         }
@@ -472,8 +472,10 @@ public final class HostKvPool extends KvPool {
      * Closes the pool, and its executor if the pool created one ({@link Builder#threads(int)}).
      * Closing that executor waits for the transfers submitted on it, so for such a pool close()
      * returns once they have completed; {@link #closeAndWait(long, TimeUnit)} waits at most its
-     * timeout and closes the executor only when it returns true (until then, or until close(), the
-     * executor and its threads stay).
+     * timeout for this pool's transfers and closes the executor only when it returns true (until
+     * then, or until close(), the executor and its threads stay). That close waits for whatever
+     * else was submitted on the executor ({@link #executor()} is public): submit only this pool's
+     * transfers there for the timeout to bound it.
      */
     @Override
     public void close() {

@@ -46,6 +46,12 @@ public abstract class KvPool implements AutoCloseable {
      */
     static final AtomicLong FOUND_UNREACHABLE = new AtomicLong();
 
+    /**
+     * Tests only: called with the native handle of each never-closed pool the Cleaner found
+     * unreachable, after its hold on the memory was released; null (no call) otherwise.
+     */
+    static volatile java.util.function.LongConsumer onFoundUnreachable;
+
     /** Takes ownership of {@code handle}. */
     KvPool(PoolSpec spec, IoBackend backend, long handle) {
         this.spec = spec;
@@ -87,12 +93,22 @@ public abstract class KvPool implements AutoCloseable {
             } else {
                 release();
                 FOUND_UNREACHABLE.incrementAndGet(); // after: a test reading it sees the release
+                java.util.function.LongConsumer hook = onFoundUnreachable;
+                if (hook != null) {
+                    hook.accept(handle);
+                }
             }
         }
 
-        /** One more holder of the memory: a ByteBuffer just made over it. */
+        /**
+         * One more holder of the memory: a ByteBuffer about to be made over it. The pool is
+         * reachable while this runs (holdingBuffer fences it), so its own hold is still counted.
+         */
         void retain() {
-            holders.incrementAndGet();
+            if (holders.getAndIncrement() == 0) {
+                throw new IllegalStateException(
+                        "kvio: a pool's memory was retained after its release");
+            }
         }
 
         /** A holder is gone: the unreachable pool, or a ByteBuffer's Cleaner action. */
@@ -127,16 +143,19 @@ public abstract class KvPool implements AutoCloseable {
      * Cleaner action, which runs only once the buffer is unreachable).
      */
     private ByteBuffer holdingBuffer(long address, int bytes) {
-        ByteBuffer buffer = NativeBridge.byteBuffer(address, bytes);
         Closer c = closer; // the action must not capture the pool or the buffer
         Object wrapped = memory;
-        c.retain();
+        c.retain(); // before the buffer exists, while the pool is reachable (the fence below)
+        ByteBuffer buffer = NativeBridge.byteBuffer(address, bytes);
         NativeBridge.CLEANER.register(
                 buffer,
                 () -> {
                     Reference.reachabilityFence(wrapped);
                     c.release();
                 });
+        // Without it the pool may be unreachable from the last read of its fields on: its Cleaner
+        // could release the pool's hold, free the memory, and the count start again at 0.
+        Reference.reachabilityFence(this);
         return buffer;
     }
 
@@ -208,6 +227,9 @@ public abstract class KvPool implements AutoCloseable {
             closer.explicit = true;
             cleanable.clean();
         }
+        // The pool stays reachable until its explicit close has run: collected in between, its
+        // Cleaner would take the close for a forgotten pool's (and, with buffers out, not free).
+        Reference.reachabilityFence(this);
     }
 
     /**

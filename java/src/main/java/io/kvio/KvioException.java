@@ -3,7 +3,7 @@
  * is a KvioException carrying a Status (the native kvio_status) and a message that names the
  * argument, the bad value and what is valid instead. Subclasses exist for the statuses callers
  * handle differently; TIMEOUT and INTERNAL are plain KvioExceptions. A null argument is the one
- * exception to this, as in the JDK: a NullPointerException whose message is the parameter's name.
+ * exception to this, as in the JDK: a NullPointerException whose message names the argument.
  */
 package io.kvio;
 

@@ -18,12 +18,12 @@
  *   <li>Closing a pool or an executor while another thread submits with it is safe: the submit
  *       either goes through before the close (and the transfer completes; see {@link
  *       io.kvio.KvPool#close()}) or throws {@link io.kvio.KvioClosedException}. An index list is
- *       different: submit reads its memory without holding it, so close a {@link
- *       io.kvio.TokenIndices} only once the submits that use it have returned (a transfer does not
- *       need it after its submit returns).
+ *       different: submit (and its get and toString) read its memory without holding it, so close a
+ *       {@link io.kvio.TokenIndices} only once the calls that use it have returned (a transfer does
+ *       not need it after its submit returns).
  *   <li>Builders ({@link io.kvio.PoolSpec.Builder}, {@link io.kvio.HostKvPool.Builder}) and
- *       requests ({@link io.kvio.HostKvPool.TransferRequest}) are not thread-safe: one thread
- *       configures and submits each.
+ *       requests ({@link io.kvio.HostKvPool.TransferRequest}, {@link io.kvio.Kvio.Request}) are not
+ *       thread-safe: one thread configures and submits each.
  *   <li>ByteBuffers from {@link io.kvio.KvPool#buffer()} and {@link io.kvio.KvPool#slice} are
  *       ordinary direct buffers: their position and limit are not thread-safe, and their bytes are
  *       not ordered with transfers in flight (await a transfer before reading what it wrote).
@@ -31,7 +31,7 @@
  *
  * <p><b>Errors.</b> Every refusal is a {@link io.kvio.KvioException} naming the argument, the bad
  * value and what is valid, with a subclass per status callers handle differently; a null argument
- * is a NullPointerException whose message is the parameter's name. A refused call changes no byte
- * of any pool.
+ * is a NullPointerException whose message names the argument (the parameter, or the setter that
+ * took it, e.g. "hostIndices"). A refused call changes no byte of any pool.
  */
 package io.kvio;

@@ -10,13 +10,14 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 
-import java.lang.ref.WeakReference;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
@@ -186,10 +187,10 @@ public class LeakTest {
     }
 
     /**
-     * A slice of the buffer of a pool nothing else refers to; the pool's handle and a weak
-     * reference to it come back through the arrays. Bytes i of the pool hold (i * 7 + 3).
+     * A slice of the buffer of a pool nothing else refers to; the pool's handle comes back in
+     * handle[0]. Byte i of the pool holds (i * 7 + 3).
      */
-    private static ByteBuffer sliceOfAForgottenPool(long[] handle, List<Object> weak) {
+    private static ByteBuffer sliceOfAForgottenPool(long[] handle) {
         PoolSpec spec =
                 PoolSpec.builder()
                         .kind(PoolKind.MLA)
@@ -202,7 +203,6 @@ public class LeakTest {
                         .build();
         DeviceKvPool pool = DeviceKvPool.allocate(spec, IoBackend.CPU); // never closed
         handle[0] = pool.handle();
-        weak.add(new WeakReference<>(pool));
         ByteBuffer whole = pool.buffer();
         for (int i = 0; i < whole.capacity(); i++) {
             whole.put(i, (byte) (i * 7 + 3));
@@ -217,30 +217,34 @@ public class LeakTest {
     @Test(timeOut = 120_000)
     public void aForgottenPoolKeepsItsMemoryWhileABufferOfItIsReachable() throws Exception {
         long[] handle = new long[1];
-        List<Object> weak = new ArrayList<>();
-        long unreachableBefore = KvPool.FOUND_UNREACHABLE.get();
-        ByteBuffer slice = sliceOfAForgottenPool(handle, weak);
-        WeakReference<?> pool = (WeakReference<?>) weak.get(0);
-        for (int i = 0;
-                i < 500
-                        && (pool.get() != null
-                                || KvPool.FOUND_UNREACHABLE.get() == unreachableBefore);
-                i++) {
-            System.gc();
-            Thread.sleep(10);
+        CountDownLatch found = new CountDownLatch(1); // this pool's Cleaner action has run
+        KvPool.onFoundUnreachable =
+                h -> {
+                    if (h == handle[0]) {
+                        found.countDown();
+                    }
+                };
+        try {
+            ByteBuffer slice = sliceOfAForgottenPool(handle);
+            for (int i = 0; i < 500 && found.getCount() > 0; i++) {
+                System.gc();
+                found.await(10, TimeUnit.MILLISECONDS);
+            }
+            assertEquals(
+                    found.getCount(), 0L, "the pool was not collected or its Cleaner did not run");
+            assertTrue(
+                    poolOpen(handle[0]), "the pool was freed while a buffer of it was reachable");
+            for (int i = 0; i < slice.capacity(); i++) {
+                assertEquals(slice.get(i), (byte) ((1024 + i) * 7 + 3), "byte " + (1024 + i));
+            }
+            slice = null; // now the memory may go
+            for (int i = 0; i < 500 && poolOpen(handle[0]); i++) {
+                System.gc();
+                Thread.sleep(10);
+            }
+            assertFalse(poolOpen(handle[0]), "the pool outlived its last buffer");
+        } finally {
+            KvPool.onFoundUnreachable = null;
         }
-        assertTrue(
-                pool.get() == null && KvPool.FOUND_UNREACHABLE.get() > unreachableBefore,
-                "the pool was not collected and its Cleaner action did not run");
-        assertTrue(poolOpen(handle[0]), "the pool was freed while a buffer of it was reachable");
-        for (int i = 0; i < slice.capacity(); i++) {
-            assertEquals(slice.get(i), (byte) ((1024 + i) * 7 + 3), "byte " + (1024 + i));
-        }
-        slice = null; // now the memory may go
-        for (int i = 0; i < 500 && poolOpen(handle[0]); i++) {
-            System.gc();
-            Thread.sleep(10);
-        }
-        assertFalse(poolOpen(handle[0]), "the pool outlived its last buffer");
     }
 }

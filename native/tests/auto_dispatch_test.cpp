@@ -13,6 +13,7 @@
 #include "acl_host_emulation.hpp"
 #include "auto_stand_ins.hpp"
 #include "kvio/kvio.h"
+#include "kvio/kvio.hpp"
 #include "oracle.hpp"
 
 namespace kvio_test {
@@ -310,9 +311,23 @@ TEST(AutoBackend, CalibrationCallsRefuseOtherExecutors) {
             KVIO_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(std::string(kvio_last_error()).find("'cpu' executor"), std::string::npos)
       << kvio_last_error();
+  // The calibration getter answers with a string; kvio_last_status says why there is none.
   EXPECT_EQ(kvio_executor_auto_calibration(cpu), nullptr);
+  EXPECT_EQ(kvio_last_status(), KVIO_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(kvio_executor_auto_calibration(0), nullptr);
+  EXPECT_EQ(kvio_last_status(), KVIO_STATUS_INVALID_ARGUMENT);
   EXPECT_EQ(kvio_executor_close(cpu), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_executor_auto_calibration(cpu), nullptr);
+  EXPECT_EQ(kvio_last_status(), KVIO_STATUS_CLOSED) << kvio_last_error();
+  // The C++ wrapper throws that status (it assumed INVALID_ARGUMENT).
+  kvio::Executor wrapped(kvio::IoBackend::Cpu, 1);
+  ASSERT_EQ(kvio_executor_close(wrapped.handle()), KVIO_STATUS_OK);  // closed under the wrapper
+  try {
+    (void)wrapped.autoCalibration();
+    ADD_FAILURE() << "no exception";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_CLOSED) << e.what();
+  }
 }
 
 TEST(AutoBackend, CppWrapperMarksOverlapAndSetsTheCalibration) {

@@ -137,6 +137,10 @@ typedef struct kvio_copy2d {
 
 /* ---- errors, names, version ---- */
 KVIO_API const char* kvio_last_error(void);
+/* The status of the failure kvio_last_error() describes (thread-local, as it is; OK before any
+ * failure on this thread): for the functions that answer with a value instead of a status
+ * (kvio_executor_auto_calibration returns NULL and this says why: CLOSED, INVALID_ARGUMENT). */
+KVIO_API kvio_status kvio_last_status(void);
 KVIO_API const char* kvio_version(void);
 KVIO_API const char* kvio_status_name(kvio_status status);
 /* The string users type for value `value` of name table `table`, or NULL. */
@@ -409,8 +413,9 @@ KVIO_API kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t devic
  * INVALID_ARGUMENT for a malformed text or an executor that is not 'auto'. */
 KVIO_API kvio_status kvio_executor_set_auto_calibration(uint64_t executor, const char* text);
 /* The auto executor's calibration in the file format (its source in a comment), valid until the
- * next kvio call on this thread; NULL (kvio_last_error() says why) for an executor that is not
- * 'auto' or a bad handle. */
+ * next kvio call on this thread; NULL for an executor that is not 'auto' (kvio_last_status()
+ * INVALID_ARGUMENT) or a closed or bad handle (CLOSED, INVALID_ARGUMENT), kvio_last_error()
+ * saying why. */
 KVIO_API const char* kvio_executor_auto_calibration(uint64_t executor);
 /* Changes the launch shape (CTA budget, warps per CTA) of a kernel executor, or of an auto
  * executor's kernel candidate, for transfers submitted after this call; UNSUPPORTED for the

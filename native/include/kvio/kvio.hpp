@@ -316,7 +316,7 @@ class Executor {
   /// An 'auto' executor's calibration, in the calibration file format.
   std::string autoCalibration() const {
     const char* text = kvio_executor_auto_calibration(handle_);
-    if (text == nullptr) throw Error(KVIO_STATUS_INVALID_ARGUMENT, kvio_last_error());
+    if (text == nullptr) throw Error(kvio_last_status(), kvio_last_error());
     return text;
   }
   /// Replaces an 'auto' executor's calibration (the calibration file format).

@@ -8,7 +8,8 @@
 namespace kvio {
 namespace {
 thread_local std::string tlsLastError;
-}
+thread_local kvio_status tlsLastStatus = KVIO_STATUS_OK;  // the status tlsLastError explains
+}  // namespace
 
 void setLastError(std::string message) {
   tlsLastError = std::move(message);
@@ -16,6 +17,10 @@ void setLastError(std::string message) {
 
 const std::string& lastError() {
   return tlsLastError;
+}
+
+kvio_status lastStatus() {
+  return tlsLastStatus;
 }
 
 kvio_status fail(kvio_status status, const char* format, ...) {
@@ -29,6 +34,7 @@ kvio_status fail(kvio_status status, const char* format, ...) {
   if (needed > 0) std::vsnprintf(buffer.data(), buffer.size(), format, args);
   va_end(args);
   tlsLastError.assign(buffer.data());
+  tlsLastStatus = status;
   return status;
 }
 

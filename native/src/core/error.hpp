@@ -14,6 +14,8 @@ namespace kvio {
 /// Sets the thread's last-error message.
 void setLastError(std::string message);
 const std::string& lastError();
+/// The status of the failure lastError() describes (fail() sets both); OK before any.
+kvio_status lastStatus();
 
 /// printf-style message; returns status.
 kvio_status fail(kvio_status status, const char* format, ...) __attribute__((format(printf, 2, 3)));

@@ -179,6 +179,10 @@ const char* kvio_last_error(void) {
   return guardedValue<const char*>("", [] { return lastError().c_str(); });
 }
 
+kvio_status kvio_last_status(void) {
+  return lastStatus();
+}
+
 const char* kvio_status_name(kvio_status status) {
   return guardedValue<const char*>("UNKNOWN_STATUS", [&]() -> const char* {
     const size_t count = sizeof kSTATUS / sizeof kSTATUS[0];

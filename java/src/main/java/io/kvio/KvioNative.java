@@ -139,6 +139,8 @@ final class KvioNative {
     // ---- errors, names, version ----
     static native @Cast("const char*") String kvio_last_error();
 
+    static native int kvio_last_status();
+
     static native @Cast("const char*") String kvio_version();
 
     static native @Cast("const char*") String kvio_status_name(int status);

@@ -429,8 +429,10 @@ final class NativeBridge {
     /** An auto executor's calibration, in the calibration file format (docs/cuda.md). */
     static String executorAutoCalibration(long executor) {
         String text = KvioNative.kvio_executor_auto_calibration(executor);
-        if (text == null) {
-            throw new KvioInvalidArgumentException(KvioNative.kvio_last_error());
+        if (text == null) { // why: kvio_last_status (CLOSED for an executor closed meanwhile)
+            int status = KvioNative.kvio_last_status();
+            throw error(
+                    status != KvioNative.KVIO_STATUS_OK ? status : KvioNative.KVIO_STATUS_INTERNAL);
         }
         return text;
     }

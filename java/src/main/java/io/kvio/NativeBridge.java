@@ -432,7 +432,9 @@ final class NativeBridge {
         if (text == null) { // why: kvio_last_status (CLOSED for an executor closed meanwhile)
             int status = KvioNative.kvio_last_status();
             throw error(
-                    status != KvioNative.KVIO_STATUS_OK ? status : KvioNative.KVIO_STATUS_INTERNAL);
+                    status != KvioNative.KVIO_STATUS_OK
+                            ? status
+                            : KvioException.Status.INTERNAL.code());
         }
         return text;
     }

@@ -67,13 +67,14 @@ void returnPlanStorage(std::vector<kvio_copy2d>&& plan) {
 
 void TransferState::holdPools(std::shared_ptr<const PoolImpl> src,
                               std::shared_ptr<const PoolImpl> dst) {
-  pools_.reserve(pools_.size() + 2);  // one allocation, not two
-  pools_.push_back(std::move(src));
-  pools_.push_back(std::move(dst));
+  pools_[0] = std::move(src);
+  pools_[1] = std::move(dst);
 }
 
-void TransferState::dropPools(std::vector<std::shared_ptr<const PoolImpl>>* pools) const {
-  pools->clear();  // the last reference to a closed pool releases its memory (unregisters it)
+void TransferState::dropPools(HeldPools* pools) const {
+  // The last reference to a closed pool releases its memory (unregisters it).
+  (*pools)[0].reset();
+  (*pools)[1].reset();
   released_.store(true);
   if (waiters_.load() != 0) {
     { std::lock_guard<std::mutex> lock(mutex_); }  // a waiter between its check and its sleep
@@ -96,7 +97,7 @@ bool TransferState::waitReleased(std::unique_lock<std::mutex>& lock,
 }
 
 void TransferState::complete(kvio_status status, std::string message) {
-  std::vector<std::shared_ptr<const PoolImpl>> pools;
+  HeldPools pools;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     status_ = status;
@@ -133,7 +134,7 @@ bool TransferState::pollLocked() const {
 }
 
 bool TransferState::settle(bool poll) const {
-  std::vector<std::shared_ptr<const PoolImpl>> pools;
+  HeldPools pools;
   {
     std::unique_lock<std::mutex> lock(mutex_);
     if (released_.load()) return true;

@@ -5,6 +5,7 @@
 #ifndef KVIO_CORE_EXECUTOR_HPP_
 #define KVIO_CORE_EXECUTOR_HPP_
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -100,8 +101,11 @@ class TransferState {
   bool pollLocked() const;
   /// Done (polled when `poll`), pools dropped; false when not done yet.
   bool settle(bool poll) const;
+  /// The pools a transfer holds: its source and destination (the same pool twice, or null once
+  /// dropped). Two fields, not a vector: no allocation per transfer.
+  using HeldPools = std::array<std::shared_ptr<const PoolImpl>, 2>;
   /// Drops the pools taken out under the lock and publishes that the transfer is done.
-  void dropPools(std::vector<std::shared_ptr<const PoolImpl>>* pools) const;
+  void dropPools(HeldPools* pools) const;
 
   mutable std::mutex mutex_;
   mutable std::condition_variable done_;
@@ -116,7 +120,7 @@ class TransferState {
   bool waitReleased(std::unique_lock<std::mutex>& lock, const int64_t* timeoutNs) const;
   mutable kvio_status status_ = KVIO_STATUS_OK;
   mutable std::string message_;
-  mutable std::vector<std::shared_ptr<const PoolImpl>> pools_;
+  mutable HeldPools pools_;
   std::shared_ptr<DeviceCompletion> completion_;
   const uint64_t bytes_;
   Shape shape_;

@@ -209,10 +209,8 @@ final class HierarchicalCache implements AutoCloseable {
     }
 
     private Transfer backup(long[] devicePages, long[] hostPages) {
-        try (TokenIndices hostSlots = TokenIndices.pages(deviceSpec.pageSize(), hostPages);
-                TokenIndices deviceSlots = TokenIndices.pages(deviceSpec.pageSize(), devicePages)) {
-            return host.backup(device).deviceIndices(deviceSlots).hostIndices(hostSlots).submit();
-        }
+        // Whole pages by id, each pool's page size applied by kvio; nothing to close.
+        return host.backup(device).devicePages(devicePages).hostPages(hostPages).submit();
     }
 
     @Override

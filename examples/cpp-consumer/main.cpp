@@ -20,8 +20,10 @@ int main() {
     hostSpec.layout = kvio::parseLayout("page_first");
     kvio::Pool device = kvio::Pool::allocate(deviceSpec);
     kvio::Pool host = kvio::Pool::allocate(hostSpec);
-    for (uint64_t i = 0; i < device.bytes(); ++i)
-      device.data()[i] = static_cast<uint8_t>(i * 31 + 7);
+    // data() and bytes() ask the library (a handle lookup each): read them once.
+    uint8_t* const deviceBytes = device.data();
+    const uint64_t deviceSize = device.bytes();
+    for (uint64_t i = 0; i < deviceSize; ++i) deviceBytes[i] = static_cast<uint8_t>(i * 31 + 7);
 
     const std::vector<int64_t> from = kvio::pageSlots({1, 2, 3}, 16);
     const std::vector<int64_t> hostSlots = kvio::pageSlots({5, 6, 7}, 16);
@@ -35,8 +37,8 @@ int main() {
     for (uint64_t c = 0; c < 2; ++c)
       for (uint64_t l = 0; l < 4; ++l)
         for (size_t i = 0; i < from.size(); ++i) {
-          const uint8_t* a = device.data() + ((c * 4 + l) * tokens + from[i]) * row;
-          const uint8_t* b = device.data() + ((c * 4 + l) * tokens + to[i]) * row;
+          const uint8_t* a = deviceBytes + ((c * 4 + l) * tokens + from[i]) * row;
+          const uint8_t* b = deviceBytes + ((c * 4 + l) * tokens + to[i]) * row;
           if (std::memcmp(a, b, row) != 0) {
             std::printf("mismatch: component %llu layer %llu token %lld\n",
                         static_cast<unsigned long long>(c), static_cast<unsigned long long>(l),

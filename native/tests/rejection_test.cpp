@@ -89,8 +89,8 @@ TEST_F(TransferRejection, LengthMismatch) {
   // The C ABI has one count; the C++ API checks the two vectors before calling it.
   kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
   try {
-    kvio::transfer(cpu, device_.pool(), host_.pool(), std::vector<int64_t>{0, 1, 2},
-                   std::vector<int64_t>{0, 1}, kvio::LayerMap{0, 0, 2});
+    (void)kvio::transfer(cpu, device_.pool(), host_.pool(), std::vector<int64_t>{0, 1, 2},
+                         std::vector<int64_t>{0, 1}, kvio::LayerMap{0, 0, 2});
     ADD_FAILURE() << "no exception";
   } catch (const kvio::Error& e) {
     EXPECT_EQ(e.status(), KVIO_STATUS_INVALID_ARGUMENT);

@@ -8,12 +8,21 @@
 //   kvio::transferPerLayer(cpu, host, device, hostSlots, deviceSlots, 0, 0).wait(); // load
 //
 // Every named operation is the one general transfer (any layout to any layout, with a layer
-// map) with its own index and layer conventions.
+// map) with its own index and layer conventions. C++14 or later; from C++17 a Transfer left
+// unused is a warning ([[nodiscard]]: a transfer dropped unawaited reports no failure).
 #ifndef KVIO_KVIO_HPP_
 #define KVIO_KVIO_HPP_
 
+#if __cplusplus >= 201703L
+#define KVIO_NODISCARD [[nodiscard]]
+#else
+#define KVIO_NODISCARD
+#endif
+
 #include <chrono>
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -98,13 +107,24 @@ struct PoolSpec {
   }
 };
 
-/// A view of int64 token indices (a vector, or memory the caller owns).
+/// Int64 token indices: a view of a vector or of memory the caller owns (read during the
+/// submit only), or, from a braced list ({4, 5, 6}), a copy the Indices keeps.
 struct Indices {
   const int64_t* data = nullptr;
   int64_t size = 0;
   Indices(const int64_t* d, int64_t n) : data(d), size(n) {}
   Indices(const std::vector<int64_t>& v)
       : data(v.data()), size(static_cast<int64_t>(v.size())) {}  // NOLINT
+  /// A braced list is copied: without this, {0, 1} would bind to (pointer, count) (0 is a null
+  /// pointer constant) and name no index at all.
+  Indices(std::initializer_list<int64_t> list)  // NOLINT
+      : owned_(std::make_shared<const std::vector<int64_t>>(list)) {
+    data = owned_->data();
+    size = static_cast<int64_t>(owned_->size());
+  }
+
+ private:
+  std::shared_ptr<const std::vector<int64_t>> owned_;  // a braced list's copy; else null
 };
 
 /// Which layers move: src layers [srcStart, srcStart + count) to dst [dstStart, ...).
@@ -160,6 +180,9 @@ class Pool {
       : handle_(std::exchange(other.handle_, 0)),
         closed_(std::exchange(other.closed_, 0)),
         spec_(other.spec_) {}
+  /// Closes this pool first (close()), then takes other's; the closed handle closeAndWait()
+  /// would have waited on is not kept: call closeAndWait() before assigning when the old
+  /// memory must be known released (wrapped memory the caller will free).
   Pool& operator=(Pool&& other) noexcept {
     if (this != &other) {
       close();
@@ -246,15 +269,25 @@ class Pool {
   PoolSpec spec_;
 };
 
-/// Completion handle of one submitted transfer. Destroying it does not cancel the transfer.
-class Transfer {
+/// Completion handle of one submitted transfer. Destroying it does not cancel the transfer, but
+/// a transfer dropped unawaited reports no failure: hence [[nodiscard]] (C++17).
+class KVIO_NODISCARD Transfer {
  public:
   explicit Transfer(uint64_t handle) : handle_(handle) {}
-  Transfer(Transfer&& other) noexcept : handle_(std::exchange(other.handle_, 0)) {}
+  /// A transfer of no index pairs (empty index lists), checked and complete: it moved 0 bytes,
+  /// and has no handle, no event and no info beyond that.
+  static Transfer completedEmpty() {
+    Transfer t(0);
+    t.empty_ = true;
+    return t;
+  }
+  Transfer(Transfer&& other) noexcept
+      : handle_(std::exchange(other.handle_, 0)), empty_(std::exchange(other.empty_, false)) {}
   Transfer& operator=(Transfer&& other) noexcept {
     if (this != &other) {
       release();
       handle_ = std::exchange(other.handle_, 0);
+      empty_ = std::exchange(other.empty_, false);
     }
     return *this;
   }
@@ -262,38 +295,56 @@ class Transfer {
   Transfer& operator=(const Transfer&) = delete;
   ~Transfer() { release(); }
 
-  void wait() const { check(kvio_transfer_wait(handle_, -1)); }
+  void wait() const {
+    if (!empty_) check(kvio_transfer_wait(handle_, -1));
+  }
   /// False on timeout; throws if the transfer failed.
   bool waitFor(std::chrono::nanoseconds timeout) const {
+    if (empty_) return true;
     const kvio_status status = kvio_transfer_wait(handle_, timeout.count());
     if (status == KVIO_STATUS_TIMEOUT) return false;
     check(status);
     return true;
   }
   bool done() const {
+    if (empty_) return true;
     const int32_t done = kvio_transfer_is_done(handle_);
     if (done < 0) check(-done);
     return done == 1;
   }
   uint64_t bytes() const {
     uint64_t bytes = 0;
-    check(kvio_transfer_bytes(handle_, &bytes));
+    if (!empty_) check(kvio_transfer_bytes(handle_, &bytes));
     return bytes;
   }
   /// What the transfer is and its times (kvio_transfer_get_info, kvio_transfer_timing).
+  /// INVALID_ARGUMENT for an empty transfer, which kvio never saw.
   kvio_transfer_info info() const {
     kvio_transfer_info info{};
     check(kvio_transfer_get_info(handle_, &info));
     return info;
   }
+  /// The cudaEvent_t recorded after the transfer's work on its executor's stream, for another
+  /// stream to wait on (kvio_transfer_cuda_event); 0 for an empty transfer (nothing to wait
+  /// for). UNSUPPORTED for transfers of other backends.
+  uint64_t cudaEvent() const { return event(kvio_transfer_cuda_event); }
+  /// The same for kernel_ascend transfers: an aclrtEvent (kvio_transfer_ascend_event).
+  uint64_t ascendEvent() const { return event(kvio_transfer_ascend_event); }
   uint64_t handle() const { return handle_; }
+  bool empty() const { return empty_; }
 
  private:
+  uint64_t event(kvio_status (*query)(uint64_t, uint64_t*)) const {
+    uint64_t event = 0;
+    if (!empty_) check(query(handle_, &event));
+    return event;
+  }
   void release() {
     if (handle_ != 0) kvio_transfer_close(handle_);
     handle_ = 0;
   }
   uint64_t handle_;
+  bool empty_ = false;
 };
 
 /// Runs transfers of one io backend in submission order (a stream).
@@ -302,12 +353,58 @@ class Executor {
   explicit Executor(IoBackend backend, int32_t threads = 0) {
     check(kvio_executor_create(static_cast<int32_t>(backend), threads, &handle_));
   }
+  /// A CUDA executor (kernel, direct, staged, auto) on `device`, ordering its work on `stream`
+  /// (a cudaStream_t the caller keeps alive until the executor is closed; KVIO_CUDA_OWN_STREAM:
+  /// kvio creates one), with a launch shape (0: the backend's defaults)
+  /// (kvio_executor_create_cuda).
+  static Executor cuda(IoBackend backend, int32_t device, uint64_t stream = KVIO_CUDA_OWN_STREAM,
+                       int32_t ctaBudget = 0, int32_t warpsPerCta = 0) {
+    uint64_t handle = 0;
+    check(kvio_executor_create_cuda(static_cast<int32_t>(backend), device, stream, ctaBudget,
+                                    warpsPerCta, &handle));
+    return Executor(handle);
+  }
+  /// A kernel_ascend executor on NPU `device`, on `stream` (an aclrtStream, or
+  /// KVIO_ASCEND_OWN_STREAM) (kvio_executor_create_ascend).
+  static Executor ascend(int32_t device, uint64_t stream = KVIO_ASCEND_OWN_STREAM) {
+    uint64_t handle = 0;
+    check(kvio_executor_create_ascend(device, stream, &handle));
+    return Executor(handle);
+  }
+  Executor(Executor&& other) noexcept : handle_(std::exchange(other.handle_, 0)) {}
+  Executor& operator=(Executor&& other) noexcept {
+    if (this != &other) {
+      close();
+      handle_ = std::exchange(other.handle_, 0);
+    }
+    return *this;
+  }
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
-  ~Executor() {
+  /// Waits for the transfers submitted on it, then releases it (kvio_executor_close).
+  ~Executor() { close(); }
+  /// As the destructor, now: waits for the submitted transfers, then releases the executor.
+  void close() {
     if (handle_ != 0) kvio_executor_close(handle_);
+    handle_ = 0;
   }
   uint64_t handle() const { return handle_; }
+  /// The cudaStream_t a CUDA executor orders its work on (kvio_executor_cuda_stream).
+  uint64_t cudaStream() const {
+    uint64_t stream = 0;
+    check(kvio_executor_cuda_stream(handle_, &stream));
+    return stream;
+  }
+  /// The aclrtStream a kernel_ascend executor orders its work on.
+  uint64_t ascendStream() const {
+    uint64_t stream = 0;
+    check(kvio_executor_ascend_stream(handle_, &stream));
+    return stream;
+  }
+  /// The kernel backend's launch shape from now on (kvio_executor_set_launch).
+  void setLaunch(int32_t ctaBudget, int32_t warpsPerCta) {
+    check(kvio_executor_set_launch(handle_, ctaBudget, warpsPerCta));
+  }
   int32_t threads() const {
     int32_t threads = 0;
     check(kvio_executor_threads(handle_, &threads));
@@ -325,12 +422,15 @@ class Executor {
   }
 
  private:
+  explicit Executor(uint64_t handle) : handle_(handle) {}
   uint64_t handle_ = 0;
 };
 
 /// The general transfer: for each index pair and each layer of the map, every component's
 /// row moves from src to dst. Any layout to any layout. overlapsCompute: the transfer runs
 /// beside compute on the device (KVIO_SUBMIT_OVERLAPS_COMPUTE; read by the 'auto' backend).
+/// Empty index lists (an empty batch) give an already completed Transfer of 0 bytes after every
+/// other check (kvio_check_transfer), as in the Java API; the C ABI's submit refuses them.
 inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
                          Indices srcIndices, Indices dstIndices, LayerMap layers,
                          bool overlapsCompute = false) {
@@ -341,26 +441,32 @@ inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& 
   }
   const kvio_transfer_desc desc{src.handle(),    dst.handle(),    srcIndices.data, dstIndices.data,
                                 srcIndices.size, layers.srcStart, layers.dstStart, layers.count};
+  const uint32_t flags = overlapsCompute ? KVIO_SUBMIT_OVERLAPS_COMPUTE : 0u;
+  if (srcIndices.size == 0) {
+    check(kvio_check_transfer(executor.handle(), &desc, flags));
+    return Transfer::completedEmpty();
+  }
   uint64_t handle = 0;
-  check(kvio_submit_flags(executor.handle(), &desc,
-                          overlapsCompute ? KVIO_SUBMIT_OVERLAPS_COMPUTE : 0u, &handle));
+  check(kvio_submit_flags(executor.handle(), &desc, flags, &handle));
   return Transfer(handle);
 }
 
-/// One layer: src layer srcLayer to dst layer dstLayer (a per-layer load or backup).
+/// One layer: src layer srcLayer to dst layer dstLayer (a per-layer load or backup; a load
+/// during the forward pass is the case for overlapsCompute).
 inline Transfer transferPerLayer(const Executor& executor, const Pool& src, const Pool& dst,
                                  Indices srcIndices, Indices dstIndices, int64_t srcLayer,
-                                 int64_t dstLayer) {
-  return transfer(executor, src, dst, srcIndices, dstIndices, LayerMap{srcLayer, dstLayer, 1});
+                                 int64_t dstLayer, bool overlapsCompute = false) {
+  return transfer(executor, src, dst, srcIndices, dstIndices, LayerMap{srcLayer, dstLayer, 1},
+                  overlapsCompute);
 }
 
 /// Every layer of dst, from src layers [srcLayerStart, srcLayerStart + dst layers): an
 /// all-layer backup; with srcLayerStart > 0 the backup of a layer-sharded pool.
 inline Transfer transferAllLayers(const Executor& executor, const Pool& src, const Pool& dst,
-                                  Indices srcIndices, Indices dstIndices,
-                                  int64_t srcLayerStart = 0) {
+                                  Indices srcIndices, Indices dstIndices, int64_t srcLayerStart = 0,
+                                  bool overlapsCompute = false) {
   return transfer(executor, src, dst, srcIndices, dstIndices,
-                  LayerMap{srcLayerStart, 0, dst.spec().numLayers});
+                  LayerMap{srcLayerStart, 0, dst.spec().numLayers}, overlapsCompute);
 }
 
 /// Expands page ids into token slots: page p becomes p*pageSize ... p*pageSize + pageSize-1.

@@ -1,0 +1,170 @@
+// The C++ layer (kvio.hpp) as a C++ serving engine meets it: braced index lists, empty batches,
+// movable executors, the overlap mark on per-layer calls, the GPU and NPU entry points (where
+// this machine has no device: their refusals). Byte checks use pools of one layer and one head
+// in layer_first, whose token t's row is at t * headBytes: the oracle is that one product.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kvio/kvio.h"
+#include "kvio/kvio.hpp"
+
+namespace {
+
+constexpr int64_t kRow = 16;  // bytes of one token's row (MLA: one component)
+
+kvio::PoolSpec oneLayerSpec() {
+  kvio::PoolSpec spec;
+  spec.kind = kvio::PoolKind::Mla;
+  spec.layout = kvio::Layout::LayerFirst;
+  spec.numLayers = 1;
+  spec.numPages = 2;
+  spec.pageSize = 4;
+  spec.headNum = 1;
+  spec.headBytes = kRow;
+  return spec;
+}
+
+// Source byte i holds i % 251; the destination is a canary (0xA5).
+void fill(const kvio::Pool& src, const kvio::Pool& dst) {
+  for (uint64_t i = 0; i < src.bytes(); ++i) src.data()[i] = static_cast<uint8_t>(i % 251);
+  std::memset(dst.data(), 0xA5, dst.bytes());
+}
+
+// The destination after moving source token s[i] to destination token d[i]: the canary except
+// those rows.
+std::vector<uint8_t> expected(const kvio::Pool& dst, const std::vector<int64_t>& s,
+                              const std::vector<int64_t>& d) {
+  std::vector<uint8_t> out(dst.bytes(), 0xA5);
+  for (size_t i = 0; i < s.size(); ++i) {
+    for (int64_t b = 0; b < kRow; ++b) {
+      out[static_cast<size_t>(d[i] * kRow + b)] = static_cast<uint8_t>((s[i] * kRow + b) % 251);
+    }
+  }
+  return out;
+}
+
+std::vector<uint8_t> contents(const kvio::Pool& pool) {
+  return std::vector<uint8_t>(pool.data(), pool.data() + pool.bytes());
+}
+
+TEST(CppApi, BracedIndexListsAreIndicesNotAPointerAndACount) {
+  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  fill(src, dst);
+  // {0, 1} bound to (const int64_t*, int64_t) before: a null array of one index.
+  kvio::transferPerLayer(cpu, src, dst, {0, 1}, {6, 7}, 0, 0).wait();
+  EXPECT_EQ(contents(dst), expected(dst, {0, 1}, {6, 7}));
+  // A braced list kept in a variable is a copy the Indices owns, valid after the statement.
+  const kvio::Indices from = {3};
+  const kvio::Indices to = {2};
+  fill(src, dst);
+  kvio::transferPerLayer(cpu, src, dst, from, to, 0, 0).wait();
+  EXPECT_EQ(contents(dst), expected(dst, {3}, {2}));
+}
+
+TEST(CppApi, EmptyIndexListsCompleteAfterEveryOtherCheck) {
+  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  fill(src, dst);
+  const std::vector<int64_t> none;
+  kvio::Transfer t = kvio::transferPerLayer(cpu, src, dst, none, none, 0, 0);
+  EXPECT_TRUE(t.empty());
+  EXPECT_TRUE(t.done());
+  EXPECT_EQ(t.bytes(), 0u);
+  EXPECT_TRUE(t.waitFor(std::chrono::nanoseconds(0)));
+  t.wait();
+  EXPECT_EQ(t.cudaEvent(), 0u);  // nothing queued: nothing to wait on
+  EXPECT_EQ(contents(dst), expected(dst, {}, {}));
+  // The checks that need no index still run (the C ABI's submit refuses an empty transfer).
+  try {
+    (void)kvio::transferPerLayer(cpu, src, dst, none, none, 0, 1);
+    ADD_FAILURE() << "layer 1 of a one-layer pool accepted";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_OUT_OF_RANGE) << e.what();
+  }
+  const kvio::Pool alias = kvio::Pool::wrap(oneLayerSpec(), dst.data(), dst.bytes());
+  try {
+    (void)kvio::transferPerLayer(cpu, dst, alias, none, none, 0, 0);
+    ADD_FAILURE() << "two pools over one buffer accepted";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_INVALID_ARGUMENT) << e.what();
+    EXPECT_NE(std::string(e.what()).find("share memory"), std::string::npos) << e.what();
+  }
+  // A moved-from transfer is not an empty one: it has no handle to answer with.
+  kvio::Transfer moved = std::move(t);
+  EXPECT_TRUE(moved.empty());
+  EXPECT_FALSE(t.empty());  // NOLINT(bugprone-use-after-move): what a moved-from one says
+  EXPECT_THROW(t.wait(), kvio::Error);
+}
+
+TEST(CppApi, ExecutorsMoveAndCloseWhatTheyReplace) {
+  std::vector<kvio::Executor> executors;
+  executors.push_back(kvio::Executor(kvio::IoBackend::Cpu, 1));
+  executors.emplace_back(kvio::IoBackend::Cpu, 2);
+  EXPECT_EQ(executors[1].threads(), 2);
+  const uint64_t replaced = executors[0].handle();
+  executors[0] = kvio::Executor(kvio::IoBackend::Cpu, 3);
+  EXPECT_EQ(executors[0].threads(), 3);
+  int32_t threads = 0;
+  EXPECT_EQ(kvio_executor_threads(replaced, &threads), KVIO_STATUS_CLOSED)
+      << "move-assignment left the replaced executor open";
+  kvio::Executor taken = std::move(executors[1]);
+  EXPECT_EQ(executors[1].handle(), 0u);
+  EXPECT_EQ(taken.threads(), 2);
+}
+
+TEST(CppApi, PerLayerCallsCarryTheOverlapMark) {
+  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  kvio::Transfer marked = kvio::transferPerLayer(cpu, src, dst, {1}, {1}, 0, 0, true);
+  kvio::Transfer plain = kvio::transferAllLayers(cpu, src, dst, {2}, {2});
+  kvio::Transfer backup = kvio::transferAllLayers(cpu, src, dst, {3}, {3}, 0, true);
+  marked.wait();
+  plain.wait();
+  backup.wait();
+  EXPECT_EQ(marked.info().overlaps_compute, 1);
+  EXPECT_EQ(plain.info().overlaps_compute, 0);
+  EXPECT_EQ(backup.info().overlaps_compute, 1);
+}
+
+TEST(CppApi, DeviceEntryPointsSayWhyWhereThereIsNoDevice) {
+  if (kvio_backend_available(KVIO_BACKEND_KERNEL) != KVIO_STATUS_OK) {
+    try {
+      (void)kvio::Executor::cuda(kvio::IoBackend::Kernel, 0);
+      ADD_FAILURE() << "a CUDA executor without CUDA";
+    } catch (const kvio::Error& e) {
+      EXPECT_EQ(e.status(), KVIO_STATUS_UNAVAILABLE) << e.what();
+    }
+  }
+  if (kvio_backend_available(KVIO_BACKEND_KERNEL_ASCEND) != KVIO_STATUS_OK) {
+    try {
+      (void)kvio::Executor::ascend(0);
+      ADD_FAILURE() << "an Ascend executor without ACL";
+    } catch (const kvio::Error& e) {
+      EXPECT_EQ(e.status(), KVIO_STATUS_UNAVAILABLE) << e.what();
+    }
+  }
+  // A cpu executor has no stream, and its transfers no device event.
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  EXPECT_THROW((void)cpu.cudaStream(), kvio::Error);
+  EXPECT_THROW(cpu.setLaunch(4, 16), kvio::Error);
+  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Transfer t = kvio::transferPerLayer(cpu, src, dst, {0}, {0}, 0, 0);
+  t.wait();
+  try {
+    (void)t.cudaEvent();
+    ADD_FAILURE() << "a cpu transfer gave a CUDA event";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_UNSUPPORTED) << e.what();
+  }
+}
+
+}  // namespace

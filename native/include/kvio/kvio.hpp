@@ -13,7 +13,7 @@
 #ifndef KVIO_KVIO_HPP_
 #define KVIO_KVIO_HPP_
 
-#if __cplusplus >= 201703L
+#if __cplusplus >= 201703L || (defined(_MSVC_LANG) && _MSVC_LANG >= 201703L)
 #define KVIO_NODISCARD [[nodiscard]]
 #else
 #define KVIO_NODISCARD
@@ -122,6 +122,10 @@ struct Indices {
     data = owned_->data();
     size = static_cast<int64_t>(owned_->size());
   }
+  // Copies share the braced list's copy; a move is a copy (a moved-from Indices keeps what it
+  // points at alive).
+  Indices(const Indices&) = default;
+  Indices& operator=(const Indices&) = default;
 
  private:
   std::shared_ptr<const std::vector<int64_t>> owned_;  // a braced list's copy; else null
@@ -275,7 +279,9 @@ class KVIO_NODISCARD Transfer {
  public:
   explicit Transfer(uint64_t handle) : handle_(handle) {}
   /// A transfer of no index pairs (empty index lists), checked and complete: it moved 0 bytes,
-  /// and has no handle, no event and no info beyond that.
+  /// and has no handle, no event (cudaEvent() 0: test empty() before waiting on it) and no
+  /// info. It is complete at once, not ordered after earlier transfers on its executor: it
+  /// does not stand for them (wait on a transfer that moved bytes for that).
   static Transfer completedEmpty() {
     Transfer t(0);
     t.empty_ = true;
@@ -506,5 +512,7 @@ inline Transfer transferDimExchange(const Executor& executor, const Pool& src, c
 }
 
 }  // namespace kvio
+
+#undef KVIO_NODISCARD
 
 #endif  // KVIO_KVIO_HPP_

@@ -25,6 +25,17 @@ import java.util.logging.Logger;
 import org.testng.annotations.Test;
 
 public class LeakTest {
+    /** The pools the Cleaner tests forget: 2 layers of 32 slots, one 64-byte latent row each. */
+    private static final PoolSpec FORGOTTEN =
+            PoolSpec.builder()
+                    .kind(PoolKind.MLA)
+                    .layout(KvLayout.LAYER_FIRST)
+                    .layers(2)
+                    .pages(8)
+                    .pageSize(4)
+                    .heads(1)
+                    .headBytes(64)
+                    .build();
 
     static long residentKiB() throws Exception {
         for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
@@ -133,18 +144,8 @@ public class LeakTest {
         try {
             long freedBefore = KvPool.FREED_BY_CLEANER.get();
             long[] baseline = NativeBridge.debugLiveObjects();
-            PoolSpec spec =
-                    PoolSpec.builder()
-                            .kind(PoolKind.MLA)
-                            .layout(KvLayout.LAYER_FIRST)
-                            .layers(2)
-                            .pages(8)
-                            .pageSize(4)
-                            .heads(1)
-                            .headBytes(64)
-                            .build();
             for (int i = 0; i < 50; i++) {
-                DeviceKvPool.allocate(spec, IoBackend.CPU)
+                DeviceKvPool.allocate(FORGOTTEN, IoBackend.CPU)
                         .buffer()
                         .put(0, (byte) i); // never closed
             }
@@ -191,17 +192,7 @@ public class LeakTest {
      * handle[0]. Byte i of the pool holds (i * 7 + 3).
      */
     private static ByteBuffer sliceOfAForgottenPool(long[] handle) {
-        PoolSpec spec =
-                PoolSpec.builder()
-                        .kind(PoolKind.MLA)
-                        .layout(KvLayout.LAYER_FIRST)
-                        .layers(2)
-                        .pages(8)
-                        .pageSize(4)
-                        .heads(1)
-                        .headBytes(64)
-                        .build();
-        DeviceKvPool pool = DeviceKvPool.allocate(spec, IoBackend.CPU); // never closed
+        DeviceKvPool pool = DeviceKvPool.allocate(FORGOTTEN, IoBackend.CPU); // never closed
         handle[0] = pool.handle();
         ByteBuffer whole = pool.buffer();
         for (int i = 0; i < whole.capacity(); i++) {

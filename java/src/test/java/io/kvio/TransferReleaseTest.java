@@ -36,6 +36,16 @@ public class TransferReleaseTest {
                 .build();
     }
 
+    /** A page_first host pool of 4 pages over {@code device}, on the cpu backend. */
+    private static HostKvPool pageFirstHost(DeviceKvPool device) {
+        return HostKvPool.builder()
+                .forDevice(device)
+                .layout(KvLayout.PAGE_FIRST)
+                .ioBackend(IoBackend.CPU)
+                .pages(4)
+                .build();
+    }
+
     private static long[] range(long start, int count) {
         long[] v = new long[count];
         for (int i = 0; i < count; i++) {
@@ -51,13 +61,7 @@ public class TransferReleaseTest {
     @Test
     public void smallCpuTransferIsReleasedAtSubmitAndAnswersAsBefore() {
         try (DeviceKvPool device = DeviceKvPool.allocate(spec(4), IoBackend.CPU);
-                HostKvPool host =
-                        HostKvPool.builder()
-                                .forDevice(device)
-                                .layout(KvLayout.PAGE_FIRST)
-                                .ioBackend(IoBackend.CPU)
-                                .pages(4)
-                                .build();
+                HostKvPool host = pageFirstHost(device);
                 TokenIndices h = TokenIndices.of(range(0, 16));
                 TokenIndices d = TokenIndices.of(range(16, 16))) {
             long before = openTransfers();
@@ -126,13 +130,7 @@ public class TransferReleaseTest {
             assertFalse(Modifier.isVolatile(f.getModifiers()), f.getName() + " is not volatile");
         }
         try (DeviceKvPool device = DeviceKvPool.allocate(spec(4), IoBackend.CPU);
-                HostKvPool host =
-                        HostKvPool.builder()
-                                .forDevice(device)
-                                .layout(KvLayout.PAGE_FIRST)
-                                .ioBackend(IoBackend.CPU)
-                                .pages(4)
-                                .build()) {
+                HostKvPool host = pageFirstHost(device)) {
             Transfer t = host.backup(device).deviceIndices(1).hostIndices(2).submit();
             ExecutorService other = Executors.newSingleThreadExecutor();
             try {

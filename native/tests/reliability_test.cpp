@@ -414,7 +414,21 @@ TEST_F(HandleLimit, PoolRefusedWhenNoHandleIsLeftFreesItsMemory) {
   EXPECT_REJECTED(kvio_pool_allocate(&spec, &pool), KVIO_STATUS_OUT_OF_MEMORY,
                   "too many open pool handles", "kvio_pool_close");
   EXPECT_EQ(pool, 0u);
-  EXPECT_EQ(liveObjects(), before);  // [3]: the allocation made for it is freed
+  EXPECT_EQ(liveObjects(), before);  // [3]: no allocation is left behind
+}
+
+TEST_F(HandleLimit, PoolRefusedBeforeItsMemoryIsAllocated) {
+  const kvio_pool_spec spec{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 2, 4, 4, 2, 64};
+  const std::vector<int64_t> before = liveObjects();
+  ASSERT_EQ(kvio_test_handle_limit(KVIO_TEST_HANDLES_POOL, before[0]), KVIO_STATUS_OK);
+  // An allocation would fail with the injected fault's message; the refusal comes first.
+  ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_HOST_ALLOCATION, 1), KVIO_STATUS_OK);
+  uint64_t pool = 0;
+  EXPECT_REJECTED(kvio_pool_allocate(&spec, &pool), KVIO_STATUS_OUT_OF_MEMORY,
+                  "too many open pool handles");
+  ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_HOST_ALLOCATION, 0), KVIO_STATUS_OK);
+  EXPECT_EQ(pool, 0u);
+  EXPECT_EQ(liveObjects(), before);
 }
 
 TEST_F(HandleLimit, ExecutorRefusedWhenNoHandleIsLeft) {

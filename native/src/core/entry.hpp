@@ -46,6 +46,7 @@ kvio_status openExecutor(int32_t backend, uint64_t* out, F&& create) {
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(out, "executor_out"));
     KVIO_RETURN_IF_ERROR(kvio_backend_available(backend));
+    KVIO_RETURN_IF_ERROR(executors().checkRoom());  // before the executor starts anything
     auto impl = std::make_shared<ExecutorImpl>();
     impl->backend = backend;
     KVIO_RETURN_IF_ERROR(create(&impl->executor));

@@ -78,6 +78,16 @@ class Registry {
     return KVIO_STATUS_OK;
   }
 
+  /// add()'s refusal, asked before the object is made (a pool's memory allocated or registered,
+  /// an executor's streams and threads started), so that a caller who leaked handles is refused
+  /// at no cost. A hint only: add() checks again, since another thread may open the last handle
+  /// between the two.
+  kvio_status checkRoom() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const bool slotLeft = slots_.size() < slotLimit_ || !free_.empty();
+    return live_ < openLimit_ && slotLeft ? KVIO_STATUS_OK : full();
+  }
+
   /// Lowers the most handles open at once to `limit` (a test hook's, so that tests reach the
   /// limit without opening 2^24 handles); below 0 or above 2^24 restores 2^24. Open handles
   /// stay open.

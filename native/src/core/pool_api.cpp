@@ -34,6 +34,7 @@ kvio_status openPool(const kvio_pool_spec& spec, const LayoutStrides& strides, P
   pool->regions = std::move(memory.regions);
   pool->allocation = std::move(memory.allocation);
   pool->bindLayout();
+  KVIO_RETURN_IF_ERROR(pools().checkRoom());  // before registering the caller's memory
   KVIO_RETURN_IF_ERROR(pool->bindMemory(memory.kind, memory.device, std::move(memory.owner)));
   // Refused (no pool handle left): the pool goes with its memory, as after a failed bind.
   return pools().add(std::move(pool), out);
@@ -110,6 +111,7 @@ kvio_status kvio_pool_allocate_memory(const kvio_pool_spec* spec, int32_t memory
     memory.kind = memory_kind;
     memory.device = device;
     uint64_t address = 0;
+    KVIO_RETURN_IF_ERROR(pools().checkRoom());  // before allocating
     if (memory_kind == KVIO_MEMORY_HOST) {
       KVIO_RETURN_IF_ERROR(HostAllocation::create(total, &memory.allocation));
       address = memory.allocation->address();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kvio/kvio.h"
+#include "rejection_assertions.hpp"
 
 namespace {
 
@@ -58,7 +59,8 @@ TEST(CudaApi, CudaOnlyCallsOnACpuExecutorAreUnsupported) {
   const kvio_transfer_desc desc{a, b, s, d, 2, 0, 0, 2};
   EXPECT_EQ(kvio_submit_device_indices(executor, &desc, &transfer), KVIO_STATUS_UNSUPPORTED);
   EXPECT_NE(std::string(kvio_last_error()).find("'kernel'"), std::string::npos);
-  EXPECT_EQ(kvio_executor_set_launch(executor, 2, 8), KVIO_STATUS_UNSUPPORTED);
+  EXPECT_REJECTED(kvio_executor_set_launch(executor, 2, 8), KVIO_STATUS_UNSUPPORTED,
+                  "is a 'cpu' executor, which launches no copy kernel");
   EXPECT_EQ(kvio_executor_cuda_stream(executor, &out), KVIO_STATUS_UNSUPPORTED);
   ASSERT_EQ(kvio_submit(executor, &desc, &transfer), KVIO_STATUS_OK);
   EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK);

@@ -1044,6 +1044,34 @@ TEST(CudaStaged, ReportsALaunchPerChunkAndACopyPerHostRun) {
   }
 }
 
+// The gather/scatter launch shape (kvio_executor_set_launch on a staged executor) changes
+// how many threads move the bytes, never which: every shape moves what the oracle says, chunks
+// cut small (12 KiB) so that each transfer launches several times; direct has no shape.
+TEST(CudaStaged, LaunchShapesGiveTheSameBytes) {
+  REQUIRE_GPU();
+  ScopedEnv env("KVIO_STAGED_BYTES", "12K");
+  DeviceAndHost p(KVIO_BACKEND_STAGED,
+                  make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 64, 16, 2, 64),
+                  make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 64, 16, 2, 64));
+  ASSERT_TRUE(p.ok());
+  std::mt19937_64 rng(31);
+  const uint64_t e = p.executor.handle();
+  for (int32_t budget : {1, 3, 8}) {
+    for (int32_t warps : {1, 32}) {
+      ASSERT_EQ(kvio_executor_set_launch(e, budget, warps), KVIO_STATUS_OK) << kvio_last_error();
+      SCOPED_TRACE("budget " + std::to_string(budget) + " warps " + std::to_string(warps));
+      EXPECT_TRUE(checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0));
+      EXPECT_TRUE(checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, 2, 0, 0));
+    }
+  }
+  EXPECT_EQ(kvio_executor_set_launch(e, 1, 33), KVIO_STATUS_INVALID_ARGUMENT);
+  Executor direct(KVIO_BACKEND_DIRECT);
+  ASSERT_TRUE(direct.ok());
+  EXPECT_EQ(kvio_executor_set_launch(direct.handle(), 2, 8), KVIO_STATUS_UNSUPPORTED);
+  EXPECT_NE(std::string(kvio_last_error()).find("'direct' executor"), std::string::npos)
+      << kvio_last_error();
+}
+
 // staged moves between pinned host and device memory only: device to device is refused before
 // any byte moves (the destination keeps its canary); an invalid KVIO_STAGED_BYTES fails the
 // executor's creation naming the variable.

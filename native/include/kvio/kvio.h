@@ -417,9 +417,10 @@ KVIO_API kvio_status kvio_executor_set_auto_calibration(uint64_t executor, const
  * INVALID_ARGUMENT) or a closed or bad handle (CLOSED, INVALID_ARGUMENT), kvio_last_error()
  * saying why. */
 KVIO_API const char* kvio_executor_auto_calibration(uint64_t executor);
-/* Changes the launch shape (CTA budget, warps per CTA) of a kernel executor, or of an auto
- * executor's kernel candidate, for transfers submitted after this call; UNSUPPORTED for the
- * other backends ('staged' takes its shape from kvio_executor_create_cuda). */
+/* Changes the launch shape (CTA budget, warps per CTA; <= 0: the default) of a kernel executor,
+ * of an auto executor's kernel candidate, or of a staged executor's gather/scatter kernel, for
+ * transfers submitted after this call; UNSUPPORTED for the backends that launch no copy kernel
+ * (cpu, direct). INVALID_ARGUMENT above 65535 CTAs or 32 warps. */
 KVIO_API kvio_status kvio_executor_set_launch(uint64_t executor, int32_t cta_budget,
                                               int32_t warps_per_cta);
 /* The stream a CUDA executor orders its work on (a cudaStream_t), e.g. to make a consumer

@@ -407,7 +407,8 @@ class Executor {
     check(kvio_executor_ascend_stream(handle_, &stream));
     return stream;
   }
-  /// The kernel backend's launch shape from now on (kvio_executor_set_launch).
+  /// The copy kernel's launch shape from now on (kernel, auto's kernel, staged's gather/scatter;
+  /// kvio_executor_set_launch).
   void setLaunch(int32_t ctaBudget, int32_t warpsPerCta) {
     check(kvio_executor_set_launch(handle_, ctaBudget, warpsPerCta));
   }

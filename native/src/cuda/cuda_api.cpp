@@ -51,8 +51,10 @@ kvio_status kvio_executor_set_launch(uint64_t executor_handle, int32_t cta_budge
     if (ops->setLaunch == nullptr) {
       return fail(
           KVIO_STATUS_UNSUPPORTED,
-          "only the %s io backend can change its launch shape (CTA budget, warps per CTA) after "
-          "creation; the others take theirs from kvio_executor_create_cuda",
+          "executor 0x%llx is a '%s' executor, which launches no copy kernel: only the %s io "
+          "backend has a launch shape (CTA budget, warps per CTA)",
+          static_cast<unsigned long long>(executor_handle),
+          kvio_name(KVIO_NAME_BACKEND, executor.backend),
           ioBackendsWhere([](const BackendOps& o) { return o.setLaunch != nullptr; }).c_str());
     }
     return ops->setLaunch(*executor.executor, cta_budget, warps_per_cta);

@@ -22,6 +22,8 @@ kvio_status createStagedExecutor(const CudaExecutorConfig& config,
                                  std::unique_ptr<Executor>* out);  // staged_executor.cpp
 kvio_status setKernelLaunch(Executor& executor, int32_t ctaBudget,
                             int32_t warpsPerCta);  // kernel_executor.cpp
+kvio_status setStagedLaunch(Executor& executor, int32_t ctaBudget,
+                            int32_t warpsPerCta);  // staged_executor.cpp
 
 namespace {
 
@@ -67,9 +69,9 @@ const BackendOps kKernelOps{KVIO_BACKEND_KERNEL,  cudaAvailable, createKernelDef
                             setKernelLaunch};
 const BackendOps kDirectOps{KVIO_BACKEND_DIRECT, cudaAvailable, createDirectDefault,
                             createDirectExecutor, nullptr};
-// Its launch shape is set when it is created (kvio_executor_create_cuda) only.
-const BackendOps kStagedOps{KVIO_BACKEND_STAGED, cudaAvailable, createStagedDefault,
-                            createStagedExecutor, nullptr};
+const BackendOps kStagedOps{KVIO_BACKEND_STAGED,  cudaAvailable, createStagedDefault,
+                            createStagedExecutor, nullptr,       false,
+                            setStagedLaunch};
 
 }  // namespace
 

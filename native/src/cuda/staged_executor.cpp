@@ -69,15 +69,23 @@ kvio_status stagingBytesFromEnvironment(uint64_t* out) {
 class StagedExecutor final : public CudaExecutor {
  public:
   kvio_status configure(const CudaExecutorConfig& config) {
-    char defaults[64];
-    std::snprintf(defaults, sizeof defaults, "the defaults %d and %d", kDefaultStagedCtas,
-                  kDefaultStagedWarps);
-    KVIO_RETURN_IF_ERROR(checkLaunchShape(config.ctaBudget, config.warpsPerCta, defaults));
-    ctas_ = config.ctaBudget > 0 ? config.ctaBudget : kDefaultStagedCtas;
-    warps_ = config.warpsPerCta > 0 ? config.warpsPerCta : kDefaultStagedWarps;
+    KVIO_RETURN_IF_ERROR(setLaunch(config.ctaBudget, config.warpsPerCta));
     KVIO_RETURN_IF_ERROR(stagingBytesFromEnvironment(&stagingBytes_));
     KVIO_RETURN_IF_ERROR(init(config, "staged"));
     return setUpCudaEngine(stream_, device_, &engine_);
+  }
+
+  // The gather/scatter launch shape of later transfers (kvio_executor_create_cuda, and
+  // kvio_executor_set_launch through kStagedOps); <= 0: the defaults.
+  kvio_status setLaunch(int32_t ctaBudget, int32_t warpsPerCta) {
+    char defaults[64];
+    std::snprintf(defaults, sizeof defaults, "the defaults %d and %d", kDefaultStagedCtas,
+                  kDefaultStagedWarps);
+    KVIO_RETURN_IF_ERROR(checkLaunchShape(ctaBudget, warpsPerCta, defaults));
+    std::lock_guard<std::mutex> lock(mutex_);  // enqueue reads the shape under it
+    ctas_ = ctaBudget > 0 ? ctaBudget : kDefaultStagedCtas;
+    warps_ = warpsPerCta > 0 ? warpsPerCta : kDefaultStagedWarps;
+    return KVIO_STATUS_OK;
   }
 
   ~StagedExecutor() override {
@@ -218,6 +226,14 @@ class StagedExecutor final : public CudaExecutor {
 
 kvio_status createStagedExecutor(const CudaExecutorConfig& config, std::unique_ptr<Executor>* out) {
   return createConfigured<StagedExecutor>(config, out);
+}
+
+kvio_status setStagedLaunch(Executor& executor, int32_t ctaBudget, int32_t warpsPerCta) {
+  auto* staged = dynamic_cast<StagedExecutor*>(&executor);
+  if (staged == nullptr) {
+    return fail(KVIO_STATUS_INTERNAL, "a 'staged' io backend entry holds another executor");
+  }
+  return staged->setLaunch(ctaBudget, warpsPerCta);
 }
 
 }  // namespace cuda

@@ -193,12 +193,12 @@ public final class KvioExecutor implements AutoCloseable {
     }
 
     /**
-     * The kernel backend's launch shape for transfers submitted from now on: at most {@code
-     * ctaBudget} thread blocks of {@code warpsPerCta} warps (0: the defaults, 4 and 16). The copy
-     * kernel shares the GPU with the forward pass, so the budget is small by default. On an {@link
-     * IoBackend#AUTO} executor it sets its kernel candidate's shape. KvioUnsupportedException on
-     * other backends (the staged backend's gather/scatter launch keeps its defaults, 8 CTAs of 16
-     * warps, from Java; C callers set it in kvio_executor_create_cuda).
+     * The copy kernel's launch shape for transfers submitted from now on: at most {@code ctaBudget}
+     * thread blocks of {@code warpsPerCta} warps (0: the defaults; kernel 4 and 16, staged's
+     * gather/scatter 8 and 16). The copy kernel shares the GPU with the forward pass, so the budget
+     * is small by default. On an {@link IoBackend#AUTO} executor it sets its kernel candidate's
+     * shape. KvioUnsupportedException on cpu and direct, which launch no copy kernel;
+     * KvioInvalidArgumentException above 65535 CTAs or 32 warps.
      */
     public void setLaunch(int ctaBudget, int warpsPerCta) {
         NativeBridge.executorSetLaunch(handle(), ctaBudget, warpsPerCta);

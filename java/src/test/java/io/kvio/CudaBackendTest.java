@@ -118,4 +118,18 @@ public class CudaBackendTest {
             expectThrows(KvioInvalidArgumentException.class, () -> executor.setLaunch(1, 64));
         }
     }
+
+    @Test
+    public void stagedLaunchShapeAndDirectHasNone() {
+        requireGpu(IoBackend.STAGED);
+        try (KvioExecutor staged = KvioExecutor.create(IoBackend.STAGED, 0);
+                KvioExecutor direct = KvioExecutor.create(IoBackend.DIRECT, 0)) {
+            staged.setLaunch(2, 8);
+            staged.setLaunch(0, 0);
+            expectThrows(KvioInvalidArgumentException.class, () -> staged.setLaunch(1, 64));
+            KvioUnsupportedException e =
+                    expectThrows(KvioUnsupportedException.class, () -> direct.setLaunch(2, 8));
+            assertTrue(e.getMessage().contains("'direct' executor"), e.getMessage());
+        }
+    }
 }

@@ -32,6 +32,20 @@
  * <p><b>Errors.</b> Every refusal is a {@link io.kvio.KvioException} naming the argument, the bad
  * value and what is valid, with a subclass per status callers handle differently; a null argument
  * is a NullPointerException whose message names the argument (the parameter, or the setter that
- * took it, e.g. "hostIndices"). A refused call changes no byte of any pool.
+ * took it, e.g. "hostIndices"). A refused call changes no byte of any pool. The subclasses:
+ *
+ * <ul>
+ *   <li>{@link io.kvio.KvioInvalidArgumentException}: a value no call of this kind accepts (an
+ *       unknown name, a negative size, mismatched lengths, a device number that does not exist).
+ *   <li>{@link io.kvio.KvioOutOfRangeException}: an index or layer outside the pool.
+ *   <li>{@link io.kvio.KvioUnsupportedException}: a valid request this io backend, layout or memory
+ *       cannot serve (a device number other than {@link io.kvio.Kvio#HOST_DEVICE} on cpu, which has
+ *       no devices; pageable memory on a device backend); the message names what can.
+ *   <li>{@link io.kvio.KvioUnavailableException}: the backend's driver or device is missing here.
+ *   <li>{@link io.kvio.KvioClosedException}: a closed pool, executor, transfer or index list.
+ *   <li>{@link io.kvio.KvioOutOfMemoryException}: host or device memory (or the handles kvio may
+ *       hold open at once) ran out.
+ *   <li>{@link io.kvio.KvioBackendException}: the device runtime failed while moving bytes.
+ * </ul>
  */
 package io.kvio;

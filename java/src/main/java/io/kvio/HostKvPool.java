@@ -644,7 +644,10 @@ public final class HostKvPool extends KvPool {
             return this;
         }
 
-        /** A private executor with this many threads (<= 0: one per core), closed with the pool. */
+        /**
+         * A private executor with this many threads ({@code <= 0}: one per core), closed with the
+         * pool.
+         */
         public Builder threads(int threads) {
             this.threads = threads;
             this.privateExecutor = true;

@@ -34,10 +34,11 @@ public final class Kvio {
     public static final int HOST_DEVICE = -1;
 
     /**
-     * Submits the general transfer: for each index pair i and each layer j < numLayers, every
-     * component's row of token srcIndices[i] in src layer srcLayerStart + j is copied to token
-     * dstIndices[i] in dst layer dstLayerStart + j. Index lists may be closed once this returns.
-     * Empty index lists give an already completed Transfer of 0 bytes (after every other check).
+     * Submits the general transfer: for each index pair i and each layer {@code j < numLayers},
+     * every component's row of token srcIndices[i] in src layer srcLayerStart + j is copied to
+     * token dstIndices[i] in dst layer dstLayerStart + j. Index lists may be closed once this
+     * returns. Empty index lists give an already completed Transfer of 0 bytes (after every other
+     * check).
      */
     public static Transfer transfer(
             KvioExecutor executor,

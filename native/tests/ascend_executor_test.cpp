@@ -394,6 +394,63 @@ TEST_F(AscendExecutorTest, WrappedHostMemoryIsRegistered) {
   api.hostUnregister(buffer.data());
 }
 
+// Two wrapped host buffers of one pool that share a page: kvio's registration of the first
+// holds that page, and the second buffer's other pages get their own, so the second buffer lies
+// in two registrations. A copy engine translates one registration per call (the emulation
+// rejects a copy spanning two, as the CUDA and ACL runtimes may), so kvio cuts copies there too,
+// as it cuts them between buffers: whole pages both ways move as the oracle says.
+TEST_F(AscendExecutorTest, HostBufferSpanningTwoRegistrationsIsCopiedInPieces) {
+  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::PerComponent, 2, 8, 4, 2, 100};
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, 2, 8, 4, 2, 100};
+  const size_t bytes = static_cast<size_t>(hg.regionBytes());  // 12800: 3 pages and 512 bytes
+  ASSERT_EQ(bytes % 4096, 512u);
+  std::vector<uint8_t> block(2 * bytes + 2 * 4096);
+  uint8_t* base =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(block.data()) + 4095) / 4096 * 4096);
+  // Component 1 begins in component 0's last page, 512 bytes into it.
+  std::vector<void*> components{base, base + bytes};
+  NpuPool device(dg);
+  kvio::Executor ascend{kvio::IoBackend::KernelAscend};
+  std::mt19937_64 rng(41);
+  {
+    kvio::Pool host =
+        kvio::Pool::wrapComponents(hg.spec(), components, bytes, KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
+    EXPECT_EQ(acl().live().registrations, 2);  // component 0's pages, component 1's others
+    const auto image = [&] {
+      Image i;
+      for (void* c : components) {
+        i.buffers.emplace_back(static_cast<uint8_t*>(c), static_cast<uint8_t*>(c) + bytes);
+      }
+      return i;
+    };
+    // Whole pages: every token of pages 0-7 to the same token of pages 7-0 (contiguous runs).
+    const std::vector<int64_t> pages = expandPages(range(0, 8), 4);
+    std::vector<int64_t> reversed = expandPages({7, 6, 5, 4, 3, 2, 1, 0}, 4);
+    for (bool backup : {true, false}) {
+      SCOPED_TRACE(backup ? "backup" : "load");
+      device.pool.fillRandom(rng);
+      for (void* c : components) fillRandom(static_cast<uint8_t*>(c), bytes, rng);
+      const Image deviceBefore = device.pool.capture();
+      const Image hostBefore = image();
+      Image expected = backup ? hostBefore : deviceBefore;
+      acl().reset();
+      if (backup) {
+        kvio::transferAllLayers(ascend, device.pool.pool(), host, pages, reversed).wait();
+        applyTransfer(dg, deviceBefore, hg, &expected, pages, reversed, 0, 0, 2);
+        EXPECT_TRUE(sameImage(expected, image(), "host pool"));
+        EXPECT_TRUE(sameImage(deviceBefore, device.pool.capture(), "device pool"));
+      } else {
+        kvio::transferAllLayers(ascend, host, device.pool.pool(), reversed, pages).wait();
+        applyTransfer(hg, hostBefore, dg, &expected, reversed, pages, 0, 0, 2);
+        EXPECT_TRUE(sameImage(expected, device.pool.capture(), "device pool"));
+        EXPECT_TRUE(sameImage(hostBefore, image(), "host pool"));
+      }
+      EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
+    }
+  }
+  EXPECT_EQ(acl().live().registrations, 0);
+}
+
 // The memory rules: pageable host memory, host to host, CUDA kinds and another NPU's memory
 // are UNSUPPORTED before any byte moves; the cpu backend refuses NPU memory.
 TEST_F(AscendExecutorTest, MemoryRulesRejectBeforeMoving) {

@@ -1,11 +1,11 @@
 // GPU tests of the lifetime of caller host memory kvio registers (docs/memory-lifetime.md), for
-// the 'kernel' and 'direct' io backends (ctest label `cuda`; skipped with the reason where no
-// driver or device is present). The H200 failure: host memory wrapped as pinned, used, closed,
-// unmapped, mapped again at the same address and wrapped again; then the caller's own
+// the 'kernel', 'direct' and 'staged' io backends (ctest label `cuda`; skipped with the reason
+// where no driver or device is present). The H200 failure: host memory wrapped as pinned, used,
+// closed, unmapped, mapped again at the same address and wrapped again; then the caller's own
 // cudaHostRegister of a whole buffer (used, left registered), of part of one (refused), and two
-// pools sharing a host page. Each transfer's bytes are checked on the host: the wrapped memory
-// is loaded into a device pool and backed up into a kvio-allocated pinned pool, compared whole
-// with the oracle (canary-filled destination).
+// pools sharing a host page (at a row boundary and mid-row). Each transfer's bytes are checked on
+// the host: the wrapped memory is loaded into a device pool and backed up into a kvio-allocated
+// pinned pool, compared whole with the oracle (canary-filled destination).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -182,11 +182,35 @@ TEST_P(CudaLifetime, PoolsSharingAHostPageBothWork) {
   munmap(data, 2 * bytes + kPage);
 }
 
+// As above with the second pool 64 bytes further on: its own registration then begins in the
+// middle of a token row (1984 bytes in), so whole-page copies of it cross from the first pool's
+// registration into its own. direct and staged cut their copy-engine copies there (a copy
+// engine resolves one registration per call; cudaMemcpyBatchAsync fails on a copy spanning
+// two), kernel reads through the device addresses, which kvio checked are contiguous.
+TEST_P(CudaLifetime, PoolSharingAHostPageMidRowWorks) {
+  std::mt19937_64 rng(4);
+  const size_t bytes = static_cast<size_t>(kHost.regionBytes());
+  uint8_t* data = mapAt(nullptr, 2 * bytes + 2 * kPage, 0);
+  ASSERT_NE(data, nullptr);
+  uint8_t* first = data + kPage / 2;
+  uint8_t* second = first + bytes + 64;
+  fillRandom(data, 2 * bytes + 2 * kPage, rng);
+  const uint64_t a = wrapPinned(first, bytes);
+  const uint64_t b = wrapPinned(second, bytes);
+  EXPECT_EQ(liveRegistrations(), 2);
+  EXPECT_TRUE(roundTrip(b, second, rng));
+  EXPECT_TRUE(roundTrip(a, first, rng));
+  EXPECT_EQ(kvio_pool_close(a), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close(b), KVIO_STATUS_OK);
+  EXPECT_EQ(liveRegistrations(), 0);
+  munmap(data, 2 * bytes + 2 * kPage);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CudaLifetime,
-                         ::testing::Values(KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT),
+                         ::testing::Values(KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT,
+                                           KVIO_BACKEND_STAGED),
                          [](const ::testing::TestParamInfo<int32_t>& info) {
-                           return std::string(info.param == KVIO_BACKEND_KERNEL ? "kernel"
-                                                                                : "direct");
+                           return std::string(kvio_name(KVIO_NAME_BACKEND, info.param));
                          });
 
 }  // namespace

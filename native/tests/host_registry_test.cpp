@@ -253,6 +253,36 @@ TEST_F(HostRegistryTest, ChunksEndAtChunkMultiples) {
   EXPECT_EQ(fake.registrations.size(), 0u);
 }
 
+// piecesOf: each region cut where a registration begins inside it, every part inside one
+// registration (what a copy engine may span in one call), the parts of a region abutting and
+// covering it exactly; nothing when every region lies in one registration.
+TEST_F(HostRegistryTest, PiecesCutRegionsAtRegistrationStarts) {
+  HostRegistry registry(fake.table(4 * kPage), kPage);
+  std::shared_ptr<void> lease;
+  std::vector<std::vector<uint64_t>> pieces;
+  const std::vector<MemoryRegion> regions{{kBase + 2 * kPage + 8, 7 * kPage},
+                                          {kBase + 16 * kPage + 100, kPage}};
+  ASSERT_EQ(acquire(registry, regions, &lease, &pieces), KVIO_STATUS_OK);
+  const std::vector<MemoryRegion> parts = HostRegistry::piecesOf(regions.data(), 2, pieces);
+  const std::vector<std::pair<uint64_t, uint64_t>> expected{
+      {kBase + 2 * kPage + 8, 2 * kPage - 8},  // pages 2-3
+      {kBase + 4 * kPage, 4 * kPage},          // pages 4-7
+      {kBase + 8 * kPage, 8 + kPage},          // page 8 up to the region's end
+      {kBase + 16 * kPage + 100, kPage}};      // the second region: one registration, whole
+  ASSERT_EQ(parts.size(), expected.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    EXPECT_EQ(parts[i].address, expected[i].first) << i;
+    EXPECT_EQ(parts[i].bytes, expected[i].second) << i;
+    EXPECT_NE(fake.holding(parts[i].address), nullptr) << i;
+    EXPECT_EQ(fake.holding(parts[i].address), fake.holding(parts[i].address + parts[i].bytes - 1))
+        << i;
+  }
+  lease.reset();
+  std::shared_ptr<void> whole;
+  ASSERT_EQ(acquire(registry, {regions[1]}, &whole, &pieces), KVIO_STATUS_OK);
+  EXPECT_TRUE(HostRegistry::piecesOf(&regions[1], 1, pieces).empty());
+}
+
 // A runtime failure part-way releases what the attempt registered.
 TEST_F(HostRegistryTest, FailurePartWayKeepsNothing) {
   HostRegistry registry(fake.table(2 * kPage), kPage);

@@ -239,8 +239,8 @@ class AscendExecutor final : public Executor {
     const bool dstDevice = job->dstPlace.kind == KVIO_MEMORY_ASCEND_DEVICE;
     target.kind = srcDevice ? (dstDevice ? ACL_MEMCPY_DEVICE_TO_DEVICE : ACL_MEMCPY_DEVICE_TO_HOST)
                             : ACL_MEMCPY_HOST_TO_DEVICE;
-    const kvio_status status =
-        issuePlan(target, job->plan, job->srcPool->regions, job->dstPool->regions, &issue_);
+    const kvio_status status = issuePlan(target, job->plan, job->srcPool->copyRegions(),
+                                         job->dstPool->copyRegions(), &issue_);
     if (status != KVIO_STATUS_OK) {
       // Copies queued before the failed call may still write the destination: the transfer
       // reports its error only once the stream has finished them, so nothing changes after.
@@ -398,7 +398,7 @@ kvio_status allocate(int32_t kind, int32_t device, uint64_t bytes, uint64_t* add
 }
 
 kvio_status adopt(int32_t kind, int32_t device, const MemoryRegion* regions, size_t count,
-                  std::shared_ptr<void>* owner) {
+                  std::shared_ptr<void>* owner, std::vector<MemoryRegion>* copyRegions) {
   const AclApi* api = nullptr;
   KVIO_RETURN_IF_ERROR(runtime(&api));
   KVIO_RETURN_IF_ERROR(checkDevice(*api, device));
@@ -406,7 +406,10 @@ kvio_status adopt(int32_t kind, int32_t device, const MemoryRegion* regions, siz
     *owner = std::make_shared<int>(0);  // the caller owns the memory; used as given
     return KVIO_STATUS_OK;
   }
-  return registry().acquire(regions, count, owner);
+  std::vector<std::vector<uint64_t>> pieces;
+  KVIO_RETURN_IF_ERROR(registry().acquire(regions, count, owner, &pieces));
+  *copyRegions = HostRegistry::piecesOf(regions, count, pieces);
+  return KVIO_STATUS_OK;
 }
 
 kvio_status deviceAddress(int32_t, int32_t, uint64_t address, uint64_t* out) {

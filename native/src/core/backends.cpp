@@ -35,7 +35,8 @@ kvio_status noCudaBackend() {
 kvio_status noCudaAllocate(int32_t, int32_t, uint64_t, uint64_t*, std::shared_ptr<void>*) {
   return noCudaBackend();
 }
-kvio_status noCudaAdopt(int32_t, int32_t, const MemoryRegion*, size_t, std::shared_ptr<void>*) {
+kvio_status noCudaAdopt(int32_t, int32_t, const MemoryRegion*, size_t, std::shared_ptr<void>*,
+                        std::vector<MemoryRegion>*) {
   return noCudaBackend();
 }
 kvio_status noCudaAddress(int32_t, int32_t, uint64_t, uint64_t*) {
@@ -53,7 +54,8 @@ kvio_status noCudaLaunch(Executor&, int32_t, int32_t) {
 const BackendOps kKernel{KVIO_BACKEND_KERNEL, noCudaBackend, nullptr, nullptr, nullptr, true,
                          noCudaLaunch};
 const BackendOps kDirect{KVIO_BACKEND_DIRECT, noCudaBackend, nullptr, nullptr, nullptr};
-const BackendOps kStaged{KVIO_BACKEND_STAGED, noCudaBackend, nullptr, nullptr, nullptr};
+const BackendOps kStaged{KVIO_BACKEND_STAGED, noCudaBackend, nullptr, nullptr, nullptr, false,
+                         noCudaLaunch};
 const MemoryOps kNoCudaMemory{noCudaAllocate, noCudaAdopt, noCudaAddress, noCudaCopy};
 
 kvio_status createCudaAutoExecutor(const CudaExecutorConfig&, std::unique_ptr<Executor>*) {

@@ -158,6 +158,23 @@ kvio_status HostRegistry::acquire(const MemoryRegion* regions, size_t count,
   return KVIO_STATUS_OK;
 }
 
+std::vector<MemoryRegion> HostRegistry::piecesOf(const MemoryRegion* regions, size_t count,
+                                                 const std::vector<std::vector<uint64_t>>& pieces) {
+  std::vector<MemoryRegion> out;
+  bool cut = false;
+  for (size_t r = 0; r < count && !cut; ++r) cut = pieces[r].size() > 1;
+  if (!cut) return out;
+  for (size_t r = 0; r < count; ++r) {
+    const uint64_t end = regions[r].address + regions[r].bytes;
+    const std::vector<uint64_t>& starts = pieces[r];
+    for (size_t k = 0; k < starts.size(); ++k) {
+      const uint64_t pieceEnd = k + 1 < starts.size() ? starts[k + 1] : end;
+      out.push_back({starts[k], pieceEnd - starts[k]});
+    }
+  }
+  return out;
+}
+
 int64_t HostRegistry::registrations() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   return static_cast<int64_t>(state_->entries.size());

@@ -56,6 +56,11 @@ class HostRegistry {
   kvio_status acquire(const MemoryRegion* regions, size_t count, std::shared_ptr<void>* lease,
                       std::vector<std::vector<uint64_t>>* pieces = nullptr);
 
+  /// The regions cut at acquire()'s pieces, each part inside one registration (a copy engine
+  /// resolves one registration per call); empty when no region spans two registrations.
+  static std::vector<MemoryRegion> piecesOf(const MemoryRegion* regions, size_t count,
+                                            const std::vector<std::vector<uint64_t>>& pieces);
+
   /// kvio's live registrations in this registry, and the references pools hold on them.
   int64_t registrations() const;
   int64_t references() const;

@@ -127,7 +127,8 @@ kvio_status PoolImpl::bindMemory(int32_t kind, int32_t deviceOrdinal, std::share
   }
   const MemoryOps& ops = memoryOpsFor(kind);
   if (owner == nullptr) {  // wrapped caller memory: register or check it
-    KVIO_RETURN_IF_ERROR(ops.adopt(kind, device, regions.data(), regions.size(), &owner));
+    KVIO_RETURN_IF_ERROR(
+        ops.adopt(kind, device, regions.data(), regions.size(), &owner, &registeredPieces));
   }
   memory = std::move(owner);
   deviceLayerBase.resize(layerBase.size());

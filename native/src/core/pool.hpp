@@ -47,8 +47,10 @@ struct MemoryOps {
                           std::shared_ptr<void>* owner);
   /// Makes caller memory usable: registers pinned host regions (in chunks;
   /// `owner` unregisters them) or checks that device regions are memory of `device`.
+  /// *copyRegions: the regions cut where the registration under them changes (a region in two
+  /// of them is two), when any region is; left empty otherwise.
   kvio_status (*adopt)(int32_t kind, int32_t device, const MemoryRegion* regions, size_t count,
-                       std::shared_ptr<void>* owner);
+                       std::shared_ptr<void>* owner, std::vector<MemoryRegion>* copyRegions);
   /// The address a kernel on `device` uses for `address` (its device pointer to it).
   kvio_status (*deviceAddress)(int32_t kind, int32_t device, uint64_t address, uint64_t* out);
   /// Copies `bytes` between device memory at `deviceAddress` (memory of `device`) and
@@ -101,12 +103,20 @@ struct PoolImpl {
   LayoutStrides strides;
   std::vector<uint64_t> layerBase;  // [layerTableIndex(num_layers, c, l)]
   std::vector<MemoryRegion> regions;
+  /// `regions` cut where the device runtime's registration under them changes; empty when none
+  /// is (kvio's allocations, device memory, a region in one registration). See copyRegions().
+  std::vector<MemoryRegion> registeredPieces;
   std::shared_ptr<HostAllocation> allocation;
   AffineLayout layout;
 
   const std::shared_ptr<PoolUsage>& usage() const { return notice.usage; }
   int32_t components() const { return componentCount(spec.kind); }
   int64_t tokens() const { return spec.num_pages * spec.page_size; }
+  /// What one copy-engine call may span: a region, or the part of it in one host registration
+  /// (a copy engine resolves one registration per call, so a copy crossing two may fail).
+  const std::vector<MemoryRegion>& copyRegions() const {
+    return registeredPieces.empty() ? regions : registeredPieces;
+  }
   /// Fills `layout` from spec, strides and layerBase.
   void bindLayout();
   /// Sets the memory kind; for device and pinned kinds allocates or adopts the memory (owner) and

@@ -211,7 +211,8 @@ HostRegistry& registry() {
 // Registers the regions through the registry, then checks that the device addresses of the
 // registrations a region spans follow each other like the host addresses, because kernels
 // address a whole region from one device base.
-kvio_status registerHost(const MemoryRegion* regions, size_t count, std::shared_ptr<void>* owner) {
+kvio_status registerHost(const MemoryRegion* regions, size_t count, std::shared_ptr<void>* owner,
+                         std::vector<MemoryRegion>* copyRegions) {
   std::shared_ptr<void> lease;
   std::vector<std::vector<uint64_t>> pieces;
   KVIO_RETURN_IF_ERROR(registry().acquire(regions, count, &lease, &pieces));
@@ -239,6 +240,7 @@ kvio_status registerHost(const MemoryRegion* regions, size_t count, std::shared_
       }
     }
   }
+  *copyRegions = HostRegistry::piecesOf(regions, count, pieces);
   *owner = std::move(lease);
   return KVIO_STATUS_OK;
 }
@@ -267,11 +269,11 @@ kvio_status checkDeviceRegions(int32_t device, const MemoryRegion* regions, size
 }
 
 kvio_status adopt(int32_t kind, int32_t device, const MemoryRegion* regions, size_t count,
-                  std::shared_ptr<void>* owner) {
+                  std::shared_ptr<void>* owner, std::vector<MemoryRegion>* copyRegions) {
   KVIO_RETURN_IF_ERROR(checkDevice(device));
   DeviceScope scope(device);
   KVIO_CUDA_TRY(scope.error(), "selecting CUDA device %d", device);
-  if (kind == KVIO_MEMORY_HOST_PINNED) return registerHost(regions, count, owner);
+  if (kind == KVIO_MEMORY_HOST_PINNED) return registerHost(regions, count, owner, copyRegions);
   KVIO_RETURN_IF_ERROR(checkDeviceRegions(device, regions, count));
   *owner = std::make_shared<int>(0);  // the caller owns the memory
   return KVIO_STATUS_OK;

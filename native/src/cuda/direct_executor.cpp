@@ -165,8 +165,8 @@ class DirectExecutor final : public CudaExecutor {
   kvio_status enqueue(Job& job, EventCompletion*, std::function<void()>*) override {
     engine::IssueOptions options;
     options.direction = directionName(job.srcPlace.kind, job.dstPlace.kind);
-    return engine_.issuer.issue(engine_.ops, job.plan, job.srcPool->regions, job.dstPool->regions,
-                                options);
+    return engine_.issuer.issue(engine_.ops, job.plan, job.srcPool->copyRegions(),
+                                job.dstPool->copyRegions(), options);
   }
 
  private:

@@ -178,11 +178,11 @@ class StagedExecutor final : public CudaExecutor {
       stagedChunkCopies(plan, chunk, launch.data, backup, &copies_);
       if (backup) {
         KVIO_RETURN_IF_ERROR(launchChunk(launch, k, plan.chunks.size()));
-        KVIO_RETURN_IF_ERROR(
-            engine_.issuer.issue(engine_.ops, copies_, staging, job.dstPool->regions, options));
+        KVIO_RETURN_IF_ERROR(engine_.issuer.issue(engine_.ops, copies_, staging,
+                                                  job.dstPool->copyRegions(), options));
       } else {
-        KVIO_RETURN_IF_ERROR(
-            engine_.issuer.issue(engine_.ops, copies_, job.srcPool->regions, staging, options));
+        KVIO_RETURN_IF_ERROR(engine_.issuer.issue(engine_.ops, copies_, job.srcPool->copyRegions(),
+                                                  staging, options));
         KVIO_RETURN_IF_ERROR(launchChunk(launch, k, plan.chunks.size()));
       }
     }

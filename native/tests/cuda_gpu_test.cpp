@@ -1015,6 +1015,61 @@ TEST(CudaBackends, ClosingPoolsAndTransfersEarlyIsSafe) {
   }
 }
 
+// A serving engine's worker threads may never have touched CUDA: a submit and a wait from a
+// fresh thread must bind the executor's device themselves (the driver's batch copies need a
+// current context, and the executor's spare events mean the submit may make no runtime call
+// before them). Each backend runs a transfer on this thread first, so that spare events exist,
+// then loads and backups from a new thread, checked whole.
+TEST(CudaBackends, SubmitsAndWaitsFromAThreadWithoutAContext) {
+  REQUIRE_GPU();
+  for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED}) {
+    SCOPED_TRACE(kvio_name(KVIO_NAME_BACKEND, backend));
+    DeviceAndHost p(backend,
+                    make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 64, 16, 2, 64),
+                    make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 64, 16, 2, 64));
+    ASSERT_TRUE(p.ok());
+    std::mt19937_64 rng(43);
+    const uint64_t e = p.executor.handle();
+    EXPECT_TRUE(checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0, 64));
+    bool loaded = false, backedUp = false;
+    std::thread fresh([&] {
+      loaded = checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, 2, 0, 0, 64);
+      backedUp = checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0, 64);
+    });
+    fresh.join();
+    EXPECT_TRUE(loaded);
+    EXPECT_TRUE(backedUp);
+  }
+}
+
+// direct sends its copies to the driver's batch calls where the driver has them (12.8 and
+// later): a transfer of scattered tokens issues no single copy, only batches. Without this a
+// failed entry-point lookup or a "not supported" answer would pass every other test on the
+// one-by-one fallback.
+TEST(CudaDirect, CopiesGoToTheBatchCalls) {
+  REQUIRE_GPU();
+  int driver = 0;
+  ASSERT_EQ(cudaDriverGetVersion(&driver), cudaSuccess);
+  if (driver < 12080) GTEST_SKIP() << "driver " << driver << " has no batch copies";
+  DeviceAndHost p(KVIO_BACKEND_DIRECT,
+                  make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 64, 16, 2, 64),
+                  make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 64, 16, 2, 64));
+  ASSERT_TRUE(p.ok());
+  std::mt19937_64 rng(47);
+  for (bool backup : {true, false}) {
+    SCOPED_TRACE(backup ? "backup" : "load");
+    int64_t before[4] = {0, 0, 0, 0}, after[4] = {0, 0, 0, 0};
+    ASSERT_EQ(kvio_debug_copy_engine_calls(before), KVIO_STATUS_OK);
+    const uint64_t e = p.executor.handle();
+    EXPECT_TRUE(backup ? checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0, 200)
+                       : checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, 2, 0, 0, 200));
+    ASSERT_EQ(kvio_debug_copy_engine_calls(after), KVIO_STATUS_OK);
+    EXPECT_EQ(after[0] - before[0], 0) << "single 1-D copies";
+    EXPECT_EQ(after[1] - before[1], 0) << "single 2-D copies";
+    EXPECT_GE((after[2] - before[2]) + (after[3] - before[3]), 1) << "batch calls";
+  }
+}
+
 // staged reports its work in kvio_transfer_info: a gather/scatter launch per chunk and a
 // copy-engine copy per host run (at least one a chunk). With a 12 KiB staging buffer, each chunk
 // carries less than 12 KiB, so a transfer of B bytes takes at least B / 12 KiB launches; every

@@ -83,8 +83,11 @@ EventCompletion::~EventCompletion() {
   pool_->give(event_);
 }
 
+// Waiting threads query from anywhere: under a DeviceScope, so that a thread with no CUDA
+// context does not get device 0's created by the runtime's lazy initialisation.
 bool EventCompletion::query() {
   if (error_.load() != cudaSuccess) return true;
+  DeviceScope scope(device_);
   const cudaError_t error = cudaEventQuery(event_);
   if (error == cudaErrorNotReady) return false;
   if (error != cudaSuccess) error_.store(error);
@@ -92,6 +95,7 @@ bool EventCompletion::query() {
 }
 
 void EventCompletion::synchronize() {
+  DeviceScope scope(device_);
   const cudaError_t error = cudaEventSynchronize(event_);
   int expected = cudaSuccess;
   if (error != cudaSuccess) error_.compare_exchange_strong(expected, error);
@@ -197,8 +201,8 @@ kvio_status CudaExecutor::acceptMemory(MemoryPlace src, MemoryPlace dst) const {
 
 void CudaExecutor::submit(std::shared_ptr<Job> job) {
   std::lock_guard<std::mutex> lock(mutex_);
+  DeviceScope scope(device_);  // before reap's queries, on whatever thread submits
   reap();
-  DeviceScope scope(device_);
   if (scope.error() != cudaSuccess) {
     job->state->complete(KVIO_STATUS_BACKEND_ERROR, "cudaSetDevice(" + std::to_string(device_) +
                                                         ") failed: " + describe(scope.error()));
@@ -214,7 +218,7 @@ void CudaExecutor::submit(std::shared_ptr<Job> job) {
       return;
     }
   }
-  auto completion = std::make_shared<EventCompletion>(events_, event);
+  auto completion = std::make_shared<EventCompletion>(events_, event, device_);
   std::function<void()> release;  // set by enqueue once it holds a staging slot
   kvio_status status = KVIO_STATUS_OK;
   std::string message;
@@ -359,6 +363,7 @@ kvio_status CudaExecutor::acquireSlot(uint64_t bytes, bool withDevice, StagingSl
 
 void CudaExecutor::drain() {
   std::lock_guard<std::mutex> lock(mutex_);
+  DeviceScope scope(device_);
   while (retireOldest()) {
   }
 }

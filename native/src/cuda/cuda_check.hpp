@@ -13,6 +13,7 @@
 #include <string>
 
 #include "../core/error.hpp"
+#include "device_scope.hpp"
 
 namespace kvio {
 namespace cuda {
@@ -26,16 +27,26 @@ kvio_status statusOf(cudaError_t error);
 /// "cudaErrorX (message)".
 std::string describe(cudaError_t error);
 
-/// Makes `device` current on this thread for its lifetime and restores the previous one.
-class DeviceScope {
- public:
-  explicit DeviceScope(int32_t device);
-  ~DeviceScope();
-  cudaError_t error() const { return error_; }
+/// The calls BasicDeviceScope makes (device_scope.hpp), on the CUDA runtime and, for the
+/// thread's current context, the driver (resolved once through the runtime; kvio links no
+/// driver library). Context is a CUcontext.
+struct CudaDeviceApi {
+  using Error = cudaError_t;
+  static constexpr cudaError_t kSuccess = cudaSuccess;
+  using Context = void*;
+  bool currentContext(Context* out) const;
+  Error setCurrentContext(Context context) const;
+  Error getDevice(int* device) const { return cudaGetDevice(device); }
+  Error setDevice(int device) const { return cudaSetDevice(device); }
+  void clearError() const { cudaGetLastError(); }
+};
+const CudaDeviceApi& cudaDeviceApi();
 
- private:
-  int previous_ = -1;
-  cudaError_t error_ = cudaSuccess;
+/// Makes `device` current on this thread for its lifetime (binding its primary context on a
+/// thread that has none), then puts back the context the thread had, or none (device_scope.hpp).
+class DeviceScope : public BasicDeviceScope<CudaDeviceApi> {
+ public:
+  explicit DeviceScope(int32_t device) : BasicDeviceScope(cudaDeviceApi(), device) {}
 };
 
 }  // namespace cuda

@@ -35,8 +35,9 @@ constexpr size_t kPooledEvents = 64;
 /// bad-pair report, copied to pinned host memory before the event.
 class EventCompletion : public DeviceCompletion {
  public:
-  EventCompletion(std::shared_ptr<EventPool> pool, cudaEvent_t event)
-      : pool_(std::move(pool)), event_(event) {}
+  /// `device`: the event's; made current (DeviceScope) while a waiting thread queries it.
+  EventCompletion(std::shared_ptr<EventPool> pool, cudaEvent_t event, int32_t device)
+      : pool_(std::move(pool)), event_(event), device_(device) {}
   ~EventCompletion() override;
   bool query() override;
   void synchronize() override;
@@ -55,6 +56,7 @@ class EventCompletion : public DeviceCompletion {
  private:
   std::shared_ptr<EventPool> pool_;  // where the event goes back
   cudaEvent_t event_;
+  int32_t device_;
   std::atomic<int> error_{cudaSuccess};  // queried by the executor and by waiting threads
 };
 

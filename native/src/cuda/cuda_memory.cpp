@@ -48,16 +48,58 @@ kvio_status cudaFailure(cudaError_t error, const char* call, const char* format,
   return fail(statusOf(error), "%s failed: %s: %s", call, describe(error).c_str(), context);
 }
 
-DeviceScope::DeviceScope(int32_t device) {
-  error_ = cudaGetDevice(&previous_);
-  if (error_ == cudaSuccess && previous_ != device) error_ = cudaSetDevice(device);
+namespace {
+
+// cuCtxGetCurrent and cuCtxSetCurrent, resolved once through the runtime; null when either is
+// missing (DeviceScope then restores the previous device instead of the previous context).
+struct ContextCalls {
+  CUresult (*get)(CUcontext* context) = nullptr;
+  CUresult (*set)(CUcontext context) = nullptr;
+};
+
+const ContextCalls& contextCalls() {
+  static const ContextCalls calls = [] {
+    ContextCalls c;
+    void* get = nullptr;
+    void* set = nullptr;
+    cudaDriverEntryPointQueryResult foundGet{}, foundSet{};
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &get, 12000, cudaEnableDefault,
+                                         &foundGet) != cudaSuccess ||
+        cudaGetDriverEntryPointByVersion("cuCtxSetCurrent", &set, 12000, cudaEnableDefault,
+                                         &foundSet) != cudaSuccess ||
+        foundGet != cudaDriverEntryPointSuccess || foundSet != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return c;
+    }
+    c.get = reinterpret_cast<CUresult (*)(CUcontext*)>(get);
+    c.set = reinterpret_cast<CUresult (*)(CUcontext)>(set);
+    return c;
+  }();
+  return calls;
 }
 
-DeviceScope::~DeviceScope() {
-  int current = -1;
-  if (previous_ >= 0 && cudaGetDevice(&current) == cudaSuccess && current != previous_) {
-    cudaSetDevice(previous_);
+}  // namespace
+
+bool CudaDeviceApi::currentContext(Context* out) const {
+  const ContextCalls& calls = contextCalls();
+  CUcontext context = nullptr;
+  if (calls.get == nullptr || calls.set == nullptr || calls.get(&context) != CUDA_SUCCESS) {
+    return false;
   }
+  *out = context;
+  return true;
+}
+
+cudaError_t CudaDeviceApi::setCurrentContext(Context context) const {
+  const ContextCalls& calls = contextCalls();
+  return calls.set != nullptr && calls.set(static_cast<CUcontext>(context)) == CUDA_SUCCESS
+             ? cudaSuccess
+             : cudaErrorUnknown;
+}
+
+const CudaDeviceApi& cudaDeviceApi() {
+  static const CudaDeviceApi api;
+  return api;
 }
 
 namespace {

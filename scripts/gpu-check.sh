@@ -190,7 +190,7 @@ run() {
     case "$part" in
       kernel) filter='Configs/*.*/kernel_*' ;;
       direct) filter='Configs/*.*/direct_*' ;;
-      other) filter='CudaKernel.*:CudaBackends.*' ;;
+      other) filter='CudaKernel.*:CudaBackends.*:CudaDirect.*:CudaStaged.*' ;;
       lifetime) filter='*' bin="$lifetime" ;;
     esac
     KVIO_GPU_SWEEP=minimal timeout 150 compute-sanitizer --tool memcheck --leak-check full \
@@ -201,7 +201,7 @@ run() {
   timeout 150 "$java" -Dorg.bytedeco.javacpp.cachedir="$scratch/javacpp-tests" \
     -cp "$dir/kvio-cli.jar:$dir/java-tests/*" org.testng.TestNG -groups gpu \
     -verbose 2 -d "$scratch/testng" \
-    -testclass io.kvio.CudaBackendTest,io.kvio.DeviceSelectionTest,io.kvio.CallerDeviceMemoryTest \
+    -testclass io.kvio.CudaBackendTest,io.kvio.DeviceSelectionTest,io.kvio.CallerDeviceMemoryTest,io.kvio.CudaPoolCopyTest \
     > "$scratch/java-tests.log" 2>&1 &
   local java_tests_pid=$!
   local -a matrix_pids=() matrix_parts=()

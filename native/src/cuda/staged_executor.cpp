@@ -5,8 +5,9 @@
 // into a pinned staging slot (kept busy until the job's event has completed, as the kernel
 // executor keeps its index uploads); tables over kMaxPinnedTableBytes are uploaded from the plan
 // instead, a pageable copy for which the runtime waits for the stream's earlier work (the one
-// wait on staged's submit path, for transfers of over 131072 separate device rows). Per chunk,
-// on the executor's one stream: its segment table is uploaded to the head of the staging
+// wait on staged's submit path, for transfers of over 131072 separate device rows); that plan
+// is then kept until the job retires, as the copy may read it after cudaMemcpyAsync returns. Per
+// chunk, on the executor's one stream: its segment table is uploaded to the head of the staging
 // buffer; a backup gathers the device rows into the staging buffer with the gather/scatter
 // kernel (staged_kernel.cu), then copies each contiguous host run from it to the host on the
 // copy engine (the shared issuer, as 'direct' issues: batched where the driver can); a load
@@ -134,6 +135,18 @@ class StagedExecutor final : public CudaExecutor {
     }
     const kvio_status status = enqueuePlan(job, staged->plan, release);
     work.release();
+    if (stagedTableBytes(staged->plan) > kMaxPinnedTableBytes) {
+      // Its tables went from the plan, pageable memory: the runtime may read it after
+      // cudaMemcpyAsync returns (the API promises nothing else for asynchronous copies, and
+      // with HMM or ATS the copy engine reads it in place), so the plan lives until the job
+      // retires, and is then freed instead of kept for reuse.
+      std::shared_ptr<StagedWork> kept(staged);
+      std::function<void()> slotRelease = std::move(*release);
+      *release = [kept, slotRelease] {
+        if (slotRelease) slotRelease();
+      };
+      return status;
+    }
     recycleStagedPlan(&staged->plan, kKeptPlanBytes);
     plans_.give(staged);
     return status;

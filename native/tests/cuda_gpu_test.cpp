@@ -1127,6 +1127,26 @@ TEST(CudaStaged, LaunchShapesGiveTheSameBytes) {
       << kvio_last_error();
 }
 
+// A transfer of over 131072 separate device rows has over 4 MiB of segment tables, uploaded
+// from the plan's pageable memory instead of a pinned slot; the plan must outlive the upload.
+// 140000 scattered tokens x 2 layers x K and V: about 260000 segments. Several such transfers
+// in a row, so that a plan reused too early would be rewritten while the stream reads it.
+TEST(CudaStaged, TablesOverFourMiBGoFromThePlan) {
+  REQUIRE_GPU();
+  DeviceAndHost p(
+      KVIO_BACKEND_STAGED,
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 16384, 16, 1, 64),
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 16384, 16, 1, 64));
+  ASSERT_TRUE(p.ok());
+  std::mt19937_64 rng(53);
+  const uint64_t e = p.executor.handle();
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    EXPECT_TRUE(checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0, 140000));
+    EXPECT_TRUE(checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, 2, 0, 0, 140000));
+  }
+}
+
 // staged moves between pinned host and device memory only: device to device is refused before
 // any byte moves (the destination keeps its canary); an invalid KVIO_STAGED_BYTES fails the
 // executor's creation naming the variable.

@@ -1129,8 +1129,9 @@ TEST(CudaStaged, LaunchShapesGiveTheSameBytes) {
 
 // A transfer of over 131072 separate device rows has over 4 MiB of segment tables, uploaded
 // from the plan's pageable memory instead of a pinned slot; the plan must outlive the upload.
-// 140000 scattered tokens x 2 layers x K and V: about 260000 segments. Several such transfers
-// in a row, so that a plan reused too early would be rewritten while the stream reads it.
+// 140000 scattered tokens x 2 layers x K and V: about 260000 segments; each transfer is
+// awaited, so this checks the path's bytes, not the plan's lifetime (a race the GPU would have
+// to lose).
 TEST(CudaStaged, TablesOverFourMiBGoFromThePlan) {
   REQUIRE_GPU();
   DeviceAndHost p(

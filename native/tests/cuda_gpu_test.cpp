@@ -674,6 +674,38 @@ TEST(CudaAuto, ChoosesByRowSizeAndMovesEveryByte) {
   }
 }
 
+// KVIO_AUTO_CALIBRATION=measure: the executor times kernel against direct on the device when it
+// is created (auto_measure.cpp) and says so in its calibration, with a crossover that is one of
+// the row sizes it measured (4 KiB to 256 KiB) or never; then it moves bytes as the oracle says.
+TEST(CudaAuto, MeasuresItsCrossoverWhenCreated) {
+  REQUIRE_GPU();
+  ScopedEnv measure("KVIO_AUTO_CALIBRATION", "measure");
+  Executor executor(KVIO_BACKEND_AUTO);
+  ASSERT_TRUE(executor.ok());
+  const char* text = kvio_executor_auto_calibration(executor.handle());
+  ASSERT_NE(text, nullptr) << kvio_last_error();
+  const std::string calibration = text;
+  std::printf("%s", calibration.c_str());  // the measured figures, for the GPU check's log
+  EXPECT_NE(calibration.find("measured at first use on device 0"), std::string::npos)
+      << calibration;
+  const std::string key = "\ndirect_row_bytes = ";
+  const size_t at = calibration.find(key);
+  ASSERT_NE(at, std::string::npos) << calibration;
+  const std::string value =
+      calibration.substr(at + key.size(), calibration.find('\n', at + 1) - at - key.size());
+  bool measured = value == "never";
+  for (uint64_t row = 4096; row <= 262144; row *= 2) measured |= value == std::to_string(row);
+  EXPECT_TRUE(measured) << "direct_row_bytes = " << value;
+  const Geometry g =
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 64, 16, 2, 128);
+  GpuPool device(g, Memory::Device, executor.stream());
+  GpuPool host(g, Memory::PinnedHost, executor.stream());
+  ASSERT_TRUE(device.ok() && host.ok());
+  std::mt19937_64 rng(59);
+  EXPECT_TRUE(checkTransfer(executor.handle(), g, host, g, device, rng, 2, 0, 0));
+  EXPECT_TRUE(checkTransfer(executor.handle(), g, device, g, host, rng, 2, 0, 0));
+}
+
 // 'auto' on the GPU: a host<->device transfer of small rows moving at least staged_min_bytes
 // (never by default; 4 MiB set here) goes to staged: 2048 scattered 256-byte slots x 4 layers x K
 // and V = 4 MiB, into and out of page_first_direct; every destination byte checked (canary-filled).

@@ -1048,12 +1048,21 @@ TEST(CudaBackends, ClosingPoolsAndTransfersEarlyIsSafe) {
 }
 
 // A serving engine's worker threads may never have touched CUDA: a submit and a wait from a
-// fresh thread must bind the executor's device themselves (the driver's batch copies need a
-// current context, and the executor's spare events mean the submit may make no runtime call
-// before them). Each backend runs a transfer on this thread first, so that spare events exist,
-// then loads and backups from a new thread, checked whole.
+// fresh thread must make the executor's device current themselves (the driver's batch copies
+// need a current context, and the executor's spare events mean the submit may make no runtime
+// call before them), and leave the thread without a context, as they found it. Each backend
+// runs a transfer on this thread first, so that spare events exist; the fresh thread then only
+// submits, waits and closes (the pools are written and read here, since those copies would
+// bind a context), and reads its context before and after with cuCtxGetCurrent.
 TEST(CudaBackends, SubmitsAndWaitsFromAThreadWithoutAContext) {
   REQUIRE_GPU();
+  void* entry = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  ASSERT_EQ(
+      cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &entry, 12000, cudaEnableDefault, &found),
+      cudaSuccess);
+  ASSERT_EQ(found, cudaDriverEntryPointSuccess);
+  const auto currentContext = reinterpret_cast<int (*)(void**)>(entry);  // cuCtxGetCurrent
   for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED}) {
     SCOPED_TRACE(kvio_name(KVIO_NAME_BACKEND, backend));
     DeviceAndHost p(backend,
@@ -1063,42 +1072,75 @@ TEST(CudaBackends, SubmitsAndWaitsFromAThreadWithoutAContext) {
     std::mt19937_64 rng(43);
     const uint64_t e = p.executor.handle();
     EXPECT_TRUE(checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0, 64));
-    bool loaded = false, backedUp = false;
-    std::thread fresh([&] {
-      loaded = checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, 2, 0, 0, 64);
-      backedUp = checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0, 64);
-    });
-    fresh.join();
-    EXPECT_TRUE(loaded);
-    EXPECT_TRUE(backedUp);
+    for (bool backup : {false, true}) {
+      SCOPED_TRACE(backup ? "backup" : "load");
+      GpuPool& src = backup ? p.device : p.host;
+      GpuPool& dst = backup ? p.host : p.device;
+      const Geometry& sg = backup ? p.dg : p.hg;
+      const Geometry& dg = backup ? p.hg : p.dg;
+      const Image srcImage = src.random(rng);
+      Image expected = dst.random(rng);
+      ASSERT_TRUE(src.write(srcImage) && dst.write(expected));
+      const std::vector<int64_t> srcIdx = distinct(rng, sg.S(), 64);
+      const std::vector<int64_t> dstIdx = distinct(rng, dg.S(), 64);
+      bool moved = false;
+      void* before = &entry;
+      void* after = &entry;
+      std::thread fresh([&] {
+        currentContext(&before);
+        Submitted submitted;
+        moved = runTransfer(e, src.handle(), dst.handle(), srcIdx, dstIdx, 0, 0, 2, &submitted);
+        currentContext(&after);
+      });
+      fresh.join();
+      EXPECT_EQ(before, nullptr) << "the fresh thread had a context before kvio";
+      EXPECT_EQ(after, nullptr) << "kvio left a context current on the thread";
+      ASSERT_TRUE(moved);
+      applyTransfer(sg, srcImage, dg, &expected, srcIdx, dstIdx, 0, 0, 2);
+      Image actual;
+      ASSERT_TRUE(dst.read(&actual));
+      EXPECT_TRUE(sameImage(expected, actual, "destination"));
+    }
   }
 }
 
 // direct sends its copies to the driver's batch calls where the driver has them (12.8 and
-// later): a transfer of scattered tokens issues no single copy, only batches. Without this a
-// failed entry-point lookup or a "not supported" answer would pass every other test on the
-// one-by-one fallback.
+// later): a transfer issues no single copy, only batches. MHA over 2 layers gives 2-D copies
+// (cudaMemcpy3DBatchAsync); MLA over 1 layer, scattered tokens, gives rows of one copy each
+// (cuMemcpyBatchAsync). Without this a failed entry-point lookup or a "not supported" answer
+// would pass every other test on the one-by-one fallback.
 TEST(CudaDirect, CopiesGoToTheBatchCalls) {
   REQUIRE_GPU();
   int driver = 0;
   ASSERT_EQ(cudaDriverGetVersion(&driver), cudaSuccess);
   if (driver < 12080) GTEST_SKIP() << "driver " << driver << " has no batch copies";
-  DeviceAndHost p(KVIO_BACKEND_DIRECT,
-                  make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 64, 16, 2, 64),
-                  make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 64, 16, 2, 64));
-  ASSERT_TRUE(p.ok());
-  std::mt19937_64 rng(47);
-  for (bool backup : {true, false}) {
-    SCOPED_TRACE(backup ? "backup" : "load");
-    int64_t before[4] = {0, 0, 0, 0}, after[4] = {0, 0, 0, 0};
-    ASSERT_EQ(kvio_debug_copy_engine_calls(before), KVIO_STATUS_OK);
-    const uint64_t e = p.executor.handle();
-    EXPECT_TRUE(backup ? checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0, 200)
-                       : checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, 2, 0, 0, 200));
-    ASSERT_EQ(kvio_debug_copy_engine_calls(after), KVIO_STATUS_OK);
-    EXPECT_EQ(after[0] - before[0], 0) << "single 1-D copies";
-    EXPECT_EQ(after[1] - before[1], 0) << "single 2-D copies";
-    EXPECT_GE((after[2] - before[2]) + (after[3] - before[3]), 1) << "batch calls";
+  struct Shape {
+    int32_t kind;
+    int64_t layers;
+    size_t batchCall;  // the kvio_debug_copy_engine_calls entry that must grow: 2 (1-D), 3
+  };
+  for (const Shape& shape : {Shape{KVIO_KIND_MHA, 2, 3}, Shape{KVIO_KIND_MLA, 1, 2}}) {
+    SCOPED_TRACE(shape.kind == KVIO_KIND_MHA ? "mha, 2 layers" : "mla, 1 layer");
+    DeviceAndHost p(
+        KVIO_BACKEND_DIRECT,
+        make(shape.kind, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, shape.layers, 64, 16, 2, 64),
+        make(shape.kind, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, shape.layers, 64, 16, 2, 64));
+    ASSERT_TRUE(p.ok());
+    std::mt19937_64 rng(47);
+    for (bool backup : {true, false}) {
+      SCOPED_TRACE(backup ? "backup" : "load");
+      int64_t before[4] = {0, 0, 0, 0}, after[4] = {0, 0, 0, 0};
+      ASSERT_EQ(kvio_debug_copy_engine_calls(before), KVIO_STATUS_OK);
+      const uint64_t e = p.executor.handle();
+      const int64_t layers = shape.layers;
+      EXPECT_TRUE(backup ? checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, layers, 0, 0, 200)
+                         : checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, layers, 0, 0, 200));
+      ASSERT_EQ(kvio_debug_copy_engine_calls(after), KVIO_STATUS_OK);
+      EXPECT_EQ(after[0] - before[0], 0) << "single 1-D copies";
+      EXPECT_EQ(after[1] - before[1], 0) << "single 2-D copies";
+      EXPECT_GE(after[shape.batchCall] - before[shape.batchCall], 1)
+          << (shape.batchCall == 2 ? "cuMemcpyBatchAsync" : "cudaMemcpy3DBatchAsync") << " calls";
+    }
   }
 }
 

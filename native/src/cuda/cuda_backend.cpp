@@ -204,8 +204,9 @@ void CudaExecutor::submit(std::shared_ptr<Job> job) {
   DeviceScope scope(device_);  // before reap's queries, on whatever thread submits
   reap();
   if (scope.error() != cudaSuccess) {
-    job->state->complete(KVIO_STATUS_BACKEND_ERROR, "cudaSetDevice(" + std::to_string(device_) +
-                                                        ") failed: " + describe(scope.error()));
+    job->state->complete(KVIO_STATUS_BACKEND_ERROR,
+                         "making CUDA device " + std::to_string(device_) +
+                             "'s context current failed: " + describe(scope.error()));
     return;
   }
   cudaEvent_t event = nullptr;

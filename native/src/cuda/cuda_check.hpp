@@ -27,14 +27,16 @@ kvio_status statusOf(cudaError_t error);
 /// "cudaErrorX (message)".
 std::string describe(cudaError_t error);
 
-/// The calls BasicDeviceScope makes (device_scope.hpp), on the CUDA runtime and, for the
-/// thread's current context, the driver (resolved once through the runtime; kvio links no
-/// driver library). Context is a CUcontext.
+/// The calls BasicDeviceScope makes (device_scope.hpp): the driver's context calls (resolved
+/// once through the runtime; kvio links no driver library), the runtime's device calls as the
+/// fallback. Context is a CUcontext; driver failures come back as the nearest cudaError_t.
 struct CudaDeviceApi {
   using Error = cudaError_t;
   static constexpr cudaError_t kSuccess = cudaSuccess;
   using Context = void*;
-  bool currentContext(Context* out) const;
+  bool contextCalls() const;
+  Error currentContext(Context* out) const;
+  Error primaryContext(int device, Context* out) const;
   Error setCurrentContext(Context context) const;
   Error getDevice(int* device) const { return cudaGetDevice(device); }
   Error setDevice(int device) const { return cudaSetDevice(device); }
@@ -42,8 +44,8 @@ struct CudaDeviceApi {
 };
 const CudaDeviceApi& cudaDeviceApi();
 
-/// Makes `device` current on this thread for its lifetime (binding its primary context on a
-/// thread that has none), then puts back the context the thread had, or none (device_scope.hpp).
+/// Makes `device`'s primary context current on this thread for its lifetime, then puts back the
+/// context the thread had, or none (device_scope.hpp); -1: any device kvio uses.
 class DeviceScope : public BasicDeviceScope<CudaDeviceApi> {
  public:
   explicit DeviceScope(int32_t device) : BasicDeviceScope(cudaDeviceApi(), device) {}

@@ -8,10 +8,12 @@
 // Also the error idiom of cuda_check.hpp.
 #include <cuda.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "../core/backends.hpp"
@@ -50,51 +52,105 @@ kvio_status cudaFailure(cudaError_t error, const char* call, const char* format,
 
 namespace {
 
-// cuCtxGetCurrent and cuCtxSetCurrent, resolved once through the runtime; null when either is
-// missing (DeviceScope then restores the previous device instead of the previous context).
+// The driver's context calls DeviceScope uses, resolved once through the runtime; `found` false
+// when any is missing (DeviceScope then selects devices with cudaSetDevice, the fallback).
 struct ContextCalls {
-  CUresult (*get)(CUcontext* context) = nullptr;
-  CUresult (*set)(CUcontext context) = nullptr;
+  bool found = false;
+  CUresult (*getCurrent)(CUcontext* context) = nullptr;
+  CUresult (*setCurrent)(CUcontext context) = nullptr;
+  CUresult (*deviceGet)(CUdevice* device, int ordinal) = nullptr;
+  CUresult (*retainPrimary)(CUcontext* context, CUdevice device) = nullptr;
 };
 
-const ContextCalls& contextCalls() {
+template <class F>
+bool resolve(const char* symbol, F* out) {
+  void* entry = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(symbol, &entry, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      found != cudaDriverEntryPointSuccess || entry == nullptr) {
+    cudaGetLastError();
+    return false;
+  }
+  *out = reinterpret_cast<F>(entry);
+  return true;
+}
+
+const ContextCalls& driverContextCalls() {
   static const ContextCalls calls = [] {
     ContextCalls c;
-    void* get = nullptr;
-    void* set = nullptr;
-    cudaDriverEntryPointQueryResult foundGet{}, foundSet{};
-    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &get, 12000, cudaEnableDefault,
-                                         &foundGet) != cudaSuccess ||
-        cudaGetDriverEntryPointByVersion("cuCtxSetCurrent", &set, 12000, cudaEnableDefault,
-                                         &foundSet) != cudaSuccess ||
-        foundGet != cudaDriverEntryPointSuccess || foundSet != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      return c;
-    }
-    c.get = reinterpret_cast<CUresult (*)(CUcontext*)>(get);
-    c.set = reinterpret_cast<CUresult (*)(CUcontext)>(set);
+    c.found = resolve("cuCtxGetCurrent", &c.getCurrent) &&
+              resolve("cuCtxSetCurrent", &c.setCurrent) && resolve("cuDeviceGet", &c.deviceGet) &&
+              resolve("cuDevicePrimaryCtxRetain", &c.retainPrimary);
     return c;
   }();
   return calls;
 }
 
+cudaError_t runtimeError(CUresult result) {
+  switch (result) {
+    case CUDA_SUCCESS: return cudaSuccess;
+    case CUDA_ERROR_INVALID_DEVICE: return cudaErrorInvalidDevice;
+    case CUDA_ERROR_NO_DEVICE: return cudaErrorNoDevice;
+    case CUDA_ERROR_OUT_OF_MEMORY: return cudaErrorMemoryAllocation;
+    case CUDA_ERROR_DEVICE_UNAVAILABLE: return cudaErrorDevicesUnavailable;
+    case CUDA_ERROR_NOT_INITIALIZED: return cudaErrorInitializationError;
+    case CUDA_ERROR_INVALID_CONTEXT: return cudaErrorDeviceUninitialized;
+    default: return cudaErrorUnknown;
+  }
+}
+
+// Primary contexts kvio retained, by device ordinal: retained once, kept for the process (as
+// cudaSetDevice keeps them), read without a lock once set.
+constexpr int kCachedDevices = 256;
+std::atomic<CUcontext> primaries[kCachedDevices];
+std::mutex retaining;
+
 }  // namespace
 
-bool CudaDeviceApi::currentContext(Context* out) const {
-  const ContextCalls& calls = contextCalls();
+bool CudaDeviceApi::contextCalls() const {
+  return driverContextCalls().found;
+}
+
+cudaError_t CudaDeviceApi::currentContext(Context* out) const {
   CUcontext context = nullptr;
-  if (calls.get == nullptr || calls.set == nullptr || calls.get(&context) != CUDA_SUCCESS) {
-    return false;
+  const CUresult result = driverContextCalls().getCurrent(&context);
+  *out = context;
+  return runtimeError(result);
+}
+
+cudaError_t CudaDeviceApi::primaryContext(int device, Context* out) const {
+  if (device < 0) {  // any: the first kvio retained
+    for (const std::atomic<CUcontext>& p : primaries) {
+      CUcontext context = p.load(std::memory_order_acquire);
+      if (context != nullptr) {
+        *out = context;
+        return cudaSuccess;
+      }
+    }
+    return cudaErrorInvalidDevice;
+  }
+  if (device >= kCachedDevices) return cudaErrorInvalidDevice;
+  std::atomic<CUcontext>& slot = primaries[device];
+  CUcontext context = slot.load(std::memory_order_acquire);
+  if (context == nullptr) {
+    std::lock_guard<std::mutex> lock(retaining);
+    context = slot.load(std::memory_order_acquire);
+    if (context == nullptr) {
+      const ContextCalls& calls = driverContextCalls();
+      CUdevice handle = 0;
+      CUresult result = calls.deviceGet(&handle, device);
+      if (result == CUDA_SUCCESS) result = calls.retainPrimary(&context, handle);
+      if (result != CUDA_SUCCESS) return runtimeError(result);
+      slot.store(context, std::memory_order_release);
+    }
   }
   *out = context;
-  return true;
+  return cudaSuccess;
 }
 
 cudaError_t CudaDeviceApi::setCurrentContext(Context context) const {
-  const ContextCalls& calls = contextCalls();
-  return calls.set != nullptr && calls.set(static_cast<CUcontext>(context)) == CUDA_SUCCESS
-             ? cudaSuccess
-             : cudaErrorUnknown;
+  return runtimeError(driverContextCalls().setCurrent(static_cast<CUcontext>(context)));
 }
 
 const CudaDeviceApi& cudaDeviceApi() {
@@ -104,10 +160,16 @@ const CudaDeviceApi& cudaDeviceApi() {
 
 namespace {
 
+// Freed on whichever thread lets go of the pool last: under the device's scope, so that the
+// runtime creates no context there.
 struct PinnedHost {
   void* pointer = nullptr;
+  int32_t device = 0;
   ~PinnedHost() {
-    if (pointer != nullptr) cudaFreeHost(pointer);
+    if (pointer != nullptr) {
+      DeviceScope scope(device);
+      if (cudaFreeHost(pointer) != cudaSuccess) cudaGetLastError();
+    }
   }
 };
 
@@ -117,7 +179,7 @@ struct DeviceMemory {
   ~DeviceMemory() {
     if (pointer != nullptr) {
       DeviceScope scope(device);
-      cudaFree(pointer);
+      if (cudaFree(pointer) != cudaSuccess) cudaGetLastError();
     }
   }
 };
@@ -139,6 +201,7 @@ kvio_status allocate(int32_t kind, int32_t device, uint64_t bytes, uint64_t* add
   KVIO_CUDA_TRY(scope.error(), "selecting CUDA device %d", device);
   if (kind == KVIO_MEMORY_HOST_PINNED) {
     auto memory = std::make_shared<PinnedHost>();
+    memory->device = device;
     KVIO_CUDA_TRY(
         cudaHostAlloc(&memory->pointer, bytes, cudaHostAllocPortable | cudaHostAllocMapped),
         "allocating %llu bytes of pinned host memory for a pool",
@@ -184,7 +247,11 @@ kvio_status registerRange(void*, uint64_t address, uint64_t bytes, bool* already
   return KVIO_STATUS_OK;
 }
 
+// On whichever thread lets go of the last pool using the registration: a portable registration
+// belongs to no device, so any context kvio uses will do (DeviceScope -1), rather than one the
+// runtime would create on device 0.
 void unregisterRange(void*, uint64_t address) {
+  DeviceScope scope(-1);
   if (cudaHostUnregister(reinterpret_cast<void*>(address)) != cudaSuccess) cudaGetLastError();
 }
 

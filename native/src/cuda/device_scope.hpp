@@ -1,22 +1,28 @@
-// BasicDeviceScope: a CUDA device made current on the calling thread for a scope, and the
-// thread's context put back as it was. Written against a small table of calls (Api, below) so
-// that its rules are tested on any machine with a fake runtime (device_scope_test.cpp); the
-// CUDA instance is DeviceScope (cuda_check.hpp, cuda_memory.cpp).
+// BasicDeviceScope: a CUDA device's primary context made current on the calling thread for a
+// scope, and the thread's context put back as it was. Written against a small table of calls
+// (Api, below) so that its rules are tested on any machine with a fake runtime
+// (device_scope_test.cpp); the CUDA instance is DeviceScope (cuda_check.hpp, cuda_memory.cpp).
 //
-// The rules, from the runtime's behaviour since CUDA 12.0: cudaSetDevice binds the device's
-// primary context to the thread, creating it if needed (hundreds of MiB of device memory), and
-// cudaGetDevice answers 0 on a thread that has no context. So:
-// - A thread with no current context gets the device's primary context bound for the scope,
-//   even when cudaGetDevice already says that device: the driver calls kvio makes through entry
-//   points (cuMemcpyBatchAsync) need a current context, which runtime calls would bind lazily.
-// - A thread whose current context is on the device is left alone: no call besides the two
-//   queries (the common case: an engine thread on its GPU).
-// - On leaving, the context the thread had is made current again, whatever it was: another
-//   device's primary context, a context the caller created, or none. Restoring with
-//   cudaSetDevice(previous) instead would create a context on device 0 for every thread that had
-//   none (cudaGetDevice's answer), and would bind a primary context where the caller had its own.
-// Without the driver's context calls (Api::currentContext false), the previous device is
-// restored with setDevice, as before these rules.
+// kvio's streams, events and allocations belong to each device's primary context, and any
+// thread may call kvio: an engine thread on its GPU, a worker that never touched CUDA, a thread
+// on another GPU or in a context of its own. The rules:
+// - The primary context is made current with cuCtxSetCurrent (retained once per device and
+//   kept), never with cudaSetDevice: cudaSetDevice also records the thread's runtime device, so
+//   that after the scope the thread's own unqualified calls (cudaMalloc, a framework's "current
+//   device") would go to kvio's device; and restoring with cudaSetDevice(previous) creates a
+//   context on device 0 (hundreds of MiB) for every thread that had none, since cudaGetDevice
+//   answers 0 there.
+// - A thread whose current context is the device's primary context is left alone: one query
+//   (the common case, an engine thread on its GPU).
+// - Otherwise (no context, another device's, a context the caller created on this device or
+//   another) the primary context is current for the scope, and on leaving the thread's context
+//   is made current again, none included: the driver's calls kvio makes through entry points
+//   (cuMemcpyBatchAsync) need a current context, which runtime calls would only bind lazily.
+// - device -1: any device kvio uses (for calls on memory registered for every device, such as
+//   cudaHostUnregister): a thread with a context keeps it; one without gets the primary context
+//   of the first device kvio has used, so that the runtime creates none on device 0.
+// Without the driver's context calls (Api::contextCalls false), the device is selected with
+// setDevice and the previous one selected again, as before these rules.
 #ifndef KVIO_CUDA_DEVICE_SCOPE_HPP_
 #define KVIO_CUDA_DEVICE_SCOPE_HPP_
 
@@ -27,11 +33,14 @@ namespace cuda {
 
 /// Api: a class with
 ///   using Error = ...;  static constexpr Error kSuccess;  using Context = ... (a pointer);
-///   bool currentContext(Context* out) const;      // cuCtxGetCurrent; false: not available
-///   Error setCurrentContext(Context context) const;  // cuCtxSetCurrent
-///   Error getDevice(int* device) const;           // cudaGetDevice
-///   Error setDevice(int device) const;            // cudaSetDevice
-///   void clearError() const;                      // cudaGetLastError
+///   bool contextCalls() const;                          // the driver's context calls exist
+///   Error currentContext(Context* out) const;           // cuCtxGetCurrent
+///   Error primaryContext(int device, Context* out) const;  // retained once, then cached;
+///                                     // device -1: the first one cached (an error if none)
+///   Error setCurrentContext(Context context) const;     // cuCtxSetCurrent
+///   Error getDevice(int* device) const;                 // cudaGetDevice (fallback only)
+///   Error setDevice(int device) const;                  // cudaSetDevice (fallback only)
+///   void clearError() const;                            // cudaGetLastError
 template <class Api>
 class BasicDeviceScope {
  public:
@@ -39,32 +48,11 @@ class BasicDeviceScope {
   using Context = typename Api::Context;
 
   BasicDeviceScope(const Api& api, int32_t device) : api_(api) {
-    Context current{};
-    const bool haveContexts = api_.currentContext(&current);
-    int previous = -1;
-    error_ = api_.getDevice(&previous);
-    if (error_ != Api::kSuccess) {
-      api_.clearError();
-      return;
+    if (api_.contextCalls()) {
+      enterContext(device);
+    } else {
+      enterDevice(device);
     }
-    if (haveContexts) {
-      if (current != Context{} && previous == device) return;  // on the device already
-      error_ = api_.setDevice(device);
-      if (error_ != Api::kSuccess) {
-        api_.clearError();
-        return;
-      }
-      restoreContext_ = true;
-      saved_ = current;
-      return;
-    }
-    if (previous == device) return;
-    error_ = api_.setDevice(device);
-    if (error_ != Api::kSuccess) {
-      api_.clearError();
-      return;
-    }
-    previousDevice_ = previous;
   }
 
   ~BasicDeviceScope() {
@@ -83,6 +71,33 @@ class BasicDeviceScope {
   Error error() const { return error_; }
 
  private:
+  void enterContext(int32_t device) {
+    Context current{};
+    error_ = api_.currentContext(&current);
+    if (error_ != Api::kSuccess) return failed();
+    if (device < 0 && current != Context{}) return;  // any device: the thread's will do
+    Context primary{};
+    error_ = api_.primaryContext(device, &primary);
+    if (error_ != Api::kSuccess) return failed();
+    if (current == primary) return;
+    error_ = api_.setCurrentContext(primary);
+    if (error_ != Api::kSuccess) return failed();
+    saved_ = current;
+    restoreContext_ = true;
+  }
+
+  void enterDevice(int32_t device) {
+    int previous = -1;
+    error_ = api_.getDevice(&previous);
+    if (error_ != Api::kSuccess) return failed();
+    if (device < 0 || previous == device) return;
+    error_ = api_.setDevice(device);
+    if (error_ != Api::kSuccess) return failed();
+    previousDevice_ = previous;
+  }
+
+  void failed() { api_.clearError(); }
+
   const Api& api_;
   Error error_ = Api::kSuccess;
   bool restoreContext_ = false;

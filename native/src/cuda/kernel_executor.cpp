@@ -81,6 +81,7 @@ class KernelExecutor final : public CudaExecutor {
   // not memory of this device (or managed memory).
   kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst) const override {
     const int64_t* arrays[2] = {src, dst};
+    DeviceScope scope(device_);  // on the submitting thread, before submit's own scope
     for (int i = 0; i < 2; ++i) {
       const char* name = i == 0 ? "src_indices" : "dst_indices";
       cudaPointerAttributes attributes{};

@@ -133,22 +133,22 @@ class StagedExecutor final : public CudaExecutor {
     if (staged == nullptr) {
       return fail(KVIO_STATUS_INTERNAL, "a 'staged' job reached its executor unprepared");
     }
-    const kvio_status status = enqueuePlan(job, staged->plan, release);
     work.release();
     if (stagedTableBytes(staged->plan) > kMaxPinnedTableBytes) {
-      // Its tables went from the plan, pageable memory: the runtime may read it after
+      // Its tables go from the plan, pageable memory: the runtime may read it after
       // cudaMemcpyAsync returns (the API promises nothing else for asynchronous copies, and
       // with HMM or ATS the copy engine reads it in place), so the plan lives until the job
-      // retires, and is then freed instead of kept for reuse.
+      // retires, or until a failure has waited for the stream (submit keeps *release until
+      // then, also when enqueuePlan throws), and is then freed instead of kept for reuse.
+      // enqueuePlan takes no slot for such a plan, so *release is this one's alone.
       std::shared_ptr<StagedWork> kept(staged);
-      std::function<void()> slotRelease = std::move(*release);
-      *release = [kept, slotRelease] {
-        if (slotRelease) slotRelease();
-      };
-      return status;
+      *release = [kept] {};
+      return enqueuePlan(job, kept->plan, release);
     }
-    recycleStagedPlan(&staged->plan, kKeptPlanBytes);
-    plans_.give(staged);
+    std::unique_ptr<StagedWork> owned(staged);  // its tables go from a pinned slot
+    const kvio_status status = enqueuePlan(job, owned->plan, release);
+    recycleStagedPlan(&owned->plan, kKeptPlanBytes);
+    plans_.give(owned.release());
     return status;
   }
 
@@ -163,8 +163,8 @@ class StagedExecutor final : public CudaExecutor {
   // host copies (backup) or the host copies and the scatter (load). Tables up to
   // kMaxPinnedTableBytes go from the job's pinned slot, which holds all the chunks' tables and
   // stays busy until the job's event has completed; larger ones (millions of tiny rows) go from
-  // the plan itself, pageable memory the runtime has copied out when cudaMemcpyAsync returns, so
-  // that the pinned memory an executor keeps stays bounded (8 slots of at most that size).
+  // the plan itself, pageable memory that enqueue keeps until the job retires, so that the
+  // pinned memory an executor keeps stays bounded (8 slots of at most that size).
   kvio_status enqueuePlan(Job& job, const StagedPlan& plan, std::function<void()>* release) {
     if (plan.chunks.empty()) return KVIO_STATUS_OK;
     const bool backup = job.srcPlace.kind == KVIO_MEMORY_CUDA_DEVICE;

@@ -478,6 +478,9 @@ aclError emuMemcpy2dAsync(void* dst, size_t dpitch, const void* src, size_t spit
   if (height > kMax2dHeight) {
     return reject(s, ACL_ERROR_INVALID_PARAM, "height %zu > 5*1024*1024", height);
   }
+  if (width > kMax2dWidth) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "width %zu > 5000000", width);
+  }
   if (kind != ACL_MEMCPY_HOST_TO_DEVICE && kind != ACL_MEMCPY_DEVICE_TO_HOST) {
     return reject(s, ACL_ERROR_INVALID_PARAM,
                   "%s: aclrtMemcpy2dAsync copies host to device and device to host only",
@@ -520,6 +523,19 @@ aclError emuMemcpyBatchAsync(void** dsts, size_t* destMaxs, void** srcs, size_t*
   }
   aclError e = checkStream(s, stream);
   if (e != ACL_SUCCESS) return e;
+  // One direction per batch, host to device or device to host (the API reference).
+  for (size_t k = 0; k < numAttrs; ++k) {
+    const bool dstDevice = attrs[k].dstLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE;
+    const bool srcDevice = attrs[k].srcLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE;
+    const bool sameAsFirst = dstDevice == (attrs[0].dstLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE) &&
+                             srcDevice == (attrs[0].srcLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE);
+    if (dstDevice == srcDevice || !sameAsFirst) {
+      return reject(s, ACL_ERROR_INVALID_PARAM,
+                    "batch attribute %zu: aclrtMemcpyBatchAsync copies host to device or device "
+                    "to host only, one direction per batch",
+                    k);
+    }
+  }
   // Check every copy first: a rejected batch copies nothing.
   size_t a = 0;
   for (size_t i = 0; i < count; ++i) {

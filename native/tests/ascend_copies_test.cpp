@@ -64,6 +64,34 @@ TEST(AscendCopies, HeightsAboveTheLimitAreSplit) {
   ASSERT_EQ(dst[(rows - 1) * 3], src[(rows - 1) * 2]);
 }
 
+// aclrtMemcpy2dAsync takes widths up to 5000000 bytes: the rows of a wider 2-D copy go as 1-D
+// copies (the emulation refuses a wider 2-D copy, as the runtime does); the bytes arrive.
+TEST(AscendCopies, WidthsAboveTheLimitBecomeRows) {
+  AclHostEmulation& acl = AclHostEmulation::instance();
+  acl.reset();
+  const AclApi api = acl.table();
+  const uint64_t width = kMax2dWidth + 64, pitch = width + 64;
+  Buffers b(api, 3 * pitch, 3 * pitch);
+  auto* src = static_cast<uint8_t*>(b.host);
+  for (uint64_t i = 0; i < 3 * pitch; ++i) src[i] = static_cast<uint8_t>(i * 31 + 5);
+  std::memset(b.device, 0, 3 * pitch);
+  for (uint64_t w : {kMax2dWidth, width}) {
+    acl.reset();
+    IssueState state;
+    ASSERT_EQ(
+        issuePlan({&api, b.stream, ACL_MEMCPY_HOST_TO_DEVICE, 0},
+                  {{b.h(), b.d(), w, 3, pitch, pitch}}, b.hostRegion(), b.deviceRegion(), &state),
+        KVIO_STATUS_OK)
+        << kvio_last_error();
+    EXPECT_EQ(acl.counts().rejected, 0) << acl.recentError();
+    EXPECT_EQ(acl.counts().memcpy2dAsync, w == kMax2dWidth ? 1 : 0) << "width " << w;
+    for (uint64_t r = 0; r < 3; ++r) {
+      const auto* d = static_cast<const uint8_t*>(b.device) + r * pitch;
+      EXPECT_EQ(std::memcmp(d, src + r * pitch, w), 0) << "width " << w << ", row " << r;
+    }
+  }
+}
+
 TEST(AscendCopies, PitchZeroAndDeviceToDeviceBecomeRows) {
   AclHostEmulation& acl = AclHostEmulation::instance();
   acl.reset();
@@ -86,7 +114,9 @@ TEST(AscendCopies, PitchZeroAndDeviceToDeviceBecomeRows) {
             KVIO_STATUS_OK)
       << kvio_last_error();
   EXPECT_EQ(acl.counts().memcpy2dAsync, 0);
-  EXPECT_EQ(acl.counts().batchedCopies, 4);
+  // aclrtMemcpyBatchAsync copies host to device or device to host only: one copy per row.
+  EXPECT_EQ(acl.counts().memcpyBatchAsync, 0);
+  EXPECT_EQ(acl.counts().memcpyAsync, 4);
   EXPECT_EQ(acl.counts().rejected, 0) << acl.recentError();
   const auto* d = static_cast<const uint8_t*>(b.device);
   EXPECT_EQ(d[4096 + 64], 9);  // row 1 of the second copy: from row 1 of the broadcast
@@ -183,7 +213,18 @@ TEST(AscendCopies, TheEmulationAnswersArgumentErrors) {
   EXPECT_EQ(api.memcpyAsync(b.device, 8, b.host, 8, H2D, reinterpret_cast<aclrtStream>(0x7)),
             ACL_ERROR_RT_PARAM_INVALID);  // unknown stream
   EXPECT_EQ(api.setDevice(5), ACL_ERROR_RT_INVALID_DEVICEID);
-  EXPECT_EQ(acl.counts().rejected, 9);
+  // A batch of device-to-device copies (the batch copies host to device or device to host).
+  void* dsts[1] = {b.device};
+  void* srcs[1] = {static_cast<uint8_t*>(b.device) + 2048};
+  size_t sizes[1] = {64};
+  aclrtMemcpyBatchAttr attr{};
+  attr.dstLoc.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+  attr.srcLoc.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+  size_t attrIndex = 0, failIndex = 0;
+  EXPECT_EQ(
+      api.memcpyBatchAsync(dsts, sizes, srcs, sizes, 1, &attr, &attrIndex, 1, &failIndex, b.stream),
+      ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(acl.counts().rejected, 10);
   EXPECT_EQ(acl.counts().bytesCopied, 0u);
   // And an issued plan whose copy the runtime refuses fails with the call and the sizes (the
   // destination region claims more than the runtime's 4096-byte allocation).

@@ -65,8 +65,10 @@ constexpr aclError ACL_ERROR_RT_DEVICE_OOM = 207018;
 constexpr aclError ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 507910;
 constexpr aclError ACL_ERROR_HOST_MEMORY_NOT_REGISTERED = 507911;
 
-/// aclrtMemcpy2dAsync's largest height (5 * 1024 * 1024 rows).
+/// aclrtMemcpy2dAsync's largest height (5 * 1024 * 1024 rows) and width (5000000 bytes: "width
+/// at most 5000000, and at most dpitch and spitch", the API reference).
 constexpr uint64_t kMax2dHeight = 5ull * 1024 * 1024;
+constexpr uint64_t kMax2dWidth = 5000000;
 
 /// The signatures of the functions kvio calls, over a set of types T (kvio's own, or CANN's in
 /// the check against the real headers).

@@ -131,13 +131,18 @@ kvio_status issuePlan(const IssueTarget& t, const std::vector<kvio_copy2d>& plan
   ops.batchName = "aclrtMemcpyBatchAsync";
   ops.maxPitch = UINT64_MAX;  // no documented limit below size_t
   ops.max2dHeight = kMax2dHeight;
+  ops.max2dWidth = kMax2dWidth;  // wider rows go as 1-D copies
   ops.maxBatch = kMaxBatch;
   ops.copy1d = detail::copy1d;
   ops.copy2d = detail::copy2d;
-  ops.batch = t.api->memcpyBatchAsync != nullptr ? detail::batch : nullptr;
+  // aclrtMemcpyBatchAsync copies host to device or device to host only (the API reference:
+  // one of those two directions per batch); device to device goes one copy at a time.
+  const bool hostDevice =
+      t.kind == ACL_MEMCPY_HOST_TO_DEVICE || t.kind == ACL_MEMCPY_DEVICE_TO_HOST;
+  ops.batch = t.api->memcpyBatchAsync != nullptr && hostDevice ? detail::batch : nullptr;
   ops.errorText = detail::errorText;
   engine::IssueOptions options;
-  options.twoD = t.kind == ACL_MEMCPY_HOST_TO_DEVICE || t.kind == ACL_MEMCPY_DEVICE_TO_HOST;
+  options.twoD = hostDevice;
   options.direction = memcpyKindName(t.kind);
   return s->issuer.issue(ops, plan, srcRegions, dstRegions, options);
 }

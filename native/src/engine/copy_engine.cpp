@@ -107,7 +107,8 @@ kvio_status cutCopies(const std::vector<kvio_copy2d>& plan, const std::vector<Re
     const kvio_copy2d& c = plan[i];
     if (c.width == 0) continue;
     const bool pitchesFit = c.src_pitch >= c.width && c.dst_pitch >= c.width &&
-                            c.src_pitch <= rules.maxPitch && c.dst_pitch <= rules.maxPitch;
+                            c.src_pitch <= rules.maxPitch && c.dst_pitch <= rules.maxPitch &&
+                            (rules.max2dWidth == 0 || c.width <= rules.max2dWidth);
     uint64_t row = 0;
     while (row < c.height) {
       const uint64_t s = c.src + row * c.src_pitch;
@@ -157,6 +158,7 @@ kvio_status CopyIssuer::issueLoaded(const EngineOps& ops, const std::vector<kvio
   rules.twoD = options.twoD && ops.copy2d != nullptr;
   rules.maxPitch = ops.maxPitch;
   rules.max2dHeight = ops.max2dHeight;
+  rules.max2dWidth = ops.max2dWidth;
   KVIO_RETURN_IF_ERROR(cutCopies(plan, src_, dst_, rules, &copies_));
   if (rules.twoD && ops.batch3d != nullptr && batch3dEnabled_) nestCopies(src_, dst_, &copies_);
   const kvio_status status = issueCopies(ops, options, plan.size());

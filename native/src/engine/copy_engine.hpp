@@ -92,6 +92,7 @@ struct EngineOps {
   const char* batchName = "batch";
   uint64_t maxPitch = 0;     // largest pitch of a 2-D copy
   uint64_t max2dHeight = 0;  // largest height of one 2-D call; 0: no limit
+  uint64_t max2dWidth = 0;   // largest width of a 2-D copy (wider: rows of 1-D copies); 0: none
   size_t maxBatch = 1;       // largest number of copies in one batch call
   int (*copy1d)(void* context, uint64_t dst, uint64_t src, uint64_t bytes) = nullptr;
   /// nullptr: the engine has no 2-D copies.
@@ -119,6 +120,7 @@ struct CutRules {
   bool twoD = true;          // 2-D copies allowed
   uint64_t maxPitch = 0;     // largest pitch of a 2-D copy
   uint64_t max2dHeight = 0;  // 0: no limit
+  uint64_t max2dWidth = 0;   // 0: no limit
 };
 
 /// Cuts `plan` into engine copies, appended to `out`, none spanning two regions of `src` or of

@@ -1,5 +1,7 @@
 // acl(): the ACL host emulation (acl_host_emulation.hpp). AclEmulationTest: the fixture of tests
-// that run on it: SetUp installs it; TearDown checks that the test left no stream, no device
+// that run on it: SetUp installs it and makes device 0's default context the test thread's
+// current context (tests that call the emulated functions directly need one; kvio itself makes
+// its own current where it needs it); TearDown checks that the test left no stream, no device
 // allocation and no host allocation alive (with `everything`, no event and no host registration
 // either), then uninstalls it.
 #ifndef KVIO_TESTS_ACL_EMULATION_TEST_HPP_
@@ -18,7 +20,10 @@ inline AclHostEmulation& acl() {
 class AclEmulationTest : public ::testing::Test {
  protected:
   explicit AclEmulationTest(bool everything) : everything_(everything) {}
-  void SetUp() override { acl().install(); }
+  void SetUp() override {
+    acl().install();
+    acl().setThreadContext(acl().defaultContext(0));
+  }
   void TearDown() override {
     const AclHostEmulation::Live live = acl().live();
     EXPECT_EQ(live.streams, 0);
@@ -29,6 +34,7 @@ class AclEmulationTest : public ::testing::Test {
       EXPECT_EQ(live.registrations, 0);
     }
     acl().uninstall();
+    acl().setThreadContext(nullptr);
   }
 
  private:

@@ -3,7 +3,9 @@
 // either answers an ACL error (remembering a message for aclGetRecentErrMsg) or does the work.
 // Memory is a map of allocations by start address: a copy's range (a 2-D copy's footprint,
 // each batch entry) must lie inside one of them, so a copy spanning two adjacent allocations
-// is refused like on the device.
+// is refused like on the device. Contexts: each thread has a current context (none at first);
+// aclrtSetDevice creates a device's default context once and binds it; calls that need a
+// context answer ACL_ERROR_RT_CONTEXT_NULL without one, and act for its device.
 #include "acl_host_emulation.hpp"
 
 #include <cstdarg>
@@ -31,6 +33,12 @@ struct Range {
   int32_t device;
 };
 
+// An emulated context: its device, and whether it is the device's default context.
+struct Ctx {
+  int32_t device;
+  bool isDefault;
+};
+
 // One aclrtHostRegister: whole host pages, unregistered through the pointer it was given.
 struct Registration {
   uint64_t bytes;  // page multiple, from the page start (the map key)
@@ -41,14 +49,17 @@ constexpr uint64_t kPage = 4096;
 
 struct State {
   std::mutex mutex;
-  std::map<uint64_t, Range> memory;                // by start address
-  std::map<uint64_t, Registration> registrations;  // by first page
-  bool holding = false;                            // holdStream: work waits for releaseStream
-  std::vector<std::function<void()>> held;         // copies, in stream order
-  std::set<uint64_t> heldEvents;                   // recorded while holding
-  int64_t faults = 0;                              // copies whose memory was gone when they ran
+  std::map<uint64_t, Range> memory;                                   // by start address
+  std::map<int32_t, std::map<uint64_t, Registration>> registrations;  // by device, first page
+  bool holding = false;                     // holdStream: work waits for releaseStream
+  std::vector<std::function<void()>> held;  // copies, in stream order
+  std::set<uint64_t> heldEvents;            // recorded while holding
+  int64_t faults = 0;                       // copies whose memory was gone when they ran
   std::string faultMessage;
-  std::set<uint64_t> streams;
+  std::map<uint64_t, int32_t> streams;  // stream -> device (its context's)
+  std::map<uint64_t, Ctx> contexts;     // every context ever created (never destroyed)
+  std::map<int32_t, uint64_t> defaultContexts;
+  std::map<int32_t, int64_t> setDeviceCalls;
   std::set<uint64_t> events;
   std::set<uint64_t> recorded;
   uint64_t nextHandle = 0x1000;
@@ -67,7 +78,18 @@ State& state() {
   return *s;
 }
 
-thread_local int32_t currentDevice = 0;
+thread_local uint64_t currentContext = 0;  // none
+thread_local std::string threadRecent;     // what aclGetRecentErrMsg answers on this thread
+
+// Device `device`'s default context, created if it does not exist yet.
+uint64_t defaultContext(State& s, int32_t device) {
+  auto it = s.defaultContexts.find(device);
+  if (it != s.defaultContexts.end()) return it->second;
+  const uint64_t handle = s.nextHandle++;
+  s.contexts[handle] = Ctx{device, true};
+  s.defaultContexts[device] = handle;
+  return handle;
+}
 
 // Answers an argument error: remembers the message, counts the rejection.
 aclError reject(State& s, aclError error, const char* format, ...)
@@ -79,8 +101,21 @@ aclError reject(State& s, aclError error, const char* format, ...) {
   std::vsnprintf(text, sizeof(text), format, args);
   va_end(args);
   s.recent = std::string("emulated ACL: ") + text;
+  threadRecent = s.recent;
   ++s.counts.rejected;
   return error;
+}
+
+// The device of the calling thread's current context, or ACL_ERROR_RT_CONTEXT_NULL (the
+// runtime's answer where a call needs a context and the thread has none).
+aclError contextDevice(State& s, const char* call, int32_t* device) {
+  auto it = s.contexts.find(currentContext);
+  if (currentContext == 0 || it == s.contexts.end()) {
+    return reject(s, ACL_ERROR_RT_CONTEXT_NULL, "%s: the calling thread has no current context",
+                  call);
+  }
+  *device = it->second.device;
+  return ACL_SUCCESS;
 }
 
 // An injected failure of this call, if one is due.
@@ -91,6 +126,7 @@ bool injected(State& s, const char* function, aclError* error) {
   *error = it->second.second;
   s.failures.erase(it);
   s.recent = std::string("emulated ACL: injected failure of ") + function;
+  threadRecent = s.recent;
   ++s.counts.rejected;
   return true;
 }
@@ -100,6 +136,14 @@ bool injected(State& s, const char* function, aclError* error) {
   std::lock_guard<std::mutex> lock(s.mutex); \
   aclError injectedError = ACL_SUCCESS;      \
   if (injected(s, function, &injectedError)) return injectedError
+
+// ... and binds `device` to the current context's device, or answers ACL_ERROR_RT_CONTEXT_NULL.
+#define KVIO_EMULATION_NEEDS_CONTEXT(function)                       \
+  int32_t device = -1;                                               \
+  {                                                                  \
+    const aclError noContext_ = contextDevice(s, function, &device); \
+    if (noContext_ != ACL_SUCCESS) return noContext_;                \
+  }
 
 // The entry of `map` (start address -> something of `bytes`) holding [address, +bytes), or
 // nullptr.
@@ -127,42 +171,62 @@ const char* kindText(aclrtMemcpyKind kind) {
   return "an unknown aclrtMemcpyKind";
 }
 
-// The registration whose pages hold [address, address + bytes), or nullptr.
-const Registration* registered(State& s, uint64_t address, uint64_t bytes) {
-  return holding(s.registrations, address, bytes);
+// The registration for `device` whose pages hold [address, address + bytes), or nullptr.
+const Registration* registered(State& s, int32_t device, uint64_t address, uint64_t bytes) {
+  auto forDevice = s.registrations.find(device);
+  if (forDevice == s.registrations.end()) return nullptr;
+  return holding(forDevice->second, address, bytes);
 }
 
-// True when [address, +bytes) is inside one aclrtMallocHost buffer or one registration (what
-// the copy engine needs of host memory when a copy runs).
-bool pinnedHost(State& s, uint64_t address, uint64_t bytes) {
-  if (registered(s, address, bytes) != nullptr) return true;
+// True when [address, +bytes) is inside one aclrtMallocHost buffer or one registration made
+// for `device` (what a copy on a stream of `device` needs of host memory when it runs).
+bool pinnedHost(State& s, int32_t device, uint64_t address, uint64_t bytes) {
+  if (registered(s, device, address, bytes) != nullptr) return true;
   const Range* r = find(s, address, bytes);
   return r != nullptr && r->place == Place::PinnedHost;
 }
 
-// Checks that [address, +extent) lies in one allocation on the side `kind` says.
-aclError checkSide(State& s, const char* side, uint64_t address, uint64_t extent, bool device) {
-  if (!device && pinnedHost(s, address, extent)) return ACL_SUCCESS;
+// Checks that [address, +extent) lies in one allocation on the side `kind` says: device memory
+// of `device`, or host memory pinned for it (a registration for another device does not do).
+aclError checkSide(State& s, int32_t device, const char* side, uint64_t address, uint64_t extent,
+                   bool onDevice) {
+  const bool isDevice = onDevice;
+  if (!isDevice && pinnedHost(s, device, address, extent)) return ACL_SUCCESS;
   const Range* r = find(s, address, extent);
   if (r == nullptr) {
     return reject(s, ACL_ERROR_INVALID_PARAM,
-                  "%s range [0x%llx, +%llu) is not inside one device allocation or pinned host "
-                  "buffer",
+                  "%s range [0x%llx, +%llu) is not inside one device allocation or host buffer "
+                  "pinned for device %d (aclrtMallocHost, or registered with that device's "
+                  "context current)",
                   side, static_cast<unsigned long long>(address),
-                  static_cast<unsigned long long>(extent));
+                  static_cast<unsigned long long>(extent), device);
   }
-  if ((r->place == Place::Device) != device) {
+  if ((r->place == Place::Device) != isDevice) {
     return reject(s, ACL_ERROR_INVALID_PARAM, "%s 0x%llx is %s memory but the copy kind says %s",
                   side, static_cast<unsigned long long>(address),
-                  r->place == Place::Device ? "device" : "host", device ? "device" : "host");
+                  r->place == Place::Device ? "device" : "host", isDevice ? "device" : "host");
+  }
+  if (isDevice && r->device != device) {
+    return reject(s, ACL_ERROR_INVALID_PARAM,
+                  "%s 0x%llx is memory of device %d but the copy runs on device %d", side,
+                  static_cast<unsigned long long>(address), r->device, device);
   }
   return ACL_SUCCESS;
 }
 
-aclError checkStream(State& s, aclrtStream stream) {
-  if (stream != nullptr && s.streams.count(reinterpret_cast<uint64_t>(stream)) == 0) {
+// Checks that `stream` exists (nullptr: the current context's default stream) and, for work
+// issued on it, that it belongs to the current context's device (`device`; -1: no check).
+aclError checkStream(State& s, aclrtStream stream, int32_t device = -1) {
+  if (stream == nullptr) return ACL_SUCCESS;
+  auto it = s.streams.find(reinterpret_cast<uint64_t>(stream));
+  if (it == s.streams.end()) {
     return reject(s, ACL_ERROR_RT_PARAM_INVALID, "stream %p was not created (or was destroyed)",
                   stream);
+  }
+  if (device >= 0 && it->second != device) {
+    return reject(s, ACL_ERROR_RT_STREAM_CONTEXT,
+                  "stream %p belongs to device %d, the current context to device %d", stream,
+                  it->second, device);
   }
   return ACL_SUCCESS;
 }
@@ -178,9 +242,9 @@ bool validKind(aclrtMemcpyKind k) {
          k == ACL_MEMCPY_DEVICE_TO_HOST || k == ACL_MEMCPY_DEVICE_TO_DEVICE;
 }
 
-// True when [address, +bytes) is still memory of the kind a copy was checked against.
-bool stillThere(State& s, uint64_t address, uint64_t bytes, bool device) {
-  if (!device) return pinnedHost(s, address, bytes);
+// True when [address, +bytes) is still memory of the kind a copy on `device` was checked against.
+bool stillThere(State& s, int32_t onDevice, uint64_t address, uint64_t bytes, bool device) {
+  if (!device) return pinnedHost(s, onDevice, address, bytes);
   const Range* r = find(s, address, bytes);
   return r != nullptr && r->place == Place::Device;
 }
@@ -188,14 +252,15 @@ bool stillThere(State& s, uint64_t address, uint64_t bytes, bool device) {
 // Runs a checked copy now, or after releaseStream while the stream is held. A held copy checks
 // again when it runs that its memory is still registered or allocated: on a device, a copy
 // over memory unregistered meanwhile is a fault (the context dies), counted here instead.
-void execute(State& s, uint64_t dst, bool dstDevice, uint64_t dstExtent, uint64_t src,
-             bool srcDevice, uint64_t srcExtent, std::function<void()> copy) {
+void execute(State& s, int32_t device, uint64_t dst, bool dstDevice, uint64_t dstExtent,
+             uint64_t src, bool srcDevice, uint64_t srcExtent, std::function<void()> copy) {
   if (!s.holding) {
     copy();
     return;
   }
-  s.held.push_back([&s, dst, dstDevice, dstExtent, src, srcDevice, srcExtent, copy] {
-    if (!stillThere(s, dst, dstExtent, dstDevice) || !stillThere(s, src, srcExtent, srcDevice)) {
+  s.held.push_back([&s, device, dst, dstDevice, dstExtent, src, srcDevice, srcExtent, copy] {
+    if (!stillThere(s, device, dst, dstExtent, dstDevice) ||
+        !stillThere(s, device, src, srcExtent, srcDevice)) {
       ++s.faults;
       char text[200];
       std::snprintf(
@@ -236,7 +301,47 @@ aclError emuSetDevice(int32_t device) {
     return reject(s, ACL_ERROR_RT_INVALID_DEVICEID, "device %d does not exist (%u devices)", device,
                   s.deviceCount);
   }
-  currentDevice = device;
+  // Adds one to the device's reference count, creates its default context once, and makes it
+  // the thread's current context (replacing any other).
+  ++s.setDeviceCalls[device];
+  currentContext = defaultContext(s, device);
+  return ACL_SUCCESS;
+}
+
+aclError emuGetCurrentContext(aclrtContext* context) {
+  KVIO_EMULATION_ENTER("aclrtGetCurrentContext");
+  if (context == nullptr) return reject(s, ACL_ERROR_INVALID_PARAM, "context is null");
+  if (currentContext == 0) {
+    // The runtime's answer on a thread with no context (rtCtxGetCurrent); not an argument
+    // error, so not counted as a rejection, but its text is the thread's recent error.
+    threadRecent = "emulated ACL: aclrtGetCurrentContext: the calling thread has no context";
+    return ACL_ERROR_RT_CONTEXT_NULL;
+  }
+  *context = reinterpret_cast<aclrtContext>(currentContext);
+  return ACL_SUCCESS;
+}
+
+aclError emuSetCurrentContext(aclrtContext context) {
+  KVIO_EMULATION_ENTER("aclrtSetCurrentContext");
+  // Only contexts that exist; the documentation offers no unbinding (null), so neither does
+  // the emulation.
+  if (context == nullptr || s.contexts.count(reinterpret_cast<uint64_t>(context)) == 0) {
+    return reject(s, ACL_ERROR_RT_CONTEXT_NULL, "aclrtSetCurrentContext(%p): not a context",
+                  context);
+  }
+  currentContext = reinterpret_cast<uint64_t>(context);
+  return ACL_SUCCESS;
+}
+
+aclError emuGetDevice(int32_t* device) {
+  KVIO_EMULATION_ENTER("aclrtGetDevice");
+  if (device == nullptr) return reject(s, ACL_ERROR_INVALID_PARAM, "device is null");
+  auto it = s.contexts.find(currentContext);
+  if (it == s.contexts.end()) {
+    threadRecent = "emulated ACL: aclrtGetDevice: the calling thread has no context";
+    return ACL_ERROR_RT_CONTEXT_NULL;
+  }
+  *device = it->second.device;
   return ACL_SUCCESS;
 }
 
@@ -249,9 +354,10 @@ aclError emuGetDeviceCount(uint32_t* count) {
 
 aclError emuCreateStream(aclrtStream* stream) {
   KVIO_EMULATION_ENTER("aclrtCreateStream");
+  KVIO_EMULATION_NEEDS_CONTEXT("aclrtCreateStream");
   if (stream == nullptr) return reject(s, ACL_ERROR_INVALID_PARAM, "stream is null");
   const uint64_t handle = s.nextHandle++;
-  s.streams.insert(handle);
+  s.streams[handle] = device;
   *stream = reinterpret_cast<aclrtStream>(handle);
   return ACL_SUCCESS;
 }
@@ -273,6 +379,7 @@ aclError emuSynchronizeStream(aclrtStream stream) {
 
 aclError emuCreateEvent(aclrtEvent* event) {
   KVIO_EMULATION_ENTER("aclrtCreateEvent");
+  KVIO_EMULATION_NEEDS_CONTEXT("aclrtCreateEvent");
   if (event == nullptr) return reject(s, ACL_ERROR_INVALID_PARAM, "event is null");
   const uint64_t handle = s.nextHandle++;
   s.events.insert(handle);
@@ -283,11 +390,12 @@ aclError emuCreateEvent(aclrtEvent* event) {
 
 aclError emuRecordEvent(aclrtEvent event, aclrtStream stream) {
   KVIO_EMULATION_ENTER("aclrtRecordEvent");
+  KVIO_EMULATION_NEEDS_CONTEXT("aclrtRecordEvent");
   const uint64_t handle = reinterpret_cast<uint64_t>(event);
   if (s.events.count(handle) == 0) {
     return reject(s, ACL_ERROR_RT_INVALID_HANDLE, "recording unknown event %p", event);
   }
-  const aclError e = checkStream(s, stream);
+  const aclError e = checkStream(s, stream, device);
   if (e != ACL_SUCCESS) return e;
   if (s.holding) {
     s.heldEvents.insert(handle);  // completes with the held work
@@ -365,16 +473,21 @@ aclError release(State& s, const char* call, const char* allocator, void* pointe
 
 aclError emuMalloc(void** pointer, size_t bytes, aclrtMemMallocPolicy) {
   KVIO_EMULATION_ENTER("aclrtMalloc");
-  return allocate(s, "aclrtMalloc", pointer, bytes, Place::Device, currentDevice);
+  KVIO_EMULATION_NEEDS_CONTEXT("aclrtMalloc");
+  return allocate(s, "aclrtMalloc", pointer, bytes, Place::Device, device);
 }
 
 aclError emuFree(void* pointer) {
   KVIO_EMULATION_ENTER("aclrtFree");
+  KVIO_EMULATION_NEEDS_CONTEXT("aclrtFree");  // stricter than documented: kvio frees in scope
+  (void)device;
   return release(s, "aclrtFree", "aclrtMalloc", pointer, Place::Device);
 }
 
 aclError emuMallocHost(void** pointer, size_t bytes) {
   KVIO_EMULATION_ENTER("aclrtMallocHost");
+  KVIO_EMULATION_NEEDS_CONTEXT("aclrtMallocHost");
+  (void)device;
   return allocate(s, "aclrtMallocHost", pointer, bytes, Place::PinnedHost, -1);
 }
 
@@ -385,17 +498,20 @@ aclError emuFreeHost(void* pointer) {
 
 aclError emuHostRegister(void* pointer, uint64_t bytes, aclrtHostRegisterType, void** devPtr) {
   KVIO_EMULATION_ENTER("aclrtHostRegister");
+  KVIO_EMULATION_NEEDS_CONTEXT("aclrtHostRegister");  // registers for the context's device
   if (pointer == nullptr || bytes == 0 || devPtr == nullptr) {
     return reject(s, ACL_ERROR_INVALID_PARAM, "aclrtHostRegister(%p, %llu)", pointer,
                   static_cast<unsigned long long>(bytes));
   }
-  // Registration is page-granular: a range that shares a page with a registration (or with an
-  // aclrtMallocHost buffer) is "already registered", in part or in whole.
+  // Registration is page-granular and per device: a range that shares a page with a
+  // registration for this device (or with an aclrtMallocHost buffer) is "already registered",
+  // in part or in whole; one for another device does not count.
   const uint64_t address = reinterpret_cast<uint64_t>(pointer);
   const uint64_t first = address / kPage * kPage;
   const uint64_t end = (address + bytes + kPage - 1) / kPage * kPage;
-  auto next = s.registrations.lower_bound(end);
-  const bool sharesRegistration = next != s.registrations.begin() &&
+  std::map<uint64_t, Registration>& registrations = s.registrations[device];
+  auto next = registrations.lower_bound(end);
+  const bool sharesRegistration = next != registrations.begin() &&
                                   std::prev(next)->first + std::prev(next)->second.bytes > first;
   bool sharesPinned = false;
   for (auto it = s.memory.begin(); it != s.memory.end(); ++it) {
@@ -409,30 +525,34 @@ aclError emuHostRegister(void* pointer, uint64_t bytes, aclrtHostRegisterType, v
                   "[%p, +%llu) shares a page with memory already registered or pinned", pointer,
                   static_cast<unsigned long long>(bytes));
   }
-  s.registrations[first] = Registration{end - first, address};
+  registrations[first] = Registration{end - first, address};
   *devPtr = pointer;  // the emulated NPU maps host memory at the same address
   return ACL_SUCCESS;
 }
 
 aclError emuHostUnregister(void* pointer) {
   KVIO_EMULATION_ENTER("aclrtHostUnregister");
+  KVIO_EMULATION_NEEDS_CONTEXT("aclrtHostUnregister");  // unregisters for the context's device
   const uint64_t address = reinterpret_cast<uint64_t>(pointer);
-  auto it = s.registrations.upper_bound(address);
-  if (it == s.registrations.begin() || std::prev(it)->second.base != address) {
+  std::map<uint64_t, Registration>& registrations = s.registrations[device];
+  auto it = registrations.upper_bound(address);
+  if (it == registrations.begin() || std::prev(it)->second.base != address) {
     return reject(s, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,
-                  "%p is not the pointer of a registration", pointer);
+                  "%p is not the pointer of a registration for device %d", pointer, device);
   }
-  s.registrations.erase(std::prev(it));
+  registrations.erase(std::prev(it));
   return ACL_SUCCESS;
 }
 
 aclError emuMemset(void* pointer, size_t maxCount, int32_t value, size_t count) {
   KVIO_EMULATION_ENTER("aclrtMemset");
+  KVIO_EMULATION_NEEDS_CONTEXT("aclrtMemset");
   if (pointer == nullptr || count > maxCount) {
     return reject(s, ACL_ERROR_INVALID_PARAM, "aclrtMemset(%p, maxCount %zu, count %zu)", pointer,
                   maxCount, count);
   }
-  const aclError e = checkSide(s, "devPtr", reinterpret_cast<uint64_t>(pointer), count, true);
+  const aclError e =
+      checkSide(s, device, "devPtr", reinterpret_cast<uint64_t>(pointer), count, true);
   if (e != ACL_SUCCESS) return e;
   std::memset(pointer, value, count);
   return ACL_SUCCESS;
@@ -442,6 +562,7 @@ aclError emuMemcpyAsync(void* dst, size_t destMax, const void* src, size_t count
                         aclrtMemcpyKind kind, aclrtStream stream) {
   KVIO_EMULATION_ENTER("aclrtMemcpyAsync");
   ++s.counts.memcpyAsync;
+  KVIO_EMULATION_NEEDS_CONTEXT("aclrtMemcpyAsync");
   if (dst == nullptr || src == nullptr) {
     return reject(s, ACL_ERROR_INVALID_PARAM, "null %s", dst == nullptr ? "dst" : "src");
   }
@@ -450,13 +571,13 @@ aclError emuMemcpyAsync(void* dst, size_t destMax, const void* src, size_t count
   }
   if (count == 0) return reject(s, ACL_ERROR_INVALID_PARAM, "copy of 0 bytes");
   if (!validKind(kind)) return reject(s, ACL_ERROR_INVALID_PARAM, "bad kind %d", kind);
-  aclError e = checkStream(s, stream);
+  aclError e = checkStream(s, stream, device);
   if (e == ACL_SUCCESS)
-    e = checkSide(s, "dst", reinterpret_cast<uint64_t>(dst), count, dstOnDevice(kind));
+    e = checkSide(s, device, "dst", reinterpret_cast<uint64_t>(dst), count, dstOnDevice(kind));
   if (e == ACL_SUCCESS)
-    e = checkSide(s, "src", reinterpret_cast<uint64_t>(src), count, srcOnDevice(kind));
+    e = checkSide(s, device, "src", reinterpret_cast<uint64_t>(src), count, srcOnDevice(kind));
   if (e != ACL_SUCCESS) return e;
-  execute(s, reinterpret_cast<uint64_t>(dst), dstOnDevice(kind), count,
+  execute(s, device, reinterpret_cast<uint64_t>(dst), dstOnDevice(kind), count,
           reinterpret_cast<uint64_t>(src), srcOnDevice(kind), count,
           [dst, src, count] { std::memmove(dst, src, count); });
   s.counts.bytesCopied += count;
@@ -468,6 +589,7 @@ aclError emuMemcpy2dAsync(void* dst, size_t dpitch, const void* src, size_t spit
                           size_t height, aclrtMemcpyKind kind, aclrtStream stream) {
   KVIO_EMULATION_ENTER("aclrtMemcpy2dAsync");
   ++s.counts.memcpy2dAsync;
+  KVIO_EMULATION_NEEDS_CONTEXT("aclrtMemcpy2dAsync");
   if (dst == nullptr || src == nullptr) {
     return reject(s, ACL_ERROR_INVALID_PARAM, "null %s", dst == nullptr ? "dst" : "src");
   }
@@ -486,15 +608,15 @@ aclError emuMemcpy2dAsync(void* dst, size_t dpitch, const void* src, size_t spit
                   "%s: aclrtMemcpy2dAsync copies host to device and device to host only",
                   kindText(kind));
   }
-  aclError e = checkStream(s, stream);
+  aclError e = checkStream(s, stream, device);
   const uint64_t d = reinterpret_cast<uint64_t>(dst);
   const uint64_t x = reinterpret_cast<uint64_t>(src);
   if (e == ACL_SUCCESS)
-    e = checkSide(s, "dst", d, (height - 1) * dpitch + width, dstOnDevice(kind));
+    e = checkSide(s, device, "dst", d, (height - 1) * dpitch + width, dstOnDevice(kind));
   if (e == ACL_SUCCESS)
-    e = checkSide(s, "src", x, (height - 1) * spitch + width, srcOnDevice(kind));
+    e = checkSide(s, device, "src", x, (height - 1) * spitch + width, srcOnDevice(kind));
   if (e != ACL_SUCCESS) return e;
-  execute(s, d, dstOnDevice(kind), (height - 1) * dpitch + width, x, srcOnDevice(kind),
+  execute(s, device, d, dstOnDevice(kind), (height - 1) * dpitch + width, x, srcOnDevice(kind),
           (height - 1) * spitch + width, [d, x, dpitch, spitch, width, height] {
             for (size_t r = 0; r < height; ++r) {
               std::memmove(reinterpret_cast<void*>(d + r * dpitch),
@@ -511,6 +633,7 @@ aclError emuMemcpyBatchAsync(void** dsts, size_t* destMaxs, void** srcs, size_t*
                              size_t numAttrs, size_t* failIndex, aclrtStream stream) {
   KVIO_EMULATION_ENTER("aclrtMemcpyBatchAsync");
   ++s.counts.memcpyBatchAsync;
+  KVIO_EMULATION_NEEDS_CONTEXT("aclrtMemcpyBatchAsync");
   if (s.batchResult != ACL_SUCCESS) {
     ++s.counts.rejected;
     return s.batchResult;
@@ -521,7 +644,7 @@ aclError emuMemcpyBatchAsync(void** dsts, size_t* destMaxs, void** srcs, size_t*
     return reject(s, ACL_ERROR_INVALID_PARAM, "malformed batch of %zu copies, %zu attributes",
                   count, numAttrs);
   }
-  aclError e = checkStream(s, stream);
+  aclError e = checkStream(s, stream, device);
   if (e != ACL_SUCCESS) return e;
   // One direction per batch, host to device or device to host (the API reference).
   for (size_t k = 0; k < numAttrs; ++k) {
@@ -546,10 +669,10 @@ aclError emuMemcpyBatchAsync(void** dsts, size_t* destMaxs, void** srcs, size_t*
       return reject(s, ACL_ERROR_INVALID_PARAM, "batch copy %zu: size %zu, destMax %zu", i,
                     sizes[i], destMaxs[i]);
     }
-    e = checkSide(s, "dst", reinterpret_cast<uint64_t>(dsts[i]), sizes[i],
+    e = checkSide(s, device, "dst", reinterpret_cast<uint64_t>(dsts[i]), sizes[i],
                   attr.dstLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE);
     if (e == ACL_SUCCESS) {
-      e = checkSide(s, "src", reinterpret_cast<uint64_t>(srcs[i]), sizes[i],
+      e = checkSide(s, device, "src", reinterpret_cast<uint64_t>(srcs[i]), sizes[i],
                     attr.srcLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE);
     }
     if (e != ACL_SUCCESS) return e;
@@ -561,9 +684,10 @@ aclError emuMemcpyBatchAsync(void** dsts, size_t* destMaxs, void** srcs, size_t*
     void* d = dsts[i];
     void* x = srcs[i];
     const size_t n = sizes[i];
-    execute(s, reinterpret_cast<uint64_t>(d), attrs[a].dstLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE,
-            n, reinterpret_cast<uint64_t>(x), attrs[a].srcLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE,
-            n, [d, x, n] { std::memmove(d, x, n); });
+    execute(s, device, reinterpret_cast<uint64_t>(d),
+            attrs[a].dstLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE, n, reinterpret_cast<uint64_t>(x),
+            attrs[a].srcLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE, n,
+            [d, x, n] { std::memmove(d, x, n); });
     s.counts.bytesCopied += sizes[i];
     s.records.push_back({reinterpret_cast<uint64_t>(dsts[i]), sizes[i], 1, sizes[i]});
   }
@@ -571,11 +695,11 @@ aclError emuMemcpyBatchAsync(void** dsts, size_t* destMaxs, void** srcs, size_t*
   return ACL_SUCCESS;
 }
 
+// Returns and clears the calling thread's recent error text, as aclGetRecentErrMsg does.
 const char* emuRecentErrMsg() {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
   thread_local std::string copy;
-  copy = s.recent;
+  copy.swap(threadRecent);
+  threadRecent.clear();
   return copy.c_str();
 }
 
@@ -611,6 +735,9 @@ AclApi AclHostEmulation::table(bool withBatch) const {
   a.memcpy2dAsync = emuMemcpy2dAsync;
   a.memcpyBatchAsync = withBatch ? emuMemcpyBatchAsync : nullptr;
   a.getRecentErrMsg = emuRecentErrMsg;
+  a.getCurrentContext = emuGetCurrentContext;
+  a.setCurrentContext = emuSetCurrentContext;
+  a.getDevice = emuGetDevice;
   return a;
 }
 
@@ -640,6 +767,7 @@ void AclHostEmulation::reset() {
   runHeld(s);
   s.faults = 0;
   s.faultMessage.clear();
+  s.setDeviceCalls.clear();
 }
 
 AclCallCounts AclHostEmulation::counts() const {
@@ -714,8 +842,54 @@ AclHostEmulation::Live AclHostEmulation::live() const {
   for (const auto& entry : s.memory) {
     if (entry.second.place == Place::PinnedHost) ++l.hostAllocations;
   }
-  l.registrations = static_cast<int64_t>(s.registrations.size());
+  l.registrations = 0;
+  for (const auto& forDevice : s.registrations) {
+    l.registrations += static_cast<int64_t>(forDevice.second.size());
+  }
   return l;
+}
+
+int64_t AclHostEmulation::registrations(int32_t device) const {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.registrations.find(device);
+  return it == s.registrations.end() ? 0 : static_cast<int64_t>(it->second.size());
+}
+
+int64_t AclHostEmulation::setDeviceCalls(int32_t device) const {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.setDeviceCalls.find(device);
+  return it == s.setDeviceCalls.end() ? 0 : it->second;
+}
+
+void* AclHostEmulation::defaultContext(int32_t device) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return reinterpret_cast<void*>(kvio_test::defaultContext(s, device));
+}
+
+void* AclHostEmulation::createContext(int32_t device) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const uint64_t handle = s.nextHandle++;
+  s.contexts[handle] = Ctx{device, false};
+  return reinterpret_cast<void*>(handle);
+}
+
+void* AclHostEmulation::threadContext() const {
+  return reinterpret_cast<void*>(currentContext);
+}
+
+void AclHostEmulation::setThreadContext(void* context) {
+  currentContext = reinterpret_cast<uint64_t>(context);
+}
+
+int32_t AclHostEmulation::contextDevice(void* context) const {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.contexts.find(reinterpret_cast<uint64_t>(context));
+  return it == s.contexts.end() ? -1 : it->second.device;
 }
 
 std::string AclHostEmulation::recentError() const {

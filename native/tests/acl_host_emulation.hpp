@@ -19,6 +19,18 @@
 // aclrtHostUnregister takes only the pointer that was registered. The stream can be held
 // (holdStream): copies and events then wait for releaseStream (or a synchronize call), and a
 // held copy whose host memory was unregistered meanwhile counts as a device fault.
+// Contexts follow ACL's rules: a thread has no current context until aclrtSetDevice (which
+// creates the device's default context once, binds it, and is counted per device) or
+// aclrtSetCurrentContext binds one; aclrtGetCurrentContext answers ACL_ERROR_RT_CONTEXT_NULL on
+// a thread with none, and aclrtSetCurrentContext takes no null (ACL documents no unbinding).
+// Stream and event creation, event record, memcpys, memset, aclrtMalloc/Free, aclrtMallocHost
+// and aclrtHostRegister/Unregister answer ACL_ERROR_RT_CONTEXT_NULL on a thread with none
+// (aclrtFree stricter than documented) and act for the context's device: streams belong to it
+// (work on a stream of another device: ACL_ERROR_RT_STREAM_CONTEXT), registrations are per
+// device, and a copy accepts device memory of its stream's device and host memory registered
+// for that device (or from aclrtMallocHost) only. Event query, wait and destruction, stream
+// synchronize and destruction and aclrtFreeHost need no context. aclGetRecentErrMsg answers
+// and clears the calling thread's last error text.
 // It counts calls per function and copied bytes, so tests can assert how many calls a
 // transfer costs, and can be told to fail a given call or to answer "feature not supported"
 // for batch copies.
@@ -102,8 +114,24 @@ class AclHostEmulation {
   };
   Live live() const;
 
-  /// The last argument-check message (what aclGetRecentErrMsg returns).
+  /// The last argument-check message of any thread (aclGetRecentErrMsg answers the calling
+  /// thread's, and clears it).
   std::string recentError() const;
+
+  /// Host registrations alive for `device`.
+  int64_t registrations(int32_t device) const;
+  /// aclrtSetDevice calls for `device` since the last reset.
+  int64_t setDeviceCalls(int32_t device) const;
+  /// Device `device`'s default context (created without an aclrtSetDevice call if missing).
+  void* defaultContext(int32_t device);
+  /// A new context of `device` that is not its default one (what aclrtCreateContext makes).
+  void* createContext(int32_t device);
+  /// The calling thread's current context (nullptr: none), and setting it directly (nullptr:
+  /// none; a test's own unbinding, which ACL itself does not offer).
+  void* threadContext() const;
+  void setThreadContext(void* context);
+  /// The device of an emulated context (-1: not a context).
+  int32_t contextDevice(void* context) const;
 };
 
 }  // namespace kvio_test

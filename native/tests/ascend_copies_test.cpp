@@ -3,13 +3,15 @@
 // emulation's table: heights above aclrtMemcpy2dAsync's limit are split, not refused; copies
 // the 2-D call cannot do (device to device, a broadcast source of pitch 0) become 1-D copies;
 // batches are bounded; copies over two adjacent allocations are cut; and the emulation itself
-// answers the documented argument errors and refuses copies spanning two allocations (so that
-// the executor's tests would catch a bad call).
+// answers the documented argument errors, refuses copies spanning two allocations, and keeps
+// ACL's context rules (so that the executor's tests would catch a bad call).
 #include "ascend/ascend_copies.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "acl_host_emulation.hpp"
@@ -22,6 +24,9 @@ using namespace kvio::ascend;
 struct Buffers {
   explicit Buffers(const AclApi& a, size_t hostSize, size_t deviceSize)
       : api(a), hostBytes(hostSize), deviceBytes(deviceSize) {
+    // The emulated calls need a current context on the calling thread: device 0's default one.
+    AclHostEmulation& acl = AclHostEmulation::instance();
+    acl.setThreadContext(acl.defaultContext(0));
     EXPECT_EQ(api.mallocHost(&host, hostBytes), ACL_SUCCESS);
     EXPECT_EQ(api.malloc(&device, deviceBytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
     EXPECT_EQ(api.createStream(&stream), ACL_SUCCESS);
@@ -30,6 +35,7 @@ struct Buffers {
     api.freeHost(host);
     api.free(device);
     api.destroyStream(stream);
+    AclHostEmulation::instance().setThreadContext(nullptr);
   }
   uint64_t h() const { return reinterpret_cast<uint64_t>(host); }
   uint64_t d() const { return reinterpret_cast<uint64_t>(device); }
@@ -237,6 +243,79 @@ TEST(AscendCopies, TheEmulationAnswersArgumentErrors) {
             std::string::npos)
       << message;
   EXPECT_NE(message.find("2 rows of 64 bytes"), std::string::npos) << message;
+}
+
+// ACL's context rules, as the emulation keeps them, on a thread that starts with no context.
+TEST(AscendCopies, TheEmulationKeepsAclContextRules) {
+  AclHostEmulation& acl = AclHostEmulation::instance();
+  acl.reset();
+  acl.setDeviceCount(2);
+  const AclApi api = acl.table();
+  std::thread([&] {
+    ASSERT_EQ(acl.threadContext(), nullptr);
+    aclrtContext context = reinterpret_cast<aclrtContext>(0x1);
+    EXPECT_EQ(api.getCurrentContext(&context), ACL_ERROR_RT_CONTEXT_NULL);
+    void* p = nullptr;
+    aclrtStream stream = nullptr;
+    aclrtEvent event = nullptr;
+    std::vector<uint8_t> host(8192);
+    EXPECT_EQ(api.mallocHost(&p, 64), ACL_ERROR_RT_CONTEXT_NULL);
+    EXPECT_EQ(api.malloc(&p, 64, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_RT_CONTEXT_NULL);
+    EXPECT_EQ(api.createStream(&stream), ACL_ERROR_RT_CONTEXT_NULL);
+    EXPECT_EQ(api.createEvent(&event), ACL_ERROR_RT_CONTEXT_NULL);
+    EXPECT_EQ(api.hostRegister(host.data(), 4096, ACL_HOST_REGISTER_MAPPED, &p),
+              ACL_ERROR_RT_CONTEXT_NULL);
+    EXPECT_EQ(api.hostUnregister(host.data()), ACL_ERROR_RT_CONTEXT_NULL);
+    // The text of the failure is this thread's, and reading it clears it.
+    EXPECT_NE(std::string(api.getRecentErrMsg()).find("no current context"), std::string::npos);
+    EXPECT_EQ(std::string(api.getRecentErrMsg()), "");
+    EXPECT_EQ(api.setCurrentContext(nullptr), ACL_ERROR_RT_CONTEXT_NULL);  // no unbinding
+    EXPECT_EQ(acl.threadContext(), nullptr);
+
+    // aclrtSetDevice binds the device's default context (and counts).
+    ASSERT_EQ(api.setDevice(1), ACL_SUCCESS);
+    EXPECT_EQ(acl.setDeviceCalls(1), 1);
+    ASSERT_EQ(api.getCurrentContext(&context), ACL_SUCCESS);
+    EXPECT_EQ(context, acl.defaultContext(1));
+    aclrtStream stream1 = nullptr;
+    ASSERT_EQ(api.createStream(&stream1), ACL_SUCCESS);
+    // Registrations are per device: the same pages register for device 1, then device 0.
+    uint8_t* page =
+        reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(host.data()) + 4095) / 4096 * 4096);
+    ASSERT_EQ(api.hostRegister(page, 4096, ACL_HOST_REGISTER_MAPPED, &p), ACL_SUCCESS);
+    EXPECT_EQ(api.hostRegister(page, 4096, ACL_HOST_REGISTER_MAPPED, &p),
+              ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    void* device0 = acl.defaultContext(0);
+    ASSERT_EQ(api.setCurrentContext(device0), ACL_SUCCESS);
+    EXPECT_EQ(api.hostUnregister(page), ACL_ERROR_HOST_MEMORY_NOT_REGISTERED);  // device 1's
+    void* dev = nullptr;
+    ASSERT_EQ(api.malloc(&dev, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    // Work on device 1's stream from device 0's context.
+    EXPECT_EQ(api.memcpyAsync(dev, 64, page, 64, ACL_MEMCPY_HOST_TO_DEVICE, stream1),
+              ACL_ERROR_RT_STREAM_CONTEXT);
+    aclrtStream stream0 = nullptr;
+    ASSERT_EQ(api.createStream(&stream0), ACL_SUCCESS);
+    // Host memory registered for device 1 only is not pinned for a copy on device 0.
+    EXPECT_EQ(api.memcpyAsync(dev, 64, page, 64, ACL_MEMCPY_HOST_TO_DEVICE, stream0),
+              ACL_ERROR_INVALID_PARAM);
+    EXPECT_EQ(acl.registrations(1), 1);
+    ASSERT_EQ(api.hostRegister(page, 4096, ACL_HOST_REGISTER_MAPPED, &p), ACL_SUCCESS);
+    EXPECT_EQ(acl.registrations(0), 1);
+    EXPECT_EQ(api.memcpyAsync(dev, 64, page, 64, ACL_MEMCPY_HOST_TO_DEVICE, stream0), ACL_SUCCESS);
+    EXPECT_EQ(api.hostUnregister(page), ACL_SUCCESS);
+    EXPECT_EQ(api.free(dev), ACL_SUCCESS);
+    EXPECT_EQ(api.destroyStream(stream0), ACL_SUCCESS);
+    ASSERT_EQ(api.setCurrentContext(acl.defaultContext(1)), ACL_SUCCESS);
+    EXPECT_EQ(api.hostUnregister(page), ACL_SUCCESS);
+    EXPECT_EQ(api.destroyStream(stream1), ACL_SUCCESS);
+    EXPECT_EQ(acl.setDeviceCalls(0), 0);  // a context switch is no aclrtSetDevice
+  }).join();
+  EXPECT_EQ(acl.live().registrations, 0);
+  acl.reset();
+  EXPECT_STREQ(aclErrorName(ACL_ERROR_RT_CONTEXT_NULL), "ACL_ERROR_RT_CONTEXT_NULL");
+  EXPECT_STREQ(aclErrorName(ACL_ERROR_RT_STREAM_CONTEXT), "ACL_ERROR_RT_STREAM_CONTEXT");
+  EXPECT_STREQ(aclErrorName(ACL_ERROR_HOST_MEMORY_NOT_REGISTERED),
+               "ACL_ERROR_HOST_MEMORY_NOT_REGISTERED");
 }
 
 }  // namespace

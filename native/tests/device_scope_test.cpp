@@ -1,4 +1,4 @@
-// BasicDeviceScope (native/src/cuda/device_scope.hpp) against a fake runtime that keeps CUDA's
+// BasicDeviceScope (native/src/core/device_scope.hpp) against a fake runtime that keeps CUDA's
 // rules: a device's primary context exists once created (retained, or by the first cudaSetDevice
 // of the device, which also binds it and records the thread's runtime device); cudaGetDevice
 // answers the current context's device, or the thread's recorded device (0 at first) when none
@@ -7,7 +7,7 @@
 // on another device (its context comes back), one on the device already (no call), a context the
 // caller created (it comes back, also on the same device), "any device" (-1), failures, and the
 // fallback without the driver's context calls.
-#include "cuda/device_scope.hpp"
+#include "core/device_scope.hpp"
 
 #include <gtest/gtest.h>
 
@@ -94,7 +94,7 @@ struct FakeCuda {
   void clearError() const { self().pendingError = 0; }
 };
 
-using Scope = kvio::cuda::BasicDeviceScope<FakeCuda>;
+using Scope = kvio::BasicDeviceScope<FakeCuda>;
 
 // A worker thread that never touched CUDA submits to an executor of device 1. Inside, device
 // 1's primary context is current (driver calls work); after, the thread has no context again,

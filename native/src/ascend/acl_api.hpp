@@ -19,6 +19,7 @@ namespace ascend {
 using aclError = int;
 using aclrtStream = void*;
 using aclrtEvent = void*;
+using aclrtContext = void*;
 
 enum aclrtMemcpyKind {
   ACL_MEMCPY_HOST_TO_HOST = 0,
@@ -57,6 +58,10 @@ constexpr aclError ACL_ERROR_REPEAT_INITIALIZE = 100002;
 constexpr aclError ACL_ERROR_BAD_ALLOC = 200000;
 constexpr aclError ACL_ERROR_RT_PARAM_INVALID = 107000;
 constexpr aclError ACL_ERROR_RT_INVALID_DEVICEID = 107001;
+/// The calling thread has no current context (and the call needs one).
+constexpr aclError ACL_ERROR_RT_CONTEXT_NULL = 107002;
+/// The stream does not belong to the thread's current context.
+constexpr aclError ACL_ERROR_RT_STREAM_CONTEXT = 107003;
 constexpr aclError ACL_ERROR_RT_INVALID_HANDLE = 107017;
 constexpr aclError ACL_ERROR_RT_FEATURE_NOT_SUPPORT = 207000;
 constexpr aclError ACL_ERROR_RT_MEMORY_ALLOCATION = 207001;
@@ -77,6 +82,7 @@ struct AclSignatures {
   using Error = typename T::Error;
   using Stream = typename T::Stream;
   using Event = typename T::Event;
+  using Context = typename T::Context;
   using Init = Error (*)(const char* configPath);
   using SetDevice = Error (*)(int32_t deviceId);
   using GetDeviceCount = Error (*)(uint32_t* count);
@@ -106,12 +112,16 @@ struct AclSignatures {
                                      size_t* attrsIndexes, size_t numAttrs, size_t* failIndex,
                                      Stream stream);
   using GetRecentErrMsg = const char* (*)();
+  using GetCurrentContext = Error (*)(Context* context);
+  using SetCurrentContext = Error (*)(Context context);
+  using GetDevice = Error (*)(int32_t* deviceId);
 };
 
 struct KvioAclTypes {
   using Error = aclError;
   using Stream = aclrtStream;
   using Event = aclrtEvent;
+  using Context = aclrtContext;
   using EventRecordedStatus = aclrtEventRecordedStatus;
   using MallocPolicy = aclrtMemMallocPolicy;
   using HostRegisterType = aclrtHostRegisterType;
@@ -122,10 +132,12 @@ struct KvioAclTypes {
 using Acl = AclSignatures<KvioAclTypes>;
 
 /// Bumped whenever AclApi changes, so that a table built against another layout is refused.
-constexpr uint32_t kAclApiVersion = 1;
+constexpr uint32_t kAclApiVersion = 2;
 
 /// The ACL functions the backend calls. Every entry is required except memcpyBatchAsync
-/// (CANN >= 8.5, experimental) and getRecentErrMsg.
+/// (CANN >= 8.5, experimental), getRecentErrMsg and the context calls getCurrentContext,
+/// setCurrentContext and getDevice (without the first two, kvio selects devices with
+/// aclrtSetDevice at every call, as before it had them: acl_device.hpp).
 struct AclApi {
   uint32_t version = kAclApiVersion;
   uint32_t size = sizeof(AclApi);
@@ -151,8 +163,11 @@ struct AclApi {
   Acl::Memset memset = nullptr;
   Acl::MemcpyAsync memcpyAsync = nullptr;
   Acl::Memcpy2dAsync memcpy2dAsync = nullptr;
-  Acl::MemcpyBatchAsync memcpyBatchAsync = nullptr;  // optional
-  Acl::GetRecentErrMsg getRecentErrMsg = nullptr;    // optional (aclGetRecentErrMsg)
+  Acl::MemcpyBatchAsync memcpyBatchAsync = nullptr;    // optional
+  Acl::GetRecentErrMsg getRecentErrMsg = nullptr;      // optional (aclGetRecentErrMsg)
+  Acl::GetCurrentContext getCurrentContext = nullptr;  // optional (aclrtGetCurrentContext)
+  Acl::SetCurrentContext setCurrentContext = nullptr;  // optional (aclrtSetCurrentContext)
+  Acl::GetDevice getDevice = nullptr;                  // optional (aclrtGetDevice)
 };
 
 /// The ACL runtime to use: the table installed for tests, else libascendcl.so loaded (once)

@@ -13,6 +13,9 @@ namespace {
 constexpr int kFeatureNotSupport = kvio::ascend::ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
 constexpr int kMemoryAllocation = kvio::ascend::ACL_ERROR_RT_MEMORY_ALLOCATION;
 constexpr int kAlreadyRegistered = kvio::ascend::ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+constexpr int kNotRegistered = kvio::ascend::ACL_ERROR_HOST_MEMORY_NOT_REGISTERED;
+constexpr int kContextNull = kvio::ascend::ACL_ERROR_RT_CONTEXT_NULL;
+constexpr int kStreamContext = kvio::ascend::ACL_ERROR_RT_STREAM_CONTEXT;
 }  // namespace
 
 #include <acl/acl.h>
@@ -25,6 +28,7 @@ struct CannTypes {
   using Error = ::aclError;
   using Stream = ::aclrtStream;
   using Event = ::aclrtEvent;
+  using Context = ::aclrtContext;
   using EventRecordedStatus = ::aclrtEventRecordedStatus;
   using MallocPolicy = ::aclrtMemMallocPolicy;
   using HostRegisterType = ::aclrtHostRegisterType;
@@ -58,6 +62,9 @@ KVIO_SAME_SIGNATURE(MemcpyAsync, aclrtMemcpyAsync);
 KVIO_SAME_SIGNATURE(Memcpy2dAsync, aclrtMemcpy2dAsync);
 KVIO_SAME_SIGNATURE(MemcpyBatchAsync, aclrtMemcpyBatchAsync);
 KVIO_SAME_SIGNATURE(GetRecentErrMsg, aclGetRecentErrMsg);
+KVIO_SAME_SIGNATURE(GetCurrentContext, aclrtGetCurrentContext);
+KVIO_SAME_SIGNATURE(SetCurrentContext, aclrtSetCurrentContext);
+KVIO_SAME_SIGNATURE(GetDevice, aclrtGetDevice);
 
 static_assert(static_cast<int>(k::ACL_MEMCPY_HOST_TO_HOST) ==
                   static_cast<int>(::ACL_MEMCPY_HOST_TO_HOST),
@@ -100,5 +107,8 @@ static_assert(static_cast<int>(k::ACL_ERROR_REPEAT_INITIALIZE) ==
 static_assert(kFeatureNotSupport == ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "error code");
 static_assert(kMemoryAllocation == ACL_ERROR_RT_MEMORY_ALLOCATION, "error code");
 static_assert(kAlreadyRegistered == ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "error code");
+static_assert(kNotRegistered == ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, "error code");
+static_assert(kContextNull == ACL_ERROR_RT_CONTEXT_NULL, "error code");
+static_assert(kStreamContext == ACL_ERROR_RT_STREAM_CONTEXT, "error code");
 
 }  // namespace

@@ -94,6 +94,9 @@ Loaded load() {
   resolve(library, "aclrtMemcpy2dAsync", &a.memcpy2dAsync, &missing);
   resolve(library, "aclrtMemcpyBatchAsync", &a.memcpyBatchAsync, nullptr);  // CANN >= 8.5
   resolve(library, "aclGetRecentErrMsg", &a.getRecentErrMsg, nullptr);
+  resolve(library, "aclrtGetCurrentContext", &a.getCurrentContext, nullptr);
+  resolve(library, "aclrtSetCurrentContext", &a.setCurrentContext, nullptr);
+  resolve(library, "aclrtGetDevice", &a.getDevice, nullptr);
   if (!missing.empty()) {
     l.cause = l.origin + " lacks " + missing + " (a CANN release too old for kvio)";
     return l;  // the library stays loaded: unloading a runtime is never safe
@@ -165,6 +168,8 @@ const char* aclErrorName(aclError error) {
     case ACL_ERROR_BAD_ALLOC: return "ACL_ERROR_BAD_ALLOC";
     case ACL_ERROR_RT_PARAM_INVALID: return "ACL_ERROR_RT_PARAM_INVALID";
     case ACL_ERROR_RT_INVALID_DEVICEID: return "ACL_ERROR_RT_INVALID_DEVICEID";
+    case ACL_ERROR_RT_CONTEXT_NULL: return "ACL_ERROR_RT_CONTEXT_NULL";
+    case ACL_ERROR_RT_STREAM_CONTEXT: return "ACL_ERROR_RT_STREAM_CONTEXT";
     case ACL_ERROR_RT_INVALID_HANDLE: return "ACL_ERROR_RT_INVALID_HANDLE";
     case ACL_ERROR_RT_FEATURE_NOT_SUPPORT: return "ACL_ERROR_RT_FEATURE_NOT_SUPPORT";
     case ACL_ERROR_RT_MEMORY_ALLOCATION: return "ACL_ERROR_RT_MEMORY_ALLOCATION";
@@ -172,6 +177,7 @@ const char* aclErrorName(aclError error) {
     case ACL_ERROR_RT_DEVICE_OOM: return "ACL_ERROR_RT_DEVICE_OOM";
     case ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
       return "ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED";
+    case ACL_ERROR_HOST_MEMORY_NOT_REGISTERED: return "ACL_ERROR_HOST_MEMORY_NOT_REGISTERED";
     default: return "ACL error";
   }
 }

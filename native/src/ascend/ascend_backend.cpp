@@ -6,10 +6,15 @@
 // an aclrtEvent, and the transfer is done when that event is
 // (aclrtQueryEventStatus / aclrtSynchronizeEvent of that event only; never a device-wide
 // synchronisation). Pools stay alive until their transfers' events have completed. Caller host
-// memory is registered through kvio's registry of host registrations (host_registry.hpp). All ACL
-// calls go through the AclApi table (acl_api.hpp): libascendcl.so, or a test's emulation.
+// memory is registered through kvio's registries of host registrations (host_registry.hpp), one
+// per device: aclrtHostRegister registers for the current context's device only. Every ACL call
+// that needs a context runs under a DeviceScope (acl_device.hpp): the device's default context
+// current for the call, the calling thread's context put back; aclrtSetDevice is called once per
+// device and process. Event queries, waits and destruction, and aclrtFreeHost, need no context.
+// All ACL calls go through the AclApi table (acl_api.hpp): libascendcl.so, or a test's emulation.
 #include <cstring>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -22,6 +27,7 @@
 #include "../core/host_registry.hpp"
 #include "../core/pool.hpp"
 #include "acl_api.hpp"
+#include "acl_device.hpp"
 #include "ascend_copies.hpp"
 
 namespace kvio {
@@ -83,6 +89,7 @@ kvio_status ascendAvailable() {
   return KVIO_STATUS_OK;
 }
 
+// Checks that `device` exists; selects nothing (a DeviceScope does, for the calls that need it).
 kvio_status checkDevice(const AclApi& api, int32_t device) {
   uint32_t count = 0;
   KVIO_RETURN_IF_ERROR(deviceCount(api, &count));
@@ -91,25 +98,39 @@ kvio_status checkDevice(const AclApi& api, int32_t device) {
                 "Ascend device %d does not exist (%u devices: 0 to %d)", device, count,
                 static_cast<int>(count) - 1);
   }
-  KVIO_ACL_TRY(api, api.setDevice(device), format("selecting Ascend device %lld", device));
   return KVIO_STATUS_OK;
 }
+
+// The failure of a DeviceScope (the device's default context could not be made current).
+kvio_status scopeFailure(const AclApi& api, const DeviceScope& scope, int32_t device,
+                         const char* what) {
+  return fail(KVIO_STATUS_BACKEND_ERROR,
+              "making Ascend device %d's default context current (aclrtSetDevice once, "
+              "aclrtGetCurrentContext, aclrtSetCurrentContext) failed: %s; %s",
+              device, describeAclError(api, scope.error()).c_str(), what);
+}
+
+#define KVIO_ACL_SCOPE(scope, api, device, what) \
+  DeviceScope scope((api), (device));            \
+  if (scope.error() != ACL_SUCCESS) return scopeFailure((api), scope, (device), (what))
 
 // ---- completion ----
 
 class AclEventCompletion final : public DeviceCompletion {
  public:
+  // Event query, wait and destruction need no current context (the event carries its own).
   AclEventCompletion(const AclApi* api, aclrtEvent event) : api_(api), event_(event) {}
-  ~AclEventCompletion() override { api_->destroyEvent(event_); }
+  ~AclEventCompletion() override {
+    // Nobody to report a failure to; its text must not be blamed on a later call.
+    if (api_->destroyEvent(event_) != ACL_SUCCESS) clearAclError(*api_);
+  }
   bool query() override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (done_) return true;
     aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
     const aclError e = api_->queryEventStatus(event_, &status);
     if (e != ACL_SUCCESS) {
-      error_ = e;
-      call_ = "aclrtQueryEventStatus";
-      done_ = true;
+      failed(e, "aclrtQueryEventStatus");
     } else if (status == ACL_EVENT_RECORDED_STATUS_COMPLETE) {
       done_ = true;
     }
@@ -118,18 +139,17 @@ class AclEventCompletion final : public DeviceCompletion {
   void synchronize() override {
     const aclError e = api_->synchronizeEvent(event_);
     std::lock_guard<std::mutex> lock(mutex_);
-    if (done_) return;
-    if (e != ACL_SUCCESS) {
-      error_ = e;
-      call_ = "aclrtSynchronizeEvent";
+    if (done_) {
+      if (e != ACL_SUCCESS) clearAclError(*api_);
+      return;
     }
+    if (e != ACL_SUCCESS) failed(e, "aclrtSynchronizeEvent");
     done_ = true;
   }
   kvio_status finish(std::string* message) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (error_ == ACL_SUCCESS) return KVIO_STATUS_OK;
-    *message = std::string("the transfer's work on the Ascend stream failed: ") + call_ +
-               " reported " + describeAclError(*api_, error_);
+    if (error_.empty()) return KVIO_STATUS_OK;
+    *message = error_;
     return KVIO_STATUS_BACKEND_ERROR;
   }
   bool nativeHandle(NativeHandle kind, uint64_t* out) const override {
@@ -139,12 +159,19 @@ class AclEventCompletion final : public DeviceCompletion {
   }
 
  private:
+  // The error's text is read on the thread that saw it (aclGetRecentErrMsg is per thread), at
+  // the failing call, not by whichever thread finishes the transfer.
+  void failed(aclError e, const char* call) {
+    error_ = std::string("the transfer's work on the Ascend stream failed: ") + call +
+             " reported " + describeAclError(*api_, e);
+    done_ = true;
+  }
+
   const AclApi* api_;
   aclrtEvent event_;
   std::mutex mutex_;
   bool done_ = false;
-  aclError error_ = ACL_SUCCESS;
-  const char* call_ = "";
+  std::string error_;  // empty: no failure
 };
 
 // ---- executor ----
@@ -155,6 +182,7 @@ class AscendExecutor final : public Executor {
     KVIO_RETURN_IF_ERROR(runtime(&api_));
     device_ = device;
     KVIO_RETURN_IF_ERROR(checkDevice(*api_, device));
+    KVIO_ACL_SCOPE(scope, *api_, device, "creating a 'kernel_ascend' executor");
     if (stream == KVIO_ASCEND_OWN_STREAM) {
       KVIO_ACL_TRY(*api_, api_->createStream(&stream_),
                    format("creating the 'kernel_ascend' executor's stream on device %lld", device));
@@ -168,8 +196,11 @@ class AscendExecutor final : public Executor {
   ~AscendExecutor() override {
     drain();
     if (ownStream_ && stream_ != nullptr) {
-      api_->setDevice(device_);
-      api_->destroyStream(stream_);
+      // Nobody to report a failure to: its text is cleared, not left for a later call.
+      DeviceScope scope(*api_, device_);
+      if (scope.error() != ACL_SUCCESS || api_->destroyStream(stream_) != ACL_SUCCESS) {
+        clearAclError(*api_);
+      }
     }
   }
 
@@ -215,16 +246,17 @@ class AscendExecutor final : public Executor {
 
   void submit(std::shared_ptr<Job> job) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    reap();
-    aclError e = api_->setDevice(device_);
-    if (e != ACL_SUCCESS) {
+    DeviceScope scope(*api_, device_);  // on whatever thread submits, before reap's queries
+    if (scope.error() != ACL_SUCCESS) {
       job->state->complete(
           KVIO_STATUS_BACKEND_ERROR,
-          "aclrtSetDevice(" + std::to_string(device_) + ") failed: " + describeAclError(*api_, e));
+          "making Ascend device " + std::to_string(device_) +
+              "'s default context current failed: " + describeAclError(*api_, scope.error()));
       return;
     }
+    reap();
     aclrtEvent event = nullptr;
-    e = api_->createEvent(&event);
+    aclError e = api_->createEvent(&event);
     if (e != ACL_SUCCESS) {
       job->state->complete(KVIO_STATUS_BACKEND_ERROR,
                            "aclrtCreateEvent failed: " + describeAclError(*api_, e));
@@ -313,57 +345,85 @@ const BackendOps kAscendOps{KVIO_BACKEND_KERNEL_ASCEND, ascendAvailable, createD
 
 // ---- memory ----
 
+// Released by whichever thread lets go last: aclrtFree under the device's scope. A failure has
+// nobody to report to, and its text is cleared rather than left for a later call.
 struct DeviceMemory {
   const AclApi* api = nullptr;
   void* pointer = nullptr;
   int32_t device = 0;
   ~DeviceMemory() {
-    if (pointer != nullptr) {
-      api->setDevice(device);
-      api->free(pointer);
-    }
+    if (pointer == nullptr) return;
+    DeviceScope scope(*api, device);
+    if (scope.error() != ACL_SUCCESS || api->free(pointer) != ACL_SUCCESS) clearAclError(*api);
   }
 };
 
+// aclrtFreeHost needs no context.
 struct PinnedHost {
   const AclApi* api = nullptr;
   void* pointer = nullptr;
   ~PinnedHost() {
-    if (pointer != nullptr) api->freeHost(pointer);
+    if (pointer != nullptr && api->freeHost(pointer) != ACL_SUCCESS) clearAclError(*api);
   }
 };
 
-// ---- the host registry's ACL runtime (host_registry.hpp) ----
+// ---- the host registries' ACL runtime (host_registry.hpp) ----
 // ACL has no query of what a registration covers, so a range already registered by someone
-// other than kvio is refused (covering is nullptr).
+// other than kvio is refused (covering is nullptr). aclrtHostRegister and aclrtHostUnregister
+// need a current context and act for its device only: one registry per device (its
+// HostRuntime::context is the device), each call under that device's scope, on whatever
+// thread adopts or lets go of a pool last.
 
-kvio_status registerRange(void*, uint64_t address, uint64_t bytes, bool* alreadyRegistered) {
+int32_t deviceOf(void* context) {
+  return static_cast<int32_t>(reinterpret_cast<intptr_t>(context));
+}
+
+kvio_status registerRange(void* context, uint64_t address, uint64_t bytes,
+                          bool* alreadyRegistered) {
   const AclApi* api = nullptr;
   KVIO_RETURN_IF_ERROR(runtime(&api));
+  const int32_t device = deviceOf(context);
+  KVIO_ACL_SCOPE(scope, *api, device, "registering host memory");
   void* devicePointer = nullptr;
   const aclError e = api->hostRegister(reinterpret_cast<void*>(address), bytes,
                                        ACL_HOST_REGISTER_MAPPED, &devicePointer);
   if (e == ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED) {
+    clearAclError(*api);
     *alreadyRegistered = true;
     return KVIO_STATUS_OK;
   }
   if (e != ACL_SUCCESS) {
     return aclFailure(*api, e, "aclrtHostRegister",
                       "registering " + std::to_string(bytes) + " bytes of host memory at " +
-                          format("0x%llx", static_cast<long long>(address)));
+                          format("0x%llx", static_cast<long long>(address)) +
+                          format(" for Ascend device %lld", device));
   }
   return KVIO_STATUS_OK;
 }
 
-void unregisterRange(void*, uint64_t address) {
+// The registration ends in its device's context. A failure has nobody to report to (the pool
+// is gone); its text is cleared rather than left for a later call.
+void unregisterRange(void* context, uint64_t address) {
   const AclApi* api = nullptr;
-  if (runtime(&api) == KVIO_STATUS_OK) api->hostUnregister(reinterpret_cast<void*>(address));
+  if (runtime(&api) != KVIO_STATUS_OK) return;
+  DeviceScope scope(*api, deviceOf(context));
+  if (scope.error() != ACL_SUCCESS ||
+      api->hostUnregister(reinterpret_cast<void*>(address)) != ACL_SUCCESS) {
+    clearAclError(*api);
+  }
 }
 
-HostRegistry& registry() {
-  static HostRegistry* r = new HostRegistry(
-      HostRuntime{"ACL", "aclrtHostRegister", 0, nullptr, registerRange, unregisterRange,
-                  nullptr});  // never destroyed: pools may outlive statics
+// Device `device`'s registrations (checkDevice has checked it).
+HostRegistry& registry(int32_t device) {
+  static std::mutex* mutex = new std::mutex();
+  static auto* registries = new std::map<int32_t, HostRegistry*>();  // never destroyed: pools
+  std::lock_guard<std::mutex> lock(*mutex);                          // may outlive statics
+  HostRegistry*& r = (*registries)[device];
+  if (r == nullptr) {
+    r = new HostRegistry(HostRuntime{"ACL", "aclrtHostRegister", 0,
+                                     reinterpret_cast<void*>(static_cast<intptr_t>(device)),
+                                     registerRange, unregisterRange, nullptr});
+  }
   return *r;
 }
 
@@ -372,6 +432,7 @@ kvio_status allocate(int32_t kind, int32_t device, uint64_t bytes, uint64_t* add
   const AclApi* api = nullptr;
   KVIO_RETURN_IF_ERROR(runtime(&api));
   KVIO_RETURN_IF_ERROR(checkDevice(*api, device));
+  KVIO_ACL_SCOPE(scope, *api, device, "allocating a pool's memory");
   if (kind == KVIO_MEMORY_ASCEND_HOST_PINNED) {
     auto memory = std::make_shared<PinnedHost>();
     memory->api = api;
@@ -407,7 +468,7 @@ kvio_status adopt(int32_t kind, int32_t device, const MemoryRegion* regions, siz
     return KVIO_STATUS_OK;
   }
   std::vector<std::vector<uint64_t>> pieces;
-  KVIO_RETURN_IF_ERROR(registry().acquire(regions, count, owner, &pieces));
+  KVIO_RETURN_IF_ERROR(registry(device).acquire(regions, count, owner, &pieces));
   *copyRegions = HostRegistry::piecesOf(regions, count, pieces);
   return KVIO_STATUS_OK;
 }
@@ -427,6 +488,7 @@ kvio_status copy(int32_t, int32_t device, uint64_t deviceAddress, uint64_t hostA
   const AclApi* api = nullptr;
   KVIO_RETURN_IF_ERROR(runtime(&api));
   KVIO_RETURN_IF_ERROR(checkDevice(*api, device));
+  KVIO_ACL_SCOPE(scope, *api, device, "copying a pool's memory");
   const uint64_t stagingBytes = bytes < kStagingBytes ? bytes : kStagingBytes;
   PinnedHost staging;
   staging.api = api;

@@ -12,8 +12,8 @@
 
 #include <string>
 
+#include "../core/device_scope.hpp"
 #include "../core/error.hpp"
-#include "device_scope.hpp"
 
 namespace kvio {
 namespace cuda {

@@ -1,0 +1,219 @@
+// Which ACL context kvio's calls run in, through the public API and the ACL host emulation
+// (which keeps ACL's rules: no context on a new thread, the calls that need one refused with
+// ACL_ERROR_RT_CONTEXT_NULL, aclrtSetDevice counted, host registrations per device). Covers a
+// fresh thread that creates pools and executors, submits, waits and closes (kvio binds the
+// device's default context, which stays: ACL cannot unbind), threads with a context of their
+// own (of another device, or a created one of the same device: they get it back after every
+// kvio call), aclrtSetDevice called once per device however many transfers run, one host
+// buffer wrapped for two devices (a registration per device, each ended in its device's
+// context, also on a thread with no context), and failures whose text is not left behind.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "acl_emulation_test.hpp"
+#include "kvio/kvio.h"
+#include "kvio/kvio.hpp"
+#include "oracle.hpp"
+
+namespace kvio_test {
+namespace {
+
+using namespace kvio::ascend;
+
+/// A wrapped pool in emulated NPU memory of `device` (its buffer tagged as device memory).
+struct NpuPool {
+  NpuPool(const Geometry& g, int32_t device) : pool(g, KVIO_MEMORY_ASCEND_DEVICE, device) {
+    tag = acl().tagDevice(pool.region(0), static_cast<uint64_t>(g.regionBytes()), device);
+  }
+  TestPool pool;
+  std::shared_ptr<void> tag;
+};
+
+const Geometry kDevice{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 8, 4, 1, 64};
+const Geometry kHost{KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 8, 4, 1, 64};
+const Geometry kHostAllocated{
+    KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 4, 1, 64};
+
+class AscendContextTest : public AclEmulationTest {
+ protected:
+  AscendContextTest() : AclEmulationTest(true) {}
+
+  // Creates pools (allocated and wrapped pinned host memory, NPU memory) and an executor on
+  // `device`, moves pages both ways, and closes everything, checking after every kvio call that
+  // the thread's context is `expected` (nullptr: the device's default context, which kvio
+  // leaves bound on a thread that had none).
+  void roundTrip(int32_t device, void* expected) {
+    void* const want = expected != nullptr ? expected : acl().defaultContext(device);
+    const std::vector<int64_t> pages{1, 2, 3};
+    {
+      kvio::Executor ex = kvio::Executor::ascend(device);
+      EXPECT_EQ(acl().threadContext(), want);
+      TestPool allocated(kHostAllocated, KVIO_MEMORY_ASCEND_HOST_PINNED, device);
+      EXPECT_EQ(acl().threadContext(), want);
+      TestPool wrapped(kHost, KVIO_MEMORY_ASCEND_HOST_PINNED, device);
+      EXPECT_EQ(acl().threadContext(), want);
+      NpuPool npu(kDevice, device);
+      kvio::transferDimExchange(ex, wrapped.pool(), npu.pool.pool(), pages, pages, 0, 2).wait();
+      EXPECT_EQ(acl().threadContext(), want);
+      kvio::transferDimExchange(ex, npu.pool.pool(), allocated.pool(), pages, pages, 0, 2).wait();
+      EXPECT_EQ(acl().threadContext(), want);
+    }
+    EXPECT_EQ(acl().threadContext(), want);  // closing ran ACL calls too
+    EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
+  }
+};
+
+// A thread that never touched ACL: every kvio call works (nothing is refused for want of a
+// context), and afterwards the thread holds device 0's default context (ACL has no unbinding).
+TEST_F(AscendContextTest, FreshThreadWithoutContextWorksAndKeepsTheDefaultContext) {
+  acl().reset();
+  std::thread([&] {
+    ASSERT_EQ(acl().threadContext(), nullptr);
+    roundTrip(0, nullptr);
+  }).join();
+  EXPECT_EQ(acl().live().registrations, 0);
+  EXPECT_EQ(acl().setDeviceCalls(0), 1);
+}
+
+// A thread in a context of another device gets it back after every kvio call.
+TEST_F(AscendContextTest, ThreadOnAnotherDeviceGetsItsContextBack) {
+  acl().reset();
+  acl().setDeviceCount(2);
+  std::thread([&] {
+    void* own = acl().createContext(1);
+    acl().setThreadContext(own);
+    roundTrip(0, own);
+    void* defaultOfDevice1 = acl().defaultContext(1);
+    acl().setThreadContext(defaultOfDevice1);
+    roundTrip(0, defaultOfDevice1);
+  }).join();
+}
+
+// A context the caller created on the same device (not its default one) survives kvio calls on
+// the test thread, and so does the default context of another device.
+TEST_F(AscendContextTest, CallerSetContextOnTheTestThreadSurvives) {
+  acl().reset();
+  acl().setDeviceCount(2);
+  void* own = acl().createContext(0);
+  acl().setThreadContext(own);
+  roundTrip(0, own);
+  acl().setThreadContext(acl().defaultContext(1));
+  roundTrip(0, acl().defaultContext(1));
+  roundTrip(1, acl().defaultContext(1));
+}
+
+// aclrtSetDevice adds one to a device's reference count at every call: kvio calls it once per
+// device (to obtain the default context), however many threads and transfers run.
+TEST_F(AscendContextTest, SetDeviceIsCalledOncePerDevice) {
+  acl().reset();
+  acl().setDeviceCount(2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      const int32_t device = t % 2;
+      kvio::Executor ex = kvio::Executor::ascend(device);
+      TestPool host(kHost, KVIO_MEMORY_ASCEND_HOST_PINNED, device);
+      NpuPool npu(kDevice, device);
+      for (int i = 0; i < 10; ++i) {
+        kvio::transferDimExchange(ex, host.pool(), npu.pool.pool(), {i % 8}, {(i + 1) % 8}, 0, 2)
+            .wait();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(acl().setDeviceCalls(0), 1);
+  EXPECT_EQ(acl().setDeviceCalls(1), 1);
+  EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
+  EXPECT_EQ(acl().live().registrations, 0);
+}
+
+// aclrtHostRegister registers for the current context's device only: one host buffer wrapped
+// for device 0 and for device 1 gets a registration for each, a transfer on device 1 uses
+// device 1's (the emulation refuses host memory not registered for the copy's device), and
+// each registration ends in its own device's context when its pool closes, also when the pool
+// is released on a thread with no context.
+TEST_F(AscendContextTest, HostBufferWrappedForTwoDevicesIsRegisteredPerDevice) {
+  acl().reset();
+  acl().setDeviceCount(2);
+  std::vector<uint8_t> buffer(static_cast<size_t>(kHost.regionBytes()), 7);
+  const kvio::PoolSpec spec = kHost.spec();
+  auto on0 = std::make_unique<kvio::Pool>(
+      kvio::Pool::wrap(spec, buffer.data(), buffer.size(), KVIO_MEMORY_ASCEND_HOST_PINNED, 0));
+  auto on1 = std::make_unique<kvio::Pool>(
+      kvio::Pool::wrap(spec, buffer.data(), buffer.size(), KVIO_MEMORY_ASCEND_HOST_PINNED, 1));
+  EXPECT_EQ(acl().registrations(0), 1);
+  EXPECT_EQ(acl().registrations(1), 1);
+  {
+    kvio::Executor ex = kvio::Executor::ascend(1);
+    NpuPool npu(kDevice, 1);
+    kvio::transferDimExchange(ex, *on1, npu.pool.pool(), {0, 1}, {2, 3}, 0, 2).wait();
+    kvio::transferDimExchange(ex, npu.pool.pool(), *on1, {2, 3}, {4, 5}, 0, 2).wait();
+  }
+  EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
+  // Device 0's pool let go of on a thread with no context: unregistered for device 0 only.
+  std::thread([&] {
+    ASSERT_EQ(acl().threadContext(), nullptr);
+    on0.reset();
+  }).join();
+  EXPECT_EQ(acl().registrations(0), 0);
+  EXPECT_EQ(acl().registrations(1), 1);
+  on1.reset();
+  EXPECT_EQ(acl().registrations(1), 0);
+  EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
+}
+
+// A failure inside a destructor has nobody to report to: its text is read (cleared), so the
+// thread's next aclGetRecentErrMsg does not blame it on a later call.
+TEST_F(AscendContextTest, DestructorFailuresLeaveNoErrorText) {
+  const AclApi api = acl().table();
+  uint64_t stream = 0;
+  {
+    kvio::Executor ex = kvio::Executor::ascend(0);
+    ASSERT_EQ(kvio_executor_ascend_stream(ex.handle(), &stream), KVIO_STATUS_OK);
+    acl().failCall("aclrtDestroyStream", 0, ACL_ERROR_RT_PARAM_INVALID);
+  }
+  EXPECT_STREQ(api.getRecentErrMsg(), "");
+  void* pinned = nullptr;
+  {
+    TestPool allocated(kHostAllocated, KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
+    pinned = allocated.region(0);
+    acl().failCall("aclrtFreeHost", 0, ACL_ERROR_RT_PARAM_INVALID);
+  }
+  EXPECT_STREQ(api.getRecentErrMsg(), "");
+  std::vector<uint8_t> buffer(static_cast<size_t>(kHost.regionBytes()));
+  {
+    kvio::Pool wrapped = kvio::Pool::wrap(kHost.spec(), buffer.data(), buffer.size(),
+                                          KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
+    acl().failCall("aclrtHostUnregister", 0, ACL_ERROR_RT_PARAM_INVALID);
+  }
+  EXPECT_STREQ(api.getRecentErrMsg(), "");
+  EXPECT_EQ(acl().counts().rejected, 3);
+  // What the failed calls left alive, ended here (the test thread has device 0's context).
+  EXPECT_EQ(api.destroyStream(reinterpret_cast<aclrtStream>(stream)), ACL_SUCCESS);
+  EXPECT_EQ(api.freeHost(pinned), ACL_SUCCESS);
+  // kvio registers whole pages: the registration starts at the buffer's page.
+  const uint64_t page = reinterpret_cast<uint64_t>(buffer.data()) / 4096 * 4096;
+  EXPECT_EQ(api.hostUnregister(reinterpret_cast<void*>(page)), ACL_SUCCESS);
+}
+
+// Without aclrtGetCurrentContext/aclrtSetCurrentContext (an ACL table lacking them), kvio falls
+// back to selecting the device with aclrtSetDevice, and still works on a fresh thread.
+TEST_F(AscendContextTest, WithoutContextCallsDevicesAreSelected) {
+  AclApi table = acl().table();
+  table.getCurrentContext = nullptr;
+  table.setCurrentContext = nullptr;
+  ASSERT_EQ(kvio_test_ascend_runtime(&table, sizeof(table)), KVIO_STATUS_OK);
+  acl().reset();
+  std::thread([&] {
+    ASSERT_EQ(acl().threadContext(), nullptr);
+    roundTrip(0, nullptr);
+  }).join();
+  EXPECT_GE(acl().setDeviceCalls(0), 1);
+}
+
+}  // namespace
+}  // namespace kvio_test

@@ -1,9 +1,9 @@
 // Compiled only where CANN is installed (cmake/FindCANN.cmake): checks that kvio's own ACL
 // declarations (acl_api.hpp) match CANN's acl/acl.h: every function signature (AclSignatures
-// instantiated with CANN's types must equal the real functions' types), the enum values kvio
-// passes, the batch attribute layout and the error codes. Produces no code.
+// instantiated with CANN's types must be the type of the real function, or of one of its
+// overloads), the enum values kvio passes, the batch attribute layout and the error codes.
+// Produces no code.
 #include <cstddef>
-#include <type_traits>
 
 // kvio's header first: CANN defines its runtime error codes as macros, which would rewrite
 // kvio's constants of the same names.
@@ -37,8 +37,12 @@ struct CannTypes {
 };
 using Real = k::AclSignatures<CannTypes>;
 
+// static_cast to kvio's function type picks the one overload of that type (newer CANN headers
+// add C++ overloads of some functions, e.g. aclrtHostRegister, where decltype(&f) would not
+// compile) and fails to compile when none has it: a function pointer never converts to another
+// function type.
 #define KVIO_SAME_SIGNATURE(alias, function) \
-  static_assert(std::is_same<Real::alias, decltype(&::function)>::value, #function)
+  static_assert(static_cast<Real::alias>(&::function) != nullptr, #function)
 
 KVIO_SAME_SIGNATURE(Init, aclInit);
 KVIO_SAME_SIGNATURE(SetDevice, aclrtSetDevice);

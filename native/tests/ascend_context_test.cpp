@@ -200,6 +200,54 @@ TEST_F(AscendContextTest, DestructorFailuresLeaveNoErrorText) {
   EXPECT_EQ(api.hostUnregister(reinterpret_cast<void*>(page)), ACL_SUCCESS);
 }
 
+// A failure to make a device's context current says what the runtime said: the scope clears
+// the thread's error text (so that no later call is blamed), and the message keeps it. Device 3
+// (of 4) is one no other test of this binary makes current, so its first use calls
+// aclrtSetDevice, which fails here; the thread's context is unchanged, and the next attempt
+// works.
+TEST_F(AscendContextTest, FailedDeviceSelectionKeepsTheRuntimesText) {
+  acl().setDeviceCount(4);
+  void* const before = acl().threadContext();
+  acl().failCall("aclrtSetDevice", 0, ACL_ERROR_RT_PARAM_INVALID);
+  uint64_t executor = 0;
+  EXPECT_EQ(kvio_executor_create_ascend(3, KVIO_ASCEND_OWN_STREAM, &executor),
+            KVIO_STATUS_BACKEND_ERROR);
+  const std::string message = kvio_last_error();
+  EXPECT_NE(message.find("making Ascend device 3's default context current"), std::string::npos)
+      << message;
+  const std::string injected = acl().recentError();
+  ASSERT_FALSE(injected.empty());
+  EXPECT_NE(message.find(injected), std::string::npos) << message << " lacks " << injected;
+  EXPECT_STREQ(acl().table().getRecentErrMsg(), "");
+  EXPECT_EQ(acl().threadContext(), before);
+  ASSERT_EQ(kvio_executor_create_ascend(3, KVIO_ASCEND_OWN_STREAM, &executor), KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+}
+
+// Host registrations act for one device: a pinned pool of device 1 is refused by an executor of
+// device 0 before any byte moves (it would not be pinned for device 0).
+TEST_F(AscendContextTest, PinnedPoolOfAnotherDeviceIsRefused) {
+  acl().setDeviceCount(2);
+  TestPool wrapped(kHost, KVIO_MEMORY_ASCEND_HOST_PINNED, 1);
+  NpuPool npu(kDevice, 0);
+  npu.pool.fill(kCanary);
+  const Image before = npu.pool.capture();
+  kvio::Executor ex = kvio::Executor::ascend(0);
+  const std::vector<int64_t> pages{1, 2};
+  try {
+    kvio::transferDimExchange(ex, wrapped.pool(), npu.pool.pool(), pages, pages, 0, 2).wait();
+    ADD_FAILURE() << "a pinned pool of device 1 was accepted on device 0";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_UNSUPPORTED);
+    EXPECT_NE(std::string(e.what()).find("pinned host memory for Ascend device 1"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(sameImage(before, npu.pool.capture(), "device pool"));
+  EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
+}
+
 // Without aclrtGetCurrentContext/aclrtSetCurrentContext (an ACL table lacking them), kvio falls
 // back to selecting the device with aclrtSetDevice, and still works on a fresh thread.
 TEST_F(AscendContextTest, WithoutContextCallsDevicesAreSelected) {

@@ -40,9 +40,9 @@ using Real = k::AclSignatures<CannTypes>;
 // static_cast to kvio's function type picks the one overload of that type (newer CANN headers
 // add C++ overloads of some functions, e.g. aclrtHostRegister, where decltype(&f) would not
 // compile) and fails to compile when none has it: a function pointer never converts to another
-// function type.
+// function type. (Inside sizeof: no "address is never null" warning under -Wall.)
 #define KVIO_SAME_SIGNATURE(alias, function) \
-  static_assert(static_cast<Real::alias>(&::function) != nullptr, #function)
+  static_assert(sizeof(static_cast<Real::alias>(&::function)) != 0, #function)
 
 KVIO_SAME_SIGNATURE(Init, aclInit);
 KVIO_SAME_SIGNATURE(SetDevice, aclrtSetDevice);

@@ -25,6 +25,12 @@ std::map<const AclApi*, aclrtContext>& firstCached() {
   return *c;
 }
 
+// Reads and drops the thread's error text of a call whose error code is an answer (no
+// context), so that it is neither reported nor kept as a failure's text.
+void discardAclError(const AclApi& api) {
+  if (api.getRecentErrMsg != nullptr) api.getRecentErrMsg();
+}
+
 }  // namespace
 
 constexpr aclError AclDeviceApi::kSuccess;
@@ -36,8 +42,8 @@ bool AclDeviceApi::contextCalls() const {
 aclError AclDeviceApi::currentContext(Context* out) const {
   *out = nullptr;
   const aclError e = api_.getCurrentContext(out);
-  if (e == ACL_ERROR_RT_CONTEXT_NULL) {  // a thread with no context
-    clearError();
+  if (e == ACL_ERROR_RT_CONTEXT_NULL) {  // a thread with no context: an answer, not a failure
+    discardAclError(api_);
     *out = nullptr;
     return ACL_SUCCESS;
   }
@@ -45,6 +51,15 @@ aclError AclDeviceApi::currentContext(Context* out) const {
 }
 
 aclError AclDeviceApi::primaryContext(int device, Context* out) const {
+  // This thread's last answer first: contexts are cached for the process and never replaced,
+  // so the common case (an executor's device, call after call) takes no lock.
+  thread_local const AclApi* lastApi = nullptr;
+  thread_local int lastDevice = -1;
+  thread_local aclrtContext lastContext = nullptr;
+  if (device >= 0 && lastApi == &api_ && lastDevice == device) {
+    *out = lastContext;
+    return ACL_SUCCESS;
+  }
   std::lock_guard<std::mutex> lock(cacheMutex());
   if (device < 0) {
     auto first = firstCached().find(&api_);
@@ -55,15 +70,22 @@ aclError AclDeviceApi::primaryContext(int device, Context* out) const {
   auto it = cache().find({&api_, device});
   if (it != cache().end()) {
     *out = it->second;
+    lastApi = &api_;
+    lastDevice = device;
+    lastContext = it->second;
     return ACL_SUCCESS;
   }
   Context saved = nullptr;
   aclError e = currentContext(&saved);
   if (e != ACL_SUCCESS) return e;
-  e = api_.setDevice(device);  // once per device: binds (creating) its default context
-  if (e != ACL_SUCCESS) return e;
+  // Once per device: binds (creating) its default context. A failed call may still have
+  // changed the thread's context (the runtime binds before it checks), so the restore below
+  // runs whatever happens. (If aclrtGetCurrentContext fails right after a successful
+  // aclrtSetDevice, nothing is cached and a later call takes another reference: a runtime
+  // failing that way has worse problems.)
+  e = api_.setDevice(device);
   Context context = nullptr;
-  e = api_.getCurrentContext(&context);
+  if (e == ACL_SUCCESS) e = api_.getCurrentContext(&context);
   if (e == ACL_SUCCESS && context == nullptr) e = ACL_ERROR_RT_CONTEXT_NULL;
   if (e == ACL_SUCCESS) {
     cache()[{&api_, device}] = context;
@@ -71,7 +93,9 @@ aclError AclDeviceApi::primaryContext(int device, Context* out) const {
     *out = context;
   }
   // The caller's context back (a thread that had none keeps the default context: ACL cannot
-  // unbind). A failed restore is this call's failure: the thread is not as it was.
+  // unbind). A failed restore is this call's failure: the thread is not as it was. The text of
+  // the first failure is what the caller reports (clearAclError keeps it).
+  if (e != ACL_SUCCESS) clearError();
   if (saved != nullptr) {
     const aclError restored = api_.setCurrentContext(saved);
     if (e == ACL_SUCCESS) e = restored;
@@ -89,8 +113,8 @@ aclError AclDeviceApi::getDevice(int* device) const {
   if (api_.getDevice == nullptr) return ACL_SUCCESS;
   int32_t current = -1;
   const aclError e = api_.getDevice(&current);
-  if (e == ACL_ERROR_RT_CONTEXT_NULL) {
-    clearError();
+  if (e == ACL_ERROR_RT_CONTEXT_NULL) {  // no context: no device, an answer
+    discardAclError(api_);
     return ACL_SUCCESS;
   }
   if (e == ACL_SUCCESS) *device = current;
@@ -105,8 +129,23 @@ void AclDeviceApi::clearError() const {
   clearAclError(api_);
 }
 
+namespace {
+// The first text clearAclError took on this thread since resetClearedAclError (a DeviceScope
+// resets it when it starts): a failed scope clears more than once, the first text explains.
+thread_local std::string clearedText;
+}  // namespace
+
 void clearAclError(const AclApi& api) {
-  if (api.getRecentErrMsg != nullptr) api.getRecentErrMsg();
+  const char* text = api.getRecentErrMsg != nullptr ? api.getRecentErrMsg() : nullptr;
+  if (text != nullptr && text[0] != '\0' && clearedText.empty()) clearedText = text;
+}
+
+void resetClearedAclError() {
+  clearedText.clear();
+}
+
+std::string lastClearedAclError() {
+  return clearedText;
 }
 
 }  // namespace ascend

@@ -35,12 +35,21 @@
 #define KVIO_ASCEND_ACL_DEVICE_HPP_
 
 #include <cstdint>
+#include <string>
 
 #include "../core/device_scope.hpp"
 #include "acl_api.hpp"
 
 namespace kvio {
 namespace ascend {
+
+/// Reads and so clears the thread's recent ACL error text (for failures nobody can be told of,
+/// and for a failed DeviceScope, whose caller reports it with lastClearedAclError()).
+void clearAclError(const AclApi& api);
+/// The first text clearAclError took on this thread since the last resetClearedAclError (which
+/// every DeviceScope calls when it starts; empty: none).
+std::string lastClearedAclError();
+void resetClearedAclError();
 
 /// The calls BasicDeviceScope makes, through one ACL table.
 class AclDeviceApi {
@@ -72,12 +81,13 @@ class DeviceScope {
   aclError error() const { return scope_.error(); }
 
  private:
+  // First: the text a failure of this scope clears is this scope's (lastClearedAclError).
+  struct FreshText {
+    FreshText() { resetClearedAclError(); }
+  } fresh_;
   AclDeviceApi deviceApi_;
   BasicDeviceScope<AclDeviceApi> scope_;
 };
-
-/// Reads and so clears the thread's recent ACL error text (for failures nobody can be told of).
-void clearAclError(const AclApi& api);
 
 }  // namespace ascend
 }  // namespace kvio

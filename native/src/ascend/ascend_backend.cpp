@@ -102,17 +102,25 @@ kvio_status checkDevice(const AclApi& api, int32_t device) {
 }
 
 // The failure of a DeviceScope (the device's default context could not be made current).
-kvio_status scopeFailure(const AclApi& api, const DeviceScope& scope, int32_t device,
-                         const char* what) {
+// A DeviceScope's failure in words: the error, and the runtime's text for it, which the scope
+// took (and so cleared) when it failed.
+std::string describeScopeError(aclError error) {
+  std::string text = std::string(aclErrorName(error)) + " (" + std::to_string(error) + ")";
+  const std::string cleared = lastClearedAclError();
+  if (!cleared.empty()) text += ": " + cleared;
+  return text;
+}
+
+kvio_status scopeFailure(const DeviceScope& scope, int32_t device, const char* what) {
   return fail(KVIO_STATUS_BACKEND_ERROR,
               "making Ascend device %d's default context current (aclrtSetDevice once, "
               "aclrtGetCurrentContext, aclrtSetCurrentContext) failed: %s; %s",
-              device, describeAclError(api, scope.error()).c_str(), what);
+              device, describeScopeError(scope.error()).c_str(), what);
 }
 
 #define KVIO_ACL_SCOPE(scope, api, device, what) \
   DeviceScope scope((api), (device));            \
-  if (scope.error() != ACL_SUCCESS) return scopeFailure((api), scope, (device), (what))
+  if (scope.error() != ACL_SUCCESS) return scopeFailure(scope, (device), (what))
 
 // ---- completion ----
 
@@ -235,6 +243,15 @@ class AscendExecutor final : public Executor {
                     "runs on device %d; create the pool (or the executor) for the same device",
                     side, sides[i].device, device_);
       }
+      // Host registrations act for one device (aclrtHostRegister registers for the current
+      // context's): a pinned pool of another device is not pinned for this one.
+      if (kind == KVIO_MEMORY_ASCEND_HOST_PINNED && sides[i].device != device_) {
+        return fail(KVIO_STATUS_UNSUPPORTED,
+                    "the %s pool is pinned host memory for Ascend device %d but this "
+                    "'kernel_ascend' executor runs on device %d; allocate or wrap the host "
+                    "memory for device %d (a buffer may be wrapped once per device)",
+                    side, sides[i].device, device_, device_);
+      }
     }
     if (src.kind == KVIO_MEMORY_ASCEND_HOST_PINNED && dst.kind == KVIO_MEMORY_ASCEND_HOST_PINNED) {
       return fail(KVIO_STATUS_UNSUPPORTED,
@@ -251,7 +268,7 @@ class AscendExecutor final : public Executor {
       job->state->complete(
           KVIO_STATUS_BACKEND_ERROR,
           "making Ascend device " + std::to_string(device_) +
-              "'s default context current failed: " + describeAclError(*api_, scope.error()));
+              "'s default context current failed: " + describeScopeError(scope.error()));
       return;
     }
     reap();

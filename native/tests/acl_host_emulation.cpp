@@ -56,8 +56,8 @@ struct State {
   std::set<uint64_t> heldEvents;            // recorded while holding
   int64_t faults = 0;                       // copies whose memory was gone when they ran
   std::string faultMessage;
-  std::map<uint64_t, int32_t> streams;  // stream -> device (its context's)
-  std::map<uint64_t, Ctx> contexts;     // every context ever created (never destroyed)
+  std::map<uint64_t, uint64_t> streams;  // stream -> the context it was created in
+  std::map<uint64_t, Ctx> contexts;      // every context ever created (never destroyed)
   std::map<int32_t, uint64_t> defaultContexts;
   std::map<int32_t, int64_t> setDeviceCalls;
   std::set<uint64_t> events;
@@ -215,18 +215,27 @@ aclError checkSide(State& s, int32_t device, const char* side, uint64_t address,
 }
 
 // Checks that `stream` exists (nullptr: the current context's default stream) and, for work
-// issued on it, that it belongs to the current context's device (`device`; -1: no check).
-aclError checkStream(State& s, aclrtStream stream, int32_t device = -1) {
+// issued on it (`issuing`), that it belongs to the calling thread's current context: CANN's
+// runtime compares the stream's context with the current one in its copy, record and launch
+// paths (ACL_ERROR_RT_STREAM_CONTEXT), so a stream of another context fails even on the same
+// device.
+aclError checkStream(State& s, aclrtStream stream, bool issuing = false) {
   if (stream == nullptr) return ACL_SUCCESS;
   auto it = s.streams.find(reinterpret_cast<uint64_t>(stream));
   if (it == s.streams.end()) {
     return reject(s, ACL_ERROR_RT_PARAM_INVALID, "stream %p was not created (or was destroyed)",
                   stream);
   }
-  if (device >= 0 && it->second != device) {
+  if (issuing && it->second != currentContext) {
+    auto owner = s.contexts.find(it->second);
+    auto current = s.contexts.find(currentContext);
     return reject(s, ACL_ERROR_RT_STREAM_CONTEXT,
-                  "stream %p belongs to device %d, the current context to device %d", stream,
-                  it->second, device);
+                  "stream %p belongs to context 0x%llx (device %d), not to the current context "
+                  "0x%llx (device %d)",
+                  stream, static_cast<unsigned long long>(it->second),
+                  owner != s.contexts.end() ? owner->second.device : -1,
+                  static_cast<unsigned long long>(currentContext),
+                  current != s.contexts.end() ? current->second.device : -1);
   }
   return ACL_SUCCESS;
 }
@@ -357,21 +366,31 @@ aclError emuCreateStream(aclrtStream* stream) {
   KVIO_EMULATION_NEEDS_CONTEXT("aclrtCreateStream");
   if (stream == nullptr) return reject(s, ACL_ERROR_INVALID_PARAM, "stream is null");
   const uint64_t handle = s.nextHandle++;
-  s.streams[handle] = device;
+  (void)device;  // the stream belongs to the current context (of that device)
+  s.streams[handle] = currentContext;
   *stream = reinterpret_cast<aclrtStream>(handle);
   return ACL_SUCCESS;
 }
 
+// Both need a current context, and destruction a stream of that context (aclrtDestroyStream's
+// reference: "the stream is in the current context"; CANN's runtime checks both).
 aclError emuDestroyStream(aclrtStream stream) {
   KVIO_EMULATION_ENTER("aclrtDestroyStream");
-  if (s.streams.erase(reinterpret_cast<uint64_t>(stream)) == 0) {
+  KVIO_EMULATION_NEEDS_CONTEXT("aclrtDestroyStream");
+  (void)device;
+  if (s.streams.count(reinterpret_cast<uint64_t>(stream)) == 0) {
     return reject(s, ACL_ERROR_RT_PARAM_INVALID, "destroying unknown stream %p", stream);
   }
+  const aclError e = checkStream(s, stream, true);
+  if (e != ACL_SUCCESS) return e;
+  s.streams.erase(reinterpret_cast<uint64_t>(stream));
   return ACL_SUCCESS;
 }
 
 aclError emuSynchronizeStream(aclrtStream stream) {
   KVIO_EMULATION_ENTER("aclrtSynchronizeStream");
+  KVIO_EMULATION_NEEDS_CONTEXT("aclrtSynchronizeStream");
+  (void)device;
   ++s.counts.synchronizeStream;
   runHeld(s);  // waiting for the stream lets the held work finish
   return checkStream(s, stream);
@@ -395,7 +414,7 @@ aclError emuRecordEvent(aclrtEvent event, aclrtStream stream) {
   if (s.events.count(handle) == 0) {
     return reject(s, ACL_ERROR_RT_INVALID_HANDLE, "recording unknown event %p", event);
   }
-  const aclError e = checkStream(s, stream, device);
+  const aclError e = checkStream(s, stream, true);
   if (e != ACL_SUCCESS) return e;
   if (s.holding) {
     s.heldEvents.insert(handle);  // completes with the held work
@@ -571,7 +590,7 @@ aclError emuMemcpyAsync(void* dst, size_t destMax, const void* src, size_t count
   }
   if (count == 0) return reject(s, ACL_ERROR_INVALID_PARAM, "copy of 0 bytes");
   if (!validKind(kind)) return reject(s, ACL_ERROR_INVALID_PARAM, "bad kind %d", kind);
-  aclError e = checkStream(s, stream, device);
+  aclError e = checkStream(s, stream, true);
   if (e == ACL_SUCCESS)
     e = checkSide(s, device, "dst", reinterpret_cast<uint64_t>(dst), count, dstOnDevice(kind));
   if (e == ACL_SUCCESS)
@@ -608,7 +627,7 @@ aclError emuMemcpy2dAsync(void* dst, size_t dpitch, const void* src, size_t spit
                   "%s: aclrtMemcpy2dAsync copies host to device and device to host only",
                   kindText(kind));
   }
-  aclError e = checkStream(s, stream, device);
+  aclError e = checkStream(s, stream, true);
   const uint64_t d = reinterpret_cast<uint64_t>(dst);
   const uint64_t x = reinterpret_cast<uint64_t>(src);
   if (e == ACL_SUCCESS)
@@ -644,7 +663,7 @@ aclError emuMemcpyBatchAsync(void** dsts, size_t* destMaxs, void** srcs, size_t*
     return reject(s, ACL_ERROR_INVALID_PARAM, "malformed batch of %zu copies, %zu attributes",
                   count, numAttrs);
   }
-  aclError e = checkStream(s, stream, device);
+  aclError e = checkStream(s, stream, true);
   if (e != ACL_SUCCESS) return e;
   // One direction per batch, host to device or device to host (the API reference).
   for (size_t k = 0; k < numAttrs; ++k) {

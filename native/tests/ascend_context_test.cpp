@@ -248,6 +248,38 @@ TEST_F(AscendContextTest, PinnedPoolOfAnotherDeviceIsRefused) {
   EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
 }
 
+// kvio issues a caller stream's work from the device's default context, so the stream must
+// belong to it (docs/ascend.md): CANN's runtime refuses work on a stream of another context
+// (ACL_ERROR_RT_STREAM_CONTEXT), even one of the same device, and so does the emulation. The
+// transfer fails with that error named; the executor and the caller's stream stay usable.
+TEST_F(AscendContextTest, CallerStreamOfACreatedContextFailsWithTheRuntimesError) {
+  const AclApi api = acl().table();
+  void* const mine = acl().threadContext();
+  void* own = acl().createContext(0);
+  acl().setThreadContext(own);
+  aclrtStream stream = nullptr;
+  ASSERT_EQ(api.createStream(&stream), ACL_SUCCESS);
+  acl().setThreadContext(mine);
+  {
+    kvio::Executor ex = kvio::Executor::ascend(0, reinterpret_cast<uint64_t>(stream));
+    TestPool wrapped(kHost, KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
+    NpuPool npu(kDevice, 0);
+    const std::vector<int64_t> pages{1, 2};
+    try {
+      kvio::transferDimExchange(ex, wrapped.pool(), npu.pool.pool(), pages, pages, 0, 2).wait();
+      ADD_FAILURE() << "work on a stream of another context went through";
+    } catch (const kvio::Error& e) {
+      EXPECT_EQ(e.status(), KVIO_STATUS_BACKEND_ERROR);
+      EXPECT_NE(std::string(e.what()).find("ACL_ERROR_RT_STREAM_CONTEXT"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(acl().threadContext(), mine);
+  }
+  acl().setThreadContext(own);
+  EXPECT_EQ(api.destroyStream(stream), ACL_SUCCESS);
+  acl().setThreadContext(mine);
+}
+
 // Without aclrtGetCurrentContext/aclrtSetCurrentContext (an ACL table lacking them), kvio falls
 // back to selecting the device with aclrtSetDevice, and still works on a fresh thread.
 TEST_F(AscendContextTest, WithoutContextCallsDevicesAreSelected) {

@@ -54,7 +54,9 @@ package() {
   local lifetime_bin="$build/native/tests/cuda_lifetime_gpu_test"
   local bin
   for bin in "$test_bin" "$lifetime_bin"; do
-    if ldd "$bin" | grep -Eq 'libgtest|libcudart'; then
+    # grep reads all of its input (no -q): with pipefail, grep -q leaving early can fail the
+    # pipeline with the writer's SIGPIPE, whatever it found.
+    if ldd "$bin" | grep -E 'libgtest|libcudart' > /dev/null; then
       echo "gpu-check: FAIL: $(basename "$bin") links GoogleTest or cudart dynamically:" >&2
       ldd "$bin" >&2
       exit 1
@@ -69,7 +71,7 @@ package() {
   lib="$(unzip -Z1 "$jar" | grep -m1 '/linux-x86_64/libkvio\.so$' || true)"
   [ -n "$lib" ] || { echo "gpu-check: FAIL: no linux-x86_64 libkvio.so in $jar" >&2; exit 1; }
   unzip -p "$jar" "$lib" > "$scratch/libkvio.so"
-  if ! readelf -S "$scratch/libkvio.so" | grep -q '\.nv_fatbin'; then
+  if ! readelf -S "$scratch/libkvio.so" | grep '\.nv_fatbin' > /dev/null; then
     echo "gpu-check: FAIL: $jar holds a libkvio.so without CUDA kernels (no .nv_fatbin)" >&2
     exit 1
   fi

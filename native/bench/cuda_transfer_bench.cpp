@@ -4,7 +4,9 @@
 //     budgets 1 to 16, 'direct', 'staged' (its default 64 MiB staging buffer unless
 //     KVIO_STAGED_BYTES is set), and one contiguous cudaMemcpyAsync of the same bytes (the
 //     link's ceiling), and a plain warp-per-row kernel (reference_copy.cu, 2 CTAs x 1024
-//     threads: the baseline kvio's kernel must beat), all measured in the same run.
+//     threads: the baseline kvio's kernel must beat), all measured in the same run; and 'auto'
+//     (its kernel at 4 CTAs x 16 warps, as 'kernel' at 4 CTAs), with the backend it chose and
+//     its ratio to the best of kernel(4), direct and staged (issue 11: auto >= 0.9x of it).
 //  2. Per-layer load: all layers loaded one transfer per layer, page_first host pool vs
 //     layer_first host pool, into a layer_first device pool with per-layer buffers.
 //  3. Submit cost and submit-to-completion of a one-page, one-layer load for kernel and direct,
@@ -21,9 +23,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_check.hpp"
@@ -56,16 +60,25 @@ int64_t engineCalls() {
 }
 
 // Runs `reps` transfers back to back (submitted, then all waited) and returns seconds per rep;
-// *calls (optional): copy-engine calls per transfer (0 for the kernel backend).
+// *calls (optional): copy-engine calls per transfer (0 for the kernel backend); *chosen
+// (optional): the backend that ran the warm-up transfer (what 'auto' chose; its choice is a
+// function of the plan, so the timed transfers ran the same one).
 double timeTransfers(uint64_t executor, uint64_t src, uint64_t dst, const std::vector<int64_t>& s,
                      const std::vector<int64_t>& d, int64_t srcLayer, int64_t dstLayer,
-                     int64_t layers, int reps, double* calls = nullptr) {
+                     int64_t layers, int reps, double* calls = nullptr,
+                     std::string* chosen = nullptr) {
   std::vector<uint64_t> transfers(static_cast<size_t>(reps));
   const int64_t callsBefore = engineCalls();
   uint64_t warm = 0;
   BENCH_KVIO(kvio_submit_args(executor, src, dst, s.data(), d.data(),
                               static_cast<int64_t>(s.size()), srcLayer, dstLayer, layers, &warm));
   BENCH_KVIO(kvio_transfer_wait(warm, -1));
+  if (chosen != nullptr) {
+    kvio_transfer_info info{};
+    BENCH_KVIO(kvio_transfer_get_info(warm, &info));
+    const char* name = kvio_name(KVIO_NAME_BACKEND, info.chosen_backend);
+    *chosen = name != nullptr ? name : "?";
+  }
   kvio_transfer_close(warm);
   const double start = now();
   for (auto& t : transfers) {
@@ -134,8 +147,9 @@ struct Result {
   std::string test, backend, direction;
   int64_t rowBytes, count, ctas;
   double gbps;
-  double calls = -1;  // copy-engine calls per transfer (direct); -1: not counted
-  double us = -1;     // latency tests: microseconds per transfer; -1 for bandwidth tests
+  double calls = -1;         // copy-engine calls per transfer (direct); -1: not counted
+  double us = -1;            // latency tests: microseconds per transfer; -1 for bandwidth tests
+  std::string chosen = "-";  // auto: the backend it chose
 };
 
 // Submit cost and submit-to-completion of one small transfer (one 64-token page of one layer,
@@ -242,13 +256,15 @@ int main(int argc, char** argv) {
       quick ? std::vector<int32_t>{1, 4} : std::vector<int32_t>{1, 2, 4, 8, 16};
   const uint64_t maxCaseBytes = 2ull << 30;
 
-  uint64_t kernel = 0, direct = 0, staged = 0;
+  uint64_t kernel = 0, direct = 0, staged = 0, autoExecutor = 0;
   BENCH_KVIO(
       kvio_executor_create_cuda(KVIO_BACKEND_KERNEL, 0, KVIO_CUDA_OWN_STREAM, 4, 16, &kernel));
   BENCH_KVIO(
       kvio_executor_create_cuda(KVIO_BACKEND_DIRECT, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &direct));
   BENCH_KVIO(
       kvio_executor_create_cuda(KVIO_BACKEND_STAGED, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &staged));
+  BENCH_KVIO(
+      kvio_executor_create_cuda(KVIO_BACKEND_AUTO, 0, KVIO_CUDA_OWN_STREAM, 4, 16, &autoExecutor));
   std::vector<Result> results;
   std::mt19937_64 rng(1);
 
@@ -291,6 +307,12 @@ int main(int argc, char** argv) {
         double stagedCalls = 0;
         const double ts = timeTransfers(staged, src, dst, s, d, 0, 0, 1, reps, &stagedCalls);
         results.push_back({"rows", "staged", direction, row, n, 0, bytes / ts / 1e9, stagedCalls});
+        double autoCalls = 0;
+        std::string chosen;
+        const double ta =
+            timeTransfers(autoExecutor, src, dst, s, d, 0, 0, 1, reps, &autoCalls, &chosen);
+        results.push_back(
+            {"rows", "auto", direction, row, n, 4, bytes / ta / 1e9, autoCalls, -1, chosen});
         const uint64_t dstAddress = d2h ? host.address : device.address;
         const uint64_t srcAddress = d2h ? device.address : host.address;
         const double tr = timeReference(dstAddress, srcAddress, d, s, row, reps);
@@ -300,9 +322,10 @@ int main(int argc, char** argv) {
         results.push_back({"rows", "contiguous", direction, row, n, 0, bytes / tc / 1e9});
         std::fprintf(stderr,
                      "rows %7lld B x %6lld %s: kernel(4) %.1f reference %.1f direct %.1f staged "
-                     "%.1f ceiling %.1f GB/s\n",
+                     "%.1f auto %.1f (%s) ceiling %.1f GB/s\n",
                      static_cast<long long>(row), static_cast<long long>(n), direction, k4,
-                     results[results.size() - 2].gbps, gd, bytes / ts / 1e9, results.back().gbps);
+                     results[results.size() - 2].gbps, gd, bytes / ts / 1e9, bytes / ta / 1e9,
+                     chosen.c_str(), results.back().gbps);
       }
     }
   }
@@ -362,16 +385,18 @@ int main(int argc, char** argv) {
   BENCH_KVIO(kvio_executor_close(kernel));
   BENCH_KVIO(kvio_executor_close(direct));
   BENCH_KVIO(kvio_executor_close(staged));
+  BENCH_KVIO(kvio_executor_close(autoExecutor));
 
   FILE* file = std::fopen(out.c_str(), "w");
   if (file != nullptr) {
     std::fprintf(file,
-                 "test\tbackend\tdirection\trow_bytes\tindices\tctas\tGBps\tengine_calls\tus\n");
+                 "test\tbackend\tdirection\trow_bytes\tindices\tctas\tGBps\tengine_calls\tus\t"
+                 "chosen\n");
     for (const Result& r : results) {
-      std::fprintf(file, "%s\t%s\t%s\t%lld\t%lld\t%lld\t%.2f\t%.1f\t%.1f\n", r.test.c_str(),
+      std::fprintf(file, "%s\t%s\t%s\t%lld\t%lld\t%lld\t%.2f\t%.1f\t%.1f\t%s\n", r.test.c_str(),
                    r.backend.c_str(), r.direction.c_str(), static_cast<long long>(r.rowBytes),
                    static_cast<long long>(r.count), static_cast<long long>(r.ctas), r.gbps, r.calls,
-                   r.us);
+                   r.us, r.chosen.c_str());
     }
     std::fclose(file);
   }
@@ -415,6 +440,28 @@ int main(int argc, char** argv) {
           find("rows", "reference", dir, row, kvio_bench::kReferenceBlocks), d->gbps, st, ceiling,
           ceiling > 0 ? k4 / ceiling : 0.0, ceiling > 0 ? d->gbps / ceiling : 0.0,
           ceiling > 0 ? st / ceiling : 0.0, d->calls);
+    }
+  }
+  std::printf(
+      "auto against the paths it chooses from (same index count; best: the fastest of kernel(4), "
+      "direct and staged; issue 11: auto/best >= 0.90)\n");
+  std::printf("%-4s %7s %7s %8s %8s %8s %8s %-8s %-8s %9s\n", "dir", "row", "indices", "kernel4",
+              "direct", "staged", "auto", "chose", "best", "auto/best");
+  for (const char* dir : {"d2h", "h2d"}) {
+    for (int64_t row : rowSizes) {
+      const Result* a = findResult("rows", "auto", dir, row, 4);
+      if (a == nullptr) continue;
+      const std::pair<const char*, double> paths[] = {
+          {"kernel", find("rows", "kernel", dir, row, 4)},
+          {"direct", find("rows", "direct", dir, row, 0)},
+          {"staged", find("rows", "staged", dir, row, 0)}};
+      const auto& best =
+          *std::max_element(std::begin(paths), std::end(paths),
+                            [](const auto& x, const auto& y) { return x.second < y.second; });
+      std::printf("%-4s %7lld %7lld %8.1f %8.1f %8.1f %8.1f %-8s %-8s %9.2f\n", dir,
+                  static_cast<long long>(row), static_cast<long long>(a->count), paths[0].second,
+                  paths[1].second, paths[2].second, a->gbps, a->chosen.c_str(), best.first,
+                  best.second > 0 ? a->gbps / best.second : 0.0);
     }
   }
   for (const Result& r : results) {

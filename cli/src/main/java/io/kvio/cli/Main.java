@@ -1,7 +1,8 @@
 /*
  * The kvio command line (java -jar kvio-cli.jar COMMAND): `matrix` (the hardware conformance
- * matrix teams run in CI on each machine), `bench` (bandwidth sweeps against a baseline) and
- * `roundtrip` (a realistic backup + per-layer reload, verified; what runs with no command).
+ * matrix teams run in CI on each machine), `bench` (bandwidth sweeps against a baseline),
+ * `roundtrip` (a realistic backup + per-layer reload, verified; what runs with no command) and
+ * `plot` (kvio_cuda_bench's sweep as SVG and Markdown).
  * Argument parsing, --help for every command and errors that say what to type are picocli's;
  * kvio errors are caught here and mapped to exit codes. Uses kvio's public API only.
  */
@@ -30,6 +31,7 @@ import picocli.CommandLine.UnmatchedArgumentException;
             MatrixCommand.class,
             BenchCommand.class,
             RoundTripCommand.class,
+            PlotCommand.class,
             CommandLine.HelpCommand.class
         },
         description = {

@@ -1,8 +1,9 @@
 /*
- * A small hand-written SVG line chart of `bench` results: two panels (backup, load), GB/s against
- * row size on a log2 axis, one polyline per backend and layout plus one dashed polyline per
- * backend for its baseline, at one index count (the largest that every row size reached). Plain
- * SVG 1.1, no scripts or fonts to fetch, so a browser, an image viewer or a README shows it.
+ * A small hand-written SVG line chart: two panels (backup, load), GB/s against row size on a log2
+ * axis, solid and dashed polylines (a Figure). For `bench` results: one polyline per backend and
+ * layout plus one dashed polyline per backend for its baseline, at one index count (the largest
+ * that every row size reached); `plot` draws kvio_cuda_bench's sweep with it (CudaBenchPlot).
+ * Plain SVG 1.1, no scripts or fonts to fetch, so a browser, an image viewer or a README shows it.
  */
 package io.kvio.cli;
 
@@ -42,6 +43,17 @@ final class SvgPlot {
             this.color = color;
             this.dashed = dashed;
         }
+    }
+
+    /**
+     * What to draw: a title, the two panels' titles and their series; the legend lists the first
+     * panel's series (the panels draw the same series).
+     */
+    record Figure(String title, List<String> panelTitles, List<List<Series>> panels) {}
+
+    /** A series with the next colour of the palette (wrapping), solid or dashed. */
+    static Series series(String label, int colorIndex, boolean dashed) {
+        return new Series(label, COLORS[colorIndex % COLORS.length], dashed);
     }
 
     /** The index count plotted: the largest one whose points cover the most row sizes. */
@@ -139,20 +151,38 @@ final class SvgPlot {
         for (Direction d : Direction.values()) {
             panels.add(series(r, d, tokens));
         }
+        String title =
+                String.format(
+                        Locale.ROOT,
+                        "kvio %s bench on %s (%s): GB/s by row size, %d tokens x %d layers,"
+                                + " mha, %d io threads",
+                        r.version,
+                        r.platform,
+                        r.mode,
+                        tokens,
+                        r.layers,
+                        r.threads);
+        return render(
+                new Figure(
+                        title,
+                        List.of(
+                                "backup: device to host, all layers in one call",
+                                "load: host to device, one call per layer"),
+                        panels));
+    }
+
+    static String render(Figure figure) {
+        List<List<Series>> panels = figure.panels();
         Axes axes = Axes.of(panels);
         List<Series> legend = panels.isEmpty() ? List.of() : panels.get(0);
         int legendRows = (legend.size() + 2) / 3;
         int height = TOP + PANEL_H + 60 + legendRows * 20 + 20;
 
         StringBuilder svg = new StringBuilder();
-        header(svg, r, tokens, height);
-        String[] titles = {
-            "backup: device to host, all layers in one call",
-            "load: host to device, one call per layer"
-        };
+        header(svg, figure.title(), height);
         for (int i = 0; i < panels.size(); i++) {
             int x0 = LEFT + i * (PANEL_W + GAP);
-            panel(svg, x0, titles[i], panels.get(i), axes);
+            panel(svg, x0, figure.panelTitles().get(i), panels.get(i), axes);
         }
         legend(svg, legend);
         svg.append("</svg>\n");
@@ -160,7 +190,7 @@ final class SvgPlot {
     }
 
     /** The XML declaration, the svg element, a white background and the title. */
-    private static void header(StringBuilder svg, BenchResult r, long tokens, int height) {
+    private static void header(StringBuilder svg, String title, int height) {
         svg.append(
                 String.format(
                         Locale.ROOT,
@@ -172,22 +202,7 @@ final class SvgPlot {
                         WIDTH,
                         height));
         svg.append("<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n");
-        svg.append(
-                text(
-                        WIDTH / 2,
-                        24,
-                        "middle",
-                        15,
-                        String.format(
-                                Locale.ROOT,
-                                "kvio %s bench on %s (%s): GB/s by row size, %d tokens x %d layers,"
-                                        + " mha, %d io threads",
-                                r.version,
-                                r.platform,
-                                r.mode,
-                                tokens,
-                                r.layers,
-                                r.threads)));
+        svg.append(text(WIDTH / 2, 24, "middle", 15, title));
     }
 
     /** Under the panels, three entries a row: a line sample and the label. */

@@ -9,9 +9,10 @@
 //     its ratio to the best of kernel(4), direct and staged (issue 11: auto >= 0.9x of it).
 //  2. Per-layer load: all layers loaded one transfer per layer, page_first host pool vs
 //     layer_first host pool, into a layer_first device pool with per-layer buffers.
-//  3. Submit cost and submit-to-completion of a one-page, one-layer load for kernel and direct,
-//     next to the floor (one cudaMemcpyAsync of the same bytes; with cudaStreamSynchronize).
-// 'direct' and 'staged' results carry their copy-engine calls per transfer
+//  3. Submit cost and submit-to-completion of a one-page, one-layer load for kernel, direct and
+//     auto, next to the floor (one cudaMemcpyAsync of the same bytes; with
+//     cudaStreamSynchronize).
+// 'direct', 'staged' and 'auto' results carry their copy-engine calls per transfer
 // (kvio_debug_copy_engine_calls).
 // Writes every measurement as TSV to --out (default cuda_bench.tsv) and prints a short summary
 // table last. --quick runs a reduced sweep (for a smoke run). --beside-compute runs only the
@@ -156,7 +157,8 @@ struct Result {
 // 8 heads x 256 B, page_first pinned host pool -> layer_first device pool), for each executor,
 // next to the floor measured in the same run: one cudaMemcpyAsync of the same bytes (its issue
 // time, and issue + cudaStreamSynchronize). Microseconds, the mean of `reps` rounds.
-void measureSubmitCost(uint64_t kernel, uint64_t direct, int reps, std::vector<Result>* results) {
+void measureSubmitCost(uint64_t kernel, uint64_t direct, uint64_t autoExecutor, int reps,
+                       std::vector<Result>* results) {
   const int64_t ps = 64, H = 8, hb = 256, pages = 64;
   const kvio_pool_spec dspec{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, 4, pages, ps, H, hb};
   const kvio_pool_spec hspec{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 4, pages, ps, H, hb};
@@ -169,11 +171,14 @@ void measureSubmitCost(uint64_t kernel, uint64_t direct, int reps, std::vector<R
   const int64_t bytes = 2 * ps * H * hb;
   const auto n = static_cast<int64_t>(hostIdx.size());
   BENCH_KVIO(kvio_executor_set_launch(kernel, 4, 16));
-  for (int b = 0; b < 2; ++b) {
-    const uint64_t executor = b == 0 ? kernel : direct;
-    const char* name = b == 0 ? "kernel" : "direct";
+  const std::pair<uint64_t, const char*> executors[] = {
+      {kernel, "kernel"}, {direct, "direct"}, {autoExecutor, "auto"}};
+  for (const auto& [executor, name] : executors) {
+    const bool isKernel = executor == kernel;
     double calls = 0;
-    timeTransfers(executor, host.handle, device.handle, hostIdx, devIdx, 1, 1, 1, 2, &calls);
+    std::string chosen = "-";
+    timeTransfers(executor, host.handle, device.handle, hostIdx, devIdx, 1, 1, 1, 2, &calls,
+                  executor == autoExecutor ? &chosen : nullptr);
     std::vector<uint64_t> transfers(static_cast<size_t>(reps));
     double submit = 0;
     for (auto& t : transfers) {  // submit cost: the call alone, transfers queued behind
@@ -196,10 +201,10 @@ void measureSubmitCost(uint64_t kernel, uint64_t direct, int reps, std::vector<R
       complete += now() - start;
       kvio_transfer_close(t);
     }
-    results->push_back({"submit", name, "h2d", 2 * H * hb, n, b == 0 ? 4 : 0, 0,
-                        b == 1 ? calls : -1, submit / reps * 1e6});
-    results->push_back({"submit_to_completion", name, "h2d", 2 * H * hb, n, b == 0 ? 4 : 0, 0,
-                        b == 1 ? calls : -1, complete / reps * 1e6});
+    results->push_back({"submit", name, "h2d", 2 * H * hb, n, isKernel ? 4 : 0, 0,
+                        isKernel ? -1 : calls, submit / reps * 1e6, chosen});
+    results->push_back({"submit_to_completion", name, "h2d", 2 * H * hb, n, isKernel ? 4 : 0, 0,
+                        isKernel ? -1 : calls, complete / reps * 1e6, chosen});
   }
   cudaStream_t stream;
   BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -381,7 +386,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  measureSubmitCost(kernel, direct, quick ? 50 : 200, &results);
+  measureSubmitCost(kernel, direct, autoExecutor, quick ? 50 : 200, &results);
   BENCH_KVIO(kvio_executor_close(kernel));
   BENCH_KVIO(kvio_executor_close(direct));
   BENCH_KVIO(kvio_executor_close(staged));
@@ -477,7 +482,9 @@ int main(int argc, char** argv) {
   for (const char* test : {"submit", "submit_to_completion"}) {
     std::printf("  %-21s", test);
     for (const Result& r : results) {
-      if (r.test == test) std::printf(" %s %.1f", r.backend.c_str(), r.us);
+      if (r.test != test) continue;
+      std::printf(" %s %.1f", r.backend.c_str(), r.us);
+      if (r.chosen != "-") std::printf(" (chose %s)", r.chosen.c_str());
     }
     std::printf("\n");
   }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <limits>
 #include <random>
 #include <thread>
 #include <vector>
@@ -132,6 +133,26 @@ TEST(ExecutorWait, TimeoutIsDoneAndBytes) {
   for (auto& t : transfers) EXPECT_TRUE(t.done());
   EXPECT_TRUE(last.waitFor(std::chrono::seconds(0)));
   EXPECT_EQ(last.bytes(), 16384u * 4096);
+}
+
+TEST(ExecutorWait, HugeTimeoutsWaitForCompletion) {
+  // now + INT64_MAX ns overflows the clock: the deadline wrapped into the past made such a wait
+  // answer TIMEOUT at once (Java's await(Long.MAX_VALUE, ...) saturates to it). A timeout over
+  // 2^60 ns waits without limit, as a negative one; 2^60 itself still works as a deadline.
+  kvio::Executor one(kvio::IoBackend::Cpu, 1);
+  kvio::Pool src = kvio::Pool::allocate(rows4k(1, 16384).spec());
+  kvio::Pool dst = kvio::Pool::allocate(rows4k(1, 16384).spec());
+  const std::vector<int64_t> all = range(0, 16384);
+  const kvio_transfer_desc desc{src.handle(), dst.handle(), all.data(), all.data(), 16384, 0, 0, 1};
+  for (const int64_t timeout :
+       {std::numeric_limits<int64_t>::max(), int64_t{1} << 62, int64_t{1} << 60}) {
+    std::vector<uint64_t> handles(4);  // 256 MiB on one thread: the last is not done at once
+    for (uint64_t& h : handles) ASSERT_EQ(kvio_submit(one.handle(), &desc, &h), KVIO_STATUS_OK);
+    EXPECT_EQ(kvio_transfer_wait(handles.back(), timeout), KVIO_STATUS_OK)
+        << timeout << ": " << kvio_last_error();
+    EXPECT_EQ(kvio_transfer_is_done(handles.back()), 1) << timeout;
+    for (uint64_t h : handles) EXPECT_EQ(kvio_transfer_close(h), KVIO_STATUS_OK);
+  }
 }
 
 TEST(ExecutorHandles, StaleTransferHandleStaysClosedAfterItsSlotIsReused) {

@@ -157,6 +157,7 @@ bool TransferState::settled() const {
 }
 
 bool TransferState::wait(int64_t timeoutNs) const {
+  timeoutNs = boundedTimeoutNs(timeoutNs);
   std::shared_ptr<DeviceCompletion> completion = deviceCompletion();
   if (completion != nullptr) {
     // Device work: block on this transfer's event, or poll it until the deadline (device events

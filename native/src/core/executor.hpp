@@ -43,6 +43,13 @@ class DeviceCompletion {
   virtual bool nativeHandle(NativeHandle kind, uint64_t* out) const = 0;
 };
 
+// A caller's timeout in nanoseconds as the waits use it: negative waits without limit, and so
+// does anything over 2^60 ns (36 years), so that now + timeout cannot overflow the clock (a
+// deadline wrapped into the past would time out at once: INT64_MAX would mean "do not wait").
+inline int64_t boundedTimeoutNs(int64_t timeoutNs) {
+  return timeoutNs > (int64_t{1} << 60) ? -1 : timeoutNs;
+}
+
 /// Completion of one submitted transfer: a one-shot event with a status and a message. It also
 /// holds the transfer's pools (their memory) until the transfer is done: the first thread that
 /// sees it done (the executor completing it, or a query, wait or reap that finds its device

@@ -59,7 +59,7 @@ void closePool(uint64_t handle, std::shared_ptr<PoolImpl> pool) {
 
 // Waits until the memory of closed pool `handle` is released, or until the deadline.
 kvio_status waitReleased(uint64_t handle, int64_t timeoutNs) {
-  if (timeoutNs > (int64_t{1} << 60)) timeoutNs = -1;  // decades: no limit (and no overflow)
+  timeoutNs = boundedTimeoutNs(timeoutNs);
   const std::shared_ptr<PoolUsage> usage = closingPools().find(handle);
   if (usage == nullptr) return KVIO_STATUS_OK;  // released when it was closed, or reported
   const auto start = std::chrono::steady_clock::now();

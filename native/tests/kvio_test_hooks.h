@@ -16,10 +16,18 @@ extern "C" {
  * `count` occurrences in this process (0 disarms):
  *   KVIO_TEST_FAULT_HOST_ALLOCATION: kvio_pool_allocate fails as if mmap failed (OUT_OF_MEMORY);
  *   KVIO_TEST_FAULT_CPU_COPY: the cpu backend's next transfers fail without copying; their
- *   handles complete with BACKEND_ERROR naming the failed copy.
+ *   handles complete with BACKEND_ERROR naming the failed copy;
+ *   KVIO_TEST_FAULT_CPU_HOLD: the cpu backend's next transfers of over 8 MiB (which only its
+ *   workers copy) stop before their first copy until the fault is set again with count 0,
+ *   which releases every held transfer (or for at most 60 s): a transfer that is certainly
+ *   still running, for lifetime tests; later transfers on that executor wait behind it.
  * Costs one atomic load per allocation or transfer when unarmed; test builds only. */
-enum { KVIO_TEST_FAULT_HOST_ALLOCATION = 1, KVIO_TEST_FAULT_CPU_COPY = 2 };
-#define KVIO_TEST_FAULT_COUNT 3
+enum {
+  KVIO_TEST_FAULT_HOST_ALLOCATION = 1,
+  KVIO_TEST_FAULT_CPU_COPY = 2,
+  KVIO_TEST_FAULT_CPU_HOLD = 3
+};
+#define KVIO_TEST_FAULT_COUNT 4
 KVIO_API kvio_status kvio_test_inject_fault(int32_t fault, int64_t count);
 
 /* TEST ONLY: lowers the most handles of one type open at once (normally 2^24), so that tests

@@ -269,6 +269,7 @@ class Faults : public ::testing::Test {
   void TearDown() override {
     kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_COPY, 0);
     kvio_test_inject_fault(KVIO_TEST_FAULT_HOST_ALLOCATION, 0);
+    kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0);
   }
 };
 
@@ -340,6 +341,39 @@ TEST_F(Faults, FailedTransferKeepsItsPlaceInTheQueue) {
   EXPECT_TRUE(sameImage(expected, dst.capture(), "destination"));
 }
 
+TEST_F(Faults, HeldTransferRunsOnlyOnceReleased) {
+  // The hold that lifetime tests rely on: a held transfer (over 8 MiB) has not started and its
+  // destination is untouched until the release, however long one waits; transfers after it on
+  // the executor wait behind it; after the release both land whole.
+  const Geometry g{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 4096, 1, 1, 4096};
+  TestPool src(g), dst(g);
+  std::mt19937_64 rng(12);
+  src.fillRandom(rng);
+  dst.fill(kCanary);
+  const Image before = dst.capture();
+  kvio::Executor executor(kvio::IoBackend::Cpu, 2);
+  std::vector<int64_t> all(4096);
+  for (int64_t i = 0; i < 4096; ++i) all[static_cast<size_t>(i)] = i;
+  uint64_t held = 0, after = 0;
+  ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 1), KVIO_STATUS_OK);
+  for (uint64_t* out : {&held, &after}) {
+    ASSERT_EQ(kvio_submit_args(executor.handle(), src.pool().handle(), dst.pool().handle(),
+                               all.data(), all.data(), 4096, 0, 0, 1, out),
+              KVIO_STATUS_OK);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(kvio_transfer_is_done(held), 0);
+  EXPECT_EQ(kvio_transfer_wait(after, 1000000), KVIO_STATUS_TIMEOUT);
+  EXPECT_TRUE(sameImage(before, dst.capture(), "destination while held"));
+  ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0), KVIO_STATUS_OK);  // release
+  EXPECT_EQ(kvio_transfer_wait(after, -1), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(kvio_transfer_is_done(held), 1);
+  for (uint64_t h : {held, after}) kvio_transfer_close(h);
+  Image expected = before;
+  expected.buffers = src.capture().buffers;
+  EXPECT_TRUE(sameImage(expected, dst.capture(), "destination after the release"));
+}
+
 TEST_F(Faults, AllocationFailureIsReportedAndTheNextOneWorks) {
   const kvio_pool_spec spec{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 2, 4, 4, 2, 64};
   const int64_t before = liveObjects()[3];
@@ -357,9 +391,9 @@ TEST_F(Faults, AllocationFailureIsReportedAndTheNextOneWorks) {
 
 TEST_F(Faults, InjectionArgumentsAreChecked) {
   EXPECT_REJECTED(kvio_test_inject_fault(0, 1), KVIO_STATUS_INVALID_ARGUMENT,
-                  "fault 0 is not valid", "1 (host_allocation), 2 (cpu_copy)");
+                  "fault 0 is not valid", "1 (host_allocation), 2 (cpu_copy), 3 (cpu_hold)");
   EXPECT_REJECTED(kvio_test_inject_fault(KVIO_TEST_FAULT_COUNT, 1), KVIO_STATUS_INVALID_ARGUMENT,
-                  "fault 3 is not valid");
+                  "fault 4 is not valid");
   EXPECT_REJECTED(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_COPY, -1),
                   KVIO_STATUS_INVALID_ARGUMENT, "count must be >= 0, got -1");
   EXPECT_REJECTED(kvio_debug_live_objects(nullptr), KVIO_STATUS_INVALID_ARGUMENT,

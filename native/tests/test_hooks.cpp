@@ -2,6 +2,10 @@
 // emulation entry.
 // Linked with the core's objects into the test variant of libkvio (kvio_testing) and the
 // white-box tests' static core only; the shipped libkvio.so has neither.
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
 #include "ascend/acl_api.hpp"
 #include "core/diagnostics.hpp"
 #include "core/guard.hpp"
@@ -11,12 +15,30 @@
 namespace kvio {
 static_assert(int{KVIO_TEST_FAULT_HOST_ALLOCATION} == int{kFaultHostAllocation} &&
                   int{KVIO_TEST_FAULT_CPU_COPY} == int{kFaultCpuCopy} &&
+                  int{KVIO_TEST_FAULT_CPU_HOLD} == int{kFaultCpuHold} &&
                   KVIO_TEST_FAULT_COUNT == int{kFaultCount},
               "kvio_test_hooks.h and diagnostics.hpp number the faults alike");
 
 // What the fault points of the test variant check (KVIO_FAULT, diagnostics.hpp); the shipped
 // library has neither the points nor this (ctest ReleaseLibrary.HasNoFaultChecks).
 std::atomic<int64_t> armedFaults[kFaultCount];
+
+namespace {
+std::mutex holdMutex;
+std::condition_variable holdReleased;
+int64_t holdReleases = 0;  // guarded by holdMutex
+}  // namespace
+
+int64_t cpuHoldReleases() {
+  std::lock_guard<std::mutex> lock(holdMutex);
+  return holdReleases;
+}
+
+void waitForCpuHoldRelease(int64_t releasesAtSubmit) {
+  std::unique_lock<std::mutex> lock(holdMutex);
+  holdReleased.wait_for(lock, std::chrono::seconds(60),
+                        [&] { return holdReleases != releasesAtSubmit; });
+}
 }  // namespace kvio
 
 using namespace kvio;
@@ -27,13 +49,21 @@ kvio_status kvio_test_inject_fault(int32_t fault, int64_t count) {
   return guarded([&]() -> kvio_status {
     if (fault < 1 || fault >= kFaultCount) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                  "fault %d is not valid; valid: 1 (host_allocation), 2 (cpu_copy)", fault);
+                  "fault %d is not valid; valid: 1 (host_allocation), 2 (cpu_copy), 3 (cpu_hold)",
+                  fault);
     }
     if (count < 0) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT, "count must be >= 0, got %lld",
                   static_cast<long long>(count));
     }
     armedFaults[fault].store(count);
+    if (fault == kFaultCpuHold && count == 0) {  // releases the held transfers
+      {
+        std::lock_guard<std::mutex> lock(holdMutex);
+        ++holdReleases;
+      }
+      holdReleased.notify_all();
+    }
     return KVIO_STATUS_OK;
   });
 }

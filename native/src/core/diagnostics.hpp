@@ -33,7 +33,12 @@ void liveHandles(int64_t* pools, int64_t* executors, int64_t* transfers);
 
 /// The fault points of the core; the test hooks (native/tests/test_hooks.cpp, test builds only)
 /// arm them with the same numbers as KVIO_TEST_FAULT_* (native/tests/kvio_test_hooks.h).
-enum Fault : int32_t { kFaultHostAllocation = 1, kFaultCpuCopy = 2, kFaultCount = 3 };
+enum Fault : int32_t {
+  kFaultHostAllocation = 1,
+  kFaultCpuCopy = 2,
+  kFaultCpuHold = 3,
+  kFaultCount = 4
+};
 
 // A fault point is `if (KVIO_FAULT(kFault...)) { fail as the real failure would }`. Only the
 // sources listed in KVIO_FAULT_POINT_SOURCES (CMakeLists.txt) may have one: they are compiled
@@ -56,6 +61,11 @@ inline bool takeFault(int32_t fault) {
 }
 #define KVIO_FAULT(fault) ::kvio::takeFault(fault)
 constexpr bool kFaultPoints = true;
+
+/// kFaultCpuHold: the release count now (at a held job's submission), and the wait of each of
+/// its tasks until a later release (kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0)) or 60 s.
+int64_t cpuHoldReleases();
+void waitForCpuHoldRelease(int64_t releasesAtSubmit);
 #elif defined(KVIO_TESTING)
 #define KVIO_FAULT(fault) false
 /// False: code that only reports an injected fault compiles away too (`if (!kFaultPoints ...)`).

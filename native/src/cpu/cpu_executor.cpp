@@ -194,8 +194,25 @@ struct Pending {
   bool stream = false;
   bool strips = false;  // the plan was sorted into strips (sortIntoStrips)
   bool bySrc = false;
-  bool fault = false;  // an injected copy failure (kvio_test_inject_fault): copy nothing
+  bool fault = false;         // an injected copy failure (kvio_test_inject_fault): copy nothing
+  int64_t holdReleases = -1;  // >= 0: held by an injected kFaultCpuHold until a later release
 };
+
+// The injected hold of a job (kFaultCpuHold, test builds only): the release count at its
+// submission, and its first task's wait for a later release.
+#if KVIO_TESTING
+int64_t holdReleases() {
+  return cpuHoldReleases();
+}
+void waitHeld(int64_t releasesAtSubmit) {
+  waitForCpuHoldRelease(releasesAtSubmit);
+}
+#else
+int64_t holdReleases() {
+  return -1;
+}
+void waitHeld(int64_t) {}
+#endif
 
 // Completes a job: OK, or the injected copy failure, naming the call that failed.
 void completeJob(Job& job, bool fault) {
@@ -321,6 +338,8 @@ class CpuExecutor final : public Executor {
     pending->job = std::move(job);
     pending->stream = bytes >= kStreamMinJobBytes;
     pending->fault = fault;
+    // Test only: an injected hold, for jobs the submitting thread never copies (over kHelpBytes).
+    if (bytes > kHelpBytes && KVIO_FAULT(kFaultCpuHold)) pending->holdReleases = holdReleases();
     const uint64_t chunk =
         std::clamp<uint64_t>(bytes / (static_cast<uint64_t>(threads_) * 4), kMinChunk, kMaxChunk);
     pending->strips = !fault && sortIntoStrips(&pending->job->plan, &pending->bySrc);
@@ -404,6 +423,7 @@ class CpuExecutor final : public Executor {
     if (head->next == head->tasks.size()) return false;
     const Task task = head->tasks[head->next++];
     lock.unlock();
+    if (head->holdReleases >= 0) waitHeld(head->holdReleases);  // test only: every task waits
     if (task.first == 0) head->job->state->markStarted();
     if (!head->fault) runTask(*head->pieces, task, head->stream, head->strips, head->bySrc);
     endStreaming(head->stream);

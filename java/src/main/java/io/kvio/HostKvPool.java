@@ -409,6 +409,19 @@ public final class HostKvPool extends KvPool {
                                 + "); the pool was built with strictLayers(), without it such a"
                                 + " load completes as a no-op listed by Transfer.skippedLayers()");
             }
+            // Moves nothing, but its arguments are checked as a held layer's would be (host layer
+            // 0 stands in for the one not held): bad indices fail here, not only once it is held.
+            Kvio.check(
+                    executor.handle(),
+                    this,
+                    device,
+                    hostIndices,
+                    deviceIndices,
+                    false,
+                    0,
+                    deviceLayer,
+                    1,
+                    flags);
             return Transfer.completed(new long[] {deviceLayer});
         }
         return Kvio.submit(
@@ -527,8 +540,10 @@ public final class HostKvPool extends KvPool {
         }
 
         /**
-         * Builds the pool over a direct ByteBuffer's memory, from its position to its limit (as
-         * {@link #wrap(long, long)}); the pool keeps the buffer reachable.
+         * Builds the pool over a direct, writable ByteBuffer's memory, from its position to its
+         * limit (as {@link #wrap(long, long)}); the buffer stays reachable while the pool is open
+         * and, after it is closed, until kvio no longer uses its memory. Read-only buffers are
+         * refused (KvioInvalidArgumentException).
          */
         public Builder wrap(ByteBuffer memory) {
             Objects.requireNonNull(memory, "memory");
@@ -536,6 +551,12 @@ public final class HostKvPool extends KvPool {
                 throw new KvioInvalidArgumentException(
                         "wrap(ByteBuffer) needs a direct buffer (ByteBuffer.allocateDirect or a"
                                 + " mapped file); a heap buffer's memory can move");
+            }
+            if (memory.isReadOnly()) {
+                throw new KvioInvalidArgumentException(
+                        "wrap(ByteBuffer) got a read-only buffer; transfers write host pools (a"
+                                + " read-only mapping would crash the JVM): pass a writable"
+                                + " buffer");
             }
             long address =
                     memory.capacity() == 0

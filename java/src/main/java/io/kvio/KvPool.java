@@ -31,7 +31,6 @@ public abstract class KvPool implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Closer closer;
     private final Cleaner.Cleanable cleanable;
-    private volatile Object memory; // wrapped caller memory (buffer, segment) kept reachable
     private Runnable
             onClose; // Segments: closes the arena of this pool's segments (guarded by this)
 
@@ -79,6 +78,15 @@ public abstract class KvPool implements AutoCloseable {
         private final AtomicInteger holders = new AtomicInteger(1); // the pool + live ByteBuffers
         private final AtomicBoolean closed = new AtomicBoolean();
         volatile boolean explicit;
+
+        /**
+         * Wrapped caller memory (a direct ByteBuffer, a MemorySegment), kept reachable here rather
+         * than by the pool: the Cleaner holds this action until it runs, so the memory outlives an
+         * unreachable pool until the pool is closed, and closeNative() then hands it to
+         * MemoryRetainer until kvio no longer uses it. Held by the pool, it could be freed with the
+         * pool (by its own Cleaner) while a submitted transfer still wrote it.
+         */
+        volatile Object memory;
 
         Closer(long handle, String description) {
             this.handle = handle;
@@ -134,6 +142,11 @@ public abstract class KvPool implements AutoCloseable {
                                 + " choose");
             }
             NativeBridge.poolClose(handle);
+            Object wrapped = memory;
+            memory = null;
+            if (wrapped != null) {
+                MemoryRetainer.retainUntilReleased(handle, wrapped, description);
+            }
         }
     }
 
@@ -144,7 +157,7 @@ public abstract class KvPool implements AutoCloseable {
      */
     private ByteBuffer holdingBuffer(long address, int bytes) {
         Closer c = closer; // the action must not capture the pool or the buffer
-        Object wrapped = memory;
+        Object wrapped = c.memory;
         c.retain(); // before the buffer exists, while the pool is reachable (the fence below)
         ByteBuffer buffer = NativeBridge.byteBuffer(address, bytes);
         NativeBridge.CLEANER.register(
@@ -159,9 +172,12 @@ public abstract class KvPool implements AutoCloseable {
         return buffer;
     }
 
-    /** Keeps wrapped caller memory (a buffer or segment) reachable while the pool is. */
+    /**
+     * Keeps wrapped caller memory (a buffer or segment) reachable while the pool is open and, once
+     * it is closed, until kvio no longer uses it (Closer.memory).
+     */
     void keepReachable(Object memory) {
-        this.memory = memory;
+        closer.memory = memory;
     }
 
     /**
@@ -208,6 +224,10 @@ public abstract class KvPool implements AutoCloseable {
      * allocated is freed, and its registration of wrapped memory (cudaHostRegister,
      * aclrtHostRegister) ends, so the owner of wrapped memory may free it right after. Otherwise
      * that happens when the last of them completes; {@link #closeAndWait()} waits for it.
+     *
+     * @throws IllegalStateException (Java 22+) a MemorySegment of this pool (io.kvio.Segments) is
+     *     in use by another thread (a downcall or an I/O operation holds it), so its arena cannot
+     *     close: the pool is left open, unchanged; close it again once that use has ended
      */
     @Override
     public void close() {
@@ -216,20 +236,44 @@ public abstract class KvPool implements AutoCloseable {
 
     /** {@link #close()} of the pool itself, without what a subclass closes with it. */
     final void closePool() {
-        if (closed.compareAndSet(false, true)) {
-            Runnable hook;
-            synchronized (this) { // after closed is set: closeScoped cannot add one later
-                hook = onClose;
-            }
-            if (hook != null) {
-                hook.run();
-            }
+        if (closeScopedThenMark()) {
             closer.explicit = true;
             cleanable.clean();
         }
         // The pool stays reachable until its explicit close has run: collected in between, its
         // Cleaner would take the close for a forgotten pool's (and, with buffers out, not free).
         Reference.reachabilityFence(this);
+    }
+
+    /**
+     * Closes what closeScoped made (the segments' arena), then marks the pool closed; false if it
+     * was closed already. Under the pool's lock: closeScoped cannot add an arena meanwhile. If the
+     * arena cannot close, the pool is not marked closed and nothing of it is freed: its segments
+     * stay usable, and a later close() tries again.
+     */
+    private synchronized boolean closeScopedThenMark() {
+        if (closed.get()) {
+            return false;
+        }
+        if (onClose != null) {
+            try {
+                onClose.run();
+            } catch (IllegalStateException e) {
+                throw new IllegalStateException(
+                        "this "
+                                + what()
+                                + " was not closed: a MemorySegment of it is in use by another"
+                                + " thread (a downcall or an I/O operation holds it), so its"
+                                + " segments cannot be closed; close the pool again once that use"
+                                + " has ended ("
+                                + e.getMessage()
+                                + ")",
+                        e);
+            }
+            onClose = null;
+        }
+        closed.set(true);
+        return true;
     }
 
     /**

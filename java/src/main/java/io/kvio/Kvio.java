@@ -6,6 +6,7 @@
  */
 package io.kvio;
 
+import java.lang.ref.Reference;
 import java.util.Objects;
 
 public final class Kvio {
@@ -146,18 +147,24 @@ public final class Kvio {
         checkExecutorBackend("dst", dst, executor);
         checkLayers("src", srcLayerStart, numLayers, src.spec().numLayers());
         checkLayers("dst", dstLayerStart, numLayers, dst.spec().numLayers());
-        return submit(
-                executorHandle,
-                src,
-                dst,
-                srcIndices,
-                dstIndices,
-                true,
-                srcLayerStart,
-                dstLayerStart,
-                numLayers,
-                flags,
-                NO_LAYERS);
+        try {
+            return submit(
+                    executorHandle,
+                    src,
+                    dst,
+                    srcIndices,
+                    dstIndices,
+                    true,
+                    srcLayerStart,
+                    dstLayerStart,
+                    numLayers,
+                    flags,
+                    NO_LAYERS);
+        } finally {
+            // Only its handle is used from here on: collected during the submission, an executor
+            // the caller does not keep would be closed by its Cleaner under it.
+            Reference.reachabilityFence(executor);
+        }
     }
 
     /**
@@ -332,18 +339,17 @@ public final class Kvio {
         long srcHandle = src.handle();
         long dstHandle = dst.handle();
         if (srcIndices.size() == 0) { // nothing to move; checked all the same (natively)
-            try {
-                NativeBridge.checkEmptyTransfer(
-                        executor,
-                        srcHandle,
-                        dstHandle,
-                        srcLayerStart,
-                        dstLayerStart,
-                        numLayers,
-                        flags);
-            } catch (KvioException e) {
-                throw renamed(e, srcIndices.name(), dstIndices.name(), byParameter, src, dst);
-            }
+            check(
+                    executor,
+                    src,
+                    dst,
+                    srcIndices,
+                    dstIndices,
+                    byParameter,
+                    srcLayerStart,
+                    dstLayerStart,
+                    numLayers,
+                    flags);
             return Transfer.completed(skippedLayers);
         }
         TransferEvent event = TransferEvent.begin(src, dst); // null unless a recording wants it
@@ -379,6 +385,45 @@ public final class Kvio {
         // planned bytes.
         return Transfer.submitted(
                 handle, bytes, doneOnCpu, status, event, IoBackend.ofNative(chosen), skippedLayers);
+    }
+
+    /**
+     * Every check {@link #submit} of these arguments would make, index lists included, moving
+     * nothing (kvio_check_transfer); throws what the submission would, in the caller's names. For
+     * transfers that move nothing: empty lists, a load of a layer the host pool does not hold.
+     */
+    static void check(
+            long executor,
+            KvPool src,
+            KvPool dst,
+            IndexArg srcIndices,
+            IndexArg dstIndices,
+            boolean byParameter,
+            long srcLayerStart,
+            long dstLayerStart,
+            long numLayers,
+            int flags) {
+        srcIndices.ensureOpen();
+        dstIndices.ensureOpen();
+        checkLengths(srcIndices, dstIndices);
+        long count = srcIndices.size();
+        try {
+            NativeBridge.checkTransfer(
+                    executor,
+                    src.handle(),
+                    dst.handle(),
+                    count == 0 ? 0 : srcIndices.address(0),
+                    count == 0 ? 0 : dstIndices.address(1),
+                    count,
+                    srcLayerStart,
+                    dstLayerStart,
+                    numLayers,
+                    flags);
+        } catch (KvioException e) {
+            throw renamed(e, srcIndices.name(), dstIndices.name(), byParameter, src, dst);
+        } finally {
+            IndexArg.release();
+        }
     }
 
     /** The native message with the Java caller's names in place of the C ABI's. */

@@ -475,13 +475,17 @@ final class NativeBridge {
     }
 
     /**
-     * kvio_check_transfer of a transfer with no index pairs: every check its submission would make
-     * that needs no index; throws what that submission would.
+     * kvio_check_transfer: every check the submission of these arguments would make, moving
+     * nothing; throws what that submission would. With count 0 (the index addresses unread) the
+     * checks that need no index.
      */
-    static void checkEmptyTransfer(
+    static void checkTransfer(
             long executor,
             long srcPool,
             long dstPool,
+            long srcIndices,
+            long dstIndices,
+            long count,
             long srcLayerStart,
             long dstLayerStart,
             long numLayers,
@@ -491,9 +495,9 @@ final class NativeBridge {
                         executor,
                         srcPool,
                         dstPool,
-                        0,
-                        0,
-                        0,
+                        srcIndices,
+                        dstIndices,
+                        count,
                         srcLayerStart,
                         dstLayerStart,
                         numLayers,

@@ -145,6 +145,16 @@ public final class TokenIndices implements AutoCloseable {
                 throw new KvioOutOfRangeException(
                         "page id " + page + " is negative (page ids start at 0)");
             }
+            if (page > (Long.MAX_VALUE - (pageSize - 1)) / pageSize) {
+                // its slots would pass Long.MAX_VALUE and wrap to small, valid-looking slots
+                throw new KvioOutOfRangeException(
+                        "page id "
+                                + page
+                                + " is too large: its slots of "
+                                + pageSize
+                                + " tokens each pass the largest slot number, "
+                                + Long.MAX_VALUE);
+            }
             long first = page * pageSize;
             for (long s = 0; s < pageSize; s++) {
                 slots[i++] = first + s;

@@ -222,10 +222,11 @@ public final class Transfer implements AutoCloseable {
     /**
      * The CUDA event (a cudaEvent_t) recorded after this transfer's work on its executor's stream,
      * for another stream to wait on (e.g. start layer i as soon as its load lands). Valid until the
-     * transfer is released (the first await() that sees completion, or close()). 0 for a transfer
-     * that moved nothing (empty index lists, a layer the host pool does not hold), whatever the
-     * backend: no work was queued, there is nothing to wait for. Otherwise KvioUnsupportedException
-     * for transfers of the cpu backend.
+     * transfer is released (the first await() that sees completion, or close()); keep this Transfer
+     * reachable while the event is used, as a Transfer that becomes unreachable is released by a
+     * Cleaner and its event reused or destroyed. 0 for a transfer that moved nothing (empty index
+     * lists, a layer the host pool does not hold), whatever the backend: no work was queued, there
+     * is nothing to wait for. Otherwise KvioUnsupportedException for transfers of the cpu backend.
      */
     public long cudaEvent() {
         return event("CUDA", NativeBridge::transferCudaEvent);

@@ -223,6 +223,19 @@ public class CallerMessagesTest extends CpuPoolsFixture {
     }
 
     @Test
+    public void readOnlyBuffersAreRefused() {
+        // A backup writes the host pool: into a read-only view it wrote anyway, into a read-only
+        // mapping it crashed the JVM.
+        ByteBuffer readOnly = ByteBuffer.allocateDirect(1 << 20).asReadOnlyBuffer();
+        rejected(
+                KvioInvalidArgumentException.class,
+                () -> open(hostGeometryWithout("nothing").wrap(readOnly).build()),
+                new String[0],
+                "read-only buffer",
+                "pass a writable buffer");
+    }
+
+    @Test
     public void hostBuilderWithoutPagesSaysWhatToCall() {
         rejected(
                 KvioInvalidArgumentException.class,

@@ -30,6 +30,12 @@ final class KvioTestNative {
     static final int KVIO_TEST_FAULT_HOST_ALLOCATION = 1;
     static final int KVIO_TEST_FAULT_CPU_COPY = 2;
 
+    /**
+     * The next cpu transfers over 8 MiB stop before copying until {@code injectFault(this, 0)}
+     * releases them (kvio_test_hooks.h).
+     */
+    static final int KVIO_TEST_FAULT_CPU_HOLD = 3;
+
     /** The next {@code count} occurrences of {@code fault} fail (KVIO_TEST_FAULT_*). */
     static void injectFault(int fault, long count) {
         NativeBridge.check(kvio_test_inject_fault(fault, count));
@@ -166,6 +172,9 @@ final class KvioTestNative {
 
     @MemberGetter
     static native int KVIO_TEST_FAULT_CPU_COPY();
+
+    @MemberGetter
+    static native int KVIO_TEST_FAULT_CPU_HOLD();
 
     // ---- struct layouts, as the C compiler lays them out ----
     @MemberGetter

@@ -145,6 +145,8 @@ public class NativeValuesTest {
                 KvioTestNative.KVIO_TEST_FAULT_HOST_ALLOCATION());
         assertEquals(
                 KvioTestNative.KVIO_TEST_FAULT_CPU_COPY, KvioTestNative.KVIO_TEST_FAULT_CPU_COPY());
+        assertEquals(
+                KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD());
     }
 
     @Test

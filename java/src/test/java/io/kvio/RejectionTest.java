@@ -635,6 +635,15 @@ public class RejectionTest extends CpuPoolsFixture {
         assertMessage(
                 expectThrows(KvioOutOfRangeException.class, () -> TokenIndices.pages(4, 1, -2)),
                 "page id -2");
+        // page * pageSize wrapped: 2^62 * 4 is 0 in 64 bits, which listed page 0's slots
+        assertMessage(
+                expectThrows(
+                        KvioOutOfRangeException.class, () -> TokenIndices.pages(4, 1, 1L << 62)),
+                "page id 4611686018427387904 is too large");
+        try (TokenIndices last = TokenIndices.pages(2, Long.MAX_VALUE / 2)) {
+            assertEquals(last.get(0), Long.MAX_VALUE - 1);
+            assertEquals(last.get(1), Long.MAX_VALUE);
+        }
         assertMessage(
                 expectThrows(KvioInvalidArgumentException.class, () -> TokenIndices.pages(0, 1)),
                 "pageSize must be at least 1, got 0");

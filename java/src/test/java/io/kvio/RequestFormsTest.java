@@ -306,6 +306,26 @@ public class RequestFormsTest extends CpuPoolsFixture {
         assertEquals(t.skippedLayers(), new long[] {3});
         assertTrue(t.toString().contains("skipped device layers [3]"), t.toString());
         assertEquals(t.cudaEvent(), 0L, "nothing queued: nothing to wait on");
+        // It moves nothing, but its indices are checked as a held layer's load's would be.
+        byte[] before = LayoutOracle.canary(device.buffer(), 23);
+        KvioOutOfRangeException bad =
+                expectThrows(
+                        KvioOutOfRangeException.class,
+                        () -> sharded.load(device, 3).hostIndices(-5).deviceIndices(0).submit());
+        assertTrue(bad.getMessage().contains("-5"), bad.getMessage());
+        bad =
+                expectThrows(
+                        KvioOutOfRangeException.class,
+                        () ->
+                                sharded.load(device, 3)
+                                        .hostIndices(0)
+                                        .deviceIndices(1 << 20)
+                                        .submit());
+        assertTrue(bad.getMessage().contains("1048576"), bad.getMessage());
+        expectThrows(
+                KvioInvalidArgumentException.class,
+                () -> sharded.load(device, 3).hostIndices(0, 1).deviceIndices(0).submit());
+        LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(device.buffer()), before, "device");
         Transfer held = sharded.load(device, 2).hostIndices(0).deviceIndices(0).submit();
         held.await();
         assertEquals(held.skippedLayers(), new long[0]);

@@ -7,14 +7,22 @@
  */
 package io.kvio;
 
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertThrows;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.nio.ByteBuffer;
 import org.testng.annotations.Test;
 
@@ -147,6 +155,76 @@ public class SegmentsTest {
         }
         assertThrows(IllegalStateException.class, () -> region.get(ValueLayout.JAVA_LONG, 8));
         assertTrue(!region.scope().isAlive());
+    }
+
+    /** What {@link #closeFromUpcall} saw, on the test's thread (the upcall runs there). */
+    private static HostKvPool closing;
+
+    private static Throwable closeFailure;
+
+    /**
+     * qsort's comparator: closes {@link #closing} while qsort, a downcall holding the pool's
+     * segment, is still running (an exception must not leave an upcall: it is recorded).
+     */
+    static int closeFromUpcall(MemorySegment a, MemorySegment b) {
+        try {
+            closing.close();
+        } catch (Throwable t) {
+            closeFailure = t;
+        }
+        return 0;
+    }
+
+    @Test
+    public void aPoolWhoseSegmentIsInUseStaysOpenUntilItCanClose() throws Throwable {
+        // A downcall given a pool's segment holds its arena: Arena.close() throws then. close()
+        // marked the pool closed first and threw before freeing it: a second close() did nothing,
+        // the pool and its memory stayed allocated, and closeAndWait() later freed the memory
+        // under segments still alive (a crash of the JVM on their next access).
+        HostKvPool host =
+                HostKvPool.builder()
+                        .kind(PoolKind.MLA)
+                        .pages(4)
+                        .pageSize(4)
+                        .heads(1)
+                        .headBytes(8)
+                        .deviceLayers(2)
+                        .build();
+        MemorySegment region = Segments.region(host, 0);
+        region.setAtIndex(ValueLayout.JAVA_LONG, 0, 2);
+        region.setAtIndex(ValueLayout.JAVA_LONG, 1, 1);
+        Linker linker = Linker.nativeLinker();
+        MethodHandle qsort =
+                linker.downcallHandle(
+                        linker.defaultLookup().find("qsort").orElseThrow(),
+                        FunctionDescriptor.ofVoid(ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS));
+        try (Arena upcalls = Arena.ofConfined()) {
+            MemorySegment comparator =
+                    linker.upcallStub(
+                            MethodHandles.lookup()
+                                    .findStatic(
+                                            SegmentsTest.class,
+                                            "closeFromUpcall",
+                                            MethodType.methodType(
+                                                    int.class,
+                                                    MemorySegment.class,
+                                                    MemorySegment.class)),
+                            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS),
+                            upcalls);
+            closing = host;
+            closeFailure = null;
+            qsort.invokeExact(region, 2L, 8L, comparator);
+        } finally {
+            closing = null;
+        }
+        assertTrue(closeFailure instanceof IllegalStateException, String.valueOf(closeFailure));
+        assertTrue(closeFailure.getMessage().contains("was not closed"), closeFailure.getMessage());
+        assertTrue(!host.isClosed(), "left open");
+        assertEquals(region.getAtIndex(ValueLayout.JAVA_LONG, 0), 2, "still usable");
+        host.close(); // nothing holds the segment now
+        assertTrue(host.isClosed());
+        assertThrows(IllegalStateException.class, () -> region.get(ValueLayout.JAVA_LONG, 0));
+        host.closeAndWait();
     }
 
     @Test

@@ -155,6 +155,52 @@ TEST(ExecutorWait, HugeTimeoutsWaitForCompletion) {
   }
 }
 
+TEST(ExecutorClose, EveryTransferItAcceptedIsDoneWhenCloseReturns) {
+  // kvio_executor_close took the handle out of the registry, then drained; a submit on another
+  // thread that had looked the executor up just before could queue its job after the drain, so
+  // close returned while a transfer it had accepted still ran (and the caller could destroy a
+  // stream or free memory under it). Now every accepted transfer ended before close returned,
+  // and a submit that loses the race answers CLOSED. Timestamps: kvio_transfer_timing.
+  ASSERT_EQ(kvio_transfer_timing(1), KVIO_STATUS_OK);
+  kvio::Pool src = kvio::Pool::allocate(rows4k(1, 512).spec());
+  kvio::Pool dst = kvio::Pool::allocate(rows4k(1, 512).spec());
+  const std::vector<int64_t> all = range(0, 512);
+  const kvio_transfer_desc desc{src.handle(), dst.handle(), all.data(), all.data(), 512, 0, 0, 1};
+  std::mt19937_64 rng(5);
+  int late = 0;
+  for (int round = 0; round < 100; ++round) {
+    uint64_t executor = 0;
+    ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 1, &executor), KVIO_STATUS_OK);
+    std::vector<uint64_t> accepted;
+    kvio_status refusal = KVIO_STATUS_OK;
+    std::thread submitter([&] {
+      while (accepted.size() < 2000) {
+        uint64_t t = 0;
+        refusal = kvio_submit(executor, &desc, &t);
+        if (refusal != KVIO_STATUS_OK) break;
+        accepted.push_back(t);
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 400));
+    ASSERT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+    const int64_t closedNs = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                                 .count();
+    submitter.join();
+    EXPECT_TRUE(refusal == KVIO_STATUS_OK || refusal == KVIO_STATUS_CLOSED)
+        << kvio_status_name(refusal);
+    for (uint64_t t : accepted) {
+      ASSERT_EQ(kvio_transfer_wait(t, -1), KVIO_STATUS_OK);
+      kvio_transfer_info info{};
+      ASSERT_EQ(kvio_transfer_get_info(t, &info), KVIO_STATUS_OK);
+      if (info.end_ns > closedNs) ++late;
+      kvio_transfer_close(t);
+    }
+  }
+  EXPECT_EQ(kvio_transfer_timing(0), KVIO_STATUS_OK);
+  EXPECT_EQ(late, 0) << "transfers accepted by an executor ended after its close returned";
+}
+
 TEST(ExecutorHandles, StaleTransferHandleStaysClosedAfterItsSlotIsReused) {
   // Transfer handles name reused registry slots with a generation: once closed, a handle is
   // CLOSED for every entry point, however many transfers took its slot since, and it never

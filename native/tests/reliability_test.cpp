@@ -374,6 +374,66 @@ TEST_F(Faults, HeldTransferRunsOnlyOnceReleased) {
   EXPECT_TRUE(sameImage(expected, dst.capture(), "destination after the release"));
 }
 
+TEST_F(Faults, CloseWaitNeverSaysReleasedWhileATransferUsesThePool) {
+  // kvio_pool_close took the handle out of the registry before it listed the pool as closing:
+  // a close_wait arriving in between found the handle closed and no listing, and answered OK
+  // ("released when it was closed") while a transfer still used the pool, so a caller freed
+  // wrapped memory under the copy. Each round: a small pool whose transfer waits behind a held
+  // one (so it is certainly in use), closed while another thread waits for it as soon as the
+  // handle reads closed. close_wait(0) must answer TIMEOUT every time.
+  const Geometry big{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 4096, 1, 1, 4096};
+  const Geometry small{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 4, 1, 1, 64};
+  TestPool a(big), b(big), sink(small);
+  kvio::Executor executor(kvio::IoBackend::Cpu, 1);
+  std::vector<int64_t> all(4096);
+  for (int64_t i = 0; i < 4096; ++i) all[static_cast<size_t>(i)] = i;
+  ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 1), KVIO_STATUS_OK);
+  uint64_t held = 0;
+  ASSERT_EQ(kvio_submit_args(executor.handle(), a.pool().handle(), b.pool().handle(), all.data(),
+                             all.data(), 4096, 0, 0, 1, &held),
+            KVIO_STATUS_OK);
+  std::atomic<uint64_t> target{0};
+  std::atomic<bool> stop{false};
+  std::atomic<int> saidReleased{0}, answered{0};
+  std::thread waiter([&] {
+    while (!stop.load()) {
+      const uint64_t pool = target.load();
+      kvio_pool_spec spec{};
+      if (pool == 0 || kvio_pool_get_spec(pool, &spec) != KVIO_STATUS_CLOSED) continue;
+      if (kvio_pool_close_wait(pool, 0) != KVIO_STATUS_TIMEOUT) ++saidReleased;
+      ++answered;
+      target.store(0);
+    }
+  });
+  constexpr int kRounds = 500;
+  std::vector<uint64_t> queued;
+  const std::vector<int64_t> slots = {0, 1, 2, 3};
+  for (int round = 0; round < kRounds; ++round) {
+    const kvio_pool_spec spec = small.spec().toC();
+    uint64_t pool = 0;
+    ASSERT_EQ(kvio_pool_allocate(&spec, &pool), KVIO_STATUS_OK);
+    uint64_t t = 0;
+    ASSERT_EQ(kvio_submit_args(executor.handle(), pool, sink.pool().handle(), slots.data(),
+                               slots.data(), 4, 0, 0, 1, &t),
+              KVIO_STATUS_OK);
+    queued.push_back(t);
+    target.store(pool);
+    ASSERT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+    while (target.load() != 0) std::this_thread::yield();
+  }
+  stop.store(true);
+  waiter.join();
+  EXPECT_EQ(answered.load(), kRounds);
+  EXPECT_EQ(saidReleased.load(), 0) << "close_wait said a pool in use was released";
+  ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_transfer_wait(held, -1), KVIO_STATUS_OK);
+  kvio_transfer_close(held);
+  for (uint64_t t : queued) {
+    EXPECT_EQ(kvio_transfer_wait(t, -1), KVIO_STATUS_OK);
+    kvio_transfer_close(t);
+  }
+}
+
 TEST_F(Faults, AllocationFailureIsReportedAndTheNextOneWorks) {
   const kvio_pool_spec spec{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 2, 4, 4, 2, 64};
   const int64_t before = liveObjects()[3];

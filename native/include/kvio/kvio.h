@@ -209,7 +209,9 @@ KVIO_API kvio_status kvio_pool_close_wait(uint64_t pool, int64_t timeout_ns);
 KVIO_API kvio_status kvio_executor_create(int32_t io_backend, int32_t threads,
                                           uint64_t* executor_out);
 KVIO_API kvio_status kvio_executor_threads(uint64_t executor, int32_t* threads_out);
-/* Waits for submitted transfers, then releases the executor. */
+/* Waits for submitted transfers, then releases the executor. Every transfer it accepted is done
+ * when this returns, including those whose submit ran on another thread as it was called; a
+ * submit that loses that race answers CLOSED and queues nothing. */
 KVIO_API kvio_status kvio_executor_close(uint64_t executor);
 
 /* Validates, plans and enqueues a transfer. Transfers on one executor run in submission

@@ -1,7 +1,9 @@
 // The executor entry points of the C ABI that every backend shares: create one for an io
 // backend, ask its thread count, close it, and an 'auto' executor's calibration. The vendor
 // entry points (executors on a device and stream, launch settings) are in the backend folders.
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "auto_executor.hpp"
 #include "entry.hpp"
@@ -43,6 +45,17 @@ kvio_status kvio_executor_close(uint64_t executor_handle) {
   return guarded([&]() -> kvio_status {
     std::shared_ptr<ExecutorImpl> executor;
     KVIO_RETURN_IF_ERROR(executors().remove(executor_handle, "executor", &executor));
+    // Submissions that found the executor before its handle went may still be queueing:
+    // refuse new ones, wait for those (microseconds: a submit only validates, plans and
+    // queues), then drain, so that every transfer it accepted is done when close returns.
+    executor->closing.store(true);
+    for (int spins = 0; executor->submitting.load() != 0; ++spins) {
+      if (spins < 64) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+    }
     executor->executor->drain();
     return KVIO_STATUS_OK;
   });

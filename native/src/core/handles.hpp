@@ -5,6 +5,7 @@
 #define KVIO_CORE_HANDLES_HPP_
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -22,6 +23,11 @@ namespace kvio {
 struct ExecutorImpl {
   int32_t backend;
   std::unique_ptr<Executor> executor;
+  // Submissions under way on this executor, and whether kvio_executor_close has begun. A submit
+  // that looked the executor up before its handle went can queue after close's drain: close
+  // waits for those (SubmitScope counts them), and one that starts after close began is refused.
+  std::atomic<int32_t> submitting{0};
+  std::atomic<bool> closing{false};
 };
 
 // Handles carry their object type in the top bits, so a handle of the wrong type is named as

@@ -13,19 +13,25 @@
 namespace kvio {
 namespace {
 
-// Pools closed while transfers still used them, until kvio_pool_close_wait reports their memory
-// released (entries whose memory was released are pruned as the table grows).
+// Closed pools whose memory may still be in use, until kvio_pool_close_wait reports it released
+// or the close finds it released (entries whose memory was released are also pruned as the
+// table grows).
 class ClosingPools {
  public:
-  void add(uint64_t handle, std::shared_ptr<PoolUsage> usage) {
+  // Takes pool `handle` out of the registry and lists its usage, in one step under this table's
+  // lock: a kvio_pool_close_wait that finds the handle closed then finds the usage here (find
+  // takes the lock), never a gap in which it would answer "released" for a pool still in use.
+  kvio_status remove(uint64_t handle, std::shared_ptr<PoolImpl>* pool) {
     std::lock_guard<std::mutex> lock(mutex_);
+    KVIO_RETURN_IF_ERROR(pools().remove(handle, "pool", pool));
     if (pools_.size() >= pruneAt_) {
       for (auto it = pools_.begin(); it != pools_.end();) {
         it = it->second->released() ? pools_.erase(it) : std::next(it);
       }
       pruneAt_ = std::max<size_t>(64, 2 * pools_.size());
     }
-    pools_[handle] = std::move(usage);
+    pools_[handle] = (*pool)->usage();
+    return KVIO_STATUS_OK;
   }
   std::shared_ptr<PoolUsage> find(uint64_t handle) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -48,13 +54,14 @@ ClosingPools& closingPools() {
   return *c;
 }
 
-// After the handle was removed: transfers found done drop their references, and when none uses
-// the pool any more, dropping `pool` releases its memory (and ends kvio's registration) here.
+// After closingPools().remove: transfers found done drop their references, and when none uses
+// the pool any more, dropping `pool` releases its memory (and ends kvio's registration) here;
+// then the entry goes (a later close_wait finds none: released).
 void closePool(uint64_t handle, std::shared_ptr<PoolImpl> pool) {
   const std::shared_ptr<PoolUsage> usage = pool->usage();
   usage->pending();
   pool.reset();
-  if (!usage->released()) closingPools().add(handle, usage);
+  if (usage->released()) closingPools().erase(handle);
 }
 
 // Waits until the memory of closed pool `handle` is released, or until the deadline.
@@ -106,7 +113,7 @@ extern "C" {
 kvio_status kvio_pool_close(uint64_t pool_handle) {
   return guarded([&]() -> kvio_status {
     std::shared_ptr<PoolImpl> pool;
-    KVIO_RETURN_IF_ERROR(pools().remove(pool_handle, "pool", &pool));
+    KVIO_RETURN_IF_ERROR(closingPools().remove(pool_handle, &pool));
     closePool(pool_handle, std::move(pool));  // memory goes with the last transfer using it
     return KVIO_STATUS_OK;
   });
@@ -115,7 +122,7 @@ kvio_status kvio_pool_close(uint64_t pool_handle) {
 kvio_status kvio_pool_close_wait(uint64_t pool_handle, int64_t timeout_ns) {
   return guarded([&]() -> kvio_status {
     std::shared_ptr<PoolImpl> pool;
-    const kvio_status removed = pools().remove(pool_handle, "pool", &pool);
+    const kvio_status removed = closingPools().remove(pool_handle, &pool);
     if (removed == KVIO_STATUS_OK) {
       closePool(pool_handle, std::move(pool));
     } else if (removed != KVIO_STATUS_CLOSED) {

@@ -40,6 +40,31 @@ kvio_status resolve(uint64_t executorHandle, const kvio_transfer_desc& desc, uin
   return (*executor)->executor->acceptMemory(placeOf(**src), placeOf(**dst));
 }
 
+// One submission on an executor, counted for kvio_executor_close (ExecutorImpl::submitting):
+// close marks the executor closing, then waits until no submission is under way, then drains.
+// Both sides change their atomic before reading the other's (seq_cst), so either close sees this
+// submission and waits for it, or this submission sees close and queues nothing.
+class SubmitScope {
+ public:
+  explicit SubmitScope(ExecutorImpl& executor) : executor_(executor) {
+    executor_.submitting.fetch_add(1);
+  }
+  ~SubmitScope() { executor_.submitting.fetch_sub(1); }
+  SubmitScope(const SubmitScope&) = delete;
+  SubmitScope& operator=(const SubmitScope&) = delete;
+  // CLOSED when close began: the executor is drained, or about to be, without this transfer.
+  kvio_status check(uint64_t handle) const {
+    if (!executor_.closing.load()) return KVIO_STATUS_OK;
+    return fail(KVIO_STATUS_CLOSED,
+                "executor 0x%llx was closed while this transfer was being submitted; nothing was "
+                "queued or moved",
+                static_cast<unsigned long long>(handle));
+  }
+
+ private:
+  ExecutorImpl& executor_;
+};
+
 // kvio_check_transfer: submit's checks, nothing planned or moved; num_indices 0 is allowed.
 kvio_status checkTransfer(uint64_t executorHandle, const kvio_transfer_desc& desc, uint32_t flags) {
   std::shared_ptr<ExecutorImpl> executor;
@@ -61,6 +86,8 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   std::shared_ptr<ExecutorImpl> executor;
   std::shared_ptr<PoolImpl> src, dst;
   KVIO_RETURN_IF_ERROR(resolve(executorHandle, desc, flags, &executor, &src, &dst));
+  const SubmitScope submitting(*executor);
+  KVIO_RETURN_IF_ERROR(submitting.check(executorHandle));
   Executor& ex = *executor->executor;
   auto job = std::make_shared<Job>();
   Transfer transfer;

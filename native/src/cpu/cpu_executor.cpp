@@ -430,8 +430,10 @@ class CpuExecutor final : public Executor {
     lock.lock();
     if (--head->remaining == 0) {
       queue_.pop_front();
-      busy_.fetch_sub(kQueuedJob);
+      // Complete before busy_ lets an inline job start (takeInline takes no lock): a later
+      // transfer must never be seen done before this earlier one.
       completeJob(*head->job, head->fault);
+      busy_.fetch_sub(kQueuedJob);
       head->pieces = nullptr;
       head->job.reset();  // its plan storage (completeJob released its pools)
       work_.notify_all();

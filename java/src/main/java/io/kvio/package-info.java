@@ -11,10 +11,12 @@
  *       several threads may submit transfers with the same pools on the same executor, and any
  *       thread may await, poll or close a transfer another one submitted.
  *   <li>Transfers on one executor run in submission order; between threads, that is the order in
- *       which their submit calls entered kvio, with no further guarantee. kvio checks the slots
- *       <i>within</i> one transfer (duplicate destinations, overlapping source and destination);
- *       two transfers in flight at once that write the same slots, or that read slots another
- *       writes, are the caller's to order (await the first, or submit both on one executor).
+ *       which their jobs reached the executor, after kvio checked and planned them (a large
+ *       transfer whose submit began first may be queued after a small one submitted meanwhile),
+ *       with no further guarantee. kvio checks the slots <i>within</i> one transfer (duplicate
+ *       destinations, overlapping source and destination); two transfers in flight at once that
+ *       write the same slots, or that read slots another writes, are the caller's to order (await
+ *       the first, or submit both on one executor).
  *   <li>Closing a pool or an executor while another thread submits with it is safe: the submit
  *       either goes through before the close (and the transfer completes; see {@link
  *       io.kvio.KvPool#close()}) or throws {@link io.kvio.KvioClosedException}. An index list is

@@ -144,6 +144,7 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   // Registered before anything is queued or copied: when it cannot be (no transfer handle left),
   // the job is dropped with its state, which lets go of the pools, and no byte has moved.
   TransferState* const state = job->state.get();
+  const uint64_t callersOut = *out;
   KVIO_RETURN_IF_ERROR(transfers().add(job->state, out));
   // A transfer done on this thread is not listed with its pools: nothing could wait for it
   // (its pools' memory is still held by the state until it is done, as for any transfer).
@@ -158,6 +159,7 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
     state->complete(KVIO_STATUS_OUT_OF_MEMORY, "the transfer could not be queued");
     std::shared_ptr<TransferState> dropped;
     transfers().remove(*out, "transfer", &dropped);
+    *out = callersOut;  // a failed submit leaves *transfer_out as it was
     throw;
   }
   if (!ex.marksStart()) state->markStarted();

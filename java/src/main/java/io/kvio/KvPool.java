@@ -226,8 +226,8 @@ public abstract class KvPool implements AutoCloseable {
      * that happens when the last of them completes; {@link #closeAndWait()} waits for it.
      *
      * @throws IllegalStateException (Java 22+) a MemorySegment of this pool (io.kvio.Segments) is
-     *     in use by another thread (a downcall or an I/O operation holds it), so its arena cannot
-     *     close: the pool is left open, unchanged; close it again once that use has ended
+     *     in use (a downcall or an I/O operation holds it), so its arena cannot close: the pool is
+     *     left open, unchanged; close it again once that use has ended
      */
     @Override
     public void close() {
@@ -262,10 +262,10 @@ public abstract class KvPool implements AutoCloseable {
                 throw new IllegalStateException(
                         "this "
                                 + what()
-                                + " was not closed: a MemorySegment of it is in use by another"
-                                + " thread (a downcall or an I/O operation holds it), so its"
-                                + " segments cannot be closed; close the pool again once that use"
-                                + " has ended ("
+                                + " was not closed: a MemorySegment of it is in use (a downcall"
+                                + " or an I/O operation holds it, on this thread or another), so"
+                                + " its segments cannot be closed; close the pool again once that"
+                                + " use has ended ("
                                 + e.getMessage()
                                 + ")",
                         e);

@@ -20,14 +20,19 @@ extern "C" {
  *   KVIO_TEST_FAULT_CPU_HOLD: the cpu backend's next transfers of over 8 MiB (which only its
  *   workers copy) stop before their first copy until the fault is set again with count 0,
  *   which releases every held transfer (or for at most 60 s): a transfer that is certainly
- *   still running, for lifetime tests; later transfers on that executor wait behind it.
- * Costs one atomic load per allocation or transfer when unarmed; test builds only. */
+ *   still running, for lifetime tests; later transfers on that executor wait behind it;
+ *   KVIO_TEST_FAULT_CPU_THREAD: the next cpu executors created with 2 or more threads fail to
+ *   start their second worker thread, as if std::thread had thrown std::system_error (EAGAIN):
+ *   kvio_executor_create returns OUT_OF_MEMORY naming the thread, with no executor left.
+ * Costs one atomic load per allocation, transfer or executor creation when unarmed; test builds
+ * only. */
 enum {
   KVIO_TEST_FAULT_HOST_ALLOCATION = 1,
   KVIO_TEST_FAULT_CPU_COPY = 2,
-  KVIO_TEST_FAULT_CPU_HOLD = 3
+  KVIO_TEST_FAULT_CPU_HOLD = 3,
+  KVIO_TEST_FAULT_CPU_THREAD = 4
 };
-#define KVIO_TEST_FAULT_COUNT 4
+#define KVIO_TEST_FAULT_COUNT 5
 KVIO_API kvio_status kvio_test_inject_fault(int32_t fault, int64_t count);
 
 /* TEST ONLY: lowers the most handles of one type open at once (normally 2^24), so that tests

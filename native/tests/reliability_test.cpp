@@ -3,6 +3,7 @@
 // counts, a layer count whose address table would exhaust memory: found by the fuzzer), and
 // resource checks (many create/transfer/close cycles leave the process's memory flat). Every
 // transfer case fills both pools and compares them whole, guard zones included, afterwards.
+#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,7 +11,9 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <initializer_list>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -270,8 +273,25 @@ class Faults : public ::testing::Test {
     kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_COPY, 0);
     kvio_test_inject_fault(KVIO_TEST_FAULT_HOST_ALLOCATION, 0);
     kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0);
+    kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_THREAD, 0);
   }
 };
+
+// Threads of this process whose name starts with "kvio-cpu-" (the cpu backend's workers, once
+// they have named themselves; a joined one is gone).
+int cpuWorkerThreads() {
+  int count = 0;
+  DIR* tasks = opendir("/proc/self/task");
+  if (tasks == nullptr) return -1;
+  while (const dirent* entry = readdir(tasks)) {
+    if (entry->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + entry->d_name + "/comm");
+    std::string name;
+    if (std::getline(comm, name) && name.rfind("kvio-cpu-", 0) == 0) ++count;
+  }
+  closedir(tasks);
+  return count;
+}
 
 TEST_F(Faults, CopyFailureSurfacesOnTheHandleAndTheLibraryStaysUsable) {
   for (const int64_t rows : {4, 1024}) {  // small (run on the submitting thread) and queued
@@ -449,11 +469,79 @@ TEST_F(Faults, AllocationFailureIsReportedAndTheNextOneWorks) {
   EXPECT_EQ(liveObjects()[3], before);
 }
 
+TEST_F(Faults, ThreadStartFailureIsReportedWithoutHangingAndTheNextCreateWorks) {
+  // The second of 4 worker threads cannot start (as under a thread limit): the one started must
+  // be stopped and joined before the create returns its error. It used to hang in the
+  // executor's unwinding (its condition variable destroyed with that thread waiting on it), so
+  // the create runs on a thread of its own, left behind if it does not return in 30 s.
+  const std::vector<int64_t> before = liveObjects();
+  const int workersBefore = cpuWorkerThreads();
+  ASSERT_GE(workersBefore, 0) << "cannot list /proc/self/task";
+  ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_THREAD, 1), KVIO_STATUS_OK);
+  struct Outcome {
+    ::testing::AssertionResult rejected = ::testing::AssertionSuccess();
+    uint64_t handle = 0;
+  };
+  auto promise = std::make_shared<std::promise<Outcome>>();
+  std::future<Outcome> created = promise->get_future();
+  std::thread([promise] {
+    Outcome outcome;
+    const kvio_status status = kvio_executor_create(KVIO_BACKEND_CPU, 4, &outcome.handle);
+    // kvio_last_error() is the creating thread's: checked here.
+    outcome.rejected = rejected(
+        status, KVIO_STATUS_OUT_OF_MEMORY,
+        {"cpu backend: could not start io thread 2 of 4",
+         "fault injected by kvio_test_inject_fault", "none of its threads is left running"});
+    promise->set_value(outcome);
+  }).detach();
+  ASSERT_EQ(created.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+      << "kvio_executor_create did not return within 30 s of a worker thread failing to start";
+  const Outcome outcome = created.get();
+  EXPECT_TRUE(outcome.rejected);
+  EXPECT_EQ(outcome.handle, 0u);
+  EXPECT_EQ(liveObjects(), before);              // no executor handle left
+  EXPECT_EQ(cpuWorkerThreads(), workersBefore);  // the worker started was joined
+
+  // The fault was armed once: the next create starts all its threads and copies as the oracle
+  // says (1 MiB: queued to the workers).
+  const Geometry g{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 1024, 1, 1, 1024};
+  TestPool src(g), dst(g);
+  std::mt19937_64 rng(13);
+  src.fillRandom(rng);
+  dst.fill(kCanary);
+  Image expected = dst.capture();
+  kvio::Executor executor(kvio::IoBackend::Cpu, 4);
+  int32_t threads = 0;
+  ASSERT_EQ(kvio_executor_threads(executor.handle(), &threads), KVIO_STATUS_OK);
+  EXPECT_EQ(threads, 4);
+  // Each worker names itself once running: wait for the names (5 s at most).
+  for (int i = 0; i < 5000 && cpuWorkerThreads() < workersBefore + 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(cpuWorkerThreads(), workersBefore + 4);
+  std::vector<int64_t> srcIndices(1024), dstIndices(1024);
+  for (int64_t i = 0; i < 1024; ++i) {
+    srcIndices[static_cast<size_t>(i)] = i;
+    dstIndices[static_cast<size_t>(i)] = 1023 - i;
+  }
+  uint64_t transfer = 0;
+  ASSERT_EQ(kvio_submit_args(executor.handle(), src.pool().handle(), dst.pool().handle(),
+                             srcIndices.data(), dstIndices.data(), 1024, 0, 0, 1, &transfer),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
+  kvio_transfer_close(transfer);
+  applyTransfer(src.geometry(), src.capture(), dst.geometry(), &expected, srcIndices, dstIndices, 0,
+                0, 1);
+  EXPECT_TRUE(sameImage(expected, dst.capture(), "destination after the next create"));
+}
+
 TEST_F(Faults, InjectionArgumentsAreChecked) {
   EXPECT_REJECTED(kvio_test_inject_fault(0, 1), KVIO_STATUS_INVALID_ARGUMENT,
-                  "fault 0 is not valid", "1 (host_allocation), 2 (cpu_copy), 3 (cpu_hold)");
+                  "fault 0 is not valid",
+                  "1 (host_allocation), 2 (cpu_copy), 3 (cpu_hold), 4 (cpu_thread)");
   EXPECT_REJECTED(kvio_test_inject_fault(KVIO_TEST_FAULT_COUNT, 1), KVIO_STATUS_INVALID_ARGUMENT,
-                  "fault 4 is not valid");
+                  "fault 5 is not valid");
   EXPECT_REJECTED(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_COPY, -1),
                   KVIO_STATUS_INVALID_ARGUMENT, "count must be >= 0, got -1");
   EXPECT_REJECTED(kvio_debug_live_objects(nullptr), KVIO_STATUS_INVALID_ARGUMENT,

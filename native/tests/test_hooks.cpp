@@ -16,6 +16,7 @@ namespace kvio {
 static_assert(int{KVIO_TEST_FAULT_HOST_ALLOCATION} == int{kFaultHostAllocation} &&
                   int{KVIO_TEST_FAULT_CPU_COPY} == int{kFaultCpuCopy} &&
                   int{KVIO_TEST_FAULT_CPU_HOLD} == int{kFaultCpuHold} &&
+                  int{KVIO_TEST_FAULT_CPU_THREAD} == int{kFaultCpuThread} &&
                   KVIO_TEST_FAULT_COUNT == int{kFaultCount},
               "kvio_test_hooks.h and diagnostics.hpp number the faults alike");
 
@@ -49,7 +50,8 @@ kvio_status kvio_test_inject_fault(int32_t fault, int64_t count) {
   return guarded([&]() -> kvio_status {
     if (fault < 1 || fault >= kFaultCount) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                  "fault %d is not valid; valid: 1 (host_allocation), 2 (cpu_copy), 3 (cpu_hold)",
+                  "fault %d is not valid; valid: 1 (host_allocation), 2 (cpu_copy), 3 (cpu_hold), "
+                  "4 (cpu_thread)",
                   fault);
     }
     if (count < 0) {

@@ -37,7 +37,8 @@ enum Fault : int32_t {
   kFaultHostAllocation = 1,
   kFaultCpuCopy = 2,
   kFaultCpuHold = 3,
-  kFaultCount = 4
+  kFaultCpuThread = 4,
+  kFaultCount = 5
 };
 
 // A fault point is `if (KVIO_FAULT(kFault...)) { fail as the real failure would }`. Only the

@@ -83,17 +83,21 @@ void TransferState::dropPools(HeldPools* pools) const {
 }
 
 bool TransferState::waitReleased(std::unique_lock<std::mutex>& lock,
-                                 const int64_t* timeoutNs) const {
+                                 const std::chrono::steady_clock::time_point* deadline,
+                                 bool orAttached) const {
   waiters_.fetch_add(1);  // before reading released_: see dropPools
-  const auto isReleased = [this] { return released_.load(); };
-  bool released = true;
-  if (timeoutNs == nullptr) {
-    done_.wait(lock, isReleased);
+  // completion_ is read with mutex_ held, as attach() sets it: no wake-up is lost.
+  const auto woken = [this, orAttached] {
+    return released_.load() || (orAttached && completion_ != nullptr);
+  };
+  bool wasWoken = true;
+  if (deadline == nullptr) {
+    done_.wait(lock, woken);
   } else {
-    released = done_.wait_for(lock, std::chrono::nanoseconds(*timeoutNs), isReleased);
+    wasWoken = done_.wait_until(lock, *deadline, woken);
   }
   waiters_.fetch_sub(1);
-  return released;
+  return wasWoken;
 }
 
 void TransferState::complete(kvio_status status, std::string message) {
@@ -113,8 +117,15 @@ void TransferState::complete(kvio_status status, std::string message) {
 }
 
 void TransferState::attach(std::shared_ptr<DeviceCompletion> completion) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  completion_ = std::move(completion);
+  bool waiting = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    completion_ = std::move(completion);
+    waiting = waiters_.load() != 0;
+  }
+  // A wait that began before the completion was attached (a pool's close_wait on a transfer
+  // listed with the pool before its executor's submit attached it) goes on with the device.
+  if (waiting) done_.notify_all();
 }
 
 std::shared_ptr<DeviceCompletion> TransferState::deviceCompletion() const {
@@ -139,7 +150,7 @@ bool TransferState::settle(bool poll) const {
     std::unique_lock<std::mutex> lock(mutex_);
     if (released_.load()) return true;
     if (isDone_) {  // another thread saw it done first and is dropping the pools
-      return waitReleased(lock, nullptr);
+      return waitReleased(lock, nullptr, false);
     }
     if (!poll || !pollLocked()) return false;
     pools.swap(pools_);
@@ -158,26 +169,39 @@ bool TransferState::settled() const {
 
 bool TransferState::wait(int64_t timeoutNs) const {
   timeoutNs = boundedTimeoutNs(timeoutNs);
-  std::shared_ptr<DeviceCompletion> completion = deviceCompletion();
-  if (completion != nullptr) {
-    // Device work: block on this transfer's event, or poll it until the deadline (device events
-    // have no timed wait). Never a device-wide synchronisation.
-    if (timeoutNs < 0) {
-      completion->synchronize();
-    } else {
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeoutNs);
-      auto pause = std::chrono::microseconds(5);
-      while (!completion->query()) {
-        if (std::chrono::steady_clock::now() >= deadline) break;
-        std::this_thread::sleep_for(pause);
-        if (pause < std::chrono::microseconds(500)) pause *= 2;
+  std::chrono::steady_clock::time_point deadline;
+  std::shared_ptr<DeviceCompletion> completion;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    completion = completion_;
+    if (completion == nullptr) {
+      // Completed by its executor (cpu), or a device transfer whose executor has not attached
+      // its completion yet: wait for either. The device finishing sets nothing here; only a
+      // poll of the completion does, so the wait goes on below once one is attached.
+      if (released_.load()) return true;
+      if (timeoutNs >= 0) {
+        deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeoutNs);
       }
+      if (!waitReleased(lock, timeoutNs < 0 ? nullptr : &deadline, true)) return false;
+      if (released_.load()) return true;
+      completion = completion_;
+    } else if (timeoutNs >= 0) {
+      deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeoutNs);
     }
-    return settle(true);
   }
-  if (released_.load()) return true;
-  std::unique_lock<std::mutex> lock(mutex_);
-  return waitReleased(lock, timeoutNs < 0 ? nullptr : &timeoutNs);
+  // Device work: block on this transfer's event, or poll it until the deadline (device events
+  // have no timed wait). Never a device-wide synchronisation.
+  if (timeoutNs < 0) {
+    completion->synchronize();
+  } else {
+    auto pause = std::chrono::microseconds(5);
+    while (!completion->query()) {
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::sleep_for(pause);
+      if (pause < std::chrono::microseconds(500)) pause *= 2;
+    }
+  }
+  return settle(true);
 }
 
 int64_t TransferState::endNs() const {

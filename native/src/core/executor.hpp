@@ -7,6 +7,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -62,14 +63,16 @@ class TransferState {
   /// shared with another thread (a pool's usage list, the executor): it takes no lock.
   void holdPools(std::shared_ptr<const PoolImpl> src, std::shared_ptr<const PoolImpl> dst);
   void complete(kvio_status status, std::string message = {});
-  /// From now on, done means the device completion is done (device executors).
+  /// From now on, done means the device completion is done (device executors). Wakes the
+  /// threads in wait(), which go on to wait for the device.
   void attach(std::shared_ptr<DeviceCompletion> completion);
   std::shared_ptr<DeviceCompletion> deviceCompletion() const;
   /// True once done (polls the device completion; the first to see it done drops the pools).
   bool isDone() const;
   /// True once done and its pools dropped, without polling (cheap).
   bool settled() const;
-  /// Waits up to timeoutNs (< 0: forever). Returns false on timeout.
+  /// Waits up to timeoutNs (< 0: forever). Returns false on timeout. A wait that begins before
+  /// the executor attached a device completion waits for that, then for the device.
   bool wait(int64_t timeoutNs) const;
   kvio_status status() const;
   /// isDone(), with the status (OK while not done) and endNs(), under one lock once done.
@@ -123,8 +126,10 @@ class TransferState {
   // wake them only when there are some (both seq_cst: one of the two sees the other).
   mutable std::atomic<bool> released_{false};
   mutable std::atomic<int> waiters_{0};  // threads waiting on done_ (changed with mutex_ held)
-  /// done_.wait until released_ (mutex_ held by `lock`); false at the deadline, if any.
-  bool waitReleased(std::unique_lock<std::mutex>& lock, const int64_t* timeoutNs) const;
+  /// done_.wait until released_, or with `orAttached` until a device completion is attached
+  /// (attach() wakes the waiters too) (mutex_ held by `lock`); false at the deadline, if any.
+  bool waitReleased(std::unique_lock<std::mutex>& lock,
+                    const std::chrono::steady_clock::time_point* deadline, bool orAttached) const;
   mutable kvio_status status_ = KVIO_STATUS_OK;
   mutable std::string message_;
   mutable HeldPools pools_;

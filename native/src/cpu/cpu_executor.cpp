@@ -16,6 +16,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #if defined(__SSE2__)
@@ -280,21 +281,43 @@ void cutIntoTasks(uint64_t chunk, Pending* p) {
 
 class CpuExecutor final : public Executor {
  public:
-  explicit CpuExecutor(int32_t threads) : threads_(threads) {
-    workers_.reserve(static_cast<size_t>(threads));
-    for (int32_t i = 0; i < threads; ++i) {
-      workers_.emplace_back([this, i] { workerLoop(i); });
-    }
-  }
+  /// Starts no thread: startWorkers() does, and reports a thread that could not start.
+  explicit CpuExecutor(int32_t threads) : threads_(threads) {}
 
   ~CpuExecutor() override {
     drain();
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
+    stopWorkers();
+  }
+
+  /// Starts the worker threads. When one cannot start (std::thread throws std::system_error:
+  /// a thread limit of the process or container, no address space for its stack), stops and
+  /// joins those started and returns OUT_OF_MEMORY (BACKEND_ERROR for another cause) naming it:
+  /// no thread of this executor is left running.
+  kvio_status startWorkers() {
+    workers_.reserve(static_cast<size_t>(threads_));
+    for (int32_t i = 0; i < threads_; ++i) {
+      try {
+        if constexpr (kFaultPoints) {  // test only: as if the second thread could not start
+          if (i == 1 && KVIO_FAULT(kFaultCpuThread)) {
+            throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                                    "fault injected by kvio_test_inject_fault");
+          }
+        }
+        workers_.emplace_back([this, i] { workerLoop(i); });
+      } catch (const std::system_error& e) {
+        stopWorkers();
+        const bool resources = e.code() == std::errc::resource_unavailable_try_again ||
+                               e.code() == std::errc::not_enough_memory;
+        return fail(resources ? KVIO_STATUS_OUT_OF_MEMORY : KVIO_STATUS_BACKEND_ERROR,
+                    "cpu backend: could not start io thread %d of %d: %s%s; no executor was "
+                    "created and none of its threads is left running",
+                    i + 1, threads_, e.what(),
+                    resources ? " (a thread limit of the process or container, such as "
+                                "RLIMIT_NPROC or pids.max, or no memory for the thread's stack)"
+                              : "");
+      }
     }
-    work_.notify_all();
-    for (std::thread& t : workers_) t.join();
+    return KVIO_STATUS_OK;
   }
 
   int32_t threads() const override { return threads_; }
@@ -442,6 +465,17 @@ class CpuExecutor final : public Executor {
     return true;
   }
 
+  // Stops and joins the workers started (after drain(), or before any job was submitted).
+  void stopWorkers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    work_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    workers_.clear();
+  }
+
   const int32_t threads_;
   std::vector<std::thread> workers_;
   std::mutex mutex_;
@@ -469,7 +503,9 @@ kvio_status cpuCreate(int32_t threads, std::unique_ptr<Executor>* out) {
   if (threads > 1024) {
     return fail(KVIO_STATUS_INVALID_ARGUMENT, "threads must be at most 1024, got %d", threads);
   }
-  out->reset(new CpuExecutor(threads));
+  auto executor = std::make_unique<CpuExecutor>(threads);
+  KVIO_RETURN_IF_ERROR(executor->startWorkers());
+  *out = std::move(executor);
   return KVIO_STATUS_OK;
 }
 

@@ -36,6 +36,12 @@ final class KvioTestNative {
      */
     static final int KVIO_TEST_FAULT_CPU_HOLD = 3;
 
+    /**
+     * The next cpu executor created with 2 or more threads fails to start its second worker thread
+     * (OUT_OF_MEMORY naming it; kvio_test_hooks.h).
+     */
+    static final int KVIO_TEST_FAULT_CPU_THREAD = 4;
+
     /** The next {@code count} occurrences of {@code fault} fail (KVIO_TEST_FAULT_*). */
     static void injectFault(int fault, long count) {
         NativeBridge.check(kvio_test_inject_fault(fault, count));
@@ -175,6 +181,9 @@ final class KvioTestNative {
 
     @MemberGetter
     static native int KVIO_TEST_FAULT_CPU_HOLD();
+
+    @MemberGetter
+    static native int KVIO_TEST_FAULT_CPU_THREAD();
 
     // ---- struct layouts, as the C compiler lays them out ----
     @MemberGetter

@@ -147,6 +147,9 @@ public class NativeValuesTest {
                 KvioTestNative.KVIO_TEST_FAULT_CPU_COPY, KvioTestNative.KVIO_TEST_FAULT_CPU_COPY());
         assertEquals(
                 KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD());
+        assertEquals(
+                KvioTestNative.KVIO_TEST_FAULT_CPU_THREAD,
+                KvioTestNative.KVIO_TEST_FAULT_CPU_THREAD());
     }
 
     @Test

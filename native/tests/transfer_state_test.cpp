@@ -1,0 +1,184 @@
+// Tests of TransferState's waits (native/src/core/executor.cpp) against a device completion
+// that its executor attaches late: a device executor lists the transfer with its pools before
+// its submit attaches the completion, so a wait (a caller's, or kvio_pool_close_wait's on a
+// closed pool) may begin before there is a completion to wait on. Such a wait must go on with
+// the device once the completion is attached, not sleep until a later poll that may never come.
+// The fake completion is host code; a failing wait is released by completing the transfer, so a
+// regression fails here instead of hanging the suite.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/executor.hpp"
+#include "core/handles.hpp"
+#include "core/pool.hpp"
+#include "kvio/kvio.h"
+
+namespace kvio_test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using kvio::TransferState;
+
+// A device completion done when `done` is set (at once by default); synchronize() blocks until
+// then (for at most 20 s).
+class FakeCompletion : public kvio::DeviceCompletion {
+ public:
+  explicit FakeCompletion(bool done = true) : done_(done) {}
+  bool query() override { return done_.load(); }
+  void synchronize() override {
+    ++synchronizeCalls;
+    const auto until = Clock::now() + std::chrono::seconds(20);
+    while (!done_.load() && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  kvio_status finish(std::string* message) override { return KVIO_STATUS_OK; }
+  bool nativeHandle(kvio::NativeHandle, uint64_t*) const override { return false; }
+  void setDone() { done_.store(true); }
+
+  std::atomic<int> synchronizeCalls{0};
+
+ private:
+  std::atomic<bool> done_;
+};
+
+struct WaitResult {
+  bool returned = false;
+  std::chrono::milliseconds took{0};
+};
+
+// Runs `wait` on a thread of its own; the result once it returns.
+template <class F>
+std::future<WaitResult> waitOnThread(F wait) {
+  auto promise = std::make_shared<std::promise<WaitResult>>();
+  std::future<WaitResult> result = promise->get_future();
+  std::thread([promise, wait] {
+    const auto start = Clock::now();
+    WaitResult r;
+    r.returned = wait();
+    r.took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
+    promise->set_value(r);
+  }).detach();
+  return result;
+}
+
+// Collects the waiter's result within 10 s; past that, fails and completes the transfer so that
+// the waiter returns (the waiter thread must not outlive `state`).
+WaitResult collect(std::future<WaitResult>* waiter, TransferState* state) {
+  if (waiter->wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "the wait did not return within 10 s of the attached completion being done";
+    state->complete(KVIO_STATUS_INTERNAL, "released by the test");
+  }
+  return waiter->get();
+}
+
+TEST(TransferStateWait, TimedWaitBegunBeforeAttachReturnsOnceTheDeviceIsDone) {
+  auto state = std::make_shared<TransferState>(64);
+  auto pool = std::make_shared<kvio::PoolImpl>();
+  std::weak_ptr<kvio::PoolImpl> watch = pool;
+  state->holdPools(pool, pool);
+  pool.reset();
+  std::future<WaitResult> waiter = waitOnThread([state] { return state->wait(10'000'000'000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the wait has begun
+  EXPECT_EQ(waiter.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  state->attach(std::make_shared<FakeCompletion>(true));
+  const WaitResult r = collect(&waiter, state.get());
+  EXPECT_TRUE(r.returned) << "wait(10 s) timed out though the device completion was done";
+  EXPECT_LT(r.took.count(), 2000) << "the wait returned only at a later poll";
+  EXPECT_TRUE(state->settled());
+  EXPECT_EQ(state->status(), KVIO_STATUS_OK);
+  EXPECT_TRUE(watch.expired()) << "the settled transfer still holds its pool";
+}
+
+TEST(TransferStateWait, UnboundedWaitBegunBeforeAttachWaitsForTheDevice) {
+  auto state = std::make_shared<TransferState>(64);
+  auto completion = std::make_shared<FakeCompletion>(false);
+  std::future<WaitResult> waiter = waitOnThread([state] { return state->wait(-1); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  state->attach(completion);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Attached but the device is still busy: the wait goes on, now on the device.
+  EXPECT_EQ(waiter.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  EXPECT_FALSE(state->settled());
+  completion->setDone();
+  const WaitResult r = collect(&waiter, state.get());
+  EXPECT_TRUE(r.returned);
+  EXPECT_GE(completion->synchronizeCalls.load(), 1) << "an unbounded wait blocks on the device";
+  EXPECT_TRUE(state->settled());
+  EXPECT_EQ(state->status(), KVIO_STATUS_OK);
+}
+
+TEST(TransferStateWait, TimedWaitOnABusyDeviceTimesOutAtItsDeadline) {
+  // The deadline is taken once: the time spent waiting for the attach counts against it.
+  auto state = std::make_shared<TransferState>(64);
+  auto completion = std::make_shared<FakeCompletion>(false);
+  std::future<WaitResult> waiter = waitOnThread([state] { return state->wait(1'000'000'000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  state->attach(completion);
+  const WaitResult r = collect(&waiter, state.get());
+  EXPECT_FALSE(r.returned) << "the device is still busy";
+  EXPECT_GE(r.took.count(), 990);
+  EXPECT_LT(r.took.count(), 1500) << "the wait restarted its timeout at the attach";
+  EXPECT_FALSE(state->settled());
+  completion->setDone();
+  EXPECT_TRUE(state->wait(0));
+}
+
+TEST(TransferStateWait, HostCompletionStillWakesAWaiter) {
+  // The cpu backend's path: nothing is attached; complete() wakes the wait.
+  auto state = std::make_shared<TransferState>(64);
+  std::future<WaitResult> waiter = waitOnThread([state] { return state->wait(10'000'000'000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(state->wait(1'000'000));  // 1 ms: not done
+  state->complete(KVIO_STATUS_BACKEND_ERROR, "copy failed");
+  const WaitResult r = collect(&waiter, state.get());
+  EXPECT_TRUE(r.returned);
+  EXPECT_LT(r.took.count(), 2000);
+  EXPECT_EQ(state->status(), KVIO_STATUS_BACKEND_ERROR);
+  EXPECT_EQ(state->message(), "copy failed");
+}
+
+TEST(TransferStateWait, PoolCloseWaitReturnsOnceALateAttachedTransferIsDone) {
+  // As transfer_api.cpp submits to a device executor: the transfer is listed with its pool,
+  // then the pool is closed and kvio_pool_close_wait(-1) begins, and only then does the
+  // executor attach the completion, of work the device has finished. Nothing polls the
+  // transfer afterwards: close_wait itself must see it done and release the pool's memory.
+  int64_t before[4] = {};
+  ASSERT_EQ(kvio_debug_live_objects(before), KVIO_STATUS_OK);
+  const kvio_pool_spec spec{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 2, 4, 4, 2, 64};
+  uint64_t handle = 0;
+  ASSERT_EQ(kvio_pool_allocate(&spec, &handle), KVIO_STATUS_OK) << kvio_last_error();
+  auto state = std::make_shared<TransferState>(64);
+  {
+    std::shared_ptr<kvio::PoolImpl> pool;
+    ASSERT_EQ(kvio::pools().get(handle, "pool", &pool), KVIO_STATUS_OK);
+    state->holdPools(pool, pool);
+    pool->usage()->add(state);
+  }
+  ASSERT_EQ(kvio_pool_close(handle), KVIO_STATUS_OK);
+  int64_t closed[4] = {};
+  ASSERT_EQ(kvio_debug_live_objects(closed), KVIO_STATUS_OK);
+  EXPECT_EQ(closed[3], before[3] + 1) << "the running transfer keeps the pool's memory";
+  std::future<WaitResult> waiter =
+      waitOnThread([handle] { return kvio_pool_close_wait(handle, -1) == KVIO_STATUS_OK; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(waiter.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  state->attach(std::make_shared<FakeCompletion>(true));
+  const WaitResult r = collect(&waiter, state.get());
+  EXPECT_TRUE(r.returned) << "kvio_pool_close_wait failed";
+  EXPECT_LT(r.took.count(), 2000);
+  int64_t after[4] = {};
+  ASSERT_EQ(kvio_debug_live_objects(after), KVIO_STATUS_OK);
+  EXPECT_EQ(after[3], before[3]) << "the pool's memory was not released";
+  EXPECT_TRUE(state->settled());
+}
+
+}  // namespace
+}  // namespace kvio_test

@@ -119,13 +119,15 @@ TEST(TransferStateWait, TimedWaitOnABusyDeviceTimesOutAtItsDeadline) {
   // The deadline is taken once: the time spent waiting for the attach counts against it.
   auto state = std::make_shared<TransferState>(64);
   auto completion = std::make_shared<FakeCompletion>(false);
-  std::future<WaitResult> waiter = waitOnThread([state] { return state->wait(1'000'000'000); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  // A 2 s wait, attached at 1.5 s: restarted at the attach it would end at 3.5 s or later; the
+  // 1 s between the two leaves room for a loaded machine.
+  std::future<WaitResult> waiter = waitOnThread([state] { return state->wait(2'000'000'000); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   state->attach(completion);
   const WaitResult r = collect(&waiter, state.get());
   EXPECT_FALSE(r.returned) << "the device is still busy";
-  EXPECT_GE(r.took.count(), 990);
-  EXPECT_LT(r.took.count(), 1500) << "the wait restarted its timeout at the attach";
+  EXPECT_GE(r.took.count(), 1990);
+  EXPECT_LT(r.took.count(), 3000) << "the wait restarted its timeout at the attach";
   EXPECT_FALSE(state->settled());
   completion->setDone();
   EXPECT_TRUE(state->wait(0));

@@ -4,7 +4,10 @@
  * tensors) or one per component and layer (layer_table: a tensor per layer). The caller buffers
  * are SEPARATE allocations: each comes from its own small kvio device pool (on kernel and direct
  * each DeviceKvPool.allocate is its own cudaMalloc; on cpu its own host mapping), and the matrix's
- * pool wraps their addresses with DeviceKvPool.wrapComponents / wrapLayers. Used by MatrixRunner.
+ * pool wraps their addresses with DeviceKvPool.wrapComponents / wrapLayers. The carriers are kept
+ * in the oracle's order (component c, or component c and layer l at c * L + l) so that the matrix
+ * fills and reads each (component, layer) region through its own carrier (PoolAccess), not through
+ * kvio's address table. Used by MatrixRunner.
  */
 package io.kvio.cli;
 
@@ -42,8 +45,18 @@ enum DeviceForm {
      * pools that own its memory; closing it closes the pool first, then the carriers.
      */
     Carried create(PoolSpec spec, IoBackend backend) {
+        return create(spec, backend, TableOrder.AS_IS);
+    }
+
+    /**
+     * Like {@link #create(PoolSpec, IoBackend)}, but kvio's address table gets, at entry i, the
+     * address of carrier {@code tableOrder.carrierOf(i, count)}: a test seam that builds a
+     * mis-wired pool (K and V swapped, a layer table reversed) the matrix must report as FAIL. The
+     * carriers stay in the oracle's order. Ignored for allocated.
+     */
+    Carried create(PoolSpec spec, IoBackend backend, TableOrder tableOrder) {
         if (this == ALLOCATED) {
-            return new Carried(DeviceKvPool.allocate(spec, backend), new ArrayList<>());
+            return new Carried(this, DeviceKvPool.allocate(spec, backend), new ArrayList<>());
         }
         int components = spec.kind().components();
         long layers = spec.numLayers();
@@ -66,15 +79,16 @@ enum DeviceForm {
         try {
             long[] addresses = new long[count];
             for (int i = 0; i < count; i++) {
-                DeviceKvPool carrier = DeviceKvPool.allocate(carrierSpec, backend);
-                carriers.add(carrier);
-                addresses[i] = carrier.regionAddress(0);
+                carriers.add(DeviceKvPool.allocate(carrierSpec, backend));
+            }
+            for (int i = 0; i < count; i++) {
+                addresses[i] = carriers.get(tableOrder.carrierOf(i, count)).regionAddress(0);
             }
             DeviceKvPool pool =
                     this == PER_COMPONENT
                             ? DeviceKvPool.wrapComponents(spec, addresses, bytesEach, backend)
                             : DeviceKvPool.wrapLayers(spec, addresses, bytesEach, backend);
-            return new Carried(pool, carriers);
+            return new Carried(this, pool, carriers);
         } catch (RuntimeException e) {
             for (DeviceKvPool c : carriers) {
                 c.close();
@@ -83,12 +97,26 @@ enum DeviceForm {
         }
     }
 
-    /** A device pool and the pools whose memory it wraps. */
-    static final class Carried implements AutoCloseable {
-        final DeviceKvPool pool;
-        private final List<DeviceKvPool> carriers;
+    /** Which carrier's address goes into entry {@code entry} of {@code entries} of kvio's table. */
+    @FunctionalInterface
+    interface TableOrder {
+        /** The matrix's order: entry i is carrier i. */
+        TableOrder AS_IS = (entry, entries) -> entry;
 
-        Carried(DeviceKvPool pool, List<DeviceKvPool> carriers) {
+        int carrierOf(int entry, int entries);
+    }
+
+    /**
+     * A device pool and the pools whose memory it wraps: none for allocated, one per component
+     * (per_component) or per component and layer, at c * L + l (layer_table), each one region.
+     */
+    static final class Carried implements AutoCloseable {
+        final DeviceForm form;
+        final DeviceKvPool pool;
+        final List<DeviceKvPool> carriers;
+
+        Carried(DeviceForm form, DeviceKvPool pool, List<DeviceKvPool> carriers) {
+            this.form = form;
             this.pool = pool;
             this.carriers = carriers;
         }

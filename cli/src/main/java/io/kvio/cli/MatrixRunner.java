@@ -4,11 +4,11 @@
  * destination with a canary, the transfer runs (one call for all_layer, one call per layer for
  * per_layer), and then the WHOLE destination must equal the canary with exactly the oracle's rows
  * copied in, and the source must be unchanged. The device pool is in the row's form (DeviceForm:
- * kvio-allocated, or separate caller allocations per component or per layer). Host pools and
- * single-region cpu device pools are read and written through their ByteBuffers; other device
- * pools (device memory, or several regions) are staged through a layer_first host pool of the same
- * shape (an identity copy, all tokens and layers): PoolAccess. The cell's workload and the oracle's
- * expectation are CellPlan.
+ * kvio-allocated, or separate caller allocations per component or per layer). Host pools are
+ * read and written through their ByteBuffers; device pools per (component, layer) region at the
+ * oracle's offsets, in the allocation that holds the region (the carrier, not kvio's address
+ * table), with ByteBuffers over host memory and KvPool.copyFrom / copyTo over device memory, never
+ * with a kvio transfer: PoolAccess. The cell's workload and the oracle's expectation are CellPlan.
  */
 package io.kvio.cli;
 
@@ -34,6 +34,7 @@ final class MatrixRunner implements AutoCloseable {
     private final Map<IoBackend, KvioExecutor> executors = new EnumMap<>(IoBackend.class);
     private final int threads;
     private final long seed;
+    private final DeviceForm.TableOrder tableOrder;
     private boolean injectFault;
 
     /**
@@ -41,9 +42,18 @@ final class MatrixRunner implements AutoCloseable {
      *     is reported and fails the run)
      */
     MatrixRunner(int threads, long seed, boolean injectFault) {
+        this(threads, seed, injectFault, DeviceForm.TableOrder.AS_IS);
+    }
+
+    /**
+     * A test seam: wrapped device pools get their address tables in {@code tableOrder} (see
+     * DeviceForm.create), so that a mis-wired pool can be shown to FAIL.
+     */
+    MatrixRunner(int threads, long seed, boolean injectFault, DeviceForm.TableOrder tableOrder) {
         this.threads = threads;
         this.seed = seed;
         this.injectFault = injectFault;
+        this.tableOrder = tableOrder;
     }
 
     /** One executor per backend for the whole run, so cells do not time thread start-up. */
@@ -97,7 +107,8 @@ final class MatrixRunner implements AutoCloseable {
     private Cell runTransfer(MatrixConfig cfg, IoBackend backend, long cellSeed) {
         CellPlan plan = new CellPlan(cfg, cellSeed);
         KvioExecutor executor = executor(backend);
-        try (DeviceForm.Carried carried = cfg.deviceForm().create(plan.deviceSpec(), backend);
+        try (DeviceForm.Carried carried =
+                        cfg.deviceForm().create(plan.deviceSpec(), backend, tableOrder);
                 HostKvPool host =
                         HostKvPool.builder()
                                 .forDevice(carried.pool)
@@ -106,8 +117,8 @@ final class MatrixRunner implements AutoCloseable {
                                 .layerRange(cfg.hostLayerStart(), cfg.hostLayers())
                                 .executor(executor)
                                 .build();
-                PoolAccess deviceAccess = PoolAccess.of(carried.pool, executor);
-                PoolAccess hostAccess = PoolAccess.of(host, executor);
+                PoolAccess deviceAccess = PoolAccess.of(carried, plan.devGeom);
+                PoolAccess hostAccess = PoolAccess.of(host);
                 TokenIndices h = TokenIndices.of(plan.hostIdx);
                 TokenIndices d = TokenIndices.of(plan.devIdx)) {
             PoolAccess src = plan.backup() ? deviceAccess : hostAccess;

@@ -1,22 +1,25 @@
 /*
- * Reads and writes a whole kvio pool for the matrix's checks (MatrixRunner): through its
- * ByteBuffer when the host can address it (host pools, single-region cpu device pools), else
- * through a layer_first staging host pool of the same shape and identity transfers (all tokens and
- * layers) on the pool's executor.
+ * Reads and writes a whole kvio pool for the matrix's checks (MatrixRunner), as the byte image the
+ * oracle's geometry describes. A host pool through its ByteBuffer. A device pool (DeviceForm) per
+ * (component, layer) region at the offsets the oracle computes (io.kvio.oracle.Geometry), each in
+ * the allocation that really holds it: the kvio-allocated pool's one region, or the caller
+ * allocation (carrier) of its component (per_component) or of its component and layer
+ * (layer_table). Never through kvio's address table and never with a kvio transfer, so a pool whose
+ * table points at the wrong allocation cannot judge itself: host memory (cpu) through ByteBuffers
+ * over the allocation, device memory (CUDA, Ascend) with KvPool.copyFrom / copyTo (kvio_pool_copy,
+ * a synchronous copy of a byte range of one region through the pool's backend), as roundtrip's
+ * DeviceMirror does.
  */
 package io.kvio.cli;
 
 import io.kvio.DeviceKvPool;
 import io.kvio.HostKvPool;
-import io.kvio.IoBackend;
-import io.kvio.KvLayout;
 import io.kvio.KvPool;
-import io.kvio.Kvio;
-import io.kvio.KvioExecutor;
-import io.kvio.TokenIndices;
-import io.kvio.Transfer;
+import io.kvio.oracle.Geometry;
+import io.kvio.oracle.Shape;
 import java.nio.ByteBuffer;
-import java.util.function.Function;
+import java.util.ArrayList;
+import java.util.List;
 
 abstract class PoolAccess implements AutoCloseable {
     abstract long bytes();
@@ -28,12 +31,16 @@ abstract class PoolAccess implements AutoCloseable {
     @Override
     public void close() {}
 
-    static PoolAccess of(KvPool pool, KvioExecutor executor) {
-        if (pool instanceof HostKvPool
-                || (pool.backend() == IoBackend.CPU && pool.regionCount() == 1)) {
-            return new Direct(pool);
-        }
-        return new Staged((DeviceKvPool) pool, executor);
+    static PoolAccess of(HostKvPool pool) {
+        return new Direct(pool);
+    }
+
+    /**
+     * The device pool of {@code carried}, whose oracle geometry is {@code geometry} (layer_first,
+     * the numbers the pool was built from).
+     */
+    static PoolAccess of(DeviceForm.Carried carried, Geometry geometry) {
+        return new PerRegion(carried, geometry, false);
     }
 
     private static final class Direct extends PoolAccess {
@@ -65,73 +72,99 @@ abstract class PoolAccess implements AutoCloseable {
         }
     }
 
-    static final class Staged extends PoolAccess {
-        private final DeviceKvPool device;
-        private final KvioExecutor executor;
-        private final HostKvPool staging;
-        private final Direct stagingAccess;
-        private final TokenIndices all;
+    /**
+     * One (component, layer) region: {@code length} bytes at {@code image} in the oracle's byte
+     * image, at {@code offset} of region 0 of {@code holder}.
+     */
+    private record Part(KvPool holder, long offset, int image, int length) {}
 
-        Staged(DeviceKvPool device, KvioExecutor executor) {
-            this(device, executor, TokenIndices::of);
-        }
+    static final class PerRegion extends PoolAccess {
+        private final long bytes;
+        private final int imageBytes;
+        private final List<Part> parts = new ArrayList<>();
+        private final boolean alwaysCopy;
 
         /**
-         * {@code indicesOf} makes the list of all token slots; the staging pool allocated before it
-         * is closed at once if this constructor fails.
+         * {@code alwaysCopy}: use KvPool.copyFrom / copyTo on host memory too (the device path, for
+         * tests on machines without a device).
          */
-        Staged(
-                DeviceKvPool device,
-                KvioExecutor executor,
-                Function<long[], TokenIndices> indicesOf) {
-            this.device = device;
-            this.executor = executor;
-            this.staging =
-                    HostKvPool.builder()
-                            .forDevice(device)
-                            .layout(KvLayout.LAYER_FIRST)
-                            .executor(executor)
-                            .build();
-            try {
-                this.stagingAccess = new Direct(staging);
-                long[] slots = new long[(int) device.spec().tokens()];
-                for (int i = 0; i < slots.length; i++) {
-                    slots[i] = i;
+        PerRegion(DeviceForm.Carried carried, Geometry g, boolean alwaysCopy) {
+            this.alwaysCopy = alwaysCopy;
+            if (g.shape != Shape.LAYER_FIRST) {
+                throw new IllegalArgumentException("the matrix's device pools are layer_first");
+            }
+            long total = 0;
+            for (int r = 0; r < carried.pool.regionCount(); r++) {
+                total += carried.pool.regionBytes(r);
+            }
+            this.bytes = total;
+            this.imageBytes = Math.toIntExact(g.totalBytes());
+            // in a layer_first component, layer l's rows are one run of tokens x rowBytes bytes
+            int length = Math.toIntExact(g.tokens() * g.rowBytes());
+            for (int c = 0; c < g.components; c++) {
+                for (long l = 0; l < g.layers; l++) {
+                    int image = Math.toIntExact(g.offset(c, l, 0, 0));
+                    switch (carried.form) {
+                        case ALLOCATED: // one region, components one after another
+                            parts.add(new Part(carried.pool, image, image, length));
+                            break;
+                        case PER_COMPONENT: // component c's allocation, from its layer 0
+                            parts.add(
+                                    new Part(
+                                            carried.carriers.get(c),
+                                            image - g.offset(c, 0, 0, 0),
+                                            image,
+                                            length));
+                            break;
+                        case LAYER_TABLE: // the allocation of (c, l)
+                            parts.add(
+                                    new Part(
+                                            carried.carriers.get((int) (c * g.layers + l)),
+                                            0,
+                                            image,
+                                            length));
+                            break;
+                        default:
+                            throw new IllegalStateException("no device form " + carried.form);
+                    }
                 }
-                this.all = indicesOf.apply(slots);
-            } catch (RuntimeException | Error e) {
-                Cleanup.closeAfter(e, staging);
-                throw e;
             }
         }
 
         @Override
         long bytes() {
-            return stagingAccess.bytes();
+            return bytes;
         }
 
         @Override
         void write(byte[] content) {
-            stagingAccess.write(content);
-            long layers = device.spec().numLayers();
-            try (Transfer t = Kvio.transfer(executor, staging, device, all, all, 0, 0, layers)) {
-                t.await();
+            for (Part p : parts) {
+                ByteBuffer from = ByteBuffer.wrap(content, p.image, p.length);
+                if (!alwaysCopy && hostMemory(p.holder)) {
+                    p.holder.slice(0, p.offset, p.length).put(from);
+                } else {
+                    p.holder.copyFrom(0, p.offset, from);
+                }
             }
         }
 
         @Override
         byte[] read() {
-            long layers = device.spec().numLayers();
-            try (Transfer t = Kvio.transfer(executor, device, staging, all, all, 0, 0, layers)) {
-                t.await();
+            byte[] out = new byte[imageBytes];
+            for (Part p : parts) {
+                ByteBuffer into = ByteBuffer.wrap(out, p.image, p.length);
+                if (!alwaysCopy && hostMemory(p.holder)) {
+                    into.put(p.holder.slice(0, p.offset, p.length));
+                } else {
+                    p.holder.copyTo(0, p.offset, into);
+                }
             }
-            return stagingAccess.read();
+            return out;
         }
 
-        @Override
-        public void close() {
-            all.close();
-            staging.close();
+        /** Whether the host can address this pool's memory (cpu, auto without a GPU). */
+        private static boolean hostMemory(KvPool pool) {
+            return !(pool instanceof DeviceKvPool) || !pool.backend().isDevice();
         }
     }
 }

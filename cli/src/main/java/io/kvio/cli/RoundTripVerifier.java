@@ -40,11 +40,12 @@ final class RoundTripVerifier {
         this.o = o;
         this.plan = plan;
         this.progress = progress;
-        this.pattern = new RowPattern(o.seed);
         this.components = o.kind.components();
         this.row = o.rowBytes();
         this.hb = o.headBytes();
         this.devGeom = geometry(Shape.LAYER_FIRST, plan.devicePages);
+        // rows are named by their device coordinates, wherever they land
+        this.pattern = new RowPattern(o.seed, components, o.layers, devGeom.tokens(), row);
     }
 
     /** The oracle's geometry of a pool of this run's rows in the given shape. */

@@ -1,7 +1,7 @@
 /*
  * The CLI's pool readers close the pool they allocated when their constructor fails after it,
- * instead of leaving it open for the Cleaner: PoolAccess.Staged (its staging host pool) and
- * DeviceMirror (its host shadow of a device pool). Counted with the native live-object counters.
+ * instead of leaving it open for the Cleaner: DeviceMirror (its host shadow of a device pool).
+ * Counted with the native live-object counters. (The matrix's PoolAccess allocates no pool.)
  */
 package io.kvio.cli;
 
@@ -13,8 +13,6 @@ import static org.testng.Assert.expectThrows;
 
 import io.kvio.DeviceKvPool;
 import io.kvio.IoBackend;
-import io.kvio.KvioExecutor;
-import io.kvio.KvioOutOfMemoryException;
 import io.kvio.LiveNativeObjects;
 import io.kvio.PoolSpec;
 import java.io.IOException;
@@ -24,44 +22,6 @@ public class FailedConstructorTest {
     /** An mha, layer_first pool (the defaults) of 64 token slots. */
     private static final PoolSpec SPEC =
             PoolSpec.builder().layers(2).pages(4).pageSize(16).heads(1).headBytes(64).build();
-
-    @Test
-    public void stagedAccessClosesItsStagingPoolWhenTheIndexListFails() {
-        try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 1);
-                DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU)) {
-            long before = LiveNativeObjects.pools();
-            long[] whileBuilding = new long[1];
-            KvioOutOfMemoryException e =
-                    expectThrows(
-                            KvioOutOfMemoryException.class,
-                            () ->
-                                    new PoolAccess.Staged(
-                                            device,
-                                            executor,
-                                            slots -> {
-                                                whileBuilding[0] = LiveNativeObjects.pools();
-                                                throw new KvioOutOfMemoryException(
-                                                        "no memory for " + slots.length + " slots");
-                                            }));
-            assertEquals(e.getMessage(), "no memory for 64 slots");
-            assertEquals(whileBuilding[0], before + 1, "the staging pool was allocated");
-            assertEquals(
-                    LiveNativeObjects.pools(), before, "and closed when the constructor failed");
-            assertFalse(device.isClosed(), "the caller's pool stays open");
-        }
-    }
-
-    @Test
-    public void stagedAccessThatSucceedsKeepsItsStagingPoolUntilClosed() {
-        try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 1);
-                DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU)) {
-            long before = LiveNativeObjects.pools();
-            PoolAccess access = new PoolAccess.Staged(device, executor);
-            assertEquals(LiveNativeObjects.pools(), before + 1);
-            access.close();
-            assertEquals(LiveNativeObjects.pools(), before);
-        }
-    }
 
     @Test
     public void deviceMirrorClosesItsShadowWhenItsRegionFails() {

@@ -12,7 +12,9 @@ import static org.testng.Assert.assertThrows;
 import static org.testng.Assert.assertTrue;
 
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.HashSet;
+import java.util.Map;
 import java.util.Random;
 import java.util.Set;
 import java.util.SplittableRandom;
@@ -163,13 +165,83 @@ public class OracleTest {
         assertNotEquals(Oracle.canary(64, 7), Oracle.pattern(64, 7));
         // mix is SplittableRandom's finalizer: its first value is mix(seed + golden gamma)
         assertEquals(RowPattern.mix(42 + 0x9e3779b97f4a7c15L), new SplittableRandom(42).nextLong());
-        RowPattern p = new RowPattern(42);
+        RowPattern p = new RowPattern(42, 2, 4, 8, 24);
         long w = p.word(1, 3, 5, 2);
         for (int b = 0; b < 8; b++) {
             assertEquals(p.byteAt(1, 3, 5, 16 + b), (byte) (w >>> (8 * b)));
         }
         assertNotEquals(p.word(1, 3, 5, 2), p.word(1, 3, 6, 2));
-        assertNotEquals(p.word(0, 3, 5, 2), new RowPattern(43).word(0, 3, 5, 2));
+        assertNotEquals(p.word(0, 3, 5, 2), new RowPattern(43, 2, 4, 8, 24).word(0, 3, 5, 2));
+        assertEquals(p.word(0, 3, 5, 2), new RowPattern(42, 2, 4, 8, 24).word(0, 3, 5, 2));
+        assertThrows(IllegalArgumentException.class, () -> p.word(2, 0, 0, 0));
+        assertThrows(IllegalArgumentException.class, () -> p.word(0, 4, 0, 0));
+        assertThrows(IllegalArgumentException.class, () -> p.word(0, 0, 8, 0));
+        assertThrows(IllegalArgumentException.class, () -> p.word(0, 0, 0, 3));
+        assertThrows(IllegalArgumentException.class, () -> p.byteAt(0, 0, 0, 24));
+        // more rows than 64 bits can tell apart
+        assertThrows(
+                IllegalArgumentException.class, () -> new RowPattern(1, 2, 1 << 20, 1L << 40, 64));
+    }
+
+    /** Every word of a small pool differs from every other (rows of 1 to 17 bytes). */
+    @Test
+    public void rowPatternWordsOfASmallPoolAreAllDistinct() {
+        for (long rowBytes = 1; rowBytes <= 17; rowBytes++) {
+            RowPattern p = new RowPattern(7, 2, 3, 50, rowBytes);
+            Set<Long> seen = new HashSet<>();
+            long words = (rowBytes + 7) / 8;
+            for (int c = 0; c < 2; c++) {
+                for (long l = 0; l < 3; l++) {
+                    for (long t = 0; t < 50; t++) {
+                        for (long w = 0; w < words; w++) {
+                            assertTrue(
+                                    seen.add(p.word(c, l, t, w)),
+                                    "row " + rowBytes + ": " + c + " " + l + " " + t + " " + w);
+                        }
+                    }
+                }
+            }
+            assertEquals(seen.size(), 2 * 3 * 50 * words);
+        }
+    }
+
+    /**
+     * The rows the first pattern confused: (component 1, layer 0, token t) and (component 0, layer
+     * 1, token t + 65536) in a pool of over 65536 tokens; and large coordinates of a pool near
+     * kvio's 2^62-byte limit (2^20 layers), sampled, with the neighbours where one coordinate
+     * carries into the next.
+     */
+    @Test
+    public void rowPatternTellsLargeCoordinatesApart() {
+        RowPattern p = new RowPattern(42, 2, 4, 1 << 20, 64);
+        for (long t : new long[] {0, 5, 70_000, (1 << 20) - 65_537}) {
+            for (long w = 0; w < 8; w++) {
+                assertNotEquals(p.word(1, 0, t, w), p.word(0, 1, t + 65_536, w), t + " " + w);
+            }
+        }
+        long layers = 1 << 20;
+        long tokens = 1L << 30;
+        long rowBytes = 2048; // 2 x 2^20 x 2^30 x 2 KiB = 2^62 bytes
+        RowPattern big = new RowPattern(3, 2, layers, tokens, rowBytes);
+        long words = rowBytes / 8;
+        SplittableRandom rnd = new SplittableRandom(11);
+        Map<Long, String> seen = new HashMap<>();
+        for (int i = 0; i < 200_000; i++) {
+            int c = rnd.nextInt(2);
+            long l = rnd.nextLong(layers);
+            long t = rnd.nextLong(tokens);
+            long w = rnd.nextLong(words);
+            String at = c + " " + l + " " + t + " " + w;
+            String before = seen.put(big.word(c, l, t, w), at);
+            assertTrue(before == null || before.equals(at), at + " and " + before);
+        }
+        // a carry from one coordinate into the next gives a different word
+        assertNotEquals(big.word(0, 0, 0, words - 1), big.word(0, 0, 1, 0));
+        assertNotEquals(big.word(0, 0, tokens - 1, 0), big.word(0, 1, 0, 0));
+        assertNotEquals(big.word(0, layers - 1, 0, 0), big.word(1, 0, 0, 0));
+        assertNotEquals(big.word(1, 0, 0, 0), big.word(0, 0, 0, 0));
+        assertNotEquals(big.word(1, 0, 65_536, 0), big.word(0, 1, 0, 0));
+        assertNotEquals(big.word(1, layers - 1, tokens - 1, words - 1), big.word(0, 0, 0, 0));
     }
 
     @Test

@@ -1,7 +1,8 @@
 /*
  * The baseline `bench` compares each point with, measured in the same run on the same number of
- * bytes and cached per backend and size. cpu: a memcpy, bulk copies between two buffers kvio
- * allocates the way it allocates pools (the faster of one thread and one slice per io thread).
+ * bytes and cached per backend and size (kind() says which; the reports name it). cpu, and auto
+ * without a GPU: a memcpy, bulk copies between two buffers kvio allocates the way it allocates
+ * pools (the faster of one thread and one slice per io thread).
  * Device backends: one contiguous kvio transfer, layer_first to layer_first over all tokens.
  */
 package io.kvio.cli;

@@ -1,10 +1,10 @@
 /*
  * `kvio-cli bench`: bandwidth sweeps per io backend: row size x index count, both directions
  * (backup: all layers in one call; load: one call per layer, as a serving engine does), each host
- * layout, against a baseline measured in the same run on the same bytes (cpu: memcpy-like bulk
- * copies between two buffers allocated like kvio's pools, the faster of one thread and one slice
- * per io thread; device backends: one contiguous kvio transfer, layer_first to layer_first over
- * all tokens). Prints a Markdown table; writes CSV, JSON and an SVG plot (GB/s against row size,
+ * layout, against a baseline measured in the same run on the same bytes (cpu, and auto without a
+ * GPU: memcpy-like bulk copies between two buffers allocated like kvio's pools, the faster of one
+ * thread and one slice per io thread; device backends: one contiguous kvio transfer, layer_first
+ * to layer_first over all tokens). Prints a Markdown table; writes CSV, JSON and an SVG plot (GB/s against row size,
  * one line per backend and layout, baselines dashed). This class holds the options; BenchRunner
  * runs the points, BenchBaseline measures the baselines and BenchResult renders the results.
  */
@@ -132,7 +132,10 @@ public final class BenchCommand implements Callable<Integer> {
             description = "index counts: tokens per transfer, multiples of 16 [by mode]")
     List<Long> tokens;
 
-    @Option(names = "--layers", paramLabel = "N", description = "model layers [${DEFAULT-VALUE}]")
+    @Option(
+            names = "--layers",
+            paramLabel = "N",
+            description = "model layers, 1 to 1048576 [${DEFAULT-VALUE}]")
     long layers = 4;
 
     @Option(

@@ -123,10 +123,6 @@ final class Converters {
         return atLeast(spec, option, value, 1, "at least 1", 8);
     }
 
-    static long nonNegative(CommandSpec spec, String option, long value) {
-        return atLeast(spec, option, value, 0, "0 or more", 0);
-    }
-
     /** The value when it is at least min; else a usage error that says the rule and an example. */
     private static long atLeast(
             CommandSpec spec, String option, long value, long min, String rule, long example) {

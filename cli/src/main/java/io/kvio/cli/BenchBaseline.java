@@ -1,7 +1,8 @@
 /*
  * The baseline `bench` compares each point with, measured in the same run on the same number of
- * bytes and cached per backend and size. cpu: a memcpy, bulk copies between two buffers kvio
- * allocates the way it allocates pools (the faster of one thread and one slice per io thread).
+ * bytes and cached per backend and size (kind() says which; the reports name it). cpu, and auto
+ * without a GPU: a memcpy, bulk copies between two buffers kvio allocates the way it allocates
+ * pools (the faster of one thread and one slice per io thread).
  * Device backends: one contiguous kvio transfer, layer_first to layer_first over all tokens.
  */
 package io.kvio.cli;
@@ -40,10 +41,25 @@ final class BenchBaseline {
         this.reps = reps;
     }
 
-    /** What the baseline of a backend is, for the report. */
+    /** The baseline of backends that run in host memory (cpu, and auto without a GPU). */
+    static final String MEMCPY = "memcpy";
+
+    /** The baseline of device backends (and auto with a GPU). */
+    static final String CONTIGUOUS = "contiguous";
+
+    /**
+     * Which baseline a backend is measured against on this machine, MEMCPY or CONTIGUOUS: the one
+     * rule seconds() measures by and the reports (Markdown, CSV, JSON, SVG) name.
+     */
+    static String kind(IoBackend b) {
+        return b.isDevice() ? CONTIGUOUS : MEMCPY; // auto: memcpy without a GPU
+    }
+
+    /** What the baseline of a backend (its kind()) is, for the report. */
     static String describe(IoBackend b, int threads) {
-        return !b.isDevice() // cpu, and auto without a GPU
-                ? "memcpy (bulk copies between two buffers allocated like kvio's pools"
+        return kind(b).equals(MEMCPY)
+                ? MEMCPY
+                        + " (bulk copies between two buffers allocated like kvio's pools"
                         + (threads == 1
                                 ? ", 1 thread)"
                                 : ": the faster of 1 thread and " + threads + " threads)")
@@ -58,14 +74,14 @@ final class BenchBaseline {
             long count,
             Direction dir) {
         long bytes = count * layers * 2 * deviceSpec.rowBytes();
-        String key =
-                backend.userName() + " " + (backend.isDevice() ? dir.userName + " " : "") + bytes;
+        boolean memcpy = kind(backend).equals(MEMCPY);
+        String key = backend.userName() + " " + (memcpy ? "" : dir.userName + " ") + bytes;
         double[] cached = cache.get(key);
         if (cached != null) {
             return cached;
         }
         double[] result =
-                !backend.isDevice()
+                memcpy
                         ? memcpy(executor, bytes)
                         : contiguous(backend, executor, deviceSpec, count, dir);
         cache.put(key, result);

@@ -1,10 +1,10 @@
 /*
  * `kvio-cli bench`: bandwidth sweeps per io backend: row size x index count, both directions
  * (backup: all layers in one call; load: one call per layer, as a serving engine does), each host
- * layout, against a baseline measured in the same run on the same bytes (cpu: memcpy-like bulk
- * copies between two buffers allocated like kvio's pools, the faster of one thread and one slice
- * per io thread; device backends: one contiguous kvio transfer, layer_first to layer_first over
- * all tokens). Prints a Markdown table; writes CSV, JSON and an SVG plot (GB/s against row size,
+ * layout, against a baseline measured in the same run on the same bytes (cpu, and auto without a
+ * GPU: memcpy-like bulk copies between two buffers allocated like kvio's pools, the faster of one
+ * thread and one slice per io thread; device backends: one contiguous kvio transfer, layer_first
+ * to layer_first over all tokens). Prints a Markdown table; writes CSV, JSON and an SVG plot (GB/s against row size,
  * one line per backend and layout, baselines dashed). This class holds the options; BenchRunner
  * runs the points, BenchBaseline measures the baselines and BenchResult renders the results.
  */
@@ -14,11 +14,12 @@ import io.kvio.IoBackend;
 import io.kvio.KvLayout;
 import io.kvio.Kvio;
 import io.kvio.KvioExecutor;
-import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import org.bytedeco.javacpp.Loader;
 import picocli.CommandLine.ArgGroup;
@@ -36,10 +37,10 @@ import picocli.CommandLine.Spec;
                     + " to host, all layers in one call) and load (host to device, one call per"
                     + " layer), each host layout; whole pages (16 tokens) in random order on both"
                     + " sides. A baseline is measured in the same run on the same number of bytes:"
-                    + " cpu: a memcpy (bulk copies between two buffers allocated like kvio's pools:"
+                    + " backends in host memory (cpu, and auto without a GPU): a memcpy (bulk copies between two buffers allocated like kvio's pools:"
                     + " the faster of"
                     + " one thread and as many threads as the kvio executor has);"
-                    + " device backends: one contiguous kvio transfer. Unavailable backends are"
+                    + " device backends (auto with a GPU): one contiguous kvio transfer. Unavailable backends are"
                     + " listed with the cause.",
             ""
         },
@@ -48,7 +49,12 @@ import picocli.CommandLine.Spec;
             "Example:",
             "  java -jar kvio-cli.jar bench --quick --csv bench.csv --json bench.json --svg bench.svg",
             "",
-            "Exit status: 0 done, 2 bad arguments, 3 kvio error."
+            "Repeated names and sizes in --backend, --layouts, --rows and --tokens run once.",
+            "",
+            "Exit status: 0 done, 2 bad arguments (among them an output file that cannot be"
+                    + " written, checked before the run, and a sweep in which no point fits"
+                    + " --max-bytes), 3 kvio error or an output file that could not be written"
+                    + " after all (the others are still written)."
         })
 public final class BenchCommand implements Callable<Integer> {
     static final long PAGE_SIZE = 16;
@@ -61,6 +67,19 @@ public final class BenchCommand implements Callable<Integer> {
      * (docs/benchmarks.md).
      */
     static final int DEFAULT_RUNS = 15;
+
+    /** The most timed runs per point --repeats takes. */
+    static final int MAX_RUNS = 10_000;
+
+    /** The most layers a kvio pool has (native/src/core/layout.cpp kMaxLayers). */
+    static final long MAX_LAYERS = 1L << 20;
+
+    /**
+     * The most --max-bytes takes, in MiB: a point's host pool is filled through one ByteBuffer (at
+     * most 2 GiB - 1 bytes) and a cpu device pool, of twice the point's tokens, too, as is the
+     * memcpy baseline's buffer.
+     */
+    static final long MAX_MIB = 1023;
 
     @Spec CommandSpec spec;
 
@@ -113,22 +132,33 @@ public final class BenchCommand implements Callable<Integer> {
             description = "index counts: tokens per transfer, multiples of 16 [by mode]")
     List<Long> tokens;
 
-    @Option(names = "--layers", paramLabel = "N", description = "model layers [${DEFAULT-VALUE}]")
+    @Option(
+            names = "--layers",
+            paramLabel = "N",
+            description = "model layers, 1 to 1048576 [${DEFAULT-VALUE}]")
     long layers = 4;
 
     @Option(
             names = "--max-bytes",
             paramLabel = "MiB",
-            description = "skip points that move more than this per transfer [${DEFAULT-VALUE}]")
+            description =
+                    "skip points that move more than this, K and V of all layers together (a"
+                            + " backup's one call; a load's calls together), 1 to 1023"
+                            + " [${DEFAULT-VALUE}]")
     long maxMiB = 128;
 
     @Option(
             names = "--repeats",
             paramLabel = "N",
-            description = "timed runs per point, after a warm-up; GB/s from the best [by mode]")
-    int repeats;
+            description =
+                    "timed runs per point, after a warm-up; GB/s from the best; 1 to 10000"
+                            + " [15]")
+    Integer repeats;
 
-    @Option(names = "--threads", paramLabel = "N", description = "io threads [one per core]")
+    @Option(
+            names = "--threads",
+            paramLabel = "N",
+            description = "io threads, 1 to 1024 [0: one per core]")
     int threads;
 
     @Option(names = "--csv", paramLabel = "FILE", description = "write the results as CSV")
@@ -151,26 +181,45 @@ public final class BenchCommand implements Callable<Integer> {
     boolean quiet;
 
     @Override
-    public Integer call() throws IOException {
+    public Integer call() {
         boolean full = mode != null && mode.full;
         PrintWriter out = Main.out(spec);
         PrintWriter err = Main.err(spec);
         List<Long> rowList = rowSizes(full);
         List<Long> tokenList = tokenCounts(full);
-        Converters.positive(spec, "--layers", layers);
-        Converters.positive(spec, "--max-bytes", maxMiB);
-        int reps = repeats > 0 ? repeats : DEFAULT_RUNS;
-        List<KvLayout> layoutList = layouts != null ? layouts : Arrays.asList(KvLayout.values());
-        List<IoBackend> selected = backends != null ? backends : Converters.concreteBackends();
+        Converters.inRange(spec, "--layers", layers, MAX_LAYERS, " (kvio's limit)");
+        Converters.inRange(
+                spec,
+                "--max-bytes",
+                maxMiB,
+                MAX_MIB,
+                " MiB (a point's pools are filled through Java buffers of under 2 GiB, and a cpu"
+                        + " device pool holds twice a point's tokens)");
+        int reps =
+                repeats == null
+                        ? DEFAULT_RUNS
+                        : (int) Converters.inRange(spec, "--repeats", repeats, MAX_RUNS, "");
+        int threadCount = Converters.threads(spec, "--threads", threads);
+        List<KvLayout> layoutList =
+                layouts != null ? Converters.distinct(layouts) : Arrays.asList(KvLayout.values());
+        List<IoBackend> selected =
+                backends != null ? Converters.distinct(backends) : Converters.concreteBackends();
+        Map<String, Path> files = new LinkedHashMap<>();
+        files.put("--csv", csv);
+        files.put("--json", json);
+        files.put("--svg", svg);
+        ReportFiles.checkOutputs(spec, files);
 
+        BenchRunner.Plan plan =
+                new BenchRunner.Plan(
+                        rowList, tokenList, layoutList, layers, maxMiB, reps, seed, threadCount);
+        checkSomePointFits(plan);
         BenchResult result =
                 new BenchResult(Kvio.version(), Loader.getPlatform(), full ? "full" : "quick");
         result.layers = layers;
         result.pageSize = PAGE_SIZE;
         result.repeats = reps;
-        BenchRunner.Plan plan =
-                new BenchRunner.Plan(
-                        rowList, tokenList, layoutList, layers, maxMiB, reps, seed, threads);
+        result.maxMiB = maxMiB;
         new BenchRunner(plan, result, new Progress(err, quiet)).run(selected);
         result.printMarkdown(out);
         if (selected.contains(IoBackend.AUTO)) {
@@ -178,17 +227,54 @@ public final class BenchCommand implements Callable<Integer> {
                 out.println(RoundTripReport.autoCalibrationLine(auto.autoCalibration()));
             }
         }
-        ReportFiles.writeIfGiven(csv, result::writeCsv, err);
-        ReportFiles.writeIfGiven(json, result::writeJson, err);
-        ReportFiles.writeIfGiven(svg, result::writeSvg, err);
-        return Main.EXIT_OK;
+        boolean written = ReportFiles.writeIfGiven("--csv", csv, result::writeCsv, err);
+        written &= ReportFiles.writeIfGiven("--json", json, result::writeJson, err);
+        written &= ReportFiles.writeIfGiven("--svg", svg, result::writeSvg, err);
+        return ReportFiles.exitStatus(Main.EXIT_OK, written);
+    }
+
+    /** A sweep in which no point fits --max-bytes is a usage error that says why. */
+    private void checkSomePointFits(BenchRunner.Plan plan) {
+        long smallest = Long.MAX_VALUE;
+        long row0 = 0;
+        long count0 = 0;
+        for (long row : plan.rows()) {
+            for (long count : plan.tokens()) {
+                if (plan.fits(row, count)) {
+                    return;
+                }
+                long moved = BenchRunner.moved(row, count, plan.layers());
+                if (moved <= smallest) {
+                    smallest = moved;
+                    row0 = row;
+                    count0 = count;
+                }
+            }
+        }
+        throw new picocli.CommandLine.ParameterException(
+                spec.commandLine(),
+                "no point fits --max-bytes "
+                        + plan.maxMiB()
+                        + " MiB: the smallest, rows of "
+                        + row0
+                        + " B x "
+                        + count0
+                        + " tokens x "
+                        + plan.layers()
+                        + " layers x 2 (K and V), moves "
+                        + (smallest == Long.MAX_VALUE
+                                ? "more than 2^63 bytes"
+                                : (smallest >> 20) + " MiB")
+                        + "; raise --max-bytes (at most "
+                        + MAX_MIB
+                        + ") or lower --layers, --rows or --tokens");
     }
 
     /** --rows, each at least 1, or the mode's row sizes. */
     private List<Long> rowSizes(boolean full) {
         List<Long> rowList =
                 rows != null
-                        ? rows
+                        ? Converters.distinct(rows)
                         : full
                                 ? List.of(
                                         64L, 128L, 256L, 512L, 1024L, 2048L, 4096L, 8192L, 16384L,
@@ -204,7 +290,7 @@ public final class BenchCommand implements Callable<Integer> {
     private List<Long> tokenCounts(boolean full) {
         List<Long> tokenList =
                 tokens != null
-                        ? tokens
+                        ? Converters.distinct(tokens)
                         : full ? List.of(16L, 64L, 256L, 1024L) : List.of(64L, 256L);
         for (long t : tokenList) {
             if (t < PAGE_SIZE || t % PAGE_SIZE != 0) {

@@ -25,6 +25,7 @@ final class BenchResult {
             String backend,
             String layout,
             Direction direction,
+            String baseline,
             long rowBytes,
             long heads,
             long headBytes,
@@ -55,6 +56,11 @@ final class BenchResult {
     long pageSize;
     int repeats;
     int threads;
+    long maxMiB;
+
+    /** Points not run: they would move more than --max-bytes. */
+    long skipped;
+
     final List<MatrixReport.Backend> backends = new ArrayList<>();
     final Map<String, String> baselines = new LinkedHashMap<>();
     final List<Point> points = new ArrayList<>();
@@ -106,7 +112,16 @@ final class BenchResult {
                     p.ratio());
         }
         out.println();
-        out.println(points.size() + " points");
+        out.println(
+                points.size()
+                        + " points"
+                        + (skipped == 0
+                                ? ""
+                                : ", "
+                                        + skipped
+                                        + " skipped (they would move more than --max-bytes "
+                                        + maxMiB
+                                        + " MiB)"));
     }
 
     static String bytesText(long bytes) {
@@ -140,7 +155,7 @@ final class BenchResult {
                             p.seconds(),
                             p.bestSeconds(),
                             p.gbps(),
-                            p.backend().equals("cpu") ? "memcpy" : "contiguous",
+                            p.baseline(),
                             p.baselineSeconds(),
                             p.baselineBestSeconds(),
                             p.baselineGbps(),
@@ -182,6 +197,7 @@ final class BenchResult {
             o.put("seconds", p.seconds());
             o.put("bestSeconds", p.bestSeconds());
             o.put("gbps", p.gbps());
+            o.put("baseline", p.baseline());
             o.put("baselineSeconds", p.baselineSeconds());
             o.put("baselineBestSeconds", p.baselineBestSeconds());
             o.put("baselineGbps", p.baselineGbps());

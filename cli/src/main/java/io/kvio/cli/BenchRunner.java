@@ -38,6 +38,11 @@ final class BenchRunner {
         long points() {
             return (long) rows.size() * tokens.size() * layouts.size();
         }
+
+        /** Whether a point moves at most --max-bytes (K and V of all layers together). */
+        boolean fits(long row, long count) {
+            return moved(row, count, layers) <= maxMiB << 20;
+        }
     }
 
     /** One point's pools and indices: the device pool and the token slots on both sides. */
@@ -54,6 +59,19 @@ final class BenchRunner {
         this.result = result;
         this.progress = progress;
         this.baseline = new BenchBaseline(plan.layers, plan.repeats);
+    }
+
+    /**
+     * Bytes a point moves: count tokens x layers x 2 (K and V) x row bytes; Long.MAX_VALUE where
+     * that overflows.
+     */
+    static long moved(long row, long count, long layers) {
+        try {
+            return Math.multiplyExact(
+                    Math.multiplyExact(Math.multiplyExact(count, layers), 2), row);
+        } catch (ArithmeticException e) {
+            return Long.MAX_VALUE;
+        }
     }
 
     /** (heads, head bytes) of a row: heads of at least 64 bytes, at most 8 heads. */
@@ -87,9 +105,10 @@ final class BenchRunner {
             done = 0;
             for (long row : plan.rows) {
                 for (long count : plan.tokens) {
-                    long moved = count * plan.layers * 2 * row;
-                    if (moved > plan.maxMiB << 20) {
+                    if (!plan.fits(row, count)) {
                         done += plan.layouts.size();
+                        // as result.points counts: one per layout and direction
+                        result.skipped += (long) plan.layouts.size() * Direction.values().length;
                         continue;
                     }
                     runPoint(b, executor, row, count);
@@ -173,6 +192,7 @@ final class BenchRunner {
                 backend.userName(),
                 layout.userName(),
                 dir,
+                BenchBaseline.kind(backend),
                 row,
                 hg[0],
                 hg[1],

@@ -87,12 +87,40 @@ final class Converters {
         }
     }
 
-    static long positive(CommandSpec spec, String option, long value) {
-        return atLeast(spec, option, value, 1, "at least 1", 8);
+    /**
+     * The most io threads an executor takes (native/src/cpu/cpu_executor.cpp: "threads must be at
+     * most 1024").
+     */
+    static final int MAX_THREADS = 1024;
+
+    /** --threads: 0 (one per core) or 1 to MAX_THREADS; else a usage error naming the range. */
+    static int threads(CommandSpec spec, String option, long value) {
+        if (value < 0 || value > MAX_THREADS) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    option
+                            + " must be 0 (one per core) or 1 to "
+                            + MAX_THREADS
+                            + ", got "
+                            + value
+                            + "; e.g. "
+                            + option
+                            + " 4");
+        }
+        return (int) value;
     }
 
-    static long nonNegative(CommandSpec spec, String option, long value) {
-        return atLeast(spec, option, value, 0, "0 or more", 0);
+    /** The value when it is 1 to max; else a usage error that names the range and why. */
+    static long inRange(CommandSpec spec, String option, long value, long max, String why) {
+        if (value < 1 || value > max) {
+            throw new ParameterException(
+                    spec.commandLine(), option + " must be 1 to " + max + why + ", got " + value);
+        }
+        return value;
+    }
+
+    static long positive(CommandSpec spec, String option, long value) {
+        return atLeast(spec, option, value, 1, "at least 1", 8);
     }
 
     /** The value when it is at least min; else a usage error that says the rule and an example. */

@@ -100,19 +100,19 @@ final class CudaBenchPlot {
             if (!f[at[0]].equals("rows")) {
                 continue;
             }
+            String where = source + " line " + (n + 1);
             try {
                 points.add(
                         new Point(
                                 f[at[1]],
                                 f[at[2]],
-                                Long.parseLong(f[at[3]]),
-                                Long.parseLong(f[at[4]]),
+                                positive(where, "row_bytes", Long.parseLong(f[at[3]])),
+                                positive(where, "indices", Long.parseLong(f[at[4]])),
                                 Long.parseLong(f[at[5]]),
-                                Double.parseDouble(f[at[6]]),
+                                gbps(where, Double.parseDouble(f[at[6]])),
                                 chosenAt >= 0 ? f[chosenAt] : "-"));
             } catch (NumberFormatException e) {
-                throw new IllegalArgumentException(
-                        source + " line " + (n + 1) + ": not a number: " + e.getMessage(), e);
+                throw new IllegalArgumentException(where + ": not a number: " + e.getMessage(), e);
             }
         }
         if (points.isEmpty()) {
@@ -120,6 +120,24 @@ final class CudaBenchPlot {
                     source + " holds no row-sweep results (no line whose test is 'rows')");
         }
         return new CudaBenchPlot(points);
+    }
+
+    /** A size that must be at least 1 (row_bytes, indices); else what is wrong, and where. */
+    private static long positive(String where, String column, long value) {
+        if (value < 1) {
+            throw new IllegalArgumentException(
+                    where + ": " + column + " must be at least 1, got " + value);
+        }
+        return value;
+    }
+
+    /** GB/s: finite and not negative; else what is wrong, and where. */
+    private static double gbps(String where, double value) {
+        if (!Double.isFinite(value) || value < 0) {
+            throw new IllegalArgumentException(
+                    where + ": GBps must be a finite number, 0 or more, got " + value);
+        }
+        return value;
     }
 
     /**

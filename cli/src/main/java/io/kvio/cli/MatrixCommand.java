@@ -9,11 +9,12 @@ package io.kvio.cli;
 
 import io.kvio.IoBackend;
 import io.kvio.Kvio;
-import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import org.bytedeco.javacpp.Loader;
 import picocli.CommandLine.ArgGroup;
@@ -43,8 +44,11 @@ import picocli.CommandLine.Spec;
             "  java -jar kvio-cli.jar matrix --quick",
             "  java -jar kvio-cli.jar matrix --full --require kernel,direct --junit matrix.xml",
             "",
-            "Exit status: 0 no FAIL, 1 a FAIL, 2 bad arguments, 3 kvio error,"
-                    + " 4 a backend named by --require is unavailable."
+            "Exit status: 0 no FAIL, 1 a FAIL, 2 bad arguments (an output file that cannot be"
+                    + " written is one, checked before the run), 3 kvio error or, in a run"
+                    + " without FAIL, an output file that could not be written after all (the"
+                    + " others are still written; a FAIL stays 1), 4 a backend named by"
+                    + " --require is unavailable."
         })
 public final class MatrixCommand implements Callable<Integer> {
     @Spec CommandSpec spec;
@@ -109,7 +113,10 @@ public final class MatrixCommand implements Callable<Integer> {
                             + " broken driver does not pass by skipping)")
     List<IoBackend> required = new ArrayList<>();
 
-    @Option(names = "--threads", paramLabel = "N", description = "io threads [one per core]")
+    @Option(
+            names = "--threads",
+            paramLabel = "N",
+            description = "io threads, 1 to 1024 [0: one per core]")
     int threads;
 
     @Option(
@@ -125,7 +132,7 @@ public final class MatrixCommand implements Callable<Integer> {
     boolean injectFault;
 
     @Override
-    public Integer call() throws IOException {
+    public Integer call() {
         PrintWriter out = Main.out(spec);
         PrintWriter err = Main.err(spec);
         boolean full = mode != null && mode.full;
@@ -141,17 +148,17 @@ public final class MatrixCommand implements Callable<Integer> {
         for (IoBackend b : selected) {
             columns.add(new MatrixReport.Backend(b.userName(), b.unavailabilityCause()));
         }
+        int threadCount = Converters.threads(spec, "--threads", threads);
+        Map<String, Path> files = new LinkedHashMap<>();
+        files.put("--json", json);
+        files.put("--junit", junit);
+        ReportFiles.checkOutputs(spec, files);
         Progress progress = new Progress(err, quiet);
-        MatrixRunner runner =
-                new MatrixRunner(
-                        (int) Converters.nonNegative(spec, "--threads", threads),
-                        seed,
-                        injectFault);
         long t0 = System.nanoTime();
         List<List<Cell>> cells = new ArrayList<>();
         long done = 0;
         long total = (long) configs.size() * selected.size();
-        try {
+        try (MatrixRunner runner = new MatrixRunner(threadCount, seed, injectFault)) {
             for (int r = 0; r < configs.size(); r++) {
                 List<Cell> row = new ArrayList<>();
                 for (IoBackend b : selected) {
@@ -174,9 +181,9 @@ public final class MatrixCommand implements Callable<Integer> {
                         cells,
                         (System.nanoTime() - t0) / 1e9);
         report.printMarkdown(out);
-        ReportFiles.writeIfGiven(json, report::writeJson, err);
-        ReportFiles.writeIfGiven(junit, report::writeJUnit, err);
-        return exitStatus(report, required, err);
+        boolean written = ReportFiles.writeIfGiven("--json", json, report::writeJson, err);
+        written &= ReportFiles.writeIfGiven("--junit", junit, report::writeJUnit, err);
+        return ReportFiles.exitStatus(exitStatus(report, required, err), written);
     }
 
     /** 1 on any FAIL; else 4 when a required backend is unavailable; else 0. */

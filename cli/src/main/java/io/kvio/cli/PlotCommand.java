@@ -7,10 +7,13 @@
 package io.kvio.cli;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -37,7 +40,8 @@ import picocli.CommandLine.Spec;
             "  java -jar kvio-cli.jar plot results/bench.tsv --svg docs/img/bench-cuda.svg"
                     + " --title \"H200, driver 570.124\"",
             "",
-            "Exit status: 0 done, 2 bad arguments or an unreadable TSV."
+            "Exit status: 0 done, 2 bad arguments, an unreadable TSV or an SVG path that cannot"
+                    + " be written (checked first), 3 the SVG could not be written after all."
         })
 public final class PlotCommand implements Callable<Integer> {
     @Spec CommandSpec spec;
@@ -62,22 +66,44 @@ public final class PlotCommand implements Callable<Integer> {
     String title;
 
     @Override
-    public Integer call() throws IOException {
-        CudaBenchPlot plot;
+    public Integer call() {
+        ReportFiles.checkOutputs(spec, Map.of("--svg", svg));
+        CudaBenchPlot plot = read();
+        plot.printMarkdown(Main.out(spec));
+        boolean written =
+                ReportFiles.writeIfGiven(
+                        "--svg",
+                        svg,
+                        file ->
+                                Files.writeString(
+                                        file,
+                                        SvgPlot.render(plot.figure(title)),
+                                        StandardCharsets.UTF_8),
+                        Main.err(spec));
+        return ReportFiles.exitStatus(Main.EXIT_OK, written);
+    }
+
+    /** The TSV parsed; a file that cannot be read or parsed is a usage error naming it. */
+    private CudaBenchPlot read() {
+        if (Files.isDirectory(tsv)) {
+            throw new ParameterException(spec.commandLine(), tsv + " is a folder, not a TSV file");
+        }
         try {
-            plot = CudaBenchPlot.read(tsv);
+            return CudaBenchPlot.read(tsv);
         } catch (NoSuchFileException e) {
             throw new ParameterException(spec.commandLine(), "no such file: " + tsv);
+        } catch (CharacterCodingException e) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    "cannot read " + tsv + ": not UTF-8 text (not a kvio_cuda_bench TSV)");
+        } catch (IOException e) {
+            throw new ParameterException(
+                    spec.commandLine(), "cannot read " + tsv + ": " + e.getMessage());
+        } catch (UncheckedIOException e) {
+            throw new ParameterException(
+                    spec.commandLine(), "cannot read " + tsv + ": " + e.getCause().getMessage());
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
-        plot.printMarkdown(Main.out(spec));
-        ReportFiles.writeIfGiven(
-                svg,
-                file ->
-                        Files.writeString(
-                                file, SvgPlot.render(plot.figure(title)), StandardCharsets.UTF_8),
-                Main.err(spec));
-        return Main.EXIT_OK;
     }
 }

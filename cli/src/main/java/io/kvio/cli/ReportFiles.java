@@ -1,7 +1,10 @@
 /*
- * The files `matrix` and `bench` write besides their Markdown report on stdout (--json, --junit,
- * --csv, --svg): each only when asked for, followed by a line on stderr that names it. JSON
- * reports start with the same three fields (kvio version, platform, mode) and are indented.
+ * The files `matrix`, `bench` and `plot` write besides their Markdown report on stdout (--json,
+ * --junit, --csv, --svg): each only when asked for, followed by a line on stderr that names it.
+ * Every path is checked before the run starts (checkOutputs: a usage error, exit 2); a file that
+ * still cannot be written after the run is one error line on stderr, the other files are still
+ * written, and the command keeps the run's own exit status (exitStatus). JSON reports start with
+ * the same three fields (kvio version, platform, mode) and are indented.
  */
 package io.kvio.cli;
 
@@ -10,7 +13,16 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileSystemException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.ParameterException;
 
 final class ReportFiles {
     private ReportFiles() {}
@@ -20,12 +32,100 @@ final class ReportFiles {
         void write(Path file) throws IOException;
     }
 
-    /** Writes the file when one was given (file not null), then says so on err. */
-    static void writeIfGiven(Path file, Writer writer, PrintWriter err) throws IOException {
-        if (file != null) {
-            writer.write(file);
-            err.println("kvio: wrote " + file);
+    /**
+     * Checks the output files named by options (option name -> path, null when not given) before a
+     * run: a path must not be a folder, an existing file must be writable, a new file's folder must
+     * exist and be writable, and no two options may name the same file. A usage error (exit 2)
+     * names the option and the path.
+     */
+    static void checkOutputs(CommandSpec spec, Map<String, Path> files) {
+        Map<Path, String> seen = new HashMap<>();
+        for (Map.Entry<String, Path> e : files.entrySet()) {
+            Path file = e.getValue();
+            if (file == null) {
+                continue;
+            }
+            String option = e.getKey();
+            String problem = problem(file);
+            if (problem != null) {
+                throw new ParameterException(
+                        spec.commandLine(), option + " " + file + ": " + problem);
+            }
+            String other = seen.putIfAbsent(file.toAbsolutePath().normalize(), option);
+            if (other != null) {
+                throw new ParameterException(
+                        spec.commandLine(),
+                        option + " " + file + ": " + other + " names the same file");
+            }
         }
+    }
+
+    /** Why a report cannot be written to this path, or null when it can. */
+    static String problem(Path file) {
+        if (Files.isDirectory(file)) {
+            return "is a folder; name a file";
+        }
+        if (Files.exists(file)) {
+            return Files.isWritable(file) ? null : "the file exists and is not writable";
+        }
+        Path parent = file.toAbsolutePath().getParent();
+        if (parent == null || !Files.isDirectory(parent)) {
+            return "no folder " + parent + "; create it first or name a file in an existing folder";
+        }
+        if (!Files.isWritable(parent)) {
+            return "the folder " + parent + " is not writable";
+        }
+        return null;
+    }
+
+    /**
+     * Writes the file when one was given (file not null), then says so on err; when writing fails,
+     * one error line that names the option and the file instead. Returns false only on failure.
+     */
+    static boolean writeIfGiven(String option, Path file, Writer writer, PrintWriter err) {
+        if (file == null) {
+            return true;
+        }
+        try {
+            writer.write(file);
+        } catch (IOException | UncheckedIOException e) {
+            err.println("kvio: could not write " + option + " " + file + ": " + reason(e));
+            return false;
+        }
+        err.println("kvio: wrote " + file);
+        return true;
+    }
+
+    /**
+     * The exit status of a run whose report files were written (or not): the run's own status when
+     * it is not 0 (a FAIL stays 1), else 3 when a file could not be written, else 0.
+     */
+    static int exitStatus(int runStatus, boolean filesWritten) {
+        if (runStatus != Main.EXIT_OK) {
+            return runStatus;
+        }
+        return filesWritten ? Main.EXIT_OK : Main.EXIT_ERROR;
+    }
+
+    /**
+     * An IOException in words: that of its innermost cause (a JUnit writer's IOException wraps the
+     * XML writer's, which wraps the file's), without class names where the type says enough.
+     */
+    private static String reason(Throwable failure) {
+        Throwable e = failure;
+        while (e.getCause() != null && e.getCause() != e) {
+            e = e.getCause();
+        }
+        if (e instanceof NoSuchFileException) {
+            return "no such file or folder";
+        }
+        if (e instanceof AccessDeniedException) {
+            return "permission denied";
+        }
+        if (e instanceof FileSystemException && ((FileSystemException) e).getReason() != null) {
+            return ((FileSystemException) e).getReason();
+        }
+        return e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName();
     }
 
     /** A JSON report's root: the kvio version, the platform and the mode (quick or full). */

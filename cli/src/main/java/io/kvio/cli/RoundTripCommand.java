@@ -42,6 +42,12 @@ import picocli.CommandLine.Spec;
             "Exit status: 0 all layouts verified, 1 a mismatch, 2 bad arguments, 3 kvio error."
         })
 public final class RoundTripCommand implements Callable<Integer> {
+    /** The most tokens per page (RoundTripPlan keeps two pages' slots in a Java array). */
+    static final long MAX_PAGE_SIZE = 1L << 20;
+
+    /** The most bytes a kvio pool holds (native/src/core/layout.cpp). */
+    static final long MAX_POOL_BYTES = 1L << 62;
+
     @Spec CommandSpec spec;
 
     @Option(
@@ -72,10 +78,13 @@ public final class RoundTripCommand implements Callable<Integer> {
     @Option(
             names = "--page-size",
             paramLabel = "N",
-            description = "tokens per page [${DEFAULT-VALUE}]")
+            description = "tokens per page, 1 to 1048576 [${DEFAULT-VALUE}]")
     long pageSize = 64;
 
-    @Option(names = "--threads", paramLabel = "N", description = "io threads [one per core]")
+    @Option(
+            names = "--threads",
+            paramLabel = "N",
+            description = "io threads, 1 to 1024 [0: one per core]")
     int threads = 0;
 
     @Option(
@@ -132,7 +141,16 @@ public final class RoundTripCommand implements Callable<Integer> {
         o.layers = Converters.positive(spec, "--layers", layers);
         o.dtypeBytes = Converters.positive(spec, "--dtype-bytes", dtypeBytes);
         o.pageSize = Converters.positive(spec, "--page-size", pageSize);
-        o.threads = (int) Math.min(Converters.nonNegative(spec, "--threads", threads), 4096);
+        if (o.pageSize > MAX_PAGE_SIZE) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    "--page-size "
+                            + o.pageSize
+                            + " is too large; use at most "
+                            + MAX_PAGE_SIZE
+                            + " tokens per page");
+        }
+        o.threads = Converters.threads(spec, "--threads", threads);
         o.seed = seed;
         o.kind = kind;
         o.backend = backend;
@@ -150,7 +168,65 @@ public final class RoundTripCommand implements Callable<Integer> {
                     spec.commandLine(),
                     "--tokens " + o.tokens + " is too many for one run; use at most " + (1L << 28));
         }
+        checkSizes(o);
         return o;
+    }
+
+    /**
+     * The device pool's size (RoundTripPlan: 2 x the whole pages + 4 pages, every layer and
+     * component) within kvio's 2^62 bytes, and no product on the way to it past 64 bits; else a
+     * usage error that names the options.
+     */
+    private void checkSizes(RoundTripOptions o) {
+        String row =
+                "--heads "
+                        + o.heads
+                        + " x --head-dim "
+                        + o.headDim
+                        + " x --dtype-bytes "
+                        + o.dtypeBytes;
+        long rowBytes;
+        try {
+            rowBytes = Math.multiplyExact(o.heads, Math.multiplyExact(o.headDim, o.dtypeBytes));
+        } catch (ArithmeticException e) {
+            rowBytes = Long.MAX_VALUE;
+        }
+        if (rowBytes > MAX_POOL_BYTES) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    "a token's row, "
+                            + row
+                            + " bytes, is too large: a pool holds at most 2^62 bytes");
+        }
+        long pages = 2 * (o.tokens / o.pageSize) + 4;
+        long poolBytes;
+        try {
+            poolBytes =
+                    Math.multiplyExact(
+                            Math.multiplyExact(
+                                    Math.multiplyExact(
+                                            Math.multiplyExact(pages, o.pageSize), rowBytes),
+                                    o.layers),
+                            o.kind.components());
+        } catch (ArithmeticException e) {
+            poolBytes = Long.MAX_VALUE;
+        }
+        if (poolBytes > MAX_POOL_BYTES) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    "the device pool would be too large: "
+                            + pages
+                            + " pages of --page-size "
+                            + o.pageSize
+                            + " tokens x --layers "
+                            + o.layers
+                            + " x "
+                            + o.kind.components()
+                            + " components x rows of "
+                            + rowBytes
+                            + " bytes is more than 2^62 bytes; lower --tokens, --layers,"
+                            + " --page-size, --heads, --head-dim or --dtype-bytes");
+        }
     }
 
     /** The host layouts that fit a pool kind, in declaration order. */

@@ -97,10 +97,7 @@ final class SvgPlot {
                             p.backend(),
                             b ->
                                     new Series(
-                                            b
-                                                    + " baseline ("
-                                                    + (b.equals("cpu") ? "memcpy" : "contiguous")
-                                                    + ")",
+                                            b + " baseline (" + p.baseline() + ")",
                                             baselines.isEmpty() ? "#000000" : "#888888",
                                             true))
                     .points

@@ -7,6 +7,7 @@
 package io.kvio.cli;
 
 import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -68,6 +69,16 @@ public class BenchCommandTest extends OutputDirTest {
         return availableNames().size();
     }
 
+    /**
+     * The baseline a backend is measured against here, by the documented rule: a memcpy where it
+     * runs in host memory (cpu, and auto without a GPU), else one contiguous kvio transfer.
+     */
+    private static String baselineOf(IoBackend b) {
+        boolean hostMemory =
+                b == IoBackend.CPU || (b == IoBackend.AUTO && !IoBackend.KERNEL.isAvailable());
+        return hostMemory ? "memcpy" : "contiguous";
+    }
+
     /** A point's backend, layout, direction, row size and index count. */
     private static String key(
             String backend, String layout, String direction, String row, String tokens) {
@@ -119,7 +130,7 @@ public class BenchCommandTest extends OutputDirTest {
             assertEquals(bytes, Long.parseLong(f[6]) * Long.parseLong(f[7]) * 2 * row, line);
             assertTrue(Double.parseDouble(f[11]) > 0, line);
             assertTrue(Double.parseDouble(f[15]) > 0, line);
-            assertEquals(f[12], f[0].equals("cpu") ? "memcpy" : "contiguous", line);
+            assertEquals(f[12], baselineOf(IoBackend.parse(f[0])), line);
             assertTrue(Double.parseDouble(f[10]) <= Double.parseDouble(f[9]), "best <= median");
             assertTrue(keys.add(key(f[0], f[1], f[2], f[3], f[6])), "duplicate " + line);
         }
@@ -195,6 +206,174 @@ public class BenchCommandTest extends OutputDirTest {
     public void tokensMustBeWholePages() {
         CliRunner.run("bench", "--tokens", "20")
                 .assertUsage("multiple of the page size 16; e.g. --tokens 64,256");
+    }
+
+    /** auto's baseline is the one it was measured against: a memcpy on a machine without a GPU. */
+    @Test
+    public void autoNamesTheBaselineItWasMeasuredAgainst() throws Exception {
+        CliRunner r =
+                CliRunner.run(
+                        "bench",
+                        "--backend",
+                        "auto",
+                        "--rows",
+                        "256,1024",
+                        "--tokens",
+                        "16",
+                        "--layouts",
+                        "page_first",
+                        "--layers",
+                        "2",
+                        "--repeats",
+                        "1",
+                        "--quiet",
+                        "--csv",
+                        out("auto.csv"),
+                        "--json",
+                        out("auto.json"),
+                        "--svg",
+                        out("auto.svg"));
+        assertEquals(r.exit, 0, r.toString());
+        String expected = baselineOf(IoBackend.AUTO);
+        assertTrue(r.out.contains("- auto: baseline = " + expected), r.out);
+        List<String> lines = Files.readAllLines(dir.resolve("auto.csv"), StandardCharsets.UTF_8);
+        assertEquals(lines.size(), 1 + 2 * 2);
+        for (String line : lines.subList(1, lines.size())) {
+            assertEquals(line.split(",")[12], expected, line);
+        }
+        for (JsonNode p : readJson("auto.json").get("points")) {
+            assertEquals(p.get("baseline").asText(), expected, p.toString());
+        }
+        assertTrue(
+                readXml("auto.svg")
+                        .getDocumentElement()
+                        .getTextContent()
+                        .contains("auto baseline (" + expected + ")"),
+                "the SVG's legend");
+    }
+
+    @Test
+    public void anOutputPathThatCannotBeWrittenIsAUsageErrorBeforeTheRun() {
+        String missing = dir.resolve("no-such-folder").resolve("b.svg").toString();
+        CliRunner r = CliRunner.run("bench", "--backend", "cpu", "--svg", missing);
+        r.assertUsage("--svg " + missing + ": no folder");
+        assertEquals(r.out, "", "refused before the run");
+        CliRunner.run("bench", "--csv", dir.toString())
+                .assertUsage("--csv " + dir + ": is a folder");
+    }
+
+    /** A file that cannot be written after a run: one error line, the others written, exit 3. */
+    @Test
+    public void aFileThatCannotBeWrittenAfterTheRunIsOneLineAndExitThree() throws Exception {
+        if (!Files.isWritable(java.nio.file.Path.of("/dev/full"))) {
+            throw new org.testng.SkipException("no /dev/full here");
+        }
+        CliRunner r =
+                CliRunner.run(
+                        "bench",
+                        "--backend",
+                        "cpu",
+                        "--rows",
+                        "256",
+                        "--tokens",
+                        "16",
+                        "--layouts",
+                        "page_first",
+                        "--repeats",
+                        "1",
+                        "--quiet",
+                        "--csv",
+                        "/dev/full",
+                        "--json",
+                        out("kept.json"));
+        r.assertExit(Main.EXIT_ERROR, "kvio: could not write --csv /dev/full");
+        assertTrue(r.err.contains("kvio: wrote " + out("kept.json")), r.err);
+        assertEquals(readJson("kept.json").get("points").size(), 2);
+    }
+
+    @Test
+    public void threadsOutsideTheExecutorsRangeAreAUsageError() {
+        CliRunner.run("bench", "--threads", "100000")
+                .assertUsage("--threads must be 0 (one per core) or 1 to 1024, got 100000");
+        CliRunner.run("bench", "--threads", "-1")
+                .assertUsage("--threads must be 0 (one per core) or 1 to 1024, got -1");
+    }
+
+    @Test
+    public void repeatsBelowOneAreAUsageError() {
+        CliRunner.run("bench", "--repeats", "0").assertUsage("--repeats must be 1 to 10000, got 0");
+        CliRunner.run("bench", "--repeats", "-5")
+                .assertUsage("--repeats must be 1 to 10000, got -5");
+    }
+
+    @Test
+    public void maxBytesIsCappedAndASweepWithNoPointThatFitsSaysWhy() {
+        CliRunner.run("bench", "--max-bytes", "9000000000000")
+                .assertUsage("--max-bytes must be 1 to 1023 MiB", "got 9000000000000");
+        // 4 MiB rows x 128 tokens x 4 layers x 2: 4 GiB, past what one Java buffer holds
+        CliRunner.run("bench", "--max-bytes", "4096", "--rows", "4194304", "--tokens", "128")
+                .assertUsage("--max-bytes must be 1 to 1023 MiB", "got 4096");
+        CliRunner.run("bench", "--layers", "100000000000")
+                .assertUsage("--layers must be 1 to 1048576", "got 100000000000");
+        CliRunner.run("bench", "--layers", "1000000")
+                .assertUsage(
+                        "no point fits --max-bytes 128 MiB: the smallest, rows of 64 B x 64 tokens"
+                                + " x 1000000 layers x 2 (K and V), moves 7812 MiB",
+                        "lower --layers, --rows or --tokens");
+        CliRunner help = CliRunner.run("bench", "--help");
+        String text = help.out.replaceAll("\\s+", " ");
+        assertTrue(text.contains("move more than this, K and V of all layers together"), text);
+        assertFalse(text.contains("per transfer [128]"), text);
+    }
+
+    @Test
+    public void pointsOverMaxBytesAreCountedAsSkipped() {
+        CliRunner r =
+                CliRunner.run(
+                        "bench",
+                        "--backend",
+                        "cpu",
+                        "--rows",
+                        "64,65536",
+                        "--tokens",
+                        "16",
+                        "--layouts",
+                        "page_first",
+                        "--layers",
+                        "1",
+                        "--max-bytes",
+                        "1",
+                        "--repeats",
+                        "1",
+                        "--quiet");
+        assertEquals(r.exit, 0, r.toString());
+        // 65536 B x 16 tokens x 2 = 2 MiB: over 1 MiB, both directions skipped
+        assertTrue(
+                r.out.contains("2 points, 2 skipped (they would move more than --max-bytes 1 MiB)"),
+                r.out);
+    }
+
+    @Test
+    public void repeatedNamesAndSizesRunOnce() {
+        CliRunner r =
+                CliRunner.run(
+                        "bench",
+                        "--backend",
+                        "cpu,cpu",
+                        "--layouts",
+                        "page_first,page_first",
+                        "--rows",
+                        "256,256",
+                        "--tokens",
+                        "16,16",
+                        "--layers",
+                        "1",
+                        "--repeats",
+                        "1",
+                        "--quiet");
+        assertEquals(r.exit, 0, r.toString());
+        assertTrue(r.out.contains("\n2 points"), r.out);
+        assertEquals(r.out.split("- cpu: baseline").length, 2, r.out);
     }
 
     @Test

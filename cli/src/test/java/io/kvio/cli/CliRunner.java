@@ -33,6 +33,23 @@ final class CliRunner {
     CliRunner assertUsage(String... fragments) {
         assertEquals(exit, Main.EXIT_USAGE, toString());
         for (String f : fragments) assertTrue(err.contains(f), err);
+        assertNoStackTrace();
+        return this;
+    }
+
+    /** Asserts this exit status and that stderr holds every fragment and no stack trace. */
+    CliRunner assertExit(int status, String... fragments) {
+        assertEquals(exit, status, toString());
+        for (String f : fragments) assertTrue(err.contains(f), err);
+        assertNoStackTrace();
+        return this;
+    }
+
+    /** Asserts that neither stream holds a Java stack trace. */
+    CliRunner assertNoStackTrace() {
+        for (String s : new String[] {out, err}) {
+            assertTrue(!s.contains("\tat ") && !s.contains("Exception"), "stack trace: " + this);
+        }
         return this;
     }
 

@@ -99,6 +99,38 @@ public class CliTest {
     }
 
     @Test
+    public void roundTripRefusesSizesPastItsLimitsUpFront() {
+        CliRunner.run("roundtrip", "--page-size", "1000000000000")
+                .assertUsage(
+                        "--page-size 1000000000000 is too large; use at most 1048576 tokens per"
+                                + " page");
+        CliRunner overflow =
+                CliRunner.run(
+                        "roundtrip", "--head-dim", "4611686018427387904", "--dtype-bytes", "2");
+        overflow.assertUsage(
+                "a token's row, --heads 8 x --head-dim 4611686018427387904 x --dtype-bytes 2"
+                        + " bytes, is too large");
+        assertFalse(overflow.err.contains("-9223372036854775808"), overflow.err);
+        CliRunner.run(
+                        "roundtrip",
+                        "--tokens",
+                        "268435456",
+                        "--layers",
+                        "1048576",
+                        "--heads",
+                        "1000000")
+                .assertUsage("the device pool would be too large", "more than 2^62 bytes");
+    }
+
+    @Test
+    public void roundTripThreadsAreWithinTheExecutorsRange() {
+        CliRunner.run("roundtrip", "--threads", "2000")
+                .assertUsage("--threads must be 0 (one per core) or 1 to 1024, got 2000");
+        CliRunner.run("roundtrip", "--threads", "-3")
+                .assertUsage("--threads must be 0 (one per core) or 1 to 1024, got -3");
+    }
+
+    @Test
     public void unknownLayoutNamesTheNearestMatch() {
         CliRunner.run("roundtrip", "--layouts", "page_heda")
                 .assertUsage("did you mean 'page_head'");

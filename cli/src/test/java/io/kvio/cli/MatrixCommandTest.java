@@ -14,12 +14,19 @@ import static org.testng.Assert.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kvio.IoBackend;
+import io.kvio.KvioExecutor;
 import io.kvio.PoolKind;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
+import org.testng.SkipException;
 import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
 import org.w3c.dom.Document;
@@ -307,6 +314,127 @@ public class MatrixCommandTest extends OutputDirTest {
         assertTrue(
                 r.out.contains("| mha | layer_first | layer_table | per_layer | backup |"), r.out);
         assertFalse(r.out.contains("| allocated |"), r.out);
+    }
+
+    @Test
+    public void anOutputPathThatCannotBeWrittenIsAUsageErrorBeforeTheRun() throws Exception {
+        String missing = dir.resolve("no-such-folder").resolve("m.json").toString();
+        CliRunner r = CliRunner.run("matrix", "--backend", "cpu", "--json", missing);
+        r.assertUsage("--json " + missing + ": no folder");
+        assertFalse(r.out.contains("| kind |"), "refused before the run: " + r.out);
+        CliRunner.run("matrix", "--backend", "cpu", "--junit", dir.toString())
+                .assertUsage("--junit " + dir + ": is a folder");
+        CliRunner.run("matrix", "--backend", "cpu", "--json", out("same"), "--junit", out("same"))
+                .assertUsage("--junit " + out("same") + ": --json names the same file");
+        assertFalse(Files.exists(dir.resolve("same")));
+    }
+
+    /**
+     * A file that passes the check but cannot be written (/dev/full: no space left) is one error
+     * line; the other file is still written and a FAIL still exits 1, not 3.
+     */
+    @Test
+    public void aFileThatCannotBeWrittenAfterTheRunKeepsTheFail() throws Exception {
+        Path full = Path.of("/dev/full");
+        if (!Files.isWritable(full)) {
+            throw new SkipException("no /dev/full here");
+        }
+        CliRunner r =
+                CliRunner.run(
+                        "matrix",
+                        "--backend",
+                        "cpu",
+                        "--device-forms",
+                        "allocated",
+                        "--inject-fault",
+                        "--quiet",
+                        "--json",
+                        full.toString(),
+                        "--junit",
+                        out("kept.xml"));
+        r.assertExit(Main.EXIT_FAILED, "kvio: could not write --json /dev/full", "matrix FAILED");
+        assertEquals(
+                readXml("kept.xml").getDocumentElement().getAttribute("failures"),
+                "1",
+                "the other file is written");
+        CliRunner passed =
+                CliRunner.run(
+                        "matrix",
+                        "--backend",
+                        "cpu",
+                        "--device-forms",
+                        "allocated",
+                        "--quiet",
+                        "--junit",
+                        full.toString());
+        passed.assertExit(Main.EXIT_ERROR, "kvio: could not write --junit /dev/full");
+        assertTrue(passed.out.contains("0 FAIL"), passed.out);
+    }
+
+    @Test
+    public void threadsOutsideTheExecutorsRangeAreAUsageError() {
+        CliRunner.run("matrix", "--backend", "cpu", "--threads", "1025")
+                .assertUsage("--threads must be 0 (one per core) or 1 to 1024, got 1025");
+        CliRunner.run("matrix", "--backend", "cpu", "--threads", "-1")
+                .assertUsage("--threads must be 0 (one per core) or 1 to 1024, got -1");
+    }
+
+    /** Threads of kvio's cpu executors in this process (named kvio-cpu-N; Linux: /proc). */
+    static int kvioCpuThreads() throws IOException {
+        int n = 0;
+        try (Stream<Path> tasks = Files.list(Path.of("/proc/self/task"))) {
+            for (Path t : (Iterable<Path>) tasks::iterator) {
+                try {
+                    if (Files.readString(t.resolve("comm")).startsWith("kvio-cpu-")) {
+                        n++;
+                    }
+                } catch (NoSuchFileException e) {
+                    // the thread ended while listing
+                }
+            }
+        }
+        return n;
+    }
+
+    /**
+     * kvioCpuThreads() once it is the expected count (threads name themselves when they start and
+     * end after close), or after 5 s.
+     */
+    private static int kvioCpuThreadsSettled(int expected) throws Exception {
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        int n = kvioCpuThreads();
+        while (n != expected && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+            n = kvioCpuThreads();
+        }
+        return n;
+    }
+
+    @Test
+    public void matrixClosesItsExecutors() throws Exception {
+        if (!Files.isDirectory(Path.of("/proc/self/task"))) {
+            throw new SkipException("no /proc/self/task here");
+        }
+        int before = kvioCpuThreads();
+        // the count sees an executor's threads, and their end
+        try (KvioExecutor e = KvioExecutor.create(IoBackend.CPU, 3)) {
+            assertEquals(kvioCpuThreadsSettled(before + 3), before + 3);
+        }
+        assertEquals(kvioCpuThreadsSettled(before), before);
+        for (int i = 0; i < 3; i++) {
+            CliRunner r =
+                    CliRunner.run(
+                            "matrix",
+                            "--backend",
+                            "cpu",
+                            "--device-forms",
+                            "allocated",
+                            "--threads",
+                            "3",
+                            "--quiet");
+            assertEquals(r.exit, 0, r.toString());
+        }
+        assertEquals(kvioCpuThreadsSettled(before), before, "threads left by 3 matrix runs");
     }
 
     private static MatrixReport report(

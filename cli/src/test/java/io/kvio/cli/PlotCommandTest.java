@@ -150,4 +150,68 @@ public class PlotCommandTest extends OutputDirTest {
                 .assertUsage("no such file");
         CliRunner.run("plot", out("bench.tsv")).assertUsage("--svg");
     }
+
+    @Test
+    public void anUnreadableTsvIsAUsageErrorNamingIt() throws Exception {
+        CliRunner.run("plot", dir.toString(), "--svg", out("x.svg"))
+                .assertUsage(dir + " is a folder, not a TSV file");
+        Files.write(
+                dir.resolve("latin1.tsv"),
+                (HEADER + "\nrows\tkernel\td2h\t256\t64\t1\t1.0\t-1.0\t-1.0\t\u00e9\n")
+                        .getBytes(StandardCharsets.ISO_8859_1));
+        CliRunner.run("plot", out("latin1.tsv"), "--svg", out("x.svg"))
+                .assertUsage("cannot read " + out("latin1.tsv") + ": not UTF-8 text");
+        assertFalse(Files.exists(dir.resolve("x.svg")));
+    }
+
+    @Test
+    public void refusesImpossibleNumbersWithTheLine() throws Exception {
+        String[][] cases = {
+            {"NaN", "256", "64", "line 3: GBps must be a finite number, 0 or more, got NaN"},
+            {
+                "Infinity",
+                "256",
+                "64",
+                "line 3: GBps must be a finite number, 0 or more, got Infinity"
+            },
+            {"-1.5", "256", "64", "line 3: GBps must be a finite number, 0 or more, got -1.5"},
+            {"1.0", "0", "64", "line 3: row_bytes must be at least 1, got 0"},
+            {"1.0", "256", "-64", "line 3: indices must be at least 1, got -64"},
+        };
+        for (String[] c : cases) {
+            Files.write(
+                    dir.resolve("impossible.tsv"),
+                    List.of(
+                            HEADER,
+                            "rows\tkernel\td2h\t256\t64\t1\t1.00\t-1.0\t-1.0\t-",
+                            "rows\tkernel\td2h\t"
+                                    + c[1]
+                                    + "\t"
+                                    + c[2]
+                                    + "\t4\t"
+                                    + c[0]
+                                    + "\t-1.0\t-1.0\t-"),
+                    StandardCharsets.UTF_8);
+            CliRunner.run("plot", out("impossible.tsv"), "--svg", out("x.svg")).assertUsage(c[3]);
+        }
+        assertFalse(Files.exists(dir.resolve("x.svg")));
+    }
+
+    @Test
+    public void anSvgPathThatCannotBeWrittenIsAUsageErrorFirst() {
+        String missing = dir.resolve("no-such-folder").resolve("p.svg").toString();
+        CliRunner r = CliRunner.run("plot", out("bench.tsv"), "--svg", missing);
+        r.assertUsage("--svg " + missing + ": no folder");
+        assertEquals(r.out, "", "refused before reading the TSV");
+    }
+
+    @Test
+    public void anSvgThatCannotBeWrittenAfterAllIsOneLineAndExitThree() {
+        if (!Files.isWritable(java.nio.file.Path.of("/dev/full"))) {
+            throw new org.testng.SkipException("no /dev/full here");
+        }
+        CliRunner r = CliRunner.run("plot", out("bench.tsv"), "--svg", "/dev/full");
+        r.assertExit(Main.EXIT_ERROR, "kvio: could not write --svg /dev/full");
+        assertTrue(r.out.contains("| d2h | 256 B | 4096 |"), "the table is printed: " + r.out);
+    }
 }

@@ -1,6 +1,7 @@
 // The executor entry points of the C ABI that every backend shares: create one for an io
 // backend, ask its thread count, close it, and an 'auto' executor's calibration. The vendor
 // entry points (executors on a device and stream, launch settings) are in the backend folders.
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -46,14 +47,17 @@ kvio_status kvio_executor_close(uint64_t executor_handle) {
     std::shared_ptr<ExecutorImpl> executor;
     KVIO_RETURN_IF_ERROR(executors().remove(executor_handle, "executor", &executor));
     // Submissions that found the executor before its handle went may still be queueing:
-    // refuse new ones, wait for those (microseconds: a submit only validates, plans and
-    // queues), then drain, so that every transfer it accepted is done when close returns.
+    // refuse new ones, wait for those (usually microseconds; longer when a submit waits for a
+    // CUDA staging slot or copies part of its job itself), then drain, so that every transfer it
+    // accepted is done when close returns.
     executor->closing.store(true);
+    auto pause = std::chrono::microseconds(10);
     for (int spins = 0; executor->submitting.load() != 0; ++spins) {
       if (spins < 64) {
         std::this_thread::yield();
       } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
+        std::this_thread::sleep_for(pause);
+        pause = std::min(2 * pause, std::chrono::microseconds(1000));
       }
     }
     executor->executor->drain();

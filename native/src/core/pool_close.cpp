@@ -23,14 +23,21 @@ class ClosingPools {
   // takes the lock), never a gap in which it would answer "released" for a pool still in use.
   kvio_status remove(uint64_t handle, std::shared_ptr<PoolImpl>* pool) {
     std::lock_guard<std::mutex> lock(mutex_);
-    KVIO_RETURN_IF_ERROR(pools().remove(handle, "pool", pool));
     if (pools_.size() >= pruneAt_) {
       for (auto it = pools_.begin(); it != pools_.end();) {
         it = it->second->released() ? pools_.erase(it) : std::next(it);
       }
       pruneAt_ = std::max<size_t>(64, 2 * pools_.size());
     }
-    pools_[handle] = (*pool)->usage();
+    // The entry first (the one step here that can fail, for memory), the handle's removal after:
+    // a closed handle is always listed.
+    const auto [entry, inserted] = pools_.try_emplace(handle);
+    const kvio_status removed = pools().remove(handle, "pool", pool);
+    if (removed != KVIO_STATUS_OK) {
+      if (inserted) pools_.erase(entry);
+      return removed;
+    }
+    entry->second = (*pool)->usage();
     return KVIO_STATUS_OK;
   }
   std::shared_ptr<PoolUsage> find(uint64_t handle) {

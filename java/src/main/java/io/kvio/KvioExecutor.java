@@ -46,6 +46,7 @@ public final class KvioExecutor implements AutoCloseable {
     private final int threads;
     private final boolean shared;
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final Closer closer;
     private final Cleaner.Cleanable cleanable;
 
     private KvioExecutor(IoBackend backend, int device, long handle, boolean shared) {
@@ -56,11 +57,31 @@ public final class KvioExecutor implements AutoCloseable {
         this.threads =
                 NativeBridge.queryOrClose(
                         handle, NativeBridge::executorThreads, NativeBridge::executorClose);
-        this.cleanable =
-                shared
-                        ? null
-                        : NativeBridge.CLEANER.register(
-                                this, NativeBridge.closing(NativeBridge::executorClose, handle));
+        this.closer = shared ? null : new Closer(handle);
+        this.cleanable = shared ? null : NativeBridge.CLEANER.register(this, closer);
+    }
+
+    /**
+     * Closes the native executor: on the calling thread at close(), which waits for its transfers;
+     * for a private executor that is never closed, on kvio's background thread, so that waiting for
+     * its transfers does not hold up the Cleaner thread every other kvio object is freed by.
+     */
+    private static final class Closer implements Runnable {
+        private final long handle;
+        volatile boolean explicit;
+
+        Closer(long handle) {
+            this.handle = handle;
+        }
+
+        @Override
+        public void run() {
+            if (explicit) {
+                NativeBridge.executorClose(handle);
+            } else {
+                Background.run(() -> NativeBridge.executorClose(handle));
+            }
+        }
     }
 
     /**
@@ -238,6 +259,7 @@ public final class KvioExecutor implements AutoCloseable {
     @Override
     public void close() {
         if (!shared && closed.compareAndSet(false, true)) {
+            closer.explicit = true;
             cleanable.clean();
         }
     }

@@ -4,15 +4,12 @@
  * still run keeps being written until they complete (kvio_pool_close); if the owner became
  * unreachable meanwhile, its own Cleaner (the JDK's, for ByteBuffer.allocateDirect and automatic
  * arenas) would free the memory under the copy: a crash of the JVM or bytes written into memory
- * reused by someone else. One daemon thread, started on first need and ending when idle, waits on
- * kvio_pool_close_wait for each such pool, then lets its owner go.
+ * reused by someone else. kvio's background thread (Background) waits on kvio_pool_close_wait for
+ * each such pool, then lets its owner go.
  */
 package io.kvio;
 
 import java.lang.ref.Reference;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 final class MemoryRetainer {
@@ -22,19 +19,6 @@ final class MemoryRetainer {
 
     /** Owners held now, waiting for kvio to release their pools (for tests and diagnostics). */
     static final AtomicLong HELD = new AtomicLong();
-
-    private static final ThreadPoolExecutor WAITER =
-            new ThreadPoolExecutor(
-                    0,
-                    1,
-                    10,
-                    TimeUnit.SECONDS,
-                    new LinkedBlockingQueue<>(),
-                    task -> {
-                        Thread t = new Thread(task, "kvio-memory-retainer");
-                        t.setDaemon(true);
-                        return t;
-                    });
 
     /**
      * Called right after closed pool {@code handle} was closed natively: returns at once if kvio
@@ -50,7 +34,7 @@ final class MemoryRetainer {
             return; // not a closed pool kvio knows: nothing of it can be in use
         }
         HELD.incrementAndGet();
-        WAITER.execute(
+        Background.run(
                 () -> {
                     try {
                         NativeBridge.poolCloseWait(handle, -1);

@@ -168,6 +168,7 @@ bool TransferState::settled() const {
 }
 
 bool TransferState::wait(int64_t timeoutNs) const {
+  if (released_.load()) return true;  // done and settled: no lock (a wait after completion)
   timeoutNs = boundedTimeoutNs(timeoutNs);
   std::chrono::steady_clock::time_point deadline;
   std::shared_ptr<DeviceCompletion> completion;

@@ -13,17 +13,7 @@ import org.testng.annotations.AfterMethod;
 import org.testng.annotations.Test;
 
 public class ForgottenExecutorTest {
-    /** MLA, one layer, 4096 slots of 4 KiB: 16 MiB, over the hold's 8 MiB. */
-    private static final PoolSpec SPEC =
-            PoolSpec.builder()
-                    .kind(PoolKind.MLA)
-                    .layout(KvLayout.LAYER_FIRST)
-                    .layers(1)
-                    .pages(1024)
-                    .pageSize(4)
-                    .heads(1)
-                    .headBytes(4096)
-                    .build();
+    private static final PoolSpec SPEC = PoolFixtures.HOLDABLE;
 
     @AfterMethod(alwaysRun = true)
     public void release() {

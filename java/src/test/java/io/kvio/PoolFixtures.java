@@ -14,6 +14,21 @@ import java.util.List;
 final class PoolFixtures {
     private PoolFixtures() {}
 
+    /**
+     * MLA, one layer, 4096 slots of 4 KiB: 16 MiB per pool and per whole transfer, over the 8 MiB
+     * from which KVIO_TEST_FAULT_CPU_HOLD can hold a cpu transfer (lifetime tests).
+     */
+    static final PoolSpec HOLDABLE =
+            PoolSpec.builder()
+                    .kind(PoolKind.MLA)
+                    .layout(KvLayout.LAYER_FIRST)
+                    .layers(1)
+                    .pages(1024)
+                    .pageSize(4)
+                    .heads(1)
+                    .headBytes(4096)
+                    .build();
+
     /** A pool configuration in plain numbers. */
     static final class Config {
         final PoolKind kind;

@@ -47,17 +47,13 @@ public final class RowPattern {
                     words);
         } catch (ArithmeticException e) {
             throw new IllegalArgumentException(
-                    "oracle: "
-                            + components
-                            + " x "
-                            + layers
-                            + " x "
-                            + tokens
-                            + " rows of "
-                            + words
-                            + " words cannot all be told apart in 64 bits",
-                    e);
+                    "oracle: " + shape() + " cannot all be told apart in 64 bits", e);
         }
+    }
+
+    /** "C x L x T rows of W words": the pool the pattern covers, for messages. */
+    private String shape() {
+        return components + " x " + layers + " x " + tokens + " rows of " + words + " words";
     }
 
     /** A 64-bit mixer (the splitmix64 finalizer), a bijection on 64-bit values. */
@@ -87,14 +83,7 @@ public final class RowPattern {
                             + ", word "
                             + word
                             + ") is outside the pattern's "
-                            + components
-                            + " x "
-                            + layers
-                            + " x "
-                            + tokens
-                            + " rows of "
-                            + words
-                            + " words");
+                            + shape());
         }
         long index = ((c * layers + layer) * tokens + token) * words + word;
         return mix(key + index * GAMMA);

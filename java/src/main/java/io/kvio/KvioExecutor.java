@@ -63,8 +63,9 @@ public final class KvioExecutor implements AutoCloseable {
 
     /**
      * Closes the native executor: on the calling thread at close(), which waits for its transfers;
-     * for a private executor that is never closed, on kvio's background thread, so that waiting for
-     * its transfers does not hold up the Cleaner thread every other kvio object is freed by.
+     * for a private executor that is never closed, on a kvio background thread of its own, so that
+     * waiting for its transfers does not hold up the Cleaner thread every other kvio object is
+     * freed by.
      */
     private static final class Closer implements Runnable {
         private final long handle;
@@ -76,10 +77,10 @@ public final class KvioExecutor implements AutoCloseable {
 
         @Override
         public void run() {
-            if (explicit) {
+            // Without a background thread (none could start), on this thread: a wait here is
+            // better than an executor never closed.
+            if (explicit || !Background.run(() -> NativeBridge.executorClose(handle))) {
                 NativeBridge.executorClose(handle);
-            } else {
-                Background.run(() -> NativeBridge.executorClose(handle));
             }
         }
     }

@@ -77,7 +77,7 @@ public class WrappedMemoryLifetimeTest {
             collect();
             assertFalse(f.transfer.isDone(), "held");
             assertNotNull(f.buffer.get(), "the buffer was collectable while a transfer wrote it");
-            assertEquals(MemoryRetainer.HELD.get(), 1L, "kvio holds it");
+            assertEquals(MemoryRetainer.held(), 1L, "kvio holds it");
             KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 0);
             f.transfer.await();
             ByteBuffer written = f.buffer.get();
@@ -90,7 +90,7 @@ public class WrappedMemoryLifetimeTest {
                 collect();
             }
             assertNull(f.buffer.get(), "the buffer was still held after kvio released it");
-            assertEquals(MemoryRetainer.HELD.get(), 0L);
+            assertEquals(MemoryRetainer.held(), 0L);
         }
     }
 }

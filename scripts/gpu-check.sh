@@ -164,8 +164,10 @@ run() {
     say "FAIL: cuda_gpu_test does not run here (exit $rc): $(tail -3 <<< "$probe")"
     exit 1
   fi
-  if ! command -v compute-sanitizer >/dev/null 2>&1; then
-    say "compute-sanitizer not found on PATH; memcheck will fail"
+  local sanitizer
+  sanitizer="$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")"
+  if [ ! -x "$sanitizer" ]; then
+    say "compute-sanitizer not found (PATH, ${CUDA_HOME:-/usr/local/cuda}/bin); memcheck will fail"
   fi
   tar -C "$scratch" -xJf "$dir/jre.txz"
   local java="$scratch/jre/bin/java"
@@ -192,11 +194,17 @@ run() {
     case "$part" in
       kernel) filter='Configs/*.*/kernel_*' ;;
       direct) filter='Configs/*.*/direct_*' ;;
-      other) filter='CudaKernel.*:CudaBackends.*:CudaDirect.*:CudaStaged.*' ;;
+      # Without the two heaviest cases (hundreds of MiB, 140,000-pair tables), which run
+      # under memcheck for minutes; they still run in their own process above.
+      other) filter='CudaKernel.*:CudaBackends.*:CudaDirect.*:CudaStaged.*-CudaStaged.TablesOverFourMiBGoFromThePlan:CudaBackends.ClosingPoolsAndTransfersEarlyIsSafe' ;;
       lifetime) filter='*' bin="$lifetime" ;;
     esac
-    KVIO_GPU_SWEEP=minimal timeout 150 compute-sanitizer --tool memcheck --leak-check full \
-      "$bin" --gtest_filter="$filter" > "$scratch/memcheck-$part.log" 2>&1 &
+    # --report-api-errors no: memcheck checks device memory accesses and leaks; a CUDA call
+    # that fails is kvio's to check (every return code is), and some fail by design (a caller's
+    # own registration found by cudaHostRegister's "already registered", cudaEventQuery's "not
+    # ready"), which the default would count as errors.
+    KVIO_GPU_SWEEP=minimal timeout 150 "$sanitizer" --tool memcheck --leak-check full \
+      --report-api-errors no "$bin" --gtest_filter="$filter" > "$scratch/memcheck-$part.log" 2>&1 &
     sanitizer_pids+=($!)
   done
   # The Java GPU tests (TestNG group gpu), one JVM.

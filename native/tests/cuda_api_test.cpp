@@ -79,6 +79,16 @@ TEST(CudaApi, CudaOnlyCallsOnACpuExecutorAreUnsupported) {
   EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
 }
 
+TEST(CudaApi, ThePerThreadDefaultStreamIsRefusedOnEveryMachine) {
+  uint64_t out = 0;
+  for (int32_t backend :
+       {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED, KVIO_BACKEND_AUTO}) {
+    EXPECT_REJECTED(kvio_executor_create_cuda(backend, 0, 0x2, 0, 0, &out),
+                    KVIO_STATUS_INVALID_ARGUMENT, "stream 0x2 is cudaStreamPerThread");
+    EXPECT_EQ(out, 0u);
+  }
+}
+
 TEST(CudaApi, WithoutCudaEveryEntrySaysWhy) {
   if (cudaPresent()) GTEST_SKIP() << "a CUDA device is present (cuda_gpu_test covers it)";
   const std::string cause = (kvio_backend_available(KVIO_BACKEND_KERNEL), kvio_last_error());

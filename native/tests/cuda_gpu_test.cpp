@@ -920,6 +920,25 @@ TEST(CudaKernel, DeviceIndicesOutOfRangeAreSkippedAndReported) {
             KVIO_STATUS_INVALID_ARGUMENT);
   EXPECT_NE(std::string(kvio_last_error()).find("not memory of CUDA device"), std::string::npos)
       << kvio_last_error();
+  // Misaligned device arrays (an int32 buffer cast, say) are refused: the kernel's int64 reads
+  // would fault and end the context. The context still works after: the destination unchanged.
+  const kvio_transfer_desc misaligned{
+      src.handle(),
+      dst.handle(),
+      reinterpret_cast<const int64_t*>(reinterpret_cast<const char*>(deviceIndices) + 4),
+      deviceIndices + s.size(),
+      2,
+      0,
+      0,
+      2};
+  EXPECT_EQ(kvio_submit_device_indices(executor.handle(), &misaligned, &transfer),
+            KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvio_last_error()).find("src_indices at"), std::string::npos)
+      << kvio_last_error();
+  EXPECT_NE(std::string(kvio_last_error()).find("not 8-byte aligned"), std::string::npos)
+      << kvio_last_error();
+  Image after;
+  EXPECT_TRUE(dst.read(&after) && sameImage(expected, after, "destination after the refusals"));
   CUDA_OK(cudaFree(deviceIndices));
 }
 

@@ -7,11 +7,22 @@
 
 using namespace kvio;
 
+namespace {
+// cudaStreamPerThread, as the CUDA headers define it (this file is compiled without them).
+constexpr uint64_t kCudaStreamPerThread = 0x2;
+}  // namespace
+
 extern "C" {
 
 kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64_t stream,
                                       int32_t cta_budget, int32_t warps_per_cta,
                                       uint64_t* executor_out) {
+  if (stream == kCudaStreamPerThread) {  // on every machine: it is the argument that is wrong
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "stream 0x2 is cudaStreamPerThread, which names a different stream on each "
+                "thread; an executor orders its transfers on one stream: pass a stream you "
+                "created, cudaStreamLegacy (0x1), or KVIO_CUDA_OWN_STREAM (0) for kvio's own");
+  }
   return openExecutor(io_backend, executor_out, [&](std::unique_ptr<Executor>* executor) {
     const BackendOps* ops = backendOps(io_backend);
     if (ops->createCuda == nullptr) {

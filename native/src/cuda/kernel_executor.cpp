@@ -81,6 +81,15 @@ class KernelExecutor final : public CudaExecutor {
   // not memory of this device (or managed memory).
   kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst) const override {
     const int64_t* arrays[2] = {src, dst};
+    // The kernel reads them as int64 words: a misaligned array would be a misaligned-address
+    // fault, which ends the CUDA context of the whole process.
+    for (int i = 0; i < 2; ++i) {
+      if (reinterpret_cast<uintptr_t>(arrays[i]) % alignof(int64_t) != 0) {
+        return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                    "%s at %p is not 8-byte aligned; device-resident indices are int64 arrays",
+                    i == 0 ? "src_indices" : "dst_indices", static_cast<const void*>(arrays[i]));
+      }
+    }
     DeviceScope scope(device_);  // on the submitting thread, before submit's own scope
     for (int i = 0; i < 2; ++i) {
       const char* name = i == 0 ? "src_indices" : "dst_indices";

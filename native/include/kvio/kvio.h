@@ -191,7 +191,8 @@ KVIO_API kvio_status kvio_pool_get_spec(uint64_t pool, kvio_pool_spec* spec_out)
  *    kvio_pool_close returns, so the caller may free or reuse wrapped memory right after.
  *  - Transfers still running: it happens when the last of them completes (kvio releases the
  *    memory in whichever call first sees that transfer complete). Until then the memory must
- *    stay valid and untouched; kvio_pool_close_wait tells when it may be freed. */
+ *    stay valid and untouched; kvio_pool_close_wait tells when it may be freed.
+ * It does not fail for lack of memory (CLOSED and INVALID_ARGUMENT for a bad handle only). */
 KVIO_API kvio_status kvio_pool_close(uint64_t pool);
 /* Closes the handle if it is still open (as kvio_pool_close), then waits until kvio no longer
  * uses the pool's memory: every transfer submitted with the pool has completed, the memory kvio

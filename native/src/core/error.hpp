@@ -17,8 +17,10 @@ const std::string& lastError();
 /// The status of the failure lastError() describes (fail() sets both); OK before any.
 kvio_status lastStatus();
 
-/// printf-style message; returns status.
-kvio_status fail(kvio_status status, const char* format, ...) __attribute__((format(printf, 2, 3)));
+/// printf-style message; returns status. Never throws: without memory for the message it keeps
+/// what fits in the thread's stored one (so guarded()'s out-of-memory handler can call it).
+kvio_status fail(kvio_status status, const char* format, ...) noexcept
+    __attribute__((format(printf, 2, 3)));
 
 /// a + b clamped to the int64 range: for messages that echo absurd caller values.
 inline int64_t saturatingAdd(int64_t a, int64_t b) {

@@ -49,7 +49,7 @@ std::vector<kvio_copy2d> takePlanStorage() {
   return plan;
 }
 
-void returnPlanStorage(std::vector<kvio_copy2d>&& plan) {
+void returnPlanStorage(std::vector<kvio_copy2d>&& plan) noexcept {
   const size_t bytes = plan.capacity() * sizeof(kvio_copy2d);
   if (bytes == 0) return;
   plan.clear();
@@ -57,11 +57,16 @@ void returnPlanStorage(std::vector<kvio_copy2d>&& plan) {
     threadPlan.swap(plan);
     return;
   }
-  PlanStorage& s = planStorage();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (s.free.size() < kPlanStorageVectors && s.bytes + bytes <= kPlanStorageBytes) {
-    s.bytes += bytes;
-    s.free.push_back(std::move(plan));
+  // ~Job calls this: an exception here (no memory for the free list's first allocation) would
+  // end the process. The storage is then simply freed.
+  try {
+    PlanStorage& s = planStorage();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.free.size() < kPlanStorageVectors && s.bytes + bytes <= kPlanStorageBytes) {
+      s.free.push_back(std::move(plan));
+      s.bytes += bytes;
+    }
+  } catch (...) {
   }
 }
 

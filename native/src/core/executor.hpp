@@ -169,7 +169,7 @@ struct MemoryPlace {
 /// vector per transfer pays for its pages again each time. A few vectors (at most 32 MiB in all)
 /// are kept; takePlanStorage() hands one out (empty, with its capacity) or a new one.
 std::vector<kvio_copy2d> takePlanStorage();
-void returnPlanStorage(std::vector<kvio_copy2d>&& plan);
+void returnPlanStorage(std::vector<kvio_copy2d>&& plan) noexcept;
 
 /// Work an executor prepared for itself beyond a plan or a layout job (the staged backend's
 /// chunks), carried from Executor::prepare to its submit; the core never looks inside.

@@ -150,7 +150,14 @@ class Registry {
     *out = std::move(slot->object);
     slot->object = nullptr;
     --live_;
-    if (slot->generation < kSlotMask) free_.push_back(static_cast<uint32_t>(handle & kSlotMask));
+    // A close never fails for memory: without room on the free list the slot is not reused
+    // (its generation still reads the handle as closed).
+    if (slot->generation < kSlotMask) {
+      try {
+        free_.push_back(static_cast<uint32_t>(handle & kSlotMask));
+      } catch (const std::bad_alloc&) {
+      }
+    }
     return KVIO_STATUS_OK;
   }
 

@@ -22,6 +22,14 @@ void addPiece(std::vector<uint64_t>* pieces, uint64_t regionStart, uint64_t at) 
   if (pieces->empty() || piece > pieces->back()) pieces->push_back(piece);
 }
 
+// Makes room for one more entry in each list first, so that the push_back after a reference
+// is counted or a registration made cannot throw (and leave it with no lease to give it back).
+void reserveOneMore(std::vector<uint64_t>* taken, std::vector<uint64_t>* pieces) {
+  for (std::vector<uint64_t>* list : {taken, pieces}) {
+    if (list->size() == list->capacity()) list->reserve(std::max<size_t>(4, 2 * list->size()));
+  }
+}
+
 }  // namespace
 
 // Holds one reference per entry start taken; gives them back when the last pool lets go.
@@ -114,6 +122,7 @@ kvio_status HostRegistry::adoptRegion(State& state, size_t index, const MemoryRe
     if (next != state.entries.begin()) {
       auto holder = std::prev(next);
       if (holder->first + holder->second.bytes > at) {  // kvio's own: share it
+        reserveOneMore(taken, pieces);  // so that nothing throws once the reference is counted
         ++holder->second.references;
         taken->push_back(holder->first);
         addPiece(pieces, region.address, holder->first);
@@ -126,12 +135,18 @@ kvio_status HostRegistry::adoptRegion(State& state, size_t index, const MemoryRe
       uint64_t chunkEnd = gapEnd;
       if (rt.chunkBytes != 0) chunkEnd = std::min(gapEnd, (at / rt.chunkBytes + 1) * rt.chunkBytes);
       bool already = false;
+      reserveOneMore(taken, pieces);
       const kvio_status status = rt.registerRange(rt.context, at, chunkEnd - at, &already);
       if (already) {
         KVIO_RETURN_IF_ERROR(adoptForeign(state, index, region, at, chunkEnd, pieces));
       } else {
         KVIO_RETURN_IF_ERROR(status);
-        state.entries[at] = Entry{chunkEnd - at, 1};
+        try {
+          state.entries.emplace(at, Entry{chunkEnd - at, 1});
+        } catch (...) {  // no memory for the entry: the registration would have no owner
+          rt.unregisterRange(rt.context, at);
+          throw;
+        }
         liveHostRegistrations.fetch_add(1, std::memory_order_relaxed);
         taken->push_back(at);
         addPiece(pieces, region.address, at);

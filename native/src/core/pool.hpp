@@ -124,6 +124,11 @@ struct PoolImpl {
   kvio_status bindMemory(int32_t kind, int32_t deviceOrdinal, std::shared_ptr<void> owner);
 };
 
+/// Lists the handle of a pool just opened with the closing pools (pool_close.cpp), so that
+/// closing it later needs no memory: kvio_pool_close never fails for memory. Throws
+/// std::bad_alloc (the caller then closes the pool it opened and fails).
+void listForClose(uint64_t handle);
+
 }  // namespace kvio
 
 #endif  // KVIO_CORE_POOL_HPP_

@@ -37,7 +37,17 @@ kvio_status openPool(const kvio_pool_spec& spec, const LayoutStrides& strides, P
   KVIO_RETURN_IF_ERROR(pools().checkRoom());  // before registering the caller's memory
   KVIO_RETURN_IF_ERROR(pool->bindMemory(memory.kind, memory.device, std::move(memory.owner)));
   // Refused (no pool handle left): the pool goes with its memory, as after a failed bind.
-  return pools().add(std::move(pool), out);
+  uint64_t handle = 0;
+  KVIO_RETURN_IF_ERROR(pools().add(std::move(pool), &handle));
+  try {
+    listForClose(handle);
+  } catch (const std::bad_alloc&) {
+    std::shared_ptr<PoolImpl> opened;
+    pools().remove(handle, "pool", &opened);
+    throw;  // guarded(): OUT_OF_MEMORY, and the pool goes with its memory
+  }
+  *out = handle;
+  return KVIO_STATUS_OK;
 }
 
 // Layer starts of a pool whose components are separate buffers at `componentBases`.

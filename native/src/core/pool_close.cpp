@@ -5,6 +5,7 @@
 #include <chrono>
 #include <iterator>
 #include <mutex>
+#include <new>
 #include <unordered_map>
 
 #include "guard.hpp"
@@ -15,9 +16,15 @@ namespace {
 
 // Closed pools whose memory may still be in use, until kvio_pool_close_wait reports it released
 // or the close finds it released (entries whose memory was released are also pruned as the
-// table grows).
+// table grows). Open pools are listed too, with no usage yet (listForClose, when the pool is
+// opened), so that a close only fills in its entry: it never needs memory.
 class ClosingPools {
  public:
+  void list(uint64_t handle) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pools_.try_emplace(handle);
+  }
+
   // Takes pool `handle` out of the registry and lists its usage, in one step under this table's
   // lock: a kvio_pool_close_wait that finds the handle closed then finds the usage here (find
   // takes the lock), never a gap in which it would answer "released" for a pool still in use.
@@ -25,12 +32,14 @@ class ClosingPools {
     std::lock_guard<std::mutex> lock(mutex_);
     if (pools_.size() >= pruneAt_) {
       for (auto it = pools_.begin(); it != pools_.end();) {
-        it = it->second->released() ? pools_.erase(it) : std::next(it);
+        const bool released = it->second != nullptr && it->second->released();
+        it = released ? pools_.erase(it) : std::next(it);
       }
       pruneAt_ = std::max<size_t>(64, 2 * pools_.size());
     }
-    // The entry first (the one step here that can fail, for memory), the handle's removal after:
-    // a closed handle is always listed.
+    // The entry first (listed when the pool opened, so nothing here allocates then; else the one
+    // step that can fail, for memory), the handle's removal after: a closed handle is always
+    // listed.
     const auto [entry, inserted] = pools_.try_emplace(handle);
     const kvio_status removed = pools().remove(handle, "pool", pool);
     if (removed != KVIO_STATUS_OK) {
@@ -66,7 +75,11 @@ ClosingPools& closingPools() {
 // then the entry goes (a later close_wait finds none: released).
 void closePool(uint64_t handle, std::shared_ptr<PoolImpl> pool) {
   const std::shared_ptr<PoolUsage> usage = pool->usage();
-  usage->pending();
+  try {
+    usage->pending();
+  } catch (const std::bad_alloc&) {
+    // No memory to poll them now: the transfers drop their references when they complete.
+  }
   pool.reset();
   if (usage->released()) closingPools().erase(handle);
 }
@@ -111,6 +124,11 @@ kvio_status waitReleased(uint64_t handle, int64_t timeoutNs) {
 }
 
 }  // namespace
+
+void listForClose(uint64_t handle) {
+  closingPools().list(handle);
+}
+
 }  // namespace kvio
 
 using namespace kvio;

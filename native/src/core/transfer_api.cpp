@@ -3,6 +3,7 @@
 // transfer; and kvio_plan, which returns the plan a transfer would run.
 #include <algorithm>
 #include <atomic>
+#include <new>
 
 #include "entry.hpp"
 #include "launch_shape.hpp"
@@ -155,11 +156,16 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
     ex.submit(std::move(job));
   } catch (...) {
     // Not handed to the executor: the registered state would never complete (and would keep
-    // its pools' memory). Complete and unregister it; the guard reports the exception.
-    state->complete(KVIO_STATUS_OUT_OF_MEMORY, "the transfer could not be queued");
+    // its pools' memory). Unregister and complete it, the steps that need no memory first (the
+    // exception is usually bad_alloc, and this may run out again); the guard reports it.
     std::shared_ptr<TransferState> dropped;
     transfers().remove(*out, "transfer", &dropped);
     *out = callersOut;  // a failed submit leaves *transfer_out as it was
+    try {
+      state->complete(KVIO_STATUS_OUT_OF_MEMORY, "the transfer could not be queued");
+    } catch (const std::bad_alloc&) {
+      state->complete(KVIO_STATUS_OUT_OF_MEMORY);
+    }
     throw;
   }
   if (!ex.marksStart()) state->markStarted();

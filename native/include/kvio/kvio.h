@@ -218,7 +218,8 @@ KVIO_API kvio_status kvio_executor_close(uint64_t executor);
  * order (like a stream); small ones may complete before this returns. Refused before any byte
  * moves: indices out of range, duplicate destination slots, source and destination slots
  * overlapping in the same layers of one pool, and two distinct pools whose memory regions
- * overlap (aliasing views of one buffer), whatever the indices. The index arrays must not
+ * overlap (aliasing views of one buffer; host memory of every kind, pageable or pinned by CUDA
+ * or ACL for any device, is one address space), whatever the indices. The index arrays must not
  * change while this runs: kvio checks them, then reads them again to plan (or, for 'kernel', to
  * upload them), so indices another thread rewrites meanwhile are not checked. */
 KVIO_API kvio_status kvio_submit(uint64_t executor, const kvio_transfer_desc* desc,

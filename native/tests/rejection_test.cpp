@@ -5,6 +5,8 @@
 // acceptance of every valid cpu configuration) and executor creation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <deque>
 #include <initializer_list>
 #include <random>
@@ -435,6 +437,77 @@ TEST(PoolRejection, WrapLayerTableWrongEntryCount) {
   table[4] = 0;
   EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 6, 128, &pool),
                   KVIO_STATUS_INVALID_ARGUMENT, "layer buffer address is 0");
+}
+
+std::string hex(const void* p) {
+  char text[32];
+  std::snprintf(text, sizeof text, "0x%llx",
+                static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(p)));
+  return text;
+}
+
+// A pool's buffers are distinct memory: a layer table or component list whose buffers overlap
+// (the same buffer twice, one starting inside another, in either order) is refused, naming both
+// entries, before any pool exists; buffers back to back are accepted. Otherwise a transfer
+// between two layers of the pool read bytes it had written (the slot check sees distinct layers).
+TEST(PoolRejection, WrapBuffersThatOverlapEachOther) {
+  const kvio_pool_spec spec = smallSpec(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST);
+  std::vector<uint8_t> memory(6 * 128, kCanary);
+  std::vector<uint64_t> table = layerTable(memory);
+  uint64_t pool = 0;
+  table[3] = table[2] + 4;
+  EXPECT_REJECTED(
+      kvio_pool_wrap_layer_table(&spec, table.data(), 6, 128, &pool), KVIO_STATUS_INVALID_ARGUMENT,
+      "layer_addresses[3] (" + hex(memory.data() + 260) +
+          ", 128 bytes) overlaps layer_addresses[2] (" + hex(memory.data() + 256) + ", 128 bytes)",
+      "distinct memory");
+  table = layerTable(memory);
+  table[5] = table[0];
+  EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 6, 128, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "layer_addresses[5] (" + hex(memory.data()),
+                  "overlaps layer_addresses[0]");
+  table = layerTable(memory);
+  EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 6, 129, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "layer_addresses[1]",
+                  "overlaps layer_addresses[0]");
+  EXPECT_EQ(pool, 0u);
+  const uint8_t* k = memory.data();
+  const uint64_t vInsideK[2] = {reinterpret_cast<uint64_t>(k), reinterpret_cast<uint64_t>(k + 100)};
+  EXPECT_REJECTED(kvio_pool_wrap_components(&spec, vInsideK, 2, 384, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT,
+                  "component_addresses[1] (" + hex(k + 100) +
+                      ", 384 bytes) overlaps component_addresses[0] (" + hex(k) + ", 384 bytes)");
+  const uint64_t kInsideV[2] = {reinterpret_cast<uint64_t>(k + 383), reinterpret_cast<uint64_t>(k)};
+  EXPECT_REJECTED(kvio_pool_wrap_components(&spec, kInsideV, 2, 384, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "component_addresses[1]",
+                  "overlaps component_addresses[0]");
+  EXPECT_EQ(pool, 0u);
+  EXPECT_EQ(memory, std::vector<uint8_t>(6 * 128, kCanary));
+  // Back to back, in any order: accepted.
+  table = layerTable(memory);
+  std::reverse(table.begin(), table.end());
+  ASSERT_EQ(kvio_pool_wrap_layer_table(&spec, table.data(), 6, 128, &pool), KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  const uint64_t adjacent[2] = {reinterpret_cast<uint64_t>(k + 384), reinterpret_cast<uint64_t>(k)};
+  ASSERT_EQ(kvio_pool_wrap_components(&spec, adjacent, 2, 384, &pool), KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+}
+
+// The same-pool transfer of the review's repro: layer 1 four bytes after layer 0, rows moved
+// from layer 0 to layer 1. The wrap is refused, so no pool exists to move with.
+TEST(PoolRejection, LayersThatShareBytesCannotBeMovedBetween) {
+  const kvio_pool_spec spec{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, 2, 1, 8, 1, 4};
+  std::vector<uint8_t> memory(64, kCanary);
+  const uint64_t base = reinterpret_cast<uint64_t>(memory.data());
+  const uint64_t table[2] = {base, base + 4};
+  uint64_t pool = 0;
+  EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table, 2, 32, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "layer_addresses[1]",
+                  "overlaps layer_addresses[0]");
+  EXPECT_EQ(pool, 0u);
+  EXPECT_EQ(memory, std::vector<uint8_t>(64, kCanary));
 }
 
 TEST(PoolRejection, AllocateBadSpec) {

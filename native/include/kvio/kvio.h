@@ -167,13 +167,18 @@ KVIO_API kvio_status kvio_pool_allocate(const kvio_pool_spec* spec, uint64_t* po
 KVIO_API kvio_status kvio_pool_wrap(const kvio_pool_spec* spec, uint64_t address,
                                     uint64_t size_bytes, uint64_t* pool_out);
 /* Wraps caller-owned memory, one buffer per component (e.g. separate K and V tensors, or the
- * Ascend 5-D per-component buffers), each of at least component_bytes. */
+ * Ascend 5-D per-component buffers), each of at least component_bytes. The buffers
+ * [component_addresses[c], +bytes_each) must not overlap each other (INVALID_ARGUMENT naming
+ * both entries): a pool's buffers are distinct memory. */
 KVIO_API kvio_status kvio_pool_wrap_components(const kvio_pool_spec* spec,
                                                const uint64_t* component_addresses,
                                                int32_t num_components, uint64_t bytes_each,
                                                uint64_t* pool_out);
 /* Wraps caller-owned per-layer buffers (layer_first only): table[c * num_layers + l] is the
- * base of component c, layer l, each at least num_pages * page_size * row bytes long. */
+ * base of component c, layer l, each at least num_pages * page_size * row bytes long. The
+ * buffers [layer_addresses[i], +bytes_each) must not overlap each other (INVALID_ARGUMENT naming
+ * both entries): a pool's buffers are distinct memory, which the check that a transfer within one
+ * pool does not read what it writes relies on. */
 KVIO_API kvio_status kvio_pool_wrap_layer_table(const kvio_pool_spec* spec,
                                                 const uint64_t* layer_addresses,
                                                 int64_t num_entries, uint64_t bytes_each,

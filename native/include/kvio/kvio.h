@@ -413,13 +413,15 @@ KVIO_API kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t devic
  * kvio_executor_create(KVIO_BACKEND_AUTO, ...) is device 0, own stream;
  * kvio_executor_create_cuda(KVIO_BACKEND_AUTO, ...) chooses the device and stream.
  * Its crossovers start from the file named by the environment variable KVIO_AUTO_CALIBRATION
- * (read at executor creation; unreadable or malformed: the creation fails), else the defaults
+ * (a regular file of at most 1 MiB, read at executor creation; unreadable, not a regular file,
+ * larger, or malformed: the creation fails with INVALID_ARGUMENT), else the defaults
  * (H200 figures); KVIO_AUTO_CALIBRATION=measure instead times kernel against direct on the
  * device when the executor is created and takes direct_row_bytes from that (a failed sweep fails
  * the creation). This replaces them for
  * transfers submitted after the call; `text` is the calibration file format (one `key = value` a
- * line, `#` comments; keys direct_row_bytes, direct_row_bytes_overlap, staged_min_bytes; values
- * bytes with an optional K/M/G suffix, or never; keys left out keep their default).
+ * line, `#` comments, no NUL byte; keys direct_row_bytes, direct_row_bytes_overlap,
+ * staged_min_bytes; values bytes with an optional K/M/G suffix, or never; keys left out keep
+ * their default).
  * INVALID_ARGUMENT for a malformed text or an executor that is not 'auto'. */
 KVIO_API kvio_status kvio_executor_set_auto_calibration(uint64_t executor, const char* text);
 /* The auto executor's calibration in the file format (its source in a comment), valid until the

@@ -690,6 +690,29 @@ TEST(SupportRejection, BadEnumsListValidValues) {
   EXPECT_REJECTED(kvio_check_support(nullptr), KVIO_STATUS_INVALID_ARGUMENT, "query is null");
 }
 
+// The geometry checks of a support query name the query's fields (host_num_layers, not the pool
+// spec's num_layers) and never num_pages, which the query does not have.
+TEST(SupportRejection, GeometryMessagesNameTheQueryFields) {
+  kvio_support_query q = cpuQuery(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 0);
+  q.host_num_layers = 0;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,
+                  "host_num_layers must be at least 1, got 0");
+  q.host_num_layers = (int64_t{1} << 20) + 1;
+  q.device_num_layers = int64_t{1} << 22;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,
+                  "host_num_layers 1048577 is more than kvio supports", "valid: 1 to 1048576");
+  q = cpuQuery(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 0);
+  q.page_size = int64_t{1} << 40;
+  q.head_bytes = int64_t{1} << 20;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,
+                  "pool too large: one page of host_num_layers 61 x page_size 1099511627776 x "
+                  "head_num 8 x head_bytes 1048576 does not fit in 2^62 bytes");
+  EXPECT_EQ(std::string(kvio_last_error()).find("pages"), std::string::npos) << kvio_last_error();
+  q.page_size = 0;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,
+                  "page_size must be at least 1, got 0");
+}
+
 TEST(SupportRejection, CudaBackendsUnavailableWithCause) {
   for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT}) {
     kvio_support_query q =

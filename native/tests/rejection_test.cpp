@@ -4,6 +4,7 @@
 // the executor has drained). Also the name parser, the support rules (rejections and the
 // acceptance of every valid cpu configuration) and executor creation.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -598,6 +599,36 @@ TEST(NameRejection, EmptyAndNullListValidValues) {
       kvio_parse_name(7, "cpu", &value), KVIO_STATUS_INVALID_ARGUMENT,
       "table: name table 7 is not valid",
       "valid values: pool kind, layout, io backend, granularity (0 to 3 in that order)");
+}
+
+// A very long input (a file read by mistake) is quoted in part, with its length, and gets no
+// suggestion: the message stays short and the parse costs no memory in proportion to the
+// input's length times a name's (the edit distance keeps rows, not a table). 64 characters are
+// still quoted whole.
+TEST(NameRejection, LongInputIsQuotedInPartWithoutSuggestion) {
+  int32_t value = -1;
+  const std::string huge = "page_first" + std::string(1000000 - 10, 'x');
+  struct rusage before {};
+  ASSERT_EQ(getrusage(RUSAGE_SELF, &before), 0);
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_LAYOUT, huge.c_str(), &value),
+                  KVIO_STATUS_INVALID_ARGUMENT,
+                  "unknown layout '" + huge.substr(0, 64) + "...' (1000000 characters)",
+                  "valid values: layer_first, page_first, page_first_direct, page_head");
+  struct rusage after {};
+  ASSERT_EQ(getrusage(RUSAGE_SELF, &after), 0);
+  EXPECT_LT(std::string(kvio_last_error()).size(), 200u) << kvio_last_error();
+  EXPECT_EQ(std::string(kvio_last_error()).find("did you mean"), std::string::npos);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 32 * 1024) << "KiB more peak memory";
+  EXPECT_EQ(value, -1);
+  const std::string long64 = "page_first" + std::string(54, 'x');
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_LAYOUT, long64.c_str(), &value),
+                  KVIO_STATUS_INVALID_ARGUMENT, "unknown layout '" + long64 + "'; valid values");
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_LAYOUT, (long64 + "x").c_str(), &value),
+                  KVIO_STATUS_INVALID_ARGUMENT,
+                  "unknown layout '" + long64 + "...' (65 characters); valid values");
+  // Transpositions still count one (the rows kept reach back two).
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_LAYOUT, "paeg_first", &value),
+                  KVIO_STATUS_INVALID_ARGUMENT, "did you mean 'page_first'");
 }
 
 TEST(NameRejection, CppParseThrows) {

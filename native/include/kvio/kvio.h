@@ -146,7 +146,8 @@ KVIO_API const char* kvio_status_name(kvio_status status);
 /* The string users type for value `value` of name table `table`, or NULL. */
 KVIO_API const char* kvio_name(int32_t table, int32_t value);
 /* Parses a user string (exact, case-sensitive, as the reference's flags). On failure the error
- * lists the valid values and the nearest match, if one is close. */
+ * lists the valid values and the nearest match, if one is close; an input longer than 64
+ * characters is quoted by its first 64 and its length, with no suggestion. */
 KVIO_API kvio_status kvio_parse_name(int32_t table, const char* text, int32_t* value_out);
 
 /* ---- support rules and backends ---- */

@@ -49,9 +49,9 @@ class TransferRejection : public UnchangedPoolsTest {
     if (s != KVIO_STATUS_OK) {
       EXPECT_EQ(std::string(kvio_last_error()), message);
     }
-    // So does the check that submits nothing, but for the empty transfer it allows
-    // (EmptyTransferCheckedWithoutIndices).
-    if (d.num_indices != 0) {
+    // So does the check that submits nothing, but for the empty transfer it allows and the
+    // negative counts it calls out of its own range (EmptyTransferCheckedWithoutIndices).
+    if (d.num_indices > 0) {
       const kvio_status c = kvio_check_transfer(executor_, &d, 0);
       EXPECT_EQ(c, s) << "kvio_check_transfer and kvio_submit disagree";
       if (s != KVIO_STATUS_OK) {
@@ -110,6 +110,8 @@ TEST_F(TransferRejection, EmptyIndexList) {
   d.num_indices = -5;
   EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT,
                   "num_indices must be at least 1, got -5");
+  EXPECT_REJECTED(kvio_check_transfer(executor_, &d, 0), KVIO_STATUS_INVALID_ARGUMENT,
+                  "num_indices must be at least 0, got -5");
 }
 
 // kvio_check_transfer of a transfer with no pairs (what the Java API's empty index lists are
@@ -129,9 +131,11 @@ TEST_F(TransferRejection, EmptyTransferCheckedWithoutIndices) {
   EXPECT_REJECTED(kvio_check_transfer(executor_, &bad, 0), KVIO_STATUS_OUT_OF_RANGE,
                   "dst layer range [0, 3) is outside");
   bad = d;
-  bad.num_indices = -1;
+  bad.num_indices = -1;  // 0 is valid here: the message gives this entry point's range
   EXPECT_REJECTED(kvio_check_transfer(executor_, &bad, 0), KVIO_STATUS_INVALID_ARGUMENT,
-                  "num_indices must be at least 1, got -1");
+                  "num_indices must be at least 0, got -1",
+                  "0 checks every argument but the index arrays");
+  EXPECT_EQ(std::string(kvio_last_error()).find("at least 1"), std::string::npos);
   EXPECT_REJECTED(kvio_check_transfer(executor_, &d, 4), KVIO_STATUS_INVALID_ARGUMENT,
                   "flags 0x4 has unknown bits");
   EXPECT_REJECTED(kvio_check_transfer(executor_, nullptr, 0), KVIO_STATUS_INVALID_ARGUMENT,
@@ -381,7 +385,7 @@ TEST(PoolRejection, WrapTooSmall) {
                   "this spec needs 768 bytes (2 components x 384)");
   EXPECT_EQ(pool, 0u);
   EXPECT_REJECTED(kvio_pool_wrap(&spec, 0, 768, &pool), KVIO_STATUS_INVALID_ARGUMENT,
-                  "address is 0");
+                  "address is 0 (null)");
   EXPECT_REJECTED(kvio_pool_wrap(&spec, UINT64_MAX - 10, 768, &pool), KVIO_STATUS_INVALID_ARGUMENT,
                   "wraps around the address space");
   EXPECT_EQ(memory, std::vector<uint8_t>(768, kCanary));
@@ -403,7 +407,7 @@ TEST(PoolRejection, WrapComponentsTooSmallOrWrongCount) {
                   KVIO_STATUS_INVALID_ARGUMENT, "num_components is 2 but a mla pool has 1");
   const uint64_t withNull[2] = {addresses[0], 0};
   EXPECT_REJECTED(kvio_pool_wrap_components(&spec, withNull, 2, 384, &pool),
-                  KVIO_STATUS_INVALID_ARGUMENT, "component address is 0");
+                  KVIO_STATUS_INVALID_ARGUMENT, "component_addresses[1] is 0 (null)");
 }
 
 // The addresses of the 128-byte layer buffers that `memory` holds, one after the other.
@@ -437,7 +441,7 @@ TEST(PoolRejection, WrapLayerTableWrongEntryCount) {
                   "each layer buffer needs 128 bytes");
   table[4] = 0;
   EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 6, 128, &pool),
-                  KVIO_STATUS_INVALID_ARGUMENT, "layer buffer address is 0");
+                  KVIO_STATUS_INVALID_ARGUMENT, "layer_addresses[4] is 0 (null)");
 }
 
 std::string hex(const void* p) {

@@ -254,8 +254,9 @@ KVIO_API kvio_status kvio_submit_args_flags(uint64_t executor, uint64_t src_pool
  * to plan it in, or no transfer handle left (2^24 open). num_indices may be 0, which kvio_submit
  * refuses: the index arrays are then not read, and every check that needs no index runs (the
  * handles, the flags, the executor and the pools' kinds of memory, the pools' kinds and row
- * geometry, the layer ranges, pools that share memory). The Java API checks its empty transfers
- * with it. */
+ * geometry, the layer ranges, pools that share memory). A negative num_indices is
+ * INVALID_ARGUMENT with this entry point's range ("at least 0"; kvio_submit's says "at least 1").
+ * The Java API checks its empty transfers with it. */
 KVIO_API kvio_status kvio_check_transfer(uint64_t executor, const kvio_transfer_desc* desc,
                                          uint32_t flags);
 KVIO_API kvio_status kvio_check_transfer_args(uint64_t executor, uint64_t src_pool,

@@ -81,9 +81,11 @@ kvio_status checkBytesEach(uint64_t bytesEach, int64_t needed, const char* what)
   return KVIO_STATUS_OK;
 }
 
-// Adds the caller's buffer `what` at [address, +bytes) to the memory's regions, once checked.
-kvio_status addRegion(const char* what, uint64_t address, uint64_t bytes, PoolMemory* memory) {
-  KVIO_RETURN_IF_ERROR(checkAddress(what, address, bytes));
+// Adds the caller's buffer at [address, +bytes) to the memory's regions, once checked; the
+// argument is `name`, or `name`[index] for index >= 0.
+kvio_status addRegion(const char* name, int64_t index, uint64_t address, uint64_t bytes,
+                      PoolMemory* memory) {
+  KVIO_RETURN_IF_ERROR(checkAddress(name, index, address, bytes));
   memory->regions.push_back({address, bytes});
   return KVIO_STATUS_OK;
 }
@@ -181,7 +183,7 @@ kvio_status kvio_pool_wrap_memory(const kvio_pool_spec* spec, int32_t memory_kin
                   static_cast<unsigned long long>(needed), components,
                   static_cast<long long>(strides.componentBytes));
     }
-    KVIO_RETURN_IF_ERROR(addRegion("pool", address, size_bytes, &memory));
+    KVIO_RETURN_IF_ERROR(addRegion("address", -1, address, size_bytes, &memory));
     uint64_t bases[AffineLayout::kMaxComponents];
     for (int32_t c = 0; c < components; ++c) bases[c] = address + c * strides.componentBytes;
     memory.layerBase = componentLayers(*spec, strides, bases);
@@ -213,7 +215,7 @@ kvio_status kvio_pool_wrap_components_memory(const kvio_pool_spec* spec, int32_t
     }
     KVIO_RETURN_IF_ERROR(checkBytesEach(bytes_each, strides.componentBytes, "component"));
     for (int32_t c = 0; c < components; ++c) {
-      KVIO_RETURN_IF_ERROR(addRegion("component", addresses[c], bytes_each, &memory));
+      KVIO_RETURN_IF_ERROR(addRegion("component_addresses", c, addresses[c], bytes_each, &memory));
     }
     KVIO_RETURN_IF_ERROR(checkDistinctBuffers("component_addresses", memory.regions));
     memory.layerBase = componentLayers(*spec, strides, addresses);
@@ -254,7 +256,7 @@ kvio_status kvio_pool_wrap_layer_table_memory(const kvio_pool_spec* spec, int32_
     KVIO_RETURN_IF_ERROR(checkBytesEach(bytes_each, strides.strideL, "layer buffer"));
     memory.layerBase.assign(table, table + num_entries);
     for (int64_t i = 0; i < num_entries; ++i) {
-      KVIO_RETURN_IF_ERROR(addRegion("layer buffer", table[i], bytes_each, &memory));
+      KVIO_RETURN_IF_ERROR(addRegion("layer_addresses", i, table[i], bytes_each, &memory));
     }
     KVIO_RETURN_IF_ERROR(checkDistinctBuffers("layer_addresses", memory.regions));
     return openPool(*spec, strides, std::move(memory), pool_out);

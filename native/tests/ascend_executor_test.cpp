@@ -17,6 +17,7 @@
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
 #include "oracle.hpp"
+#include "rejection_assertions.hpp"
 
 namespace kvio_test {
 namespace {
@@ -494,6 +495,54 @@ TEST_F(AscendExecutorTest, MemoryRulesRejectBeforeMoving) {
     }
     EXPECT_TRUE(sameImage(before, device.pool.capture(), "device"));
     EXPECT_TRUE(sameImage(pinnedBefore, pinned.capture(), "pinned"));
+  }
+}
+
+// Host memory is one address space whatever pinned it: a pageable pool and an ACL-pinned pool
+// over overlapping bytes, and ACL-pinned pools of two devices over the same bytes, share memory.
+// The cpu backend moves every host kind, so a transfer between them is refused (submit and
+// check alike) before any byte moves; the pools back to back with the pageable one are accepted.
+TEST_F(AscendExecutorTest, HostPoolsOfEveryHostKindOverTheSameBytesShareMemory) {
+  acl().setDeviceCount(2);
+  const Geometry g{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 2, 4, 1, 4};
+  const kvio_pool_spec spec = g.spec().toC();
+  const uint64_t n = static_cast<uint64_t>(g.regionBytes());  // 32 bytes
+  std::vector<uint8_t> buffer(static_cast<size_t>(3 * n));
+  std::mt19937_64 rng(43);
+  fillRandom(buffer.data(), buffer.size(), rng);
+  const std::vector<uint8_t> before = buffer;
+  const uint64_t base = reinterpret_cast<uint64_t>(buffer.data());
+  uint64_t pageable = 0, pinned0 = 0, pinned1 = 0, adjacent = 0;
+  ASSERT_EQ(kvio_pool_wrap(&spec, base, n, &pageable), KVIO_STATUS_OK) << kvio_last_error();
+  ASSERT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0, base + 4, n, &pinned0),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  ASSERT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 1, base + 8, n, &pinned1),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  ASSERT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 1, base + n, n, &adjacent),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  uint64_t cpu = 0;
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 1, &cpu), KVIO_STATUS_OK);
+  const std::vector<int64_t> idx = range(0, g.S());
+  const uint64_t pairs[][2] = {
+      {pageable, pinned0}, {pinned0, pageable}, {pinned0, pinned1}, {pinned1, pinned0}};
+  for (const auto& pair : pairs) {
+    const kvio_transfer_desc d{pair[0], pair[1], idx.data(), idx.data(), g.S(), 0, 0, 1};
+    uint64_t transfer = 0;
+    EXPECT_REJECTED(kvio_submit(cpu, &d, &transfer), KVIO_STATUS_INVALID_ARGUMENT,
+                    "the source and destination pools share memory");
+    EXPECT_EQ(transfer, 0u);
+    EXPECT_REJECTED(kvio_check_transfer(cpu, &d, 0), KVIO_STATUS_INVALID_ARGUMENT,
+                    "the source and destination pools share memory");
+  }
+  EXPECT_EQ(buffer, before);
+  const kvio_transfer_desc apart{pageable, adjacent, idx.data(), idx.data(), g.S(), 0, 0, 1};
+  EXPECT_EQ(kvio_check_transfer(cpu, &apart, 0), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(kvio_executor_close(cpu), KVIO_STATUS_OK);
+  for (uint64_t pool : {pageable, pinned0, pinned1, adjacent}) {
+    EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
   }
 }
 

@@ -2,15 +2,20 @@
 // boundary, the calibration format (parse, errors, round trip, the environment variable), and
 // the auto executor's memory rule (the union of its candidates'). The dispatch of real
 // transfers is in auto_dispatch_test.cpp.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -243,6 +248,112 @@ TEST(AutoCalibrationFormat, ErrorsNameTheLineAndLeaveTheOutputUnchanged) {
     EXPECT_NE(std::string(kvio_last_error()).find("auto calibration (src)"), std::string::npos);
     EXPECT_EQ(out.directRowBytes, 7u);
   }
+}
+
+// A NUL byte anywhere in the text (a value, a comment, a key) is refused with its line: the
+// value "5\0garbage" was read as 5.
+TEST(AutoCalibrationFormat, NulBytesAreRefusedWithTheirLine) {
+  using namespace std::string_literals;
+  const struct {
+    std::string text;
+    const char* expected;
+  } cases[] = {
+      {"direct_row_bytes = 1\nstaged_min_bytes = 5\0garbage\n"s,
+       "line 2: a NUL byte (byte 21 of the line)"},
+      {"# a comment\0\ndirect_row_bytes = 1\n"s, "line 1: a NUL byte (byte 12"},
+      {"\0"s, "line 1: a NUL byte (byte 1 of the line)"},
+  };
+  for (const auto& c : cases) {
+    AutoCalibration out;
+    out.stagedMinBytes = 7;
+    EXPECT_EQ(kvio::parseAutoCalibration(c.text, "src", &out), KVIO_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(kvio_last_error()).find(c.expected), std::string::npos)
+        << kvio_last_error();
+    EXPECT_NE(std::string(kvio_last_error()).find("auto calibration (src)"), std::string::npos);
+    EXPECT_EQ(out.stagedMinBytes, 7u);
+  }
+  uint64_t value = 3;
+  EXPECT_FALSE(kvio::parseBytes("5\0garbage"s, &value));
+  EXPECT_EQ(value, 3u);
+}
+
+// What KVIO_AUTO_CALIBRATION names must be a regular file of at most 1 MiB: a directory (which
+// opens on Linux and read as empty), a device (/dev/null read as empty; /dev/zero never ends),
+// a FIFO (which blocked the executor's creation until a writer came) and a larger file are
+// refused, INVALID_ARGUMENT saying what it is. A file of exactly 1 MiB is read.
+TEST(AutoCalibrationFormat, EnvironmentVariableMustNameARegularFileOfAtMostOneMiB) {
+  const std::string dir = ::testing::TempDir() + "kvio_auto_calibration_dir";
+  const std::string fifo = ::testing::TempDir() + "kvio_auto_calibration_fifo";
+  const std::string big = ::testing::TempDir() + "kvio_auto_calibration_big.txt";
+  ::rmdir(dir.c_str());
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // Without the non-blocking open the FIFO case waits for a writer: this one comes after 10 s,
+  // so that case fails rather than hangs.
+  std::mutex mutex;
+  std::condition_variable doneChanged;
+  bool done = false;
+  std::thread writer([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (doneChanged.wait_for(lock, std::chrono::seconds(10), [&] { return done; })) return;
+    const int fd = ::open(fifo.c_str(), O_WRONLY);
+    if (fd >= 0) ::close(fd);
+  });
+  const struct {
+    std::string path;
+    const char* says;
+  } cases[] = {
+      {dir, "it is a directory, not a regular file"},
+      {fifo, "it is a FIFO, not a regular file"},
+      {"/dev/null", "it is a character device, not a regular file"},
+  };
+  AutoCalibration c;
+  for (const auto& k : cases) {
+    SCOPED_TRACE(k.path);
+    ASSERT_EQ(setenv("KVIO_AUTO_CALIBRATION", k.path.c_str(), 1), 0);
+    c.directRowBytes = 7;
+    EXPECT_EQ(kvio::initialAutoCalibration(&c), KVIO_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(
+        std::string(kvio_last_error())
+            .find("KVIO_AUTO_CALIBRATION names '" + k.path + "', which cannot be read: " + k.says),
+        std::string::npos)
+        << kvio_last_error();
+    EXPECT_EQ(c.directRowBytes, 7u);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    done = true;
+  }
+  doneChanged.notify_all();
+  writer.join();
+  // 1 MiB of comment lines (64 bytes each), then one byte more.
+  const std::string line = "#" + std::string(62, '.') + "\n";
+  std::string text;
+  while (text.size() < (size_t{1} << 20)) text += line;
+  ASSERT_EQ(text.size(), size_t{1} << 20);
+  for (const bool over : {false, true}) {
+    std::FILE* f = std::fopen(big.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(text.data(), 1, text.size(), f);
+    if (over) std::fputc('#', f);
+    std::fclose(f);
+    ASSERT_EQ(setenv("KVIO_AUTO_CALIBRATION", big.c_str(), 1), 0);
+    if (over) {
+      EXPECT_EQ(kvio::initialAutoCalibration(&c), KVIO_STATUS_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(kvio_last_error())
+                    .find("it is 1048577 bytes, more than a calibration file may hold (1 MiB)"),
+                std::string::npos)
+          << kvio_last_error();
+    } else {
+      EXPECT_EQ(kvio::initialAutoCalibration(&c), KVIO_STATUS_OK) << kvio_last_error();
+      EXPECT_EQ(c.source, "file " + big);
+    }
+  }
+  ASSERT_EQ(unsetenv("KVIO_AUTO_CALIBRATION"), 0);
+  std::remove(big.c_str());
+  std::remove(fifo.c_str());
+  ::rmdir(dir.c_str());
 }
 
 TEST(AutoCalibrationFormat, EnvironmentVariableNamesTheFile) {

@@ -4,7 +4,10 @@
 // the executor has drained). Also the name parser, the support rules (rejections and the
 // acceptance of every valid cpu configuration) and executor creation.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <deque>
 #include <initializer_list>
 #include <random>
@@ -46,9 +49,9 @@ class TransferRejection : public UnchangedPoolsTest {
     if (s != KVIO_STATUS_OK) {
       EXPECT_EQ(std::string(kvio_last_error()), message);
     }
-    // So does the check that submits nothing, but for the empty transfer it allows
-    // (EmptyTransferCheckedWithoutIndices).
-    if (d.num_indices != 0) {
+    // So does the check that submits nothing, but for the empty transfer it allows and the
+    // negative counts it calls out of its own range (EmptyTransferCheckedWithoutIndices).
+    if (d.num_indices > 0) {
       const kvio_status c = kvio_check_transfer(executor_, &d, 0);
       EXPECT_EQ(c, s) << "kvio_check_transfer and kvio_submit disagree";
       if (s != KVIO_STATUS_OK) {
@@ -107,6 +110,8 @@ TEST_F(TransferRejection, EmptyIndexList) {
   d.num_indices = -5;
   EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT,
                   "num_indices must be at least 1, got -5");
+  EXPECT_REJECTED(kvio_check_transfer(executor_, &d, 0), KVIO_STATUS_INVALID_ARGUMENT,
+                  "num_indices must be at least 0, got -5");
 }
 
 // kvio_check_transfer of a transfer with no pairs (what the Java API's empty index lists are
@@ -126,9 +131,11 @@ TEST_F(TransferRejection, EmptyTransferCheckedWithoutIndices) {
   EXPECT_REJECTED(kvio_check_transfer(executor_, &bad, 0), KVIO_STATUS_OUT_OF_RANGE,
                   "dst layer range [0, 3) is outside");
   bad = d;
-  bad.num_indices = -1;
+  bad.num_indices = -1;  // 0 is valid here: the message gives this entry point's range
   EXPECT_REJECTED(kvio_check_transfer(executor_, &bad, 0), KVIO_STATUS_INVALID_ARGUMENT,
-                  "num_indices must be at least 1, got -1");
+                  "num_indices must be at least 0, got -1",
+                  "0 checks every argument but the index arrays");
+  EXPECT_EQ(std::string(kvio_last_error()).find("at least 1"), std::string::npos);
   EXPECT_REJECTED(kvio_check_transfer(executor_, &d, 4), KVIO_STATUS_INVALID_ARGUMENT,
                   "flags 0x4 has unknown bits");
   EXPECT_REJECTED(kvio_check_transfer(executor_, nullptr, 0), KVIO_STATUS_INVALID_ARGUMENT,
@@ -378,7 +385,7 @@ TEST(PoolRejection, WrapTooSmall) {
                   "this spec needs 768 bytes (2 components x 384)");
   EXPECT_EQ(pool, 0u);
   EXPECT_REJECTED(kvio_pool_wrap(&spec, 0, 768, &pool), KVIO_STATUS_INVALID_ARGUMENT,
-                  "address is 0");
+                  "address is 0 (null)");
   EXPECT_REJECTED(kvio_pool_wrap(&spec, UINT64_MAX - 10, 768, &pool), KVIO_STATUS_INVALID_ARGUMENT,
                   "wraps around the address space");
   EXPECT_EQ(memory, std::vector<uint8_t>(768, kCanary));
@@ -400,7 +407,7 @@ TEST(PoolRejection, WrapComponentsTooSmallOrWrongCount) {
                   KVIO_STATUS_INVALID_ARGUMENT, "num_components is 2 but a mla pool has 1");
   const uint64_t withNull[2] = {addresses[0], 0};
   EXPECT_REJECTED(kvio_pool_wrap_components(&spec, withNull, 2, 384, &pool),
-                  KVIO_STATUS_INVALID_ARGUMENT, "component address is 0");
+                  KVIO_STATUS_INVALID_ARGUMENT, "component_addresses[1] is 0 (null)");
 }
 
 // The addresses of the 128-byte layer buffers that `memory` holds, one after the other.
@@ -434,7 +441,78 @@ TEST(PoolRejection, WrapLayerTableWrongEntryCount) {
                   "each layer buffer needs 128 bytes");
   table[4] = 0;
   EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 6, 128, &pool),
-                  KVIO_STATUS_INVALID_ARGUMENT, "layer buffer address is 0");
+                  KVIO_STATUS_INVALID_ARGUMENT, "layer_addresses[4] is 0 (null)");
+}
+
+std::string hex(const void* p) {
+  char text[32];
+  std::snprintf(text, sizeof text, "0x%llx",
+                static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(p)));
+  return text;
+}
+
+// A pool's buffers are distinct memory: a layer table or component list whose buffers overlap
+// (the same buffer twice, one starting inside another, in either order) is refused, naming both
+// entries, before any pool exists; buffers back to back are accepted. Otherwise a transfer
+// between two layers of the pool read bytes it had written (the slot check sees distinct layers).
+TEST(PoolRejection, WrapBuffersThatOverlapEachOther) {
+  const kvio_pool_spec spec = smallSpec(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST);
+  std::vector<uint8_t> memory(6 * 128, kCanary);
+  std::vector<uint64_t> table = layerTable(memory);
+  uint64_t pool = 0;
+  table[3] = table[2] + 4;
+  EXPECT_REJECTED(
+      kvio_pool_wrap_layer_table(&spec, table.data(), 6, 128, &pool), KVIO_STATUS_INVALID_ARGUMENT,
+      "layer_addresses[3] (" + hex(memory.data() + 260) +
+          ", 128 bytes) overlaps layer_addresses[2] (" + hex(memory.data() + 256) + ", 128 bytes)",
+      "distinct memory");
+  table = layerTable(memory);
+  table[5] = table[0];
+  EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 6, 128, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "layer_addresses[5] (" + hex(memory.data()),
+                  "overlaps layer_addresses[0]");
+  table = layerTable(memory);
+  EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 6, 129, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "layer_addresses[1]",
+                  "overlaps layer_addresses[0]");
+  EXPECT_EQ(pool, 0u);
+  const uint8_t* k = memory.data();
+  const uint64_t vInsideK[2] = {reinterpret_cast<uint64_t>(k), reinterpret_cast<uint64_t>(k + 100)};
+  EXPECT_REJECTED(kvio_pool_wrap_components(&spec, vInsideK, 2, 384, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT,
+                  "component_addresses[1] (" + hex(k + 100) +
+                      ", 384 bytes) overlaps component_addresses[0] (" + hex(k) + ", 384 bytes)");
+  const uint64_t kInsideV[2] = {reinterpret_cast<uint64_t>(k + 383), reinterpret_cast<uint64_t>(k)};
+  EXPECT_REJECTED(kvio_pool_wrap_components(&spec, kInsideV, 2, 384, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "component_addresses[1]",
+                  "overlaps component_addresses[0]");
+  EXPECT_EQ(pool, 0u);
+  EXPECT_EQ(memory, std::vector<uint8_t>(6 * 128, kCanary));
+  // Back to back, in any order: accepted.
+  table = layerTable(memory);
+  std::reverse(table.begin(), table.end());
+  ASSERT_EQ(kvio_pool_wrap_layer_table(&spec, table.data(), 6, 128, &pool), KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  const uint64_t adjacent[2] = {reinterpret_cast<uint64_t>(k + 384), reinterpret_cast<uint64_t>(k)};
+  ASSERT_EQ(kvio_pool_wrap_components(&spec, adjacent, 2, 384, &pool), KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+}
+
+// The same-pool transfer of the review's repro: layer 1 four bytes after layer 0, rows moved
+// from layer 0 to layer 1. The wrap is refused, so no pool exists to move with.
+TEST(PoolRejection, LayersThatShareBytesCannotBeMovedBetween) {
+  const kvio_pool_spec spec{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, 2, 1, 8, 1, 4};
+  std::vector<uint8_t> memory(64, kCanary);
+  const uint64_t base = reinterpret_cast<uint64_t>(memory.data());
+  const uint64_t table[2] = {base, base + 4};
+  uint64_t pool = 0;
+  EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table, 2, 32, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "layer_addresses[1]",
+                  "overlaps layer_addresses[0]");
+  EXPECT_EQ(pool, 0u);
+  EXPECT_EQ(memory, std::vector<uint8_t>(64, kCanary));
 }
 
 TEST(PoolRejection, AllocateBadSpec) {
@@ -527,6 +605,36 @@ TEST(NameRejection, EmptyAndNullListValidValues) {
       "valid values: pool kind, layout, io backend, granularity (0 to 3 in that order)");
 }
 
+// A very long input (a file read by mistake) is quoted in part, with its length, and gets no
+// suggestion: the message stays short and the parse costs no memory in proportion to the
+// input's length times a name's (the edit distance keeps rows, not a table). 64 characters are
+// still quoted whole.
+TEST(NameRejection, LongInputIsQuotedInPartWithoutSuggestion) {
+  int32_t value = -1;
+  const std::string huge = "page_first" + std::string(1000000 - 10, 'x');
+  struct rusage before {};
+  ASSERT_EQ(getrusage(RUSAGE_SELF, &before), 0);
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_LAYOUT, huge.c_str(), &value),
+                  KVIO_STATUS_INVALID_ARGUMENT,
+                  "unknown layout '" + huge.substr(0, 64) + "...' (1000000 characters)",
+                  "valid values: layer_first, page_first, page_first_direct, page_head");
+  struct rusage after {};
+  ASSERT_EQ(getrusage(RUSAGE_SELF, &after), 0);
+  EXPECT_LT(std::string(kvio_last_error()).size(), 200u) << kvio_last_error();
+  EXPECT_EQ(std::string(kvio_last_error()).find("did you mean"), std::string::npos);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 32 * 1024) << "KiB more peak memory";
+  EXPECT_EQ(value, -1);
+  const std::string long64 = "page_first" + std::string(54, 'x');
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_LAYOUT, long64.c_str(), &value),
+                  KVIO_STATUS_INVALID_ARGUMENT, "unknown layout '" + long64 + "'; valid values");
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_LAYOUT, (long64 + "x").c_str(), &value),
+                  KVIO_STATUS_INVALID_ARGUMENT,
+                  "unknown layout '" + long64 + "...' (65 characters); valid values");
+  // Transpositions still count one (the rows kept reach back two).
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_LAYOUT, "paeg_first", &value),
+                  KVIO_STATUS_INVALID_ARGUMENT, "did you mean 'page_first'");
+}
+
 TEST(NameRejection, CppParseThrows) {
   try {
     kvio::parseIoBackend("kernel_ascned");
@@ -615,6 +723,29 @@ TEST(SupportRejection, BadEnumsListValidValues) {
   EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,
                   "head_bytes must be at least 1");
   EXPECT_REJECTED(kvio_check_support(nullptr), KVIO_STATUS_INVALID_ARGUMENT, "query is null");
+}
+
+// The geometry checks of a support query name the query's fields (host_num_layers, not the pool
+// spec's num_layers) and never num_pages, which the query does not have.
+TEST(SupportRejection, GeometryMessagesNameTheQueryFields) {
+  kvio_support_query q = cpuQuery(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 0);
+  q.host_num_layers = 0;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,
+                  "host_num_layers must be at least 1, got 0");
+  q.host_num_layers = (int64_t{1} << 20) + 1;
+  q.device_num_layers = int64_t{1} << 22;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,
+                  "host_num_layers 1048577 is more than kvio supports", "valid: 1 to 1048576");
+  q = cpuQuery(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 0);
+  q.page_size = int64_t{1} << 40;
+  q.head_bytes = int64_t{1} << 20;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,
+                  "pool too large: one page of host_num_layers 61 x page_size 1099511627776 x "
+                  "head_num 8 x head_bytes 1048576 does not fit in 2^62 bytes");
+  EXPECT_EQ(std::string(kvio_last_error()).find("pages"), std::string::npos) << kvio_last_error();
+  q.page_size = 0;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,
+                  "page_size must be at least 1, got 0");
 }
 
 TEST(SupportRejection, CudaBackendsUnavailableWithCause) {

@@ -153,7 +153,8 @@ TEST(CatalogueSpec, LayerBufferThatWrapsTheAddressSpace) {
   const uint64_t table[2] = {reinterpret_cast<uint64_t>(memory.data()), UINT64_MAX - 16};
   uint64_t pool = 0;
   EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table, 2, 32, &pool),
-                  KVIO_STATUS_INVALID_ARGUMENT, "layer buffer", "wraps around the address space");
+                  KVIO_STATUS_INVALID_ARGUMENT, "layer_addresses[1] [0x",
+                  "wraps around the address space");
   EXPECT_EQ(pool, 0u);
   EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, nullptr, 2, 32, &pool),
                   KVIO_STATUS_INVALID_ARGUMENT, "layer_addresses is null");

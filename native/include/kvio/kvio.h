@@ -146,7 +146,8 @@ KVIO_API const char* kvio_status_name(kvio_status status);
 /* The string users type for value `value` of name table `table`, or NULL. */
 KVIO_API const char* kvio_name(int32_t table, int32_t value);
 /* Parses a user string (exact, case-sensitive, as the reference's flags). On failure the error
- * lists the valid values and the nearest match, if one is close. */
+ * lists the valid values and the nearest match, if one is close; an input longer than 64
+ * characters is quoted by its first 64 and its length, with no suggestion. */
 KVIO_API kvio_status kvio_parse_name(int32_t table, const char* text, int32_t* value_out);
 
 /* ---- support rules and backends ---- */
@@ -167,13 +168,18 @@ KVIO_API kvio_status kvio_pool_allocate(const kvio_pool_spec* spec, uint64_t* po
 KVIO_API kvio_status kvio_pool_wrap(const kvio_pool_spec* spec, uint64_t address,
                                     uint64_t size_bytes, uint64_t* pool_out);
 /* Wraps caller-owned memory, one buffer per component (e.g. separate K and V tensors, or the
- * Ascend 5-D per-component buffers), each of at least component_bytes. */
+ * Ascend 5-D per-component buffers), each of at least component_bytes. The buffers
+ * [component_addresses[c], +bytes_each) must not overlap each other (INVALID_ARGUMENT naming
+ * both entries): a pool's buffers are distinct memory. */
 KVIO_API kvio_status kvio_pool_wrap_components(const kvio_pool_spec* spec,
                                                const uint64_t* component_addresses,
                                                int32_t num_components, uint64_t bytes_each,
                                                uint64_t* pool_out);
 /* Wraps caller-owned per-layer buffers (layer_first only): table[c * num_layers + l] is the
- * base of component c, layer l, each at least num_pages * page_size * row bytes long. */
+ * base of component c, layer l, each at least num_pages * page_size * row bytes long. The
+ * buffers [layer_addresses[i], +bytes_each) must not overlap each other (INVALID_ARGUMENT naming
+ * both entries): a pool's buffers are distinct memory, which the check that a transfer within one
+ * pool does not read what it writes relies on. */
 KVIO_API kvio_status kvio_pool_wrap_layer_table(const kvio_pool_spec* spec,
                                                 const uint64_t* layer_addresses,
                                                 int64_t num_entries, uint64_t bytes_each,
@@ -219,7 +225,8 @@ KVIO_API kvio_status kvio_executor_close(uint64_t executor);
  * order (like a stream); small ones may complete before this returns. Refused before any byte
  * moves: indices out of range, duplicate destination slots, source and destination slots
  * overlapping in the same layers of one pool, and two distinct pools whose memory regions
- * overlap (aliasing views of one buffer), whatever the indices. The index arrays must not
+ * overlap (aliasing views of one buffer; host memory of every kind, pageable or pinned by CUDA
+ * or ACL for any device, is one address space), whatever the indices. The index arrays must not
  * change while this runs: kvio checks them, then reads them again to plan (or, for 'kernel', to
  * upload them), so indices another thread rewrites meanwhile are not checked. */
 KVIO_API kvio_status kvio_submit(uint64_t executor, const kvio_transfer_desc* desc,
@@ -248,8 +255,9 @@ KVIO_API kvio_status kvio_submit_args_flags(uint64_t executor, uint64_t src_pool
  * to plan it in, or no transfer handle left (2^24 open). num_indices may be 0, which kvio_submit
  * refuses: the index arrays are then not read, and every check that needs no index runs (the
  * handles, the flags, the executor and the pools' kinds of memory, the pools' kinds and row
- * geometry, the layer ranges, pools that share memory). The Java API checks its empty transfers
- * with it. */
+ * geometry, the layer ranges, pools that share memory). A negative num_indices is
+ * INVALID_ARGUMENT with this entry point's range ("at least 0"; kvio_submit's says "at least 1").
+ * The Java API checks its empty transfers with it. */
 KVIO_API kvio_status kvio_check_transfer(uint64_t executor, const kvio_transfer_desc* desc,
                                          uint32_t flags);
 KVIO_API kvio_status kvio_check_transfer_args(uint64_t executor, uint64_t src_pool,
@@ -410,13 +418,15 @@ KVIO_API kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t devic
  * kvio_executor_create(KVIO_BACKEND_AUTO, ...) is device 0, own stream;
  * kvio_executor_create_cuda(KVIO_BACKEND_AUTO, ...) chooses the device and stream.
  * Its crossovers start from the file named by the environment variable KVIO_AUTO_CALIBRATION
- * (read at executor creation; unreadable or malformed: the creation fails), else the defaults
+ * (a regular file of at most 1 MiB, read at executor creation; unreadable, not a regular file,
+ * larger, or malformed: the creation fails with INVALID_ARGUMENT), else the defaults
  * (H200 figures); KVIO_AUTO_CALIBRATION=measure instead times kernel against direct on the
  * device when the executor is created and takes direct_row_bytes from that (a failed sweep fails
  * the creation). This replaces them for
  * transfers submitted after the call; `text` is the calibration file format (one `key = value` a
- * line, `#` comments; keys direct_row_bytes, direct_row_bytes_overlap, staged_min_bytes; values
- * bytes with an optional K/M/G suffix, or never; keys left out keep their default).
+ * line, `#` comments, no NUL byte; keys direct_row_bytes, direct_row_bytes_overlap,
+ * staged_min_bytes; values bytes with an optional K/M/G suffix, or never; keys left out keep
+ * their default).
  * INVALID_ARGUMENT for a malformed text or an executor that is not 'auto'. */
 KVIO_API kvio_status kvio_executor_set_auto_calibration(uint64_t executor, const char* text);
 /* The auto executor's calibration in the file format (its source in a comment), valid until the

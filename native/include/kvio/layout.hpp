@@ -54,6 +54,20 @@ struct LayoutStrides {
 /// spec is malformed or its byte size overflows 63 bits (message in kvio_last_error()).
 kvio_status layoutStrides(const kvio_pool_spec& spec, LayoutStrides* out);
 
+/// What the messages of layoutStrides call the spec's fields: the pool spec's names by default;
+/// kvio_check_support's query names its own (host_num_layers; no num_pages, which it leaves 1).
+struct SpecFieldNames {
+  const char* kind = "spec.kind";
+  const char* layout = "spec.layout";
+  const char* numLayers = "num_layers";
+  const char* numPages = "num_pages";  // nullptr: not the caller's (1), left out of messages
+  const char* pageSize = "page_size";
+  const char* headNum = "head_num";
+  const char* headBytes = "head_bytes";
+};
+kvio_status layoutStrides(const kvio_pool_spec& spec, const SpecFieldNames& names,
+                          LayoutStrides* out);
+
 /// A layout bound to memory: strides plus the base address of every (component, layer).
 /// Evaluated on the host by the planner and on devices by copy kernels.
 struct AffineLayout {

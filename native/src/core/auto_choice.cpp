@@ -1,9 +1,14 @@
 // The 'auto' io backend's choice and its calibration (auto_choice.hpp).
 #include "auto_choice.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <fstream>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
@@ -80,6 +85,7 @@ std::string trim(const std::string& s) {
 }  // namespace
 
 bool parseBytes(const std::string& text, uint64_t* out) {
+  if (text.find('\0') != std::string::npos) return false;  // strtoull would stop there
   if (text == "never") {
     *out = kNever;
     return true;
@@ -109,6 +115,16 @@ kvio_status parseAutoCalibration(const std::string& text, const std::string& sou
   AutoCalibration result;
   result.source = source;
   bool seen[sizeof(kKeys) / sizeof(kKeys[0])] = {};
+  const size_t nul = text.find('\0');
+  if (nul != std::string::npos) {
+    const size_t lineStart = text.rfind('\n', nul);
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "auto calibration (%s), line %lld: a NUL byte (byte %zu of the line); the "
+                "calibration is text",
+                source.c_str(),
+                static_cast<long long>(1 + std::count(text.begin(), text.begin() + nul, '\n')),
+                lineStart == std::string::npos ? nul + 1 : nul - lineStart);
+  }
   std::istringstream lines(text);
   std::string line;
   for (int number = 1; std::getline(lines, line); ++number) {
@@ -156,6 +172,63 @@ std::string formatAutoCalibration(const AutoCalibration& calibration) {
   return text;
 }
 
+namespace {
+
+constexpr size_t kMaxCalibrationFileBytes = size_t{1} << 20;
+
+const char* fileTypeName(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+kvio_status unreadable(const char* path, const std::string& why) {
+  return fail(KVIO_STATUS_INVALID_ARGUMENT,
+              "KVIO_AUTO_CALIBRATION names '%s', which cannot be read: %s (unset it to use the "
+              "defaults)",
+              path, why.c_str());
+}
+
+// The calibration file's text: a regular file of at most kMaxCalibrationFileBytes. Opened
+// without blocking (a FIFO would wait for a writer) and checked on the open descriptor, so
+// the file read is the file checked.
+kvio_status readCalibrationFile(const char* path, std::string* text) {
+  const int fd = ::open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return unreadable(path, std::strerror(errno));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat status;
+  if (::fstat(fd, &status) != 0) return unreadable(path, std::strerror(errno));
+  if (!S_ISREG(status.st_mode)) {
+    return unreadable(
+        path, std::string("it is ") + fileTypeName(status.st_mode) + ", not a regular file");
+  }
+  const std::string limit = "more than a calibration file may hold (1 MiB)";
+  if (static_cast<uint64_t>(status.st_size) > kMaxCalibrationFileBytes) {
+    return unreadable(path, "it is " + std::to_string(status.st_size) + " bytes, " + limit);
+  }
+  std::string bytes(kMaxCalibrationFileBytes + 1, '\0');
+  size_t size = 0;
+  while (size < bytes.size()) {
+    const ssize_t n = ::read(fd, &bytes[size], bytes.size() - size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return unreadable(path, std::strerror(errno));
+    if (n == 0) break;
+    size += static_cast<size_t>(n);
+  }
+  if (size > kMaxCalibrationFileBytes) return unreadable(path, "it has grown to " + limit);
+  bytes.resize(size);
+  *text = std::move(bytes);
+  return KVIO_STATUS_OK;
+}
+
+}  // namespace
+
 kvio_status initialAutoCalibration(AutoCalibration* out, bool* measure) {
   const char* path = std::getenv("KVIO_AUTO_CALIBRATION");
   const bool measuring = path != nullptr && std::string(path) == "measure";
@@ -164,16 +237,9 @@ kvio_status initialAutoCalibration(AutoCalibration* out, bool* measure) {
     *out = AutoCalibration();
     return KVIO_STATUS_OK;
   }
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  if (!file) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                "KVIO_AUTO_CALIBRATION names '%s', which cannot be read (unset it to use the "
-                "defaults)",
-                path);
-  }
-  return parseAutoCalibration(text.str(), std::string("file ") + path, out);
+  std::string text;
+  KVIO_RETURN_IF_ERROR(readCalibrationFile(path, &text));
+  return parseAutoCalibration(text, std::string("file ") + path, out);
 }
 
 }  // namespace kvio

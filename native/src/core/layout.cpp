@@ -19,18 +19,23 @@ bool mulOverflows(int64_t a, int64_t b, int64_t* out) {
 }  // namespace
 
 kvio_status layoutStrides(const kvio_pool_spec& spec, LayoutStrides* out) {
-  KVIO_RETURN_IF_ERROR(checkEnumValue(Enumeration::kKind, spec.kind, "spec.kind"));
-  KVIO_RETURN_IF_ERROR(checkEnumValue(Enumeration::kLayout, spec.layout, "spec.layout"));
+  return layoutStrides(spec, SpecFieldNames(), out);
+}
+
+kvio_status layoutStrides(const kvio_pool_spec& spec, const SpecFieldNames& names,
+                          LayoutStrides* out) {
+  KVIO_RETURN_IF_ERROR(checkEnumValue(Enumeration::kKind, spec.kind, names.kind));
+  KVIO_RETURN_IF_ERROR(checkEnumValue(Enumeration::kLayout, spec.layout, names.layout));
   const struct {
     const char* name;
     int64_t value;
-  } positive[] = {{"num_layers", spec.num_layers},
-                  {"num_pages", spec.num_pages},
-                  {"page_size", spec.page_size},
-                  {"head_num", spec.head_num},
-                  {"head_bytes", spec.head_bytes}};
+  } positive[] = {{names.numLayers, spec.num_layers},
+                  {names.numPages, spec.num_pages},
+                  {names.pageSize, spec.page_size},
+                  {names.headNum, spec.head_num},
+                  {names.headBytes, spec.head_bytes}};
   for (const auto& field : positive) {
-    if (field.value < 1) {
+    if (field.name != nullptr && field.value < 1) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s must be at least 1, got %lld", field.name,
                   static_cast<long long>(field.value));
     }
@@ -40,9 +45,10 @@ kvio_status layoutStrides(const kvio_pool_spec& spec, LayoutStrides* out) {
   // then exhausts host memory in the table (found by the fuzzer, docs/reliability.md).
   if (spec.num_layers > kMaxLayers) {
     return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                "num_layers %lld is more than kvio supports (valid: 1 to %lld; a pool keeps a "
+                "%s %lld is more than kvio supports (valid: 1 to %lld; a pool keeps a "
                 "table of per-layer addresses)",
-                static_cast<long long>(spec.num_layers), static_cast<long long>(kMaxLayers));
+                names.numLayers, static_cast<long long>(spec.num_layers),
+                static_cast<long long>(kMaxLayers));
   }
   if (spec.layout == KVIO_LAYOUT_PAGE_HEAD && spec.kind != KVIO_KIND_MHA) {
     return fail(KVIO_STATUS_UNSUPPORTED,
@@ -57,6 +63,15 @@ kvio_status layoutStrides(const kvio_pool_spec& spec, LayoutStrides* out) {
       mulOverflows(tokens, row, &layerBytes) ||
       mulOverflows(layerBytes, spec.num_layers, &component) ||
       mulOverflows(component, componentCount(spec.kind), &total) || total > (int64_t{1} << 62)) {
+    if (names.numPages == nullptr) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "pool too large: one page of %s %lld x %s %lld x %s %lld x %s %lld does not "
+                  "fit in 2^62 bytes",
+                  names.numLayers, static_cast<long long>(spec.num_layers), names.pageSize,
+                  static_cast<long long>(spec.page_size), names.headNum,
+                  static_cast<long long>(spec.head_num), names.headBytes,
+                  static_cast<long long>(spec.head_bytes));
+    }
     return fail(KVIO_STATUS_INVALID_ARGUMENT,
                 "pool too large: %lld layers x %lld pages x %lld tokens x %lld heads x %lld bytes "
                 "does not fit in 2^62 bytes",

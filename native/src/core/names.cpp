@@ -128,22 +128,29 @@ std::string validNames(int32_t id) {
   return list(table(id).names, table(id).count);
 }
 
-// Optimal string alignment distance (Levenshtein plus adjacent transpositions).
+// Optimal string alignment distance (Levenshtein plus adjacent transpositions), keeping the
+// three rows the recurrence reads (the transposition reaches back two).
 size_t editDistance(const std::string& a, const std::string& b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  std::vector<size_t> before(b.size() + 1), previous(b.size() + 1), current(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) previous[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
+    current[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
       const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      current[j] = std::min({previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost});
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        current[j] = std::min(current[j], before[j - 2] + 1);
       }
     }
+    before.swap(previous);
+    previous.swap(current);
   }
-  return d[a.size()][b.size()];
+  return previous[b.size()];
 }
+
+// Longer inputs are quoted in part and get no suggestion: no name is that long, and a huge
+// input (a file read by mistake) must not cost its length squared or fill the message.
+constexpr size_t kMaxQuotedChars = 64;
 
 std::string lowerCase(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -210,13 +217,19 @@ kvio_status kvio_parse_name(int32_t table_id, const char* text, int32_t* value_o
       return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s is missing (null); valid values: %s", t.what,
                   validNames(table_id).c_str());
     }
-    const std::string given(text);
     for (size_t i = 0; i < t.count; ++i) {
-      if (given == t.names[i].name) {
+      if (std::strcmp(text, t.names[i].name) == 0) {
         *value_out = t.names[i].value;
         return KVIO_STATUS_OK;
       }
     }
+    const size_t length = std::strlen(text);
+    if (length > kMaxQuotedChars) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "unknown %s '%s...' (%zu characters); valid values: %s", t.what,
+                  std::string(text, kMaxQuotedChars).c_str(), length, validNames(table_id).c_str());
+    }
+    const std::string given(text);
     // Nearest match: case-insensitive edit distance, accepted when it is small next to the name.
     const std::string lowered = lowerCase(given);
     size_t best = 0;

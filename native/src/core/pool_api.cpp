@@ -2,6 +2,8 @@
 // wrap one buffer per component, wrap a per-layer pointer table), each checking its own
 // arguments and then describing the memory to openPool(), the one constructor. Queries and
 // kvio_pool_copy are in pool_query.cpp, closing in pool_close.cpp.
+#include <algorithm>
+#include <numeric>
 #include <vector>
 
 #include "guard.hpp"
@@ -89,10 +91,43 @@ kvio_status checkBytesEach(uint64_t bytesEach, int64_t needed, const char* what)
   return KVIO_STATUS_OK;
 }
 
-// Adds the caller's buffer `what` at [address, +bytes) to the memory's regions, once checked.
-kvio_status addRegion(const char* what, uint64_t address, uint64_t bytes, PoolMemory* memory) {
-  KVIO_RETURN_IF_ERROR(checkAddress(what, address, bytes));
+// Adds the caller's buffer at [address, +bytes) to the memory's regions, once checked; the
+// argument is `name`, or `name`[index] for index >= 0.
+kvio_status addRegion(const char* name, int64_t index, uint64_t address, uint64_t bytes,
+                      PoolMemory* memory) {
+  KVIO_RETURN_IF_ERROR(checkAddress(name, index, address, bytes));
   memory->regions.push_back({address, bytes});
+  return KVIO_STATUS_OK;
+}
+
+// INVALID_ARGUMENT when two of the caller's buffers overlap (regions[i] is `arrayName`[i]): the
+// layout model takes a pool's buffers to be distinct memory, so the slot overlap check of a
+// transfer within one pool (validate.cpp) would miss layers that share bytes. Sorted by address,
+// with the buffer reaching furthest among those before: O(n log n) for large layer tables.
+kvio_status checkDistinctBuffers(const char* arrayName, const std::vector<MemoryRegion>& regions) {
+  std::vector<size_t> order(regions.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return regions[a].address < regions[b].address ||
+           (regions[a].address == regions[b].address && a < b);
+  });
+  size_t furthest = order.empty() ? 0 : order[0];
+  for (size_t k = 1; k < order.size(); ++k) {
+    const MemoryRegion& r = regions[order[k]];
+    const MemoryRegion& f = regions[furthest];
+    if (f.address + f.bytes > r.address) {
+      const size_t later = std::max(furthest, order[k]);
+      const size_t earlier = std::min(furthest, order[k]);
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "%s[%zu] (0x%llx, %llu bytes) overlaps %s[%zu] (0x%llx, %llu bytes): the "
+                  "buffers of one pool must be distinct memory",
+                  arrayName, later, static_cast<unsigned long long>(regions[later].address),
+                  static_cast<unsigned long long>(regions[later].bytes), arrayName, earlier,
+                  static_cast<unsigned long long>(regions[earlier].address),
+                  static_cast<unsigned long long>(regions[earlier].bytes));
+    }
+    if (r.address + r.bytes > f.address + f.bytes) furthest = order[k];
+  }
   return KVIO_STATUS_OK;
 }
 
@@ -158,7 +193,7 @@ kvio_status kvio_pool_wrap_memory(const kvio_pool_spec* spec, int32_t memory_kin
                   static_cast<unsigned long long>(needed), components,
                   static_cast<long long>(strides.componentBytes));
     }
-    KVIO_RETURN_IF_ERROR(addRegion("pool", address, size_bytes, &memory));
+    KVIO_RETURN_IF_ERROR(addRegion("address", -1, address, size_bytes, &memory));
     uint64_t bases[AffineLayout::kMaxComponents];
     for (int32_t c = 0; c < components; ++c) bases[c] = address + c * strides.componentBytes;
     memory.layerBase = componentLayers(*spec, strides, bases);
@@ -190,8 +225,9 @@ kvio_status kvio_pool_wrap_components_memory(const kvio_pool_spec* spec, int32_t
     }
     KVIO_RETURN_IF_ERROR(checkBytesEach(bytes_each, strides.componentBytes, "component"));
     for (int32_t c = 0; c < components; ++c) {
-      KVIO_RETURN_IF_ERROR(addRegion("component", addresses[c], bytes_each, &memory));
+      KVIO_RETURN_IF_ERROR(addRegion("component_addresses", c, addresses[c], bytes_each, &memory));
     }
+    KVIO_RETURN_IF_ERROR(checkDistinctBuffers("component_addresses", memory.regions));
     memory.layerBase = componentLayers(*spec, strides, addresses);
     return openPool(*spec, strides, std::move(memory), pool_out);
   });
@@ -230,8 +266,9 @@ kvio_status kvio_pool_wrap_layer_table_memory(const kvio_pool_spec* spec, int32_
     KVIO_RETURN_IF_ERROR(checkBytesEach(bytes_each, strides.strideL, "layer buffer"));
     memory.layerBase.assign(table, table + num_entries);
     for (int64_t i = 0; i < num_entries; ++i) {
-      KVIO_RETURN_IF_ERROR(addRegion("layer buffer", table[i], bytes_each, &memory));
+      KVIO_RETURN_IF_ERROR(addRegion("layer_addresses", i, table[i], bytes_each, &memory));
     }
+    KVIO_RETURN_IF_ERROR(checkDistinctBuffers("layer_addresses", memory.regions));
     return openPool(*spec, strides, std::move(memory), pool_out);
   });
 }

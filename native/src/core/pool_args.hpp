@@ -3,6 +3,8 @@
 #ifndef KVIO_CORE_POOL_ARGS_HPP_
 #define KVIO_CORE_POOL_ARGS_HPP_
 
+#include <string>
+
 #include "error.hpp"
 #include "kvio/kvio.h"
 #include "kvio/layout.hpp"
@@ -16,14 +18,18 @@ inline kvio_status checkSpec(const kvio_pool_spec* spec, LayoutStrides* strides)
   return layoutStrides(*spec, strides);
 }
 
-inline kvio_status checkAddress(const char* what, uint64_t address, uint64_t bytes) {
-  if (address == 0) return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s address is 0 (null)", what);
-  if (address + bytes < address) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s [0x%llx, +%llu) wraps around the address space",
-                what, static_cast<unsigned long long>(address),
-                static_cast<unsigned long long>(bytes));
+// A caller's buffer [address, +bytes): not null, not wrapping. The argument is `name`, or
+// `name`[index] for an entry of an array (index >= 0).
+inline kvio_status checkAddress(const char* name, int64_t index, uint64_t address, uint64_t bytes) {
+  if (address != 0 && address + bytes >= address) return KVIO_STATUS_OK;
+  const std::string argument =
+      index < 0 ? std::string(name) : std::string(name) + "[" + std::to_string(index) + "]";
+  if (address == 0) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s is 0 (null)", argument.c_str());
   }
-  return KVIO_STATUS_OK;
+  return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s [0x%llx, +%llu) wraps around the address space",
+              argument.c_str(), static_cast<unsigned long long>(address),
+              static_cast<unsigned long long>(bytes));
 }
 
 inline kvio_status checkMemoryKind(int32_t kind, int32_t device) {

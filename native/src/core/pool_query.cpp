@@ -67,7 +67,7 @@ kvio_status kvio_pool_copy(uint64_t pool_handle, int64_t region, uint64_t offset
                     static_cast<unsigned long long>(r.bytes));
       }
       if (bytes == 0) return KVIO_STATUS_OK;
-      KVIO_RETURN_IF_ERROR(checkAddress("host", host_address, bytes));
+      KVIO_RETURN_IF_ERROR(checkAddress("host_address", -1, host_address, bytes));
       const uint64_t poolAddress = r.address + offset;
       const bool toHost = direction == KVIO_COPY_POOL_TO_HOST;
       if (isDeviceMemory(pool.memoryKind)) {

@@ -58,8 +58,13 @@ kvio_status kvio_check_support(const kvio_support_query* q) {
     // Geometry: the same checks a pool spec gets (sizes, overflow, layout fits the kind).
     kvio_pool_spec spec{q->kind,      q->layout,   q->host_num_layers, 1,
                         q->page_size, q->head_num, q->head_bytes};
+    SpecFieldNames names;
+    names.kind = "query.kind";
+    names.layout = "query.layout";
+    names.numLayers = "host_num_layers";
+    names.numPages = nullptr;
     LayoutStrides strides;
-    KVIO_RETURN_IF_ERROR(layoutStrides(spec, &strides));
+    KVIO_RETURN_IF_ERROR(layoutStrides(spec, names, &strides));
     if (q->device_num_layers < 1) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT, "device_num_layers must be at least 1, got %lld",
                   static_cast<long long>(q->device_num_layers));

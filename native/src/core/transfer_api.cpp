@@ -71,6 +71,12 @@ kvio_status checkTransfer(uint64_t executorHandle, const kvio_transfer_desc& des
   std::shared_ptr<ExecutorImpl> executor;
   std::shared_ptr<PoolImpl> src, dst;
   KVIO_RETURN_IF_ERROR(resolve(executorHandle, desc, flags, &executor, &src, &dst));
+  if (desc.num_indices < 0) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "num_indices must be at least 0, got %lld (0 checks every argument but the index "
+                "arrays)",
+                static_cast<long long>(desc.num_indices));
+  }
   if (desc.num_indices == 0) return validateTransferPools(*src, *dst, desc);
   PlanRequest request;
   const BoundOnExit<IndexRun> bound(&threadRuns, kRetainedIndexRunBytes);

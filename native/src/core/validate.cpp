@@ -135,14 +135,13 @@ kvio_status checkOverlap(const std::vector<Interval>& src, const std::vector<Int
 
 // Two distinct pools may wrap the same memory (two views of one buffer). The slot overlap
 // check above only knows one pool, so a transfer between aliasing pools is refused outright:
-// its reads could see bytes it has already written. Host kinds share one address space;
-// device memory is compared only within the same kind and device.
+// its reads could see bytes it has already written. Every host kind (pageable, pinned by CUDA,
+// pinned by ACL, whatever its device) is the process's one address space; device memory is
+// compared only within the same kind and device.
 bool sameAddressSpace(const PoolImpl& a, const PoolImpl& b) {
-  const auto isHost = [](int32_t kind) {
-    return kind == KVIO_MEMORY_HOST || kind == KVIO_MEMORY_HOST_PINNED;
-  };
-  if (isHost(a.memoryKind) || isHost(b.memoryKind))
-    return isHost(a.memoryKind) && isHost(b.memoryKind);
+  const bool aHost = !isDeviceMemory(a.memoryKind);
+  const bool bHost = !isDeviceMemory(b.memoryKind);
+  if (aHost || bHost) return aHost && bHost;
   return a.memoryKind == b.memoryKind && a.device == b.device;
 }
 

@@ -66,7 +66,8 @@ public final class DeviceKvPool extends KvPool {
 
     /**
      * Wraps caller-owned memory, one buffer per component (K then V for mha), each at least
-     * componentBytes.
+     * componentBytes. The buffers {@code [componentAddresses[c], +bytesEach)} must not overlap each
+     * other (KvioInvalidArgumentException naming both).
      */
     public static DeviceKvPool wrapComponents(
             PoolSpec spec, long[] componentAddresses, long bytesEach, IoBackend backend) {
@@ -88,6 +89,8 @@ public final class DeviceKvPool extends KvPool {
     /**
      * Wraps caller-owned per-layer buffers (layer_first only): {@code layerAddresses[c * numLayers
      * + l]} is the base of component c, layer l, each at least pages * pageSize * rowBytes long.
+     * The buffers {@code [layerAddresses[i], +bytesEach)} must not overlap each other
+     * (KvioInvalidArgumentException naming both).
      */
     public static DeviceKvPool wrapLayers(
             PoolSpec spec, long[] layerAddresses, long bytesEach, IoBackend backend) {

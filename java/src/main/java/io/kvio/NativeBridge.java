@@ -215,18 +215,26 @@ final class NativeBridge {
     }
 
     /**
-     * check(status), with the C parameter name {@code cName} in its message as {@code javaName}.
+     * check(status), with the C parameter names in its message as the Java ones: {@code names}
+     * holds pairs, C name then Java name.
      */
-    private static void checkNamed(int status, String cName, String javaName) {
+    private static void checkNamed(int status, String... names) {
         if (status != KvioNative.KVIO_STATUS_OK) {
             KvioException e = error(status);
             String message = e.getMessage();
-            if (message == null || !message.contains(cName)) {
+            if (message == null) {
                 throw e;
             }
-            KvioException renamed = KvioException.of(e.status(), message.replace(cName, javaName));
-            renamed.initCause(e);
-            throw renamed;
+            String renamed = message;
+            for (int i = 0; i + 1 < names.length; i += 2) {
+                renamed = renamed.replace(names[i], names[i + 1]);
+            }
+            if (renamed.equals(message)) {
+                throw e;
+            }
+            KvioException out = KvioException.of(e.status(), renamed);
+            out.initCause(e);
+            throw out;
         }
     }
 
@@ -274,7 +282,11 @@ final class NativeBridge {
                             bytesEach,
                             s.address + OUT0),
                     "bytes_each",
-                    "bytesEach");
+                    "bytesEach",
+                    "component_addresses",
+                    "componentAddresses",
+                    "layer_addresses",
+                    "layerAddresses");
             return s.buffer.getLong(OUT0);
         } finally {
             free(table);

@@ -33,6 +33,7 @@ public final class PoolSpec {
     }
 
     private static final String[][] FIELDS = {
+        {"host_num_layers", "layers"}, // kvio_check_support's query (HostKvPool.Builder)
         {"num_layers", "layers"},
         {"num_pages", "pages"},
         {"page_size", "pageSize"},

@@ -27,6 +27,18 @@ kvio_status setStagedLaunch(Executor& executor, int32_t ctaBudget,
 
 namespace {
 
+// The message `build` makes, or none when making it runs out of memory: for the failure paths
+// that run after copies were queued, where an exception would leave before the stream is
+// synchronised (and the pools go while the copies run).
+template <class Build>
+std::string messageOrNone(Build&& build) noexcept {
+  try {
+    return build();
+  } catch (const std::bad_alloc&) {
+    return {};
+  }
+}
+
 // Probed once per call: drivers can appear (or a device be hidden) between calls in tests.
 kvio_status cudaAvailable() {
   int count = 0;
@@ -219,7 +231,13 @@ void CudaExecutor::submit(std::shared_ptr<Job> job) {
       return;
     }
   }
-  auto completion = std::make_shared<EventCompletion>(events_, event, device_);
+  std::shared_ptr<EventCompletion> completion;
+  try {
+    completion = std::make_shared<EventCompletion>(events_, event, device_);
+  } catch (const std::bad_alloc&) {  // nothing queued yet: the core reports it
+    if (cudaEventDestroy(event) != cudaSuccess) cudaGetLastError();
+    throw;
+  }
   std::function<void()> release;  // set by enqueue once it holds a staging slot
   kvio_status status = KVIO_STATUS_OK;
   std::string message;
@@ -228,12 +246,16 @@ void CudaExecutor::submit(std::shared_ptr<Job> job) {
     if (status != KVIO_STATUS_OK) message = lastError();
   } catch (const std::bad_alloc& e) {  // an allocation while issuing (a copy list, a batch)
     status = KVIO_STATUS_OUT_OF_MEMORY;
-    message = std::string("the '") + name_ + "' executor ran out of host memory while issuing " +
-              "the transfer (" + e.what() + ")";
+    message = messageOrNone([&] {
+      return std::string("the '") + name_ + "' executor ran out of host memory while issuing " +
+             "the transfer (" + e.what() + ")";
+    });
   } catch (const std::exception& e) {
     status = KVIO_STATUS_INTERNAL;
-    message =
-        std::string("the '") + name_ + "' executor failed while issuing the transfer: " + e.what();
+    message = messageOrNone([&] {
+      return std::string("the '") + name_ +
+             "' executor failed while issuing the transfer: " + e.what();
+    });
   }
   if (status != KVIO_STATUS_OK) {
     // Copies queued before the failed call may still write the destination: the transfer
@@ -244,17 +266,18 @@ void CudaExecutor::submit(std::shared_ptr<Job> job) {
   error = cudaEventRecord(event, stream_);
   if (error != cudaSuccess) {
     cudaGetLastError();
-    failAfterQueuedWork(*job, statusOf(error), "cudaEventRecord failed: " + describe(error),
+    failAfterQueuedWork(*job, statusOf(error),
+                        messageOrNone([&] { return "cudaEventRecord failed: " + describe(error); }),
                         release);
     return;
   }
   try {
     inFlight_.push_back({completion, job, release});  // copies: ours still, should it throw
   } catch (const std::bad_alloc& e) {  // a deque node: the one thing that can throw here
-    failAfterQueuedWork(*job, KVIO_STATUS_OUT_OF_MEMORY,
-                        std::string("the '") + name_ +
-                            "' executor ran out of host memory tracking the transfer (" + e.what() +
-                            ")",
+    failAfterQueuedWork(*job, KVIO_STATUS_OUT_OF_MEMORY, messageOrNone([&] {
+      return std::string("the '") + name_ +
+             "' executor ran out of host memory tracking the transfer (" + e.what() + ")";
+    }),
                         release);
     return;
   }
@@ -266,7 +289,10 @@ void CudaExecutor::failAfterQueuedWork(Job& job, kvio_status status, std::string
   const cudaError_t error = cudaStreamSynchronize(stream_);
   if (error != cudaSuccess) {
     cudaGetLastError();
-    message += "; then cudaStreamSynchronize failed: " + describe(error);
+    try {
+      message += "; then cudaStreamSynchronize failed: " + describe(error);
+    } catch (const std::bad_alloc&) {  // the message as it was
+    }
   }
   job.state->complete(status, std::move(message));
   if (release) release();  // staging of the job's indices, unused once the stream is done

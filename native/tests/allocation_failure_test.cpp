@@ -72,7 +72,9 @@ bool runLife(int64_t failAt, bool persist) {
         uint64_t transfer;
       };
       std::vector<Submitted> submitted;
-      for (const auto& [layer, layers] : {std::pair<int64_t, int64_t>{1, 1}, {0, kDevice.L}}) {
+      for (const std::pair<int64_t, int64_t>& range :
+           {std::pair<int64_t, int64_t>{1, 1}, {0, kDevice.L}}) {
+        const int64_t layer = range.first, layers = range.second;  // lambdas capture these
         uint64_t transfer = 0;
         const kvio_status status = budget.run("kvio_submit_args", [&] {
           return kvio_submit_args(executor, deviceHandle, hostHandle, src.data(), dst.data(),

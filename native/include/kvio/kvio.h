@@ -280,10 +280,10 @@ KVIO_API kvio_status kvio_transfer_close(uint64_t transfer);
  *   start_ns   execution began: cpu: the first copy started (for jobs up to 8 MiB with nothing
  *              queued before them the submitting thread copies beside the workers, so on
  *              either; else on a worker, after every job queued before it); kernel, direct,
- *              kernel_ascend: the work was issued to the stream (device-side queueing behind
- *              earlier stream work counts as transfer time, not queue time);
- *   end_ns     kvio saw it complete: cpu: the last copy ended; device backends: the first
- *              query, wait or reap that found its event done (so it includes polling latency). */
+ *              staged, auto, kernel_ascend: the work was issued to the stream (device-side queueing
+ * behind earlier stream work counts as transfer time, not queue time); end_ns     kvio saw it
+ * complete: cpu: the last copy ended; device backends: the first query, wait or reap that found its
+ * event done (so it includes polling latency). */
 typedef struct kvio_transfer_info {
   int32_t io_backend; /* KVIO_BACKEND_* of the executor */
   int32_t src_layout; /* KVIO_LAYOUT_* of the pools */
@@ -334,12 +334,15 @@ KVIO_API kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copi
  *                            the caller registered itself is used as is, and never
  *                            unregistered by kvio, only when its registrations provably cover
  *                            the whole region; a partial one is INVALID_ARGUMENT.
- *                            Movable by every backend. The kernel backend reads
+ *                            Movable by cpu, kernel, direct, staged and auto (kernel_ascend
+ *                            refuses it: UNSUPPORTED). The kernel backend reads
  *                            it through the device address cudaHostGetDevicePointer gives.
  *   KVIO_MEMORY_CUDA_DEVICE  memory of CUDA device `device` (cudaMalloc, zeroed; or wrapped
- *                            caller memory, e.g. a framework's tensors). kernel/direct only.
- * Backends and memory: cpu moves host memory of either kind; kernel and direct move pinned host
- * and device memory (pageable host memory is rejected with UNSUPPORTED, never a crash). */
+ *                            caller memory, e.g. a framework's tensors). kernel, direct,
+ *                            staged and auto only.
+ * Backends and memory: cpu moves host memory of either kind; kernel, direct, staged and auto move
+ * pinned host and device memory (pageable host memory is rejected with UNSUPPORTED, never a
+ * crash). */
 enum {
 #define KVIO_DEF_MEMORY(id, value, name) KVIO_MEMORY_##id = value,
 #include "kvio_enums.def"
@@ -437,7 +440,8 @@ KVIO_API const char* kvio_executor_auto_calibration(uint64_t executor);
 /* Changes the launch shape (CTA budget, warps per CTA; <= 0: the default) of a kernel executor,
  * of an auto executor's kernel candidate, or of a staged executor's gather/scatter kernel, for
  * transfers submitted after this call; UNSUPPORTED for the backends that launch no copy kernel
- * (cpu, direct). INVALID_ARGUMENT above 65535 CTAs or 32 warps. */
+ * (cpu, direct, kernel_ascend, and auto without a GPU). INVALID_ARGUMENT above 65535 CTAs or 32
+ * warps. */
 KVIO_API kvio_status kvio_executor_set_launch(uint64_t executor, int32_t cta_budget,
                                               int32_t warps_per_cta);
 /* The stream a CUDA executor orders its work on (a cudaStream_t), e.g. to make a consumer
@@ -451,7 +455,8 @@ KVIO_API kvio_status kvio_submit_launch(uint64_t executor, const kvio_transfer_d
                                         int32_t cta_budget, int32_t warps_per_cta,
                                         uint64_t* transfer_out);
 /* Like kvio_submit, with src_indices and dst_indices in memory of the executor's CUDA device
- * (kernel backend only). They are read by the kernel, so they must stay valid and unchanged
+ * (the kernel backend, and auto on a GPU, which gives such transfers to its kernel; UNSUPPORTED
+ * elsewhere). They are read by the kernel, so they must stay valid and unchanged
  * until the transfer completes. The host cannot check them: the kernel skips every pair with
  * an index outside its pool, and the transfer completes with KVIO_STATUS_OUT_OF_RANGE naming
  * the first bad position. Duplicate destination slots are not detected (the rows race). */
@@ -460,7 +465,7 @@ KVIO_API kvio_status kvio_submit_device_indices(uint64_t executor, const kvio_tr
 /* The CUDA event (a cudaEvent_t) recorded after a CUDA transfer's work on its stream; another
  * stream can cudaStreamWaitEvent on it, e.g. to start layer i as soon as its load lands.
  * Valid until kvio_transfer_close (kvio then reuses it for later transfers). UNSUPPORTED for
- * transfers of the cpu backend. */
+ * transfers that did not run on a CUDA executor (cpu, kernel_ascend). */
 KVIO_API kvio_status kvio_transfer_cuda_event(uint64_t transfer, uint64_t* event_out);
 
 /* ---- the Ascend backend (docs/ascend.md) ---- */

@@ -1,7 +1,7 @@
 // The 'auto' io backend's choice: a pure function from a transfer's shape, the calibration and
 // the caller's overlaps-compute mark to the candidate that runs it (kernel, direct or staged),
 // and the calibration itself (defaults from the H200 figures, the file format, its parser).
-// No device is asked anything here: auto_choice_test covers every branch on the host.
+// No device is asked anything here: auto_test (AutoChoice.*) covers every branch on the host.
 #ifndef KVIO_CORE_AUTO_CHOICE_HPP_
 #define KVIO_CORE_AUTO_CHOICE_HPP_
 

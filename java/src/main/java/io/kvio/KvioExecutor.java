@@ -111,9 +111,10 @@ public final class KvioExecutor implements AutoCloseable {
 
     /**
      * A private executor of a device backend on device {@code device} that orders its work on the
-     * caller's stream (a cudaStream_t for kernel and direct, an aclrtStream for kernel_ascend; for
-     * CUDA, 1 is the legacy default stream). The caller keeps the stream alive until this executor
-     * is closed.
+     * caller's stream (a cudaStream_t for kernel, direct, staged and auto, an aclrtStream for
+     * kernel_ascend; for CUDA, 1 is the legacy default stream, and 2, cudaStreamPerThread, is
+     * refused: it is another stream on each thread). The caller keeps the stream alive until this
+     * executor is closed.
      */
     public static KvioExecutor onStream(IoBackend backend, int device, long stream) {
         if (stream == 0) {
@@ -219,8 +220,8 @@ public final class KvioExecutor implements AutoCloseable {
      * thread blocks of {@code warpsPerCta} warps (0: the defaults; kernel 4 and 16, staged's
      * gather/scatter 8 and 16). The copy kernel shares the GPU with the forward pass, so the budget
      * is small by default. On an {@link IoBackend#AUTO} executor it sets its kernel candidate's
-     * shape. KvioUnsupportedException on cpu and direct, which launch no copy kernel;
-     * KvioInvalidArgumentException above 65535 CTAs or 32 warps.
+     * shape. KvioUnsupportedException on cpu, direct, kernel_ascend and auto without a GPU, which
+     * launch no copy kernel; KvioInvalidArgumentException above 65535 CTAs or 32 warps.
      */
     public void setLaunch(int ctaBudget, int warpsPerCta) {
         NativeBridge.executorSetLaunch(handle(), ctaBudget, warpsPerCta);

@@ -215,7 +215,8 @@ public class FlightRecorderTest {
                                 KvioExecutor cpu = KvioExecutor.shared(IoBackend.CPU);
                                 Kvio.transfer(cpu, mla, mlaHost, a, b, 0, 0, 2).await();
                                 Kvio.transfer(cpu, mlaHost, otherHost, b, a, 1, 1, 1).await();
-                                // 8 pages x 64 tokens x 8 layers x 2 x 1 KiB: the worker path
+                                // 8 pages x 64 tokens x 8 layers x 2 x 1 KiB = 8 MiB: the workers
+                                // and the submitting thread
                                 Transfer t =
                                         bigHost.backup(big)
                                                 .deviceIndices(all)

@@ -250,6 +250,55 @@ TEST(Concurrency, ConflictingSmallAndLargeTransfersDoNotInterleave) {
   conflictingRounds(4096, 160, 300);  // 640 KiB each: run by the workers
 }
 
+// A caller that rewrites its index array while submitting (its own data race, which kvio.h
+// forbids) must still never get a row written outside the pools: kvio checks the arrays, then
+// reads them again to plan, so the plan's runs are checked again. Both pools hold the same bytes
+// in every row, so transfers that run change nothing; a row written past the destination lands
+// in its guard zone, which the whole-image comparison sees. Whether a run hits the window between
+// the two reads is up to the scheduler (a few percent of submits on a 2-core machine); with the
+// check none can write outside, so this never fails then.
+TEST(Concurrency, IndicesRewrittenDuringSubmitNeverAddressOutsideThePools) {
+  // 4096 indices: the two reads of the first destination index are about 4096 reads apart.
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 256, 16, 1, 64};
+  TestPool src(g), dst(g);
+  src.fill(0x33);
+  dst.fill(0x33);
+  const Image before = dst.capture();
+  uint64_t executor = 0;
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 1, &executor), KVIO_STATUS_OK);
+  std::vector<int64_t> from(static_cast<size_t>(g.S())), to(static_cast<size_t>(g.S()));
+  for (int64_t i = 0; i < g.S(); ++i) from[static_cast<size_t>(i)] = to[static_cast<size_t>(i)] = i;
+  int64_t* const first = &to.front();  // flips between slot 0 and the first slot past the pool
+  std::atomic<bool> stop{false};
+  std::thread flipper([&] {
+    for (int64_t k = 0; !stop.load(std::memory_order_relaxed); ++k) {
+      __atomic_store_n(first, (k & 1) != 0 ? g.S() : 0, __ATOMIC_RELAXED);
+    }
+  });
+  int accepted = 0, refusedAtCheck = 0, refusedAfterPlanning = 0;
+  for (int round = 0; round < 20000; ++round) {
+    uint64_t transfer = 0;
+    const kvio_status status = kvio_submit_args(executor, src.pool().handle(), dst.pool().handle(),
+                                                from.data(), to.data(), g.S(), 0, 0, 1, &transfer);
+    if (status == KVIO_STATUS_OK) {
+      ++accepted;
+      EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK);
+      EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+    } else {
+      ASSERT_EQ(status, KVIO_STATUS_OUT_OF_RANGE) << kvio_last_error();
+      const bool changed =
+          std::string(kvio_last_error()).find("changed during the submit") != std::string::npos;
+      ++(changed ? refusedAfterPlanning : refusedAtCheck);
+    }
+  }
+  stop.store(true);
+  flipper.join();
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+  EXPECT_TRUE(sameImage(before, dst.capture(), "destination (guard zones included)"));
+  std::printf("accepted %d, refused at the check %d, refused after planning %d\n", accepted,
+              refusedAtCheck, refusedAfterPlanning);
+}
+
 // ---- faults (kvio_test_inject_fault) ----
 
 std::vector<int64_t> liveObjects() {

@@ -228,7 +228,9 @@ KVIO_API kvio_status kvio_executor_close(uint64_t executor);
  * overlap (aliasing views of one buffer; host memory of every kind, pageable or pinned by CUDA
  * or ACL for any device, is one address space), whatever the indices. The index arrays must not
  * change while this runs: kvio checks them, then reads them again to plan (or, for 'kernel', to
- * upload them), so indices another thread rewrites meanwhile are not checked. */
+ * upload them). Indices another thread rewrites meanwhile still never address rows outside the
+ * pools (the plan's runs are checked again, and 'kernel' checks every pair on the device:
+ * OUT_OF_RANGE), but which rows move is then undefined. */
 KVIO_API kvio_status kvio_submit(uint64_t executor, const kvio_transfer_desc* desc,
                                  uint64_t* transfer_out);
 /* Same, with the descriptor's fields as arguments (what the Java bridge calls). */

@@ -242,6 +242,26 @@ kvio_status validateTransferPools(const PoolImpl& src, const PoolImpl& dst,
   return checkAliasing(src, dst);
 }
 
+kvio_status checkRunsInPools(const std::vector<IndexRun>& runs, int64_t srcTokens,
+                             int64_t dstTokens) {
+  for (const IndexRun& run : runs) {
+    const int64_t ends[2] = {run.src, run.dst};
+    const int64_t tokens[2] = {srcTokens, dstTokens};
+    for (int side = 0; side < 2; ++side) {
+      if (ends[side] < 0 || ends[side] >= tokens[side] || run.length > tokens[side] - ends[side]) {
+        return fail(KVIO_STATUS_OUT_OF_RANGE,
+                    "%s_indices[%lld] = %lld starts %lld consecutive slots, past the %s pool's "
+                    "%lld token slots, though every index was in range when checked: the index "
+                    "arrays changed during the submit (they must not change until it returns)",
+                    side == 0 ? "src" : "dst", static_cast<long long>(run.position),
+                    static_cast<long long>(ends[side]), static_cast<long long>(run.length),
+                    side == 0 ? "source" : "destination", static_cast<long long>(tokens[side]));
+      }
+    }
+  }
+  return KVIO_STATUS_OK;
+}
+
 kvio_status validateDeviceTransfer(const PoolImpl& src, const PoolImpl& dst,
                                    const kvio_transfer_desc& d) {
   return validateTransferShape(src, dst, d);
@@ -262,6 +282,10 @@ kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst, const kvi
   request->dstLayerStart = d.dst_layer_start;
   request->numLayers = d.num_layers;
   splitRuns(*request, runs);
+  // The runs, not the arrays, are what the planner and the checks below use: the arrays are read
+  // again to make them, and a caller changing them meanwhile (its own data race) must not get
+  // rows outside the pools.
+  KVIO_RETURN_IF_ERROR(checkRunsInPools(*runs, src.tokens(), dst.tokens()));
 
   const BoundOnExit<Interval> boundDst(&dstIntervals, kRetainedScratchBytes);
   const BoundOnExit<Interval> boundSrc(&srcIntervals, kRetainedScratchBytes);

@@ -15,6 +15,12 @@ kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst,
                              const kvio_transfer_desc& desc, PlanRequest* request,
                              std::vector<IndexRun>* runs);
 
+/// Every run within its pools: [src, src + length) < srcTokens, and the same for dst. The index
+/// arrays were checked already, but are read again to make the runs (a caller may change them in
+/// between: its own race, which must not become a copy outside the pools).
+kvio_status checkRunsInPools(const std::vector<IndexRun>& runs, int64_t srcTokens,
+                             int64_t dstTokens);
+
 /// The checks of the two pools that need no index, num_indices or index array (kinds, row
 /// geometry, layer ranges, pools sharing memory): for kvio_check_transfer of an empty transfer.
 kvio_status validateTransferPools(const PoolImpl& src, const PoolImpl& dst,

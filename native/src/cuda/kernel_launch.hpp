@@ -72,7 +72,10 @@ inline CopyLaunch makeLaunch(const Job& job, const StagingLayout& s, uint8_t* de
   launch.dstLayerStart = job.dstLayerStart;
   launch.numLayers = job.numLayers;
   chooseScheme(&launch, job.srcTable.data(), job.dstTable.data());
-  launch.checkIndices = job.indicesOnDevice ? 1 : 0;
+  // Always: host indices were checked on the host, but the upload (or the kernel parameter)
+  // reads the caller's arrays again, and a caller changing them meanwhile must not get rows
+  // outside the pools (a skipped pair completes the transfer with OUT_OF_RANGE).
+  launch.checkIndices = 1;
   launch.badPairs = reinterpret_cast<unsigned long long*>(device + s.statusOffset);
   return launch;
 }

@@ -3,7 +3,7 @@
 // drives (native/src/engine/copy_engine.hpp cuts copies at allocation boundaries and chooses
 // 2-D, 1-D and batch calls). aclrtMemcpy2dAsync does the "dim exchange" (the pitches do the
 // layout transpose) between host and device only, at most kMax2dHeight rows per call; runs of
-// 1-D copies go to aclrtMemcpyBatchAsync (CANN >= 8.5; ACL_ERROR_RT_FEATURE_NOT_SUPPORT turns
+// 1-D copies go to aclrtMemcpyBatchAsync (CANN >= 8.3.RC1; ACL_ERROR_RT_FEATURE_NOT_SUPPORT turns
 // batching off for the executor), else aclrtMemcpyAsync. The batch call's attributes say where
 // each side lies. Used by AscendExecutor::submit (ascend_backend.cpp) and ascend_copies_test.
 #ifndef KVIO_ASCEND_ASCEND_COPIES_HPP_

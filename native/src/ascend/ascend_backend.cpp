@@ -5,8 +5,9 @@
 // copy-engine issuer, cut at the pools' allocation boundaries (ascend_copies.hpp), followed by
 // an aclrtEvent, and the transfer is done when that event is
 // (aclrtQueryEventStatus / aclrtSynchronizeEvent of that event only; never a device-wide
-// synchronisation). Pools stay alive until their transfers' events have completed. Caller host
-// memory is page-locked
+// synchronisation). Pools stay alive until their transfers' events have completed; everything a
+// submit allocates is allocated before its first copy is queued, and a failure after that is
+// reported only once the stream has run the queued copies. Caller host memory is page-locked
 // with aclrtHostRegisterV2(ACL_HOST_REG_PINNED) through kvio's registries of host registrations
 // (host_registry.hpp), one per device, over one process-wide table (the runtime keeps one for
 // the whole process): pages pinned for one device are refused for another. Every ACL call
@@ -129,11 +130,14 @@ kvio_status scopeFailure(const DeviceScope& scope, int32_t device, const char* w
 class AclEventCompletion final : public DeviceCompletion {
  public:
   // Event query, wait and destruction need no current context (the event carries its own).
-  AclEventCompletion(const AclApi* api, aclrtEvent event) : api_(api), event_(event) {}
+  // Made before its event (createEvent fills event()), so that no allocation follows a
+  // successful aclrtCreateEvent: the event always has an owner.
+  explicit AclEventCompletion(const AclApi* api) : api_(api) {}
   ~AclEventCompletion() override {
     // Nobody to report a failure to; its text must not be blamed on a later call.
-    if (api_->destroyEvent(event_) != ACL_SUCCESS) clearAclError(*api_);
+    if (event_ != nullptr && api_->destroyEvent(event_) != ACL_SUCCESS) clearAclError(*api_);
   }
+  aclrtEvent* event() { return &event_; }
   bool query() override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (done_) return true;
@@ -178,7 +182,7 @@ class AclEventCompletion final : public DeviceCompletion {
   }
 
   const AclApi* api_;
-  aclrtEvent event_;
+  aclrtEvent event_ = nullptr;
   std::mutex mutex_;
   bool done_ = false;
   std::string error_;  // empty: no failure
@@ -275,38 +279,35 @@ class AscendExecutor final : public Executor {
       return;
     }
     reap();
-    aclrtEvent event = nullptr;
-    aclError e = api_->createEvent(&event);
+    // Everything the transfer needs is allocated before its first copy is queued: the
+    // completion (then its event) and its slot in inFlight_ (taken back unless it is kept).
+    // Running out of memory later, with copies queued, would let the core drop the pools (free
+    // or unregister their memory) under them.
+    auto completion = std::make_shared<AclEventCompletion>(api_);
+    inFlight_.push_back({completion, job});
+    bool kept = false;
+    struct SlotGuard {
+      std::deque<InFlight>& inFlight;
+      const bool& kept;
+      ~SlotGuard() {
+        if (!kept) inFlight.pop_back();
+      }
+    } slotGuard{inFlight_, kept};
+    aclError e = api_->createEvent(completion->event());
     if (e != ACL_SUCCESS) {
       job->state->complete(KVIO_STATUS_BACKEND_ERROR,
                            "aclrtCreateEvent failed: " + describeAclError(*api_, e));
       return;
     }
-    auto completion = std::make_shared<AclEventCompletion>(api_, event);
-    IssueTarget target;
-    target.api = api_;
-    target.stream = stream_;
-    target.device = device_;
-    const bool srcDevice = job->srcPlace.kind == KVIO_MEMORY_ASCEND_DEVICE;
-    const bool dstDevice = job->dstPlace.kind == KVIO_MEMORY_ASCEND_DEVICE;
-    target.kind = srcDevice ? (dstDevice ? ACL_MEMCPY_DEVICE_TO_DEVICE : ACL_MEMCPY_DEVICE_TO_HOST)
-                            : ACL_MEMCPY_HOST_TO_DEVICE;
-    const kvio_status status = issuePlan(target, job->plan, job->srcPool->copyRegions(),
-                                         job->dstPool->copyRegions(), &issue_);
-    if (status != KVIO_STATUS_OK) {
-      // Copies queued before the failed call may still write the destination: the transfer
-      // reports its error only once the stream has finished them, so nothing changes after.
-      failAfterQueuedCopies(*job, status, lastError());
-      return;
+    try {
+      kept = issueAndRecord(*job, completion);
+    } catch (...) {
+      // Whatever failed (the message of a failed call could not be allocated, say) after copies
+      // were queued: they must have run before the core completes the transfer and lets go of
+      // its pools.
+      if (api_->synchronizeStream(stream_) != ACL_SUCCESS) clearAclError(*api_);
+      throw;
     }
-    e = api_->recordEvent(event, stream_);
-    if (e != ACL_SUCCESS) {
-      failAfterQueuedCopies(*job, KVIO_STATUS_BACKEND_ERROR,
-                            "aclrtRecordEvent failed: " + describeAclError(*api_, e));
-      return;
-    }
-    job->state->attach(completion);
-    inFlight_.push_back({std::move(completion), std::move(job)});
   }
 
   void drain() override {
@@ -323,6 +324,34 @@ class AscendExecutor final : public Executor {
     std::shared_ptr<AclEventCompletion> completion;
     std::shared_ptr<Job> job;
   };
+  // Queues the job's copies and its event; true when the transfer is in flight, false when it
+  // failed (completed, after the queued copies ran).
+  bool issueAndRecord(Job& job, const std::shared_ptr<AclEventCompletion>& completion) {
+    IssueTarget target;
+    target.api = api_;
+    target.stream = stream_;
+    target.device = device_;
+    const bool srcDevice = job.srcPlace.kind == KVIO_MEMORY_ASCEND_DEVICE;
+    const bool dstDevice = job.dstPlace.kind == KVIO_MEMORY_ASCEND_DEVICE;
+    target.kind = srcDevice ? (dstDevice ? ACL_MEMCPY_DEVICE_TO_DEVICE : ACL_MEMCPY_DEVICE_TO_HOST)
+                            : ACL_MEMCPY_HOST_TO_DEVICE;
+    const kvio_status status = issuePlan(target, job.plan, job.srcPool->copyRegions(),
+                                         job.dstPool->copyRegions(), &issue_);
+    if (status != KVIO_STATUS_OK) {
+      // Copies queued before the failed call may still write the destination: the transfer
+      // reports its error only once the stream has finished them, so nothing changes after.
+      failAfterQueuedCopies(job, status, lastError());
+      return false;
+    }
+    const aclError e = api_->recordEvent(*completion->event(), stream_);
+    if (e != ACL_SUCCESS) {
+      failAfterQueuedCopies(job, KVIO_STATUS_BACKEND_ERROR,
+                            "aclrtRecordEvent failed: " + describeAclError(*api_, e));
+      return false;
+    }
+    job.state->attach(completion);
+    return true;
+  }
   void retire(InFlight& entry) { entry.job->state->isDone(); }
   // Completes a job whose copies could not all be queued, after the stream has run the ones
   // that were (they read and write the job's pools, which `job` keeps alive until then).

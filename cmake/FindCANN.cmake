@@ -4,7 +4,7 @@
 # build works with and without CANN. Looks in $ASCEND_HOME_PATH, $ASCEND_TOOLKIT_HOME, then
 # /usr/local/Ascend/ascend-toolkit/latest. Sets CANN_FOUND and CANN_INCLUDE_DIR; when found,
 # adds the object library kvio_acl_api_check (compiled with every build; it only compiles;
-# KVIO_CHECK_ACL_API=OFF skips it, e.g. with a CANN older than 8.5, which lacks
+# KVIO_CHECK_ACL_API=OFF skips it, e.g. with a CANN older than 8.3.RC1, which lacks
 # aclrtMemcpyBatchAsync).
 find_path(CANN_INCLUDE_DIR acl/acl.h
   HINTS ENV ASCEND_HOME_PATH ENV ASCEND_TOOLKIT_HOME

@@ -2,12 +2,14 @@
 // that run on it: SetUp installs it and makes device 0's default context the test thread's
 // current context (tests that call the emulated functions directly need one; kvio itself makes
 // its own current where it needs it); TearDown checks that the test left no stream, no device
-// allocation and no host allocation alive (with `everything`, no event and no host registration
-// either), then uninstalls it.
+// allocation and no host allocation alive, and no copy faulted (with `everything`, no event and no
+// host registration either), then uninstalls it.
 #ifndef KVIO_TESTS_ACL_EMULATION_TEST_HPP_
 #define KVIO_TESTS_ACL_EMULATION_TEST_HPP_
 
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "acl_host_emulation.hpp"
 
@@ -29,6 +31,8 @@ class AclEmulationTest : public ::testing::Test {
     EXPECT_EQ(live.streams, 0);
     EXPECT_EQ(live.deviceAllocations, 0);
     EXPECT_EQ(live.hostAllocations, 0);
+    std::string fault;
+    EXPECT_EQ(acl().faults(&fault), 0) << fault;  // no copy ran over memory a device would refuse
     if (everything_) {
       EXPECT_EQ(live.events, 0);
       EXPECT_EQ(live.registrations, 0);

@@ -39,22 +39,25 @@ struct Ctx {
   bool isDefault;
 };
 
-// One aclrtHostRegister: whole host pages, unregistered through the pointer it was given.
+// One aclrtHostRegister or aclrtHostRegisterV2 of [key, key + bytes): the runtime's table of
+// registered host memory is one for the whole process (not per device), and
+// aclrtHostUnregister takes only the pointer that was registered (the key).
 struct Registration {
-  uint64_t bytes;  // page multiple, from the page start (the map key)
-  uint64_t base;   // the pointer registered, the only one aclrtHostUnregister takes
+  uint64_t bytes;
+  bool pinned;     // V2 with ACL_HOST_REG_PINNED; V1 (and V2 MAPPED alone) only map
+  int32_t device;  // the device of the context it was made in (for registrations(device))
 };
 
 constexpr uint64_t kPage = 4096;
 
 struct State {
   std::mutex mutex;
-  std::map<uint64_t, Range> memory;                                   // by start address
-  std::map<int32_t, std::map<uint64_t, Registration>> registrations;  // by device, first page
-  bool holding = false;                     // holdStream: work waits for releaseStream
-  std::vector<std::function<void()>> held;  // copies, in stream order
-  std::set<uint64_t> heldEvents;            // recorded while holding
-  int64_t faults = 0;                       // copies whose memory was gone when they ran
+  std::map<uint64_t, Range> memory;                // by start address
+  std::map<uint64_t, Registration> registrations;  // process-wide, by registered pointer
+  bool holding = false;                            // holdStream: work waits for releaseStream
+  std::vector<std::function<void()>> held;         // copies, in stream order
+  std::set<uint64_t> heldEvents;                   // recorded while holding
+  int64_t faults = 0;                              // copies whose memory was gone when they ran
   std::string faultMessage;
   std::map<uint64_t, uint64_t> streams;  // stream -> the context it was created in
   std::map<uint64_t, Ctx> contexts;      // every context ever created (never destroyed)
@@ -171,19 +174,27 @@ const char* kindText(aclrtMemcpyKind kind) {
   return "an unknown aclrtMemcpyKind";
 }
 
-// The registration for `device` whose pages hold [address, address + bytes), or nullptr.
-const Registration* registered(State& s, int32_t device, uint64_t address, uint64_t bytes) {
-  auto forDevice = s.registrations.find(device);
-  if (forDevice == s.registrations.end()) return nullptr;
-  return holding(forDevice->second, address, bytes);
+// The registration holding [address, address + bytes), or nullptr.
+const Registration* registered(State& s, uint64_t address, uint64_t bytes) {
+  return holding(s.registrations, address, bytes);
 }
 
-// True when [address, +bytes) is inside one aclrtMallocHost buffer or one registration made
-// for `device` (what a copy on a stream of `device` needs of host memory when it runs).
-bool pinnedHost(State& s, int32_t device, uint64_t address, uint64_t bytes) {
-  if (registered(s, device, address, bytes) != nullptr) return true;
+// True when [address, +bytes) is inside one aclrtMallocHost buffer or one pinned registration
+// (what a copy needs of host memory when it runs). A pinned registration is the process's, as
+// the runtime's table is: the emulation lets every device's copies use it (kvio does not).
+bool pinnedHost(State& s, int32_t, uint64_t address, uint64_t bytes) {
+  const Registration* reg = registered(s, address, bytes);
+  if (reg != nullptr && reg->pinned) return true;
   const Range* r = find(s, address, bytes);
   return r != nullptr && r->place == Place::PinnedHost;
+}
+
+// True when [address, +bytes) is inside a registration that maps but does not pin (V1): the
+// copy calls accept it and fail unpredictably when the copy runs (aclrtMemcpyAsync's and
+// aclrtHostRegister's references), which the emulation reports as a fault.
+bool mappedOnly(State& s, uint64_t address, uint64_t bytes) {
+  const Registration* reg = registered(s, address, bytes);
+  return reg != nullptr && !reg->pinned;
 }
 
 // Checks that [address, +extent) lies in one allocation on the side `kind` says: device memory
@@ -192,6 +203,7 @@ aclError checkSide(State& s, int32_t device, const char* side, uint64_t address,
                    bool onDevice) {
   const bool isDevice = onDevice;
   if (!isDevice && pinnedHost(s, device, address, extent)) return ACL_SUCCESS;
+  if (!isDevice && mappedOnly(s, address, extent)) return ACL_SUCCESS;  // fails as it runs
   const Range* r = find(s, address, extent);
   if (r == nullptr) {
     return reject(s, ACL_ERROR_INVALID_PARAM,
@@ -263,6 +275,19 @@ bool stillThere(State& s, int32_t onDevice, uint64_t address, uint64_t bytes, bo
 // over memory unregistered meanwhile is a fault (the context dies), counted here instead.
 void execute(State& s, int32_t device, uint64_t dst, bool dstDevice, uint64_t dstExtent,
              uint64_t src, bool srcDevice, uint64_t srcExtent, std::function<void()> copy) {
+  if ((!dstDevice && mappedOnly(s, dst, dstExtent)) ||
+      (!srcDevice && mappedOnly(s, src, srcExtent))) {
+    ++s.faults;
+    char text[240];
+    std::snprintf(text, sizeof(text),
+                  "a copy from 0x%llx to 0x%llx (+%llu) over host memory registered with "
+                  "aclrtHostRegister (mapped for the device, not page-locked): unpredictable "
+                  "errors on a device",
+                  static_cast<unsigned long long>(src), static_cast<unsigned long long>(dst),
+                  static_cast<unsigned long long>(dstExtent));
+    s.faultMessage = text;
+    return;
+  }
   if (!s.holding) {
     copy();
     return;
@@ -515,51 +540,85 @@ aclError emuFreeHost(void* pointer) {
   return release(s, "aclrtFreeHost", "aclrtMallocHost", pointer, Place::PinnedHost);
 }
 
+// The first registration overlapping [address, address + bytes), or nullptr.
+const Registration* overlapping(State& s, uint64_t address, uint64_t bytes) {
+  auto next = s.registrations.lower_bound(address + bytes);
+  if (next == s.registrations.begin()) return nullptr;
+  const auto prev = std::prev(next);
+  return prev->first + prev->second.bytes > address ? &prev->second : nullptr;
+}
+
+// V1: maps host memory for the device (its NIC); not usable by the copy calls (the API
+// reference), so a copy over it faults when it runs. The runtime has no range check here; the
+// driver answers a second registration of registered memory with "busy", which the runtime
+// reports as ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED (CANN's runtime tests).
 aclError emuHostRegister(void* pointer, uint64_t bytes, aclrtHostRegisterType, void** devPtr) {
   KVIO_EMULATION_ENTER("aclrtHostRegister");
-  KVIO_EMULATION_NEEDS_CONTEXT("aclrtHostRegister");  // registers for the context's device
-  if (pointer == nullptr || bytes == 0 || devPtr == nullptr) {
-    return reject(s, ACL_ERROR_INVALID_PARAM, "aclrtHostRegister(%p, %llu)", pointer,
-                  static_cast<unsigned long long>(bytes));
-  }
-  // Registration is page-granular and per device: a range that shares a page with a
-  // registration for this device (or with an aclrtMallocHost buffer) is "already registered",
-  // in part or in whole; one for another device does not count.
+  KVIO_EMULATION_NEEDS_CONTEXT("aclrtHostRegister");
   const uint64_t address = reinterpret_cast<uint64_t>(pointer);
-  const uint64_t first = address / kPage * kPage;
-  const uint64_t end = (address + bytes + kPage - 1) / kPage * kPage;
-  std::map<uint64_t, Registration>& registrations = s.registrations[device];
-  auto next = registrations.lower_bound(end);
-  const bool sharesRegistration = next != registrations.begin() &&
-                                  std::prev(next)->first + std::prev(next)->second.bytes > first;
-  bool sharesPinned = false;
-  for (auto it = s.memory.begin(); it != s.memory.end(); ++it) {
-    if (it->second.place == Place::PinnedHost && it->first < end &&
-        it->first + it->second.bytes > first) {
-      sharesPinned = true;
-    }
-  }
-  if (sharesRegistration || sharesPinned) {
-    return reject(s, ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
-                  "[%p, +%llu) shares a page with memory already registered or pinned", pointer,
+  if (pointer == nullptr || bytes == 0 || devPtr == nullptr || address % kPage != 0) {
+    return reject(s, ACL_ERROR_INVALID_PARAM,
+                  "aclrtHostRegister(%p, %llu): needs a 4K-aligned pointer and a size", pointer,
                   static_cast<unsigned long long>(bytes));
   }
-  registrations[first] = Registration{end - first, address};
+  if (overlapping(s, address, bytes) != nullptr) {
+    return reject(s, ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+                  "[%p, +%llu) overlaps a registration (the driver's answer)", pointer,
+                  static_cast<unsigned long long>(bytes));
+  }
+  s.registrations[address] = Registration{bytes, false, device};
   *devPtr = pointer;  // the emulated NPU maps host memory at the same address
   return ACL_SUCCESS;
 }
 
+// V2 (CANN's ApiImpl::HostRegisterV2 where the driver has no pin registration): flags MAPPED,
+// PINNED or both (IOMEMORY and READONLY are documented as not supported yet); a 4K-aligned
+// pointer; CheckMemoryRangeRegistered: a range overlapping any registration of the process
+// (pinned or mapped, made for any device) is ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED.
+// ACL_HOST_REG_PINNED takes pageable memory (malloc, new, mmap) only, the reference says; what
+// the runtime does with aclrtMallocHost memory is not documented: the emulation refuses it.
+aclError emuHostRegisterV2(void* pointer, uint64_t bytes, uint32_t flag) {
+  KVIO_EMULATION_ENTER("aclrtHostRegisterV2");
+  KVIO_EMULATION_NEEDS_CONTEXT("aclrtHostRegisterV2");
+  const uint64_t address = reinterpret_cast<uint64_t>(pointer);
+  const bool validFlag = flag == ACL_HOST_REG_MAPPED || flag == ACL_HOST_REG_PINNED ||
+                         flag == (ACL_HOST_REG_MAPPED | ACL_HOST_REG_PINNED);
+  if (pointer == nullptr || bytes == 0 || !validFlag || address % kPage != 0) {
+    return reject(s, ACL_ERROR_INVALID_PARAM,
+                  "aclrtHostRegisterV2(%p, %llu, flag 0x%x): needs a 4K-aligned pointer, a size "
+                  "and ACL_HOST_REG_MAPPED and/or ACL_HOST_REG_PINNED",
+                  pointer, static_cast<unsigned long long>(bytes), flag);
+  }
+  if (overlapping(s, address, bytes) != nullptr) {
+    return reject(s, ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+                  "[%p, +%llu) overlaps a registered range (CheckMemoryRangeRegistered)", pointer,
+                  static_cast<unsigned long long>(bytes));
+  }
+  if ((flag & ACL_HOST_REG_PINNED) != 0) {
+    for (const auto& entry : s.memory) {
+      if (entry.second.place == Place::PinnedHost && entry.first < address + bytes &&
+          entry.first + entry.second.bytes > address) {
+        return reject(s, ACL_ERROR_INVALID_PARAM,
+                      "[%p, +%llu) is aclrtMallocHost memory; ACL_HOST_REG_PINNED takes pageable "
+                      "memory only",
+                      pointer, static_cast<unsigned long long>(bytes));
+      }
+    }
+  }
+  s.registrations[address] = Registration{bytes, (flag & ACL_HOST_REG_PINNED) != 0, device};
+  return ACL_SUCCESS;
+}
+
+// Takes the registered pointer only, from a context of any device: the table is the process's,
+// so a range registered once is unregistered once.
 aclError emuHostUnregister(void* pointer) {
   KVIO_EMULATION_ENTER("aclrtHostUnregister");
-  KVIO_EMULATION_NEEDS_CONTEXT("aclrtHostUnregister");  // unregisters for the context's device
-  const uint64_t address = reinterpret_cast<uint64_t>(pointer);
-  std::map<uint64_t, Registration>& registrations = s.registrations[device];
-  auto it = registrations.upper_bound(address);
-  if (it == registrations.begin() || std::prev(it)->second.base != address) {
-    return reject(s, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED,
-                  "%p is not the pointer of a registration for device %d", pointer, device);
+  KVIO_EMULATION_NEEDS_CONTEXT("aclrtHostUnregister");
+  (void)device;
+  if (s.registrations.erase(reinterpret_cast<uint64_t>(pointer)) == 0) {
+    return reject(s, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, "%p is not a registered pointer",
+                  pointer);
   }
-  registrations.erase(std::prev(it));
   return ACL_SUCCESS;
 }
 
@@ -729,7 +788,7 @@ AclHostEmulation& AclHostEmulation::instance() {
   return *e;
 }
 
-AclApi AclHostEmulation::table(bool withBatch) const {
+AclApi AclHostEmulation::table(bool withBatch, bool withRegisterV2) const {
   AclApi a;
   a.origin = "the ACL host emulation of the tests";
   a.init = emuInit;
@@ -757,12 +816,13 @@ AclApi AclHostEmulation::table(bool withBatch) const {
   a.getCurrentContext = emuGetCurrentContext;
   a.setCurrentContext = emuSetCurrentContext;
   a.getDevice = emuGetDevice;
+  a.hostRegisterV2 = withRegisterV2 ? emuHostRegisterV2 : nullptr;
   return a;
 }
 
-void AclHostEmulation::install(bool withBatch) {
+void AclHostEmulation::install(bool withBatch, bool withRegisterV2) {
   reset();
-  const AclApi a = table(withBatch);
+  const AclApi a = table(withBatch, withRegisterV2);
   if (kvio_test_ascend_runtime(&a, sizeof(a)) != KVIO_STATUS_OK) {
     std::fprintf(stderr, "kvio_test_ascend_runtime failed: %s\n", kvio_last_error());
     std::abort();
@@ -861,18 +921,16 @@ AclHostEmulation::Live AclHostEmulation::live() const {
   for (const auto& entry : s.memory) {
     if (entry.second.place == Place::PinnedHost) ++l.hostAllocations;
   }
-  l.registrations = 0;
-  for (const auto& forDevice : s.registrations) {
-    l.registrations += static_cast<int64_t>(forDevice.second.size());
-  }
+  l.registrations = static_cast<int64_t>(s.registrations.size());
   return l;
 }
 
 int64_t AclHostEmulation::registrations(int32_t device) const {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  auto it = s.registrations.find(device);
-  return it == s.registrations.end() ? 0 : static_cast<int64_t>(it->second.size());
+  int64_t count = 0;
+  for (const auto& entry : s.registrations) count += entry.second.device == device ? 1 : 0;
+  return count;
 }
 
 int64_t AclHostEmulation::setDeviceCalls(int32_t device) const {

@@ -5,18 +5,24 @@
 //
 // What it emulates: "device memory" is host memory tagged as memory of an emulated NPU
 // (aclrtMalloc, or a test's buffers tagged with tagDevice); pinned host memory comes from
-// aclrtMallocHost or aclrtHostRegister. Copies are real memcpys, executed when they are
-// enqueued (so in stream order); events complete when recorded. Every call validates its
-// arguments like the documented runtime and answers an ACL error code instead of copying:
-// null pointers, count > destMax, width > either pitch, height > 5*1024*1024, 2-D copies other
-// than host<->device, a copy kind that does not match where the pointers really lie, a range
+// aclrtMallocHost or aclrtHostRegisterV2 with ACL_HOST_REG_PINNED. Copies are real memcpys,
+// executed when they are enqueued (so in stream order); events complete when recorded. Every call
+// validates its arguments like the documented runtime and answers an ACL error code instead of
+// copying: null pointers, count > destMax, width > either pitch, height > 5*1024*1024, 2-D copies
+// other than host<->device, a copy kind that does not match where the pointers really lie, a range
 // (a 2-D copy's whole footprint, each batch entry) that is not inside one allocation (two
 // adjacent allocations, such as buffers tagged one by one out of one block, are two), unknown
 // streams, events and devices. It is stricter than the real runtime in two ways: host memory
-// must be pinned, and 1-D copies of 0 bytes are refused (kvio issues neither).
-// Host registration follows the runtime's rules: it is page-granular (a range sharing a page
-// with a registration or an aclrtMallocHost buffer is "already registered"), and
-// aclrtHostUnregister takes only the pointer that was registered. The stream can be held
+// must be pinned or registered, and 1-D copies of 0 bytes are refused (kvio issues neither).
+// Host registration follows CANN's runtime: ONE process-wide table of registered host ranges
+// (not one per device), registered pointers 4K-aligned; aclrtHostRegister (V1) maps host
+// memory for the device and does not pin it: copies accept it and, when they run, count as a
+// device fault (the API reference: unpredictable errors at execution); aclrtHostRegisterV2 with
+// ACL_HOST_REG_PINNED pins it; V2 answers ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED for a range
+// overlapping any registration (the runtime's CheckMemoryRangeRegistered), V1 for one
+// overlapping a registration (the driver's "busy"); aclrtHostUnregister takes only a registered
+// pointer, from any device's context, once. The table can leave aclrtHostRegisterV2 out (a
+// runtime older than CANN 8.5). The stream can be held
 // (holdStream): copies and events then wait for releaseStream (or a synchronize call), and a
 // held copy whose host memory was unregistered meanwhile counts as a device fault.
 // Contexts follow ACL's rules: a thread has no current context until aclrtSetDevice (which
@@ -26,14 +32,12 @@
 // Stream and event creation, event record, memcpys, memset, aclrtMalloc/Free, aclrtMallocHost
 // and aclrtHostRegister/Unregister answer ACL_ERROR_RT_CONTEXT_NULL on a thread with none
 // (aclrtFree stricter than documented) and act for the context's device: streams belong to it
-// (work on a stream of another device: ACL_ERROR_RT_STREAM_CONTEXT), registrations are per
-// device, and a copy accepts device memory of its stream's device and host memory registered
-// for that device (or from aclrtMallocHost) only. Event query, wait and destruction, stream
-// synchronize and destruction and aclrtFreeHost need no context. aclGetRecentErrMsg answers
-// and clears the calling thread's last error text.
-// It counts calls per function and copied bytes, so tests can assert how many calls a
-// transfer costs, and can be told to fail a given call or to answer "feature not supported"
-// for batch copies.
+// (work on a stream of another device: ACL_ERROR_RT_STREAM_CONTEXT), and a copy accepts device
+// memory of its stream's device and registered or aclrtMallocHost host memory only. Event query,
+// wait and destruction, stream synchronize and destruction and aclrtFreeHost need no context.
+// aclGetRecentErrMsg answers and clears the calling thread's last error text. It counts calls per
+// function and copied bytes, so tests can assert how many calls a transfer costs, and can be told
+// to fail a given call or to answer "feature not supported" for batch copies.
 #ifndef KVIO_TESTS_ACL_HOST_EMULATION_HPP_
 #define KVIO_TESTS_ACL_HOST_EMULATION_HPP_
 
@@ -75,10 +79,11 @@ class AclHostEmulation {
   static AclHostEmulation& instance();
 
   /// The table of emulated functions; withBatch false leaves aclrtMemcpyBatchAsync out (a
-  /// runtime older than CANN 8.5).
-  kvio::ascend::AclApi table(bool withBatch = true) const;
+  /// runtime older than CANN 8.3.RC1), withRegisterV2 false aclrtHostRegisterV2 (older than
+  /// 8.5).
+  kvio::ascend::AclApi table(bool withBatch = true, bool withRegisterV2 = true) const;
   /// Installs the table into libkvio (kvio_test_ascend_runtime) and resets the state.
-  void install(bool withBatch = true);
+  void install(bool withBatch = true, bool withRegisterV2 = true);
   /// Back to libascendcl.so.
   void uninstall();
 
@@ -118,7 +123,8 @@ class AclHostEmulation {
   /// thread's, and clears it).
   std::string recentError() const;
 
-  /// Host registrations alive for `device`.
+  /// Host registrations alive that were made in a context of `device` (the table is the
+  /// process's: any device's context may end them).
   int64_t registrations(int32_t device) const;
   /// aclrtSetDevice calls for `device` since the last reset.
   int64_t setDeviceCalls(int32_t device) const;

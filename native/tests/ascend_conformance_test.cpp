@@ -9,6 +9,8 @@
 // error.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "acl_host_emulation.hpp"
 #include "conformance_matrix.hpp"
 #include "kvio/kvio.hpp"
@@ -44,6 +46,8 @@ void runAscendMatrix(const Case& c, Placement placement) {
   target.afterTransfers = [&acl, &before](const TransferGroup& g) {
     const AclCallCounts counts = acl.counts();
     EXPECT_EQ(counts.rejected, 0) << acl.recentError();
+    std::string fault;
+    EXPECT_EQ(acl.faults(&fault), 0) << fault;  // e.g. host memory registered but not pinned
     EXPECT_EQ(counts.bytesCopied - before.bytesCopied, g.bytes);
     // Coalescing: whole pages cost at most one copy per (page, layer, component) - per head
     // for page_head, whose heads are apart - and the dim exchange (page_first_direct host,

@@ -1,15 +1,17 @@
 // Which ACL context kvio's calls run in, through the public API and the ACL host emulation
 // (which keeps ACL's rules: no context on a new thread, the calls that need one refused with
-// ACL_ERROR_RT_CONTEXT_NULL, aclrtSetDevice counted, host registrations per device). Covers a
+// ACL_ERROR_RT_CONTEXT_NULL, aclrtSetDevice counted, one process-wide table of host
+// registrations). Covers a
 // fresh thread that creates pools and executors, submits, waits and closes (kvio binds the
 // device's default context, which stays: ACL cannot unbind), threads with a context of their
 // own (of another device, or a created one of the same device: they get it back after every
 // kvio call), aclrtSetDevice called once per device however many transfers run, one host
-// buffer wrapped for two devices (a registration per device, each ended in its device's
-// context, also on a thread with no context), and failures whose text is not left behind.
+// buffer wrapped for a second device (refused: the runtime's registrations are process-wide),
+// and failures whose text is not left behind.
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -131,38 +133,59 @@ TEST_F(AscendContextTest, SetDeviceIsCalledOncePerDevice) {
   EXPECT_EQ(acl().live().registrations, 0);
 }
 
-// aclrtHostRegister registers for the current context's device only: one host buffer wrapped
-// for device 0 and for device 1 gets a registration for each, a transfer on device 1 uses
-// device 1's (the emulation refuses host memory not registered for the copy's device), and
-// each registration ends in its own device's context when its pool closes, also when the pool
-// is released on a thread with no context.
-TEST_F(AscendContextTest, HostBufferWrappedForTwoDevicesIsRegisteredPerDevice) {
+// CANN's runtime keeps one process-wide table of registered host memory: the same pages cannot
+// be registered for a second device (aclrtHostRegisterV2 answers "already registered") and are
+// unregistered once. kvio refuses to wrap pages it pinned for device 0 as pinned memory of
+// device 1, naming device 0 (without kvio's check the emulation's "already registered" would be
+// reported as someone else's registration), leaves device 0's pool as it was, and accepts the
+// buffer for device 1 once device 0's pool is gone, also when that pool was let go of on a
+// thread with no context; a transfer on device 1 then uses it.
+TEST_F(AscendContextTest, HostBufferWrappedForASecondDeviceIsRefused) {
   acl().reset();
   acl().setDeviceCount(2);
   std::vector<uint8_t> buffer(static_cast<size_t>(kHost.regionBytes()), 7);
-  const kvio::PoolSpec spec = kHost.spec();
-  auto on0 = std::make_unique<kvio::Pool>(
-      kvio::Pool::wrap(spec, buffer.data(), buffer.size(), KVIO_MEMORY_ASCEND_HOST_PINNED, 0));
-  auto on1 = std::make_unique<kvio::Pool>(
-      kvio::Pool::wrap(spec, buffer.data(), buffer.size(), KVIO_MEMORY_ASCEND_HOST_PINNED, 1));
-  EXPECT_EQ(acl().registrations(0), 1);
-  EXPECT_EQ(acl().registrations(1), 1);
-  {
-    kvio::Executor ex = kvio::Executor::ascend(1);
-    NpuPool npu(kDevice, 1);
-    kvio::transferDimExchange(ex, *on1, npu.pool.pool(), {0, 1}, {2, 3}, 0, 2).wait();
-    kvio::transferDimExchange(ex, npu.pool.pool(), *on1, {2, 3}, {4, 5}, 0, 2).wait();
+  const kvio_pool_spec spec = kHost.spec().toC();
+  uint64_t on0 = 0, on1 = 0;
+  ASSERT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
+                                  reinterpret_cast<uint64_t>(buffer.data()), buffer.size(), &on0),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 1,
+                                  reinterpret_cast<uint64_t>(buffer.data()), buffer.size(), &on1),
+            KVIO_STATUS_INVALID_ARGUMENT);
+  const std::string message = kvio_last_error();
+  for (const char* part : {"pinned by kvio for Ascend device 0 already", "process-wide",
+                           "again for Ascend device 1", "separate host buffers"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
   }
-  EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
-  // Device 0's pool let go of on a thread with no context: unregistered for device 0 only.
+  EXPECT_EQ(on1, 0u);
+  EXPECT_EQ(acl().registrations(0), 1);
+  EXPECT_EQ(acl().registrations(1), 0);
+  EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();  // refused before ACL was asked
+  // Device 0's pool let go of on a thread with no context: its registration ends.
   std::thread([&] {
     ASSERT_EQ(acl().threadContext(), nullptr);
-    on0.reset();
+    EXPECT_EQ(kvio_pool_close(on0), KVIO_STATUS_OK);
   }).join();
-  EXPECT_EQ(acl().registrations(0), 0);
-  EXPECT_EQ(acl().registrations(1), 1);
-  on1.reset();
-  EXPECT_EQ(acl().registrations(1), 0);
+  EXPECT_EQ(acl().live().registrations, 0);
+  std::mt19937_64 rng(46);
+  fillRandom(buffer.data(), buffer.size(), rng);
+  {
+    kvio::Pool pool1 = kvio::Pool::wrap(kHost.spec(), buffer.data(), buffer.size(),
+                                        KVIO_MEMORY_ASCEND_HOST_PINNED, 1);
+    EXPECT_EQ(acl().registrations(1), 1);
+    kvio::Executor ex = kvio::Executor::ascend(1);
+    NpuPool npu(kDevice, 1);
+    npu.pool.fill(kCanary);
+    Image expected = npu.pool.capture();
+    Image host;
+    host.buffers.push_back(buffer);
+    kvio::transferDimExchange(ex, pool1, npu.pool.pool(), {0, 1}, {2, 3}, 0, 2).wait();
+    applyTransfer(kHost, host, kDevice, &expected, expandPages({0, 1}, kHost.ps),
+                  expandPages({2, 3}, kHost.ps), 0, 0, 2);
+    EXPECT_TRUE(sameImage(expected, npu.pool.capture(), "device pool"));
+  }
+  EXPECT_EQ(acl().live().registrations, 0);
   EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
 }
 

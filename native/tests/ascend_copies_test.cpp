@@ -265,6 +265,8 @@ TEST(AscendCopies, TheEmulationKeepsAclContextRules) {
     EXPECT_EQ(api.createEvent(&event), ACL_ERROR_RT_CONTEXT_NULL);
     EXPECT_EQ(api.hostRegister(host.data(), 4096, ACL_HOST_REGISTER_MAPPED, &p),
               ACL_ERROR_RT_CONTEXT_NULL);
+    EXPECT_EQ(api.hostRegisterV2(host.data(), 4096, ACL_HOST_REG_PINNED),
+              ACL_ERROR_RT_CONTEXT_NULL);
     EXPECT_EQ(api.hostUnregister(host.data()), ACL_ERROR_RT_CONTEXT_NULL);
     // The text of the failure is this thread's, and reading it clears it.
     EXPECT_NE(std::string(api.getRecentErrMsg()).find("no current context"), std::string::npos);
@@ -279,15 +281,15 @@ TEST(AscendCopies, TheEmulationKeepsAclContextRules) {
     EXPECT_EQ(context, acl.defaultContext(1));
     aclrtStream stream1 = nullptr;
     ASSERT_EQ(api.createStream(&stream1), ACL_SUCCESS);
-    // Registrations are per device: the same pages register for device 1, then device 0.
+    // The table of registrations is the process's: pages pinned in device 1's context are
+    // registered for device 0 too (refused again), and end once, from either context.
     uint8_t* page =
         reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(host.data()) + 4095) / 4096 * 4096);
-    ASSERT_EQ(api.hostRegister(page, 4096, ACL_HOST_REGISTER_MAPPED, &p), ACL_SUCCESS);
-    EXPECT_EQ(api.hostRegister(page, 4096, ACL_HOST_REGISTER_MAPPED, &p),
-              ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    ASSERT_EQ(api.hostRegisterV2(page, 4096, ACL_HOST_REG_PINNED), ACL_SUCCESS);
     void* device0 = acl.defaultContext(0);
     ASSERT_EQ(api.setCurrentContext(device0), ACL_SUCCESS);
-    EXPECT_EQ(api.hostUnregister(page), ACL_ERROR_HOST_MEMORY_NOT_REGISTERED);  // device 1's
+    EXPECT_EQ(api.hostRegisterV2(page, 4096, ACL_HOST_REG_PINNED),
+              ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
     void* dev = nullptr;
     ASSERT_EQ(api.malloc(&dev, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
     // Work on device 1's stream from device 0's context.
@@ -295,18 +297,14 @@ TEST(AscendCopies, TheEmulationKeepsAclContextRules) {
               ACL_ERROR_RT_STREAM_CONTEXT);
     aclrtStream stream0 = nullptr;
     ASSERT_EQ(api.createStream(&stream0), ACL_SUCCESS);
-    // Host memory registered for device 1 only is not pinned for a copy on device 0.
-    EXPECT_EQ(api.memcpyAsync(dev, 64, page, 64, ACL_MEMCPY_HOST_TO_DEVICE, stream0),
-              ACL_ERROR_INVALID_PARAM);
     EXPECT_EQ(acl.registrations(1), 1);
-    ASSERT_EQ(api.hostRegister(page, 4096, ACL_HOST_REGISTER_MAPPED, &p), ACL_SUCCESS);
-    EXPECT_EQ(acl.registrations(0), 1);
+    EXPECT_EQ(acl.registrations(0), 0);
     EXPECT_EQ(api.memcpyAsync(dev, 64, page, 64, ACL_MEMCPY_HOST_TO_DEVICE, stream0), ACL_SUCCESS);
-    EXPECT_EQ(api.hostUnregister(page), ACL_SUCCESS);
+    EXPECT_EQ(api.hostUnregister(page), ACL_SUCCESS);  // from device 0's context
     EXPECT_EQ(api.free(dev), ACL_SUCCESS);
     EXPECT_EQ(api.destroyStream(stream0), ACL_SUCCESS);
     ASSERT_EQ(api.setCurrentContext(acl.defaultContext(1)), ACL_SUCCESS);
-    EXPECT_EQ(api.hostUnregister(page), ACL_SUCCESS);
+    EXPECT_EQ(api.hostUnregister(page), ACL_ERROR_HOST_MEMORY_NOT_REGISTERED);  // once only
     EXPECT_EQ(api.destroyStream(stream1), ACL_SUCCESS);
     EXPECT_EQ(acl.setDeviceCalls(0), 0);  // a context switch is no aclrtSetDevice
   }).join();
@@ -316,6 +314,78 @@ TEST(AscendCopies, TheEmulationKeepsAclContextRules) {
   EXPECT_STREQ(aclErrorName(ACL_ERROR_RT_STREAM_CONTEXT), "ACL_ERROR_RT_STREAM_CONTEXT");
   EXPECT_STREQ(aclErrorName(ACL_ERROR_HOST_MEMORY_NOT_REGISTERED),
                "ACL_ERROR_HOST_MEMORY_NOT_REGISTERED");
+}
+
+// Host registration as CANN's runtime does it. aclrtHostRegister (V1) maps host memory for the
+// device and does not pin it: a copy from or to it is accepted and faults when it runs (the
+// destination keeps its canary); aclrtHostRegisterV2 with ACL_HOST_REG_PINNED pins it and the
+// same copy moves the bytes. V2 takes a 4K-aligned pointer, MAPPED and/or PINNED, and answers
+// ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED for a range overlapping any registration (its
+// CheckMemoryRangeRegistered), V1 for one overlapping a registration (the driver's "busy");
+// ACL_HOST_REG_PINNED takes pageable memory only, and the emulation refuses aclrtMallocHost
+// memory; aclrtHostUnregister takes the registered pointer only.
+TEST(AscendCopies, TheEmulationKeepsAclRegistrationRules) {
+  AclHostEmulation& acl = AclHostEmulation::instance();
+  acl.reset();
+  const AclApi api = acl.table();
+  acl.setThreadContext(acl.defaultContext(0));
+  aclrtStream stream = nullptr;
+  ASSERT_EQ(api.createStream(&stream), ACL_SUCCESS);
+  void* dev = nullptr;
+  ASSERT_EQ(api.malloc(&dev, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  std::memset(dev, 0x11, 4096);
+  std::vector<uint8_t> block(4 * 4096);
+  uint8_t* page =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(block.data()) + 4095) / 4096 * 4096);
+  constexpr uint8_t kCanary = 0xC3;
+  std::memset(page, kCanary, 2 * 4096);
+  const int64_t faultsBefore = acl.faults();
+
+  void* mapped = nullptr;
+  ASSERT_EQ(api.hostRegister(page, 4096, ACL_HOST_REGISTER_MAPPED, &mapped), ACL_SUCCESS);
+  EXPECT_EQ(api.hostRegister(page + 4096 - 64, 128, ACL_HOST_REGISTER_MAPPED, &mapped),
+            ACL_ERROR_INVALID_PARAM);  // not 4K-aligned
+  EXPECT_EQ(api.memcpyAsync(page, 64, dev, 64, ACL_MEMCPY_DEVICE_TO_HOST, stream), ACL_SUCCESS);
+  std::string fault;
+  EXPECT_EQ(acl.faults(&fault), faultsBefore + 1);
+  EXPECT_NE(fault.find("not page-locked"), std::string::npos) << fault;
+  EXPECT_EQ(page[0], kCanary);  // nothing copied
+  EXPECT_EQ(api.hostRegisterV2(page, 4096, ACL_HOST_REG_PINNED),
+            ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  EXPECT_EQ(api.hostUnregister(page + 64), ACL_ERROR_HOST_MEMORY_NOT_REGISTERED);
+  EXPECT_EQ(api.hostUnregister(page), ACL_SUCCESS);
+
+  EXPECT_EQ(api.hostRegisterV2(page, 4096, 0x4), ACL_ERROR_INVALID_PARAM);  // IOMEMORY
+  EXPECT_EQ(api.hostRegisterV2(page + 64, 4096, ACL_HOST_REG_PINNED), ACL_ERROR_INVALID_PARAM);
+  ASSERT_EQ(api.hostRegisterV2(page, 4096, ACL_HOST_REG_PINNED), ACL_SUCCESS);
+  // Any overlap, by one byte, is "already registered"; the next page is free.
+  EXPECT_EQ(api.hostRegisterV2(page + 4096, 4096, ACL_HOST_REG_PINNED), ACL_SUCCESS);
+  EXPECT_EQ(api.hostUnregister(page + 4096), ACL_SUCCESS);
+  uint8_t* before = page - 4096 >= block.data() ? page - 4096 : nullptr;
+  if (before != nullptr) {
+    EXPECT_EQ(api.hostRegisterV2(before, 4097, ACL_HOST_REG_PINNED),
+              ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  }
+  EXPECT_EQ(api.hostRegister(page, 4096, ACL_HOST_REGISTER_MAPPED, &mapped),
+            ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  EXPECT_EQ(api.memcpyAsync(page, 64, dev, 64, ACL_MEMCPY_DEVICE_TO_HOST, stream), ACL_SUCCESS);
+  EXPECT_EQ(acl.faults(), faultsBefore + 1);
+  EXPECT_EQ(page[0], 0x11);
+  EXPECT_EQ(page[64], kCanary);
+  EXPECT_EQ(api.hostUnregister(page), ACL_SUCCESS);
+  EXPECT_EQ(api.hostUnregister(page), ACL_ERROR_HOST_MEMORY_NOT_REGISTERED);
+
+  void* pinned = nullptr;
+  ASSERT_EQ(api.mallocHost(&pinned, 4096), ACL_SUCCESS);
+  EXPECT_EQ(api.hostRegisterV2(pinned, 4096, ACL_HOST_REG_PINNED), ACL_ERROR_INVALID_PARAM);
+  EXPECT_NE(acl.recentError().find("pageable memory only"), std::string::npos) << acl.recentError();
+  EXPECT_EQ(api.freeHost(pinned), ACL_SUCCESS);
+  EXPECT_EQ(api.free(dev), ACL_SUCCESS);
+  EXPECT_EQ(api.destroyStream(stream), ACL_SUCCESS);
+  EXPECT_EQ(acl.live().registrations, 0);
+  EXPECT_EQ(acl.table(true, false).hostRegisterV2, nullptr);  // an older runtime's table
+  acl.setThreadContext(nullptr);
+  acl.reset();
 }
 
 }  // namespace

@@ -356,12 +356,18 @@ enum {
  *                                   aclrtMemset; or wrapped caller memory, e.g. torch_npu
  *                                   tensors, used as given). kernel_ascend only.
  *   KVIO_MEMORY_ASCEND_HOST_PINNED  page-locked host memory for the NPU: allocated with
- *                                   aclrtMallocHost, or the caller's memory registered with
- *                                   aclrtHostRegister (whole pages, shared by pools sharing a
- *                                   page, ended as for KVIO_MEMORY_HOST_PINNED). Memory the
- *                                   caller registered or pinned with ACL itself is refused
- *                                   (INVALID_ARGUMENT): ACL cannot tell kvio what such a
- *                                   registration covers. Movable by kernel_ascend and cpu.
+ *                                   aclrtMallocHost, or the caller's pageable memory pinned
+ *                                   with aclrtHostRegisterV2(ACL_HOST_REG_PINNED) (whole pages,
+ *                                   shared by pools sharing a page, ended as for
+ *                                   KVIO_MEMORY_HOST_PINNED). Wrapping is UNSUPPORTED where the
+ *                                   runtime lacks aclrtHostRegisterV2 (aclrtHostRegister does
+ *                                   not pin for copies). Pages kvio pinned for another device's
+ *                                   open pool are refused (INVALID_ARGUMENT: ACL keeps one
+ *                                   process-wide table). Memory the caller registered with ACL
+ *                                   itself is refused (INVALID_ARGUMENT): ACL cannot tell kvio
+ *                                   what such a registration covers; memory from
+ *                                   aclrtMallocHost cannot be wrapped either (V2 pins pageable
+ *                                   memory only). Movable by kernel_ascend and cpu.
  * kernel_ascend moves between Ascend device memory and Ascend pinned host memory (and device to
  * device); pageable host memory and CUDA memory are rejected with UNSUPPORTED. */
 
@@ -496,7 +502,7 @@ KVIO_API kvio_status kvio_transfer_ascend_event(uint64_t transfer, uint64_t* eve
  * closed pools stays allocated while a submitted transfer uses it). All 0 once everything was
  * closed and every transfer completed. */
 KVIO_API kvio_status kvio_debug_live_objects(int64_t* counts_out /* [4] */);
-/* Host registrations kvio made (cudaHostRegister, aclrtHostRegister of wrapped pinned memory)
+/* Host registrations kvio made (cudaHostRegister, aclrtHostRegisterV2 of wrapped pinned memory)
  * and has not ended yet. 0 once every wrapped pinned pool was closed and its transfers
  * completed (registrations the caller made itself are not counted). */
 KVIO_API kvio_status kvio_debug_live_host_registrations(int64_t* count_out);

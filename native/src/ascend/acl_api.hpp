@@ -37,6 +37,12 @@ enum aclrtEventRecordedStatus {
 
 enum aclrtHostRegisterType { ACL_HOST_REGISTER_MAPPED = 0 };
 
+/// aclrtHostRegisterV2's flags (acl_rt.h macros, CANN 8.5.0 and 9.0 references of
+/// aclrtHostRegisterV2): MAPPED maps host memory for the device (aclrtHostGetDevicePointer);
+/// PINNED registers pageable host memory (malloc, new, mmap) as page-locked memory.
+constexpr uint32_t ACL_HOST_REG_MAPPED = 0x2u;
+constexpr uint32_t ACL_HOST_REG_PINNED = 0x10000000u;
+
 enum aclrtMemLocationType { ACL_MEM_LOCATION_TYPE_HOST = 0, ACL_MEM_LOCATION_TYPE_DEVICE = 1 };
 
 struct aclrtMemLocation {
@@ -67,6 +73,8 @@ constexpr aclError ACL_ERROR_RT_FEATURE_NOT_SUPPORT = 207000;
 constexpr aclError ACL_ERROR_RT_MEMORY_ALLOCATION = 207001;
 constexpr aclError ACL_ERROR_RT_NO_DEVICE = 207004;
 constexpr aclError ACL_ERROR_RT_DEVICE_OOM = 207018;
+// From the error code list of the CANN 9.0 reference and CANN's open-source runtime
+// (rtErrMap_); older rt_error_codes.h may lack them (acl_api_check.cpp does not compare them).
 constexpr aclError ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 507910;
 constexpr aclError ACL_ERROR_HOST_MEMORY_NOT_REGISTERED = 507911;
 
@@ -100,6 +108,7 @@ struct AclSignatures {
   using FreeHost = Error (*)(void* hostPtr);
   using HostRegister = Error (*)(void* ptr, uint64_t size, typename T::HostRegisterType type,
                                  void** devPtr);
+  using HostRegisterV2 = Error (*)(void* ptr, uint64_t size, uint32_t flag);
   using HostUnregister = Error (*)(void* ptr);
   using Memset = Error (*)(void* devPtr, size_t maxCount, int32_t value, size_t count);
   using MemcpyAsync = Error (*)(void* dst, size_t destMax, const void* src, size_t count,
@@ -132,12 +141,15 @@ struct KvioAclTypes {
 using Acl = AclSignatures<KvioAclTypes>;
 
 /// Bumped whenever AclApi changes, so that a table built against another layout is refused.
-constexpr uint32_t kAclApiVersion = 2;
+constexpr uint32_t kAclApiVersion = 3;
 
 /// The ACL functions the backend calls. Every entry is required except memcpyBatchAsync
-/// (CANN >= 8.5, experimental), getRecentErrMsg and the context calls getCurrentContext,
-/// setCurrentContext and getDevice (without the first two, kvio selects devices with
-/// aclrtSetDevice at every call, as before it had them: acl_device.hpp).
+/// (documented from CANN 8.3.RC1), hostRegisterV2 (without it caller memory cannot be wrapped
+/// as Ascend pinned memory), hostRegister (V1: kvio does not call it; it maps host memory for
+/// the device's NIC and does not page-lock it for copies; kept for the emulation and the
+/// header check), getRecentErrMsg and the context calls getCurrentContext, setCurrentContext
+/// and getDevice (without the first two, kvio selects devices with aclrtSetDevice at every
+/// call, as before it had them: acl_device.hpp).
 struct AclApi {
   uint32_t version = kAclApiVersion;
   uint32_t size = sizeof(AclApi);
@@ -158,7 +170,7 @@ struct AclApi {
   Acl::Free free = nullptr;
   Acl::MallocHost mallocHost = nullptr;
   Acl::FreeHost freeHost = nullptr;
-  Acl::HostRegister hostRegister = nullptr;
+  Acl::HostRegister hostRegister = nullptr;  // optional, not called (aclrtHostRegister)
   Acl::HostUnregister hostUnregister = nullptr;
   Acl::Memset memset = nullptr;
   Acl::MemcpyAsync memcpyAsync = nullptr;
@@ -168,6 +180,7 @@ struct AclApi {
   Acl::GetCurrentContext getCurrentContext = nullptr;  // optional (aclrtGetCurrentContext)
   Acl::SetCurrentContext setCurrentContext = nullptr;  // optional (aclrtSetCurrentContext)
   Acl::GetDevice getDevice = nullptr;                  // optional (aclrtGetDevice)
+  Acl::HostRegisterV2 hostRegisterV2 = nullptr;        // optional (aclrtHostRegisterV2)
 };
 
 /// The ACL runtime to use: the table installed for tests, else libascendcl.so loaded (once)

@@ -61,6 +61,13 @@ KVIO_SAME_SIGNATURE(MallocHost, aclrtMallocHost);
 KVIO_SAME_SIGNATURE(FreeHost, aclrtFreeHost);
 KVIO_SAME_SIGNATURE(HostRegister, aclrtHostRegister);
 KVIO_SAME_SIGNATURE(HostUnregister, aclrtHostUnregister);
+// aclrtHostRegisterV2 and its flags (macros) come together; headers without them (CANN before
+// 8.5) skip the check, and kvio then finds no aclrtHostRegisterV2 at run time either.
+#ifdef ACL_HOST_REG_PINNED
+KVIO_SAME_SIGNATURE(HostRegisterV2, aclrtHostRegisterV2);
+static_assert(k::ACL_HOST_REG_PINNED == ACL_HOST_REG_PINNED, "host register flag");
+static_assert(k::ACL_HOST_REG_MAPPED == ACL_HOST_REG_MAPPED, "host register flag");
+#endif
 KVIO_SAME_SIGNATURE(Memset, aclrtMemset);
 KVIO_SAME_SIGNATURE(MemcpyAsync, aclrtMemcpyAsync);
 KVIO_SAME_SIGNATURE(Memcpy2dAsync, aclrtMemcpy2dAsync);
@@ -110,8 +117,15 @@ static_assert(static_cast<int>(k::ACL_ERROR_REPEAT_INITIALIZE) ==
               "error code");
 static_assert(kFeatureNotSupport == ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "error code");
 static_assert(kMemoryAllocation == ACL_ERROR_RT_MEMORY_ALLOCATION, "error code");
+// 507910/507911 are in the CANN 9.0 error code list; an older rt_error_codes.h may not have them,
+// so they are compared only where they are macros of the headers (a header that declares them
+// as constants instead skips the comparison rather than failing the build).
+#ifdef ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED
 static_assert(kAlreadyRegistered == ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "error code");
+#endif
+#ifdef ACL_ERROR_HOST_MEMORY_NOT_REGISTERED
 static_assert(kNotRegistered == ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, "error code");
+#endif
 static_assert(kContextNull == ACL_ERROR_RT_CONTEXT_NULL, "error code");
 static_assert(kStreamContext == ACL_ERROR_RT_STREAM_CONTEXT, "error code");
 

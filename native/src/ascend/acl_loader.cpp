@@ -87,16 +87,18 @@ Loaded load() {
   resolve(library, "aclrtFree", &a.free, &missing);
   resolve(library, "aclrtMallocHost", &a.mallocHost, &missing);
   resolve(library, "aclrtFreeHost", &a.freeHost, &missing);
-  resolve(library, "aclrtHostRegister", &a.hostRegister, &missing);
+  resolve(library, "aclrtHostRegister", &a.hostRegister, nullptr);  // not called (acl_api.hpp)
   resolve(library, "aclrtHostUnregister", &a.hostUnregister, &missing);
   resolve(library, "aclrtMemset", &a.memset, &missing);
   resolve(library, "aclrtMemcpyAsync", &a.memcpyAsync, &missing);
   resolve(library, "aclrtMemcpy2dAsync", &a.memcpy2dAsync, &missing);
-  resolve(library, "aclrtMemcpyBatchAsync", &a.memcpyBatchAsync, nullptr);  // CANN >= 8.5
+  resolve(library, "aclrtMemcpyBatchAsync", &a.memcpyBatchAsync, nullptr);  // CANN >= 8.3.RC1
   resolve(library, "aclGetRecentErrMsg", &a.getRecentErrMsg, nullptr);
   resolve(library, "aclrtGetCurrentContext", &a.getCurrentContext, nullptr);
   resolve(library, "aclrtSetCurrentContext", &a.setCurrentContext, nullptr);
   resolve(library, "aclrtGetDevice", &a.getDevice, nullptr);
+  // Pins caller host memory (ACL_HOST_REG_PINNED); without it wrapping as pinned is refused.
+  resolve(library, "aclrtHostRegisterV2", &a.hostRegisterV2, nullptr);
   if (!missing.empty()) {
     l.cause = l.origin + " lacks " + missing + " (a CANN release too old for kvio)";
     return l;  // the library stays loaded: unloading a runtime is never safe

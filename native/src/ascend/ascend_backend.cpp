@@ -5,9 +5,12 @@
 // copy-engine issuer, cut at the pools' allocation boundaries (ascend_copies.hpp), followed by
 // an aclrtEvent, and the transfer is done when that event is
 // (aclrtQueryEventStatus / aclrtSynchronizeEvent of that event only; never a device-wide
-// synchronisation). Pools stay alive until their transfers' events have completed. Caller host
-// memory is registered through kvio's registries of host registrations (host_registry.hpp), one
-// per device: aclrtHostRegister registers for the current context's device only. Every ACL call
+// synchronisation). Pools stay alive until their transfers' events have completed; everything a
+// submit allocates is allocated before its first copy is queued, and a failure after that is
+// reported only once the stream has run the queued copies. Caller host memory is page-locked
+// with aclrtHostRegisterV2(ACL_HOST_REG_PINNED) through kvio's registries of host registrations
+// (host_registry.hpp), one per device, over one process-wide table (the runtime keeps one for
+// the whole process): pages pinned for one device are refused for another. Every ACL call
 // that needs a context runs under a DeviceScope (acl_device.hpp): the device's default context
 // current for the call, the calling thread's context put back; aclrtSetDevice is called once per
 // device and process. Event queries, waits and destruction, and aclrtFreeHost, need no context.
@@ -127,11 +130,14 @@ kvio_status scopeFailure(const DeviceScope& scope, int32_t device, const char* w
 class AclEventCompletion final : public DeviceCompletion {
  public:
   // Event query, wait and destruction need no current context (the event carries its own).
-  AclEventCompletion(const AclApi* api, aclrtEvent event) : api_(api), event_(event) {}
+  // Made before its event (createEvent fills event()), so that no allocation follows a
+  // successful aclrtCreateEvent: the event always has an owner.
+  explicit AclEventCompletion(const AclApi* api) : api_(api) {}
   ~AclEventCompletion() override {
     // Nobody to report a failure to; its text must not be blamed on a later call.
-    if (api_->destroyEvent(event_) != ACL_SUCCESS) clearAclError(*api_);
+    if (event_ != nullptr && api_->destroyEvent(event_) != ACL_SUCCESS) clearAclError(*api_);
   }
+  aclrtEvent* event() { return &event_; }
   bool query() override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (done_) return true;
@@ -176,7 +182,7 @@ class AclEventCompletion final : public DeviceCompletion {
   }
 
   const AclApi* api_;
-  aclrtEvent event_;
+  aclrtEvent event_ = nullptr;
   std::mutex mutex_;
   bool done_ = false;
   std::string error_;  // empty: no failure
@@ -227,8 +233,9 @@ class AscendExecutor final : public Executor {
       if (kind == KVIO_MEMORY_HOST) {
         return fail(KVIO_STATUS_UNSUPPORTED,
                     "the %s pool is pageable host memory; the 'kernel_ascend' io backend needs "
-                    "pinned host memory: allocate or wrap it with KVIO_MEMORY_ASCEND_HOST_PINNED "
-                    "(aclrtMallocHost / aclrtHostRegister)",
+                    "pinned host memory: allocate it with KVIO_MEMORY_ASCEND_HOST_PINNED "
+                    "(aclrtMallocHost), or wrap it as that kind where the runtime has "
+                    "aclrtHostRegisterV2 (ACL_HOST_REG_PINNED)",
                     side);
       }
       if (kind != KVIO_MEMORY_ASCEND_DEVICE && kind != KVIO_MEMORY_ASCEND_HOST_PINNED) {
@@ -243,13 +250,13 @@ class AscendExecutor final : public Executor {
                     "runs on device %d; create the pool (or the executor) for the same device",
                     side, sides[i].device, device_);
       }
-      // Host registrations act for one device (aclrtHostRegister registers for the current
-      // context's): a pinned pool of another device is not pinned for this one.
+      // Pinned host memory is allocated or registered in one device's context; whether the
+      // runtime lets another device's copies use it is not documented, so kvio does not.
       if (kind == KVIO_MEMORY_ASCEND_HOST_PINNED && sides[i].device != device_) {
         return fail(KVIO_STATUS_UNSUPPORTED,
                     "the %s pool is pinned host memory for Ascend device %d but this "
-                    "'kernel_ascend' executor runs on device %d; allocate or wrap the host "
-                    "memory for device %d (a buffer may be wrapped once per device)",
+                    "'kernel_ascend' executor runs on device %d; allocate the host memory for "
+                    "device %d, or wrap a buffer for it that no pool of another device pins",
                     side, sides[i].device, device_, device_);
       }
     }
@@ -272,38 +279,35 @@ class AscendExecutor final : public Executor {
       return;
     }
     reap();
-    aclrtEvent event = nullptr;
-    aclError e = api_->createEvent(&event);
+    // Everything the transfer needs is allocated before its first copy is queued: the
+    // completion (then its event) and its slot in inFlight_ (taken back unless it is kept).
+    // Running out of memory later, with copies queued, would let the core drop the pools (free
+    // or unregister their memory) under them.
+    auto completion = std::make_shared<AclEventCompletion>(api_);
+    inFlight_.push_back({completion, job});
+    bool kept = false;
+    struct SlotGuard {
+      std::deque<InFlight>& inFlight;
+      const bool& kept;
+      ~SlotGuard() {
+        if (!kept) inFlight.pop_back();
+      }
+    } slotGuard{inFlight_, kept};
+    aclError e = api_->createEvent(completion->event());
     if (e != ACL_SUCCESS) {
       job->state->complete(KVIO_STATUS_BACKEND_ERROR,
                            "aclrtCreateEvent failed: " + describeAclError(*api_, e));
       return;
     }
-    auto completion = std::make_shared<AclEventCompletion>(api_, event);
-    IssueTarget target;
-    target.api = api_;
-    target.stream = stream_;
-    target.device = device_;
-    const bool srcDevice = job->srcPlace.kind == KVIO_MEMORY_ASCEND_DEVICE;
-    const bool dstDevice = job->dstPlace.kind == KVIO_MEMORY_ASCEND_DEVICE;
-    target.kind = srcDevice ? (dstDevice ? ACL_MEMCPY_DEVICE_TO_DEVICE : ACL_MEMCPY_DEVICE_TO_HOST)
-                            : ACL_MEMCPY_HOST_TO_DEVICE;
-    const kvio_status status = issuePlan(target, job->plan, job->srcPool->copyRegions(),
-                                         job->dstPool->copyRegions(), &issue_);
-    if (status != KVIO_STATUS_OK) {
-      // Copies queued before the failed call may still write the destination: the transfer
-      // reports its error only once the stream has finished them, so nothing changes after.
-      failAfterQueuedCopies(*job, status, lastError());
-      return;
+    try {
+      kept = issueAndRecord(*job, completion);
+    } catch (...) {
+      // Whatever failed (the message of a failed call could not be allocated, say) after copies
+      // were queued: they must have run before the core completes the transfer and lets go of
+      // its pools.
+      if (api_->synchronizeStream(stream_) != ACL_SUCCESS) clearAclError(*api_);
+      throw;
     }
-    e = api_->recordEvent(event, stream_);
-    if (e != ACL_SUCCESS) {
-      failAfterQueuedCopies(*job, KVIO_STATUS_BACKEND_ERROR,
-                            "aclrtRecordEvent failed: " + describeAclError(*api_, e));
-      return;
-    }
-    job->state->attach(completion);
-    inFlight_.push_back({std::move(completion), std::move(job)});
   }
 
   void drain() override {
@@ -320,6 +324,34 @@ class AscendExecutor final : public Executor {
     std::shared_ptr<AclEventCompletion> completion;
     std::shared_ptr<Job> job;
   };
+  // Queues the job's copies and its event; true when the transfer is in flight, false when it
+  // failed (completed, after the queued copies ran).
+  bool issueAndRecord(Job& job, const std::shared_ptr<AclEventCompletion>& completion) {
+    IssueTarget target;
+    target.api = api_;
+    target.stream = stream_;
+    target.device = device_;
+    const bool srcDevice = job.srcPlace.kind == KVIO_MEMORY_ASCEND_DEVICE;
+    const bool dstDevice = job.dstPlace.kind == KVIO_MEMORY_ASCEND_DEVICE;
+    target.kind = srcDevice ? (dstDevice ? ACL_MEMCPY_DEVICE_TO_DEVICE : ACL_MEMCPY_DEVICE_TO_HOST)
+                            : ACL_MEMCPY_HOST_TO_DEVICE;
+    const kvio_status status = issuePlan(target, job.plan, job.srcPool->copyRegions(),
+                                         job.dstPool->copyRegions(), &issue_);
+    if (status != KVIO_STATUS_OK) {
+      // Copies queued before the failed call may still write the destination: the transfer
+      // reports its error only once the stream has finished them, so nothing changes after.
+      failAfterQueuedCopies(job, status, lastError());
+      return false;
+    }
+    const aclError e = api_->recordEvent(*completion->event(), stream_);
+    if (e != ACL_SUCCESS) {
+      failAfterQueuedCopies(job, KVIO_STATUS_BACKEND_ERROR,
+                            "aclrtRecordEvent failed: " + describeAclError(*api_, e));
+      return false;
+    }
+    job.state->attach(completion);
+    return true;
+  }
   void retire(InFlight& entry) { entry.job->state->isDone(); }
   // Completes a job whose copies could not all be queued, after the stream has run the ones
   // that were (they read and write the job's pools, which `job` keeps alive until then).
@@ -385,14 +417,35 @@ struct PinnedHost {
 };
 
 // ---- the host registries' ACL runtime (host_registry.hpp) ----
-// ACL has no query of what a registration covers, so a range already registered by someone
-// other than kvio is refused (covering is nullptr). aclrtHostRegister and aclrtHostUnregister
-// need a current context and act for its device only: one registry per device (its
-// HostRuntime::context is the device), each call under that device's scope, on whatever
-// thread adopts or lets go of a pool last.
+// Caller host memory is page-locked with aclrtHostRegisterV2(ACL_HOST_REG_PINNED): the V1 call
+// aclrtHostRegister maps host memory for the device's NIC and does not make it usable by the
+// copy calls (its API reference), so kvio never uses it. ACL has no query of what a
+// registration covers, so a range already registered by someone other than kvio is refused
+// (covering is nullptr). aclrtHostRegisterV2 and aclrtHostUnregister need a current context:
+// one registry per device (its HostRuntime::context is the device), each call under that
+// device's scope, on whatever thread adopts or lets go of a pool last. CANN's runtime keeps ONE
+// process-wide table of registered host ranges (not one per device): a range registered for
+// one device cannot be registered for another (V2 answers "already registered"), and would be
+// unregistered once only. kvio's own process-wide table (below) refuses it first, naming the
+// device that holds it.
 
 int32_t deviceOf(void* context) {
   return static_cast<int32_t>(reinterpret_cast<intptr_t>(context));
+}
+
+struct Pinned {
+  uint64_t bytes;
+  int32_t device;
+};
+
+// kvio's registrations of every device, by start address (under pinnedMutex()).
+std::mutex& pinnedMutex() {
+  static std::mutex* m = new std::mutex();
+  return *m;
+}
+std::map<uint64_t, Pinned>& pinnedRanges() {
+  static auto* ranges = new std::map<uint64_t, Pinned>();  // never destroyed: pools may
+  return *ranges;                                          // outlive statics
 }
 
 kvio_status registerRange(void* context, uint64_t address, uint64_t bytes,
@@ -400,22 +453,55 @@ kvio_status registerRange(void* context, uint64_t address, uint64_t bytes,
   const AclApi* api = nullptr;
   KVIO_RETURN_IF_ERROR(runtime(&api));
   const int32_t device = deviceOf(context);
-  KVIO_ACL_SCOPE(scope, *api, device, "registering host memory");
-  void* devicePointer = nullptr;
-  const aclError e = api->hostRegister(reinterpret_cast<void*>(address), bytes,
-                                       ACL_HOST_REGISTER_MAPPED, &devicePointer);
+  if (api->hostRegisterV2 == nullptr) {  // adopt() refuses first; kept for a direct caller
+    return fail(KVIO_STATUS_UNSUPPORTED, "%s has no aclrtHostRegisterV2", api->origin);
+  }
+  std::lock_guard<std::mutex> lock(pinnedMutex());
+  std::map<uint64_t, Pinned>& ranges = pinnedRanges();
+  // This device's registry shares its own registrations before it asks for new ones, so a
+  // registration of kvio's that overlaps is another device's.
+  auto next = ranges.lower_bound(address + bytes);
+  if (next != ranges.begin()) {
+    const auto holder = std::prev(next);
+    if (holder->first + holder->second.bytes > address) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "host memory [0x%llx, 0x%llx) is pinned by kvio for Ascend device %d already "
+                  "(aclrtHostRegisterV2, for a pool of that device); ACL keeps one process-wide "
+                  "table of registered host memory, so the same pages cannot be registered "
+                  "again for Ascend device %d while that pool lives. Use separate host buffers "
+                  "for each device (kvio_pool_allocate_memory gives each device its own), or "
+                  "close the other device's pool first",
+                  static_cast<unsigned long long>(holder->first),
+                  static_cast<unsigned long long>(holder->first + holder->second.bytes),
+                  holder->second.device, device);
+    }
+  }
+  // Listed before it is made, so that nothing can fail (run out of memory) once it is.
+  const auto listed = ranges.emplace(address, Pinned{bytes, device}).first;
+  aclError e = ACL_SUCCESS;
+  {
+    DeviceScope scope(*api, device);
+    if (scope.error() != ACL_SUCCESS) {
+      ranges.erase(listed);
+      return scopeFailure(scope, device, "registering host memory");
+    }
+    e = api->hostRegisterV2(reinterpret_cast<void*>(address), bytes, ACL_HOST_REG_PINNED);
+  }
+  if (e == ACL_SUCCESS) return KVIO_STATUS_OK;
+  ranges.erase(listed);
   if (e == ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED) {
     clearAclError(*api);
     *alreadyRegistered = true;
     return KVIO_STATUS_OK;
   }
-  if (e != ACL_SUCCESS) {
-    return aclFailure(*api, e, "aclrtHostRegister",
-                      "registering " + std::to_string(bytes) + " bytes of host memory at " +
-                          format("0x%llx", static_cast<long long>(address)) +
-                          format(" for Ascend device %lld", device));
-  }
-  return KVIO_STATUS_OK;
+  return aclFailure(*api, e, "aclrtHostRegisterV2",
+                    "pinning " + std::to_string(bytes) + " bytes of host memory at " +
+                        format("0x%llx", static_cast<long long>(address)) +
+                        format(" for Ascend device %lld (ACL_HOST_REG_PINNED, which takes "
+                               "pageable memory only: memory from aclrtMallocHost is pinned "
+                               "already and cannot be wrapped; allocate such a pool with "
+                               "kvio_pool_allocate_memory)",
+                               device));
 }
 
 // The registration ends in its device's context. A failure has nobody to report to (the pool
@@ -423,11 +509,13 @@ kvio_status registerRange(void* context, uint64_t address, uint64_t bytes,
 void unregisterRange(void* context, uint64_t address) {
   const AclApi* api = nullptr;
   if (runtime(&api) != KVIO_STATUS_OK) return;
+  std::lock_guard<std::mutex> lock(pinnedMutex());
   DeviceScope scope(*api, deviceOf(context));
   if (scope.error() != ACL_SUCCESS ||
       api->hostUnregister(reinterpret_cast<void*>(address)) != ACL_SUCCESS) {
     clearAclError(*api);
   }
+  pinnedRanges().erase(address);
 }
 
 // Device `device`'s registrations (checkDevice has checked it).
@@ -437,7 +525,7 @@ HostRegistry& registry(int32_t device) {
   std::lock_guard<std::mutex> lock(*mutex);                          // may outlive statics
   HostRegistry*& r = (*registries)[device];
   if (r == nullptr) {
-    r = new HostRegistry(HostRuntime{"ACL", "aclrtHostRegister", 0,
+    r = new HostRegistry(HostRuntime{"ACL", "aclrtHostRegisterV2", 0,
                                      reinterpret_cast<void*>(static_cast<intptr_t>(device)),
                                      registerRange, unregisterRange, nullptr});
   }
@@ -483,6 +571,16 @@ kvio_status adopt(int32_t kind, int32_t device, const MemoryRegion* regions, siz
   if (kind == KVIO_MEMORY_ASCEND_DEVICE) {
     *owner = std::make_shared<int>(0);  // the caller owns the memory; used as given
     return KVIO_STATUS_OK;
+  }
+  if (api->hostRegisterV2 == nullptr) {
+    return fail(KVIO_STATUS_UNSUPPORTED,
+                "caller host memory cannot be wrapped as KVIO_MEMORY_ASCEND_HOST_PINNED with "
+                "this ACL runtime (%s): it has no aclrtHostRegisterV2, the only call that pins "
+                "(page-locks) existing host memory for the NPU's copies (aclrtHostRegister maps "
+                "it for the NPU's NIC and does not pin it: copies from it fail unpredictably). "
+                "Allocate the pool with kvio_pool_allocate_memory (kvio uses aclrtMallocHost), "
+                "or use a CANN whose runtime has aclrtHostRegisterV2 (documented from 8.5.0)",
+                api->origin);
   }
   std::vector<std::vector<uint64_t>> pieces;
   KVIO_RETURN_IF_ERROR(registry(device).acquire(regions, count, owner, &pieces));

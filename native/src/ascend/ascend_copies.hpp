@@ -3,7 +3,7 @@
 // drives (native/src/engine/copy_engine.hpp cuts copies at allocation boundaries and chooses
 // 2-D, 1-D and batch calls). aclrtMemcpy2dAsync does the "dim exchange" (the pitches do the
 // layout transpose) between host and device only, at most kMax2dHeight rows per call; runs of
-// 1-D copies go to aclrtMemcpyBatchAsync (CANN >= 8.5; ACL_ERROR_RT_FEATURE_NOT_SUPPORT turns
+// 1-D copies go to aclrtMemcpyBatchAsync (CANN >= 8.3.RC1; ACL_ERROR_RT_FEATURE_NOT_SUPPORT turns
 // batching off for the executor), else aclrtMemcpyAsync. The batch call's attributes say where
 // each side lies. Used by AscendExecutor::submit (ascend_backend.cpp) and ascend_copies_test.
 #ifndef KVIO_ASCEND_ASCEND_COPIES_HPP_
@@ -90,6 +90,8 @@ inline int batch(void* context, const uint64_t* dsts, const uint64_t* srcs, cons
   auto* c = static_cast<EngineContext*>(context);
   const IssueTarget& t = *c->target;
   IssueState& s = *c->state;
+  // Within the capacity issuePlan reserved before the first copy: no allocation here, where
+  // copies of the plan may be queued already.
   s.dsts.resize(count);
   s.srcs.resize(count);
   for (size_t i = 0; i < count; ++i) {
@@ -141,6 +143,10 @@ kvio_status issuePlan(const IssueTarget& t, const std::vector<kvio_copy2d>& plan
       t.kind == ACL_MEMCPY_HOST_TO_DEVICE || t.kind == ACL_MEMCPY_DEVICE_TO_HOST;
   ops.batch = t.api->memcpyBatchAsync != nullptr && hostDevice ? detail::batch : nullptr;
   ops.errorText = detail::errorText;
+  if (ops.batch != nullptr) {  // allocated before anything is queued (see detail::batch)
+    s->dsts.reserve(kMaxBatch);
+    s->srcs.reserve(kMaxBatch);
+  }
   engine::IssueOptions options;
   options.twoD = hostDevice;
   options.direction = memcpyKindName(t.kind);

@@ -176,6 +176,17 @@ kvio_status CopyIssuer::issueCopies(const EngineOps& ops, const IssueOptions& op
   for (size_t i = 0; i < copies_.size(); ++i) {
     (copies_[i].height == 1 && copies_[i].depth == 1 ? rows_ : blocks_).push_back(i);
   }
+  // The batch arrays are allocated before the first call: once copies are queued, running out
+  // of memory would leave them queued with nobody waiting for them.
+  if (ops.batch != nullptr) {
+    const size_t entries = std::min(rows_.size(), std::max<size_t>(ops.maxBatch, 1));
+    dsts_.reserve(entries);
+    srcs_.reserve(entries);
+    sizes_.reserve(entries);
+  }
+  if (ops.batch3d != nullptr) {
+    staged_.reserve(std::min(blocks_.size(), std::max<size_t>(ops.maxBatch3d, 1)));
+  }
   KVIO_RETURN_IF_ERROR(issueRows(ops, options, planSize));
   return issueBlocks(ops, options, planSize);
 }

@@ -533,7 +533,11 @@ public final class HostKvPool extends KvPool {
          * {@code address}, holding all components one after the other (at least componentBytes *
          * components). The memory must stay valid until the pool is closed and kvio no longer uses
          * it (see {@link KvPool#closeAndWait()}). For the CUDA and Ascend io backends kvio
-         * registers (pins) it while the pool lives.
+         * registers (pins) it while the pool lives: cudaHostRegister, or for kernel_ascend
+         * aclrtHostRegisterV2 with ACL_HOST_REG_PINNED, which older CANN runtimes lack (the pool is
+         * then refused, KvioUnsupportedException with the reason: build it without wrap, kvio
+         * allocates it with aclrtMallocHost). Memory pinned for one NPU cannot be wrapped for
+         * another while that pool lives (CANN keeps one process-wide table of registrations).
          */
         public Builder wrap(long address, long sizeBytes) {
             return wrap(address, sizeBytes, null);

@@ -222,7 +222,7 @@ public abstract class KvPool implements AutoCloseable {
      * Releases the pool; idempotent. Transfers already submitted still complete. When none of them
      * is still running, kvio's use of the pool's memory ends before close() returns: memory kvio
      * allocated is freed, and its registration of wrapped memory (cudaHostRegister,
-     * aclrtHostRegister) ends, so the owner of wrapped memory may free it right after. Otherwise
+     * aclrtHostRegisterV2) ends, so the owner of wrapped memory may free it right after. Otherwise
      * that happens when the last of them completes; {@link #closeAndWait()} waits for it.
      *
      * @throws IllegalStateException (Java 22+) a MemorySegment of this pool (io.kvio.Segments) is

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Builds and installs the native library as a C++ user would (cmake --install), then builds and
 # runs examples/cpp-consumer against the installed package (find_package(kvio), kvio::kvio).
+# Checks that the package installs only the public headers (kvio.h, kvio_enums.def, kvio.hpp:
+# nothing that declares symbols libkvio does not export) and that a C++14 consumer is compiled
+# as C++14 (the package must not ask for a newer standard than its headers need). Last, kvio
+# configured inside another project (add_subdirectory) must leave the build type unset and build
+# no tests, fuzz replay or benchmark unless asked.
 # Usage: scripts/check-cpp-package.sh [work dir]   (default: a temporary folder)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +14,32 @@ cmake -S . -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DKVIO_BUILD_TESTS=OFF \
     -DKVIO_BUILD_BENCH=OFF -DKVIO_BUILD_FUZZ=OFF >/dev/null
 cmake --build "$work/build" --parallel 2 >/dev/null
 cmake --install "$work/build" --prefix "$work/prefix" >/dev/null
-cmake -S examples/cpp-consumer -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+headers=$(cd "$work/prefix/include" && find . -type f | sort | tr '\n' ' ')
+if [ "$headers" != "./kvio/kvio.h ./kvio/kvio.hpp ./kvio/kvio_enums.def " ]; then
+  echo "installed headers are not the public ones: $headers" >&2
+  exit 1
+fi
+cmake -S examples/cpp-consumer -B "$work/consumer" -DCMAKE_PREFIX_PATH="$work/prefix" \
+    -DCMAKE_EXPORT_COMPILE_COMMANDS=ON >/dev/null
 cmake --build "$work/consumer" >/dev/null
+if ! grep -q -- '-std=c++14' "$work/consumer/compile_commands.json"; then
+  echo "the C++14 consumer was not compiled as C++14:" >&2
+  grep -o -- '-std=[^ ]*' "$work/consumer/compile_commands.json" >&2
+  exit 1
+fi
 "$work/consumer/kvio_consumer"
+# kvio inside another project: no build type forced, no tests, fuzz replay or benchmark.
+mkdir -p "$work/parent"
+printf 'cmake_minimum_required(VERSION 3.20)\nproject(kvio_parent LANGUAGES CXX)\nadd_subdirectory("%s" kvio)\n' \
+    "$PWD" > "$work/parent/CMakeLists.txt"
+cmake -S "$work/parent" -B "$work/parent/build" -DKVIO_WITH_CUDA=OFF >/dev/null
+cache=$(cmake -L -N "$work/parent/build")
+for expected in CMAKE_BUILD_TYPE:STRING= KVIO_BUILD_TESTS:BOOL=OFF KVIO_BUILD_BENCH:BOOL=OFF \
+    KVIO_BUILD_FUZZ:BOOL=OFF; do
+  if ! grep -qx -- "$expected" <<<"$cache"; then
+    echo "kvio under add_subdirectory: expected $expected in the cache, got:" >&2
+    grep -E "^(CMAKE_BUILD_TYPE|KVIO_BUILD_)" <<<"$cache" >&2
+    exit 1
+  fi
+done
+echo "kvio under add_subdirectory: no build type forced; tests, fuzz replay and benchmark off"

@@ -4,6 +4,7 @@
 // in layer_first, whose token t's row is at t * headBytes: the oracle is that one product.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -65,6 +66,132 @@ TEST(CppApi, BracedIndexListsAreIndicesNotAPointerAndACount) {
   fill(src, dst);
   kvio::transferPerLayer(cpu, src, dst, from, to, 0, 0).wait();
   EXPECT_EQ(contents(dst), expected(dst, {3}, {2}));
+}
+
+TEST(CppApi, AVectorGivenAsAnRvalueIsKeptNotViewed) {
+  // Indices(const std::vector<int64_t>&) kept v.data() of the temporary pageSlots returned: the
+  // vector was freed at the end of the statement, the next allocation of its size took its
+  // memory, and the transfer moved the rows that allocation named.
+  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  fill(src, dst);
+  const kvio::Indices from = kvio::pageSlots({1}, 4);  // slots 4..7
+  const kvio::Indices to = kvio::pageSlots({0}, 4);    // slots 0..3
+  const std::vector<int64_t> later(4, 2);              // same size: would reuse a freed buffer
+  ASSERT_EQ(from.size, 4);
+  EXPECT_EQ(std::vector<int64_t>(from.data, from.data + from.size),
+            (std::vector<int64_t>{4, 5, 6, 7}));
+  kvio::transferPerLayer(cpu, src, dst, from, to, 0, 0).wait();
+  EXPECT_EQ(contents(dst), expected(dst, {4, 5, 6, 7}, {0, 1, 2, 3}));
+  EXPECT_EQ(later[0], 2);
+  // A copy shares what the original owns; an lvalue vector stays a view (no copy).
+  const kvio::Indices copy = from;
+  EXPECT_EQ(copy.data, from.data);
+  const std::vector<int64_t> mine = {6, 7};
+  const kvio::Indices view = mine;
+  EXPECT_EQ(view.data, mine.data());
+}
+
+TEST(CppApi, PageSlotsRefusesPageSizesAndPagesOutsideInt64) {
+  EXPECT_EQ(kvio::pageSlots({2, 0}, 3), (std::vector<int64_t>{6, 7, 8, 0, 1, 2}));
+  for (const int64_t pageSize : {int64_t{-1}, int64_t{0}, INT64_MIN}) {
+    try {
+      (void)kvio::pageSlots({1, 2}, pageSize);
+      ADD_FAILURE() << "pageSize " << pageSize << " accepted";
+    } catch (const kvio::Error& e) {  // it was std::length_error (reserve of a huge count)
+      EXPECT_EQ(e.status(), KVIO_STATUS_INVALID_ARGUMENT) << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::to_string(pageSize)), std::string::npos)
+          << e.what();
+    }
+  }
+  // p * pageSize overflowed (undefined behaviour); the last slot of the page must fit too.
+  const int64_t big = INT64_MAX / 4 + 1;
+  for (const std::vector<int64_t>& pages :
+       {std::vector<int64_t>{0, big}, std::vector<int64_t>{INT64_MIN / 4 - 1}}) {
+    try {
+      (void)kvio::pageSlots(pages, 4);
+      ADD_FAILURE() << "page " << pages.back() << " of 4 slots accepted";
+    } catch (const kvio::Error& e) {
+      EXPECT_EQ(e.status(), KVIO_STATUS_INVALID_ARGUMENT) << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::to_string(pages.back())), std::string::npos)
+          << e.what();
+    }
+  }
+  const int64_t last = (INT64_MAX - 3) / 4;  // its slots end at INT64_MAX - 3 + 3 at most
+  EXPECT_EQ(kvio::pageSlots({last}, 4).back(), last * 4 + 3);
+}
+
+TEST(CppApi, TransferDirectCountsPagesInItsMessage) {
+  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  try {
+    (void)kvio::transferDirect(cpu, src, dst, {0, 1}, {1}, kvio::LayerMap{0, 0, 1});
+    ADD_FAILURE() << "page lists of 2 and 1 accepted";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_INVALID_ARGUMENT) << e.what();
+    EXPECT_NE(std::string(e.what()).find("srcPages has 2 pages but dstPages has 1"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(CppApi, ClosedObjectsReportClosed) {
+  // close() zeroed the handle: use after close answered INVALID_ARGUMENT "pool is 0" instead of
+  // the CLOSED kvio.h promises.
+  kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  const uint64_t pool = src.handle();
+  src.close();
+  EXPECT_EQ(src.handle(), pool);
+  src.close();  // once only: nothing to close again
+  try {
+    (void)src.data();
+    ADD_FAILURE() << "data() of a closed pool";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_CLOSED) << e.what();
+  }
+  try {
+    (void)kvio::transferPerLayer(cpu, src, dst, {0}, {0}, 0, 0);
+    ADD_FAILURE() << "a transfer from a closed pool";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_CLOSED) << e.what();
+  }
+  EXPECT_TRUE(src.closeAndWait());
+  EXPECT_TRUE(src.closeAndWait());
+  // A wrapped pool closed by hand, then destroyed: the destructor waits on the kept handle.
+  std::vector<uint8_t> buf(dst.bytes());
+  {
+    kvio::Pool wrapped = kvio::Pool::wrap(oneLayerSpec(), buf.data(), buf.size());
+    wrapped.close();
+    try {
+      (void)wrapped.bytes();
+      ADD_FAILURE() << "bytes() of a closed wrapped pool";
+    } catch (const kvio::Error& e) {
+      EXPECT_EQ(e.status(), KVIO_STATUS_CLOSED) << e.what();
+    }
+  }
+  const uint64_t executor = cpu.handle();
+  cpu.close();
+  EXPECT_EQ(cpu.handle(), executor);
+  try {
+    (void)cpu.threads();
+    ADD_FAILURE() << "threads() of a closed executor";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_CLOSED) << e.what();
+  }
+  try {
+    (void)kvio::transferPerLayer(cpu, dst, dst, {0}, {1}, 0, 0);
+    ADD_FAILURE() << "a transfer on a closed executor";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_CLOSED) << e.what();
+  }
+  // Moved-from objects have no handle: INVALID_ARGUMENT, as before.
+  kvio::Pool taken = std::move(dst);
+  EXPECT_EQ(dst.handle(), 0u);  // NOLINT(bugprone-use-after-move)
+  EXPECT_TRUE(dst.closeAndWait());
 }
 
 TEST(CppApi, EmptyIndexListsCompleteAfterEveryOtherCheck) {

@@ -15,9 +15,9 @@
 #include <string>
 
 #include "core/diagnostics.hpp"
+#include "core/layout.hpp"
 #include "cuda/copy_routine.cuh"
 #include "cuda/kernel_launch.hpp"
-#include "kvio/layout.hpp"
 #include "oracle.hpp"
 
 namespace kvio_test {

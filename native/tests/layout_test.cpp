@@ -5,7 +5,7 @@
 // hb=10: T=10, component 240 bytes). Also the spec checks (sizes, kind/layout fit, 2^62
 // overflow). White-box: links the core statically (libkvio hides these symbols); the pool
 // addresses are also checked black-box through wrapped pools and kvio_plan.
-#include "kvio/layout.hpp"
+#include "core/layout.hpp"
 
 #include <gtest/gtest.h>
 

@@ -472,8 +472,9 @@ KVIO_API kvio_status kvio_submit_device_indices(uint64_t executor, const kvio_tr
                                                 uint64_t* transfer_out);
 /* The CUDA event (a cudaEvent_t) recorded after a CUDA transfer's work on its stream; another
  * stream can cudaStreamWaitEvent on it, e.g. to start layer i as soon as its load lands.
- * Valid until kvio_transfer_close (kvio then reuses it for later transfers). UNSUPPORTED for
- * transfers that did not run on a CUDA executor (cpu, kernel_ascend). */
+ * Valid until kvio_transfer_close (kvio then reuses it for later transfers or destroys it):
+ * enqueue the wait before closing the transfer. UNSUPPORTED for transfers that did not run on
+ * a CUDA executor (cpu, kernel_ascend). */
 KVIO_API kvio_status kvio_transfer_cuda_event(uint64_t transfer, uint64_t* event_out);
 
 /* ---- the Ascend backend (docs/ascend.md) ---- */
@@ -493,7 +494,8 @@ KVIO_API kvio_status kvio_executor_create_ascend(int32_t device, uint64_t stream
 KVIO_API kvio_status kvio_executor_ascend_stream(uint64_t executor, uint64_t* stream_out);
 /* The aclrtEvent recorded after a kernel_ascend transfer's work on its stream (another stream can
  * aclrtStreamWaitEvent on it, e.g. to start layer i as soon as its load lands). Valid until
- * kvio_transfer_close. UNSUPPORTED for transfers of other backends. */
+ * kvio_transfer_close (kvio then reuses it or destroys it): enqueue the wait before closing the
+ * transfer. UNSUPPORTED for transfers of other backends. */
 KVIO_API kvio_status kvio_transfer_ascend_event(uint64_t transfer, uint64_t* event_out);
 
 /* ---- diagnostics (docs/reliability.md) ---- */

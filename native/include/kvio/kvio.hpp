@@ -10,6 +10,12 @@
 // Every named operation is the one general transfer (any layout to any layout, with a layer
 // map) with its own index and layer conventions. C++14 or later; from C++17 a Transfer left
 // unused is a warning ([[nodiscard]]: a transfer dropped unawaited reports no failure).
+//
+// Threads: one Executor or Pool may be used by several threads at once (concurrent transfers
+// through one executor, between the same pools, are fine; the C ABI orders them). Closing an
+// object (close(), closeAndWait(), destruction, assignment) while another thread uses it is a
+// data race on the object: the caller orders the close after every other use. The same holds
+// for a Transfer: wait or query it from any thread, destroy it after those calls return.
 #ifndef KVIO_KVIO_HPP_
 #define KVIO_KVIO_HPP_
 
@@ -22,6 +28,7 @@
 #include <chrono>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -108,13 +115,22 @@ struct PoolSpec {
 };
 
 /// Int64 token indices: a view of a vector or of memory the caller owns (read during the
-/// submit only), or, from a braced list ({4, 5, 6}), a copy the Indices keeps.
+/// submit only), or, from a braced list ({4, 5, 6}) or a vector given as an rvalue (the result
+/// of pageSlots), a copy the Indices keeps.
 struct Indices {
   const int64_t* data = nullptr;
   int64_t size = 0;
   Indices(const int64_t* d, int64_t n) : data(d), size(n) {}
+  /// A view of `v`: the vector must outlive every use of this Indices (and not be resized).
   Indices(const std::vector<int64_t>& v)
       : data(v.data()), size(static_cast<int64_t>(v.size())) {}  // NOLINT
+  /// Takes the vector: `kvio::Indices slots = kvio::pageSlots({1}, 4);` keeps the slots (a view
+  /// would point into the temporary, freed at the end of the statement).
+  Indices(std::vector<int64_t>&& v)  // NOLINT
+      : owned_(std::make_shared<const std::vector<int64_t>>(std::move(v))) {
+    data = owned_->data();
+    size = static_cast<int64_t>(owned_->size());
+  }
   /// A braced list is copied: without this, {0, 1} would bind to (pointer, count) (0 is a null
   /// pointer constant) and name no index at all.
   Indices(std::initializer_list<int64_t> list)  // NOLINT
@@ -122,13 +138,13 @@ struct Indices {
     data = owned_->data();
     size = static_cast<int64_t>(owned_->size());
   }
-  // Copies share the braced list's copy; a move is a copy (a moved-from Indices keeps what it
-  // points at alive).
+  // Copies share the owned copy; a move is a copy (a moved-from Indices keeps what it points at
+  // alive).
   Indices(const Indices&) = default;
   Indices& operator=(const Indices&) = default;
 
  private:
-  std::shared_ptr<const std::vector<int64_t>> owned_;  // a braced list's copy; else null
+  std::shared_ptr<const std::vector<int64_t>> owned_;  // a braced list's or a vector's; or null
 };
 
 /// Which layers move: src layers [srcStart, srcStart + count) to dst [dstStart, ...).
@@ -138,6 +154,14 @@ struct LayerMap {
   int64_t count = 1;
 };
 
+/// A pool: kvio's memory (allocate) or the caller's (the wrap forms). Destroying (or assigning
+/// over) a pool over caller memory closes it and waits until kvio no longer uses that memory
+/// (kvio_pool_close_wait, as closeAndWait()): in RAII order, `{ std::vector<uint8_t> buf;
+/// Pool p = Pool::wrap(spec, buf.data(), ...); Transfer t = transfer(.., p, ..); }` frees buf
+/// only after the transfer's last copy, awaited or not. A pool of kvio's memory is closed
+/// without waiting (its memory is freed when its last transfer completes).
+/// After close() the pool keeps its handle, so later use reports KVIO_STATUS_CLOSED; a
+/// moved-from pool has handle 0 (INVALID_ARGUMENT).
 class Pool {
  public:
   /// Memory allocated by kvio: host memory by default (2 MiB aligned, huge pages advised,
@@ -147,7 +171,7 @@ class Pool {
     const kvio_pool_spec c = spec.toC();
     uint64_t handle = 0;
     check(kvio_pool_allocate_memory(&c, memoryKind, device, &handle));
-    return Pool(handle, spec);
+    return Pool(handle, spec, false);
   }
   /// Caller-owned memory: all components one after the other.
   static Pool wrap(const PoolSpec& spec, void* data, uint64_t bytes,
@@ -156,7 +180,7 @@ class Pool {
     uint64_t handle = 0;
     check(kvio_pool_wrap_memory(&c, memoryKind, device, reinterpret_cast<uint64_t>(data), bytes,
                                 &handle));
-    return Pool(handle, spec);
+    return Pool(handle, spec, true);
   }
   /// Caller-owned memory, one buffer per component (K and V tensors, Ascend 5-D buffers).
   static Pool wrapComponents(const PoolSpec& spec, const std::vector<void*>& components,
@@ -182,34 +206,41 @@ class Pool {
 
   Pool(Pool&& other) noexcept
       : handle_(std::exchange(other.handle_, 0)),
-        closed_(std::exchange(other.closed_, 0)),
+        closed_(std::exchange(other.closed_, false)),
+        released_(std::exchange(other.released_, false)),
+        callerMemory_(std::exchange(other.callerMemory_, false)),
         spec_(other.spec_) {}
-  /// Closes this pool first (close()), then takes other's; the closed handle closeAndWait()
-  /// would have waited on is not kept: call closeAndWait() before assigning when the old
-  /// memory must be known released (wrapped memory the caller will free).
+  /// Releases this pool as the destructor does (a pool over caller memory: closed and waited
+  /// for), then takes other's.
   Pool& operator=(Pool&& other) noexcept {
     if (this != &other) {
-      close();
+      release();
       handle_ = std::exchange(other.handle_, 0);
-      closed_ = std::exchange(other.closed_, 0);
+      closed_ = std::exchange(other.closed_, false);
+      released_ = std::exchange(other.released_, false);
+      callerMemory_ = std::exchange(other.callerMemory_, false);
       spec_ = other.spec_;
     }
     return *this;
   }
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
-  ~Pool() { close(); }
+  /// Closes the pool; over caller memory (the wrap forms) also waits, as long as it takes, until
+  /// every transfer submitted with it has completed and kvio's registration of the memory has
+  /// ended, so the memory may be freed right after (like ~Executor, which waits for its
+  /// transfers). A pool of kvio's memory is only closed: its memory goes with its last transfer.
+  ~Pool() { release(); }
 
-  /// Closes the handle (kvio_pool_close, docs/memory-lifetime.md). With no transfer of this
-  /// pool still running, kvio's use of the memory ends before close() returns (wrapped memory
-  /// may be freed right after); otherwise when the last of them completes: use closeAndWait()
-  /// to know when.
+  /// Closes the handle (kvio_pool_close, docs/memory-lifetime.md), once. With no transfer of
+  /// this pool still running, kvio's use of the memory ends before close() returns (wrapped
+  /// memory may be freed right after); otherwise when the last of them completes: use
+  /// closeAndWait() to know when (the destructor of a pool over caller memory waits for it).
+  /// The pool keeps its handle: later use reports KVIO_STATUS_CLOSED.
   void close() {
-    if (handle_ != 0) {
+    if (handle_ != 0 && !closed_) {
       kvio_pool_close(handle_);
-      closed_ = handle_;
+      closed_ = true;
     }
-    handle_ = 0;
   }
   /// Closes the handle if open, then waits until kvio no longer uses the pool's memory: every
   /// transfer submitted with it has completed, kvio's allocation is freed and its registration
@@ -218,13 +249,14 @@ class Pool {
   /// to wait more). A negative timeout waits as long as it takes; zero only checks.
   bool closeAndWait(std::chrono::nanoseconds timeout = std::chrono::nanoseconds(-1)) {
     close();
-    if (closed_ == 0) return true;
-    const kvio_status status = kvio_pool_close_wait(closed_, timeout.count());
+    if (handle_ == 0 || released_) return true;
+    const kvio_status status = kvio_pool_close_wait(handle_, timeout.count());
     if (status == KVIO_STATUS_TIMEOUT) return false;
-    closed_ = 0;
+    released_ = true;
     check(status);
     return true;
   }
+  /// The handle; after close() still the closed handle (0 only for a moved-from pool).
   uint64_t handle() const { return handle_; }
   const PoolSpec& spec() const { return spec_; }
   int64_t regions() const {
@@ -256,7 +288,16 @@ class Pool {
   }
 
  private:
-  Pool(uint64_t handle, const PoolSpec& spec) : handle_(handle), spec_(spec) {}
+  Pool(uint64_t handle, const PoolSpec& spec, bool callerMemory)
+      : handle_(handle), callerMemory_(callerMemory), spec_(spec) {}
+  // The destructor's work (and move-assignment's, for the pool it replaces); never throws.
+  void release() noexcept {
+    close();
+    if (callerMemory_ && handle_ != 0 && !released_) {
+      (void)kvio_pool_close_wait(handle_, -1);
+      released_ = true;
+    }
+  }
   // A pool wrapped around caller buffers given as pointers: wrap(spec, addresses, count,
   // &handle) is the C entry point that takes them.
   template <class Wrap>
@@ -266,10 +307,12 @@ class Pool {
     for (void* p : pointers) addresses.push_back(reinterpret_cast<uint64_t>(p));
     uint64_t handle = 0;
     check(wrap(&c, addresses.data(), addresses.size(), &handle));
-    return Pool(handle, spec);
+    return Pool(handle, spec, true);
   }
   uint64_t handle_ = 0;
-  uint64_t closed_ = 0;  // the handle once closed, until closeAndWait saw the memory released
+  bool closed_ = false;        // kvio_pool_close ran (the handle is kept: later use is CLOSED)
+  bool released_ = false;      // kvio_pool_close_wait answered: kvio no longer uses the memory
+  bool callerMemory_ = false;  // a wrap form: release() waits
   PoolSpec spec_;
 };
 
@@ -304,10 +347,13 @@ class KVIO_NODISCARD Transfer {
   void wait() const {
     if (!empty_) check(kvio_transfer_wait(handle_, -1));
   }
-  /// False on timeout; throws if the transfer failed.
+  /// Waits at most `timeout`: false on timeout; throws if the transfer failed. A negative
+  /// timeout (a deadline already passed: waitFor(deadline - now())) only checks, as zero does;
+  /// wait() waits as long as it takes.
   bool waitFor(std::chrono::nanoseconds timeout) const {
     if (empty_) return true;
-    const kvio_status status = kvio_transfer_wait(handle_, timeout.count());
+    const int64_t ns = timeout.count() < 0 ? 0 : static_cast<int64_t>(timeout.count());
+    const kvio_status status = kvio_transfer_wait(handle_, ns);
     if (status == KVIO_STATUS_TIMEOUT) return false;
     check(status);
     return true;
@@ -332,9 +378,12 @@ class KVIO_NODISCARD Transfer {
   }
   /// The cudaEvent_t recorded after the transfer's work on its executor's stream, for another
   /// stream to wait on (kvio_transfer_cuda_event); 0 for an empty transfer (nothing to wait
-  /// for). UNSUPPORTED for transfers of other backends.
+  /// for). UNSUPPORTED for transfers of other backends. Valid only while this Transfer is
+  /// alive: its destruction (or assignment over it) closes the handle, and the executor then
+  /// reuses or destroys the event. Enqueue cudaStreamWaitEvent before that.
   uint64_t cudaEvent() const { return event(kvio_transfer_cuda_event); }
-  /// The same for kernel_ascend transfers: an aclrtEvent (kvio_transfer_ascend_event).
+  /// The same for kernel_ascend transfers: an aclrtEvent (kvio_transfer_ascend_event), valid
+  /// while this Transfer is alive.
   uint64_t ascendEvent() const { return event(kvio_transfer_ascend_event); }
   uint64_t handle() const { return handle_; }
   bool empty() const { return empty_; }
@@ -377,11 +426,13 @@ class Executor {
     check(kvio_executor_create_ascend(device, stream, &handle));
     return Executor(handle);
   }
-  Executor(Executor&& other) noexcept : handle_(std::exchange(other.handle_, 0)) {}
+  Executor(Executor&& other) noexcept
+      : handle_(std::exchange(other.handle_, 0)), closed_(std::exchange(other.closed_, false)) {}
   Executor& operator=(Executor&& other) noexcept {
     if (this != &other) {
       close();
       handle_ = std::exchange(other.handle_, 0);
+      closed_ = std::exchange(other.closed_, false);
     }
     return *this;
   }
@@ -389,11 +440,15 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
   /// Waits for the transfers submitted on it, then releases it (kvio_executor_close).
   ~Executor() { close(); }
-  /// As the destructor, now: waits for the submitted transfers, then releases the executor.
+  /// As the destructor, now (once): waits for the submitted transfers, then releases the
+  /// executor. It keeps its handle: later use reports KVIO_STATUS_CLOSED.
   void close() {
-    if (handle_ != 0) kvio_executor_close(handle_);
-    handle_ = 0;
+    if (handle_ != 0 && !closed_) {
+      kvio_executor_close(handle_);
+      closed_ = true;
+    }
   }
+  /// The handle; after close() still the closed handle (0 only for a moved-from executor).
   uint64_t handle() const { return handle_; }
   /// The cudaStream_t a CUDA executor orders its work on (kvio_executor_cuda_stream).
   uint64_t cudaStream() const {
@@ -431,6 +486,7 @@ class Executor {
  private:
   explicit Executor(uint64_t handle) : handle_(handle) {}
   uint64_t handle_ = 0;
+  bool closed_ = false;  // kvio_executor_close ran (the handle is kept: later use is CLOSED)
 };
 
 /// The general transfer: for each index pair and each layer of the map, every component's
@@ -477,8 +533,28 @@ inline Transfer transferAllLayers(const Executor& executor, const Pool& src, con
 }
 
 /// Expands page ids into token slots: page p becomes p*pageSize ... p*pageSize + pageSize-1.
+/// INVALID_ARGUMENT for a pageSize below 1 or a page whose slots do not fit in int64 (an id
+/// out of a pool's range otherwise is refused by the transfer, as any slot).
 inline std::vector<int64_t> pageSlots(const std::vector<int64_t>& pages, int64_t pageSize) {
+  if (pageSize < 1) {
+    throw Error(KVIO_STATUS_INVALID_ARGUMENT,
+                "pageSize must be at least 1, got " + std::to_string(pageSize));
+  }
+  const int64_t maxId = (std::numeric_limits<int64_t>::max() - (pageSize - 1)) / pageSize;
+  const int64_t minId = std::numeric_limits<int64_t>::min() / pageSize;
+  for (size_t i = 0; i < pages.size(); ++i) {
+    if (pages[i] > maxId || pages[i] < minId) {
+      throw Error(KVIO_STATUS_INVALID_ARGUMENT, "page " + std::to_string(pages[i]) + " (pages[" +
+                                                    std::to_string(i) + "]) times pageSize " +
+                                                    std::to_string(pageSize) + " overflows int64");
+    }
+  }
   std::vector<int64_t> slots;
+  if (!pages.empty() && static_cast<uint64_t>(pageSize) > slots.max_size() / pages.size()) {
+    throw Error(KVIO_STATUS_INVALID_ARGUMENT, std::to_string(pages.size()) + " pages of pageSize " +
+                                                  std::to_string(pageSize) +
+                                                  " are more slots than a vector holds");
+  }
   slots.reserve(pages.size() * static_cast<size_t>(pageSize));
   for (int64_t p : pages)
     for (int64_t s = 0; s < pageSize; ++s) slots.push_back(p * pageSize + s);
@@ -495,6 +571,11 @@ inline Transfer transferDirect(const Executor& executor, const Pool& src, const 
                 "page-granular transfers need equal page sizes, got " +
                     std::to_string(src.spec().pageSize) + " and " +
                     std::to_string(dst.spec().pageSize));
+  }
+  if (srcPages.size() != dstPages.size()) {
+    throw Error(KVIO_STATUS_INVALID_ARGUMENT, "srcPages has " + std::to_string(srcPages.size()) +
+                                                  " pages but dstPages has " +
+                                                  std::to_string(dstPages.size()));
   }
   const std::vector<int64_t> s = pageSlots(srcPages, src.spec().pageSize);
   const std::vector<int64_t> d = pageSlots(dstPages, dst.spec().pageSize);

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "kvio/kvio.h"
-#include "kvio/layout.hpp"
+#include "layout.hpp"
 
 namespace kvio {
 

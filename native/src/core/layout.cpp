@@ -1,6 +1,6 @@
 // Strides of the named layouts (see kvio.h for the shapes). The formulas here are the only
 // place a layout's geometry is written down in the library.
-#include "kvio/layout.hpp"
+#include "layout.hpp"
 
 #include <cstdint>
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kvio/kvio.h"
-#include "kvio/layout.hpp"
+#include "layout.hpp"
 
 namespace kvio {
 

@@ -14,7 +14,7 @@
 
 #include "executor.hpp"
 #include "kvio/kvio.h"
-#include "kvio/layout.hpp"
+#include "layout.hpp"
 
 namespace kvio {
 

@@ -7,7 +7,7 @@
 
 #include "error.hpp"
 #include "kvio/kvio.h"
-#include "kvio/layout.hpp"
+#include "layout.hpp"
 #include "names.hpp"
 #include "pool.hpp"
 

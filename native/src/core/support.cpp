@@ -11,7 +11,7 @@
 #include "executor.hpp"
 #include "guard.hpp"
 #include "kvio/kvio.h"
-#include "kvio/layout.hpp"
+#include "layout.hpp"
 #include "names.hpp"
 
 namespace kvio {

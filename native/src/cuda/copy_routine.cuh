@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kvio/layout.hpp"
+#include "../core/layout.hpp"
 
 #if defined(__CUDACC__)
 #define KVIO_UNROLL _Pragma("unroll")

@@ -2,9 +2,11 @@
 //   addr(c, l, t, h) = layerBase(c, l) + p*strideP + s*strideS + h*strideH,   t = p*ps + s
 // This header derives the strides of each named layout from a pool spec and binds them to
 // memory. It is the single place where layout formulas live; the planner, executors and
-// device kernels evaluate AffineLayout and nothing else. Host and device callable.
-#ifndef KVIO_LAYOUT_HPP_
-#define KVIO_LAYOUT_HPP_
+// device kernels evaluate AffineLayout and nothing else. Host and device callable. Internal to
+// the library (not installed: libkvio exports only the C ABI, so layoutStrides is not linkable
+// from outside); white-box tests reach it through kvio_core_for_tests.
+#ifndef KVIO_CORE_LAYOUT_HPP_
+#define KVIO_CORE_LAYOUT_HPP_
 
 #include <cstdint>
 
@@ -137,4 +139,4 @@ KVIO_HOST_DEVICE inline CopyUnit copyUnit(const AffineLayout& src, const AffineL
 
 }  // namespace kvio
 
-#endif  // KVIO_LAYOUT_HPP_
+#endif  // KVIO_CORE_LAYOUT_HPP_

@@ -1,0 +1,148 @@
+// The C++ layer (kvio.hpp) with transfers that are certainly still running: the cpu backend's
+// hold hook (KVIO_TEST_FAULT_CPU_HOLD, kvio_test_hooks.h) keeps a transfer of over 8 MiB before
+// its first copy until the test releases it. Checks what RAII order means for caller memory (a
+// wrapped pool's destructor waits for the transfers that use it) and that a negative waitFor
+// only checks. Links the test variant of libkvio (HOOKS).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "kvio/kvio.hpp"
+#include "kvio_test_hooks.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// 4096 tokens of one 4 KiB row (MLA, one layer): 16 MiB, over the hold hook's 8 MiB.
+constexpr int64_t kTokens = 4096;
+constexpr int64_t kRow = 4096;
+
+kvio::PoolSpec bigSpec() {
+  kvio::PoolSpec spec;
+  spec.kind = kvio::PoolKind::Mla;
+  spec.layout = kvio::Layout::LayerFirst;
+  spec.numLayers = 1;
+  spec.numPages = kTokens;
+  spec.pageSize = 1;
+  spec.headNum = 1;
+  spec.headBytes = kRow;
+  return spec;
+}
+
+std::vector<int64_t> allSlots() {
+  std::vector<int64_t> slots(kTokens);
+  for (int64_t i = 0; i < kTokens; ++i) slots[static_cast<size_t>(i)] = i;
+  return slots;
+}
+
+class CppApiLifetime : public ::testing::Test {
+ protected:
+  void TearDown() override { kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0); }
+};
+
+TEST_F(CppApiLifetime, DestroyingAPoolOverCallerMemoryWaitsForItsTransfers) {
+  // { buf; Pool dst = Pool::wrap(..buf..); auto t = transfer(...); }: ~Transfer and ~Pool only
+  // closed, and the scope's end freed buf while a cpu worker still copied into it. Now ~Pool of
+  // a wrapped pool waits. The transfer is held until another thread releases it 100 ms later:
+  // the destructor must not return before that, and buf must then hold the source's bytes.
+  const kvio::PoolSpec spec = bigSpec();
+  const kvio::Pool src = kvio::Pool::allocate(spec);
+  uint8_t* const srcBytes = src.data();  // (data() and bytes() look the handle up: once)
+  const uint64_t size = src.bytes();
+  for (uint64_t i = 0; i < size; ++i) srcBytes[i] = static_cast<uint8_t>(i % 251);
+  const std::vector<uint8_t> source(srcBytes, srcBytes + size);
+  const std::vector<int64_t> slots = allSlots();
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  // buf outlives the scope here only so that a destructor that does not wait fails the checks
+  // below instead of letting the worker write freed memory.
+  std::vector<uint8_t> buf(source.size(), 0xA5);
+  std::atomic<bool> releasing{false};
+  ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 1), KVIO_STATUS_OK);
+  std::thread releaser([&releasing] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    releasing = true;
+    kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0);
+  });
+  {
+    kvio::Pool dst = kvio::Pool::wrap(spec, buf.data(), buf.size());
+    kvio::Transfer t = kvio::transferAllLayers(cpu, src, dst, slots, slots);
+    EXPECT_FALSE(t.done());
+  }  // ~Transfer, then ~Pool
+  EXPECT_TRUE(releasing.load()) << "~Pool returned while its transfer was still held";
+  EXPECT_TRUE(buf == source) << "~Pool returned before the transfer's copies were done";
+  releaser.join();
+  cpu.close();  // (if ~Pool did not wait: the copy ends before buf goes)
+}
+
+TEST_F(CppApiLifetime, AssigningOverAPoolOverCallerMemoryWaitsAsTheDestructorDoes) {
+  const kvio::PoolSpec spec = bigSpec();
+  const kvio::Pool src = kvio::Pool::allocate(spec);
+  std::memset(src.data(), 0x3C, src.bytes());
+  const std::vector<int64_t> slots = allSlots();
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  std::vector<uint8_t> buf(src.bytes(), 0xA5);
+  std::atomic<bool> releasing{false};
+  ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 1), KVIO_STATUS_OK);
+  std::thread releaser([&releasing] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    releasing = true;
+    kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0);
+  });
+  kvio::Pool dst = kvio::Pool::wrap(spec, buf.data(), buf.size());
+  { kvio::Transfer t = kvio::transferAllLayers(cpu, src, dst, slots, slots); }
+  dst = kvio::Pool::allocate(spec);  // releases the wrapped pool first
+  EXPECT_TRUE(releasing.load()) << "assignment returned while the replaced pool was in use";
+  EXPECT_EQ(std::count(buf.begin(), buf.end(), 0x3C), static_cast<std::ptrdiff_t>(buf.size()));
+  releaser.join();
+  cpu.close();
+}
+
+TEST_F(CppApiLifetime, APoolOfKviosMemoryClosesWithoutWaiting) {
+  const kvio::PoolSpec spec = bigSpec();
+  const kvio::Pool src = kvio::Pool::allocate(spec);
+  const std::vector<int64_t> slots = allSlots();
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 1), KVIO_STATUS_OK);
+  kvio::Transfer t = kvio::Transfer::completedEmpty();
+  {
+    kvio::Pool dst = kvio::Pool::allocate(spec);
+    t = kvio::transferAllLayers(cpu, src, dst, slots, slots);
+  }  // closed, not waited for: the transfer is still held
+  EXPECT_FALSE(t.done());
+  ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0), KVIO_STATUS_OK);
+  t.wait();
+}
+
+TEST_F(CppApiLifetime, WaitForANegativeDurationOnlyChecks) {
+  // The C ABI waits forever for a negative timeout; waitFor(deadline - now()) after the
+  // deadline blocked until the transfer completed (here: until the hold is released, 2 s on).
+  const kvio::PoolSpec spec = bigSpec();
+  const kvio::Pool src = kvio::Pool::allocate(spec);
+  const kvio::Pool dst = kvio::Pool::allocate(spec);
+  const std::vector<int64_t> slots = allSlots();
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 1), KVIO_STATUS_OK);
+  std::thread releaser([] {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0);
+  });
+  kvio::Transfer t = kvio::transferAllLayers(cpu, src, dst, slots, slots);
+  const Clock::time_point deadline = Clock::now() - std::chrono::milliseconds(1);
+  const Clock::time_point start = Clock::now();
+  const bool done = t.waitFor(deadline - Clock::now());
+  const auto waited = Clock::now() - start;
+  EXPECT_FALSE(done);
+  EXPECT_LT(waited, std::chrono::seconds(1)) << "waitFor(negative) waited for the transfer";
+  releaser.join();
+  t.wait();
+  EXPECT_TRUE(t.waitFor(std::chrono::nanoseconds(-1)));  // done: a check says so
+}
+
+}  // namespace

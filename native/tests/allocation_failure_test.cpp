@@ -22,6 +22,7 @@
 
 #include "failing_allocator.hpp"
 #include "kvio/kvio.h"
+#include "kvio_test_hooks.h"
 #include "oracle.hpp"
 
 namespace kvio_test {
@@ -137,6 +138,43 @@ TEST(AllocationFailure, EveryAllocationOfAPoolsExecutorsAndTransfersLife) {
     EXPECT_LT(n, 5000) << "the life never ran without a failing allocation";
     EXPECT_GT(n, 10) << "fewer allocations than expected: is operator new replaced?";
   }
+}
+
+// kvio_pool_close_wait on a closed pool whose transfer still runs (held by the test hook) with
+// allocations failing from the Nth on: it must answer TIMEOUT every time, never OK and never an
+// error (callers take anything but TIMEOUT as "released", and free the memory under the copy).
+TEST(AllocationFailure, WaitingForAClosedPoolInUseNeverSaysReleasedForLackOfMemory) {
+  // 16 MiB: over the 8 MiB the hold applies to, so the workers copy it (held before they start).
+  const kvio_pool_spec spec =
+      Geometry{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 4, 64, 16, 8, 256}
+          .spec()
+          .toC();
+  uint64_t src = 0, dst = 0, executor = 0, transfer = 0;
+  ASSERT_EQ(kvio_pool_allocate(&spec, &src), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_pool_allocate(&spec, &dst), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 1, &executor), KVIO_STATUS_OK);
+  std::vector<int64_t> slots(static_cast<size_t>(spec.num_pages * spec.page_size));
+  for (size_t i = 0; i < slots.size(); ++i) slots[i] = static_cast<int64_t>(i);
+  ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 1), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_submit_args(executor, src, dst, slots.data(), slots.data(),
+                             static_cast<int64_t>(slots.size()), 0, 0, spec.num_layers, &transfer),
+            KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_pool_close(dst), KVIO_STATUS_OK);
+  for (int64_t n = 0; n < 40; ++n) {
+    int64_t left = 0, failures = 0;
+    armAllocations(n, true);
+    const kvio_status status = kvio_pool_close_wait(dst, 0);
+    disarmAllocations(&left, &failures);
+    EXPECT_EQ(status, KVIO_STATUS_TIMEOUT)
+        << "allocation " << n << " and after failing: " << kvio_last_error();
+  }
+  EXPECT_EQ(kvio_transfer_is_done(transfer), 0) << "held";
+  ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close_wait(dst, -1), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_transfer_is_done(transfer), 1);
+  EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close(src), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
 }
 
 }  // namespace

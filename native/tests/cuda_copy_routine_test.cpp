@@ -414,6 +414,49 @@ TEST(CudaKernelLaunch, HostIndicesInTheKernelParameterMatchOracle) {
 
 // A job goes by value exactly while its staging fits kInlineStagingBytes and its indices are on
 // the host: 16 status bytes + 8 per table entry + 16 per index pair.
+// Host indices are read again when staged (into a slot or the kernel parameter): the staged copy
+// is what the kernel reads, and it is checked against the pools (a caller rewriting its arrays
+// during the submit gets OUT_OF_RANGE, not rows outside the pools).
+TEST(CudaKernelLaunch, StagedHostIndicesOutsideThePoolsAreFound) {
+  const Geometry g = geometry(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 2, 4, 1, 16);
+  SimPool pool(g, 0);
+  struct {
+    AffineLayout src, dst;
+    std::vector<uint64_t> srcTable, dstTable;
+    const int64_t* srcIndices;
+    const int64_t* dstIndices;
+    bool indicesOnDevice;
+    int64_t count, srcLayerStart = 0, dstLayerStart = 0, numLayers = 1;
+  } job;
+  job.src = job.dst = pool.layout;
+  job.srcTable = job.dstTable = pool.table;
+  for (const int64_t bad : {int64_t{-1}, g.S(), int64_t{1} << 40}) {
+    for (int side = 0; side < 2; ++side) {
+      std::vector<int64_t> src = {0, 1, 2, 3, 4}, dst = {7, 6, 5, 4, 3};
+      (side == 0 ? src : dst)[3] = bad;
+      job.srcIndices = src.data();
+      job.dstIndices = dst.data();
+      job.indicesOnDevice = false;
+      job.count = 5;
+      const kvio::cuda::StagingLayout layout = kvio::cuda::stagingLayout(job);
+      std::vector<uint64_t> slot(static_cast<size_t>(layout.total / 8 + 1));
+      auto* bytes = reinterpret_cast<uint8_t*>(slot.data());
+      kvio::cuda::writeStaging(job, layout, bytes);
+      EXPECT_EQ(kvio::cuda::firstStagedPairOutside(job, layout, bytes), 3)
+          << "index " << bad << " on side " << side;
+      auto packed = std::make_unique<InlineCopyLaunch>();
+      kvio::cuda::packInlineLaunch(job, layout, packed.get());
+      EXPECT_EQ(kvio::cuda::firstStagedPairOutside(job, layout, packed->staging), 3);
+      (side == 0 ? src : dst)[3] = 3;  // in range again: the staging was a copy
+      EXPECT_EQ(kvio::cuda::firstStagedPairOutside(job, layout, bytes), 3);
+      kvio::cuda::writeStaging(job, layout, bytes);
+      EXPECT_EQ(kvio::cuda::firstStagedPairOutside(job, layout, bytes), -1);
+      job.indicesOnDevice = true;  // checked by the kernel instead
+      EXPECT_EQ(kvio::cuda::firstStagedPairOutside(job, layout, bytes), -1);
+    }
+  }
+}
+
 TEST(CudaKernelLaunch, InlineOnlyWhileTheStagingFits) {
   struct {
     std::vector<uint64_t> srcTable = std::vector<uint64_t>(64), dstTable = std::vector<uint64_t>(8);

@@ -285,7 +285,8 @@ TEST(Concurrency, IndicesRewrittenDuringSubmitNeverAddressOutsideThePools) {
       EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK);
       EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
     } else {
-      ASSERT_EQ(status, KVIO_STATUS_OUT_OF_RANGE) << kvio_last_error();
+      EXPECT_EQ(status, KVIO_STATUS_OUT_OF_RANGE) << kvio_last_error();
+      if (status != KVIO_STATUS_OUT_OF_RANGE) break;  // no ASSERT: the flipper must be joined
       const bool changed =
           std::string(kvio_last_error()).find("changed during the submit") != std::string::npos;
       ++(changed ? refusedAfterPlanning : refusedAtCheck);

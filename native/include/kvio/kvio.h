@@ -229,7 +229,7 @@ KVIO_API kvio_status kvio_executor_close(uint64_t executor);
  * or ACL for any device, is one address space), whatever the indices. The index arrays must not
  * change while this runs: kvio checks them, then reads them again to plan (or, for 'kernel', to
  * upload them). Indices another thread rewrites meanwhile still never address rows outside the
- * pools (the plan's runs are checked again, and 'kernel' checks every pair on the device:
+ * pools (the plan's runs are checked again, and 'kernel' checks the copy it stages for the device:
  * OUT_OF_RANGE), but which rows move is then undefined. */
 KVIO_API kvio_status kvio_submit(uint64_t executor, const kvio_transfer_desc* desc,
                                  uint64_t* transfer_out);

@@ -252,8 +252,8 @@ class Pool {
     if (handle_ == 0 || released_) return true;
     const kvio_status status = kvio_pool_close_wait(handle_, timeout.count());
     if (status == KVIO_STATUS_TIMEOUT) return false;
+    check(status);  // only then released: an error is no answer (the destructor waits again)
     released_ = true;
-    check(status);
     return true;
   }
   /// The handle; after close() still the closed handle (0 only for a moved-from pool).

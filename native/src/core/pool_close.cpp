@@ -96,10 +96,26 @@ kvio_status waitReleased(uint64_t handle, int64_t timeoutNs) {
       closingPools().erase(handle);
       return KVIO_STATUS_OK;
     }
-    const std::vector<std::shared_ptr<TransferState>> pending = usage->pending();
+    // Out of memory to list them: wait as for "none left" below (polling the release every
+    // millisecond) rather than fail: an error here would read as "released" to a caller that
+    // only checks for OK, and the memory could be freed under a copy.
+    std::vector<std::shared_ptr<TransferState>> pending;
+    bool listed = true;
+    try {
+      pending = usage->pending();
+    } catch (const std::bad_alloc&) {
+      listed = false;
+    }
     const auto now = std::chrono::steady_clock::now();
     if (usage->released()) continue;
     if (timeoutNs >= 0 && now >= deadline) {
+      if (!listed) {
+        return fail(KVIO_STATUS_TIMEOUT,
+                    "pool 0x%llx is closed but kvio still used its memory after %lld ns (out of "
+                    "host memory to list its transfers); wait again (kvio_pool_close_wait) "
+                    "before freeing it",
+                    static_cast<unsigned long long>(handle), static_cast<long long>(timeoutNs));
+      }
       return fail(KVIO_STATUS_TIMEOUT,
                   "pool 0x%llx is closed but %zu transfer(s) submitted with it were still running "
                   "after %lld ns, so kvio still uses its memory; wait again "

@@ -42,7 +42,7 @@ struct CopyLaunch {
   int32_t wordBytes = 0;
   int32_t tileChunks = 8;       // tiled routine: words each lane loads before storing, 4 or 8
   int32_t lanesPerWorker = 32;  // per-row routine: 4, 8, 16 or 32
-  int32_t checkIndices = 0;     // 1: skip pairs outside the pools (kvio launches always check)
+  int32_t checkIndices = 0;     // 1 for device-resident indices (the host checked the others)
   // [0]: position of the first skipped pair (atomicMin; UINT64_MAX if none), [1]: skipped pairs.
   unsigned long long* badPairs = nullptr;
 };

@@ -121,6 +121,7 @@ class KernelExecutor final : public CudaExecutor {
       // slot, no upload); the host checked the indices, so there is no status to read back.
       InlineCopyLaunch params;
       packInlineLaunch(l, layout, &params);
+      KVIO_RETURN_IF_ERROR(checkStagedIndices(l, layout, params.staging));
       KVIO_RETURN_IF_ERROR(
           launchJob(l, &params.launch, "inline", [&](int32_t blocks, int32_t threads) {
             return launchInlineCopyKernel(params, blocks, threads, stream_);
@@ -131,6 +132,7 @@ class KernelExecutor final : public CudaExecutor {
     StagingSlot* slot = nullptr;
     KVIO_RETURN_IF_ERROR(acquireSlot(layout.total, true, &slot, release));
     writeStaging(l, layout, slot->host);
+    KVIO_RETURN_IF_ERROR(checkStagedIndices(l, layout, slot->host));
     KVIO_CUDA_TRY(
         cudaMemcpyAsync(slot->device, slot->host, layout.total, cudaMemcpyHostToDevice, stream_),
         "uploading %llu bytes of layer tables and indices (%lld pairs)",
@@ -153,6 +155,19 @@ class KernelExecutor final : public CudaExecutor {
   }
 
  private:
+  // OUT_OF_RANGE, before anything is launched, when a staged host index lies outside its pool
+  // (the caller rewrote its arrays during the submit: see firstStagedPairOutside).
+  static kvio_status checkStagedIndices(const LayoutJob& l, const StagingLayout& layout,
+                                        const uint8_t* staged) {
+    const int64_t bad = firstStagedPairOutside(l, layout, staged);
+    if (bad < 0) return KVIO_STATUS_OK;
+    return fail(KVIO_STATUS_OUT_OF_RANGE,
+                "index pair %lld is outside its pools as staged for the kernel, though every index "
+                "was in range when checked: the index arrays changed during the submit (they must "
+                "not change until it returns); nothing was launched",
+                static_cast<long long>(bad));
+  }
+
   // Sets the launch's tile depth for the job's launch shape (or the executor's) and launches
   // it with run(blocks, threads); `tables` says where its tables are, for the error message.
   template <class Run>

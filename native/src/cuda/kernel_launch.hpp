@@ -53,6 +53,23 @@ inline void writeStaging(const Job& job, const StagingLayout& s, uint8_t* host) 
   }
 }
 
+/// The position of the first staged pair (host indices as writeStaging copied them: what the
+/// kernel reads) with an index outside its pool, or -1 when none is. The caller's arrays were
+/// checked before planning, but staging reads them again: a caller rewriting them meanwhile (its
+/// own race) must get OUT_OF_RANGE, not rows outside the pools. Device indices: -1 (the kernel
+/// checks those itself).
+template <class Job>
+inline int64_t firstStagedPairOutside(const Job& job, const StagingLayout& s, const uint8_t* host) {
+  if (job.indicesOnDevice) return -1;
+  for (int64_t i = 0; i < job.count; ++i) {
+    int64_t src = 0, dst = 0;
+    std::memcpy(&src, host + s.srcIndexOffset + static_cast<uint64_t>(i) * 8, 8);
+    std::memcpy(&dst, host + s.dstIndexOffset + static_cast<uint64_t>(i) * 8, 8);
+    if (src < 0 || src >= job.src.tokens || dst < 0 || dst >= job.dst.tokens) return i;
+  }
+  return -1;
+}
+
 /// The launch of a job whose staging was uploaded to `device` (the slot's device address).
 template <class Job>
 inline CopyLaunch makeLaunch(const Job& job, const StagingLayout& s, uint8_t* device) {
@@ -72,10 +89,8 @@ inline CopyLaunch makeLaunch(const Job& job, const StagingLayout& s, uint8_t* de
   launch.dstLayerStart = job.dstLayerStart;
   launch.numLayers = job.numLayers;
   chooseScheme(&launch, job.srcTable.data(), job.dstTable.data());
-  // Always: host indices were checked on the host, but the upload (or the kernel parameter)
-  // reads the caller's arrays again, and a caller changing them meanwhile must not get rows
-  // outside the pools (a skipped pair completes the transfer with OUT_OF_RANGE).
-  launch.checkIndices = 1;
+  // Host indices are checked on the host, as staged (firstStagedPairOutside).
+  launch.checkIndices = job.indicesOnDevice ? 1 : 0;
   launch.badPairs = reinterpret_cast<unsigned long long*>(device + s.statusOffset);
   return launch;
 }

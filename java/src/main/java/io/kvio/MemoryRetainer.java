@@ -122,17 +122,31 @@ final class MemoryRetainer {
             }
         }
 
-        /** True once kvio released the pool, or when kvio no longer knows it (logged). */
+        /**
+         * True once kvio released the pool, or when kvio does not know the handle (CLOSED: never
+         * opened; INVALID_ARGUMENT: not a pool handle; logged): nothing of it can be in use. Any
+         * other error (out of memory, say) is no answer: the owner stays held, and is asked about
+         * again.
+         */
         private boolean releasedOrForeign(long handle, String description) {
             try {
                 return probe.released(handle);
+            } catch (KvioClosedException | KvioInvalidArgumentException e) {
+                log("kvio: a closed " + description + " is not known to kvio; letting it go", e);
+                return true;
             } catch (KvioException e) {
-                LOGGER.log(
-                        System.Logger.Level.WARNING,
-                        "kvio: waiting for the release of a closed " + description + " failed",
+                log(
+                        "kvio: asking about the release of a closed "
+                                + description
+                                + " failed; "
+                                + "its memory stays held and kvio is asked again",
                         e);
-                return true; // not a closed pool kvio knows: nothing of it can be in use
+                return false;
             }
+        }
+
+        private static void log(String message, KvioException e) {
+            LOGGER.log(System.Logger.Level.WARNING, message, e);
         }
     }
 

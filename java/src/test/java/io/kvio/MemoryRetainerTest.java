@@ -23,6 +23,7 @@ public class MemoryRetainerTest {
     private static final long STUCK = 1;
     private static final long LATER = 2;
     private static final long UNKNOWN = 3;
+    private static final long FAILING = 4; // the probe fails (out of memory) until released
 
     private Set<Long> released;
     private MemoryRetainer.Pending pending;
@@ -36,6 +37,9 @@ public class MemoryRetainerTest {
                         handle -> {
                             if (handle == UNKNOWN) {
                                 throw new KvioClosedException("no such pool");
+                            }
+                            if (handle == FAILING && !releasedNow.contains(handle)) {
+                                throw new KvioOutOfMemoryException("out of host memory");
                             }
                             return releasedNow.contains(handle);
                         });
@@ -100,6 +104,18 @@ public class MemoryRetainerTest {
         released.add(LATER);
         pending.retain(LATER, new Object(), "released pool");
         pending.retain(UNKNOWN, new Object(), "unknown pool");
+        assertEquals(pending.held(), 0L);
+    }
+
+    @Test
+    public void aProbeThatFailsIsNoAnswerAndTheOwnerStaysHeld() throws Exception {
+        WeakReference<byte[]> owner = retainNewOwner(FAILING);
+        assertEquals(pending.held(), 1L, "an error of the first probe let the owner go");
+        Thread.sleep(50); // several failing polls
+        collect();
+        assertNotNull(owner.get(), "a failing probe was taken for a release");
+        released.add(FAILING);
+        awaitTrue(() -> owner.get() == null, "still held after its pool was released");
         assertEquals(pending.held(), 0L);
     }
 

@@ -42,6 +42,26 @@ std::vector<int64_t> allSlots() {
   return slots;
 }
 
+// Releases the hold from another thread after `delay`, and says once it is about to.
+class DelayedRelease {
+ public:
+  explicit DelayedRelease(std::chrono::milliseconds delay)
+      : thread_([this, delay] {
+          std::this_thread::sleep_for(delay);
+          releasing_ = true;
+          kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0);
+        }) {}
+  ~DelayedRelease() { join(); }
+  bool releasing() const { return releasing_.load(); }
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::atomic<bool> releasing_{false};  // before thread_: set by it
+  std::thread thread_;
+};
+
 class CppApiLifetime : public ::testing::Test {
  protected:
   void TearDown() override { kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0); }
@@ -63,21 +83,16 @@ TEST_F(CppApiLifetime, DestroyingAPoolOverCallerMemoryWaitsForItsTransfers) {
   // buf outlives the scope here only so that a destructor that does not wait fails the checks
   // below instead of letting the worker write freed memory.
   std::vector<uint8_t> buf(source.size(), 0xA5);
-  std::atomic<bool> releasing{false};
   ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 1), KVIO_STATUS_OK);
-  std::thread releaser([&releasing] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    releasing = true;
-    kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0);
-  });
+  DelayedRelease release(std::chrono::milliseconds(100));
   {
     kvio::Pool dst = kvio::Pool::wrap(spec, buf.data(), buf.size());
     kvio::Transfer t = kvio::transferAllLayers(cpu, src, dst, slots, slots);
     EXPECT_FALSE(t.done());
   }  // ~Transfer, then ~Pool
-  EXPECT_TRUE(releasing.load()) << "~Pool returned while its transfer was still held";
+  EXPECT_TRUE(release.releasing()) << "~Pool returned while its transfer was still held";
   EXPECT_TRUE(buf == source) << "~Pool returned before the transfer's copies were done";
-  releaser.join();
+  release.join();
   cpu.close();  // (if ~Pool did not wait: the copy ends before buf goes)
 }
 
@@ -88,19 +103,14 @@ TEST_F(CppApiLifetime, AssigningOverAPoolOverCallerMemoryWaitsAsTheDestructorDoe
   const std::vector<int64_t> slots = allSlots();
   kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
   std::vector<uint8_t> buf(src.bytes(), 0xA5);
-  std::atomic<bool> releasing{false};
   ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 1), KVIO_STATUS_OK);
-  std::thread releaser([&releasing] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    releasing = true;
-    kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0);
-  });
+  DelayedRelease release(std::chrono::milliseconds(100));
   kvio::Pool dst = kvio::Pool::wrap(spec, buf.data(), buf.size());
   { kvio::Transfer t = kvio::transferAllLayers(cpu, src, dst, slots, slots); }
   dst = kvio::Pool::allocate(spec);  // releases the wrapped pool first
-  EXPECT_TRUE(releasing.load()) << "assignment returned while the replaced pool was in use";
+  EXPECT_TRUE(release.releasing()) << "assignment returned while the replaced pool was in use";
   EXPECT_EQ(std::count(buf.begin(), buf.end(), 0x3C), static_cast<std::ptrdiff_t>(buf.size()));
-  releaser.join();
+  release.join();
   cpu.close();
 }
 
@@ -129,10 +139,7 @@ TEST_F(CppApiLifetime, WaitForANegativeDurationOnlyChecks) {
   const std::vector<int64_t> slots = allSlots();
   kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
   ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 1), KVIO_STATUS_OK);
-  std::thread releaser([] {
-    std::this_thread::sleep_for(std::chrono::seconds(2));
-    kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0);
-  });
+  DelayedRelease release(std::chrono::seconds(2));
   kvio::Transfer t = kvio::transferAllLayers(cpu, src, dst, slots, slots);
   const Clock::time_point deadline = Clock::now() - std::chrono::milliseconds(1);
   const Clock::time_point start = Clock::now();
@@ -140,7 +147,7 @@ TEST_F(CppApiLifetime, WaitForANegativeDurationOnlyChecks) {
   const auto waited = Clock::now() - start;
   EXPECT_FALSE(done);
   EXPECT_LT(waited, std::chrono::seconds(1)) << "waitFor(negative) waited for the transfer";
-  releaser.join();
+  release.join();
   t.wait();
   EXPECT_TRUE(t.waitFor(std::chrono::nanoseconds(-1)));  // done: a check says so
 }

@@ -91,6 +91,13 @@ TEST(CppApi, AVectorGivenAsAnRvalueIsKeptNotViewed) {
   const std::vector<int64_t> mine = {6, 7};
   const kvio::Indices view = mine;
   EXPECT_EQ(view.data, mine.data());
+  // A const rvalue cannot be moved from: it is copied, not viewed.
+  const auto constSlots = []() -> const std::vector<int64_t> { return {4, 5, 6, 7}; };
+  const kvio::Indices kept = constSlots();
+  const std::vector<int64_t> reuse(4, 9);  // same size: would reuse the temporary's buffer
+  EXPECT_EQ(std::vector<int64_t>(kept.data, kept.data + kept.size),
+            (std::vector<int64_t>{4, 5, 6, 7}));
+  EXPECT_EQ(reuse[0], 9);
 }
 
 TEST(CppApi, PageSlotsRefusesPageSizesAndPagesOutsideInt64) {

@@ -131,6 +131,12 @@ struct Indices {
     data = owned_->data();
     size = static_cast<int64_t>(owned_->size());
   }
+  /// A const rvalue (a function returning `const std::vector`) cannot be taken: it is copied.
+  Indices(const std::vector<int64_t>&& v)  // NOLINT
+      : owned_(std::make_shared<const std::vector<int64_t>>(v)) {
+    data = owned_->data();
+    size = static_cast<int64_t>(owned_->size());
+  }
   /// A braced list is copied: without this, {0, 1} would bind to (pointer, count) (0 is a null
   /// pointer constant) and name no index at all.
   Indices(std::initializer_list<int64_t> list)  // NOLINT

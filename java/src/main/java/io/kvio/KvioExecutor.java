@@ -238,10 +238,22 @@ public final class KvioExecutor implements AutoCloseable {
 
     /**
      * Replaces an {@link IoBackend#AUTO} executor's crossovers for transfers submitted from now on;
-     * {@code text} is the calibration file format (docs/cuda.md). Invalid text changes nothing.
+     * {@code text} is the calibration file format (docs/cuda.md). Invalid text changes nothing; a
+     * NUL character in it is KvioInvalidArgumentException (the native call takes a C string, which
+     * would end there and drop what follows).
      */
     public void setAutoCalibration(String text) {
         Objects.requireNonNull(text, "text");
+        int nul = text.indexOf('\0');
+        if (nul >= 0) {
+            long line = text.substring(0, nul).chars().filter(c -> c == '\n').count() + 1;
+            throw new KvioInvalidArgumentException(
+                    "the calibration text holds a NUL character at index "
+                            + nul
+                            + " (line "
+                            + line
+                            + "); nothing was changed");
+        }
         NativeBridge.executorSetAutoCalibration(handle(), text);
     }
 

@@ -118,6 +118,15 @@ public class AutoBackendTest {
                             () -> auto.setAutoCalibration("direct_row_bytes = lots"));
             assertTrue(bad.getMessage().contains("line 1"), bad.getMessage());
             assertEquals(auto.autoCalibration(), set, "a refused text changes nothing");
+            // A NUL would end the C string: "= 16K" and a line after it would be dropped unseen.
+            KvioInvalidArgumentException nul =
+                    expectThrows(
+                            KvioInvalidArgumentException.class,
+                            () -> auto.setAutoCalibration("direct_row_bytes = 4K\n\0 = junk\n"));
+            assertTrue(
+                    nul.getMessage().contains("NUL character at index 22 (line 2)"),
+                    nul.getMessage());
+            assertEquals(auto.autoCalibration(), set, "a refused text changes nothing");
             KvioInvalidArgumentException notAuto =
                     expectThrows(KvioInvalidArgumentException.class, cpu::autoCalibration);
             assertTrue(notAuto.getMessage().contains("'cpu' executor"), notAuto.getMessage());

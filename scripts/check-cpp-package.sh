@@ -27,6 +27,22 @@ if ! grep -q -- '-std=c++14' "$work/consumer/compile_commands.json"; then
   grep -o -- '-std=[^ ]*' "$work/consumer/compile_commands.json" >&2
   exit 1
 fi
+# The installed library has a versioned soname (0.x: libkvio.so.MAJOR.MINOR), the consumer
+# records that name, and the version in kvio.h is the package's.
+version=$(sed -n 's/^#define KVIO_VERSION_STRING "\(.*\)"/\1/p' native/include/kvio/kvio.h)
+soname="libkvio.so.${version%.*}"
+library=$(find "$work/prefix" -name libkvio.so | head -1)
+if ! readelf -d "$library" | grep -q "Library soname: \[$soname\]"; then
+  echo "installed $library: expected soname $soname, got:" >&2
+  readelf -d "$library" | grep -i soname >&2 || echo "(none)" >&2
+  exit 1
+fi
+if ! readelf -d "$work/consumer/kvio_consumer" | grep -q "Shared library: \[$soname\]"; then
+  echo "the consumer does not record $soname:" >&2
+  readelf -d "$work/consumer/kvio_consumer" | grep NEEDED >&2
+  exit 1
+fi
+echo "installed libkvio.so: soname $soname, recorded by the consumer"
 "$work/consumer/kvio_consumer"
 # kvio inside another project: no build type forced, no tests, fuzz replay or benchmark.
 mkdir -p "$work/parent"

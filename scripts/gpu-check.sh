@@ -44,7 +44,10 @@ package() {
   scratch="$(mktemp -d)"
   trap 'rm -rf "$scratch"' EXIT
   echo "gpu-check package: CUDA build in $build"
+  # KVIO_INSTALL_PACKAGE=OFF: a plain libkvio.so (no versioned soname), the one file the
+  # package carries and the test binaries find beside them.
   cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DKVIO_WITH_CUDA=ON \
+    -DKVIO_INSTALL_PACKAGE=OFF \
     -DKVIO_BUILD_TESTS=ON -DKVIO_BUILD_BENCH=ON -DKVIO_BUILD_FUZZ=OFF \
     -DCMAKE_CUDA_ARCHITECTURES=90 > "$scratch/configure.log" 2>&1 \
     || { tail -20 "$scratch/configure.log"; exit 1; }

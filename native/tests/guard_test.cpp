@@ -32,7 +32,7 @@ TEST(Guard, AnyOtherExceptionBecomesInternal) {
 }
 
 TEST(Guard, StatusAndLastErrorPassThrough) {
-  kvio::setLastError("before");
+  (void)kvio::fail(KVIO_STATUS_CLOSED, "before");
   EXPECT_EQ(kvio::guarded([]() -> kvio_status { return KVIO_STATUS_OK; }), KVIO_STATUS_OK);
   EXPECT_EQ(std::string(kvio_last_error()), "before");
   EXPECT_EQ(kvio::guarded([]() -> kvio_status {

@@ -3,7 +3,11 @@
 
 #include <map>
 #include <mutex>
+#include <new>
+#include <string>
 #include <utility>
+
+#include "../core/thread_object.hpp"
 
 namespace kvio {
 namespace ascend {
@@ -132,20 +136,30 @@ void AclDeviceApi::clearError() const {
 namespace {
 // The first text clearAclError took on this thread since resetClearedAclError (a DeviceScope
 // resets it when it starts): a failed scope clears more than once, the first text explains.
-thread_local std::string clearedText;
+// Kept in a ThreadObject (core/thread_object.hpp): a destructor that clears an error while the
+// thread exits finds none and keeps no text.
+struct ClearedTextTag;
+using ClearedText = ThreadObject<std::string, ClearedTextTag>;
 }  // namespace
 
 void clearAclError(const AclApi& api) {
   const char* text = api.getRecentErrMsg != nullptr ? api.getRecentErrMsg() : nullptr;
-  if (text != nullptr && text[0] != '\0' && clearedText.empty()) clearedText = text;
+  if (text == nullptr || text[0] == '\0') return;
+  try {
+    std::string* cleared = ClearedText::get();
+    if (cleared != nullptr && cleared->empty()) *cleared = text;
+  } catch (const std::bad_alloc&) {  // only an explanation is lost; destructors call this
+  }
 }
 
 void resetClearedAclError() {
-  clearedText.clear();
+  std::string* cleared = ClearedText::existing();
+  if (cleared != nullptr) cleared->clear();
 }
 
 std::string lastClearedAclError() {
-  return clearedText;
+  const std::string* cleared = ClearedText::existing();
+  return cleared == nullptr ? std::string() : *cleared;
 }
 
 }  // namespace ascend

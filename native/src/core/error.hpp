@@ -11,9 +11,10 @@
 
 namespace kvio {
 
-/// Sets the thread's last-error message.
-void setLastError(std::string message);
-const std::string& lastError();
+/// The thread's last-error message (a copy: executors build other messages from it).
+std::string lastError();
+/// The same as kvio_last_error() returns it: valid until the thread's next failing call.
+const char* lastErrorText() noexcept;
 /// The status of the failure lastError() describes (fail() sets both); OK before any.
 kvio_status lastStatus();
 

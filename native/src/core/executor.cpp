@@ -8,6 +8,7 @@
 
 #include "error.hpp"
 #include "planner.hpp"
+#include "thread_object.hpp"
 
 namespace kvio {
 
@@ -30,14 +31,18 @@ constexpr size_t kPlanStorageVectors = 8;
 }  // namespace
 
 // A small plan's storage stays with the thread that freed it, for its next transfer without a
-// lock: the small synchronous call (plan taken and returned on one thread) then takes none.
+// lock: the small synchronous call (plan taken and returned on one thread) then takes none. Kept
+// in a ThreadObject (thread_object.hpp): a transfer submitted or freed while the thread exits
+// finds none and uses the shared storage.
 constexpr size_t kThreadPlanBytes = size_t{64} << 10;
-static thread_local std::vector<kvio_copy2d> threadPlan;
+using PlanVector = std::vector<kvio_copy2d>;
+using ThreadPlan = ThreadObject<PlanVector, PlanVector>;
 
 std::vector<kvio_copy2d> takePlanStorage() {
-  if (threadPlan.capacity() != 0) {
+  PlanVector* kept = ThreadPlan::existing();
+  if (kept != nullptr && kept->capacity() != 0) {
     std::vector<kvio_copy2d> plan;
-    plan.swap(threadPlan);
+    plan.swap(*kept);
     return plan;
   }
   PlanStorage& s = planStorage();
@@ -53,13 +58,16 @@ void returnPlanStorage(std::vector<kvio_copy2d>&& plan) noexcept {
   const size_t bytes = plan.capacity() * sizeof(kvio_copy2d);
   if (bytes == 0) return;
   plan.clear();
-  if (bytes <= kThreadPlanBytes && threadPlan.capacity() == 0) {
-    threadPlan.swap(plan);
-    return;
-  }
-  // ~Job calls this: an exception here (no memory for the free list's first allocation) would
-  // end the process. The storage is then simply freed.
+  // ~Job calls this: an exception here (no memory for the thread's holder or the free list's
+  // first allocation) would end the process. The storage is then simply freed.
   try {
+    if (bytes <= kThreadPlanBytes) {
+      PlanVector* kept = ThreadPlan::get();
+      if (kept != nullptr && kept->capacity() == 0) {
+        kept->swap(plan);
+        return;
+      }
+    }
     PlanStorage& s = planStorage();
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.free.size() < kPlanStorageVectors && s.bytes + bytes <= kPlanStorageBytes) {

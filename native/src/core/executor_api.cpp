@@ -8,6 +8,7 @@
 
 #include "auto_executor.hpp"
 #include "entry.hpp"
+#include "thread_object.hpp"
 
 using namespace kvio;
 
@@ -79,15 +80,24 @@ kvio_status kvio_executor_set_auto_calibration(uint64_t executor_handle, const c
 }
 
 const char* kvio_executor_auto_calibration(uint64_t executor_handle) {
-  thread_local std::string text;
-  const kvio_status status = withObject(executors(), executor_handle, "executor",
-                                        [&](ExecutorImpl& executor) -> kvio_status {
-                                          AutoExecutor* chooser = nullptr;
-                                          KVIO_RETURN_IF_ERROR(asAuto(executor, &chooser));
-                                          text = formatAutoCalibration(chooser->calibration());
-                                          return KVIO_STATUS_OK;
-                                        });
-  return status == KVIO_STATUS_OK ? text.c_str() : nullptr;
+  struct CalibrationTextTag;
+  const char* result = nullptr;
+  (void)withObject(executors(), executor_handle, "executor",
+                   [&](ExecutorImpl& executor) -> kvio_status {
+                     AutoExecutor* chooser = nullptr;
+                     KVIO_RETURN_IF_ERROR(asAuto(executor, &chooser));
+                     // The thread keeps the text until its next call (thread_object.hpp).
+                     std::string* text = ThreadObject<std::string, CalibrationTextTag>::get();
+                     if (text == nullptr) {
+                       return fail(KVIO_STATUS_UNAVAILABLE,
+                                   "the calling thread is exiting: its storage for the "
+                                   "calibration text is gone; read it on a running thread");
+                     }
+                     *text = formatAutoCalibration(chooser->calibration());
+                     result = text->c_str();
+                     return KVIO_STATUS_OK;
+                   });
+  return result;
 }
 
 }  // extern "C"

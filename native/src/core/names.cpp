@@ -183,7 +183,7 @@ const char* kvio_version(void) {
 }
 
 const char* kvio_last_error(void) {
-  return guardedValue<const char*>("", [] { return lastError().c_str(); });
+  return lastErrorText();
 }
 
 kvio_status kvio_last_status(void) {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "thread_object.hpp"
 #include "transfer_scratch.hpp"
 
 namespace kvio {
@@ -127,10 +128,13 @@ struct RunOffsets {
 };
 
 // Scratch reused by the calling thread's plans (no allocation per transfer), each vector bounded
-// when the plan is made (transfer_scratch.hpp).
-thread_local std::vector<RunOffsets> runOffsets;
-thread_local std::vector<size_t> runGroups;       // start of each group, then all runs
-thread_local std::vector<uint8_t> groupPerLayer;  // per group: 1 = nesting 1
+// when the plan is made (transfer_scratch.hpp); reached through ThreadScratch, which stays safe
+// while the thread exits (thread_object.hpp).
+struct PlanScratch {
+  std::vector<RunOffsets> runOffsets;
+  std::vector<size_t> runGroups;       // start of each group, then all runs
+  std::vector<uint8_t> groupPerLayer;  // per group: 1 = nesting 1
+};
 
 // True when, for every component, layer l+1 of the map starts `width` bytes after layer l.
 bool layersAdjacent(const AffineLayout& a, int64_t start, int64_t count, uint64_t width) {
@@ -205,10 +209,11 @@ void planTransfer(const PlanRequest& r, const std::vector<IndexRun>& runs,
     shape.width *= static_cast<uint64_t>(r.numLayers);  // e.g. page_head or page_first pairs
     shape.layerGroups = 1;
   }
-  std::vector<RunOffsets>& offsets = runOffsets;
-  const BoundOnExit<RunOffsets> boundOffsets(&runOffsets, kRetainedScratchBytes);
-  const BoundOnExit<size_t> boundGroups(&runGroups, kRetainedScratchBytes);
-  const BoundOnExit<uint8_t> boundPerLayer(&groupPerLayer, kRetainedScratchBytes);
+  const ThreadScratch<PlanScratch, PlanScratch> scratch;
+  std::vector<RunOffsets>& offsets = scratch->runOffsets;
+  const BoundOnExit<RunOffsets> boundOffsets(&offsets, kRetainedScratchBytes);
+  const BoundOnExit<size_t> boundGroups(&scratch->runGroups, kRetainedScratchBytes);
+  const BoundOnExit<uint8_t> boundPerLayer(&scratch->groupPerLayer, kRetainedScratchBytes);
   offsets.clear();
   for (const IndexRun& run : runs) {
     offsets.push_back(RunOffsets{static_cast<uint64_t>(src.tokenOffset(run.src)),
@@ -260,8 +265,8 @@ void planTransfer(const PlanRequest& r, const std::vector<IndexRun>& runs,
   // group, and each group takes the shorter nesting of its own. Several page runs of a dim
   // exchange then cost the sum over runs of min(pages, layers) copies per component, where
   // either nesting alone costs more.
-  std::vector<size_t>& groups = runGroups;               // start of each group, then `all`
-  std::vector<uint8_t>& perLayerCopies = groupPerLayer;  // per group: 1 = nesting 1
+  std::vector<size_t>& groups = scratch->runGroups;               // start of each group, then `all`
+  std::vector<uint8_t>& perLayerCopies = scratch->groupPerLayer;  // per group: 1 = nesting 1
   groups.clear();
   perLayerCopies.clear();
   for (size_t k = 0; k < all; ++k) {
@@ -301,8 +306,10 @@ void planTransfer(const PlanRequest& r, const std::vector<IndexRun>& runs,
 }
 
 size_t retainedPlanScratchBytes() {
-  return runOffsets.capacity() * sizeof(RunOffsets) + runGroups.capacity() * sizeof(size_t) +
-         groupPerLayer.capacity() * sizeof(uint8_t);
+  const PlanScratch* s = ThreadObject<PlanScratch, PlanScratch>::existing();
+  if (s == nullptr) return 0;
+  return s->runOffsets.capacity() * sizeof(RunOffsets) + s->runGroups.capacity() * sizeof(size_t) +
+         s->groupPerLayer.capacity() * sizeof(uint8_t);
 }
 
 uint64_t planBytes(const std::vector<kvio_copy2d>& plan) {

@@ -8,6 +8,7 @@
 #include "entry.hpp"
 #include "launch_shape.hpp"
 #include "planner.hpp"
+#include "thread_object.hpp"
 #include "transfer_scratch.hpp"
 #include "validate.hpp"
 
@@ -16,8 +17,9 @@ namespace {
 
 // The index runs of the transfer being submitted on this thread, reused: no allocation per
 // transfer; bounded when the submit returns (nothing refers to them then: the plan was made from
-// them).
-thread_local std::vector<IndexRun> threadRuns;
+// them). Reached through ThreadScratch, which stays safe while the thread exits.
+using IndexRuns = std::vector<IndexRun>;
+using RunsScratch = ThreadScratch<IndexRuns, IndexRuns>;
 
 MemoryPlace placeOf(const PoolImpl& pool) {
   return {pool.memoryKind, pool.device};
@@ -79,8 +81,9 @@ kvio_status checkTransfer(uint64_t executorHandle, const kvio_transfer_desc& des
   }
   if (desc.num_indices == 0) return validateTransferPools(*src, *dst, desc);
   PlanRequest request;
-  const BoundOnExit<IndexRun> bound(&threadRuns, kRetainedIndexRunBytes);
-  return validateTransfer(*src, *dst, desc, &request, &threadRuns);
+  const RunsScratch runs;
+  const BoundOnExit<IndexRun> bound(&*runs, kRetainedIndexRunBytes);
+  return validateTransfer(*src, *dst, desc, &request, &*runs);
 }
 
 kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool deviceIndices,
@@ -106,8 +109,9 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   transfer.warpsPerCta = warpsPerCta > 0 ? warpsPerCta : 0;
   transfer.overlapsCompute = (flags & KVIO_SUBMIT_OVERLAPS_COMPUTE) != 0;
   PlanRequest request;
-  std::vector<IndexRun>& runs = threadRuns;
-  const BoundOnExit<IndexRun> bound(&threadRuns, kRetainedIndexRunBytes);
+  const RunsScratch runsScratch;
+  std::vector<IndexRun>& runs = *runsScratch;
+  const BoundOnExit<IndexRun> bound(&runs, kRetainedIndexRunBytes);
   if (deviceIndices) {
     if (!backendOps(executor->backend)->deviceIndices) {
       return fail(KVIO_STATUS_UNSUPPORTED,
@@ -150,12 +154,14 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   // The registry keeps the state alive until the caller closes the handle it has not seen yet.
   // Registered before anything is queued or copied: when it cannot be (no transfer handle left),
   // the job is dropped with its state, which lets go of the pools, and no byte has moved.
-  TransferState* const state = job->state.get();
   const uint64_t callersOut = *out;
   KVIO_RETURN_IF_ERROR(transfers().add(job->state, out));
   // A transfer done on this thread is not listed with its pools: nothing could wait for it
   // (its pools' memory is still held by the state until it is done, as for any transfer).
   if (ex.runInline(*job)) return KVIO_STATUS_OK;
+  // Held here too: the executor takes the job, and the registry's reference goes with a close
+  // of the handle (a caller that closes a handle its submit has not returned yet).
+  const std::shared_ptr<TransferState> state = job->state;
   try {
     srcUsage->add(job->state);
     if (dstUsage != nullptr) dstUsage->add(job->state);
@@ -209,7 +215,8 @@ kvio_transfer_info infoOf(TransferState& state) {
 }  // namespace
 
 size_t retainedIndexRunBytes() {
-  return threadRuns.capacity() * sizeof(IndexRun);
+  const IndexRuns* runs = ThreadObject<IndexRuns, IndexRuns>::existing();
+  return runs == nullptr ? 0 : runs->capacity() * sizeof(IndexRun);
 }
 
 }  // namespace kvio

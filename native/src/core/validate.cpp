@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "error.hpp"
+#include "thread_object.hpp"
 #include "transfer_scratch.hpp"
 
 namespace kvio {
@@ -47,12 +48,16 @@ struct Interval {
 };
 
 // Scratch reused by the calling thread's transfers (no allocation per transfer), each vector
-// bounded when the check that used it returns (transfer_scratch.hpp).
-thread_local std::vector<uint64_t> seenSlots;  // the duplicate check's bitmap of destination slots
-thread_local std::vector<MemoryRegion> sortedRegions;  // the overlap check's source regions
-thread_local std::vector<size_t> furthestRegion;
-thread_local std::vector<Interval> dstIntervals;  // the index runs as byte intervals
-thread_local std::vector<Interval> srcIntervals;
+// bounded when the check that used it returns (transfer_scratch.hpp); reached through
+// ThreadScratch, which stays safe while the thread exits (thread_object.hpp).
+struct ValidationScratch {
+  std::vector<uint64_t> seenSlots;          // the duplicate check's bitmap of destination slots
+  std::vector<MemoryRegion> sortedRegions;  // the overlap check's source regions
+  std::vector<size_t> furthestRegion;
+  std::vector<Interval> dstIntervals;  // the index runs as byte intervals
+  std::vector<Interval> srcIntervals;
+};
+using Scratch = ThreadScratch<ValidationScratch, ValidationScratch>;
 
 // Fills `out` (reused across calls) with the runs' slot intervals on one side, sorted.
 void intervals(const std::vector<IndexRun>& runs, bool destination, std::vector<Interval>* out) {
@@ -89,8 +94,9 @@ bool bitmapIsCheaper(int64_t slots, int64_t pairs) {
 }
 
 kvio_status checkDuplicatesWithBitmap(const std::vector<IndexRun>& runs, int64_t slots) {
-  std::vector<uint64_t>& seen = seenSlots;
-  const BoundOnExit<uint64_t> bound(&seenSlots, kRetainedScratchBytes);
+  const Scratch scratch;
+  std::vector<uint64_t>& seen = scratch->seenSlots;
+  const BoundOnExit<uint64_t> bound(&seen, kRetainedScratchBytes);
   seen.assign(static_cast<size_t>((slots + 63) / 64), 0);
   for (size_t k = 0; k < runs.size(); ++k) {
     const IndexRun& r = runs[k];
@@ -164,10 +170,11 @@ kvio_status checkAliasing(const PoolImpl& src, const PoolImpl& dst) {
   // Source regions sorted by start, with the region reaching furthest among each prefix: a
   // destination region [a, b) overlaps some source region iff, among the source regions that
   // start before b, the one reaching furthest ends after a.
-  std::vector<MemoryRegion>& sorted = sortedRegions;
-  std::vector<size_t>& furthest = furthestRegion;
-  const BoundOnExit<MemoryRegion> boundSorted(&sortedRegions, kRetainedScratchBytes);
-  const BoundOnExit<size_t> boundFurthest(&furthestRegion, kRetainedScratchBytes);
+  const Scratch scratch;
+  std::vector<MemoryRegion>& sorted = scratch->sortedRegions;
+  std::vector<size_t>& furthest = scratch->furthestRegion;
+  const BoundOnExit<MemoryRegion> boundSorted(&sorted, kRetainedScratchBytes);
+  const BoundOnExit<size_t> boundFurthest(&furthest, kRetainedScratchBytes);
   sorted.clear();
   for (const MemoryRegion& r : src.regions)
     if (r.bytes > 0) sorted.push_back(r);
@@ -287,6 +294,9 @@ kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst, const kvi
   // rows outside the pools.
   KVIO_RETURN_IF_ERROR(checkRunsInPools(*runs, src.tokens(), dst.tokens()));
 
+  const Scratch scratch;
+  std::vector<Interval>& dstIntervals = scratch->dstIntervals;
+  std::vector<Interval>& srcIntervals = scratch->srcIntervals;
   const BoundOnExit<Interval> boundDst(&dstIntervals, kRetainedScratchBytes);
   const BoundOnExit<Interval> boundSrc(&srcIntervals, kRetainedScratchBytes);
   const bool sameLayers = d.src_layer_start < d.dst_layer_start + d.num_layers &&
@@ -305,9 +315,12 @@ kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst, const kvi
 }
 
 size_t retainedValidationScratchBytes() {
-  return seenSlots.capacity() * sizeof(uint64_t) + sortedRegions.capacity() * sizeof(MemoryRegion) +
-         furthestRegion.capacity() * sizeof(size_t) +
-         (dstIntervals.capacity() + srcIntervals.capacity()) * sizeof(Interval);
+  const ValidationScratch* s = ThreadObject<ValidationScratch, ValidationScratch>::existing();
+  if (s == nullptr) return 0;
+  return s->seenSlots.capacity() * sizeof(uint64_t) +
+         s->sortedRegions.capacity() * sizeof(MemoryRegion) +
+         s->furthestRegion.capacity() * sizeof(size_t) +
+         (s->dstIntervals.capacity() + s->srcIntervals.capacity()) * sizeof(Interval);
 }
 
 }  // namespace kvio

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <new>
 #include <system_error>
 #include <thread>
 
@@ -215,8 +216,10 @@ int64_t holdReleases() {
 void waitHeld(int64_t) {}
 #endif
 
-// Completes a job: OK, or the injected copy failure, naming the call that failed.
-void completeJob(Job& job, bool fault) {
+// Completes a job: OK, or the injected copy failure, naming the call that failed. Never throws
+// (the message of the injected failure is dropped when it cannot be allocated): an exception
+// here would leave the executor's counts as they were.
+void completeJob(Job& job, bool fault) noexcept {
   if (!kFaultPoints || !fault) {
     job.state->complete(KVIO_STATUS_OK);
     return;
@@ -229,7 +232,11 @@ void completeJob(Job& job, bool fault) {
                 job.plan.size(), static_cast<unsigned long long>(first.height),
                 static_cast<unsigned long long>(first.width),
                 static_cast<unsigned long long>(first.dst));
-  job.state->complete(KVIO_STATUS_BACKEND_ERROR, message);
+  try {
+    job.state->complete(KVIO_STATUS_BACKEND_ERROR, message);
+  } catch (const std::bad_alloc&) {  // the message's string: the status still tells
+    job.state->complete(KVIO_STATUS_BACKEND_ERROR);
+  }
 }
 
 // Cuts copies larger than `chunk` bytes into pieces (rows of a 2-D copy, or spans of a long
@@ -367,11 +374,11 @@ class CpuExecutor final : public Executor {
         std::clamp<uint64_t>(bytes / (static_cast<uint64_t>(threads_) * 4), kMinChunk, kMaxChunk);
     pending->strips = !fault && sortIntoStrips(&pending->job->plan, &pending->bySrc);
     cutIntoTasks(chunk, pending.get());
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (pending->tasks.empty()) {
+    if (pending->tasks.empty()) {  // nothing to copy
       completeJob(*pending->job, fault);
       return;
     }
+    std::unique_lock<std::mutex> lock(mutex_);
     // Nothing before it: the submitting thread copies too, from now, instead of only waiting
     // for a worker to wake up (a wake-up costs as much as copying a few hundred KiB).
     // Only up to kHelpBytes: submit stays asynchronous for the large copies callers overlap.
@@ -452,13 +459,18 @@ class CpuExecutor final : public Executor {
     endStreaming(head->stream);
     lock.lock();
     if (--head->remaining == 0) {
-      queue_.pop_front();
-      // Complete before busy_ lets an inline job start (takeInline takes no lock): a later
-      // transfer must never be seen done before this earlier one.
+      // Completed without the lock: completing may free a closed pool's memory (its last
+      // reference), which must not stall every other submit, worker and drain. The job stays at
+      // the head of the queue meanwhile, with no task left to take, so the next job does not
+      // start and no inline job starts (busy_ counts it): a later transfer is never seen done
+      // before this one.
+      lock.unlock();
       completeJob(*head->job, head->fault);
-      busy_.fetch_sub(kQueuedJob);
       head->pieces = nullptr;
-      head->job.reset();  // its plan storage (completeJob released its pools)
+      head->job.reset();  // its plan storage
+      lock.lock();
+      queue_.pop_front();
+      busy_.fetch_sub(kQueuedJob);
       work_.notify_all();
       if (queue_.empty()) idle_.notify_all();
     }

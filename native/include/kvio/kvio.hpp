@@ -300,8 +300,9 @@ struct TransferOptions {
   bool overlapsCompute = false;
   /// The copy kernel's launch shape for this transfer only (kvio_submit_launch): at most ctaBudget
   /// thread blocks of warpsPerCta warps; 0 or less: the executor's setting. Read by the kernel
-  /// backend; the others ignore it (cpu included). INVALID_ARGUMENT above 65535 CTAs or 32 warps
-  /// on every backend. An empty transfer launches nothing and does not check it.
+  /// backend (and by 'auto' when it gives the transfer to its kernel); the others ignore it, cpu
+  /// included. INVALID_ARGUMENT above 65535 CTAs or 32 warps on every backend. An empty transfer
+  /// launches nothing and does not check it.
   int32_t ctaBudget = 0;
   int32_t warpsPerCta = 0;
 

@@ -1,6 +1,7 @@
-// Example consumer of the installed kvio package: backs up three pages of a layer_first
-// "device" pool into a page_first host pool on the CPU backend, loads them back layer by layer
-// into other device pages, and checks every byte. Exits 0 on success.
+// Example consumer of the installed kvio package: checks the configuration against the support
+// rules, backs up three pages of a layer_first "device" pool into a page_first host pool on the
+// CPU backend, loads them back layer by layer into other device pages, and checks every byte.
+// Exits 0 on success.
 #include <cstdio>
 #include <cstring>
 #include <kvio/kvio.hpp>
@@ -18,6 +19,23 @@ int main() {
     deviceSpec.headBytes = 128;
     kvio::PoolSpec hostSpec = deviceSpec;
     hostSpec.layout = kvio::parseLayout("page_first");
+    // Ask the support rules before configuring the pools: a bad combination says why here,
+    // without an exception, rather than at the first transfer.
+    kvio::SupportQuery query;
+    query.kind = deviceSpec.kind;
+    query.layout = hostSpec.layout;
+    query.ioBackend = kvio::IoBackend::Cpu;
+    query.granularity = kvio::Granularity::PerLayer;
+    query.headNum = deviceSpec.headNum;
+    query.headBytes = deviceSpec.headBytes;
+    query.pageSize = deviceSpec.pageSize;
+    query.hostNumLayers = hostSpec.numLayers;
+    query.deviceNumLayers = deviceSpec.numLayers;
+    const kvio::Support support = kvio::checkSupport(query);
+    if (!support.ok()) {
+      std::printf("kvio cannot run this configuration here: %s\n", support.reason.c_str());
+      return 3;
+    }
     kvio::Pool device = kvio::Pool::allocate(deviceSpec);
     kvio::Pool host = kvio::Pool::allocate(hostSpec);
     // data() and bytes() ask the library (a handle lookup each): read them once.
@@ -47,7 +65,7 @@ int main() {
           }
         }
     std::printf("kvio %s consumer: 3 pages x 4 layers backed up and reloaded, all bytes equal\n",
-                kvio_version());
+                kvio::version().c_str());
     return 0;
   } catch (const kvio::Error& e) {
     std::printf("kvio error: %s\n", e.what());

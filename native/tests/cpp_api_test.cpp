@@ -1,12 +1,14 @@
 // The C++ layer (kvio.hpp) as a C++ serving engine meets it: braced index lists, empty batches,
-// movable executors, the overlap mark on per-layer calls, the GPU and NPU entry points (where
-// this machine has no device: their refusals). Byte checks use pools of one layer and one head
+// movable executors, the overlap mark and per-transfer launch shapes, device-resident indices,
+// the support rules, transfer timing, the GPU and NPU entry points (where this machine has no
+// device: their refusals). Byte checks use pools of one layer and one head
 // in layer_first, whose token t's row is at t * headBytes: the oracle is that one product.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -299,6 +301,305 @@ TEST(CppApi, DeviceEntryPointsSayWhyWhereThereIsNoDevice) {
   } catch (const kvio::Error& e) {
     EXPECT_EQ(e.status(), KVIO_STATUS_UNSUPPORTED) << e.what();
   }
+}
+
+// Runs `call`, which must throw kvio::Error with `status` and a message holding every one of
+// `parts`; says what happened otherwise.
+template <class Call>
+void expectError(Call&& call, kvio_status status, const std::vector<std::string>& parts) {
+  try {
+    call();
+    ADD_FAILURE() << "accepted; expected " << kvio_status_name(status);
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), status) << e.what();
+    for (const std::string& part : parts) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos)
+          << "'" << part << "' not in: " << e.what();
+    }
+  }
+}
+
+TEST(CppApi, ATransferIsMadeByTheTransferFunctionsOnly) {
+  // explicit Transfer(uint64_t) was public: any handle, even another owner's, became a Transfer
+  // that closed it on destruction.
+  EXPECT_FALSE((std::is_constructible<kvio::Transfer, uint64_t>::value));
+  EXPECT_FALSE((std::is_convertible<uint64_t, kvio::Transfer>::value));
+  EXPECT_TRUE((std::is_move_constructible<kvio::Transfer>::value));
+}
+
+TEST(CppApi, DeviceIndicesAndHostIndicesNeverConvertIntoEachOther) {
+  // Host indices given to the kernel as device memory fault the CUDA context; device indices
+  // read on the host are a crash: a call site must say which it has.
+  EXPECT_FALSE((std::is_convertible<kvio::Indices, kvio::DeviceIndices>::value));
+  EXPECT_FALSE((std::is_constructible<kvio::DeviceIndices, kvio::Indices>::value));
+  EXPECT_FALSE((std::is_constructible<kvio::DeviceIndices, const int64_t*, int64_t>::value));
+  EXPECT_FALSE((std::is_constructible<kvio::DeviceIndices, std::vector<int64_t>>::value));
+  EXPECT_FALSE((std::is_constructible<kvio::DeviceIndices, std::initializer_list<int64_t>>::value));
+  EXPECT_FALSE((std::is_convertible<kvio::DeviceIndices, kvio::Indices>::value));
+  EXPECT_FALSE((std::is_constructible<kvio::Indices, kvio::DeviceIndices>::value));
+  const int64_t slots[2] = {3, 4};
+  const kvio::DeviceIndices view = kvio::DeviceIndices::view(slots, 2);
+  EXPECT_EQ(view.data(), slots);  // a view, not a copy
+  EXPECT_EQ(view.size(), 2);
+  // A braced pair with a 0 (a null pointer constant) still names host indices, not a device
+  // (pointer, count): the call compiles, is unambiguous and moves rows 0 and 1.
+  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  fill(src, dst);
+  kvio::transferPerLayer(cpu, src, dst, {0, 1}, {0, 1}, 0, 0).wait();
+  EXPECT_EQ(contents(dst), expected(dst, {0, 1}, {0, 1}));
+}
+
+TEST(CppApi, DeviceIndicesOnTheCpuBackendAreUnsupportedAndMoveNothing) {
+  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  fill(src, dst);
+  const std::vector<uint8_t> canary = contents(dst);
+  // Host memory stands in for device memory: the cpu backend refuses before it reads either.
+  const std::vector<int64_t> from = {1, 2};
+  const std::vector<int64_t> to = {6, 7};
+  const kvio::DeviceIndices s = kvio::DeviceIndices::view(from.data(), 2);
+  const kvio::DeviceIndices d = kvio::DeviceIndices::view(to.data(), 2);
+  const std::vector<std::string> why = {"device-resident indices", "'kernel'", "'cpu'"};
+  expectError([&] { (void)kvio::transferPerLayer(cpu, src, dst, s, d, 0, 0); },
+              KVIO_STATUS_UNSUPPORTED, why);
+  expectError([&] { (void)kvio::transferAllLayers(cpu, src, dst, s, d); }, KVIO_STATUS_UNSUPPORTED,
+              why);
+  expectError(
+      [&] {
+        (void)kvio::transfer(cpu, src, dst, s, d, kvio::LayerMap{0, 0, 1});
+      },
+      KVIO_STATUS_UNSUPPORTED, why);
+  // An empty batch too: kvio_check_transfer alone would have said OK on cpu.
+  const kvio::DeviceIndices none = kvio::DeviceIndices::view(nullptr, 0);
+  expectError([&] { (void)kvio::transferPerLayer(cpu, src, dst, none, none, 0, 0); },
+              KVIO_STATUS_UNSUPPORTED, why);
+  expectError(
+      [&] {
+        (void)kvio::transferPerLayer(cpu, src, dst, s, kvio::DeviceIndices::view(to.data(), 1), 0,
+                                     0);
+      },
+      KVIO_STATUS_INVALID_ARGUMENT, {"2 device entries but dstIndices has 1"});
+  // The checks that need no index run first: a layer outside the pool is OUT_OF_RANGE.
+  expectError([&] { (void)kvio::transferPerLayer(cpu, src, dst, none, none, 0, 1); },
+              KVIO_STATUS_OUT_OF_RANGE, {});
+  EXPECT_EQ(contents(dst), canary);
+  // 'auto' without a GPU is the cpu backend: the same refusal. With a GPU it takes them.
+  if (!kvio::backendAvailable(kvio::IoBackend::Kernel)) {
+    kvio::Executor automatic(kvio::IoBackend::Auto, 1);
+    expectError([&] { (void)kvio::transferPerLayer(automatic, src, dst, s, d, 0, 0); },
+                KVIO_STATUS_UNSUPPORTED, {"device-resident indices"});
+    EXPECT_EQ(contents(dst), canary);
+  }
+}
+
+TEST(CppApi, APerTransferLaunchShapeReachesTheLibraryAndCpuIgnoresIt) {
+  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  fill(src, dst);
+  kvio::TransferOptions shape;
+  shape.ctaBudget = 8;
+  shape.warpsPerCta = 4;
+  EXPECT_TRUE(shape.hasLaunch());
+  kvio::Transfer t = kvio::transferPerLayer(cpu, src, dst, {1, 2}, {5, 3}, 0, 0, shape);
+  t.wait();
+  EXPECT_EQ(contents(dst), expected(dst, {1, 2}, {5, 3}));
+  EXPECT_EQ(t.info().overlaps_compute, 0);
+  EXPECT_EQ(t.info().launches, 0);  // cpu launches no kernel: the shape is ignored
+  fill(src, dst);
+  kvio::transferAllLayers(cpu, src, dst, {4}, {0}, 0, shape).wait();
+  EXPECT_EQ(contents(dst), expected(dst, {4}, {0}));
+  // The shape goes to kvio_submit_launch, whose limits hold on every backend: a wrapper that
+  // dropped it would have accepted these.
+  fill(src, dst);
+  const std::vector<uint8_t> canary = contents(dst);
+  kvio::TransferOptions tooManyCtas;
+  tooManyCtas.ctaBudget = 65536;
+  expectError([&] { (void)kvio::transferPerLayer(cpu, src, dst, {1}, {1}, 0, 0, tooManyCtas); },
+              KVIO_STATUS_INVALID_ARGUMENT, {"65536"});
+  kvio::TransferOptions tooManyWarps;
+  tooManyWarps.warpsPerCta = 33;
+  expectError(
+      [&] {
+        (void)kvio::transfer(cpu, src, dst, {1}, {1}, kvio::LayerMap{0, 0, 1}, tooManyWarps);
+      },
+      KVIO_STATUS_INVALID_ARGUMENT, {"33"});
+  EXPECT_EQ(contents(dst), canary);
+  // 0 or less is the executor's setting: no shape, so the overlap mark may come with it.
+  kvio::TransferOptions defaults;
+  defaults.overlapsCompute = true;
+  defaults.ctaBudget = -1;
+  EXPECT_FALSE(defaults.hasLaunch());
+  kvio::Transfer marked = kvio::transferPerLayer(cpu, src, dst, {2}, {2}, 0, 0, defaults);
+  marked.wait();
+  EXPECT_EQ(marked.info().overlaps_compute, 1);
+}
+
+TEST(CppApi, TheOverlapMarkWithALaunchShapeIsRefusedNotHalfDone) {
+  // kvio.h has kvio_submit_flags (the mark) and kvio_submit_launch (the shape), no submit with
+  // both: one of them would be dropped unseen.
+  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  fill(src, dst);
+  const std::vector<uint8_t> canary = contents(dst);
+  kvio::TransferOptions both;
+  both.overlapsCompute = true;
+  both.ctaBudget = 4;
+  both.warpsPerCta = 16;
+  const std::vector<std::string> why = {"overlapsCompute", "ctaBudget 4", "setLaunch"};
+  expectError([&] { (void)kvio::transferPerLayer(cpu, src, dst, {1}, {1}, 0, 0, both); },
+              KVIO_STATUS_UNSUPPORTED, why);
+  expectError([&] { (void)kvio::transferAllLayers(cpu, src, dst, {1}, {1}, 0, both); },
+              KVIO_STATUS_UNSUPPORTED, why);
+  const std::vector<int64_t> none;
+  expectError([&] { (void)kvio::transferPerLayer(cpu, src, dst, none, none, 0, 0, both); },
+              KVIO_STATUS_UNSUPPORTED, why);
+  EXPECT_EQ(contents(dst), canary);
+}
+
+TEST(CppApi, SupportChecksSayWhyWithoutThrowing) {
+  kvio::SupportQuery query;
+  query.kind = kvio::PoolKind::Mha;
+  query.layout = kvio::Layout::PageFirst;
+  query.ioBackend = kvio::IoBackend::Cpu;
+  query.granularity = kvio::Granularity::PerLayer;
+  query.headNum = 8;
+  query.headBytes = 256;
+  query.pageSize = 16;
+  query.hostNumLayers = 4;
+  query.deviceNumLayers = 4;
+  const kvio::Support fine = kvio::checkSupport(query);
+  EXPECT_TRUE(fine.ok()) << fine.reason;
+  EXPECT_TRUE(static_cast<bool>(fine));
+  EXPECT_TRUE(fine.reason.empty());
+  fine.require();
+  // A bad field: not ok, the status and the message that names it, and no exception until
+  // require().
+  kvio::SupportQuery noHeads = query;
+  noHeads.headNum = 0;
+  const kvio::Support bad = kvio::checkSupport(noHeads);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status, KVIO_STATUS_INVALID_ARGUMENT) << bad.reason;
+  EXPECT_NE(bad.reason.find("head_num"), std::string::npos) << bad.reason;
+  expectError([&] { bad.require(); }, KVIO_STATUS_INVALID_ARGUMENT, {"head_num"});
+  // A layout that does not fit the kind: page_head needs heads, MLA has one latent.
+  kvio::SupportQuery mlaPageHead = query;
+  mlaPageHead.kind = kvio::PoolKind::Mla;
+  mlaPageHead.layout = kvio::Layout::PageHead;
+  mlaPageHead.headNum = 1;
+  const kvio::Support unfit = kvio::checkSupport(mlaPageHead);
+  EXPECT_FALSE(unfit.ok());
+  EXPECT_NE(unfit.reason.find("page_head"), std::string::npos) << unfit.reason;
+  // Host layers beyond the device's from deviceLayerStart.
+  kvio::SupportQuery sharded = query;
+  sharded.deviceLayerStart = 2;
+  const kvio::Support outside = kvio::checkSupport(sharded);
+  EXPECT_FALSE(outside.ok());
+  EXPECT_EQ(outside.status, KVIO_STATUS_OUT_OF_RANGE) << outside.reason;
+  EXPECT_NE(outside.reason.find("device layers [2, 6)"), std::string::npos) << outside.reason;
+  // Each answer keeps its own message (copied from the thread-local one at once).
+  EXPECT_NE(bad.reason, unfit.reason);
+  // On a machine without a GPU the kernel backend is absent, and the rules say so.
+  kvio::SupportQuery onKernel = query;
+  onKernel.ioBackend = kvio::IoBackend::Kernel;
+  if (!kvio::backendAvailable(kvio::IoBackend::Kernel)) {
+    EXPECT_EQ(kvio::checkSupport(onKernel).status, KVIO_STATUS_UNAVAILABLE);
+  }
+}
+
+TEST(CppApi, BackendsAndDevicesSayWhyTheyAreAbsent) {
+  EXPECT_EQ(kvio::version(), KVIO_VERSION_STRING);
+  const kvio::Support cpu = kvio::backendAvailable(kvio::IoBackend::Cpu);
+  EXPECT_TRUE(cpu.ok()) << cpu.reason;
+  const kvio::Support unknown = kvio::backendAvailable(static_cast<kvio::IoBackend>(99));
+  EXPECT_EQ(unknown.status, KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(unknown.reason.find("io_backend"), std::string::npos) << unknown.reason;
+  // kernel, cuda devices: absent here (a GPU-less machine; CUDA built or not), present on a GPU
+  // machine. Either way the answers agree with each other and with the C ABI.
+  const kvio::Support kernel = kvio::backendAvailable(kvio::IoBackend::Kernel);
+  const kvio::DeviceCount gpus = kvio::cudaDeviceCount();
+  EXPECT_EQ(kernel.status, kvio_backend_available(KVIO_BACKEND_KERNEL));
+  if (kernel.ok()) {
+    EXPECT_TRUE(gpus.ok()) << gpus.reason;
+    EXPECT_GE(gpus.count, 1);
+  } else {
+    EXPECT_EQ(kernel.status, KVIO_STATUS_UNAVAILABLE);
+    EXPECT_FALSE(kernel.reason.empty());
+    EXPECT_FALSE(gpus.ok());
+    EXPECT_EQ(gpus.status, KVIO_STATUS_UNAVAILABLE);
+    EXPECT_EQ(gpus.count, 0);
+    EXPECT_FALSE(gpus.reason.empty());
+    expectError([&] { gpus.require(); }, KVIO_STATUS_UNAVAILABLE, {gpus.reason});
+  }
+  const kvio::Support ascend = kvio::backendAvailable(kvio::IoBackend::KernelAscend);
+  const kvio::DeviceCount npus = kvio::ascendDeviceCount();
+  if (ascend.ok()) {
+    EXPECT_GE(npus.count, 1);
+  } else {
+    EXPECT_EQ(ascend.status, KVIO_STATUS_UNAVAILABLE);
+    EXPECT_EQ(npus.status, KVIO_STATUS_UNAVAILABLE);
+    EXPECT_EQ(npus.count, 0);
+    EXPECT_FALSE(npus.reason.empty());
+  }
+}
+
+// Turns transfer timing off again however the test ends (it is process-wide).
+struct TimingOffAtExit {
+  ~TimingOffAtExit() { kvio::setTransferTiming(false); }
+};
+
+TEST(CppApi, TransferTimingStampsTransfersSubmittedWhileOn) {
+  const TimingOffAtExit off;
+  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  kvio::setTransferTiming(false);
+  kvio::Transfer untimed = kvio::transferPerLayer(cpu, src, dst, {0}, {1}, 0, 0);
+  untimed.wait();
+  EXPECT_EQ(untimed.info().submit_ns, 0);
+  EXPECT_EQ(untimed.info().end_ns, 0);
+  kvio::setTransferTiming(true);
+  kvio::Transfer timed = kvio::transferPerLayer(cpu, src, dst, {2}, {3}, 0, 0);
+  timed.wait();
+  const kvio_transfer_info info = timed.info();
+  EXPECT_GT(info.submit_ns, 0);
+  EXPECT_GE(info.start_ns, info.submit_ns);
+  EXPECT_GE(info.end_ns, info.start_ns);
+  EXPECT_GT(info.end_ns, 0);
+  // It is the submit that counts: off again, a new transfer is not stamped, the old one keeps
+  // its times.
+  kvio::setTransferTiming(false);
+  kvio::Transfer after = kvio::transferPerLayer(cpu, src, dst, {4}, {5}, 0, 0);
+  after.wait();
+  EXPECT_EQ(after.info().submit_ns, 0);
+  EXPECT_EQ(timed.info().submit_ns, info.submit_ns);
+}
+
+TEST(CppApi, PoolMemorySaysWhereItLies) {
+  const kvio::Pool host = kvio::Pool::allocate(oneLayerSpec());
+  EXPECT_EQ(host.memory().kind, KVIO_MEMORY_HOST);
+  EXPECT_EQ(host.memory().device, -1);
+  // The device ordinal is ignored for host memory (kvio.h): kvio keeps -1, not what was asked.
+  const kvio::Pool asked = kvio::Pool::allocate(oneLayerSpec(), KVIO_MEMORY_HOST, 3);
+  EXPECT_EQ(asked.memory().kind, KVIO_MEMORY_HOST);
+  EXPECT_EQ(asked.memory().device, -1);
+  std::vector<uint8_t> buf(host.bytes());
+  const kvio::Pool wrapped = kvio::Pool::wrap(oneLayerSpec(), buf.data(), buf.size());
+  EXPECT_EQ(wrapped.memory().kind, KVIO_MEMORY_HOST);
+  if (kvio::backendAvailable(kvio::IoBackend::Kernel)) {  // a GPU: device and pinned memory
+    const kvio::Pool device = kvio::Pool::allocate(oneLayerSpec(), KVIO_MEMORY_CUDA_DEVICE, 0);
+    EXPECT_EQ(device.memory().kind, KVIO_MEMORY_CUDA_DEVICE);
+    EXPECT_EQ(device.memory().device, 0);
+    const kvio::Pool pinned = kvio::Pool::allocate(oneLayerSpec(), KVIO_MEMORY_HOST_PINNED, 0);
+    EXPECT_EQ(pinned.memory().kind, KVIO_MEMORY_HOST_PINNED);
+  }
+  kvio::Pool closed = kvio::Pool::allocate(oneLayerSpec());
+  closed.close();
+  expectError([&] { (void)closed.memory(); }, KVIO_STATUS_CLOSED, {});
 }
 
 }  // namespace

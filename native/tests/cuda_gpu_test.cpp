@@ -12,7 +12,8 @@
 // conformance case N times beside a busy kernel on another stream and reports each repetition;
 // KVIO_GPU_TEST_ON_CPU=1 runs the conformance cases on the cpu backend with host memory, to check
 // the test itself without a GPU. scripts/gpu-check.sh runs each case in its own process. Further:
-// device-resident indices with bad entries, pageable host memory refused, caller host memory
+// device-resident indices with bad entries (also through kvio.hpp's DeviceIndices, with its
+// per-transfer launch shape), pageable host memory refused, caller host memory
 // wrapped, closed, freed and wrapped again, caller streams, transfer events, CTA budgets 1 to 16.
 // 'staged' runs the conformance cases with its default staging buffer (kvio-allocated device
 // pools: one chunk) and with KVIO_STAGED_BYTES=12K (the caller-buffer forms: many chunks, rows
@@ -33,6 +34,7 @@
 #include "conformance_matrix.hpp"
 #include "cuda_gpu_busy.hpp"
 #include "kvio/kvio.h"
+#include "kvio/kvio.hpp"
 #include "oracle.hpp"
 
 namespace kvio_test {
@@ -940,6 +942,90 @@ TEST(CudaKernel, DeviceIndicesOutOfRangeAreSkippedAndReported) {
   Image after;
   EXPECT_TRUE(dst.read(&after) && sameImage(expected, after, "destination after the refusals"));
   CUDA_OK(cudaFree(deviceIndices));
+}
+
+// kvio.hpp's forms of kvio_submit_device_indices (DeviceIndices) and kvio_submit_launch
+// (TransferOptions) on the kernel backend: one MLA layer_first pool of 2 layers x 16 tokens of
+// 64 bytes in device memory, loaded into a pinned one, the whole destination compared each time.
+TEST(CudaKernel, CppWrapperTakesDeviceIndicesAndALaunchShape) {
+  REQUIRE_GPU();
+  constexpr int64_t kTokens = 16, kRowBytes = 64;
+  kvio::PoolSpec spec;
+  spec.kind = kvio::PoolKind::Mla;
+  spec.layout = kvio::Layout::LayerFirst;
+  spec.numLayers = 2;
+  spec.numPages = 4;
+  spec.pageSize = 4;
+  spec.headNum = 1;
+  spec.headBytes = kRowBytes;
+  kvio::Executor kernel = kvio::Executor::cuda(kvio::IoBackend::Kernel, 0);
+  kvio::Pool src = kvio::Pool::allocate(spec, KVIO_MEMORY_CUDA_DEVICE, 0);
+  kvio::Pool dst = kvio::Pool::allocate(spec, KVIO_MEMORY_HOST_PINNED, 0);
+  EXPECT_EQ(src.memory().kind, KVIO_MEMORY_CUDA_DEVICE);
+  EXPECT_EQ(src.memory().device, 0);
+  EXPECT_EQ(dst.memory().kind, KVIO_MEMORY_HOST_PINNED);
+  const uint64_t bytes = src.bytes();
+  std::vector<uint8_t> source(bytes);
+  for (uint64_t i = 0; i < bytes; ++i) source[i] = static_cast<uint8_t>(i * 7 + 3);
+  src.copyFrom(0, 0, source.data(), bytes);
+  std::vector<uint8_t> expected(bytes, kCanary);
+  dst.copyFrom(0, 0, expected.data(), bytes);
+  // layer_first MLA: layer l, token t at (l * kTokens + t) * kRowBytes.
+  const auto move = [&](const std::vector<int64_t>& s, const std::vector<int64_t>& d, int64_t l) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      std::memcpy(&expected[static_cast<size_t>((l * kTokens + d[i]) * kRowBytes)],
+                  &source[static_cast<size_t>((l * kTokens + s[i]) * kRowBytes)], kRowBytes);
+    }
+  };
+  const auto destination = [&] {
+    std::vector<uint8_t> out(bytes);
+    dst.copyTo(0, 0, out.data(), bytes);
+    return out;
+  };
+  const std::vector<int64_t> indices = {0, 5, 9, 15, 2, 7, 99, 0};  // src 3, dst 3, src 1, dst 1
+  int64_t* onDevice = nullptr;
+  CUDA_OK(cudaMalloc(&onDevice, indices.size() * sizeof(int64_t)));
+  CUDA_OK(cudaMemcpy(onDevice, indices.data(), indices.size() * sizeof(int64_t),
+                     cudaMemcpyHostToDevice));
+  CUDA_OK(cudaDeviceSynchronize());  // the pageable copy's DMA may still run when it returns
+  kvio::transferPerLayer(kernel, src, dst, kvio::DeviceIndices::view(onDevice, 3),
+                         kvio::DeviceIndices::view(onDevice + 3, 3), 1, 1)
+      .wait();
+  move({0, 5, 9}, {15, 2, 7}, 1);
+  EXPECT_EQ(destination(), expected) << "device indices, layer 1";
+  // An empty batch on a backend that takes device indices: complete, nothing moved.
+  kvio::Transfer none =
+      kvio::transferPerLayer(kernel, src, dst, kvio::DeviceIndices::view(onDevice, 0),
+                             kvio::DeviceIndices::view(onDevice, 0), 0, 0);
+  EXPECT_TRUE(none.empty());
+  // Slot 99 is outside the pool: the kernel skips it, the transfer fails OUT_OF_RANGE.
+  try {
+    kvio::transferAllLayers(kernel, src, dst, kvio::DeviceIndices::view(onDevice + 6, 1),
+                            kvio::DeviceIndices::view(onDevice + 7, 1))
+        .wait();
+    ADD_FAILURE() << "slot 99 of 16 moved";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_OUT_OF_RANGE) << e.what();
+  }
+  EXPECT_EQ(destination(), expected) << "after the out-of-range pair";
+  // A launch shape for one transfer: one launch, the rows right; beyond the limits refused.
+  kvio::TransferOptions shape;
+  shape.ctaBudget = 2;
+  shape.warpsPerCta = 8;
+  kvio::Transfer shaped = kvio::transferPerLayer(kernel, src, dst, {3, 4}, {4, 3}, 0, 0, shape);
+  shaped.wait();
+  EXPECT_EQ(shaped.info().launches, 1);
+  move({3, 4}, {4, 3}, 0);
+  EXPECT_EQ(destination(), expected) << "per-transfer launch shape";
+  shape.warpsPerCta = 33;
+  try {
+    (void)kvio::transferPerLayer(kernel, src, dst, {1}, {1}, 0, 0, shape);
+    ADD_FAILURE() << "33 warps per CTA accepted";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_INVALID_ARGUMENT) << e.what();
+  }
+  EXPECT_EQ(destination(), expected) << "after the refused shape";
+  CUDA_OK(cudaFree(onDevice));
 }
 
 TEST(CudaBackends, PageableHostMemoryIsRefused) {

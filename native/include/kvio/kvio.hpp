@@ -8,8 +8,12 @@
 //   kvio::transferPerLayer(cpu, host, device, hostSlots, deviceSlots, 0, 0).wait(); // load
 //
 // Every named operation is the one general transfer (any layout to any layout, with a layer
-// map) with its own index and layer conventions. C++14 or later; from C++17 a Transfer left
-// unused is a warning ([[nodiscard]]: a transfer dropped unawaited reports no failure).
+// map) with its own index and layer conventions. Per transfer: TransferOptions (the overlap mark,
+// the copy kernel's launch shape) or DeviceIndices (slot indices already in GPU memory). Before a
+// pool is configured: checkSupport, backendAvailable, cudaDeviceCount and ascendDeviceCount say
+// whether it can work here and, if not, why, without throwing. C++14 or later; from C++17 a
+// Transfer left unused is a warning ([[nodiscard]]: a transfer dropped unawaited reports no
+// failure).
 //
 // Threads: one Executor or Pool may be used by several threads at once (concurrent transfers
 // through one executor, between the same pools, are fine; the C ABI orders them). Closing an
@@ -87,6 +91,107 @@ inline IoBackend parseIoBackend(const std::string& text) {
   return static_cast<IoBackend>(value);
 }
 
+/// The version of the libkvio loaded at run time (kvio_version); KVIO_VERSION_STRING is that of
+/// the headers compiled against.
+inline std::string version() {
+  return kvio_version();
+}
+
+/// An answer of kvio's support rules that does not throw: ok(), or the status and kvio's message
+/// saying what is wrong and what is valid instead (kvio_last_error()). require() throws it.
+struct Support {
+  kvio_status status = KVIO_STATUS_OK;
+  std::string reason;  // empty when ok()
+
+  bool ok() const { return status == KVIO_STATUS_OK; }
+  explicit operator bool() const { return ok(); }
+  /// Throws kvio::Error(status, reason) unless ok().
+  void require() const {
+    if (!ok()) throw Error(status, reason);
+  }
+  /// The answer of a C entry point that just returned `status` (its message read at once).
+  static Support of(kvio_status status) {
+    Support support;
+    support.status = status;
+    if (status != KVIO_STATUS_OK) support.reason = kvio_last_error();
+    return support;
+  }
+};
+
+/// A pool configuration to check against the support rules (kvio_support_query): a host pool of
+/// `layout` holding hostNumLayers layers, from device layer deviceLayerStart of a device pool of
+/// deviceNumLayers, moved by ioBackend at `granularity`.
+struct SupportQuery {
+  PoolKind kind = PoolKind::Mha;
+  Layout layout = Layout::LayerFirst;  // the host pool's
+  IoBackend ioBackend = IoBackend::Cpu;
+  Granularity granularity = Granularity::PerLayer;
+  int64_t headNum = 1;
+  int64_t headBytes = 1;
+  int64_t pageSize = 1;
+  int64_t hostNumLayers = 1;
+  int64_t deviceNumLayers = 1;
+  int64_t deviceLayerStart = 0;
+
+  kvio_support_query toC() const {
+    return kvio_support_query{static_cast<int32_t>(kind),
+                              static_cast<int32_t>(layout),
+                              static_cast<int32_t>(ioBackend),
+                              static_cast<int32_t>(granularity),
+                              headNum,
+                              headBytes,
+                              pageSize,
+                              hostNumLayers,
+                              deviceNumLayers,
+                              deviceLayerStart};
+  }
+};
+
+/// Whether the configuration works on this machine and build (kvio_check_support): not ok() with
+/// UNAVAILABLE (backend absent, with the cause), UNSUPPORTED, INVALID_ARGUMENT or OUT_OF_RANGE and
+/// the reason naming the field. What a pool's configuration asks at start-up, before any transfer.
+inline Support checkSupport(const SupportQuery& query) {
+  const kvio_support_query c = query.toC();
+  return Support::of(kvio_check_support(&c));
+}
+
+/// Whether io backend `backend` can run here (kvio_backend_available): not ok() with UNAVAILABLE
+/// and the cause (no CUDA build, driver or device; no CANN or NPU).
+inline Support backendAvailable(IoBackend backend) {
+  return Support::of(kvio_backend_available(static_cast<int32_t>(backend)));
+}
+
+/// A device count, or why there are none: count 0 and not ok() (UNAVAILABLE) without a build,
+/// runtime, driver or device of that kind, the reason being the runtime's own message.
+struct DeviceCount : Support {
+  int32_t count = 0;
+};
+
+/// Number of CUDA devices (kvio_cuda_device_count), without throwing.
+inline DeviceCount cudaDeviceCount() {
+  int32_t count = 0;
+  DeviceCount answer;
+  static_cast<Support&>(answer) = Support::of(kvio_cuda_device_count(&count));
+  answer.count = answer.ok() ? count : 0;
+  return answer;
+}
+
+/// Number of Ascend NPUs (kvio_ascend_device_count), without throwing.
+inline DeviceCount ascendDeviceCount() {
+  int32_t count = 0;
+  DeviceCount answer;
+  static_cast<Support&>(answer) = Support::of(kvio_ascend_device_count(&count));
+  answer.count = answer.ok() ? count : 0;
+  return answer;
+}
+
+/// Turns the timestamps of transfers submitted from now on (Transfer::info()'s submit_ns,
+/// start_ns, end_ns) on or off, process-wide (kvio_transfer_timing). Off by default: three clock
+/// reads per transfer when on.
+inline void setTransferTiming(bool enabled) {
+  check(kvio_transfer_timing(enabled ? 1 : 0));
+}
+
 struct PoolSpec {
   PoolKind kind = PoolKind::Mha;
   Layout layout = Layout::LayerFirst;
@@ -158,6 +263,51 @@ struct LayerMap {
   int64_t srcStart = 0;
   int64_t dstStart = 0;
   int64_t count = 1;
+};
+
+/// Int64 token indices already in memory of the executor's CUDA device, e.g. a serving engine's
+/// slot tensor (kvio_submit_device_indices). A view, never a copy: the copy kernel reads the arrays
+/// while the transfer runs, so they must stay valid and unchanged until the transfer completes
+/// (not only during the submit, as for Indices). Made only by DeviceIndices::view(pointer, count):
+/// no Indices, vector, braced list or (pointer, count) pair becomes one, and it becomes no
+/// Indices, so a call site says which memory its indices are in.
+class DeviceIndices {
+ public:
+  /// `count` int64 indices at `deviceData`, memory of the executor's device (8-byte aligned).
+  static DeviceIndices view(const int64_t* deviceData, int64_t count) {
+    return DeviceIndices(Tag(), deviceData, count);
+  }
+  const int64_t* data() const { return data_; }
+  int64_t size() const { return size_; }
+
+ private:
+  struct Tag {};
+  // Three parameters, one of them private: a braced pair such as {0, 1} (0 is a null pointer
+  // constant) can never be taken for one.
+  DeviceIndices(Tag, const int64_t* deviceData, int64_t count) : data_(deviceData), size_(count) {}
+  const int64_t* data_;
+  int64_t size_;
+};
+
+/// What one transfer asks beyond its indices and layers; the default asks nothing.
+/// kvio.h has no entry point taking both the overlap mark and a launch shape: transfer() refuses
+/// the pair (UNSUPPORTED) rather than drop one; Executor::setLaunch sets a shape for every
+/// transfer of an executor, which combines with overlapsCompute.
+struct TransferOptions {
+  /// The transfer runs beside compute on the device, e.g. a layer's load during the forward pass
+  /// (KVIO_SUBMIT_OVERLAPS_COMPUTE): 'auto' then prefers the copy engine from smaller rows; other
+  /// backends ignore it.
+  bool overlapsCompute = false;
+  /// The copy kernel's launch shape for this transfer only (kvio_submit_launch): at most ctaBudget
+  /// thread blocks of warpsPerCta warps; 0 or less: the executor's setting. Read by the kernel
+  /// backend (and by 'auto' when it gives the transfer to its kernel); the others ignore it, cpu
+  /// included. INVALID_ARGUMENT above 65535 CTAs or 32 warps on every backend. An empty transfer
+  /// launches nothing and does not check it.
+  int32_t ctaBudget = 0;
+  int32_t warpsPerCta = 0;
+
+  /// Whether a launch shape is given (a budget or a warp count above 0).
+  bool hasLaunch() const { return ctaBudget > 0 || warpsPerCta > 0; }
 };
 
 /// A pool: kvio's memory (allocate) or the caller's (the wrap forms). Destroying (or assigning
@@ -265,6 +415,16 @@ class Pool {
   /// The handle; after close() still the closed handle (0 only for a moved-from pool).
   uint64_t handle() const { return handle_; }
   const PoolSpec& spec() const { return spec_; }
+  /// Where the pool's memory lies (kvio_pool_memory): its KVIO_MEMORY_* kind and device ordinal.
+  struct Memory {
+    int32_t kind = KVIO_MEMORY_HOST;
+    int32_t device = -1;
+  };
+  Memory memory() const {
+    Memory memory;
+    check(kvio_pool_memory(handle_, &memory.kind, &memory.device));
+    return memory;
+  }
   int64_t regions() const {
     int64_t count = 0;
     check(kvio_pool_region(handle_, 0, nullptr, nullptr, &count));
@@ -322,11 +482,20 @@ class Pool {
   PoolSpec spec_;
 };
 
+class Executor;
+class Transfer;
+// The two that submit, and so the only ones that make a Transfer of a handle (below).
+inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
+                         Indices srcIndices, Indices dstIndices, LayerMap layers,
+                         const TransferOptions& options);
+inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
+                         DeviceIndices srcIndices, DeviceIndices dstIndices, LayerMap layers);
+
 /// Completion handle of one submitted transfer. Destroying it does not cancel the transfer, but
-/// a transfer dropped unawaited reports no failure: hence [[nodiscard]] (C++17).
+/// a transfer dropped unawaited reports no failure: hence [[nodiscard]] (C++17). Made by the
+/// transfer functions only: a Transfer closes its handle, so none is made from a bare handle.
 class KVIO_NODISCARD Transfer {
  public:
-  explicit Transfer(uint64_t handle) : handle_(handle) {}
   /// A transfer of no index pairs (empty index lists), checked and complete: it moved 0 bytes,
   /// and has no handle, no event (cudaEvent() 0: test empty() before waiting on it) and no
   /// info. It is complete at once, not ordered after earlier transfers on its executor: it
@@ -395,6 +564,13 @@ class KVIO_NODISCARD Transfer {
   bool empty() const { return empty_; }
 
  private:
+  friend Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
+                           Indices srcIndices, Indices dstIndices, LayerMap layers,
+                           const TransferOptions& options);
+  friend Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
+                           DeviceIndices srcIndices, DeviceIndices dstIndices, LayerMap layers);
+  // Takes the handle a kvio_submit* just returned (0: none, for completedEmpty()).
+  explicit Transfer(uint64_t handle) : handle_(handle) {}
   uint64_t event(kvio_status (*query)(uint64_t, uint64_t*)) const {
     uint64_t event = 0;
     if (!empty_) check(query(handle_, &event));
@@ -496,13 +672,21 @@ class Executor {
 };
 
 /// The general transfer: for each index pair and each layer of the map, every component's
-/// row moves from src to dst. Any layout to any layout. overlapsCompute: the transfer runs
-/// beside compute on the device (KVIO_SUBMIT_OVERLAPS_COMPUTE; read by the 'auto' backend).
+/// row moves from src to dst. Any layout to any layout. `options`: the overlap mark and the copy
+/// kernel's launch shape for this transfer (TransferOptions; both at once: UNSUPPORTED).
 /// Empty index lists (an empty batch) give an already completed Transfer of 0 bytes after every
 /// other check (kvio_check_transfer), as in the Java API; the C ABI's submit refuses them.
 inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
                          Indices srcIndices, Indices dstIndices, LayerMap layers,
-                         bool overlapsCompute = false) {
+                         const TransferOptions& options) {
+  if (options.overlapsCompute && options.hasLaunch()) {
+    throw Error(KVIO_STATUS_UNSUPPORTED,
+                "TransferOptions: overlapsCompute with a launch shape (ctaBudget " +
+                    std::to_string(options.ctaBudget) + ", warpsPerCta " +
+                    std::to_string(options.warpsPerCta) +
+                    "): kvio.h has no submit taking both (kvio_submit_flags, kvio_submit_launch); "
+                    "give the executor the shape (Executor::setLaunch) or leave one out");
+  }
   if (srcIndices.size != dstIndices.size) {
     throw Error(KVIO_STATUS_INVALID_ARGUMENT, "srcIndices has " + std::to_string(srcIndices.size) +
                                                   " entries but dstIndices has " +
@@ -510,13 +694,62 @@ inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& 
   }
   const kvio_transfer_desc desc{src.handle(),    dst.handle(),    srcIndices.data, dstIndices.data,
                                 srcIndices.size, layers.srcStart, layers.dstStart, layers.count};
-  const uint32_t flags = overlapsCompute ? KVIO_SUBMIT_OVERLAPS_COMPUTE : 0u;
+  const uint32_t flags = options.overlapsCompute ? KVIO_SUBMIT_OVERLAPS_COMPUTE : 0u;
   if (srcIndices.size == 0) {
     check(kvio_check_transfer(executor.handle(), &desc, flags));
     return Transfer::completedEmpty();
   }
   uint64_t handle = 0;
-  check(kvio_submit_flags(executor.handle(), &desc, flags, &handle));
+  if (options.hasLaunch()) {
+    check(kvio_submit_launch(executor.handle(), &desc, options.ctaBudget, options.warpsPerCta,
+                             &handle));
+  } else {
+    check(kvio_submit_flags(executor.handle(), &desc, flags, &handle));
+  }
+  return Transfer(handle);
+}
+
+/// The general transfer with the overlap mark only (KVIO_SUBMIT_OVERLAPS_COMPUTE; read by the
+/// 'auto' backend), as TransferOptions{overlapsCompute}.
+inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
+                         Indices srcIndices, Indices dstIndices, LayerMap layers,
+                         bool overlapsCompute = false) {
+  TransferOptions options;
+  options.overlapsCompute = overlapsCompute;
+  return transfer(executor, src, dst, srcIndices, dstIndices, layers, options);
+}
+
+/// The general transfer with indices in memory of the executor's CUDA device
+/// (kvio_submit_device_indices): the kernel backend, and 'auto' on a GPU, which gives the transfer
+/// to its kernel. Elsewhere (cpu, direct, staged, kernel_ascend, auto without a GPU) UNSUPPORTED,
+/// before any byte moves. The host cannot check the indices: the kernel skips every pair with an
+/// index outside its pool and the transfer completes with OUT_OF_RANGE naming the first bad
+/// position (wait() throws it); duplicate destination slots are not detected (the rows race).
+/// The arrays must stay valid and unchanged until the transfer completes. No TransferOptions:
+/// kvio.h has no submit taking device indices with flags or a launch shape (Executor::setLaunch
+/// sets the executor's). Empty lists give a completed Transfer of 0 bytes after the checks that
+/// need no index, whether the backend takes device indices included.
+inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
+                         DeviceIndices srcIndices, DeviceIndices dstIndices, LayerMap layers) {
+  if (srcIndices.size() != dstIndices.size()) {
+    throw Error(KVIO_STATUS_INVALID_ARGUMENT,
+                "srcIndices has " + std::to_string(srcIndices.size()) +
+                    " device entries but dstIndices has " + std::to_string(dstIndices.size()));
+  }
+  const kvio_transfer_desc desc{src.handle(),      dst.handle(),      srcIndices.data(),
+                                dstIndices.data(), srcIndices.size(), layers.srcStart,
+                                layers.dstStart,   layers.count};
+  uint64_t handle = 0;
+  if (srcIndices.size() == 0) {
+    check(kvio_check_transfer(executor.handle(), &desc, 0u));
+    // kvio_check_transfer does not ask whether the backend takes device indices; the submit
+    // answers that (UNSUPPORTED) before it refuses 0 pairs (INVALID_ARGUMENT).
+    const kvio_status status = kvio_submit_device_indices(executor.handle(), &desc, &handle);
+    if (status == KVIO_STATUS_OK) return Transfer(handle);
+    if (status != KVIO_STATUS_INVALID_ARGUMENT) throw Error(status, kvio_last_error());
+    return Transfer::completedEmpty();
+  }
+  check(kvio_submit_device_indices(executor.handle(), &desc, &handle));
   return Transfer(handle);
 }
 
@@ -528,6 +761,19 @@ inline Transfer transferPerLayer(const Executor& executor, const Pool& src, cons
   return transfer(executor, src, dst, srcIndices, dstIndices, LayerMap{srcLayer, dstLayer, 1},
                   overlapsCompute);
 }
+/// One layer, with TransferOptions.
+inline Transfer transferPerLayer(const Executor& executor, const Pool& src, const Pool& dst,
+                                 Indices srcIndices, Indices dstIndices, int64_t srcLayer,
+                                 int64_t dstLayer, const TransferOptions& options) {
+  return transfer(executor, src, dst, srcIndices, dstIndices, LayerMap{srcLayer, dstLayer, 1},
+                  options);
+}
+/// One layer, with indices in device memory (the device form of transfer()).
+inline Transfer transferPerLayer(const Executor& executor, const Pool& src, const Pool& dst,
+                                 DeviceIndices srcIndices, DeviceIndices dstIndices,
+                                 int64_t srcLayer, int64_t dstLayer) {
+  return transfer(executor, src, dst, srcIndices, dstIndices, LayerMap{srcLayer, dstLayer, 1});
+}
 
 /// Every layer of dst, from src layers [srcLayerStart, srcLayerStart + dst layers): an
 /// all-layer backup; with srcLayerStart > 0 the backup of a layer-sharded pool.
@@ -536,6 +782,20 @@ inline Transfer transferAllLayers(const Executor& executor, const Pool& src, con
                                   bool overlapsCompute = false) {
   return transfer(executor, src, dst, srcIndices, dstIndices,
                   LayerMap{srcLayerStart, 0, dst.spec().numLayers}, overlapsCompute);
+}
+/// Every layer of dst, with TransferOptions.
+inline Transfer transferAllLayers(const Executor& executor, const Pool& src, const Pool& dst,
+                                  Indices srcIndices, Indices dstIndices, int64_t srcLayerStart,
+                                  const TransferOptions& options) {
+  return transfer(executor, src, dst, srcIndices, dstIndices,
+                  LayerMap{srcLayerStart, 0, dst.spec().numLayers}, options);
+}
+/// Every layer of dst, with indices in device memory (the device form of transfer()).
+inline Transfer transferAllLayers(const Executor& executor, const Pool& src, const Pool& dst,
+                                  DeviceIndices srcIndices, DeviceIndices dstIndices,
+                                  int64_t srcLayerStart = 0) {
+  return transfer(executor, src, dst, srcIndices, dstIndices,
+                  LayerMap{srcLayerStart, 0, dst.spec().numLayers});
 }
 
 /// Expands page ids into token slots: page p becomes p*pageSize ... p*pageSize + pageSize-1.

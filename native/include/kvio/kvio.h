@@ -457,8 +457,9 @@ KVIO_API kvio_status kvio_executor_set_launch(uint64_t executor, int32_t cta_bud
 KVIO_API kvio_status kvio_executor_cuda_stream(uint64_t executor, uint64_t* stream_out);
 
 /* Like kvio_submit, with the kernel backend's launch shape for this transfer only: at most
- * cta_budget thread blocks of warps_per_cta warps (<= 0: the executor's setting). Other backends
- * ignore it. INVALID_ARGUMENT above 65535 CTAs or 32 warps. */
+ * cta_budget thread blocks of warps_per_cta warps (<= 0: the executor's setting). 'auto' uses it
+ * when it gives the transfer to its kernel; the other backends ignore it. INVALID_ARGUMENT above
+ * 65535 CTAs or 32 warps. */
 KVIO_API kvio_status kvio_submit_launch(uint64_t executor, const kvio_transfer_desc* desc,
                                         int32_t cta_budget, int32_t warps_per_cta,
                                         uint64_t* transfer_out);

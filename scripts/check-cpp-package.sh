@@ -5,7 +5,8 @@
 # nothing that declares symbols libkvio does not export) and that a C++14 consumer is compiled
 # as C++14 (the package must not ask for a newer standard than its headers need). Last, kvio
 # configured inside another project (add_subdirectory) must leave the build type unset and build
-# no tests, fuzz replay or benchmark unless asked.
+# no tests, fuzz replay or benchmark unless asked. The pkg-config file (kvio.pc) must build and
+# run the same consumer without CMake, from an install moved elsewhere.
 # Usage: scripts/check-cpp-package.sh [work dir]   (default: a temporary folder)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +45,20 @@ if ! readelf -d "$work/consumer/kvio_consumer" | grep -q "Shared library: \[$son
 fi
 echo "installed libkvio.so: soname $soname, recorded by the consumer"
 "$work/consumer/kvio_consumer"
+# pkg-config: the installed kvio.pc, read where the install was moved to (it is relocatable),
+# gives the package's version and what a C++14 build of the consumer needs, without CMake.
+mv "$work/prefix" "$work/moved"
+pcdir=$(dirname "$(find "$work/moved" -name kvio.pc | head -1)")
+pc() { PKG_CONFIG_PATH="$pcdir" pkg-config "$@" kvio; }
+if [ "$(pc --modversion)" != "$version" ]; then
+  echo "kvio.pc says version $(pc --modversion), kvio.h $version" >&2
+  exit 1
+fi
+# shellcheck disable=SC2046  # the flags are words
+c++ -std=c++14 -pedantic -Werror -Wall -o "$work/pc_consumer" examples/cpp-consumer/main.cpp \
+    $(pc --cflags) $(pc --libs) -Wl,-rpath,"$(pc --variable=libdir)"
+"$work/pc_consumer" >/dev/null
+echo "kvio.pc: version $version; the consumer built and ran with its flags, the install moved"
 # kvio inside another project: no build type forced, no tests, fuzz replay or benchmark.
 mkdir -p "$work/parent"
 printf 'cmake_minimum_required(VERSION 3.20)\nproject(kvio_parent LANGUAGES CXX)\nadd_subdirectory("%s" kvio)\n' \

@@ -18,6 +18,7 @@ package io.kvio;
 import java.nio.ByteBuffer;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 
 public final class HostKvPool extends KvPool {
     private final long deviceLayerStart;
@@ -525,6 +526,8 @@ public final class HostKvPool extends KvPool {
         private long wrapAddress;
         private long wrapBytes;
         private Object wrapMemory;
+        private BooleanSupplier wrapAlive; // null: the wrapped memory cannot die before the pool
+        private String wrapName;
 
         private Builder() {}
 
@@ -540,14 +543,18 @@ public final class HostKvPool extends KvPool {
          * another while that pool lives (CANN keeps one process-wide table of registrations).
          */
         public Builder wrap(long address, long sizeBytes) {
-            return wrap(address, sizeBytes, null);
+            return wrap(address, sizeBytes, null, null, null);
         }
 
         /**
          * Builds the pool over a direct, writable ByteBuffer's memory, from its position to its
          * limit (as {@link #wrap(long, long)}); the buffer stays reachable while the pool is open
          * and, after it is closed, until kvio no longer uses its memory. Read-only buffers are
-         * refused (KvioInvalidArgumentException).
+         * refused (KvioInvalidArgumentException). On Java 22+ the buffer may be a view of a
+         * MemorySegment (segment.asByteBuffer()): KvioClosedException if its arena is closed (here
+         * or at build()), and once it is closed every later use of the pool that would touch the
+         * memory (a transfer, copyTo/copyFrom, buffer/slice, Segments.region) throws
+         * KvioClosedException instead; close the pool before that arena.
          */
         public Builder wrap(ByteBuffer memory) {
             Objects.requireNonNull(memory, "memory");
@@ -562,19 +569,36 @@ public final class HostKvPool extends KvPool {
                                 + " read-only mapping would crash the JVM): pass a writable"
                                 + " buffer");
             }
+            DirectBuffers.ensureAlive(memory, "memory");
             long address =
                     memory.capacity() == 0
                             ? 0
-                            : NativeBridge.directAddress(memory) + memory.position();
-            return wrap(address, memory.remaining(), memory);
+                            : DirectBuffers.address(memory, "memory") + memory.position();
+            return wrap(
+                    address,
+                    memory.remaining(),
+                    memory,
+                    DirectBuffers.liveness(memory),
+                    "the ByteBuffer given to wrap(ByteBuffer), a view of a MemorySegment");
         }
 
-        /** Caller memory {@code keepAlive} owns (a buffer or segment the pool keeps reachable). */
-        Builder wrap(long address, long sizeBytes, Object keepAlive) {
+        /**
+         * Caller memory {@code keepAlive} owns (a buffer or segment the pool keeps reachable);
+         * {@code alive} (null: always) whether it still exists, {@code name} what it is (for
+         * messages).
+         */
+        Builder wrap(
+                long address,
+                long sizeBytes,
+                Object keepAlive,
+                BooleanSupplier alive,
+                String name) {
             this.wrapping = true;
             this.wrapAddress = address;
             this.wrapBytes = sizeBytes;
             this.wrapMemory = keepAlive;
+            this.wrapAlive = alive;
+            this.wrapName = name;
             return this;
         }
 
@@ -775,6 +799,12 @@ public final class HostKvPool extends KvPool {
                                         + " count"
                                 : "pages must be at least 1, got " + pages);
             }
+            if (wrapping && wrapAlive != null && !wrapAlive.getAsBoolean()) {
+                throw new KvioClosedException(
+                        "memory, "
+                                + wrapName
+                                + ", is no longer alive: its arena was closed before build()");
+            }
             try {
                 checkSupport(backend, layers);
             } catch (KvioException e) {
@@ -818,7 +848,7 @@ public final class HostKvPool extends KvPool {
                                 ex,
                                 owns,
                                 strictLayers);
-                pool.keepReachable(wrapMemory);
+                pool.keepReachable(wrapMemory, wrapAlive, wrapName);
                 return pool;
             } catch (RuntimeException e) {
                 if (owns) {

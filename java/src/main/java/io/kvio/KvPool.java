@@ -22,6 +22,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
 
 public abstract class KvPool implements AutoCloseable {
     private final PoolSpec spec;
@@ -156,6 +157,7 @@ public abstract class KvPool implements AutoCloseable {
      * Cleaner action, which runs only once the buffer is unreachable).
      */
     private ByteBuffer holdingBuffer(long address, int bytes) {
+        ensureMemoryAlive("this " + what());
         Closer c = closer; // the action must not capture the pool or the buffer
         Object wrapped = c.memory;
         c.retain(); // before the buffer exists, while the pool is reachable (the fence below)
@@ -174,14 +176,53 @@ public abstract class KvPool implements AutoCloseable {
 
     /**
      * Keeps wrapped caller memory (a buffer or segment) reachable while the pool is open and, once
-     * it is closed, until kvio no longer uses it (Closer.memory).
+     * it is closed, until kvio no longer uses it (Closer.memory). {@code alive} (null: always)
+     * tells whether that memory still exists: a MemorySegment's arena, or on Java 22+ that of the
+     * segment a ByteBuffer views, can be closed while the object is reachable. {@code name} says
+     * what it is, for messages.
      */
-    void keepReachable(Object memory) {
+    void keepReachable(Object memory, BooleanSupplier alive, String name) {
         closer.memory = memory;
+        this.memoryAlive = alive;
+        this.memoryName = name;
     }
 
     /**
-     * The object {@code create} makes once for this pool (Segments: the arena of its segments), and
+     * The caller memory this pool wraps (a ByteBuffer or MemorySegment); null if none, or once the
+     * pool is closed.
+     */
+    Object wrappedMemory() {
+        return closer.memory;
+    }
+
+    /**
+     * KvioClosedException if the caller memory this pool wraps is gone (its arena was closed):
+     * asked before each use that would touch it (a transfer or its check, copyTo/copyFrom,
+     * buffer/slice, Segments.region), so the use is refused instead of reading or writing freed
+     * memory. {@code name} is the pool as the caller named it ("this host pool", "src (the host
+     * pool)"). It cannot close the race with an Arena.close() on another thread during the use:
+     * keeping the arena open while kvio uses the memory is the caller's part.
+     */
+    void ensureMemoryAlive(String name) {
+        BooleanSupplier alive = memoryAlive;
+        if (alive != null && !alive.getAsBoolean()) {
+            throw new KvioClosedException(
+                    name
+                            + " wraps "
+                            + memoryName
+                            + " whose arena was closed: its memory is gone, so kvio neither reads"
+                            + " nor writes it; close the pool (and close a pool before the arena of"
+                            + " the memory it wraps)");
+        }
+    }
+
+    // Null when nothing but close() ends the memory, and once closed (it may hold the memory's
+    // owner, which a closed pool lets go of: MemoryRetainer).
+    private volatile BooleanSupplier memoryAlive;
+    private volatile String memoryName;
+
+    /**
+     * The object {@code create} makes once for this pool (Segments: its regions' segments), and
      * {@code close} runs on it when the pool is closed explicitly. Null once closed.
      */
     synchronized <T> T closeScoped(
@@ -237,6 +278,7 @@ public abstract class KvPool implements AutoCloseable {
     /** {@link #close()} of the pool itself, without what a subclass closes with it. */
     final void closePool() {
         if (closeScopedThenMark()) {
+            memoryAlive = null;
             closer.explicit = true;
             cleanable.clean();
         }
@@ -368,7 +410,8 @@ public abstract class KvPool implements AutoCloseable {
      * A direct ByteBuffer (native byte order) over all of region 0. KvioUnsupportedException if the
      * region is larger than a ByteBuffer can address; use {@link #slice} then. Valid until the pool
      * is closed; a pool that is never closed keeps its memory while the buffer (or a slice,
-     * duplicate or view of it) is reachable.
+     * duplicate or view of it) is reachable. KvioClosedException if the pool wraps caller memory
+     * whose arena was closed (Java 22+); a buffer taken before that must not be used after it.
      */
     public ByteBuffer buffer() {
         ensureHostAccessible();
@@ -422,7 +465,10 @@ public abstract class KvPool implements AutoCloseable {
      * ordered with transfers in flight, so wait for those first. For tests, debugging and warm-up,
      * not for the serving path: use transfers there. Heap buffers are copied through a temporary
      * native buffer. KvioOutOfRangeException for a region or byte range outside the pool (nothing
-     * is copied then), ReadOnlyBufferException for a read-only {@code dst}.
+     * is copied then), ReadOnlyBufferException for a read-only {@code dst}. KvioClosedException,
+     * with nothing copied, if the pool is closed, if it wraps caller memory whose arena was closed
+     * (Java 22+: a MemorySegment, or a ByteBuffer view of one), or if {@code dst} is a ByteBuffer
+     * view of a MemorySegment whose arena was closed.
      */
     public void copyTo(int region, long offset, ByteBuffer dst) {
         Objects.requireNonNull(dst, "dst");
@@ -440,7 +486,8 @@ public abstract class KvPool implements AutoCloseable {
     /**
      * Writes {@code src.remaining()} bytes of {@code src} (from its position, which advances) into
      * region {@code region} at byte {@code offset}, through this pool's backend; synchronous and
-     * unordered with transfers in flight, like {@link #copyTo(int, long, ByteBuffer)}.
+     * unordered with transfers in flight, like {@link #copyTo(int, long, ByteBuffer)}, and refused
+     * in the same cases (KvioClosedException for a {@code src} whose arena was closed).
      */
     public void copyFrom(int region, long offset, ByteBuffer src) {
         Objects.requireNonNull(src, "src");
@@ -476,13 +523,18 @@ public abstract class KvPool implements AutoCloseable {
                             + r[1]
                             + ")");
         }
+        String name = toHost ? "dst" : "src";
+        ensureMemoryAlive("this " + what());
+        if (buffer.isDirect()) {
+            DirectBuffers.ensureAlive(buffer, name); // before any native call, even for 0 bytes
+        }
         if (bytes == 0) {
             return;
         }
         long pool = handle();
         int position = buffer.position();
         if (buffer.isDirect()) {
-            long address = NativeBridge.directAddress(buffer) + position;
+            long address = DirectBuffers.address(buffer, name) + position;
             NativeBridge.poolCopy(pool, region, offset, address, bytes, toHost);
         } else {
             int chunk = Math.min(bytes, STAGING_BYTES);

@@ -338,6 +338,7 @@ public final class Kvio {
         checkLengths(srcIndices, dstIndices);
         long srcHandle = src.handle();
         long dstHandle = dst.handle();
+        ensureMemoryAlive(src, dst, byParameter);
         if (srcIndices.size() == 0) { // nothing to move; checked all the same (natively)
             check(
                     executor,
@@ -406,6 +407,7 @@ public final class Kvio {
         srcIndices.ensureOpen();
         dstIndices.ensureOpen();
         checkLengths(srcIndices, dstIndices);
+        ensureMemoryAlive(src, dst, byParameter);
         long count = srcIndices.size();
         try {
             NativeBridge.checkTransfer(
@@ -424,6 +426,16 @@ public final class Kvio {
         } finally {
             IndexArg.release();
         }
+    }
+
+    /**
+     * KvioClosedException, before any native call, if either pool wraps caller memory whose arena
+     * was closed (a host pool over a MemorySegment, or over a ByteBuffer view of one): the copy
+     * would read or write freed memory.
+     */
+    private static void ensureMemoryAlive(KvPool src, KvPool dst, boolean byParameter) {
+        src.ensureMemoryAlive(poolName(byParameter, "src", src));
+        dst.ensureMemoryAlive(poolName(byParameter, "dst", dst));
     }
 
     /** The native message with the Java caller's names in place of the C ABI's. */

@@ -3,7 +3,8 @@
  * them. of(...) and pages(...) copy into memory this object owns (freed by close() or, if
  * forgotten, by a Cleaner); wrap(...) views caller-owned memory (a raw address, or a direct
  * native-order LongBuffer, which it keeps reachable) and never frees it; other buffers are copied.
- * On Java 22+, io.kvio.Segments wraps MemorySegments the same way. Transfers read
+ * On Java 22+, io.kvio.Segments wraps MemorySegments the same way, and a list viewing a segment (or
+ * a buffer view of one) is refused once the segment's arena is closed. Transfers read
  * the list only while they are submitted, so it may be closed or reused right after.
  */
 package io.kvio;
@@ -81,19 +82,25 @@ public final class TokenIndices implements AutoCloseable {
      * order is viewed, not copied: its contents must stay unchanged while transfers are submitted
      * with this list, and this list keeps the buffer reachable until it is. Any other buffer (heap,
      * or non-native byte order) is copied into memory this list owns. The buffer's position is left
-     * as it was. Loads kvio's native library if no kvio call has yet.
+     * as it was. Loads kvio's native library if no kvio call has yet. On Java 22+ a direct buffer
+     * may be a view of a MemorySegment (segment.asByteBuffer()): KvioClosedException if its arena
+     * is closed, and submitting with the list once it is closed throws KvioClosedException too.
      */
     public static TokenIndices wrap(LongBuffer indices) {
         Objects.requireNonNull(indices, "indices");
         int count = indices.remaining();
         if (indices.isDirect() && indices.order() == ByteOrder.nativeOrder()) {
-            long base = count == 0 ? 0 : NativeBridge.directAddress(indices);
+            DirectBuffers.ensureAlive(indices, "indices");
+            if (count == 0) {
+                return new TokenIndices(0, 0, false, null, null);
+            }
+            long base = DirectBuffers.address(indices, "indices");
             return new TokenIndices(
                     base + indices.position() * 8L,
                     count,
                     false,
-                    count == 0 ? null : indices,
-                    null);
+                    indices,
+                    DirectBuffers.liveness(indices));
         }
         long[] copy = new long[count];
         indices.duplicate().get(copy);
@@ -206,8 +213,8 @@ public final class TokenIndices implements AutoCloseable {
         }
         if (alive != null && !alive.getAsBoolean()) {
             throw new KvioClosedException(
-                    "the MemorySegment this token index list views is no longer alive (its arena"
-                            + " was closed)");
+                    "the memory this token index list views (a MemorySegment, or a ByteBuffer"
+                            + " view of one) is no longer alive (its arena was closed)");
         }
     }
 

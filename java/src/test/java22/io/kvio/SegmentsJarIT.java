@@ -1,7 +1,9 @@
 /*
  * The multi-release kvio.jar on Java 22+ (Failsafe, java22 profile): a program using
  * io.kvio.Segments compiles and runs against kvio.jar + the natives JAR + JavaCPP in a fresh JVM,
- * so META-INF/versions/22 and the Multi-Release manifest entry are really in the JAR.
+ * so META-INF/versions/22 and the Multi-Release manifest entry are really in the JAR, and the
+ * JAR's Java 22 version of DirectBuffers (not the Java 17 one in its base) answers there: a
+ * ByteBuffer view of a closed arena's segment is refused.
  */
 package io.kvio;
 
@@ -25,12 +27,23 @@ public class SegmentsJarIT {
                     "\n",
                     "import io.kvio.*;",
                     "import java.lang.foreign.*;",
+                    "import java.nio.*;",
                     "public class SegmentSmoke {",
                     "  public static void main(String[] args) {",
                     "    try (Arena arena = Arena.ofConfined();",
                     "         TokenIndices list = Segments.wrapIndices(",
                     "             arena.allocateFrom(ValueLayout.JAVA_LONG, 2, 7))) {",
                     "      System.out.println(\"segments \" + list);",
+                    "    }",
+                    "    Arena closed = Arena.ofShared();",
+                    "    LongBuffer dead = closed.allocate(64, 8).asByteBuffer()",
+                    "        .order(ByteOrder.nativeOrder()).asLongBuffer();",
+                    "    closed.close();",
+                    "    try {",
+                    "      TokenIndices.wrap(dead);",
+                    "      System.out.println(\"dead buffer accepted\");",
+                    "    } catch (KvioClosedException e) {",
+                    "      System.out.println(\"dead buffer refused\");",
                     "    }",
                     "  }",
                     "}",
@@ -46,6 +59,8 @@ public class SegmentsJarIT {
             assertEquals(jar.getManifest().getMainAttributes().getValue("Multi-Release"), "true");
             assertTrue(jar.getEntry("META-INF/versions/22/io/kvio/Segments.class") != null);
             assertTrue(jar.getEntry("io/kvio/Segments.class") == null, "not in the Java 17 base");
+            assertTrue(jar.getEntry("META-INF/versions/22/io/kvio/DirectBuffers.class") != null);
+            assertTrue(jar.getEntry("io/kvio/DirectBuffers.class") != null, "the Java 17 one");
         }
         Path dir = Files.createTempDirectory("kvio-segments-it");
         Path program = dir.resolve("SegmentSmoke.java");
@@ -64,5 +79,6 @@ public class SegmentsJarIT {
         assertTrue(p.waitFor(120, TimeUnit.SECONDS), "timed out");
         assertEquals(p.exitValue(), 0, out);
         assertTrue(out.contains("segments TokenIndices{size=2, [2, 7]}"), out);
+        assertTrue(out.contains("dead buffer refused"), out);
     }
 }

@@ -3,7 +3,10 @@
  * profile of java/pom.xml): index lists viewing native segments (heap ones copied), a host pool
  * over a caller's segment moved into by a transfer, pools' memory as segments that die with the
  * pool, and the refusals (misaligned or odd-sized index segments, heap or read-only pool memory,
- * closed arenas, device memory of a CUDA pool).
+ * closed arenas, device memory of a CUDA pool). Memory whose arena a test closes is a view, in an
+ * arena of its own, of memory that stays allocated (deadView): closing that arena kills the view's
+ * scope as it kills a segment's, but a missing check then shows as a failed assertion (bytes moved,
+ * no exception) rather than a crash of the JVM.
  */
 package io.kvio;
 
@@ -11,6 +14,9 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
+import static org.testng.Assert.assertNotSame;
+import static org.testng.Assert.assertSame;
 import static org.testng.Assert.assertThrows;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
@@ -24,6 +30,8 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.LongBuffer;
 import org.testng.annotations.Test;
 
 public class SegmentsTest {
@@ -37,6 +45,283 @@ public class SegmentsTest {
                     .heads(1)
                     .headBytes(8)
                     .build();
+
+    /**
+     * {@code backing} seen through {@code arena}: closing the arena makes the view (and the
+     * ByteBuffers made from it) dead as a closed arena's segment is, while {@code backing} stays
+     * allocated, so kvio writing through a dead view does not crash the test.
+     */
+    private static MemorySegment deadView(MemorySegment backing, Arena arena) {
+        return backing.reinterpret(arena, null);
+    }
+
+    /** Fills {@code segment} with bytes that differ from a page of zeros and from each other. */
+    private static byte[] fill(MemorySegment segment, int seed) {
+        for (long i = 0; i < segment.byteSize(); i++) {
+            segment.set(ValueLayout.JAVA_BYTE, i, (byte) (seed * 31 + i * 7 + 1));
+        }
+        return segment.toArray(ValueLayout.JAVA_BYTE);
+    }
+
+    private static void assertUnchanged(MemorySegment segment, byte[] before, String what) {
+        assertEquals(segment.toArray(ValueLayout.JAVA_BYTE), before, what + " changed");
+    }
+
+    @Test
+    public void aPoolWhoseSegmentsArenaClosedRefusesEveryUseAndMovesNothing() {
+        // Transfers into a host pool over a segment whose arena was closed afterwards wrote freed
+        // memory (a crash in kvio::copyRow), and its region() segment still said it was alive.
+        try (Arena keep = Arena.ofConfined();
+                DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
+                KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 1)) {
+            MemorySegment backing = keep.allocate(16 * 8, 4096); // one layer of SPEC
+            Arena arena = Arena.ofShared();
+            HostKvPool host =
+                    Segments.wrapHostPool(
+                            HostKvPool.builder().forDevice(device).layerRange(0, 1),
+                            deadView(backing, arena));
+            MemorySegment region = Segments.region(host, 0);
+            MemorySegment deviceMemory = Segments.region(device, 0);
+            byte[] hostBytes = fill(backing, 1);
+            byte[] deviceBytes = fill(deviceMemory, 2);
+            ByteBuffer out = ByteBuffer.allocateDirect(64);
+            for (int i = 0; i < 64; i++) {
+                out.put(i, (byte) 0x5a);
+            }
+            ByteBuffer in = ByteBuffer.allocateDirect(64);
+            arena.close();
+
+            assertFalse(region.scope().isAlive(), "region() of the pool outlives the arena");
+            assertThrows(IllegalStateException.class, () -> region.get(JAVA_LONG, 0));
+            KvioClosedException e =
+                    expectThrows(KvioClosedException.class, () -> Segments.region(host, 0));
+            assertTrue(e.getMessage().contains("arena was closed"), e.getMessage());
+            e =
+                    expectThrows(
+                            KvioClosedException.class,
+                            () ->
+                                    host.load(device, 0)
+                                            .hostIndices(0, 1)
+                                            .deviceIndices(2, 3)
+                                            .submit());
+            assertTrue(
+                    e.getMessage()
+                            .contains(
+                                    "the host pool wraps the MemorySegment given to"
+                                            + " Segments.wrapHostPool whose arena was closed"),
+                    e.getMessage());
+            assertUnchanged(deviceMemory, deviceBytes, "the device pool (load)");
+            expectThrows(
+                    KvioClosedException.class,
+                    () -> host.backup(device).deviceIndices(2, 3).hostIndices(0, 1).submit());
+            assertUnchanged(backing, hostBytes, "the host pool's memory (backup)");
+            expectThrows( // not held: only checked (Kvio.check), never moved
+                    KvioClosedException.class,
+                    () -> host.load(device, 1).hostIndices(0).deviceIndices(1).submit());
+            expectThrows( // empty lists: checked only
+                    KvioClosedException.class,
+                    () ->
+                            host.load(device, 0)
+                                    .hostIndices(new long[0])
+                                    .deviceIndices(new long[0])
+                                    .submit());
+            e =
+                    expectThrows(
+                            KvioClosedException.class,
+                            () ->
+                                    Kvio.transfer(
+                                            executor,
+                                            host,
+                                            device,
+                                            new long[] {0},
+                                            new long[] {5},
+                                            0,
+                                            1,
+                                            1));
+            assertTrue(e.getMessage().startsWith("src (the host pool) wraps"), e.getMessage());
+            assertUnchanged(deviceMemory, deviceBytes, "the device pool (Kvio.transfer)");
+            expectThrows(KvioClosedException.class, () -> host.copyTo(0, 8, out));
+            for (int i = 0; i < 64; i++) {
+                assertEquals(out.get(i), (byte) 0x5a, "copyTo's dst byte " + i);
+            }
+            assertEquals(out.position(), 0);
+            expectThrows(KvioClosedException.class, () -> host.copyFrom(0, 8, in));
+            assertEquals(in.position(), 0);
+            assertUnchanged(backing, hostBytes, "the host pool's memory (copyFrom)");
+            expectThrows(KvioClosedException.class, host::buffer);
+            expectThrows(KvioClosedException.class, () -> host.slice(0, 0, 8));
+            host.closeAndWait(); // closing still works
+            assertUnchanged(backing, hostBytes, "the host pool's memory");
+        }
+    }
+
+    @Test
+    public void byteBuffersOfAClosedArenaAreRefused() {
+        // JNI's GetDirectBufferAddress ignores a buffer's arena: copyTo, copyFrom,
+        // wrap(ByteBuffer) and TokenIndices.wrap(LongBuffer) took such buffers and crashed.
+        try (Arena keep = Arena.ofConfined();
+                DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
+                HostKvPool host = HostKvPool.builder().forDevice(device).build()) {
+            MemorySegment backing = keep.allocate(4096, 4096);
+            MemorySegment wrappedBacking = keep.allocate(SPEC.numLayers() * 16 * 8, 4096);
+            Arena arena = Arena.ofShared();
+            ByteBuffer dead = deadView(backing, arena).asByteBuffer();
+            ByteBuffer dst = dead.slice(0, 64);
+            LongBuffer slots = dead.order(ByteOrder.nativeOrder()).asLongBuffer();
+            slots.put(0, 1).put(1, 2).limit(2);
+            TokenIndices viewed = TokenIndices.wrap(slots); // alive now
+            HostKvPool.Builder pending = HostKvPool.builder().forDevice(device).wrap(dead);
+            HostKvPool overBuffer =
+                    HostKvPool.builder()
+                            .forDevice(device)
+                            .wrap(deadView(wrappedBacking, arena).asByteBuffer())
+                            .build();
+            MemorySegment overBufferRegion = Segments.region(overBuffer, 0);
+            MemorySegment hostMemory = Segments.region(host, 0);
+            MemorySegment deviceMemory = Segments.region(device, 0);
+            byte[] hostBytes = fill(hostMemory, 3);
+            byte[] deviceBytes = fill(deviceMemory, 4);
+            byte[] wrappedBytes = fill(wrappedBacking, 5);
+            arena.close();
+            byte[] deadBytes = fill(backing, 6);
+
+            KvioClosedException e =
+                    expectThrows(KvioClosedException.class, () -> host.copyTo(0, 0, dst));
+            assertTrue(
+                    e.getMessage()
+                            .startsWith(
+                                    "dst is a ByteBuffer view of a MemorySegment"
+                                            + " whose arena was closed"),
+                    e.getMessage());
+            assertUnchanged(backing, deadBytes, "copyTo's dst");
+            e = expectThrows(KvioClosedException.class, () -> host.copyFrom(0, 0, dst));
+            assertTrue(e.getMessage().startsWith("src is"), e.getMessage());
+            assertUnchanged(hostMemory, hostBytes, "the host pool (copyFrom)");
+            expectThrows(KvioClosedException.class, () -> host.copyTo(0, 0, dst.slice(0, 0)));
+            expectThrows(
+                    KvioClosedException.class,
+                    () -> HostKvPool.builder().forDevice(device).wrap(dead));
+            e = expectThrows(KvioClosedException.class, pending::build);
+            assertTrue(e.getMessage().contains("closed before build()"), e.getMessage());
+            expectThrows(KvioClosedException.class, () -> TokenIndices.wrap(slots));
+            e =
+                    expectThrows(
+                            KvioClosedException.class,
+                            () ->
+                                    host.backup(device)
+                                            .deviceIndices(viewed)
+                                            .hostIndices(0, 1)
+                                            .submit());
+            assertTrue(e.getMessage().contains("arena was closed"), e.getMessage());
+            assertUnchanged(hostMemory, hostBytes, "the host pool (backup)");
+            // A pool built over a buffer view while its arena was open: refused afterwards.
+            assertFalse(overBufferRegion.scope().isAlive(), "region() outlives the arena");
+            expectThrows(KvioClosedException.class, () -> Segments.region(overBuffer, 0));
+            e =
+                    expectThrows(
+                            KvioClosedException.class,
+                            () ->
+                                    overBuffer
+                                            .load(device, 1)
+                                            .hostIndices(0, 1)
+                                            .deviceIndices(2, 3)
+                                            .submit());
+            assertTrue(
+                    e.getMessage().contains("the ByteBuffer given to wrap(ByteBuffer)"),
+                    e.getMessage());
+            assertUnchanged(deviceMemory, deviceBytes, "the device pool (load)");
+            expectThrows(
+                    KvioClosedException.class,
+                    () -> overBuffer.backup(device).deviceIndices(2).hostIndices(0).submit());
+            assertUnchanged(wrappedBacking, wrappedBytes, "the pool over the buffer");
+            overBuffer.closeAndWait();
+        }
+    }
+
+    @Test
+    public void regionReturnsOneSegmentPerRegion() {
+        // Each call made a new segment with a cleanup action in the pool's arena, kept until the
+        // pool closed (about 72 bytes a call, without bound).
+        PoolSpec mha =
+                PoolSpec.builder()
+                        .kind(PoolKind.MHA)
+                        .layout(KvLayout.LAYER_FIRST)
+                        .layers(2)
+                        .pages(4)
+                        .pageSize(4)
+                        .heads(2)
+                        .headBytes(8)
+                        .build();
+        try (Arena arena = Arena.ofConfined();
+                DeviceKvPool device = DeviceKvPool.allocate(mha, IoBackend.CPU);
+                HostKvPool host = HostKvPool.builder().forDevice(device).build();
+                HostKvPool wrapped =
+                        Segments.wrapHostPool(
+                                HostKvPool.builder().forDevice(device),
+                                arena.allocate(2 * 2 * 16 * 16, 4096));
+                DeviceKvPool components = // K and V apart: two regions
+                        DeviceKvPool.wrapComponents(
+                                mha,
+                                new long[] {
+                                    arena.allocate(512, 64).address(),
+                                    arena.allocate(512, 64).address()
+                                },
+                                512,
+                                IoBackend.CPU)) {
+            assertEquals(components.regionCount(), 2);
+            for (KvPool pool : new KvPool[] {device, host, wrapped, components}) {
+                int regions = pool.regionCount();
+                MemorySegment[] first = new MemorySegment[regions];
+                for (int r = 0; r < regions; r++) {
+                    first[r] = Segments.region(pool, r);
+                    assertEquals(first[r].address(), pool.regionAddress(r));
+                    assertEquals(first[r].byteSize(), pool.regionBytes(r));
+                }
+                for (int i = 0; i < 1000; i++) {
+                    for (int r = 0; r < regions; r++) {
+                        assertSame(Segments.region(pool, r), first[r], pool + " region " + r);
+                    }
+                }
+                if (regions > 1) {
+                    assertNotSame(first[0], first[1]);
+                }
+            }
+            assertEquals(Segments.region(wrapped, 0).scope(), arena.allocate(1).scope());
+        }
+    }
+
+    @Test
+    public void heapSegmentsOfAnyArrayAreCopiedIntoIndexLists() {
+        // toArray(JAVA_LONG) refused heap segments not backed by a long[] (alignment) with an
+        // IllegalArgumentException.
+        byte[] bytes = new byte[17];
+        MemorySegment odd = MemorySegment.ofArray(bytes).asSlice(1);
+        odd.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, 3);
+        odd.set(ValueLayout.JAVA_LONG_UNALIGNED, 8, 14);
+        ByteBuffer heap = ByteBuffer.allocate(16).order(ByteOrder.nativeOrder());
+        heap.putLong(0, 5).putLong(8, 6);
+        try (TokenIndices fromBytes = Segments.wrapIndices(odd);
+                TokenIndices fromBuffer = Segments.wrapIndices(MemorySegment.ofBuffer(heap));
+                TokenIndices zeros = Segments.wrapIndices(MemorySegment.ofArray(new byte[16]));
+                DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
+                HostKvPool host = HostKvPool.builder().forDevice(device).build()) {
+            assertEquals(fromBytes.toString(), "TokenIndices{size=2, [3, 14]}");
+            assertEquals(fromBuffer.toString(), "TokenIndices{size=2, [5, 6]}");
+            assertEquals(zeros.toString(), "TokenIndices{size=2, [0, 0]}");
+            MemorySegment deviceMemory = Segments.region(device, 0);
+            deviceMemory.setAtIndex(JAVA_LONG, 3, 33);
+            deviceMemory.setAtIndex(JAVA_LONG, 14, 44);
+            host.backup(device).deviceIndices(fromBytes).hostIndices(fromBuffer).submit().await();
+            MemorySegment hostMemory = Segments.region(host, 0);
+            assertEquals(hostMemory.getAtIndex(JAVA_LONG, 5), 33);
+            assertEquals(hostMemory.getAtIndex(JAVA_LONG, 6), 44);
+        }
+        KvioInvalidArgumentException e =
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () -> Segments.wrapIndices(MemorySegment.ofArray(new byte[12])));
+        assertTrue(e.getMessage().contains("multiple of 8"), e.getMessage());
+    }
 
     @Test
     public void indexListsViewNativeSegmentsAndCopyHeapOnes() {

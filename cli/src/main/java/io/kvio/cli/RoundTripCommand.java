@@ -60,14 +60,18 @@ public final class RoundTripCommand implements Callable<Integer> {
     @Option(names = "--layers", paramLabel = "N", description = "model layers [${DEFAULT-VALUE}]")
     long layers = 32;
 
-    @Option(names = "--heads", paramLabel = "N", description = "KV heads per token [8; mla: 1]")
-    long heads = -1;
+    /** Null when not given: the kind's default. */
+    @Option(
+            names = "--heads",
+            paramLabel = "N",
+            description = "KV heads per token, at least 1 [8; mla: 1]")
+    Long heads;
 
     @Option(
             names = "--head-dim",
             paramLabel = "N",
-            description = "elements per head [128; mla: 576]")
-    long headDim = -1;
+            description = "elements per head, at least 1 [128; mla: 576]")
+    Long headDim;
 
     @Option(
             names = "--dtype-bytes",
@@ -155,11 +159,11 @@ public final class RoundTripCommand implements Callable<Integer> {
         o.kind = kind;
         o.backend = backend;
         o.heads =
-                heads < 0
+                heads == null
                         ? (kind == PoolKind.MHA ? 8 : 1)
                         : Converters.positive(spec, "--heads", heads);
         o.headDim =
-                headDim < 0
+                headDim == null
                         ? (kind == PoolKind.MHA ? 128 : 576)
                         : Converters.positive(spec, "--head-dim", headDim);
         o.layouts = layouts == null ? layoutsOf(kind) : Converters.distinct(layouts);

@@ -99,6 +99,19 @@ public class CliTest {
     }
 
     @Test
+    public void roundTripRefusesNegativeHeadsAndHeadDimInsteadOfUsingTheDefaults() {
+        String[] small = {"roundtrip", "--backend", "cpu", "--tokens", "64", "--layers", "2"};
+        for (String option : new String[] {"--heads", "--head-dim"}) {
+            for (String value : new String[] {"-5", "-1", "0"}) {
+                String[] args = java.util.Arrays.copyOf(small, small.length + 2);
+                args[small.length] = option;
+                args[small.length + 1] = value;
+                CliRunner.run(args).assertUsage(option + " must be at least 1, got " + value);
+            }
+        }
+    }
+
+    @Test
     public void roundTripRefusesSizesPastItsLimitsUpFront() {
         CliRunner.run("roundtrip", "--page-size", "1000000000000")
                 .assertUsage(

@@ -39,7 +39,8 @@ import picocli.CommandLine.Spec;
         },
         footer = {
             "",
-            "Exit status: 0 all layouts verified, 1 a mismatch, 2 bad arguments, 3 kvio error."
+            "Exit status: 0 all layouts verified, 1 a mismatch, 2 bad arguments, 3 kvio error"
+                    + " (or the JVM out of memory)."
         })
 public final class RoundTripCommand implements Callable<Integer> {
     /** The most tokens per page (RoundTripPlan keeps two pages' slots in a Java array). */
@@ -173,7 +174,39 @@ public final class RoundTripCommand implements Callable<Integer> {
                     "--tokens " + o.tokens + " is too many for one run; use at most " + (1L << 28));
         }
         checkSizes(o);
+        checkHeap(o, Runtime.getRuntime());
         return o;
+    }
+
+    /**
+     * The Java heap RoundTripPlan's slot lists take, estimated before they are allocated: three
+     * arrays of one long per token, and page permutations of up to four longs per whole page.
+     */
+    static long planHeapBytes(long tokens, long pageSize) {
+        return 3 * 8 * tokens + 4 * 8 * (tokens / pageSize + 4) + (16L << 20);
+    }
+
+    /** --tokens within what this JVM's heap can hold; else a usage error that says what to do. */
+    private void checkHeap(RoundTripOptions o, Runtime runtime) {
+        long needed = planHeapBytes(o.tokens, o.pageSize);
+        long free = runtime.maxMemory() - (runtime.totalMemory() - runtime.freeMemory());
+        if (needed > free) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    "--tokens "
+                            + o.tokens
+                            + " (--page-size "
+                            + o.pageSize
+                            + ") needs about "
+                            + (needed >> 20)
+                            + " MiB of Java heap for its slot lists, more than the "
+                            + (free >> 20)
+                            + " MiB this JVM has free (of -Xmx "
+                            + (runtime.maxMemory() >> 20)
+                            + " MiB); lower --tokens or give the JVM more heap, e.g. java -Xmx"
+                            + ((needed >> 30) + 2)
+                            + "g -jar kvio-cli.jar roundtrip ...");
+        }
     }
 
     /**

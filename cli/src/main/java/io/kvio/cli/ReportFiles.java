@@ -73,6 +73,9 @@ final class ReportFiles {
         if (Files.exists(file) && !Files.isWritable(file)) {
             return "the file exists and is not writable";
         }
+        if (Files.exists(file) && !Files.isRegularFile(file)) {
+            return null; // a device or a pipe (/dev/stdout): written in place
+        }
         Path parent = target(file).getParent();
         if (parent == null || !Files.isDirectory(parent)) {
             return "no folder " + parent + "; create it first or name a file in an existing folder";
@@ -101,10 +104,15 @@ final class ReportFiles {
     /**
      * Writes {@code file} all or nothing: {@code writer} writes a temporary file in the same
      * folder, which then replaces {@code file} in one rename; when anything fails the temporary
-     * file is deleted and {@code file} is left as it was.
+     * file is deleted and {@code file} is left as it was. A path that exists and is not a regular
+     * file (a device such as /dev/full, a pipe) is written in place.
      */
     static void writeAtomically(Path file, Writer writer) throws IOException {
         Path target = target(file);
+        if (Files.exists(target) && !Files.isRegularFile(target)) {
+            writer.write(target); // a device or a pipe (/dev/stdout) is written, never replaced
+            return;
+        }
         Path temporary =
                 target.resolveSibling(
                         "." + target.getFileName() + "." + ProcessHandle.current().pid() + ".tmp");

@@ -81,4 +81,42 @@ public class ReportFilesTest extends OutputDirTest {
         assertEquals(Files.readString(file), "<new/>\n");
         assertEquals(namesIn(folder), List.of("m.xml"));
     }
+
+    /**
+     * A path that is not a regular file (a device such as /dev/full, a pipe) is written in place: a
+     * rename would replace it with a regular file (as root even /dev/full). A named pipe in the
+     * test's folder stands for it, with a reader on a daemon thread.
+     */
+    @Test(timeOut = 30_000)
+    public void aPipeIsWrittenInPlaceNeverReplaced() throws Exception {
+        Path folder = Files.createDirectory(dir.resolve("pipe"));
+        Path fifo = folder.resolve("report.fifo");
+        Process mkfifo = new ProcessBuilder("mkfifo", fifo.toString()).start();
+        if (mkfifo.waitFor() != 0) {
+            throw new org.testng.SkipException("no mkfifo here");
+        }
+        java.util.concurrent.CompletableFuture<String> read =
+                new java.util.concurrent.CompletableFuture<>();
+        Thread reader =
+                new Thread(
+                        () -> {
+                            try {
+                                read.complete(Files.readString(fifo));
+                            } catch (IOException e) {
+                                read.completeExceptionally(e);
+                            }
+                        },
+                        "fifo-reader");
+        reader.setDaemon(true); // never joined: without a writer it would wait forever
+        reader.start();
+        boolean written =
+                ReportFiles.writeIfGiven(
+                        "--csv",
+                        fifo,
+                        f -> Files.writeString(f, "a,b\n", StandardCharsets.UTF_8),
+                        new PrintWriter(new StringWriter(), true));
+        assertTrue(written);
+        assertFalse(Files.isRegularFile(fifo), "the pipe was replaced by a regular file");
+        assertEquals(read.get(10, java.util.concurrent.TimeUnit.SECONDS), "a,b\n");
+    }
 }

@@ -3,7 +3,7 @@
  * (backup: all layers in one call; load: one call per layer, as a serving engine does), each host
  * layout, against a baseline measured in the same run on the same bytes (cpu, and auto without a
  * GPU: memcpy-like bulk copies between two buffers allocated like kvio's pools, the faster of one
- * thread and one slice per io thread; device backends: one contiguous kvio transfer, layer_first
+ * thread and one slice per io thread plus one on the calling thread; device backends: one contiguous kvio transfer, layer_first
  * to layer_first over all tokens). Prints a Markdown table; writes CSV, JSON and an SVG plot (GB/s against row size,
  * one line per backend and layout, baselines dashed). This class holds the options; BenchRunner
  * runs the points, BenchBaseline measures the baselines and BenchResult renders the results.
@@ -40,7 +40,8 @@ import picocli.CommandLine.Spec;
                     + " sides. A baseline is measured in the same run on the same number of bytes:"
                     + " backends in host memory (cpu, and auto without a GPU): a memcpy (bulk copies between two buffers allocated like kvio's pools:"
                     + " the faster of"
-                    + " one thread and as many threads as the kvio executor has);"
+                    + " one thread and one per io thread of the kvio executor plus the calling"
+                    + " thread, as kvio copies a mid-size job);"
                     + " device backends (auto with a GPU): one contiguous kvio transfer. Unavailable backends are"
                     + " listed with the cause.",
             ""

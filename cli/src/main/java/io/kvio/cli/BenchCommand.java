@@ -3,7 +3,7 @@
  * (backup: all layers in one call; load: one call per layer, as a serving engine does), each host
  * layout, against a baseline measured in the same run on the same bytes (cpu, and auto without a
  * GPU: memcpy-like bulk copies between two buffers allocated like kvio's pools, the faster of one
- * thread and one slice per io thread; device backends: one contiguous kvio transfer, layer_first
+ * thread and one slice per io thread plus one on the calling thread; device backends: one contiguous kvio transfer, layer_first
  * to layer_first over all tokens). Prints a Markdown table; writes CSV, JSON and an SVG plot (GB/s against row size,
  * one line per backend and layout, baselines dashed). This class holds the options; BenchRunner
  * runs the points, BenchBaseline measures the baselines and BenchResult renders the results.
@@ -16,6 +16,7 @@ import io.kvio.Kvio;
 import io.kvio.KvioExecutor;
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -39,7 +40,8 @@ import picocli.CommandLine.Spec;
                     + " sides. A baseline is measured in the same run on the same number of bytes:"
                     + " backends in host memory (cpu, and auto without a GPU): a memcpy (bulk copies between two buffers allocated like kvio's pools:"
                     + " the faster of"
-                    + " one thread and as many threads as the kvio executor has);"
+                    + " one thread and one per io thread of the kvio executor plus the calling"
+                    + " thread, as kvio copies a mid-size job);"
                     + " device backends (auto with a GPU): one contiguous kvio transfer. Unavailable backends are"
                     + " listed with the cause.",
             ""
@@ -54,7 +56,8 @@ import picocli.CommandLine.Spec;
             "Exit status: 0 done, 2 bad arguments (among them an output file that cannot be"
                     + " written, checked before the run, and a sweep in which no point fits"
                     + " --max-bytes), 3 kvio error or an output file that could not be written"
-                    + " after all (the others are still written)."
+                    + " after all (the others are still written), 4 a backend named by --require"
+                    + " is unavailable, or no backend selected is (nothing was measured)."
         })
 public final class BenchCommand implements Callable<Integer> {
     static final long PAGE_SIZE = 16;
@@ -156,6 +159,16 @@ public final class BenchCommand implements Callable<Integer> {
     Integer repeats;
 
     @Option(
+            names = "--require",
+            paramLabel = "NAME[,NAME...]",
+            split = ",",
+            converter = Converters.Backend.class,
+            description =
+                    "exit 4 when one of these backends is unavailable (so a GPU runner with a"
+                            + " broken driver does not publish an empty benchmark and pass)")
+    List<IoBackend> required = new ArrayList<>();
+
+    @Option(
             names = "--threads",
             paramLabel = "N",
             description = "io threads, 1 to 1024 [0: one per core]")
@@ -230,7 +243,34 @@ public final class BenchCommand implements Callable<Integer> {
         boolean written = ReportFiles.writeIfGiven("--csv", csv, result::writeCsv, err);
         written &= ReportFiles.writeIfGiven("--json", json, result::writeJson, err);
         written &= ReportFiles.writeIfGiven("--svg", svg, result::writeSvg, err);
-        return ReportFiles.exitStatus(Main.EXIT_OK, written);
+        return ReportFiles.exitStatus(exitStatus(result, selected, required, err), written);
+    }
+
+    /**
+     * 4 when a backend named by --require is unavailable, or when no point was measured because
+     * every backend selected is unavailable (a sweep of nothing is no benchmark); else 0.
+     */
+    static int exitStatus(
+            BenchResult result,
+            List<IoBackend> selected,
+            List<IoBackend> required,
+            PrintWriter err) {
+        int status = MatrixCommand.requiredStatus(required, err);
+        if (status != Main.EXIT_OK) {
+            return status;
+        }
+        if (result.points.isEmpty()) {
+            List<String> names = new ArrayList<>();
+            for (IoBackend b : selected) {
+                names.add(b.userName());
+            }
+            err.println(
+                    "kvio: bench measured nothing: no backend of "
+                            + String.join(", ", names)
+                            + " is available here (the table lists the causes)");
+            return Main.EXIT_REQUIRED_UNAVAILABLE;
+        }
+        return Main.EXIT_OK;
     }
 
     /** A sweep in which no point fits --max-bytes is a usage error that says why. */

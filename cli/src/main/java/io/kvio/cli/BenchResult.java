@@ -55,7 +55,10 @@ final class BenchResult {
     long layers;
     long pageSize;
     int repeats;
-    int threads;
+
+    /** The io threads of the kvio executors; null when no backend ran (no executor was made). */
+    Integer threads;
+
     long maxMiB;
 
     /** Points not run: they would move more than --max-bytes. */
@@ -74,14 +77,13 @@ final class BenchResult {
     void printMarkdown(PrintWriter out) {
         out.printf(
                 Locale.ROOT,
-                "## kvio %s bench (%s, %s): %d layers, page %d, mha, %d io threads, best of %d"
-                        + " runs%n%n",
+                "## kvio %s bench (%s, %s): %d layers, page %d, mha, %s, best of %d runs%n%n",
                 version,
                 platform,
                 mode,
                 layers,
                 pageSize,
-                threads,
+                threads == null ? "no backend ran" : threads + " io threads",
                 repeats);
         for (MatrixReport.Backend b : backends) {
             out.println(
@@ -173,7 +175,7 @@ final class BenchResult {
         root.put("kind", "mha");
         root.put("layers", layers);
         root.put("pageSize", pageSize);
-        root.put("threads", threads);
+        root.put("threads", threads); // null: no backend ran
         root.put("repeats", repeats);
         ArrayNode bs = root.putArray("backends");
         for (MatrixReport.Backend b : backends) {

@@ -18,6 +18,7 @@ import io.kvio.PoolKind;
 import io.kvio.PoolSpec;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BiFunction;
 
 enum DeviceForm {
     ALLOCATED("allocated"),
@@ -42,7 +43,8 @@ enum DeviceForm {
 
     /**
      * A device pool of {@code spec} (layer_first) on {@code backend} in this form, with the carrier
-     * pools that own its memory; closing it closes the pool first, then the carriers.
+     * pools that own its memory; closing it closes the pool and waits for its transfers, then
+     * closes the carriers.
      */
     Carried create(PoolSpec spec, IoBackend backend) {
         return create(spec, backend, TableOrder.AS_IS);
@@ -55,6 +57,19 @@ enum DeviceForm {
      * carriers stay in the oracle's order. Ignored for allocated.
      */
     Carried create(PoolSpec spec, IoBackend backend, TableOrder tableOrder) {
+        return create(spec, backend, tableOrder, DeviceKvPool::allocate);
+    }
+
+    /**
+     * Like {@link #create(PoolSpec, IoBackend, TableOrder)}, with each carrier from {@code
+     * carriers} (DeviceKvPool::allocate): a test seam that gives the carriers memory the test
+     * keeps.
+     */
+    Carried create(
+            PoolSpec spec,
+            IoBackend backend,
+            TableOrder tableOrder,
+            BiFunction<PoolSpec, IoBackend, DeviceKvPool> carrierAllocator) {
         if (this == ALLOCATED) {
             return new Carried(this, DeviceKvPool.allocate(spec, backend), new ArrayList<>());
         }
@@ -79,7 +94,7 @@ enum DeviceForm {
         try {
             long[] addresses = new long[count];
             for (int i = 0; i < count; i++) {
-                carriers.add(DeviceKvPool.allocate(carrierSpec, backend));
+                carriers.add(carrierAllocator.apply(carrierSpec, backend));
             }
             for (int i = 0; i < count; i++) {
                 addresses[i] = carriers.get(tableOrder.carrierOf(i, count)).regionAddress(0);
@@ -121,9 +136,16 @@ enum DeviceForm {
             this.carriers = carriers;
         }
 
+        /**
+         * Closes the pool and waits until kvio no longer uses it (its transfers are complete), then
+         * closes the carriers. No transfer references a carrier, so kvio frees a carrier's memory
+         * as soon as it is closed, running copies through the pool or not
+         * (docs/memory-lifetime.md): the wait must come first. If the wait fails, the carriers are
+         * left open (their memory is leaked rather than freed under a copy).
+         */
         @Override
         public void close() {
-            pool.close();
+            pool.closeAndWait();
             for (DeviceKvPool c : carriers) {
                 c.close();
             }

@@ -4,7 +4,8 @@
  * `roundtrip` (a realistic backup + per-layer reload, verified; what runs with no command) and
  * `plot` (kvio_cuda_bench's sweep as SVG and Markdown).
  * Argument parsing, --help for every command and errors that say what to type are picocli's;
- * kvio errors are caught here and mapped to exit codes. Uses kvio's public API only.
+ * kvio errors are caught here and mapped to exit codes, and so is anything else a command throws,
+ * a JVM Error included (exit 3, never 1: 1 is a verification FAIL). Uses kvio's public API only.
  */
 package io.kvio.cli;
 
@@ -42,7 +43,8 @@ import picocli.CommandLine.UnmatchedArgumentException;
         footer = {
             "",
             "Run `java -jar kvio-cli.jar COMMAND --help` for a command's options.",
-            "Exit status: 0 success, 1 a verification FAIL, 2 bad arguments, 3 kvio error,",
+            "Exit status: 0 success, 1 a verification FAIL, 2 bad arguments, 3 kvio error",
+            "(or the JVM out of memory, or another internal error),",
             "4 (matrix) a backend named by --require is unavailable."
         })
 public final class Main implements Runnable {
@@ -80,6 +82,19 @@ public final class Main implements Runnable {
         String[] effective = args.length == 0 ? new String[] {"roundtrip"} : args;
         try {
             return cl.execute(effective);
+        } catch (OutOfMemoryError e) {
+            // exit 1 means a verification FAIL; a JVM that ran out of memory is an error (3)
+            err.println();
+            err.println(
+                    "kvio: error: the JVM ran out of memory ("
+                            + e.getMessage()
+                            + "); give it more (java -Xmx8g -jar kvio-cli.jar ...) or make the"
+                            + " run smaller");
+            return EXIT_ERROR;
+        } catch (Throwable e) {
+            err.println();
+            err.println("kvio: internal error: " + e);
+            return EXIT_ERROR;
         } finally {
             out.flush();
             err.flush();

@@ -192,6 +192,14 @@ public final class MatrixCommand implements Callable<Integer> {
             err.println("kvio: matrix FAILED: " + report.summary());
             return Main.EXIT_FAILED;
         }
+        return requiredStatus(required, err);
+    }
+
+    /**
+     * 4 when a backend named by --require is unavailable (one line on err with the cause), else 0;
+     * matrix and bench alike.
+     */
+    static int requiredStatus(List<IoBackend> required, PrintWriter err) {
         for (IoBackend b : required) {
             String cause = b.unavailabilityCause();
             if (cause != null) {

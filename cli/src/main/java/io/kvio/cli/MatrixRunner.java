@@ -25,6 +25,7 @@ import io.kvio.Transfer;
 import io.kvio.oracle.Oracle;
 import java.util.EnumMap;
 import java.util.Map;
+import java.util.function.IntFunction;
 import java.util.function.LongSupplier;
 
 final class MatrixRunner implements AutoCloseable {
@@ -221,23 +222,63 @@ final class MatrixRunner implements AutoCloseable {
                 moved += t.bytes();
             }
         } else {
-            Transfer[] transfers = new Transfer[(int) cfg.hostLayers()];
-            for (int j = 0; j < cfg.hostLayers(); j++) {
-                long deviceLayer = cfg.hostLayerStart() + j;
-                transfers[j] =
-                        backup
-                                ? Kvio.transfer(executor, device, host, d, h, deviceLayer, j, 1)
-                                : host.load(device, deviceLayer)
-                                        .hostIndices(h)
-                                        .deviceIndices(d)
-                                        .submit();
+            moved =
+                    eachLayer(
+                            (int) cfg.hostLayers(),
+                            j -> {
+                                long deviceLayer = cfg.hostLayerStart() + j;
+                                return backup
+                                        ? Kvio.transfer(
+                                                executor, device, host, d, h, deviceLayer, j, 1)
+                                        : host.load(device, deviceLayer)
+                                                .hostIndices(h)
+                                                .deviceIndices(d)
+                                                .submit();
+                            });
+        }
+        return moved;
+    }
+
+    /**
+     * Submits layer j's transfer for each j in [0, layers), then waits for each in order and adds
+     * up their bytes. Whatever fails (a submit, an await), every transfer submitted is waited for
+     * and closed before this returns or throws.
+     */
+    static long eachLayer(int layers, IntFunction<Transfer> submit) {
+        Transfer[] transfers = new Transfer[layers];
+        long moved = 0;
+        try {
+            for (int j = 0; j < layers; j++) {
+                transfers[j] = submit.apply(j);
             }
             for (Transfer t : transfers) {
                 t.await();
                 moved += t.bytes();
+            }
+        } finally {
+            awaitAndClose(transfers);
+        }
+        return moved;
+    }
+
+    /**
+     * Waits for every transfer submitted (null: never submitted) and closes it, whatever failed
+     * before: the pools are closed after this returns, and the carriers of a wrapped device pool
+     * must outlive every copy. Never throws: when the transfers all completed, their errors were
+     * already thrown by the awaits before it; otherwise the error in flight is the one to report.
+     */
+    static void awaitAndClose(Transfer[] transfers) {
+        for (Transfer t : transfers) {
+            if (t == null) {
+                continue;
+            }
+            try {
+                t.await();
+            } catch (RuntimeException e) {
+                // reported by the caller's own await, or secondary to the error in flight
+            } finally {
                 t.close();
             }
         }
-        return moved;
     }
 }

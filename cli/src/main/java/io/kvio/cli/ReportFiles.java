@@ -3,8 +3,11 @@
  * --junit, --csv, --svg): each only when asked for, followed by a line on stderr that names it.
  * Every path is checked before the run starts (checkOutputs: a usage error, exit 2); a file that
  * still cannot be written after the run is one error line on stderr, the other files are still
- * written, and the command keeps the run's own exit status (exitStatus). JSON reports start with
- * the same three fields (kvio version, platform, mode) and are indented.
+ * written, and the command keeps the run's own exit status (exitStatus). Each file is written to
+ * a temporary file in the same folder and then renamed over the target (writeIfGiven), so a write
+ * that fails (a full disk, a file size limit) leaves the previous file as it was, never a
+ * truncated one. JSON reports start with the same three fields (kvio version, platform, mode) and
+ * are indented.
  */
 package io.kvio.cli;
 
@@ -15,10 +18,12 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.nio.file.AccessDeniedException;
+import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.HashMap;
 import java.util.Map;
 import picocli.CommandLine.Model.CommandSpec;
@@ -65,29 +70,88 @@ final class ReportFiles {
         if (Files.isDirectory(file)) {
             return "is a folder; name a file";
         }
-        if (Files.exists(file)) {
-            return Files.isWritable(file) ? null : "the file exists and is not writable";
+        if (Files.exists(file) && !Files.isWritable(file)) {
+            return "the file exists and is not writable";
         }
-        Path parent = file.toAbsolutePath().getParent();
+        if (Files.exists(file) && !Files.isRegularFile(file)) {
+            return null; // a device or a pipe (/dev/stdout): written in place
+        }
+        Path parent = target(file).getParent();
         if (parent == null || !Files.isDirectory(parent)) {
             return "no folder " + parent + "; create it first or name a file in an existing folder";
         }
         if (!Files.isWritable(parent)) {
-            return "the folder " + parent + " is not writable";
+            return "the folder "
+                    + parent
+                    + " is not writable (a report is written to a temporary file there first)";
         }
         return null;
     }
 
+    /** The file a report replaces: the path itself, or the file a symbolic link points to. */
+    private static Path target(Path file) {
+        Path absolute = file.toAbsolutePath();
+        if (Files.isSymbolicLink(absolute)) {
+            try {
+                return absolute.toRealPath();
+            } catch (IOException e) {
+                return absolute; // a dangling link: replaced by the report
+            }
+        }
+        return absolute;
+    }
+
     /**
-     * Writes the file when one was given (file not null), then says so on err; when writing fails,
-     * one error line that names the option and the file instead. Returns false only on failure.
+     * Writes {@code file} all or nothing: {@code writer} writes a temporary file in the same
+     * folder, which then replaces {@code file} in one rename; when anything fails the temporary
+     * file is deleted and {@code file} is left as it was. A path that exists and is not a regular
+     * file (a device such as /dev/full, a pipe) is written in place.
+     */
+    static void writeAtomically(Path file, Writer writer) throws IOException {
+        Path target = target(file);
+        if (Files.exists(target) && !Files.isRegularFile(target)) {
+            writer.write(target); // a device or a pipe (/dev/stdout) is written, never replaced
+            return;
+        }
+        Path temporary =
+                target.resolveSibling(
+                        "." + target.getFileName() + "." + ProcessHandle.current().pid() + ".tmp");
+        boolean moved = false;
+        try {
+            Files.deleteIfExists(temporary); // left by an earlier process of the same id
+            writer.write(temporary);
+            try {
+                Files.move(
+                        temporary,
+                        target,
+                        StandardCopyOption.REPLACE_EXISTING,
+                        StandardCopyOption.ATOMIC_MOVE);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(temporary, target, StandardCopyOption.REPLACE_EXISTING);
+            }
+            moved = true;
+        } finally {
+            if (!moved) {
+                try {
+                    Files.deleteIfExists(temporary);
+                } catch (IOException e) {
+                    // the write's own failure is the one to report
+                }
+            }
+        }
+    }
+
+    /**
+     * Writes the file when one was given (file not null; all or nothing: writeAtomically), then
+     * says so on err; when writing fails, one error line that names the option and the file
+     * instead, and the file is left as it was. Returns false only on failure.
      */
     static boolean writeIfGiven(String option, Path file, Writer writer, PrintWriter err) {
         if (file == null) {
             return true;
         }
         try {
-            writer.write(file);
+            writeAtomically(file, writer);
         } catch (IOException | UncheckedIOException e) {
             err.println("kvio: could not write " + option + " " + file + ": " + reason(e));
             return false;

@@ -64,6 +64,13 @@ final class RoundTrip {
         Steps ALL = (layout, step) -> true;
 
         boolean run(KvLayout layout, Step step);
+
+        /**
+         * Told after the timed BACKUP and LOAD of each layout, just before their verification, with
+         * the host pool's and the device pool's bytes (on a GPU the device's host mirror, just
+         * pulled): a test writes stray bytes here that the verification must find.
+         */
+        default void verifying(KvLayout layout, Step step, PoolRegion host, PoolRegion device) {}
     }
 
     private final Steps steps;
@@ -143,6 +150,7 @@ final class RoundTrip {
             progress.update(name + ": backup", 0, 1);
             Timed backup = backup(layout, Step.BACKUP, hostPool, device, expected);
             Mismatches mismatches = new Mismatches(name);
+            steps.verifying(layout, Step.BACKUP, hostRegion, device.mirror.region);
             verifyHostPool(name, hostRegion, mismatches);
 
             verifier.clearDestination(device.mirror.region);
@@ -155,6 +163,7 @@ final class RoundTrip {
             progress.update(name + ": load", 0, 1);
             Timed load = load(layout, Step.LOAD, hostPool, device, expected);
             device.mirror.pull();
+            steps.verifying(layout, Step.LOAD, hostRegion, device.mirror.region);
             verifier.verifyDevice(device.mirror.region, name, mismatches);
             progress.clear();
             Ceiling ceiling =

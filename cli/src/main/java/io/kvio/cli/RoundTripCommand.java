@@ -39,7 +39,8 @@ import picocli.CommandLine.Spec;
         },
         footer = {
             "",
-            "Exit status: 0 all layouts verified, 1 a mismatch, 2 bad arguments, 3 kvio error."
+            "Exit status: 0 all layouts verified, 1 a mismatch, 2 bad arguments, 3 kvio error"
+                    + " (or the JVM out of memory)."
         })
 public final class RoundTripCommand implements Callable<Integer> {
     /** The most tokens per page (RoundTripPlan keeps two pages' slots in a Java array). */
@@ -60,14 +61,18 @@ public final class RoundTripCommand implements Callable<Integer> {
     @Option(names = "--layers", paramLabel = "N", description = "model layers [${DEFAULT-VALUE}]")
     long layers = 32;
 
-    @Option(names = "--heads", paramLabel = "N", description = "KV heads per token [8; mla: 1]")
-    long heads = -1;
+    /** Null when not given: the kind's default. */
+    @Option(
+            names = "--heads",
+            paramLabel = "N",
+            description = "KV heads per token, at least 1 [8; mla: 1]")
+    Long heads;
 
     @Option(
             names = "--head-dim",
             paramLabel = "N",
-            description = "elements per head [128; mla: 576]")
-    long headDim = -1;
+            description = "elements per head, at least 1 [128; mla: 576]")
+    Long headDim;
 
     @Option(
             names = "--dtype-bytes",
@@ -155,11 +160,11 @@ public final class RoundTripCommand implements Callable<Integer> {
         o.kind = kind;
         o.backend = backend;
         o.heads =
-                heads < 0
+                heads == null
                         ? (kind == PoolKind.MHA ? 8 : 1)
                         : Converters.positive(spec, "--heads", heads);
         o.headDim =
-                headDim < 0
+                headDim == null
                         ? (kind == PoolKind.MHA ? 128 : 576)
                         : Converters.positive(spec, "--head-dim", headDim);
         o.layouts = layouts == null ? layoutsOf(kind) : Converters.distinct(layouts);
@@ -169,7 +174,39 @@ public final class RoundTripCommand implements Callable<Integer> {
                     "--tokens " + o.tokens + " is too many for one run; use at most " + (1L << 28));
         }
         checkSizes(o);
+        checkHeap(o, Runtime.getRuntime());
         return o;
+    }
+
+    /**
+     * The Java heap RoundTripPlan's slot lists take, estimated before they are allocated: three
+     * arrays of one long per token, and page permutations of up to four longs per whole page.
+     */
+    static long planHeapBytes(long tokens, long pageSize) {
+        return 3 * 8 * tokens + 4 * 8 * (tokens / pageSize + 4) + (16L << 20);
+    }
+
+    /** --tokens within what this JVM's heap can hold; else a usage error that says what to do. */
+    private void checkHeap(RoundTripOptions o, Runtime runtime) {
+        long needed = planHeapBytes(o.tokens, o.pageSize);
+        long free = runtime.maxMemory() - (runtime.totalMemory() - runtime.freeMemory());
+        if (needed > free) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    "--tokens "
+                            + o.tokens
+                            + " (--page-size "
+                            + o.pageSize
+                            + ") needs about "
+                            + (needed >> 20)
+                            + " MiB of Java heap for its slot lists, more than the "
+                            + (free >> 20)
+                            + " MiB this JVM has free (of -Xmx "
+                            + (runtime.maxMemory() >> 20)
+                            + " MiB); lower --tokens or give the JVM more heap, e.g. java -Xmx"
+                            + ((needed >> 30) + 2)
+                            + "g -jar kvio-cli.jar roundtrip ...");
+        }
     }
 
     /**

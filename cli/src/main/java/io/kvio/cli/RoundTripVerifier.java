@@ -1,9 +1,11 @@
 /*
  * The verification of a `roundtrip`: fills the layer_first device pool with seeded pattern rows
- * (io.kvio.oracle.RowPattern), and checks every moved byte against them at the positions the
- * oracle's geometry gives: the host pool after the backup, the device pool after the load. The
- * pages the load writes into are cleared first; their slots that are not load targets must keep
- * that canary (zeros).
+ * (io.kvio.oracle.RowPattern), and checks every byte of both pools against them at the positions
+ * the oracle's geometry gives. The host pool after the backup: each backed-up row where the oracle
+ * puts it, and every other slot (the rest of a last page that is not full) still the canary the
+ * host pool was cleared to (zeros). The device pool after the load: each reloaded row, the slots
+ * of the cleared destination pages that are not load targets still zero, and every other page
+ * (the backup's sources among them) still the pattern it was filled with.
  */
 package io.kvio.cli;
 
@@ -75,10 +77,18 @@ final class RoundTripVerifier {
         }
     }
 
-    /** Checks each head of each backed-up row in the host pool (shape hostGeom). */
+    /**
+     * Checks the whole host pool (shape hostGeom, which the caller checked covers its bytes): each
+     * head of each backed-up row, and every slot that is not a backup target still zero.
+     */
     void verifyHost(Geometry hostGeom, PoolRegion h, Mismatches mismatches) {
         long total = components * o.layers;
         long done = 0;
+        BitSet targets = new BitSet();
+        for (long t : plan.host) {
+            targets.set(Math.toIntExact(t));
+        }
+        long hostTokens = hostGeom.tokens();
         for (int c = 0; c < components; c++) {
             for (long l = 0; l < o.layers; l++) {
                 progress.update(hostGeom.shape.userName() + ": verifying host pool", ++done, total);
@@ -88,6 +98,22 @@ final class RoundTripVerifier {
                         long pos = hostGeom.offset(c, l, plan.host[i], head);
                         Expected e = new Expected(c, l, plan.devSrc[i], head * hb, hb);
                         compare(h, pos, e, at, mismatches);
+                    }
+                }
+                for (long t = targets.nextClearBit(0);
+                        t < hostTokens;
+                        t = targets.nextClearBit((int) t + 1)) {
+                    for (long head = 0; head < o.heads; head++) {
+                        String where =
+                                String.format(
+                                        Locale.ROOT,
+                                        "host token %d (not a backup target) component %d layer %d"
+                                                + " head %d",
+                                        t,
+                                        c,
+                                        l,
+                                        head);
+                        checkZero(h, hostGeom.offset(c, l, t, head), hb, where, mismatches);
                     }
                 }
             }
@@ -107,11 +133,20 @@ final class RoundTripVerifier {
         }
     }
 
-    /** Checks each reloaded row in the device pool, and the canary around them. */
+    /**
+     * Checks the whole device pool: each reloaded row, the canary around them in the cleared pages,
+     * and every other page still holding the pattern fillDevice wrote (the backup's source pages
+     * among them: neither transfer may change them).
+     */
     void verifyDevice(PoolRegion dev, String name, Mismatches mismatches) {
         long total = components * o.layers;
         long done = 0;
         BitSet written = loadTargets();
+        BitSet cleared = new BitSet();
+        for (long page : plan.clearedPages) {
+            cleared.set(Math.toIntExact(page));
+        }
+        long ps = o.pageSize;
         for (int c = 0; c < components; c++) {
             for (long l = 0; l < o.layers; l++) {
                 progress.update(name + ": verifying device pool", ++done, total);
@@ -121,6 +156,15 @@ final class RoundTripVerifier {
                     compare(dev, pos, e, new Place("device", plan.devDst[i]), mismatches);
                 }
                 verifyCanary(dev, c, l, written, mismatches);
+                for (long page = cleared.nextClearBit(0);
+                        page < plan.devicePages;
+                        page = cleared.nextClearBit((int) page + 1)) {
+                    for (long t = page * ps; t < (page + 1) * ps; t++) {
+                        Expected e = new Expected(c, l, t, 0, row);
+                        Place at = new Place("device (not a load target: unchanged)", t);
+                        compare(dev, devGeom.offset(c, l, t, 0), e, at, mismatches);
+                    }
+                }
             }
         }
     }
@@ -147,23 +191,35 @@ final class RoundTripVerifier {
             for (long s = 0; s < ps; s++) {
                 if (!written.get((int) (k * ps + s))) {
                     long token = plan.clearedPages[k] * ps + s;
-                    long base = devGeom.offset(c, l, token, 0);
-                    for (long b = 0; b < row; b++) {
-                        if (dev.getByte(base + b) != 0) {
-                            mismatches.add(
-                                    String.format(
-                                            Locale.ROOT,
-                                            "device token %d (not a load target) component %d layer %d byte %d "
-                                                    + "was written: 0x%02x, expected 0x00 (canary)",
-                                            token,
-                                            c,
-                                            l,
-                                            b,
-                                            dev.getByte(base + b) & 0xff));
-                            break;
-                        }
-                    }
+                    String where =
+                            String.format(
+                                    Locale.ROOT,
+                                    "device token %d (not a load target) component %d layer %d",
+                                    token,
+                                    c,
+                                    l);
+                    checkZero(dev, devGeom.offset(c, l, token, 0), row, where, mismatches);
                 }
+            }
+        }
+    }
+
+    /** The len bytes at pos must all be 0 (the canary); else the first other one is recorded. */
+    private static void checkZero(
+            PoolRegion r, long pos, long len, String where, Mismatches mismatches) {
+        for (long b = 0; b < len; b++) {
+            byte actual = r.getByte(pos + b);
+            if (actual != 0) {
+                mismatches.add(
+                        String.format(
+                                Locale.ROOT,
+                                "%s byte %d (at offset %d) was written: 0x%02x, expected 0x00"
+                                        + " (canary)",
+                                where,
+                                b,
+                                pos + b,
+                                actual & 0xff));
+                return;
             }
         }
     }

@@ -152,13 +152,13 @@ final class SvgPlot {
                 String.format(
                         Locale.ROOT,
                         "kvio %s bench on %s (%s): GB/s by row size, %d tokens x %d layers,"
-                                + " mha, %d io threads",
+                                + " mha, %s",
                         r.version,
                         r.platform,
                         r.mode,
                         tokens,
                         r.layers,
-                        r.threads);
+                        r.threads == null ? "no backend ran" : r.threads + " io threads");
         return render(
                 new Figure(
                         title,

@@ -291,6 +291,79 @@ public class BenchCommandTest extends OutputDirTest {
         assertEquals(readJson("kept.json").get("points").size(), 2);
     }
 
+    /** Io backends that cannot run here (kernel and direct in a build without CUDA). */
+    private static List<String> unavailableNames() {
+        List<String> names =
+                MatrixCommandTest.DEFAULT_BACKENDS.stream()
+                        .filter(b -> !b.isAvailable())
+                        .map(IoBackend::userName)
+                        .collect(Collectors.toList());
+        if (names.isEmpty()) {
+            throw new org.testng.SkipException("every io backend is available here");
+        }
+        return names;
+    }
+
+    /**
+     * docs/matrix.md's GPU CI step on a runner whose backends are unavailable: nothing measured is
+     * exit 4 (not a passing empty benchmark), and the header claims no io threads.
+     */
+    @Test
+    public void aSweepOfOnlyUnavailableBackendsMeasuresNothingAndExitsFour() throws Exception {
+        List<String> names = unavailableNames();
+        String backends = String.join(",", names);
+        CliRunner r =
+                CliRunner.run(
+                        "bench",
+                        "--backend",
+                        backends,
+                        "--rows",
+                        "64",
+                        "--tokens",
+                        "16",
+                        "--repeats",
+                        "1",
+                        "--quiet",
+                        "--csv",
+                        out("none.csv"),
+                        "--json",
+                        out("none.json"));
+        r.assertExit(
+                Main.EXIT_REQUIRED_UNAVAILABLE,
+                "kvio: bench measured nothing: no backend of "
+                        + String.join(", ", names)
+                        + " is available");
+        assertTrue(r.out.contains("no backend ran"), r.out);
+        assertFalse(r.out.contains("io threads"), r.out);
+        assertTrue(readJson("none.json").get("threads").isNull());
+        assertEquals(readJson("none.json").get("points").size(), 0);
+    }
+
+    @Test
+    public void aRequiredBackendThatIsUnavailableIsExitFour() {
+        String missing = unavailableNames().get(0);
+        CliRunner r =
+                CliRunner.run(
+                        "bench",
+                        "--backend",
+                        "cpu",
+                        "--require",
+                        missing,
+                        "--rows",
+                        "64",
+                        "--tokens",
+                        "16",
+                        "--layouts",
+                        "layer_first",
+                        "--repeats",
+                        "1",
+                        "--quiet");
+        r.assertExit(
+                Main.EXIT_REQUIRED_UNAVAILABLE,
+                "kvio: io backend '" + missing + "' is required (--require) but unavailable: ");
+        assertTrue(r.out.contains("| cpu | layer_first |"), "cpu still ran: " + r.out);
+    }
+
     @Test
     public void threadsOutsideTheExecutorsRangeAreAUsageError() {
         CliRunner.run("bench", "--threads", "100000")

@@ -22,11 +22,17 @@ import org.w3c.dom.Document;
 
 public class CliJarIT extends OutputDirTest {
     private CliRunner cli(String... args) throws Exception {
+        return cliWith(List.of(), args);
+    }
+
+    /** Runs the jar in a JVM started with {@code jvmOptions} (e.g. -Xmx64m). */
+    private CliRunner cliWith(List<String> jvmOptions, String... args) throws Exception {
         String jar = System.getProperty("kvio.cli.jar");
         assertTrue(jar != null, "system property kvio.cli.jar is not set (run through mvn verify)");
         assertTrue(Files.isRegularFile(Paths.get(jar)), jar + " does not exist");
         List<String> cmd = new ArrayList<>();
         cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
+        cmd.addAll(jvmOptions);
         cmd.add("-Dorg.bytedeco.javacpp.cachedir=" + dir.resolve("cache"));
         cmd.add("-jar");
         cmd.add(Paths.get(jar).toAbsolutePath().toString());
@@ -88,6 +94,30 @@ public class CliJarIT extends OutputDirTest {
         CliRunner r = cli("roundtrip", "--layouts", "page_heda");
         assertEquals(r.exit, 2, r.out);
         assertTrue(r.out.contains("did you mean 'page_head'"), r.out);
+    }
+
+    @Test
+    public void roundTripTokensPastTheHeapAreRefusedBeforeAllocating() throws Exception {
+        CliRunner r =
+                cliWith(
+                        List.of("-Xmx64m"),
+                        "roundtrip",
+                        "--backend",
+                        "cpu",
+                        "--tokens",
+                        "10000000",
+                        "--layers",
+                        "1");
+        assertEquals(r.exit, 2, r.out);
+        assertTrue(r.out.contains("MiB of Java heap for its slot lists"), r.out);
+        assertTrue(r.out.contains("java -Xmx"), r.out);
+    }
+
+    @Test
+    public void aJvmOutOfMemoryIsAnErrorNotAVerificationFail() throws Exception {
+        CliRunner r = cliWith(List.of("-Xmx12m"), "matrix", "--full", "--backend", "cpu");
+        assertEquals(r.exit, 3, r.out);
+        assertTrue(r.out.contains("kvio: error: the JVM ran out of memory"), r.out);
     }
 
     @Test

@@ -99,6 +99,44 @@ public class CliTest {
     }
 
     @Test
+    public void aJvmErrorIsExitThreeWithAMessageNotAStackTrace() {
+        java.io.Writer outOfMemory =
+                new java.io.Writer() {
+                    @Override
+                    public void write(char[] buf, int off, int len) {
+                        throw new OutOfMemoryError("Java heap space");
+                    }
+
+                    @Override
+                    public void flush() {}
+
+                    @Override
+                    public void close() {}
+                };
+        java.io.StringWriter err = new java.io.StringWriter();
+        int exit =
+                Main.run(
+                        new String[] {"--version"},
+                        new java.io.PrintWriter(outOfMemory),
+                        new java.io.PrintWriter(err, true));
+        CliRunner r = new CliRunner(exit, "", err.toString());
+        r.assertExit(Main.EXIT_ERROR, "the JVM ran out of memory (Java heap space)", "-Xmx");
+    }
+
+    @Test
+    public void roundTripRefusesNegativeHeadsAndHeadDimInsteadOfUsingTheDefaults() {
+        String[] small = {"roundtrip", "--backend", "cpu", "--tokens", "64", "--layers", "2"};
+        for (String option : new String[] {"--heads", "--head-dim"}) {
+            for (String value : new String[] {"-5", "-1", "0"}) {
+                String[] args = java.util.Arrays.copyOf(small, small.length + 2);
+                args[small.length] = option;
+                args[small.length + 1] = value;
+                CliRunner.run(args).assertUsage(option + " must be at least 1, got " + value);
+            }
+        }
+    }
+
+    @Test
     public void roundTripRefusesSizesPastItsLimitsUpFront() {
         CliRunner.run("roundtrip", "--page-size", "1000000000000")
                 .assertUsage(

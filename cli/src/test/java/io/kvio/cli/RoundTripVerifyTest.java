@@ -1,0 +1,153 @@
+/*
+ * `roundtrip` verifies every byte of both pools, not only the moved rows: a stray byte in the
+ * part of the host pool's last page that no token is backed up into (--tokens not a multiple of
+ * --page-size), or a change to a device page the load must not touch (a backup source), fails the
+ * run. The stray bytes are written through RoundTrip's test seam after the timed transfer, at the
+ * offsets the oracle's geometry gives (never kvio's layout code).
+ */
+package io.kvio.cli;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertTrue;
+
+import io.kvio.IoBackend;
+import io.kvio.KvLayout;
+import io.kvio.PoolKind;
+import io.kvio.oracle.Geometry;
+import io.kvio.oracle.Shape;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.util.List;
+import org.testng.annotations.Test;
+
+public class RoundTripVerifyTest {
+    private static final long TOKENS = 300; // 18 whole pages of 16 and a tail of 12
+    private static final long PAGE_SIZE = 16;
+    private static final long LAYERS = 3;
+    private static final long HEADS = 2;
+    private static final long HEAD_BYTES = 64; // 32 elements of 2 bytes
+
+    private static RoundTripOptions options(KvLayout layout) {
+        RoundTripOptions o = new RoundTripOptions();
+        o.tokens = TOKENS;
+        o.layers = LAYERS;
+        o.pageSize = PAGE_SIZE;
+        o.heads = HEADS;
+        o.headDim = HEAD_BYTES / 2;
+        o.dtypeBytes = 2;
+        o.kind = PoolKind.MHA;
+        o.backend = IoBackend.CPU;
+        o.threads = 2;
+        o.layouts = List.of(layout);
+        return o;
+    }
+
+    private static String run(KvLayout layout, RoundTrip.Steps steps, int expectedExit) {
+        StringWriter out = new StringWriter();
+        int exit =
+                new RoundTrip(
+                                options(layout),
+                                new PrintWriter(out, true),
+                                new PrintWriter(new StringWriter(), true),
+                                steps)
+                        .run();
+        assertEquals(exit, expectedExit, out.toString());
+        return out.toString();
+    }
+
+    @Test
+    public void aStrayByteInTheUnusedRestOfTheLastHostPageFails() {
+        for (KvLayout layout : KvLayout.values()) {
+            long hostPages = TOKENS / PAGE_SIZE + 1;
+            Geometry host =
+                    new Geometry(
+                            2,
+                            Shape.of(layout.userName()),
+                            LAYERS,
+                            hostPages,
+                            PAGE_SIZE,
+                            HEADS,
+                            HEAD_BYTES);
+            long lastSlot = hostPages * PAGE_SIZE - 1; // no token is backed up into it
+            String out =
+                    run(
+                            layout,
+                            new RoundTrip.Steps() {
+                                @Override
+                                public boolean run(KvLayout l, RoundTrip.Step step) {
+                                    return true;
+                                }
+
+                                @Override
+                                public void verifying(
+                                        KvLayout l,
+                                        RoundTrip.Step step,
+                                        PoolRegion hostPool,
+                                        PoolRegion device) {
+                                    if (step == RoundTrip.Step.BACKUP) {
+                                        hostPool.putByte(
+                                                host.offset(1, 2, lastSlot, 1) + 5, (byte) 0x42);
+                                    }
+                                }
+                            },
+                            Main.EXIT_FAILED);
+            assertTrue(
+                    out.contains(
+                            "host token "
+                                    + lastSlot
+                                    + " (not a backup target) component 1 layer 2 head 1 byte 5"),
+                    layout + ": " + out);
+            assertTrue(out.contains("0x42, expected 0x00 (canary)"), out);
+        }
+    }
+
+    @Test
+    public void aChangedBackupSourcePageOnTheDeviceFails() {
+        RoundTripPlan plan =
+                new RoundTripPlan(TOKENS, PAGE_SIZE, options(KvLayout.LAYER_FIRST).seed);
+        Geometry device =
+                new Geometry(
+                        2,
+                        Shape.LAYER_FIRST,
+                        LAYERS,
+                        plan.devicePages,
+                        PAGE_SIZE,
+                        HEADS,
+                        HEAD_BYTES);
+        long source = plan.devSrc[0];
+        String out =
+                run(
+                        KvLayout.LAYER_FIRST,
+                        new RoundTrip.Steps() {
+                            @Override
+                            public boolean run(KvLayout l, RoundTrip.Step step) {
+                                return true;
+                            }
+
+                            @Override
+                            public void verifying(
+                                    KvLayout l,
+                                    RoundTrip.Step step,
+                                    PoolRegion hostPool,
+                                    PoolRegion devicePool) {
+                                if (step == RoundTrip.Step.LOAD) {
+                                    long at = device.offset(0, 1, source, 0) + 3;
+                                    devicePool.putByte(at, (byte) ~devicePool.getByte(at));
+                                }
+                            }
+                        },
+                        Main.EXIT_FAILED);
+        assertTrue(
+                out.contains(
+                        "device (not a load target: unchanged) token "
+                                + source
+                                + " component 0 layer 1 row byte 3"),
+                out);
+    }
+
+    @Test
+    public void untouchedPoolsVerify() {
+        String out = run(KvLayout.PAGE_HEAD, RoundTrip.Steps.ALL, Main.EXIT_OK);
+        assertTrue(out.contains("verified OK"), out);
+    }
+}

@@ -217,13 +217,13 @@ final class BenchRunner {
             }
             return;
         }
-        Transfer[] ts = new Transfer[(int) plan.layers];
-        for (int l = 0; l < plan.layers; l++) {
-            ts[l] = host.load(pools.device, l).hostIndices(pools.h).deviceIndices(pools.d).submit();
-        }
-        for (Transfer t : ts) {
-            t.await();
-            t.close();
-        }
+        // every load submitted is awaited and closed, also when one fails
+        MatrixRunner.eachLayer(
+                (int) plan.layers,
+                l ->
+                        host.load(pools.device, l)
+                                .hostIndices(pools.h)
+                                .deviceIndices(pools.d)
+                                .submit());
     }
 }

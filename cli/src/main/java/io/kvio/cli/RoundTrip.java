@@ -198,13 +198,14 @@ final class RoundTrip {
             return new Timed(expected, 1);
         }
         long t0 = System.nanoTime();
-        Transfer backup =
+        try (Transfer backup =
                 hostPool.backup(device.pool)
                         .deviceIndices(device.srcIdx)
                         .hostIndices(device.hostIdx)
-                        .submit();
-        backup.await();
-        return new Timed(backup.bytes(), System.nanoTime() - t0, backup.backend());
+                        .submit()) {
+            backup.await();
+            return new Timed(backup.bytes(), System.nanoTime() - t0, backup.backend());
+        }
     }
 
     /** The load: one call per layer, all submitted before the first is awaited. */
@@ -215,18 +216,16 @@ final class RoundTrip {
         }
         long t1 = System.nanoTime();
         Transfer[] loads = new Transfer[(int) o.layers];
-        for (long l = 0; l < o.layers; l++) {
-            loads[(int) l] =
-                    hostPool.load(device.pool, l)
-                            .hostIndices(device.hostIdx)
-                            .deviceIndices(device.dstIdx)
-                            .submit();
-        }
-        long loadBytes = 0;
-        for (Transfer t : loads) {
-            t.await();
-            loadBytes += t.bytes();
-        }
+        // every load submitted is awaited and closed, also when one fails
+        long loadBytes =
+                MatrixRunner.eachLayer(
+                        loads.length,
+                        l ->
+                                loads[l] =
+                                        hostPool.load(device.pool, l)
+                                                .hostIndices(device.hostIdx)
+                                                .deviceIndices(device.dstIdx)
+                                                .submit());
         return new Timed(loadBytes, System.nanoTime() - t1, loads[0].backend());
     }
 

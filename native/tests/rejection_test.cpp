@@ -242,6 +242,58 @@ TEST(PoolAliasing, AdjacentPoolsDoNotAlias) {
       std::equal(source.begin(), source.end(), buffer.begin() + static_cast<std::ptrdiff_t>(n)));
 }
 
+// Pools whose buffers are several regions. Two layer tables carved out of one block, their
+// buffers alternating back to back, share no byte: a transfer between them is accepted and moves
+// what the oracle says. A third table whose last entry is one of the first pool's buffers shares
+// memory with it: refused whatever the indices, and no byte of the block moves.
+TEST(PoolAliasing, InterleavedLayerTablesAndALaterSharedEntry) {
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 4, 4, 2, 16};
+  const size_t n = static_cast<size_t>(g.regionBytes());
+  const size_t entries = static_cast<size_t>(g.C() * g.L);
+  std::vector<uint8_t> block(2 * entries * n + 2 * kGuard, kGuardByte);
+  uint8_t* base = block.data() + kGuard;
+  std::vector<uint64_t> a, b;
+  std::mt19937_64 rng(5);
+  for (size_t i = 0; i < entries; ++i) {
+    a.push_back(reinterpret_cast<uint64_t>(base + 2 * i * n));
+    b.push_back(reinterpret_cast<uint64_t>(base + (2 * i + 1) * n));
+    fillRandom(base + 2 * i * n, n, rng);
+    std::memset(base + (2 * i + 1) * n, kCanary, n);
+  }
+  const kvio_pool_spec spec = g.spec().toC();
+  uint64_t pa = 0, pb = 0, pc = 0, executor = 0;
+  ASSERT_EQ(kvio_pool_wrap_layer_table(&spec, a.data(), entries, n, &pa), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_pool_wrap_layer_table(&spec, b.data(), entries, n, &pb), KVIO_STATUS_OK);
+  std::vector<uint64_t> c = b;
+  c.back() = a.back();  // only the last (component 1, layer 1) buffer is shared
+  ASSERT_EQ(kvio_pool_wrap_layer_table(&spec, c.data(), entries, n, &pc), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 1, &executor), KVIO_STATUS_OK);
+  const std::vector<uint8_t> before = block;
+  const std::vector<int64_t> one{0};
+  const kvio_transfer_desc shared{pa, pc, one.data(), one.data(), 1, 0, 0, 1};
+  uint64_t t = 0;
+  EXPECT_REJECTED(kvio_submit(executor, &shared, &t), KVIO_STATUS_INVALID_ARGUMENT,
+                  "the source and destination pools share memory");
+  if (t != 0) {
+    kvio_transfer_wait(t, -1);
+    kvio_transfer_close(t);
+  }
+  EXPECT_TRUE(block == before) << "a refused transfer changed the block";
+  std::vector<int64_t> all(static_cast<size_t>(g.S()));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  const kvio_transfer_desc apart{pa, pb, all.data(), all.data(), g.S(), 0, 0, g.L};
+  t = 0;
+  ASSERT_EQ(kvio_submit(executor, &apart, &t), KVIO_STATUS_OK) << kvio_last_error();
+  ASSERT_EQ(kvio_transfer_wait(t, -1), KVIO_STATUS_OK);
+  kvio_transfer_close(t);
+  std::vector<uint8_t> expected = before;  // every B buffer is its A buffer; guards unchanged
+  for (size_t i = 0; i < entries; ++i)
+    std::memcpy(expected.data() + kGuard + (2 * i + 1) * n, before.data() + kGuard + 2 * i * n, n);
+  EXPECT_TRUE(block == expected);
+  kvio_executor_close(executor);
+  for (uint64_t p : {pa, pb, pc}) kvio_pool_close(p);
+}
+
 TEST_F(TransferRejection, SourceLayerRangeNegative) {
   EXPECT_REJECTED(submit(desc({0}, {0}, -1, 0, 1)), KVIO_STATUS_OUT_OF_RANGE,
                   "src layer range [-1, 0) is outside the src pool's 4 layers",

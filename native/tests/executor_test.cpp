@@ -320,12 +320,14 @@ TEST(ExecutorLifetime, PoolClosedWhileTransferInFlight) {
   const Geometry g = rows4k(2, 8192);  // 64 MiB per pool
   auto src = std::make_unique<kvio::Pool>(kvio::Pool::allocate(g.spec()));
   std::mt19937_64 rng(1);
-  fillRandom(src->data(), src->bytes(), rng);
-  const std::vector<uint8_t> expected(src->data(), src->data() + src->bytes());
+  fillRandom(src->data(), static_cast<size_t>(g.regionBytes()), rng);
+  Image srcImage;  // the source's region as filled (it is freed before the check)
+  srcImage.buffers.emplace_back(src->data(), src->data() + g.regionBytes());
   Geometry wrapped = g;
   wrapped.form = Form::Single;
   TestPool dst(wrapped);
   dst.fill(kCanary);
+  Image expected = dst.capture();  // with its guard zones
   const std::vector<int64_t> all = range(0, 8192);
   kvio::Transfer t = kvio::transfer(one, *src, dst.pool(), all, all, kvio::LayerMap{0, 0, 2});
   src->close();
@@ -336,7 +338,8 @@ TEST(ExecutorLifetime, PoolClosedWhileTransferInFlight) {
   dst2.reset();
   t.wait();
   t2.wait();
-  ASSERT_EQ(0, std::memcmp(dst.region(0), expected.data(), expected.size()));
+  applyTransfer(g, srcImage, wrapped, &expected, all, all, 0, 0, 2);
+  EXPECT_TRUE(sameImage(expected, dst.capture(), "destination, guard zones included"));
 }
 
 TEST(ExecutorThreads, ThreadCountsGiveTheSameResult) {

@@ -165,25 +165,45 @@ TEST_F(TransferRejection, DuplicateDestinationSlots) {
 }
 
 // Few pairs into a large pool take the other duplicate check (sorted runs instead of a bitmap of
-// the destination's slots); it must find the same duplicates and name the same pairs.
+// the destination's slots); it must find the same duplicates and name the same pairs, move no
+// byte when it refuses (a random source, a canary destination, both compared whole with their
+// guard zones), and accept runs that only touch: slots 70005..70007 then 70008..70009, two runs
+// (their sources are apart) that end and begin at the same slot boundary.
 TEST(DuplicateCheck, FewPairsIntoALargePool) {
-  kvio::PoolSpec big{
-      kvio::PoolKind::Mla, kvio::Layout::PageFirst, 2, 8192, 16, 1, 8};  // 131072 slots
-  kvio::Pool src = kvio::Pool::allocate(big);
-  kvio::Pool dst = kvio::Pool::allocate(big);
+  const Geometry big{KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 8192, 16, 1, 8};
+  ASSERT_GT(big.S(), 65536);  // 131072 slots: few pairs take the sorted-run check
+  TestPool src(big), dst(big);
+  std::mt19937_64 rng(11);
+  src.fillRandom(rng);
+  dst.fill(kCanary);
+  const Image srcBefore = src.capture(), dstBefore = dst.capture();
   kvio::Executor executor(kvio::IoBackend::Cpu, 1);
+  const uint64_t sp = src.pool().handle(), dp = dst.pool().handle();
   const std::vector<int64_t> s{0, 9, 20}, d{100002, 5, 100002};
-  const kvio_transfer_desc a{src.handle(), dst.handle(), s.data(), d.data(), 3, 0, 0, 2};
+  const kvio_transfer_desc a{sp, dp, s.data(), d.data(), 3, 0, 0, 2};
   int64_t count = 0;
   EXPECT_REJECTED(kvio_plan(&a, nullptr, 0, &count), KVIO_STATUS_INVALID_ARGUMENT,
                   "duplicate destination slot 100002", "dst_indices[0] and dst_indices[2]");
   const std::vector<int64_t> s2{0, 1, 2, 10, 11}, d2{70005, 70006, 70007, 70007, 70008};
-  const kvio_transfer_desc b{src.handle(), dst.handle(), s2.data(), d2.data(), 5, 0, 0, 2};
+  const kvio_transfer_desc b{sp, dp, s2.data(), d2.data(), 5, 0, 0, 2};
   EXPECT_REJECTED(kvio_plan(&b, nullptr, 0, &count), KVIO_STATUS_INVALID_ARGUMENT,
                   "duplicate destination slot 70007", "dst_indices[2] and dst_indices[3]");
   uint64_t transfer = 0;
+  EXPECT_REJECTED(kvio_submit(executor.handle(), &a, &transfer), KVIO_STATUS_INVALID_ARGUMENT,
+                  "duplicate destination slot 100002");
   EXPECT_REJECTED(kvio_submit(executor.handle(), &b, &transfer), KVIO_STATUS_INVALID_ARGUMENT,
                   "duplicate destination slot 70007");
+  EXPECT_EQ(transfer, 0u);
+  EXPECT_TRUE(sameImage(dstBefore, dst.capture(), "destination after the refusals"));
+  const std::vector<int64_t> d3{70005, 70006, 70007, 70008, 70009};
+  const kvio_transfer_desc c{sp, dp, s2.data(), d3.data(), 5, 0, 0, 2};
+  ASSERT_EQ(kvio_submit(executor.handle(), &c, &transfer), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  Image expected = dstBefore;
+  applyTransfer(big, srcBefore, big, &expected, s2, d3, 0, 0, 2);
+  EXPECT_TRUE(sameImage(expected, dst.capture(), "destination"));
+  EXPECT_TRUE(sameImage(srcBefore, src.capture(), "source"));
 }
 
 TEST_F(TransferRejection, OverlappingSourceAndDestinationInOnePool) {

@@ -31,16 +31,22 @@ Geometry rows4k(int64_t layers, int64_t tokens, Form form = Form::Single) {
 }
 
 TEST(ExecutorOrder, ConflictingTransfersCompleteInSubmissionOrder) {
-  // Blocks of 32 slots (2 layers x 32 x 4 KiB = 256 KiB: queued on the workers). Round r:
-  //   A: block 0 -> block 1 of pool Q           (large)
-  //   B: slot 0 of Q (A's output) -> slot 0 of R (small, eligible to run inline)
-  //   C: block 1 of Q -> block 2 of Q           (large, reads A's output)
-  //   D: slots 65.. of Q -> slots 1.. of R;  E: R -> block 1 of P;  F: one row of P -> Q.
-  // Submitted without waiting; P's block 1 must end up holding P's original block 0.
+  // Blocks of K = 1280 slots (2 layers x 1280 x 4 KiB = 10 MiB: over the cpu executor's 8 MiB
+  // below which the submitting thread copies too, so such a job is queued for the workers and
+  // submit returns at once, its copy still to do). Round r:
+  //   A: block 0 of P -> block 1 of Q            (large, queued)
+  //   B: slot K of Q (A's output) -> slot 0 of R (small: would run inline were nothing queued)
+  //   C: block 1 of Q -> block 2 of Q            (large, reads A's output)
+  //   D: slots 2K+1.. of Q -> slots 1.. of R;  E: R -> block 1 of P;  F: one row of P -> Q
+  //   (F small again, behind the large E whose output it reads).
+  // Submitted without waiting; P's block 1 must end up holding P's original block 0. A small
+  // job that ran inline before the queued one it follows would read the canary.
+  constexpr int64_t K = 1280;
   kvio::Executor cpu(kvio::IoBackend::Cpu, 2);
-  for (int round = 0; round < 20; ++round) {
+  const Geometry g3 = rows4k(2, 3 * K), g1 = rows4k(2, K);
+  for (int round = 0; round < 4; ++round) {
     SCOPED_TRACE(round);
-    TestPool p(rows4k(2, 96)), q(rows4k(2, 96)), r(rows4k(2, 32));
+    TestPool p(g3), q(g3), r(g1);
     std::mt19937_64 rng(round);
     p.fillRandom(rng);
     q.fill(kCanary);
@@ -48,32 +54,33 @@ TEST(ExecutorOrder, ConflictingTransfersCompleteInSubmissionOrder) {
     const Image original = p.capture(), q0 = q.capture(), r0 = r.capture();
     std::vector<kvio::Transfer> transfers;
     const kvio::LayerMap all{0, 0, 2};
-    transfers.push_back(kvio::transfer(cpu, p.pool(), q.pool(), range(0, 32), range(32, 32), all));
-    transfers.push_back(kvio::transfer(cpu, q.pool(), r.pool(), range(32, 1), range(0, 1), all));
-    transfers.push_back(kvio::transfer(cpu, q.pool(), q.pool(), range(32, 32), range(64, 32), all));
-    transfers.push_back(kvio::transfer(cpu, q.pool(), r.pool(), range(65, 31), range(1, 31), all));
-    transfers.push_back(kvio::transfer(cpu, r.pool(), p.pool(), range(0, 32), range(32, 32), all));
-    transfers.push_back(kvio::transfer(cpu, p.pool(), q.pool(), range(32, 1), range(0, 1),
-                                       kvio::LayerMap{1, 1, 1}));
+    transfers.push_back(kvio::transfer(cpu, p.pool(), q.pool(), range(0, K), range(K, K), all));
+    transfers.push_back(kvio::transfer(cpu, q.pool(), r.pool(), range(K, 1), range(0, 1), all));
+    transfers.push_back(kvio::transfer(cpu, q.pool(), q.pool(), range(K, K), range(2 * K, K), all));
+    transfers.push_back(
+        kvio::transfer(cpu, q.pool(), r.pool(), range(2 * K + 1, K - 1), range(1, K - 1), all));
+    transfers.push_back(kvio::transfer(cpu, r.pool(), p.pool(), range(0, K), range(K, K), all));
+    transfers.push_back(
+        kvio::transfer(cpu, p.pool(), q.pool(), range(K, 1), range(0, 1), kvio::LayerMap{1, 1, 1}));
     for (auto& t : transfers) t.wait();
     // Expected: replay the same sequence on images.
     Image ep = original, eq = q0, er = r0;
-    const Geometry g96 = rows4k(2, 96), g32 = rows4k(2, 32);
-    applyTransfer(g96, ep, g96, &eq, range(0, 32), range(32, 32), 0, 0, 2);
-    applyTransfer(g96, eq, g32, &er, range(32, 1), range(0, 1), 0, 0, 2);
+    applyTransfer(g3, ep, g3, &eq, range(0, K), range(K, K), 0, 0, 2);
+    applyTransfer(g3, eq, g1, &er, range(K, 1), range(0, 1), 0, 0, 2);
     Image eqBefore = eq;
-    applyTransfer(g96, eqBefore, g96, &eq, range(32, 32), range(64, 32), 0, 0, 2);
-    applyTransfer(g96, eq, g32, &er, range(65, 31), range(1, 31), 0, 0, 2);
-    applyTransfer(g32, er, g96, &ep, range(0, 32), range(32, 32), 0, 0, 2);
-    applyTransfer(g96, ep, g96, &eq, range(32, 1), range(0, 1), 1, 1, 1);
+    applyTransfer(g3, eqBefore, g3, &eq, range(K, K), range(2 * K, K), 0, 0, 2);
+    applyTransfer(g3, eq, g1, &er, range(2 * K + 1, K - 1), range(1, K - 1), 0, 0, 2);
+    applyTransfer(g1, er, g3, &ep, range(0, K), range(K, K), 0, 0, 2);
+    applyTransfer(g3, ep, g3, &eq, range(K, 1), range(0, 1), 1, 1, 1);
     ASSERT_TRUE(sameImage(ep, p.capture(), "pool P"));
     ASSERT_TRUE(sameImage(eq, q.capture(), "pool Q"));
     ASSERT_TRUE(sameImage(er, r.capture(), "pool R"));
     // And directly: P's block 1 is the original block 0 after four hops.
     const uint8_t* pdata = p.region(0);
     for (int64_t layer = 0; layer < 2; ++layer) {
-      ASSERT_EQ(0, std::memcmp(pdata + (layer * 96 + 32) * 4096,
-                               original.buffers[0].data() + kGuard + layer * 96 * 4096, 32 * 4096));
+      ASSERT_EQ(0,
+                std::memcmp(pdata + (layer * 3 * K + K) * 4096,
+                            original.buffers[0].data() + kGuard + layer * 3 * K * 4096, K * 4096));
     }
   }
 }
@@ -168,6 +175,7 @@ TEST(ExecutorClose, EveryTransferItAcceptedIsDoneWhenCloseReturns) {
   const kvio_transfer_desc desc{src.handle(), dst.handle(), all.data(), all.data(), 512, 0, 0, 1};
   std::mt19937_64 rng(5);
   int late = 0;
+  int raced = 0;  // rounds in which close came between two submits (some accepted, then CLOSED)
   for (int round = 0; round < 100; ++round) {
     uint64_t executor = 0;
     ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 1, &executor), KVIO_STATUS_OK);
@@ -189,7 +197,9 @@ TEST(ExecutorClose, EveryTransferItAcceptedIsDoneWhenCloseReturns) {
     submitter.join();
     EXPECT_TRUE(refusal == KVIO_STATUS_OK || refusal == KVIO_STATUS_CLOSED)
         << kvio_status_name(refusal);
+    if (!accepted.empty() && refusal == KVIO_STATUS_CLOSED) ++raced;
     for (uint64_t t : accepted) {
+      EXPECT_EQ(kvio_transfer_is_done(t), 1) << "accepted, and not done when close returned";
       ASSERT_EQ(kvio_transfer_wait(t, -1), KVIO_STATUS_OK);
       kvio_transfer_info info{};
       ASSERT_EQ(kvio_transfer_get_info(t, &info), KVIO_STATUS_OK);
@@ -199,6 +209,7 @@ TEST(ExecutorClose, EveryTransferItAcceptedIsDoneWhenCloseReturns) {
   }
   EXPECT_EQ(kvio_transfer_timing(0), KVIO_STATUS_OK);
   EXPECT_EQ(late, 0) << "transfers accepted by an executor ended after its close returned";
+  EXPECT_GT(raced, 0) << "no round closed the executor while its submitter was submitting";
 }
 
 TEST(ExecutorHandles, StaleTransferHandleStaysClosedAfterItsSlotIsReused) {
@@ -309,12 +320,14 @@ TEST(ExecutorLifetime, PoolClosedWhileTransferInFlight) {
   const Geometry g = rows4k(2, 8192);  // 64 MiB per pool
   auto src = std::make_unique<kvio::Pool>(kvio::Pool::allocate(g.spec()));
   std::mt19937_64 rng(1);
-  fillRandom(src->data(), src->bytes(), rng);
-  const std::vector<uint8_t> expected(src->data(), src->data() + src->bytes());
+  fillRandom(src->data(), static_cast<size_t>(g.regionBytes()), rng);
+  Image srcImage;  // the source's region as filled (it is freed before the check)
+  srcImage.buffers.emplace_back(src->data(), src->data() + g.regionBytes());
   Geometry wrapped = g;
   wrapped.form = Form::Single;
   TestPool dst(wrapped);
   dst.fill(kCanary);
+  Image expected = dst.capture();  // with its guard zones
   const std::vector<int64_t> all = range(0, 8192);
   kvio::Transfer t = kvio::transfer(one, *src, dst.pool(), all, all, kvio::LayerMap{0, 0, 2});
   src->close();
@@ -325,7 +338,8 @@ TEST(ExecutorLifetime, PoolClosedWhileTransferInFlight) {
   dst2.reset();
   t.wait();
   t2.wait();
-  ASSERT_EQ(0, std::memcmp(dst.region(0), expected.data(), expected.size()));
+  applyTransfer(g, srcImage, wrapped, &expected, all, all, 0, 0, 2);
+  EXPECT_TRUE(sameImage(expected, dst.capture(), "destination, guard zones included"));
 }
 
 TEST(ExecutorThreads, ThreadCountsGiveTheSameResult) {

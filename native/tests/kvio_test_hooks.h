@@ -42,6 +42,13 @@ KVIO_API kvio_status kvio_test_inject_fault(int32_t fault, int64_t count);
 enum { KVIO_TEST_HANDLES_POOL = 0, KVIO_TEST_HANDLES_EXECUTOR = 1, KVIO_TEST_HANDLES_TRANSFER = 2 };
 KVIO_API kvio_status kvio_test_handle_limit(int32_t type, int64_t limit);
 
+/* TEST ONLY: the next transfer whose index arrays are checked (kvio_submit, kvio_check_transfer,
+ * kvio_plan; on any thread) stores `value` into `*target` after it checked them and before it
+ * reads them again to split them into runs: what a caller changing its arrays during its own
+ * submit (a data race of its own) could do at the worst moment. Once; a null target disarms.
+ * Test builds only. */
+KVIO_API kvio_status kvio_test_rewrite_after_index_check(int64_t* target, int64_t value);
+
 /* TEST ONLY: replaces the ACL runtime of the kernel_ascend backend by `table`, a
  * kvio::ascend::AclApi (native/src/ascend/acl_api.hpp) of table_bytes bytes whose functions
  * emulate ACL (native/tests/acl_host_emulation.cpp); NULL goes back to libascendcl.so. The table

@@ -12,6 +12,7 @@
 #include "acl_emulation_test.hpp"
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
+#include "rejection_assertions.hpp"
 
 namespace kvio_test {
 namespace {
@@ -85,33 +86,69 @@ TEST(PoolCopyTest, HostPoolRoundTrip) {
   EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
 }
 
+// Every refusal, in both directions, with its status and what its message names; the pool holds
+// a pattern (not the zeros it was allocated with) and the host buffer a canary, one byte longer
+// on each side than any range tried: afterwards both are compared whole.
 TEST(PoolCopyTest, RejectionsChangeNothing) {
   const uint64_t pool = allocate(smallSpec(), KVIO_MEMORY_HOST, -1);
   const uint64_t total = regionBytes(pool);
+  const std::vector<unsigned char> content = pattern(total, 3);
+  ASSERT_EQ(kvio_pool_copy(pool, 0, 0, reinterpret_cast<uint64_t>(content.data()), total,
+                           KVIO_COPY_HOST_TO_POOL),
+            KVIO_STATUS_OK);
   std::vector<unsigned char> host(total + 16, 0x5a);
+  const std::vector<unsigned char> hostBefore = host;
   const uint64_t h = reinterpret_cast<uint64_t>(host.data());
-  EXPECT_EQ(kvio_pool_copy(pool, 1, 0, h, 8, KVIO_COPY_HOST_TO_POOL), KVIO_STATUS_OUT_OF_RANGE);
-  EXPECT_NE(std::string(kvio_last_error()).find("region 1 is out of range (valid: 0 to 0)"),
-            std::string::npos)
-      << kvio_last_error();
-  EXPECT_EQ(kvio_pool_copy(pool, 0, total - 7, h, 8, KVIO_COPY_HOST_TO_POOL),
-            KVIO_STATUS_OUT_OF_RANGE);
-  EXPECT_NE(std::string(kvio_last_error()).find("outside region 0"), std::string::npos);
-  EXPECT_EQ(kvio_pool_copy(pool, 0, total + 1, h, 0, KVIO_COPY_HOST_TO_POOL),
-            KVIO_STATUS_OUT_OF_RANGE);
-  EXPECT_EQ(kvio_pool_copy(pool, 0, 8, h, UINT64_MAX, KVIO_COPY_HOST_TO_POOL),
-            KVIO_STATUS_OUT_OF_RANGE);
-  EXPECT_EQ(kvio_pool_copy(pool, 0, 0, 0, 8, KVIO_COPY_HOST_TO_POOL), KVIO_STATUS_INVALID_ARGUMENT);
-  EXPECT_EQ(kvio_pool_copy(pool, 0, 0, h, 8, 2), KVIO_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(kvio_last_error()).find("direction 2"), std::string::npos);
+  for (int32_t direction : {KVIO_COPY_HOST_TO_POOL, KVIO_COPY_POOL_TO_HOST}) {
+    SCOPED_TRACE(direction);
+    EXPECT_REJECTED(kvio_pool_copy(pool, 1, 0, h, 8, direction), KVIO_STATUS_OUT_OF_RANGE,
+                    "region 1 is out of range (valid: 0 to 0)");
+    EXPECT_REJECTED(kvio_pool_copy(pool, -1, 0, h, 8, direction), KVIO_STATUS_OUT_OF_RANGE,
+                    "region -1 is out of range (valid: 0 to 0)");
+    EXPECT_REJECTED(kvio_pool_copy(pool, 0, total - 7, h, 8, direction), KVIO_STATUS_OUT_OF_RANGE,
+                    "outside region 0", std::to_string(total) + " bytes");
+    EXPECT_REJECTED(kvio_pool_copy(pool, 0, total + 1, h, 0, direction), KVIO_STATUS_OUT_OF_RANGE,
+                    "outside region 0");
+    EXPECT_REJECTED(kvio_pool_copy(pool, 0, 8, h, UINT64_MAX, direction), KVIO_STATUS_OUT_OF_RANGE,
+                    "outside region 0");
+    EXPECT_REJECTED(kvio_pool_copy(pool, 0, 0, 0, 8, direction), KVIO_STATUS_INVALID_ARGUMENT,
+                    "host_address is 0 (null)");
+    EXPECT_REJECTED(kvio_pool_copy(pool, 0, 0, UINT64_MAX - 3, 8, direction),
+                    KVIO_STATUS_INVALID_ARGUMENT, "host_address", "wraps around the address space");
+  }
+  EXPECT_REJECTED(kvio_pool_copy(pool, 0, 0, h, 8, 2), KVIO_STATUS_INVALID_ARGUMENT,
+                  "direction 2 is not valid");
   EXPECT_EQ(kvio_pool_copy(pool, 0, 0, 0, 0, KVIO_COPY_POOL_TO_HOST), KVIO_STATUS_OK);  // empty
+  EXPECT_TRUE(host == hostBefore) << "a refused copy wrote to the host buffer";
   std::vector<unsigned char> image(total, 0xee);
   ASSERT_EQ(kvio_pool_copy(pool, 0, 0, reinterpret_cast<uint64_t>(image.data()), total,
                            KVIO_COPY_POOL_TO_HOST),
             KVIO_STATUS_OK);
-  EXPECT_TRUE(image == std::vector<unsigned char>(total, 0));
+  EXPECT_TRUE(image == content) << "a refused copy wrote to the pool";
   EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
-  EXPECT_EQ(kvio_pool_copy(pool, 0, 0, h, 8, KVIO_COPY_POOL_TO_HOST), KVIO_STATUS_CLOSED);
+  for (int32_t direction : {KVIO_COPY_HOST_TO_POOL, KVIO_COPY_POOL_TO_HOST}) {
+    EXPECT_REJECTED(kvio_pool_copy(pool, 0, 0, h, 8, direction), KVIO_STATUS_CLOSED, "closed");
+  }
+  EXPECT_TRUE(host == hostBefore) << "a copy from a closed pool wrote to the host buffer";
+}
+
+// A refused copy to the host writes no host byte, also the part of the range that lies inside
+// the region (a range that starts 7 bytes before the end, and a negative region).
+TEST(PoolCopyTest, RefusedCopiesToTheHostWriteNoHostByte) {
+  const uint64_t pool = allocate(smallSpec(), KVIO_MEMORY_HOST, -1);
+  const uint64_t total = regionBytes(pool);
+  const std::vector<unsigned char> content = pattern(total, 3);
+  ASSERT_EQ(kvio_pool_copy(pool, 0, 0, reinterpret_cast<uint64_t>(content.data()), total,
+                           KVIO_COPY_HOST_TO_POOL),
+            KVIO_STATUS_OK);
+  std::vector<unsigned char> host(total + 16, 0x5a);
+  const uint64_t h = reinterpret_cast<uint64_t>(host.data());
+  EXPECT_REJECTED(kvio_pool_copy(pool, 0, total - 7, h, 8, KVIO_COPY_POOL_TO_HOST),
+                  KVIO_STATUS_OUT_OF_RANGE, "outside region 0");
+  EXPECT_REJECTED(kvio_pool_copy(pool, -1, 0, h, 8, KVIO_COPY_POOL_TO_HOST),
+                  KVIO_STATUS_OUT_OF_RANGE, "region -1 is out of range");
+  EXPECT_TRUE(host == std::vector<unsigned char>(total + 16, 0x5a)) << "a refused copy wrote";
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
 }
 
 TEST(PoolCopyTest, CppApiCopiesAndThrowsTypedErrors) {
@@ -129,7 +166,12 @@ TEST(PoolCopyTest, CppApiCopiesAndThrowsTypedErrors) {
     FAIL() << "a range past the region must throw";
   } catch (const kvio::Error& e) {
     EXPECT_EQ(e.status(), KVIO_STATUS_OUT_OF_RANGE);
+    EXPECT_NE(std::string(e.what()).find("outside region 0"), std::string::npos) << e.what();
   }
+  EXPECT_EQ(out[0], 0u);  // the refused copy wrote nothing: out is what the first copy read
+  EXPECT_EQ(out[1], 1u);
+  EXPECT_EQ(out[2], 2u);
+  EXPECT_EQ(out[3], 3u);
 }
 
 class PoolCopyAscendTest : public AclEmulationTest {

@@ -165,25 +165,45 @@ TEST_F(TransferRejection, DuplicateDestinationSlots) {
 }
 
 // Few pairs into a large pool take the other duplicate check (sorted runs instead of a bitmap of
-// the destination's slots); it must find the same duplicates and name the same pairs.
+// the destination's slots); it must find the same duplicates and name the same pairs, move no
+// byte when it refuses (a random source, a canary destination, both compared whole with their
+// guard zones), and accept runs that only touch: slots 70005..70007 then 70008..70009, two runs
+// (their sources are apart) that end and begin at the same slot boundary.
 TEST(DuplicateCheck, FewPairsIntoALargePool) {
-  kvio::PoolSpec big{
-      kvio::PoolKind::Mla, kvio::Layout::PageFirst, 2, 8192, 16, 1, 8};  // 131072 slots
-  kvio::Pool src = kvio::Pool::allocate(big);
-  kvio::Pool dst = kvio::Pool::allocate(big);
+  const Geometry big{KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 8192, 16, 1, 8};
+  ASSERT_GT(big.S(), 65536);  // 131072 slots: few pairs take the sorted-run check
+  TestPool src(big), dst(big);
+  std::mt19937_64 rng(11);
+  src.fillRandom(rng);
+  dst.fill(kCanary);
+  const Image srcBefore = src.capture(), dstBefore = dst.capture();
   kvio::Executor executor(kvio::IoBackend::Cpu, 1);
+  const uint64_t sp = src.pool().handle(), dp = dst.pool().handle();
   const std::vector<int64_t> s{0, 9, 20}, d{100002, 5, 100002};
-  const kvio_transfer_desc a{src.handle(), dst.handle(), s.data(), d.data(), 3, 0, 0, 2};
+  const kvio_transfer_desc a{sp, dp, s.data(), d.data(), 3, 0, 0, 2};
   int64_t count = 0;
   EXPECT_REJECTED(kvio_plan(&a, nullptr, 0, &count), KVIO_STATUS_INVALID_ARGUMENT,
                   "duplicate destination slot 100002", "dst_indices[0] and dst_indices[2]");
   const std::vector<int64_t> s2{0, 1, 2, 10, 11}, d2{70005, 70006, 70007, 70007, 70008};
-  const kvio_transfer_desc b{src.handle(), dst.handle(), s2.data(), d2.data(), 5, 0, 0, 2};
+  const kvio_transfer_desc b{sp, dp, s2.data(), d2.data(), 5, 0, 0, 2};
   EXPECT_REJECTED(kvio_plan(&b, nullptr, 0, &count), KVIO_STATUS_INVALID_ARGUMENT,
                   "duplicate destination slot 70007", "dst_indices[2] and dst_indices[3]");
   uint64_t transfer = 0;
+  EXPECT_REJECTED(kvio_submit(executor.handle(), &a, &transfer), KVIO_STATUS_INVALID_ARGUMENT,
+                  "duplicate destination slot 100002");
   EXPECT_REJECTED(kvio_submit(executor.handle(), &b, &transfer), KVIO_STATUS_INVALID_ARGUMENT,
                   "duplicate destination slot 70007");
+  EXPECT_EQ(transfer, 0u);
+  EXPECT_TRUE(sameImage(dstBefore, dst.capture(), "destination after the refusals"));
+  const std::vector<int64_t> d3{70005, 70006, 70007, 70008, 70009};
+  const kvio_transfer_desc c{sp, dp, s2.data(), d3.data(), 5, 0, 0, 2};
+  ASSERT_EQ(kvio_submit(executor.handle(), &c, &transfer), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  Image expected = dstBefore;
+  applyTransfer(big, srcBefore, big, &expected, s2, d3, 0, 0, 2);
+  EXPECT_TRUE(sameImage(expected, dst.capture(), "destination"));
+  EXPECT_TRUE(sameImage(srcBefore, src.capture(), "source"));
 }
 
 TEST_F(TransferRejection, OverlappingSourceAndDestinationInOnePool) {
@@ -240,6 +260,58 @@ TEST(PoolAliasing, AdjacentPoolsDoNotAlias) {
   kvio::transfer(executor, a, b, all, all, kvio::LayerMap{0, 0, g.L}).wait();
   EXPECT_TRUE(
       std::equal(source.begin(), source.end(), buffer.begin() + static_cast<std::ptrdiff_t>(n)));
+}
+
+// Pools whose buffers are several regions. Two layer tables carved out of one block, their
+// buffers alternating back to back, share no byte: a transfer between them is accepted and moves
+// what the oracle says. A third table whose last entry is one of the first pool's buffers shares
+// memory with it: refused whatever the indices, and no byte of the block moves.
+TEST(PoolAliasing, InterleavedLayerTablesAndALaterSharedEntry) {
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 4, 4, 2, 16};
+  const size_t n = static_cast<size_t>(g.regionBytes());
+  const size_t entries = static_cast<size_t>(g.C() * g.L);
+  std::vector<uint8_t> block(2 * entries * n + 2 * kGuard, kGuardByte);
+  uint8_t* base = block.data() + kGuard;
+  std::vector<uint64_t> a, b;
+  std::mt19937_64 rng(5);
+  for (size_t i = 0; i < entries; ++i) {
+    a.push_back(reinterpret_cast<uint64_t>(base + 2 * i * n));
+    b.push_back(reinterpret_cast<uint64_t>(base + (2 * i + 1) * n));
+    fillRandom(base + 2 * i * n, n, rng);
+    std::memset(base + (2 * i + 1) * n, kCanary, n);
+  }
+  const kvio_pool_spec spec = g.spec().toC();
+  uint64_t pa = 0, pb = 0, pc = 0, executor = 0;
+  ASSERT_EQ(kvio_pool_wrap_layer_table(&spec, a.data(), entries, n, &pa), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_pool_wrap_layer_table(&spec, b.data(), entries, n, &pb), KVIO_STATUS_OK);
+  std::vector<uint64_t> c = b;
+  c.back() = a.back();  // only the last (component 1, layer 1) buffer is shared
+  ASSERT_EQ(kvio_pool_wrap_layer_table(&spec, c.data(), entries, n, &pc), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 1, &executor), KVIO_STATUS_OK);
+  const std::vector<uint8_t> before = block;
+  const std::vector<int64_t> one{0};
+  const kvio_transfer_desc shared{pa, pc, one.data(), one.data(), 1, 0, 0, 1};
+  uint64_t t = 0;
+  EXPECT_REJECTED(kvio_submit(executor, &shared, &t), KVIO_STATUS_INVALID_ARGUMENT,
+                  "the source and destination pools share memory");
+  if (t != 0) {
+    kvio_transfer_wait(t, -1);
+    kvio_transfer_close(t);
+  }
+  EXPECT_TRUE(block == before) << "a refused transfer changed the block";
+  std::vector<int64_t> all(static_cast<size_t>(g.S()));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  const kvio_transfer_desc apart{pa, pb, all.data(), all.data(), g.S(), 0, 0, g.L};
+  t = 0;
+  ASSERT_EQ(kvio_submit(executor, &apart, &t), KVIO_STATUS_OK) << kvio_last_error();
+  ASSERT_EQ(kvio_transfer_wait(t, -1), KVIO_STATUS_OK);
+  kvio_transfer_close(t);
+  std::vector<uint8_t> expected = before;  // every B buffer is its A buffer; guards unchanged
+  for (size_t i = 0; i < entries; ++i)
+    std::memcpy(expected.data() + kGuard + (2 * i + 1) * n, before.data() + kGuard + 2 * i * n, n);
+  EXPECT_TRUE(block == expected);
+  kvio_executor_close(executor);
+  for (uint64_t p : {pa, pb, pc}) kvio_pool_close(p);
 }
 
 TEST_F(TransferRejection, SourceLayerRangeNegative) {

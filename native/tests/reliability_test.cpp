@@ -256,7 +256,9 @@ TEST(Concurrency, ConflictingSmallAndLargeTransfersDoNotInterleave) {
 // in every row, so transfers that run change nothing; a row written past the destination lands
 // in its guard zone, which the whole-image comparison sees. Whether a run hits the window between
 // the two reads is up to the scheduler (a few percent of submits on a 2-core machine); with the
-// check none can write outside, so this never fails then.
+// check none can write outside, so this never fails then. The count refused after planning is
+// printed, not asserted (it depends on the scheduler);
+// Concurrency.IndexRewrittenAfterTheCheckIsRefusedBeforeAnyCopy hits the window every time.
 TEST(Concurrency, IndicesRewrittenDuringSubmitNeverAddressOutsideThePools) {
   // 4096 indices: the two reads of the first destination index are about 4096 reads apart.
   const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 256, 16, 1, 64};
@@ -298,6 +300,56 @@ TEST(Concurrency, IndicesRewrittenDuringSubmitNeverAddressOutsideThePools) {
   EXPECT_TRUE(sameImage(before, dst.capture(), "destination (guard zones included)"));
   std::printf("accepted %d, refused at the check %d, refused after planning %d\n", accepted,
               refusedAtCheck, refusedAfterPlanning);
+}
+
+// The same window, hit every time (kvio_test_rewrite_after_index_check): an index rewritten to
+// the first slot past its pool after the arrays were checked and before they are read again is
+// refused with OUT_OF_RANGE naming the rewritten index, for either side, and no byte of either
+// pool (guard zones included) changes. Unchanged indices afterwards are accepted.
+TEST(Concurrency, IndexRewrittenAfterTheCheckIsRefusedBeforeAnyCopy) {
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 16, 16, 1, 64};
+  TestPool src(g), dst(g);
+  std::mt19937_64 rng(3);
+  src.fillRandom(rng);
+  dst.fill(kCanary);
+  const Image srcBefore = src.capture(), dstBefore = dst.capture();
+  kvio::Executor executor(kvio::IoBackend::Cpu, 1);
+  std::vector<int64_t> from(static_cast<size_t>(g.S())), to(static_cast<size_t>(g.S()));
+  for (int64_t i = 0; i < g.S(); ++i) from[static_cast<size_t>(i)] = to[static_cast<size_t>(i)] = i;
+  struct Case {
+    const char* side;
+    std::vector<int64_t>* indices;
+    size_t position;
+  };
+  for (const Case& c : {Case{"dst", &to, 5}, Case{"src", &from, 0}}) {
+    SCOPED_TRACE(c.side);
+    int64_t* const index = &(*c.indices)[c.position];
+    const int64_t original = *index;
+    ASSERT_EQ(kvio_test_rewrite_after_index_check(index, g.S()), KVIO_STATUS_OK);
+    uint64_t transfer = 0;
+    EXPECT_REJECTED(kvio_submit_args(executor.handle(), src.pool().handle(), dst.pool().handle(),
+                                     from.data(), to.data(), g.S(), 0, 0, 1, &transfer),
+                    KVIO_STATUS_OUT_OF_RANGE,
+                    std::string(c.side) + "_indices[" + std::to_string(c.position) +
+                        "] = " + std::to_string(g.S()),
+                    "the index arrays changed during the submit");
+    EXPECT_EQ(transfer, 0u);
+    EXPECT_EQ(*index, g.S()) << "the hook did not rewrite the index";
+    *index = original;
+  }
+  EXPECT_TRUE(sameImage(dstBefore, dst.capture(), "destination (guard zones included)"));
+  EXPECT_TRUE(sameImage(srcBefore, src.capture(), "source (guard zones included)"));
+  // Disarmed after one use: the same arrays are accepted and move every slot.
+  uint64_t transfer = 0;
+  ASSERT_EQ(kvio_submit_args(executor.handle(), src.pool().handle(), dst.pool().handle(),
+                             from.data(), to.data(), g.S(), 0, 0, 1, &transfer),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  Image expected = dstBefore;
+  applyTransfer(g, srcBefore, g, &expected, from, to, 0, 0, 1);
+  EXPECT_TRUE(sameImage(expected, dst.capture(), "destination"));
 }
 
 // ---- faults (kvio_test_inject_fault) ----
@@ -503,6 +555,69 @@ TEST_F(Faults, CloseWaitNeverSaysReleasedWhileATransferUsesThePool) {
     EXPECT_EQ(kvio_transfer_wait(t, -1), KVIO_STATUS_OK);
     kvio_transfer_close(t);
   }
+}
+
+// A small transfer (inline-eligible) submitted behind a held large one that writes what it reads
+// waits for it, deterministically (the hold, not the scheduler, keeps the large one queued): not
+// done while held, its destination untouched; after the release it holds the large one's output.
+TEST_F(Faults, SmallTransferBehindAHeldLargeOneWaitsForItsOutput) {
+  const Geometry g{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 4096, 1, 1, 4096};
+  const Geometry s{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 4, 1, 1, 4096};
+  TestPool a(g), b(g), c(s);
+  std::mt19937_64 rng(21);
+  a.fillRandom(rng);
+  b.fill(kCanary);
+  c.fill(kCanary);
+  const Image aImage = a.capture(), cBefore = c.capture();
+  kvio::Executor executor(kvio::IoBackend::Cpu, 2);
+  std::vector<int64_t> all(4096);
+  for (int64_t i = 0; i < 4096; ++i) all[static_cast<size_t>(i)] = i;
+  const std::vector<int64_t> one{7}, zero{0};
+  ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 1), KVIO_STATUS_OK);
+  uint64_t large = 0, small = 0;
+  ASSERT_EQ(kvio_submit_args(executor.handle(), a.pool().handle(), b.pool().handle(), all.data(),
+                             all.data(), 4096, 0, 0, 1, &large),
+            KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_submit_args(executor.handle(), b.pool().handle(), c.pool().handle(), one.data(),
+                             zero.data(), 1, 0, 0, 1, &small),
+            KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_transfer_is_done(small), 0) << "ran before the held transfer it follows";
+  EXPECT_TRUE(sameImage(cBefore, c.capture(), "small transfer's destination while held"));
+  ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_transfer_wait(small, -1), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_transfer_is_done(large), 1);
+  Image expected = cBefore;
+  applyTransfer(g, aImage, s, &expected, one, zero, 0, 0, 1);  // b[7] is a[7] by then
+  EXPECT_TRUE(sameImage(expected, c.capture(), "small transfer's destination"));
+  for (uint64_t h : {large, small}) kvio_transfer_close(h);
+}
+
+// kvio_pool_close_wait with a positive timeout waits (it does not only check, as with 0): a pool
+// in use by a held transfer that another thread releases later is released within 60 s. The
+// 200 ms sleep only delays the release; the test passes however slow the machine is.
+TEST_F(Faults, CloseWaitWithAPositiveTimeoutWaitsForTheTransfer) {
+  const Geometry g{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 4096, 1, 1, 4096};
+  TestPool src(g);
+  const kvio_pool_spec spec = g.spec().toC();
+  uint64_t pool = 0;
+  ASSERT_EQ(kvio_pool_allocate(&spec, &pool), KVIO_STATUS_OK);
+  kvio::Executor executor(kvio::IoBackend::Cpu, 1);
+  std::vector<int64_t> all(4096);
+  for (int64_t i = 0; i < 4096; ++i) all[static_cast<size_t>(i)] = i;
+  ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 1), KVIO_STATUS_OK);
+  uint64_t t = 0;
+  ASSERT_EQ(kvio_submit_args(executor.handle(), src.pool().handle(), pool, all.data(), all.data(),
+                             4096, 0, 0, 1, &t),
+            KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  std::thread release([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // only delays the release
+    kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0);
+  });
+  EXPECT_EQ(kvio_pool_close_wait(pool, 60'000'000'000), KVIO_STATUS_OK) << kvio_last_error();
+  release.join();
+  EXPECT_EQ(kvio_transfer_is_done(t), 1);
+  kvio_transfer_close(t);
 }
 
 TEST_F(Faults, AllocationFailureIsReportedAndTheNextOneWorks) {

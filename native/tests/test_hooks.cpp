@@ -1,7 +1,8 @@
-// The test hooks (kvio_test_hooks.h): fault injection, lowered handle limits and the ACL runtime
-// emulation entry.
+// The test hooks (kvio_test_hooks.h): fault injection, the index rewrite during validation,
+// lowered handle limits and the ACL runtime emulation entry.
 // Linked with the core's objects into the test variant of libkvio (kvio_testing) and the
 // white-box tests' static core only; the shipped libkvio.so has neither.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -28,7 +29,17 @@ namespace {
 std::mutex holdMutex;
 std::condition_variable holdReleased;
 int64_t holdReleases = 0;  // guarded by holdMutex
+
+// The armed index rewrite: one atomic load per validated transfer when unarmed.
+std::atomic<int64_t*> rewriteTarget{nullptr};
+std::atomic<int64_t> rewriteValue{0};
 }  // namespace
+
+void rewriteAfterIndexCheck() {
+  if (rewriteTarget.load(std::memory_order_relaxed) == nullptr) return;
+  int64_t* const target = rewriteTarget.exchange(nullptr);  // once, on one thread
+  if (target != nullptr) __atomic_store_n(target, rewriteValue.load(), __ATOMIC_RELAXED);
+}
 
 int64_t cpuHoldReleases() {
   std::lock_guard<std::mutex> lock(holdMutex);
@@ -66,6 +77,14 @@ kvio_status kvio_test_inject_fault(int32_t fault, int64_t count) {
       }
       holdReleased.notify_all();
     }
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_test_rewrite_after_index_check(int64_t* target, int64_t value) {
+  return guarded([&]() -> kvio_status {
+    rewriteValue.store(value);
+    rewriteTarget.store(target);  // after the value: a validation that takes it sees the value
     return KVIO_STATUS_OK;
   });
 }

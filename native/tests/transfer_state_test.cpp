@@ -4,7 +4,9 @@
 // closed pool) may begin before there is a completion to wait on. Such a wait must go on with
 // the device once the completion is attached, not sleep until a later poll that may never come.
 // The fake completion is host code; a failing wait is released by completing the transfer, so a
-// regression fails here instead of hanging the suite.
+// regression fails here instead of hanging the suite. "The wait has begun" is TransferState's
+// own count of blocked waiters, not a sleep; the only time limits are generous bounds that
+// tell a wait that went on from one that slept to its far deadline.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -69,11 +71,26 @@ std::future<WaitResult> waitOnThread(F wait) {
   return result;
 }
 
-// Collects the waiter's result within 10 s; past that, fails and completes the transfer so that
-// the waiter returns (the waiter thread must not outlive `state`).
+// Spins until `count` threads are blocked in a wait on `state`: what the test does next happens
+// during that wait. Fails after 20 s (a wait that never blocks), so the test cannot hang here.
+bool waitersReach(const TransferState& state, int count) {
+  const auto until = Clock::now() + std::chrono::seconds(20);
+  while (state.waiters() < count) {
+    if (Clock::now() >= until) {
+      ADD_FAILURE() << "no wait began within 20 s (" << state.waiters() << " waiting)";
+      return false;
+    }
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// Collects the waiter's result within 20 s; past that, fails and completes the transfer so that
+// the waiter returns (the waiter thread must not outlive `state`). The waits that should return
+// at once have a deadline of 60 s: one that sleeps to its deadline fails here.
 WaitResult collect(std::future<WaitResult>* waiter, TransferState* state) {
-  if (waiter->wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
-    ADD_FAILURE() << "the wait did not return within 10 s of the attached completion being done";
+  if (waiter->wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    ADD_FAILURE() << "the wait did not return within 20 s of the attached completion being done";
     state->complete(KVIO_STATUS_INTERNAL, "released by the test");
   }
   return waiter->get();
@@ -85,13 +102,13 @@ TEST(TransferStateWait, TimedWaitBegunBeforeAttachReturnsOnceTheDeviceIsDone) {
   std::weak_ptr<kvio::PoolImpl> watch = pool;
   state->holdPools(pool, pool);
   pool.reset();
-  std::future<WaitResult> waiter = waitOnThread([state] { return state->wait(10'000'000'000); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the wait has begun
+  std::future<WaitResult> waiter = waitOnThread([state] { return state->wait(60'000'000'000); });
+  // The wait has begun, before the attach (else the test fails, and completing releases it).
+  if (!waitersReach(*state, 1)) state->complete(KVIO_STATUS_INTERNAL, "released by the test");
   EXPECT_EQ(waiter.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
   state->attach(std::make_shared<FakeCompletion>(true));
-  const WaitResult r = collect(&waiter, state.get());
-  EXPECT_TRUE(r.returned) << "wait(10 s) timed out though the device completion was done";
-  EXPECT_LT(r.took.count(), 2000) << "the wait returned only at a later poll";
+  const WaitResult r = collect(&waiter, state.get());  // not only at the 60 s deadline's poll
+  EXPECT_TRUE(r.returned) << "wait(60 s) timed out though the device completion was done";
   EXPECT_TRUE(state->settled());
   EXPECT_EQ(state->status(), KVIO_STATUS_OK);
   EXPECT_TRUE(watch.expired()) << "the settled transfer still holds its pool";
@@ -101,16 +118,22 @@ TEST(TransferStateWait, UnboundedWaitBegunBeforeAttachWaitsForTheDevice) {
   auto state = std::make_shared<TransferState>(64);
   auto completion = std::make_shared<FakeCompletion>(false);
   std::future<WaitResult> waiter = waitOnThread([state] { return state->wait(-1); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (!waitersReach(*state, 1)) state->complete(KVIO_STATUS_INTERNAL, "released by the test");
   state->attach(completion);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  // Attached but the device is still busy: the wait goes on, now on the device.
+  // Attached but the device is still busy: the wait goes on, now blocked on the device.
+  const auto until = Clock::now() + std::chrono::seconds(20);
+  while (completion->synchronizeCalls.load() == 0 && Clock::now() < until) {
+    std::this_thread::yield();
+  }
+  EXPECT_GE(completion->synchronizeCalls.load(), 1) << "the wait did not go on to the device";
+  if (completion->synchronizeCalls.load() == 0) {
+    state->complete(KVIO_STATUS_INTERNAL, "released by the test");
+  }
   EXPECT_EQ(waiter.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
   EXPECT_FALSE(state->settled());
   completion->setDone();
   const WaitResult r = collect(&waiter, state.get());
   EXPECT_TRUE(r.returned);
-  EXPECT_GE(completion->synchronizeCalls.load(), 1) << "an unbounded wait blocks on the device";
   EXPECT_TRUE(state->settled());
   EXPECT_EQ(state->status(), KVIO_STATUS_OK);
 }
@@ -119,15 +142,25 @@ TEST(TransferStateWait, TimedWaitOnABusyDeviceTimesOutAtItsDeadline) {
   // The deadline is taken once: the time spent waiting for the attach counts against it.
   auto state = std::make_shared<TransferState>(64);
   auto completion = std::make_shared<FakeCompletion>(false);
-  // A 2 s wait, attached at 1.5 s: restarted at the attach it would end at 3.5 s or later; the
-  // 1 s between the two leaves room for a loaded machine.
+  // A 2 s wait, attached once it has begun and then 1.5 s more (the sleep only delays the
+  // attach): restarted at the attach it would end 2 s after it, at 3.5 s or later; the 4 s
+  // bound leaves room for a loaded machine and is below that whenever the attach came before
+  // the deadline (checked: when a slow machine attached late, the bound tells nothing).
   std::future<WaitResult> waiter = waitOnThread([state] { return state->wait(2'000'000'000); });
+  if (!waitersReach(*state, 1)) state->complete(KVIO_STATUS_INTERNAL, "released by the test");
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const bool attachedBeforeTheDeadline =
+      waiter.wait_for(std::chrono::seconds(0)) == std::future_status::timeout;
+  const auto attached = Clock::now();
   state->attach(completion);
   const WaitResult r = collect(&waiter, state.get());
+  const auto afterAttach =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - attached).count();
   EXPECT_FALSE(r.returned) << "the device is still busy";
   EXPECT_GE(r.took.count(), 1990);
-  EXPECT_LT(r.took.count(), 3000) << "the wait restarted its timeout at the attach";
+  if (attachedBeforeTheDeadline) {
+    EXPECT_LT(afterAttach, 2000) << "the wait restarted its timeout at the attach";
+  }
   EXPECT_FALSE(state->settled());
   completion->setDone();
   EXPECT_TRUE(state->wait(0));
@@ -136,13 +169,12 @@ TEST(TransferStateWait, TimedWaitOnABusyDeviceTimesOutAtItsDeadline) {
 TEST(TransferStateWait, HostCompletionStillWakesAWaiter) {
   // The cpu backend's path: nothing is attached; complete() wakes the wait.
   auto state = std::make_shared<TransferState>(64);
-  std::future<WaitResult> waiter = waitOnThread([state] { return state->wait(10'000'000'000); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::future<WaitResult> waiter = waitOnThread([state] { return state->wait(60'000'000'000); });
+  if (!waitersReach(*state, 1)) state->complete(KVIO_STATUS_INTERNAL, "released by the test");
   EXPECT_FALSE(state->wait(1'000'000));  // 1 ms: not done
   state->complete(KVIO_STATUS_BACKEND_ERROR, "copy failed");
-  const WaitResult r = collect(&waiter, state.get());
+  const WaitResult r = collect(&waiter, state.get());  // woken, not at its 60 s deadline
   EXPECT_TRUE(r.returned);
-  EXPECT_LT(r.took.count(), 2000);
   EXPECT_EQ(state->status(), KVIO_STATUS_BACKEND_ERROR);
   EXPECT_EQ(state->message(), "copy failed");
 }
@@ -170,12 +202,12 @@ TEST(TransferStateWait, PoolCloseWaitReturnsOnceALateAttachedTransferIsDone) {
   EXPECT_EQ(closed[3], before[3] + 1) << "the running transfer keeps the pool's memory";
   std::future<WaitResult> waiter =
       waitOnThread([handle] { return kvio_pool_close_wait(handle, -1) == KVIO_STATUS_OK; });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // close_wait waits on the transfer's state; once counted there, it has begun before the attach.
+  if (!waitersReach(*state, 1)) state->complete(KVIO_STATUS_INTERNAL, "released by the test");
   EXPECT_EQ(waiter.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
   state->attach(std::make_shared<FakeCompletion>(true));
   const WaitResult r = collect(&waiter, state.get());
   EXPECT_TRUE(r.returned) << "kvio_pool_close_wait failed";
-  EXPECT_LT(r.took.count(), 2000);
   int64_t after[4] = {};
   ASSERT_EQ(kvio_debug_live_objects(after), KVIO_STATUS_OK);
   EXPECT_EQ(after[3], before[3]) << "the pool's memory was not released";

@@ -67,6 +67,11 @@ constexpr bool kFaultPoints = true;
 /// its tasks until a later release (kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0)) or 60 s.
 int64_t cpuHoldReleases();
 void waitForCpuHoldRelease(int64_t releasesAtSubmit);
+
+/// kvio_test_rewrite_after_index_check: a transfer's validation calls this after it checked the
+/// index arrays and before it reads them again to split them into runs; an armed rewrite stores
+/// its value into the caller's array there, once.
+void rewriteAfterIndexCheck();
 #elif defined(KVIO_TESTING)
 #define KVIO_FAULT(fault) false
 /// False: code that only reports an injected fault compiles away too (`if (!kFaultPoints ...)`).

@@ -74,6 +74,8 @@ class TransferState {
   /// Waits up to timeoutNs (< 0: forever). Returns false on timeout. A wait that begins before
   /// the executor attached a device completion waits for that, then for the device.
   bool wait(int64_t timeoutNs) const;
+  /// Threads blocked in a wait on it now (tests: a wait has begun before what they do next).
+  int waiters() const { return waiters_.load(); }
   kvio_status status() const;
   /// isDone(), with the status (OK while not done) and endNs(), under one lock once done.
   bool outcome(kvio_status* status, int64_t* endNs) const;

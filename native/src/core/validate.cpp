@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "diagnostics.hpp"
 #include "error.hpp"
 #include "thread_object.hpp"
 #include "transfer_scratch.hpp"
@@ -279,6 +280,9 @@ kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst, const kvi
   KVIO_RETURN_IF_ERROR(validateTransferShape(src, dst, d));
   KVIO_RETURN_IF_ERROR(checkIndices("src", d.src_indices, d.num_indices, src.tokens()));
   KVIO_RETURN_IF_ERROR(checkIndices("dst", d.dst_indices, d.num_indices, dst.tokens()));
+#if KVIO_TESTING
+  rewriteAfterIndexCheck();  // test only: as if the caller changed its arrays just now
+#endif
 
   request->src = &src.layout;
   request->dst = &dst.layout;

@@ -68,6 +68,11 @@ final class MemoryRetainer {
             return count.get();
         }
 
+        /** True while a poller runs (tests: it has ended once this is false and none is held). */
+        boolean polling() {
+            return polling.get();
+        }
+
         void retain(long handle, Object owner, String description) {
             if (releasedOrForeign(handle, description)) {
                 return;

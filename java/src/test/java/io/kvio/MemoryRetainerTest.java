@@ -15,6 +15,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import org.testng.annotations.BeforeMethod;
 import org.testng.annotations.Test;
@@ -26,12 +27,15 @@ public class MemoryRetainerTest {
     private static final long FAILING = 4; // the probe fails (out of memory) until released
 
     private Set<Long> released;
+    private AtomicLong failedProbes; // probes of FAILING that threw
     private MemoryRetainer.Pending pending;
 
     @BeforeMethod
     public void freshRetainer() {
         Set<Long> releasedNow = ConcurrentHashMap.newKeySet();
         released = releasedNow;
+        AtomicLong failedNow = new AtomicLong();
+        failedProbes = failedNow;
         pending =
                 new MemoryRetainer.Pending(
                         handle -> {
@@ -39,6 +43,7 @@ public class MemoryRetainerTest {
                                 throw new KvioClosedException("no such pool");
                             }
                             if (handle == FAILING && !releasedNow.contains(handle)) {
+                                failedNow.incrementAndGet();
                                 throw new KvioOutOfMemoryException("out of host memory");
                             }
                             return releasedNow.contains(handle);
@@ -95,7 +100,7 @@ public class MemoryRetainerTest {
             released.add(STUCK);
             awaitTrue(() -> owner.get() == null, "round " + round + ": still held");
             assertEquals(pending.held(), 0L);
-            Thread.sleep(20); // the poller has seen none left and ended
+            awaitTrue(() -> !pending.polling(), "round " + round + ": the poller did not end");
         }
     }
 
@@ -111,7 +116,8 @@ public class MemoryRetainerTest {
     public void aProbeThatFailsIsNoAnswerAndTheOwnerStaysHeld() throws Exception {
         WeakReference<byte[]> owner = retainNewOwner(FAILING);
         assertEquals(pending.held(), 1L, "an error of the first probe let the owner go");
-        Thread.sleep(50); // several failing polls
+        long firstProbes = failedProbes.get();
+        awaitTrue(() -> failedProbes.get() >= firstProbes + 3, "the poller asked no more");
         collect();
         assertNotNull(owner.get(), "a failing probe was taken for a release");
         released.add(FAILING);

@@ -1056,6 +1056,32 @@ TEST(CudaBackends, PageableHostMemoryIsRefused) {
   EXPECT_EQ(kvio_pool_close(pageable), KVIO_STATUS_OK);
 }
 
+// A wrapped device buffer whose size runs past its allocation is refused when wrapped (its last
+// byte is not device memory), not at the first kernel or copy, which would end the context.
+TEST(CudaBackends, DeviceMemoryWrappedWithASizePastItsEndIsRefused) {
+  REQUIRE_GPU();
+  const Geometry g = make(KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 1, 2, 4, 1, 64);
+  const kvio_pool_spec spec = specOf(g);
+  uint64_t need = 0;
+  ASSERT_EQ(kvio_pool_component_bytes(&spec, &need), KVIO_STATUS_OK);
+  void* buffer = nullptr;
+  ASSERT_EQ(cudaMalloc(&buffer, need), cudaSuccess);
+  const uint64_t address = reinterpret_cast<uint64_t>(buffer);
+  uint64_t pool = 0;
+  ASSERT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_CUDA_DEVICE, 0, address, need, &pool),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  const uint64_t tooLarge = uint64_t{1} << 40;  // 1 TiB: its last byte lies in no allocation
+  pool = 0;
+  EXPECT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_CUDA_DEVICE, 0, address, tooLarge, &pool),
+            KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvio_last_error()).find("runs past the end"), std::string::npos)
+      << kvio_last_error();
+  EXPECT_EQ(pool, 0u);
+  EXPECT_EQ(cudaFree(buffer), cudaSuccess);
+}
+
 // Caller host memory wrapped, used, closed and freed, again and again: the allocator hands the
 // same addresses back, so a registration kvio kept after close would be found "already
 // registered" and stale (issue 10, failure 2).

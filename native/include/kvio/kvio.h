@@ -193,8 +193,11 @@ KVIO_API kvio_status kvio_pool_get_spec(uint64_t pool, kvio_pool_spec* spec_out)
  * transfer submitted with the pool is still running: memory kvio allocated is freed and kvio's
  * registration of wrapped caller memory (KVIO_MEMORY_HOST_PINNED,
  * KVIO_MEMORY_ASCEND_HOST_PINNED) ends.
- *  - No such transfer running (every one completed, waited for or not): this happens before
- *    kvio_pool_close returns, so the caller may free or reuse wrapped memory right after.
+ *  - No such transfer running (every one completed, waited for or not) and no other kvio call
+ *    with the pool running on another thread (a submit being checked, a kvio_pool_copy): this
+ *    happens before kvio_pool_close returns, so the caller may free or reuse wrapped memory
+ *    right after. Such a concurrent call holds the pool until it returns: where other threads
+ *    may still use the handle, kvio_pool_close_wait tells when the memory may be freed.
  *  - Transfers still running: it happens when the last of them completes (kvio releases the
  *    memory in whichever call first sees that transfer complete). Until then the memory must
  *    stay valid and untouched; kvio_pool_close_wait tells when it may be freed.

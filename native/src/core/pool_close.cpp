@@ -116,6 +116,14 @@ kvio_status waitReleased(uint64_t handle, int64_t timeoutNs) {
                     "before freeing it",
                     static_cast<unsigned long long>(handle), static_cast<long long>(timeoutNs));
       }
+      if (pending.empty()) {  // held by a call in progress on another thread, not a transfer
+        return fail(KVIO_STATUS_TIMEOUT,
+                    "pool 0x%llx is closed but kvio still used its memory after %lld ns: no "
+                    "transfer submitted with it is running, but a kvio call made with it before "
+                    "the close (a submit being checked, a kvio_pool_copy) had not returned; wait "
+                    "again (kvio_pool_close_wait) before freeing it",
+                    static_cast<unsigned long long>(handle), static_cast<long long>(timeoutNs));
+      }
       return fail(KVIO_STATUS_TIMEOUT,
                   "pool 0x%llx is closed but %zu transfer(s) submitted with it were still running "
                   "after %lld ns, so kvio still uses its memory; wait again "

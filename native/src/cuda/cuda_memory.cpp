@@ -355,23 +355,35 @@ kvio_status registerHost(const MemoryRegion* regions, size_t count, std::shared_
 }
 
 kvio_status checkDeviceRegions(int32_t device, const MemoryRegion* regions, size_t count) {
+  // The first and the last byte of each region: a size that runs past the end of device memory
+  // would otherwise be accepted and fault in a kernel or copy later, which ends the process's
+  // CUDA context. (An overrun into a neighbouring allocation of the same device stays the
+  // caller's to avoid: nothing tells them apart.)
   for (size_t r = 0; r < count; ++r) {
-    cudaPointerAttributes attributes{};
-    KVIO_CUDA_TRY(
-        cudaPointerGetAttributes(&attributes, reinterpret_cast<void*>(regions[r].address)),
-        "checking device region %zu at 0x%llx", r,
-        static_cast<unsigned long long>(regions[r].address));
-    if (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged) {
-      return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                  "region %zu at 0x%llx is not CUDA device memory (cudaPointerGetAttributes type "
-                  "%d); wrap host memory with KVIO_MEMORY_HOST or KVIO_MEMORY_HOST_PINNED",
-                  r, static_cast<unsigned long long>(regions[r].address),
-                  static_cast<int>(attributes.type));
-    }
-    if (attributes.device != device) {
-      return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                  "region %zu at 0x%llx is memory of CUDA device %d, not of device %d", r,
-                  static_cast<unsigned long long>(regions[r].address), attributes.device, device);
+    const uint64_t ends[2] = {
+        regions[r].address, regions[r].address + (regions[r].bytes > 0 ? regions[r].bytes - 1 : 0)};
+    for (int e = 0; e < 2; ++e) {
+      const char* which = e == 0 ? "first" : "last";
+      cudaPointerAttributes attributes{};
+      KVIO_CUDA_TRY(cudaPointerGetAttributes(&attributes, reinterpret_cast<void*>(ends[e])),
+                    "checking the %s byte of device region %zu at 0x%llx", which, r,
+                    static_cast<unsigned long long>(ends[e]));
+      if (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged) {
+        return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                    "the %s byte of region %zu (%llu bytes at 0x%llx), at 0x%llx, is not CUDA "
+                    "device memory (cudaPointerGetAttributes type %d): %s",
+                    which, r, static_cast<unsigned long long>(regions[r].bytes),
+                    static_cast<unsigned long long>(regions[r].address),
+                    static_cast<unsigned long long>(ends[e]), static_cast<int>(attributes.type),
+                    e == 0 ? "wrap host memory with KVIO_MEMORY_HOST or KVIO_MEMORY_HOST_PINNED"
+                           : "the size given runs past the end of the allocation");
+      }
+      if (attributes.device != device) {
+        return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                    "the %s byte of region %zu at 0x%llx is memory of CUDA device %d, not of "
+                    "device %d",
+                    which, r, static_cast<unsigned long long>(ends[e]), attributes.device, device);
+      }
     }
   }
   return KVIO_STATUS_OK;

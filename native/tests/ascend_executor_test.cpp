@@ -184,6 +184,43 @@ TEST_F(AscendExecutorTest, LayerShardedBackup) {
   }
 }
 
+// Seed case 1 through the named dim exchange: a page_first_direct host pool holding device layers
+// [2, 6) of 8 is backed up with the LayerMap form ({2, 0, 4}) and device layer 5 loaded from its
+// host layer 3 ({3, 5, 1}); the one-start form cannot address such a pool.
+TEST_F(AscendExecutorTest, DimExchangeOfALayerShardedHostPool) {
+  std::mt19937_64 rng(9);
+  const Geometry dg{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 8, 12, 4, 1, 576};
+  const Geometry hg{
+      KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, 4, 14, 4, 1, 576};
+  NpuPool device(dg);
+  TestPool host = pinnedHost(hg);
+  kvio::Executor ascend(kvio::IoBackend::KernelAscend);
+  device.pool.fillRandom(rng);
+  host.fill(kCanary);
+  Image deviceBefore = device.pool.capture();
+  Image expected = host.capture();
+  acl().reset();
+  kvio::transferDimExchange(ascend, device.pool.pool(), host.pool(), {3, 4, 9}, {0, 13, 7},
+                            kvio::LayerMap{2, 0, 4})
+      .wait();
+  applyTransfer(dg, deviceBefore, hg, &expected, expandPages({3, 4, 9}, 4),
+                expandPages({0, 13, 7}, 4), 2, 0, 4);
+  EXPECT_TRUE(sameImage(expected, host.capture(), "host after the backup"));
+  EXPECT_TRUE(sameImage(deviceBefore, device.pool.capture(), "device after the backup"));
+
+  host.fillRandom(rng);
+  device.pool.fill(kCanary);
+  const Image hostBefore = host.capture();
+  Image expectedDevice = device.pool.capture();
+  kvio::transferDimExchange(ascend, host.pool(), device.pool.pool(), {13, 7}, {1, 11},
+                            kvio::LayerMap{3, 5, 1})
+      .wait();
+  applyTransfer(hg, hostBefore, dg, &expectedDevice, expandPages({13, 7}, 4),
+                expandPages({1, 11}, 4), 3, 5, 1);
+  EXPECT_TRUE(sameImage(expectedDevice, device.pool.capture(), "device after the load"));
+  EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
+}
+
 // MLA page_first_kv_split: latent, rope, index-K and its fp32 scales are pools of their own row
 // sizes, moved by one executor; each component's run costs min(r, h) 2-D copies.
 TEST_F(AscendExecutorTest, MlaKvSplitComponents) {

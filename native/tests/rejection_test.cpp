@@ -652,6 +652,22 @@ TEST(NameRejection, MisspelledBackendSuggestsNearest) {
                   KVIO_STATUS_INVALID_ARGUMENT, "did you mean 'layer_first'");
 }
 
+// Names from the reference that kvio spells otherwise get what to use instead, not a nearest
+// match ('npu' is one edit from 'cpu', which would be wrong for an NPU).
+TEST(NameRejection, ReferenceNamesSayWhatKvioUses) {
+  int32_t value = -1;
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_LAYOUT, "page_first_kv_split", &value),
+                  KVIO_STATUS_INVALID_ARGUMENT, "unknown layout 'page_first_kv_split'",
+                  "valid values: layer_first, page_first, page_first_direct, page_head",
+                  "an mla pool of its own", "'page_first_direct' on the host", "docs/ascend.md");
+  EXPECT_EQ(value, -1);
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_BACKEND, "NPU", &value), KVIO_STATUS_INVALID_ARGUMENT,
+                  "unknown io backend 'NPU'", "the io backend is 'kernel_ascend'");
+  EXPECT_EQ(std::string(kvio_last_error()).find("did you mean 'cpu'"), std::string::npos)
+      << kvio_last_error();
+  EXPECT_EQ(value, -1);
+}
+
 TEST(NameRejection, NoneListsValidValues) {
   int32_t value = -1;
   EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_BACKEND, "None", &value), KVIO_STATUS_INVALID_ARGUMENT,
@@ -764,16 +780,43 @@ TEST(SupportRejection, HostLayersOutsideDevice) {
   q.host_num_layers = 16;
   q.device_layer_start = 48;  // [48, 64) of 61 layers
   EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE,
-                  "holds device layers [48, 64), outside the device pool's 61 layers", "[0, 61)");
+                  "device_layer_start 48 + host_num_layers 16 > device_num_layers 61; valid "
+                  "device_layer_start: 0 to 45");
+  q.device_layer_start = 46;  // the first start past the last valid one
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE,
+                  "valid device_layer_start: 0 to 45");
+  q.device_layer_start = 45;
+  EXPECT_EQ(kvio_check_support(&q), KVIO_STATUS_OK) << kvio_last_error();
   q.device_layer_start = -1;
-  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE, "[-1, 15)");
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE,
+                  "device_layer_start -1 is negative; valid device_layer_start: 0 to 45");
   q.device_layer_start = INT64_MAX;  // the message must not overflow computing the range end
   EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE,
-                  "outside the device pool's 61 layers");
+                  "device_layer_start 9223372036854775807 + host_num_layers 16 > "
+                  "device_num_layers 61");
   q.device_layer_start = 0;
+  q.host_num_layers = 62;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE,
+                  "host_num_layers 62 > device_num_layers 61", "valid host_num_layers: 1 to 61");
+  q.host_num_layers = 16;
   q.device_num_layers = 0;
   EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,
                   "device_num_layers must be at least 1, got 0");
+}
+
+// device_num_layers has the bound host_num_layers has (a pool of more layers cannot exist, so
+// a host pool configured for one would fail at every transfer).
+TEST(SupportRejection, DeviceLayersBounded) {
+  kvio_support_query q = cpuQuery(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 0);
+  q.device_num_layers = int64_t{1} << 40;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,
+                  "device_num_layers 1099511627776 is more than kvio supports",
+                  "valid: 1 to 1048576");
+  q.device_num_layers = (int64_t{1} << 20) + 1;
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_INVALID_ARGUMENT,
+                  "device_num_layers 1048577 is more than kvio supports");
+  q.device_num_layers = int64_t{1} << 20;
+  EXPECT_EQ(kvio_check_support(&q), KVIO_STATUS_OK) << kvio_last_error();
 }
 
 TEST(SupportRejection, BadEnumsListValidValues) {

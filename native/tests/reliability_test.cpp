@@ -180,7 +180,9 @@ TEST(CatalogueSupport, AbsurdLayerCounts) {
                   "device_num_layers must be at least 1, got -7");
   q.device_num_layers = 8;
   q.device_layer_start = INT64_MIN;
-  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE, "outside the device pool's 8");
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE,
+                  "device_layer_start -9223372036854775808 is negative",
+                  "valid device_layer_start: 0 to 4");
 }
 
 // ---- concurrency ----

@@ -859,6 +859,16 @@ inline Transfer transferDimExchange(const Executor& executor, const Pool& src, c
                         LayerMap{layerStart, layerStart, layerCount});
 }
 
+/// The dim exchange with its own start on each side: src layers [layers.srcStart, + count) to
+/// dst layers [layers.dstStart, + count). A layer-sharded host pool (holding device layers
+/// [deviceLayerStart, ...) as its layers 0, 1, ...) needs it: a backup is {deviceLayerStart, 0,
+/// n}, a load of device layer l is {l - deviceLayerStart, l, 1}.
+inline Transfer transferDimExchange(const Executor& executor, const Pool& src, const Pool& dst,
+                                    const std::vector<int64_t>& srcPages,
+                                    const std::vector<int64_t>& dstPages, LayerMap layers) {
+  return transferDirect(executor, src, dst, srcPages, dstPages, layers);
+}
+
 }  // namespace kvio
 
 #undef KVIO_NODISCARD

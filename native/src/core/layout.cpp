@@ -10,8 +10,6 @@
 namespace kvio {
 namespace {
 
-constexpr int64_t kMaxLayers = int64_t{1} << 20;
-
 bool mulOverflows(int64_t a, int64_t b, int64_t* out) {
   return __builtin_mul_overflow(a, b, out);
 }

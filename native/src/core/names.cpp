@@ -157,6 +157,26 @@ std::string lowerCase(std::string s) {
   return s;
 }
 
+// Names users bring from the reference (or type for a device) that kvio spells otherwise: the
+// message says what kvio uses instead, in place of a nearest match that would mislead ("npu" is
+// one letter from "cpu").
+struct Hint {
+  int32_t table;
+  const char* given;  // compared case-insensitively
+  const char* hint;
+};
+
+constexpr Hint kHints[] = {
+    {KVIO_NAME_LAYOUT, "page_first_kv_split",
+     "'page_first_kv_split' is the reference's MLA layout on Ascend, separate buffers in one host "
+     "pool; kvio makes each of its buffers (latent, rope, and the optional index-K and its fp32 "
+     "scales) an mla pool of its own, 'page_first_direct' on the host (each buffer is (P, L, ps, "
+     "1, W): heads 1, head_bytes W times the element size) and 'layer_first' on the device, all "
+     "moved on one kernel_ascend executor (docs/ascend.md)"},
+    {KVIO_NAME_BACKEND, "npu", "for an Ascend NPU the io backend is 'kernel_ascend'"},
+    {KVIO_NAME_BACKEND, "ascend", "for an Ascend NPU the io backend is 'kernel_ascend'"},
+};
+
 }  // namespace
 
 bool isEnumValue(Enumeration enumeration, int32_t value) {
@@ -230,8 +250,14 @@ kvio_status kvio_parse_name(int32_t table_id, const char* text, int32_t* value_o
                   std::string(text, kMaxQuotedChars).c_str(), length, validNames(table_id).c_str());
     }
     const std::string given(text);
-    // Nearest match: case-insensitive edit distance, accepted when it is small next to the name.
     const std::string lowered = lowerCase(given);
+    for (const Hint& h : kHints) {
+      if (h.table == table_id && lowered == h.given) {
+        return fail(KVIO_STATUS_INVALID_ARGUMENT, "unknown %s '%s'; valid values: %s; %s", t.what,
+                    given.c_str(), validNames(table_id).c_str(), h.hint);
+      }
+    }
+    // Nearest match: case-insensitive edit distance, accepted when it is small next to the name.
     size_t best = 0;
     size_t bestDistance = SIZE_MAX;
     for (size_t i = 0; i < t.count; ++i) {

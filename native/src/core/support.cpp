@@ -69,15 +69,42 @@ kvio_status kvio_check_support(const kvio_support_query* q) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT, "device_num_layers must be at least 1, got %lld",
                   static_cast<long long>(q->device_num_layers));
     }
-    if (q->device_layer_start < 0 ||
-        q->device_layer_start > q->device_num_layers - q->host_num_layers) {
+    // The device pool is a pool too: the same bound as host_num_layers (layoutStrides).
+    if (q->device_num_layers > kMaxLayers) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "device_num_layers %lld is more than kvio supports (valid: 1 to %lld; a pool "
+                  "keeps a table of per-layer addresses)",
+                  static_cast<long long>(q->device_num_layers), static_cast<long long>(kMaxLayers));
+    }
+    // A layer-sharded host pool holds device layers [device_layer_start, + host_num_layers).
+    if (q->host_num_layers > q->device_num_layers) {
       return fail(KVIO_STATUS_OUT_OF_RANGE,
-                  "the host pool holds device layers [%lld, %lld), outside the device pool's %lld "
-                  "layers; a layer-sharded host pool must hold a contiguous range inside [0, %lld)",
+                  "host_num_layers %lld > device_num_layers %lld: a host pool holds a contiguous "
+                  "range of the device pool's layers; valid host_num_layers: 1 to %lld",
+                  static_cast<long long>(q->host_num_layers),
+                  static_cast<long long>(q->device_num_layers),
+                  static_cast<long long>(q->device_num_layers));
+    }
+    const int64_t lastStart = q->device_num_layers - q->host_num_layers;
+    if (q->device_layer_start < 0) {
+      return fail(KVIO_STATUS_OUT_OF_RANGE,
+                  "device_layer_start %lld is negative; valid device_layer_start: 0 to %lld "
+                  "(host_num_layers %lld of device_num_layers %lld)",
+                  static_cast<long long>(q->device_layer_start), static_cast<long long>(lastStart),
+                  static_cast<long long>(q->host_num_layers),
+                  static_cast<long long>(q->device_num_layers));
+    }
+    if (q->device_layer_start > lastStart) {
+      return fail(KVIO_STATUS_OUT_OF_RANGE,
+                  "the host pool would hold device layers [%lld, %lld), past the device pool's "
+                  "%lld layers: device_layer_start %lld + host_num_layers %lld > "
+                  "device_num_layers %lld; valid device_layer_start: 0 to %lld",
                   static_cast<long long>(q->device_layer_start),
                   static_cast<long long>(saturatingAdd(q->device_layer_start, q->host_num_layers)),
                   static_cast<long long>(q->device_num_layers),
-                  static_cast<long long>(q->device_num_layers));
+                  static_cast<long long>(q->device_layer_start),
+                  static_cast<long long>(q->host_num_layers),
+                  static_cast<long long>(q->device_num_layers), static_cast<long long>(lastStart));
     }
     const kvio_status available = backendOps(q->io_backend)->available();
     if (available != KVIO_STATUS_OK) {

@@ -444,16 +444,9 @@ public final class HostKvPool extends KvPool {
         Kvio.ensureOpen("device", device);
         hostIndices.ensureOpen();
         deviceIndices.ensureOpen();
-        if (device.backend() != ioBackend()) {
-            throw new KvioInvalidArgumentException(
-                    "the device pool lives on io backend '"
-                            + device.backend().userName()
-                            + "' but this host pool moves data with io backend '"
-                            + ioBackend().userName()
-                            + "'; build the host pool with ioBackend(\""
-                            + device.backend().userName()
-                            + "\")");
-        }
+        // Whether this pool's executor moves the device pool's memory is asked natively by the
+        // submission (or check) itself: the memory kind decides, not the backend that allocated
+        // the device pool.
         Kvio.checkLengths(hostIndices, deviceIndices);
     }
 
@@ -513,10 +506,16 @@ public final class HostKvPool extends KvPool {
         private final PoolSpec.Builder spec = PoolSpec.builder();
 
         private IoBackend ioBackend;
-        private long pages = -1; // -1: not set, the device pool's
+        private long pages;
+        private boolean pagesSet; // unset: the device pool's
         private long deviceLayers;
         private long deviceLayerStart;
-        private long numLayers = -1;
+        private long numLayers;
+        private boolean layerRangeSet; // unset: all the device pool's layers
+        private boolean kindSet;
+        private boolean headsSet;
+        private boolean headBytesSet;
+        private boolean pageSizeSet;
         private int threads;
         private boolean privateExecutor;
         private KvioExecutor executor;
@@ -604,19 +603,34 @@ public final class HostKvPool extends KvPool {
 
         /**
          * Takes kind, heads, head bytes, page size, layers, pages and io backend from the device
-         * pool's spec.
+         * pool's spec, except those set on this builder (in either order). Kind, heads and head
+         * bytes must stay the device pool's: build() refuses others, as no transfer between the two
+         * pools could work. Page size and pages may differ.
          */
         public Builder forDevice(DeviceKvPool device) {
             Objects.requireNonNull(device, "device");
             PoolSpec d = device.spec();
             this.device = device;
-            spec.kind(d.kind()).heads(d.headNum()).headBytes(d.headBytes()).pageSize(d.pageSize());
+            if (!kindSet) {
+                spec.kind(d.kind());
+            }
+            if (!headsSet) {
+                spec.heads(d.headNum());
+            }
+            if (!headBytesSet) {
+                spec.headBytes(d.headBytes());
+            }
+            if (!pageSizeSet) {
+                spec.pageSize(d.pageSize());
+            }
             this.deviceLayers = d.numLayers();
             return this;
         }
 
+        /** The pool kind; with forDevice it must be the device pool's (build() refuses another). */
         public Builder kind(PoolKind kind) {
             spec.kind(kind);
+            kindSet = true;
             return this;
         }
 
@@ -645,24 +659,33 @@ public final class HostKvPool extends KvPool {
             return ioBackend(IoBackend.parse(ioBackend));
         }
 
-        /** Capacity in pages. */
+        /** Capacity in pages (at least 1); without it, forDevice's device pool's page count. */
         public Builder pages(long pages) {
             this.pages = pages;
+            this.pagesSet = true;
             return this;
         }
 
+        /** Tokens per page; with forDevice it may differ from the device pool's. */
         public Builder pageSize(long pageSize) {
             spec.pageSize(pageSize);
+            pageSizeSet = true;
             return this;
         }
 
+        /** Heads per row; with forDevice it must be the device pool's (build() refuses another). */
         public Builder heads(long heads) {
             spec.heads(heads);
+            headsSet = true;
             return this;
         }
 
+        /**
+         * Bytes per head; with forDevice it must be the device pool's (build() refuses another).
+         */
         public Builder headBytes(long headBytes) {
             spec.headBytes(headBytes);
+            headBytesSet = true;
             return this;
         }
 
@@ -674,11 +697,14 @@ public final class HostKvPool extends KvPool {
 
         /**
          * Layer sharding: this pool holds device layers [deviceLayerStart, deviceLayerStart +
-         * numLayers).
+         * numLayers), one contiguous range of one device pool's layers (deviceLayerStart from 0,
+         * numLayers at least 1, checked by build() against the device pool's layers). Layers of
+         * another device pool, such as an MTP draft model's, go in a second host pool.
          */
         public Builder layerRange(long deviceLayerStart, long numLayers) {
             this.deviceLayerStart = deviceLayerStart;
             this.numLayers = numLayers;
+            this.layerRangeSet = true;
             return this;
         }
 
@@ -729,27 +755,240 @@ public final class HostKvPool extends KvPool {
                     deviceLayerStart);
         }
 
+        /**
+         * The support query's fields (kvio_check_support) and this builder's methods that set them;
+         * longer names first (host_num_layers before num_layers).
+         */
+        private static final String[][] SUPPORT_FIELDS = {
+            {"device_layer_start", "deviceLayerStart (layerRange)"},
+            {"host_num_layers", "numLayers (layerRange)", "layerRange(deviceLayerStart, n)"},
+            {"device_num_layers", "deviceLayers (forDevice or deviceLayers(n))"},
+            {"page_size", "pageSize"},
+            {"head_num", "heads"},
+            {"head_bytes", "headBytes"}
+        };
+
+        /**
+         * Kind, heads and head bytes set on this builder must be the device pool's: every transfer
+         * between pools of different kinds or rows is refused, so such a pool could never be used
+         * with the device pool it was built for.
+         */
+        private void checkDeviceGeometry(PoolSpec d) {
+            if (spec.kind != d.kind()) {
+                throw new KvioInvalidArgumentException(
+                        "kind(PoolKind."
+                                + spec.kind.name()
+                                + ") differs from the device pool's kind "
+                                + d.kind().userName()
+                                + " (forDevice): a host pool must have its device pool's kind;"
+                                + " valid: kind(PoolKind."
+                                + d.kind().name()
+                                + "), or leave kind unset");
+            }
+            if (spec.heads != d.headNum()) {
+                throw new KvioInvalidArgumentException(
+                        "heads("
+                                + spec.heads
+                                + ") differs from the device pool's "
+                                + d.headNum()
+                                + " heads (forDevice): a host pool's rows must be its device"
+                                + " pool's; valid: heads("
+                                + d.headNum()
+                                + "), or leave heads unset");
+            }
+            if (spec.headBytes != d.headBytes()) {
+                throw new KvioInvalidArgumentException(
+                        "headBytes("
+                                + spec.headBytes
+                                + ") differs from the device pool's "
+                                + d.headBytes()
+                                + " bytes per head (forDevice): a host pool's rows must be its"
+                                + " device pool's; valid: headBytes("
+                                + d.headBytes()
+                                + "), or leave headBytes unset");
+            }
+        }
+
+        /**
+         * The device pool's memory (asked natively: kind and device) must be what {@code backend}
+         * moves on the device side: host memory for cpu (and auto without a GPU), CUDA device
+         * memory for kernel, direct, staged (and auto with one), Ascend device memory for
+         * kernel_ascend. Which backend allocated the device pool does not matter.
+         */
+        private static void checkDeviceMemory(DeviceKvPool device, IoBackend backend) {
+            int kind = NativeBridge.poolMemoryKind(device.handle());
+            int moved = backend.deviceMemoryKind();
+            if (kind == moved) {
+                return;
+            }
+            StringBuilder valid = new StringBuilder();
+            for (IoBackend b : IoBackend.values()) {
+                if (b.deviceMemoryKind() == kind) {
+                    valid.append(valid.length() == 0 ? "" : ", ").append(b.userName());
+                }
+            }
+            throw new KvioInvalidArgumentException(
+                    "the device pool lives on io backend '"
+                            + device.backend().userName()
+                            + "' in "
+                            + memoryName(kind, device.device())
+                            + ", but this host pool's io backend '"
+                            + backend.userName()
+                            + "' moves "
+                            + memoryName(moved, -1)
+                            + "; use ioBackend(\""
+                            + device.backend().userName()
+                            + "\") (io backends that move the device pool's memory here: "
+                            + valid
+                            + ")");
+        }
+
+        /**
+         * Asks the executor itself (kvio_check_transfer of no indices: a backup of one layer from
+         * the device pool into the new host pool) whether it moves between the two pools' memory:
+         * the kinds and, on a device, the ordinal. What checkDeviceMemory checks by kind, answered
+         * by the code that will run; the host pool is closed again when it says no.
+         */
+        private void checkExecutorMoves(
+                KvioExecutor ex, DeviceKvPool device, HostKvPool pool, IoBackend backend) {
+            try {
+                NativeBridge.checkTransfer(
+                        ex.handle(),
+                        device.handle(),
+                        pool.handle(),
+                        0,
+                        0,
+                        0,
+                        deviceLayerStart,
+                        0,
+                        1,
+                        0);
+            } catch (KvioException e) {
+                if (e.status() != KvioException.Status.UNSUPPORTED) {
+                    throw e;
+                }
+                KvioException out =
+                        KvioException.of(
+                                KvioException.Status.INVALID_ARGUMENT,
+                                "the device pool (io backend '"
+                                        + device.backend().userName()
+                                        + "', "
+                                        + memoryName(
+                                                NativeBridge.poolMemoryKind(device.handle()),
+                                                device.device())
+                                        + ") cannot be moved by this host pool's executor (io"
+                                        + " backend '"
+                                        + backend.userName()
+                                        + "'): "
+                                        + e.getMessage());
+                out.initCause(e);
+                throw out;
+            }
+        }
+
+        /** "host memory", "CUDA device 0 memory", ... ({@code device} -1: no ordinal). */
+        private static String memoryName(int kind, int device) {
+            String on = device >= 0 ? " " + device : "";
+            if (kind == KvioNative.KVIO_MEMORY_CUDA_DEVICE) {
+                return "CUDA device" + on + " memory";
+            }
+            if (kind == KvioNative.KVIO_MEMORY_ASCEND_DEVICE) {
+                return "Ascend device" + on + " memory";
+            }
+            return "host memory";
+        }
+
+        /** Pages, device layers and the layer range: set ones in range, unset ones derivable. */
+        private void checkCounts() {
+            if (pagesSet && pages < 1) {
+                throw new KvioInvalidArgumentException(
+                        "pages must be at least 1, got "
+                                + pages
+                                + ": pages(n) is the host pool's capacity in pages (without it,"
+                                + " forDevice's device pool's page count)");
+            }
+            if (!pagesSet && device == null) {
+                throw new KvioInvalidArgumentException(
+                        "this host pool's capacity is not set: call pages(n), or"
+                                + " forDevice(devicePool) to take the device pool's page count");
+            }
+            if (deviceLayers < 1) {
+                throw new KvioInvalidArgumentException(
+                        "this host pool does not know how many layers the device pools have"
+                                + " (deviceLayers is "
+                                + deviceLayers
+                                + ", valid: at least 1): call forDevice(devicePool) or"
+                                + " deviceLayers(n)");
+            }
+            if (!layerRangeSet) {
+                return;
+            }
+            String call = "layerRange(" + deviceLayerStart + ", " + numLayers + ")";
+            if (deviceLayerStart < 0 || deviceLayerStart >= deviceLayers) {
+                throw new KvioOutOfRangeException(
+                        call
+                                + ": deviceLayerStart "
+                                + deviceLayerStart
+                                + (deviceLayerStart < 0
+                                        ? " is negative"
+                                        : " is past the device pool's " + deviceLayers + " layers")
+                                + " (valid deviceLayerStart: 0 to "
+                                + (deviceLayers - 1)
+                                + "; deviceLayers from forDevice or deviceLayers(n))");
+            }
+            long most = deviceLayers - deviceLayerStart;
+            String valid =
+                    "valid numLayers from deviceLayerStart "
+                            + deviceLayerStart
+                            + ": 1 to "
+                            + most
+                            + (numLayers < 1 || numLayers > deviceLayers
+                                    ? ""
+                                    : "; or, for "
+                                            + numLayers
+                                            + " layers, deviceLayerStart 0 to "
+                                            + (deviceLayers - numLayers));
+            if (numLayers < 1) {
+                throw new KvioInvalidArgumentException(
+                        call
+                                + ": numLayers must be at least 1, got "
+                                + numLayers
+                                + " ("
+                                + valid
+                                + ")");
+            }
+            if (numLayers > most) {
+                throw new KvioOutOfRangeException(
+                        call
+                                + ": device layers ["
+                                + deviceLayerStart
+                                + ", "
+                                + (numLayers > Long.MAX_VALUE - deviceLayerStart
+                                        ? Long.MAX_VALUE
+                                        : deviceLayerStart + numLayers)
+                                + ") pass the device pool's "
+                                + deviceLayers
+                                + " layers (deviceLayers from forDevice or deviceLayers(n)); "
+                                + valid);
+            }
+        }
+
         /** Checks the configuration (support rules), then allocates the host memory. */
         public HostKvPool build() {
             IoBackend backend =
                     ioBackend != null
                             ? ioBackend
                             : device != null ? device.backend() : IoBackend.CPU;
-            long pagesToUse = pages >= 0 ? pages : device != null ? device.spec().numPages() : 0;
-            long layers = numLayers >= 0 ? numLayers : deviceLayers - deviceLayerStart;
             if (device != null && device.isClosed()) {
                 throw new KvioClosedException("the device pool given to forDevice is closed");
             }
-            if (device != null && device.backend() != backend) {
-                throw new KvioInvalidArgumentException(
-                        "the device pool lives on io backend '"
-                                + device.backend().userName()
-                                + "' but this host pool is configured for io backend '"
-                                + backend.userName()
-                                + "'; use ioBackend(\""
-                                + device.backend().userName()
-                                + "\")");
+            if (device != null) {
+                checkDeviceGeometry(device.spec());
+                checkDeviceMemory(device, backend);
             }
+            checkCounts();
+            long pagesToUse = pagesSet ? pages : device.spec().numPages();
+            long layers = layerRangeSet ? numLayers : deviceLayers;
             if (executor != null && executor.backend() != backend) {
                 throw new KvioInvalidArgumentException(
                         "the executor runs io backend '"
@@ -778,27 +1017,6 @@ public final class HostKvPool extends KvPool {
                                 + ordinal
                                 + ")");
             }
-            if (deviceLayers < 1) {
-                throw new KvioInvalidArgumentException(
-                        "this host pool does not know how many layers the device pools have"
-                                + " (deviceLayers is "
-                                + deviceLayers
-                                + "): call forDevice(devicePool) or deviceLayers(n)");
-            }
-            if (numLayers >= 0 && numLayers < 1) {
-                throw new KvioInvalidArgumentException(
-                        "layerRange(deviceLayerStart, numLayers): numLayers must be at least 1,"
-                                + " got "
-                                + numLayers);
-            }
-            if (pagesToUse < 1) {
-                throw new KvioInvalidArgumentException(
-                        pages < 0
-                                ? "this host pool's capacity is not set: call pages(n), or"
-                                        + " forDevice(devicePool) to take the device pool's page"
-                                        + " count"
-                                : "pages must be at least 1, got " + pages);
-            }
             if (wrapping && wrapAlive != null && !wrapAlive.getAsBoolean()) {
                 throw new KvioClosedException(
                         "memory, "
@@ -808,7 +1026,8 @@ public final class HostKvPool extends KvPool {
             try {
                 checkSupport(backend, layers);
             } catch (KvioException e) {
-                throw PoolSpec.builderNames(e, device == null ? " (or forDevice(devicePool))" : "");
+                throw PoolSpec.builderNames(
+                        e, device == null ? " (or forDevice(devicePool))" : "", SUPPORT_FIELDS);
             }
             PoolSpec spec = this.spec.layers(layers).pages(pagesToUse).build();
             KvioExecutor ex;
@@ -849,6 +1068,14 @@ public final class HostKvPool extends KvPool {
                                 owns,
                                 strictLayers);
                 pool.keepReachable(wrapMemory, wrapAlive, wrapName);
+                if (device != null) {
+                    try {
+                        checkExecutorMoves(ex, device, pool, backend);
+                    } catch (RuntimeException e) {
+                        pool.closePool(); // the executor, if owned, is closed below
+                        throw e;
+                    }
+                }
                 return pool;
             } catch (RuntimeException e) {
                 if (owns) {

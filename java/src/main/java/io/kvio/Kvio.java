@@ -143,8 +143,8 @@ public final class Kvio {
         ensureOpen("src", src);
         ensureOpen("dst", dst);
         long executorHandle = executor.handle();
-        checkExecutorBackend("src", src, executor);
-        checkExecutorBackend("dst", dst, executor);
+        // Whether the executor moves each pool's memory (kind and device) is checked natively by
+        // the submission: the memory decides, not the backend that allocated a device pool.
         checkLayers("src", srcLayerStart, numLayers, src.spec().numLayers());
         checkLayers("dst", dstLayerStart, numLayers, dst.spec().numLayers());
         try {
@@ -295,19 +295,6 @@ public final class Kvio {
                     dstLayerStart,
                     numLayers,
                     overlapsCompute ? KvioNative.KVIO_SUBMIT_OVERLAPS_COMPUTE : 0);
-        }
-    }
-
-    private static void checkExecutorBackend(String side, KvPool pool, KvioExecutor executor) {
-        if (pool instanceof DeviceKvPool && pool.backend() != executor.backend()) {
-            throw new KvioInvalidArgumentException(
-                    "the "
-                            + side
-                            + " device pool lives on io backend '"
-                            + pool.backend().userName()
-                            + "' but the executor runs io backend '"
-                            + executor.backend().userName()
-                            + "'; use an executor of the device pool's backend");
         }
     }
 

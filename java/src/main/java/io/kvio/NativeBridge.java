@@ -311,6 +311,13 @@ final class NativeBridge {
         return () -> close.accept(handle);
     }
 
+    /** The pool's memory kind (KvioNative.KVIO_MEMORY_*), as kvio_pool_memory reports it. */
+    static int poolMemoryKind(long pool) {
+        Scratch s = SCRATCH.get();
+        check(KvioNative.kvio_pool_memory(pool, s.address + OUT0, 0));
+        return s.buffer.getInt(OUT0);
+    }
+
     /** The device ordinal of the pool's memory; -1 for host memory. */
     static int poolDevice(long pool) {
         Scratch s = SCRATCH.get();

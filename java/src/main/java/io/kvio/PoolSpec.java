@@ -32,8 +32,8 @@ public final class PoolSpec {
         }
     }
 
+    /** The native spec fields and PoolSpec.Builder's methods that set them. */
     private static final String[][] FIELDS = {
-        {"host_num_layers", "layers"}, // kvio_check_support's query (HostKvPool.Builder)
         {"num_layers", "layers"},
         {"num_pages", "pages"},
         {"page_size", "pageSize"},
@@ -46,14 +46,24 @@ public final class PoolSpec {
      * and for a missing value the call that sets it ({@code alternative} is appended to it).
      */
     static KvioException builderNames(KvioException e, String alternative) {
+        return builderNames(e, alternative, FIELDS);
+    }
+
+    /**
+     * As {@link #builderNames(KvioException, String)} with another builder's table: each row is
+     * {native field, the builder's name for it, the call that sets it}; rows are applied in order
+     * (list a field before any field whose name is a suffix of it, e.g. host_num_layers before
+     * num_layers).
+     */
+    static KvioException builderNames(KvioException e, String alternative, String[][] fields) {
         String m = e.getMessage();
         if (m == null) {
             return e;
         }
         String r = m;
-        for (String[] f : FIELDS) {
+        for (String[] f : fields) {
             if (r.startsWith(f[0] + " must be at least 1")) {
-                r = r + ": call " + f[1] + "(n)" + alternative;
+                r = r + ": call " + (f.length > 2 ? f[2] : f[1] + "(n)") + alternative;
             }
             r = r.replace(f[0], f[1]);
         }

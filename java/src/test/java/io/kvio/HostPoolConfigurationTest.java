@@ -1,0 +1,304 @@
+/*
+ * HostKvPool.Builder's configuration checks against its device pool, at build(): a kind, heads or
+ * head bytes other than the device pool's is refused there (not at the first transfer); set
+ * counts are checked as given (a negative one is never "unset"); layer ranges name layerRange
+ * and the valid starts; and the device pool's memory, not the backend that allocated it, decides
+ * whether the host pool's io backend moves it (cpu and auto without a GPU both move host memory).
+ */
+package io.kvio;
+
+import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
+import static org.testng.Assert.assertTrue;
+import static org.testng.Assert.expectThrows;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.LongStream;
+import org.testng.annotations.AfterMethod;
+import org.testng.annotations.Test;
+
+public class HostPoolConfigurationTest {
+    private static final long LAYERS = 4;
+    private static final long PAGES = 8;
+    private static final long PAGE_SIZE = 4;
+    private static final long HEADS = 2;
+    private static final long HEAD_BYTES = 16;
+
+    private final List<AutoCloseable> opened = new ArrayList<>();
+
+    private <T extends AutoCloseable> T open(T t) {
+        opened.add(t);
+        return t;
+    }
+
+    @AfterMethod(alwaysRun = true)
+    public void closeAll() throws Exception {
+        for (int i = opened.size() - 1; i >= 0; i--) {
+            opened.get(i).close();
+        }
+        opened.clear();
+    }
+
+    private static PoolSpec spec(PoolKind kind, KvLayout layout) {
+        return PoolSpec.builder()
+                .kind(kind)
+                .layout(layout)
+                .layers(LAYERS)
+                .pages(PAGES)
+                .pageSize(PAGE_SIZE)
+                .heads(kind == PoolKind.MHA ? HEADS : 1)
+                .headBytes(HEAD_BYTES)
+                .build();
+    }
+
+    private DeviceKvPool device(IoBackend backend) {
+        return open(DeviceKvPool.allocate(spec(PoolKind.MHA, KvLayout.LAYER_FIRST), backend));
+    }
+
+    private static void assertMessage(Throwable e, String... parts) {
+        for (String p : parts) {
+            assertTrue(e.getMessage().contains(p), "'" + p + "' in: " + e.getMessage());
+        }
+    }
+
+    // ---- 1: kind, heads and head bytes must be the device pool's ----
+
+    @Test
+    public void kindOtherThanTheDevicePoolsIsRefusedAtBuild() {
+        DeviceKvPool mha = device(IoBackend.CPU);
+        for (HostKvPool.Builder b :
+                List.of(
+                        HostKvPool.builder().forDevice(mha).kind(PoolKind.MLA),
+                        HostKvPool.builder().kind(PoolKind.MLA).forDevice(mha))) {
+            KvioInvalidArgumentException e =
+                    expectThrows(KvioInvalidArgumentException.class, () -> open(b.build()));
+            assertMessage(e, "kind(PoolKind.MLA)", "device pool's kind mha", "kind(PoolKind.MHA)");
+        }
+    }
+
+    @Test
+    public void headsOrHeadBytesOtherThanTheDevicePoolsAreRefusedAtBuild() {
+        DeviceKvPool mha = device(IoBackend.CPU);
+        assertMessage(
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () -> open(HostKvPool.builder().forDevice(mha).heads(4).build())),
+                "heads(4)",
+                "device pool's 2 heads",
+                "valid: heads(2)");
+        assertMessage(
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () -> open(HostKvPool.builder().headBytes(32).forDevice(mha).build())),
+                "headBytes(32)",
+                "device pool's 16 bytes per head",
+                "valid: headBytes(16)");
+    }
+
+    /** The device pool's own values, set explicitly, and another page size are accepted. */
+    @Test
+    public void sameGeometryAndAnotherPageSizeBuildAndMove() {
+        DeviceKvPool mha = device(IoBackend.CPU);
+        HostKvPool host =
+                open(
+                        HostKvPool.builder()
+                                .forDevice(mha)
+                                .kind(PoolKind.MHA)
+                                .heads(HEADS)
+                                .headBytes(HEAD_BYTES)
+                                .pageSize(2)
+                                .pages(PAGES * 2)
+                                .layout(KvLayout.LAYER_FIRST)
+                                .build());
+        assertEquals(host.spec().pageSize(), 2);
+        // same token count and layer_first on both sides: identity slots copy every byte
+        assertRoundTrip(mha, host);
+    }
+
+    // ---- 2: negative counts are refused, never taken as "not set" ----
+
+    @Test
+    public void negativeLayerCountIsRefused() {
+        DeviceKvPool d = device(IoBackend.CPU);
+        assertMessage(
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () -> open(HostKvPool.builder().forDevice(d).layerRange(0, -7).build())),
+                "layerRange(0, -7)",
+                "numLayers must be at least 1, got -7",
+                "valid numLayers from deviceLayerStart 0: 1 to 4");
+        assertMessage(
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () -> open(HostKvPool.builder().forDevice(d).layerRange(1, -3).build())),
+                "layerRange(1, -3)",
+                "got -3",
+                "1 to 3");
+        assertMessage(
+                expectThrows(
+                        KvioOutOfRangeException.class,
+                        () -> open(HostKvPool.builder().forDevice(d).layerRange(-1, 2).build())),
+                "layerRange(-1, 2)",
+                "deviceLayerStart -1 is negative",
+                "valid deviceLayerStart: 0 to 3");
+    }
+
+    @Test
+    public void negativePagesAreRefusedWithOrWithoutADevicePool() {
+        DeviceKvPool d = device(IoBackend.CPU);
+        KvioInvalidArgumentException withDevice =
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () -> open(HostKvPool.builder().forDevice(d).pages(-5).build()));
+        assertMessage(withDevice, "pages must be at least 1, got -5", "pages(n)");
+        KvioInvalidArgumentException without =
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () ->
+                                open(
+                                        HostKvPool.builder()
+                                                .deviceLayers(LAYERS)
+                                                .pageSize(PAGE_SIZE)
+                                                .heads(HEADS)
+                                                .headBytes(HEAD_BYTES)
+                                                .pages(-5)
+                                                .build()));
+        assertMessage(without, "pages must be at least 1, got -5");
+        assertFalse(without.getMessage().contains("not set"), without.getMessage());
+        assertMessage(
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () -> open(HostKvPool.builder().deviceLayers(-3).pages(2).build())),
+                "deviceLayers is -3",
+                "at least 1");
+    }
+
+    // ---- 4, 6: layer ranges name layerRange and the valid starts ----
+
+    @Test
+    public void startPastTheDeviceLayersNamesLayerRange() {
+        DeviceKvPool d = device(IoBackend.CPU);
+        KvioOutOfRangeException e =
+                expectThrows(
+                        KvioOutOfRangeException.class,
+                        () -> open(HostKvPool.builder().forDevice(d).layerRange(5, -1).build()));
+        assertMessage(
+                e,
+                "layerRange(5, -1)",
+                "deviceLayerStart 5 is past the device pool's 4 layers",
+                "valid deviceLayerStart: 0 to 3");
+        assertFalse(e.getMessage().contains("layers(n)"), e.getMessage());
+        assertMessage(
+                expectThrows(
+                        KvioOutOfRangeException.class,
+                        () -> open(HostKvPool.builder().forDevice(d).layerRange(3, 2).build())),
+                "layerRange(3, 2)",
+                "pass the device pool's 4 layers",
+                "valid numLayers from deviceLayerStart 3: 1 to 1",
+                "for 2 layers, deviceLayerStart 0 to 2");
+        // the last valid start builds
+        assertEquals(
+                open(HostKvPool.builder().forDevice(d).layerRange(2, 2).build()).deviceLayerStart(),
+                2);
+    }
+
+    // ---- 5: the device pool's layer count has kvio's bound (the native rule, in Java names) ----
+
+    @Test
+    public void deviceLayersBeyondKviosBoundAreRefused() {
+        KvioInvalidArgumentException e =
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () ->
+                                open(
+                                        HostKvPool.builder()
+                                                .deviceLayers(1L << 40)
+                                                .layerRange(0, 2)
+                                                .pages(2)
+                                                .pageSize(PAGE_SIZE)
+                                                .heads(HEADS)
+                                                .headBytes(HEAD_BYTES)
+                                                .build()));
+        assertMessage(
+                e, "deviceLayers", "1099511627776 is more than kvio supports", "1 to 1048576");
+        assertFalse(e.getMessage().contains("device_num_layers"), e.getMessage());
+    }
+
+    // ---- 3: the device pool's memory decides, not the backend that allocated it ----
+
+    /**
+     * auto without a GPU allocates device pools in host memory, as cpu does, and runs the cpu
+     * backend: a host pool of either backend moves the other's device pool. With a GPU, an auto
+     * device pool is CUDA memory, which a cpu host pool cannot move: refused at build().
+     */
+    @Test
+    public void cpuAndAutoMixWhereBothMoveHostMemory() {
+        DeviceKvPool auto = device(IoBackend.AUTO);
+        DeviceKvPool cpu = device(IoBackend.CPU);
+        HostKvPool.Builder cpuHostForAuto =
+                HostKvPool.builder().forDevice(auto).ioBackend(IoBackend.CPU);
+        if (IoBackend.AUTO.isCuda()) {
+            assertMessage(
+                    expectThrows(
+                            KvioInvalidArgumentException.class, () -> open(cpuHostForAuto.build())),
+                    "CUDA device",
+                    "'cpu' moves host memory");
+            return;
+        }
+        HostKvPool cpuHost = open(cpuHostForAuto.build());
+        assertRoundTrip(auto, cpuHost);
+        HostKvPool autoHost =
+                open(HostKvPool.builder().forDevice(cpu).ioBackend(IoBackend.AUTO).build());
+        assertRoundTrip(cpu, autoHost);
+        // per transfer: a host pool built for one device pool serves the other backend's pool
+        assertRoundTrip(auto, autoHost);
+        assertRoundTrip(cpu, cpuHost);
+        // the general transfer: an auto device pool on a cpu executor, and the reverse
+        try (KvioExecutor cpuEx = KvioExecutor.create(IoBackend.CPU, 1);
+                TokenIndices all = allSlots(PAGES * PAGE_SIZE)) {
+            fill(auto.buffer(), 11);
+            fill(cpuHost.buffer(), 0x5A);
+            Kvio.transfer(cpuEx, auto, cpuHost, all, all, 0, 0, LAYERS).await();
+            assertEquals(cpuHost.buffer(), auto.buffer(), "auto device pool -> cpu host pool");
+        }
+    }
+
+    /**
+     * Backs up every slot of every layer from device to a canary-filled host pool, then loads every
+     * layer back into the canary-filled device pool: both are layer_first of the same token count,
+     * so the identity slots make each side equal to the other byte for byte.
+     */
+    private static void assertRoundTrip(DeviceKvPool device, HostKvPool host) {
+        long tokens = device.spec().tokens();
+        assertEquals(host.spec().tokens(), tokens);
+        try (TokenIndices all = allSlots(tokens)) {
+            ByteBuffer d = device.buffer();
+            ByteBuffer h = host.buffer();
+            fill(d, 7);
+            fill(h, 0x5A);
+            host.backup(device).deviceIndices(all).hostIndices(all).submit().await();
+            assertEquals(h, d, "host after the backup");
+            byte[] original = new byte[d.capacity()];
+            d.duplicate().get(original);
+            fill(d, 0x5A);
+            for (long l = 0; l < device.spec().numLayers(); l++) {
+                host.load(device, l).hostIndices(all).deviceIndices(all).submit().await();
+            }
+            assertEquals(d, ByteBuffer.wrap(original), "device after the loads");
+        }
+    }
+
+    private static TokenIndices allSlots(long n) {
+        return TokenIndices.of(LongStream.range(0, n).toArray());
+    }
+
+    /** Pattern fill (seed != 0x5A) or the canary 0x5A everywhere. */
+    private static void fill(ByteBuffer b, int seed) {
+        ByteBuffer w = b.duplicate();
+        for (int i = 0; i < w.capacity(); i++) {
+            w.put(i, (byte) (seed == 0x5A ? 0x5A : (i * 31 + seed) ^ (i >>> 8)));
+        }
+    }
+}

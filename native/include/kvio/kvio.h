@@ -428,7 +428,8 @@ KVIO_API kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t devic
                                                uint64_t* executor_out);
 /* The 'auto' io backend (docs/cuda.md): per transfer it runs the kernel, direct or staged executor,
  * all on the auto executor's stream, by the mean row size of the transfer's plan against
- * crossovers. Where no CUDA driver or device is present, 'auto' is the cpu backend.
+ * crossovers. Where no CUDA driver or device is present, 'auto' is the cpu backend, on a machine
+ * with Ascend NPUs too: it moves host memory only there, and NPU pools need 'kernel_ascend'.
  * kvio_executor_create(KVIO_BACKEND_AUTO, ...) is device 0, own stream;
  * kvio_executor_create_cuda(KVIO_BACKEND_AUTO, ...) chooses the device and stream.
  * Its crossovers start from the file named by the environment variable KVIO_AUTO_CALIBRATION

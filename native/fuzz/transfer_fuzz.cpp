@@ -523,8 +523,9 @@ void runSupport(Input& in) {
     const kvio_pool_spec spec{q.kind,      q.layout,   q.host_num_layers, 1,
                               q.page_size, q.head_num, q.head_bytes};
     expected = expectedSpecStatus(spec);
-    if (expected == KVIO_STATUS_OK && q.device_num_layers < 1) {
-      expected = KVIO_STATUS_INVALID_ARGUMENT;
+    if (expected == KVIO_STATUS_OK &&
+        (q.device_num_layers < 1 || q.device_num_layers > (int64_t{1} << 20))) {
+      expected = KVIO_STATUS_INVALID_ARGUMENT;  // the device pool's layers: as a spec's
     } else if (expected == KVIO_STATUS_OK &&
                !layerWindowFits(q.device_layer_start, q.host_num_layers, q.device_num_layers)) {
       expected = KVIO_STATUS_OUT_OF_RANGE;

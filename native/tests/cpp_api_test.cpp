@@ -327,6 +327,30 @@ TEST(CppApi, ATransferIsMadeByTheTransferFunctionsOnly) {
   EXPECT_TRUE((std::is_move_constructible<kvio::Transfer>::value));
 }
 
+TEST(CppApi, AHandleSubmittedInCIsAdoptedByName) {
+  // Transfer::adopt: the one way a C handle becomes a Transfer, which waits on it and closes it.
+  kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  const kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  std::vector<uint8_t> row(kRow);
+  for (size_t i = 0; i < row.size(); ++i) row[i] = static_cast<uint8_t>(i * 7 + 1);
+  src.copyFrom(0, 3 * kRow, row.data(), kRow);  // token 3 of the MLA layer_first pool
+  const int64_t s[1] = {3}, d[1] = {5};
+  const kvio_transfer_desc desc{src.handle(), dst.handle(), s, d, 1, 0, 0, 1};
+  uint64_t handle = 0;
+  ASSERT_EQ(kvio_submit(cpu.handle(), &desc, &handle), KVIO_STATUS_OK) << kvio_last_error();
+  {
+    const kvio::Transfer t = kvio::Transfer::adopt(handle);
+    EXPECT_EQ(t.handle(), handle);
+    t.wait();
+    EXPECT_EQ(t.bytes(), static_cast<uint64_t>(kRow));
+  }
+  EXPECT_EQ(kvio_transfer_is_done(handle), -KVIO_STATUS_CLOSED);  // closed by the Transfer
+  std::vector<uint8_t> out(kRow, 0xEE);
+  dst.copyTo(0, 5 * kRow, out.data(), kRow);
+  EXPECT_EQ(out, row);
+}
+
 TEST(CppApi, DeviceIndicesAndHostIndicesNeverConvertIntoEachOther) {
   // Host indices given to the kernel as device memory fault the CUDA context; device indices
   // read on the host are a crash: a call site must say which it has.

@@ -500,6 +500,10 @@ class KVIO_NODISCARD Transfer {
   /// and has no handle, no event (cudaEvent() 0: test empty() before waiting on it) and no
   /// info. It is complete at once, not ordered after earlier transfers on its executor: it
   /// does not stand for them (wait on a transfer that moved bytes for that).
+  /// Takes a transfer handle a kvio_submit* call of the C ABI returned (code that submits in C
+  /// and waits in C++): the Transfer waits on it and closes it when destroyed. Give each handle
+  /// to one Transfer only, and do not close it yourself.
+  static Transfer adopt(uint64_t handle) { return Transfer(handle); }
   static Transfer completedEmpty() {
     Transfer t(0);
     t.empty_ = true;

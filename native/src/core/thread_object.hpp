@@ -11,11 +11,16 @@
 // object (get() answers nullptr) and the caller uses memory of its own for that call
 // (ThreadScratch does so).
 //
-// One case leaks: a thread whose first kvio call is made from a pthread-key destructor makes its
-// objects after the C library ran the thread's thread_local destructors, and a destructor
-// registered then is never run (a few hundred bytes per such thread).
+// An object made after the C library ran the thread's thread_local destructors (a thread whose
+// first kvio call is made from a pthread-key destructor) would never see its guard run: each
+// object is also the value of a pthread key of its own, which the guard clears, so the key's
+// destructor frees only such a late object (the C library runs key destructors again for values
+// set while they run). Objects made on the main thread after exit() began are not freed (the
+// process is ending).
 #ifndef KVIO_CORE_THREAD_OBJECT_HPP_
 #define KVIO_CORE_THREAD_OBJECT_HPP_
+
+#include <pthread.h>
 
 #include <memory>
 
@@ -35,6 +40,9 @@ class ThreadObject {
       // thread_local objects: after those made later, which may still call kvio.
       static thread_local Guard guard;
       (void)guard;
+      // Freed by the key's destructor if the guard never runs (a late object, above).
+      const Key& k = key();
+      if (k.made) (void)pthread_setspecific(k.key, object);
     }
     return object;
   }
@@ -44,11 +52,28 @@ class ThreadObject {
  private:
   struct Guard {
     ~Guard() {
-      gone() = true;
-      delete pointer();
-      pointer() = nullptr;
+      const Key& k = key();
+      if (k.made) (void)pthread_setspecific(k.key, nullptr);  // freed here, not by the key
+      release();
     }
   };
+  struct Key {
+    pthread_key_t key{};
+    bool made = false;  // without a key (none left), a late object is not freed
+  };
+  static const Key& key() {
+    static const Key k = [] {
+      Key made;
+      made.made = pthread_key_create(&made.key, [](void*) { release(); }) == 0;
+      return made;
+    }();
+    return k;
+  }
+  static void release() noexcept {
+    gone() = true;
+    delete pointer();
+    pointer() = nullptr;
+  }
   // Constant-initialised and trivially destructible: usable until the thread's storage goes.
   static T*& pointer() noexcept {
     static thread_local T* object = nullptr;

@@ -1,0 +1,65 @@
+// ThreadObject (core/thread_object.hpp): a thread's object is freed when the thread exits,
+// whether it was made in the thread's body or only in a pthread-key destructor (after the C
+// library ran the thread's thread_local destructors); a key destructor that runs after the
+// object's guard finds none (get() answers nullptr) instead of a destroyed one.
+#include "core/thread_object.hpp"
+
+#include <gtest/gtest.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <thread>
+
+namespace {
+
+std::atomic<int> live{0};
+struct Counted {
+  Counted() { live.fetch_add(1); }
+  ~Counted() { live.fetch_sub(1); }
+  int value = 0;
+};
+struct TagA;
+struct TagB;
+struct TagC;
+
+// Runs `body` on a new thread with a pthread key set, whose destructor runs `atKeyDestructor`.
+template <class Body, class AtExit>
+void onThreadWithKey(Body body, AtExit atKeyDestructor) {
+  static AtExit* action = nullptr;
+  action = &atKeyDestructor;
+  pthread_key_t key;
+  ASSERT_EQ(pthread_key_create(&key, [](void*) { (*action)(); }), 0);
+  std::thread([&] {
+    pthread_setspecific(key, &key);
+    body();
+  }).join();
+  pthread_key_delete(key);
+}
+
+TEST(ThreadObject, IsFreedWhenItsThreadExits) {
+  std::thread([] {
+    Counted* c = kvio::ThreadObject<Counted, TagA>::get();
+    ASSERT_NE(c, nullptr);
+    Counted* again = kvio::ThreadObject<Counted, TagA>::get();
+    EXPECT_EQ(again, c);  // one per thread
+    EXPECT_EQ(live.load(), 1);
+  }).join();
+  EXPECT_EQ(live.load(), 0);
+}
+
+TEST(ThreadObject, MadeFirstInAKeyDestructorIsFreedToo) {
+  bool made = false;
+  onThreadWithKey([] {}, [&] { made = kvio::ThreadObject<Counted, TagB>::get() != nullptr; });
+  EXPECT_TRUE(made);
+  EXPECT_EQ(live.load(), 0);  // without the key of its own, the late object leaked
+}
+
+TEST(ThreadObject, IsGoneForAKeyDestructorAfterItsGuardRan) {
+  Counted* inDestructor = reinterpret_cast<Counted*>(1);
+  onThreadWithKey([] { kvio::ThreadObject<Counted, TagC>::get()->value = 7; },
+                  [&] { inDestructor = kvio::ThreadObject<Counted, TagC>::get(); });
+  EXPECT_EQ(inDestructor, nullptr);
+  EXPECT_EQ(live.load(), 0);
+}
+
+}  // namespace

@@ -179,6 +179,19 @@ TEST(ThreadExit, AThreadLocalMadeBeforeKviosScratchCanSubmitFromItsDestructor) {
   closeSetup();
 }
 
+TEST(ThreadExit, ANewThreadCanSubmitFromItsKeyDestructorOnly) {
+  // No kvio call before the destructor's: kvio makes its scratch while the thread exits (freed
+  // by its own keys then: thread_object_test; LeakSanitizer in CI's sanitizer run).
+  ASSERT_TRUE(makeSetup(2)) << kvio_last_error();
+  keyOutcome = Outcome{};
+  pthread_key_t key;
+  ASSERT_EQ(pthread_key_create(&key, keyDestructor), 0);
+  std::thread([&] { pthread_setspecific(key, &key); }).join();
+  pthread_key_delete(key);
+  expectWorked(keyOutcome);
+  closeSetup();
+}
+
 // The main thread at exit(): its thread_local objects go first, then the atexit handlers.
 void atExitHandler() {
   Outcome o;

@@ -6,7 +6,8 @@
  * written, and the command keeps the run's own exit status (exitStatus). Each file is written to
  * a temporary file in the same folder and then renamed over the target (writeIfGiven), so a write
  * that fails (a full disk, a file size limit) leaves the previous file as it was, never a
- * truncated one. JSON reports start with the same three fields (kvio version, platform, mode) and
+ * truncated one; /dev/ and /proc/ paths (/dev/stdout), devices, pipes and files in a folder that
+ * is not writable are written in place instead. JSON reports start with the same three fields (kvio version, platform, mode) and
  * are indented.
  */
 package io.kvio.cli;
@@ -24,7 +25,9 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;
@@ -73,19 +76,41 @@ final class ReportFiles {
         if (Files.exists(file) && !Files.isWritable(file)) {
             return "the file exists and is not writable";
         }
-        if (Files.exists(file) && !Files.isRegularFile(file)) {
-            return null; // a device or a pipe (/dev/stdout): written in place
+        if (writtenInPlace(file)) {
+            return null;
         }
         Path parent = target(file).getParent();
         if (parent == null || !Files.isDirectory(parent)) {
             return "no folder " + parent + "; create it first or name a file in an existing folder";
         }
         if (!Files.isWritable(parent)) {
-            return "the folder "
-                    + parent
-                    + " is not writable (a report is written to a temporary file there first)";
+            return "the folder " + parent + " is not writable (a new report file is created there)";
         }
         return null;
+    }
+
+    /**
+     * Whether a report is written to {@code file} in place rather than replaced by a rename: a path
+     * under /dev/ or /proc/ as given (/dev/stdout, /proc/self/fd/1: it resolves to whatever the
+     * descriptor is open on, which may be a regular file that the shell redirected stdout to and
+     * that a rename would unlink, losing what was already written to it), a path whose file is not
+     * a regular file (a device, a pipe), and an existing writable file in a folder that is not
+     * writable (no temporary file can be made there).
+     */
+    private static boolean writtenInPlace(Path file) {
+        for (Path hop : links(file)) {
+            if (hop.startsWith("/dev") || hop.startsWith("/proc")) {
+                return true;
+            }
+        }
+        if (!Files.exists(file)) {
+            return false;
+        }
+        if (!Files.isRegularFile(file)) {
+            return true;
+        }
+        Path parent = target(file).getParent();
+        return parent != null && !Files.isWritable(parent) && Files.isWritable(file);
     }
 
     /** The file a report replaces: the path itself, or the file a symbolic link points to. */
@@ -102,24 +127,46 @@ final class ReportFiles {
     }
 
     /**
-     * Writes {@code file} all or nothing: {@code writer} writes a temporary file in the same
-     * folder, which then replaces {@code file} in one rename; when anything fails the temporary
-     * file is deleted and {@code file} is left as it was. A path that exists and is not a regular
-     * file (a device such as /dev/full, a pipe) is written in place.
+     * The path as given (absolute, normalized) and each symbolic link it leads through, unresolved
+     * further (a link to /dev/stdout gives /dev/stdout, not the file stdout is redirected to).
+     */
+    private static List<Path> links(Path file) {
+        List<Path> hops = new ArrayList<>();
+        Path hop = file.toAbsolutePath().normalize();
+        hops.add(hop);
+        for (int i = 0; i < 40 && Files.isSymbolicLink(hop); i++) {
+            try {
+                hop = hop.resolveSibling(Files.readSymbolicLink(hop)).toAbsolutePath().normalize();
+            } catch (IOException e) {
+                break;
+            }
+            hops.add(hop);
+        }
+        return hops;
+    }
+
+    /**
+     * Writes {@code file} all or nothing: {@code writer} writes a new temporary file (random name,
+     * created exclusively) in the same folder, which then replaces {@code file} in one rename,
+     * keeping an existing file's POSIX permissions; when anything fails the temporary file is
+     * deleted and {@code file} is left as it was. A path written in place (writtenInPlace: under
+     * /dev/ or /proc/, not a regular file, or a writable file in a folder that is not) is given to
+     * {@code writer} as it is.
      */
     static void writeAtomically(Path file, Writer writer) throws IOException {
-        Path target = target(file);
-        if (Files.exists(target) && !Files.isRegularFile(target)) {
-            writer.write(target); // a device or a pipe (/dev/stdout) is written, never replaced
+        if (writtenInPlace(file)) {
+            writer.write(file); // never replaced: a device, a pipe, a redirected stdout
             return;
         }
+        Path target = target(file);
         Path temporary =
-                target.resolveSibling(
-                        "." + target.getFileName() + "." + ProcessHandle.current().pid() + ".tmp");
+                Files.createTempFile(target.getParent(), "." + target.getFileName() + ".", ".tmp");
         boolean moved = false;
         try {
-            Files.deleteIfExists(temporary); // left by an earlier process of the same id
             writer.write(temporary);
+            if (Files.exists(target)) {
+                copyPermissions(target, temporary);
+            }
             try {
                 Files.move(
                         temporary,
@@ -138,6 +185,15 @@ final class ReportFiles {
                     // the write's own failure is the one to report
                 }
             }
+        }
+    }
+
+    /** Gives {@code to} the POSIX permissions of {@code from}, where the file system has them. */
+    private static void copyPermissions(Path from, Path to) throws IOException {
+        try {
+            Files.setPosixFilePermissions(to, Files.getPosixFilePermissions(from));
+        } catch (UnsupportedOperationException e) {
+            // not a POSIX file system: the temporary keeps the default permissions
         }
     }
 

@@ -509,6 +509,7 @@ public final class HostKvPool extends KvPool {
         private long pages;
         private boolean pagesSet; // unset: the device pool's
         private long deviceLayers;
+        private boolean deviceLayersSet; // by deviceLayers(n); forDevice sets it too
         private long deviceLayerStart;
         private long numLayers;
         private boolean layerRangeSet; // unset: all the device pool's layers
@@ -623,7 +624,9 @@ public final class HostKvPool extends KvPool {
             if (!pageSizeSet) {
                 spec.pageSize(d.pageSize());
             }
-            this.deviceLayers = d.numLayers();
+            if (!deviceLayersSet) {
+                this.deviceLayers = d.numLayers();
+            }
             return this;
         }
 
@@ -689,9 +692,13 @@ public final class HostKvPool extends KvPool {
             return this;
         }
 
-        /** Layers of the device pools this pool exchanges data with. */
+        /**
+         * Layers of the device pools this pool exchanges data with; forDevice sets it to the device
+         * pool's layers, and with forDevice (in either order) build() refuses another value.
+         */
         public Builder deviceLayers(long deviceLayers) {
             this.deviceLayers = deviceLayers;
+            this.deviceLayersSet = true;
             return this;
         }
 
@@ -806,6 +813,18 @@ public final class HostKvPool extends KvPool {
                                 + " device pool's; valid: headBytes("
                                 + d.headBytes()
                                 + "), or leave headBytes unset");
+            }
+            if (deviceLayers != d.numLayers()) {
+                throw new KvioInvalidArgumentException(
+                        "deviceLayers("
+                                + deviceLayers
+                                + ") differs from the device pool's "
+                                + d.numLayers()
+                                + " layers: forDevice sets deviceLayers to its device pool's"
+                                + " layers; valid: deviceLayers("
+                                + d.numLayers()
+                                + "), or leave deviceLayers unset (layerRange selects a part of"
+                                + " them)");
             }
         }
 

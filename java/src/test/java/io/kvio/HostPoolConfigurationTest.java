@@ -117,6 +117,35 @@ public class HostPoolConfigurationTest {
         assertRoundTrip(mha, host);
     }
 
+    /**
+     * forDevice sets deviceLayers to the device pool's layers: another deviceLayers(n), in either
+     * order, is refused at build() (it would check layerRange against the wrong count, and only the
+     * first transfer would fail); the device pool's own count is accepted.
+     */
+    @Test
+    public void deviceLayersOtherThanTheDevicePoolsAreRefusedAtBuild() {
+        DeviceKvPool d = device(IoBackend.CPU);
+        for (HostKvPool.Builder b :
+                List.of(
+                        HostKvPool.builder().forDevice(d).deviceLayers(8).layerRange(2, 6),
+                        HostKvPool.builder().deviceLayers(8).forDevice(d).layerRange(2, 6))) {
+            assertMessage(
+                    expectThrows(KvioInvalidArgumentException.class, () -> open(b.build())),
+                    "deviceLayers(8)",
+                    "device pool's 4 layers",
+                    "forDevice sets deviceLayers",
+                    "valid: deviceLayers(4)");
+        }
+        HostKvPool same =
+                open(
+                        HostKvPool.builder()
+                                .deviceLayers(LAYERS)
+                                .forDevice(d)
+                                .layerRange(2, 2)
+                                .build());
+        assertEquals(same.deviceLayers(), LAYERS);
+    }
+
     // ---- 2: negative counts are refused, never taken as "not set" ----
 
     @Test

@@ -3,7 +3,8 @@
  * head bytes other than the device pool's is refused there (not at the first transfer); set
  * counts are checked as given (a negative one is never "unset"); layer ranges name layerRange
  * and the valid starts; and the device pool's memory, not the backend that allocated it, decides
- * whether the host pool's io backend moves it (cpu and auto without a GPU both move host memory).
+ * whether the host pool's io backend moves it (cpu and auto without a GPU both move host memory;
+ * memory it cannot move is refused as KvioUnsupportedException, as a transfer would be).
  */
 package io.kvio;
 
@@ -269,11 +270,19 @@ public class HostPoolConfigurationTest {
         HostKvPool.Builder cpuHostForAuto =
                 HostKvPool.builder().forDevice(auto).ioBackend(IoBackend.CPU);
         if (IoBackend.AUTO.isCuda()) {
+            // build() refuses with the type a transfer between the two pools throws
             assertMessage(
                     expectThrows(
-                            KvioInvalidArgumentException.class, () -> open(cpuHostForAuto.build())),
+                            KvioUnsupportedException.class, () -> open(cpuHostForAuto.build())),
                     "CUDA device",
                     "'cpu' moves host memory");
+            HostKvPool cpuHost = open(HostKvPool.builder().forDevice(cpu).build());
+            try (KvioExecutor cpuEx = KvioExecutor.create(IoBackend.CPU, 1);
+                    TokenIndices all = allSlots(PAGES * PAGE_SIZE)) {
+                expectThrows(
+                        KvioUnsupportedException.class,
+                        () -> Kvio.transfer(cpuEx, auto, cpuHost, all, all, 0, 0, LAYERS));
+            }
             return;
         }
         HostKvPool cpuHost = open(cpuHostForAuto.build());

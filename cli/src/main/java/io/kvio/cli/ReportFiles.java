@@ -25,6 +25,7 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -159,8 +160,7 @@ final class ReportFiles {
             return;
         }
         Path target = target(file);
-        Path temporary =
-                Files.createTempFile(target.getParent(), "." + target.getFileName() + ".", ".tmp");
+        Path temporary = createTemporary(target);
         boolean moved = false;
         try {
             writer.write(temporary);
@@ -185,6 +185,25 @@ final class ReportFiles {
                     // the write's own failure is the one to report
                 }
             }
+        }
+    }
+
+    /**
+     * A new file beside {@code target}, random name, created exclusively; asked for rw-rw-rw-,
+     * which the umask reduces as for any new file (createTempFile's default is owner-only), where
+     * the file system has POSIX permissions.
+     */
+    private static Path createTemporary(Path target) throws IOException {
+        String prefix = "." + target.getFileName() + ".";
+        try {
+            return Files.createTempFile(
+                    target.getParent(),
+                    prefix,
+                    ".tmp",
+                    PosixFilePermissions.asFileAttribute(
+                            PosixFilePermissions.fromString("rw-rw-rw-")));
+        } catch (UnsupportedOperationException e) {
+            return Files.createTempFile(target.getParent(), prefix, ".tmp");
         }
     }
 

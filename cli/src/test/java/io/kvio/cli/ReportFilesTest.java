@@ -206,6 +206,29 @@ public class ReportFilesTest extends OutputDirTest {
         assertEquals(Files.getPosixFilePermissions(file), shared);
     }
 
+    /**
+     * A new report file gets the permissions any new file gets here (the umask's), not owner-only.
+     */
+    @Test
+    public void aNewFileGetsTheUsualPermissions() throws IOException {
+        Path folder = Files.createDirectory(dir.resolve("new-file"));
+        Set<PosixFilePermission> usual;
+        try {
+            usual = Files.getPosixFilePermissions(Files.createFile(folder.resolve("usual")));
+        } catch (UnsupportedOperationException e) {
+            throw new org.testng.SkipException("no POSIX permissions here");
+        }
+        Path file = folder.resolve("b.csv");
+        boolean written =
+                ReportFiles.writeIfGiven(
+                        "--csv",
+                        file,
+                        f -> Files.writeString(f, "a,b\n", StandardCharsets.UTF_8),
+                        new PrintWriter(new StringWriter(), true));
+        assertTrue(written);
+        assertEquals(Files.getPosixFilePermissions(file), usual);
+    }
+
     /** The temporary file has a fresh name: a file named as an earlier one was is left alone. */
     @Test
     public void aFileNamedLikeATemporaryIsLeftAlone() throws IOException {

@@ -6,8 +6,9 @@
  * written, and the command keeps the run's own exit status (exitStatus). Each file is written to
  * a temporary file in the same folder and then renamed over the target (writeIfGiven), so a write
  * that fails (a full disk, a file size limit) leaves the previous file as it was, never a
- * truncated one; /dev/ and /proc/ paths (/dev/stdout), devices, pipes and files in a folder that
- * is not writable are written in place instead. JSON reports start with the same three fields (kvio version, platform, mode) and
+ * truncated one. /dev/ and /proc/ paths (/dev/stdout), devices and pipes are appended to instead
+ * (a stdout redirected to a file keeps the Markdown report), once the report is complete; a
+ * writable file in a folder that is not writable is rewritten in place. JSON reports start with the same three fields (kvio version, platform, mode) and
  * are indented.
  */
 package io.kvio.cli;
@@ -16,6 +17,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.nio.file.AccessDeniedException;
@@ -25,6 +27,7 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -91,27 +94,35 @@ final class ReportFiles {
     }
 
     /**
-     * Whether a report is written to {@code file} in place rather than replaced by a rename: a path
-     * under /dev/ or /proc/ as given (/dev/stdout, /proc/self/fd/1: it resolves to whatever the
-     * descriptor is open on, which may be a regular file that the shell redirected stdout to and
-     * that a rename would unlink, losing what was already written to it), a path whose file is not
-     * a regular file (a device, a pipe), and an existing writable file in a folder that is not
-     * writable (no temporary file can be made there).
+     * Whether a report is written to {@code file} in place rather than replaced by a rename:
+     * appended (appendedInPlace), or an existing writable file in a folder that is not writable (no
+     * temporary file can be made there), rewritten.
      */
     private static boolean writtenInPlace(Path file) {
+        if (appendedInPlace(file)) {
+            return true;
+        }
+        if (!Files.exists(file)) {
+            return false;
+        }
+        Path parent = target(file).getParent();
+        return parent != null && !Files.isWritable(parent) && Files.isWritable(file);
+    }
+
+    /**
+     * Whether a report is appended to {@code file}, never replacing nor truncating it: a path under
+     * /dev/ or /proc/ as given or as a symbolic link leads (/dev/stdout, /proc/self/fd/1: whatever
+     * the descriptor is open on, which may be the regular file the shell redirected stdout to and
+     * which already holds the Markdown report), or a path whose file is not a regular file (a
+     * device, a pipe).
+     */
+    private static boolean appendedInPlace(Path file) {
         for (Path hop : links(file)) {
             if (hop.startsWith("/dev") || hop.startsWith("/proc")) {
                 return true;
             }
         }
-        if (!Files.exists(file)) {
-            return false;
-        }
-        if (!Files.isRegularFile(file)) {
-            return true;
-        }
-        Path parent = target(file).getParent();
-        return parent != null && !Files.isWritable(parent) && Files.isWritable(file);
+        return Files.exists(file) && !Files.isRegularFile(file);
     }
 
     /** The file a report replaces: the path itself, or the file a symbolic link points to. */
@@ -155,8 +166,12 @@ final class ReportFiles {
      * {@code writer} as it is.
      */
     static void writeAtomically(Path file, Writer writer) throws IOException {
+        if (appendedInPlace(file)) {
+            appendWhole(file, writer);
+            return;
+        }
         if (writtenInPlace(file)) {
-            writer.write(file); // never replaced: a device, a pipe, a redirected stdout
+            writer.write(file); // a writable file in a folder that is not writable
             return;
         }
         Path target = target(file);
@@ -185,6 +200,28 @@ final class ReportFiles {
                     // the write's own failure is the one to report
                 }
             }
+        }
+    }
+
+    /**
+     * Has {@code writer} write a temporary file in the default temporary-file folder, then appends
+     * it to {@code file} (opened without truncating: a redirected stdout keeps what was written to
+     * it before), so a writer that fails writes nothing there.
+     */
+    private static void appendWhole(Path file, Writer writer) throws IOException {
+        Path staged = Files.createTempFile("kvio-report-", ".tmp");
+        try {
+            writer.write(staged);
+            try (OutputStream to =
+                    Files.newOutputStream(
+                            file,
+                            StandardOpenOption.CREATE,
+                            StandardOpenOption.WRITE,
+                            StandardOpenOption.APPEND)) {
+                Files.copy(staged, to);
+            }
+        } finally {
+            Files.deleteIfExists(staged);
         }
     }
 

@@ -17,7 +17,6 @@ import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -128,9 +127,11 @@ public class ReportFilesTest extends OutputDirTest {
 
     /**
      * A redirected stdout (`--json=/dev/stdout > out.txt`) is a /proc/self/fd/N link to a regular
-     * file: the report goes into that open file, which is never replaced (a rename would unlink the
-     * file the process's descriptor writes to, losing the Markdown already written there). A
-     * descriptor of this process open on a file in the test's folder stands for it.
+     * file: the report is appended to that open file, which is neither replaced (a rename would
+     * unlink the file the process's descriptor writes to) nor truncated (opening the link as a
+     * writer does would), so the Markdown already written there stays. A descriptor of this process
+     * open on a file in the test's folder stands for it; the writer opens its path as the real ones
+     * do (truncating).
      */
     @Test
     public void aProcFdPathToARegularFileIsWrittenInPlaceNeverReplaced() throws IOException {
@@ -164,13 +165,7 @@ public class ReportFilesTest extends OutputDirTest {
                         ReportFiles.writeIfGiven(
                                 "--json",
                                 given,
-                                f ->
-                                        Files.writeString(
-                                                f,
-                                                "{}\n",
-                                                StandardCharsets.UTF_8,
-                                                StandardOpenOption.CREATE,
-                                                StandardOpenOption.APPEND),
+                                f -> Files.writeString(f, "{}\n", StandardCharsets.UTF_8),
                                 new PrintWriter(new StringWriter(), true));
                 assertTrue(written, given.toString());
                 assertEquals(

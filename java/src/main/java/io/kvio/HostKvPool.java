@@ -509,6 +509,7 @@ public final class HostKvPool extends KvPool {
         private long pages;
         private boolean pagesSet; // unset: the device pool's
         private long deviceLayers;
+        private boolean deviceLayersSet; // by deviceLayers(n); forDevice sets it too
         private long deviceLayerStart;
         private long numLayers;
         private boolean layerRangeSet; // unset: all the device pool's layers
@@ -623,7 +624,9 @@ public final class HostKvPool extends KvPool {
             if (!pageSizeSet) {
                 spec.pageSize(d.pageSize());
             }
-            this.deviceLayers = d.numLayers();
+            if (!deviceLayersSet) {
+                this.deviceLayers = d.numLayers();
+            }
             return this;
         }
 
@@ -689,9 +692,13 @@ public final class HostKvPool extends KvPool {
             return this;
         }
 
-        /** Layers of the device pools this pool exchanges data with. */
+        /**
+         * Layers of the device pools this pool exchanges data with; forDevice sets it to the device
+         * pool's layers, and with forDevice (in either order) build() refuses another value.
+         */
         public Builder deviceLayers(long deviceLayers) {
             this.deviceLayers = deviceLayers;
+            this.deviceLayersSet = true;
             return this;
         }
 
@@ -807,13 +814,26 @@ public final class HostKvPool extends KvPool {
                                 + d.headBytes()
                                 + "), or leave headBytes unset");
             }
+            if (deviceLayers != d.numLayers()) {
+                throw new KvioInvalidArgumentException(
+                        "deviceLayers("
+                                + deviceLayers
+                                + ") differs from the device pool's "
+                                + d.numLayers()
+                                + " layers: forDevice sets deviceLayers to its device pool's"
+                                + " layers; valid: deviceLayers("
+                                + d.numLayers()
+                                + "), or leave deviceLayers unset (layerRange selects a part of"
+                                + " them)");
+            }
         }
 
         /**
          * The device pool's memory (asked natively: kind and device) must be what {@code backend}
          * moves on the device side: host memory for cpu (and auto without a GPU), CUDA device
          * memory for kernel, direct, staged (and auto with one), Ascend device memory for
-         * kernel_ascend. Which backend allocated the device pool does not matter.
+         * kernel_ascend. Which backend allocated the device pool does not matter. Refused with
+         * KvioUnsupportedException, as a transfer between the pools would be (native UNSUPPORTED).
          */
         private static void checkDeviceMemory(DeviceKvPool device, IoBackend backend) {
             int kind = NativeBridge.poolMemoryKind(device.handle());
@@ -827,7 +847,7 @@ public final class HostKvPool extends KvPool {
                     valid.append(valid.length() == 0 ? "" : ", ").append(b.userName());
                 }
             }
-            throw new KvioInvalidArgumentException(
+            throw new KvioUnsupportedException(
                     "the device pool lives on io backend '"
                             + device.backend().userName()
                             + "' in "
@@ -847,7 +867,9 @@ public final class HostKvPool extends KvPool {
          * Asks the executor itself (kvio_check_transfer of no indices: a backup of one layer from
          * the device pool into the new host pool) whether it moves between the two pools' memory:
          * the kinds and, on a device, the ordinal. What checkDeviceMemory checks by kind, answered
-         * by the code that will run; the host pool is closed again when it says no.
+         * by the code that will run; the host pool is closed again when it says no. The refusal
+         * keeps the native status (KvioUnsupportedException), the type a transfer between the two
+         * pools would throw.
          */
         private void checkExecutorMoves(
                 KvioExecutor ex, DeviceKvPool device, HostKvPool pool, IoBackend backend) {
@@ -869,7 +891,7 @@ public final class HostKvPool extends KvPool {
                 }
                 KvioException out =
                         KvioException.of(
-                                KvioException.Status.INVALID_ARGUMENT,
+                                e.status(),
                                 "the device pool (io backend '"
                                         + device.backend().userName()
                                         + "', "
@@ -973,7 +995,19 @@ public final class HostKvPool extends KvPool {
             }
         }
 
-        /** Checks the configuration (support rules), then allocates the host memory. */
+        /**
+         * Checks the configuration (support rules), then allocates the host memory.
+         *
+         * @throws KvioInvalidArgumentException for a configuration no transfer could use: with
+         *     forDevice, a kind, heads, headBytes or deviceLayers other than the device pool's; a
+         *     count out of range; an executor of another io backend or device
+         * @throws KvioOutOfRangeException for a layerRange outside the device pool's layers
+         * @throws KvioUnsupportedException when this host pool's io backend (or its executor)
+         *     cannot move the device pool's memory (its kind, or its device): the exception a
+         *     transfer between the two pools throws for the same refusal
+         * @throws KvioClosedException when the device pool, the executor or wrapped memory is
+         *     closed
+         */
         public HostKvPool build() {
             IoBackend backend =
                     ioBackend != null

@@ -3,7 +3,8 @@
  * head bytes other than the device pool's is refused there (not at the first transfer); set
  * counts are checked as given (a negative one is never "unset"); layer ranges name layerRange
  * and the valid starts; and the device pool's memory, not the backend that allocated it, decides
- * whether the host pool's io backend moves it (cpu and auto without a GPU both move host memory).
+ * whether the host pool's io backend moves it (cpu and auto without a GPU both move host memory;
+ * memory it cannot move is refused as KvioUnsupportedException, as a transfer would be).
  */
 package io.kvio;
 
@@ -115,6 +116,35 @@ public class HostPoolConfigurationTest {
         assertEquals(host.spec().pageSize(), 2);
         // same token count and layer_first on both sides: identity slots copy every byte
         assertRoundTrip(mha, host);
+    }
+
+    /**
+     * forDevice sets deviceLayers to the device pool's layers: another deviceLayers(n), in either
+     * order, is refused at build() (it would check layerRange against the wrong count, and only the
+     * first transfer would fail); the device pool's own count is accepted.
+     */
+    @Test
+    public void deviceLayersOtherThanTheDevicePoolsAreRefusedAtBuild() {
+        DeviceKvPool d = device(IoBackend.CPU);
+        for (HostKvPool.Builder b :
+                List.of(
+                        HostKvPool.builder().forDevice(d).deviceLayers(8).layerRange(2, 6),
+                        HostKvPool.builder().deviceLayers(8).forDevice(d).layerRange(2, 6))) {
+            assertMessage(
+                    expectThrows(KvioInvalidArgumentException.class, () -> open(b.build())),
+                    "deviceLayers(8)",
+                    "device pool's 4 layers",
+                    "forDevice sets deviceLayers",
+                    "valid: deviceLayers(4)");
+        }
+        HostKvPool same =
+                open(
+                        HostKvPool.builder()
+                                .deviceLayers(LAYERS)
+                                .forDevice(d)
+                                .layerRange(2, 2)
+                                .build());
+        assertEquals(same.deviceLayers(), LAYERS);
     }
 
     // ---- 2: negative counts are refused, never taken as "not set" ----
@@ -240,11 +270,19 @@ public class HostPoolConfigurationTest {
         HostKvPool.Builder cpuHostForAuto =
                 HostKvPool.builder().forDevice(auto).ioBackend(IoBackend.CPU);
         if (IoBackend.AUTO.isCuda()) {
+            // build() refuses with the type a transfer between the two pools throws
             assertMessage(
                     expectThrows(
-                            KvioInvalidArgumentException.class, () -> open(cpuHostForAuto.build())),
+                            KvioUnsupportedException.class, () -> open(cpuHostForAuto.build())),
                     "CUDA device",
                     "'cpu' moves host memory");
+            HostKvPool cpuHost = open(HostKvPool.builder().forDevice(cpu).build());
+            try (KvioExecutor cpuEx = KvioExecutor.create(IoBackend.CPU, 1);
+                    TokenIndices all = allSlots(PAGES * PAGE_SIZE)) {
+                expectThrows(
+                        KvioUnsupportedException.class,
+                        () -> Kvio.transfer(cpuEx, auto, cpuHost, all, all, 0, 0, LAYERS));
+            }
             return;
         }
         HostKvPool cpuHost = open(cpuHostForAuto.build());

@@ -403,13 +403,14 @@ public class RejectionTest extends CpuPoolsFixture {
 
     /**
      * A cpu device pool with a host pool asked to use another io backend: rejected at build() with
-     * the backend to use. (On a machine without CUDA this is what "--io-backend kernel" with a cpu
-     * device pool reports, before availability.)
+     * the backend to use, as KvioUnsupportedException (native UNSUPPORTED), the type a transfer
+     * between such pools throws. (On a machine without CUDA this is what "--io-backend kernel" with
+     * a cpu device pool reports, before availability.)
      */
     @Test
     public void deviceOnAnotherBackendAtBuild() {
         assertRejected(
-                KvioInvalidArgumentException.class,
+                KvioUnsupportedException.class,
                 () ->
                         open(
                                 HostKvPool.builder()

@@ -27,6 +27,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -162,14 +163,15 @@ final class BenchBaseline {
 
     /**
      * Runs every slice but the last on {@code pool}, the last on the calling thread meanwhile, and
-     * returns once all are copied.
+     * returns once all are copied. When a slice fails, it still returns only after every other
+     * slice has finished (the caller frees the buffers next), then throws.
      */
     static void copySplit(ExecutorService pool, List<Callable<Void>> slices) {
         List<Future<Void>> others = new ArrayList<>();
-        for (Callable<Void> s : slices.subList(0, slices.size() - 1)) {
-            others.add(pool.submit(s));
-        }
         try {
+            for (Callable<Void> s : slices.subList(0, slices.size() - 1)) {
+                others.add(pool.submit(s));
+            }
             slices.get(slices.size() - 1).call();
             for (Future<Void> f : others) {
                 f.get();
@@ -181,6 +183,31 @@ final class BenchBaseline {
             throw new IllegalStateException(e.getCause());
         } catch (Exception e) {
             throw new IllegalStateException(e);
+        } finally {
+            awaitAll(others);
+        }
+    }
+
+    /**
+     * Waits until every slice has finished, through interrupts (cancelling would not stop a copy
+     * already running), and keeps the thread's interrupt status.
+     */
+    private static void awaitAll(List<Future<Void>> futures) {
+        boolean interrupted = Thread.interrupted();
+        for (Future<Void> f : futures) {
+            while (true) {
+                try {
+                    f.get();
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (ExecutionException | CancellationException e) {
+                    break; // finished; the first failure is the one reported
+                }
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
     }
 

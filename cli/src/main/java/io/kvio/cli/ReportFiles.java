@@ -6,7 +6,9 @@
  * written, and the command keeps the run's own exit status (exitStatus). Each file is written to
  * a temporary file in the same folder and then renamed over the target (writeIfGiven), so a write
  * that fails (a full disk, a file size limit) leaves the previous file as it was, never a
- * truncated one. JSON reports start with the same three fields (kvio version, platform, mode) and
+ * truncated one. /dev/ and /proc/ paths (/dev/stdout), devices and pipes are appended to instead
+ * (a stdout redirected to a file keeps the Markdown report), once the report is complete; a
+ * writable file in a folder that is not writable is rewritten in place. JSON reports start with the same three fields (kvio version, platform, mode) and
  * are indented.
  */
 package io.kvio.cli;
@@ -15,6 +17,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
 import java.nio.file.AccessDeniedException;
@@ -24,7 +27,11 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;
@@ -73,19 +80,49 @@ final class ReportFiles {
         if (Files.exists(file) && !Files.isWritable(file)) {
             return "the file exists and is not writable";
         }
-        if (Files.exists(file) && !Files.isRegularFile(file)) {
-            return null; // a device or a pipe (/dev/stdout): written in place
+        if (writtenInPlace(file)) {
+            return null;
         }
         Path parent = target(file).getParent();
         if (parent == null || !Files.isDirectory(parent)) {
             return "no folder " + parent + "; create it first or name a file in an existing folder";
         }
         if (!Files.isWritable(parent)) {
-            return "the folder "
-                    + parent
-                    + " is not writable (a report is written to a temporary file there first)";
+            return "the folder " + parent + " is not writable (a new report file is created there)";
         }
         return null;
+    }
+
+    /**
+     * Whether a report is written to {@code file} in place rather than replaced by a rename:
+     * appended (appendedInPlace), or an existing writable file in a folder that is not writable (no
+     * temporary file can be made there), rewritten.
+     */
+    private static boolean writtenInPlace(Path file) {
+        if (appendedInPlace(file)) {
+            return true;
+        }
+        if (!Files.exists(file)) {
+            return false;
+        }
+        Path parent = target(file).getParent();
+        return parent != null && !Files.isWritable(parent) && Files.isWritable(file);
+    }
+
+    /**
+     * Whether a report is appended to {@code file}, never replacing nor truncating it: a path under
+     * /dev/ or /proc/ as given or as a symbolic link leads (/dev/stdout, /proc/self/fd/1: whatever
+     * the descriptor is open on, which may be the regular file the shell redirected stdout to and
+     * which already holds the Markdown report), or a path whose file is not a regular file (a
+     * device, a pipe).
+     */
+    private static boolean appendedInPlace(Path file) {
+        for (Path hop : links(file)) {
+            if (hop.startsWith("/dev") || hop.startsWith("/proc")) {
+                return true;
+            }
+        }
+        return Files.exists(file) && !Files.isRegularFile(file);
     }
 
     /** The file a report replaces: the path itself, or the file a symbolic link points to. */
@@ -102,24 +139,49 @@ final class ReportFiles {
     }
 
     /**
-     * Writes {@code file} all or nothing: {@code writer} writes a temporary file in the same
-     * folder, which then replaces {@code file} in one rename; when anything fails the temporary
-     * file is deleted and {@code file} is left as it was. A path that exists and is not a regular
-     * file (a device such as /dev/full, a pipe) is written in place.
+     * The path as given (absolute, normalized) and each symbolic link it leads through, unresolved
+     * further (a link to /dev/stdout gives /dev/stdout, not the file stdout is redirected to).
+     */
+    private static List<Path> links(Path file) {
+        List<Path> hops = new ArrayList<>();
+        Path hop = file.toAbsolutePath().normalize();
+        hops.add(hop);
+        for (int i = 0; i < 40 && Files.isSymbolicLink(hop); i++) {
+            try {
+                hop = hop.resolveSibling(Files.readSymbolicLink(hop)).toAbsolutePath().normalize();
+            } catch (IOException e) {
+                break;
+            }
+            hops.add(hop);
+        }
+        return hops;
+    }
+
+    /**
+     * Writes {@code file} all or nothing: {@code writer} writes a new temporary file (random name,
+     * created exclusively) in the same folder, which then replaces {@code file} in one rename,
+     * keeping an existing file's POSIX permissions; when anything fails the temporary file is
+     * deleted and {@code file} is left as it was. A path written in place (writtenInPlace: under
+     * /dev/ or /proc/, not a regular file, or a writable file in a folder that is not) is given to
+     * {@code writer} as it is.
      */
     static void writeAtomically(Path file, Writer writer) throws IOException {
-        Path target = target(file);
-        if (Files.exists(target) && !Files.isRegularFile(target)) {
-            writer.write(target); // a device or a pipe (/dev/stdout) is written, never replaced
+        if (appendedInPlace(file)) {
+            appendWhole(file, writer);
             return;
         }
-        Path temporary =
-                target.resolveSibling(
-                        "." + target.getFileName() + "." + ProcessHandle.current().pid() + ".tmp");
+        if (writtenInPlace(file)) {
+            writer.write(file); // a writable file in a folder that is not writable
+            return;
+        }
+        Path target = target(file);
+        Path temporary = createTemporary(target);
         boolean moved = false;
         try {
-            Files.deleteIfExists(temporary); // left by an earlier process of the same id
             writer.write(temporary);
+            if (Files.exists(target)) {
+                copyPermissions(target, temporary);
+            }
             try {
                 Files.move(
                         temporary,
@@ -138,6 +200,56 @@ final class ReportFiles {
                     // the write's own failure is the one to report
                 }
             }
+        }
+    }
+
+    /**
+     * Has {@code writer} write a temporary file in the default temporary-file folder, then appends
+     * it to {@code file} (opened without truncating: a redirected stdout keeps what was written to
+     * it before), so a writer that fails writes nothing there.
+     */
+    private static void appendWhole(Path file, Writer writer) throws IOException {
+        Path staged = Files.createTempFile("kvio-report-", ".tmp");
+        try {
+            writer.write(staged);
+            try (OutputStream to =
+                    Files.newOutputStream(
+                            file,
+                            StandardOpenOption.CREATE,
+                            StandardOpenOption.WRITE,
+                            StandardOpenOption.APPEND)) {
+                Files.copy(staged, to);
+            }
+        } finally {
+            Files.deleteIfExists(staged);
+        }
+    }
+
+    /**
+     * A new file beside {@code target}, random name, created exclusively; asked for rw-rw-rw-,
+     * which the umask reduces as for any new file (createTempFile's default is owner-only), where
+     * the file system has POSIX permissions.
+     */
+    private static Path createTemporary(Path target) throws IOException {
+        String prefix = "." + target.getFileName() + ".";
+        try {
+            return Files.createTempFile(
+                    target.getParent(),
+                    prefix,
+                    ".tmp",
+                    PosixFilePermissions.asFileAttribute(
+                            PosixFilePermissions.fromString("rw-rw-rw-")));
+        } catch (UnsupportedOperationException e) {
+            return Files.createTempFile(target.getParent(), prefix, ".tmp");
+        }
+    }
+
+    /** Gives {@code to} the POSIX permissions of {@code from}, where the file system has them. */
+    private static void copyPermissions(Path from, Path to) throws IOException {
+        try {
+            Files.setPosixFilePermissions(to, Files.getPosixFilePermissions(from));
+        } catch (UnsupportedOperationException e) {
+            // not a POSIX file system: the temporary keeps the default permissions
         }
     }
 

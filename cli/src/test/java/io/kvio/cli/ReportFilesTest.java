@@ -2,7 +2,8 @@
  * A report file is written all or nothing (ReportFiles.writeIfGiven, which every --json, --junit,
  * --csv and --svg goes through): a write that fails part way (a full disk, a file size limit)
  * leaves the previous file as it was and no temporary file beside it, and one that succeeds
- * replaces the file whole.
+ * replaces the file whole, keeping its permissions. /dev/ and /proc/ paths (a redirected stdout),
+ * pipes and files in a folder that is not writable are written in place.
  */
 package io.kvio.cli;
 
@@ -16,7 +17,11 @@ import java.io.StringWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
+import java.util.Set;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.testng.annotations.Test;
@@ -118,5 +123,152 @@ public class ReportFilesTest extends OutputDirTest {
         assertTrue(written);
         assertFalse(Files.isRegularFile(fifo), "the pipe was replaced by a regular file");
         assertEquals(read.get(10, java.util.concurrent.TimeUnit.SECONDS), "a,b\n");
+    }
+
+    /**
+     * A redirected stdout (`--json=/dev/stdout > out.txt`) is a /proc/self/fd/N link to a regular
+     * file: the report is appended to that open file, which is neither replaced (a rename would
+     * unlink the file the process's descriptor writes to) nor truncated (opening the link as a
+     * writer does would), so the Markdown already written there stays. A descriptor of this process
+     * open on a file in the test's folder stands for it; the writer opens its path as the real ones
+     * do (truncating).
+     */
+    @Test
+    public void aProcFdPathToARegularFileIsWrittenInPlaceNeverReplaced() throws IOException {
+        Path fds = Path.of("/proc/self/fd");
+        if (!Files.isDirectory(fds)) {
+            throw new org.testng.SkipException("no /proc/self/fd here");
+        }
+        Path folder = Files.createDirectory(dir.resolve("redirected"));
+        Path file = folder.resolve("out.txt");
+        try (java.io.FileOutputStream stdout = new java.io.FileOutputStream(file.toFile())) {
+            stdout.write("| markdown table |\n".getBytes(StandardCharsets.UTF_8));
+            stdout.flush();
+            Path descriptor = null;
+            try (Stream<Path> s = Files.list(fds)) {
+                for (Path fd : (Iterable<Path>) s::iterator) {
+                    try {
+                        if (Files.readSymbolicLink(fd).equals(file.toRealPath())) {
+                            descriptor = fd;
+                        }
+                    } catch (IOException e) {
+                        // a descriptor closed while listing
+                    }
+                }
+            }
+            assertTrue(descriptor != null, "no descriptor of this process is open on " + file);
+            Object inode = Files.readAttributes(file, BasicFileAttributes.class).fileKey();
+            // as given, and through a symbolic link to it (a link to /dev/stdout)
+            Path link = Files.createSymbolicLink(dir.resolve("stdout-link"), descriptor);
+            for (Path given : List.of(descriptor, link)) {
+                boolean written =
+                        ReportFiles.writeIfGiven(
+                                "--json",
+                                given,
+                                f -> Files.writeString(f, "{}\n", StandardCharsets.UTF_8),
+                                new PrintWriter(new StringWriter(), true));
+                assertTrue(written, given.toString());
+                assertEquals(
+                        Files.readAttributes(file, BasicFileAttributes.class).fileKey(),
+                        inode,
+                        "the redirected file was replaced through " + given);
+            }
+            assertEquals(Files.readString(file), "| markdown table |\n{}\n{}\n");
+            assertEquals(namesIn(folder), List.of("out.txt"));
+        }
+    }
+
+    /** A replaced file keeps its permissions (the temporary file is made owner-only). */
+    @Test
+    public void aReplacedFileKeepsItsPermissions() throws IOException {
+        Path folder = Files.createDirectory(dir.resolve("permissions"));
+        Path file = folder.resolve("m.json");
+        Files.writeString(file, "{}\n");
+        Set<PosixFilePermission> shared = PosixFilePermissions.fromString("rw-rw----");
+        try {
+            Files.setPosixFilePermissions(file, shared);
+        } catch (UnsupportedOperationException e) {
+            throw new org.testng.SkipException("no POSIX permissions here");
+        }
+        boolean written =
+                ReportFiles.writeIfGiven(
+                        "--json",
+                        file,
+                        f -> Files.writeString(f, "{\"new\": 1}\n", StandardCharsets.UTF_8),
+                        new PrintWriter(new StringWriter(), true));
+        assertTrue(written);
+        assertEquals(Files.readString(file), "{\"new\": 1}\n");
+        assertEquals(Files.getPosixFilePermissions(file), shared);
+    }
+
+    /**
+     * A new report file gets the permissions any new file gets here (the umask's), not owner-only.
+     */
+    @Test
+    public void aNewFileGetsTheUsualPermissions() throws IOException {
+        Path folder = Files.createDirectory(dir.resolve("new-file"));
+        Set<PosixFilePermission> usual;
+        try {
+            usual = Files.getPosixFilePermissions(Files.createFile(folder.resolve("usual")));
+        } catch (UnsupportedOperationException e) {
+            throw new org.testng.SkipException("no POSIX permissions here");
+        }
+        Path file = folder.resolve("b.csv");
+        boolean written =
+                ReportFiles.writeIfGiven(
+                        "--csv",
+                        file,
+                        f -> Files.writeString(f, "a,b\n", StandardCharsets.UTF_8),
+                        new PrintWriter(new StringWriter(), true));
+        assertTrue(written);
+        assertEquals(Files.getPosixFilePermissions(file), usual);
+    }
+
+    /** The temporary file has a fresh name: a file named as an earlier one was is left alone. */
+    @Test
+    public void aFileNamedLikeATemporaryIsLeftAlone() throws IOException {
+        Path folder = Files.createDirectory(dir.resolve("temporary"));
+        Path file = folder.resolve("b.csv");
+        Path other = folder.resolve(".b.csv." + ProcessHandle.current().pid() + ".tmp");
+        Files.writeString(other, "not ours\n");
+        boolean written =
+                ReportFiles.writeIfGiven(
+                        "--csv",
+                        file,
+                        f -> Files.writeString(f, "a,b\n", StandardCharsets.UTF_8),
+                        new PrintWriter(new StringWriter(), true));
+        assertTrue(written);
+        assertEquals(Files.readString(file), "a,b\n");
+        assertEquals(Files.readString(other), "not ours\n");
+    }
+
+    /**
+     * An existing writable file in a folder that is not writable is written in place (no temporary
+     * file can be made there) and accepted by checkOutputs' problem(). Root writes to any folder,
+     * so the test is skipped where the folder stays writable.
+     */
+    @Test
+    public void aWritableFileInAReadOnlyFolderIsWrittenInPlace() throws IOException {
+        Path folder = Files.createDirectory(dir.resolve("read-only"));
+        Path file = folder.resolve("m.xml");
+        Files.writeString(file, "<old/>\n");
+        Set<PosixFilePermission> before = Files.getPosixFilePermissions(folder);
+        Files.setPosixFilePermissions(folder, PosixFilePermissions.fromString("r-xr-xr-x"));
+        try {
+            if (Files.isWritable(folder)) {
+                throw new org.testng.SkipException("the folder stays writable (root)");
+            }
+            assertEquals(ReportFiles.problem(file), null);
+            boolean written =
+                    ReportFiles.writeIfGiven(
+                            "--junit",
+                            file,
+                            f -> Files.writeString(f, "<new/>\n", StandardCharsets.UTF_8),
+                            new PrintWriter(new StringWriter(), true));
+            assertTrue(written);
+            assertEquals(Files.readString(file), "<new/>\n");
+        } finally {
+            Files.setPosixFilePermissions(folder, before);
+        }
     }
 }

@@ -5,18 +5,20 @@
 // and atexit handlers), and before every thread_local object constructed earlier on that thread.
 // A call into kvio from any of those (kvio.h forbids none) would use kvio's per-thread scratch
 // after its destruction: a destroyed vector keeps its pointer, so the call would write into
-// freed memory. kvio's per-thread state is therefore reached through ThreadObject: a trivially
-// destructible pointer and flag, which stay valid until the thread's storage itself is gone, and
-// a guard whose destructor frees the object and marks it gone. From then on the thread has no
-// object (get() answers nullptr) and the caller uses memory of its own for that call
-// (ThreadScratch does so).
-//
-// An object made after the C library ran the thread's thread_local destructors (a thread whose
-// first kvio call is made from a pthread-key destructor) would never see its guard run: each
-// object is also the value of a pthread key of its own, which the guard clears, so the key's
-// destructor frees only such a late object (the C library runs key destructors again for values
-// set while they run). Objects made on the main thread after exit() began are not freed (the
-// process is ending).
+// freed memory. kvio's per-thread objects are therefore the values of pthread keys, reached
+// through a trivially destructible pointer and flag (usable until the thread's storage itself
+// goes):
+//  - they live through the thread's thread_local destructors, which may call kvio;
+//  - the key's destructor frees the object and marks it gone; a key destructor that runs after
+//    it (the C library runs key destructors in an order of its own) finds none (get() answers
+//    nullptr) and the caller uses memory of its own for that call (ThreadScratch does so);
+//  - an object made while key destructors run (a thread whose first kvio call is made from one)
+//    is freed in the C library's next round of key destructors;
+//  - on the main thread no key destructor runs at exit(): the objects stay, usable by atexit
+//    handlers and static destructors, until the process ends.
+// libkvio is linked with -z nodelete (CMakeLists.txt), so the destructors' code is never
+// unloaded while a thread still holds a value. Without a key (none left in the process), get()
+// answers nullptr and each call uses its own memory.
 #ifndef KVIO_CORE_THREAD_OBJECT_HPP_
 #define KVIO_CORE_THREAD_OBJECT_HPP_
 
@@ -31,18 +33,17 @@ template <class T, class Tag>
 class ThreadObject {
  public:
   /// This thread's object, made on first use (std::bad_alloc when it cannot be); nullptr once
-  /// the thread's exit has destroyed it.
+  /// the thread's exit has destroyed it, or when there is no key for it.
   static T* get() {
     T*& object = pointer();
     if (object == nullptr && !gone()) {
-      object = new T();
-      // Made now, so destroyed in the reverse order of construction with the thread's other
-      // thread_local objects: after those made later, which may still call kvio.
-      static thread_local Guard guard;
-      (void)guard;
-      // Freed by the key's destructor if the guard never runs (a late object, above).
       const Key& k = key();
-      if (k.made) (void)pthread_setspecific(k.key, object);
+      if (!k.made) return nullptr;
+      object = new T();
+      if (pthread_setspecific(k.key, object) != 0) {  // no memory for the thread's key table
+        delete object;
+        object = nullptr;
+      }
     }
     return object;
   }
@@ -50,29 +51,21 @@ class ThreadObject {
   static T* existing() noexcept { return pointer(); }
 
  private:
-  struct Guard {
-    ~Guard() {
-      const Key& k = key();
-      if (k.made) (void)pthread_setspecific(k.key, nullptr);  // freed here, not by the key
-      release();
-    }
-  };
   struct Key {
     pthread_key_t key{};
-    bool made = false;  // without a key (none left), a late object is not freed
+    bool made = false;
   };
   static const Key& key() {
     static const Key k = [] {
       Key made;
-      made.made = pthread_key_create(&made.key, [](void*) { release(); }) == 0;
+      made.made = pthread_key_create(&made.key, [](void* object) {
+                    gone() = true;
+                    pointer() = nullptr;
+                    delete static_cast<T*>(object);
+                  }) == 0;
       return made;
     }();
     return k;
-  }
-  static void release() noexcept {
-    gone() = true;
-    delete pointer();
-    pointer() = nullptr;
   }
   // Constant-initialised and trivially destructible: usable until the thread's storage goes.
   static T*& pointer() noexcept {

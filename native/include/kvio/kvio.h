@@ -15,6 +15,9 @@
  *    type, the limit and what to close (a transfer: kvio_transfer_close once it completed).
  *  - A rejected call changes no byte of any pool: all validation runs before any copy starts.
  *  - Sizes and offsets are bytes; token indices are slot numbers (page * page_size + slot).
+ *  - Any function may be called while the calling thread exits (from a pthread-key destructor,
+ *    a thread_local object's destructor, an atexit handler or a static destructor): kvio's
+ *    per-thread state is built for it (a message then keeps its first 511 bytes at most).
  */
 #ifndef KVIO_KVIO_H_
 #define KVIO_KVIO_H_

@@ -204,8 +204,7 @@ public abstract class KvPool implements AutoCloseable {
      * keeping the arena open while kvio uses the memory is the caller's part.
      */
     void ensureMemoryAlive(String name) {
-        BooleanSupplier alive = memoryAlive;
-        if (alive != null && !alive.getAsBoolean()) {
+        if (memoryGone()) {
             throw new KvioClosedException(
                     name
                             + " wraps "
@@ -214,6 +213,15 @@ public abstract class KvPool implements AutoCloseable {
                             + " nor writes it; close the pool (and close a pool before the arena of"
                             + " the memory it wraps)");
         }
+    }
+
+    /**
+     * Whether the caller memory this pool wraps is gone (ensureMemoryAlive's test, for callers that
+     * build the pool's name only when it is: the submit path).
+     */
+    boolean memoryGone() {
+        BooleanSupplier alive = memoryAlive;
+        return alive != null && !alive.getAsBoolean();
     }
 
     // Null when nothing but close() ends the memory, and once closed (it may hold the memory's

@@ -421,8 +421,13 @@ public final class Kvio {
      * would read or write freed memory.
      */
     private static void ensureMemoryAlive(KvPool src, KvPool dst, boolean byParameter) {
-        src.ensureMemoryAlive(poolName(byParameter, "src", src));
-        dst.ensureMemoryAlive(poolName(byParameter, "dst", dst));
+        // The names are built only for the message: a submit allocates no string.
+        if (src.memoryGone()) {
+            src.ensureMemoryAlive(poolName(byParameter, "src", src));
+        }
+        if (dst.memoryGone()) {
+            dst.ensureMemoryAlive(poolName(byParameter, "dst", dst));
+        }
     }
 
     /** The native message with the Java caller's names in place of the C ABI's. */

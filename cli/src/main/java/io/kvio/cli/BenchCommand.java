@@ -25,6 +25,7 @@ import java.util.concurrent.Callable;
 import org.bytedeco.javacpp.Loader;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -158,15 +159,7 @@ public final class BenchCommand implements Callable<Integer> {
                             + " [15]")
     Integer repeats;
 
-    @Option(
-            names = "--require",
-            paramLabel = "NAME[,NAME...]",
-            split = ",",
-            converter = Converters.Backend.class,
-            description =
-                    "exit 4 when one of these backends is unavailable (so a GPU runner with a"
-                            + " broken driver does not publish an empty benchmark and pass)")
-    List<IoBackend> required = new ArrayList<>();
+    @Mixin RequiredBackends required;
 
     @Option(
             names = "--threads",
@@ -243,7 +236,8 @@ public final class BenchCommand implements Callable<Integer> {
         boolean written = ReportFiles.writeIfGiven("--csv", csv, result::writeCsv, err);
         written &= ReportFiles.writeIfGiven("--json", json, result::writeJson, err);
         written &= ReportFiles.writeIfGiven("--svg", svg, result::writeSvg, err);
-        return ReportFiles.exitStatus(exitStatus(result, selected, required, err), written);
+        return ReportFiles.exitStatus(
+                exitStatus(result, selected, required.backends, err), written);
     }
 
     /**
@@ -255,7 +249,7 @@ public final class BenchCommand implements Callable<Integer> {
             List<IoBackend> selected,
             List<IoBackend> required,
             PrintWriter err) {
-        int status = MatrixCommand.requiredStatus(required, err);
+        int status = RequiredBackends.status(required, err);
         if (status != Main.EXIT_OK) {
             return status;
         }

@@ -19,6 +19,7 @@ import java.util.concurrent.Callable;
 import org.bytedeco.javacpp.Loader;
 import picocli.CommandLine.ArgGroup;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
@@ -103,15 +104,7 @@ public final class MatrixCommand implements Callable<Integer> {
             description = "also write JUnit XML: one test case per cell")
     Path junit;
 
-    @Option(
-            names = "--require",
-            paramLabel = "NAME[,NAME...]",
-            split = ",",
-            converter = Converters.Backend.class,
-            description =
-                    "exit 4 when one of these backends is unavailable (so a GPU runner with a"
-                            + " broken driver does not pass by skipping)")
-    List<IoBackend> required = new ArrayList<>();
+    @Mixin RequiredBackends required;
 
     @Option(
             names = "--threads",
@@ -183,7 +176,7 @@ public final class MatrixCommand implements Callable<Integer> {
         report.printMarkdown(out);
         boolean written = ReportFiles.writeIfGiven("--json", json, report::writeJson, err);
         written &= ReportFiles.writeIfGiven("--junit", junit, report::writeJUnit, err);
-        return ReportFiles.exitStatus(exitStatus(report, required, err), written);
+        return ReportFiles.exitStatus(exitStatus(report, required.backends, err), written);
     }
 
     /** 1 on any FAIL; else 4 when a required backend is unavailable; else 0. */
@@ -192,25 +185,6 @@ public final class MatrixCommand implements Callable<Integer> {
             err.println("kvio: matrix FAILED: " + report.summary());
             return Main.EXIT_FAILED;
         }
-        return requiredStatus(required, err);
-    }
-
-    /**
-     * 4 when a backend named by --require is unavailable (one line on err with the cause), else 0;
-     * matrix and bench alike.
-     */
-    static int requiredStatus(List<IoBackend> required, PrintWriter err) {
-        for (IoBackend b : required) {
-            String cause = b.unavailabilityCause();
-            if (cause != null) {
-                err.println(
-                        "kvio: io backend '"
-                                + b.userName()
-                                + "' is required (--require) but unavailable: "
-                                + cause);
-                return Main.EXIT_REQUIRED_UNAVAILABLE;
-            }
-        }
-        return Main.EXIT_OK;
+        return RequiredBackends.status(required, err);
     }
 }

@@ -1,0 +1,45 @@
+/*
+ * kvio command-line tool: the --require option that matrix and bench share.
+ */
+package io.kvio.cli;
+
+import io.kvio.IoBackend;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.List;
+import picocli.CommandLine.Option;
+
+/**
+ * The {@code --require} option (a picocli mixin of matrix and bench): io backends whose absence
+ * fails the run with exit 4, so that a GPU runner with a broken driver does not pass by skipping
+ * them.
+ */
+final class RequiredBackends {
+    @Option(
+            names = "--require",
+            paramLabel = "NAME[,NAME...]",
+            split = ",",
+            converter = Converters.Backend.class,
+            description =
+                    "exit 4 when one of these backends is unavailable (so a GPU runner with a"
+                            + " broken driver does not pass by skipping it)")
+    List<IoBackend> backends = new ArrayList<>();
+
+    /**
+     * 4 when a backend of {@code required} is unavailable (one line on err with the cause), else 0.
+     */
+    static int status(List<IoBackend> required, PrintWriter err) {
+        for (IoBackend b : required) {
+            String cause = b.unavailabilityCause();
+            if (cause != null) {
+                err.println(
+                        "kvio: io backend '"
+                                + b.userName()
+                                + "' is required (--require) but unavailable: "
+                                + cause);
+                return Main.EXIT_REQUIRED_UNAVAILABLE;
+            }
+        }
+        return Main.EXIT_OK;
+    }
+}

@@ -123,7 +123,7 @@ typedef struct kvio_support_query {
   int64_t head_bytes;
   int64_t page_size;
   int64_t host_num_layers;    /* layers the host pool holds */
-  int64_t device_num_layers;  /* layers of the device pool */
+  int64_t device_num_layers;  /* layers of the device pool (1 to 2^20, as host_num_layers) */
   int64_t device_layer_start; /* first device layer the host pool holds (layer sharding) */
 } kvio_support_query;
 
@@ -142,7 +142,8 @@ typedef struct kvio_copy2d {
 KVIO_API const char* kvio_last_error(void);
 /* The status of the failure kvio_last_error() describes (thread-local, as it is; OK before any
  * failure on this thread): for the functions that answer with a value instead of a status
- * (kvio_executor_auto_calibration returns NULL and this says why: CLOSED, INVALID_ARGUMENT). */
+ * (kvio_executor_auto_calibration returns NULL and this says why: CLOSED, INVALID_ARGUMENT,
+ * UNAVAILABLE). */
 KVIO_API kvio_status kvio_last_status(void);
 KVIO_API const char* kvio_version(void);
 KVIO_API const char* kvio_status_name(kvio_status status);
@@ -449,7 +450,8 @@ KVIO_API kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t devic
 KVIO_API kvio_status kvio_executor_set_auto_calibration(uint64_t executor, const char* text);
 /* The auto executor's calibration in the file format (its source in a comment), valid until the
  * next kvio call on this thread; NULL for an executor that is not 'auto' (kvio_last_status()
- * INVALID_ARGUMENT) or a closed or bad handle (CLOSED, INVALID_ARGUMENT), kvio_last_error()
+ * INVALID_ARGUMENT), a closed or bad handle (CLOSED, INVALID_ARGUMENT), or a call made while the
+ * calling thread exits, after its storage for the text is gone (UNAVAILABLE), kvio_last_error()
  * saying why. */
 KVIO_API const char* kvio_executor_auto_calibration(uint64_t executor);
 /* Changes the launch shape (CTA budget, warps per CTA; <= 0: the default) of a kernel executor,

@@ -493,17 +493,18 @@ inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& 
 
 /// Completion handle of one submitted transfer. Destroying it does not cancel the transfer, but
 /// a transfer dropped unawaited reports no failure: hence [[nodiscard]] (C++17). Made by the
-/// transfer functions only: a Transfer closes its handle, so none is made from a bare handle.
+/// transfer functions, or from a C handle with Transfer::adopt (it closes that handle when
+/// destroyed).
 class KVIO_NODISCARD Transfer {
  public:
-  /// A transfer of no index pairs (empty index lists), checked and complete: it moved 0 bytes,
-  /// and has no handle, no event (cudaEvent() 0: test empty() before waiting on it) and no
-  /// info. It is complete at once, not ordered after earlier transfers on its executor: it
-  /// does not stand for them (wait on a transfer that moved bytes for that).
   /// Takes a transfer handle a kvio_submit* call of the C ABI returned (code that submits in C
   /// and waits in C++): the Transfer waits on it and closes it when destroyed. Give each handle
   /// to one Transfer only, and do not close it yourself.
   static Transfer adopt(uint64_t handle) { return Transfer(handle); }
+  /// A transfer of no index pairs (empty index lists), checked and complete: it moved 0 bytes,
+  /// and has no handle, no event (cudaEvent() 0: test empty() before waiting on it) and no
+  /// info. It is complete at once, not ordered after earlier transfers on its executor: it
+  /// does not stand for them (wait on a transfer that moved bytes for that).
   static Transfer completedEmpty() {
     Transfer t(0);
     t.empty_ = true;

@@ -116,7 +116,9 @@ std::mutex& mutex() {
 AclApi* testApi = nullptr;
 Loaded* loaded = nullptr;
 const AclApi* initialised = nullptr;  // the table aclInit last succeeded for
-std::string initCause;
+// Made once and never destroyed, like the other statics here: a static destructor that runs
+// after libkvio's may still reach aclInit's failure path (kvio.h's thread-exit contract).
+std::string& initCause = *new std::string();
 
 }  // namespace
 

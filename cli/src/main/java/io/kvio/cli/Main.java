@@ -45,7 +45,8 @@ import picocli.CommandLine.UnmatchedArgumentException;
             "Run `java -jar kvio-cli.jar COMMAND --help` for a command's options.",
             "Exit status: 0 success, 1 a verification FAIL, 2 bad arguments, 3 kvio error",
             "(or the JVM out of memory, or another internal error),",
-            "4 (matrix) a backend named by --require is unavailable."
+            "4 (matrix, bench) a backend named by --require is unavailable,",
+            "or (bench) no selected backend is available."
         })
 public final class Main implements Runnable {
     static final int EXIT_OK = 0;

@@ -8,7 +8,8 @@
  * that fails (a full disk, a file size limit) leaves the previous file as it was, never a
  * truncated one. /dev/ and /proc/ paths (/dev/stdout), devices and pipes are appended to instead
  * (a stdout redirected to a file keeps the Markdown report), once the report is complete; a
- * writable file in a folder that is not writable is rewritten in place. JSON reports start with the same three fields (kvio version, platform, mode) and
+ * writable file in a folder that is not writable is rewritten in place (not all-or-nothing: a
+ * write that fails there can leave it truncated). JSON reports start with the same three fields (kvio version, platform, mode) and
  * are indented.
  */
 package io.kvio.cli;

@@ -40,9 +40,10 @@ struct FakeRuntime {
     f.registered.emplace(address, bytes);  // may throw: nothing registered then
     return KVIO_STATUS_OK;
   }
-  static void remove(void* c, uint64_t address) {
+  static bool remove(void* c, uint64_t address) {
     FakeRuntime& f = of(c);
     if (f.registered.erase(address) == 0) ++f.badUnregisters;
+    return true;
   }
   kvio::HostRuntime table() {
     // Chunks of 4 pages: one region takes several registrations.

@@ -409,6 +409,51 @@ TEST(AutoExecutorMemory, OnCpuAloneRefusesDeviceIndicesAndLaunchShapes) {
   EXPECT_EQ(jobs, 0);
 }
 
+// A candidate that keeps the jobs it is given and counts the calls asking it to let go of the
+// finished ones (the CUDA executors retire jobs only in their own submit or drain).
+class Retiring : public kvio::Executor {
+ public:
+  explicit Retiring(int* retires) : retires_(retires) {}
+  int32_t threads() const override { return 1; }
+  void submit(std::shared_ptr<kvio::Job> job) override { jobs.push_back(std::move(job)); }
+  void drain() override {}
+  void retireFinished() override { ++*retires_; }
+  kvio_status acceptMemory(kvio::MemoryPlace, kvio::MemoryPlace) const override {
+    return KVIO_STATUS_OK;
+  }
+  std::vector<std::shared_ptr<kvio::Job>> jobs;
+
+ private:
+  int* retires_;
+};
+
+// Every job auto gives one candidate asks the others to retire what they finished: a candidate
+// auto stops choosing would otherwise keep its last jobs' plans, events and staging until the
+// executor closes. The chosen one is not asked (its submit retires).
+TEST(AutoExecutorRetire, CandidatesNotChosenRetireTheirFinishedJobs) {
+  std::array<int, 3> retires{};
+  std::array<Retiring*, 3> stand{};
+  std::array<kvio::AutoExecutor::Candidate, kvio::kAutoPicks> c;
+  const int32_t backends[3] = {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED};
+  for (size_t i = 0; i < 3; ++i) {
+    auto executor = std::make_unique<Retiring>(&retires[i]);
+    stand[i] = executor.get();
+    c[i] = {backends[i], std::move(executor)};  // AutoPick order: kernel, direct, staged
+  }
+  kvio::AutoExecutor executor(std::move(c), AutoCalibration());
+  for (size_t chosen = 0; chosen < 3; ++chosen) {
+    auto job = std::make_shared<kvio::Job>();
+    job->ioBackend = backends[chosen];
+    const std::array<int, 3> before = retires;
+    executor.submit(job);
+    EXPECT_EQ(stand[chosen]->jobs.size(), 1u);
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(retires[i] - before[i], i == chosen ? 0 : 1)
+          << "candidate " << i << ", chosen " << chosen;
+    }
+  }
+}
+
 // ---- the first-use measurement (KVIO_AUTO_CALIBRATION=measure) ----
 
 TEST(AutoMeasure, CrossoverIsWhereDirectWinsFromThereOn) {

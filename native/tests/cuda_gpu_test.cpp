@@ -18,6 +18,7 @@
 // 'staged' runs the conformance cases with its default staging buffer (kvio-allocated device
 // pools: one chunk) and with KVIO_STAGED_BYTES=12K (the caller-buffer forms: many chunks, rows
 // cut across chunks); it refuses device to device and a bad KVIO_STAGED_BYTES.
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -1079,6 +1080,80 @@ TEST(CudaBackends, DeviceMemoryWrappedWithASizePastItsEndIsRefused) {
   EXPECT_NE(std::string(kvio_last_error()).find("runs past the end"), std::string::npos)
       << kvio_last_error();
   EXPECT_EQ(pool, 0u);
+  EXPECT_EQ(cudaFree(buffer), cudaSuccess);
+}
+
+// Device memory allocated in a context the caller created (cuCtxCreate) is in that context's
+// address space, which kvio's kernels and copies (in the primary context) cannot reach: refused
+// when wrapped, with that context current or not, not at the first kernel (an illegal address
+// that ends the context). The driver calls are reached through the runtime, at the CUDA 12.0
+// ABI (cuCtxCreate_v2), as kvio reaches its own.
+TEST(CudaBackends, DeviceMemoryOfAContextTheCallerCreatedIsRefused) {
+  REQUIRE_GPU();
+  using CtxCreate = CUresult (*)(CUcontext*, unsigned int, CUdevice);
+  using CtxDestroy = CUresult (*)(CUcontext);
+  using CtxPop = CUresult (*)(CUcontext*);
+  using CtxPush = CUresult (*)(CUcontext);
+  using DeviceGet = CUresult (*)(CUdevice*, int);
+  using MemAlloc = CUresult (*)(CUdeviceptr*, size_t);
+  using MemFree = CUresult (*)(CUdeviceptr);
+  const char* const names[7] = {"cuCtxCreate",      "cuCtxDestroy", "cuCtxPopCurrent",
+                                "cuCtxPushCurrent", "cuDeviceGet",  "cuMemAlloc",
+                                "cuMemFree"};
+  void* entries[7] = {};
+  for (int i = 0; i < 7; ++i) {
+    cudaDriverEntryPointQueryResult found{};
+    ASSERT_EQ(
+        cudaGetDriverEntryPointByVersion(names[i], &entries[i], 12000, cudaEnableDefault, &found),
+        cudaSuccess)
+        << names[i];
+    ASSERT_EQ(found, cudaDriverEntryPointSuccess) << names[i];
+  }
+  const auto create = reinterpret_cast<CtxCreate>(entries[0]);
+  const auto destroy = reinterpret_cast<CtxDestroy>(entries[1]);
+  const auto pop = reinterpret_cast<CtxPop>(entries[2]);
+  const auto push = reinterpret_cast<CtxPush>(entries[3]);
+  const auto deviceGet = reinterpret_cast<DeviceGet>(entries[4]);
+  const auto memAlloc = reinterpret_cast<MemAlloc>(entries[5]);
+  const auto memFree = reinterpret_cast<MemFree>(entries[6]);
+
+  const Geometry g = make(KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 1, 2, 4, 1, 64);
+  const kvio_pool_spec spec = specOf(g);
+  uint64_t need = 0;
+  ASSERT_EQ(kvio_pool_component_bytes(&spec, &need), KVIO_STATUS_OK);
+  CUdevice device = 0;
+  ASSERT_EQ(deviceGet(&device, 0), CUDA_SUCCESS);
+  CUcontext own = nullptr;
+  ASSERT_EQ(create(&own, 0, device), CUDA_SUCCESS);  // made current (pushed)
+  CUdeviceptr memory = 0;
+  ASSERT_EQ(memAlloc(&memory, need), CUDA_SUCCESS);
+  for (bool ownCurrent : {true, false}) {
+    SCOPED_TRACE(ownCurrent ? "the caller's context current" : "no context current");
+    if (!ownCurrent) {
+      CUcontext popped = nullptr;
+      ASSERT_EQ(pop(&popped), CUDA_SUCCESS);
+      ASSERT_EQ(popped, own);
+    }
+    uint64_t pool = 0;
+    EXPECT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_CUDA_DEVICE, 0, memory, need, &pool),
+              KVIO_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(kvio_last_error()).find("other than device 0's primary context"),
+              std::string::npos)
+        << kvio_last_error();
+    EXPECT_EQ(pool, 0u);
+  }
+  ASSERT_EQ(push(own), CUDA_SUCCESS);
+  EXPECT_EQ(memFree(memory), CUDA_SUCCESS);
+  EXPECT_EQ(destroy(own), CUDA_SUCCESS);  // pops it too
+  // Memory of the primary context (the runtime's) is still taken.
+  void* buffer = nullptr;
+  ASSERT_EQ(cudaMalloc(&buffer, need), cudaSuccess);
+  uint64_t pool = 0;
+  EXPECT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_CUDA_DEVICE, 0,
+                                  reinterpret_cast<uint64_t>(buffer), need, &pool),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
   EXPECT_EQ(cudaFree(buffer), cudaSuccess);
 }
 

@@ -177,9 +177,11 @@ TEST(DeviceScope, FailedSelectionIsReportedClearedAndChangesNothing) {
   EXPECT_EQ(cuda.setContextCalls, 0);
 }
 
-// Device -1 (memory registered for every device): a thread with a context keeps it; one without
-// gets the first device's kvio uses for the scope; with none used, an error and no change.
-TEST(DeviceScope, AnyDeviceKeepsAContextOrBindsOneKvioUses) {
+// Device -1 (memory registered for every device): the first device's context kvio uses, for
+// the scope, whatever context the thread has (another device's, one the caller made: kvio
+// registered nothing there), and the thread's own back after; a thread already in it makes no
+// call; with none used, an error and no change.
+TEST(DeviceScope, AnyDeviceBindsAContextKvioUses) {
   FakeCuda cuda(3);
   {
     Scope none(cuda, -1);
@@ -194,11 +196,25 @@ TEST(DeviceScope, AnyDeviceKeepsAContextOrBindsOneKvioUses) {
   }
   EXPECT_EQ(cuda.current, nullptr);
   EXPECT_FALSE(cuda.created[0]);
-  ASSERT_EQ(cuda.setDevice(1), 0);
+  ASSERT_EQ(cuda.setDevice(1), 0);  // the thread is on another device's context
+  {
+    Scope any(cuda, -1);
+    EXPECT_EQ(any.error(), 0);
+    EXPECT_EQ(cuda.current, cuda.primary(2));
+  }
+  EXPECT_EQ(cuda.current, cuda.primary(1));
+  const FakeCuda::Ctx own{1};  // a context the caller made
+  cuda.current = &own;
+  {
+    Scope any(cuda, -1);
+    EXPECT_EQ(cuda.current, cuda.primary(2));
+  }
+  EXPECT_EQ(cuda.current, &own);
+  cuda.current = cuda.primary(2);
   const int calls = cuda.setContextCalls;
   {
     Scope any(cuda, -1);
-    EXPECT_EQ(cuda.current, cuda.primary(1));
+    EXPECT_EQ(cuda.current, cuda.primary(2));
   }
   EXPECT_EQ(cuda.setContextCalls, calls);
 }

@@ -34,7 +34,8 @@ struct FakeRuntime {
   std::map<uint64_t, Registration> registrations;  // by first page
   int64_t registerCalls = 0;
   int64_t badUnregisters = 0;
-  int64_t failOnCall = -1;  // the registerCalls value whose call fails (out of memory)
+  bool refuseUnregister = false;  // unregisterRange fails (and registers stay)
+  int64_t failOnCall = -1;        // the registerCalls value whose call fails (out of memory)
 
   static uint64_t pageOf(uint64_t a) { return a / kPage * kPage; }
   static uint64_t pageEnd(uint64_t a) { return (a + kPage - 1) / kPage * kPage; }
@@ -82,7 +83,11 @@ struct FakeRuntime {
       default: return KVIO_STATUS_OUT_OF_MEMORY;
     }
   }
-  static void unregisterRange(void* context, uint64_t address) { of(context).remove(address); }
+  static bool unregisterRange(void* context, uint64_t address) {
+    if (of(context).refuseUnregister) return false;  // the runtime keeps the registration
+    of(context).remove(address);
+    return true;
+  }
   static bool covering(void* context, uint64_t address, uint64_t* start, uint64_t* bytes) {
     const Registration* r = of(context).holding(address);
     if (r == nullptr || address < r->base || address >= r->base + r->bytes) return false;
@@ -139,6 +144,32 @@ TEST_F(HostRegistryTest, PoolsSharingAPageShareItsRegistration) {
     EXPECT_EQ(registry.registrations(), 0);
     EXPECT_EQ(registry.references(), 0);
   }
+}
+
+// An unregistration the runtime refuses: the registry forgets the registration (its pool is
+// gone, the memory may be freed), but kvio_debug_live_host_registrations keeps counting it, so
+// a leftover registration shows where tests and users look for one.
+TEST_F(HostRegistryTest, ARefusedUnregistrationStaysCounted) {
+  int64_t before = -1;
+  ASSERT_EQ(kvio_debug_live_host_registrations(&before), KVIO_STATUS_OK);
+  HostRegistry registry(fake.table(), kPage);
+  std::shared_ptr<void> kept, refused;
+  ASSERT_EQ(acquire(registry, {{kBase, 2 * kPage}}, &kept), KVIO_STATUS_OK);
+  ASSERT_EQ(acquire(registry, {{kBase + 8 * kPage, 2 * kPage}}, &refused), KVIO_STATUS_OK);
+  int64_t live = -1;
+  ASSERT_EQ(kvio_debug_live_host_registrations(&live), KVIO_STATUS_OK);
+  EXPECT_EQ(live, before + 2);
+  fake.refuseUnregister = true;
+  refused.reset();
+  EXPECT_EQ(registry.registrations(), 1);    // forgotten by the registry
+  EXPECT_EQ(fake.registrations.size(), 2u);  // still held by the runtime
+  ASSERT_EQ(kvio_debug_live_host_registrations(&live), KVIO_STATUS_OK);
+  EXPECT_EQ(live, before + 2) << "a registration the runtime may still hold was uncounted";
+  fake.refuseUnregister = false;
+  kept.reset();  // one that ends is uncounted as before
+  ASSERT_EQ(kvio_debug_live_host_registrations(&live), KVIO_STATUS_OK);
+  EXPECT_EQ(live, before + 1);
+  fake.remove(kBase + 8 * kPage);  // what the runtime kept; the count stays (process-wide)
 }
 
 // A region inside kvio's registration only takes a reference; one overlapping it and more

@@ -516,7 +516,8 @@ KVIO_API kvio_status kvio_transfer_ascend_event(uint64_t transfer, uint64_t* eve
 KVIO_API kvio_status kvio_debug_live_objects(int64_t* counts_out /* [4] */);
 /* Host registrations kvio made (cudaHostRegister, aclrtHostRegisterV2 of wrapped pinned memory)
  * and has not ended yet. 0 once every wrapped pinned pool was closed and its transfers
- * completed (registrations the caller made itself are not counted). */
+ * completed (registrations the caller made itself are not counted); one whose unregistration the
+ * runtime refused stays counted (the runtime may still hold it). */
 KVIO_API kvio_status kvio_debug_live_host_registrations(int64_t* count_out);
 /* Copy-engine calls kvio has issued in this process for plans (the direct and kernel_ascend
  * backends, and staged's host runs; not the kernel's and staged's table uploads):

@@ -506,16 +506,19 @@ kvio_status registerRange(void* context, uint64_t address, uint64_t bytes,
 
 // The registration ends in its device's context. A failure has nobody to report to (the pool
 // is gone); its text is cleared rather than left for a later call.
-void unregisterRange(void* context, uint64_t address) {
+bool unregisterRange(void* context, uint64_t address) {
   const AclApi* api = nullptr;
-  if (runtime(&api) != KVIO_STATUS_OK) return;
+  if (runtime(&api) != KVIO_STATUS_OK) return false;
   std::lock_guard<std::mutex> lock(pinnedMutex());
   DeviceScope scope(*api, deviceOf(context));
+  bool ended = true;
   if (scope.error() != ACL_SUCCESS ||
       api->hostUnregister(reinterpret_cast<void*>(address)) != ACL_SUCCESS) {
     clearAclError(*api);
+    ended = false;
   }
   pinnedRanges().erase(address);
+  return ended;
 }
 
 // Device `device`'s registrations (checkDevice has checked it).

@@ -60,6 +60,11 @@ void AutoExecutor::submit(std::shared_ptr<Job> job) {
   for (Candidate& c : candidates_) {
     if (c.executor != nullptr && c.ioBackend == job->ioBackend) {
       c.executor->submit(std::move(job));
+      // The others retire finished jobs only in their own submit or drain: one left idle would
+      // keep its last jobs' plans, events and staging until the executor closes.
+      for (Candidate& other : candidates_) {
+        if (other.executor != nullptr && &other != &c) other.executor->retireFinished();
+      }
       return;
     }
   }

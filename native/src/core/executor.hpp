@@ -236,6 +236,11 @@ class Executor {
   virtual bool runInline(Job& job) { return false; }
   /// Blocks until every submitted job has completed.
   virtual void drain() = 0;
+  /// Lets go of jobs that have completed but are still kept (the device executors retire a job,
+  /// its plan, event and staging, only in a later submit or drain). 'auto' calls it on the
+  /// candidates it did not give a job to, so one left idle keeps nothing. Never blocks on the
+  /// device; by default nothing to do.
+  virtual void retireFinished() {}
   /// Prepares the job's work from a validated transfer: by default its plan (job->plan, with its
   /// bytes and copies in *out), then prepareFromPlan; an executor that evaluates the layouts
   /// itself overrides it and fills job->layout instead.

@@ -61,9 +61,9 @@ void HostRegistry::release(State& state, const std::vector<uint64_t>& starts) {
     auto it = state.entries.find(start);
     if (it == state.entries.end()) continue;  // cannot happen: leases own their references
     if (--it->second.references > 0) continue;
-    state.runtime.unregisterRange(state.runtime.context, start);
+    const bool ended = state.runtime.unregisterRange(state.runtime.context, start);
     state.entries.erase(it);
-    liveHostRegistrations.fetch_sub(1, std::memory_order_relaxed);
+    if (ended) liveHostRegistrations.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 
@@ -144,7 +144,7 @@ kvio_status HostRegistry::adoptRegion(State& state, size_t index, const MemoryRe
         try {
           state.entries.emplace(at, Entry{chunkEnd - at, 1});
         } catch (...) {  // no memory for the entry: the registration would have no owner
-          rt.unregisterRange(rt.context, at);
+          (void)rt.unregisterRange(rt.context, at);  // not counted yet either way
           throw;
         }
         liveHostRegistrations.fetch_add(1, std::memory_order_relaxed);

@@ -36,8 +36,12 @@ struct HostRuntime {
   /// the runtime says part or all of it is registered already; or an error (kvio_last_error).
   kvio_status (*registerRange)(void* context, uint64_t address, uint64_t bytes,
                                bool* alreadyRegistered);
-  /// Ends the registration made at `address` by registerRange.
-  void (*unregisterRange)(void* context, uint64_t address);
+  /// Ends the registration made at `address` by registerRange: true; false when the runtime
+  /// refused, and may still hold it. kvio then forgets the registration (the caller may free the
+  /// memory) but keeps it counted in liveHostRegistrations, so kvio_debug_live_host_registrations
+  /// never reads 0 while a registration kvio made may be left behind (a stale registration that
+  /// a later wrap at the same address would otherwise meet as the caller's).
+  bool (*unregisterRange)(void* context, uint64_t address);
   /// The registration holding `address`: true and its range [*start, *start + *bytes), or false
   /// when none does or the runtime cannot tell. nullptr: the runtime has no such query.
   bool (*covering)(void* context, uint64_t address, uint64_t* start, uint64_t* bytes);

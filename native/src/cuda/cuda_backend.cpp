@@ -101,7 +101,12 @@ bool EventCompletion::query() {
   if (error_.load() != cudaSuccess) return true;
   DeviceScope scope(device_);
   const cudaError_t error = cudaEventQuery(event_);
-  if (error == cudaErrorNotReady) return false;
+  if (error == cudaErrorNotReady) {
+    // Not an error, but a runtime that kept it as the thread's last error would have the next
+    // launch's cudaGetLastError report it as that launch's failure: clear it, and only it.
+    if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
+    return false;
+  }
   if (error != cudaSuccess) error_.store(error);
   return true;
 }
@@ -273,6 +278,7 @@ void CudaExecutor::submit(std::shared_ptr<Job> job) {
   }
   try {
     inFlight_.push_back({completion, job, release});  // copies: ours still, should it throw
+    inFlightCount_.store(inFlight_.size(), std::memory_order_relaxed);
   } catch (const std::bad_alloc& e) {  // a deque node: the one thing that can throw here
     failAfterQueuedWork(*job, KVIO_STATUS_OUT_OF_MEMORY, messageOrNone([&] {
       return std::string("the '") + name_ +
@@ -307,7 +313,16 @@ void CudaExecutor::reap() {
   while (!inFlight_.empty() && inFlight_.front().completion->query()) {
     retire(inFlight_.front());
     inFlight_.pop_front();
+    inFlightCount_.store(inFlight_.size(), std::memory_order_relaxed);
   }
+}
+
+void CudaExecutor::retireFinished() {
+  if (inFlightCount_.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  DeviceScope scope(device_);                // for reap's queries, on whatever thread submits
+  if (scope.error() != cudaSuccess) return;  // the next submit or drain reports it
+  reap();
 }
 
 bool CudaExecutor::retireOldest() {
@@ -315,6 +330,7 @@ bool CudaExecutor::retireOldest() {
   inFlight_.front().completion->synchronize();
   retire(inFlight_.front());
   inFlight_.pop_front();
+  inFlightCount_.store(inFlight_.size(), std::memory_order_relaxed);
   return true;
 }
 
@@ -418,13 +434,24 @@ kvio_status createCudaAutoExecutor(const CudaExecutorConfig& config,
   KVIO_RETURN_IF_ERROR(cuda::createDirectExecutor(shared, &direct.executor));
   KVIO_RETURN_IF_ERROR(cuda::createStagedExecutor(shared, &staged.executor));
   *out = std::make_unique<AutoExecutor>(std::move(candidates), std::move(calibration));
-  if (measure) {
-    AutoMeasureTarget target;  // CUDA device memory and pinned host memory of this device
-    target.deviceKind = KVIO_MEMORY_CUDA_DEVICE;
-    target.device = config.device;
-    KVIO_RETURN_IF_ERROR(measureAutoCalibration(out, target));
+  if (!measure) return KVIO_STATUS_OK;
+  if (config.stream != KVIO_CUDA_OWN_STREAM) {
+    // Not on the caller's stream: the engine's queued work would be timed with the sweep, and a
+    // stream waiting on work this thread queues later would block the creation. An auto
+    // executor of kvio's own stream measures (the environment still asks for it), and this one
+    // takes its calibration.
+    CudaExecutorConfig own = config;
+    own.stream = KVIO_CUDA_OWN_STREAM;
+    std::unique_ptr<Executor> measured;
+    KVIO_RETURN_IF_ERROR(createCudaAutoExecutor(own, &measured));
+    static_cast<AutoExecutor*>(out->get())
+        ->setCalibration(static_cast<AutoExecutor*>(measured.get())->calibration());
+    return KVIO_STATUS_OK;
   }
-  return KVIO_STATUS_OK;
+  AutoMeasureTarget target;  // CUDA device memory and pinned host memory of this device
+  target.deviceKind = KVIO_MEMORY_CUDA_DEVICE;
+  target.device = config.device;
+  return measureAutoCalibration(out, target);
 }
 
 const BackendOps& cudaKernelBackendOps() {

@@ -76,6 +76,8 @@ class CudaExecutor : public Executor {
   int32_t threads() const override { return 1; }
   void submit(std::shared_ptr<Job> job) override;
   void drain() override;
+  /// Retires the jobs in flight whose events have completed; nothing (no lock) when none is.
+  void retireFinished() override;
   kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const override;
   bool nativeHandle(NativeHandle kind, uint64_t* out) const override;
 
@@ -119,8 +121,9 @@ class CudaExecutor : public Executor {
   void failAfterQueuedWork(Job& job, kvio_status status, std::string message,
                            const std::function<void()>& release);
   std::deque<InFlight> inFlight_;
-  std::vector<StagingSlot> slots_;    // never moves: jobs' release callbacks point into it
-  std::vector<StagingSlot> retired_;  // outgrown, freed when the executor closes
+  std::atomic<size_t> inFlightCount_{0};  // inFlight_.size(), read without the lock
+  std::vector<StagingSlot> slots_;        // never moves: jobs' release callbacks point into it
+  std::vector<StagingSlot> retired_;      // outgrown, freed when the executor closes
 };
 
 /// A new executor of type E (a CudaExecutor with configure(config)) into *out when it configures.

@@ -248,11 +248,17 @@ kvio_status registerRange(void*, uint64_t address, uint64_t bytes, bool* already
 }
 
 // On whichever thread lets go of the last pool using the registration: a portable registration
-// belongs to no device, so any context kvio uses will do (DeviceScope -1), rather than one the
-// runtime would create on device 0.
-void unregisterRange(void*, uint64_t address) {
+// belongs to no device, so a primary context kvio uses will do (DeviceScope -1; never a context
+// the caller made, nor one the runtime would create on device 0). False when CUDA refused
+// (HostRuntime::unregisterRange: the registration stays counted).
+bool unregisterRange(void*, uint64_t address) {
   DeviceScope scope(-1);
-  if (cudaHostUnregister(reinterpret_cast<void*>(address)) != cudaSuccess) cudaGetLastError();
+  if (scope.error() != cudaSuccess ||
+      cudaHostUnregister(reinterpret_cast<void*>(address)) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return true;
 }
 
 using PointerGetAttribute = CUresult (*)(void* data, CUpointer_attribute attribute,
@@ -354,6 +360,34 @@ kvio_status registerHost(const MemoryRegion* regions, size_t count, std::shared_
   return KVIO_STATUS_OK;
 }
 
+// Device memory a context of the caller's own holds (cuCtxCreate) lies in that context's address
+// space: kvio's kernels and copies run in the device's primary context, where reaching it is an
+// illegal address, which ends the process's CUDA context. Memory of no context (stream-ordered
+// allocations, cuMemCreate + cuMemMap: CU_POINTER_ATTRIBUTE_CONTEXT answers an error or none)
+// is mapped for the device and accepted, as is all memory when the query or the driver's
+// context calls cannot be reached. Called under DeviceScope(device): the primary context is
+// current.
+kvio_status checkOwningContext(int32_t device, size_t region, const char* which, uint64_t address) {
+  const PointerGetAttribute get = pointerGetAttribute();
+  const ContextCalls& calls = driverContextCalls();
+  if (get == nullptr || !calls.found) return KVIO_STATUS_OK;
+  CUcontext owner = nullptr;
+  CUcontext current = nullptr;
+  if (get(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, static_cast<CUdeviceptr>(address)) !=
+          CUDA_SUCCESS ||
+      owner == nullptr || calls.getCurrent(&current) != CUDA_SUCCESS || current == nullptr ||
+      owner == current) {
+    return KVIO_STATUS_OK;  // driver calls leave no runtime error behind
+  }
+  return fail(KVIO_STATUS_INVALID_ARGUMENT,
+              "the %s byte of device region %zu, at 0x%llx, was allocated in a CUDA context other "
+              "than device %d's primary context (one the caller created, e.g. with cuCtxCreate); "
+              "kvio's kernels and copies run in the primary context (the CUDA runtime's), which "
+              "cannot reach that memory: allocate it with the runtime (cudaMalloc, "
+              "cudaMallocAsync) or in the primary context (cuDevicePrimaryCtxRetain)",
+              which, region, static_cast<unsigned long long>(address), device);
+}
+
 kvio_status checkDeviceRegions(int32_t device, const MemoryRegion* regions, size_t count) {
   // The first and the last byte of each region: a size that runs past the end of device memory
   // would otherwise be accepted and fault in a kernel or copy later, which ends the process's
@@ -384,6 +418,7 @@ kvio_status checkDeviceRegions(int32_t device, const MemoryRegion* regions, size
                     "device %d",
                     which, r, static_cast<unsigned long long>(ends[e]), attributes.device, device);
       }
+      KVIO_RETURN_IF_ERROR(checkOwningContext(device, r, which, ends[e]));
     }
   }
   return KVIO_STATUS_OK;

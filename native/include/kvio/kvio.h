@@ -288,7 +288,7 @@ typedef struct kvio_submit_options {
 #define KVIO_SUBMIT_OPTIONS_MIN_SIZE 24u
 #define KVIO_SUBMIT_OPTIONS_MAX_SIZE 4096u
 #define KVIO_SUBMIT_OPTIONS_INIT \
-  { (uint32_t)sizeof(kvio_submit_options), 0u, 0, 0, KVIO_INDICES_HOST, 0 }
+  { sizeof(kvio_submit_options), 0u, 0, 0, KVIO_INDICES_HOST, 0 }
 
 /* The general submit: kvio_submit with every per-transfer option at once. options NULL is
  * kvio_submit. The other submit entry points are forms of this one:

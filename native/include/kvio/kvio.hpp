@@ -9,7 +9,8 @@
 //
 // Every named operation is the one general transfer (any layout to any layout, with a layer
 // map) with its own index and layer conventions. Per transfer: TransferOptions (the overlap mark,
-// the copy kernel's launch shape) or DeviceIndices (slot indices already in GPU memory). Before a
+// the copy kernel's launch shape, either or both) and, in place of host indices, DeviceIndices
+// (slot indices already in GPU memory). Before a
 // pool is configured: checkSupport, backendAvailable, cudaDeviceCount and ascendDeviceCount say
 // whether it can work here and, if not, why, without throwing. C++14 or later; from C++17 a
 // Transfer left unused is a warning ([[nodiscard]]: a transfer dropped unawaited reports no

@@ -1,7 +1,8 @@
 // libFuzzer target over the C ABI's pool creation, validation, planner and CPU executor
 // (docs/reliability.md). Each input is decoded into two pool geometries (kind, layout, memory
 // form, sizes), a transfer (index lists that may hold negative, past-the-end or huge values,
-// layer windows, same-pool requests) and run two ways:
+// layer windows, same-pool requests; submitted with kvio_submit or kvio_submit_with and options,
+// valid or with one bad field) and run two ways:
 //  - small pools in real memory with guard zones around every buffer: the request must be
 //    accepted exactly when an independent validity model says so; an accepted one must change
 //    exactly the bytes the naive oracle (loops over logical coordinates, shapes of
@@ -279,6 +280,65 @@ std::vector<int64_t> indices(Input& in, int64_t count, int64_t tokens) {
   return out;
 }
 
+/// How a request is submitted: kvio_submit, or kvio_submit_with with options as a caller lays them
+/// out (struct_size bytes), and what the options alone make of it by kvio.h's rules (OK: the
+/// request's own status decides). Drawn from the top bits of the request's seed, so every input
+/// keeps the rest of its decoding: half kvio_submit; then valid options (some in a later caller's
+/// larger struct with zero new fields); an eighth with one bad field.
+struct SubmitForm {
+  bool with = false;
+  std::vector<uint8_t> bytes;  // the options struct, at least sizeof(kvio_submit_options)
+  kvio_status expected = KVIO_STATUS_OK;
+  bool overlaps = false;
+  const kvio_submit_options* options() const {
+    return reinterpret_cast<const kvio_submit_options*>(bytes.data());
+  }
+};
+
+SubmitForm submitForm(uint64_t seed) {
+  SubmitForm f;
+  const unsigned form = static_cast<unsigned>(seed >> 56);
+  if (form < 128) return f;
+  f.with = true;
+  kvio_submit_options o{};
+  o.struct_size = sizeof o;
+  o.flags = static_cast<uint32_t>((seed >> 8) & 1);
+  o.cta_budget = static_cast<int32_t>((seed >> 16) & 0xffff) - 8;  // -8 to 65527
+  o.warps_per_cta = static_cast<int32_t>((seed >> 32) % 35) - 2;   // -2 to 32
+  o.indices_memory = KVIO_INDICES_HOST;
+  size_t size = sizeof o;
+  const uint64_t r = seed >> 40;
+  size_t badTailByte = 0;
+  if (form >= 224) {
+    f.expected = KVIO_STATUS_INVALID_ARGUMENT;
+    switch (form % 8) {
+      case 0: o.flags |= 2u << (r % 31); break;
+      case 1: o.cta_budget = 65536 + static_cast<int32_t>(r % 1000); break;
+      case 2: o.warps_per_cta = 33 + static_cast<int32_t>(r % 100); break;
+      case 3: o.indices_memory = r % 2 ? -1 - static_cast<int32_t>(r % 7) : 2; break;
+      case 4: o.reserved = 1 + static_cast<int32_t>(r % 100); break;
+      case 5: o.struct_size = static_cast<uint32_t>(r % 24); break;
+      case 6:
+        size = sizeof o + 8;
+        o.struct_size = static_cast<uint32_t>(size);
+        badTailByte = sizeof o + r % 8;
+        break;
+      default:  // device indices: the cpu executor takes none
+        o.indices_memory = KVIO_INDICES_DEVICE;
+        f.expected = KVIO_STATUS_UNSUPPORTED;
+        break;
+    }
+  } else if (form >= 192) {
+    size = sizeof o + 8 * (1 + r % 4);
+    o.struct_size = static_cast<uint32_t>(size);
+  }
+  f.bytes.assign(size, 0);
+  std::memcpy(f.bytes.data(), &o, sizeof o);
+  if (badTailByte != 0) f.bytes[badTailByte] = static_cast<uint8_t>(1 + r % 255);
+  f.overlaps = (o.flags & KVIO_SUBMIT_OVERLAPS_COMPUTE) != 0;
+  return f;
+}
+
 /// Small pools in real memory, executed and compared with the oracle.
 void runSmall(Input& in) {
   const Geometry sg = smallGeometry(in);
@@ -323,20 +383,29 @@ void runSmall(Input& in) {
   r.srcLayer = in.wild(0, sg.L - 1);
   r.dstLayer = in.wild(0, target.L - 1);
 
-  const kvio_status expected = expectedTransferStatus(sg, target, r);
+  const SubmitForm form = submitForm(seed);
+  const kvio_status expected =
+      form.expected != KVIO_STATUS_OK ? form.expected : expectedTransferStatus(sg, target, r);
   const kvio_transfer_desc desc{srcPool, dstPool,    r.src.data(), r.dst.data(),
                                 count,   r.srcLayer, r.dstLayer,   r.layers};
   int64_t copies = -1;
   const kvio_status planned = kvio_plan(&desc, nullptr, 0, &copies);
   uint64_t transfer = 0;
-  const kvio_status submitted = kvio_submit(executor(), &desc, &transfer);
+  const kvio_status submitted = form.with
+                                    ? kvio_submit_with(executor(), &desc, form.options(), &transfer)
+                                    : kvio_submit(executor(), &desc, &transfer);
   if (submitted != expected) {
     char detail[96];
     std::snprintf(detail, sizeof detail, "(got %s, expected %s)", kvio_status_name(submitted),
                   kvio_status_name(expected));
     violated("submit status", detail);
   }
-  require(planned == submitted, "kvio_plan and kvio_submit agree");
+  require(form.expected != KVIO_STATUS_OK || planned == submitted,
+          "kvio_plan and kvio_submit agree");
+  if (form.with && count > 0) {
+    require(kvio_check_transfer_with(executor(), &desc, form.options()) == submitted,
+            "kvio_check_transfer_with and kvio_submit_with agree");
+  }
   require(submitted == KVIO_STATUS_OK || std::strlen(kvio_last_error()) > 0, "rejection message");
   if (submitted == KVIO_STATUS_OK) {
     require(kvio_transfer_wait(transfer, -1) == KVIO_STATUS_OK, "transfer completes");
@@ -344,6 +413,9 @@ void runSmall(Input& in) {
     require(kvio_transfer_bytes(transfer, &bytes) == KVIO_STATUS_OK, "transfer bytes");
     require(bytes == static_cast<uint64_t>(count * r.layers * sg.C() * sg.row()),
             "transfer moves count x layers x components x row bytes");
+    kvio_transfer_info info{};
+    require(kvio_transfer_get_info(transfer, &info) == KVIO_STATUS_OK, "transfer info");
+    require(info.overlaps_compute == (form.overlaps ? 1 : 0), "the overlap mark is recorded");
     require(kvio_transfer_close(transfer) == KVIO_STATUS_OK, "transfer close");
   }
   kvio_pool_close(srcPool);

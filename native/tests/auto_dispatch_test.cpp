@@ -31,6 +31,15 @@ class AutoDispatch : public ::testing::Test {
   kvio_transfer_info run(uint64_t executor, const Geometry& g, const std::vector<int64_t>& indices,
                          uint32_t flags, int32_t srcKind = KVIO_MEMORY_HOST,
                          int32_t dstKind = KVIO_MEMORY_HOST) {
+    kvio_submit_options options = KVIO_SUBMIT_OPTIONS_INIT;
+    options.flags = flags;
+    return runWith(executor, g, indices, &options, srcKind, dstKind);
+  }
+  /// run() with every option (kvio_submit_with); NULL options: kvio_submit.
+  kvio_transfer_info runWith(uint64_t executor, const Geometry& g,
+                             const std::vector<int64_t>& indices,
+                             const kvio_submit_options* options, int32_t srcKind = KVIO_MEMORY_HOST,
+                             int32_t dstKind = KVIO_MEMORY_HOST) {
     TestPool src(g, srcKind, srcKind == KVIO_MEMORY_HOST ? -1 : 0);
     TestPool dst(g, dstKind, dstKind == KVIO_MEMORY_HOST ? -1 : 0);
     std::mt19937_64 rng(7);
@@ -48,7 +57,7 @@ class AutoDispatch : public ::testing::Test {
                                   g.L};
     uint64_t transfer = 0;
     kvio_transfer_info info{};
-    EXPECT_EQ(kvio_submit_flags(executor, &desc, flags, &transfer), KVIO_STATUS_OK)
+    EXPECT_EQ(kvio_submit_with(executor, &desc, options, &transfer), KVIO_STATUS_OK)
         << kvio_last_error();
     EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
     EXPECT_EQ(kvio_transfer_get_info(transfer, &info), KVIO_STATUS_OK);
@@ -143,6 +152,53 @@ TEST_F(AutoDispatch, OverlapMarkMovesEightKiBRowsToDirect) {
   info = run(executor, smaller, everyOther(smaller.S()), KVIO_SUBMIT_OVERLAPS_COMPUTE);
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
   EXPECT_EQ(kernelJobs_, 2);
+  EXPECT_EQ(directJobs_, 1);
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+}
+
+// kvio_submit_with gives 'auto' the overlap mark and the launch shape at once (kvio.h had a
+// submit for either, none for both): the mark still moves 8 KiB rows to direct, and a transfer
+// auto gives its kernel reaches the kernel candidate with the shape and the mark.
+TEST_F(AutoDispatch, TheOverlapMarkAndALaunchShapeTogetherReachTheChoiceAndTheKernel) {
+  LaunchSeen seen;
+  const uint64_t executor =
+      standInAutoExecutor(&kernelJobs_, &directJobs_, &directPlans_, nullptr, &seen);
+  const Geometry g = rowsOf(4096);
+  kvio_submit_options options = KVIO_SUBMIT_OPTIONS_INIT;
+  options.cta_budget = 3;
+  options.warps_per_cta = 5;
+  kvio_transfer_info info = runWith(executor, g, everyOther(g.S()), &options);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
+  EXPECT_EQ(info.overlaps_compute, 0);
+  EXPECT_EQ(seen.prepares, 1);
+  EXPECT_EQ(seen.ctaBudget, 3);
+  EXPECT_EQ(seen.warpsPerCta, 5);
+  EXPECT_FALSE(seen.overlapsCompute);
+  // Marked, with the shape: the mark decides (direct); the kernel prepares nothing.
+  options.flags = KVIO_SUBMIT_OVERLAPS_COMPUTE;
+  info = runWith(executor, g, everyOther(g.S()), &options);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_DIRECT);
+  EXPECT_EQ(info.overlaps_compute, 1);
+  EXPECT_EQ(seen.prepares, 1);
+  // Marked, with another shape, on rows the kernel keeps: both reach it.
+  options.cta_budget = 7;
+  options.warps_per_cta = 9;
+  const Geometry smaller = rowsOf(2048);
+  info = runWith(executor, smaller, everyOther(smaller.S()), &options);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
+  EXPECT_EQ(info.overlaps_compute, 1);
+  EXPECT_EQ(seen.prepares, 2);
+  EXPECT_EQ(seen.ctaBudget, 7);
+  EXPECT_EQ(seen.warpsPerCta, 9);
+  EXPECT_TRUE(seen.overlapsCompute);
+  // No options: the executor's shape (0) and no mark.
+  info = runWith(executor, smaller, everyOther(smaller.S()), nullptr);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
+  EXPECT_EQ(seen.prepares, 3);
+  EXPECT_EQ(seen.ctaBudget, 0);
+  EXPECT_EQ(seen.warpsPerCta, 0);
+  EXPECT_FALSE(seen.overlapsCompute);
+  EXPECT_EQ(kernelJobs_, 3);
   EXPECT_EQ(directJobs_, 1);
   EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
 }

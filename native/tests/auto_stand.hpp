@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "auto_stand_ins.hpp"
 #include "core/backends.hpp"
 #include "core/error.hpp"
 #include "core/executor.hpp"
@@ -15,17 +16,24 @@
 
 namespace kvio_test {
 
-/// A cpu executor that counts the jobs it runs (and, given `prepared`, the plans it makes);
-/// refuses memory of kind `refuses`.
+/// A cpu executor that counts the jobs it runs (and, given `prepared`, the plans it makes; given
+/// `launch`, the launch shape and mark of the transfers it prepares); refuses memory of kind
+/// `refuses`.
 class Stand : public kvio::Executor {
  public:
-  Stand(int* submitted, int32_t refuses = -1, int* prepared = nullptr)
-      : submitted_(submitted), prepared_(prepared), refuses_(refuses) {
+  Stand(int* submitted, int32_t refuses = -1, int* prepared = nullptr, LaunchSeen* launch = nullptr)
+      : submitted_(submitted), prepared_(prepared), launch_(launch), refuses_(refuses) {
     EXPECT_EQ(kvio::backendOps(KVIO_BACKEND_CPU)->create(1, &inner_), KVIO_STATUS_OK);
   }
   kvio_status prepare(const kvio::Transfer& transfer, kvio::Job* job,
                       kvio::Prepared* out) const override {
     if (prepared_ != nullptr) ++*prepared_;
+    if (launch_ != nullptr) {
+      ++launch_->prepares;
+      launch_->ctaBudget = transfer.ctaBudget;
+      launch_->warpsPerCta = transfer.warpsPerCta;
+      launch_->overlapsCompute = transfer.overlapsCompute;
+    }
     return kvio::Executor::prepare(transfer, job, out);
   }
   int32_t threads() const override { return 1; }
@@ -44,6 +52,7 @@ class Stand : public kvio::Executor {
  private:
   int* submitted_;
   int* prepared_;
+  LaunchSeen* launch_;
   int32_t refuses_;
   std::unique_ptr<kvio::Executor> inner_;
 };

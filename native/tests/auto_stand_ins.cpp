@@ -11,9 +11,9 @@
 namespace kvio_test {
 
 uint64_t standInAutoExecutor(int* kernelJobs, int* directJobs, int* directPlans,
-                             StagedCounts* staged) {
+                             StagedCounts* staged, LaunchSeen* kernelLaunch) {
   std::array<kvio::AutoExecutor::Candidate, kvio::kAutoPicks> c;
-  c[0] = {KVIO_BACKEND_KERNEL, std::make_unique<Stand>(kernelJobs)};
+  c[0] = {KVIO_BACKEND_KERNEL, std::make_unique<Stand>(kernelJobs, -1, nullptr, kernelLaunch)};
   c[1] = {KVIO_BACKEND_DIRECT, std::make_unique<Stand>(directJobs, -1, directPlans)};
   if (staged != nullptr) {
     c[2] = {KVIO_BACKEND_STAGED,

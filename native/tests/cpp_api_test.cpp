@@ -406,9 +406,35 @@ TEST(CppApi, DeviceIndicesOnTheCpuBackendAreUnsupportedAndMoveNothing) {
                                      0);
       },
       KVIO_STATUS_INVALID_ARGUMENT, {"2 device entries but dstIndices has 1"});
-  // The checks that need no index run first: a layer outside the pool is OUT_OF_RANGE.
+  // The empty batch answers what a submit would (kvio_check_transfer_with): the backend's refusal
+  // comes before the pools' checks, as in the submit; a bad handle comes before both.
   expectError([&] { (void)kvio::transferPerLayer(cpu, src, dst, none, none, 0, 1); },
-              KVIO_STATUS_OUT_OF_RANGE, {});
+              KVIO_STATUS_UNSUPPORTED, why);
+  {
+    kvio::Executor closed(kvio::IoBackend::Cpu, 1);
+    closed.close();
+    expectError([&] { (void)kvio::transferPerLayer(closed, src, dst, none, none, 0, 0); },
+                KVIO_STATUS_CLOSED, {});
+  }
+  // TransferOptions reach the library with device indices too: a launch shape past the limits is
+  // refused before the backend is asked; a valid one with the overlap mark is the cpu refusal.
+  kvio::TransferOptions tooManyCtas;
+  tooManyCtas.ctaBudget = 65536;
+  for (const kvio::DeviceIndices& list : {s, none}) {
+    expectError([&] { (void)kvio::transferPerLayer(cpu, src, dst, list, list, 0, 0, tooManyCtas); },
+                KVIO_STATUS_INVALID_ARGUMENT, {"65536"});
+  }
+  kvio::TransferOptions both;
+  both.overlapsCompute = true;
+  both.ctaBudget = 2;
+  both.warpsPerCta = 8;
+  expectError([&] { (void)kvio::transferAllLayers(cpu, src, dst, s, d, 0, both); },
+              KVIO_STATUS_UNSUPPORTED, why);
+  expectError(
+      [&] {
+        (void)kvio::transfer(cpu, src, dst, none, none, kvio::LayerMap{0, 0, 1}, both);
+      },
+      KVIO_STATUS_UNSUPPORTED, why);
   EXPECT_EQ(contents(dst), canary);
   // 'auto' without a GPU is the cpu backend: the same refusal. With a GPU it takes them.
   if (!kvio::backendAvailable(kvio::IoBackend::Kernel)) {
@@ -462,27 +488,54 @@ TEST(CppApi, APerTransferLaunchShapeReachesTheLibraryAndCpuIgnoresIt) {
   EXPECT_EQ(marked.info().overlaps_compute, 1);
 }
 
-TEST(CppApi, TheOverlapMarkWithALaunchShapeIsRefusedNotHalfDone) {
-  // kvio.h has kvio_submit_flags (the mark) and kvio_submit_launch (the shape), no submit with
-  // both: one of them would be dropped unseen.
+TEST(CppApi, TheOverlapMarkWithALaunchShapeTravelTogether) {
+  // Refused with UNSUPPORTED while kvio.h had a submit for each (kvio_submit_flags,
+  // kvio_submit_launch) and none for both; kvio_submit_with takes both: the transfer is marked,
+  // the shape's limits are checked, and cpu moves the rows.
   const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
   const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
   kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
-  fill(src, dst);
-  const std::vector<uint8_t> canary = contents(dst);
   kvio::TransferOptions both;
   both.overlapsCompute = true;
   both.ctaBudget = 4;
   both.warpsPerCta = 16;
-  const std::vector<std::string> why = {"overlapsCompute", "ctaBudget 4", "setLaunch"};
-  expectError([&] { (void)kvio::transferPerLayer(cpu, src, dst, {1}, {1}, 0, 0, both); },
-              KVIO_STATUS_UNSUPPORTED, why);
-  expectError([&] { (void)kvio::transferAllLayers(cpu, src, dst, {1}, {1}, 0, both); },
-              KVIO_STATUS_UNSUPPORTED, why);
+  fill(src, dst);
+  kvio::Transfer perLayer = kvio::transferPerLayer(cpu, src, dst, {1, 6}, {2, 0}, 0, 0, both);
+  perLayer.wait();
+  EXPECT_EQ(perLayer.info().overlaps_compute, 1);
+  EXPECT_EQ(perLayer.info().launches, 0);  // cpu launches no kernel
+  EXPECT_EQ(contents(dst), expected(dst, {1, 6}, {2, 0}));
+  fill(src, dst);
+  kvio::Transfer allLayers = kvio::transferAllLayers(cpu, src, dst, {7}, {3}, 0, both);
+  allLayers.wait();
+  EXPECT_EQ(allLayers.info().overlaps_compute, 1);
+  EXPECT_EQ(contents(dst), expected(dst, {7}, {3}));
+  // The pair is checked as a whole: the mark does not hide a shape past the limits, with indices
+  // or without (the empty batch's check takes the options too).
+  fill(src, dst);
+  const std::vector<uint8_t> canary = contents(dst);
+  kvio::TransferOptions tooManyWarps = both;
+  tooManyWarps.warpsPerCta = 33;
   const std::vector<int64_t> none;
-  expectError([&] { (void)kvio::transferPerLayer(cpu, src, dst, none, none, 0, 0, both); },
-              KVIO_STATUS_UNSUPPORTED, why);
+  expectError([&] { (void)kvio::transferPerLayer(cpu, src, dst, {1}, {1}, 0, 0, tooManyWarps); },
+              KVIO_STATUS_INVALID_ARGUMENT, {"33"});
+  expectError([&] { (void)kvio::transferPerLayer(cpu, src, dst, none, none, 0, 0, tooManyWarps); },
+              KVIO_STATUS_INVALID_ARGUMENT, {"33"});
   EXPECT_EQ(contents(dst), canary);
+  // An empty batch with both: a completed Transfer of 0 bytes.
+  kvio::Transfer empty = kvio::transferPerLayer(cpu, src, dst, none, none, 0, 0, both);
+  EXPECT_TRUE(empty.empty());
+  empty.wait();
+  EXPECT_EQ(contents(dst), canary);
+  // What the wrapper hands kvio_submit_with.
+  const kvio_submit_options c = both.toC();
+  EXPECT_EQ(c.struct_size, sizeof(kvio_submit_options));
+  EXPECT_EQ(c.flags, KVIO_SUBMIT_OVERLAPS_COMPUTE);
+  EXPECT_EQ(c.cta_budget, 4);
+  EXPECT_EQ(c.warps_per_cta, 16);
+  EXPECT_EQ(c.indices_memory, KVIO_INDICES_HOST);
+  EXPECT_EQ(c.reserved, 0);
+  EXPECT_EQ(both.toC(KVIO_INDICES_DEVICE).indices_memory, KVIO_INDICES_DEVICE);
 }
 
 TEST(CppApi, SupportChecksSayWhyWithoutThrowing) {

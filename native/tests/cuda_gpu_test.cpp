@@ -945,6 +945,80 @@ TEST(CudaKernel, DeviceIndicesOutOfRangeAreSkippedAndReported) {
   CUDA_OK(cudaFree(deviceIndices));
 }
 
+// kvio_submit_with: device-resident indices, a launch shape and the overlap mark in one submit,
+// on the kernel backend and on 'auto' (which gives device indices to its kernel, marked or not).
+// Per-layer device pool to a page_first pinned one, source layers 1-2 to destination layers 0-1;
+// the destination canary-filled and compared whole with the oracle. kvio_check_transfer_with
+// agrees first, without moving anything, and refuses host arrays given as device ones.
+TEST(CudaKernel, SubmitWithTakesDeviceIndicesALaunchShapeAndTheMarkAtOnce) {
+  REQUIRE_GPU();
+  const Geometry dg = make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 3, 8, 4, 2, 64);
+  const Geometry hg = make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 4, 2, 64);
+  const std::vector<int64_t> s = {0, 31, 7, 12, 20}, d = {5, 1, 30, 12, 8};
+  const size_t n = s.size();
+  int64_t* onDevice = nullptr;
+  CUDA_OK(cudaMalloc(&onDevice, 2 * n * sizeof(int64_t)));
+  CUDA_OK(cudaMemcpy(onDevice, s.data(), n * sizeof(int64_t), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(onDevice + n, d.data(), n * sizeof(int64_t), cudaMemcpyHostToDevice));
+  CUDA_OK(cudaDeviceSynchronize());  // the pageable copies' DMA may still run when they return
+  for (const int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_AUTO}) {
+    SCOPED_TRACE(kvio_name(KVIO_NAME_BACKEND, backend));
+    Executor executor(backend);
+    ASSERT_TRUE(executor.ok());
+    GpuPool src(dg, Memory::Device, executor.stream());
+    GpuPool dst(hg, Memory::PinnedHost, executor.stream());
+    ASSERT_TRUE(src.ok() && dst.ok());
+    std::mt19937_64 rng(backend == KVIO_BACKEND_KERNEL ? 71 : 72);
+    const Image srcImage = src.random(rng);
+    Image expected = dst.filled(kCanary);
+    ASSERT_TRUE(src.write(srcImage) && dst.write(expected));
+    kvio_submit_options options = KVIO_SUBMIT_OPTIONS_INIT;
+    options.flags = KVIO_SUBMIT_OVERLAPS_COMPUTE;
+    options.cta_budget = 2;
+    options.warps_per_cta = 4;
+    options.indices_memory = KVIO_INDICES_DEVICE;
+    const kvio_transfer_desc desc{
+        src.handle(), dst.handle(), onDevice, onDevice + n, static_cast<int64_t>(n), 1, 0, 2};
+    EXPECT_EQ(kvio_check_transfer_with(executor.handle(), &desc, &options), KVIO_STATUS_OK)
+        << kvio_last_error();
+    const kvio_transfer_desc hostArrays{
+        src.handle(), dst.handle(), s.data(), d.data(), static_cast<int64_t>(n), 1, 0, 2};
+    EXPECT_EQ(kvio_check_transfer_with(executor.handle(), &hostArrays, &options),
+              KVIO_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(kvio_last_error()).find("not memory of CUDA device"), std::string::npos)
+        << kvio_last_error();
+    // A shape past the limits: refused with the rest, nothing launched or moved.
+    kvio_submit_options tooWide = options;
+    tooWide.warps_per_cta = 33;
+    uint64_t transfer = 0;
+    EXPECT_EQ(kvio_submit_with(executor.handle(), &desc, &tooWide, &transfer),
+              KVIO_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(transfer, 0u);
+    const std::array<int64_t, 2> before = kernelLaunches();
+    ASSERT_EQ(kvio_submit_with(executor.handle(), &desc, &options, &transfer), KVIO_STATUS_OK)
+        << kvio_last_error();
+    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
+    kvio_transfer_info info{};
+    EXPECT_EQ(kvio_transfer_get_info(transfer, &info), KVIO_STATUS_OK);
+    EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+    EXPECT_EQ(info.io_backend, backend);
+    EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
+    EXPECT_EQ(info.overlaps_compute, 1);
+    EXPECT_EQ(info.launches, 1);
+    EXPECT_EQ(info.bytes, n * 2 * 2 * 128);  // pairs x layers x K and V x row
+    const std::array<int64_t, 2> after = kernelLaunches();
+    EXPECT_EQ(after[1] - before[1], 1) << "device indices go through a staging slot";
+    applyTransfer(dg, srcImage, hg, &expected, s, d, 1, 0, 2);
+    Image actual;
+    ASSERT_TRUE(dst.read(&actual));
+    EXPECT_TRUE(sameImage(expected, actual, "destination"));
+    Image source;
+    ASSERT_TRUE(src.read(&source));
+    EXPECT_TRUE(sameImage(srcImage, source, "source"));
+  }
+  CUDA_OK(cudaFree(onDevice));
+}
+
 // kvio.hpp's forms of kvio_submit_device_indices (DeviceIndices) and kvio_submit_launch
 // (TransferOptions) on the kernel backend: one MLA layer_first pool of 2 layers x 16 tokens of
 // 64 bytes in device memory, loaded into a pinned one, the whole destination compared each time.

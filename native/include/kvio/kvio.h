@@ -228,7 +228,8 @@ KVIO_API kvio_status kvio_executor_threads(uint64_t executor, int32_t* threads_o
  * submit that loses that race answers CLOSED and queues nothing. */
 KVIO_API kvio_status kvio_executor_close(uint64_t executor);
 
-/* Validates, plans and enqueues a transfer. Transfers on one executor run in submission
+/* Validates, plans and enqueues a transfer (kvio_submit_with is the general form: this is it
+ * with no options). Transfers on one executor run in submission
  * order (like a stream); small ones may complete before this returns. Refused before any byte
  * moves: indices out of range, duplicate destination slots, source and destination slots
  * overlapping in the same layers of one pool, and two distinct pools whose memory regions
@@ -246,7 +247,8 @@ KVIO_API kvio_status kvio_submit_args(uint64_t executor, uint64_t src_pool, uint
                                       int64_t num_indices, int64_t src_layer_start,
                                       int64_t dst_layer_start, int64_t num_layers,
                                       uint64_t* transfer_out);
-/* Submit flags (kvio_submit_flags, kvio_submit_args_flags; other bits are INVALID_ARGUMENT).
+/* Submit flags (kvio_submit_options.flags, kvio_submit_flags, kvio_submit_args_flags; other bits
+ * are INVALID_ARGUMENT).
  * KVIO_SUBMIT_OVERLAPS_COMPUTE: the transfer runs beside compute on the same device (e.g. a
  * layer's load during the forward pass); the 'auto' io backend then prefers the copy engine
  * from smaller rows (docs/cuda.md). Other backends ignore it. */
@@ -258,7 +260,67 @@ KVIO_API kvio_status kvio_submit_args_flags(uint64_t executor, uint64_t src_pool
                                             int64_t num_indices, int64_t src_layer_start,
                                             int64_t dst_layer_start, int64_t num_layers,
                                             uint32_t flags, uint64_t* transfer_out);
-/* Runs kvio_submit_flags' checks of its arguments (host-resident indices) and submits nothing:
+
+/* Where a transfer's index arrays lie (kvio_submit_options.indices_memory). */
+enum { KVIO_INDICES_HOST = 0, KVIO_INDICES_DEVICE = 1 };
+
+/* Per-transfer options of kvio_submit_with and kvio_check_transfer_with, all at once. Extensible:
+ * the caller sets struct_size to sizeof(kvio_submit_options) as it compiled it, and a later
+ * version only appends fields whose value 0 means what a caller that does not know them meant.
+ * kvio reads struct_size bytes:
+ *  - struct_size below KVIO_SUBMIT_OPTIONS_MIN_SIZE (24, this first version's fields) or above
+ *    KVIO_SUBMIT_OPTIONS_MAX_SIZE (4096, a bound against an uninitialised size) is
+ *    INVALID_ARGUMENT naming struct_size and that range;
+ *  - bytes past the fields this version knows must be 0 (INVALID_ARGUMENT naming the first
+ *    non-zero byte's offset): a newer caller asking for something this library cannot do is
+ *    refused, never ignored.
+ * Zero-initialised with struct_size set (KVIO_SUBMIT_OPTIONS_INIT) is kvio_submit: no flag, the
+ * executor's launch shape, host indices. */
+typedef struct kvio_submit_options {
+  uint32_t struct_size;   /* sizeof(kvio_submit_options) as the caller compiled it */
+  uint32_t flags;         /* KVIO_SUBMIT_OVERLAPS_COMPUTE, or 0 (other bits: INVALID_ARGUMENT) */
+  int32_t cta_budget;     /* the copy kernel's thread blocks at most for this transfer (1 to
+                             65535; <= 0: the executor's setting) */
+  int32_t warps_per_cta;  /* warps per thread block (1 to 32; <= 0: the executor's setting) */
+  int32_t indices_memory; /* KVIO_INDICES_HOST or KVIO_INDICES_DEVICE (other values:
+                             INVALID_ARGUMENT) */
+  int32_t reserved;       /* must be 0 (INVALID_ARGUMENT otherwise) */
+} kvio_submit_options;
+#define KVIO_SUBMIT_OPTIONS_MIN_SIZE 24u
+#define KVIO_SUBMIT_OPTIONS_MAX_SIZE 4096u
+#define KVIO_SUBMIT_OPTIONS_INIT \
+  { sizeof(kvio_submit_options), 0u, 0, 0, KVIO_INDICES_HOST, 0 }
+
+/* The general submit: kvio_submit with every per-transfer option at once. options NULL is
+ * kvio_submit. The other submit entry points are forms of this one:
+ *   kvio_submit, kvio_submit_args          no options;
+ *   kvio_submit_flags, kvio_submit_args_flags   flags only;
+ *   kvio_submit_launch                     cta_budget and warps_per_cta only;
+ *   kvio_submit_device_indices             indices_memory = KVIO_INDICES_DEVICE only.
+ * What each option does:
+ *  - flags: KVIO_SUBMIT_OVERLAPS_COMPUTE (above): 'auto' reads it; it is recorded in the
+ *    transfer's info (overlaps_compute) on every backend.
+ *  - cta_budget, warps_per_cta: the kernel backend's launch shape for this transfer only; 'auto'
+ *    uses it when it gives the transfer to its kernel; the other backends ignore it, but its
+ *    limits (65535 CTAs, 32 warps) are checked on every backend (INVALID_ARGUMENT).
+ *  - indices_memory KVIO_INDICES_DEVICE: src_indices and dst_indices lie in memory of the
+ *    executor's CUDA device, as kvio_submit_device_indices says (the kernel backend, and auto on a
+ *    GPU; UNSUPPORTED elsewhere, before any byte moves).
+ * The options are checked before anything else the submit checks but desc; every refusal leaves
+ * *transfer_out as it was and moves no byte. */
+KVIO_API kvio_status kvio_submit_with(uint64_t executor, const kvio_transfer_desc* desc,
+                                      const kvio_submit_options* options, uint64_t* transfer_out);
+/* Runs kvio_submit_with's checks and submits nothing, as kvio_check_transfer (below) does for
+ * kvio_submit_flags: OK when they pass, else the status and message the submission would give; no
+ * byte moves either way. options NULL: the defaults. num_indices may be 0 (the index arrays are
+ * then not looked at). With indices_memory KVIO_INDICES_DEVICE the index arrays are never read
+ * (they are device memory): an executor that does not take device indices is UNSUPPORTED, and
+ * for one that does, the arrays' kind of memory and alignment are checked when num_indices > 0;
+ * their values only the kernel checks, when the transfer runs. */
+KVIO_API kvio_status kvio_check_transfer_with(uint64_t executor, const kvio_transfer_desc* desc,
+                                              const kvio_submit_options* options);
+/* kvio_check_transfer_with with only flags set: runs kvio_submit_flags' checks of its arguments
+ * (host-resident indices) and submits nothing:
  * OK when they pass, else the status and message the submission would give; no byte moves either
  * way. A later submit may still fail for what this does not check: a null transfer_out, memory
  * to plan it in, or no transfer handle left (2^24 open). num_indices may be 0, which kvio_submit
@@ -465,14 +527,16 @@ KVIO_API kvio_status kvio_executor_set_launch(uint64_t executor, int32_t cta_bud
  * stream wait on it. */
 KVIO_API kvio_status kvio_executor_cuda_stream(uint64_t executor, uint64_t* stream_out);
 
-/* Like kvio_submit, with the kernel backend's launch shape for this transfer only: at most
+/* Like kvio_submit, with the kernel backend's launch shape for this transfer only (the form of
+ * kvio_submit_with with only cta_budget and warps_per_cta set): at most
  * cta_budget thread blocks of warps_per_cta warps (<= 0: the executor's setting). 'auto' uses it
  * when it gives the transfer to its kernel; the other backends ignore it. INVALID_ARGUMENT above
  * 65535 CTAs or 32 warps. */
 KVIO_API kvio_status kvio_submit_launch(uint64_t executor, const kvio_transfer_desc* desc,
                                         int32_t cta_budget, int32_t warps_per_cta,
                                         uint64_t* transfer_out);
-/* Like kvio_submit, with src_indices and dst_indices in memory of the executor's CUDA device
+/* Like kvio_submit, with src_indices and dst_indices in memory of the executor's CUDA device (the
+ * form of kvio_submit_with with only indices_memory KVIO_INDICES_DEVICE set)
  * (the kernel backend, and auto on a GPU, which gives such transfers to its kernel; UNSUPPORTED
  * elsewhere). They are read by the kernel, so they must stay valid and unchanged
  * until the transfer completes. The host cannot check them: the kernel skips every pair with

@@ -9,7 +9,8 @@
 //
 // Every named operation is the one general transfer (any layout to any layout, with a layer
 // map) with its own index and layer conventions. Per transfer: TransferOptions (the overlap mark,
-// the copy kernel's launch shape) or DeviceIndices (slot indices already in GPU memory). Before a
+// the copy kernel's launch shape, either or both) and, in place of host indices, DeviceIndices
+// (slot indices already in GPU memory). Before a
 // pool is configured: checkSupport, backendAvailable, cudaDeviceCount and ascendDeviceCount say
 // whether it can work here and, if not, why, without throwing. C++14 or later; from C++17 a
 // Transfer left unused is a warning ([[nodiscard]]: a transfer dropped unawaited reports no
@@ -289,16 +290,14 @@ class DeviceIndices {
   int64_t size_;
 };
 
-/// What one transfer asks beyond its indices and layers; the default asks nothing.
-/// kvio.h has no entry point taking both the overlap mark and a launch shape: transfer() refuses
-/// the pair (UNSUPPORTED) rather than drop one; Executor::setLaunch sets a shape for every
-/// transfer of an executor, which combines with overlapsCompute.
+/// What one transfer asks beyond its indices and layers; the default asks nothing. Any
+/// combination holds (kvio_submit_with), with host indices and with DeviceIndices.
 struct TransferOptions {
   /// The transfer runs beside compute on the device, e.g. a layer's load during the forward pass
   /// (KVIO_SUBMIT_OVERLAPS_COMPUTE): 'auto' then prefers the copy engine from smaller rows; other
   /// backends ignore it.
   bool overlapsCompute = false;
-  /// The copy kernel's launch shape for this transfer only (kvio_submit_launch): at most ctaBudget
+  /// The copy kernel's launch shape for this transfer only (kvio_submit_with): at most ctaBudget
   /// thread blocks of warpsPerCta warps; 0 or less: the executor's setting. Read by the kernel
   /// backend (and by 'auto' when it gives the transfer to its kernel); the others ignore it, cpu
   /// included. INVALID_ARGUMENT above 65535 CTAs or 32 warps on every backend. An empty transfer
@@ -308,6 +307,16 @@ struct TransferOptions {
 
   /// Whether a launch shape is given (a budget or a warp count above 0).
   bool hasLaunch() const { return ctaBudget > 0 || warpsPerCta > 0; }
+  /// These options as kvio_submit_with takes them, with the index arrays in `indicesMemory`
+  /// (KVIO_INDICES_HOST or KVIO_INDICES_DEVICE).
+  kvio_submit_options toC(int32_t indicesMemory = KVIO_INDICES_HOST) const {
+    kvio_submit_options c = KVIO_SUBMIT_OPTIONS_INIT;
+    c.flags = overlapsCompute ? KVIO_SUBMIT_OVERLAPS_COMPUTE : 0u;
+    c.cta_budget = ctaBudget;
+    c.warps_per_cta = warpsPerCta;
+    c.indices_memory = indicesMemory;
+    return c;
+  }
 };
 
 /// A pool: kvio's memory (allocate) or the caller's (the wrap forms). Destroying (or assigning
@@ -573,7 +582,8 @@ class KVIO_NODISCARD Transfer {
                            Indices srcIndices, Indices dstIndices, LayerMap layers,
                            const TransferOptions& options);
   friend Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
-                           DeviceIndices srcIndices, DeviceIndices dstIndices, LayerMap layers);
+                           DeviceIndices srcIndices, DeviceIndices dstIndices, LayerMap layers,
+                           const TransferOptions& options);
   // Takes the handle a kvio_submit* just returned (0: none, for completedEmpty()).
   explicit Transfer(uint64_t handle) : handle_(handle) {}
   uint64_t event(kvio_status (*query)(uint64_t, uint64_t*)) const {
@@ -678,20 +688,12 @@ class Executor {
 
 /// The general transfer: for each index pair and each layer of the map, every component's
 /// row moves from src to dst. Any layout to any layout. `options`: the overlap mark and the copy
-/// kernel's launch shape for this transfer (TransferOptions; both at once: UNSUPPORTED).
+/// kernel's launch shape for this transfer, either or both (TransferOptions, kvio_submit_with).
 /// Empty index lists (an empty batch) give an already completed Transfer of 0 bytes after every
-/// other check (kvio_check_transfer), as in the Java API; the C ABI's submit refuses them.
+/// other check (kvio_check_transfer_with), as in the Java API; the C ABI's submit refuses them.
 inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
                          Indices srcIndices, Indices dstIndices, LayerMap layers,
                          const TransferOptions& options) {
-  if (options.overlapsCompute && options.hasLaunch()) {
-    throw Error(KVIO_STATUS_UNSUPPORTED,
-                "TransferOptions: overlapsCompute with a launch shape (ctaBudget " +
-                    std::to_string(options.ctaBudget) + ", warpsPerCta " +
-                    std::to_string(options.warpsPerCta) +
-                    "): kvio.h has no submit taking both (kvio_submit_flags, kvio_submit_launch); "
-                    "give the executor the shape (Executor::setLaunch) or leave one out");
-  }
   if (srcIndices.size != dstIndices.size) {
     throw Error(KVIO_STATUS_INVALID_ARGUMENT, "srcIndices has " + std::to_string(srcIndices.size) +
                                                   " entries but dstIndices has " +
@@ -699,18 +701,13 @@ inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& 
   }
   const kvio_transfer_desc desc{src.handle(),    dst.handle(),    srcIndices.data, dstIndices.data,
                                 srcIndices.size, layers.srcStart, layers.dstStart, layers.count};
-  const uint32_t flags = options.overlapsCompute ? KVIO_SUBMIT_OVERLAPS_COMPUTE : 0u;
+  const kvio_submit_options c = options.toC(KVIO_INDICES_HOST);
   if (srcIndices.size == 0) {
-    check(kvio_check_transfer(executor.handle(), &desc, flags));
+    check(kvio_check_transfer_with(executor.handle(), &desc, &c));
     return Transfer::completedEmpty();
   }
   uint64_t handle = 0;
-  if (options.hasLaunch()) {
-    check(kvio_submit_launch(executor.handle(), &desc, options.ctaBudget, options.warpsPerCta,
-                             &handle));
-  } else {
-    check(kvio_submit_flags(executor.handle(), &desc, flags, &handle));
-  }
+  check(kvio_submit_with(executor.handle(), &desc, &c, &handle));
   return Transfer(handle);
 }
 
@@ -725,17 +722,18 @@ inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& 
 }
 
 /// The general transfer with indices in memory of the executor's CUDA device
-/// (kvio_submit_device_indices): the kernel backend, and 'auto' on a GPU, which gives the transfer
-/// to its kernel. Elsewhere (cpu, direct, staged, kernel_ascend, auto without a GPU) UNSUPPORTED,
-/// before any byte moves. The host cannot check the indices: the kernel skips every pair with an
-/// index outside its pool and the transfer completes with OUT_OF_RANGE naming the first bad
-/// position (wait() throws it); duplicate destination slots are not detected (the rows race).
-/// The arrays must stay valid and unchanged until the transfer completes. No TransferOptions:
-/// kvio.h has no submit taking device indices with flags or a launch shape (Executor::setLaunch
-/// sets the executor's). Empty lists give a completed Transfer of 0 bytes after the checks that
-/// need no index, whether the backend takes device indices included.
+/// (kvio_submit_with, KVIO_INDICES_DEVICE): the kernel backend, and 'auto' on a GPU, which gives
+/// the transfer to its kernel. Elsewhere (cpu, direct, staged, kernel_ascend, auto without a GPU)
+/// UNSUPPORTED, before any byte moves. The host cannot check the indices: the kernel skips every
+/// pair with an index outside its pool and the transfer completes with OUT_OF_RANGE naming the
+/// first bad position (wait() throws it); duplicate destination slots are not detected (the rows
+/// race). The arrays must stay valid and unchanged until the transfer completes. `options`: the
+/// overlap mark and the launch shape, as for host indices. Empty lists give a completed Transfer
+/// of 0 bytes after the checks that need no index, whether the backend takes device indices
+/// included (kvio_check_transfer_with).
 inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
-                         DeviceIndices srcIndices, DeviceIndices dstIndices, LayerMap layers) {
+                         DeviceIndices srcIndices, DeviceIndices dstIndices, LayerMap layers,
+                         const TransferOptions& options) {
   if (srcIndices.size() != dstIndices.size()) {
     throw Error(KVIO_STATUS_INVALID_ARGUMENT,
                 "srcIndices has " + std::to_string(srcIndices.size()) +
@@ -744,18 +742,20 @@ inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& 
   const kvio_transfer_desc desc{src.handle(),      dst.handle(),      srcIndices.data(),
                                 dstIndices.data(), srcIndices.size(), layers.srcStart,
                                 layers.dstStart,   layers.count};
-  uint64_t handle = 0;
+  const kvio_submit_options c = options.toC(KVIO_INDICES_DEVICE);
   if (srcIndices.size() == 0) {
-    check(kvio_check_transfer(executor.handle(), &desc, 0u));
-    // kvio_check_transfer does not ask whether the backend takes device indices; the submit
-    // answers that (UNSUPPORTED) before it refuses 0 pairs (INVALID_ARGUMENT).
-    const kvio_status status = kvio_submit_device_indices(executor.handle(), &desc, &handle);
-    if (status == KVIO_STATUS_OK) return Transfer(handle);
-    if (status != KVIO_STATUS_INVALID_ARGUMENT) throw Error(status, kvio_last_error());
+    check(kvio_check_transfer_with(executor.handle(), &desc, &c));
     return Transfer::completedEmpty();
   }
-  check(kvio_submit_device_indices(executor.handle(), &desc, &handle));
+  uint64_t handle = 0;
+  check(kvio_submit_with(executor.handle(), &desc, &c, &handle));
   return Transfer(handle);
+}
+
+/// The general transfer with indices in device memory and no options.
+inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
+                         DeviceIndices srcIndices, DeviceIndices dstIndices, LayerMap layers) {
+  return transfer(executor, src, dst, srcIndices, dstIndices, layers, TransferOptions());
 }
 
 /// One layer: src layer srcLayer to dst layer dstLayer (a per-layer load or backup; a load
@@ -773,11 +773,13 @@ inline Transfer transferPerLayer(const Executor& executor, const Pool& src, cons
   return transfer(executor, src, dst, srcIndices, dstIndices, LayerMap{srcLayer, dstLayer, 1},
                   options);
 }
-/// One layer, with indices in device memory (the device form of transfer()).
+/// One layer, with indices in device memory (the device form of transfer()) and TransferOptions.
 inline Transfer transferPerLayer(const Executor& executor, const Pool& src, const Pool& dst,
                                  DeviceIndices srcIndices, DeviceIndices dstIndices,
-                                 int64_t srcLayer, int64_t dstLayer) {
-  return transfer(executor, src, dst, srcIndices, dstIndices, LayerMap{srcLayer, dstLayer, 1});
+                                 int64_t srcLayer, int64_t dstLayer,
+                                 const TransferOptions& options = TransferOptions()) {
+  return transfer(executor, src, dst, srcIndices, dstIndices, LayerMap{srcLayer, dstLayer, 1},
+                  options);
 }
 
 /// Every layer of dst, from src layers [srcLayerStart, srcLayerStart + dst layers): an
@@ -795,12 +797,14 @@ inline Transfer transferAllLayers(const Executor& executor, const Pool& src, con
   return transfer(executor, src, dst, srcIndices, dstIndices,
                   LayerMap{srcLayerStart, 0, dst.spec().numLayers}, options);
 }
-/// Every layer of dst, with indices in device memory (the device form of transfer()).
+/// Every layer of dst, with indices in device memory (the device form of transfer()) and
+/// TransferOptions.
 inline Transfer transferAllLayers(const Executor& executor, const Pool& src, const Pool& dst,
                                   DeviceIndices srcIndices, DeviceIndices dstIndices,
-                                  int64_t srcLayerStart = 0) {
+                                  int64_t srcLayerStart = 0,
+                                  const TransferOptions& options = TransferOptions()) {
   return transfer(executor, src, dst, srcIndices, dstIndices,
-                  LayerMap{srcLayerStart, 0, dst.spec().numLayers});
+                  LayerMap{srcLayerStart, 0, dst.spec().numLayers}, options);
 }
 
 /// Expands page ids into token slots: page p becomes p*pageSize ... p*pageSize + pageSize-1.

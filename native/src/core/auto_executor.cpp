@@ -129,13 +129,17 @@ bool AutoExecutor::marksStart() const {
   return sole() != nullptr && sole()->marksStart();
 }
 
-kvio_status AutoExecutor::checkDeviceIndices(const int64_t* src, const int64_t* dst) const {
-  Executor* kernel = candidate(AutoPick::kKernel);
-  if (kernel == nullptr) {
+kvio_status AutoExecutor::acceptDeviceIndices() const {
+  if (candidate(AutoPick::kKernel) == nullptr) {
     return fail(KVIO_STATUS_UNSUPPORTED,
                 "device-resident indices need a GPU: this 'auto' executor runs the cpu backend");
   }
-  return kernel->checkDeviceIndices(src, dst);
+  return KVIO_STATUS_OK;
+}
+
+kvio_status AutoExecutor::checkDeviceIndices(const int64_t* src, const int64_t* dst) const {
+  KVIO_RETURN_IF_ERROR(acceptDeviceIndices());
+  return candidate(AutoPick::kKernel)->checkDeviceIndices(src, dst);
 }
 
 kvio_status AutoExecutor::acceptMemory(MemoryPlace src, MemoryPlace dst) const {

@@ -60,6 +60,7 @@ class AutoExecutor : public Executor {
   /// Where auto runs the cpu backend, its inline path (small transfers done in submit).
   bool runInline(Job& job) override { return sole() != nullptr && sole()->runInline(job); }
   /// Device-resident indices go to the kernel candidate; UNSUPPORTED when it runs cpu alone.
+  kvio_status acceptDeviceIndices() const override;
   kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst) const override;
   /// OK when any candidate moves these kinds (the union), else the first candidate's reason.
   kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const override;

@@ -257,6 +257,9 @@ class Executor {
   /// True for executors that call TransferState::markStarted when a job starts running (cpu);
   /// for the others the core marks the start when submit() returns (the work was issued).
   virtual bool marksStart() const { return false; }
+  /// Whether this executor takes device-resident index arrays at all (backends whose BackendOps
+  /// declare deviceIndices), before any array is looked at: OK, else UNSUPPORTED and why.
+  virtual kvio_status acceptDeviceIndices() const { return KVIO_STATUS_OK; }
   /// For device-resident index arrays (backends whose BackendOps declare deviceIndices): OK if
   /// the device can read them, else the reason.
   virtual kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst) const {

@@ -1,5 +1,6 @@
-// The transfer entry points of the C ABI: submit (look up the handles, validate, plan or
-// describe the layouts, hand the job to the executor), then wait, poll, describe and close the
+// The transfer entry points of the C ABI: submit (kvio_submit_with and its forms: read the
+// options, look up the handles, validate, plan or describe the layouts, hand the job to the
+// executor) and its checks alone (kvio_check_transfer*), then wait, poll, describe and close the
 // transfer; and kvio_plan, which returns the plan a transfer would run.
 #include <algorithm>
 #include <atomic>
@@ -28,15 +29,77 @@ MemoryPlace placeOf(const PoolImpl& pool) {
 // kvio_transfer_timing: whether transfers submitted now record their times.
 std::atomic<bool> transferTiming{false};
 
+// A transfer's options, whichever entry point brought them (kvio_submit_options read and
+// checked; the other submit entry points set one of them).
+struct SubmitOptions {
+  uint32_t flags = 0;  // KVIO_SUBMIT_*
+  int32_t ctaBudget = 0;
+  int32_t warpsPerCta = 0;
+  bool deviceIndices = false;  // KVIO_INDICES_DEVICE
+};
+
+static_assert(sizeof(kvio_submit_options) == KVIO_SUBMIT_OPTIONS_MIN_SIZE,
+              "the first version of kvio_submit_options is 24 bytes; later fields go past them");
+
+kvio_status checkFlags(uint32_t flags, const char* name) {
+  if ((flags & ~KVIO_SUBMIT_OVERLAPS_COMPUTE) != 0) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "%s 0x%x has unknown bits; valid: KVIO_SUBMIT_OVERLAPS_COMPUTE (0x1)", name, flags);
+  }
+  return KVIO_STATUS_OK;
+}
+
+// kvio_submit_options as the caller compiled it (struct_size bytes) into *out; NULL: defaults.
+// The launch shape's limits are checked with the rest of the submit (checkLaunchShape).
+kvio_status readOptions(const kvio_submit_options* options, SubmitOptions* out) {
+  *out = SubmitOptions();
+  if (options == nullptr) return KVIO_STATUS_OK;
+  const uint32_t size = options->struct_size;
+  if (size < KVIO_SUBMIT_OPTIONS_MIN_SIZE || size > KVIO_SUBMIT_OPTIONS_MAX_SIZE) {
+    return fail(
+        KVIO_STATUS_INVALID_ARGUMENT,
+        "options->struct_size %u is not valid: %u to %u (sizeof(kvio_submit_options) as the "
+        "caller compiled it; this library's is %u)",
+        size, KVIO_SUBMIT_OPTIONS_MIN_SIZE, KVIO_SUBMIT_OPTIONS_MAX_SIZE,
+        static_cast<unsigned>(sizeof(kvio_submit_options)));
+  }
+  // Fields of a later version: only their 0 (what a caller that does not know them means) is
+  // something this library does.
+  const unsigned char* bytes = reinterpret_cast<const unsigned char*>(options);
+  for (uint32_t i = static_cast<uint32_t>(sizeof(kvio_submit_options)); i < size; ++i) {
+    if (bytes[i] != 0) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "options byte %u is 0x%02x: struct_size %u holds fields past the %u bytes this "
+                  "library (kvio %s) knows, and they must be 0 here (an option it cannot honour)",
+                  i, static_cast<unsigned>(bytes[i]), size,
+                  static_cast<unsigned>(sizeof(kvio_submit_options)), KVIO_VERSION_STRING);
+    }
+  }
+  KVIO_RETURN_IF_ERROR(checkFlags(options->flags, "options->flags"));
+  if (options->indices_memory != KVIO_INDICES_HOST &&
+      options->indices_memory != KVIO_INDICES_DEVICE) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "options->indices_memory %d is not valid: KVIO_INDICES_HOST (0) or "
+                "KVIO_INDICES_DEVICE (1)",
+                options->indices_memory);
+  }
+  if (options->reserved != 0) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT, "options->reserved is %d; it must be 0",
+                options->reserved);
+  }
+  out->flags = options->flags;
+  out->ctaBudget = options->cta_budget;
+  out->warpsPerCta = options->warps_per_cta;
+  out->deviceIndices = options->indices_memory == KVIO_INDICES_DEVICE;
+  return KVIO_STATUS_OK;
+}
+
 // What a submit checks before it reads the descriptor's indices: the flags, the handles and
 // whether the executor moves between the pools' kinds of memory; on success the objects.
 kvio_status resolve(uint64_t executorHandle, const kvio_transfer_desc& desc, uint32_t flags,
                     std::shared_ptr<ExecutorImpl>* executor, std::shared_ptr<PoolImpl>* src,
                     std::shared_ptr<PoolImpl>* dst) {
-  if ((flags & ~KVIO_SUBMIT_OVERLAPS_COMPUTE) != 0) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                "flags 0x%x has unknown bits; valid: KVIO_SUBMIT_OVERLAPS_COMPUTE (0x1)", flags);
-  }
+  KVIO_RETURN_IF_ERROR(checkFlags(flags, "flags"));
   KVIO_RETURN_IF_ERROR(executors().get(executorHandle, "executor", executor));
   KVIO_RETURN_IF_ERROR(
       pools().getPair(desc.src_pool, "src_pool", desc.dst_pool, "dst_pool", src, dst));
@@ -68,11 +131,27 @@ class SubmitScope {
   ExecutorImpl& executor_;
 };
 
-// kvio_check_transfer: submit's checks, nothing planned or moved; num_indices 0 is allowed.
-kvio_status checkTransfer(uint64_t executorHandle, const kvio_transfer_desc& desc, uint32_t flags) {
+// Whether the executor takes index arrays in device memory (before any array is looked at).
+kvio_status acceptDeviceIndices(const ExecutorImpl& executor) {
+  if (!backendOps(executor.backend)->deviceIndices) {
+    return fail(KVIO_STATUS_UNSUPPORTED,
+                "device-resident indices need the %s io backend (this executor is '%s')",
+                ioBackendsWhere([](const BackendOps& ops) { return ops.deviceIndices; }).c_str(),
+                kvio_name(KVIO_NAME_BACKEND, executor.backend));
+  }
+  return executor.executor->acceptDeviceIndices();
+}
+
+// kvio_check_transfer(_with): submit's checks, nothing planned or moved; num_indices 0 is
+// allowed. Device-resident index arrays are never read.
+kvio_status checkTransfer(uint64_t executorHandle, const kvio_transfer_desc& desc,
+                          const SubmitOptions& options) {
+  KVIO_RETURN_IF_ERROR(
+      checkLaunchShape(options.ctaBudget, options.warpsPerCta, "the executor's setting"));
   std::shared_ptr<ExecutorImpl> executor;
   std::shared_ptr<PoolImpl> src, dst;
-  KVIO_RETURN_IF_ERROR(resolve(executorHandle, desc, flags, &executor, &src, &dst));
+  KVIO_RETURN_IF_ERROR(resolve(executorHandle, desc, options.flags, &executor, &src, &dst));
+  if (options.deviceIndices) KVIO_RETURN_IF_ERROR(acceptDeviceIndices(*executor));
   if (desc.num_indices < 0) {
     return fail(KVIO_STATUS_INVALID_ARGUMENT,
                 "num_indices must be at least 0, got %lld (0 checks every argument but the index "
@@ -80,22 +159,27 @@ kvio_status checkTransfer(uint64_t executorHandle, const kvio_transfer_desc& des
                 static_cast<long long>(desc.num_indices));
   }
   if (desc.num_indices == 0) return validateTransferPools(*src, *dst, desc);
+  if (options.deviceIndices) {
+    KVIO_RETURN_IF_ERROR(validateDeviceTransfer(*src, *dst, desc));
+    return executor->executor->checkDeviceIndices(desc.src_indices, desc.dst_indices);
+  }
   PlanRequest request;
   const RunsScratch runs;
   const BoundOnExit<IndexRun> bound(&*runs, kRetainedIndexRunBytes);
   return validateTransfer(*src, *dst, desc, &request, &*runs);
 }
 
-kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool deviceIndices,
-                   uint64_t* out, int32_t ctaBudget = 0, int32_t warpsPerCta = 0,
-                   uint32_t flags = 0) {
+// Every submit entry point ends here (kvio_submit_with's options; the others set one of them).
+kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc,
+                   const SubmitOptions& options, uint64_t* out) {
   const int64_t submitNs =
       transferTiming.load(std::memory_order_relaxed) ? TransferState::monotonicNs() : 0;
   KVIO_RETURN_IF_ERROR(checkOut(out, "transfer_out"));
-  KVIO_RETURN_IF_ERROR(checkLaunchShape(ctaBudget, warpsPerCta, "the executor's setting"));
+  KVIO_RETURN_IF_ERROR(
+      checkLaunchShape(options.ctaBudget, options.warpsPerCta, "the executor's setting"));
   std::shared_ptr<ExecutorImpl> executor;
   std::shared_ptr<PoolImpl> src, dst;
-  KVIO_RETURN_IF_ERROR(resolve(executorHandle, desc, flags, &executor, &src, &dst));
+  KVIO_RETURN_IF_ERROR(resolve(executorHandle, desc, options.flags, &executor, &src, &dst));
   const SubmitScope submitting(*executor);
   KVIO_RETURN_IF_ERROR(submitting.check(executorHandle));
   Executor& ex = *executor->executor;
@@ -104,21 +188,16 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc, bool
   transfer.src = src.get();
   transfer.dst = dst.get();
   transfer.desc = &desc;
-  transfer.deviceIndices = deviceIndices;
-  transfer.ctaBudget = ctaBudget > 0 ? ctaBudget : 0;
-  transfer.warpsPerCta = warpsPerCta > 0 ? warpsPerCta : 0;
-  transfer.overlapsCompute = (flags & KVIO_SUBMIT_OVERLAPS_COMPUTE) != 0;
+  transfer.deviceIndices = options.deviceIndices;
+  transfer.ctaBudget = options.ctaBudget > 0 ? options.ctaBudget : 0;
+  transfer.warpsPerCta = options.warpsPerCta > 0 ? options.warpsPerCta : 0;
+  transfer.overlapsCompute = (options.flags & KVIO_SUBMIT_OVERLAPS_COMPUTE) != 0;
   PlanRequest request;
   const RunsScratch runsScratch;
   std::vector<IndexRun>& runs = *runsScratch;
   const BoundOnExit<IndexRun> bound(&runs, kRetainedIndexRunBytes);
-  if (deviceIndices) {
-    if (!backendOps(executor->backend)->deviceIndices) {
-      return fail(KVIO_STATUS_UNSUPPORTED,
-                  "device-resident indices need the %s io backend (this executor is '%s')",
-                  ioBackendsWhere([](const BackendOps& ops) { return ops.deviceIndices; }).c_str(),
-                  kvio_name(KVIO_NAME_BACKEND, executor->backend));
-    }
+  if (options.deviceIndices) {
+    KVIO_RETURN_IF_ERROR(acceptDeviceIndices(*executor));
     KVIO_RETURN_IF_ERROR(validateDeviceTransfer(*src, *dst, desc));
     KVIO_RETURN_IF_ERROR(ex.checkDeviceIndices(desc.src_indices, desc.dst_indices));
   } else {
@@ -225,11 +304,34 @@ using namespace kvio;
 
 extern "C" {
 
+kvio_status kvio_submit_with(uint64_t executor, const kvio_transfer_desc* desc,
+                             const kvio_submit_options* options, uint64_t* transfer_out) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
+    SubmitOptions read;
+    KVIO_RETURN_IF_ERROR(readOptions(options, &read));
+    return submit(executor, *desc, read, transfer_out);
+  });
+}
+
+kvio_status kvio_check_transfer_with(uint64_t executor, const kvio_transfer_desc* desc,
+                                     const kvio_submit_options* options) {
+  return guarded([&]() -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
+    SubmitOptions read;
+    KVIO_RETURN_IF_ERROR(readOptions(options, &read));
+    return checkTransfer(executor, *desc, read);
+  });
+}
+
 kvio_status kvio_submit_launch(uint64_t executor, const kvio_transfer_desc* desc,
                                int32_t cta_budget, int32_t warps_per_cta, uint64_t* transfer_out) {
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
-    return submit(executor, *desc, false, transfer_out, cta_budget, warps_per_cta);
+    SubmitOptions options;
+    options.ctaBudget = cta_budget;
+    options.warpsPerCta = warps_per_cta;
+    return submit(executor, *desc, options, transfer_out);
   });
 }
 
@@ -237,21 +339,25 @@ kvio_status kvio_submit_device_indices(uint64_t executor, const kvio_transfer_de
                                        uint64_t* transfer_out) {
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
-    return submit(executor, *desc, true, transfer_out);
+    SubmitOptions options;
+    options.deviceIndices = true;
+    return submit(executor, *desc, options, transfer_out);
   });
 }
 
 kvio_status kvio_submit(uint64_t executor, const kvio_transfer_desc* desc, uint64_t* transfer_out) {
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
-    return submit(executor, *desc, false, transfer_out);
+    return submit(executor, *desc, SubmitOptions(), transfer_out);
   });
 }
 
 kvio_status kvio_check_transfer(uint64_t executor, const kvio_transfer_desc* desc, uint32_t flags) {
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
-    return checkTransfer(executor, *desc, flags);
+    SubmitOptions options;
+    options.flags = flags;
+    return checkTransfer(executor, *desc, options);
   });
 }
 
@@ -268,7 +374,9 @@ kvio_status kvio_submit_flags(uint64_t executor, const kvio_transfer_desc* desc,
                               uint64_t* transfer_out) {
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
-    return submit(executor, *desc, false, transfer_out, 0, 0, flags);
+    SubmitOptions options;
+    options.flags = flags;
+    return submit(executor, *desc, options, transfer_out);
   });
 }
 
@@ -277,11 +385,9 @@ kvio_status kvio_submit_args_flags(uint64_t executor, uint64_t src_pool, uint64_
                                    int64_t num_indices, int64_t src_layer_start,
                                    int64_t dst_layer_start, int64_t num_layers, uint32_t flags,
                                    uint64_t* transfer_out) {
-  return guarded([&]() -> kvio_status {
-    const kvio_transfer_desc desc{src_pool,    dst_pool,        src_indices,     dst_indices,
-                                  num_indices, src_layer_start, dst_layer_start, num_layers};
-    return submit(executor, desc, false, transfer_out, 0, 0, flags);
-  });
+  const kvio_transfer_desc desc{src_pool,    dst_pool,        src_indices,     dst_indices,
+                                num_indices, src_layer_start, dst_layer_start, num_layers};
+  return kvio_submit_flags(executor, &desc, flags, transfer_out);
 }
 
 kvio_status kvio_submit_args(uint64_t executor, uint64_t src_pool, uint64_t dst_pool,

@@ -150,8 +150,9 @@ TEST(AutoChoice, PickNames) {
 
 // The submit path reads the thresholds without a lock while set_calibration stores new ones:
 // every read must be one stored set whole. Two sets whose values differ in every field, stored
-// alternately by one writer while readers load; a mix (say A's direct_row_bytes with B's
-// staged_min_bytes) would fail. The last store is what a later read sees.
+// alternately by one writer while readers load (until they have loaded a few thousand times);
+// a mix (say A's direct_row_bytes with B's staged_min_bytes) would fail. The last store is what
+// a later read sees.
 TEST(AutoPublishedThresholds, ReadersSeeOneStoredSetWholeWhileAWriterStores) {
   kvio::AutoThresholds a, b;
   a.directRowBytes = 1;
@@ -178,7 +179,11 @@ TEST(AutoPublishedThresholds, ReadersSeeOneStoredSetWholeWhileAWriterStores) {
       }
     });
   }
-  for (int i = 0; i < 200000; ++i) published.store(i % 2 == 0 ? b : a);
+  // At least 200000 stores, and on until the readers have loaded 3000 times meanwhile: a loaded
+  // machine may not schedule them during a fixed number of stores (a count, not a time).
+  for (int64_t i = 0; i < 200000 || sawA.load() + sawB.load() + mixed.load() < 3000; ++i) {
+    published.store(i % 2 == 0 ? b : a);
+  }
   published.store(b);
   stop.store(true);
   for (std::thread& t : readers) t.join();
@@ -402,7 +407,7 @@ TEST(AutoExecutorMemory, OnCpuAloneRefusesDeviceIndicesAndLaunchShapes) {
                                                   std::make_unique<Stand>(&jobs, KVIO_MEMORY_HOST)};
   kvio::AutoExecutor executor(std::move(c), AutoCalibration());
   const int64_t indices[1] = {0};
-  EXPECT_EQ(executor.checkDeviceIndices(indices, indices), KVIO_STATUS_UNSUPPORTED);
+  EXPECT_EQ(executor.checkDeviceIndices(indices, indices, 1), KVIO_STATUS_UNSUPPORTED);
   EXPECT_NE(std::string(kvio_last_error()).find("runs the cpu backend"), std::string::npos);
   EXPECT_EQ(executor.setKernelLaunch(4, 4), KVIO_STATUS_UNSUPPORTED);
   EXPECT_NE(std::string(kvio_last_error()).find("no launch shape"), std::string::npos);

@@ -940,6 +940,21 @@ TEST(CudaKernel, DeviceIndicesOutOfRangeAreSkippedAndReported) {
       << kvio_last_error();
   EXPECT_NE(std::string(kvio_last_error()).find("not 8-byte aligned"), std::string::npos)
       << kvio_last_error();
+  // A count past the end of the arrays: the kernel would read beyond the allocation (an illegal
+  // address past the end of device memory). The last entry is checked too.
+  const kvio_transfer_desc tooMany{src.handle(),
+                                   dst.handle(),
+                                   deviceIndices,
+                                   deviceIndices + s.size(),
+                                   int64_t{1} << 40,
+                                   0,
+                                   0,
+                                   2};
+  EXPECT_EQ(kvio_submit_device_indices(executor.handle(), &tooMany, &transfer),
+            KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvio_last_error()).find("runs past the end of the array"),
+            std::string::npos)
+      << kvio_last_error();
   Image after;
   EXPECT_TRUE(dst.read(&after) && sameImage(expected, after, "destination after the refusals"));
   CUDA_OK(cudaFree(deviceIndices));

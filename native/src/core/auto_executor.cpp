@@ -137,9 +137,10 @@ kvio_status AutoExecutor::acceptDeviceIndices() const {
   return KVIO_STATUS_OK;
 }
 
-kvio_status AutoExecutor::checkDeviceIndices(const int64_t* src, const int64_t* dst) const {
+kvio_status AutoExecutor::checkDeviceIndices(const int64_t* src, const int64_t* dst,
+                                             int64_t count) const {
   KVIO_RETURN_IF_ERROR(acceptDeviceIndices());
-  return candidate(AutoPick::kKernel)->checkDeviceIndices(src, dst);
+  return candidate(AutoPick::kKernel)->checkDeviceIndices(src, dst, count);
 }
 
 kvio_status AutoExecutor::acceptMemory(MemoryPlace src, MemoryPlace dst) const {

@@ -61,7 +61,8 @@ class AutoExecutor : public Executor {
   bool runInline(Job& job) override { return sole() != nullptr && sole()->runInline(job); }
   /// Device-resident indices go to the kernel candidate; UNSUPPORTED when it runs cpu alone.
   kvio_status acceptDeviceIndices() const override;
-  kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst) const override;
+  kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst,
+                                 int64_t count) const override;
   /// OK when any candidate moves these kinds (the union), else the first candidate's reason.
   kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const override;
   bool nativeHandle(NativeHandle kind, uint64_t* out) const override;

@@ -260,9 +260,10 @@ class Executor {
   /// Whether this executor takes device-resident index arrays at all (backends whose BackendOps
   /// declare deviceIndices), before any array is looked at: OK, else UNSUPPORTED and why.
   virtual kvio_status acceptDeviceIndices() const { return KVIO_STATUS_OK; }
-  /// For device-resident index arrays (backends whose BackendOps declare deviceIndices): OK if
-  /// the device can read them, else the reason.
-  virtual kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst) const {
+  /// For device-resident index arrays of `count` entries each (backends whose BackendOps declare
+  /// deviceIndices): OK if the device can read them whole, else the reason.
+  virtual kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst,
+                                         int64_t count) const {
     return KVIO_STATUS_OK;
   }
   /// OK if this executor can move between memory of these kinds, else the reason.

@@ -161,7 +161,8 @@ kvio_status checkTransfer(uint64_t executorHandle, const kvio_transfer_desc& des
   if (desc.num_indices == 0) return validateTransferPools(*src, *dst, desc);
   if (options.deviceIndices) {
     KVIO_RETURN_IF_ERROR(validateDeviceTransfer(*src, *dst, desc));
-    return executor->executor->checkDeviceIndices(desc.src_indices, desc.dst_indices);
+    return executor->executor->checkDeviceIndices(desc.src_indices, desc.dst_indices,
+                                                  desc.num_indices);
   }
   PlanRequest request;
   const RunsScratch runs;
@@ -199,7 +200,8 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc,
   if (options.deviceIndices) {
     KVIO_RETURN_IF_ERROR(acceptDeviceIndices(*executor));
     KVIO_RETURN_IF_ERROR(validateDeviceTransfer(*src, *dst, desc));
-    KVIO_RETURN_IF_ERROR(ex.checkDeviceIndices(desc.src_indices, desc.dst_indices));
+    KVIO_RETURN_IF_ERROR(
+        ex.checkDeviceIndices(desc.src_indices, desc.dst_indices, desc.num_indices));
   } else {
     KVIO_RETURN_IF_ERROR(validateTransfer(*src, *dst, desc, &request, &runs));
     transfer.request = &request;

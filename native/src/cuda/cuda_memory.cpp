@@ -360,34 +360,6 @@ kvio_status registerHost(const MemoryRegion* regions, size_t count, std::shared_
   return KVIO_STATUS_OK;
 }
 
-// Device memory a context of the caller's own holds (cuCtxCreate) lies in that context's address
-// space: kvio's kernels and copies run in the device's primary context, where reaching it is an
-// illegal address, which ends the process's CUDA context. Memory of no context (stream-ordered
-// allocations, cuMemCreate + cuMemMap: CU_POINTER_ATTRIBUTE_CONTEXT answers an error or none)
-// is mapped for the device and accepted, as is all memory when the query or the driver's
-// context calls cannot be reached. Called under DeviceScope(device): the primary context is
-// current.
-kvio_status checkOwningContext(int32_t device, size_t region, const char* which, uint64_t address) {
-  const PointerGetAttribute get = pointerGetAttribute();
-  const ContextCalls& calls = driverContextCalls();
-  if (get == nullptr || !calls.found) return KVIO_STATUS_OK;
-  CUcontext owner = nullptr;
-  CUcontext current = nullptr;
-  if (get(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, static_cast<CUdeviceptr>(address)) !=
-          CUDA_SUCCESS ||
-      owner == nullptr || calls.getCurrent(&current) != CUDA_SUCCESS || current == nullptr ||
-      owner == current) {
-    return KVIO_STATUS_OK;  // driver calls leave no runtime error behind
-  }
-  return fail(KVIO_STATUS_INVALID_ARGUMENT,
-              "the %s byte of device region %zu, at 0x%llx, was allocated in a CUDA context other "
-              "than device %d's primary context (one the caller created, e.g. with cuCtxCreate); "
-              "kvio's kernels and copies run in the primary context (the CUDA runtime's), which "
-              "cannot reach that memory: allocate it with the runtime (cudaMalloc, "
-              "cudaMallocAsync) or in the primary context (cuDevicePrimaryCtxRetain)",
-              which, region, static_cast<unsigned long long>(address), device);
-}
-
 kvio_status checkDeviceRegions(int32_t device, const MemoryRegion* regions, size_t count) {
   // The first and the last byte of each region: a size that runs past the end of device memory
   // would otherwise be accepted and fault in a kernel or copy later, which ends the process's
@@ -418,7 +390,9 @@ kvio_status checkDeviceRegions(int32_t device, const MemoryRegion* regions, size
                     "device %d",
                     which, r, static_cast<unsigned long long>(ends[e]), attributes.device, device);
       }
-      KVIO_RETURN_IF_ERROR(checkOwningContext(device, r, which, ends[e]));
+      KVIO_RETURN_IF_ERROR(checkOwningContext(
+          device, std::string("the ") + which + " byte of device region " + std::to_string(r),
+          ends[e]));
     }
   }
   return KVIO_STATUS_OK;
@@ -489,6 +463,33 @@ kvio_status copy(int32_t, int32_t device, uint64_t deviceAddress, uint64_t hostA
 const MemoryOps kCudaMemory{allocate, adopt, deviceAddress, copy};
 
 }  // namespace
+
+// Device memory a context of the caller's own holds lies in that context's address space:
+// kvio's kernels and copies run in the device's primary context, where reaching it is an
+// illegal address, which ends the process's CUDA context. Memory of no context
+// (stream-ordered allocations, cuMemCreate + cuMemMap: CU_POINTER_ATTRIBUTE_CONTEXT answers an
+// error or none) is mapped for the device and accepted.
+kvio_status checkOwningContext(int32_t device, const std::string& what, uint64_t address) {
+  const PointerGetAttribute get = pointerGetAttribute();
+  const ContextCalls& calls = driverContextCalls();
+  if (get == nullptr || !calls.found) return KVIO_STATUS_OK;
+  CUcontext owner = nullptr;
+  CUcontext current = nullptr;
+  if (get(&owner, CU_POINTER_ATTRIBUTE_CONTEXT, static_cast<CUdeviceptr>(address)) !=
+          CUDA_SUCCESS ||
+      owner == nullptr || calls.getCurrent(&current) != CUDA_SUCCESS || current == nullptr ||
+      owner == current) {
+    return KVIO_STATUS_OK;  // driver calls leave no runtime error behind
+  }
+  return fail(KVIO_STATUS_INVALID_ARGUMENT,
+              "%s, at 0x%llx, was allocated in a CUDA context other than device %d's primary "
+              "context (one the caller created, e.g. with cuCtxCreate); kvio's kernels and copies "
+              "run in the primary context (the CUDA runtime's), which cannot reach that memory: "
+              "allocate it with the runtime (cudaMalloc, cudaMallocAsync) or in the primary "
+              "context (cuDevicePrimaryCtxRetain)",
+              what.c_str(), static_cast<unsigned long long>(address), device);
+}
+
 }  // namespace cuda
 
 const MemoryOps& cudaMemoryOps() {

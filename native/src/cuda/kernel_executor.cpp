@@ -78,8 +78,11 @@ class KernelExecutor final : public CudaExecutor {
   }
 
   // Host arrays given as device indices would make the kernel fault: refuse anything that is
-  // not memory of this device (or managed memory).
-  kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst) const override {
+  // not memory of this device (or managed memory), at the first and the last entry (a count
+  // past the end of the array would have the kernel read beyond its allocation), or memory of a
+  // context the caller created.
+  kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst,
+                                 int64_t count) const override {
     const int64_t* arrays[2] = {src, dst};
     // The kernel reads them as int64 words: a misaligned array would be a misaligned-address
     // fault, which ends the CUDA context of the whole process.
@@ -91,21 +94,39 @@ class KernelExecutor final : public CudaExecutor {
       }
     }
     DeviceScope scope(device_);  // on the submitting thread, before submit's own scope
+    KVIO_CUDA_TRY(scope.error(), "selecting CUDA device %d", device_);
+    const int64_t last = count > 0 ? count - 1 : 0;
     for (int i = 0; i < 2; ++i) {
       const char* name = i == 0 ? "src_indices" : "dst_indices";
-      cudaPointerAttributes attributes{};
-      KVIO_CUDA_TRY(cudaPointerGetAttributes(&attributes, arrays[i]),
-                    "checking %s at %p for device-resident indices", name,
-                    static_cast<const void*>(arrays[i]));
-      const bool onDevice =
-          (attributes.type == cudaMemoryTypeDevice && attributes.device == device_) ||
-          attributes.type == cudaMemoryTypeManaged;
-      if (!onDevice) {
+      const uint64_t base = reinterpret_cast<uintptr_t>(arrays[i]);
+      if (static_cast<uint64_t>(last) > (UINT64_MAX - base) / sizeof(int64_t)) {
         return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                    "%s at %p is not memory of CUDA device %d (cudaPointerGetAttributes type %d, "
-                    "device %d); pass host index arrays to kvio_submit instead",
-                    name, static_cast<const void*>(arrays[i]), device_,
-                    static_cast<int>(attributes.type), attributes.device);
+                    "%s at %p with num_indices %lld runs past the end of the address space", name,
+                    static_cast<const void*>(arrays[i]), static_cast<long long>(count));
+      }
+      for (const int64_t entry : {int64_t{0}, last}) {
+        const int64_t* at =
+            reinterpret_cast<const int64_t*>(base + static_cast<uint64_t>(entry) * sizeof(int64_t));
+        cudaPointerAttributes attributes{};
+        KVIO_CUDA_TRY(cudaPointerGetAttributes(&attributes, at),
+                      "checking %s[%lld] at %p for device-resident indices", name,
+                      static_cast<long long>(entry), static_cast<const void*>(at));
+        const bool onDevice =
+            (attributes.type == cudaMemoryTypeDevice && attributes.device == device_) ||
+            attributes.type == cudaMemoryTypeManaged;
+        if (!onDevice) {
+          return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                      "%s[%lld] at %p is not memory of CUDA device %d (cudaPointerGetAttributes "
+                      "type %d, device %d); %s",
+                      name, static_cast<long long>(entry), static_cast<const void*>(at), device_,
+                      static_cast<int>(attributes.type), attributes.device,
+                      entry == 0 ? "pass host index arrays to kvio_submit instead"
+                                 : "num_indices runs past the end of the array");
+        }
+        KVIO_RETURN_IF_ERROR(
+            checkOwningContext(device_, std::string(name) + "[" + std::to_string(entry) + "]",
+                               reinterpret_cast<uint64_t>(at)));
+        if (last == 0) break;  // one entry: its first is its last
       }
     }
     return KVIO_STATUS_OK;

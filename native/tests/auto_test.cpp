@@ -180,8 +180,12 @@ TEST(AutoPublishedThresholds, ReadersSeeOneStoredSetWholeWhileAWriterStores) {
     });
   }
   // At least 200000 stores, and on until the readers have loaded 3000 times meanwhile: a loaded
-  // machine may not schedule them during a fixed number of stores (a count, not a time).
-  for (int64_t i = 0; i < 200000 || sawA.load() + sawB.load() + mixed.load() < 3000; ++i) {
+  // machine may not schedule them during a fixed number of stores (a count, not a time). Bounded
+  // (2^30 stores, seconds) so that readers that never run fail the assertions below, not ctest's
+  // timeout.
+  for (int64_t i = 0;
+       i < (int64_t{1} << 30) && (i < 200000 || sawA.load() + sawB.load() + mixed.load() < 3000);
+       ++i) {
     published.store(i % 2 == 0 ? b : a);
   }
   published.store(b);

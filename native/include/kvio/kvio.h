@@ -273,7 +273,9 @@ enum { KVIO_INDICES_HOST = 0, KVIO_INDICES_DEVICE = 1 };
  *    INVALID_ARGUMENT naming struct_size and that range;
  *  - bytes past the fields this version knows must be 0 (INVALID_ARGUMENT naming the first
  *    non-zero byte's offset): a newer caller asking for something this library cannot do is
- *    refused, never ignored.
+ *    refused, never ignored. So a later version lays its fields out with no padding between or
+ *    after them (explicit reserved members instead), since padding need not be 0 in a struct a
+ *    caller filled field by field.
  * Zero-initialised with struct_size set (KVIO_SUBMIT_OPTIONS_INIT) is kvio_submit: no flag, the
  * executor's launch shape, host indices. */
 typedef struct kvio_submit_options {
@@ -306,8 +308,10 @@ typedef struct kvio_submit_options {
  *  - indices_memory KVIO_INDICES_DEVICE: src_indices and dst_indices lie in memory of the
  *    executor's CUDA device, as kvio_submit_device_indices says (the kernel backend, and auto on a
  *    GPU; UNSUPPORTED elsewhere, before any byte moves).
- * The options are checked before anything else the submit checks but desc; every refusal leaves
- * *transfer_out as it was and moves no byte. */
+ * The options are checked before the executor, the pools and the indices: struct_size, the bytes
+ * past the known fields, flags, indices_memory and reserved right after desc, the launch shape
+ * after transfer_out (as kvio_submit_launch does). Every refusal leaves *transfer_out as it was
+ * and moves no byte. */
 KVIO_API kvio_status kvio_submit_with(uint64_t executor, const kvio_transfer_desc* desc,
                                       const kvio_submit_options* options, uint64_t* transfer_out);
 /* Runs kvio_submit_with's checks and submits nothing, as kvio_check_transfer (below) does for
@@ -315,8 +319,9 @@ KVIO_API kvio_status kvio_submit_with(uint64_t executor, const kvio_transfer_des
  * byte moves either way. options NULL: the defaults. num_indices may be 0 (the index arrays are
  * then not looked at). With indices_memory KVIO_INDICES_DEVICE the index arrays are never read
  * (they are device memory): an executor that does not take device indices is UNSUPPORTED, and
- * for one that does, the arrays' kind of memory and alignment are checked when num_indices > 0;
- * their values only the kernel checks, when the transfer runs. */
+ * for one that does, when num_indices > 0, the arrays' alignment and their first and last
+ * entries' memory (of the executor's device, not of a CUDA context the caller created: see
+ * kvio_submit_device_indices); their values only the kernel checks, when the transfer runs. */
 KVIO_API kvio_status kvio_check_transfer_with(uint64_t executor, const kvio_transfer_desc* desc,
                                               const kvio_submit_options* options);
 /* kvio_check_transfer_with with only flags set: runs kvio_submit_flags' checks of its arguments
@@ -539,7 +544,11 @@ KVIO_API kvio_status kvio_submit_launch(uint64_t executor, const kvio_transfer_d
  * form of kvio_submit_with with only indices_memory KVIO_INDICES_DEVICE set)
  * (the kernel backend, and auto on a GPU, which gives such transfers to its kernel; UNSUPPORTED
  * elsewhere). They are read by the kernel, so they must stay valid and unchanged
- * until the transfer completes. The host cannot check them: the kernel skips every pair with
+ * until the transfer completes. Refused before anything is launched (INVALID_ARGUMENT): arrays
+ * that are not 8-byte aligned, whose first or last entry (num_indices - 1) is not memory of the
+ * executor's device (host memory; a num_indices past the end of the array), or that a CUDA
+ * context the caller created holds (cuCtxCreate: kvio runs in the device's primary context,
+ * which cannot reach it). The host cannot check the values: the kernel skips every pair with
  * an index outside its pool, and the transfer completes with KVIO_STATUS_OUT_OF_RANGE naming
  * the first bad position. Duplicate destination slots are not detected (the rows race). */
 KVIO_API kvio_status kvio_submit_device_indices(uint64_t executor, const kvio_transfer_desc* desc,

@@ -300,8 +300,8 @@ struct TransferOptions {
   /// The copy kernel's launch shape for this transfer only (kvio_submit_with): at most ctaBudget
   /// thread blocks of warpsPerCta warps; 0 or less: the executor's setting. Read by the kernel
   /// backend (and by 'auto' when it gives the transfer to its kernel); the others ignore it, cpu
-  /// included. INVALID_ARGUMENT above 65535 CTAs or 32 warps on every backend. An empty transfer
-  /// launches nothing and does not check it.
+  /// included. INVALID_ARGUMENT above 65535 CTAs or 32 warps on every backend, an empty transfer
+  /// included (it launches nothing, but kvio_check_transfer_with checks the shape).
   int32_t ctaBudget = 0;
   int32_t warpsPerCta = 0;
 

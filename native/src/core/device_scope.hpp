@@ -26,9 +26,9 @@
 //   the Api's setCurrentContext(null) leaves the device's context bound: a thread that had no
 //   context ends with kvio's device's (documented in docs/ascend.md).
 // - device -1: any device kvio uses (for calls on memory registered for every device, such as
-//   cudaHostUnregister): the context of the first device kvio has used, whatever the thread's
-//   (a context the caller made is not one kvio registered anything in), so that the runtime
-//   creates none on device 0; a thread already in that context is left alone.
+//   cudaHostUnregister): the context of the lowest-numbered device kvio has used, whatever the
+//   thread's (a context the caller made is not one kvio registered anything in), so that the
+//   runtime creates none on device 0; a thread already in that context is left alone.
 // Without the context calls (Api::contextCalls false), the device is selected with setDevice
 // and the previous one selected again, as before these rules.
 #ifndef KVIO_CORE_DEVICE_SCOPE_HPP_

@@ -319,7 +319,10 @@ void CudaExecutor::reap() {
 
 void CudaExecutor::retireFinished() {
   if (inFlightCount_.load(std::memory_order_relaxed) == 0) return;
-  std::lock_guard<std::mutex> lock(mutex_);
+  // Never waits for the lock: a submit holding it can block on the device (a full set of
+  // staging slots, a table upload), and reaps itself anyway.
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
   DeviceScope scope(device_);                // for reap's queries, on whatever thread submits
   if (scope.error() != cudaSuccess) return;  // the next submit or drain reports it
   reap();

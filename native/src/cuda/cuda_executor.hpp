@@ -76,7 +76,8 @@ class CudaExecutor : public Executor {
   int32_t threads() const override { return 1; }
   void submit(std::shared_ptr<Job> job) override;
   void drain() override;
-  /// Retires the jobs in flight whose events have completed; nothing (no lock) when none is.
+  /// Retires the jobs in flight whose events have completed; nothing when none is or when a
+  /// submit or drain holds the executor (which retires them itself): never blocks.
   void retireFinished() override;
   kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const override;
   bool nativeHandle(NativeHandle kind, uint64_t* out) const override;

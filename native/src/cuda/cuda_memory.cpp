@@ -466,9 +466,14 @@ const MemoryOps kCudaMemory{allocate, adopt, deviceAddress, copy};
 
 // Device memory a context of the caller's own holds lies in that context's address space:
 // kvio's kernels and copies run in the device's primary context, where reaching it is an
-// illegal address, which ends the process's CUDA context. Memory of no context
-// (stream-ordered allocations, cuMemCreate + cuMemMap: CU_POINTER_ATTRIBUTE_CONTEXT answers an
-// error or none) is mapped for the device and accepted.
+// illegal address, which ends the process's CUDA context. Refused only when both say so: its
+// owner (CU_POINTER_ATTRIBUTE_CONTEXT) is a context other than the current (primary) one, and
+// the current context has no device address for it (CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+// "no device pointer through which kernels running in the current context may access it").
+// So memory of no context (stream-ordered allocations, cuMemCreate + cuMemMap: an error or none
+// for the owner), managed memory and memory of a context that shares the primary one's address
+// space (a green context) are accepted, as is all memory when the driver's calls cannot be
+// reached.
 kvio_status checkOwningContext(int32_t device, const std::string& what, uint64_t address) {
   const PointerGetAttribute get = pointerGetAttribute();
   const ContextCalls& calls = driverContextCalls();
@@ -480,6 +485,11 @@ kvio_status checkOwningContext(int32_t device, const std::string& what, uint64_t
       owner == nullptr || calls.getCurrent(&current) != CUDA_SUCCESS || current == nullptr ||
       owner == current) {
     return KVIO_STATUS_OK;  // driver calls leave no runtime error behind
+  }
+  CUdeviceptr reachable = 0;
+  if (get(&reachable, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, static_cast<CUdeviceptr>(address)) ==
+      CUDA_SUCCESS) {
+    return KVIO_STATUS_OK;
   }
   return fail(KVIO_STATUS_INVALID_ARGUMENT,
               "%s, at 0x%llx, was allocated in a CUDA context other than device %d's primary "

@@ -22,7 +22,7 @@ final class RequiredBackends {
             converter = Converters.Backend.class,
             description =
                     "exit 4 when one of these backends is unavailable (so a GPU runner with a"
-                            + " broken driver does not pass by skipping it)")
+                            + " broken driver does not pass by skipping them)")
     List<IoBackend> backends = new ArrayList<>();
 
     /**

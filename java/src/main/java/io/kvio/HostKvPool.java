@@ -212,6 +212,8 @@ public final class HostKvPool extends KvPool {
         private IndexArg hostIndices;
         private IndexArg deviceIndices;
         private boolean overlapsCompute;
+        private int ctaBudget; // 0 or less: the executor's setting
+        private int warpsPerCta; // 0 or less: the executor's setting
 
         private TransferRequest(
                 HostKvPool host, DeviceKvPool device, boolean backup, long deviceLayer) {
@@ -301,6 +303,24 @@ public final class HostKvPool extends KvPool {
         }
 
         /**
+         * The copy kernel's launch shape for this transfer only: at most {@code ctaBudget} thread
+         * blocks (1 to 65535) of {@code warpsPerCta} warps (1 to 32); 0 or less for either keeps
+         * the executor's setting ({@link KvioExecutor#setLaunch(int, int)}), which is also what a
+         * request without this call uses. Unlike setLaunch it changes nothing for other transfers.
+         * The {@link IoBackend#KERNEL} backend uses it, and {@link IoBackend#AUTO} when it gives
+         * the transfer to its kernel; the other backends (cpu, direct, staged, kernel_ascend)
+         * ignore it. Its limits are checked on every backend, for empty index lists and loads of a
+         * layer this pool does not hold as well: {@link #submit()} throws
+         * KvioInvalidArgumentException above 65535 CTAs or 32 warps, before any byte moves.
+         * Combines with {@link #overlapsCompute()}.
+         */
+        public TransferRequest launch(int ctaBudget, int warpsPerCta) {
+            this.ctaBudget = ctaBudget;
+            this.warpsPerCta = warpsPerCta;
+            return this;
+        }
+
+        /**
          * Validates and submits; index lists may be closed or reused once this returns.
          * KvioInvalidArgumentException when a list was not set.
          */
@@ -316,8 +336,16 @@ public final class HostKvPool extends KvPool {
             }
             int flags = overlapsCompute ? KvioNative.KVIO_SUBMIT_OVERLAPS_COMPUTE : 0;
             return backup
-                    ? host.submitBackup(device, hostIndices, deviceIndices, flags)
-                    : host.submitLoad(device, hostIndices, deviceIndices, deviceLayer, flags);
+                    ? host.submitBackup(
+                            device, hostIndices, deviceIndices, flags, ctaBudget, warpsPerCta)
+                    : host.submitLoad(
+                            device,
+                            hostIndices,
+                            deviceIndices,
+                            deviceLayer,
+                            flags,
+                            ctaBudget,
+                            warpsPerCta);
         }
     }
 
@@ -349,7 +377,12 @@ public final class HostKvPool extends KvPool {
     }
 
     private Transfer submitBackup(
-            DeviceKvPool device, IndexArg hostIndices, IndexArg deviceIndices, int flags) {
+            DeviceKvPool device,
+            IndexArg hostIndices,
+            IndexArg deviceIndices,
+            int flags,
+            int ctaBudget,
+            int warpsPerCta) {
         checkArguments(device, hostIndices, deviceIndices);
         checkDeviceLayers(device);
         long layers = device.spec().numLayers();
@@ -372,6 +405,8 @@ public final class HostKvPool extends KvPool {
                 0,
                 numLayers(),
                 flags,
+                ctaBudget,
+                warpsPerCta,
                 skipped);
     }
 
@@ -380,7 +415,9 @@ public final class HostKvPool extends KvPool {
             IndexArg hostIndices,
             IndexArg deviceIndices,
             long deviceLayer,
-            int flags) {
+            int flags,
+            int ctaBudget,
+            int warpsPerCta) {
         checkArguments(device, hostIndices, deviceIndices);
         checkDeviceLayers(device);
         long layers = device.spec().numLayers();
@@ -422,7 +459,9 @@ public final class HostKvPool extends KvPool {
                     0,
                     deviceLayer,
                     1,
-                    flags);
+                    flags,
+                    ctaBudget,
+                    warpsPerCta);
             return Transfer.completed(new long[] {deviceLayer});
         }
         return Kvio.submit(
@@ -436,6 +475,8 @@ public final class HostKvPool extends KvPool {
                 deviceLayer,
                 1,
                 flags,
+                ctaBudget,
+                warpsPerCta,
                 Kvio.NO_LAYERS);
     }
 
@@ -884,6 +925,8 @@ public final class HostKvPool extends KvPool {
                         deviceLayerStart,
                         0,
                         1,
+                        0,
+                        0,
                         0);
             } catch (KvioException e) {
                 if (e.status() != KvioException.Status.UNSUPPORTED) {

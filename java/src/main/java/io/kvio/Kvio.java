@@ -124,6 +124,8 @@ public final class Kvio {
                 srcLayerStart,
                 dstLayerStart,
                 numLayers,
+                0,
+                0,
                 0);
     }
 
@@ -136,7 +138,9 @@ public final class Kvio {
             long srcLayerStart,
             long dstLayerStart,
             long numLayers,
-            int flags) {
+            int flags,
+            int ctaBudget,
+            int warpsPerCta) {
         Objects.requireNonNull(executor, "executor");
         Objects.requireNonNull(src, "src");
         Objects.requireNonNull(dst, "dst");
@@ -159,6 +163,8 @@ public final class Kvio {
                     dstLayerStart,
                     numLayers,
                     flags,
+                    ctaBudget,
+                    warpsPerCta,
                     NO_LAYERS);
         } finally {
             // Only its handle is used from here on: collected during the submission, an executor
@@ -172,7 +178,7 @@ public final class Kvio {
      * Kvio.request(executor, src, dst).srcIndices(s).dstIndices(d).layers(n).submit()} is {@link
      * #transfer(KvioExecutor, KvPool, KvPool, TokenIndices, TokenIndices, long, long, long)
      * transfer(executor, src, dst, s, d, 0, 0, n)}, with no positional longs to swap, and it can
-     * mark the transfer as overlapping compute.
+     * mark the transfer as overlapping compute and give it its own launch shape.
      */
     public static Request request(KvioExecutor executor, KvPool src, KvPool dst) {
         return new Request(
@@ -197,6 +203,8 @@ public final class Kvio {
         private long dstLayerStart;
         private long numLayers = -1; // not set
         private boolean overlapsCompute;
+        private int ctaBudget; // 0 or less: the executor's setting
+        private int warpsPerCta; // 0 or less: the executor's setting
 
         private Request(KvioExecutor executor, KvPool src, KvPool dst) {
             this.executor = executor;
@@ -273,6 +281,22 @@ public final class Kvio {
         }
 
         /**
+         * The copy kernel's launch shape for this transfer only, as {@link
+         * HostKvPool.TransferRequest#launch(int, int)} gives it: at most {@code ctaBudget} thread
+         * blocks (1 to 65535) of {@code warpsPerCta} warps (1 to 32); 0 or less for either keeps
+         * the executor's setting ({@link KvioExecutor#setLaunch(int, int)}). Used by the {@link
+         * IoBackend#KERNEL} backend, and by {@link IoBackend#AUTO} when it gives the transfer to
+         * its kernel; ignored by the others, which still check its limits: {@link #submit()} throws
+         * KvioInvalidArgumentException above 65535 CTAs or 32 warps, empty index lists included,
+         * before any byte moves.
+         */
+        public Request launch(int ctaBudget, int warpsPerCta) {
+            this.ctaBudget = ctaBudget;
+            this.warpsPerCta = warpsPerCta;
+            return this;
+        }
+
+        /**
          * Validates and submits; index lists may be closed or reused once this returns.
          * KvioInvalidArgumentException when an index list or the layer count was not set.
          */
@@ -294,7 +318,9 @@ public final class Kvio {
                     srcLayerStart,
                     dstLayerStart,
                     numLayers,
-                    overlapsCompute ? KvioNative.KVIO_SUBMIT_OVERLAPS_COMPUTE : 0);
+                    overlapsCompute ? KvioNative.KVIO_SUBMIT_OVERLAPS_COMPUTE : 0,
+                    ctaBudget,
+                    warpsPerCta);
         }
     }
 
@@ -306,7 +332,8 @@ public final class Kvio {
      * are rewritten to the caller's names (built only then): the index lists' parameter names, and
      * for "the src pool" / "the dst pool" the pools by parameter and kind ({@code byParameter}:
      * "src (the host pool)", as Kvio.transfer names them) or by kind only ("the host pool", as
-     * HostKvPool's requests do).
+     * HostKvPool's requests do). {@code ctaBudget} and {@code warpsPerCta} are the request's launch
+     * shape (both 0 or less: none, and the call is the one a request without a shape makes).
      */
     static Transfer submit(
             long executor,
@@ -319,6 +346,8 @@ public final class Kvio {
             long dstLayerStart,
             long numLayers,
             int flags,
+            int ctaBudget,
+            int warpsPerCta,
             long[] skippedLayers) {
         srcIndices.ensureOpen();
         dstIndices.ensureOpen();
@@ -337,10 +366,13 @@ public final class Kvio {
                     srcLayerStart,
                     dstLayerStart,
                     numLayers,
-                    flags);
+                    flags,
+                    ctaBudget,
+                    warpsPerCta);
             return Transfer.completed(skippedLayers);
         }
-        TransferEvent event = TransferEvent.begin(src, dst); // null unless a recording wants it
+        // null unless a recording wants it
+        TransferEvent event = TransferEvent.begin(src, dst, ctaBudget, warpsPerCta);
         long handle;
         long bytes;
         boolean doneOnCpu;
@@ -358,14 +390,24 @@ public final class Kvio {
                             srcLayerStart,
                             dstLayerStart,
                             numLayers,
-                            flags);
+                            flags,
+                            ctaBudget,
+                            warpsPerCta);
             handle = out.handle;
             bytes = out.bytes;
             doneOnCpu = out.doneOnCpu;
             status = out.status;
             chosen = out.chosenBackend;
         } catch (KvioException e) {
-            throw renamed(e, srcIndices.name(), dstIndices.name(), byParameter, src, dst);
+            throw renamed(
+                    e,
+                    srcIndices.name(),
+                    dstIndices.name(),
+                    byParameter,
+                    src,
+                    dst,
+                    ctaBudget,
+                    warpsPerCta);
         } finally {
             IndexArg.release();
         }
@@ -390,7 +432,9 @@ public final class Kvio {
             long srcLayerStart,
             long dstLayerStart,
             long numLayers,
-            int flags) {
+            int flags,
+            int ctaBudget,
+            int warpsPerCta) {
         srcIndices.ensureOpen();
         dstIndices.ensureOpen();
         checkLengths(srcIndices, dstIndices);
@@ -407,9 +451,19 @@ public final class Kvio {
                     srcLayerStart,
                     dstLayerStart,
                     numLayers,
-                    flags);
+                    flags,
+                    ctaBudget,
+                    warpsPerCta);
         } catch (KvioException e) {
-            throw renamed(e, srcIndices.name(), dstIndices.name(), byParameter, src, dst);
+            throw renamed(
+                    e,
+                    srcIndices.name(),
+                    dstIndices.name(),
+                    byParameter,
+                    src,
+                    dst,
+                    ctaBudget,
+                    warpsPerCta);
         } finally {
             IndexArg.release();
         }
@@ -430,17 +484,32 @@ public final class Kvio {
         }
     }
 
-    /** The native message with the Java caller's names in place of the C ABI's. */
+    /**
+     * The native message with the Java caller's names in place of the C ABI's; a refused launch
+     * shape (the natives check its limits: kvio.h's, in one place) is named by the request method
+     * that gave it.
+     */
     private static KvioException renamed(
             KvioException e,
             String srcName,
             String dstName,
             boolean byParameter,
             KvPool src,
-            KvPool dst) {
+            KvPool dst,
+            int ctaBudget,
+            int warpsPerCta) {
         String m = e.getMessage();
         if (m == null) {
             return e;
+        }
+        if (m.startsWith("launch shape ") && (ctaBudget > 0 || warpsPerCta > 0)) {
+            m =
+                    "launch("
+                            + ctaBudget
+                            + ", "
+                            + warpsPerCta
+                            + "): the "
+                            + m.replace("; 0 for ", "; 0 or less for ");
         }
         String r =
                 m.replace("src_indices", srcName)
@@ -450,7 +519,7 @@ public final class Kvio {
                         .replace("src_layer_start", "srcLayerStart")
                         .replace("dst_layer_start", "dstLayerStart")
                         .replace("num_layers", "numLayers");
-        if (r.equals(m)) {
+        if (r.equals(e.getMessage())) {
             return e;
         }
         KvioException out = KvioException.of(e.status(), r);

@@ -221,7 +221,9 @@ public final class KvioExecutor implements AutoCloseable {
      * gather/scatter 8 and 16). The copy kernel shares the GPU with the forward pass, so the budget
      * is small by default. On an {@link IoBackend#AUTO} executor it sets its kernel candidate's
      * shape. KvioUnsupportedException on cpu, direct, kernel_ascend and auto without a GPU, which
-     * launch no copy kernel; KvioInvalidArgumentException above 65535 CTAs or 32 warps.
+     * launch no copy kernel; KvioInvalidArgumentException above 65535 CTAs or 32 warps. One
+     * transfer can bring its own shape instead, on any backend: {@link
+     * HostKvPool.TransferRequest#launch(int, int)}, {@link Kvio.Request#launch(int, int)}.
      */
     public void setLaunch(int ctaBudget, int warpsPerCta) {
         NativeBridge.executorSetLaunch(handle(), ctaBudget, warpsPerCta);

@@ -61,6 +61,8 @@ final class KvioNative {
 
     static final int KVIO_SUBMIT_OVERLAPS_COMPUTE = 1;
 
+    static final int KVIO_INDICES_HOST = 0;
+
     static final int KVIO_GRANULARITY_PER_LAYER = 0;
     static final int KVIO_GRANULARITY_ALL_LAYER = 1;
 
@@ -109,6 +111,34 @@ final class KvioNative {
         static final int BYTES = 64;
 
         private SupportQueryStruct() {}
+    }
+
+    /** kvio_transfer_desc. */
+    static final class TransferDescStruct {
+        static final int SRC_POOL = 0; // uint64
+        static final int DST_POOL = 8; // uint64
+        static final int SRC_INDICES = 16; // const int64_t*
+        static final int DST_INDICES = 24; // const int64_t*
+        static final int NUM_INDICES = 32; // int64, and so on
+        static final int SRC_LAYER_START = 40;
+        static final int DST_LAYER_START = 48;
+        static final int NUM_LAYERS = 56;
+        static final int BYTES = 64;
+
+        private TransferDescStruct() {}
+    }
+
+    /** kvio_submit_options (the first version's fields; struct_size is BYTES). */
+    static final class SubmitOptionsStruct {
+        static final int STRUCT_SIZE = 0; // uint32
+        static final int FLAGS = 4; // uint32
+        static final int CTA_BUDGET = 8; // int32, and so on
+        static final int WARPS_PER_CTA = 12;
+        static final int INDICES_MEMORY = 16;
+        static final int RESERVED = 20;
+        static final int BYTES = 24;
+
+        private SubmitOptionsStruct() {}
     }
 
     /** kvio_transfer_info. */
@@ -278,6 +308,19 @@ final class KvioNative {
             @Cast("int64_t") long numLayers,
             @Cast("uint32_t") int flags,
             @Cast("uint64_t*") long transferOut);
+
+    /** The general submit: a kvio_transfer_desc and kvio_submit_options (a launch shape). */
+    static native int kvio_submit_with(
+            @Cast("uint64_t") long executor,
+            @Cast("const kvio_transfer_desc*") long desc,
+            @Cast("const kvio_submit_options*") long options,
+            @Cast("uint64_t*") long transferOut);
+
+    /** kvio_submit_with's checks, submitting nothing (num_indices may be 0). */
+    static native int kvio_check_transfer_with(
+            @Cast("uint64_t") long executor,
+            @Cast("const kvio_transfer_desc*") long desc,
+            @Cast("const kvio_submit_options*") long options);
 
     static native int kvio_transfer_wait(
             @Cast("uint64_t") long transfer, @Cast("int64_t") long timeoutNs);

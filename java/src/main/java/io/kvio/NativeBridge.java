@@ -10,7 +10,9 @@
 package io.kvio;
 
 import io.kvio.KvioNative.PoolSpecStruct;
+import io.kvio.KvioNative.SubmitOptionsStruct;
 import io.kvio.KvioNative.SupportQueryStruct;
+import io.kvio.KvioNative.TransferDescStruct;
 import io.kvio.KvioNative.TransferInfoStruct;
 import java.lang.ref.Cleaner;
 import java.nio.ByteBuffer;
@@ -29,7 +31,11 @@ final class NativeBridge {
                         return t;
                     });
 
-    /** Byte offsets inside the scratch buffer: a struct, then three 8-byte out-parameters. */
+    /**
+     * Byte offsets inside the scratch buffer: a struct, three 8-byte out-parameters, then the
+     * kvio_transfer_desc and kvio_submit_options of a submit or check that brings a launch shape
+     * (kvio_submit_with, kvio_check_transfer_with; the struct holds its kvio_transfer_info after).
+     */
     private static final int STRUCT = 0; // kvio_pool_spec, kvio_support_query, kvio_transfer_info
 
     private static final int STRUCT_BYTES =
@@ -39,7 +45,9 @@ final class NativeBridge {
     private static final int OUT0 = STRUCT_BYTES;
     private static final int OUT1 = OUT0 + 8;
     private static final int OUT2 = OUT1 + 8;
-    private static final int SCRATCH_BYTES = OUT2 + 8;
+    private static final int DESC = OUT2 + 8;
+    private static final int OPTIONS = DESC + TransferDescStruct.BYTES;
+    private static final int SCRATCH_BYTES = OPTIONS + SubmitOptionsStruct.BYTES;
 
     private static final String NATIVE_VERSION;
 
@@ -496,7 +504,8 @@ final class NativeBridge {
     /**
      * kvio_check_transfer: every check the submission of these arguments would make, moving
      * nothing; throws what that submission would. With count 0 (the index addresses unread) the
-     * checks that need no index.
+     * checks that need no index. A launch shape (ctaBudget or warpsPerCta above 0; 0 or less is the
+     * executor's setting) is checked with the rest, by kvio_check_transfer_with.
      */
     static void checkTransfer(
             long executor,
@@ -508,22 +517,45 @@ final class NativeBridge {
             long srcLayerStart,
             long dstLayerStart,
             long numLayers,
-            int flags) {
-        check(
-                KvioNative.kvio_check_transfer_args(
-                        executor,
-                        srcPool,
-                        dstPool,
-                        srcIndices,
-                        dstIndices,
-                        count,
-                        srcLayerStart,
-                        dstLayerStart,
-                        numLayers,
-                        flags));
+            int flags,
+            int ctaBudget,
+            int warpsPerCta) {
+        if (ctaBudget <= 0 && warpsPerCta <= 0) { // no shape: the executor's
+            check(
+                    KvioNative.kvio_check_transfer_args(
+                            executor,
+                            srcPool,
+                            dstPool,
+                            srcIndices,
+                            dstIndices,
+                            count,
+                            srcLayerStart,
+                            dstLayerStart,
+                            numLayers,
+                            flags));
+            return;
+        }
+        Scratch s = SCRATCH.get();
+        putDesc(
+                s,
+                srcPool,
+                dstPool,
+                srcIndices,
+                dstIndices,
+                count,
+                srcLayerStart,
+                dstLayerStart,
+                numLayers);
+        putOptions(s, flags, ctaBudget, warpsPerCta);
+        check(KvioNative.kvio_check_transfer_with(executor, s.address + DESC, s.address + OPTIONS));
     }
 
-    /** Submits with KVIO_SUBMIT_* flags; the answer is this thread's {@link Submitted}. */
+    /**
+     * Submits with KVIO_SUBMIT_* flags and a launch shape (ctaBudget, warpsPerCta; both 0 or less:
+     * none, the executor's setting); the answer is this thread's {@link Submitted}. Without a shape
+     * this is kvio_submit_args_flags (arguments only); with one, kvio_submit_with over this
+     * thread's scratch descriptor and options (nothing allocated either way).
+     */
     static Submitted submit(
             long executor,
             long srcPool,
@@ -534,21 +566,40 @@ final class NativeBridge {
             long srcLayerStart,
             long dstLayerStart,
             long numLayers,
-            int flags) {
+            int flags,
+            int ctaBudget,
+            int warpsPerCta) {
         Scratch s = SCRATCH.get();
-        check(
-                KvioNative.kvio_submit_args_flags(
-                        executor,
-                        srcPool,
-                        dstPool,
-                        srcIndices,
-                        dstIndices,
-                        count,
-                        srcLayerStart,
-                        dstLayerStart,
-                        numLayers,
-                        flags,
-                        s.address + OUT0));
+        if (ctaBudget <= 0 && warpsPerCta <= 0) { // no shape: the executor's
+            check(
+                    KvioNative.kvio_submit_args_flags(
+                            executor,
+                            srcPool,
+                            dstPool,
+                            srcIndices,
+                            dstIndices,
+                            count,
+                            srcLayerStart,
+                            dstLayerStart,
+                            numLayers,
+                            flags,
+                            s.address + OUT0));
+        } else {
+            putDesc(
+                    s,
+                    srcPool,
+                    dstPool,
+                    srcIndices,
+                    dstIndices,
+                    count,
+                    srcLayerStart,
+                    dstLayerStart,
+                    numLayers);
+            putOptions(s, flags, ctaBudget, warpsPerCta);
+            check(
+                    KvioNative.kvio_submit_with(
+                            executor, s.address + DESC, s.address + OPTIONS, s.address + OUT0));
+        }
         long transfer = s.buffer.getLong(OUT0);
         // One call for the bytes and whether it is done (a small cpu transfer runs on this thread).
         int status = KvioNative.kvio_transfer_get_info(transfer, s.address + STRUCT);
@@ -567,6 +618,42 @@ final class NativeBridge {
                         && out.chosenBackend == KvioNative.KVIO_BACKEND_CPU;
         out.status = b.getInt(STRUCT + TransferInfoStruct.STATUS);
         return out;
+    }
+
+    /** Fills this thread's scratch kvio_transfer_desc. */
+    private static void putDesc(
+            Scratch s,
+            long srcPool,
+            long dstPool,
+            long srcIndices,
+            long dstIndices,
+            long count,
+            long srcLayerStart,
+            long dstLayerStart,
+            long numLayers) {
+        ByteBuffer b = s.buffer;
+        b.putLong(DESC + TransferDescStruct.SRC_POOL, srcPool);
+        b.putLong(DESC + TransferDescStruct.DST_POOL, dstPool);
+        b.putLong(DESC + TransferDescStruct.SRC_INDICES, srcIndices);
+        b.putLong(DESC + TransferDescStruct.DST_INDICES, dstIndices);
+        b.putLong(DESC + TransferDescStruct.NUM_INDICES, count);
+        b.putLong(DESC + TransferDescStruct.SRC_LAYER_START, srcLayerStart);
+        b.putLong(DESC + TransferDescStruct.DST_LAYER_START, dstLayerStart);
+        b.putLong(DESC + TransferDescStruct.NUM_LAYERS, numLayers);
+    }
+
+    /**
+     * Fills this thread's scratch kvio_submit_options, every field of the version Java maps
+     * (struct_size included): host indices, reserved 0.
+     */
+    private static void putOptions(Scratch s, int flags, int ctaBudget, int warpsPerCta) {
+        ByteBuffer b = s.buffer;
+        b.putInt(OPTIONS + SubmitOptionsStruct.STRUCT_SIZE, SubmitOptionsStruct.BYTES);
+        b.putInt(OPTIONS + SubmitOptionsStruct.FLAGS, flags);
+        b.putInt(OPTIONS + SubmitOptionsStruct.CTA_BUDGET, ctaBudget);
+        b.putInt(OPTIONS + SubmitOptionsStruct.WARPS_PER_CTA, warpsPerCta);
+        b.putInt(OPTIONS + SubmitOptionsStruct.INDICES_MEMORY, KvioNative.KVIO_INDICES_HOST);
+        b.putInt(OPTIONS + SubmitOptionsStruct.RESERVED, 0);
     }
 
     /** The raw status of waiting (OK, TIMEOUT, or the transfer's failure). */

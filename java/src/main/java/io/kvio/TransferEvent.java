@@ -45,6 +45,19 @@ final class TransferEvent extends Event {
     @Description("Submitted with the overlaps-compute mark (TransferRequest.overlapsCompute())")
     boolean overlapsCompute;
 
+    @Label("CTA Budget")
+    @Description(
+            "The launch shape it was submitted with (TransferRequest.launch): thread blocks at"
+                    + " most; 0: the executor's setting. Used by kernel, and by auto when it gives"
+                    + " the transfer to its kernel")
+    int ctaBudget;
+
+    @Label("Warps per CTA")
+    @Description(
+            "The launch shape it was submitted with (TransferRequest.launch): warps per thread"
+                    + " block; 0: the executor's setting")
+    int warpsPerCta;
+
     @Label("Direction")
     @Description(
             "backup: device pool to host pool; load: host pool to device pool; other: between"
@@ -110,15 +123,19 @@ final class TransferEvent extends Event {
     private TransferEvent() {}
 
     /**
-     * A begun event for a transfer about to be submitted, or null when no recording enables the
-     * event (the common case: no allocation, no native call).
+     * A begun event for a transfer about to be submitted with this launch shape (0: the
+     * executor's), or null when no recording enables the event (the common case: no allocation, no
+     * native call).
      */
-    static TransferEvent begin(KvPool src, KvPool dst) {
+    static TransferEvent begin(KvPool src, KvPool dst, int ctaBudget, int warpsPerCta) {
         if (!new TransferEvent().isEnabled()) {
             return null;
         }
         NativeBridge.enableTransferTiming();
         TransferEvent event = new TransferEvent();
+        // The request's (kvio_transfer_info does not carry it); 0 or less reads as 0.
+        event.ctaBudget = Math.max(ctaBudget, 0);
+        event.warpsPerCta = Math.max(warpsPerCta, 0);
         event.direction =
                 src instanceof DeviceKvPool && dst instanceof HostKvPool
                         ? BACKUP

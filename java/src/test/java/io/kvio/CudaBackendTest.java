@@ -4,7 +4,8 @@
  * layout: a pinned host pool is loaded into a GPU device pool layer by layer, then backed up to a
  * second pinned host pool of another layout, and that pool must equal the oracle's direct replay
  * of source -> destination (device memory is not host-readable, so the round trip checks both
- * directions). Also: device pools refuse ByteBuffer access, and the kernel launch shape can be set.
+ * directions). Also: device pools refuse ByteBuffer access, and the kernel launch shape can be set,
+ * per executor and per transfer.
  */
 package io.kvio;
 
@@ -116,6 +117,79 @@ public class CudaBackendTest {
             executor.setLaunch(1, 4);
             executor.setLaunch(0, 0);
             expectThrows(KvioInvalidArgumentException.class, () -> executor.setLaunch(1, 64));
+        }
+    }
+
+    @DataProvider
+    public Object[][] cudaBackends() {
+        return new Object[][] {{IoBackend.KERNEL}, {IoBackend.DIRECT}, {IoBackend.STAGED}};
+    }
+
+    /**
+     * A launch shape per transfer (TransferRequest.launch): kernel launches with it (one CTA of one
+     * warp still moves every row), the others ignore it; the bytes are the oracle's either way, and
+     * a shape past the limits is refused on every backend with nothing moved.
+     */
+    @Test(dataProvider = "cudaBackends")
+    public void perTransferLaunchShape(IoBackend backend) {
+        requireGpu(backend);
+        PoolFixtures.Config cfg = new PoolFixtures.Config(PoolKind.MHA, 4, 16, 16, 4, 128);
+        Random rnd = new Random(29 + backend.ordinal());
+        try (DeviceKvPool device = DeviceKvPool.allocate(cfg.spec(KvLayout.LAYER_FIRST), backend);
+                HostKvPool source = host(device, KvLayout.PAGE_FIRST, 24);
+                HostKvPool destination = host(device, KvLayout.LAYER_FIRST, 20)) {
+            byte[] src = LayoutOracle.fill(source.buffer(), rnd.nextLong());
+            byte[] expected = LayoutOracle.canary(destination.buffer(), rnd.nextLong());
+            long[] hostFrom = Indices.wholePages(rnd, 24, 16, 5);
+            long[] deviceSlots = Indices.wholePages(rnd, 16, 16, 5);
+            long[] hostTo = Indices.tokenGranular(rnd, 20 * 16, hostFrom.length);
+            int[][] shapes = {{1, 1}, {3, 2}, {0, 32}, {65535, 32}};
+            for (long layer = 0; layer < cfg.layers; layer++) {
+                int[] shape = shapes[(int) layer % shapes.length];
+                try (Transfer t =
+                        source.load(device, layer)
+                                .hostIndices(hostFrom)
+                                .deviceIndices(deviceSlots)
+                                .overlapsCompute()
+                                .launch(shape[0], shape[1])
+                                .submit()) {
+                    t.await();
+                }
+            }
+            KvioInvalidArgumentException e =
+                    expectThrows(
+                            KvioInvalidArgumentException.class,
+                            () ->
+                                    destination
+                                            .backup(device)
+                                            .deviceIndices(deviceSlots)
+                                            .hostIndices(hostTo)
+                                            .launch(1, 33)
+                                            .submit());
+            assertTrue(e.getMessage().startsWith("launch(1, 33): "), e.getMessage());
+            LayoutOracle.assertBufferEquals(
+                    destination.buffer(), expected, backend + ": refused backup moved bytes");
+            try (Transfer t =
+                    destination
+                            .backup(device)
+                            .deviceIndices(deviceSlots)
+                            .hostIndices(hostTo)
+                            .launch(1, 1)
+                            .submit()) {
+                t.await();
+            }
+            Oracle.applyTransfer(
+                    src,
+                    Placement.standard(cfg.geometry(KvLayout.PAGE_FIRST, 4, 24), 0),
+                    expected,
+                    Placement.standard(cfg.geometry(KvLayout.LAYER_FIRST, 4, 20), 0),
+                    hostFrom,
+                    hostTo,
+                    0,
+                    0,
+                    cfg.layers);
+            LayoutOracle.assertBufferEquals(
+                    destination.buffer(), expected, backend + " with per-transfer launch shapes");
         }
     }
 

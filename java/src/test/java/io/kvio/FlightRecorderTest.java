@@ -185,6 +185,57 @@ public class FlightRecorderTest {
     }
 
     @Test
+    public void theLaunchShapeIsRecordedAsRequested() throws Exception {
+        List<RecordedEvent> events;
+        try (DeviceKvPool device =
+                        DeviceKvPool.allocate(deviceSpec(PoolKind.MHA, 2, 8, 2), IoBackend.CPU);
+                HostKvPool host =
+                        HostKvPool.builder()
+                                .forDevice(device)
+                                .layout(KvLayout.PAGE_FIRST)
+                                .pages(4)
+                                .build()) {
+            events =
+                    record(
+                            () -> {
+                                host.backup(device)
+                                        .deviceIndices(0, 1)
+                                        .hostIndices(2, 3)
+                                        .launch(2, 8)
+                                        .overlapsCompute()
+                                        .submit()
+                                        .await();
+                                host.load(device, 1)
+                                        .hostIndices(2)
+                                        .deviceIndices(5)
+                                        .launch(-1, 4) // 0 or less: the executor's setting
+                                        .submit()
+                                        .await();
+                                Kvio.request(host.executor(), device, host)
+                                        .srcIndices(4)
+                                        .dstIndices(5)
+                                        .layers(1)
+                                        .submit()
+                                        .await();
+                            });
+        }
+        assertEquals(events.size(), 3, events.toString());
+        RecordedEvent backup = events.get(0);
+        assertEquals(backup.getInt("ctaBudget"), 2, backup.toString());
+        assertEquals(backup.getInt("warpsPerCta"), 8, backup.toString());
+        assertTrue(backup.getBoolean("overlapsCompute"), backup.toString());
+        assertEquals(backup.getString("chosenBackend"), "cpu"); // which ignores the shape
+        assertEquals(backup.getString("outcome"), "ok");
+        RecordedEvent load = events.get(1);
+        assertEquals(load.getInt("ctaBudget"), 0, load.toString());
+        assertEquals(load.getInt("warpsPerCta"), 4, load.toString());
+        assertFalse(load.getBoolean("overlapsCompute"), load.toString());
+        RecordedEvent general = events.get(2);
+        assertEquals(general.getInt("ctaBudget"), 0, general.toString());
+        assertEquals(general.getInt("warpsPerCta"), 0, general.toString());
+    }
+
+    @Test
     public void generalTransfersMlaLargeFailedAndClosed() throws Exception {
         List<RecordedEvent> events;
         long[] large = new long[1];

@@ -129,6 +129,12 @@ final class KvioTestNative {
     static native int KVIO_SUBMIT_OVERLAPS_COMPUTE();
 
     @MemberGetter
+    static native int KVIO_INDICES_HOST();
+
+    @MemberGetter
+    static native int KVIO_SUBMIT_OPTIONS_MIN_SIZE();
+
+    @MemberGetter
     static native int KVIO_GRANULARITY_PER_LAYER();
 
     @MemberGetter
@@ -337,4 +343,68 @@ final class KvioTestNative {
     @MemberGetter
     @Name("offsetof(kvio_transfer_info, overlaps_compute)")
     static native long transferInfoOverlapsCompute();
+
+    @MemberGetter
+    @Name("sizeof(kvio_transfer_desc)")
+    static native long sizeofTransferDesc();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_desc, src_pool)")
+    static native long transferDescSrcPool();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_desc, dst_pool)")
+    static native long transferDescDstPool();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_desc, src_indices)")
+    static native long transferDescSrcIndices();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_desc, dst_indices)")
+    static native long transferDescDstIndices();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_desc, num_indices)")
+    static native long transferDescNumIndices();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_desc, src_layer_start)")
+    static native long transferDescSrcLayerStart();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_desc, dst_layer_start)")
+    static native long transferDescDstLayerStart();
+
+    @MemberGetter
+    @Name("offsetof(kvio_transfer_desc, num_layers)")
+    static native long transferDescNumLayers();
+
+    @MemberGetter
+    @Name("sizeof(kvio_submit_options)")
+    static native long sizeofSubmitOptions();
+
+    @MemberGetter
+    @Name("offsetof(kvio_submit_options, struct_size)")
+    static native long submitOptionsStructSize();
+
+    @MemberGetter
+    @Name("offsetof(kvio_submit_options, flags)")
+    static native long submitOptionsFlags();
+
+    @MemberGetter
+    @Name("offsetof(kvio_submit_options, cta_budget)")
+    static native long submitOptionsCtaBudget();
+
+    @MemberGetter
+    @Name("offsetof(kvio_submit_options, warps_per_cta)")
+    static native long submitOptionsWarpsPerCta();
+
+    @MemberGetter
+    @Name("offsetof(kvio_submit_options, indices_memory)")
+    static native long submitOptionsIndicesMemory();
+
+    @MemberGetter
+    @Name("offsetof(kvio_submit_options, reserved)")
+    static native long submitOptionsReserved();
 }

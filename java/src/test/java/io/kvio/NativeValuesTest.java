@@ -13,7 +13,9 @@ import static org.testng.Assert.assertNull;
 import static org.testng.Assert.assertSame;
 
 import io.kvio.KvioNative.PoolSpecStruct;
+import io.kvio.KvioNative.SubmitOptionsStruct;
 import io.kvio.KvioNative.SupportQueryStruct;
+import io.kvio.KvioNative.TransferDescStruct;
 import io.kvio.KvioNative.TransferInfoStruct;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -181,6 +183,37 @@ public class NativeValuesTest {
         assertEquals(
                 SupportQueryStruct.DEVICE_LAYER_START,
                 KvioTestNative.supportQueryDeviceLayerStart());
+    }
+
+    @Test
+    public void transferDescOffsetsAreTheCompilers() {
+        assertEquals(TransferDescStruct.BYTES, KvioTestNative.sizeofTransferDesc());
+        assertEquals(TransferDescStruct.SRC_POOL, KvioTestNative.transferDescSrcPool());
+        assertEquals(TransferDescStruct.DST_POOL, KvioTestNative.transferDescDstPool());
+        assertEquals(TransferDescStruct.SRC_INDICES, KvioTestNative.transferDescSrcIndices());
+        assertEquals(TransferDescStruct.DST_INDICES, KvioTestNative.transferDescDstIndices());
+        assertEquals(TransferDescStruct.NUM_INDICES, KvioTestNative.transferDescNumIndices());
+        assertEquals(
+                TransferDescStruct.SRC_LAYER_START, KvioTestNative.transferDescSrcLayerStart());
+        assertEquals(
+                TransferDescStruct.DST_LAYER_START, KvioTestNative.transferDescDstLayerStart());
+        assertEquals(TransferDescStruct.NUM_LAYERS, KvioTestNative.transferDescNumLayers());
+    }
+
+    @Test
+    public void submitOptionsOffsetsAreTheCompilers() {
+        // Java fills every field of the version it maps and sets struct_size to BYTES: the first
+        // version's size, which any kvio that has kvio_submit_with reads.
+        assertEquals(SubmitOptionsStruct.BYTES, KvioTestNative.sizeofSubmitOptions());
+        assertEquals(SubmitOptionsStruct.BYTES, KvioTestNative.KVIO_SUBMIT_OPTIONS_MIN_SIZE());
+        assertEquals(KvioNative.KVIO_INDICES_HOST, KvioTestNative.KVIO_INDICES_HOST());
+        assertEquals(SubmitOptionsStruct.STRUCT_SIZE, KvioTestNative.submitOptionsStructSize());
+        assertEquals(SubmitOptionsStruct.FLAGS, KvioTestNative.submitOptionsFlags());
+        assertEquals(SubmitOptionsStruct.CTA_BUDGET, KvioTestNative.submitOptionsCtaBudget());
+        assertEquals(SubmitOptionsStruct.WARPS_PER_CTA, KvioTestNative.submitOptionsWarpsPerCta());
+        assertEquals(
+                SubmitOptionsStruct.INDICES_MEMORY, KvioTestNative.submitOptionsIndicesMemory());
+        assertEquals(SubmitOptionsStruct.RESERVED, KvioTestNative.submitOptionsReserved());
     }
 
     @Test

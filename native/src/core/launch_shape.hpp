@@ -15,13 +15,13 @@ namespace kvio {
 constexpr int32_t kMaxCtaBudget = 65535;  // grid x limit of one launch
 constexpr int32_t kMaxWarpsPerCta = 32;   // 1024 threads per CTA
 
-/// INVALID_ARGUMENT when the shape is outside the limits; `zeroMeans` says what a 0 stands for
-/// in the message ("the executor's setting", "the defaults 4 and 16").
+/// INVALID_ARGUMENT when the shape is outside the limits; `zeroMeans` says what 0 or less stands
+/// for in the message ("the executor's setting", "the defaults 4 and 16").
 inline kvio_status checkLaunchShape(int32_t ctaBudget, int32_t warpsPerCta, const char* zeroMeans) {
   if (ctaBudget > kMaxCtaBudget || warpsPerCta > kMaxWarpsPerCta) {
     return fail(KVIO_STATUS_INVALID_ARGUMENT,
                 "launch shape %d CTAs x %d warps is not valid (CTA budget 1 to %d, warps per CTA 1 "
-                "to %d; 0 for %s)",
+                "to %d; 0 or less for %s)",
                 ctaBudget, warpsPerCta, kMaxCtaBudget, kMaxWarpsPerCta, zeroMeans);
   }
   return KVIO_STATUS_OK;

@@ -503,13 +503,7 @@ public final class Kvio {
             return e;
         }
         if (m.startsWith("launch shape ") && (ctaBudget > 0 || warpsPerCta > 0)) {
-            m =
-                    "launch("
-                            + ctaBudget
-                            + ", "
-                            + warpsPerCta
-                            + "): the "
-                            + m.replace("; 0 for ", "; 0 or less for ");
+            m = "launch(" + ctaBudget + ", " + warpsPerCta + "): the " + m;
         }
         String r =
                 m.replace("src_indices", srcName)

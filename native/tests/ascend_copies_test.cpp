@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "acl_host_emulation.hpp"
+#include "ascend/host_pinning.hpp"
 
 namespace kvio_test {
 namespace {
@@ -48,6 +49,34 @@ struct Buffers {
   void* device = nullptr;
   aclrtStream stream = nullptr;
 };
+
+// CANN documents that pinning pageable memory with aclrtHostRegisterV2 leads to errors on OS
+// kernels 5.10 and older: kvio refuses its wraps of caller memory there (ascend_backend.cpp).
+TEST(AscendHostPinning, PageableMemoryIsPinnedOnlyAboveKernel510) {
+  EXPECT_FALSE(kernelPinsPageableMemory("5.10.0-60.18.0.50.oe2203.aarch64"));  // openEuler 22.03
+  EXPECT_FALSE(kernelPinsPageableMemory("4.19.90-24.4.v2101.ky10.aarch64"));   // Kylin V10
+  EXPECT_FALSE(kernelPinsPageableMemory("5.4.0"));
+  EXPECT_FALSE(kernelPinsPageableMemory("3.10"));
+  EXPECT_TRUE(kernelPinsPageableMemory("5.11.0"));
+  EXPECT_TRUE(kernelPinsPageableMemory("5.15.0-91-generic"));
+  EXPECT_TRUE(kernelPinsPageableMemory("6.6.0-28.0.0.34.oe2403.aarch64"));
+  EXPECT_TRUE(kernelPinsPageableMemory("10.0"));
+  // Not "major.minor": nothing says it cannot, so it is not refused on a guess.
+  EXPECT_TRUE(kernelPinsPageableMemory("unknown"));
+  EXPECT_TRUE(kernelPinsPageableMemory(""));
+  EXPECT_TRUE(kernelPinsPageableMemory(nullptr));
+}
+
+// aclrtMemcpyBatchAsync is experimental in CANN's reference: kvio uses it only when
+// KVIO_ASCEND_BATCH is exactly "1".
+TEST(AscendCopies, BatchCopiesAreOptIn) {
+  EXPECT_TRUE(ascendBatchCopiesWanted("1"));
+  EXPECT_FALSE(ascendBatchCopiesWanted(nullptr));
+  EXPECT_FALSE(ascendBatchCopiesWanted(""));
+  EXPECT_FALSE(ascendBatchCopiesWanted("0"));
+  EXPECT_FALSE(ascendBatchCopiesWanted("10"));
+  EXPECT_FALSE(ascendBatchCopiesWanted("yes"));
+}
 
 TEST(AscendCopies, HeightsAboveTheLimitAreSplit) {
   AclHostEmulation& acl = AclHostEmulation::instance();

@@ -242,7 +242,9 @@ TEST_F(AscendExecutorTest, MlaKvSplitComponents) {
 }
 
 // Scattered token slots: 1-D copies, batched when the runtime has aclrtMemcpyBatchAsync; when
-// it answers "feature not supported", one by one from then on; without it, one by one.
+// it answers "feature not supported" or refuses an argument (its check of each entry's device
+// against the driver's, which need not match kvio's ordinal), one by one from then on, the
+// bytes all right; without it, one by one.
 TEST_F(AscendExecutorTest, BatchCopiesAndTheirFallBack) {
   std::mt19937_64 rng(6);
   const Geometry dg{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 64, 4, 1, 96};
@@ -253,10 +255,15 @@ TEST_F(AscendExecutorTest, BatchCopiesAndTheirFallBack) {
     srcIdx.push_back(250 - 2 * i);
     dstIdx.push_back(200 - i);
   }
-  for (int mode = 0; mode < 3; ++mode) {  // batch, batch not supported, no batch entry point
+  // batch; batch not supported; no batch entry point; batch refusing an argument
+  for (int mode = 0; mode < 4; ++mode) {
     SCOPED_TRACE("mode " + std::to_string(mode));
+    const kvio::ascend::aclError refusal = mode == 1
+                                               ? kvio::ascend::ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+                                           : mode == 3 ? kvio::ascend::ACL_ERROR_RT_PARAM_INVALID
+                                                       : kvio::ascend::ACL_SUCCESS;
     acl().install(mode != 2);
-    if (mode == 1) acl().setBatchResult(kvio::ascend::ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    if (refusal != kvio::ascend::ACL_SUCCESS) acl().setBatchResult(refusal);
     NpuPool device(dg);
     TestPool host = pinnedHost(hg);
     kvio::Executor ascend(kvio::IoBackend::KernelAscend);
@@ -266,7 +273,7 @@ TEST_F(AscendExecutorTest, BatchCopiesAndTheirFallBack) {
       const Image before = device.pool.capture();
       Image expected = host.capture();
       acl().reset();
-      if (mode == 1) acl().setBatchResult(kvio::ascend::ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+      if (refusal != kvio::ascend::ACL_SUCCESS) acl().setBatchResult(refusal);
       kvio::transferPerLayer(ascend, device.pool.pool(), host.pool(), srcIdx, dstIdx, 0, 0).wait();
       applyTransfer(dg, before, hg, &expected, srcIdx, dstIdx, 0, 0, 1);
       EXPECT_TRUE(sameImage(expected, host.capture(), "host"));
@@ -278,7 +285,7 @@ TEST_F(AscendExecutorTest, BatchCopiesAndTheirFallBack) {
         EXPECT_GE(c.batchedCopies, 50);
       } else {
         // Batching is asked once per executor, then never again.
-        EXPECT_EQ(c.memcpyBatchAsync, mode == 1 && round == 0 ? 1 : 0);
+        EXPECT_EQ(c.memcpyBatchAsync, mode != 2 && round == 0 ? 1 : 0);
         EXPECT_GE(c.memcpyAsync, 50);
       }
     }
@@ -308,6 +315,7 @@ TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
     std::vector<int64_t> pages;  // one page: 2-D per component; none merge for 1-D below
     bool scattered;
     std::vector<const char*> expected;
+    kvio::ascend::aclError code = kvio::ascend::ACL_ERROR_RT_PARAM_INVALID;
   };
   const std::vector<Scenario> scenarios = {
       {"aclrtMemcpy2dAsync",
@@ -318,14 +326,17 @@ TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
       {"aclrtMemcpyBatchAsync",
        {},
        true,  // 20 descending slots of one layer: 1-D copies
-       {"aclrtMemcpyBatchAsync failed", "ACL_ERROR_RT_PARAM_INVALID", "batch of", "failIndex"}},
+       {"aclrtMemcpyBatchAsync failed", "ACL_ERROR_RT_MEMORY_ALLOCATION", "batch of", "failIndex"},
+       // not a refused argument, which would send the copies one by one
+       // (BatchCopiesAndTheirFallBack)
+       kvio::ascend::ACL_ERROR_RT_MEMORY_ALLOCATION},
       {"aclrtRecordEvent", {2, 3, 4}, false, {"aclrtRecordEvent failed"}},
   };
   std::mt19937_64 rng(7);
   for (const Scenario& s : scenarios) {
     SCOPED_TRACE(s.function);
     acl().reset();
-    acl().failCall(s.function, 0, kvio::ascend::ACL_ERROR_RT_PARAM_INVALID);
+    acl().failCall(s.function, 0, s.code);
     std::vector<int64_t> srcIdx, dstIdx;
     if (s.scattered) {
       for (int64_t i = 0; i < 20; ++i) {

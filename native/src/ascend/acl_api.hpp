@@ -143,6 +143,14 @@ using Acl = AclSignatures<KvioAclTypes>;
 /// Bumped whenever AclApi changes, so that a table built against another layout is refused.
 constexpr uint32_t kAclApiVersion = 3;
 
+/// Whether kvio uses aclrtMemcpyBatchAsync (KVIO_ASCEND_BATCH=1 in the environment; otherwise
+/// runs of 1-D copies go one aclrtMemcpyAsync each). Opt-in: CANN's API reference marks the call
+/// an experimental feature that may change and is not for commercial products (its V2 already
+/// differs), kvio resolves it by name with a fixed signature, and no NPU has run kvio's use of it.
+inline bool ascendBatchCopiesWanted(const char* environment) {
+  return environment != nullptr && environment[0] == '1' && environment[1] == '\0';
+}
+
 /// The ACL functions the backend calls. Every entry is required except memcpyBatchAsync
 /// (documented from CANN 8.3.RC1), hostRegisterV2 (without it caller memory cannot be wrapped
 /// as Ascend pinned memory), hostRegister (V1: kvio does not call it; it maps host memory for

@@ -92,7 +92,9 @@ Loaded load() {
   resolve(library, "aclrtMemset", &a.memset, &missing);
   resolve(library, "aclrtMemcpyAsync", &a.memcpyAsync, &missing);
   resolve(library, "aclrtMemcpy2dAsync", &a.memcpy2dAsync, &missing);
-  resolve(library, "aclrtMemcpyBatchAsync", &a.memcpyBatchAsync, nullptr);  // CANN >= 8.3.RC1
+  if (ascendBatchCopiesWanted(std::getenv("KVIO_ASCEND_BATCH"))) {  // opt-in (acl_api.hpp)
+    resolve(library, "aclrtMemcpyBatchAsync", &a.memcpyBatchAsync, nullptr);  // CANN >= 8.3.RC1
+  }
   resolve(library, "aclGetRecentErrMsg", &a.getRecentErrMsg, nullptr);
   resolve(library, "aclrtGetCurrentContext", &a.getCurrentContext, nullptr);
   resolve(library, "aclrtSetCurrentContext", &a.setCurrentContext, nullptr);

@@ -15,6 +15,8 @@
 // current for the call, the calling thread's context put back; aclrtSetDevice is called once per
 // device and process. Event queries, waits and destruction, and aclrtFreeHost, need no context.
 // All ACL calls go through the AclApi table (acl_api.hpp): libascendcl.so, or a test's emulation.
+#include <sys/utsname.h>
+
 #include <cstring>
 #include <deque>
 #include <map>
@@ -32,6 +34,7 @@
 #include "acl_api.hpp"
 #include "acl_device.hpp"
 #include "ascend_copies.hpp"
+#include "host_pinning.hpp"
 
 namespace kvio {
 namespace ascend {
@@ -584,6 +587,17 @@ kvio_status adopt(int32_t kind, int32_t device, const MemoryRegion* regions, siz
                 "Allocate the pool with kvio_pool_allocate_memory (kvio uses aclrtMallocHost), "
                 "or use a CANN whose runtime has aclrtHostRegisterV2 (documented from 8.5.0)",
                 api->origin);
+  }
+  struct utsname host {};
+  if (uname(&host) == 0 && !kernelPinsPageableMemory(host.release)) {
+    return fail(KVIO_STATUS_UNSUPPORTED,
+                "caller host memory cannot be wrapped as KVIO_MEMORY_ASCEND_HOST_PINNED on this "
+                "machine: its OS kernel is %s, and CANN documents that on kernels 5.10 and older "
+                "pinning pageable memory with aclrtHostRegisterV2 leads to errors (only memory "
+                "from aclrtMallocHost may be registered there). Allocate the pool with "
+                "kvio_pool_allocate_memory (kvio uses aclrtMallocHost), or run on a kernel above "
+                "5.10",
+                host.release);
   }
   std::vector<std::vector<uint64_t>> pieces;
   KVIO_RETURN_IF_ERROR(registry(device).acquire(regions, count, owner, &pieces));

@@ -3,9 +3,11 @@
 // drives (native/src/engine/copy_engine.hpp cuts copies at allocation boundaries and chooses
 // 2-D, 1-D and batch calls). aclrtMemcpy2dAsync does the "dim exchange" (the pitches do the
 // layout transpose) between host and device only, at most kMax2dHeight rows per call; runs of
-// 1-D copies go to aclrtMemcpyBatchAsync (CANN >= 8.3.RC1; ACL_ERROR_RT_FEATURE_NOT_SUPPORT turns
-// batching off for the executor), else aclrtMemcpyAsync. The batch call's attributes say where
-// each side lies. Used by AscendExecutor::submit (ascend_backend.cpp) and ascend_copies_test.
+// 1-D copies go to aclrtMemcpyBatchAsync where it was resolved (CANN >= 8.3.RC1, and only when
+// KVIO_ASCEND_BATCH=1 asks for it: acl_api.hpp; "not supported" or a refused argument turns
+// batching off for the executor and those copies go one by one), else aclrtMemcpyAsync. The batch
+// call's attributes say where each side lies. Used by AscendExecutor::submit (ascend_backend.cpp)
+// and ascend_copies_test.
 #ifndef KVIO_ASCEND_ASCEND_COPIES_HPP_
 #define KVIO_ASCEND_ASCEND_COPIES_HPP_
 
@@ -108,7 +110,17 @@ inline int batch(void* context, const uint64_t* dsts, const uint64_t* srcs, cons
   auto* n = const_cast<size_t*>(sizes);
   const aclError e = t.api->memcpyBatchAsync(s.dsts.data(), n, s.srcs.data(), n, count, &attr,
                                              &attrIndex, 1, failIndex, t.stream);
-  if (e == ACL_ERROR_RT_FEATURE_NOT_SUPPORT) return engine::kEngineNotSupported;
+  // "Not supported", or an argument the runtime refused: it checks each entry's location against
+  // the driver's view of the pointer, whose device id need not be kvio's ordinal (under
+  // ASCEND_RT_VISIBLE_DEVICES, in a container). The copies then go one by one (and batching
+  // stays off for the executor); entries the runtime queued before the one it refused are
+  // copied again, in stream order, the same bytes. A refusal that is the copies' own comes back
+  // from those calls, with the copy named.
+  if (e == ACL_ERROR_RT_FEATURE_NOT_SUPPORT || e == ACL_ERROR_RT_PARAM_INVALID ||
+      e == ACL_ERROR_INVALID_PARAM) {
+    if (t.api->getRecentErrMsg != nullptr) t.api->getRecentErrMsg();  // not a later call's text
+    return engine::kEngineNotSupported;
+  }
   return e;
 }
 

@@ -414,8 +414,11 @@ KVIO_API kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copi
  *                            refuses it: UNSUPPORTED). The kernel backend reads
  *                            it through the device address cudaHostGetDevicePointer gives.
  *   KVIO_MEMORY_CUDA_DEVICE  memory of CUDA device `device` (cudaMalloc, zeroed; or wrapped
- *                            caller memory, e.g. a framework's tensors). kernel, direct,
- *                            staged and auto only.
+ *                            caller memory, e.g. a framework's tensors: its first and last
+ *                            bytes must be device memory of that device, and not memory of a
+ *                            context the caller created that the device's primary context, in
+ *                            which kvio works, cannot reach; else INVALID_ARGUMENT). kernel,
+ *                            direct, staged and auto only.
  * Backends and memory: cpu moves host memory of either kind; kernel, direct, staged and auto move
  * pinned host and device memory (pageable host memory is rejected with UNSUPPORTED, never a
  * crash). */
@@ -441,7 +444,10 @@ enum {
  *                                   itself is refused (INVALID_ARGUMENT): ACL cannot tell kvio
  *                                   what such a registration covers; memory from
  *                                   aclrtMallocHost cannot be wrapped either (V2 pins pageable
- *                                   memory only). Movable by kernel_ascend and cpu.
+ *                                   memory only). Wrapping is UNSUPPORTED on OS
+ *                                   kernels 5.10 and older, where CANN documents that pinning
+ *                                   pageable memory leads to errors. Movable by kernel_ascend
+ *                                   and cpu.
  * kernel_ascend moves between Ascend device memory and Ascend pinned host memory (and device to
  * device); pageable host memory and CUDA memory are rejected with UNSUPPORTED. */
 

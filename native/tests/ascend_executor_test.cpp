@@ -472,6 +472,42 @@ TEST_F(AscendExecutorTest, WrappedHostMemoryIsPinnedWithHostRegisterV2) {
   EXPECT_EQ(api.hostUnregister(buffer), kvio::ascend::ACL_SUCCESS);
 }
 
+// kvio's aclrtHostUnregister fails when the last pool over wrapped memory closes: the runtime
+// still holds the registration, so kvio keeps counting it, and a later wrap of those pages is
+// refused saying so (not "in use by another device", nor "the caller's registration").
+TEST_F(AscendExecutorTest, PagesWhoseUnregistrationFailedAreNotPinnedAgain) {
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 8, 4, 2, 16};
+  std::vector<uint8_t> block(static_cast<size_t>(g.regionBytes()) + 4096);
+  void* buffer =
+      reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(block.data()) + 4095) / 4096 * 4096);
+  const kvio_pool_spec spec = g.spec().toC();
+  int64_t before = 0;
+  ASSERT_EQ(kvio_debug_live_host_registrations(&before), KVIO_STATUS_OK);
+  uint64_t pool = 0;
+  ASSERT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
+                                  reinterpret_cast<uint64_t>(buffer),
+                                  static_cast<uint64_t>(g.regionBytes()), &pool),
+            KVIO_STATUS_OK)
+      << lastError();
+  acl().failCall("aclrtHostUnregister", 0, kvio::ascend::ACL_ERROR_RT_PARAM_INVALID);
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().live().registrations, 1);  // the runtime kept it
+  int64_t live = 0;
+  ASSERT_EQ(kvio_debug_live_host_registrations(&live), KVIO_STATUS_OK);
+  EXPECT_EQ(live, before + 1);
+  uint64_t again = 0;
+  EXPECT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
+                                  reinterpret_cast<uint64_t>(buffer),
+                                  static_cast<uint64_t>(g.regionBytes()), &again),
+            KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_TRUE(mentions(lastError(), {"still registered with ACL", "aclrtHostUnregister failed",
+                                     "kvio_pool_allocate_memory"}))
+      << lastError();
+  EXPECT_EQ(again, 0u);
+  const kvio::ascend::AclApi api = acl().table();
+  EXPECT_EQ(api.hostUnregister(buffer), kvio::ascend::ACL_SUCCESS);  // the test's clean-up
+}
+
 // A runtime without aclrtHostRegisterV2 (CANN before 8.5) cannot pin caller memory: wrapping
 // it as Ascend pinned memory is refused with the reason and what to do, nothing is registered,
 // and pools kvio allocates (aclrtMallocHost) still move.

@@ -439,6 +439,9 @@ int32_t deviceOf(void* context) {
 struct Pinned {
   uint64_t bytes;
   int32_t device;
+  // kvio's aclrtHostUnregister of it failed when its last pool ended: the runtime may still hold
+  // it, and its pages cannot be pinned again (registerRange says so instead of "in use").
+  bool stale = false;
 };
 
 // kvio's registrations of every device, by start address (under pinnedMutex()).
@@ -466,6 +469,17 @@ kvio_status registerRange(void* context, uint64_t address, uint64_t bytes,
   auto next = ranges.lower_bound(address + bytes);
   if (next != ranges.begin()) {
     const auto holder = std::prev(next);
+    if (holder->first + holder->second.bytes > address && holder->second.stale) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "host memory [0x%llx, 0x%llx) is still registered with ACL: kvio pinned it for "
+                  "Ascend device %d, and its aclrtHostUnregister failed when that device's last "
+                  "pool over it ended (kvio_debug_live_host_registrations still counts it), so "
+                  "these pages cannot be pinned again in this process. Use other host memory "
+                  "(kvio_pool_allocate_memory gives a pool its own)",
+                  static_cast<unsigned long long>(holder->first),
+                  static_cast<unsigned long long>(holder->first + holder->second.bytes),
+                  holder->second.device);
+    }
     if (holder->first + holder->second.bytes > address) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
                   "host memory [0x%llx, 0x%llx) is pinned by kvio for Ascend device %d already "
@@ -508,20 +522,28 @@ kvio_status registerRange(void* context, uint64_t address, uint64_t bytes,
 }
 
 // The registration ends in its device's context. A failure has nobody to report to (the pool
-// is gone); its text is cleared rather than left for a later call.
+// is gone); its text is cleared rather than left for a later call, and the range stays listed,
+// marked stale, so that a later wrap of those pages is told why they cannot be pinned.
 bool unregisterRange(void* context, uint64_t address) {
   const AclApi* api = nullptr;
-  if (runtime(&api) != KVIO_STATUS_OK) return false;
+  std::map<uint64_t, Pinned>::iterator listed;
+  if (runtime(&api) != KVIO_STATUS_OK) {
+    std::lock_guard<std::mutex> lock(pinnedMutex());
+    listed = pinnedRanges().find(address);
+    if (listed != pinnedRanges().end()) listed->second.stale = true;
+    return false;
+  }
   std::lock_guard<std::mutex> lock(pinnedMutex());
+  listed = pinnedRanges().find(address);
   DeviceScope scope(*api, deviceOf(context));
-  bool ended = true;
   if (scope.error() != ACL_SUCCESS ||
       api->hostUnregister(reinterpret_cast<void*>(address)) != ACL_SUCCESS) {
     clearAclError(*api);
-    ended = false;
+    if (listed != pinnedRanges().end()) listed->second.stale = true;
+    return false;
   }
-  pinnedRanges().erase(address);
-  return ended;
+  if (listed != pinnedRanges().end()) pinnedRanges().erase(listed);
+  return true;
 }
 
 // Device `device`'s registrations (checkDevice has checked it).

@@ -486,9 +486,11 @@ kvio_status checkOwningContext(int32_t device, const std::string& what, uint64_t
       owner == current) {
     return KVIO_STATUS_OK;  // driver calls leave no runtime error behind
   }
+  // Only the documented answer for "no device pointer in the current context" refuses; any other
+  // outcome of the query (success, or an error that says something else) keeps the memory.
   CUdeviceptr reachable = 0;
-  if (get(&reachable, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, static_cast<CUdeviceptr>(address)) ==
-      CUDA_SUCCESS) {
+  if (get(&reachable, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, static_cast<CUdeviceptr>(address)) !=
+      CUDA_ERROR_INVALID_VALUE) {
     return KVIO_STATUS_OK;
   }
   return fail(KVIO_STATUS_INVALID_ARGUMENT,

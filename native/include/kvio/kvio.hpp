@@ -168,22 +168,25 @@ struct DeviceCount : Support {
   int32_t count = 0;
 };
 
-/// Number of CUDA devices (kvio_cuda_device_count), without throwing.
-inline DeviceCount cudaDeviceCount() {
+namespace detail {
+/// What a kvio_*_device_count entry point answers, as a DeviceCount.
+inline DeviceCount deviceCount(kvio_status (*query)(int32_t*)) {
   int32_t count = 0;
   DeviceCount answer;
-  static_cast<Support&>(answer) = Support::of(kvio_cuda_device_count(&count));
+  static_cast<Support&>(answer) = Support::of(query(&count));
   answer.count = answer.ok() ? count : 0;
   return answer;
+}
+}  // namespace detail
+
+/// Number of CUDA devices (kvio_cuda_device_count), without throwing.
+inline DeviceCount cudaDeviceCount() {
+  return detail::deviceCount(kvio_cuda_device_count);
 }
 
 /// Number of Ascend NPUs (kvio_ascend_device_count), without throwing.
 inline DeviceCount ascendDeviceCount() {
-  int32_t count = 0;
-  DeviceCount answer;
-  static_cast<Support&>(answer) = Support::of(kvio_ascend_device_count(&count));
-  answer.count = answer.ok() ? count : 0;
-  return answer;
+  return detail::deviceCount(kvio_ascend_device_count);
 }
 
 /// Turns the timestamps of transfers submitted from now on (Transfer::info()'s submit_ns,

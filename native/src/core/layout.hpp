@@ -52,12 +52,12 @@ struct LayoutStrides {
   int64_t componentBytes = 0;  // size of one component buffer
 };
 
-/// Derives the strides of spec.layout. Returns KVIO_STATUS_OK, or INVALID_ARGUMENT when the
-/// spec is malformed or its byte size overflows 63 bits (message in kvio_last_error()).
 /// The most layers a pool (and a device pool a support query names) may have: a pool keeps one
 /// base address per (component, layer).
 constexpr int64_t kMaxLayers = int64_t{1} << 20;
 
+/// Derives the strides of spec.layout. Returns KVIO_STATUS_OK, or INVALID_ARGUMENT when the
+/// spec is malformed or its byte size overflows 63 bits (message in kvio_last_error()).
 kvio_status layoutStrides(const kvio_pool_spec& spec, LayoutStrides* out);
 
 /// What the messages of layoutStrides call the spec's fields: the pool spec's names by default;

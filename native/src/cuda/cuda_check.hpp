@@ -44,12 +44,13 @@ struct CudaDeviceApi {
 };
 const CudaDeviceApi& cudaDeviceApi();
 
-/// Device memory at `address` (described by `what` in the message, e.g. "src_indices[0]") that a
-/// context the caller created holds (cuCtxCreate), which kvio's kernels and copies in the
-/// device's primary context cannot reach: INVALID_ARGUMENT. OK for memory of the primary context,
-/// memory of no context (stream-ordered, cuMemMap) and when the driver's calls cannot be reached.
-/// Call it under DeviceScope(device).
-kvio_status checkOwningContext(int32_t device, const std::string& what, uint64_t address);
+/// Whether the byte at `address` (`what` in the message, e.g. "src_indices[0]") is memory kvio's
+/// kernels and copies on `device` can reach: device memory of `device` or managed memory
+/// (cudaPointerGetAttributes), not of a context the caller created (checkOwningContext).
+/// INVALID_ARGUMENT otherwise, saying which and `advice` (what to do when it is not device
+/// memory at all). Call it under DeviceScope(device).
+kvio_status checkDeviceAddress(int32_t device, const std::string& what, uint64_t address,
+                               const char* advice);
 
 /// Makes `device`'s primary context current on this thread for its lifetime, then puts back the
 /// context the thread had, or none (device_scope.hpp); -1: any device kvio uses.

@@ -366,34 +366,17 @@ kvio_status checkDeviceRegions(int32_t device, const MemoryRegion* regions, size
   // CUDA context. (An overrun into a neighbouring allocation of the same device stays the
   // caller's to avoid: nothing tells them apart.)
   for (size_t r = 0; r < count; ++r) {
-    const uint64_t ends[2] = {
-        regions[r].address, regions[r].address + (regions[r].bytes > 0 ? regions[r].bytes - 1 : 0)};
-    for (int e = 0; e < 2; ++e) {
-      const char* which = e == 0 ? "first" : "last";
-      cudaPointerAttributes attributes{};
-      KVIO_CUDA_TRY(cudaPointerGetAttributes(&attributes, reinterpret_cast<void*>(ends[e])),
-                    "checking the %s byte of device region %zu at 0x%llx", which, r,
-                    static_cast<unsigned long long>(ends[e]));
-      if (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged) {
-        return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                    "the %s byte of region %zu (%llu bytes at 0x%llx), at 0x%llx, is not CUDA "
-                    "device memory (cudaPointerGetAttributes type %d): %s",
-                    which, r, static_cast<unsigned long long>(regions[r].bytes),
-                    static_cast<unsigned long long>(regions[r].address),
-                    static_cast<unsigned long long>(ends[e]), static_cast<int>(attributes.type),
-                    e == 0 ? "wrap host memory with KVIO_MEMORY_HOST or KVIO_MEMORY_HOST_PINNED"
-                           : "the size given runs past the end of the allocation");
-      }
-      if (attributes.device != device) {
-        return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                    "the %s byte of region %zu at 0x%llx is memory of CUDA device %d, not of "
-                    "device %d",
-                    which, r, static_cast<unsigned long long>(ends[e]), attributes.device, device);
-      }
-      KVIO_RETURN_IF_ERROR(checkOwningContext(
-          device, std::string("the ") + which + " byte of device region " + std::to_string(r),
-          ends[e]));
-    }
+    char region[96];
+    std::snprintf(region, sizeof(region), " byte of device region %zu (%llu bytes at 0x%llx)", r,
+                  static_cast<unsigned long long>(regions[r].bytes),
+                  static_cast<unsigned long long>(regions[r].address));
+    KVIO_RETURN_IF_ERROR(
+        checkDeviceAddress(device, std::string("the first") + region, regions[r].address,
+                           "wrap host memory with KVIO_MEMORY_HOST or KVIO_MEMORY_HOST_PINNED"));
+    KVIO_RETURN_IF_ERROR(
+        checkDeviceAddress(device, std::string("the last") + region,
+                           regions[r].address + (regions[r].bytes > 0 ? regions[r].bytes - 1 : 0),
+                           "the size given runs past the end of the allocation"));
   }
   return KVIO_STATUS_OK;
 }
@@ -464,6 +447,8 @@ const MemoryOps kCudaMemory{allocate, adopt, deviceAddress, copy};
 
 }  // namespace
 
+namespace {
+
 // Device memory a context of the caller's own holds lies in that context's address space:
 // kvio's kernels and copies run in the device's primary context, where reaching it is an
 // illegal address, which ends the process's CUDA context. Refused only when both say so: its
@@ -500,6 +485,28 @@ kvio_status checkOwningContext(int32_t device, const std::string& what, uint64_t
               "allocate it with the runtime (cudaMalloc, cudaMallocAsync) or in the primary "
               "context (cuDevicePrimaryCtxRetain)",
               what.c_str(), static_cast<unsigned long long>(address), device);
+}
+
+}  // namespace
+
+kvio_status checkDeviceAddress(int32_t device, const std::string& what, uint64_t address,
+                               const char* advice) {
+  cudaPointerAttributes attributes{};
+  KVIO_CUDA_TRY(cudaPointerGetAttributes(&attributes, reinterpret_cast<void*>(address)),
+                "checking %s at 0x%llx", what.c_str(), static_cast<unsigned long long>(address));
+  const bool ofDevice = (attributes.type == cudaMemoryTypeDevice && attributes.device == device) ||
+                        attributes.type == cudaMemoryTypeManaged;
+  if (!ofDevice) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "%s, at 0x%llx, is not memory of CUDA device %d (cudaPointerGetAttributes type %d, "
+                "device %d): %s",
+                what.c_str(), static_cast<unsigned long long>(address), device,
+                static_cast<int>(attributes.type), attributes.device,
+                attributes.type == cudaMemoryTypeDevice
+                    ? "it is another device's memory; use the pool or executor of that device"
+                    : advice);
+  }
+  return checkOwningContext(device, what, address);
 }
 
 }  // namespace cuda

@@ -105,27 +105,11 @@ class KernelExecutor final : public CudaExecutor {
                     static_cast<const void*>(arrays[i]), static_cast<long long>(count));
       }
       for (const int64_t entry : {int64_t{0}, last}) {
-        const int64_t* at =
-            reinterpret_cast<const int64_t*>(base + static_cast<uint64_t>(entry) * sizeof(int64_t));
-        cudaPointerAttributes attributes{};
-        KVIO_CUDA_TRY(cudaPointerGetAttributes(&attributes, at),
-                      "checking %s[%lld] at %p for device-resident indices", name,
-                      static_cast<long long>(entry), static_cast<const void*>(at));
-        const bool onDevice =
-            (attributes.type == cudaMemoryTypeDevice && attributes.device == device_) ||
-            attributes.type == cudaMemoryTypeManaged;
-        if (!onDevice) {
-          return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                      "%s[%lld] at %p is not memory of CUDA device %d (cudaPointerGetAttributes "
-                      "type %d, device %d); %s",
-                      name, static_cast<long long>(entry), static_cast<const void*>(at), device_,
-                      static_cast<int>(attributes.type), attributes.device,
-                      entry == 0 ? "pass host index arrays to kvio_submit instead"
-                                 : "num_indices runs past the end of the array");
-        }
         KVIO_RETURN_IF_ERROR(
-            checkOwningContext(device_, std::string(name) + "[" + std::to_string(entry) + "]",
-                               reinterpret_cast<uint64_t>(at)));
+            checkDeviceAddress(device_, std::string(name) + "[" + std::to_string(entry) + "]",
+                               base + static_cast<uint64_t>(entry) * sizeof(int64_t),
+                               entry == 0 ? "pass host index arrays to kvio_submit instead"
+                                          : "num_indices runs past the end of the array"));
         if (last == 0) break;  // one entry: its first is its last
       }
     }

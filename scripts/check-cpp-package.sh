@@ -48,7 +48,12 @@ echo "installed libkvio.so: soname $soname, recorded by the consumer"
 # pkg-config: the installed kvio.pc, read where the install was moved to (it is relocatable),
 # gives the package's version and what a C++14 build of the consumer needs, without CMake.
 mv "$work/prefix" "$work/moved"
-pcdir=$(dirname "$(find "$work/moved" -name kvio.pc | head -1)")
+pcfile=$(find "$work/moved" -name kvio.pc | head -1)
+if [ -z "$pcfile" ] || ! command -v pkg-config > /dev/null; then
+  echo "no kvio.pc in the install ($work/moved) or no pkg-config on PATH" >&2
+  exit 1
+fi
+pcdir=$(dirname "$pcfile")
 pc() { PKG_CONFIG_PATH="$pcdir" pkg-config "$@" kvio; }
 if [ "$(pc --modversion)" != "$version" ]; then
   echo "kvio.pc says version $(pc --modversion), kvio.h $version" >&2

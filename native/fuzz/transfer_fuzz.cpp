@@ -317,7 +317,10 @@ SubmitForm submitForm(uint64_t seed) {
       case 2: o.warps_per_cta = 33 + static_cast<int32_t>(r % 100); break;
       case 3: o.indices_memory = r % 2 ? -1 - static_cast<int32_t>(r % 7) : 2; break;
       case 4: o.reserved = 1 + static_cast<int32_t>(r % 100); break;
-      case 5: o.struct_size = static_cast<uint32_t>(r % 24); break;
+      case 5:  // below the first version's size, or above the bound (refused unread)
+        o.struct_size =
+            r % 2 ? static_cast<uint32_t>(r % 24) : 4097u + static_cast<uint32_t>(r % 1000);
+        break;
       case 6:
         size = sizeof o + 8;
         o.struct_size = static_cast<uint32_t>(size);
@@ -390,7 +393,8 @@ void runSmall(Input& in) {
                                 count,   r.srcLayer, r.dstLayer,   r.layers};
   int64_t copies = -1;
   const kvio_status planned = kvio_plan(&desc, nullptr, 0, &copies);
-  uint64_t transfer = 0;
+  const uint64_t untouched = 0x5a5a5a5a5a5a5a5aull;  // a refusal leaves *transfer_out as it was
+  uint64_t transfer = untouched;
   const kvio_status submitted = form.with
                                     ? kvio_submit_with(executor(), &desc, form.options(), &transfer)
                                     : kvio_submit(executor(), &desc, &transfer);
@@ -407,6 +411,7 @@ void runSmall(Input& in) {
             "kvio_check_transfer_with and kvio_submit_with agree");
   }
   require(submitted == KVIO_STATUS_OK || std::strlen(kvio_last_error()) > 0, "rejection message");
+  require(submitted == KVIO_STATUS_OK || transfer == untouched, "a refusal leaves transfer_out");
   if (submitted == KVIO_STATUS_OK) {
     require(kvio_transfer_wait(transfer, -1) == KVIO_STATUS_OK, "transfer completes");
     uint64_t bytes = 0;

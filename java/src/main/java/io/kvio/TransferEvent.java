@@ -47,14 +47,16 @@ final class TransferEvent extends Event {
 
     @Label("CTA Budget")
     @Description(
-            "The launch shape it was submitted with (TransferRequest.launch): thread blocks at"
+            "The launch shape it was submitted with (TransferRequest.launch, Kvio.Request.launch):"
+                    + " thread blocks at"
                     + " most; 0: the executor's setting. Used by kernel, and by auto when it gives"
                     + " the transfer to its kernel")
     int ctaBudget;
 
     @Label("Warps per CTA")
     @Description(
-            "The launch shape it was submitted with (TransferRequest.launch): warps per thread"
+            "The launch shape it was submitted with (TransferRequest.launch, Kvio.Request.launch):"
+                    + " warps per thread"
                     + " block; 0: the executor's setting")
     int warpsPerCta;
 

@@ -217,9 +217,16 @@ public class FlightRecorderTest {
                                         .layers(1)
                                         .submit()
                                         .await();
+                                Kvio.request(host.executor(), device, host)
+                                        .srcIndices(6)
+                                        .dstIndices(7)
+                                        .layers(1)
+                                        .launch(3, 16)
+                                        .submit()
+                                        .await();
                             });
         }
-        assertEquals(events.size(), 3, events.toString());
+        assertEquals(events.size(), 4, events.toString());
         RecordedEvent backup = events.get(0);
         assertEquals(backup.getInt("ctaBudget"), 2, backup.toString());
         assertEquals(backup.getInt("warpsPerCta"), 8, backup.toString());
@@ -233,6 +240,9 @@ public class FlightRecorderTest {
         RecordedEvent general = events.get(2);
         assertEquals(general.getInt("ctaBudget"), 0, general.toString());
         assertEquals(general.getInt("warpsPerCta"), 0, general.toString());
+        RecordedEvent shaped = events.get(3);
+        assertEquals(shaped.getInt("ctaBudget"), 3, shaped.toString());
+        assertEquals(shaped.getInt("warpsPerCta"), 16, shaped.toString());
     }
 
     @Test

@@ -178,7 +178,10 @@ public class ReportFilesTest extends OutputDirTest {
         }
     }
 
-    /** A replaced file keeps its permissions (the temporary file is made owner-only). */
+    /**
+     * A replaced file keeps its permissions (the temporary file is made with the defaults the umask
+     * leaves, and takes the old file's before it is moved into place).
+     */
     @Test
     public void aReplacedFileKeepsItsPermissions() throws IOException {
         Path folder = Files.createDirectory(dir.resolve("permissions"));
@@ -224,7 +227,11 @@ public class ReportFilesTest extends OutputDirTest {
         assertEquals(Files.getPosixFilePermissions(file), usual);
     }
 
-    /** The temporary file has a fresh name: a file named as an earlier one was is left alone. */
+    /**
+     * The temporary file has a fresh name: a file named as temporaries once were (".NAME.PID.tmp",
+     * which a run of the same process would have overwritten) is left alone. It guards against a
+     * return to names derived from the process.
+     */
     @Test
     public void aFileNamedLikeATemporaryIsLeftAlone() throws IOException {
         Path folder = Files.createDirectory(dir.resolve("temporary"));

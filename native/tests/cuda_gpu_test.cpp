@@ -1335,6 +1335,32 @@ TEST(CudaBackends, CallerStreamAndTransferEvents) {
   CUDA_OK(cudaStreamDestroy(consumer));
 }
 
+TEST(CudaBackends, AStreamOfAnotherDeviceIsRefused) {
+  REQUIRE_GPU();
+  int count = 0;
+  CUDA_OK(cudaGetDeviceCount(&count));
+  if (count < 2) GTEST_SKIP() << "needs two CUDA devices (" << count << " here)";
+  int before = 0;
+  CUDA_OK(cudaGetDevice(&before));
+  CUDA_OK(cudaSetDevice(1));
+  cudaStream_t stream = nullptr;
+  const cudaError_t created = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  CUDA_OK(cudaSetDevice(before));
+  CUDA_OK(created);
+  for (int32_t backend :
+       {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED, KVIO_BACKEND_AUTO}) {
+    SCOPED_TRACE(kvio_name(KVIO_NAME_BACKEND, backend));
+    uint64_t executor = 7;
+    EXPECT_EQ(
+        kvio_executor_create_cuda(backend, 0, reinterpret_cast<uint64_t>(stream), 0, 0, &executor),
+        KVIO_STATUS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(kvio_last_error()).find("belongs to CUDA device 1"), std::string::npos)
+        << kvio_last_error();
+    EXPECT_EQ(executor, 7u);
+  }
+  CUDA_OK(cudaStreamDestroy(stream));
+}
+
 TEST(CudaBackends, ClosingPoolsAndTransfersEarlyIsSafe) {
   REQUIRE_GPU();
   const Geometry g =

@@ -85,6 +85,34 @@ const BackendOps kStagedOps{KVIO_BACKEND_STAGED,  cudaAvailable, createStagedDef
                             createStagedExecutor, nullptr,       false,
                             setStagedLaunch};
 
+// A caller's stream must belong to the executor's device: kvio's events, staging and kernels
+// live in that device's primary context, and an event of one device recorded on another's stream
+// fails (invalid resource handle) at the first transfer, far from the cause. A stream being
+// captured is left alone (querying its device can invalidate the capture on some drivers), as is
+// one whose device the runtime cannot tell (a driver without the query).
+kvio_status checkCallerStream(cudaStream_t stream, int32_t device, const char* name) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  KVIO_CUDA_TRY(cudaStreamIsCapturing(stream, &capture),
+                "checking the stream %p given to a '%s' executor on device %d",
+                static_cast<void*>(stream), name, device);
+  if (capture != cudaStreamCaptureStatusNone) return KVIO_STATUS_OK;
+  int streamDevice = -1;
+  const cudaError_t error = cudaStreamGetDevice(stream, &streamDevice);
+  if (error == cudaErrorNotSupported || error == cudaErrorCallRequiresNewerDriver) {
+    cudaGetLastError();
+    return KVIO_STATUS_OK;
+  }
+  KVIO_CUDA_TRY(error, "asking which device the stream %p given to a '%s' executor belongs to",
+                static_cast<void*>(stream), name);
+  if (streamDevice != device) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "the stream %p belongs to CUDA device %d but the '%s' executor is for device %d: "
+                "pass a stream of device %d, or create the executor for device %d",
+                static_cast<void*>(stream), streamDevice, name, device, device, streamDevice);
+  }
+  return KVIO_STATUS_OK;
+}
+
 }  // namespace
 
 // ---- EventCompletion ----
@@ -168,6 +196,8 @@ kvio_status CudaExecutor::init(const CudaExecutorConfig& config, const char* nam
     ownStream_ = true;
   } else {
     stream_ = reinterpret_cast<cudaStream_t>(config.stream);
+    if (stream_ != cudaStreamLegacy)
+      KVIO_RETURN_IF_ERROR(checkCallerStream(stream_, device_, name));
   }
   return KVIO_STATUS_OK;
 }

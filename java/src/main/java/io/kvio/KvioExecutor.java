@@ -113,8 +113,9 @@ public final class KvioExecutor implements AutoCloseable {
      * A private executor of a device backend on device {@code device} that orders its work on the
      * caller's stream (a cudaStream_t for kernel, direct, staged and auto, an aclrtStream for
      * kernel_ascend; for CUDA, 1 is the legacy default stream, and 2, cudaStreamPerThread, is
-     * refused: it is another stream on each thread). The caller keeps the stream alive until this
-     * executor is closed.
+     * refused: it is another stream on each thread; a CUDA stream of another device is refused with
+     * KvioInvalidArgumentException). The caller keeps the stream alive until this executor is
+     * closed.
      */
     public static KvioExecutor onStream(IoBackend backend, int device, long stream) {
         if (stream == 0) {

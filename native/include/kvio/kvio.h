@@ -95,7 +95,7 @@ typedef struct kvio_pool_spec {
   int64_t num_layers; /* layers held by this pool */
   int64_t num_pages;  /* capacity in pages; token slots = num_pages * page_size */
   int64_t page_size;  /* tokens per page */
-  int64_t head_num;   /* KV heads per row (MLA: 1) */
+  int64_t head_num;   /* KV heads per row (MLA: 1, its latent row; more only widens the row) */
   int64_t head_bytes; /* bytes per head: head_dim * dtype size (MLA: kv_cache_dim * size) */
 } kvio_pool_spec;
 

@@ -215,6 +215,7 @@ public final class BenchCommand implements Callable<Integer> {
         files.put("--json", json);
         files.put("--svg", svg);
         ReportFiles.checkOutputs(spec, files);
+        required.announce(err);
 
         BenchRunner.Plan plan =
                 new BenchRunner.Plan(
@@ -332,7 +333,7 @@ public final class BenchCommand implements Callable<Integer> {
                         spec.commandLine(),
                         "--tokens "
                                 + t
-                                + " is not a multiple of the page size "
+                                + " is not a positive multiple of the page size "
                                 + PAGE_SIZE
                                 + "; e.g. --tokens 64,256");
             }

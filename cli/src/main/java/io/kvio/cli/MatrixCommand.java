@@ -146,6 +146,7 @@ public final class MatrixCommand implements Callable<Integer> {
         files.put("--json", json);
         files.put("--junit", junit);
         ReportFiles.checkOutputs(spec, files);
+        required.announce(err);
         Progress progress = new Progress(err, quiet);
         long t0 = System.nanoTime();
         List<List<Cell>> cells = new ArrayList<>();

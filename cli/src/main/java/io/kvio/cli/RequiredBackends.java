@@ -26,6 +26,25 @@ final class RequiredBackends {
     List<IoBackend> backends = new ArrayList<>();
 
     /**
+     * Says at the start of a run which required backends are unavailable (the run goes on, so that
+     * its report shows what did run, and then exits 4 by {@link #status}).
+     */
+    void announce(PrintWriter err) {
+        for (IoBackend b : backends) {
+            String cause = b.unavailabilityCause();
+            if (cause != null) {
+                err.println(
+                        "kvio: io backend '"
+                                + b.userName()
+                                + "' is required (--require) but unavailable: "
+                                + cause
+                                + "; the run goes on for its report, then exits 4");
+            }
+        }
+        err.flush();
+    }
+
+    /**
      * 4 when a backend of {@code required} is unavailable (one line on err with the cause), else 0.
      */
     static int status(List<IoBackend> required, PrintWriter err) {

@@ -205,7 +205,11 @@ public class BenchCommandTest extends OutputDirTest {
     @Test
     public void tokensMustBeWholePages() {
         CliRunner.run("bench", "--tokens", "20")
-                .assertUsage("multiple of the page size 16; e.g. --tokens 64,256");
+                .assertUsage(
+                        "--tokens 20 is not a positive multiple of the page size 16; e.g. --tokens"
+                                + " 64,256");
+        CliRunner.run("bench", "--tokens", "0")
+                .assertUsage("--tokens 0 is not a positive multiple of the page size 16");
     }
 
     /** auto's baseline is the one it was measured against: a memcpy on a machine without a GPU. */
@@ -362,6 +366,13 @@ public class BenchCommandTest extends OutputDirTest {
                 Main.EXIT_REQUIRED_UNAVAILABLE,
                 "kvio: io backend '" + missing + "' is required (--require) but unavailable: ");
         assertTrue(r.out.contains("| cpu | layer_first |"), "cpu still ran: " + r.out);
+        assertTrue(
+                r.err.startsWith(
+                        "kvio: io backend '"
+                                + missing
+                                + "' is required (--require) but unavailable"),
+                "said first: " + r.err);
+        assertTrue(r.err.contains("; the run goes on for its report, then exits 4"), r.err);
     }
 
     @Test

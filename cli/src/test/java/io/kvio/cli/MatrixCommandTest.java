@@ -257,6 +257,13 @@ public class MatrixCommandTest extends OutputDirTest {
                                 "matrix", "--backend", "cpu", "--quiet", "--require", b.userName());
                 assertEquals(r.exit, Main.EXIT_REQUIRED_UNAVAILABLE, r.toString());
                 assertTrue(r.err.contains(b.unavailabilityCause()), r.err);
+                assertTrue(
+                        r.err.startsWith(
+                                "kvio: io backend '"
+                                        + b.userName()
+                                        + "' is required (--require) but unavailable"),
+                        "said before the run: " + r.err);
+                assertTrue(r.err.contains("the run goes on for its report, then exits 4"), r.err);
                 return;
             }
         }

@@ -7,8 +7,10 @@
 // failed call's message) must have run them before it reports OUT_OF_MEMORY: otherwise the
 // core completes the transfer, drops its pools, and closing them frees (aclrtFree,
 // aclrtFreeHost) memory the queued copies still read and write, which the emulation counts as
-// a device fault when the stream runs them. Every submit answers OK or OUT_OF_MEMORY with a
-// message, no copy faults, and nothing is left alive in the emulated runtime. The emulation
+// a device fault when the stream runs them. Such a failure after copies were queued is the
+// transfer's (the submit answers OK, and the transfer OUT_OF_MEMORY once they ran); a submit that
+// answers OUT_OF_MEMORY queued no copy (docs/reliability.md: a refused submit wrote nothing). No
+// copy faults, and nothing is left alive in the emulated runtime. The emulation
 // allocates on the calling thread too, so its allocations are among the N; the test thread is
 // the only one whose allocations fail, so every run is deterministic.
 #include <gtest/gtest.h>
@@ -56,6 +58,7 @@ class AscendAllocationFailureTest : public AclEmulationTest {
     const std::vector<int64_t> src = expandPages({1, 2, 3, 7, 8, 9}, kDevice.ps);
     const std::vector<int64_t> dst = expandPages({4, 5, 6, 0, 10, 11}, kDevice.ps);
     acl().holdStream();
+    const int64_t copiesBefore = acl().counts().copyCalls();
     uint64_t transfer = 0;
     AllocationBudget budget(failAt, false);
     const kvio_status status = budget.run("kvio_submit_args", [&] {
@@ -67,14 +70,20 @@ class AscendAllocationFailureTest : public AclEmulationTest {
     if (status == KVIO_STATUS_OK) {
       EXPECT_NE(transfer, 0u);
     } else {
+      EXPECT_EQ(status, KVIO_STATUS_OUT_OF_MEMORY) << kvio_last_error();
       EXPECT_EQ(transfer, 0u);
+      EXPECT_EQ(acl().counts().copyCalls(), copiesBefore) << "a refused submit queued copies";
     }
     // Closing the pools frees their memory at once unless a transfer in flight holds them.
     EXPECT_EQ(kvio_pool_close(hostPool), KVIO_STATUS_OK);
     EXPECT_EQ(kvio_pool_close(devicePool), KVIO_STATUS_OK);
     acl().releaseStream();
     if (transfer != 0) {
-      EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
+      const kvio_status outcome = kvio_transfer_wait(transfer, -1);
+      if (outcome != KVIO_STATUS_OK) {
+        EXPECT_EQ(outcome, KVIO_STATUS_OUT_OF_MEMORY) << kvio_last_error();
+        EXPECT_TRUE(budget.injected()) << "failed without a failing allocation";
+      }
       kvio_transfer_close(transfer);
     }
     std::string fault;

@@ -463,6 +463,35 @@ TEST(AutoExecutorRetire, CandidatesNotChosenRetireTheirFinishedJobs) {
   }
 }
 
+// A candidate's retirement that throws (out of memory reading a finished job's outcome) comes after
+// the chosen candidate took the job: auto's submit must not throw then, or the core would take the
+// transfer for not queued (unregister it, complete it and drop its pools) while its copies run.
+class ThrowingRetire : public Retiring {
+ public:
+  using Retiring::Retiring;
+  void retireFinished() override {
+    Retiring::retireFinished();
+    throw std::bad_alloc();
+  }
+};
+
+TEST(AutoExecutorRetire, ARetirementThatThrowsDoesNotUndoTheSubmit) {
+  std::array<int, 3> retires{};
+  std::array<kvio::AutoExecutor::Candidate, kvio::kAutoPicks> c;
+  auto chosen = std::make_unique<Retiring>(&retires[0]);
+  Retiring* const taker = chosen.get();
+  c[0] = {KVIO_BACKEND_KERNEL, std::move(chosen)};
+  c[1] = {KVIO_BACKEND_DIRECT, std::make_unique<ThrowingRetire>(&retires[1])};
+  c[2] = {KVIO_BACKEND_STAGED, std::make_unique<Retiring>(&retires[2])};
+  kvio::AutoExecutor executor(std::move(c), AutoCalibration());
+  auto job = std::make_shared<kvio::Job>();
+  job->ioBackend = KVIO_BACKEND_KERNEL;
+  EXPECT_NO_THROW(executor.submit(job));
+  EXPECT_EQ(taker->jobs.size(), 1u);
+  EXPECT_EQ(retires[1], 1);
+  EXPECT_EQ(retires[2], 1) << "the candidate after the one that threw is still asked";
+}
+
 // ---- the first-use measurement (KVIO_AUTO_CALIBRATION=measure) ----
 
 TEST(AutoMeasure, CrossoverIsWhereDirectWinsFromThereOn) {

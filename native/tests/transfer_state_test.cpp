@@ -214,5 +214,75 @@ TEST(TransferStateWait, PoolCloseWaitReturnsOnceALateAttachedTransferIsDone) {
   EXPECT_TRUE(state->settled());
 }
 
+TEST(TransferStateDone, SeenDoneBeforeItsStartWasMarkedItStartsNoLaterThanItEnds) {
+  // A device transfer is marked started after its executor's submit returns; a query from another
+  // thread (a close-and-wait, another submit's reap) can see its completion done before that.
+  auto state = std::make_shared<TransferState>(64);
+  TransferState::Shape shape;
+  shape.submitNs = TransferState::monotonicNs();
+  state->describe(shape);
+  state->attach(std::make_shared<FakeCompletion>(true));
+  ASSERT_TRUE(state->isDone());
+  EXPECT_NE(state->startNs(), 0) << "done without a start";
+  EXPECT_LE(state->startNs(), state->endNs());
+  EXPECT_LE(shape.submitNs, state->startNs());
+  const int64_t start = state->startNs();
+  state->markStarted();  // the submit's own mark, later: the first one counts
+  EXPECT_EQ(state->startNs(), start);
+}
+
+TEST(TransferStateDone, QueriesDoNotWaitForAnotherThreadDroppingThePools) {
+  // The first thread to see a transfer done drops its pools, which can take as long as freeing
+  // or unregistering their memory. A query meanwhile (kvio_transfer_is_done, get_info,
+  // kvio_pool_close_wait(p, 0), an executor's reap under its lock) answers "not done yet" at
+  // once; a timed wait waits for the drop until its deadline only; an unbounded one waits.
+  const kvio_pool_spec spec{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 2, 4, 4, 2, 64};
+  uint64_t handle = 0;
+  ASSERT_EQ(kvio_pool_allocate(&spec, &handle), KVIO_STATUS_OK) << kvio_last_error();
+  std::shared_ptr<kvio::PoolImpl> pool;
+  ASSERT_EQ(kvio::pools().get(handle, "pool", &pool), KVIO_STATUS_OK);
+  // The state's hold on the pool ends in `gate`'s deleter, which blocks until the test opens it.
+  std::promise<void> open;
+  std::shared_future<void> opened = open.get_future().share();
+  std::atomic<bool> dropping{false};
+  auto state = std::make_shared<TransferState>(64);
+  {
+    std::shared_ptr<void> gate(nullptr, [opened, &dropping](void*) {
+      dropping.store(true);
+      opened.wait_for(std::chrono::seconds(20));
+    });
+    const std::shared_ptr<const kvio::PoolImpl> held(gate, pool.get());
+    state->holdPools(held, held);
+  }
+  state->attach(std::make_shared<FakeCompletion>(true));
+  std::future<WaitResult> dropper = waitOnThread([state] { return state->isDone(); });
+  const auto until = Clock::now() + std::chrono::seconds(20);
+  while (!dropping.load() && Clock::now() < until) std::this_thread::yield();
+  ASSERT_TRUE(dropping.load()) << "the first query did not drop the pools";
+  std::future<WaitResult> query = waitOnThread([state] { return state->isDone(); });
+  std::future<WaitResult> timed = waitOnThread([state] { return state->wait(50 * 1000 * 1000); });
+  const bool queryReturned = query.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  const bool timedReturned = timed.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  EXPECT_TRUE(queryReturned) << "isDone() waited for another thread's drop of the pools";
+  EXPECT_TRUE(timedReturned) << "a 50 ms wait waited past its deadline for the drop";
+  if (queryReturned) {
+    EXPECT_FALSE(query.get().returned) << "done before the pools were dropped";
+  }
+  if (timedReturned) {
+    EXPECT_FALSE(timed.get().returned) << "done before the pools were dropped";
+  }
+  std::future<WaitResult> unbounded = waitOnThread([state] { return state->wait(-1); });
+  EXPECT_EQ(unbounded.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout)
+      << "an unbounded wait returned before the pools were dropped";
+  open.set_value();
+  EXPECT_TRUE(collect(&dropper, state.get()).returned);
+  EXPECT_TRUE(collect(&unbounded, state.get()).returned);
+  EXPECT_TRUE(state->isDone());
+  if (!queryReturned) query.wait();
+  if (!timedReturned) timed.wait();
+  pool.reset();
+  EXPECT_EQ(kvio_pool_close(handle), KVIO_STATUS_OK);
+}
+
 }  // namespace
 }  // namespace kvio_test

@@ -343,7 +343,9 @@ KVIO_API kvio_status kvio_check_transfer_args(uint64_t executor, uint64_t src_po
                                               int64_t num_layers, uint32_t flags);
 /* timeout_ns < 0 waits forever. Returns the transfer's own status once done, or TIMEOUT. */
 KVIO_API kvio_status kvio_transfer_wait(uint64_t transfer, int64_t timeout_ns);
-/* 1 if done, 0 if not, negative (-status) for a bad handle. */
+/* 1 if done, 0 if not, negative (-status) for a bad handle. Never waits: done means kvio no
+ * longer uses the transfer's pools, so it answers 0 while another thread that saw the transfer
+ * complete is still letting go of them (freeing a closed pool's memory, say). */
 KVIO_API int32_t kvio_transfer_is_done(uint64_t transfer);
 KVIO_API kvio_status kvio_transfer_bytes(uint64_t transfer, uint64_t* bytes_out);
 KVIO_API kvio_status kvio_transfer_close(uint64_t transfer);

@@ -304,12 +304,21 @@ class AscendExecutor final : public Executor {
     }
     try {
       kept = issueAndRecord(*job, completion);
-    } catch (...) {
-      // Whatever failed (the message of a failed call could not be allocated, say) after copies
-      // were queued: they must have run before the core completes the transfer and lets go of
-      // its pools.
-      if (api_->synchronizeStream(stream_) != ACL_SUCCESS) clearAclError(*api_);
-      throw;
+    } catch (const std::exception& thrown) {
+      // Whatever failed (the message of a failed call could not be allocated, say) may have
+      // failed after copies were queued, which may write the destination: not a refused submit
+      // (those wrote nothing) but a transfer that failed, reported once the stream has run them
+      // (they read and write the pools the job holds until then), as a failed call is.
+      const bool outOfMemory = dynamic_cast<const std::bad_alloc*>(&thrown) != nullptr;
+      std::string message;
+      try {
+        message = std::string("the 'kernel_ascend' executor ") +
+                  (outOfMemory ? "ran out of host memory" : "failed") +
+                  " while issuing the transfer (" + thrown.what() + ")";
+      } catch (const std::bad_alloc&) {  // no message then
+      }
+      failAfterQueuedCopies(*job, outOfMemory ? KVIO_STATUS_OUT_OF_MEMORY : KVIO_STATUS_INTERNAL,
+                            std::move(message));
     }
   }
 
@@ -317,7 +326,7 @@ class AscendExecutor final : public Executor {
     std::lock_guard<std::mutex> lock(mutex_);
     while (!inFlight_.empty()) {
       inFlight_.front().completion->synchronize();
-      retire(inFlight_.front());
+      inFlight_.front().job->state->wait(-1);  // done to everyone: see CudaExecutor::retire
       inFlight_.pop_front();
     }
   }
@@ -355,13 +364,17 @@ class AscendExecutor final : public Executor {
     job.state->attach(completion);
     return true;
   }
-  void retire(InFlight& entry) { entry.job->state->isDone(); }
+  void retire(InFlight& entry) { entry.job->state->isDone(); }  // reads its outcome, never waits
   // Completes a job whose copies could not all be queued, after the stream has run the ones
   // that were (they read and write the job's pools, which `job` keeps alive until then).
   void failAfterQueuedCopies(Job& job, kvio_status status, std::string message) {
     const aclError e = api_->synchronizeStream(stream_);
     if (e != ACL_SUCCESS) {
-      message += "; then aclrtSynchronizeStream failed: " + describeAclError(*api_, e);
+      try {
+        message += "; then aclrtSynchronizeStream failed: " + describeAclError(*api_, e);
+      } catch (const std::bad_alloc&) {  // the message as it was
+      }
+      clearAclError(*api_);
     }
     job.state->complete(status, std::move(message));
   }

@@ -61,9 +61,16 @@ void AutoExecutor::submit(std::shared_ptr<Job> job) {
     if (c.executor != nullptr && c.ioBackend == job->ioBackend) {
       c.executor->submit(std::move(job));
       // The others retire finished jobs only in their own submit or drain: one left idle would
-      // keep its last jobs' plans, events and staging until the executor closes.
+      // keep its last jobs' plans, events and staging until the executor closes. The job is
+      // handed over now, so nothing may leave this submit as an exception (the core would take
+      // the transfer for not queued while its copies run): a retirement that fails (out of
+      // memory for a finished job's message) is left to that candidate's next submit or drain.
       for (Candidate& other : candidates_) {
-        if (other.executor != nullptr && &other != &c) other.executor->retireFinished();
+        if (other.executor == nullptr || &other == &c) continue;
+        try {
+          other.executor->retireFinished();
+        } catch (...) {
+        }
       }
       return;
     }

@@ -152,20 +152,26 @@ bool TransferState::pollLocked() const {
   std::string message;
   status_ = completion_->finish(&message);
   message_ = std::move(message);
-  if (shape_.submitNs != 0) endNs_ = monotonicNs();
+  if (shape_.submitNs != 0) {
+    markStarted();  // seen done before its submit marked the start: the start is not after it
+    endNs_ = monotonicNs();
+  }
   isDone_ = true;
   return true;
 }
 
-bool TransferState::settle(bool poll) const {
+bool TransferState::settle(bool block,
+                           const std::chrono::steady_clock::time_point* deadline) const {
   HeldPools pools;
   {
     std::unique_lock<std::mutex> lock(mutex_);
     if (released_.load()) return true;
-    if (isDone_) {  // another thread saw it done first and is dropping the pools
-      return waitReleased(lock, nullptr, false);
+    if (isDone_) {
+      // Another thread saw it done first and is dropping the pools, which can take as long as
+      // freeing or unregistering their memory: only a wait waits for that (done means dropped).
+      return block && waitReleased(lock, deadline, false) && released_.load();
     }
-    if (!poll || !pollLocked()) return false;
+    if (!pollLocked()) return false;
     pools.swap(pools_);
   }
   dropPools(&pools);
@@ -173,7 +179,7 @@ bool TransferState::settle(bool poll) const {
 }
 
 bool TransferState::isDone() const {
-  return settle(true);
+  return settle(false, nullptr);
 }
 
 bool TransferState::settled() const {
@@ -215,7 +221,7 @@ bool TransferState::wait(int64_t timeoutNs) const {
       if (pause < std::chrono::microseconds(500)) pause *= 2;
     }
   }
-  return settle(true);
+  return settle(true, timeoutNs < 0 ? nullptr : &deadline);
 }
 
 int64_t TransferState::endNs() const {

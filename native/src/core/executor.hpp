@@ -68,6 +68,7 @@ class TransferState {
   void attach(std::shared_ptr<DeviceCompletion> completion);
   std::shared_ptr<DeviceCompletion> deviceCompletion() const;
   /// True once done (polls the device completion; the first to see it done drops the pools).
+  /// Never waits: false while another thread that saw it done is still dropping the pools.
   bool isDone() const;
   /// True once done and its pools dropped, without polling (cheap).
   bool settled() const;
@@ -97,7 +98,7 @@ class TransferState {
   void describe(const Shape& shape) { shape_ = shape; }
   const Shape& shape() const { return shape_; }
   /// Executors call it when execution begins; only the first call of a timed transfer counts.
-  void markStarted() {
+  void markStarted() const {
     if (shape_.submitNs == 0) return;
     int64_t expected = 0;
     startNs_.compare_exchange_strong(expected, monotonicNs(), std::memory_order_relaxed);
@@ -111,8 +112,10 @@ class TransferState {
  private:
   /// Completes from the device completion if it is done; mutex_ held.
   bool pollLocked() const;
-  /// Done (polled when `poll`), pools dropped; false when not done yet.
-  bool settle(bool poll) const;
+  /// Done (the device completion polled) and pools dropped; false when not done yet. When
+  /// another thread saw it done and is dropping the pools: with `block`, waits for that until
+  /// `deadline` (nullptr: without limit), else false at once.
+  bool settle(bool block, const std::chrono::steady_clock::time_point* deadline) const;
   /// The pools a transfer holds: its source and destination (the same pool twice, or null once
   /// dropped). Two fields, not a vector: no allocation per transfer.
   using HeldPools = std::array<std::shared_ptr<const PoolImpl>, 2>;
@@ -138,8 +141,8 @@ class TransferState {
   std::shared_ptr<DeviceCompletion> completion_;
   const uint64_t bytes_;
   Shape shape_;
-  std::atomic<int64_t> startNs_{0};
-  mutable int64_t endNs_ = 0;  // guarded by mutex_
+  mutable std::atomic<int64_t> startNs_{0};  // set once; also by a const poll that sees it done
+  mutable int64_t endNs_ = 0;                // guarded by mutex_
 };
 
 /// What an executor that evaluates the layouts itself (an SM kernel) needs instead of a
@@ -239,7 +242,8 @@ class Executor {
   /// Lets go of jobs that have completed but are still kept (the device executors retire a job,
   /// its plan, event and staging, only in a later submit or drain). 'auto' calls it on the
   /// candidates it did not give a job to, so one left idle keeps nothing. Never blocks on the
-  /// device; by default nothing to do.
+  /// device; may throw (bad_alloc reading a finished job's outcome), which auto ignores; by
+  /// default nothing to do.
   virtual void retireFinished() {}
   /// Prepares the job's work from a validated transfer: by default its plan (job->plan, with its
   /// bytes and copies in *out), then prepareFromPlan; an executor that evaluates the layouts

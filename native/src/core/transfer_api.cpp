@@ -281,11 +281,12 @@ kvio_transfer_info infoOf(TransferState& state) {
   info.copies = shape.copies;
   info.launches = shape.launches;
   info.submit_ns = shape.submitNs;
-  info.start_ns = state.startNs();
   kvio_status status = KVIO_STATUS_OK;
   int64_t endNs = 0;
-  // Polls a device completion, as kvio_transfer_is_done.
+  // Polls a device completion, as kvio_transfer_is_done. The start is read after it: a transfer
+  // that started and ended between the two reads would show done without a start.
   info.done = state.outcome(&status, &endNs) ? 1 : 0;
+  info.start_ns = state.startNs();
   info.end_ns = endNs;
   info.status = status;
   info.chosen_backend = shape.chosenBackend;

@@ -334,14 +334,21 @@ void CudaExecutor::failAfterQueuedWork(Job& job, kvio_status status, std::string
   if (release) release();  // staging of the job's indices, unused once the stream is done
 }
 
-void CudaExecutor::retire(InFlight& entry) {
-  entry.job->state->isDone();  // reads the completion's status while its staging is intact
+void CudaExecutor::retire(InFlight& entry, bool wait) {
+  // Reads the completion's status while its staging is intact. A drain waits until the
+  // transfer is done to everyone (another thread that saw it done first may still be dropping
+  // its pools); a reap never waits.
+  if (wait) {
+    entry.job->state->wait(-1);
+  } else {
+    entry.job->state->isDone();
+  }
   if (entry.release) entry.release();
 }
 
 void CudaExecutor::reap() {
   while (!inFlight_.empty() && inFlight_.front().completion->query()) {
-    retire(inFlight_.front());
+    retire(inFlight_.front(), false);
     inFlight_.pop_front();
     inFlightCount_.store(inFlight_.size(), std::memory_order_relaxed);
   }
@@ -361,7 +368,7 @@ void CudaExecutor::retireFinished() {
 bool CudaExecutor::retireOldest() {
   if (inFlight_.empty()) return false;
   inFlight_.front().completion->synchronize();
-  retire(inFlight_.front());
+  retire(inFlight_.front(), true);
   inFlight_.pop_front();
   inFlightCount_.store(inFlight_.size(), std::memory_order_relaxed);
   return true;

@@ -114,7 +114,7 @@ class CudaExecutor : public Executor {
     std::shared_ptr<Job> job;
     std::function<void()> release;
   };
-  void retire(InFlight& entry);
+  void retire(InFlight& entry, bool wait);
   kvio_status allocateSlot(uint64_t bytes, bool withDevice, StagingSlot* slot);
   static void freeSlot(StagingSlot& slot);
   // Completes a job whose work could not all be queued, after the stream has run what was

@@ -610,16 +610,14 @@ public final class HostKvPool extends KvPool {
                                 + " read-only mapping would crash the JVM): pass a writable"
                                 + " buffer");
             }
-            DirectBuffers.ensureAlive(memory, "memory");
+            BooleanSupplier alive = DirectBuffers.checkedLiveness(memory, "memory");
             long address =
-                    memory.capacity() == 0
-                            ? 0
-                            : DirectBuffers.address(memory, "memory") + memory.position();
+                    memory.capacity() == 0 ? 0 : DirectBuffers.address(memory) + memory.position();
             return wrap(
                     address,
                     memory.remaining(),
                     memory,
-                    DirectBuffers.liveness(memory),
+                    alive,
                     "the ByteBuffer given to wrap(ByteBuffer), a view of a MemorySegment");
         }
 

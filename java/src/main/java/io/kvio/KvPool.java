@@ -544,7 +544,7 @@ public abstract class KvPool implements AutoCloseable {
         long pool = handle();
         int position = buffer.position();
         if (buffer.isDirect()) {
-            long address = DirectBuffers.address(buffer, name) + position;
+            long address = DirectBuffers.address(buffer) + position; // checked above
             NativeBridge.poolCopy(pool, region, offset, address, bytes, toHost);
         } else {
             int chunk = Math.min(bytes, STAGING_BYTES);

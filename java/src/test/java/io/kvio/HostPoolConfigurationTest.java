@@ -4,7 +4,8 @@
  * counts are checked as given (a negative one is never "unset"); layer ranges name layerRange
  * and the valid starts; and the device pool's memory, not the backend that allocated it, decides
  * whether the host pool's io backend moves it (cpu and auto without a GPU both move host memory;
- * memory it cannot move is refused as KvioUnsupportedException, as a transfer would be).
+ * memory it cannot move is refused as KvioUnsupportedException, as a transfer would be); a host
+ * pool over the device pool's own memory is refused too.
  */
 package io.kvio;
 
@@ -301,6 +302,29 @@ public class HostPoolConfigurationTest {
             Kvio.transfer(cpuEx, auto, cpuHost, all, all, 0, 0, LAYERS).await();
             assertEquals(cpuHost.buffer(), auto.buffer(), "auto device pool -> cpu host pool");
         }
+    }
+
+    /**
+     * The last check of build() asks natively whether a transfer between the two pools can be made:
+     * a host pool over the device pool's own memory passes every Java check but could never be used
+     * with it, so it is refused there (and the device pool's bytes are untouched).
+     */
+    @Test
+    public void hostPoolOverTheDevicePoolsOwnMemoryIsRefusedAtBuild() {
+        DeviceKvPool d = device(IoBackend.CPU);
+        fill(d.buffer(), 7);
+        byte[] before = new byte[d.buffer().capacity()];
+        d.buffer().get(before);
+        HostKvPool.Builder overDevice =
+                HostKvPool.builder().forDevice(d).pages(1).wrap(d.regionAddress(0), 4096);
+        assertMessage(
+                expectThrows(KvioInvalidArgumentException.class, () -> open(overDevice.build())),
+                "the source and destination pools share memory",
+                "pools over disjoint memory");
+        assertEquals(d.buffer(), ByteBuffer.wrap(before), "the device pool after the refusal");
+        // the same builder over memory of its own builds
+        ByteBuffer own = ByteBuffer.allocateDirect(4096);
+        assertEquals(open(overDevice.wrap(own).build()).spec().numPages(), 1);
     }
 
     /**

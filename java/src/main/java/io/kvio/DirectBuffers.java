@@ -15,20 +15,23 @@ import java.util.function.BooleanSupplier;
 final class DirectBuffers {
     private DirectBuffers() {}
 
-    /**
-     * Whether the memory of direct buffer {@code buffer} is still alive, asked on each use of a
-     * view of it; null when nothing but its unreachability can end it (always, on Java 17).
-     */
-    static BooleanSupplier liveness(Buffer buffer) {
-        return null;
-    }
-
     /** KvioClosedException, naming {@code name}, if direct buffer {@code buffer} is dead. */
     static void ensureAlive(Buffer buffer, String name) {}
 
-    /** The address of direct buffer {@code buffer}'s index 0, once {@link #ensureAlive} passed. */
-    static long address(Buffer buffer, String name) {
-        ensureAlive(buffer, name);
+    /**
+     * Whether the memory of direct buffer {@code buffer} is still alive, asked on each later use of
+     * a view of it, once {@link #ensureAlive} passed now; null when nothing but its unreachability
+     * can end it (always, on Java 17).
+     */
+    static BooleanSupplier checkedLiveness(Buffer buffer, String name) {
+        return null;
+    }
+
+    /**
+     * The address of direct buffer {@code buffer}'s index 0; the caller has just checked the buffer
+     * ({@link #ensureAlive} or {@link #checkedLiveness}).
+     */
+    static long address(Buffer buffer) {
         return NativeBridge.directAddress(buffer);
     }
 }

@@ -610,16 +610,14 @@ public final class HostKvPool extends KvPool {
                                 + " read-only mapping would crash the JVM): pass a writable"
                                 + " buffer");
             }
-            DirectBuffers.ensureAlive(memory, "memory");
+            BooleanSupplier alive = DirectBuffers.checkedLiveness(memory, "memory");
             long address =
-                    memory.capacity() == 0
-                            ? 0
-                            : DirectBuffers.address(memory, "memory") + memory.position();
+                    memory.capacity() == 0 ? 0 : DirectBuffers.address(memory) + memory.position();
             return wrap(
                     address,
                     memory.remaining(),
                     memory,
-                    DirectBuffers.liveness(memory),
+                    alive,
                     "the ByteBuffer given to wrap(ByteBuffer), a view of a MemorySegment");
         }
 
@@ -905,50 +903,29 @@ public final class HostKvPool extends KvPool {
         }
 
         /**
-         * Asks the executor itself (kvio_check_transfer of no indices: a backup of one layer from
-         * the device pool into the new host pool) whether it moves between the two pools' memory:
-         * the kinds and, on a device, the ordinal. What checkDeviceMemory checks by kind, answered
-         * by the code that will run; the host pool is closed again when it says no. The refusal
-         * keeps the native status (KvioUnsupportedException), the type a transfer between the two
-         * pools would throw.
+         * Asks natively (kvio_check_transfer of no indices: a backup of one layer from the device
+         * pool into the new host pool) whether a transfer between the two pools can be made; the
+         * host pool is closed again when it says no, with the native exception. By then
+         * checkDeviceMemory, checkDeviceGeometry, checkCounts and the executor's device check have
+         * settled the executor's memory kinds and device, the geometry and the layers, so what is
+         * left for it to refuse is a host pool over the device pool's own memory
+         * (KvioInvalidArgumentException: the pools share memory), or a device pool or executor
+         * closed meanwhile.
          */
-        private void checkExecutorMoves(
-                KvioExecutor ex, DeviceKvPool device, HostKvPool pool, IoBackend backend) {
-            try {
-                NativeBridge.checkTransfer(
-                        ex.handle(),
-                        device.handle(),
-                        pool.handle(),
-                        0,
-                        0,
-                        0,
-                        deviceLayerStart,
-                        0,
-                        1,
-                        0,
-                        0,
-                        0);
-            } catch (KvioException e) {
-                if (e.status() != KvioException.Status.UNSUPPORTED) {
-                    throw e;
-                }
-                KvioException out =
-                        KvioException.of(
-                                e.status(),
-                                "the device pool (io backend '"
-                                        + device.backend().userName()
-                                        + "', "
-                                        + memoryName(
-                                                NativeBridge.poolMemoryKind(device.handle()),
-                                                device.device())
-                                        + ") cannot be moved by this host pool's executor (io"
-                                        + " backend '"
-                                        + backend.userName()
-                                        + "'): "
-                                        + e.getMessage());
-                out.initCause(e);
-                throw out;
-            }
+        private void checkTransferBetween(KvioExecutor ex, DeviceKvPool device, HostKvPool pool) {
+            NativeBridge.checkTransfer(
+                    ex.handle(),
+                    device.handle(),
+                    pool.handle(),
+                    0,
+                    0,
+                    0,
+                    deviceLayerStart,
+                    0,
+                    1,
+                    0,
+                    0,
+                    0);
         }
 
         /** "host memory", "CUDA device 0 memory", ... ({@code device} -1: no ordinal). */
@@ -1042,12 +1019,13 @@ public final class HostKvPool extends KvPool {
          * Checks the configuration (support rules), then allocates the host memory.
          *
          * @throws KvioInvalidArgumentException for a configuration no transfer could use: with
-         *     forDevice, a kind, heads, headBytes or deviceLayers other than the device pool's; a
-         *     count out of range; an executor of another io backend or device
+         *     forDevice, a kind, heads, headBytes or deviceLayers other than the device pool's, or
+         *     wrapped memory the device pool's memory overlaps; a count out of range; an executor
+         *     of another io backend or device
          * @throws KvioOutOfRangeException for a layerRange outside the device pool's layers
-         * @throws KvioUnsupportedException when this host pool's io backend (or its executor)
-         *     cannot move the device pool's memory (its kind, or its device): the exception a
-         *     transfer between the two pools throws for the same refusal
+         * @throws KvioUnsupportedException when this host pool's io backend cannot move the device
+         *     pool's memory (its kind): the exception a transfer between the two pools throws for
+         *     the same refusal
          * @throws KvioClosedException when the device pool, the executor or wrapped memory is
          *     closed
          */
@@ -1147,7 +1125,7 @@ public final class HostKvPool extends KvPool {
                 pool.keepReachable(wrapMemory, wrapAlive, wrapName);
                 if (device != null) {
                     try {
-                        checkExecutorMoves(ex, device, pool, backend);
+                        checkTransferBetween(ex, device, pool);
                     } catch (RuntimeException e) {
                         pool.closePool(); // the executor, if owned, is closed below
                         throw e;

@@ -157,7 +157,7 @@ public abstract class KvPool implements AutoCloseable {
      * Cleaner action, which runs only once the buffer is unreachable).
      */
     private ByteBuffer holdingBuffer(long address, int bytes) {
-        ensureMemoryAlive("this " + what());
+        ensureMemoryAlive();
         Closer c = closer; // the action must not capture the pool or the buffer
         Object wrapped = c.memory;
         c.retain(); // before the buffer exists, while the pool is reachable (the fence below)
@@ -197,22 +197,30 @@ public abstract class KvPool implements AutoCloseable {
 
     /**
      * KvioClosedException if the caller memory this pool wraps is gone (its arena was closed):
-     * asked before each use that would touch it (a transfer or its check, copyTo/copyFrom,
-     * buffer/slice, Segments.region), so the use is refused instead of reading or writing freed
-     * memory. {@code name} is the pool as the caller named it ("this host pool", "src (the host
-     * pool)"). It cannot close the race with an Arena.close() on another thread during the use:
+     * asked before each use that would touch it (copyTo/copyFrom, buffer/slice, Segments.region; a
+     * transfer or its check asks {@link #memoryGone} itself), so the use is refused instead of
+     * reading or writing freed memory. The message names the pool "this host pool" (built only
+     * then). It cannot close the race with an Arena.close() on another thread during the use:
      * keeping the arena open while kvio uses the memory is the caller's part.
      */
-    void ensureMemoryAlive(String name) {
+    void ensureMemoryAlive() {
         if (memoryGone()) {
-            throw new KvioClosedException(
-                    name
-                            + " wraps "
-                            + memoryName
-                            + " whose arena was closed: its memory is gone, so kvio neither reads"
-                            + " nor writes it; close the pool (and close a pool before the arena of"
-                            + " the memory it wraps)");
+            throw memoryGoneException("this " + what());
         }
+    }
+
+    /**
+     * The exception for a pool whose wrapped memory is gone ({@link #memoryGone}); {@code name} is
+     * the pool as the caller named it ("this host pool", "src (the host pool)").
+     */
+    KvioClosedException memoryGoneException(String name) {
+        return new KvioClosedException(
+                name
+                        + " wraps "
+                        + memoryName
+                        + " whose arena was closed: its memory is gone, so kvio neither reads nor"
+                        + " writes it; close the pool (and close a pool before the arena of the"
+                        + " memory it wraps)");
     }
 
     /**
@@ -534,7 +542,7 @@ public abstract class KvPool implements AutoCloseable {
                             + ")");
         }
         String name = toHost ? "dst" : "src";
-        ensureMemoryAlive("this " + what());
+        ensureMemoryAlive();
         if (buffer.isDirect()) {
             DirectBuffers.ensureAlive(buffer, name); // before any native call, even for 0 bytes
         }
@@ -544,7 +552,7 @@ public abstract class KvPool implements AutoCloseable {
         long pool = handle();
         int position = buffer.position();
         if (buffer.isDirect()) {
-            long address = DirectBuffers.address(buffer, name) + position;
+            long address = DirectBuffers.address(buffer) + position; // checked above
             NativeBridge.poolCopy(pool, region, offset, address, bytes, toHost);
         } else {
             int chunk = Math.min(bytes, STAGING_BYTES);

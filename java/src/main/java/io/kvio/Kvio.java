@@ -477,10 +477,10 @@ public final class Kvio {
     private static void ensureMemoryAlive(KvPool src, KvPool dst, boolean byParameter) {
         // The names are built only for the message: a submit allocates no string.
         if (src.memoryGone()) {
-            src.ensureMemoryAlive(poolName(byParameter, "src", src));
+            throw src.memoryGoneException(poolName(byParameter, "src", src));
         }
         if (dst.memoryGone()) {
-            dst.ensureMemoryAlive(poolName(byParameter, "dst", dst));
+            throw dst.memoryGoneException(poolName(byParameter, "dst", dst));
         }
     }
 

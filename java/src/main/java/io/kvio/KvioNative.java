@@ -284,32 +284,7 @@ final class KvioNative {
     static native int kvio_executor_close(@Cast("uint64_t") long executor);
 
     // ---- transfers ----
-    static native int kvio_check_transfer_args(
-            @Cast("uint64_t") long executor,
-            @Cast("uint64_t") long srcPool,
-            @Cast("uint64_t") long dstPool,
-            @Cast("const int64_t*") long srcIndices,
-            @Cast("const int64_t*") long dstIndices,
-            @Cast("int64_t") long numIndices,
-            @Cast("int64_t") long srcLayerStart,
-            @Cast("int64_t") long dstLayerStart,
-            @Cast("int64_t") long numLayers,
-            @Cast("uint32_t") int flags);
-
-    static native int kvio_submit_args_flags(
-            @Cast("uint64_t") long executor,
-            @Cast("uint64_t") long srcPool,
-            @Cast("uint64_t") long dstPool,
-            @Cast("const int64_t*") long srcIndices,
-            @Cast("const int64_t*") long dstIndices,
-            @Cast("int64_t") long numIndices,
-            @Cast("int64_t") long srcLayerStart,
-            @Cast("int64_t") long dstLayerStart,
-            @Cast("int64_t") long numLayers,
-            @Cast("uint32_t") int flags,
-            @Cast("uint64_t*") long transferOut);
-
-    /** The general submit: a kvio_transfer_desc and kvio_submit_options (a launch shape). */
+    /** The general submit: a kvio_transfer_desc and kvio_submit_options (flags, launch shape). */
     static native int kvio_submit_with(
             @Cast("uint64_t") long executor,
             @Cast("const kvio_transfer_desc*") long desc,

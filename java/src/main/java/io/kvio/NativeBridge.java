@@ -33,8 +33,8 @@ final class NativeBridge {
 
     /**
      * Byte offsets inside the scratch buffer: a struct, three 8-byte out-parameters, then the
-     * kvio_transfer_desc and kvio_submit_options of a submit or check that brings a launch shape
-     * (kvio_submit_with, kvio_check_transfer_with; the struct holds its kvio_transfer_info after).
+     * kvio_transfer_desc and kvio_submit_options of a submit or check (kvio_submit_with,
+     * kvio_check_transfer_with; the struct holds the submitted transfer's kvio_transfer_info).
      */
     private static final int STRUCT = 0; // kvio_pool_spec, kvio_support_query, kvio_transfer_info
 
@@ -100,6 +100,14 @@ final class NativeBridge {
                 ByteBuffer.allocateDirect(SCRATCH_BYTES).order(ByteOrder.nativeOrder());
         final long address = new Pointer(buffer).address();
         final Submitted submitted = new Submitted();
+
+        Scratch() {
+            // kvio_submit_options' fields that are the same on every call (putTransfer writes the
+            // others; reserved stays 0 from allocateDirect): the version Java maps, host indices.
+            buffer.putInt(OPTIONS + SubmitOptionsStruct.STRUCT_SIZE, SubmitOptionsStruct.BYTES);
+            buffer.putInt(
+                    OPTIONS + SubmitOptionsStruct.INDICES_MEMORY, KvioNative.KVIO_INDICES_HOST);
+        }
     }
 
     private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);
@@ -502,10 +510,10 @@ final class NativeBridge {
     }
 
     /**
-     * kvio_check_transfer: every check the submission of these arguments would make, moving
+     * kvio_check_transfer_with: every check the submission of these arguments would make, moving
      * nothing; throws what that submission would. With count 0 (the index addresses unread) the
      * checks that need no index. A launch shape (ctaBudget or warpsPerCta above 0; 0 or less is the
-     * executor's setting) is checked with the rest, by kvio_check_transfer_with.
+     * executor's setting) is checked with the rest.
      */
     static void checkTransfer(
             long executor,
@@ -520,23 +528,8 @@ final class NativeBridge {
             int flags,
             int ctaBudget,
             int warpsPerCta) {
-        if (ctaBudget <= 0 && warpsPerCta <= 0) { // no shape: the executor's
-            check(
-                    KvioNative.kvio_check_transfer_args(
-                            executor,
-                            srcPool,
-                            dstPool,
-                            srcIndices,
-                            dstIndices,
-                            count,
-                            srcLayerStart,
-                            dstLayerStart,
-                            numLayers,
-                            flags));
-            return;
-        }
         Scratch s = SCRATCH.get();
-        putDesc(
+        putTransfer(
                 s,
                 srcPool,
                 dstPool,
@@ -545,16 +538,17 @@ final class NativeBridge {
                 count,
                 srcLayerStart,
                 dstLayerStart,
-                numLayers);
-        putOptions(s, flags, ctaBudget, warpsPerCta);
+                numLayers,
+                flags,
+                ctaBudget,
+                warpsPerCta);
         check(KvioNative.kvio_check_transfer_with(executor, s.address + DESC, s.address + OPTIONS));
     }
 
     /**
      * Submits with KVIO_SUBMIT_* flags and a launch shape (ctaBudget, warpsPerCta; both 0 or less:
-     * none, the executor's setting); the answer is this thread's {@link Submitted}. Without a shape
-     * this is kvio_submit_args_flags (arguments only); with one, kvio_submit_with over this
-     * thread's scratch descriptor and options (nothing allocated either way).
+     * none, the executor's setting) by kvio_submit_with over this thread's scratch descriptor and
+     * options (nothing allocated); the answer is this thread's {@link Submitted}.
      */
     static Submitted submit(
             long executor,
@@ -570,36 +564,22 @@ final class NativeBridge {
             int ctaBudget,
             int warpsPerCta) {
         Scratch s = SCRATCH.get();
-        if (ctaBudget <= 0 && warpsPerCta <= 0) { // no shape: the executor's
-            check(
-                    KvioNative.kvio_submit_args_flags(
-                            executor,
-                            srcPool,
-                            dstPool,
-                            srcIndices,
-                            dstIndices,
-                            count,
-                            srcLayerStart,
-                            dstLayerStart,
-                            numLayers,
-                            flags,
-                            s.address + OUT0));
-        } else {
-            putDesc(
-                    s,
-                    srcPool,
-                    dstPool,
-                    srcIndices,
-                    dstIndices,
-                    count,
-                    srcLayerStart,
-                    dstLayerStart,
-                    numLayers);
-            putOptions(s, flags, ctaBudget, warpsPerCta);
-            check(
-                    KvioNative.kvio_submit_with(
-                            executor, s.address + DESC, s.address + OPTIONS, s.address + OUT0));
-        }
+        putTransfer(
+                s,
+                srcPool,
+                dstPool,
+                srcIndices,
+                dstIndices,
+                count,
+                srcLayerStart,
+                dstLayerStart,
+                numLayers,
+                flags,
+                ctaBudget,
+                warpsPerCta);
+        check(
+                KvioNative.kvio_submit_with(
+                        executor, s.address + DESC, s.address + OPTIONS, s.address + OUT0));
         long transfer = s.buffer.getLong(OUT0);
         // One call for the bytes and whether it is done (a small cpu transfer runs on this thread).
         int status = KvioNative.kvio_transfer_get_info(transfer, s.address + STRUCT);
@@ -620,8 +600,11 @@ final class NativeBridge {
         return out;
     }
 
-    /** Fills this thread's scratch kvio_transfer_desc. */
-    private static void putDesc(
+    /**
+     * Fills this thread's scratch kvio_transfer_desc, and the flags and launch shape of its
+     * kvio_submit_options (the Scratch set the rest once).
+     */
+    private static void putTransfer(
             Scratch s,
             long srcPool,
             long dstPool,
@@ -630,7 +613,10 @@ final class NativeBridge {
             long count,
             long srcLayerStart,
             long dstLayerStart,
-            long numLayers) {
+            long numLayers,
+            int flags,
+            int ctaBudget,
+            int warpsPerCta) {
         ByteBuffer b = s.buffer;
         b.putLong(DESC + TransferDescStruct.SRC_POOL, srcPool);
         b.putLong(DESC + TransferDescStruct.DST_POOL, dstPool);
@@ -640,20 +626,9 @@ final class NativeBridge {
         b.putLong(DESC + TransferDescStruct.SRC_LAYER_START, srcLayerStart);
         b.putLong(DESC + TransferDescStruct.DST_LAYER_START, dstLayerStart);
         b.putLong(DESC + TransferDescStruct.NUM_LAYERS, numLayers);
-    }
-
-    /**
-     * Fills this thread's scratch kvio_submit_options, every field of the version Java maps
-     * (struct_size included): host indices, reserved 0.
-     */
-    private static void putOptions(Scratch s, int flags, int ctaBudget, int warpsPerCta) {
-        ByteBuffer b = s.buffer;
-        b.putInt(OPTIONS + SubmitOptionsStruct.STRUCT_SIZE, SubmitOptionsStruct.BYTES);
         b.putInt(OPTIONS + SubmitOptionsStruct.FLAGS, flags);
         b.putInt(OPTIONS + SubmitOptionsStruct.CTA_BUDGET, ctaBudget);
         b.putInt(OPTIONS + SubmitOptionsStruct.WARPS_PER_CTA, warpsPerCta);
-        b.putInt(OPTIONS + SubmitOptionsStruct.INDICES_MEMORY, KvioNative.KVIO_INDICES_HOST);
-        b.putInt(OPTIONS + SubmitOptionsStruct.RESERVED, 0);
     }
 
     /** The raw status of waiting (OK, TIMEOUT, or the transfer's failure). */

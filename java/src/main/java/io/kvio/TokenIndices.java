@@ -90,17 +90,16 @@ public final class TokenIndices implements AutoCloseable {
         Objects.requireNonNull(indices, "indices");
         int count = indices.remaining();
         if (indices.isDirect() && indices.order() == ByteOrder.nativeOrder()) {
-            DirectBuffers.ensureAlive(indices, "indices");
+            BooleanSupplier alive = DirectBuffers.checkedLiveness(indices, "indices");
             if (count == 0) {
                 return new TokenIndices(0, 0, false, null, null);
             }
-            long base = DirectBuffers.address(indices, "indices");
             return new TokenIndices(
-                    base + indices.position() * 8L,
+                    DirectBuffers.address(indices) + indices.position() * 8L,
                     count,
                     false,
                     indices,
-                    DirectBuffers.liveness(indices));
+                    alive);
         }
         long[] copy = new long[count];
         indices.duplicate().get(copy);

@@ -17,25 +17,38 @@ import java.util.function.BooleanSupplier;
 final class DirectBuffers {
     private DirectBuffers() {}
 
-    /** Whether the memory of direct buffer {@code buffer} is still alive (its arena open). */
-    static BooleanSupplier liveness(Buffer buffer) {
-        MemorySegment.Scope scope = MemorySegment.ofBuffer(buffer).scope();
-        return scope::isAlive;
-    }
-
     /** KvioClosedException, naming {@code name}, if direct buffer {@code buffer} is dead. */
     static void ensureAlive(Buffer buffer, String name) {
         if (!MemorySegment.ofBuffer(buffer).scope().isAlive()) {
-            throw new KvioClosedException(
-                    name
-                            + " is a ByteBuffer view of a MemorySegment whose arena was closed: its"
-                            + " memory is gone, so kvio neither reads nor writes it");
+            throw gone(name);
         }
     }
 
-    /** The address of direct buffer {@code buffer}'s index 0, once {@link #ensureAlive} passed. */
-    static long address(Buffer buffer, String name) {
-        ensureAlive(buffer, name);
+    /**
+     * Whether the memory of direct buffer {@code buffer} is still alive (its arena open), asked on
+     * each later use of a view of it, once {@link #ensureAlive} passed now (one segment made for
+     * both).
+     */
+    static BooleanSupplier checkedLiveness(Buffer buffer, String name) {
+        MemorySegment.Scope scope = MemorySegment.ofBuffer(buffer).scope();
+        if (!scope.isAlive()) {
+            throw gone(name);
+        }
+        return scope::isAlive;
+    }
+
+    private static KvioClosedException gone(String name) {
+        return new KvioClosedException(
+                name
+                        + " is a ByteBuffer view of a MemorySegment whose arena was closed: its"
+                        + " memory is gone, so kvio neither reads nor writes it");
+    }
+
+    /**
+     * The address of direct buffer {@code buffer}'s index 0; the caller has just checked the buffer
+     * ({@link #ensureAlive} or {@link #checkedLiveness}).
+     */
+    static long address(Buffer buffer) {
         return NativeBridge.directAddress(buffer);
     }
 }

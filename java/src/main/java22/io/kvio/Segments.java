@@ -120,7 +120,7 @@ public final class Segments {
     public static MemorySegment region(KvPool pool, int region) {
         Objects.requireNonNull(pool, "pool");
         pool.ensureHostAccessible();
-        pool.ensureMemoryAlive("this " + pool.what());
+        pool.ensureMemoryAlive();
         return pool.closeScoped(() -> Regions.of(pool), Regions::close).get(pool, region);
     }
 

@@ -17,6 +17,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BiConsumer;
 import jdk.jfr.EventType;
 import jdk.jfr.FlightRecorder;
 import jdk.jfr.Recording;
@@ -60,6 +61,25 @@ public class FlightRecorderTest {
         }
         Files.delete(file);
         return mine;
+    }
+
+    /**
+     * Runs {@code body} inside a recording (as {@link #record}) with a cpu device pool (mha, 2
+     * layers, 8-token pages, 2 heads) and a page_first host pool of 4 pages for it, both closed
+     * after.
+     */
+    private static List<RecordedEvent> recordWithSmallPools(
+            BiConsumer<DeviceKvPool, HostKvPool> body) throws Exception {
+        try (DeviceKvPool device =
+                        DeviceKvPool.allocate(deviceSpec(PoolKind.MHA, 2, 8, 2), IoBackend.CPU);
+                HostKvPool host =
+                        HostKvPool.builder()
+                                .forDevice(device)
+                                .layout(KvLayout.PAGE_FIRST)
+                                .pages(4)
+                                .build()) {
+            return record(() -> body.accept(device, host));
+        }
     }
 
     private static void assertTimes(RecordedEvent e) {
@@ -149,34 +169,24 @@ public class FlightRecorderTest {
 
     @Test
     public void theGeneralRequestCarriesTheOverlapMark() throws Exception {
-        List<RecordedEvent> events;
-        try (DeviceKvPool device =
-                        DeviceKvPool.allocate(deviceSpec(PoolKind.MHA, 2, 8, 2), IoBackend.CPU);
-                HostKvPool host =
-                        HostKvPool.builder()
-                                .forDevice(device)
-                                .layout(KvLayout.PAGE_FIRST)
-                                .pages(4)
-                                .build()) {
-            events =
-                    record(
-                            () -> {
-                                Kvio.request(host.executor(), device, host)
-                                        .srcIndices(0, 1)
-                                        .dstIndices(2, 3)
-                                        .layers(1)
-                                        .overlapsCompute()
-                                        .submit()
-                                        .await();
-                                Kvio.request(host.executor(), device, host)
-                                        .srcIndices(4)
-                                        .dstIndices(5)
-                                        .dstLayerStart(1)
-                                        .layers(1)
-                                        .submit()
-                                        .await();
-                            });
-        }
+        List<RecordedEvent> events =
+                recordWithSmallPools(
+                        (device, host) -> {
+                            Kvio.request(host.executor(), device, host)
+                                    .srcIndices(0, 1)
+                                    .dstIndices(2, 3)
+                                    .layers(1)
+                                    .overlapsCompute()
+                                    .submit()
+                                    .await();
+                            Kvio.request(host.executor(), device, host)
+                                    .srcIndices(4)
+                                    .dstIndices(5)
+                                    .dstLayerStart(1)
+                                    .layers(1)
+                                    .submit()
+                                    .await();
+                        });
         assertEquals(events.size(), 2, events.toString());
         assertTrue(events.get(0).getBoolean("overlapsCompute"), events.get(0).toString());
         assertEquals(events.get(0).getLong("indexPairs"), 2);
@@ -186,46 +196,36 @@ public class FlightRecorderTest {
 
     @Test
     public void theLaunchShapeIsRecordedAsRequested() throws Exception {
-        List<RecordedEvent> events;
-        try (DeviceKvPool device =
-                        DeviceKvPool.allocate(deviceSpec(PoolKind.MHA, 2, 8, 2), IoBackend.CPU);
-                HostKvPool host =
-                        HostKvPool.builder()
-                                .forDevice(device)
-                                .layout(KvLayout.PAGE_FIRST)
-                                .pages(4)
-                                .build()) {
-            events =
-                    record(
-                            () -> {
-                                host.backup(device)
-                                        .deviceIndices(0, 1)
-                                        .hostIndices(2, 3)
-                                        .launch(2, 8)
-                                        .overlapsCompute()
-                                        .submit()
-                                        .await();
-                                host.load(device, 1)
-                                        .hostIndices(2)
-                                        .deviceIndices(5)
-                                        .launch(-1, 4) // 0 or less: the executor's setting
-                                        .submit()
-                                        .await();
-                                Kvio.request(host.executor(), device, host)
-                                        .srcIndices(4)
-                                        .dstIndices(5)
-                                        .layers(1)
-                                        .submit()
-                                        .await();
-                                Kvio.request(host.executor(), device, host)
-                                        .srcIndices(6)
-                                        .dstIndices(7)
-                                        .layers(1)
-                                        .launch(3, 16)
-                                        .submit()
-                                        .await();
-                            });
-        }
+        List<RecordedEvent> events =
+                recordWithSmallPools(
+                        (device, host) -> {
+                            host.backup(device)
+                                    .deviceIndices(0, 1)
+                                    .hostIndices(2, 3)
+                                    .launch(2, 8)
+                                    .overlapsCompute()
+                                    .submit()
+                                    .await();
+                            host.load(device, 1)
+                                    .hostIndices(2)
+                                    .deviceIndices(5)
+                                    .launch(-1, 4) // 0 or less: the executor's setting
+                                    .submit()
+                                    .await();
+                            Kvio.request(host.executor(), device, host)
+                                    .srcIndices(4)
+                                    .dstIndices(5)
+                                    .layers(1)
+                                    .submit()
+                                    .await();
+                            Kvio.request(host.executor(), device, host)
+                                    .srcIndices(6)
+                                    .dstIndices(7)
+                                    .layers(1)
+                                    .launch(3, 16)
+                                    .submit()
+                                    .await();
+                        });
         assertEquals(events.size(), 4, events.toString());
         RecordedEvent backup = events.get(0);
         assertEquals(backup.getInt("ctaBudget"), 2, backup.toString());

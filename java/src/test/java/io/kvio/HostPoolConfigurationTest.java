@@ -4,7 +4,8 @@
  * counts are checked as given (a negative one is never "unset"); layer ranges name layerRange
  * and the valid starts; and the device pool's memory, not the backend that allocated it, decides
  * whether the host pool's io backend moves it (cpu and auto without a GPU both move host memory;
- * memory it cannot move is refused as KvioUnsupportedException, as a transfer would be).
+ * memory it cannot move is refused as KvioUnsupportedException, as a transfer would be); a host
+ * pool over the device pool's own memory is refused too.
  */
 package io.kvio;
 
@@ -64,6 +65,14 @@ public class HostPoolConfigurationTest {
         }
     }
 
+    /** build() of {@code builder} throws {@code type}, with {@code parts} in its message. */
+    private <T extends Throwable> T assertBuildRefused(
+            Class<T> type, HostKvPool.Builder builder, String... parts) {
+        T e = expectThrows(type, () -> open(builder.build()));
+        assertMessage(e, parts);
+        return e;
+    }
+
     // ---- 1: kind, heads and head bytes must be the device pool's ----
 
     @Test
@@ -82,17 +91,15 @@ public class HostPoolConfigurationTest {
     @Test
     public void headsOrHeadBytesOtherThanTheDevicePoolsAreRefusedAtBuild() {
         DeviceKvPool mha = device(IoBackend.CPU);
-        assertMessage(
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () -> open(HostKvPool.builder().forDevice(mha).heads(4).build())),
+        assertBuildRefused(
+                KvioInvalidArgumentException.class,
+                HostKvPool.builder().forDevice(mha).heads(4),
                 "heads(4)",
                 "device pool's 2 heads",
                 "valid: heads(2)");
-        assertMessage(
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () -> open(HostKvPool.builder().headBytes(32).forDevice(mha).build())),
+        assertBuildRefused(
+                KvioInvalidArgumentException.class,
+                HostKvPool.builder().headBytes(32).forDevice(mha),
                 "headBytes(32)",
                 "device pool's 16 bytes per head",
                 "valid: headBytes(16)");
@@ -130,8 +137,9 @@ public class HostPoolConfigurationTest {
                 List.of(
                         HostKvPool.builder().forDevice(d).deviceLayers(8).layerRange(2, 6),
                         HostKvPool.builder().deviceLayers(8).forDevice(d).layerRange(2, 6))) {
-            assertMessage(
-                    expectThrows(KvioInvalidArgumentException.class, () -> open(b.build())),
+            assertBuildRefused(
+                    KvioInvalidArgumentException.class,
+                    b,
                     "deviceLayers(8)",
                     "device pool's 4 layers",
                     "forDevice sets deviceLayers",
@@ -152,24 +160,21 @@ public class HostPoolConfigurationTest {
     @Test
     public void negativeLayerCountIsRefused() {
         DeviceKvPool d = device(IoBackend.CPU);
-        assertMessage(
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () -> open(HostKvPool.builder().forDevice(d).layerRange(0, -7).build())),
+        assertBuildRefused(
+                KvioInvalidArgumentException.class,
+                HostKvPool.builder().forDevice(d).layerRange(0, -7),
                 "layerRange(0, -7)",
                 "numLayers must be at least 1, got -7",
                 "valid numLayers from deviceLayerStart 0: 1 to 4");
-        assertMessage(
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () -> open(HostKvPool.builder().forDevice(d).layerRange(1, -3).build())),
+        assertBuildRefused(
+                KvioInvalidArgumentException.class,
+                HostKvPool.builder().forDevice(d).layerRange(1, -3),
                 "layerRange(1, -3)",
                 "got -3",
                 "1 to 3");
-        assertMessage(
-                expectThrows(
-                        KvioOutOfRangeException.class,
-                        () -> open(HostKvPool.builder().forDevice(d).layerRange(-1, 2).build())),
+        assertBuildRefused(
+                KvioOutOfRangeException.class,
+                HostKvPool.builder().forDevice(d).layerRange(-1, 2),
                 "layerRange(-1, 2)",
                 "deviceLayerStart -1 is negative",
                 "valid deviceLayerStart: 0 to 3");
@@ -197,10 +202,9 @@ public class HostPoolConfigurationTest {
                                                 .build()));
         assertMessage(without, "pages must be at least 1, got -5");
         assertFalse(without.getMessage().contains("not set"), without.getMessage());
-        assertMessage(
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () -> open(HostKvPool.builder().deviceLayers(-3).pages(2).build())),
+        assertBuildRefused(
+                KvioInvalidArgumentException.class,
+                HostKvPool.builder().deviceLayers(-3).pages(2),
                 "deviceLayers is -3",
                 "at least 1");
     }
@@ -220,10 +224,9 @@ public class HostPoolConfigurationTest {
                 "deviceLayerStart 5 is past the device pool's 4 layers",
                 "valid deviceLayerStart: 0 to 3");
         assertFalse(e.getMessage().contains("layers(n)"), e.getMessage());
-        assertMessage(
-                expectThrows(
-                        KvioOutOfRangeException.class,
-                        () -> open(HostKvPool.builder().forDevice(d).layerRange(3, 2).build())),
+        assertBuildRefused(
+                KvioOutOfRangeException.class,
+                HostKvPool.builder().forDevice(d).layerRange(3, 2),
                 "layerRange(3, 2)",
                 "pass the device pool's 4 layers",
                 "valid numLayers from deviceLayerStart 3: 1 to 1",
@@ -271,9 +274,9 @@ public class HostPoolConfigurationTest {
                 HostKvPool.builder().forDevice(auto).ioBackend(IoBackend.CPU);
         if (IoBackend.AUTO.isCuda()) {
             // build() refuses with the type a transfer between the two pools throws
-            assertMessage(
-                    expectThrows(
-                            KvioUnsupportedException.class, () -> open(cpuHostForAuto.build())),
+            assertBuildRefused(
+                    KvioUnsupportedException.class,
+                    cpuHostForAuto,
                     "CUDA device",
                     "'cpu' moves host memory");
             HostKvPool cpuHost = open(HostKvPool.builder().forDevice(cpu).build());
@@ -301,6 +304,30 @@ public class HostPoolConfigurationTest {
             Kvio.transfer(cpuEx, auto, cpuHost, all, all, 0, 0, LAYERS).await();
             assertEquals(cpuHost.buffer(), auto.buffer(), "auto device pool -> cpu host pool");
         }
+    }
+
+    /**
+     * The last check of build() asks natively whether a transfer between the two pools can be made:
+     * a host pool over the device pool's own memory passes every Java check but could never be used
+     * with it, so it is refused there (and the device pool's bytes are untouched).
+     */
+    @Test
+    public void hostPoolOverTheDevicePoolsOwnMemoryIsRefusedAtBuild() {
+        DeviceKvPool d = device(IoBackend.CPU);
+        fill(d.buffer(), 7);
+        byte[] before = new byte[d.buffer().capacity()];
+        d.buffer().get(before);
+        HostKvPool.Builder overDevice =
+                HostKvPool.builder().forDevice(d).pages(1).wrap(d.regionAddress(0), 4096);
+        assertBuildRefused(
+                KvioInvalidArgumentException.class,
+                overDevice,
+                "the source and destination pools share memory",
+                "pools over disjoint memory");
+        assertEquals(d.buffer(), ByteBuffer.wrap(before), "the device pool after the refusal");
+        // the same builder over memory of its own builds
+        ByteBuffer own = ByteBuffer.allocateDirect(4096);
+        assertEquals(open(overDevice.wrap(own).build()).spec().numPages(), 1);
     }
 
     /**

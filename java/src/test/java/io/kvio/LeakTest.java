@@ -47,16 +47,7 @@ public class LeakTest {
     }
 
     private static void cycles(int count, KvioExecutor executor) {
-        PoolSpec spec =
-                PoolSpec.builder()
-                        .kind(PoolKind.MHA)
-                        .layout(KvLayout.LAYER_FIRST)
-                        .layers(2)
-                        .pages(4)
-                        .pageSize(4)
-                        .heads(2)
-                        .headBytes(64)
-                        .build();
+        PoolSpec spec = PoolFixtures.smallMha(4, 64);
         try (TokenIndices from = TokenIndices.of(1, 2, 3);
                 TokenIndices to = TokenIndices.of(9, 8, 7)) {
             for (int i = 0; i < count; i++) {

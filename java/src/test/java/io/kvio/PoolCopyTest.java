@@ -17,16 +17,7 @@ import java.nio.ReadOnlyBufferException;
 import org.testng.annotations.Test;
 
 public class PoolCopyTest {
-    private static final PoolSpec SPEC =
-            PoolSpec.builder()
-                    .kind(PoolKind.MHA)
-                    .layout(KvLayout.LAYER_FIRST)
-                    .layers(2)
-                    .pages(4)
-                    .pageSize(16)
-                    .heads(2)
-                    .headBytes(64)
-                    .build();
+    private static final PoolSpec SPEC = PoolFixtures.smallMha(16, 64);
 
     private static ByteBuffer pattern(ByteBuffer b, int seed) {
         for (int i = b.position(); i < b.limit(); i++) {

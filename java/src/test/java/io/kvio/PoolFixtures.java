@@ -29,6 +29,22 @@ final class PoolFixtures {
                     .headBytes(4096)
                     .build();
 
+    /**
+     * A small MHA pool: layer_first, 2 layers of 4 pages of {@code pageSize} tokens, 2 heads of
+     * {@code headBytes} bytes.
+     */
+    static PoolSpec smallMha(long pageSize, long headBytes) {
+        return PoolSpec.builder()
+                .kind(PoolKind.MHA)
+                .layout(KvLayout.LAYER_FIRST)
+                .layers(2)
+                .pages(4)
+                .pageSize(pageSize)
+                .heads(2)
+                .headBytes(headBytes)
+                .build();
+    }
+
     /** A pool configuration in plain numbers. */
     static final class Config {
         final PoolKind kind;

@@ -14,13 +14,22 @@ import static org.testng.Assert.expectThrows;
 
 import io.kvio.PoolFixtures.Config;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.List;
 import org.testng.annotations.Test;
 
 public class RejectionTest extends CpuPoolsFixture {
 
-    private List<ByteBuffer> both() {
-        return List.of(device.buffer(), host.buffer());
+    /**
+     * The buffers of the fixture's device and host pools and of {@code more}: every byte a rejected
+     * call must leave as it was.
+     */
+    private List<ByteBuffer> buffers(KvPool... more) {
+        List<ByteBuffer> all = new ArrayList<>(List.of(device.buffer(), host.buffer()));
+        for (KvPool pool : more) {
+            all.add(pool.buffer());
+        }
+        return all;
     }
 
     // ---- indices ----
@@ -33,7 +42,7 @@ public class RejectionTest extends CpuPoolsFixture {
                 assertRejected(
                         KvioOutOfRangeException.class,
                         () -> host.backup(device).deviceIndices(d).hostIndices(h).submit().await(),
-                        both(),
+                        buffers(),
                         "hostIndices[1] = -1 is out of range",
                         "32 token slots",
                         "valid: 0 to 31");
@@ -47,7 +56,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioOutOfRangeException.class,
                 () -> host.load(device, 0).hostIndices(h).deviceIndices(d).submit().await(),
-                both(),
+                buffers(),
                 "deviceIndices[0] = -7 is out of range",
                 "64 token slots",
                 "valid: 0 to 63");
@@ -60,7 +69,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioOutOfRangeException.class,
                 () -> host.backup(device).deviceIndices(d).hostIndices(h).submit().await(),
-                both(),
+                buffers(),
                 "deviceIndices[2] = 64 is out of range",
                 "64 token slots",
                 "valid: 0 to 63");
@@ -73,7 +82,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioOutOfRangeException.class,
                 () -> host.load(device, 2).hostIndices(h).deviceIndices(d).submit().await(),
-                both(),
+                buffers(),
                 "hostIndices[1] = 32 is out of range",
                 "32 token slots",
                 "valid: 0 to 31");
@@ -86,13 +95,13 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioInvalidArgumentException.class,
                 () -> host.backup(device).deviceIndices(d).hostIndices(h).submit().await(),
-                both(),
+                buffers(),
                 "hostIndices has 3 entries",
                 "deviceIndices has 4");
         assertRejected(
                 KvioInvalidArgumentException.class,
                 () -> host.load(device, 0).hostIndices(h).deviceIndices(d).submit().await(),
-                both(),
+                buffers(),
                 "hostIndices has 3 entries",
                 "deviceIndices has 4");
     }
@@ -104,7 +113,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioInvalidArgumentException.class,
                 () -> host.backup(device).deviceIndices(d).hostIndices(h).submit().await(),
-                both(),
+                buffers(),
                 "duplicate destination slot 5",
                 "[0] and",
                 "[1]");
@@ -117,7 +126,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioInvalidArgumentException.class,
                 () -> host.load(device, 1).hostIndices(h).deviceIndices(d).submit().await(),
-                both(),
+                buffers(),
                 "duplicate destination slot 10",
                 "[1] and",
                 "[3]");
@@ -132,7 +141,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioOutOfRangeException.class,
                 () -> host.load(device, 4).hostIndices(h).deviceIndices(d).submit().await(),
-                both(),
+                buffers(),
                 "device layer 4",
                 "4 layers",
                 "valid: 0 to 3");
@@ -145,7 +154,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioOutOfRangeException.class,
                 () -> host.load(device, -1).hostIndices(h).deviceIndices(d).submit().await(),
-                both(),
+                buffers(),
                 "device layer -1",
                 "valid: 0 to 3");
     }
@@ -158,7 +167,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioOutOfRangeException.class,
                 () -> sharded.load(device, 4).hostIndices(h).deviceIndices(d).submit().await(),
-                List.of(device.buffer(), host.buffer(), sharded.buffer()),
+                buffers(sharded),
                 "device layer 4",
                 "valid: 0 to 3");
     }
@@ -168,7 +177,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioOutOfRangeException.class,
                 () -> open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 4, 2, 3)),
-                both(),
+                buffers(),
                 "[2, 5)",
                 "4 layers");
     }
@@ -178,7 +187,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioOutOfRangeException.class,
                 () -> open(PoolFixtures.host(device, KvLayout.LAYER_FIRST, 4, -1, 2)),
-                both(),
+                buffers(),
                 "-1");
     }
 
@@ -195,12 +204,12 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioClosedException.class,
                 () -> other.backup(device).deviceIndices(d).hostIndices(h).submit().await(),
-                both(),
+                buffers(),
                 "closed");
         assertRejected(
                 KvioClosedException.class,
                 () -> other.load(device, 0).hostIndices(h).deviceIndices(d).submit().await(),
-                both(),
+                buffers(),
                 "closed");
     }
 
@@ -212,7 +221,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertTrue(other.isClosed());
         TokenIndices h = idx(0);
         TokenIndices d = idx(0);
-        List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), otherHost.buffer());
+        List<ByteBuffer> buffers = buffers(otherHost);
         assertRejected(
                 KvioClosedException.class,
                 () -> otherHost.backup(other).deviceIndices(d).hostIndices(h).submit().await(),
@@ -233,12 +242,12 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioClosedException.class,
                 () -> host.backup(device).deviceIndices(d).hostIndices(h).submit().await(),
-                both(),
+                buffers(),
                 "closed");
         assertRejected(
                 KvioClosedException.class,
                 () -> host.load(device, 0).hostIndices(d).deviceIndices(h).submit().await(),
-                both(),
+                buffers(),
                 "closed");
     }
 
@@ -252,7 +261,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioClosedException.class,
                 () -> Kvio.transfer(executor, host, other, s, d, 0, 0, 1).await(),
-                List.of(device.buffer(), host.buffer(), other.buffer()),
+                buffers(other),
                 "closed");
     }
 
@@ -270,7 +279,7 @@ public class RejectionTest extends CpuPoolsFixture {
                                         .ioBackend("kernel_ascned")
                                         .pages(4)
                                         .build()),
-                both(),
+                buffers(),
                 "'kernel_ascned'",
                 "cpu, kernel, direct, kernel_ascend",
                 "did you mean 'kernel_ascend'?");
@@ -293,7 +302,7 @@ public class RejectionTest extends CpuPoolsFixture {
                                                 .ioBackend("None")
                                                 .pages(4)
                                                 .build()),
-                        both(),
+                        buffers(),
                         "'None'",
                         "cpu, kernel, direct, kernel_ascend");
         assertFalse(e.getMessage().contains("did you mean"), e.getMessage());
@@ -312,7 +321,7 @@ public class RejectionTest extends CpuPoolsFixture {
                                                 .ioBackend("")
                                                 .pages(4)
                                                 .build()),
-                        both(),
+                        buffers(),
                         "''",
                         "cpu, kernel, direct, kernel_ascend");
         assertFalse(e.getMessage().contains("did you mean"), e.getMessage());
@@ -330,7 +339,7 @@ public class RejectionTest extends CpuPoolsFixture {
                                         .ioBackend(IoBackend.CPU)
                                         .pages(4)
                                         .build()),
-                both(),
+                buffers(),
                 "'page_frist'",
                 "layer_first, page_first, page_first_direct, page_head",
                 "did you mean 'page_first'?");
@@ -365,7 +374,7 @@ public class RejectionTest extends CpuPoolsFixture {
                                                 .ioBackend(IoBackend.CPU)
                                                 .pages(4)
                                                 .build()),
-                        List.of(device.buffer(), host.buffer(), mla.buffer()),
+                        buffers(mla),
                         "page_head",
                         "mla",
                         "layer_first, page_first, page_first_direct");
@@ -393,7 +402,7 @@ public class RejectionTest extends CpuPoolsFixture {
                                                 .deviceLayers(4)
                                                 .pages(4)
                                                 .build()),
-                        both(),
+                        buffers(),
                         "io backend 'kernel' is not available",
                         "Available here: cpu");
         // the cause itself is checked by
@@ -419,7 +428,7 @@ public class RejectionTest extends CpuPoolsFixture {
                                         .ioBackend("kernel")
                                         .pages(4)
                                         .build()),
-                both(),
+                buffers(),
                 "device pool lives on io backend 'cpu'",
                 "'kernel'",
                 "ioBackend(\"cpu\")");
@@ -432,7 +441,7 @@ public class RejectionTest extends CpuPoolsFixture {
             assertRejected(
                     KvioUnavailableException.class,
                     () -> open(DeviceKvPool.allocate(DEVICE.spec(KvLayout.LAYER_FIRST), b)),
-                    both(),
+                    buffers(),
                     b.userName(),
                     b == IoBackend.KERNEL_ASCEND ? "Ascend" : "CUDA");
         }
@@ -491,7 +500,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioInvalidArgumentException.class,
                 () -> Kvio.transfer(executor, host, wideHost, s, d, 0, 0, 1).await(),
-                List.of(device.buffer(), host.buffer(), wide.buffer(), wideHost.buffer()),
+                buffers(wide, wideHost),
                 "row geometry differs",
                 "2 heads x 8 bytes",
                 "2 heads x 16 bytes");
@@ -506,7 +515,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioInvalidArgumentException.class,
                 () -> Kvio.transfer(executor, device, mla, s, d, 0, 0, 1).await(),
-                List.of(device.buffer(), host.buffer(), mla.buffer()),
+                buffers(mla),
                 "mha",
                 "mla");
     }
@@ -516,7 +525,7 @@ public class RejectionTest extends CpuPoolsFixture {
         DeviceKvPool wide = open(new Config(PoolKind.MHA, 4, 16, 4, 2, 16).allocateDevice());
         TokenIndices h = idx(0);
         TokenIndices d = idx(0);
-        List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), wide.buffer());
+        List<ByteBuffer> buffers = buffers(wide);
         KvioException e =
                 assertRejected(
                         KvioException.class,
@@ -535,7 +544,7 @@ public class RejectionTest extends CpuPoolsFixture {
         KvioExecutor executor = open(KvioExecutor.create(IoBackend.CPU, 1));
         TokenIndices s = idx(0);
         TokenIndices d = idx(0);
-        List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), other.buffer());
+        List<ByteBuffer> buffers = buffers(other);
         assertRejected(
                 KvioOutOfRangeException.class,
                 () -> Kvio.transfer(executor, host, other, s, d, 2, 0, 3).await(),
@@ -558,7 +567,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioInvalidArgumentException.class,
                 () -> Kvio.transfer(executor, host, host, s, d, 0, 0, 4).await(),
-                both(),
+                buffers(),
                 "overlap",
                 "slot 2");
     }
@@ -580,7 +589,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioInvalidArgumentException.class,
                 () -> Kvio.transfer(executor, device, alias, s, d, 0, 0, 1).await(),
-                both(),
+                buffers(),
                 "the source and destination pools share memory",
                 "use one pool for both sides");
         // "whatever the indices": empty lists too (they were checked in Java for the pools'
@@ -589,7 +598,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioInvalidArgumentException.class,
                 () -> Kvio.transfer(executor, device, alias, none, none, 0, 0, 1).await(),
-                both(),
+                buffers(),
                 "the source and destination pools share memory");
     }
 
@@ -614,7 +623,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioInvalidArgumentException.class,
                 () -> Kvio.transfer(mla.executor(), device, mla, d, h, 0, 0, 1),
-                List.of(device.buffer(), host.buffer(), mla.buffer()),
+                buffers(mla),
                 "the source pool is mha and the destination pool is mla");
     }
 
@@ -627,7 +636,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioInvalidArgumentException.class,
                 () -> Kvio.transfer(executor, host, other, s, d, 0, 0, 0).await(),
-                List.of(device.buffer(), host.buffer(), other.buffer()),
+                buffers(other),
                 "numLayers must be at least 1, got 0");
     }
 
@@ -687,7 +696,7 @@ public class RejectionTest extends CpuPoolsFixture {
     public void wrapTooSmallRegion() {
         DeviceKvPool backing = open(ConformanceMatrixTest.DeviceUnderTest.allocateBacking(4096));
         PoolSpec spec = DEVICE.spec(KvLayout.LAYER_FIRST); // needs 2 x 4*64*16 = 8192 bytes
-        List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), backing.buffer());
+        List<ByteBuffer> buffers = buffers(backing);
         assertRejected(
                 KvioInvalidArgumentException.class,
                 () -> open(DeviceKvPool.wrap(spec, backing.regionAddress(0), 4096, IoBackend.CPU)),
@@ -722,7 +731,7 @@ public class RejectionTest extends CpuPoolsFixture {
         long base = backing.regionAddress(0);
         long[] table = new long[8]; // 2 components x 4 layers, 1024 bytes each
         for (int i = 0; i < table.length; i++) table[i] = base + i * 1024L;
-        List<ByteBuffer> buffers = List.of(device.buffer(), host.buffer(), backing.buffer());
+        List<ByteBuffer> buffers = buffers(backing);
         assertRejected(
                 KvioInvalidArgumentException.class,
                 () ->
@@ -791,7 +800,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioClosedException.class,
                 () -> open(PoolFixtures.host(other, KvLayout.PAGE_FIRST, 4)),
-                both(),
+                buffers(),
                 "closed");
     }
 
@@ -800,7 +809,7 @@ public class RejectionTest extends CpuPoolsFixture {
         assertRejected(
                 KvioInvalidArgumentException.class,
                 () -> open(KvioExecutor.create(IoBackend.CPU, 2000)),
-                both(),
+                buffers(),
                 "threads must be at most 1024, got 2000");
     }
 }

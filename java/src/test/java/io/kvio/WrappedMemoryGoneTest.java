@@ -16,22 +16,31 @@ import static org.testng.Assert.expectThrows;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
 import org.testng.annotations.Test;
 
 public class WrappedMemoryGoneTest {
-    private static final PoolSpec SPEC =
-            PoolSpec.builder()
-                    .kind(PoolKind.MHA)
-                    .layout(KvLayout.LAYER_FIRST)
-                    .layers(2)
-                    .pages(4)
-                    .pageSize(4)
-                    .heads(2)
-                    .headBytes(8)
-                    .build();
+    private static final PoolSpec SPEC = PoolFixtures.smallMha(4, 8);
 
     /** K and V of one layer of SPEC: 2 * 16 tokens * 2 heads * 8 bytes. */
     private static final int ONE_LAYER_BYTES = 2 * 16 * 2 * 8;
+
+    /**
+     * A host pool of {@code device}'s layer 0 over {@code memory}, which {@code alive} says is
+     * there, named "the test's memory".
+     */
+    private static HostKvPool.Builder overMemory(
+            DeviceKvPool device, ByteBuffer memory, BooleanSupplier alive) {
+        return HostKvPool.builder()
+                .forDevice(device)
+                .layerRange(0, 1)
+                .wrap(
+                        NativeBridge.directAddress(memory),
+                        ONE_LAYER_BYTES,
+                        memory,
+                        alive,
+                        "the test's memory");
+    }
 
     @Test
     public void aPoolWhoseMemoryIsGoneRefusesEveryUseAndMovesNothing() {
@@ -40,17 +49,7 @@ public class WrappedMemoryGoneTest {
         AtomicBoolean alive = new AtomicBoolean(true);
         try (DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
                 KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 1);
-                HostKvPool host =
-                        HostKvPool.builder()
-                                .forDevice(device)
-                                .layerRange(0, 1)
-                                .wrap(
-                                        NativeBridge.directAddress(memory),
-                                        ONE_LAYER_BYTES,
-                                        memory,
-                                        alive::get,
-                                        "the test's memory")
-                                .build()) {
+                HostKvPool host = overMemory(device, memory, alive::get).build()) {
             byte[] deviceBytes = LayoutOracle.canary(device.buffer(), 1);
             byte[] hostBytes = LayoutOracle.canary(memory, 2);
             host.backup(device).deviceIndices(1).hostIndices(0).submit().await(); // alive: works
@@ -120,16 +119,7 @@ public class WrappedMemoryGoneTest {
     public void memoryGoneBeforeBuildIsRefusedAtBuild() {
         ByteBuffer memory = ByteBuffer.allocateDirect(ONE_LAYER_BYTES);
         try (DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU)) {
-            HostKvPool.Builder builder =
-                    HostKvPool.builder()
-                            .forDevice(device)
-                            .layerRange(0, 1)
-                            .wrap(
-                                    NativeBridge.directAddress(memory),
-                                    ONE_LAYER_BYTES,
-                                    memory,
-                                    () -> false,
-                                    "the test's memory");
+            HostKvPool.Builder builder = overMemory(device, memory, () -> false);
             KvioClosedException e = expectThrows(KvioClosedException.class, builder::build);
             assertEquals(
                     e.getMessage(),

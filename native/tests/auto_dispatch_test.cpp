@@ -15,6 +15,7 @@
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
 #include "oracle.hpp"
+#include "rejection_assertions.hpp"
 
 namespace kvio_test {
 namespace {
@@ -374,12 +375,8 @@ TEST(AutoBackend, CalibrationCallsRefuseOtherExecutors) {
   // The C++ wrapper throws that status (it assumed INVALID_ARGUMENT).
   kvio::Executor wrapped(kvio::IoBackend::Cpu, 1);
   ASSERT_EQ(kvio_executor_close(wrapped.handle()), KVIO_STATUS_OK);  // closed under the wrapper
-  try {
-    (void)wrapped.autoCalibration();
-    ADD_FAILURE() << "no exception";
-  } catch (const kvio::Error& e) {
-    EXPECT_EQ(e.status(), KVIO_STATUS_CLOSED) << e.what();
-  }
+  expectError([&] { (void)wrapped.autoCalibration(); }, KVIO_STATUS_CLOSED, {},
+              "autoCalibration() of a closed executor");
 }
 
 TEST(AutoBackend, CppWrapperMarksOverlapAndSetsTheCalibration) {

@@ -161,13 +161,8 @@ TEST(PoolCopyTest, CppApiCopiesAndThrowsTypedErrors) {
   EXPECT_EQ(out[0], 0u);
   EXPECT_EQ(out[1], 1u);
   EXPECT_EQ(out[3], 3u);
-  try {
-    pool.copyTo(0, 8, out, sizeof(out));
-    FAIL() << "a range past the region must throw";
-  } catch (const kvio::Error& e) {
-    EXPECT_EQ(e.status(), KVIO_STATUS_OUT_OF_RANGE);
-    EXPECT_NE(std::string(e.what()).find("outside region 0"), std::string::npos) << e.what();
-  }
+  expectError([&] { pool.copyTo(0, 8, out, sizeof(out)); }, KVIO_STATUS_OUT_OF_RANGE,
+              {"outside region 0"}, "a range past the region");
   EXPECT_EQ(out[0], 0u);  // the refused copy wrote nothing: out is what the first copy read
   EXPECT_EQ(out[1], 1u);
   EXPECT_EQ(out[2], 2u);

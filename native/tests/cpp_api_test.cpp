@@ -14,6 +14,7 @@
 
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
+#include "oracle.hpp"
 #include "rejection_assertions.hpp"
 
 namespace {
@@ -22,16 +23,11 @@ using kvio_test::expectError;
 
 constexpr int64_t kRow = 16;  // bytes of one token's row (MLA: one component)
 
+// MLA layer_first, 1 layer, 2 pages of 4 tokens, 1 head of kRow bytes.
 kvio::PoolSpec oneLayerSpec() {
-  kvio::PoolSpec spec;
-  spec.kind = kvio::PoolKind::Mla;
-  spec.layout = kvio::Layout::LayerFirst;
-  spec.numLayers = 1;
-  spec.numPages = 2;
-  spec.pageSize = 4;
-  spec.headNum = 1;
-  spec.headBytes = kRow;
-  return spec;
+  return kvio_test::Geometry{
+      KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, kvio_test::Form::Single, 1, 2, 4, 1, kRow}
+      .spec();
 }
 
 // Source byte i holds i % 251; the destination is a canary (0xA5).

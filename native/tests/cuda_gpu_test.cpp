@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <thread>
@@ -90,7 +91,7 @@ int stressRepetitions() {
 }
 
 kvio_pool_spec specOf(const Geometry& g) {
-  return {g.kind, g.layout, g.L, g.P, g.ps, g.H, g.hb};
+  return g.spec().toC();
 }
 
 /// Sets (value nullptr: unsets) an environment variable while it lives, then restores it.
@@ -381,6 +382,22 @@ bool checkTransfer(uint64_t executor, const Geometry& sg, GpuPool& src, const Ge
   const ::testing::AssertionResult same = sameImage(expected, actual, "destination");
   EXPECT_TRUE(same);
   return static_cast<bool>(same);
+}
+
+/// Sets each launch shape (every budget with every warps count) on `executor` and runs `check`
+/// under it, a trace naming the shape; then a shape past the limits (33 warps) is refused.
+template <class Check>
+void eachLaunchShape(uint64_t executor, std::initializer_list<int32_t> budgets,
+                     std::initializer_list<int32_t> warpCounts, Check&& check) {
+  for (const int32_t budget : budgets) {
+    for (const int32_t warps : warpCounts) {
+      ASSERT_EQ(kvio_executor_set_launch(executor, budget, warps), KVIO_STATUS_OK)
+          << kvio_last_error();
+      SCOPED_TRACE("budget " + std::to_string(budget) + " warps " + std::to_string(warps));
+      check();
+    }
+  }
+  EXPECT_EQ(kvio_executor_set_launch(executor, 1, 33), KVIO_STATUS_INVALID_ARGUMENT);
 }
 
 // ---- the conformance matrix, one test case per configuration ----
@@ -768,14 +785,9 @@ TEST(CudaKernel, CtaBudgetsAndWarpsGiveTheSameBytes) {
   const Geometry &dg = pools.dg, &hg = pools.hg;
   GpuPool &device = pools.device, &host = pools.host;
   std::mt19937_64 rng(5);
-  for (int32_t budget : {1, 2, 3, 4, 8, 16}) {
-    for (int32_t warps : {1, 4, 32}) {
-      ASSERT_EQ(kvio_executor_set_launch(executor.handle(), budget, warps), KVIO_STATUS_OK);
-      EXPECT_TRUE(checkTransfer(executor.handle(), dg, device, hg, host, rng, 2, 0, 0))
-          << "budget " << budget << " warps " << warps;
-    }
-  }
-  EXPECT_EQ(kvio_executor_set_launch(executor.handle(), 1, 33), KVIO_STATUS_INVALID_ARGUMENT);
+  ASSERT_NO_FATAL_FAILURE(eachLaunchShape(executor.handle(), {1, 2, 3, 4, 8, 16}, {1, 4, 32}, [&] {
+    EXPECT_TRUE(checkTransfer(executor.handle(), dg, device, hg, host, rng, 2, 0, 0));
+  }));
   // Per-transfer shapes, the executor's setting untouched.
   const std::vector<int64_t> idx = expandPages({0, 9, 33}, 16);
   for (int32_t budget : {1, 5, 16}) {
@@ -1040,14 +1052,8 @@ TEST(CudaKernel, SubmitWithTakesDeviceIndicesALaunchShapeAndTheMarkAtOnce) {
 TEST(CudaKernel, CppWrapperTakesDeviceIndicesAndALaunchShape) {
   REQUIRE_GPU();
   constexpr int64_t kTokens = 16, kRowBytes = 64;
-  kvio::PoolSpec spec;
-  spec.kind = kvio::PoolKind::Mla;
-  spec.layout = kvio::Layout::LayerFirst;
-  spec.numLayers = 2;
-  spec.numPages = 4;
-  spec.pageSize = 4;
-  spec.headNum = 1;
-  spec.headBytes = kRowBytes;
+  const kvio::PoolSpec spec =
+      make(KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 4, 4, 1, kRowBytes).spec();
   kvio::Executor kernel = kvio::Executor::cuda(kvio::IoBackend::Kernel, 0);
   kvio::Pool src = kvio::Pool::allocate(spec, KVIO_MEMORY_CUDA_DEVICE, 0);
   kvio::Pool dst = kvio::Pool::allocate(spec, KVIO_MEMORY_HOST_PINNED, 0);
@@ -1496,15 +1502,10 @@ TEST(CudaStaged, LaunchShapesGiveTheSameBytes) {
   ASSERT_TRUE(p.ok());
   std::mt19937_64 rng(31);
   const uint64_t e = p.executor.handle();
-  for (int32_t budget : {1, 3, 8}) {
-    for (int32_t warps : {1, 32}) {
-      ASSERT_EQ(kvio_executor_set_launch(e, budget, warps), KVIO_STATUS_OK) << kvio_last_error();
-      SCOPED_TRACE("budget " + std::to_string(budget) + " warps " + std::to_string(warps));
-      EXPECT_TRUE(checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0));
-      EXPECT_TRUE(checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, 2, 0, 0));
-    }
-  }
-  EXPECT_EQ(kvio_executor_set_launch(e, 1, 33), KVIO_STATUS_INVALID_ARGUMENT);
+  ASSERT_NO_FATAL_FAILURE(eachLaunchShape(e, {1, 3, 8}, {1, 32}, [&] {
+    EXPECT_TRUE(checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0));
+    EXPECT_TRUE(checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, 2, 0, 0));
+  }));
   Executor direct(KVIO_BACKEND_DIRECT);
   ASSERT_TRUE(direct.ok());
   EXPECT_EQ(kvio_executor_set_launch(direct.handle(), 2, 8), KVIO_STATUS_UNSUPPORTED);

@@ -38,6 +38,7 @@
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
 #include "oracle.hpp"
+#include "rejection_assertions.hpp"
 
 namespace kvio_test {
 namespace {
@@ -156,6 +157,28 @@ class Executor {
  private:
   uint64_t handle_ = 0;
   cudaStream_t stream_ = nullptr;
+};
+
+/// `count` elements of T in device memory (cudaMalloc), freed (and the free checked) however the
+/// test ends: a failed ASSERT between the cudaMalloc and a cudaFree at the end leaked it.
+template <class T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(size_t count) {
+    void* p = nullptr;
+    if (CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)))) data_ = static_cast<T*>(p);
+  }
+  ~DeviceArray() {
+    if (data_ != nullptr) CUDA_CHECK(cudaFree(data_));
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+
+  bool ok() const { return data_ != nullptr; }
+  T* get() const { return data_; }
+
+ private:
+  T* data_ = nullptr;
 };
 
 enum class Memory { Device, PinnedHost, WrappedHost };
@@ -900,8 +923,9 @@ TEST(CudaKernel, DeviceIndicesOutOfRangeAreSkippedAndReported) {
   ASSERT_TRUE(src.write(srcImage) && dst.write(expected));
   const std::vector<int64_t> s = {0, 1, 1000, 3, -5, 5}, d = {7, 6, 5, 16, 3, 2};
   applyTransfer(g, srcImage, g, &expected, {0, 1, 5}, {7, 6, 2}, 0, 0, 2);
-  int64_t* deviceIndices = nullptr;
-  CUDA_OK(cudaMalloc(&deviceIndices, 2 * s.size() * sizeof(int64_t)));
+  const DeviceArray<int64_t> indices(2 * s.size());
+  ASSERT_TRUE(indices.ok());
+  int64_t* const deviceIndices = indices.get();
   // Uploaded on the executor's stream and waited for (pageable source: the wait is needed).
   CUDA_OK(cudaMemcpyAsync(deviceIndices, s.data(), s.size() * 8, cudaMemcpyHostToDevice,
                           executor.stream()));
@@ -969,7 +993,6 @@ TEST(CudaKernel, DeviceIndicesOutOfRangeAreSkippedAndReported) {
       << kvio_last_error();
   Image after;
   EXPECT_TRUE(dst.read(&after) && sameImage(expected, after, "destination after the refusals"));
-  CUDA_OK(cudaFree(deviceIndices));
 }
 
 // kvio_submit_with: device-resident indices, a launch shape and the overlap mark in one submit,
@@ -983,8 +1006,9 @@ TEST(CudaKernel, SubmitWithTakesDeviceIndicesALaunchShapeAndTheMarkAtOnce) {
   const Geometry hg = make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 4, 2, 64);
   const std::vector<int64_t> s = {0, 31, 7, 12, 20}, d = {5, 1, 30, 12, 8};
   const size_t n = s.size();
-  int64_t* onDevice = nullptr;
-  CUDA_OK(cudaMalloc(&onDevice, 2 * n * sizeof(int64_t)));
+  const DeviceArray<int64_t> indices(2 * n);
+  ASSERT_TRUE(indices.ok());
+  int64_t* const onDevice = indices.get();
   CUDA_OK(cudaMemcpy(onDevice, s.data(), n * sizeof(int64_t), cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(onDevice + n, d.data(), n * sizeof(int64_t), cudaMemcpyHostToDevice));
   CUDA_OK(cudaDeviceSynchronize());  // the pageable copies' DMA may still run when they return
@@ -1043,7 +1067,6 @@ TEST(CudaKernel, SubmitWithTakesDeviceIndicesALaunchShapeAndTheMarkAtOnce) {
     ASSERT_TRUE(src.read(&source));
     EXPECT_TRUE(sameImage(srcImage, source, "source"));
   }
-  CUDA_OK(cudaFree(onDevice));
 }
 
 // kvio.hpp's forms of kvio_submit_device_indices (DeviceIndices) and kvio_submit_launch
@@ -1079,8 +1102,9 @@ TEST(CudaKernel, CppWrapperTakesDeviceIndicesAndALaunchShape) {
     return out;
   };
   const std::vector<int64_t> indices = {0, 5, 9, 15, 2, 7, 99, 0};  // src 3, dst 3, src 1, dst 1
-  int64_t* onDevice = nullptr;
-  CUDA_OK(cudaMalloc(&onDevice, indices.size() * sizeof(int64_t)));
+  const DeviceArray<int64_t> onDeviceArray(indices.size());
+  ASSERT_TRUE(onDeviceArray.ok());
+  int64_t* const onDevice = onDeviceArray.get();
   CUDA_OK(cudaMemcpy(onDevice, indices.data(), indices.size() * sizeof(int64_t),
                      cudaMemcpyHostToDevice));
   CUDA_OK(cudaDeviceSynchronize());  // the pageable copy's DMA may still run when it returns
@@ -1095,14 +1119,13 @@ TEST(CudaKernel, CppWrapperTakesDeviceIndicesAndALaunchShape) {
                              kvio::DeviceIndices::view(onDevice, 0), 0, 0);
   EXPECT_TRUE(none.empty());
   // Slot 99 is outside the pool: the kernel skips it, the transfer fails OUT_OF_RANGE.
-  try {
-    kvio::transferAllLayers(kernel, src, dst, kvio::DeviceIndices::view(onDevice + 6, 1),
-                            kvio::DeviceIndices::view(onDevice + 7, 1))
-        .wait();
-    ADD_FAILURE() << "slot 99 of 16 moved";
-  } catch (const kvio::Error& e) {
-    EXPECT_EQ(e.status(), KVIO_STATUS_OUT_OF_RANGE) << e.what();
-  }
+  expectError(
+      [&] {
+        kvio::transferAllLayers(kernel, src, dst, kvio::DeviceIndices::view(onDevice + 6, 1),
+                                kvio::DeviceIndices::view(onDevice + 7, 1))
+            .wait();
+      },
+      KVIO_STATUS_OUT_OF_RANGE, {}, "moving slot 99 of 16");
   EXPECT_EQ(destination(), expected) << "after the out-of-range pair";
   // A launch shape for one transfer: one launch, the rows right; beyond the limits refused.
   kvio::TransferOptions shape;
@@ -1114,14 +1137,9 @@ TEST(CudaKernel, CppWrapperTakesDeviceIndicesAndALaunchShape) {
   move({3, 4}, {4, 3}, 0);
   EXPECT_EQ(destination(), expected) << "per-transfer launch shape";
   shape.warpsPerCta = 33;
-  try {
-    (void)kvio::transferPerLayer(kernel, src, dst, {1}, {1}, 0, 0, shape);
-    ADD_FAILURE() << "33 warps per CTA accepted";
-  } catch (const kvio::Error& e) {
-    EXPECT_EQ(e.status(), KVIO_STATUS_INVALID_ARGUMENT) << e.what();
-  }
+  expectError([&] { (void)kvio::transferPerLayer(kernel, src, dst, {1}, {1}, 0, 0, shape); },
+              KVIO_STATUS_INVALID_ARGUMENT, {}, "33 warps per CTA");
   EXPECT_EQ(destination(), expected) << "after the refused shape";
-  CUDA_OK(cudaFree(onDevice));
 }
 
 TEST(CudaBackends, PageableHostMemoryIsRefused) {
@@ -1160,9 +1178,9 @@ TEST(CudaBackends, DeviceMemoryWrappedWithASizePastItsEndIsRefused) {
   const kvio_pool_spec spec = specOf(g);
   uint64_t need = 0;
   ASSERT_EQ(kvio_pool_component_bytes(&spec, &need), KVIO_STATUS_OK);
-  void* buffer = nullptr;
-  ASSERT_EQ(cudaMalloc(&buffer, need), cudaSuccess);
-  const uint64_t address = reinterpret_cast<uint64_t>(buffer);
+  const DeviceArray<uint8_t> buffer(need);
+  ASSERT_TRUE(buffer.ok());
+  const uint64_t address = reinterpret_cast<uint64_t>(buffer.get());
   uint64_t pool = 0;
   ASSERT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_CUDA_DEVICE, 0, address, need, &pool),
             KVIO_STATUS_OK)
@@ -1175,7 +1193,6 @@ TEST(CudaBackends, DeviceMemoryWrappedWithASizePastItsEndIsRefused) {
   EXPECT_NE(std::string(kvio_last_error()).find("runs past the end"), std::string::npos)
       << kvio_last_error();
   EXPECT_EQ(pool, 0u);
-  EXPECT_EQ(cudaFree(buffer), cudaSuccess);
 }
 
 // Device memory allocated in a context the caller created (cuCtxCreate) is in that context's
@@ -1257,15 +1274,14 @@ TEST(CudaBackends, DeviceMemoryOfAContextTheCallerCreatedIsRefused) {
     EXPECT_EQ(pool, 0u);
   }
   // Memory of the primary context (the runtime's) is still taken.
-  void* buffer = nullptr;
-  ASSERT_EQ(cudaMalloc(&buffer, need), cudaSuccess);
+  const DeviceArray<uint8_t> buffer(need);
+  ASSERT_TRUE(buffer.ok());
   uint64_t pool = 0;
   EXPECT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_CUDA_DEVICE, 0,
-                                  reinterpret_cast<uint64_t>(buffer), need, &pool),
+                                  reinterpret_cast<uint64_t>(buffer.get()), need, &pool),
             KVIO_STATUS_OK)
       << kvio_last_error();
   EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
-  EXPECT_EQ(cudaFree(buffer), cudaSuccess);
 }
 
 // Caller host memory wrapped, used, closed and freed, again and again: the allocator hands the

@@ -362,11 +362,6 @@ class SeededPair {
   SeededPair(const SeededPair&) = delete;
   SeededPair& operator=(const SeededPair&) = delete;
 
-  /// The source as it was filled.
-  const Image& source() const { return source_; }
-  /// What the destination must hold: the canary, and every transfer expect()ed so far.
-  const Image& expected() const { return expected_; }
-
   /// Replays a transfer from the filled source on the expected destination.
   void expect(const std::vector<int64_t>& srcIdx, const std::vector<int64_t>& dstIdx,
               int64_t srcLayer, int64_t dstLayer, int64_t layers) {

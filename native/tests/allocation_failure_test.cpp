@@ -55,10 +55,7 @@ bool runLife(int64_t failAt, bool persist) {
   {
     std::mt19937_64 rng(static_cast<uint64_t>(failAt) * 2 + persist);
     TestPool device(kDevice), host(kHost);
-    device.fillRandom(rng);
-    host.fill(kCanary);
-    const Image deviceImage = device.capture();
-    Image expected = host.capture();
+    SeededPair pools(device, host, rng);
     const std::vector<int64_t> src = shuffled(rng, kDevice.S()), dst = shuffled(rng, kHost.S());
     const uint64_t deviceHandle = device.pool().handle(), hostHandle = host.pool().handle();
 
@@ -98,7 +95,7 @@ bool runLife(int64_t failAt, bool persist) {
         EXPECT_EQ(
             budget.run("kvio_transfer_close", [&] { return kvio_transfer_close(s.transfer); }),
             KVIO_STATUS_OK);
-        applyTransfer(kDevice, deviceImage, kHost, &expected, src, dst, s.layer, s.layer, s.layers);
+        pools.expect(src, dst, s.layer, s.layer, s.layers);
       }
       EXPECT_EQ(budget.run("kvio_executor_close", [&] { return kvio_executor_close(executor); }),
                 KVIO_STATUS_OK);
@@ -121,8 +118,7 @@ bool runLife(int64_t failAt, bool persist) {
                 KVIO_STATUS_OK);
     }
 
-    EXPECT_TRUE(sameImage(expected, host.capture(), "destination"));
-    EXPECT_TRUE(sameImage(deviceImage, device.capture(), "source"));
+    EXPECT_TRUE(pools.check());
     injected = budget.injected();
   }  // the test's own pools closed
   EXPECT_EQ(liveObjects(), before) << "open pools, executors, transfers, host allocations";

@@ -43,6 +43,19 @@ struct Buffers {
   // The regions a pool over each buffer would have.
   std::vector<kvio::engine::Region> hostRegion() const { return {{h(), hostBytes}}; }
   std::vector<kvio::engine::Region> deviceRegion() const { return {{d(), deviceBytes}}; }
+  // One aclrtMemcpyBatchAsync on the stream: dsts[i] <- srcs[i], sizes[i] bytes (each
+  // destination's size too), under one attribute (where destinations and sources lie);
+  // *failIndex: the entry the runtime names.
+  aclError batch(std::vector<void*> dsts, std::vector<void*> srcs, std::vector<size_t> sizes,
+                 aclrtMemLocationType dstType, aclrtMemLocationType srcType,
+                 size_t* failIndex) const {
+    aclrtMemcpyBatchAttr attr{};
+    attr.dstLoc.type = dstType;
+    attr.srcLoc.type = srcType;
+    size_t attrIndex = 0;
+    return api.memcpyBatchAsync(dsts.data(), sizes.data(), srcs.data(), sizes.data(), dsts.size(),
+                                &attr, &attrIndex, 1, failIndex, stream);
+  }
   AclApi api;
   uint64_t hostBytes, deviceBytes;
   void* host = nullptr;
@@ -196,16 +209,10 @@ TEST(AscendCopies, CopiesSpanningAdjacentAllocationsAreRefusedAndCut) {
             ACL_ERROR_INVALID_PARAM);
   EXPECT_EQ(api.memcpy2dAsync(block.data() + 512, 1024, b.host, 64, 64, 2, H2D, b.stream),
             ACL_ERROR_INVALID_PARAM);
-  void* dsts[2] = {block.data(), block.data() + 1020};
-  void* srcs[2] = {b.host, b.host};
-  size_t sizes[2] = {8, 8};
-  aclrtMemcpyBatchAttr attr{};
-  attr.dstLoc.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-  attr.srcLoc.type = ACL_MEM_LOCATION_TYPE_HOST;
-  size_t attrIndex = 0, failIndex = 0;
-  EXPECT_EQ(
-      api.memcpyBatchAsync(dsts, sizes, srcs, sizes, 2, &attr, &attrIndex, 1, &failIndex, b.stream),
-      ACL_ERROR_INVALID_PARAM);
+  size_t failIndex = 0;
+  EXPECT_EQ(b.batch({block.data(), block.data() + 1020}, {b.host, b.host}, {8, 8},
+                    ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEM_LOCATION_TYPE_HOST, &failIndex),
+            ACL_ERROR_INVALID_PARAM);
   EXPECT_EQ(failIndex, 1u);
   EXPECT_EQ(acl.counts().rejected, 3);
   EXPECT_EQ(acl.counts().bytesCopied, 0u);
@@ -249,16 +256,10 @@ TEST(AscendCopies, TheEmulationAnswersArgumentErrors) {
             ACL_ERROR_RT_PARAM_INVALID);  // unknown stream
   EXPECT_EQ(api.setDevice(5), ACL_ERROR_RT_INVALID_DEVICEID);
   // A batch of device-to-device copies (the batch copies host to device or device to host).
-  void* dsts[1] = {b.device};
-  void* srcs[1] = {static_cast<uint8_t*>(b.device) + 2048};
-  size_t sizes[1] = {64};
-  aclrtMemcpyBatchAttr attr{};
-  attr.dstLoc.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-  attr.srcLoc.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-  size_t attrIndex = 0, failIndex = 0;
-  EXPECT_EQ(
-      api.memcpyBatchAsync(dsts, sizes, srcs, sizes, 1, &attr, &attrIndex, 1, &failIndex, b.stream),
-      ACL_ERROR_INVALID_PARAM);
+  size_t failIndex = 0;
+  EXPECT_EQ(b.batch({b.device}, {static_cast<uint8_t*>(b.device) + 2048}, {64},
+                    ACL_MEM_LOCATION_TYPE_DEVICE, ACL_MEM_LOCATION_TYPE_DEVICE, &failIndex),
+            ACL_ERROR_INVALID_PARAM);
   EXPECT_EQ(acl.counts().rejected, 10);
   EXPECT_EQ(acl.counts().bytesCopied, 0u);
   // And an issued plan whose copy the runtime refuses fails with the call and the sizes (the

@@ -72,18 +72,13 @@ class AscendExecutorTest : public AclEmulationTest {
   AclCallCounts exchange(kvio::Executor& ex, TestPool& src, TestPool& dst,
                          const std::vector<int64_t>& srcPages, const std::vector<int64_t>& dstPages,
                          int64_t layer, int64_t layers, std::mt19937_64& rng) {
-    src.fillRandom(rng);
-    dst.fill(kCanary);
-    const Image before = src.capture();
-    Image expected = dst.capture();
+    SeededPair pools(src, dst, rng);
     acl().reset();
     kvio::transferDimExchange(ex, src.pool(), dst.pool(), srcPages, dstPages, layer, layers).wait();
     const AclCallCounts counts = acl().counts();
     const int64_t ps = src.geometry().ps;
-    applyTransfer(src.geometry(), before, dst.geometry(), &expected, expandPages(srcPages, ps),
-                  expandPages(dstPages, ps), layer, layer, layers);
-    EXPECT_TRUE(sameImage(expected, dst.capture(), "destination"));
-    EXPECT_TRUE(sameImage(before, src.capture(), "source"));
+    pools.expect(expandPages(srcPages, ps), expandPages(dstPages, ps), layer, layer, layers);
+    EXPECT_TRUE(pools.check());
     EXPECT_EQ(counts.rejected, 0) << acl().recentError();
     return counts;
   }
@@ -170,16 +165,13 @@ TEST_F(AscendExecutorTest, LayerShardedBackup) {
     NpuPool device(dg);
     TestPool host = pinnedHost(hg);
     kvio::Executor ascend(kvio::IoBackend::KernelAscend);
-    device.pool.fillRandom(rng);
-    host.fill(kCanary);
-    const Image before = device.pool.capture();
-    Image expected = host.capture();
+    SeededPair pools(device.pool, host, rng);
     const auto srcIdx = expandPages({3, 4, 9}, 4);
     const auto dstIdx = expandPages({0, 13, 7}, 4);
     acl().reset();
     kvio::transferAllLayers(ascend, device.pool.pool(), host.pool(), srcIdx, dstIdx, 2).wait();
-    applyTransfer(dg, before, hg, &expected, srcIdx, dstIdx, 2, 0, 4);
-    EXPECT_TRUE(sameImage(expected, host.capture(), "host"));
+    pools.expect(srcIdx, dstIdx, 2, 0, 4);
+    EXPECT_TRUE(pools.check("host", "device"));
     EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
   }
 }
@@ -195,30 +187,20 @@ TEST_F(AscendExecutorTest, DimExchangeOfALayerShardedHostPool) {
   NpuPool device(dg);
   TestPool host = pinnedHost(hg);
   kvio::Executor ascend(kvio::IoBackend::KernelAscend);
-  device.pool.fillRandom(rng);
-  host.fill(kCanary);
-  Image deviceBefore = device.pool.capture();
-  Image expected = host.capture();
+  SeededPair backup(device.pool, host, rng);
   acl().reset();
   kvio::transferDimExchange(ascend, device.pool.pool(), host.pool(), {3, 4, 9}, {0, 13, 7},
                             kvio::LayerMap{2, 0, 4})
       .wait();
-  applyTransfer(dg, deviceBefore, hg, &expected, expandPages({3, 4, 9}, 4),
-                expandPages({0, 13, 7}, 4), 2, 0, 4);
-  EXPECT_TRUE(sameImage(expected, host.capture(), "host after the backup"));
-  EXPECT_TRUE(sameImage(deviceBefore, device.pool.capture(), "device after the backup"));
+  backup.expect(expandPages({3, 4, 9}, 4), expandPages({0, 13, 7}, 4), 2, 0, 4);
+  EXPECT_TRUE(backup.check("host after the backup", "device after the backup"));
 
-  host.fillRandom(rng);
-  device.pool.fill(kCanary);
-  const Image hostBefore = host.capture();
-  Image expectedDevice = device.pool.capture();
+  SeededPair load(host, device.pool, rng);
   kvio::transferDimExchange(ascend, host.pool(), device.pool.pool(), {13, 7}, {1, 11},
                             kvio::LayerMap{3, 5, 1})
       .wait();
-  applyTransfer(hg, hostBefore, dg, &expectedDevice, expandPages({13, 7}, 4),
-                expandPages({1, 11}, 4), 3, 5, 1);
-  EXPECT_TRUE(sameImage(expectedDevice, device.pool.capture(), "device after the load"));
-  EXPECT_TRUE(sameImage(hostBefore, host.capture(), "host after the load"));
+  load.expect(expandPages({13, 7}, 4), expandPages({1, 11}, 4), 3, 5, 1);
+  EXPECT_TRUE(load.check("device after the load", "host after the load"));
   EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
 }
 
@@ -269,15 +251,12 @@ TEST_F(AscendExecutorTest, BatchCopiesAndTheirFallBack) {
     TestPool host = pinnedHost(hg);
     kvio::Executor ascend(kvio::IoBackend::KernelAscend);
     for (int round = 0; round < 2; ++round) {
-      device.pool.fillRandom(rng);
-      host.fill(kCanary);
-      const Image before = device.pool.capture();
-      Image expected = host.capture();
+      SeededPair pools(device.pool, host, rng);
       acl().reset();
       if (refusal != kvio::ascend::ACL_SUCCESS) acl().setBatchResult(refusal);
       kvio::transferPerLayer(ascend, device.pool.pool(), host.pool(), srcIdx, dstIdx, 0, 0).wait();
-      applyTransfer(dg, before, hg, &expected, srcIdx, dstIdx, 0, 0, 1);
-      EXPECT_TRUE(sameImage(expected, host.capture(), "host"));
+      pools.expect(srcIdx, dstIdx, 0, 0, 1);
+      EXPECT_TRUE(pools.check("host", "device"));
       const AclCallCounts c = acl().counts();
       EXPECT_EQ(c.memcpy2dAsync, 0);
       if (mode == 0) {
@@ -380,16 +359,15 @@ TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
     srcIdx.push_back(100 - 3 * i);
     dstIdx.push_back(120 - 5 * i);
   }
-  try {
-    kvio::transferPerLayer(second.ascend, second.host.pool(), second.device.pool.pool(), srcIdx,
-                           dstIdx, 0, 0)
-        .wait();
-    ADD_FAILURE() << "a failed aclrtMemcpyAsync was reported as success";
-  } catch (const kvio::Error& e) {
-    EXPECT_EQ(e.status(), KVIO_STATUS_BACKEND_ERROR);
-    EXPECT_TRUE(mentions(e.what(), {"aclrtMemcpyAsync failed", "ACL_ERROR_RT_PARAM_INVALID",
-                                    "bytes from 0x", "host to device"}));
-  }
+  expectError(
+      [&] {
+        kvio::transferPerLayer(second.ascend, second.host.pool(), second.device.pool.pool(), srcIdx,
+                               dstIdx, 0, 0)
+            .wait();
+      },
+      KVIO_STATUS_BACKEND_ERROR,
+      {"aclrtMemcpyAsync failed", "ACL_ERROR_RT_PARAM_INVALID", "bytes from 0x", "host to device"},
+      "a failed aclrtMemcpyAsync");
 }
 
 TEST_F(AscendExecutorTest, AllocationFailuresNameTheCall) {
@@ -433,21 +411,15 @@ TEST_F(AscendExecutorTest, WrappedHostMemoryIsPinnedWithHostRegisterV2) {
     kvio::Executor ascend{kvio::IoBackend::KernelAscend};
     const std::vector<int64_t> pages = expandPages(range(0, 8), 4);
     const std::vector<int64_t> reversed = expandPages({7, 6, 5, 4, 3, 2, 1, 0}, 4);
-    host.fillRandom(rng);
-    device.pool.fill(kCanary);
-    Image hostBefore = host.capture(), expected = device.pool.capture();
+    SeededPair load(host, device.pool, rng);
     acl().reset();
     kvio::transferAllLayers(ascend, host.pool(), device.pool.pool(), pages, reversed).wait();
-    applyTransfer(g, hostBefore, dg, &expected, pages, reversed, 0, 0, 2);
-    EXPECT_TRUE(sameImage(expected, device.pool.capture(), "device pool"));
-    EXPECT_TRUE(sameImage(hostBefore, host.capture(), "host pool"));
-    device.pool.fillRandom(rng);
-    host.fill(kCanary);
-    const Image deviceBefore = device.pool.capture();
-    expected = host.capture();
+    load.expect(pages, reversed, 0, 0, 2);
+    EXPECT_TRUE(load.check("device pool", "host pool"));
+    SeededPair backup(device.pool, host, rng);
     kvio::transferAllLayers(ascend, device.pool.pool(), host.pool(), reversed, pages).wait();
-    applyTransfer(dg, deviceBefore, g, &expected, reversed, pages, 0, 0, 2);
-    EXPECT_TRUE(sameImage(expected, host.capture(), "host pool"));
+    backup.expect(reversed, pages, 0, 0, 2);
+    EXPECT_TRUE(backup.check("host pool", "device pool"));
     std::string fault;
     EXPECT_EQ(acl().faults(&fault), 0) << fault;
     EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
@@ -538,14 +510,11 @@ TEST_F(AscendExecutorTest, WithoutHostRegisterV2WrappingAsPinnedIsRefused) {
       pinnedHost(Geometry{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 4, 2, 16});
   NpuPool device(dg);
   kvio::Executor ascend{kvio::IoBackend::KernelAscend};
-  host.fillRandom(rng);
-  device.pool.fill(kCanary);
-  const Image before = host.capture();
-  Image expected = device.pool.capture();
+  SeededPair pools(host, device.pool, rng);
   const std::vector<int64_t> idx = range(0, g.S());
   kvio::transferAllLayers(ascend, host.pool(), device.pool.pool(), idx, idx).wait();
-  applyTransfer(host.geometry(), before, dg, &expected, idx, idx, 0, 0, 2);
-  EXPECT_TRUE(sameImage(expected, device.pool.capture(), "device pool"));
+  pools.expect(idx, idx, 0, 0, 2);
+  EXPECT_TRUE(pools.check("device pool", "host pool"));
   EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
 }
 
@@ -640,13 +609,11 @@ TEST_F(AscendExecutorTest, MemoryRulesRejectBeforeMoving) {
   for (const Case& c : cases) {
     const Image before = device.pool.capture();
     const Image pinnedBefore = pinned.capture();
-    try {
-      kvio::transfer(*c.executor, *c.src, *c.dst, idx, idx, kvio::LayerMap{0, 0, 2}).wait();
-      ADD_FAILURE() << "accepted: " << c.says;
-    } catch (const kvio::Error& e) {
-      EXPECT_EQ(e.status(), KVIO_STATUS_UNSUPPORTED);
-      EXPECT_TRUE(mentions(e.what(), {c.says}));
-    }
+    expectError(
+        [&] {
+          kvio::transfer(*c.executor, *c.src, *c.dst, idx, idx, kvio::LayerMap{0, 0, 2}).wait();
+        },
+        KVIO_STATUS_UNSUPPORTED, {c.says}, c.says);
     EXPECT_TRUE(sameImage(before, device.pool.capture(), "device"));
     EXPECT_TRUE(sameImage(pinnedBefore, pinned.capture(), "pinned"));
   }
@@ -715,10 +682,7 @@ TEST_F(AscendExecutorTest, CallerStream) {
     ASSERT_EQ(kvio_executor_create_ascend(0, reinterpret_cast<uint64_t>(stream), &handle),
               KVIO_STATUS_OK)
         << lastError();
-    host.fillRandom(rng);
-    device.pool.fill(kCanary);
-    const Image before = host.capture();
-    Image expected = device.pool.capture();
+    SeededPair pools(host, device.pool, rng);
     const auto srcIdx = range(5, 9);
     const auto dstIdx = range(20, 9);
     const kvio_transfer_desc desc{host.pool().handle(),
@@ -739,8 +703,8 @@ TEST_F(AscendExecutorTest, CallerStream) {
     EXPECT_NE(event, 0u);
     EXPECT_EQ(kvio_transfer_cuda_event(transfer, &event), KVIO_STATUS_UNSUPPORTED);
     kvio_transfer_close(transfer);
-    applyTransfer(hg, before, dg, &expected, srcIdx, dstIdx, 0, 0, 3);
-    EXPECT_TRUE(sameImage(expected, device.pool.capture(), "device"));
+    pools.expect(srcIdx, dstIdx, 0, 0, 3);
+    EXPECT_TRUE(pools.check("device", "host"));
     ASSERT_EQ(kvio_executor_close(handle), KVIO_STATUS_OK);
   }
   EXPECT_EQ(acl().live().streams, 1);

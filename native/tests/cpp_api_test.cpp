@@ -14,21 +14,20 @@
 
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
+#include "oracle.hpp"
+#include "rejection_assertions.hpp"
 
 namespace {
 
+using kvio_test::expectError;
+
 constexpr int64_t kRow = 16;  // bytes of one token's row (MLA: one component)
 
+// MLA layer_first, 1 layer, 2 pages of 4 tokens, 1 head of kRow bytes.
 kvio::PoolSpec oneLayerSpec() {
-  kvio::PoolSpec spec;
-  spec.kind = kvio::PoolKind::Mla;
-  spec.layout = kvio::Layout::LayerFirst;
-  spec.numLayers = 1;
-  spec.numPages = 2;
-  spec.pageSize = 4;
-  spec.headNum = 1;
-  spec.headBytes = kRow;
-  return spec;
+  return kvio_test::Geometry{
+      KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, kvio_test::Form::Single, 1, 2, 4, 1, kRow}
+      .spec();
 }
 
 // Source byte i holds i % 251; the destination is a canary (0xA5).
@@ -105,27 +104,21 @@ TEST(CppApi, AVectorGivenAsAnRvalueIsKeptNotViewed) {
 TEST(CppApi, PageSlotsRefusesPageSizesAndPagesOutsideInt64) {
   EXPECT_EQ(kvio::pageSlots({2, 0}, 3), (std::vector<int64_t>{6, 7, 8, 0, 1, 2}));
   for (const int64_t pageSize : {int64_t{-1}, int64_t{0}, INT64_MIN}) {
-    try {
-      (void)kvio::pageSlots({1, 2}, pageSize);
-      ADD_FAILURE() << "pageSize " << pageSize << " accepted";
-    } catch (const kvio::Error& e) {  // it was std::length_error (reserve of a huge count)
-      EXPECT_EQ(e.status(), KVIO_STATUS_INVALID_ARGUMENT) << e.what();
-      EXPECT_NE(std::string(e.what()).find(std::to_string(pageSize)), std::string::npos)
-          << e.what();
-    }
+    // It was std::length_error (reserve of a huge count).
+    expectError(
+        [&] {
+          (void)kvio::pageSlots({1, 2}, pageSize);
+        },
+        KVIO_STATUS_INVALID_ARGUMENT, {std::to_string(pageSize)},
+        "pageSize " + std::to_string(pageSize));
   }
   // p * pageSize overflowed (undefined behaviour); the last slot of the page must fit too.
   const int64_t big = INT64_MAX / 4 + 1;
   for (const std::vector<int64_t>& pages :
        {std::vector<int64_t>{0, big}, std::vector<int64_t>{INT64_MIN / 4 - 1}}) {
-    try {
-      (void)kvio::pageSlots(pages, 4);
-      ADD_FAILURE() << "page " << pages.back() << " of 4 slots accepted";
-    } catch (const kvio::Error& e) {
-      EXPECT_EQ(e.status(), KVIO_STATUS_INVALID_ARGUMENT) << e.what();
-      EXPECT_NE(std::string(e.what()).find(std::to_string(pages.back())), std::string::npos)
-          << e.what();
-    }
+    expectError([&] { (void)kvio::pageSlots(pages, 4); }, KVIO_STATUS_INVALID_ARGUMENT,
+                {std::to_string(pages.back())},
+                "page " + std::to_string(pages.back()) + " of 4 slots");
   }
   const int64_t last = (INT64_MAX - 3) / 4;  // its slots end at INT64_MAX - 3 + 3 at most
   EXPECT_EQ(kvio::pageSlots({last}, 4).back(), last * 4 + 3);
@@ -135,15 +128,12 @@ TEST(CppApi, TransferDirectCountsPagesInItsMessage) {
   const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
   const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
   kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
-  try {
-    (void)kvio::transferDirect(cpu, src, dst, {0, 1}, {1}, kvio::LayerMap{0, 0, 1});
-    ADD_FAILURE() << "page lists of 2 and 1 accepted";
-  } catch (const kvio::Error& e) {
-    EXPECT_EQ(e.status(), KVIO_STATUS_INVALID_ARGUMENT) << e.what();
-    EXPECT_NE(std::string(e.what()).find("srcPages has 2 pages but dstPages has 1"),
-              std::string::npos)
-        << e.what();
-  }
+  expectError(
+      [&] {
+        (void)kvio::transferDirect(cpu, src, dst, {0, 1}, {1}, kvio::LayerMap{0, 0, 1});
+      },
+      KVIO_STATUS_INVALID_ARGUMENT, {"srcPages has 2 pages but dstPages has 1"},
+      "page lists of 2 and 1");
 }
 
 TEST(CppApi, ClosedObjectsReportClosed) {
@@ -156,18 +146,9 @@ TEST(CppApi, ClosedObjectsReportClosed) {
   src.close();
   EXPECT_EQ(src.handle(), pool);
   src.close();  // once only: nothing to close again
-  try {
-    (void)src.data();
-    ADD_FAILURE() << "data() of a closed pool";
-  } catch (const kvio::Error& e) {
-    EXPECT_EQ(e.status(), KVIO_STATUS_CLOSED) << e.what();
-  }
-  try {
-    (void)kvio::transferPerLayer(cpu, src, dst, {0}, {0}, 0, 0);
-    ADD_FAILURE() << "a transfer from a closed pool";
-  } catch (const kvio::Error& e) {
-    EXPECT_EQ(e.status(), KVIO_STATUS_CLOSED) << e.what();
-  }
+  expectError([&] { (void)src.data(); }, KVIO_STATUS_CLOSED, {}, "data() of a closed pool");
+  expectError([&] { (void)kvio::transferPerLayer(cpu, src, dst, {0}, {0}, 0, 0); },
+              KVIO_STATUS_CLOSED, {}, "a transfer from a closed pool");
   EXPECT_TRUE(src.closeAndWait());
   EXPECT_TRUE(src.closeAndWait());
   // A wrapped pool closed by hand, then destroyed: the destructor waits on the kept handle.
@@ -175,28 +156,16 @@ TEST(CppApi, ClosedObjectsReportClosed) {
   {
     kvio::Pool wrapped = kvio::Pool::wrap(oneLayerSpec(), buf.data(), buf.size());
     wrapped.close();
-    try {
-      (void)wrapped.bytes();
-      ADD_FAILURE() << "bytes() of a closed wrapped pool";
-    } catch (const kvio::Error& e) {
-      EXPECT_EQ(e.status(), KVIO_STATUS_CLOSED) << e.what();
-    }
+    expectError([&] { (void)wrapped.bytes(); }, KVIO_STATUS_CLOSED, {},
+                "bytes() of a closed wrapped pool");
   }
   const uint64_t executor = cpu.handle();
   cpu.close();
   EXPECT_EQ(cpu.handle(), executor);
-  try {
-    (void)cpu.threads();
-    ADD_FAILURE() << "threads() of a closed executor";
-  } catch (const kvio::Error& e) {
-    EXPECT_EQ(e.status(), KVIO_STATUS_CLOSED) << e.what();
-  }
-  try {
-    (void)kvio::transferPerLayer(cpu, dst, dst, {0}, {1}, 0, 0);
-    ADD_FAILURE() << "a transfer on a closed executor";
-  } catch (const kvio::Error& e) {
-    EXPECT_EQ(e.status(), KVIO_STATUS_CLOSED) << e.what();
-  }
+  expectError([&] { (void)cpu.threads(); }, KVIO_STATUS_CLOSED, {},
+              "threads() of a closed executor");
+  expectError([&] { (void)kvio::transferPerLayer(cpu, dst, dst, {0}, {1}, 0, 0); },
+              KVIO_STATUS_CLOSED, {}, "a transfer on a closed executor");
   // Moved-from objects have no handle: INVALID_ARGUMENT, as before.
   kvio::Pool taken = std::move(dst);
   EXPECT_EQ(dst.handle(), 0u);  // NOLINT(bugprone-use-after-move)
@@ -218,20 +187,11 @@ TEST(CppApi, EmptyIndexListsCompleteAfterEveryOtherCheck) {
   EXPECT_EQ(t.cudaEvent(), 0u);  // nothing queued: nothing to wait on
   EXPECT_EQ(contents(dst), expected(dst, {}, {}));
   // The checks that need no index still run (the C ABI's submit refuses an empty transfer).
-  try {
-    (void)kvio::transferPerLayer(cpu, src, dst, none, none, 0, 1);
-    ADD_FAILURE() << "layer 1 of a one-layer pool accepted";
-  } catch (const kvio::Error& e) {
-    EXPECT_EQ(e.status(), KVIO_STATUS_OUT_OF_RANGE) << e.what();
-  }
+  expectError([&] { (void)kvio::transferPerLayer(cpu, src, dst, none, none, 0, 1); },
+              KVIO_STATUS_OUT_OF_RANGE, {}, "layer 1 of a one-layer pool");
   const kvio::Pool alias = kvio::Pool::wrap(oneLayerSpec(), dst.data(), dst.bytes());
-  try {
-    (void)kvio::transferPerLayer(cpu, dst, alias, none, none, 0, 0);
-    ADD_FAILURE() << "two pools over one buffer accepted";
-  } catch (const kvio::Error& e) {
-    EXPECT_EQ(e.status(), KVIO_STATUS_INVALID_ARGUMENT) << e.what();
-    EXPECT_NE(std::string(e.what()).find("share memory"), std::string::npos) << e.what();
-  }
+  expectError([&] { (void)kvio::transferPerLayer(cpu, dst, alias, none, none, 0, 0); },
+              KVIO_STATUS_INVALID_ARGUMENT, {"share memory"}, "two pools over one buffer");
   // A moved-from transfer is not an empty one: it has no handle to answer with.
   kvio::Transfer moved = std::move(t);
   EXPECT_TRUE(moved.empty());
@@ -272,20 +232,12 @@ TEST(CppApi, PerLayerCallsCarryTheOverlapMark) {
 
 TEST(CppApi, DeviceEntryPointsSayWhyWhereThereIsNoDevice) {
   if (kvio_backend_available(KVIO_BACKEND_KERNEL) != KVIO_STATUS_OK) {
-    try {
-      (void)kvio::Executor::cuda(kvio::IoBackend::Kernel, 0);
-      ADD_FAILURE() << "a CUDA executor without CUDA";
-    } catch (const kvio::Error& e) {
-      EXPECT_EQ(e.status(), KVIO_STATUS_UNAVAILABLE) << e.what();
-    }
+    expectError([&] { (void)kvio::Executor::cuda(kvio::IoBackend::Kernel, 0); },
+                KVIO_STATUS_UNAVAILABLE, {}, "a CUDA executor without CUDA");
   }
   if (kvio_backend_available(KVIO_BACKEND_KERNEL_ASCEND) != KVIO_STATUS_OK) {
-    try {
-      (void)kvio::Executor::ascend(0);
-      ADD_FAILURE() << "an Ascend executor without ACL";
-    } catch (const kvio::Error& e) {
-      EXPECT_EQ(e.status(), KVIO_STATUS_UNAVAILABLE) << e.what();
-    }
+    expectError([&] { (void)kvio::Executor::ascend(0); }, KVIO_STATUS_UNAVAILABLE, {},
+                "an Ascend executor without ACL");
   }
   // A cpu executor has no stream, and its transfers no device event.
   kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
@@ -295,28 +247,8 @@ TEST(CppApi, DeviceEntryPointsSayWhyWhereThereIsNoDevice) {
   const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
   kvio::Transfer t = kvio::transferPerLayer(cpu, src, dst, {0}, {0}, 0, 0);
   t.wait();
-  try {
-    (void)t.cudaEvent();
-    ADD_FAILURE() << "a cpu transfer gave a CUDA event";
-  } catch (const kvio::Error& e) {
-    EXPECT_EQ(e.status(), KVIO_STATUS_UNSUPPORTED) << e.what();
-  }
-}
-
-// Runs `call`, which must throw kvio::Error with `status` and a message holding every one of
-// `parts`; says what happened otherwise.
-template <class Call>
-void expectError(Call&& call, kvio_status status, const std::vector<std::string>& parts) {
-  try {
-    call();
-    ADD_FAILURE() << "accepted; expected " << kvio_status_name(status);
-  } catch (const kvio::Error& e) {
-    EXPECT_EQ(e.status(), status) << e.what();
-    for (const std::string& part : parts) {
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos)
-          << "'" << part << "' not in: " << e.what();
-    }
-  }
+  expectError([&] { (void)t.cudaEvent(); }, KVIO_STATUS_UNSUPPORTED, {},
+              "a cpu transfer's CUDA event");
 }
 
 TEST(CppApi, ATransferIsMadeByTheTransferFunctionsOnly) {

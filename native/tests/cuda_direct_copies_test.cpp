@@ -81,10 +81,7 @@ TEST(CudaDirectCopies, EngineCopiesMatchOracle) {
     SCOPED_TRACE("iteration " + std::to_string(iteration) + ": " + sg.describe() + " -> " +
                  dg.describe() + (placement.carved ? ", carved" : ", apart"));
     TestPool src(sg, KVIO_MEMORY_HOST, -1, placement), dst(dg, KVIO_MEMORY_HOST, -1, placement);
-    src.fillRandom(rng);
-    dst.fill(kCanary);
-    const Image srcBefore = src.capture();
-    Image expected = dst.capture();
+    SeededPair pools(src, dst, rng);
     FakeCopyEngine engine;
     std::vector<Buffer> allocations = src.buffers();
     for (const Buffer& b : dst.buffers()) allocations.push_back(b);
@@ -97,9 +94,8 @@ TEST(CudaDirectCopies, EngineCopiesMatchOracle) {
                            memoryRegions(regionsOf(dst.pool().handle())), {}),
               KVIO_STATUS_OK)
         << kvio_last_error() << "; " << engine.lastRefusal;
-    applyTransfer(sg, srcBefore, dg, &expected, srcIdx, dstIdx, srcLayer, dstLayer, layers);
-    ASSERT_TRUE(sameImage(expected, dst.capture(), "destination"));
-    ASSERT_TRUE(sameImage(srcBefore, src.capture(), "source"));
+    pools.expect(srcIdx, dstIdx, srcLayer, dstLayer, layers);
+    ASSERT_TRUE(pools.check());
   }
 }
 

@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <thread>
@@ -37,6 +38,7 @@
 #include "kvio/kvio.h"
 #include "kvio/kvio.hpp"
 #include "oracle.hpp"
+#include "rejection_assertions.hpp"
 
 namespace kvio_test {
 namespace {
@@ -90,7 +92,7 @@ int stressRepetitions() {
 }
 
 kvio_pool_spec specOf(const Geometry& g) {
-  return {g.kind, g.layout, g.L, g.P, g.ps, g.H, g.hb};
+  return g.spec().toC();
 }
 
 /// Sets (value nullptr: unsets) an environment variable while it lives, then restores it.
@@ -155,6 +157,28 @@ class Executor {
  private:
   uint64_t handle_ = 0;
   cudaStream_t stream_ = nullptr;
+};
+
+/// `count` elements of T in device memory (cudaMalloc), freed (and the free checked) however the
+/// test ends: a failed ASSERT between the cudaMalloc and a cudaFree at the end leaked it.
+template <class T>
+class DeviceArray {
+ public:
+  explicit DeviceArray(size_t count) {
+    void* p = nullptr;
+    if (CUDA_CHECK(cudaMalloc(&p, count * sizeof(T)))) data_ = static_cast<T*>(p);
+  }
+  ~DeviceArray() {
+    if (data_ != nullptr) CUDA_CHECK(cudaFree(data_));
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+
+  bool ok() const { return data_ != nullptr; }
+  T* get() const { return data_; }
+
+ private:
+  T* data_ = nullptr;
 };
 
 enum class Memory { Device, PinnedHost, WrappedHost };
@@ -381,6 +405,22 @@ bool checkTransfer(uint64_t executor, const Geometry& sg, GpuPool& src, const Ge
   const ::testing::AssertionResult same = sameImage(expected, actual, "destination");
   EXPECT_TRUE(same);
   return static_cast<bool>(same);
+}
+
+/// Sets each launch shape (every budget with every warps count) on `executor` and runs `check`
+/// under it, a trace naming the shape; then a shape past the limits (33 warps) is refused.
+template <class Check>
+void eachLaunchShape(uint64_t executor, std::initializer_list<int32_t> budgets,
+                     std::initializer_list<int32_t> warpCounts, Check&& check) {
+  for (const int32_t budget : budgets) {
+    for (const int32_t warps : warpCounts) {
+      ASSERT_EQ(kvio_executor_set_launch(executor, budget, warps), KVIO_STATUS_OK)
+          << kvio_last_error();
+      SCOPED_TRACE("budget " + std::to_string(budget) + " warps " + std::to_string(warps));
+      check();
+    }
+  }
+  EXPECT_EQ(kvio_executor_set_launch(executor, 1, 33), KVIO_STATUS_INVALID_ARGUMENT);
 }
 
 // ---- the conformance matrix, one test case per configuration ----
@@ -768,14 +808,9 @@ TEST(CudaKernel, CtaBudgetsAndWarpsGiveTheSameBytes) {
   const Geometry &dg = pools.dg, &hg = pools.hg;
   GpuPool &device = pools.device, &host = pools.host;
   std::mt19937_64 rng(5);
-  for (int32_t budget : {1, 2, 3, 4, 8, 16}) {
-    for (int32_t warps : {1, 4, 32}) {
-      ASSERT_EQ(kvio_executor_set_launch(executor.handle(), budget, warps), KVIO_STATUS_OK);
-      EXPECT_TRUE(checkTransfer(executor.handle(), dg, device, hg, host, rng, 2, 0, 0))
-          << "budget " << budget << " warps " << warps;
-    }
-  }
-  EXPECT_EQ(kvio_executor_set_launch(executor.handle(), 1, 33), KVIO_STATUS_INVALID_ARGUMENT);
+  ASSERT_NO_FATAL_FAILURE(eachLaunchShape(executor.handle(), {1, 2, 3, 4, 8, 16}, {1, 4, 32}, [&] {
+    EXPECT_TRUE(checkTransfer(executor.handle(), dg, device, hg, host, rng, 2, 0, 0));
+  }));
   // Per-transfer shapes, the executor's setting untouched.
   const std::vector<int64_t> idx = expandPages({0, 9, 33}, 16);
   for (int32_t budget : {1, 5, 16}) {
@@ -888,8 +923,9 @@ TEST(CudaKernel, DeviceIndicesOutOfRangeAreSkippedAndReported) {
   ASSERT_TRUE(src.write(srcImage) && dst.write(expected));
   const std::vector<int64_t> s = {0, 1, 1000, 3, -5, 5}, d = {7, 6, 5, 16, 3, 2};
   applyTransfer(g, srcImage, g, &expected, {0, 1, 5}, {7, 6, 2}, 0, 0, 2);
-  int64_t* deviceIndices = nullptr;
-  CUDA_OK(cudaMalloc(&deviceIndices, 2 * s.size() * sizeof(int64_t)));
+  const DeviceArray<int64_t> indices(2 * s.size());
+  ASSERT_TRUE(indices.ok());
+  int64_t* const deviceIndices = indices.get();
   // Uploaded on the executor's stream and waited for (pageable source: the wait is needed).
   CUDA_OK(cudaMemcpyAsync(deviceIndices, s.data(), s.size() * 8, cudaMemcpyHostToDevice,
                           executor.stream()));
@@ -957,7 +993,6 @@ TEST(CudaKernel, DeviceIndicesOutOfRangeAreSkippedAndReported) {
       << kvio_last_error();
   Image after;
   EXPECT_TRUE(dst.read(&after) && sameImage(expected, after, "destination after the refusals"));
-  CUDA_OK(cudaFree(deviceIndices));
 }
 
 // kvio_submit_with: device-resident indices, a launch shape and the overlap mark in one submit,
@@ -971,8 +1006,9 @@ TEST(CudaKernel, SubmitWithTakesDeviceIndicesALaunchShapeAndTheMarkAtOnce) {
   const Geometry hg = make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 4, 2, 64);
   const std::vector<int64_t> s = {0, 31, 7, 12, 20}, d = {5, 1, 30, 12, 8};
   const size_t n = s.size();
-  int64_t* onDevice = nullptr;
-  CUDA_OK(cudaMalloc(&onDevice, 2 * n * sizeof(int64_t)));
+  const DeviceArray<int64_t> indices(2 * n);
+  ASSERT_TRUE(indices.ok());
+  int64_t* const onDevice = indices.get();
   CUDA_OK(cudaMemcpy(onDevice, s.data(), n * sizeof(int64_t), cudaMemcpyHostToDevice));
   CUDA_OK(cudaMemcpy(onDevice + n, d.data(), n * sizeof(int64_t), cudaMemcpyHostToDevice));
   CUDA_OK(cudaDeviceSynchronize());  // the pageable copies' DMA may still run when they return
@@ -1031,7 +1067,6 @@ TEST(CudaKernel, SubmitWithTakesDeviceIndicesALaunchShapeAndTheMarkAtOnce) {
     ASSERT_TRUE(src.read(&source));
     EXPECT_TRUE(sameImage(srcImage, source, "source"));
   }
-  CUDA_OK(cudaFree(onDevice));
 }
 
 // kvio.hpp's forms of kvio_submit_device_indices (DeviceIndices) and kvio_submit_launch
@@ -1040,14 +1075,8 @@ TEST(CudaKernel, SubmitWithTakesDeviceIndicesALaunchShapeAndTheMarkAtOnce) {
 TEST(CudaKernel, CppWrapperTakesDeviceIndicesAndALaunchShape) {
   REQUIRE_GPU();
   constexpr int64_t kTokens = 16, kRowBytes = 64;
-  kvio::PoolSpec spec;
-  spec.kind = kvio::PoolKind::Mla;
-  spec.layout = kvio::Layout::LayerFirst;
-  spec.numLayers = 2;
-  spec.numPages = 4;
-  spec.pageSize = 4;
-  spec.headNum = 1;
-  spec.headBytes = kRowBytes;
+  const kvio::PoolSpec spec =
+      make(KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 4, 4, 1, kRowBytes).spec();
   kvio::Executor kernel = kvio::Executor::cuda(kvio::IoBackend::Kernel, 0);
   kvio::Pool src = kvio::Pool::allocate(spec, KVIO_MEMORY_CUDA_DEVICE, 0);
   kvio::Pool dst = kvio::Pool::allocate(spec, KVIO_MEMORY_HOST_PINNED, 0);
@@ -1073,8 +1102,9 @@ TEST(CudaKernel, CppWrapperTakesDeviceIndicesAndALaunchShape) {
     return out;
   };
   const std::vector<int64_t> indices = {0, 5, 9, 15, 2, 7, 99, 0};  // src 3, dst 3, src 1, dst 1
-  int64_t* onDevice = nullptr;
-  CUDA_OK(cudaMalloc(&onDevice, indices.size() * sizeof(int64_t)));
+  const DeviceArray<int64_t> onDeviceArray(indices.size());
+  ASSERT_TRUE(onDeviceArray.ok());
+  int64_t* const onDevice = onDeviceArray.get();
   CUDA_OK(cudaMemcpy(onDevice, indices.data(), indices.size() * sizeof(int64_t),
                      cudaMemcpyHostToDevice));
   CUDA_OK(cudaDeviceSynchronize());  // the pageable copy's DMA may still run when it returns
@@ -1089,14 +1119,13 @@ TEST(CudaKernel, CppWrapperTakesDeviceIndicesAndALaunchShape) {
                              kvio::DeviceIndices::view(onDevice, 0), 0, 0);
   EXPECT_TRUE(none.empty());
   // Slot 99 is outside the pool: the kernel skips it, the transfer fails OUT_OF_RANGE.
-  try {
-    kvio::transferAllLayers(kernel, src, dst, kvio::DeviceIndices::view(onDevice + 6, 1),
-                            kvio::DeviceIndices::view(onDevice + 7, 1))
-        .wait();
-    ADD_FAILURE() << "slot 99 of 16 moved";
-  } catch (const kvio::Error& e) {
-    EXPECT_EQ(e.status(), KVIO_STATUS_OUT_OF_RANGE) << e.what();
-  }
+  expectError(
+      [&] {
+        kvio::transferAllLayers(kernel, src, dst, kvio::DeviceIndices::view(onDevice + 6, 1),
+                                kvio::DeviceIndices::view(onDevice + 7, 1))
+            .wait();
+      },
+      KVIO_STATUS_OUT_OF_RANGE, {}, "moving slot 99 of 16");
   EXPECT_EQ(destination(), expected) << "after the out-of-range pair";
   // A launch shape for one transfer: one launch, the rows right; beyond the limits refused.
   kvio::TransferOptions shape;
@@ -1108,14 +1137,9 @@ TEST(CudaKernel, CppWrapperTakesDeviceIndicesAndALaunchShape) {
   move({3, 4}, {4, 3}, 0);
   EXPECT_EQ(destination(), expected) << "per-transfer launch shape";
   shape.warpsPerCta = 33;
-  try {
-    (void)kvio::transferPerLayer(kernel, src, dst, {1}, {1}, 0, 0, shape);
-    ADD_FAILURE() << "33 warps per CTA accepted";
-  } catch (const kvio::Error& e) {
-    EXPECT_EQ(e.status(), KVIO_STATUS_INVALID_ARGUMENT) << e.what();
-  }
+  expectError([&] { (void)kvio::transferPerLayer(kernel, src, dst, {1}, {1}, 0, 0, shape); },
+              KVIO_STATUS_INVALID_ARGUMENT, {}, "33 warps per CTA");
   EXPECT_EQ(destination(), expected) << "after the refused shape";
-  CUDA_OK(cudaFree(onDevice));
 }
 
 TEST(CudaBackends, PageableHostMemoryIsRefused) {
@@ -1154,9 +1178,9 @@ TEST(CudaBackends, DeviceMemoryWrappedWithASizePastItsEndIsRefused) {
   const kvio_pool_spec spec = specOf(g);
   uint64_t need = 0;
   ASSERT_EQ(kvio_pool_component_bytes(&spec, &need), KVIO_STATUS_OK);
-  void* buffer = nullptr;
-  ASSERT_EQ(cudaMalloc(&buffer, need), cudaSuccess);
-  const uint64_t address = reinterpret_cast<uint64_t>(buffer);
+  const DeviceArray<uint8_t> buffer(need);
+  ASSERT_TRUE(buffer.ok());
+  const uint64_t address = reinterpret_cast<uint64_t>(buffer.get());
   uint64_t pool = 0;
   ASSERT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_CUDA_DEVICE, 0, address, need, &pool),
             KVIO_STATUS_OK)
@@ -1169,7 +1193,6 @@ TEST(CudaBackends, DeviceMemoryWrappedWithASizePastItsEndIsRefused) {
   EXPECT_NE(std::string(kvio_last_error()).find("runs past the end"), std::string::npos)
       << kvio_last_error();
   EXPECT_EQ(pool, 0u);
-  EXPECT_EQ(cudaFree(buffer), cudaSuccess);
 }
 
 // Device memory allocated in a context the caller created (cuCtxCreate) is in that context's
@@ -1251,15 +1274,14 @@ TEST(CudaBackends, DeviceMemoryOfAContextTheCallerCreatedIsRefused) {
     EXPECT_EQ(pool, 0u);
   }
   // Memory of the primary context (the runtime's) is still taken.
-  void* buffer = nullptr;
-  ASSERT_EQ(cudaMalloc(&buffer, need), cudaSuccess);
+  const DeviceArray<uint8_t> buffer(need);
+  ASSERT_TRUE(buffer.ok());
   uint64_t pool = 0;
   EXPECT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_CUDA_DEVICE, 0,
-                                  reinterpret_cast<uint64_t>(buffer), need, &pool),
+                                  reinterpret_cast<uint64_t>(buffer.get()), need, &pool),
             KVIO_STATUS_OK)
       << kvio_last_error();
   EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
-  EXPECT_EQ(cudaFree(buffer), cudaSuccess);
 }
 
 // Caller host memory wrapped, used, closed and freed, again and again: the allocator hands the
@@ -1522,15 +1544,10 @@ TEST(CudaStaged, LaunchShapesGiveTheSameBytes) {
   ASSERT_TRUE(p.ok());
   std::mt19937_64 rng(31);
   const uint64_t e = p.executor.handle();
-  for (int32_t budget : {1, 3, 8}) {
-    for (int32_t warps : {1, 32}) {
-      ASSERT_EQ(kvio_executor_set_launch(e, budget, warps), KVIO_STATUS_OK) << kvio_last_error();
-      SCOPED_TRACE("budget " + std::to_string(budget) + " warps " + std::to_string(warps));
-      EXPECT_TRUE(checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0));
-      EXPECT_TRUE(checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, 2, 0, 0));
-    }
-  }
-  EXPECT_EQ(kvio_executor_set_launch(e, 1, 33), KVIO_STATUS_INVALID_ARGUMENT);
+  ASSERT_NO_FATAL_FAILURE(eachLaunchShape(e, {1, 3, 8}, {1, 32}, [&] {
+    EXPECT_TRUE(checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, 2, 0, 0));
+    EXPECT_TRUE(checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, 2, 0, 0));
+  }));
   Executor direct(KVIO_BACKEND_DIRECT);
   ASSERT_TRUE(direct.ok());
   EXPECT_EQ(kvio_executor_set_launch(direct.handle(), 2, 8), KVIO_STATUS_UNSUPPORTED);

@@ -46,6 +46,51 @@ uint8_t* mapAt(void* hint, size_t bytes, int extraFlags) {
   return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
 }
 
+/// `bytes` of anonymous memory (mmap), unmapped however the test ends: a failed ASSERT before a
+/// munmap at the end leaked it into the tests that follow in the process.
+class Mapping {
+ public:
+  explicit Mapping(size_t bytes) : bytes_(bytes), data_(mapAt(nullptr, bytes, 0)) {}
+  ~Mapping() {
+    if (data_ != nullptr) munmap(data_, bytes_);
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+
+  uint8_t* get() const { return data_; }
+
+ private:
+  size_t bytes_;
+  uint8_t* data_;
+};
+
+/// The caller's own cudaHostRegister of `bytes` at `data`, undone however the test ends;
+/// unregister() undoes it now and returns what cudaHostUnregister said.
+class CallerRegistration {
+ public:
+  CallerRegistration(void* data, size_t bytes)
+      : data_(data),
+        status_(cudaHostRegister(data, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped)),
+        held_(status_ == cudaSuccess) {}
+  ~CallerRegistration() {
+    if (held_) cudaHostUnregister(data_);
+  }
+  CallerRegistration(const CallerRegistration&) = delete;
+  CallerRegistration& operator=(const CallerRegistration&) = delete;
+
+  /// What cudaHostRegister said.
+  cudaError_t status() const { return status_; }
+  cudaError_t unregister() {
+    held_ = false;
+    return cudaHostUnregister(data_);
+  }
+
+ private:
+  void* data_;
+  cudaError_t status_;
+  bool held_;
+};
+
 uint64_t wrapPinned(uint8_t* data, size_t bytes, kvio_status expected = KVIO_STATUS_OK) {
   return wrapBuffer(kHost, KVIO_MEMORY_HOST_PINNED, 0, data, bytes, expected);
 }
@@ -112,11 +157,12 @@ class CudaLifetime : public ::testing::TestWithParam<int32_t> {
 TEST_P(CudaLifetime, WrapCloseUnmapAndWrapAgainAtTheSameAddress) {
   std::mt19937_64 rng(1);
   const size_t bytes = static_cast<size_t>(kHost.regionBytes());
-  uint8_t* data = mapAt(nullptr, bytes, 0);
+  const Mapping mapping(bytes);
+  uint8_t* const data = mapping.get();
   ASSERT_NE(data, nullptr);
   for (int round = 0; round < 4; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    if (round > 0) {
+    if (round > 0) {  // the mapping owns what lies at `data` again after this
       ASSERT_EQ(munmap(data, bytes), 0);
       ASSERT_EQ(mapAt(data, bytes, MAP_FIXED), data);
     }
@@ -127,44 +173,43 @@ TEST_P(CudaLifetime, WrapCloseUnmapAndWrapAgainAtTheSameAddress) {
     EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
     EXPECT_EQ(liveRegistrations(), 0) << "kvio's registration outlived the closed pool";
   }
-  munmap(data, bytes);
 }
 
 TEST_P(CudaLifetime, CallersWholeRegistrationIsUsedAndLeftRegistered) {
   std::mt19937_64 rng(2);
   const size_t bytes = static_cast<size_t>(kHost.regionBytes());
-  uint8_t* data = mapAt(nullptr, bytes, 0);
+  const Mapping mapping(bytes);
+  uint8_t* const data = mapping.get();
   ASSERT_NE(data, nullptr);
-  ASSERT_EQ(cudaHostRegister(data, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped),
-            cudaSuccess);
+  CallerRegistration registration(data, bytes);
+  ASSERT_EQ(registration.status(), cudaSuccess);
   fillRandom(data, bytes, rng);
   const uint64_t whole = wrapPinned(data, bytes);
   EXPECT_EQ(liveRegistrations(), 0) << "kvio registered memory the caller had registered";
   EXPECT_TRUE(roundTrip(whole, data, rng));
   EXPECT_EQ(kvio_pool_close_wait(whole, -1), KVIO_STATUS_OK);
-  EXPECT_EQ(cudaHostUnregister(data), cudaSuccess) << "kvio unregistered the caller's memory";
-  munmap(data, bytes);
+  EXPECT_EQ(registration.unregister(), cudaSuccess) << "kvio unregistered the caller's memory";
 }
 
 TEST_P(CudaLifetime, CallersPartialRegistrationIsRefused) {
   const size_t bytes = static_cast<size_t>(kHost.regionBytes());  // 4 pages
-  uint8_t* data = mapAt(nullptr, bytes, 0);
+  const Mapping mapping(bytes);
+  uint8_t* const data = mapping.get();
   ASSERT_NE(data, nullptr);
-  ASSERT_EQ(
-      cudaHostRegister(data + kPage, kPage, cudaHostRegisterPortable | cudaHostRegisterMapped),
-      cudaSuccess);
+  CallerRegistration registration(data + kPage, kPage);
+  ASSERT_EQ(registration.status(), cudaSuccess);
   wrapPinned(data, bytes, KVIO_STATUS_INVALID_ARGUMENT);
   const std::string message = kvio_last_error();
   EXPECT_NE(message.find("partly registered with CUDA already"), std::string::npos) << message;
   EXPECT_EQ(liveRegistrations(), 0);
-  EXPECT_EQ(cudaHostUnregister(data + kPage), cudaSuccess);
-  munmap(data, bytes);
+  EXPECT_EQ(registration.unregister(), cudaSuccess);
 }
 
 TEST_P(CudaLifetime, PoolsSharingAHostPageBothWork) {
   std::mt19937_64 rng(3);
   const size_t bytes = static_cast<size_t>(kHost.regionBytes());
-  uint8_t* data = mapAt(nullptr, 2 * bytes + kPage, 0);
+  const Mapping mapping(2 * bytes + kPage);
+  uint8_t* const data = mapping.get();
   ASSERT_NE(data, nullptr);
   uint8_t* first = data + kPage / 2;
   uint8_t* second = first + bytes;
@@ -179,7 +224,6 @@ TEST_P(CudaLifetime, PoolsSharingAHostPageBothWork) {
   EXPECT_TRUE(roundTrip(b, second, rng));
   EXPECT_EQ(kvio_pool_close(b), KVIO_STATUS_OK);
   EXPECT_EQ(liveRegistrations(), 0);
-  munmap(data, 2 * bytes + kPage);
 }
 
 // As above with the second pool 64 bytes further on: its own registration then begins in the
@@ -190,7 +234,8 @@ TEST_P(CudaLifetime, PoolsSharingAHostPageBothWork) {
 TEST_P(CudaLifetime, PoolSharingAHostPageMidRowWorks) {
   std::mt19937_64 rng(4);
   const size_t bytes = static_cast<size_t>(kHost.regionBytes());
-  uint8_t* data = mapAt(nullptr, 2 * bytes + 2 * kPage, 0);
+  const Mapping mapping(2 * bytes + 2 * kPage);
+  uint8_t* const data = mapping.get();
   ASSERT_NE(data, nullptr);
   uint8_t* first = data + kPage / 2;
   uint8_t* second = first + bytes + 64;
@@ -203,7 +248,6 @@ TEST_P(CudaLifetime, PoolSharingAHostPageMidRowWorks) {
   EXPECT_EQ(kvio_pool_close(a), KVIO_STATUS_OK);
   EXPECT_EQ(kvio_pool_close(b), KVIO_STATUS_OK);
   EXPECT_EQ(liveRegistrations(), 0);
-  munmap(data, 2 * bytes + 2 * kPage);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CudaLifetime,

@@ -152,10 +152,7 @@ TEST(CudaStagedRoutine, ChunkedTransfersMatchOracle) {
                  dg.describe() + ", staging " + std::to_string(stagingBytes) + " bytes, " +
                  std::to_string(ctas) + " x " + std::to_string(threads));
     TestPool src(sg), dst(dg);
-    src.fillRandom(rng);
-    dst.fill(kCanary);
-    const Image srcBefore = src.capture();
-    Image expected = dst.capture();
+    SeededPair pools(src, dst, rng);
     const std::vector<kvio_copy2d> plan =
         planOf(src, dst, srcIdx, dstIdx, srcLayer, dstLayer, layers);
     kvio::cuda::buildStagedPlan(plan, backup, stagingBytes, &staged);
@@ -167,9 +164,8 @@ TEST(CudaStagedRoutine, ChunkedTransfersMatchOracle) {
     engine.setAllocations(allocations);
     runStaged(staged, backup, &staging, regionsOf((backup ? dst : src).pool().handle()), &engine,
               ctas, threads);
-    applyTransfer(sg, srcBefore, dg, &expected, srcIdx, dstIdx, srcLayer, dstLayer, layers);
-    ASSERT_TRUE(sameImage(expected, dst.capture(), "destination"));
-    ASSERT_TRUE(sameImage(srcBefore, src.capture(), "source"));
+    pools.expect(srcIdx, dstIdx, srcLayer, dstLayer, layers);
+    ASSERT_TRUE(pools.check());
     // Kept for the next transfer only while small (the executor keeps at most 8 MiB a plan).
     const uint64_t keep = iteration % 2 == 0 ? UINT64_MAX : 1024;
     const uint64_t held = kvio::cuda::stagedPlanStorageBytes(staged);

@@ -355,18 +355,14 @@ TEST(ExecutorThreads, ThreadCountsGiveTheSameResult) {
     EXPECT_EQ(cpu.threads(), threads);
     TestPool device(dg), host(hg);
     std::mt19937_64 rng(static_cast<uint64_t>(threads));
-    device.fillRandom(rng);
-    host.fill(kCanary);
-    const Image before = device.capture();
-    Image expected = host.capture();
+    SeededPair pools(device, host, rng);
     const auto s = distinct(rng, dg.S(), 700);  // 700 x 4 layers x 2 x 1 KiB = 5.5 MiB
     const auto d = distinct(rng, hg.S(), 700);
     kvio::Transfer t = kvio::transferAllLayers(cpu, device.pool(), host.pool(), s, d);
     t.wait();
-    applyTransfer(dg, before, hg, &expected, s, d, 0, 0, 4);
+    pools.expect(s, d, 0, 0, 4);
     EXPECT_EQ(t.bytes(), 700u * 4 * 2 * 1024);
-    ASSERT_TRUE(sameImage(expected, host.capture(), "host pool"));
-    ASSERT_TRUE(sameImage(before, device.capture(), "device pool"));
+    ASSERT_TRUE(pools.check("host pool", "device pool"));
   }
 }
 
@@ -410,10 +406,7 @@ TEST(ExecutorConcurrency, SeveralSubmittingThreads) {
       KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST_DIRECT, Form::Allocated, 2, 256, 4, 2, 256};
   TestPool src(sg), dst(dg);
   std::mt19937_64 rng(4);
-  src.fillRandom(rng);
-  dst.fill(kCanary);
-  const Image before = src.capture();
-  Image expected = dst.capture();
+  SeededPair pools(src, dst, rng);
   std::vector<std::vector<int64_t>> srcIdx(4), dstIdx(4);
   const auto order = distinct(rng, dg.S(), dg.S());
   for (int w = 0; w < 4; ++w)
@@ -435,9 +428,8 @@ TEST(ExecutorConcurrency, SeveralSubmittingThreads) {
     });
   }
   for (auto& t : workers) t.join();
-  for (int w = 0; w < 4; ++w)
-    applyTransfer(sg, before, dg, &expected, srcIdx[w], dstIdx[w], 0, 0, 2);
-  ASSERT_TRUE(sameImage(expected, dst.capture(), "destination"));
+  for (int w = 0; w < 4; ++w) pools.expect(srcIdx[w], dstIdx[w], 0, 0, 2);
+  ASSERT_TRUE(pools.check());
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 // transfer is replayed as naive loops over (index, layer, component, head). It also owns the
 // memory of wrapped test pools (with guard zones around each buffer; buffers apart, or carved
 // at equal distance out of one block), fills sources with seeded random bytes and destinations
-// with a canary, and compares whole buffers.
+// with a canary (SeededPair), and compares whole buffers.
 #ifndef KVIO_TESTS_ORACLE_HPP_
 #define KVIO_TESTS_ORACLE_HPP_
 
@@ -346,6 +346,49 @@ inline ::testing::AssertionResult sameImage(const Image& expected, const Image& 
   return ::testing::AssertionSuccess();
 }
 
+/// The set-up of a checked transfer between two pools: the source filled with seeded bytes from
+/// `rng`, the destination with the canary, and both images kept. expect() replays transfers on
+/// the expected destination (the oracle); check() then compares the destination whole with it
+/// and the source with what it was filled with. With no expect(), check() says that neither
+/// pool changed.
+class SeededPair {
+ public:
+  SeededPair(TestPool& src, TestPool& dst, std::mt19937_64& rng) : src_(src), dst_(dst) {
+    src.fillRandom(rng);
+    dst.fill(kCanary);
+    source_ = src.capture();
+    expected_ = dst.capture();
+  }
+  SeededPair(const SeededPair&) = delete;
+  SeededPair& operator=(const SeededPair&) = delete;
+
+  /// Replays a transfer from the filled source on the expected destination.
+  void expect(const std::vector<int64_t>& srcIdx, const std::vector<int64_t>& dstIdx,
+              int64_t srcLayer, int64_t dstLayer, int64_t layers) {
+    applyTransfer(src_.geometry(), source_, dst_.geometry(), &expected_, srcIdx, dstIdx, srcLayer,
+                  dstLayer, layers);
+  }
+
+  /// The destination, compared whole, is the expected one, and the source is unchanged; a
+  /// failure names every pool that differs.
+  ::testing::AssertionResult check(const char* dstName = "destination",
+                                   const char* srcName = "source") const {
+    const ::testing::AssertionResult dst = sameImage(expected_, dst_.capture(), dstName);
+    const ::testing::AssertionResult src = sameImage(source_, src_.capture(), srcName);
+    if (dst && src) return ::testing::AssertionSuccess();
+    ::testing::AssertionResult failure = ::testing::AssertionFailure();
+    if (!dst) failure << dst.message();
+    if (!dst && !src) failure << "; ";
+    if (!src) failure << src.message();
+    return failure;
+  }
+
+ private:
+  TestPool& src_;
+  TestPool& dst_;
+  Image source_, expected_;
+};
+
 /// One transfer between two new pools checked against the oracle: the source filled from `rng`,
 /// the destination with the canary; run(src, dst) moves the bytes (and may assert on its own);
 /// then the destination must be the oracle's result, compared whole, and the source unchanged.
@@ -354,15 +397,11 @@ void checkTransfer(const Geometry& sg, const Geometry& dg, std::mt19937_64& rng,
                    const std::vector<int64_t>& srcIdx, const std::vector<int64_t>& dstIdx,
                    int64_t srcLayer, int64_t dstLayer, int64_t layers, Run&& run) {
   TestPool src(sg), dst(dg);
-  src.fillRandom(rng);
-  dst.fill(kCanary);
-  const Image srcBefore = src.capture();
-  Image expected = dst.capture();
+  SeededPair pair(src, dst, rng);
   run(src, dst);
   if (::testing::Test::HasFatalFailure()) return;
-  applyTransfer(sg, srcBefore, dg, &expected, srcIdx, dstIdx, srcLayer, dstLayer, layers);
-  ASSERT_TRUE(sameImage(expected, dst.capture(), "destination"));
-  ASSERT_TRUE(sameImage(srcBefore, src.capture(), "source"));
+  pair.expect(srcIdx, dstIdx, srcLayer, dstLayer, layers);
+  ASSERT_TRUE(pair.check());
 }
 
 // ---- index sets ----

@@ -77,6 +77,28 @@ void roundTrip(uint64_t pool, uint64_t offset, size_t bytes) {
   EXPECT_TRUE(image == expected);
 }
 
+// A host pool holding a pattern (not the zeros it was allocated with) and a host buffer of a
+// canary, 16 bytes longer than the region (longer than any range tried): what the refusal tests
+// compare afterwards.
+struct PatternAndCanary {
+  uint64_t pool = 0;
+  uint64_t total = 0;                  // the pool's region bytes
+  std::vector<unsigned char> content;  // what the pool holds
+  std::vector<unsigned char> host;     // the canary
+  uint64_t hostAddress() const { return reinterpret_cast<uint64_t>(host.data()); }
+  bool hostUnchanged() const { return host == std::vector<unsigned char>(total + 16, 0x5a); }
+};
+
+void fillPatternAndCanary(PatternAndCanary* p) {
+  p->pool = allocate(smallSpec(), KVIO_MEMORY_HOST, -1);
+  p->total = regionBytes(p->pool);
+  p->content = pattern(p->total, 3);
+  ASSERT_EQ(kvio_pool_copy(p->pool, 0, 0, reinterpret_cast<uint64_t>(p->content.data()), p->total,
+                           KVIO_COPY_HOST_TO_POOL),
+            KVIO_STATUS_OK);
+  p->host.assign(p->total + 16, 0x5a);
+}
+
 TEST(PoolCopyTest, HostPoolRoundTrip) {
   const uint64_t pool = allocate(smallSpec(), KVIO_MEMORY_HOST, -1);
   roundTrip(pool, 4096 + 3, 10000);
@@ -90,15 +112,9 @@ TEST(PoolCopyTest, HostPoolRoundTrip) {
 // a pattern (not the zeros it was allocated with) and the host buffer a canary, one byte longer
 // on each side than any range tried: afterwards both are compared whole.
 TEST(PoolCopyTest, RejectionsChangeNothing) {
-  const uint64_t pool = allocate(smallSpec(), KVIO_MEMORY_HOST, -1);
-  const uint64_t total = regionBytes(pool);
-  const std::vector<unsigned char> content = pattern(total, 3);
-  ASSERT_EQ(kvio_pool_copy(pool, 0, 0, reinterpret_cast<uint64_t>(content.data()), total,
-                           KVIO_COPY_HOST_TO_POOL),
-            KVIO_STATUS_OK);
-  std::vector<unsigned char> host(total + 16, 0x5a);
-  const std::vector<unsigned char> hostBefore = host;
-  const uint64_t h = reinterpret_cast<uint64_t>(host.data());
+  PatternAndCanary p;
+  ASSERT_NO_FATAL_FAILURE(fillPatternAndCanary(&p));
+  const uint64_t pool = p.pool, total = p.total, h = p.hostAddress();
   for (int32_t direction : {KVIO_COPY_HOST_TO_POOL, KVIO_COPY_POOL_TO_HOST}) {
     SCOPED_TRACE(direction);
     EXPECT_REJECTED(kvio_pool_copy(pool, 1, 0, h, 8, direction), KVIO_STATUS_OUT_OF_RANGE,
@@ -119,35 +135,30 @@ TEST(PoolCopyTest, RejectionsChangeNothing) {
   EXPECT_REJECTED(kvio_pool_copy(pool, 0, 0, h, 8, 2), KVIO_STATUS_INVALID_ARGUMENT,
                   "direction 2 is not valid");
   EXPECT_EQ(kvio_pool_copy(pool, 0, 0, 0, 0, KVIO_COPY_POOL_TO_HOST), KVIO_STATUS_OK);  // empty
-  EXPECT_TRUE(host == hostBefore) << "a refused copy wrote to the host buffer";
+  EXPECT_TRUE(p.hostUnchanged()) << "a refused copy wrote to the host buffer";
   std::vector<unsigned char> image(total, 0xee);
   ASSERT_EQ(kvio_pool_copy(pool, 0, 0, reinterpret_cast<uint64_t>(image.data()), total,
                            KVIO_COPY_POOL_TO_HOST),
             KVIO_STATUS_OK);
-  EXPECT_TRUE(image == content) << "a refused copy wrote to the pool";
+  EXPECT_TRUE(image == p.content) << "a refused copy wrote to the pool";
   EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
   for (int32_t direction : {KVIO_COPY_HOST_TO_POOL, KVIO_COPY_POOL_TO_HOST}) {
     EXPECT_REJECTED(kvio_pool_copy(pool, 0, 0, h, 8, direction), KVIO_STATUS_CLOSED, "closed");
   }
-  EXPECT_TRUE(host == hostBefore) << "a copy from a closed pool wrote to the host buffer";
+  EXPECT_TRUE(p.hostUnchanged()) << "a copy from a closed pool wrote to the host buffer";
 }
 
 // A refused copy to the host writes no host byte, also the part of the range that lies inside
 // the region (a range that starts 7 bytes before the end, and a negative region).
 TEST(PoolCopyTest, RefusedCopiesToTheHostWriteNoHostByte) {
-  const uint64_t pool = allocate(smallSpec(), KVIO_MEMORY_HOST, -1);
-  const uint64_t total = regionBytes(pool);
-  const std::vector<unsigned char> content = pattern(total, 3);
-  ASSERT_EQ(kvio_pool_copy(pool, 0, 0, reinterpret_cast<uint64_t>(content.data()), total,
-                           KVIO_COPY_HOST_TO_POOL),
-            KVIO_STATUS_OK);
-  std::vector<unsigned char> host(total + 16, 0x5a);
-  const uint64_t h = reinterpret_cast<uint64_t>(host.data());
+  PatternAndCanary p;
+  ASSERT_NO_FATAL_FAILURE(fillPatternAndCanary(&p));
+  const uint64_t pool = p.pool, total = p.total, h = p.hostAddress();
   EXPECT_REJECTED(kvio_pool_copy(pool, 0, total - 7, h, 8, KVIO_COPY_POOL_TO_HOST),
                   KVIO_STATUS_OUT_OF_RANGE, "outside region 0");
   EXPECT_REJECTED(kvio_pool_copy(pool, -1, 0, h, 8, KVIO_COPY_POOL_TO_HOST),
                   KVIO_STATUS_OUT_OF_RANGE, "region -1 is out of range");
-  EXPECT_TRUE(host == std::vector<unsigned char>(total + 16, 0x5a)) << "a refused copy wrote";
+  EXPECT_TRUE(p.hostUnchanged()) << "a refused copy wrote";
   EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
 }
 
@@ -161,13 +172,8 @@ TEST(PoolCopyTest, CppApiCopiesAndThrowsTypedErrors) {
   EXPECT_EQ(out[0], 0u);
   EXPECT_EQ(out[1], 1u);
   EXPECT_EQ(out[3], 3u);
-  try {
-    pool.copyTo(0, 8, out, sizeof(out));
-    FAIL() << "a range past the region must throw";
-  } catch (const kvio::Error& e) {
-    EXPECT_EQ(e.status(), KVIO_STATUS_OUT_OF_RANGE);
-    EXPECT_NE(std::string(e.what()).find("outside region 0"), std::string::npos) << e.what();
-  }
+  expectError([&] { pool.copyTo(0, 8, out, sizeof(out)); }, KVIO_STATUS_OUT_OF_RANGE,
+              {"outside region 0"}, "a range past the region");
   EXPECT_EQ(out[0], 0u);  // the refused copy wrote nothing: out is what the first copy read
   EXPECT_EQ(out[1], 1u);
   EXPECT_EQ(out[2], 2u);

@@ -2,14 +2,16 @@
 // wrapBuffer(): caller memory wrapped as a pool of a memory kind. UnchangedPoolsTest: the fixture
 // of the rejection and reliability tests, whose two pools no rejected call may change: SetUp
 // creates a cpu executor (2 threads), fills the source pool with seeded bytes and the
-// destination with the canary and keeps both images; TearDown closes the executor (unless a test
-// closed it and set executor_ to 0) and compares both pools whole, guard zones included.
+// destination with the canary and keeps both images (a SeededPair); TearDown closes the executor
+// (unless a test closed it and set executor_ to 0) and compares both pools whole, guard zones
+// included.
 #ifndef KVIO_TESTS_POOL_FIXTURES_HPP_
 #define KVIO_TESTS_POOL_FIXTURES_HPP_
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -57,17 +59,15 @@ class UnchangedPoolsTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 2, &executor_), KVIO_STATUS_OK);
     std::mt19937_64 rng(seed_);
-    srcPool_->fillRandom(rng);
-    dstPool_->fill(kCanary);
-    srcBefore_ = srcPool_->capture();
-    dstBefore_ = dstPool_->capture();
+    pools_.emplace(*srcPool_, *dstPool_, rng);
   }
   void TearDown() override {
     if (executor_ != 0) {
       EXPECT_EQ(kvio_executor_close(executor_), KVIO_STATUS_OK);
     }
-    EXPECT_TRUE(sameImage(srcBefore_, srcPool_->capture(), srcName_));
-    EXPECT_TRUE(sameImage(dstBefore_, dstPool_->capture(), dstName_));
+    if (pools_) {
+      EXPECT_TRUE(pools_->check(dstName_, srcName_));
+    }
   }
 
   /// Submits on the fixture's executor and, when accepted, waits for the transfer and closes it.
@@ -89,7 +89,7 @@ class UnchangedPoolsTest : public ::testing::Test {
   uint64_t seed_;
   const char* srcName_;
   const char* dstName_;
-  Image srcBefore_, dstBefore_;
+  std::optional<SeededPair> pools_;
 };
 
 }  // namespace kvio_test

@@ -312,9 +312,7 @@ TEST(Concurrency, IndexRewrittenAfterTheCheckIsRefusedBeforeAnyCopy) {
   const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 16, 16, 1, 64};
   TestPool src(g), dst(g);
   std::mt19937_64 rng(3);
-  src.fillRandom(rng);
-  dst.fill(kCanary);
-  const Image srcBefore = src.capture(), dstBefore = dst.capture();
+  SeededPair pools(src, dst, rng);
   kvio::Executor executor(kvio::IoBackend::Cpu, 1);
   std::vector<int64_t> from(static_cast<size_t>(g.S())), to(static_cast<size_t>(g.S()));
   for (int64_t i = 0; i < g.S(); ++i) from[static_cast<size_t>(i)] = to[static_cast<size_t>(i)] = i;
@@ -339,8 +337,7 @@ TEST(Concurrency, IndexRewrittenAfterTheCheckIsRefusedBeforeAnyCopy) {
     EXPECT_EQ(*index, g.S()) << "the hook did not rewrite the index";
     *index = original;
   }
-  EXPECT_TRUE(sameImage(dstBefore, dst.capture(), "destination (guard zones included)"));
-  EXPECT_TRUE(sameImage(srcBefore, src.capture(), "source (guard zones included)"));
+  EXPECT_TRUE(pools.check("destination (guard zones included)", "source (guard zones included)"));
   // Disarmed after one use: the same arrays are accepted and move every slot.
   uint64_t transfer = 0;
   ASSERT_EQ(kvio_submit_args(executor.handle(), src.pool().handle(), dst.pool().handle(),
@@ -349,9 +346,8 @@ TEST(Concurrency, IndexRewrittenAfterTheCheckIsRefusedBeforeAnyCopy) {
       << kvio_last_error();
   EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK);
   EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
-  Image expected = dstBefore;
-  applyTransfer(g, srcBefore, g, &expected, from, to, 0, 0, 1);
-  EXPECT_TRUE(sameImage(expected, dst.capture(), "destination"));
+  pools.expect(from, to, 0, 0, 1);
+  EXPECT_TRUE(pools.check());
 }
 
 // ---- faults (kvio_test_inject_fault) ----
@@ -406,9 +402,7 @@ TEST_F(Faults, CopyFailureSurfacesOnTheHandleAndTheLibraryStaysUsable) {
     TestPool dst(
         Geometry{KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 1, rows, 1, 1, 1024});
     std::mt19937_64 rng(9);
-    src.fillRandom(rng);
-    dst.fill(kCanary);
-    const Image before = dst.capture();
+    SeededPair pools(src, dst, rng);
     kvio::Executor executor(kvio::IoBackend::Cpu, 2);
     std::vector<int64_t> indices(static_cast<size_t>(rows));
     for (int64_t i = 0; i < rows; ++i) indices[static_cast<size_t>(i)] = rows - 1 - i;
@@ -422,17 +416,15 @@ TEST_F(Faults, CopyFailureSurfacesOnTheHandleAndTheLibraryStaysUsable) {
                     "fault injected by kvio_test_inject_fault");
     EXPECT_EQ(kvio_transfer_is_done(failed), 1);
     EXPECT_EQ(kvio_transfer_close(failed), KVIO_STATUS_OK);
-    EXPECT_TRUE(sameImage(before, dst.capture(), "destination after the failed copy"));
+    EXPECT_TRUE(pools.check("destination after the failed copy", "source after the failed copy"));
     // The fault was armed once: the same transfer again succeeds, as the oracle says.
     ASSERT_EQ(kvio_submit_args(executor.handle(), src.pool().handle(), dst.pool().handle(),
                                indices.data(), indices.data(), rows, 0, 0, 1, &next),
               KVIO_STATUS_OK);
     EXPECT_EQ(kvio_transfer_wait(next, -1), KVIO_STATUS_OK) << kvio_last_error();
     kvio_transfer_close(next);
-    Image expected = before;
-    applyTransfer(src.geometry(), src.capture(), dst.geometry(), &expected, indices, indices, 0, 0,
-                  1);
-    EXPECT_TRUE(sameImage(expected, dst.capture(), "destination after the retry"));
+    pools.expect(indices, indices, 0, 0, 1);
+    EXPECT_TRUE(pools.check("destination after the retry"));
   }
 }
 
@@ -441,8 +433,7 @@ TEST_F(Faults, FailedTransferKeepsItsPlaceInTheQueue) {
   TestPool src(Geometry{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 512, 1, 1, 4096});
   TestPool dst(Geometry{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 512, 1, 1, 4096});
   std::mt19937_64 rng(10);
-  src.fillRandom(rng);
-  dst.fill(kCanary);
+  SeededPair pools(src, dst, rng);
   kvio::Executor executor(kvio::IoBackend::Cpu, 2);
   std::vector<int64_t> all(512), low(256);
   for (int64_t i = 0; i < 512; ++i) all[static_cast<size_t>(i)] = i;
@@ -461,9 +452,8 @@ TEST_F(Faults, FailedTransferKeepsItsPlaceInTheQueue) {
   EXPECT_EQ(kvio_transfer_wait(t[1], -1), KVIO_STATUS_BACKEND_ERROR);
   EXPECT_EQ(kvio_transfer_wait(t[2], -1), KVIO_STATUS_OK);
   for (uint64_t h : t) kvio_transfer_close(h);
-  Image expected = dst.capture();
-  expected.buffers = src.capture().buffers;  // everything copied by the last transfer
-  EXPECT_TRUE(sameImage(expected, dst.capture(), "destination"));
+  pools.expect(all, all, 0, 0, 1);  // everything copied by the last transfer
+  EXPECT_TRUE(pools.check());
 }
 
 TEST_F(Faults, HeldTransferRunsOnlyOnceReleased) {
@@ -473,9 +463,7 @@ TEST_F(Faults, HeldTransferRunsOnlyOnceReleased) {
   const Geometry g{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 4096, 1, 1, 4096};
   TestPool src(g), dst(g);
   std::mt19937_64 rng(12);
-  src.fillRandom(rng);
-  dst.fill(kCanary);
-  const Image before = dst.capture();
+  SeededPair pools(src, dst, rng);
   kvio::Executor executor(kvio::IoBackend::Cpu, 2);
   std::vector<int64_t> all(4096);
   for (int64_t i = 0; i < 4096; ++i) all[static_cast<size_t>(i)] = i;
@@ -489,14 +477,13 @@ TEST_F(Faults, HeldTransferRunsOnlyOnceReleased) {
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_EQ(kvio_transfer_is_done(held), 0);
   EXPECT_EQ(kvio_transfer_wait(after, 1000000), KVIO_STATUS_TIMEOUT);
-  EXPECT_TRUE(sameImage(before, dst.capture(), "destination while held"));
+  EXPECT_TRUE(pools.check("destination while held", "source while held"));
   ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0), KVIO_STATUS_OK);  // release
   EXPECT_EQ(kvio_transfer_wait(after, -1), KVIO_STATUS_OK) << kvio_last_error();
   EXPECT_EQ(kvio_transfer_is_done(held), 1);
   for (uint64_t h : {held, after}) kvio_transfer_close(h);
-  Image expected = before;
-  expected.buffers = src.capture().buffers;
-  EXPECT_TRUE(sameImage(expected, dst.capture(), "destination after the release"));
+  pools.expect(all, all, 0, 0, 1);
+  EXPECT_TRUE(pools.check("destination after the release"));
 }
 
 TEST_F(Faults, CloseWaitNeverSaysReleasedWhileATransferUsesThePool) {
@@ -675,9 +662,7 @@ TEST_F(Faults, ThreadStartFailureIsReportedWithoutHangingAndTheNextCreateWorks) 
   const Geometry g{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 1024, 1, 1, 1024};
   TestPool src(g), dst(g);
   std::mt19937_64 rng(13);
-  src.fillRandom(rng);
-  dst.fill(kCanary);
-  Image expected = dst.capture();
+  SeededPair pools(src, dst, rng);
   kvio::Executor executor(kvio::IoBackend::Cpu, 4);
   int32_t threads = 0;
   ASSERT_EQ(kvio_executor_threads(executor.handle(), &threads), KVIO_STATUS_OK);
@@ -699,9 +684,8 @@ TEST_F(Faults, ThreadStartFailureIsReportedWithoutHangingAndTheNextCreateWorks) 
       << kvio_last_error();
   EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
   kvio_transfer_close(transfer);
-  applyTransfer(src.geometry(), src.capture(), dst.geometry(), &expected, srcIndices, dstIndices, 0,
-                0, 1);
-  EXPECT_TRUE(sameImage(expected, dst.capture(), "destination after the next create"));
+  pools.expect(srcIndices, dstIndices, 0, 0, 1);
+  EXPECT_TRUE(pools.check("destination after the next create"));
 }
 
 TEST_F(Faults, InjectionArgumentsAreChecked) {

@@ -212,28 +212,20 @@ const std::vector<int64_t> kFrom{30, 1, 2, 16, 9};
 const std::vector<int64_t> kTo{0, 19, 7, 8, 12};
 
 // Submits with `submit` from a seeded source to a canary-filled destination (source layers 1-2
-// to destination layers 0-1), checks every destination byte against the oracle and the source
-// unchanged, and returns the transfer's info.
+// to destination layers 0-1) through the oracle's checkTransfer (every destination byte against
+// the oracle, the source unchanged), and returns the transfer's info.
 template <typename Submit>
 kvio_transfer_info moveAndCheck(Submit submit) {
-  TestPool src(kSrc), dst(kDst);
   std::mt19937_64 rng(5);
-  src.fillRandom(rng);
-  dst.fill(kCanary);
-  const Image srcBefore = src.capture();
-  Image expected = dst.capture();
-  applyTransfer(kSrc, srcBefore, kDst, &expected, kFrom, kTo, 1, 0, 2);
-  const kvio_transfer_desc d = descOf(src, dst, kFrom, kTo, 1, 0, 2);
-  uint64_t transfer = 0;
   kvio_transfer_info info{};
-  const kvio_status status = submit(d, &transfer);
-  EXPECT_EQ(status, KVIO_STATUS_OK) << kvio_last_error();
-  if (status != KVIO_STATUS_OK) return info;
-  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
-  EXPECT_EQ(kvio_transfer_get_info(transfer, &info), KVIO_STATUS_OK);
-  EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
-  EXPECT_TRUE(sameImage(expected, dst.capture(), "destination"));
-  EXPECT_TRUE(sameImage(srcBefore, src.capture(), "source"));
+  checkTransfer(kSrc, kDst, rng, kFrom, kTo, 1, 0, 2, [&](TestPool& src, TestPool& dst) {
+    const kvio_transfer_desc d = descOf(src, dst, kFrom, kTo, 1, 0, 2);
+    uint64_t transfer = 0;
+    ASSERT_EQ(submit(d, &transfer), KVIO_STATUS_OK) << kvio_last_error();
+    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
+    EXPECT_EQ(kvio_transfer_get_info(transfer, &info), KVIO_STATUS_OK);
+    EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  });
   return info;
 }
 
@@ -338,9 +330,7 @@ TEST(SubmitWithAuto, WithoutAGpuDeviceIndicesAreUnsupportedAndTheMarkWithAShapeR
       << kvio_last_error();
   TestPool src(kSrc), dst(kDst);
   std::mt19937_64 rng(9);
-  src.fillRandom(rng);
-  dst.fill(kCanary);
-  const Image srcBefore = src.capture(), dstBefore = dst.capture();
+  const SeededPair pools(src, dst, rng);
   kvio_submit_options o = defaults();
   o.indices_memory = KVIO_INDICES_DEVICE;
   o.flags = KVIO_SUBMIT_OVERLAPS_COMPUTE;
@@ -355,8 +345,7 @@ TEST(SubmitWithAuto, WithoutAGpuDeviceIndicesAreUnsupportedAndTheMarkWithAShapeR
   d.num_indices = 0;
   EXPECT_REJECTED(kvio_check_transfer_with(executor, &d, &o), KVIO_STATUS_UNSUPPORTED,
                   "device-resident indices need a GPU");
-  EXPECT_TRUE(sameImage(dstBefore, dst.capture(), "destination after the refusals"));
-  EXPECT_TRUE(sameImage(srcBefore, src.capture(), "source after the refusals"));
+  EXPECT_TRUE(pools.check("destination after the refusals", "source after the refusals"));
   EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
   ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_AUTO, 1, &executor), KVIO_STATUS_OK);
   o.indices_memory = KVIO_INDICES_HOST;

@@ -322,7 +322,11 @@ public final class HostKvPool extends KvPool {
 
         /**
          * Validates and submits; index lists may be closed or reused once this returns.
-         * KvioInvalidArgumentException when a list was not set.
+         * KvioInvalidArgumentException when a list was not set. On the cpu io backend a transfer
+         * submitted to an idle executor is copied partly on this thread: up to 512 KiB wholly
+         * before this returns (done at submit), up to 8 MiB beside the executor's threads until
+         * every piece of it has been taken; behind earlier transfers, or larger, it returns at
+         * once. The device backends only issue the work here.
          */
         public Transfer submit() {
             if (hostIndices == null || deviceIndices == null) { // a step missing, as builders say

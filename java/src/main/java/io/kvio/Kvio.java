@@ -8,6 +8,7 @@ package io.kvio;
 
 import java.lang.ref.Reference;
 import java.util.Objects;
+import jdk.jfr.FlightRecorder;
 
 public final class Kvio {
     /** Version of this Java API; the native library must report the same (checked at load). */
@@ -298,7 +299,9 @@ public final class Kvio {
 
         /**
          * Validates and submits; index lists may be closed or reused once this returns.
-         * KvioInvalidArgumentException when an index list or the layer count was not set.
+         * KvioInvalidArgumentException when an index list or the layer count was not set. On the
+         * cpu io backend a small transfer to an idle executor is copied on this thread, as {@link
+         * HostKvPool.TransferRequest#submit()} says.
          */
         public Transfer submit() {
             String missing =
@@ -371,8 +374,13 @@ public final class Kvio {
                     warpsPerCta);
             return Transfer.completed(skippedLayers);
         }
-        // null unless a recording wants it
-        TransferEvent event = TransferEvent.begin(src, dst, ctaBudget, warpsPerCta);
+        // null unless a recording wants it; while Flight Recorder has not started, the event class
+        // is not even loaded (its first load brings in about a hundred jdk.jfr classes, some
+        // 100 ms on the first transfer)
+        TransferEvent event =
+                FlightRecorder.isInitialized()
+                        ? TransferEvent.begin(src, dst, ctaBudget, warpsPerCta)
+                        : null;
         long handle;
         long bytes;
         boolean doneOnCpu;
@@ -510,6 +518,12 @@ public final class Kvio {
                         .replace("dst_indices", dstName)
                         .replace("the src pool", poolName(byParameter, "src", src))
                         .replace("the dst pool", poolName(byParameter, "dst", dst))
+                        .replaceFirst(
+                                "src_pool 0x[0-9a-f]+ is closed \\(or was never opened\\)",
+                                poolName(byParameter, "src", src) + " was closed")
+                        .replaceFirst(
+                                "dst_pool 0x[0-9a-f]+ is closed \\(or was never opened\\)",
+                                poolName(byParameter, "dst", dst) + " was closed")
                         .replace("src_layer_start", "srcLayerStart")
                         .replace("dst_layer_start", "dstLayerStart")
                         .replace("num_layers", "numLayers");

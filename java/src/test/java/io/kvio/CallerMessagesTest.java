@@ -365,4 +365,37 @@ public class CallerMessagesTest extends CpuPoolsFixture {
                 new String[0],
                 "hostIndices is closed");
     }
+
+    // ---- native names that reach Java only in a race ----
+
+    /**
+     * A pool whose native handle is closed after Java's own open check (another thread's close in
+     * between, here the native close called directly): the native refusal names the pool as the
+     * caller knows it, not by its handle.
+     */
+    @Test
+    public void aPoolClosedNativelyDuringTheSubmitIsNamedNotNumbered() {
+        DeviceKvPool d = DEVICE.allocateDevice();
+        HostKvPool h = HostKvPool.builder().forDevice(d).build();
+        try {
+            assertEquals(KvioNative.kvio_pool_close(d.handle()), KvioNative.KVIO_STATUS_OK);
+            KvioClosedException e =
+                    expectThrows(
+                            KvioClosedException.class,
+                            () -> h.backup(d).deviceIndices(0).hostIndices(0).submit().await());
+            assertEquals(e.getMessage(), "the device pool was closed");
+            KvioClosedException load =
+                    expectThrows(
+                            KvioClosedException.class,
+                            () -> h.load(d, 0).hostIndices(0).deviceIndices(0).submit().await());
+            assertEquals(load.getMessage(), "the device pool was closed");
+        } finally {
+            h.close();
+            try {
+                d.close(); // its native handle is closed already
+            } catch (KvioClosedException expected) {
+                // the second native close says so
+            }
+        }
+    }
 }

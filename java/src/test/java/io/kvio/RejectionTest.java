@@ -720,6 +720,17 @@ public class RejectionTest extends CpuPoolsFixture {
                 "4096");
         assertRejected(
                 KvioInvalidArgumentException.class,
+                () ->
+                        open(
+                                DeviceKvPool.wrapComponents(
+                                        spec,
+                                        new long[] {backing.regionAddress(0)},
+                                        4096,
+                                        IoBackend.CPU)),
+                buffers,
+                "componentAddresses.length is 1 but a mha pool has 2 components");
+        assertRejected(
+                KvioInvalidArgumentException.class,
                 () -> open(DeviceKvPool.wrap(spec, 0, 8192, IoBackend.CPU)),
                 buffers,
                 "address is 0");
@@ -742,7 +753,7 @@ public class RejectionTest extends CpuPoolsFixture {
                                         1024,
                                         IoBackend.CPU)),
                 buffers,
-                "num_entries is 7",
+                "layerAddresses.length is 7",
                 "2 components x 4 layers = 8");
         assertRejected(
                 KvioUnsupportedException.class,

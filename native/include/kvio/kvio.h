@@ -215,13 +215,22 @@ KVIO_API kvio_status kvio_pool_close(uint64_t pool);
  * a transfer was still running at the deadline: the handle is closed all the same; call
  * kvio_pool_close_wait again with the same handle to wait more, and do not free the memory
  * before it returns OK. A pool closed earlier may be waited for with its old handle (OK at once
- * when its memory was released already); KVIO_STATUS_CLOSED only for a handle never opened. */
+ * when its memory was released already); KVIO_STATUS_CLOSED only for a pool handle never opened
+ * (INVALID_ARGUMENT for a value that is not a pool handle at all). */
 KVIO_API kvio_status kvio_pool_close_wait(uint64_t pool, int64_t timeout_ns);
 
-/* ---- executors and transfers ---- */
+/* ---- executors and transfers ----
+ * fork(): in a child process, an executor created before the fork (its threads, or its device
+ * stream, stayed in the parent) and a transfer in flight at the fork (it never completes there)
+ * answer KVIO_STATUS_UNAVAILABLE, saying so, to every call but their close, which releases the
+ * handle only (kvio_executor_close does not drain or stop the parent's threads); so does
+ * kvio_pool_close_wait of a pool such a transfer uses. Pools of host memory are the child's copy
+ * and may be used with an executor created in the child. Device memory and device executors
+ * follow the vendor runtime's rules (CUDA is not usable in a child of a process that used it). */
 /* threads <= 0: one per online core. */
 KVIO_API kvio_status kvio_executor_create(int32_t io_backend, int32_t threads,
                                           uint64_t* executor_out);
+/* The executor's io threads (cpu, and auto without a GPU), or 1 (the device backends). */
 KVIO_API kvio_status kvio_executor_threads(uint64_t executor, int32_t* threads_out);
 /* Waits for submitted transfers, then releases the executor. Every transfer it accepted is done
  * when this returns, including those whose submit ran on another thread as it was called; a
@@ -347,7 +356,10 @@ KVIO_API kvio_status kvio_transfer_wait(uint64_t transfer, int64_t timeout_ns);
  * longer uses the transfer's pools, so it answers 0 while another thread that saw the transfer
  * complete is still letting go of them (freeing a closed pool's memory, say). */
 KVIO_API int32_t kvio_transfer_is_done(uint64_t transfer);
+/* The bytes the transfer moves (planned at submit). */
 KVIO_API kvio_status kvio_transfer_bytes(uint64_t transfer, uint64_t* bytes_out);
+/* Releases the handle without waiting and without cancelling: a running transfer goes on, and
+ * its pools stay in use until it completes (kvio_pool_close_wait tells when). */
 KVIO_API kvio_status kvio_transfer_close(uint64_t transfer);
 
 /* What a transfer is and how long it took, for observability (the Java API's JDK Flight

@@ -1,6 +1,9 @@
 // TransferState and the Executor defaults (see executor.hpp).
 #include "executor.hpp"
 
+#include <pthread.h>
+
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -13,6 +16,13 @@
 namespace kvio {
 
 namespace {
+
+std::atomic<uint32_t> forks{0};
+
+// In the child, on the thread that called fork(), before fork returns there.
+void countFork() {
+  forks.fetch_add(1, std::memory_order_relaxed);
+}
 
 struct PlanStorage {
   std::mutex mutex;
@@ -144,6 +154,12 @@ void TransferState::attach(std::shared_ptr<DeviceCompletion> completion) {
 std::shared_ptr<DeviceCompletion> TransferState::deviceCompletion() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return completion_;
+}
+
+uint32_t forkGeneration() {
+  static const bool watching = pthread_atfork(nullptr, nullptr, &countFork) == 0;
+  (void)watching;  // without it (ENOMEM) forks go unnoticed, as before
+  return forks.load(std::memory_order_relaxed);
 }
 
 bool TransferState::pollLocked() const {

@@ -44,6 +44,12 @@ class DeviceCompletion {
   virtual bool nativeHandle(NativeHandle kind, uint64_t* out) const = 0;
 };
 
+/// How many times this process has been the child of a fork() since kvio's first call that asked
+/// (the first executor or transfer; the pthread_atfork handler is registered then). An executor
+/// made before a fork has no threads (or device stream) in the child, and a transfer in flight
+/// at the fork never completes there: the registry refuses both in the child (handles.hpp).
+uint32_t forkGeneration();
+
 // A caller's timeout in nanoseconds as the waits use it: negative waits without limit, and so
 // does anything over 2^60 ns (36 years), so that now + timeout cannot overflow the clock (a
 // deadline wrapped into the past would time out at once: INT64_MAX would mean "do not wait").
@@ -82,6 +88,8 @@ class TransferState {
   bool outcome(kvio_status* status, int64_t* endNs) const;
   std::string message() const;
   uint64_t bytes() const { return bytes_; }
+  /// Submitted in this process (not in a parent before a fork).
+  bool submittedHere() const { return forkGeneration_ == forkGeneration(); }
 
   /// What the transfer is (kvio_transfer_get_info); the core sets it before submission.
   struct Shape {
@@ -140,6 +148,7 @@ class TransferState {
   mutable HeldPools pools_;
   std::shared_ptr<DeviceCompletion> completion_;
   const uint64_t bytes_;
+  const uint32_t forkGeneration_ = forkGeneration();
   Shape shape_;
   mutable std::atomic<int64_t> startNs_{0};  // set once; also by a const poll that sees it done
   mutable int64_t endNs_ = 0;                // guarded by mutex_

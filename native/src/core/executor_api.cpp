@@ -47,6 +47,13 @@ kvio_status kvio_executor_close(uint64_t executor_handle) {
   return guarded([&]() -> kvio_status {
     std::shared_ptr<ExecutorImpl> executor;
     KVIO_RETURN_IF_ERROR(executors().remove(executor_handle, "executor", &executor));
+    if (executor->forkGeneration != forkGeneration()) {
+      // Made in a parent before this process was forked: its threads do not exist here, so it
+      // can neither drain nor be destroyed (joining them would fail or hang). Its handle is
+      // released; the object is left, as the parent's threads left it.
+      (void)executor->executor.release();
+      return KVIO_STATUS_OK;
+    }
     // Submissions that found the executor before its handle went may still be queueing:
     // refuse new ones, wait for those (usually microseconds; longer when a submit waits for a
     // CUDA staging slot or copies part of its job itself), then drain, so that every transfer it

@@ -23,12 +23,36 @@ namespace kvio {
 struct ExecutorImpl {
   int32_t backend;
   std::unique_ptr<Executor> executor;
+  const uint32_t forkGeneration = kvio::forkGeneration();  // made in this process, not a parent
   // Submissions under way on this executor, and whether kvio_executor_close has begun. A submit
   // that looked the executor up before its handle went can queue after close's drain: close
   // waits for those (SubmitScope counts them), and one that starts after close began is refused.
   std::atomic<int32_t> submitting{0};
   std::atomic<bool> closing{false};
 };
+
+// What a handle's object can do in a child of fork(): a pool's memory is the child's copy, but an
+// executor's threads (or device stream) and the completion of a transfer in flight at the fork
+// stayed in the parent. UNAVAILABLE, saying so, for those; closing them still works.
+template <class T>
+kvio_status usableHere(const T&, uint64_t, const char*) {  // pools (and tests' objects)
+  return KVIO_STATUS_OK;
+}
+inline kvio_status usableHere(const ExecutorImpl& executor, uint64_t handle, const char* argument) {
+  if (executor.forkGeneration == forkGeneration()) return KVIO_STATUS_OK;
+  return fail(KVIO_STATUS_UNAVAILABLE,
+              "%s 0x%llx was created before this process was forked: its threads (or device "
+              "stream) are the parent process's, not this child's; create a new executor here "
+              "(closing this one releases its handle only)",
+              argument, static_cast<unsigned long long>(handle));
+}
+inline kvio_status usableHere(const TransferState& state, uint64_t handle, const char* argument) {
+  if (state.submittedHere() || state.settled()) return KVIO_STATUS_OK;
+  return fail(KVIO_STATUS_UNAVAILABLE,
+              "%s 0x%llx was in flight when this process was forked: its executor is the parent "
+              "process's, so it never completes in this child; close it here",
+              argument, static_cast<unsigned long long>(handle));
+}
 
 // Handles carry their object type in the top bits, so a handle of the wrong type is named as
 // such instead of being looked up in the wrong table.
@@ -108,6 +132,7 @@ class Registry {
     std::lock_guard<std::mutex> lock(mutex_);
     Slot* slot = find(handle);
     if (slot == nullptr) return closed(handle, argument);
+    KVIO_RETURN_IF_ERROR(usableHere(*slot->object, handle, argument));
     *out = slot->object;
     return KVIO_STATUS_OK;
   }

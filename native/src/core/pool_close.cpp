@@ -108,6 +108,15 @@ kvio_status waitReleased(uint64_t handle, int64_t timeoutNs) {
     }
     const auto now = std::chrono::steady_clock::now();
     if (usage->released()) continue;
+    for (const std::shared_ptr<TransferState>& transfer : pending) {
+      if (!transfer->submittedHere()) {
+        return fail(KVIO_STATUS_UNAVAILABLE,
+                    "pool 0x%llx is closed but a transfer submitted with it was in flight when "
+                    "this process was forked; its executor is the parent process's, so it never "
+                    "completes in this child and kvio's use of the memory does not end here",
+                    static_cast<unsigned long long>(handle));
+      }
+    }
     if (timeoutNs >= 0 && now >= deadline) {
       if (!listed) {
         return fail(KVIO_STATUS_TIMEOUT,

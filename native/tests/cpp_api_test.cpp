@@ -53,6 +53,43 @@ std::vector<uint8_t> contents(const kvio::Pool& pool) {
   return std::vector<uint8_t>(pool.data(), pool.data() + pool.bytes());
 }
 
+// Whether transferPerLayer / transferAllLayers compile with these arguments after the indices
+// (a deleted overload takes a bool where a layer number goes).
+template <class, class... Args>
+struct PerLayerCompiles : std::false_type {};
+template <class... Args>
+struct PerLayerCompiles<decltype((void)kvio::transferPerLayer(
+                            std::declval<const kvio::Executor&>(),
+                            std::declval<const kvio::Pool&>(), std::declval<const kvio::Pool&>(),
+                            std::declval<std::vector<int64_t>&>(),
+                            std::declval<std::vector<int64_t>&>(), std::declval<Args>()...)),
+                        Args...> : std::true_type {};
+template <class, class... Args>
+struct AllLayersCompiles : std::false_type {};
+template <class... Args>
+struct AllLayersCompiles<decltype((void)kvio::transferAllLayers(
+                             std::declval<const kvio::Executor&>(),
+                             std::declval<const kvio::Pool&>(), std::declval<const kvio::Pool&>(),
+                             std::declval<std::vector<int64_t>&>(),
+                             std::declval<std::vector<int64_t>&>(), std::declval<Args>()...)),
+                         Args...> : std::true_type {};
+
+// transferAllLayers(..., true) meant "overlaps compute" and backed up from src layer 1;
+// transferPerLayer(..., 7, true) loaded layer 7 into layer 1. A bool where a layer goes is now
+// refused when compiling; the intended calls still compile.
+static_assert(!AllLayersCompiles<void, bool>::value, "bool as srcLayerStart");
+static_assert(!AllLayersCompiles<void, bool, bool>::value, "bool as srcLayerStart");
+static_assert(!PerLayerCompiles<void, int, bool>::value, "bool as dstLayer");
+static_assert(!PerLayerCompiles<void, bool, int>::value, "bool as srcLayer");
+static_assert(!PerLayerCompiles<void, int64_t, bool, bool>::value, "bool as dstLayer");
+static_assert(AllLayersCompiles<void>::value, "all layers");
+static_assert(AllLayersCompiles<void, int>::value, "all layers from a src layer");
+static_assert(AllLayersCompiles<void, int64_t, bool>::value, "all layers, overlapping compute");
+static_assert(AllLayersCompiles<void, int, kvio::TransferOptions>::value, "with options");
+static_assert(PerLayerCompiles<void, int, int>::value, "one layer");
+static_assert(PerLayerCompiles<void, int64_t, long long, bool>::value, "overlapping compute");
+static_assert(PerLayerCompiles<void, int, int, kvio::TransferOptions>::value, "with options");
+
 TEST(CppApi, BracedIndexListsAreIndicesNotAPointerAndACount) {
   const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
   const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());

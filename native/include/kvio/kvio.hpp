@@ -37,6 +37,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -785,6 +786,22 @@ inline Transfer transferPerLayer(const Executor& executor, const Pool& src, cons
                   options);
 }
 
+namespace detail {
+template <class... T>
+struct AnyBool : std::false_type {};
+template <class First, class... Rest>
+struct AnyBool<First, Rest...>
+    : std::integral_constant<bool, std::is_same<typename std::decay<First>::type, bool>::value ||
+                                       AnyBool<Rest...>::value> {};
+}  // namespace detail
+
+/// A bool where a layer number goes would be taken as layer 0 or 1 (transferPerLayer(..., 7,
+/// true) meant overlapsCompute and would load layer 7 into layer 1): refused when compiling.
+template <class S, class D, class SrcLayer, class DstLayer, class... Rest,
+          typename std::enable_if<detail::AnyBool<SrcLayer, DstLayer>::value, int>::type = 0>
+Transfer transferPerLayer(const Executor&, const Pool&, const Pool&, S&&, D&&, SrcLayer&&,
+                          DstLayer&&, Rest&&...) = delete;
+
 /// Every layer of dst, from src layers [srcLayerStart, srcLayerStart + dst layers): an
 /// all-layer backup; with srcLayerStart > 0 the backup of a layer-sharded pool.
 inline Transfer transferAllLayers(const Executor& executor, const Pool& src, const Pool& dst,
@@ -809,6 +826,13 @@ inline Transfer transferAllLayers(const Executor& executor, const Pool& src, con
   return transfer(executor, src, dst, srcIndices, dstIndices,
                   LayerMap{srcLayerStart, 0, dst.spec().numLayers}, options);
 }
+
+/// A bool where srcLayerStart goes would be taken as layer 0 or 1 (transferAllLayers(..., true)
+/// meant overlapsCompute and would back up from layer 1): refused when compiling.
+template <class S, class D, class SrcLayerStart, class... Rest,
+          typename std::enable_if<detail::AnyBool<SrcLayerStart>::value, int>::type = 0>
+Transfer transferAllLayers(const Executor&, const Pool&, const Pool&, S&&, D&&, SrcLayerStart&&,
+                           Rest&&...) = delete;
 
 /// Expands page ids into token slots: page p becomes p*pageSize ... p*pageSize + pageSize-1.
 /// INVALID_ARGUMENT for a pageSize below 1 or a page whose slots do not fit in int64 (an id

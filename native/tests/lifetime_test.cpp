@@ -365,6 +365,8 @@ TEST_F(LifetimeTest, CloseThenWaitAndTheCppForm) {
   acl().holdStream();
   kvio::Transfer t = kvio::transferAllLayers(ascend, wrapped, device.pool.pool(), src, dst);
   EXPECT_FALSE(wrapped.closeAndWait(std::chrono::nanoseconds(0)));
+  // A deadline already passed (closeAndWait(deadline - now())) only checks, as waitFor does.
+  EXPECT_FALSE(wrapped.closeAndWait(std::chrono::milliseconds(-5)));
   int64_t regions = 0;  // closed, its handle kept: use of it answers CLOSED
   EXPECT_EQ(kvio_pool_region(wrapped.handle(), 0, nullptr, nullptr, &regions), KVIO_STATUS_CLOSED);
   EXPECT_EQ(acl().live().registrations, 1);

@@ -609,6 +609,11 @@ TEST(PoolRejection, AllocateBadEnumerationValues) {
                   KVIO_STATUS_INVALID_ARGUMENT,
                   "memory_kind: memory kind 5 is not valid; valid values: host, host_pinned, "
                   "cuda_device, ascend_device, ascend_host_pinned (0 to 4 in that order)");
+  // The C++ wrapper's default device (-1) is for host memory only: the message says what to pass.
+  EXPECT_REJECTED(kvio_pool_allocate_memory(&spec, KVIO_MEMORY_HOST_PINNED, -1, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT,
+                  "device -1 is not a device ordinal (>= 0): memory of kind 'host_pinned' belongs "
+                  "to a device; pass its ordinal (0 for the first)");
   EXPECT_EQ(pool, 0u);
 }
 

@@ -334,7 +334,8 @@ struct TransferOptions {
 class Pool {
  public:
   /// Memory allocated by kvio: host memory by default (2 MiB aligned, huge pages advised,
-  /// zeroed), or memory of another KVIO_MEMORY_* kind on `device` (kvio.h).
+  /// zeroed), or memory of another KVIO_MEMORY_* kind on `device` (kvio.h; the default -1 is for
+  /// host memory only: the other kinds need a device ordinal, as do the wraps below).
   static Pool allocate(const PoolSpec& spec, int32_t memoryKind = KVIO_MEMORY_HOST,
                        int32_t device = -1) {
     const kvio_pool_spec c = spec.toC();
@@ -415,16 +416,14 @@ class Pool {
   /// transfer submitted with it has completed, kvio's allocation is freed and its registration
   /// of wrapped memory has ended (kvio_pool_close_wait). True once wrapped memory may be freed;
   /// false when a transfer was still running after `timeout` (the pool stays closed; call again
-  /// to wait more). A negative timeout waits as long as it takes; zero only checks.
-  bool closeAndWait(std::chrono::nanoseconds timeout = std::chrono::nanoseconds(-1)) {
-    close();
-    if (handle_ == 0 || released_) return true;
-    const kvio_status status = kvio_pool_close_wait(handle_, timeout.count());
-    if (status == KVIO_STATUS_TIMEOUT) return false;
-    check(status);  // only then released: an error is no answer (the destructor waits again)
-    released_ = true;
-    return true;
+  /// to wait more). A negative timeout (a deadline already passed) only checks, as zero does and
+  /// as Transfer::waitFor and Java's closeAndWait(timeout, unit) do; closeAndWait() without one
+  /// waits as long as it takes.
+  bool closeAndWait(std::chrono::nanoseconds timeout) {
+    return closeAndWaitNs(timeout.count() < 0 ? 0 : timeout.count());
   }
+  /// closeAndWait as long as it takes: true, or throws for an error.
+  bool closeAndWait() { return closeAndWaitNs(-1); }
   /// The handle; after close() still the closed handle (0 only for a moved-from pool).
   uint64_t handle() const { return handle_; }
   const PoolSpec& spec() const { return spec_; }
@@ -469,6 +468,16 @@ class Pool {
  private:
   Pool(uint64_t handle, const PoolSpec& spec, bool callerMemory)
       : handle_(handle), callerMemory_(callerMemory), spec_(spec) {}
+  // closeAndWait with kvio_pool_close_wait's timeout (< 0: as long as it takes).
+  bool closeAndWaitNs(int64_t timeoutNs) {
+    close();
+    if (handle_ == 0 || released_) return true;
+    const kvio_status status = kvio_pool_close_wait(handle_, timeoutNs);
+    if (status == KVIO_STATUS_TIMEOUT) return false;
+    check(status);  // only then released: an error is no answer (the destructor waits again)
+    released_ = true;
+    return true;
+  }
   // The destructor's work (and move-assignment's, for the pool it replaces); never throws.
   void release() noexcept {
     close();

@@ -183,6 +183,10 @@ bool isEnumValue(Enumeration enumeration, int32_t value) {
   return value >= 0 && static_cast<size_t>(value) < valuesOf(enumeration).count;
 }
 
+const char* memoryKindName(int32_t kind) {
+  return isEnumValue(Enumeration::kMemoryKind, kind) ? kMEMORY[kind].name : "?";
+}
+
 kvio_status checkEnumValue(Enumeration enumeration, int32_t value, const char* argument) {
   if (isEnumValue(enumeration, value)) return KVIO_STATUS_OK;
   const Values values = valuesOf(enumeration);

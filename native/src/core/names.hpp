@@ -24,6 +24,9 @@ enum class Enumeration : int32_t {
 /// True when `value` is a value of `enumeration`.
 bool isEnumValue(Enumeration enumeration, int32_t value);
 
+/// The name of memory kind `kind` (KVIO_MEMORY_*, as kvio_enums.def spells it), "?" for none.
+const char* memoryKindName(int32_t kind);
+
 /// INVALID_ARGUMENT unless `value` is a value of `enumeration`: "<argument>: <what> <value> is not
 /// valid; valid values: <names> (0 to <last> in that order)", e.g. "spec.layout: layout 9 is not
 /// valid; valid values: layer_first, page_first, page_first_direct, page_head (0 to 3 in that

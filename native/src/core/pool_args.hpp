@@ -35,7 +35,10 @@ inline kvio_status checkAddress(const char* name, int64_t index, uint64_t addres
 inline kvio_status checkMemoryKind(int32_t kind, int32_t device) {
   KVIO_RETURN_IF_ERROR(checkEnumValue(Enumeration::kMemoryKind, kind, "memory_kind"));
   if (kind != KVIO_MEMORY_HOST && device < 0) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT, "device %d is not a device ordinal (>= 0)", device);
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "device %d is not a device ordinal (>= 0): memory of kind '%s' belongs to a "
+                "device; pass its ordinal (0 for the first)",
+                device, memoryKindName(kind));
   }
   return KVIO_STATUS_OK;
 }

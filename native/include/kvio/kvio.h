@@ -168,7 +168,11 @@ KVIO_API kvio_status kvio_pool_component_bytes(const kvio_pool_spec* spec, uint6
 /* Allocates host memory for the pool (2 MiB aligned, transparent huge pages advised, zeroed).
  * Components lie one after the other: component c starts at c * component_bytes. */
 KVIO_API kvio_status kvio_pool_allocate(const kvio_pool_spec* spec, uint64_t* pool_out);
-/* Wraps caller-owned memory: one region of size_bytes holding all components in order. */
+/* Wraps caller-owned memory: one region of size_bytes holding all components in order.
+ * The wraps take the sizes given (size_bytes, bytes_each) as the pool's memory: the checks that
+ * a pool's buffers are distinct and that a transfer's two pools do not share memory compare
+ * those ranges, so pass the bytes the spec needs (kvio_pool_component_bytes; a layer's for a
+ * layer table), not a larger capacity that reaches into a neighbour's memory. */
 KVIO_API kvio_status kvio_pool_wrap(const kvio_pool_spec* spec, uint64_t address,
                                     uint64_t size_bytes, uint64_t* pool_out);
 /* Wraps caller-owned memory, one buffer per component (e.g. separate K and V tensors, or the

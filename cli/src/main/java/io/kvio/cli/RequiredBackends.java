@@ -31,14 +31,9 @@ final class RequiredBackends {
      */
     void announce(PrintWriter err) {
         for (IoBackend b : backends) {
-            String cause = b.unavailabilityCause();
-            if (cause != null) {
-                err.println(
-                        "kvio: io backend '"
-                                + b.userName()
-                                + "' is required (--require) but unavailable: "
-                                + cause
-                                + "; the run goes on for its report, then exits 4");
+            String line = unavailable(b);
+            if (line != null) {
+                err.println(line + "; the run goes on for its report, then exits 4");
             }
         }
         err.flush();
@@ -49,16 +44,23 @@ final class RequiredBackends {
      */
     static int status(List<IoBackend> required, PrintWriter err) {
         for (IoBackend b : required) {
-            String cause = b.unavailabilityCause();
-            if (cause != null) {
-                err.println(
-                        "kvio: io backend '"
-                                + b.userName()
-                                + "' is required (--require) but unavailable: "
-                                + cause);
+            String line = unavailable(b);
+            if (line != null) {
+                err.println(line);
                 return Main.EXIT_REQUIRED_UNAVAILABLE;
             }
         }
         return Main.EXIT_OK;
+    }
+
+    /** "kvio: io backend 'X' is required (--require) but unavailable: cause", or null. */
+    private static String unavailable(IoBackend b) {
+        String cause = b.unavailabilityCause();
+        return cause == null
+                ? null
+                : "kvio: io backend '"
+                        + b.userName()
+                        + "' is required (--require) but unavailable: "
+                        + cause;
     }
 }

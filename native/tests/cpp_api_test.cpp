@@ -73,6 +73,24 @@ struct AllLayersCompiles<decltype((void)kvio::transferAllLayers(
                              std::declval<std::vector<int64_t>&>(),
                              std::declval<std::vector<int64_t>&>(), std::declval<Args>()...)),
                          Args...> : std::true_type {};
+// The same with braced index lists (not deduced by a template: the deleted overloads must take
+// them as Indices).
+template <class, class... Args>
+struct BracedPerLayerCompiles : std::false_type {};
+template <class... Args>
+struct BracedPerLayerCompiles<
+    decltype((void)kvio::transferPerLayer(
+        std::declval<const kvio::Executor&>(), std::declval<const kvio::Pool&>(),
+        std::declval<const kvio::Pool&>(), {1, 2}, {3, 4}, std::declval<Args>()...)),
+    Args...> : std::true_type {};
+template <class, class... Args>
+struct BracedAllLayersCompiles : std::false_type {};
+template <class... Args>
+struct BracedAllLayersCompiles<
+    decltype((void)kvio::transferAllLayers(
+        std::declval<const kvio::Executor&>(), std::declval<const kvio::Pool&>(),
+        std::declval<const kvio::Pool&>(), {1, 2}, {3, 4}, std::declval<Args>()...)),
+    Args...> : std::true_type {};
 
 // transferAllLayers(..., true) meant "overlaps compute" and backed up from src layer 1;
 // transferPerLayer(..., 7, true) loaded layer 7 into layer 1. A bool where a layer goes is now
@@ -89,6 +107,10 @@ static_assert(AllLayersCompiles<void, int, kvio::TransferOptions>::value, "with 
 static_assert(PerLayerCompiles<void, int, int>::value, "one layer");
 static_assert(PerLayerCompiles<void, int64_t, long long, bool>::value, "overlapping compute");
 static_assert(PerLayerCompiles<void, int, int, kvio::TransferOptions>::value, "with options");
+static_assert(!BracedAllLayersCompiles<void, bool>::value, "braced lists, bool as srcLayerStart");
+static_assert(!BracedPerLayerCompiles<void, int, bool>::value, "braced lists, bool as dstLayer");
+static_assert(BracedAllLayersCompiles<void, int64_t, bool>::value, "braced lists");
+static_assert(BracedPerLayerCompiles<void, int, size_t, bool>::value, "braced lists");
 
 TEST(CppApi, BracedIndexListsAreIndicesNotAPointerAndACount) {
   const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());

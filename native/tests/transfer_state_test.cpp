@@ -246,6 +246,9 @@ TEST(TransferStateDone, QueriesDoNotWaitForAnotherThreadDroppingThePools) {
   std::shared_future<void> opened = open.get_future().share();
   std::atomic<bool> dropping{false};
   auto state = std::make_shared<TransferState>(64);
+  TransferState::Shape shape;
+  shape.submitNs = TransferState::monotonicNs();  // timed: an end time is recorded when done
+  state->describe(shape);
   {
     std::shared_ptr<void> gate(nullptr, [opened, &dropping](void*) {
       dropping.store(true);
@@ -259,6 +262,11 @@ TEST(TransferStateDone, QueriesDoNotWaitForAnotherThreadDroppingThePools) {
   const auto until = Clock::now() + std::chrono::seconds(20);
   while (!dropping.load() && Clock::now() < until) std::this_thread::yield();
   ASSERT_TRUE(dropping.load()) << "the first query did not drop the pools";
+  kvio_status status = KVIO_STATUS_INTERNAL;
+  int64_t endNs = -1;
+  EXPECT_FALSE(state->outcome(&status, &endNs)) << "done (get_info) before the pools were dropped";
+  EXPECT_EQ(status, KVIO_STATUS_OK);
+  EXPECT_EQ(endNs, 0) << "an end time for a transfer not done yet";
   std::future<WaitResult> query = waitOnThread([state] { return state->isDone(); });
   std::future<WaitResult> timed = waitOnThread([state] { return state->wait(50 * 1000 * 1000); });
   const bool queryReturned = query.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
@@ -278,6 +286,8 @@ TEST(TransferStateDone, QueriesDoNotWaitForAnotherThreadDroppingThePools) {
   EXPECT_TRUE(collect(&dropper, state.get()).returned);
   EXPECT_TRUE(collect(&unbounded, state.get()).returned);
   EXPECT_TRUE(state->isDone());
+  EXPECT_TRUE(state->outcome(&status, &endNs));
+  EXPECT_NE(endNs, 0);
   if (!queryReturned) query.wait();
   if (!timedReturned) timed.wait();
   pool.reset();

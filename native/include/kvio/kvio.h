@@ -230,7 +230,10 @@ KVIO_API kvio_status kvio_pool_close_wait(uint64_t pool, int64_t timeout_ns);
  * handle only (kvio_executor_close does not drain or stop the parent's threads); so does
  * kvio_pool_close_wait of a pool such a transfer uses. Pools of host memory are the child's copy
  * and may be used with an executor created in the child. Device memory and device executors
- * follow the vendor runtime's rules (CUDA is not usable in a child of a process that used it). */
+ * follow the vendor runtime's rules (CUDA is not usable in a child of a process that used it).
+ * Fork while no transfer runs and no other thread is inside a kvio call: a lock such a thread
+ * holds at the fork stays held in the child (kvio takes its own shared locks around fork, not
+ * the locks of each pool, executor and transfer). */
 /* threads <= 0: one per online core. */
 KVIO_API kvio_status kvio_executor_create(int32_t io_backend, int32_t threads,
                                           uint64_t* executor_out);

@@ -806,10 +806,15 @@ struct AnyBool<First, Rest...>
 
 /// A bool where a layer number goes would be taken as layer 0 or 1 (transferPerLayer(..., 7,
 /// true) meant overlapsCompute and would load layer 7 into layer 1): refused when compiling.
-template <class S, class D, class SrcLayer, class DstLayer, class... Rest,
+/// (The index parameters are the real ones, not deduced, so that braced lists are caught too.)
+template <class SrcLayer, class DstLayer, class... Rest,
           typename std::enable_if<detail::AnyBool<SrcLayer, DstLayer>::value, int>::type = 0>
-Transfer transferPerLayer(const Executor&, const Pool&, const Pool&, S&&, D&&, SrcLayer&&,
+Transfer transferPerLayer(const Executor&, const Pool&, const Pool&, Indices, Indices, SrcLayer&&,
                           DstLayer&&, Rest&&...) = delete;
+template <class SrcLayer, class DstLayer, class... Rest,
+          typename std::enable_if<detail::AnyBool<SrcLayer, DstLayer>::value, int>::type = 0>
+Transfer transferPerLayer(const Executor&, const Pool&, const Pool&, DeviceIndices, DeviceIndices,
+                          SrcLayer&&, DstLayer&&, Rest&&...) = delete;
 
 /// Every layer of dst, from src layers [srcLayerStart, srcLayerStart + dst layers): an
 /// all-layer backup; with srcLayerStart > 0 the backup of a layer-sharded pool.
@@ -838,10 +843,14 @@ inline Transfer transferAllLayers(const Executor& executor, const Pool& src, con
 
 /// A bool where srcLayerStart goes would be taken as layer 0 or 1 (transferAllLayers(..., true)
 /// meant overlapsCompute and would back up from layer 1): refused when compiling.
-template <class S, class D, class SrcLayerStart, class... Rest,
+template <class SrcLayerStart, class... Rest,
           typename std::enable_if<detail::AnyBool<SrcLayerStart>::value, int>::type = 0>
-Transfer transferAllLayers(const Executor&, const Pool&, const Pool&, S&&, D&&, SrcLayerStart&&,
-                           Rest&&...) = delete;
+Transfer transferAllLayers(const Executor&, const Pool&, const Pool&, Indices, Indices,
+                           SrcLayerStart&&, Rest&&...) = delete;
+template <class SrcLayerStart, class... Rest,
+          typename std::enable_if<detail::AnyBool<SrcLayerStart>::value, int>::type = 0>
+Transfer transferAllLayers(const Executor&, const Pool&, const Pool&, DeviceIndices, DeviceIndices,
+                           SrcLayerStart&&, Rest&&...) = delete;
 
 /// Expands page ids into token slots: page p becomes p*pageSize ... p*pageSize + pageSize-1.
 /// INVALID_ARGUMENT for a pageSize below 1 or a page whose slots do not fit in int64 (an id

@@ -319,6 +319,8 @@ class AscendExecutor final : public Executor {
       }
       failAfterQueuedCopies(*job, outOfMemory ? KVIO_STATUS_OUT_OF_MEMORY : KVIO_STATUS_INTERNAL,
                             std::move(message));
+    } catch (...) {  // not a std::exception: the same, without its text
+      failAfterQueuedCopies(*job, KVIO_STATUS_INTERNAL, std::string());
     }
   }
 
@@ -364,7 +366,6 @@ class AscendExecutor final : public Executor {
     job.state->attach(completion);
     return true;
   }
-  void retire(InFlight& entry) { entry.job->state->isDone(); }  // reads its outcome, never waits
   // Completes a job whose copies could not all be queued, after the stream has run the ones
   // that were (they read and write the job's pools, which `job` keeps alive until then).
   void failAfterQueuedCopies(Job& job, kvio_status status, std::string message) {
@@ -378,9 +379,11 @@ class AscendExecutor final : public Executor {
     }
     job.state->complete(status, std::move(message));
   }
+  // Retires the finished transfers at the front (reading their outcome); stops at one another
+  // thread that saw it done still drops the pools of (a drain waits for that on those left).
   void reap() {
     while (!inFlight_.empty() && inFlight_.front().completion->query()) {
-      retire(inFlight_.front());
+      if (!inFlight_.front().job->state->isDone()) break;
       inFlight_.pop_front();
     }
   }

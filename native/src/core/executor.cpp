@@ -17,13 +17,6 @@ namespace kvio {
 
 namespace {
 
-std::atomic<uint32_t> forks{0};
-
-// In the child, on the thread that called fork(), before fork returns there.
-void countFork() {
-  forks.fetch_add(1, std::memory_order_relaxed);
-}
-
 struct PlanStorage {
   std::mutex mutex;
   std::vector<std::vector<kvio_copy2d>> free;
@@ -34,6 +27,25 @@ PlanStorage& planStorage() {
   static PlanStorage* storage = new PlanStorage();  // never destroyed: jobs may outlive statics
   return *storage;
 }
+
+std::atomic<uint32_t> forks{0};
+
+// fork(): the shared plan storage's lock is taken around it, as a cpu worker takes it after each
+// job (a child inheriting it held would hang at its first large transfer); the child counts the
+// fork (forkGeneration) on the thread that called fork(), before fork returns there.
+void beforeFork() {
+  planStorage().mutex.lock();
+}
+void inParentAfterFork() {
+  planStorage().mutex.unlock();
+}
+void inChildAfterFork() {
+  planStorage().mutex.unlock();
+  forks.fetch_add(1, std::memory_order_relaxed);
+}
+// Registered when the library is loaded: a fork during a registration made on first use would
+// leave the child a held initialisation guard. Without it (ENOMEM), forks go unnoticed.
+const bool kWatchingForks = pthread_atfork(&beforeFork, &inParentAfterFork, &inChildAfterFork) == 0;
 
 constexpr size_t kPlanStorageBytes = size_t{32} << 20;
 constexpr size_t kPlanStorageVectors = 8;
@@ -157,8 +169,7 @@ std::shared_ptr<DeviceCompletion> TransferState::deviceCompletion() const {
 }
 
 uint32_t forkGeneration() {
-  static const bool watching = pthread_atfork(nullptr, nullptr, &countFork) == 0;
-  (void)watching;  // without it (ENOMEM) forks go unnoticed, as before
+  (void)kWatchingForks;
   return forks.load(std::memory_order_relaxed);
 }
 
@@ -261,7 +272,7 @@ bool TransferState::outcome(kvio_status* status, int64_t* endNs) const {
   const bool done = isDone();
   std::lock_guard<std::mutex> lock(mutex_);
   *status = done ? status_ : KVIO_STATUS_OK;
-  *endNs = endNs_;
+  *endNs = done ? endNs_ : 0;  // not done to callers while another thread drops the pools
   return done;
 }
 

@@ -44,8 +44,8 @@ class DeviceCompletion {
   virtual bool nativeHandle(NativeHandle kind, uint64_t* out) const = 0;
 };
 
-/// How many times this process has been the child of a fork() since kvio's first call that asked
-/// (the first executor or transfer; the pthread_atfork handler is registered then). An executor
+/// How many times this process has been the child of a fork() since kvio was loaded (its
+/// pthread_atfork handlers are registered then). An executor
 /// made before a fork has no threads (or device stream) in the child, and a transfer in flight
 /// at the fork never completes there: the registry refuses both in the child (handles.hpp).
 uint32_t forkGeneration();

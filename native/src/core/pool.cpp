@@ -81,7 +81,9 @@ std::vector<std::shared_ptr<TransferState>> PoolUsage::pending() {
   // Outside the lock: a transfer found done drops its pools, and the last may be this one.
   std::vector<std::shared_ptr<TransferState>> notDone;
   for (std::shared_ptr<TransferState>& t : live) {
-    if (!t->isDone()) notDone.push_back(std::move(t));
+    // One submitted before this process was forked is not polled here: its device event (or
+    // worker) is the parent's. It stays pending (kvio_pool_close_wait refuses it).
+    if (!t->settled() && (!t->submittedHere() || !t->isDone())) notDone.push_back(std::move(t));
   }
   return notDone;
 }

@@ -89,8 +89,10 @@ const BackendOps kStagedOps{KVIO_BACKEND_STAGED,  cudaAvailable, createStagedDef
 // live in that device's primary context, and an event of one device recorded on another's stream
 // fails (invalid resource handle) at the first transfer, far from the cause. A stream being
 // captured is left alone (querying its device can invalidate the capture on some drivers), as is
-// one whose device the runtime cannot tell (a driver without the query).
+// one whose device the runtime cannot tell (a driver without the query, or a toolkit before 12.8,
+// which has none).
 kvio_status checkCallerStream(cudaStream_t stream, int32_t device, const char* name) {
+#if CUDART_VERSION >= 12080
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   KVIO_CUDA_TRY(cudaStreamIsCapturing(stream, &capture),
                 "checking the stream %p given to a '%s' executor on device %d",
@@ -110,6 +112,9 @@ kvio_status checkCallerStream(cudaStream_t stream, int32_t device, const char* n
                 "pass a stream of device %d, or create the executor for device %d",
                 static_cast<void*>(stream), streamDevice, name, device, device, streamDevice);
   }
+#else
+  (void)stream, (void)device, (void)name;
+#endif
   return KVIO_STATUS_OK;
 }
 
@@ -348,6 +353,9 @@ void CudaExecutor::retire(InFlight& entry, bool wait) {
 
 void CudaExecutor::reap() {
   while (!inFlight_.empty() && inFlight_.front().completion->query()) {
+    // Kept while another thread that saw it done still drops its pools: a drain (close) waits
+    // for that on the entries left here.
+    if (!inFlight_.front().job->state->isDone()) break;
     retire(inFlight_.front(), false);
     inFlight_.pop_front();
     inFlightCount_.store(inFlight_.size(), std::memory_order_relaxed);

@@ -1,9 +1,9 @@
 /*
  * The handle of a submitted transfer. Transfers on one executor run in submission order; waiting
- * is explicit. The first await() (or isDone()) that sees completion releases the native handle and
- * remembers the outcome, so later calls answer from Java. close() releases the handle without
- * waiting: an await() after a close() that came before any await() throws KvioClosedException,
- * even for a transfer that had completed. A cpu transfer already done when submit
+ * is explicit. The first await() that sees completion releases the native handle and remembers
+ * the outcome, so later calls answer from Java; isDone() only asks. close() releases the handle
+ * without waiting: an await() or isDone() after a close() that came before any await() throws
+ * KvioClosedException, even for a transfer that had completed. A cpu transfer already done when submit
  * returns (a small one runs on the submitting thread) releases its native handle at once and keeps
  * only its outcome: the common small call registers nothing with the Cleaner and leaves nothing
  * native behind. Only a transfer still running at submit holds its handle, and a Cleaner releases

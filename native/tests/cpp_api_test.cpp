@@ -128,6 +128,49 @@ TEST(CppApi, BracedIndexListsAreIndicesNotAPointerAndACount) {
   EXPECT_EQ(contents(dst), expected(dst, {3}, {2}));
 }
 
+TEST(CppApi, AnEnginesUint64TablesWrapAsTheVectorFormsDo) {
+  // MHA layer_first, 2 layers, 2 pages of 4 tokens, one kRow-byte head: K and V of each layer in
+  // a buffer of their own, given as an engine holds them (uint64 base addresses).
+  const kvio::PoolSpec spec =
+      kvio_test::Geometry{
+          KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, kvio_test::Form::PerLayer, 2, 2, 4, 1, kRow}
+          .spec();
+  const uint64_t layerBytes = 8 * kRow;
+  std::vector<std::vector<uint8_t>> buffers(4, std::vector<uint8_t>(layerBytes, 0xA5));
+  std::vector<uint64_t> table;
+  for (auto& b : buffers) {
+    table.push_back(reinterpret_cast<uint64_t>(b.data()));
+  }
+  std::vector<uint8_t> whole(4 * layerBytes);
+  const uint64_t components[2] = {reinterpret_cast<uint64_t>(whole.data()),
+                                  reinterpret_cast<uint64_t>(whole.data() + 2 * layerBytes)};
+  const kvio::Pool byTable =
+      kvio::Pool::wrapLayerTable(spec, table.data(), table.size(), layerBytes);
+  const kvio::Pool byComponents = kvio::Pool::wrapComponents(spec, components, 2, 2 * layerBytes);
+  for (int64_t r = 0; r < 4; ++r) {
+    uint64_t address = 0, bytes = 0;
+    int64_t regions = 0;
+    ASSERT_EQ(kvio_pool_region(byTable.handle(), r, &address, &bytes, &regions), KVIO_STATUS_OK);
+    EXPECT_EQ(address, table[static_cast<size_t>(r)]);
+    EXPECT_EQ(bytes, layerBytes);
+    EXPECT_EQ(regions, 4);
+  }
+  // Every token of both layers, from the per-component pool to the per-layer one: buffer c*2 + l
+  // is component c, layer l, token-major, as the source's component c holds it.
+  for (size_t i = 0; i < whole.size(); ++i) whole[i] = static_cast<uint8_t>(i % 251);
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  const std::vector<int64_t> all = {0, 1, 2, 3, 4, 5, 6, 7};
+  kvio::transferAllLayers(cpu, byComponents, byTable, all, all).wait();
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(buffers[k], std::vector<uint8_t>(
+                              whole.begin() + static_cast<std::ptrdiff_t>(k * layerBytes),
+                              whole.begin() + static_cast<std::ptrdiff_t>((k + 1) * layerBytes)))
+        << "buffer " << k;
+  }
+  expectError([&] { kvio::Pool::wrapLayerTable(spec, table.data(), 3, layerBytes); },
+              KVIO_STATUS_INVALID_ARGUMENT, {"num_entries is 3", "2 components x 2 layers = 4"});
+}
+
 TEST(CppApi, AVectorGivenAsAnRvalueIsKeptNotViewed) {
   // Indices(const std::vector<int64_t>&) kept v.data() of the temporary pageSlots returned: the
   // vector was freed at the end of the statement, the next allocation of its size took its

@@ -373,6 +373,32 @@ class Pool {
                                                    static_cast<int64_t>(n), bytesEach, handle);
         });
   }
+  /// wrapComponents over an engine's own table of `count` addresses (e.g. a uint64 tensor of
+  /// per-component base pointers), read during this call only.
+  static Pool wrapComponents(const PoolSpec& spec, const uint64_t* addresses, size_t count,
+                             uint64_t bytesEach, int32_t memoryKind = KVIO_MEMORY_HOST,
+                             int32_t device = -1) {
+    const kvio_pool_spec c = spec.toC();
+    uint64_t handle = 0;
+    check(kvio_pool_wrap_components_memory(
+        &c, memoryKind, device, addresses,
+        count > static_cast<size_t>(std::numeric_limits<int32_t>::max())
+            ? std::numeric_limits<int32_t>::max()
+            : static_cast<int32_t>(count),
+        bytesEach, &handle));
+    return Pool(handle, spec, true);
+  }
+  /// wrapLayerTable over an engine's own table of `count` addresses (its k_data_ptrs and
+  /// v_data_ptrs one after the other: entry c * numLayers + l), read during this call only.
+  static Pool wrapLayerTable(const PoolSpec& spec, const uint64_t* table, size_t count,
+                             uint64_t bytesEach, int32_t memoryKind = KVIO_MEMORY_HOST,
+                             int32_t device = -1) {
+    const kvio_pool_spec c = spec.toC();
+    uint64_t handle = 0;
+    check(kvio_pool_wrap_layer_table_memory(&c, memoryKind, device, table,
+                                            static_cast<int64_t>(count), bytesEach, &handle));
+    return Pool(handle, spec, true);
+  }
 
   Pool(Pool&& other) noexcept
       : handle_(std::exchange(other.handle_, 0)),

@@ -55,6 +55,7 @@ struct State {
   std::map<uint64_t, Range> memory;                // by start address
   std::map<uint64_t, Registration> registrations;  // process-wide, by registered pointer
   bool holding = false;                            // holdStream: work waits for releaseStream
+  std::function<void()> beforeFreeHost;            // run by aclrtFreeHost first, unlocked
   std::vector<std::function<void()>> held;         // copies, in stream order
   std::set<uint64_t> heldEvents;                   // recorded while holding
   int64_t faults = 0;                              // copies whose memory was gone when they ran
@@ -536,6 +537,13 @@ aclError emuMallocHost(void** pointer, size_t bytes) {
 }
 
 aclError emuFreeHost(void* pointer) {
+  std::function<void()> hook;
+  {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    hook = s.beforeFreeHost;
+  }
+  if (hook) hook();  // outside the lock: a test may hold this thread while others call ACL
   KVIO_EMULATION_ENTER("aclrtFreeHost");
   return release(s, "aclrtFreeHost", "aclrtMallocHost", pointer, Place::PinnedHost);
 }
@@ -843,6 +851,7 @@ void AclHostEmulation::reset() {
   s.deviceCount = 1;
   s.recent.clear();
   s.holding = false;
+  s.beforeFreeHost = nullptr;
   runHeld(s);
   s.faults = 0;
   s.faultMessage.clear();
@@ -891,6 +900,12 @@ void AclHostEmulation::failCall(const std::string& function, int64_t nth, aclErr
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.failures[function] = {nth, error};
+}
+
+void AclHostEmulation::beforeFreeHost(std::function<void()> hook) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.beforeFreeHost = std::move(hook);
 }
 
 void AclHostEmulation::holdStream() {

@@ -42,6 +42,7 @@
 #define KVIO_TESTS_ACL_HOST_EMULATION_HPP_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -103,6 +104,11 @@ class AclHostEmulation {
   /// "aclrtMemcpyAsync", "aclrtMemcpyBatchAsync", "aclrtRecordEvent", "aclrtMalloc", ...)
   /// fails with `error` without doing anything.
   void failCall(const std::string& function, int64_t nth, kvio::ascend::aclError error);
+
+  /// Runs `hook` at the start of every aclrtFreeHost from now on, on the calling thread and
+  /// without the emulation's lock (nullptr: none; reset clears it): a test holds a thread that
+  /// frees pinned memory there.
+  void beforeFreeHost(std::function<void()> hook);
 
   /// From now on copies and event completions wait (transfers stay in flight) until
   /// releaseStream or a synchronize call (aclrtSynchronizeEvent/Stream) runs them.

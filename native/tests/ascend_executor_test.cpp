@@ -9,8 +9,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <future>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "acl_emulation_test.hpp"
@@ -709,6 +713,66 @@ TEST_F(AscendExecutorTest, CallerStream) {
   }
   EXPECT_EQ(acl().live().streams, 1);
   EXPECT_EQ(api.destroyStream(stream), kvio::ascend::ACL_SUCCESS);
+}
+
+// Closing an executor waits for every transfer it accepted to be done, also one that another
+// thread saw complete first and is still letting go of its pools (freeing a closed pool's pinned
+// memory): a later submit's reap must not drop it from the executor's list meanwhile.
+TEST_F(AscendExecutorTest, CloseWaitsForATransferAnotherThreadIsStillLettingGoOf) {
+  const Geometry device{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 4, 4, 2, 64};
+  const Geometry host{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 4, 4, 2, 64};
+  const kvio_pool_spec deviceSpec = device.spec().toC(), hostSpec = host.spec().toC();
+  uint64_t executor = 0, devicePool = 0, hostPool = 0, otherHost = 0;
+  ASSERT_EQ(kvio_executor_create_ascend(0, KVIO_ASCEND_OWN_STREAM, &executor), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_pool_allocate_memory(&deviceSpec, KVIO_MEMORY_ASCEND_DEVICE, 0, &devicePool),
+            KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_pool_allocate_memory(&hostSpec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0, &hostPool),
+            KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_pool_allocate_memory(&hostSpec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0, &otherHost),
+            KVIO_STATUS_OK);
+  const std::vector<int64_t> slots = {0, 1, 2, 3};
+  uint64_t first = 0, second = 0;
+  acl().holdStream();  // `first` in flight while its host pool is closed: the pool goes with it
+  ASSERT_EQ(kvio_submit_args(executor, hostPool, devicePool, slots.data(), slots.data(), 4, 0, 0, 1,
+                             &first),
+            KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_pool_close(hostPool), KVIO_STATUS_OK);
+  acl().releaseStream();  // done on the device; nothing has seen it yet
+  std::promise<void> open;
+  std::shared_future<void> opened = open.get_future().share();
+  std::atomic<bool> freeing{false};
+  acl().beforeFreeHost([opened, &freeing] {
+    freeing.store(true);
+    opened.wait_for(std::chrono::seconds(20));
+  });
+  // A thread sees `first` done and lets go of its pools: the last hold on the closed host pool,
+  // whose pinned memory it frees (held there by the hook).
+  std::thread seer([first] { EXPECT_EQ(kvio_transfer_is_done(first), 1); });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!freeing.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  EXPECT_TRUE(freeing.load()) << "the query did not free the closed pool's memory";
+  // Meanwhile a submit on the executor (its reap meets `first`), then a close on another thread.
+  EXPECT_EQ(kvio_submit_args(executor, otherHost, devicePool, slots.data(), slots.data(), 4, 0, 0,
+                             1, &second),
+            KVIO_STATUS_OK);
+  std::atomic<bool> closed{false};
+  std::thread closer([executor, &closed] {
+    EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+    closed.store(true);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(closed.load()) << "the close returned while a transfer it accepted was not done";
+  EXPECT_EQ(kvio_transfer_is_done(first), 0) << "done while its pools are being let go of";
+  open.set_value();
+  seer.join();
+  closer.join();
+  EXPECT_TRUE(closed.load());
+  EXPECT_EQ(kvio_transfer_is_done(first), 1);
+  acl().beforeFreeHost(nullptr);
+  EXPECT_EQ(kvio_transfer_close(first), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_transfer_close(second), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close_wait(otherHost, -1), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close_wait(devicePool, -1), KVIO_STATUS_OK);
 }
 
 TEST_F(AscendExecutorTest, AvailabilityFollowsTheRuntime) {

@@ -53,44 +53,24 @@ std::vector<uint8_t> contents(const kvio::Pool& pool) {
   return std::vector<uint8_t>(pool.data(), pool.data() + pool.bytes());
 }
 
-// Whether transferPerLayer / transferAllLayers compile with these arguments after the indices
+// Name<void, Args...>::value: whether kvio::Call(executor, src, dst, SRC, DST, Args...) compiles
 // (a deleted overload takes a bool where a layer number goes).
-template <class, class... Args>
-struct PerLayerCompiles : std::false_type {};
-template <class... Args>
-struct PerLayerCompiles<decltype((void)kvio::transferPerLayer(
-                            std::declval<const kvio::Executor&>(),
-                            std::declval<const kvio::Pool&>(), std::declval<const kvio::Pool&>(),
-                            std::declval<std::vector<int64_t>&>(),
-                            std::declval<std::vector<int64_t>&>(), std::declval<Args>()...)),
-                        Args...> : std::true_type {};
-template <class, class... Args>
-struct AllLayersCompiles : std::false_type {};
-template <class... Args>
-struct AllLayersCompiles<decltype((void)kvio::transferAllLayers(
-                             std::declval<const kvio::Executor&>(),
-                             std::declval<const kvio::Pool&>(), std::declval<const kvio::Pool&>(),
-                             std::declval<std::vector<int64_t>&>(),
-                             std::declval<std::vector<int64_t>&>(), std::declval<Args>()...)),
-                         Args...> : std::true_type {};
-// The same with braced index lists (not deduced by a template: the deleted overloads must take
-// them as Indices).
-template <class, class... Args>
-struct BracedPerLayerCompiles : std::false_type {};
-template <class... Args>
-struct BracedPerLayerCompiles<
-    decltype((void)kvio::transferPerLayer(
-        std::declval<const kvio::Executor&>(), std::declval<const kvio::Pool&>(),
-        std::declval<const kvio::Pool&>(), {1, 2}, {3, 4}, std::declval<Args>()...)),
-    Args...> : std::true_type {};
-template <class, class... Args>
-struct BracedAllLayersCompiles : std::false_type {};
-template <class... Args>
-struct BracedAllLayersCompiles<
-    decltype((void)kvio::transferAllLayers(
-        std::declval<const kvio::Executor&>(), std::declval<const kvio::Pool&>(),
-        std::declval<const kvio::Pool&>(), {1, 2}, {3, 4}, std::declval<Args>()...)),
-    Args...> : std::true_type {};
+#define KVIO_TEST_COMPILES(Name, Call, SRC, DST)                                            \
+  template <class, class... Args>                                                           \
+  struct Name : std::false_type {};                                                         \
+  template <class... Args>                                                                  \
+  struct Name<decltype((void)kvio::Call(                                                    \
+                  std::declval<const kvio::Executor&>(), std::declval<const kvio::Pool&>(), \
+                  std::declval<const kvio::Pool&>(), SRC, DST, std::declval<Args>()...)),   \
+              Args...> : std::true_type {}
+#define KVIO_TEST_SLOTS std::declval<std::vector<int64_t>&>()
+KVIO_TEST_COMPILES(PerLayerCompiles, transferPerLayer, KVIO_TEST_SLOTS, KVIO_TEST_SLOTS);
+KVIO_TEST_COMPILES(AllLayersCompiles, transferAllLayers, KVIO_TEST_SLOTS, KVIO_TEST_SLOTS);
+// Braced index lists are not deduced by a template: the deleted overloads take them as Indices.
+KVIO_TEST_COMPILES(BracedPerLayerCompiles, transferPerLayer, {1}, {3});
+KVIO_TEST_COMPILES(BracedAllLayersCompiles, transferAllLayers, {1}, {3});
+#undef KVIO_TEST_SLOTS
+#undef KVIO_TEST_COMPILES
 
 // transferAllLayers(..., true) meant "overlaps compute" and backed up from src layer 1;
 // transferPerLayer(..., 7, true) loaded layer 7 into layer 1. A bool where a layer goes is now

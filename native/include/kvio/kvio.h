@@ -512,9 +512,10 @@ KVIO_API kvio_status kvio_cuda_device_count(int32_t* count_out);
 /* Passing this as `stream` to kvio_executor_create_cuda makes kvio create its own non-blocking
  * stream. Any other value is a cudaStream_t of the executor's device that the caller owns and
  * keeps alive until the executor is closed (cudaStreamLegacy, 0x1, for the legacy default
- * stream); a stream of another device is refused with INVALID_ARGUMENT (not checked while the
- * stream is being captured). cudaStreamPerThread (0x2) is refused with INVALID_ARGUMENT: it is
- * another stream on each thread, and an executor orders its transfers on one. */
+ * stream); a stream of another device is refused with INVALID_ARGUMENT (by builds with a CUDA
+ * 12.8+ toolkit; not checked while the stream is being captured). cudaStreamPerThread (0x2) is
+ * refused with INVALID_ARGUMENT: it is another stream on each thread, and an executor orders its
+ * transfers on one. */
 #define KVIO_CUDA_OWN_STREAM 0
 
 /* A kernel, direct, staged or auto executor on `device` ordering its work on `stream`.

@@ -175,7 +175,7 @@ TEST_F(AscendContextTest, HostBufferWrappedForASecondDeviceIsRefused) {
   fillRandom(buffer.data(), buffer.size(), rng);
   {
     kvio::Pool pool1 = kvio::Pool::wrap(kHost.spec(), buffer.data(), buffer.size(),
-                                        KVIO_MEMORY_ASCEND_HOST_PINNED, 1);
+                                        kvio::MemoryKind::AscendHostPinned, 1);
     EXPECT_EQ(acl().registrations(1), 1);
     kvio::Executor ex = kvio::Executor::ascend(1);
     NpuPool npu(kDevice, 1);
@@ -213,7 +213,7 @@ TEST_F(AscendContextTest, DestructorFailuresLeaveNoErrorText) {
   std::vector<uint8_t> buffer(static_cast<size_t>(kHost.regionBytes()));
   {
     kvio::Pool wrapped = kvio::Pool::wrap(kHost.spec(), buffer.data(), buffer.size(),
-                                          KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
+                                          kvio::MemoryKind::AscendHostPinned, 0);
     acl().failCall("aclrtHostUnregister", 0, ACL_ERROR_RT_PARAM_INVALID);
   }
   EXPECT_STREQ(api.getRecentErrMsg(), "");

@@ -541,8 +541,8 @@ TEST_F(AscendExecutorTest, HostBufferSpanningTwoRegistrationsIsCopiedInPieces) {
   kvio::Executor ascend{kvio::IoBackend::KernelAscend};
   std::mt19937_64 rng(41);
   {
-    kvio::Pool host =
-        kvio::Pool::wrapComponents(hg.spec(), components, bytes, KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
+    kvio::Pool host = kvio::Pool::wrapComponents(hg.spec(), components, bytes,
+                                                 kvio::MemoryKind::AscendHostPinned, 0);
     EXPECT_EQ(acl().live().registrations, 2);  // component 0's pages, component 1's others
     const auto image = [&] {
       Image i;

@@ -92,6 +92,22 @@ static_assert(!BracedPerLayerCompiles<void, int, bool>::value, "braced lists, bo
 static_assert(BracedAllLayersCompiles<void, int64_t, bool>::value, "braced lists");
 static_assert(BracedPerLayerCompiles<void, int, size_t, bool>::value, "braced lists");
 
+// Pool::allocate(spec, kind, device) compiles for these argument types: the kind is a
+// kvio::MemoryKind, so an int (a device ordinal, or a KVIO_MEMORY_* constant) in its place does
+// not.
+template <class, class Kind, class Device>
+struct AllocateCompiles : std::false_type {};
+template <class Kind, class Device>
+struct AllocateCompiles<decltype((void)kvio::Pool::allocate(std::declval<const kvio::PoolSpec&>(),
+                                                            std::declval<Kind>(),
+                                                            std::declval<Device>())),
+                        Kind, Device> : std::true_type {};
+static_assert(AllocateCompiles<void, kvio::MemoryKind, int>::value, "a kind and a device");
+static_assert(!AllocateCompiles<void, int, kvio::MemoryKind>::value, "device and kind swapped");
+static_assert(!AllocateCompiles<void, int, int>::value, "an int as the kind");
+static_assert(!AllocateCompiles<void, decltype(KVIO_MEMORY_CUDA_DEVICE), int>::value,
+              "the C constant as the kind");
+
 TEST(CppApi, BracedIndexListsAreIndicesNotAPointerAndACount) {
   const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
   const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
@@ -672,21 +688,21 @@ TEST(CppApi, TransferTimingStampsTransfersSubmittedWhileOn) {
 
 TEST(CppApi, PoolMemorySaysWhereItLies) {
   const kvio::Pool host = kvio::Pool::allocate(oneLayerSpec());
-  EXPECT_EQ(host.memory().kind, KVIO_MEMORY_HOST);
+  EXPECT_EQ(host.memory().kind, kvio::MemoryKind::Host);
   EXPECT_EQ(host.memory().device, -1);
   // The device ordinal is ignored for host memory (kvio.h): kvio keeps -1, not what was asked.
-  const kvio::Pool asked = kvio::Pool::allocate(oneLayerSpec(), KVIO_MEMORY_HOST, 3);
-  EXPECT_EQ(asked.memory().kind, KVIO_MEMORY_HOST);
+  const kvio::Pool asked = kvio::Pool::allocate(oneLayerSpec(), kvio::MemoryKind::Host, 3);
+  EXPECT_EQ(asked.memory().kind, kvio::MemoryKind::Host);
   EXPECT_EQ(asked.memory().device, -1);
   std::vector<uint8_t> buf(host.bytes());
   const kvio::Pool wrapped = kvio::Pool::wrap(oneLayerSpec(), buf.data(), buf.size());
-  EXPECT_EQ(wrapped.memory().kind, KVIO_MEMORY_HOST);
+  EXPECT_EQ(wrapped.memory().kind, kvio::MemoryKind::Host);
   if (kvio::backendAvailable(kvio::IoBackend::Kernel)) {  // a GPU: device and pinned memory
-    const kvio::Pool device = kvio::Pool::allocate(oneLayerSpec(), KVIO_MEMORY_CUDA_DEVICE, 0);
-    EXPECT_EQ(device.memory().kind, KVIO_MEMORY_CUDA_DEVICE);
+    const kvio::Pool device = kvio::Pool::allocate(oneLayerSpec(), kvio::MemoryKind::CudaDevice, 0);
+    EXPECT_EQ(device.memory().kind, kvio::MemoryKind::CudaDevice);
     EXPECT_EQ(device.memory().device, 0);
-    const kvio::Pool pinned = kvio::Pool::allocate(oneLayerSpec(), KVIO_MEMORY_HOST_PINNED, 0);
-    EXPECT_EQ(pinned.memory().kind, KVIO_MEMORY_HOST_PINNED);
+    const kvio::Pool pinned = kvio::Pool::allocate(oneLayerSpec(), kvio::MemoryKind::HostPinned, 0);
+    EXPECT_EQ(pinned.memory().kind, kvio::MemoryKind::HostPinned);
   }
   kvio::Pool closed = kvio::Pool::allocate(oneLayerSpec());
   closed.close();

@@ -1078,11 +1078,11 @@ TEST(CudaKernel, CppWrapperTakesDeviceIndicesAndALaunchShape) {
   const kvio::PoolSpec spec =
       make(KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 4, 4, 1, kRowBytes).spec();
   kvio::Executor kernel = kvio::Executor::cuda(kvio::IoBackend::Kernel, 0);
-  kvio::Pool src = kvio::Pool::allocate(spec, KVIO_MEMORY_CUDA_DEVICE, 0);
-  kvio::Pool dst = kvio::Pool::allocate(spec, KVIO_MEMORY_HOST_PINNED, 0);
-  EXPECT_EQ(src.memory().kind, KVIO_MEMORY_CUDA_DEVICE);
+  kvio::Pool src = kvio::Pool::allocate(spec, kvio::MemoryKind::CudaDevice, 0);
+  kvio::Pool dst = kvio::Pool::allocate(spec, kvio::MemoryKind::HostPinned, 0);
+  EXPECT_EQ(src.memory().kind, kvio::MemoryKind::CudaDevice);
   EXPECT_EQ(src.memory().device, 0);
-  EXPECT_EQ(dst.memory().kind, KVIO_MEMORY_HOST_PINNED);
+  EXPECT_EQ(dst.memory().kind, kvio::MemoryKind::HostPinned);
   const uint64_t bytes = src.bytes();
   std::vector<uint8_t> source(bytes);
   for (uint64_t i = 0; i < bytes; ++i) source[i] = static_cast<uint8_t>(i * 7 + 3);

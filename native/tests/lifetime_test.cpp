@@ -360,7 +360,7 @@ TEST_F(LifetimeTest, CloseThenWaitAndTheCppForm) {
   kvio_transfer_close(transfer);
 
   kvio::Pool wrapped = kvio::Pool::wrap(kHost.spec(), memory.data(), memory.bytes(),
-                                        KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
+                                        kvio::MemoryKind::AscendHostPinned, 0);
   kvio::Executor ascend(kvio::IoBackend::KernelAscend);
   acl().holdStream();
   kvio::Transfer t = kvio::transferAllLayers(ascend, wrapped, device.pool.pool(), src, dst);

@@ -216,8 +216,9 @@ class TestPool {
            int32_t device = -1, Placement placement = apart())
       : g_(g), placement_(placement) {
     const kvio::PoolSpec spec = g.spec();
+    const auto memory = static_cast<kvio::MemoryKind>(memoryKind);
     if (g.form == Form::Allocated) {
-      pool_ = std::make_unique<kvio::Pool>(kvio::Pool::allocate(spec, memoryKind, device));
+      pool_ = std::make_unique<kvio::Pool>(kvio::Pool::allocate(spec, memory, device));
       region_.push_back(pool_->data(0));
       EXPECT_GE(pool_->bytes(0), static_cast<uint64_t>(g.regionBytes()));
       return;
@@ -243,16 +244,16 @@ class TestPool {
     std::vector<void*> pointers(region_.begin(), region_.end());
     switch (g.form) {
       case Form::Single:
-        pool_ = std::make_unique<kvio::Pool>(
-            kvio::Pool::wrap(spec, region_[0], bytes, memoryKind, device));
+        pool_ =
+            std::make_unique<kvio::Pool>(kvio::Pool::wrap(spec, region_[0], bytes, memory, device));
         break;
       case Form::PerComponent:
         pool_ = std::make_unique<kvio::Pool>(
-            kvio::Pool::wrapComponents(spec, pointers, bytes, memoryKind, device));
+            kvio::Pool::wrapComponents(spec, pointers, bytes, memory, device));
         break;
       case Form::PerLayer:
         pool_ = std::make_unique<kvio::Pool>(
-            kvio::Pool::wrapLayerTable(spec, pointers, bytes, memoryKind, device));
+            kvio::Pool::wrapLayerTable(spec, pointers, bytes, memory, device));
         break;
       case Form::Allocated: break;
     }

@@ -444,7 +444,7 @@ KVIO_API kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copi
  * pinned host and device memory (pageable host memory is rejected with UNSUPPORTED, never a
  * crash). */
 enum {
-#define KVIO_DEF_MEMORY(id, value, name) KVIO_MEMORY_##id = value,
+#define KVIO_DEF_MEMORY(id, cpp, value, name) KVIO_MEMORY_##id = value,
 #include "kvio_enums.def"
   KVIO_MEMORY_COUNT
 };

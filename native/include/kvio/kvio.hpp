@@ -79,6 +79,12 @@ enum class Granularity : int32_t {
 #define KVIO_DEF_GRANULARITY(id, cpp, value, name) cpp = KVIO_GRANULARITY_##id,
 #include "kvio/kvio_enums.def"
 };
+/// Where a pool's memory lies (kvio.h's KVIO_MEMORY_*): MemoryKind::CudaDevice is
+/// KVIO_MEMORY_CUDA_DEVICE. A scoped type, so that a kind and a device ordinal cannot trade places.
+enum class MemoryKind : int32_t {
+#define KVIO_DEF_MEMORY(id, cpp, value, name) cpp = KVIO_MEMORY_##id,
+#include "kvio/kvio_enums.def"
+};
 // clang-format on
 
 /// Parses the strings users type ("page_first_direct", "kernel_ascend", ...).
@@ -334,54 +340,54 @@ struct TransferOptions {
 class Pool {
  public:
   /// Memory allocated by kvio: host memory by default (2 MiB aligned, huge pages advised,
-  /// zeroed), or memory of another KVIO_MEMORY_* kind on `device` (kvio.h; the default -1 is for
+  /// zeroed), or memory of another MemoryKind on `device` (kvio.h; the default -1 is for
   /// host memory only: the other kinds need a device ordinal, as do the wraps below).
-  static Pool allocate(const PoolSpec& spec, int32_t memoryKind = KVIO_MEMORY_HOST,
+  static Pool allocate(const PoolSpec& spec, MemoryKind memoryKind = MemoryKind::Host,
                        int32_t device = -1) {
     const kvio_pool_spec c = spec.toC();
     uint64_t handle = 0;
-    check(kvio_pool_allocate_memory(&c, memoryKind, device, &handle));
+    check(kvio_pool_allocate_memory(&c, static_cast<int32_t>(memoryKind), device, &handle));
     return Pool(handle, spec, false);
   }
   /// Caller-owned memory: all components one after the other.
   static Pool wrap(const PoolSpec& spec, void* data, uint64_t bytes,
-                   int32_t memoryKind = KVIO_MEMORY_HOST, int32_t device = -1) {
+                   MemoryKind memoryKind = MemoryKind::Host, int32_t device = -1) {
     const kvio_pool_spec c = spec.toC();
     uint64_t handle = 0;
-    check(kvio_pool_wrap_memory(&c, memoryKind, device, reinterpret_cast<uint64_t>(data), bytes,
-                                &handle));
+    check(kvio_pool_wrap_memory(&c, static_cast<int32_t>(memoryKind), device,
+                                reinterpret_cast<uint64_t>(data), bytes, &handle));
     return Pool(handle, spec, true);
   }
   /// Caller-owned memory, one buffer per component (K and V tensors, Ascend 5-D buffers).
   static Pool wrapComponents(const PoolSpec& spec, const std::vector<void*>& components,
-                             uint64_t bytesEach, int32_t memoryKind = KVIO_MEMORY_HOST,
+                             uint64_t bytesEach, MemoryKind memoryKind = MemoryKind::Host,
                              int32_t device = -1) {
     return wrapAddresses(
         spec, components,
         [&](const kvio_pool_spec* c, const uint64_t* a, size_t n, uint64_t* handle) {
-          return kvio_pool_wrap_components_memory(c, memoryKind, device, a, static_cast<int32_t>(n),
-                                                  bytesEach, handle);
+          return kvio_pool_wrap_components_memory(c, static_cast<int32_t>(memoryKind), device, a,
+                                                  static_cast<int32_t>(n), bytesEach, handle);
         });
   }
   /// Caller-owned per-layer buffers (layer_first): table[c * numLayers + l].
   static Pool wrapLayerTable(const PoolSpec& spec, const std::vector<void*>& table,
-                             uint64_t bytesEach, int32_t memoryKind = KVIO_MEMORY_HOST,
+                             uint64_t bytesEach, MemoryKind memoryKind = MemoryKind::Host,
                              int32_t device = -1) {
     return wrapAddresses(
         spec, table, [&](const kvio_pool_spec* c, const uint64_t* a, size_t n, uint64_t* handle) {
-          return kvio_pool_wrap_layer_table_memory(c, memoryKind, device, a,
+          return kvio_pool_wrap_layer_table_memory(c, static_cast<int32_t>(memoryKind), device, a,
                                                    static_cast<int64_t>(n), bytesEach, handle);
         });
   }
   /// wrapComponents over an engine's own table of `count` addresses (e.g. a uint64 tensor of
   /// per-component base pointers), read during this call only.
   static Pool wrapComponents(const PoolSpec& spec, const uint64_t* addresses, size_t count,
-                             uint64_t bytesEach, int32_t memoryKind = KVIO_MEMORY_HOST,
+                             uint64_t bytesEach, MemoryKind memoryKind = MemoryKind::Host,
                              int32_t device = -1) {
     const kvio_pool_spec c = spec.toC();
     uint64_t handle = 0;
     check(kvio_pool_wrap_components_memory(
-        &c, memoryKind, device, addresses,
+        &c, static_cast<int32_t>(memoryKind), device, addresses,
         count > static_cast<size_t>(std::numeric_limits<int32_t>::max())
             ? std::numeric_limits<int32_t>::max()
             : static_cast<int32_t>(count),
@@ -391,11 +397,11 @@ class Pool {
   /// wrapLayerTable over an engine's own table of `count` addresses (its k_data_ptrs and
   /// v_data_ptrs one after the other: entry c * numLayers + l), read during this call only.
   static Pool wrapLayerTable(const PoolSpec& spec, const uint64_t* table, size_t count,
-                             uint64_t bytesEach, int32_t memoryKind = KVIO_MEMORY_HOST,
+                             uint64_t bytesEach, MemoryKind memoryKind = MemoryKind::Host,
                              int32_t device = -1) {
     const kvio_pool_spec c = spec.toC();
     uint64_t handle = 0;
-    check(kvio_pool_wrap_layer_table_memory(&c, memoryKind, device, table,
+    check(kvio_pool_wrap_layer_table_memory(&c, static_cast<int32_t>(memoryKind), device, table,
                                             static_cast<int64_t>(count), bytesEach, &handle));
     return Pool(handle, spec, true);
   }
@@ -453,14 +459,17 @@ class Pool {
   /// The handle; after close() still the closed handle (0 only for a moved-from pool).
   uint64_t handle() const { return handle_; }
   const PoolSpec& spec() const { return spec_; }
-  /// Where the pool's memory lies (kvio_pool_memory): its KVIO_MEMORY_* kind and device ordinal.
+  /// Where the pool's memory lies (kvio_pool_memory): its kind and device ordinal (-1 for host
+  /// memory).
   struct Memory {
-    int32_t kind = KVIO_MEMORY_HOST;
+    MemoryKind kind = MemoryKind::Host;
     int32_t device = -1;
   };
   Memory memory() const {
+    int32_t kind = KVIO_MEMORY_HOST;
     Memory memory;
-    check(kvio_pool_memory(handle_, &memory.kind, &memory.device));
+    check(kvio_pool_memory(handle_, &kind, &memory.device));
+    memory.kind = static_cast<MemoryKind>(kind);
     return memory;
   }
   int64_t regions() const {

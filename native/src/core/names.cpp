@@ -47,7 +47,7 @@ constexpr Named kGRANULARITY[] = {
 #include "kvio/kvio_enums.def"
 };
 constexpr Named kMEMORY[] = {
-#define KVIO_DEF_MEMORY(id, value, name) {value, name},
+#define KVIO_DEF_MEMORY(id, cpp, value, name) {value, name},
 #include "kvio/kvio_enums.def"
 };
 constexpr Named kNAME_TABLE[] = {

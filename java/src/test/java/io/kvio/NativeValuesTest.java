@@ -273,11 +273,12 @@ public class NativeValuesTest {
                 assertEquals(KvioException.Status.valueOf(row[0]).code(), value, row[0]);
             }
         }
-        // Memory kinds: KvioNative's constant and the name TransferEvent reports.
+        // Memory kinds (ID, CppName, value, "name"): KvioNative's constant and the name
+        // TransferEvent reports.
         for (String[] row : def.get("MEMORY")) {
-            int value = Integer.parseInt(row[1]);
+            int value = Integer.parseInt(row[2]);
             assertEquals(constant("KVIO_MEMORY_" + row[0]), value, row[0]);
-            assertEquals(TransferEvent.memory(value), unquote(row[2]), row[0]);
+            assertEquals(TransferEvent.memory(value), unquote(row[3]), row[0]);
         }
         assertEquals(def.get("MEMORY").size(), KvioTestNative.KVIO_MEMORY_COUNT(), "memory kinds");
         for (String[] row : def.get("NAME_TABLE")) {

@@ -20,7 +20,10 @@
 #     benchmark alone, kvio's per-layer loads beside a compute load (kvio_cuda_bench
 #     --beside-compute, 45 s at most; appended to bench.txt and bench.tsv), then the main job
 #     (kvio-cli roundtrip with its default io backend, auto; appended to bench.txt). Sized for
-#     under 6 minutes on one H200 (every step at its timeout: about 7).
+#     under 6 minutes on one H200 (every step at its timeout: about 7; give the device call a
+#     limit of 480 s or more). Progress reaches OUTDIR as it happens (summary.txt, a status line
+#     per GPU-test case in gpu-tests.log, bench.tsv row by row), so a run cut short still returns
+#     what it measured.
 #     Exit status: 0 all passed; 1 a failure; 3 no usable GPU (the summary says why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -157,7 +160,7 @@ run() {
   local tests="$dir/cuda_gpu_test" lifetime="$dir/cuda_lifetime_gpu_test"
   # kvio's own answer: is the CUDA backend usable here? A skipped GPU test says why not.
   local probe rc=0
-  probe="$("$tests" --gtest_filter=CudaBackends.PageableHostMemoryIsRefused 2>&1)" || rc=$?
+  probe="$(timeout 60 "$tests" --gtest_filter=CudaBackends.PageableHostMemoryIsRefused 2>&1)" || rc=$?
   if grep -q '^\[  SKIPPED \]' <<< "$probe"; then
     say "no GPU: $(grep -m1 'no CUDA device' <<< "$probe" || echo 'the GPU tests skip')"
     say "RESULT: FAIL (no usable GPU; nothing was run)"
@@ -172,22 +175,31 @@ run() {
   if [ ! -x "$sanitizer" ]; then
     say "compute-sanitizer not found (PATH, ${CUDA_HOME:-/usr/local/cuda}/bin); memcheck will fail"
   fi
-  tar -C "$scratch" -xJf "$dir/jre.txz"
   local java="$scratch/jre/bin/java"
   local failed=0
+  if ! tar -C "$scratch" -xJf "$dir/jre.txz" 2> "$scratch/jre.err" || [ ! -x "$java" ]; then
+    say "FAIL: cannot unpack the Java runtime ($(head -c 300 "$scratch/jre.err")): the Java steps fail"
+    failed=1
+  fi
 
   # ---- phase 1, in parallel: correctness (timing does not matter) ----
   say "phase 1: GPU tests (one process per case), memcheck, matrix --full"
-  # One line per case: "<binary> <case>".
-  for bin in "$tests" "$lifetime"; do
-    "$bin" --gtest_list_tests | awk -v bin="$bin" '/^[^ ]/ {suite=$1} /^  / {print bin " " suite $1}'
+  # One line per case: "<binary> <case>"; the lifetime cases first (caller memory wrapped,
+  # freed and wrapped again: what the first H200 runs found failing).
+  for bin in "$lifetime" "$tests"; do
+    timeout 60 "$bin" --gtest_list_tests | awk -v bin="$bin" '/^[^ ]/ {suite=$1} /^  / {print bin " " suite $1}' \
+      || say "FAIL: $(basename "$bin") --gtest_list_tests failed: its cases are not run" >&2
   done > "$scratch/cases"
+  : > "$out/gpu-tests.log"
   (
     # Each case in its own process: a CUDA error that kills the context hides nothing else.
+    # The inner timeout runs in the foreground (no process group of its own), so the outer one's
+    # kill reaches the cases still running. Each case appends its status line to gpu-tests.log
+    # as it ends (rewritten in full after phase 1), so a run cut short still says which ran.
     # shellcheck disable=SC2016  # expanded by the inner shell
     timeout 150 xargs -P "${CASE_JOBS:-6}" -I{} sh -c \
-      'log="$2/$(echo "$1" | tr "/. " "___").log"; timeout 90 "${1%% *}" --gtest_filter="${1#* }" > "$log" 2>&1; echo "$? $1"' \
-      _ {} "$scratch" < "$scratch/cases" > "$scratch/case-status"
+      'log="$2/$(echo "$1" | tr "/. " "___").log"; timeout --foreground 90 "${1%% *}" --gtest_filter="${1#* }" > "$log" 2>&1; rc=$?; echo "$rc $1"; echo "== exit $rc: $1" >> "$3"' \
+      _ {} "$scratch" "$out/gpu-tests.log" < "$scratch/cases" > "$scratch/case-status"
   ) &
   local cases_pid=$!   # at most 150 s in all; cases not started by then count as failures
   local -a sanitizer_pids=()
@@ -232,24 +244,32 @@ run() {
 
   # GPU tests, one process per case.
   wait "$cases_pid" || true
-  local total passed skipped
+  local total passed skipped excused
   total=$(wc -l < "$scratch/cases")
   passed=0
   skipped=0
+  excused=0
   : > "$out/gpu-tests.log"
   while read -r rc name; do
-    local log
+    local log reason
     log="$scratch/$(echo "$name" | tr '/. ' '___').log"
     if [ "$rc" = 0 ] && grep -q '^\[  SKIPPED \]' "$log"; then
       skipped=$((skipped + 1))
+      reason="$(grep -m1 -A1 ': Skipped$' "$log" | tail -1)"
+      # A skip for what this machine lacks (a second GPU, batch copies in an old driver) is
+      # not a failure; any other skip on a machine that passed the probe is.
+      case "$reason" in
+        *"needs two CUDA devices"* | *"has no batch copies"*) excused=$((excused + 1)) ;;
+      esac
+      say "skipped: $name: ${reason:-no reason printed}"
       { echo "== SKIPPED $name"; head -n 50 "$log"; } >> "$out/gpu-tests.log"
     elif [ "$rc" = 0 ]; then
       passed=$((passed + 1))
       echo "== PASS $name" >> "$out/gpu-tests.log"
       case "$name" in
         *CudaAuto.MeasuresItsCrossoverWhenCreated)  # the crossover auto measured: a figure
-          grep -E '^# kvio auto calibration|^[a-z_]+ = ' "$log" | sed 's/^/gpu-check: auto measure: /' \
-            | tee -a "$summary" >> "$out/gpu-tests.log" ;;
+          { grep -E '^# kvio auto calibration|^[a-z_]+ = ' "$log" || true; } \
+            | sed 's/^/gpu-check: auto measure: /' | tee -a "$summary" >> "$out/gpu-tests.log" ;;
       esac
     else
       { echo "== FAIL $name (exit $rc$([ "$rc" = 124 ] && echo ', timed out after 90 s'))"; head -n 400 "$log"; } \
@@ -259,7 +279,7 @@ run() {
   local ran
   ran=$(wc -l < "$scratch/case-status")
   say "GPU tests: $total cases, $passed PASS, $((ran - passed - skipped)) FAIL, $skipped SKIPPED, $((total - ran)) not run"
-  [ "$passed" = "$total" ] || failed=1
+  [ $((passed + excused)) = "$total" ] || failed=1
 
   # Java GPU tests: every test must pass (a skip means no GPU for Java).
   rc=0

@@ -15,12 +15,13 @@
 //     cudaStreamSynchronize).
 // 'direct', 'staged' and 'auto' results carry their copy-engine calls per transfer
 // (kvio_debug_copy_engine_calls).
-// Writes every measurement as TSV to --out (default cuda_bench.tsv) and prints a short summary
-// table last. --quick runs a reduced sweep (for a smoke run). --beside-compute runs only the
-// beside-compute mode instead (beside_compute.cpp; --out default cuda_beside_compute.tsv).
+// Writes every measurement as TSV to --out (default cuda_bench.tsv) as it is measured, and prints
+// a short summary table last. --quick runs a reduced sweep (for a smoke run). --beside-compute runs
+// only the beside-compute mode instead (beside_compute.cpp; --out default cuda_beside_compute.tsv).
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -154,12 +155,45 @@ struct Result {
   std::string chosen = "-";  // auto: the backend it chose
 };
 
+// The measurements so far, each also written to the TSV file (and flushed) as it is added, so a
+// run cut short (a failed call exits, a timeout kills) leaves every figure measured before.
+class Results {
+ public:
+  explicit Results(FILE* file) : file_(file) {
+    std::fprintf(file_,
+                 "test\tbackend\tdirection\trow_bytes\tindices\tctas\tGBps\tengine_calls\tus\t"
+                 "chosen\n");
+    std::fflush(file_);
+  }
+  Results(const Results&) = delete;
+  Results& operator=(const Results&) = delete;
+  ~Results() { std::fclose(file_); }
+
+  void add(const Result& r) {
+    rows_.push_back(r);
+    std::fprintf(file_, "%s\t%s\t%s\t%lld\t%lld\t%lld\t%.2f\t%.1f\t%.1f\t%s\n", r.test.c_str(),
+                 r.backend.c_str(), r.direction.c_str(), static_cast<long long>(r.rowBytes),
+                 static_cast<long long>(r.count), static_cast<long long>(r.ctas), r.gbps, r.calls,
+                 r.us, r.chosen.c_str());
+    std::fflush(file_);
+  }
+  const Result& back() const { return rows_.back(); }
+  const Result& operator[](size_t i) const { return rows_[i]; }
+  size_t size() const { return rows_.size(); }
+  std::vector<Result>::const_iterator begin() const { return rows_.begin(); }
+  std::vector<Result>::const_iterator end() const { return rows_.end(); }
+
+ private:
+  FILE* file_;
+  std::vector<Result> rows_;
+};
+
 // Submit cost and submit-to-completion of one small transfer (one 64-token page of one layer,
 // 8 heads x 256 B, page_first pinned host pool -> layer_first device pool), for each executor,
 // next to the floor measured in the same run: one cudaMemcpyAsync of the same bytes (its issue
 // time, and issue + cudaStreamSynchronize). Microseconds, the mean of `reps` rounds.
 void measureSubmitCost(uint64_t kernel, uint64_t direct, uint64_t autoExecutor, int reps,
-                       std::vector<Result>* results) {
+                       Results* results) {
   const int64_t ps = 64, H = 8, hb = 256, pages = 64;
   const kvio_pool_spec dspec{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, 4, pages, ps, H, hb};
   const kvio_pool_spec hspec{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 4, pages, ps, H, hb};
@@ -202,11 +236,10 @@ void measureSubmitCost(uint64_t kernel, uint64_t direct, uint64_t autoExecutor, 
       complete += now() - start;
       kvio_transfer_close(t);
     }
-    results->push_back({"submit", name, "h2d", 2 * H * hb, n, executor == direct ? 0 : 4, 0,
-                        isKernel ? -1 : calls, submit / reps * 1e6, chosen});
-    results->push_back({"submit_to_completion", name, "h2d", 2 * H * hb, n,
-                        executor == direct ? 0 : 4, 0, isKernel ? -1 : calls, complete / reps * 1e6,
-                        chosen});
+    results->add({"submit", name, "h2d", 2 * H * hb, n, executor == direct ? 0 : 4, 0,
+                  isKernel ? -1 : calls, submit / reps * 1e6, chosen});
+    results->add({"submit_to_completion", name, "h2d", 2 * H * hb, n, executor == direct ? 0 : 4, 0,
+                  isKernel ? -1 : calls, complete / reps * 1e6, chosen});
   }
   cudaStream_t stream;
   BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -226,14 +259,16 @@ void measureSubmitCost(uint64_t kernel, uint64_t direct, uint64_t autoExecutor, 
     complete += now() - start;
   }
   BENCH_CUDA(cudaStreamDestroy(stream));
-  results->push_back({"submit", "floor", "h2d", 2 * H * hb, n, 0, 0, 1, submit / reps * 1e6});
-  results->push_back(
+  results->add({"submit", "floor", "h2d", 2 * H * hb, n, 0, 0, 1, submit / reps * 1e6});
+  results->add(
       {"submit_to_completion", "floor", "h2d", 2 * H * hb, n, 0, 0, 1, complete / reps * 1e6});
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Line by line, so a run killed at a timeout still shows every line printed before.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   bool quick = false, besideCompute = false;
   std::string out;
   for (int i = 1; i < argc; ++i) {
@@ -274,7 +309,13 @@ int main(int argc, char** argv) {
   // (kernel(4) here), its staged path at staged's defaults (the staged column).
   BENCH_KVIO(
       kvio_executor_create_cuda(KVIO_BACKEND_AUTO, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &autoExecutor));
-  std::vector<Result> results;
+  FILE* file = std::fopen(out.c_str(), "w");
+  if (file == nullptr) {
+    std::fprintf(stderr, "kvio_cuda_bench: cannot write %s: %s\n", out.c_str(),
+                 std::strerror(errno));
+    return 1;
+  }
+  Results results(file);
   std::mt19937_64 rng(1);
 
   for (int64_t row : rowSizes) {
@@ -306,29 +347,29 @@ int main(int argc, char** argv) {
         for (int32_t ctas : budgets) {
           BENCH_KVIO(kvio_executor_set_launch(kernel, ctas, 16));
           const double t = timeTransfers(kernel, src, dst, s, d, 0, 0, 1, reps);
-          results.push_back({"rows", "kernel", direction, row, n, ctas, bytes / t / 1e9});
+          results.add({"rows", "kernel", direction, row, n, ctas, bytes / t / 1e9});
           if (ctas == 4) k4 = results.back().gbps;
         }
         double calls = 0;
         const double td = timeTransfers(direct, src, dst, s, d, 0, 0, 1, reps, &calls);
-        results.push_back({"rows", "direct", direction, row, n, 0, bytes / td / 1e9, calls});
+        results.add({"rows", "direct", direction, row, n, 0, bytes / td / 1e9, calls});
         const double gd = results.back().gbps;
         double stagedCalls = 0;
         const double ts = timeTransfers(staged, src, dst, s, d, 0, 0, 1, reps, &stagedCalls);
-        results.push_back({"rows", "staged", direction, row, n, 0, bytes / ts / 1e9, stagedCalls});
+        results.add({"rows", "staged", direction, row, n, 0, bytes / ts / 1e9, stagedCalls});
         double autoCalls = 0;
         std::string chosen;
         const double ta =
             timeTransfers(autoExecutor, src, dst, s, d, 0, 0, 1, reps, &autoCalls, &chosen);
-        results.push_back(
+        results.add(
             {"rows", "auto", direction, row, n, 4, bytes / ta / 1e9, autoCalls, -1, chosen});
         const uint64_t dstAddress = d2h ? host.address : device.address;
         const uint64_t srcAddress = d2h ? device.address : host.address;
         const double tr = timeReference(dstAddress, srcAddress, d, s, row, reps);
-        results.push_back({"rows", "reference", direction, row, n, kvio_bench::kReferenceBlocks,
-                           bytes / tr / 1e9});
+        results.add({"rows", "reference", direction, row, n, kvio_bench::kReferenceBlocks,
+                     bytes / tr / 1e9});
         const double tc = timeContiguous(dstAddress, srcAddress, bytes, reps);
-        results.push_back({"rows", "contiguous", direction, row, n, 0, bytes / tc / 1e9});
+        results.add({"rows", "contiguous", direction, row, n, 0, bytes / tc / 1e9});
         std::fprintf(stderr,
                      "rows %7lld B x %6lld %s: kernel(4) %.1f reference %.1f direct %.1f staged "
                      "%.1f auto %.1f (%s) ceiling %.1f GB/s\n",
@@ -384,9 +425,9 @@ int main(int argc, char** argv) {
           kvio_transfer_close(t);
         }
         const double seconds = now() - start;
-        results.push_back({std::string("per_layer_") + name, b == 2 ? "direct" : "kernel", "h2d",
-                           2 * H * hb, static_cast<int64_t>(hostIdx.size()), ctas,
-                           bytesPerLayer * L * reps / seconds / 1e9, b == 2 ? calls : -1});
+        results.add({std::string("per_layer_") + name, b == 2 ? "direct" : "kernel", "h2d",
+                     2 * H * hb, static_cast<int64_t>(hostIdx.size()), ctas,
+                     bytesPerLayer * L * reps / seconds / 1e9, b == 2 ? calls : -1});
       }
     }
   }
@@ -395,20 +436,6 @@ int main(int argc, char** argv) {
   BENCH_KVIO(kvio_executor_close(direct));
   BENCH_KVIO(kvio_executor_close(staged));
   BENCH_KVIO(kvio_executor_close(autoExecutor));
-
-  FILE* file = std::fopen(out.c_str(), "w");
-  if (file != nullptr) {
-    std::fprintf(file,
-                 "test\tbackend\tdirection\trow_bytes\tindices\tctas\tGBps\tengine_calls\tus\t"
-                 "chosen\n");
-    for (const Result& r : results) {
-      std::fprintf(file, "%s\t%s\t%s\t%lld\t%lld\t%lld\t%.2f\t%.1f\t%.1f\t%s\n", r.test.c_str(),
-                   r.backend.c_str(), r.direction.c_str(), static_cast<long long>(r.rowBytes),
-                   static_cast<long long>(r.count), static_cast<long long>(r.ctas), r.gbps, r.calls,
-                   r.us, r.chosen.c_str());
-    }
-    std::fclose(file);
-  }
 
   // Summary: at the largest index count measured for each row size, GB/s per direction.
   auto findResult = [&](const std::string& test, const std::string& backend, const std::string& dir,

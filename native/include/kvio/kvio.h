@@ -372,33 +372,32 @@ KVIO_API kvio_status kvio_transfer_close(uint64_t transfer);
 /* What a transfer is and how long it took, for observability (the Java API's JDK Flight
  * Recorder event, docs/observability.md). Times are CLOCK_MONOTONIC nanoseconds (System.nanoTime
  * in Java on Linux), recorded only for transfers submitted while kvio_transfer_timing is on:
- * 0 otherwise, and 0 for a time not reached yet.
- *   submit_ns  the submit call began (before validation and planning);
- *   start_ns   execution began: cpu: the first copy started (for jobs up to 8 MiB with nothing
- *              queued before them the submitting thread copies beside the workers, so on
- *              either; else on a worker, after every job queued before it); kernel, direct,
- *              staged, auto, kernel_ascend: the work was issued to the stream (device-side queueing
- * behind earlier stream work counts as transfer time, not queue time); end_ns     kvio saw it
- * complete: cpu: the last copy ended; device backends: the first query, wait or reap that found its
- * event done (so it includes polling latency). */
+ * 0 otherwise, and 0 for a time not reached yet (submit_ns, start_ns and end_ns below). */
 typedef struct kvio_transfer_info {
   int32_t io_backend; /* KVIO_BACKEND_* of the executor */
   int32_t src_layout; /* KVIO_LAYOUT_* of the pools */
   int32_t dst_layout;
   int32_t src_memory; /* KVIO_MEMORY_* of the pools */
   int32_t dst_memory;
-  int32_t components;  /* rows per (token, layer): 2 for mha (K, V), 1 for mla */
-  int64_t num_indices; /* index pairs */
-  int64_t num_layers;  /* layers per index pair */
-  uint64_t bytes;      /* planned bytes, as kvio_transfer_bytes */
-  int64_t copies;      /* 2-D copies of the plan (cpu, direct, kernel_ascend); staged: its
-                          copy-engine copies (host runs, one per contiguous host block per chunk,
-                          before cuts at allocation boundaries); 0 for kernel */
-  int64_t launches;    /* kernel launches: kernel 1, staged one gather/scatter per chunk; 0 for
-                          cpu, direct and kernel_ascend */
-  int64_t submit_ns;
-  int64_t start_ns;
-  int64_t end_ns;
+  int32_t components;       /* rows per (token, layer): 2 for mha (K, V), 1 for mla */
+  int64_t num_indices;      /* index pairs */
+  int64_t num_layers;       /* layers per index pair */
+  uint64_t bytes;           /* planned bytes, as kvio_transfer_bytes */
+  int64_t copies;           /* 2-D copies of the plan (cpu, direct, kernel_ascend); staged: its
+                               copy-engine copies (host runs, one per contiguous host block per
+                               chunk, before cuts at allocation boundaries); 0 for kernel */
+  int64_t launches;         /* kernel launches: kernel 1, staged one gather/scatter per chunk;
+                               0 for cpu, direct and kernel_ascend */
+  int64_t submit_ns;        /* the submit call began (before validation and planning) */
+  int64_t start_ns;         /* execution began. cpu: the first copy started (a job up to 8 MiB
+                               with nothing queued before it is copied by the submitting thread
+                               beside the workers, so on either; else on a worker, after every job
+                               queued before it). kernel, direct, staged, auto, kernel_ascend: the
+                               work was issued to the stream (device-side queueing behind earlier
+                               stream work counts as transfer time, not queue time) */
+  int64_t end_ns;           /* kvio saw it complete. cpu: the last copy ended; device backends:
+                               the first query, wait or reap that found its event done (so it
+                               includes polling latency) */
   int32_t done;             /* 1 once complete (status is final), else 0 */
   int32_t status;           /* the transfer's own status once done, else KVIO_STATUS_OK */
   int32_t chosen_backend;   /* KVIO_BACKEND_* that ran it: what 'auto' chose (kernel, direct,

@@ -74,6 +74,7 @@ struct State {
   std::vector<AclCopyRecord> records;
   std::string recent;
   bool initialised = false;
+  bool refuseUnalignedDeviceCopies = false;
   int64_t deviceAllocations = 0;
 };
 
@@ -545,7 +546,9 @@ aclError emuFreeHost(void* pointer) {
   }
   if (hook) hook();  // outside the lock: a test may hold this thread while others call ACL
   KVIO_EMULATION_ENTER("aclrtFreeHost");
-  return release(s, "aclrtFreeHost", "aclrtMallocHost", pointer, Place::PinnedHost);
+  const aclError e = release(s, "aclrtFreeHost", "aclrtMallocHost", pointer, Place::PinnedHost);
+  if (e == ACL_SUCCESS) ++s.counts.freeHost;
+  return e;
 }
 
 // The first registration overlapping [address, address + bytes), or nullptr.
@@ -582,9 +585,11 @@ aclError emuHostRegister(void* pointer, uint64_t bytes, aclrtHostRegisterType, v
 // V2 (CANN's ApiImpl::HostRegisterV2 where the driver has no pin registration): flags MAPPED,
 // PINNED or both (IOMEMORY and READONLY are documented as not supported yet); a 4K-aligned
 // pointer; CheckMemoryRangeRegistered: a range overlapping any registration of the process
-// (pinned or mapped, made for any device) is ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED.
-// ACL_HOST_REG_PINNED takes pageable memory (malloc, new, mmap) only, the reference says; what
-// the runtime does with aclrtMallocHost memory is not documented: the emulation refuses it.
+// (pinned or mapped, made for any device) is ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED. The
+// reference (hicann/runtime docs aclrtHostRegisterV2.md) allows aclrtMallocHost memory (on
+// kernels 5.10 and older only that) and pageable memory (above 5.10); the runtime's range check
+// looks at its own table only, which aclrtMallocHost memory is not in, so V2 registers it like
+// any other range (and aclrtHostUnregister ends that registration, not the allocation).
 aclError emuHostRegisterV2(void* pointer, uint64_t bytes, uint32_t flag) {
   KVIO_EMULATION_ENTER("aclrtHostRegisterV2");
   KVIO_EMULATION_NEEDS_CONTEXT("aclrtHostRegisterV2");
@@ -602,18 +607,8 @@ aclError emuHostRegisterV2(void* pointer, uint64_t bytes, uint32_t flag) {
                   "[%p, +%llu) overlaps a registered range (CheckMemoryRangeRegistered)", pointer,
                   static_cast<unsigned long long>(bytes));
   }
-  if ((flag & ACL_HOST_REG_PINNED) != 0) {
-    for (const auto& entry : s.memory) {
-      if (entry.second.place == Place::PinnedHost && entry.first < address + bytes &&
-          entry.first + entry.second.bytes > address) {
-        return reject(s, ACL_ERROR_INVALID_PARAM,
-                      "[%p, +%llu) is aclrtMallocHost memory; ACL_HOST_REG_PINNED takes pageable "
-                      "memory only",
-                      pointer, static_cast<unsigned long long>(bytes));
-      }
-    }
-  }
   s.registrations[address] = Registration{bytes, (flag & ACL_HOST_REG_PINNED) != 0, device};
+  ++s.counts.hostRegisterV2;
   return ACL_SUCCESS;
 }
 
@@ -626,6 +621,35 @@ aclError emuHostUnregister(void* pointer) {
   if (s.registrations.erase(reinterpret_cast<uint64_t>(pointer)) == 0) {
     return reject(s, ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, "%p is not a registered pointer",
                   pointer);
+  }
+  ++s.counts.hostUnregister;
+  return ACL_SUCCESS;
+}
+
+// Where `pointer` lies, as CANN's runtime answers (NpuDriver::PtrGetAttributes): the driver's
+// view of the address first (NPU memory: DEVICE and its device; page-locked host memory from
+// aclrtMallocHost: HOST), and for other user memory the runtime's table of host registrations
+// (IsRegisteredMemory: an address in any registration, pinned or only mapped, is HOST; else
+// UNREGISTERED). It answers for that one address. The runtime's path takes no context.
+aclError emuPointerGetAttributes(const void* pointer, aclrtPtrAttributes* attributes) {
+  KVIO_EMULATION_ENTER("aclrtPointerGetAttributes");
+  ++s.counts.pointerGetAttributes;
+  if (pointer == nullptr || attributes == nullptr) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "aclrtPointerGetAttributes(%p, %p)", pointer,
+                  static_cast<void*>(attributes));
+  }
+  const uint64_t address = reinterpret_cast<uint64_t>(pointer);
+  *attributes = aclrtPtrAttributes{};
+  attributes->pageSize = static_cast<uint32_t>(kPage);
+  const Range* r = find(s, address, 1);
+  if (r != nullptr && r->place == Place::Device) {
+    attributes->location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+    attributes->location.id = static_cast<uint32_t>(r->device);
+  } else if ((r != nullptr && r->place == Place::PinnedHost) ||
+             registered(s, address, 1) != nullptr) {
+    attributes->location.type = ACL_MEM_LOCATION_TYPE_HOST;
+  } else {
+    attributes->location.type = ACL_MEM_LOCATION_TYPE_UNREGISTERED;
   }
   return ACL_SUCCESS;
 }
@@ -657,6 +681,13 @@ aclError emuMemcpyAsync(void* dst, size_t destMax, const void* src, size_t count
   }
   if (count == 0) return reject(s, ACL_ERROR_INVALID_PARAM, "copy of 0 bytes");
   if (!validKind(kind)) return reject(s, ACL_ERROR_INVALID_PARAM, "bad kind %d", kind);
+  if (s.refuseUnalignedDeviceCopies && kind == ACL_MEMCPY_DEVICE_TO_DEVICE &&
+      (reinterpret_cast<uint64_t>(dst) % 64 != 0 || reinterpret_cast<uint64_t>(src) % 64 != 0)) {
+    return reject(s, ACL_ERROR_INVALID_PARAM,
+                  "device to device copy of %zu bytes from %p to %p: acl_rt.h asks both "
+                  "addresses 64-byte aligned",
+                  count, src, dst);
+  }
   aclError e = checkStream(s, stream, true);
   if (e == ACL_SUCCESS)
     e = checkSide(s, device, "dst", reinterpret_cast<uint64_t>(dst), count, dstOnDevice(kind));
@@ -796,7 +827,8 @@ AclHostEmulation& AclHostEmulation::instance() {
   return *e;
 }
 
-AclApi AclHostEmulation::table(bool withBatch, bool withRegisterV2) const {
+AclApi AclHostEmulation::table(bool withBatch, bool withRegisterV2,
+                               bool withPointerAttributes) const {
   AclApi a;
   a.origin = "the ACL host emulation of the tests";
   a.init = emuInit;
@@ -825,12 +857,13 @@ AclApi AclHostEmulation::table(bool withBatch, bool withRegisterV2) const {
   a.setCurrentContext = emuSetCurrentContext;
   a.getDevice = emuGetDevice;
   a.hostRegisterV2 = withRegisterV2 ? emuHostRegisterV2 : nullptr;
+  a.pointerGetAttributes = withPointerAttributes ? emuPointerGetAttributes : nullptr;
   return a;
 }
 
-void AclHostEmulation::install(bool withBatch, bool withRegisterV2) {
+void AclHostEmulation::install(bool withBatch, bool withRegisterV2, bool withPointerAttributes) {
   reset();
-  const AclApi a = table(withBatch, withRegisterV2);
+  const AclApi a = table(withBatch, withRegisterV2, withPointerAttributes);
   if (kvio_test_ascend_runtime(&a, sizeof(a)) != KVIO_STATUS_OK) {
     std::fprintf(stderr, "kvio_test_ascend_runtime failed: %s\n", kvio_last_error());
     std::abort();
@@ -848,6 +881,7 @@ void AclHostEmulation::reset() {
   s.records.clear();
   s.failures.clear();
   s.batchResult = ACL_SUCCESS;
+  s.refuseUnalignedDeviceCopies = false;
   s.deviceCount = 1;
   s.recent.clear();
   s.holding = false;
@@ -884,6 +918,20 @@ std::shared_ptr<void> AclHostEmulation::tagDevice(void* data, uint64_t bytes, in
   });
 }
 
+std::shared_ptr<void> AclHostEmulation::tagPinnedHost(void* data, uint64_t bytes) {
+  State& s = state();
+  const uint64_t address = reinterpret_cast<uint64_t>(data);
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.memory[address] = Range{bytes, Place::PinnedHost, -1};
+  }
+  return std::shared_ptr<void>(data, [address](void*) {
+    State& st = state();
+    std::lock_guard<std::mutex> lock(st.mutex);
+    st.memory.erase(address);
+  });
+}
+
 void AclHostEmulation::setDeviceCount(uint32_t count) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -900,6 +948,12 @@ void AclHostEmulation::failCall(const std::string& function, int64_t nth, aclErr
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.failures[function] = {nth, error};
+}
+
+void AclHostEmulation::refuseUnalignedDeviceCopies(bool refuse) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.refuseUnalignedDeviceCopies = refuse;
 }
 
 void AclHostEmulation::beforeFreeHost(std::function<void()> hook) {

@@ -11,20 +11,28 @@
 // copying: null pointers, count > destMax, width > either pitch, height > 5*1024*1024, 2-D copies
 // other than host<->device, a copy kind that does not match where the pointers really lie, a range
 // (a 2-D copy's whole footprint, each batch entry) that is not inside one allocation (two
-// adjacent allocations, such as buffers tagged one by one out of one block, are two), unknown
-// streams, events and devices. It is stricter than the real runtime in two ways: host memory
-// must be pinned or registered, and 1-D copies of 0 bytes are refused (kvio issues neither).
-// Host registration follows CANN's runtime: ONE process-wide table of registered host ranges
-// (not one per device), registered pointers 4K-aligned; aclrtHostRegister (V1) maps host
-// memory for the device and does not pin it: copies accept it and, when they run, count as a
-// device fault (the API reference: unpredictable errors at execution); aclrtHostRegisterV2 with
-// ACL_HOST_REG_PINNED pins it; V2 answers ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED for a range
-// overlapping any registration (the runtime's CheckMemoryRangeRegistered), V1 for one
+// adjacent allocations, such as buffers tagged one by one out of one block, are two), 1-D copies
+// of 0 bytes (the runtime refuses a count of 0 too), unknown streams, events and devices. It is
+// stricter than the real runtime in one way: host memory must be pinned or registered (the
+// references describe pageable memory in a copy as failing unpredictably when it runs, or from
+// 8.3 as a hidden synchronisation, not as an argument error; kvio never passes it). Host
+// registration follows CANN's runtime: ONE process-wide table of registered host ranges (not one
+// per device), registered pointers 4K-aligned; aclrtHostRegister (V1) maps host memory for the
+// device and does not pin it: copies accept it and, when they run, count as a device fault (the API
+// reference: unpredictable errors at execution); aclrtHostRegisterV2 with ACL_HOST_REG_PINNED pins
+// it, pageable memory or aclrtMallocHost memory alike (the API reference allows both; the runtime's
+// range check knows only its own table); V2 answers ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED for a
+// range overlapping any registration (the runtime's CheckMemoryRangeRegistered), V1 for one
 // overlapping a registration (the driver's "busy"); aclrtHostUnregister takes only a registered
-// pointer, from any device's context, once. The table can leave aclrtHostRegisterV2 out (a
-// runtime older than CANN 8.5). The stream can be held
-// (holdStream): copies and events then wait for releaseStream (or a synchronize call), and a
-// held copy whose host memory was unregistered meanwhile counts as a device fault.
+// pointer, from any device's context, once. aclrtPointerGetAttributes answers as CANN's runtime
+// does (NpuDriver::PtrGetAttributes): DEVICE and the device for NPU memory, HOST for
+// aclrtMallocHost memory and for any address in the table of registrations (V1 and mapped ones
+// included), UNREGISTERED for other host memory; it needs no context. The table can leave
+// aclrtHostRegisterV2 out (a runtime older than CANN 8.5) and aclrtPointerGetAttributes (a runtime
+// without it). A switch refuses device-to-device copies whose addresses are not 64-byte aligned
+// (acl_rt.h asks that of aclrtMemcpyAsync; what the device does otherwise is unverified). The
+// stream can be held (holdStream): copies and events then wait for releaseStream (or a synchronize
+// call), and a held copy whose host memory was unregistered meanwhile counts as a device fault.
 // Contexts follow ACL's rules: a thread has no current context until aclrtSetDevice (which
 // creates the device's default context once, binds it, and is counted per device) or
 // aclrtSetCurrentContext binds one; aclrtGetCurrentContext answers ACL_ERROR_RT_CONTEXT_NULL on
@@ -61,7 +69,11 @@ struct AclCallCounts {
   int64_t createEvent = 0;
   int64_t recordEvent = 0;
   int64_t synchronizeStream = 0;
-  int64_t rejected = 0;  // calls answered with an error (argument checks or injected)
+  int64_t pointerGetAttributes = 0;
+  int64_t hostRegisterV2 = 0;  // accepted calls
+  int64_t hostUnregister = 0;  // accepted calls
+  int64_t freeHost = 0;        // accepted calls
+  int64_t rejected = 0;        // calls answered with an error (argument checks or injected)
   uint64_t bytesCopied = 0;
   int64_t copyCalls() const { return memcpyAsync + memcpy2dAsync + memcpyBatchAsync; }
 };
@@ -81,10 +93,12 @@ class AclHostEmulation {
 
   /// The table of emulated functions; withBatch false leaves aclrtMemcpyBatchAsync out (a
   /// runtime older than CANN 8.3.RC1), withRegisterV2 false aclrtHostRegisterV2 (older than
-  /// 8.5).
-  kvio::ascend::AclApi table(bool withBatch = true, bool withRegisterV2 = true) const;
+  /// 8.5), withPointerAttributes false aclrtPointerGetAttributes.
+  kvio::ascend::AclApi table(bool withBatch = true, bool withRegisterV2 = true,
+                             bool withPointerAttributes = true) const;
   /// Installs the table into libkvio (kvio_test_ascend_runtime) and resets the state.
-  void install(bool withBatch = true, bool withRegisterV2 = true);
+  void install(bool withBatch = true, bool withRegisterV2 = true,
+               bool withPointerAttributes = true);
   /// Back to libascendcl.so.
   void uninstall();
 
@@ -95,6 +109,9 @@ class AclHostEmulation {
 
   /// Tags [data, data + bytes) as memory of emulated NPU `device`; the returned handle untags it.
   std::shared_ptr<void> tagDevice(void* data, uint64_t bytes, int32_t device = 0);
+  /// Tags [data, data + bytes) as page-locked host memory from aclrtMallocHost (what torch_npu's
+  /// pinned tensors are); the returned handle untags it (the test owns and frees the memory).
+  std::shared_ptr<void> tagPinnedHost(void* data, uint64_t bytes);
 
   /// Knobs.
   void setDeviceCount(uint32_t count);
@@ -104,6 +121,11 @@ class AclHostEmulation {
   /// "aclrtMemcpyAsync", "aclrtMemcpyBatchAsync", "aclrtRecordEvent", "aclrtMalloc", ...)
   /// fails with `error` without doing anything.
   void failCall(const std::string& function, int64_t nth, kvio::ascend::aclError error);
+
+  /// From now on aclrtMemcpyAsync refuses (ACL_ERROR_INVALID_PARAM) a device-to-device copy
+  /// whose destination or source is not 64-byte aligned (acl_rt.h: "both addresses 64-byte
+  /// aligned"); off by default and after reset.
+  void refuseUnalignedDeviceCopies(bool refuse);
 
   /// Runs `hook` at the start of every aclrtFreeHost from now on, on the calling thread and
   /// without the emulation's lock (nullptr: none; reset clears it): a test holds a thread that

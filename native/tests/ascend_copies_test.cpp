@@ -352,8 +352,9 @@ TEST(AscendCopies, TheEmulationKeepsAclContextRules) {
 // same copy moves the bytes. V2 takes a 4K-aligned pointer, MAPPED and/or PINNED, and answers
 // ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED for a range overlapping any registration (its
 // CheckMemoryRangeRegistered), V1 for one overlapping a registration (the driver's "busy");
-// ACL_HOST_REG_PINNED takes pageable memory only, and the emulation refuses aclrtMallocHost
-// memory; aclrtHostUnregister takes the registered pointer only.
+// V2 registers aclrtMallocHost memory too (the API reference allows it; the runtime's range check
+// knows its own table only), and unregistering it leaves the allocation;
+// aclrtHostUnregister takes the registered pointer only.
 TEST(AscendCopies, TheEmulationKeepsAclRegistrationRules) {
   AclHostEmulation& acl = AclHostEmulation::instance();
   acl.reset();
@@ -407,8 +408,11 @@ TEST(AscendCopies, TheEmulationKeepsAclRegistrationRules) {
 
   void* pinned = nullptr;
   ASSERT_EQ(api.mallocHost(&pinned, 4096), ACL_SUCCESS);
-  EXPECT_EQ(api.hostRegisterV2(pinned, 4096, ACL_HOST_REG_PINNED), ACL_ERROR_INVALID_PARAM);
-  EXPECT_NE(acl.recentError().find("pageable memory only"), std::string::npos) << acl.recentError();
+  EXPECT_EQ(api.hostRegisterV2(pinned, 4096, ACL_HOST_REG_PINNED), ACL_SUCCESS);
+  EXPECT_EQ(api.hostRegisterV2(pinned, 4096, ACL_HOST_REG_PINNED),
+            ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  EXPECT_EQ(api.hostUnregister(pinned), ACL_SUCCESS);
+  EXPECT_EQ(acl.live().hostAllocations, 1);  // unregistering is not freeing
   EXPECT_EQ(api.freeHost(pinned), ACL_SUCCESS);
   EXPECT_EQ(api.free(dev), ACL_SUCCESS);
   EXPECT_EQ(api.destroyStream(stream), ACL_SUCCESS);
@@ -416,6 +420,86 @@ TEST(AscendCopies, TheEmulationKeepsAclRegistrationRules) {
   EXPECT_EQ(acl.table(true, false).hostRegisterV2, nullptr);  // an older runtime's table
   acl.setThreadContext(nullptr);
   acl.reset();
+}
+
+// aclrtPointerGetAttributes as CANN's runtime answers it (NpuDriver::PtrGetAttributes): NPU
+// memory is DEVICE with its device; aclrtMallocHost memory is HOST at every byte and not one
+// past its end; other host memory is UNREGISTERED until a registration (V2 pinned, or V1 only
+// mapped: the runtime's table holds both) makes it HOST, and again after it ends. It needs no
+// context, and a table can leave it out.
+TEST(AscendCopies, TheEmulationAnswersPointerAttributesAsTheRuntime) {
+  AclHostEmulation& acl = AclHostEmulation::instance();
+  acl.reset();
+  acl.setDeviceCount(2);
+  const AclApi api = acl.table();
+  acl.setThreadContext(acl.defaultContext(1));
+  void* device1 = nullptr;
+  ASSERT_EQ(api.malloc(&device1, 8192, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  void* pinned = nullptr;
+  ASSERT_EQ(api.mallocHost(&pinned, 8192), ACL_SUCCESS);
+  acl.setThreadContext(nullptr);  // the queries need none
+  auto where = [&](const void* p) {
+    aclrtPtrAttributes a{};
+    a.location.type = static_cast<aclrtMemLocationType>(99);
+    EXPECT_EQ(api.pointerGetAttributes(p, &a), ACL_SUCCESS);
+    return a;
+  };
+  const auto* d = static_cast<const uint8_t*>(device1);
+  EXPECT_EQ(where(d).location.type, ACL_MEM_LOCATION_TYPE_DEVICE);
+  EXPECT_EQ(where(d + 8191).location.id, 1u);
+  const auto* h = static_cast<const uint8_t*>(pinned);
+  EXPECT_EQ(where(h).location.type, ACL_MEM_LOCATION_TYPE_HOST);
+  EXPECT_EQ(where(h + 8191).location.type, ACL_MEM_LOCATION_TYPE_HOST);
+  std::vector<uint8_t> block(4 * 4096);
+  uint8_t* page =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(block.data()) + 4095) / 4096 * 4096);
+  EXPECT_EQ(where(page).location.type, ACL_MEM_LOCATION_TYPE_UNREGISTERED);
+  acl.setThreadContext(acl.defaultContext(0));
+  ASSERT_EQ(api.hostRegisterV2(page, 4096, ACL_HOST_REG_PINNED), ACL_SUCCESS);
+  EXPECT_EQ(where(page + 4095).location.type, ACL_MEM_LOCATION_TYPE_HOST);
+  EXPECT_EQ(where(page + 4096).location.type, ACL_MEM_LOCATION_TYPE_UNREGISTERED);
+  ASSERT_EQ(api.hostUnregister(page), ACL_SUCCESS);
+  EXPECT_EQ(where(page).location.type, ACL_MEM_LOCATION_TYPE_UNREGISTERED);
+  void* mapped = nullptr;
+  ASSERT_EQ(api.hostRegister(page, 4096, ACL_HOST_REGISTER_MAPPED, &mapped), ACL_SUCCESS);
+  EXPECT_EQ(where(page).location.type, ACL_MEM_LOCATION_TYPE_HOST);  // not pinned, yet HOST
+  ASSERT_EQ(api.hostUnregister(page), ACL_SUCCESS);
+  aclrtPtrAttributes a{};
+  EXPECT_EQ(api.pointerGetAttributes(nullptr, &a), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(api.pointerGetAttributes(page, nullptr), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(api.freeHost(pinned), ACL_SUCCESS);
+  acl.setThreadContext(acl.defaultContext(1));
+  EXPECT_EQ(api.free(device1), ACL_SUCCESS);
+  EXPECT_EQ(acl.table(true, true, false).pointerGetAttributes, nullptr);
+  acl.setThreadContext(nullptr);
+  acl.reset();
+}
+
+// The switch for acl_rt.h's alignment rule of aclrtMemcpyAsync: off, a device-to-device copy at
+// any address runs; on, one whose destination or source is not 64-byte aligned is refused (and
+// an aligned one, or one between host and device, still runs).
+TEST(AscendCopies, TheEmulationCanRefuseUnalignedDeviceToDeviceCopies) {
+  AclHostEmulation& acl = AclHostEmulation::instance();
+  acl.reset();
+  const AclApi api = acl.table();
+  Buffers b(api, 4096, 4096);
+  auto* dev = static_cast<uint8_t*>(b.device);
+  auto* host = static_cast<uint8_t*>(b.host);
+  EXPECT_EQ(api.memcpyAsync(dev + 1, 64, dev + 2048, 64, ACL_MEMCPY_DEVICE_TO_DEVICE, b.stream),
+            ACL_SUCCESS);
+  acl.refuseUnalignedDeviceCopies(true);
+  EXPECT_EQ(api.memcpyAsync(dev + 1, 64, dev + 2048, 64, ACL_MEMCPY_DEVICE_TO_DEVICE, b.stream),
+            ACL_ERROR_INVALID_PARAM);
+  EXPECT_NE(acl.recentError().find("64-byte aligned"), std::string::npos) << acl.recentError();
+  EXPECT_EQ(api.memcpyAsync(dev, 64, dev + 2048 + 4, 64, ACL_MEMCPY_DEVICE_TO_DEVICE, b.stream),
+            ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(api.memcpyAsync(dev + 64, 4, dev + 2048, 4, ACL_MEMCPY_DEVICE_TO_DEVICE, b.stream),
+            ACL_SUCCESS);
+  EXPECT_EQ(api.memcpyAsync(dev + 1, 4, host + 3, 4, ACL_MEMCPY_HOST_TO_DEVICE, b.stream),
+            ACL_SUCCESS);
+  acl.reset();  // off again
+  EXPECT_EQ(api.memcpyAsync(dev + 1, 64, dev + 2048, 64, ACL_MEMCPY_DEVICE_TO_DEVICE, b.stream),
+            ACL_SUCCESS);
 }
 
 }  // namespace

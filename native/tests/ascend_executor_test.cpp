@@ -46,6 +46,32 @@ TestPool pinnedHost(const Geometry& g) {
   return TestPool(g, KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
 }
 
+/// A placement whose buffers the emulation knows as aclrtMallocHost memory (what torch_npu's
+/// pinned tensors are), tagged before the pool wraps them. `tags` must outlive the pool; `only`
+/// >= 0 tags that buffer only.
+Placement aclMallocHost(std::vector<std::shared_ptr<void>>* tags, int only = -1) {
+  Placement placement;
+  auto seen = std::make_shared<int>(0);
+  placement.beforeWrap = [tags, only, seen](uint8_t* data, size_t bytes) {
+    if (only < 0 || (*seen)++ == only) tags->push_back(acl().tagPinnedHost(data, bytes));
+  };
+  return placement;
+}
+
+/// The OS kernel release kvio's Ascend backend sees while this lives.
+struct FakeKernelRelease {
+  explicit FakeKernelRelease(const char* release) { kvio_test_ascend_kernel_release(release); }
+  ~FakeKernelRelease() { kvio_test_ascend_kernel_release(nullptr); }
+};
+constexpr const char* kOpenEuler2203 = "5.10.0-60.18.0.50.oe2203.aarch64";
+
+/// kvio's live host registrations (kvio_debug_live_host_registrations).
+int64_t kvioRegistrations() {
+  int64_t n = -1;
+  EXPECT_EQ(kvio_debug_live_host_registrations(&n), KVIO_STATUS_OK);
+  return n;
+}
+
 std::vector<int64_t> range(int64_t start, int64_t count) {
   std::vector<int64_t> v;
   for (int64_t i = 0; i < count; ++i) v.push_back(start + i);
@@ -399,8 +425,10 @@ TEST_F(AscendExecutorTest, AllocationFailuresNameTheCall) {
 // (ACL_HOST_REG_PINNED; aclrtHostRegister only maps it for the NPU's NIC, and a copy from such
 // memory fails as it runs: the emulation counts it as a fault, which the fixture checks after
 // every test) and unregistered when the pool goes; a transfer from and to it moves the bytes.
-// Memory the caller registered itself is refused with the reason: ACL cannot say what that
-// registration covers (lifetime_test has the rest).
+// Memory the caller pinned itself with V2 is HOST to aclrtPointerGetAttributes at both ends: it is
+// used as given and stays registered after the pool closes. A runtime without that query cannot
+// say what the caller's registration covers: the wrap is refused with the reason (lifetime_test
+// has the rest).
 TEST_F(AscendExecutorTest, WrappedHostMemoryIsPinnedWithHostRegisterV2) {
   const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 8, 4, 2, 16};
   const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, 2, 8, 4, 2, 16};
@@ -438,6 +466,20 @@ TEST_F(AscendExecutorTest, WrappedHostMemoryIsPinnedWithHostRegisterV2) {
             kvio::ascend::ACL_SUCCESS);
   const kvio_pool_spec spec = g.spec().toC();
   uint64_t pool = 0;
+  acl().reset();
+  ASSERT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
+                                  reinterpret_cast<uint64_t>(buffer),
+                                  static_cast<uint64_t>(g.regionBytes()), &pool),
+            KVIO_STATUS_OK)
+      << lastError();
+  EXPECT_EQ(kvioRegistrations(), 0);
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().counts().hostRegisterV2, 0);
+  EXPECT_EQ(acl().counts().hostUnregister, 0);
+  EXPECT_EQ(acl().live().registrations, 1);  // the caller's registration stays
+  // Without aclrtPointerGetAttributes, kvio tries to pin it and the runtime says "registered".
+  acl().install(true, true, false);
+  pool = 0;
   EXPECT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
                                   reinterpret_cast<uint64_t>(buffer),
                                   static_cast<uint64_t>(g.regionBytes()), &pool),
@@ -488,9 +530,24 @@ TEST_F(AscendExecutorTest, PagesWhoseUnregistrationFailedAreNotPinnedAgain) {
 }
 
 // A runtime without aclrtHostRegisterV2 (CANN before 8.5) cannot pin caller memory: wrapping
-// it as Ascend pinned memory is refused with the reason and what to do, nothing is registered,
-// and pools kvio allocates (aclrtMallocHost) still move.
+// pageable memory as Ascend pinned memory is refused with the reason and what to do (with or
+// without aclrtPointerGetAttributes to tell it pageable), nothing is registered, and pools kvio
+// allocates (aclrtMallocHost) still move.
 TEST_F(AscendExecutorTest, WithoutHostRegisterV2WrappingAsPinnedIsRefused) {
+  for (const bool withQuery : {false, true}) {
+    SCOPED_TRACE(withQuery ? "with aclrtPointerGetAttributes" : "without");
+    acl().install(true, false, withQuery);
+    const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 8, 4, 2, 16};
+    std::vector<uint8_t> buffer(static_cast<size_t>(g.regionBytes()), 5);
+    const kvio_pool_spec spec = g.spec().toC();
+    uint64_t pool = 0;
+    EXPECT_REJECTED(
+        kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
+                              reinterpret_cast<uint64_t>(buffer.data()), buffer.size(), &pool),
+        KVIO_STATUS_UNSUPPORTED, "has no aclrtHostRegisterV2", "region 0 of the pool",
+        withQuery ? "is pageable host memory" : "has no aclrtPointerGetAttributes");
+    EXPECT_EQ(pool, 0u);
+  }
   acl().install(true, false);
   const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 8, 4, 2, 16};
   const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 8, 4, 2, 16};
@@ -520,6 +577,286 @@ TEST_F(AscendExecutorTest, WithoutHostRegisterV2WrappingAsPinnedIsRefused) {
   pools.expect(idx, idx, 0, 0, 2);
   EXPECT_TRUE(pools.check("device pool", "host pool"));
   EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
+}
+
+// Host memory pinned already (aclrtMallocHost: torch_npu's pinned tensors, sglang's NPU host
+// pool) is recognised with aclrtPointerGetAttributes and used as given, on the runtimes most
+// people run: without aclrtHostRegisterV2 (CANN before 8.5) and on an OS kernel of 5.10 (where
+// V2 may not pin pageable memory). Both directions move exactly the oracle's bytes; kvio
+// registers nothing, and closing the pool neither unregisters nor frees the caller's memory.
+TEST_F(AscendExecutorTest, AclPinnedMemoryIsWrappedAsGivenWithoutV2OnAnOldKernel) {
+  acl().install(true, false);
+  FakeKernelRelease kernel(kOpenEuler2203);
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::PerComponent, 2, 8, 4, 2, 16};
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, 2, 8, 4, 2, 16};
+  std::mt19937_64 rng(46);
+  std::vector<std::shared_ptr<void>> tags;  // untagged after the pool is gone
+  {
+    TestPool host(g, KVIO_MEMORY_ASCEND_HOST_PINNED, 0, aclMallocHost(&tags));
+    ASSERT_EQ(tags.size(), 2u);
+    EXPECT_GE(acl().counts().pointerGetAttributes, 4);  // first and last byte of K and of V
+    EXPECT_EQ(acl().live().registrations, 0);
+    EXPECT_EQ(kvioRegistrations(), 0);
+    NpuPool device(dg);
+    kvio::Executor ascend{kvio::IoBackend::KernelAscend};
+    const std::vector<int64_t> pages = expandPages(range(0, 8), 4);
+    const std::vector<int64_t> reversed = expandPages({7, 6, 5, 4, 3, 2, 1, 0}, 4);
+    SeededPair load(host, device.pool, rng);
+    kvio::transferAllLayers(ascend, host.pool(), device.pool.pool(), pages, reversed).wait();
+    load.expect(pages, reversed, 0, 0, 2);
+    EXPECT_TRUE(load.check("device pool", "host pool"));
+    SeededPair backup(device.pool, host, rng);
+    kvio::transferAllLayers(ascend, device.pool.pool(), host.pool(), reversed, pages).wait();
+    backup.expect(reversed, pages, 0, 0, 2);
+    EXPECT_TRUE(backup.check("host pool", "device pool"));
+    EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
+    acl().reset();
+  }
+  const AclCallCounts closed = acl().counts();
+  EXPECT_EQ(closed.hostRegisterV2, 0);
+  EXPECT_EQ(closed.hostUnregister, 0);
+  EXPECT_EQ(closed.freeHost, 0);
+  EXPECT_EQ(acl().live().hostAllocations, 2);  // the caller's, still tagged
+}
+
+// Memory from the emulation's own aclrtMallocHost, wrapped and closed: the caller's allocation is
+// still allocated, unregistered by nobody, its bytes as they were; the caller frees it.
+TEST_F(AscendExecutorTest, ClosingAPoolOverAclMallocHostMemoryLeavesItToTheCaller) {
+  acl().install(true, false);
+  FakeKernelRelease kernel(kOpenEuler2203);
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 8, 4, 2, 16};
+  const kvio::ascend::AclApi api = acl().table();
+  const size_t bytes = static_cast<size_t>(g.regionBytes());
+  void* buffer = nullptr;
+  ASSERT_EQ(api.mallocHost(&buffer, bytes), kvio::ascend::ACL_SUCCESS);
+  std::memset(buffer, 0x5A, bytes);
+  const kvio_pool_spec spec = g.spec().toC();
+  uint64_t pool = 0;
+  ASSERT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
+                                  reinterpret_cast<uint64_t>(buffer), bytes, &pool),
+            KVIO_STATUS_OK)
+      << lastError();
+  int32_t kind = -1, device = -1;
+  EXPECT_EQ(kvio_pool_memory(pool, &kind, &device), KVIO_STATUS_OK);
+  EXPECT_EQ(kind, KVIO_MEMORY_ASCEND_HOST_PINNED);
+  EXPECT_EQ(device, 0);
+  acl().reset();
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().counts().hostUnregister, 0);
+  EXPECT_EQ(acl().counts().freeHost, 0);
+  EXPECT_EQ(acl().live().hostAllocations, 1);
+  EXPECT_EQ(acl().live().registrations, 0);
+  const std::vector<uint8_t> expected(bytes, 0x5A);
+  EXPECT_EQ(std::memcmp(buffer, expected.data(), bytes), 0);
+  EXPECT_EQ(api.freeHost(buffer), kvio::ascend::ACL_SUCCESS);
+}
+
+// A region that is only partly pinned (its first byte pageable and its last in aclrtMallocHost
+// memory, or the other way round) cannot be used as given and must not be pinned over the
+// caller's allocation: refused (INVALID_ARGUMENT, saying what was found and what to do) with
+// nothing registered and no byte changed. Wrapping NPU memory as pinned host memory is refused
+// too, naming the device kind to use.
+TEST_F(AscendExecutorTest, RegionsPartlyPinnedOrOnTheNpuAreRefused) {
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 8, 4, 2, 16};
+  const kvio_pool_spec spec = g.spec().toC();
+  const size_t bytes = static_cast<size_t>(g.regionBytes());
+  std::vector<uint8_t> block(bytes + 2 * 4096, 0xC3);
+  uint8_t* region =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(block.data()) + 4095) / 4096 * 4096);
+  const std::vector<uint8_t> before = block;
+  for (const bool pinnedFirst : {false, true}) {
+    SCOPED_TRACE(pinnedFirst ? "first half pinned" : "second half pinned");
+    std::shared_ptr<void> tag = pinnedFirst ? acl().tagPinnedHost(region, bytes / 2)
+                                            : acl().tagPinnedHost(region + bytes / 2, bytes / 2);
+    acl().reset();
+    uint64_t pool = 0;
+    EXPECT_REJECTED(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
+                                          reinterpret_cast<uint64_t>(region), bytes, &pool),
+                    KVIO_STATUS_INVALID_ARGUMENT, "region 0 of the pool", "partly pinned", "HOST",
+                    "UNREGISTERED", "aclrtMallocHost", "inside one pinned buffer");
+    EXPECT_EQ(pool, 0u);
+    EXPECT_EQ(acl().counts().hostRegisterV2, 0);
+    EXPECT_EQ(acl().live().registrations, 0);
+    EXPECT_EQ(kvioRegistrations(), 0);
+    EXPECT_TRUE(block == before);
+  }
+  std::shared_ptr<void> onNpu = acl().tagDevice(region, bytes, 0);
+  uint64_t pool = 0;
+  EXPECT_REJECTED(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
+                                        reinterpret_cast<uint64_t>(region), bytes, &pool),
+                  KVIO_STATUS_INVALID_ARGUMENT, "is not host memory", "DEVICE (NPU memory)",
+                  "NPU device 0", "KVIO_MEMORY_ASCEND_DEVICE");
+  EXPECT_EQ(acl().live().registrations, 0);
+  EXPECT_TRUE(block == before);
+}
+
+// A pool whose K buffer is aclrtMallocHost memory and whose V buffer is pageable: kvio pins V
+// (its registration) and uses K as given; both move; closing the pool ends kvio's registration
+// of V only.
+TEST_F(AscendExecutorTest, PoolOfPinnedAndPageableBuffersPinsOnlyThePageableOnes) {
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::PerComponent, 2, 8, 4, 2, 16};
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerComponent, 2, 8, 4, 2, 16};
+  std::mt19937_64 rng(47);
+  std::vector<std::shared_ptr<void>> tags;
+  {
+    TestPool host(g, KVIO_MEMORY_ASCEND_HOST_PINNED, 0, aclMallocHost(&tags, 0));
+    ASSERT_EQ(tags.size(), 1u);
+    EXPECT_EQ(acl().live().registrations, 1);
+    EXPECT_EQ(kvioRegistrations(), 1);
+    NpuPool device(dg);
+    kvio::Executor ascend{kvio::IoBackend::KernelAscend};
+    const std::vector<int64_t> pages = expandPages({1, 3, 5, 7}, 4);
+    const std::vector<int64_t> to = expandPages({6, 4, 2, 0}, 4);
+    SeededPair load(host, device.pool, rng);
+    kvio::transferAllLayers(ascend, host.pool(), device.pool.pool(), pages, to).wait();
+    load.expect(pages, to, 0, 0, 2);
+    EXPECT_TRUE(load.check("device pool", "host pool"));
+    SeededPair backup(device.pool, host, rng);
+    kvio::transferAllLayers(ascend, device.pool.pool(), host.pool(), to, pages).wait();
+    backup.expect(to, pages, 0, 0, 2);
+    EXPECT_TRUE(backup.check("host pool", "device pool"));
+    EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();
+    acl().reset();
+  }
+  EXPECT_EQ(acl().counts().hostUnregister, 1);
+  EXPECT_EQ(acl().counts().freeHost, 0);
+  EXPECT_EQ(acl().live().registrations, 0);
+  EXPECT_EQ(kvioRegistrations(), 0);
+}
+
+// aclrtPointerGetAttributes answers HOST for pages kvio pinned for another pool too; such a
+// region is kvio's, not the caller's: the second pool shares kvio's registration (and keeps it
+// after the first pool closes) instead of taking it as given and losing it under a transfer.
+TEST_F(AscendExecutorTest, PagesKvioPinnedAreSharedNotTakenForTheCallers) {
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 8, 4, 2, 16};
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 8, 4, 2, 16};
+  const kvio::PoolSpec spec = g.spec();
+  std::vector<uint8_t> buffer(static_cast<size_t>(g.regionBytes()) + 2 * 4096);
+  void* data = buffer.data() + 100;
+  const uint64_t bytes = static_cast<uint64_t>(g.regionBytes());
+  auto first = std::make_unique<kvio::Pool>(
+      kvio::Pool::wrap(spec, data, bytes, kvio::MemoryKind::AscendHostPinned, 0));
+  kvio::Pool second = kvio::Pool::wrap(spec, data, bytes, kvio::MemoryKind::AscendHostPinned, 0);
+  EXPECT_EQ(acl().live().registrations, 1);
+  first.reset();
+  EXPECT_EQ(acl().live().registrations, 1);  // the second pool still holds it
+  EXPECT_EQ(kvioRegistrations(), 1);
+  NpuPool device(dg);
+  kvio::Executor ascend{kvio::IoBackend::KernelAscend};
+  const std::vector<int64_t> idx = range(0, g.S());
+  kvio::transferAllLayers(ascend, device.pool.pool(), second, idx, idx).wait();
+  std::string fault;
+  EXPECT_EQ(acl().faults(&fault), 0) << fault;
+}
+
+// Where aclrtPointerGetAttributes cannot answer (here "feature not supported"), kvio pins the
+// region as it did before the query existed (V2, its registry); without V2 the refusal says
+// what the query answered.
+TEST_F(AscendExecutorTest, WhenThePointerQueryFailsRegionsArePinnedAsBefore) {
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 8, 4, 2, 16};
+  const kvio_pool_spec spec = g.spec().toC();
+  std::vector<uint8_t> buffer(static_cast<size_t>(g.regionBytes()), 9);
+  acl().failCall("aclrtPointerGetAttributes", 0, kvio::ascend::ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+  uint64_t pool = 0;
+  ASSERT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
+                                  reinterpret_cast<uint64_t>(buffer.data()), buffer.size(), &pool),
+            KVIO_STATUS_OK)
+      << lastError();
+  EXPECT_EQ(acl().live().registrations, 1);
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().live().registrations, 0);
+  acl().install(true, false);
+  acl().failCall("aclrtPointerGetAttributes", 0, kvio::ascend::ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+  pool = 0;
+  EXPECT_REJECTED(
+      kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
+                            reinterpret_cast<uint64_t>(buffer.data()), buffer.size(), &pool),
+      KVIO_STATUS_UNSUPPORTED, "has no aclrtHostRegisterV2", "aclrtPointerGetAttributes(0x",
+      "ACL_ERROR_RT_FEATURE_NOT_SUPPORT");
+  EXPECT_EQ(pool, 0u);
+}
+
+// The path of runtimes without aclrtPointerGetAttributes is as it was: every wrapped region is
+// pinned with V2 through kvio's registry, aclrtMallocHost memory included (the runtime
+// registers it; kvio unregisters it when the pool closes, and never frees it); without V2 as
+// well, even aclrtMallocHost memory is refused, saying that the query is missing; and on a
+// 5.10 kernel pageable memory is refused with or without the query.
+TEST_F(AscendExecutorTest, WithoutThePointerQueryWrappedMemoryIsPinnedAsBefore) {
+  acl().install(true, true, false);
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 8, 4, 2, 16};
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 8, 4, 2, 16};
+  const kvio_pool_spec spec = g.spec().toC();
+  std::mt19937_64 rng(48);
+  std::vector<std::shared_ptr<void>> tags;
+  {
+    TestPool host(g, KVIO_MEMORY_ASCEND_HOST_PINNED, 0, aclMallocHost(&tags));
+    EXPECT_EQ(acl().counts().pointerGetAttributes, 0);
+    EXPECT_EQ(acl().counts().hostRegisterV2, 1);
+    EXPECT_EQ(kvioRegistrations(), 1);
+    NpuPool device(dg);
+    kvio::Executor ascend{kvio::IoBackend::KernelAscend};
+    const std::vector<int64_t> idx = range(0, g.S());
+    SeededPair load(host, device.pool, rng);
+    kvio::transferAllLayers(ascend, host.pool(), device.pool.pool(), idx, idx).wait();
+    load.expect(idx, idx, 0, 0, 2);
+    EXPECT_TRUE(load.check("device pool", "host pool"));
+    acl().reset();
+  }
+  EXPECT_EQ(acl().counts().hostUnregister, 1);
+  EXPECT_EQ(acl().counts().freeHost, 0);
+  EXPECT_EQ(acl().live().registrations, 0);
+  tags.clear();
+
+  acl().install(true, false, false);
+  std::vector<uint8_t> block(static_cast<size_t>(g.regionBytes()) + 4096);
+  uint8_t* data =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(block.data()) + 4095) / 4096 * 4096);
+  std::shared_ptr<void> tag = acl().tagPinnedHost(data, static_cast<uint64_t>(g.regionBytes()));
+  uint64_t pool = 0;
+  EXPECT_REJECTED(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
+                                        reinterpret_cast<uint64_t>(data),
+                                        static_cast<uint64_t>(g.regionBytes()), &pool),
+                  KVIO_STATUS_UNSUPPORTED, "has no aclrtPointerGetAttributes",
+                  "has no aclrtHostRegisterV2", "kvio_pool_allocate_memory");
+  tag.reset();
+
+  FakeKernelRelease kernel(kOpenEuler2203);
+  for (const bool withQuery : {false, true}) {
+    SCOPED_TRACE(withQuery ? "with aclrtPointerGetAttributes" : "without");
+    acl().install(true, true, withQuery);
+    EXPECT_REJECTED(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0,
+                                          reinterpret_cast<uint64_t>(data),
+                                          static_cast<uint64_t>(g.regionBytes()), &pool),
+                    KVIO_STATUS_UNSUPPORTED, kOpenEuler2203, "kernels 5.10 and older",
+                    "aclrtMallocHost", "kvio_pool_allocate_memory");
+    EXPECT_EQ(acl().live().registrations, 0);
+  }
+}
+
+// acl_rt.h asks aclrtMemcpyAsync's device-to-device copies for 64-byte-aligned addresses. kvio
+// does not re-align: a device-to-device transfer of rows of 24 bytes issues copies at addresses
+// that are not; on a runtime that refuses them (the emulation's switch) the transfer fails with
+// BACKEND_ERROR naming the call, the direction and the sizes, as any refused call does.
+TEST_F(AscendExecutorTest, UnalignedDeviceToDeviceCopiesFailWhereTheRuntimeRefusesThem) {
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 8, 4, 2, 12};
+  NpuPool src(dg);
+  NpuPool dst(dg);
+  kvio::Executor ascend{kvio::IoBackend::KernelAscend};
+  const std::vector<int64_t> from = {1, 5, 9};
+  const std::vector<int64_t> to = {3, 7, 11};
+  std::mt19937_64 rng(49);
+  {
+    SeededPair pools(src.pool, dst.pool, rng);  // the switch off: the copies run
+    kvio::transferAllLayers(ascend, src.pool.pool(), dst.pool.pool(), from, to).wait();
+    pools.expect(from, to, 0, 0, 2);
+    EXPECT_TRUE(pools.check());
+  }
+  acl().refuseUnalignedDeviceCopies(true);
+  expectError(
+      [&] { kvio::transferAllLayers(ascend, src.pool.pool(), dst.pool.pool(), from, to).wait(); },
+      KVIO_STATUS_BACKEND_ERROR,
+      {"aclrtMemcpyAsync failed", "ACL_ERROR_INVALID_PARAM", "device to device", "64-byte"},
+      "an unaligned device-to-device copy");
 }
 
 // Two wrapped host buffers of one pool that share a page: kvio's registration of the first

@@ -55,6 +55,11 @@ KVIO_API kvio_status kvio_test_rewrite_after_index_check(int64_t* target, int64_
  * is copied. Call it while no Ascend executor or pool exists; test builds only. */
 KVIO_API kvio_status kvio_test_ascend_runtime(const void* table, uint64_t table_bytes);
 
+/* TEST ONLY: the OS kernel release (uname's "release", e.g. "5.10.0-60.18.0.50.oe2203.aarch64")
+ * the kernel_ascend backend sees from now on when it decides whether aclrtHostRegisterV2 may pin
+ * pageable memory (docs/ascend.md); NULL goes back to uname's. Test builds only. */
+KVIO_API kvio_status kvio_test_ascend_kernel_release(const char* release);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

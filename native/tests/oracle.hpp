@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <numeric>
@@ -193,12 +194,18 @@ inline void fillRandom(uint8_t* data, size_t bytes, std::mt19937_64& rng) {
 struct Placement {
   bool carved = false;
   uint64_t gap = 0;
+  /// Called with each block the test allocates (guard zones included) before the pool wraps it,
+  /// e.g. to tell an emulated runtime what that memory is.
+  std::function<void(uint8_t* data, size_t bytes)> beforeWrap;
 };
 inline Placement apart() {
   return {};
 }
 inline Placement carved(uint64_t gap) {
-  return {true, gap};
+  Placement placement;
+  placement.carved = true;
+  placement.gap = gap;
+  return placement;
 }
 
 /// A block of memory as the test allocated it (what a copy engine knows as an allocation).
@@ -240,6 +247,9 @@ class TestPool {
         storage_[k].assign(bytes + 2 * kGuard, kGuardByte);
       }
       for (auto& s : storage_) region_.push_back(s.data() + kGuard);
+    }
+    if (placement.beforeWrap) {
+      for (auto& s : storage_) placement.beforeWrap(s.data(), s.size());
     }
     std::vector<void*> pointers(region_.begin(), region_.end());
     switch (g.form) {

@@ -1,5 +1,5 @@
 // The test hooks (kvio_test_hooks.h): fault injection, the index rewrite during validation,
-// lowered handle limits and the ACL runtime emulation entry.
+// lowered handle limits, the ACL runtime emulation entry and the faked OS kernel release.
 // Linked with the core's objects into the test variant of libkvio (kvio_testing) and the
 // white-box tests' static core only; the shipped libkvio.so has neither.
 #include <atomic>
@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "ascend/acl_api.hpp"
+#include "ascend/host_pinning.hpp"
 #include "core/diagnostics.hpp"
 #include "core/guard.hpp"
 #include "core/handles.hpp"
@@ -120,6 +121,13 @@ kvio_status kvio_test_ascend_runtime(const void* table, uint64_t table_bytes) {
                   table_bytes >= sizeof(uint32_t) ? api->version : 0u);
     }
     installAclForTesting(api);
+    return KVIO_STATUS_OK;
+  });
+}
+
+kvio_status kvio_test_ascend_kernel_release(const char* release) {
+  return guarded([&]() -> kvio_status {
+    kvio::ascend::setKernelReleaseForTesting(release);
     return KVIO_STATUS_OK;
   });
 }

@@ -453,21 +453,33 @@ enum {
  *                                   aclrtMemset; or wrapped caller memory, e.g. torch_npu
  *                                   tensors, used as given). kernel_ascend only.
  *   KVIO_MEMORY_ASCEND_HOST_PINNED  page-locked host memory for the NPU: allocated with
- *                                   aclrtMallocHost, or the caller's pageable memory pinned
- *                                   with aclrtHostRegisterV2(ACL_HOST_REG_PINNED) (whole pages,
+ *                                   aclrtMallocHost, or wrapped caller memory. Where the
+ *                                   runtime has aclrtPointerGetAttributes, each wrapped region
+ *                                   whose first and last byte it reports as HOST (memory from
+ *                                   aclrtMallocHost, e.g. torch_npu's pinned tensors, or
+ *                                   registered with ACL by the caller) is used as given: kvio
+ *                                   registers nothing and never unregisters or frees it, on any
+ *                                   CANN and any OS kernel. Keep it allocated (and registered)
+ *                                   until kvio no longer uses the pool. A region reported HOST at
+ *                                   one end and UNREGISTERED at the other, or NPU memory, is
+ *                                   refused (INVALID_ARGUMENT: each region must lie in one
+ *                                   buffer). Memory ACL does not know (UNREGISTERED, e.g. malloc;
+ *                                   or every region where the runtime lacks the query or it
+ *                                   fails) is pinned by kvio with
+ *                                   aclrtHostRegisterV2(ACL_HOST_REG_PINNED) (whole pages,
  *                                   shared by pools sharing a page, ended as for
- *                                   KVIO_MEMORY_HOST_PINNED). Wrapping is UNSUPPORTED where the
- *                                   runtime lacks aclrtHostRegisterV2 (aclrtHostRegister does
- *                                   not pin for copies). Pages kvio pinned for another device's
- *                                   open pool are refused (INVALID_ARGUMENT: ACL keeps one
- *                                   process-wide table). Memory the caller registered with ACL
- *                                   itself is refused (INVALID_ARGUMENT): ACL cannot tell kvio
- *                                   what such a registration covers; memory from
- *                                   aclrtMallocHost cannot be wrapped either (V2 pins pageable
- *                                   memory only). Wrapping is UNSUPPORTED on OS
- *                                   kernels 5.10 and older, where CANN documents that pinning
- *                                   pageable memory leads to errors. Movable by kernel_ascend
- *                                   and cpu.
+ *                                   KVIO_MEMORY_HOST_PINNED); that is UNSUPPORTED where the
+ *                                   runtime lacks aclrtHostRegisterV2 (aclrtHostRegister does not
+ *                                   pin for copies) and on OS kernels 5.10 and older, where CANN
+ *                                   documents that pinning pageable memory leads to errors.
+ *                                   Pages kvio pinned for another device's open pool are refused
+ *                                   (INVALID_ARGUMENT: ACL keeps one process-wide table). Without
+ *                                   aclrtPointerGetAttributes, memory the caller registered with
+ *                                   ACL itself is refused (INVALID_ARGUMENT: ACL cannot tell kvio
+ *                                   what such a registration covers). ACL reports memory the
+ *                                   caller registered with aclrtHostRegister (V1), which maps but
+ *                                   does not pin, as HOST too: do not wrap it. Movable by
+ *                                   kernel_ascend and cpu.
  * kernel_ascend moves between Ascend device memory and Ascend pinned host memory (and device to
  * device); pageable host memory and CUDA memory are rejected with UNSUPPORTED. */
 
@@ -589,7 +601,19 @@ KVIO_API kvio_status kvio_submit_device_indices(uint64_t executor, const kvio_tr
 KVIO_API kvio_status kvio_transfer_cuda_event(uint64_t transfer, uint64_t* event_out);
 
 /* ---- the Ascend backend (docs/ascend.md) ---- */
-/* Number of Ascend NPUs. Without CANN (libascendcl.so) or an NPU: UNAVAILABLE, and
+/* ACL initialisation. kvio's first use of the Ascend runtime (any kernel_ascend call, Ascend
+ * memory kinds, kvio_ascend_device_count, kvio_backend_available(KVIO_BACKEND_KERNEL_ASCEND), and
+ * kvio_check_support when it lists the backends available here) loads libascendcl.so and calls
+ * aclInit(NULL); ACL_ERROR_REPEAT_INITIALIZE (ACL initialised already) is fine. CANN's runtime
+ * counts aclInit calls: a call after the first one only adds to the count and returns
+ * ACL_ERROR_REPEAT_INITIALIZE without reading its configuration. So initialise ACL (aclInit with
+ * your configuration, or import torch_npu) before your first kvio call that uses Ascend;
+ * otherwise your later aclInit(config) silently loses its configuration (dump, profiling, ...).
+ * kvio never calls aclFinalize nor aclFinalizeReference: its count stays, so an application that
+ * ends ACL with aclFinalizeReference sees one reference more than its own (aclFinalize ends ACL
+ * whatever the count). Do not finalize ACL while kvio's Ascend executors, pools or transfers are
+ * open.
+ * Number of Ascend NPUs. Without CANN (libascendcl.so) or an NPU: UNAVAILABLE, and
  * kvio_last_error() says which. */
 KVIO_API kvio_status kvio_ascend_device_count(int32_t* count_out);
 
@@ -605,8 +629,15 @@ KVIO_API kvio_status kvio_executor_create_ascend(int32_t device, uint64_t stream
 KVIO_API kvio_status kvio_executor_ascend_stream(uint64_t executor, uint64_t* stream_out);
 /* The aclrtEvent recorded after a kernel_ascend transfer's work on its stream (another stream can
  * aclrtStreamWaitEvent on it, e.g. to start layer i as soon as its load lands). Valid until
- * kvio_transfer_close (kvio then reuses it or destroys it): enqueue the wait before closing the
- * transfer. UNSUPPORTED for transfers of other backends. */
+ * kvio_transfer_close; kvio destroys it (aclrtDestroyEvent) once the transfer is closed and
+ * complete. Enqueue the wait before closing the transfer. Whether that is enough depends on the
+ * CANN version: the references from CANN 8.0 allow destroying an event before the work waiting
+ * on it has run (its resources go when it completes); the 7.0 and older references say that an
+ * event from aclrtCreateEvent may be destroyed only once the tasks of aclrtStreamWaitEvent (and
+ * aclrtSynchronizeEvent) on it have finished. On such older runtimes, keep the transfer open
+ * until your stream has passed its wait (e.g. aclrtSynchronizeStream of your stream, or an event
+ * of yours recorded after the wait that you have seen complete), then close it.
+ * UNSUPPORTED for transfers of other backends. */
 KVIO_API kvio_status kvio_transfer_ascend_event(uint64_t transfer, uint64_t* event_out);
 
 /* ---- diagnostics (docs/reliability.md) ---- */

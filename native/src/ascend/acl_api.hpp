@@ -43,11 +43,27 @@ enum aclrtHostRegisterType { ACL_HOST_REGISTER_MAPPED = 0 };
 constexpr uint32_t ACL_HOST_REG_MAPPED = 0x2u;
 constexpr uint32_t ACL_HOST_REG_PINNED = 0x10000000u;
 
-enum aclrtMemLocationType { ACL_MEM_LOCATION_TYPE_HOST = 0, ACL_MEM_LOCATION_TYPE_DEVICE = 1 };
+/// Where memory lies (acl_rt.h). In aclrtPointerGetAttributes' answer: HOST for host memory the
+/// runtime knows as page-locked or registered (aclrtMallocHost; in CANN's open-source runtime
+/// also ranges in its table of host registrations, V2 pinned or mapped and V1), DEVICE for NPU
+/// memory (id: its device), UNREGISTERED for host memory ACL does not know (malloc, new, mmap).
+/// Newer headers add MANAGED (3) and HOST_NUMA (4), which kvio never passes.
+enum aclrtMemLocationType {
+  ACL_MEM_LOCATION_TYPE_HOST = 0,
+  ACL_MEM_LOCATION_TYPE_DEVICE = 1,
+  ACL_MEM_LOCATION_TYPE_UNREGISTERED = 2,
+};
 
 struct aclrtMemLocation {
   uint32_t id;
   aclrtMemLocationType type;
+};
+
+/// aclrtPointerGetAttributes' answer: where the pointer lies, and its page size.
+struct aclrtPtrAttributes {
+  aclrtMemLocation location;
+  uint32_t pageSize;
+  uint32_t rsv[4];
 };
 
 /// One attribute entry of aclrtMemcpyBatchAsync: where destinations and sources lie.
@@ -124,6 +140,7 @@ struct AclSignatures {
   using GetCurrentContext = Error (*)(Context* context);
   using SetCurrentContext = Error (*)(Context context);
   using GetDevice = Error (*)(int32_t* deviceId);
+  using PointerGetAttributes = Error (*)(const void* ptr, typename T::PtrAttributes* attributes);
 };
 
 struct KvioAclTypes {
@@ -136,12 +153,13 @@ struct KvioAclTypes {
   using HostRegisterType = aclrtHostRegisterType;
   using MemcpyKind = aclrtMemcpyKind;
   using BatchAttr = aclrtMemcpyBatchAttr;
+  using PtrAttributes = aclrtPtrAttributes;
 };
 
 using Acl = AclSignatures<KvioAclTypes>;
 
 /// Bumped whenever AclApi changes, so that a table built against another layout is refused.
-constexpr uint32_t kAclApiVersion = 3;
+constexpr uint32_t kAclApiVersion = 4;
 
 /// Whether kvio uses aclrtMemcpyBatchAsync (KVIO_ASCEND_BATCH=1 in the environment; otherwise
 /// runs of 1-D copies go one aclrtMemcpyAsync each). Opt-in: CANN's API reference marks the call
@@ -155,9 +173,11 @@ inline bool ascendBatchCopiesWanted(const char* environment) {
 /// (documented from CANN 8.3.RC1), hostRegisterV2 (without it caller memory cannot be wrapped
 /// as Ascend pinned memory), hostRegister (V1: kvio does not call it; it maps host memory for
 /// the device's NIC and does not page-lock it for copies; kept for the emulation and the
-/// header check), getRecentErrMsg and the context calls getCurrentContext, setCurrentContext
+/// header check), getRecentErrMsg, the context calls getCurrentContext, setCurrentContext
 /// and getDevice (without the first two, kvio selects devices with aclrtSetDevice at every
-/// call, as before it had them: acl_device.hpp).
+/// call, as before it had them: acl_device.hpp), and pointerGetAttributes (without it, kvio
+/// cannot tell caller memory that is pinned already, e.g. from aclrtMallocHost, from pageable
+/// memory, and pins every wrapped region with hostRegisterV2).
 struct AclApi {
   uint32_t version = kAclApiVersion;
   uint32_t size = sizeof(AclApi);
@@ -183,12 +203,13 @@ struct AclApi {
   Acl::Memset memset = nullptr;
   Acl::MemcpyAsync memcpyAsync = nullptr;
   Acl::Memcpy2dAsync memcpy2dAsync = nullptr;
-  Acl::MemcpyBatchAsync memcpyBatchAsync = nullptr;    // optional
-  Acl::GetRecentErrMsg getRecentErrMsg = nullptr;      // optional (aclGetRecentErrMsg)
-  Acl::GetCurrentContext getCurrentContext = nullptr;  // optional (aclrtGetCurrentContext)
-  Acl::SetCurrentContext setCurrentContext = nullptr;  // optional (aclrtSetCurrentContext)
-  Acl::GetDevice getDevice = nullptr;                  // optional (aclrtGetDevice)
-  Acl::HostRegisterV2 hostRegisterV2 = nullptr;        // optional (aclrtHostRegisterV2)
+  Acl::MemcpyBatchAsync memcpyBatchAsync = nullptr;          // optional
+  Acl::GetRecentErrMsg getRecentErrMsg = nullptr;            // optional (aclGetRecentErrMsg)
+  Acl::GetCurrentContext getCurrentContext = nullptr;        // optional (aclrtGetCurrentContext)
+  Acl::SetCurrentContext setCurrentContext = nullptr;        // optional (aclrtSetCurrentContext)
+  Acl::GetDevice getDevice = nullptr;                        // optional (aclrtGetDevice)
+  Acl::HostRegisterV2 hostRegisterV2 = nullptr;              // optional (aclrtHostRegisterV2)
+  Acl::PointerGetAttributes pointerGetAttributes = nullptr;  // optional
 };
 
 /// The ACL runtime to use: the table installed for tests, else libascendcl.so loaded (once)

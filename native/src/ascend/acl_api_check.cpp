@@ -2,11 +2,14 @@
 // declarations (acl_api.hpp) match CANN's acl/acl.h: every function signature (AclSignatures
 // instantiated with CANN's types must be the type of the real function, or of one of its
 // overloads), the enum values kvio passes, the batch attribute layout and the error codes.
-// Produces no code.
+// Produces no code. A header without ACL_HOST_REG_PINNED skips the aclrtHostRegisterV2 checks;
+// aclrtPointerGetAttributes is checked always (it predates aclrtMemcpyBatchAsync).
 #include <cstddef>
 
-// kvio's header first: CANN defines its runtime error codes as macros, which would rewrite
-// kvio's constants of the same names.
+// kvio's header first: CANN defines its runtime error codes and aclrtHostRegisterV2's flags as
+// macros, which would rewrite kvio's constants of the same names (k::ACL_HOST_REG_PINNED would
+// become k::0x10000000UL). Their values are taken here, before acl/acl.h, and kvio's names are
+// not spelled after it.
 #include "acl_api.hpp"
 
 namespace {
@@ -16,6 +19,8 @@ constexpr int kAlreadyRegistered = kvio::ascend::ACL_ERROR_HOST_MEMORY_ALREADY_R
 constexpr int kNotRegistered = kvio::ascend::ACL_ERROR_HOST_MEMORY_NOT_REGISTERED;
 constexpr int kContextNull = kvio::ascend::ACL_ERROR_RT_CONTEXT_NULL;
 constexpr int kStreamContext = kvio::ascend::ACL_ERROR_RT_STREAM_CONTEXT;
+constexpr unsigned long long kHostRegPinned = kvio::ascend::ACL_HOST_REG_PINNED;
+constexpr unsigned long long kHostRegMapped = kvio::ascend::ACL_HOST_REG_MAPPED;
 }  // namespace
 
 #include <acl/acl.h>
@@ -34,6 +39,7 @@ struct CannTypes {
   using HostRegisterType = ::aclrtHostRegisterType;
   using MemcpyKind = ::aclrtMemcpyKind;
   using BatchAttr = ::aclrtMemcpyBatchAttr;
+  using PtrAttributes = ::aclrtPtrAttributes;
 };
 using Real = k::AclSignatures<CannTypes>;
 
@@ -65,8 +71,8 @@ KVIO_SAME_SIGNATURE(HostUnregister, aclrtHostUnregister);
 // 8.5) skip the check, and kvio then finds no aclrtHostRegisterV2 at run time either.
 #ifdef ACL_HOST_REG_PINNED
 KVIO_SAME_SIGNATURE(HostRegisterV2, aclrtHostRegisterV2);
-static_assert(k::ACL_HOST_REG_PINNED == ACL_HOST_REG_PINNED, "host register flag");
-static_assert(k::ACL_HOST_REG_MAPPED == ACL_HOST_REG_MAPPED, "host register flag");
+static_assert(kHostRegPinned == ACL_HOST_REG_PINNED, "host register flag");
+static_assert(kHostRegMapped == ACL_HOST_REG_MAPPED, "host register flag");
 #endif
 KVIO_SAME_SIGNATURE(Memset, aclrtMemset);
 KVIO_SAME_SIGNATURE(MemcpyAsync, aclrtMemcpyAsync);
@@ -76,6 +82,9 @@ KVIO_SAME_SIGNATURE(GetRecentErrMsg, aclGetRecentErrMsg);
 KVIO_SAME_SIGNATURE(GetCurrentContext, aclrtGetCurrentContext);
 KVIO_SAME_SIGNATURE(SetCurrentContext, aclrtSetCurrentContext);
 KVIO_SAME_SIGNATURE(GetDevice, aclrtGetDevice);
+// In every header that has aclrtMemcpyBatchAsync (8.3.RC1; the API reference documents it from
+// 8.2.RC1). Newer headers add a C++ template overload, which the cast does not pick.
+KVIO_SAME_SIGNATURE(PointerGetAttributes, aclrtPointerGetAttributes);
 
 static_assert(static_cast<int>(k::ACL_MEMCPY_HOST_TO_HOST) ==
                   static_cast<int>(::ACL_MEMCPY_HOST_TO_HOST),
@@ -105,6 +114,13 @@ static_assert(static_cast<int>(k::ACL_MEM_LOCATION_TYPE_HOST) ==
 static_assert(static_cast<int>(k::ACL_MEM_LOCATION_TYPE_DEVICE) ==
                   static_cast<int>(::ACL_MEM_LOCATION_TYPE_DEVICE),
               "location");
+static_assert(static_cast<int>(k::ACL_MEM_LOCATION_TYPE_UNREGISTERED) ==
+                  static_cast<int>(::ACL_MEM_LOCATION_TYPE_UNREGISTERED),
+              "location");
+static_assert(sizeof(k::aclrtPtrAttributes) == sizeof(::aclrtPtrAttributes), "pointer attributes");
+static_assert(offsetof(k::aclrtPtrAttributes, pageSize) == offsetof(::aclrtPtrAttributes, pageSize),
+              "pointer attributes layout");
+static_assert(sizeof(k::aclrtMemLocation) == sizeof(::aclrtMemLocation), "location size");
 static_assert(sizeof(k::aclrtMemcpyBatchAttr) == sizeof(::aclrtMemcpyBatchAttr), "batch attr");
 static_assert(offsetof(k::aclrtMemcpyBatchAttr, srcLoc) == offsetof(::aclrtMemcpyBatchAttr, srcLoc),
               "batch attr layout");

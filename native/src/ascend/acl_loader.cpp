@@ -101,6 +101,9 @@ Loaded load() {
   resolve(library, "aclrtGetDevice", &a.getDevice, nullptr);
   // Pins caller host memory (ACL_HOST_REG_PINNED); without it wrapping as pinned is refused.
   resolve(library, "aclrtHostRegisterV2", &a.hostRegisterV2, nullptr);
+  // Tells caller memory that is pinned already (aclrtMallocHost) from pageable memory when
+  // wrapping (ascend_backend.cpp); without it every wrapped region is pinned with V2.
+  resolve(library, "aclrtPointerGetAttributes", &a.pointerGetAttributes, nullptr);
   if (!missing.empty()) {
     l.cause = l.origin + " lacks " + missing + " (a CANN release too old for kvio)";
     return l;  // the library stays loaded: unloading a runtime is never safe
@@ -139,6 +142,10 @@ const AclApi* aclApi(const char** cause) {
     api = &loaded->api;
   }
   if (initialised != api) {
+    // Once per table. CANN's aclInit is reference-counted: after the first call, another only adds
+    // to the count and answers ACL_ERROR_REPEAT_INITIALIZE without reading its configuration, so
+    // an application's aclInit(config) after this one loses its config (kvio.h asks callers to
+    // initialise ACL first). kvio never finalizes (its count stays): other users may need ACL.
     const aclError e = api->init(nullptr);
     if (e != ACL_SUCCESS && e != ACL_ERROR_REPEAT_INITIALIZE) {  // repeat: another user's init
       initCause = std::string("aclInit(nullptr) failed with ") + aclErrorName(e) + " (" +

@@ -448,6 +448,33 @@ struct PinnedHost {
 // unregistered once only. kvio's own process-wide table (below) refuses it first, naming the
 // device that holds it.
 
+}  // namespace
+
+namespace {
+std::mutex& kernelReleaseMutex() {
+  static std::mutex* m = new std::mutex();
+  return *m;
+}
+std::string* testKernelRelease = nullptr;  // kvio_test_ascend_kernel_release's, or none
+}  // namespace
+
+std::string kernelRelease() {
+  {
+    std::lock_guard<std::mutex> lock(kernelReleaseMutex());
+    if (testKernelRelease != nullptr) return *testKernelRelease;
+  }
+  struct utsname host {};
+  return uname(&host) == 0 ? std::string(host.release) : std::string();
+}
+
+void setKernelReleaseForTesting(const char* release) {
+  std::lock_guard<std::mutex> lock(kernelReleaseMutex());
+  delete testKernelRelease;
+  testKernelRelease = release != nullptr ? new std::string(release) : nullptr;
+}
+
+namespace {
+
 int32_t deviceOf(void* context) {
   return static_cast<int32_t>(reinterpret_cast<intptr_t>(context));
 }
@@ -530,10 +557,10 @@ kvio_status registerRange(void* context, uint64_t address, uint64_t bytes,
   return aclFailure(*api, e, "aclrtHostRegisterV2",
                     "pinning " + std::to_string(bytes) + " bytes of host memory at " +
                         format("0x%llx", static_cast<long long>(address)) +
-                        format(" for Ascend device %lld (ACL_HOST_REG_PINNED, which takes "
-                               "pageable memory only: memory from aclrtMallocHost is pinned "
-                               "already and cannot be wrapped; allocate such a pool with "
-                               "kvio_pool_allocate_memory)",
+                        format(" for Ascend device %lld (ACL_HOST_REG_PINNED). Wrap memory that "
+                               "is pinned already (aclrtMallocHost, e.g. torch_npu's pinned "
+                               "tensors) where the runtime has aclrtPointerGetAttributes, or "
+                               "allocate the pool with kvio_pool_allocate_memory",
                                device));
 }
 
@@ -607,6 +634,109 @@ kvio_status allocate(int32_t kind, int32_t device, uint64_t bytes, uint64_t* add
   return KVIO_STATUS_OK;
 }
 
+// ---- wrapping caller host memory as KVIO_MEMORY_ASCEND_HOST_PINNED ----
+// Serving engines hand kvio host memory that is page-locked already: torch_npu's pinned tensors
+// (torch.empty(pin_memory=True), sglang's NPU host pool) come from aclrtMallocHost. Such memory
+// is used as given: no registration, so nothing for kvio to end (the caller's allocation or
+// registration is the caller's). Pageable memory is pinned with aclrtHostRegisterV2 through
+// kvio's registry. aclrtPointerGetAttributes tells the two apart: CANN's runtime answers HOST for
+// memory the driver knows as page-locked host memory (aclrtMallocHost) and for user memory in its
+// table of host registrations, UNREGISTERED for other user memory (malloc, mmap), DEVICE for NPU
+// memory (NpuDriver::PtrGetAttributes). It answers for one address, so kvio asks for a region's
+// first and last byte and accepts only two equal answers: a region must be one buffer.
+
+// What a wrapped region is, by its first and last byte.
+enum class HostMemory {
+  kPinnedAlready,  // both HOST, and not kvio's own registration: used as given
+  kToPin,          // both UNREGISTERED, or kvio's own registration (shared by the registry)
+  kUnknown,        // the runtime has no answer (no query, or it failed): pinned as kToPin
+};
+
+const char* locationName(uint32_t type) {
+  switch (type) {
+    case ACL_MEM_LOCATION_TYPE_HOST: return "HOST (pinned or registered host memory)";
+    case ACL_MEM_LOCATION_TYPE_DEVICE: return "DEVICE (NPU memory)";
+    case ACL_MEM_LOCATION_TYPE_UNREGISTERED: return "UNREGISTERED (pageable host memory)";
+    case 3: return "MANAGED (unified virtual memory)";
+    case 4: return "HOST_NUMA (aclrtMallocPhysical host memory)";
+    default: return "a location type kvio does not know";
+  }
+}
+
+// True when [address, address + bytes) overlaps a registration kvio made (any device's; stale
+// ones too). Caller holds pinnedMutex().
+bool overlapsKviosRegistration(uint64_t address, uint64_t bytes) {
+  const std::map<uint64_t, Pinned>& ranges = pinnedRanges();
+  auto next = ranges.lower_bound(address + bytes);
+  if (next == ranges.begin()) return false;
+  const auto holder = std::prev(next);
+  return holder->first + holder->second.bytes > address;
+}
+
+// Classifies region `index`. The query runs under pinnedMutex(): kvio's own registrations (which
+// the runtime also answers HOST for) neither begin nor end meanwhile, so such a region goes to
+// the registry, which shares them (or refuses another device's), and is never taken for the
+// caller's. *unknown: why the runtime could not tell, when it could not.
+kvio_status classifyRegion(const AclApi& api, size_t index, const MemoryRegion& region,
+                           HostMemory* out, std::string* unknown) {
+  std::lock_guard<std::mutex> lock(pinnedMutex());
+  if (overlapsKviosRegistration(region.address, region.bytes)) {
+    *out = HostMemory::kToPin;
+    return KVIO_STATUS_OK;
+  }
+  const uint64_t ends[2] = {region.address,
+                            region.address + (region.bytes == 0 ? 0 : region.bytes - 1)};
+  aclrtPtrAttributes found[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    const aclError e = api.pointerGetAttributes(reinterpret_cast<const void*>(ends[i]), &found[i]);
+    if (e != ACL_SUCCESS) {
+      // Not a refusal: before this query existed kvio pinned every region, and still can.
+      *unknown = "aclrtPointerGetAttributes(" + format("0x%llx", static_cast<long long>(ends[i])) +
+                 ") failed with " + describeAclError(api, e);
+      *out = HostMemory::kUnknown;
+      return KVIO_STATUS_OK;
+    }
+  }
+  const uint32_t first = found[0].location.type;
+  const uint32_t last = found[1].location.type;
+  const unsigned long long begin = region.address;
+  const unsigned long long end = region.address + region.bytes;
+  if (first == ACL_MEM_LOCATION_TYPE_HOST && last == ACL_MEM_LOCATION_TYPE_HOST) {
+    *out = HostMemory::kPinnedAlready;
+    return KVIO_STATUS_OK;
+  }
+  if (first == ACL_MEM_LOCATION_TYPE_UNREGISTERED && last == ACL_MEM_LOCATION_TYPE_UNREGISTERED) {
+    *out = HostMemory::kToPin;
+    return KVIO_STATUS_OK;
+  }
+  if (first == ACL_MEM_LOCATION_TYPE_DEVICE || last == ACL_MEM_LOCATION_TYPE_DEVICE) {
+    const aclrtPtrAttributes& device = first == ACL_MEM_LOCATION_TYPE_DEVICE ? found[0] : found[1];
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "region %zu of the pool, [0x%llx, 0x%llx), is not host memory: "
+                "aclrtPointerGetAttributes says its first byte is %s and its last byte %s (NPU "
+                "device %u). Wrap NPU memory as KVIO_MEMORY_ASCEND_DEVICE, or give "
+                "KVIO_MEMORY_ASCEND_HOST_PINNED host memory",
+                index, begin, end, locationName(first), locationName(last), device.location.id);
+  }
+  if ((first == ACL_MEM_LOCATION_TYPE_HOST && last == ACL_MEM_LOCATION_TYPE_UNREGISTERED) ||
+      (first == ACL_MEM_LOCATION_TYPE_UNREGISTERED && last == ACL_MEM_LOCATION_TYPE_HOST)) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "region %zu of the pool, [0x%llx, 0x%llx), is partly pinned: "
+                "aclrtPointerGetAttributes says its first byte is %s and its last byte %s, so it "
+                "runs over the end of an aclrtMallocHost allocation or an ACL host registration. "
+                "Give each region inside one pinned buffer (e.g. one torch_npu pinned tensor), or "
+                "pageable memory only (kvio pins it with aclrtHostRegisterV2)",
+                index, begin, end, locationName(first), locationName(last));
+  }
+  return fail(KVIO_STATUS_UNSUPPORTED,
+              "region %zu of the pool, [0x%llx, 0x%llx): aclrtPointerGetAttributes says its "
+              "first byte is %s (%u) and its last byte %s (%u); kvio wraps as "
+              "KVIO_MEMORY_ASCEND_HOST_PINNED only host memory that is pinned already "
+              "(aclrtMallocHost) or pageable (kvio pins it). Allocate the pool with "
+              "kvio_pool_allocate_memory instead",
+              index, begin, end, locationName(first), first, locationName(last), last);
+}
+
 kvio_status adopt(int32_t kind, int32_t device, const MemoryRegion* regions, size_t count,
                   std::shared_ptr<void>* owner, std::vector<MemoryRegion>* copyRegions) {
   const AclApi* api = nullptr;
@@ -616,29 +746,75 @@ kvio_status adopt(int32_t kind, int32_t device, const MemoryRegion* regions, siz
     *owner = std::make_shared<int>(0);  // the caller owns the memory; used as given
     return KVIO_STATUS_OK;
   }
+  std::vector<HostMemory> memory(count, HostMemory::kUnknown);
+  std::string unknown;  // why the runtime could not tell (the first region it could not)
+  if (api->pointerGetAttributes != nullptr) {
+    KVIO_ACL_SCOPE(scope, *api, device, "asking where wrapped host memory lies");
+    for (size_t i = 0; i < count; ++i) {
+      std::string why;
+      KVIO_RETURN_IF_ERROR(classifyRegion(*api, i, regions[i], &memory[i], &why));
+      if (unknown.empty() && !why.empty()) unknown = format("region %lld: ", i) + why;
+    }
+  } else {
+    unknown = std::string(api->origin) +
+              " has no aclrtPointerGetAttributes, which tells memory that is pinned already "
+              "(aclrtMallocHost, e.g. torch_npu's pinned tensors) from pageable memory";
+  }
+  // The regions kvio pins (through its registry), in order; the others are used as given.
+  std::vector<MemoryRegion> toPin;
+  size_t firstToPin = count;
+  for (size_t i = 0; i < count; ++i) {
+    if (memory[i] == HostMemory::kPinnedAlready) continue;
+    if (toPin.empty()) firstToPin = i;
+    toPin.push_back(regions[i]);
+  }
+  if (toPin.empty()) {
+    // Pinned by the caller: kvio neither registers nor ends anything. Each region was checked to
+    // be one buffer at both ends; copies are cut at region boundaries.
+    *owner = std::make_shared<int>(0);
+    return KVIO_STATUS_OK;
+  }
+  const MemoryRegion& first = regions[firstToPin];
+  const std::string what =
+      format("region %lld of the pool, ", static_cast<long long>(firstToPin)) +
+      format("[0x%llx, ", static_cast<long long>(first.address)) +
+      format("0x%llx), ", static_cast<long long>(first.address + first.bytes)) +
+      (memory[firstToPin] == HostMemory::kToPin
+           ? std::string("is pageable host memory (aclrtPointerGetAttributes: UNREGISTERED), "
+                         "which kvio must pin")
+           : "needs pinning as far as kvio can tell (" + unknown + ")");
   if (api->hostRegisterV2 == nullptr) {
     return fail(KVIO_STATUS_UNSUPPORTED,
-                "caller host memory cannot be wrapped as KVIO_MEMORY_ASCEND_HOST_PINNED with "
-                "this ACL runtime (%s): it has no aclrtHostRegisterV2, the only call that pins "
-                "(page-locks) existing host memory for the NPU's copies (aclrtHostRegister maps "
-                "it for the NPU's NIC and does not pin it: copies from it fail unpredictably). "
-                "Allocate the pool with kvio_pool_allocate_memory (kvio uses aclrtMallocHost), "
-                "or use a CANN whose runtime has aclrtHostRegisterV2 (documented from 8.5.0)",
-                api->origin);
+                "%s, and this ACL runtime (%s) has no aclrtHostRegisterV2, the only call that "
+                "pins (page-locks) existing host memory for the NPU's copies (aclrtHostRegister "
+                "maps it for the NPU's NIC and does not pin it: copies from it fail "
+                "unpredictably), so it cannot be wrapped as KVIO_MEMORY_ASCEND_HOST_PINNED. Wrap "
+                "memory that is pinned already (aclrtMallocHost, e.g. torch_npu's pinned "
+                "tensors; recognised where the runtime has aclrtPointerGetAttributes), allocate "
+                "the pool with kvio_pool_allocate_memory (kvio uses aclrtMallocHost), or use a "
+                "CANN whose runtime has aclrtHostRegisterV2 (documented from 8.5.0)",
+                what.c_str(), api->origin);
   }
-  struct utsname host {};
-  if (uname(&host) == 0 && !kernelPinsPageableMemory(host.release)) {
+  const std::string release = kernelRelease();
+  if (!kernelPinsPageableMemory(release.c_str())) {
     return fail(KVIO_STATUS_UNSUPPORTED,
-                "caller host memory cannot be wrapped as KVIO_MEMORY_ASCEND_HOST_PINNED on this "
-                "machine: its OS kernel is %s, and CANN documents that on kernels 5.10 and older "
-                "pinning pageable memory with aclrtHostRegisterV2 leads to errors (only memory "
-                "from aclrtMallocHost may be registered there). Allocate the pool with "
+                "%s, but this machine's OS kernel is %s, and CANN documents that on kernels 5.10 "
+                "and older pinning pageable memory with aclrtHostRegisterV2 leads to errors (only "
+                "memory from aclrtMallocHost may be registered there). Wrap memory that is pinned "
+                "already (aclrtMallocHost, e.g. torch_npu's pinned tensors; recognised where the "
+                "runtime has aclrtPointerGetAttributes), allocate the pool with "
                 "kvio_pool_allocate_memory (kvio uses aclrtMallocHost), or run on a kernel above "
                 "5.10",
-                host.release);
+                what.c_str(), release.c_str());
   }
-  std::vector<std::vector<uint64_t>> pieces;
-  KVIO_RETURN_IF_ERROR(registry(device).acquire(regions, count, owner, &pieces));
+  std::vector<std::vector<uint64_t>> pinnedPieces;
+  KVIO_RETURN_IF_ERROR(registry(device).acquire(toPin.data(), toPin.size(), owner, &pinnedPieces));
+  // Every region's pieces: a region pinned already is one piece (one allocation).
+  std::vector<std::vector<uint64_t>> pieces(count);
+  for (size_t i = 0, k = 0; i < count; ++i) {
+    pieces[i] = memory[i] == HostMemory::kPinnedAlready ? std::vector<uint64_t>{regions[i].address}
+                                                        : std::move(pinnedPieces[k++]);
+  }
   *copyRegions = HostRegistry::piecesOf(regions, count, pieces);
   return KVIO_STATUS_OK;
 }

@@ -2,12 +2,15 @@
 // (hicann/runtime docs/api_docs/aclrtHostRegisterV2.md, the ptr parameter) that on an OS kernel
 // of version 5.10 or lower pinning pageable memory (malloc, mmap) leads to errors, so there only
 // memory from aclrtMallocHost may be registered; above 5.10 pageable memory may be too. kvio's
-// wraps of KVIO_MEMORY_ASCEND_HOST_PINNED pin the caller's (pageable) memory, so they are refused
-// on such kernels (ascend_backend.cpp).
+// wraps of KVIO_MEMORY_ASCEND_HOST_PINNED that need pinning (pageable memory, or memory the
+// runtime cannot classify) are refused on such kernels; memory pinned already (aclrtMallocHost)
+// is wrapped there too (ascend_backend.cpp). Tests fake the kernel's release
+// (kvio_test_ascend_kernel_release).
 #ifndef KVIO_ASCEND_HOST_PINNING_HPP_
 #define KVIO_ASCEND_HOST_PINNING_HPP_
 
 #include <cstdio>
+#include <string>
 
 namespace kvio {
 namespace ascend {
@@ -20,6 +23,12 @@ inline bool kernelPinsPageableMemory(const char* release) {
   if (release == nullptr || std::sscanf(release, "%d.%d", &major, &minor) != 2) return true;
   return major > 5 || (major == 5 && minor > 10);
 }
+
+/// The OS kernel's release (uname), or the one a test set; empty when uname fails.
+std::string kernelRelease();
+/// Tests only (kvio_test_ascend_kernel_release): kernelRelease() answers `release` from now on
+/// (nullptr: uname's again).
+void setKernelReleaseForTesting(const char* release);
 
 }  // namespace ascend
 }  // namespace kvio

@@ -584,7 +584,10 @@ public final class HostKvPool extends KvPool {
          * registers (pins) it while the pool lives: cudaHostRegister, or for kernel_ascend
          * aclrtHostRegisterV2 with ACL_HOST_REG_PINNED, which older CANN runtimes lack (the pool is
          * then refused, KvioUnsupportedException with the reason: build it without wrap, kvio
-         * allocates it with aclrtMallocHost). Memory pinned for one NPU cannot be wrapped for
+         * allocates it with aclrtMallocHost). For kernel_ascend, memory that is pinned already
+         * (from aclrtMallocHost, e.g. a torch_npu pinned tensor) is used as given where the runtime
+         * has aclrtPointerGetAttributes: kvio pins nothing and never unregisters or frees it, on
+         * any CANN and OS kernel (docs/ascend.md). Memory pinned for one NPU cannot be wrapped for
          * another while that pool lives (CANN keeps one process-wide table of registrations).
          */
         public Builder wrap(long address, long sizeBytes) {

@@ -753,7 +753,8 @@ kvio_status adopt(int32_t kind, int32_t device, const MemoryRegion* regions, siz
     for (size_t i = 0; i < count; ++i) {
       std::string why;
       KVIO_RETURN_IF_ERROR(classifyRegion(*api, i, regions[i], &memory[i], &why));
-      if (unknown.empty() && !why.empty()) unknown = format("region %lld: ", i) + why;
+      if (unknown.empty() && !why.empty())
+        unknown = format("region %lld: ", static_cast<long long>(i)) + why;
     }
   } else {
     unknown = std::string(api->origin) +

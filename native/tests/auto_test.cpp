@@ -561,15 +561,16 @@ std::array<int64_t, 4> liveObjects() {
 }
 
 // The sweep times each candidate on rows of 4 KiB to 256 KiB. Here the stand-ins' speed is the
-// test's: below 32 KiB rows the kernel stand takes 0.3 ms a job and direct 6 ms, from 32 KiB on
-// the other way round (20x apart: a loaded machine adds milliseconds, not a factor). So the
-// crossover is exactly 32 KiB, and each figure in the source (GB/s of the best of three runs of
-// 2 MiB) is at most 2 MiB / 6 ms = 0.35 GB/s for the slow candidate and at least twice that for
-// the fast one. About 0.2 s in all.
+// test's: below 32 KiB rows the kernel stand takes 0.3 ms a job and direct 30 ms, from 32 KiB on
+// the other way round (100x apart: a loaded machine adds milliseconds, not a factor; under
+// ThreadSanitizer on a busy 2-core machine a 0.3 ms job took 7 ms). So the crossover is exactly
+// 32 KiB, and each figure in the source (GB/s of the best of three runs of 8 MiB, printed to
+// 0.1) is at most 8 MiB / 30 ms = 0.28 GB/s for the slow candidate and at least twice that for
+// the fast one. About 1 s in all.
 TEST(AutoMeasure, SweepsBothCandidatesAndSetsTheCrossoverTheirSpeedsGive) {
   const auto before = liveObjects();
   constexpr uint64_t kCross = 32 << 10;
-  constexpr int64_t kFastMicros = 300, kSlowMicros = 6000;
+  constexpr int64_t kFastMicros = 300, kSlowMicros = 30000;
   int kernelJobs = 0, directJobs = 0;
   std::vector<uint64_t> kernelRows, directRows;
   std::unique_ptr<kvio::Executor> executor = standInAuto(
@@ -582,7 +583,7 @@ TEST(AutoMeasure, SweepsBothCandidatesAndSetsTheCrossoverTheirSpeedsGive) {
         directRows.push_back(row);
         return row < kCross ? kSlowMicros : kFastMicros;
       });
-  constexpr uint64_t kBytesPerRun = 2 << 20;
+  constexpr uint64_t kBytesPerRun = 8 << 20;
   kvio::AutoMeasureTarget target{KVIO_MEMORY_HOST, KVIO_MEMORY_HOST, -1, kBytesPerRun};
   ASSERT_EQ(kvio::measureAutoCalibration(&executor, target), KVIO_STATUS_OK) << kvio_last_error();
   ASSERT_NE(executor, nullptr);

@@ -210,7 +210,11 @@ TEST_F(AscendContextTest, DestructorFailuresLeaveNoErrorText) {
     acl().failCall("aclrtFreeHost", 0, ACL_ERROR_RT_PARAM_INVALID);
   }
   EXPECT_STREQ(api.getRecentErrMsg(), "");
-  std::vector<uint8_t> buffer(static_cast<size_t>(kHost.regionBytes()));
+  // Never freed: kvio keeps these pages listed as stale for the rest of the process (their
+  // unregistration fails below), and a later test given the same pages by the allocator would be
+  // refused.
+  static auto* const kept = new std::vector<uint8_t>(static_cast<size_t>(kHost.regionBytes()));
+  std::vector<uint8_t>& buffer = *kept;
   {
     kvio::Pool wrapped = kvio::Pool::wrap(kHost.spec(), buffer.data(), buffer.size(),
                                           kvio::MemoryKind::AscendHostPinned, 0);

@@ -643,7 +643,10 @@ kvio_status allocate(int32_t kind, int32_t device, uint64_t bytes, uint64_t* add
 // memory the driver knows as page-locked host memory (aclrtMallocHost) and for user memory in its
 // table of host registrations, UNREGISTERED for other user memory (malloc, mmap), DEVICE for NPU
 // memory (NpuDriver::PtrGetAttributes). It answers for one address, so kvio asks for a region's
-// first and last byte and accepts only two equal answers: a region must be one buffer.
+// first and last byte and accepts only two equal answers. That takes a region to be one buffer:
+// two answers cannot see pageable or unmapped memory between two pinned ends (docs/ascend.md,
+// "Limits"); asking page by page is not done because the query's cost on an NPU machine is
+// unmeasured and a large pool has millions of pages.
 
 // What a wrapped region is, by its first and last byte.
 enum class HostMemory {
@@ -770,8 +773,8 @@ kvio_status adopt(int32_t kind, int32_t device, const MemoryRegion* regions, siz
     toPin.push_back(regions[i]);
   }
   if (toPin.empty()) {
-    // Pinned by the caller: kvio neither registers nor ends anything. Each region was checked to
-    // be one buffer at both ends; copies are cut at region boundaries.
+    // Pinned by the caller: kvio neither registers nor ends anything. Each region answered HOST
+    // at both ends; copies are cut at region boundaries.
     *owner = std::make_shared<int>(0);
     return KVIO_STATUS_OK;
   }

@@ -95,7 +95,7 @@ package() {
   fi
   [ -n "$jlink" ] || { echo "gpu-check: FAIL: no jlink (set JLINK)" >&2; exit 1; }
   echo "gpu-check package: Java runtime ($jlink)"
-  "$jlink" --add-modules java.base,java.desktop,java.management,java.sql,jdk.unsupported,java.xml,java.logging \
+  "$jlink" --add-modules java.base,java.desktop,java.management,java.sql,jdk.unsupported,java.xml,java.logging,jdk.jfr \
     --strip-debug --no-header-files --no-man-pages --compress=2 --output "$scratch/jre" > /dev/null
   strip --strip-unneeded "$scratch/jre/lib/server/libjvm.so"
 

@@ -330,6 +330,14 @@ public final class Kvio {
     static final long[] NO_LAYERS = new long[0];
 
     /**
+     * Whether this runtime has Flight Recorder, the jdk.jfr module, which a runtime made with jlink
+     * may leave out. Without it transfers record no event and touch no jdk.jfr class (the first one
+     * used to fail with NoClassDefFoundError: jdk/jfr/FlightRecorder).
+     */
+    private static final boolean FLIGHT_RECORDER =
+            ModuleLayer.boot().findModule("jdk.jfr").isPresent();
+
+    /**
      * Checks the index lists (open, equal lengths), then submits; empty lists give an already
      * completed Transfer once the pools are known to fit each other. The messages of native errors
      * are rewritten to the caller's names (built only then): the index lists' parameter names, and
@@ -374,11 +382,11 @@ public final class Kvio {
                     warpsPerCta);
             return Transfer.completed(skippedLayers);
         }
-        // null unless a recording wants it; while Flight Recorder has not started, the event class
-        // is not even loaded (its first load brings in about a hundred jdk.jfr classes, some
-        // 100 ms on the first transfer)
+        // null unless a recording wants it; while Flight Recorder has not started (or where the
+        // runtime has none), the event class is not even loaded (its first load brings in about a
+        // hundred jdk.jfr classes, some 100 ms on the first transfer)
         TransferEvent event =
-                FlightRecorder.isInitialized()
+                FLIGHT_RECORDER && FlightRecorder.isInitialized()
                         ? TransferEvent.begin(src, dst, ctaBudget, warpsPerCta)
                         : null;
         long handle;

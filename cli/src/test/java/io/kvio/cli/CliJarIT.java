@@ -89,6 +89,28 @@ public class CliJarIT extends OutputDirTest {
         assertTrue(!r.out.contains("FAIL"), r.out);
     }
 
+    /**
+     * A runtime without Flight Recorder (jdk.jfr), as jlink makes one: the modules of the GPU
+     * check's Java runtime before it added jdk.jfr. Transfers used to fail with
+     * NoClassDefFoundError: jdk/jfr/FlightRecorder.
+     */
+    @Test
+    public void roundTripOnARuntimeWithoutFlightRecorder() throws Exception {
+        CliRunner r =
+                cliWith(
+                        List.of(
+                                "--limit-modules",
+                                "java.base,java.desktop,java.management,java.sql,"
+                                        + "jdk.unsupported,java.xml,java.logging"),
+                        "roundtrip",
+                        "--tokens",
+                        "256",
+                        "--layers",
+                        "2");
+        assertEquals(r.exit, 0, r.out);
+        assertTrue(r.out.contains("all 4 layouts verified OK"), r.out);
+    }
+
     @Test
     public void badArgumentsExitTwoWithAHint() throws Exception {
         CliRunner r = cli("roundtrip", "--layouts", "page_heda");

@@ -9,6 +9,11 @@
 #     size. Environment: BUILD_DIR (default build-gpu), JOBS (default 2), JLINK (a jlink of JDK
 #     17+, whose jar tool is used too; default the first under /usr/lib/jvm), MVN_ARGS (extra Maven arguments, e.g. -o).
 #
+#   scripts/gpu-check.sh dry [DIR]            on the build machine, without a GPU (package runs it
+#     last): every program of DIR starts, the probe skips for want of a GPU, the Java runtime
+#     runs the CLI (matrix exits 4, roundtrip verifies on the cpu backend) and the Java GPU tests
+#     (all skip, none fails). Exit 0 when all of that holds; skipped where a CUDA device answers.
+#
 #   scripts/gpu-check.sh run [DIR] [OUTDIR]   on the GPU machine, from what DIR holds plus
 #     nvidia-smi and compute-sanitizer: writes at most 8 files to OUTDIR (default $OUT, else
 #     DIR/results): summary.txt, gpu-tests.log (C++ and Java GPU tests), memcheck.log, stress.log, matrix.md,
@@ -32,7 +37,7 @@ cd "$(dirname "$0")/.."
 scratch=""
 
 usage() {
-  echo "usage: $0 package [DIR] | run [DIR] [OUTDIR]" >&2
+  echo "usage: $0 package [DIR] | dry [DIR] | run [DIR] [OUTDIR]" >&2
   exit 2
 }
 [ $# -ge 1 ] || usage
@@ -131,7 +136,74 @@ package() {
     echo "gpu-check: FAIL: $dir is over $max_mib MiB" >&2
     exit 1
   fi
+  trap - EXIT
+  rm -rf "$scratch"
+  dry
   echo "gpu-check package: on the GPU machine run: scripts/gpu-check.sh run $dir"
+}
+
+# Runs what the package holds as far as it goes without a GPU, on the build machine: every
+# program starts, its libraries load, the Java runtime unpacks and runs the CLI and the Java GPU
+# tests (which skip), so that the device time is not spent on a package that cannot run (its
+# first Java runtime lacked jdk.jfr, which every transfer then needed). Skipped where a CUDA
+# device answers (then `run` is the check).
+dry() {
+  [ -d "$dir" ] || { echo "gpu-check: FAIL: no folder $dir" >&2; exit 1; }
+  local d bad=0 s out rc
+  d="$(cd "$dir" && pwd)"
+  scratch="$(mktemp -d)"
+  trap 'rm -rf "$scratch"' EXIT
+  s="$scratch"
+  export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  out="$(timeout 60 "$d/cuda_gpu_test" --gtest_filter=CudaBackends.PageableHostMemoryIsRefused 2>&1)" || true
+  if ! grep -q '^\[  SKIPPED \]' <<< "$out"; then
+    echo "gpu-check dry: a CUDA device answers here (or the probe failed): skipped; run 'run' instead"
+    grep -m3 -E 'OK|FAILED|error' <<< "$out" || true
+    return 0
+  fi
+  local bin n
+  for bin in cuda_gpu_test cuda_lifetime_gpu_test; do
+    n=$(timeout 60 "$d/$bin" --gtest_list_tests 2>/dev/null | grep -c '^  ' || true)
+    echo "gpu-check dry: $bin lists $n cases"
+    [ "$n" -gt 0 ] || bad=1
+  done
+  out="$(timeout 60 "$d/kvio_cuda_bench" --quick --out "$s/bench.tsv" 2>&1)" && rc=0 || rc=$?
+  echo "gpu-check dry: kvio_cuda_bench: exit $rc: $(head -c 200 <<< "$out")"
+  if [ "$rc" != 0 ] || ! grep -q 'skipped' <<< "$out"; then bad=1; fi
+  if ! tar -C "$s" -xJf "$d/jre.txz"; then
+    echo "gpu-check dry: FAIL: jre.txz does not unpack" >&2
+    return 1
+  fi
+  local java="$s/jre/bin/java"
+  timeout 150 "$java" -Dorg.bytedeco.javacpp.cachedir="$s/javacpp-tests" \
+    -cp "$d/kvio-cli.jar:$d/java-tests/*" org.testng.TestNG -groups gpu -d "$s/testng" \
+    -testclass io.kvio.CudaBackendTest,io.kvio.DeviceSelectionTest,io.kvio.CallerDeviceMemoryTest,io.kvio.CudaPoolCopyTest \
+    > "$s/java-tests.log" 2>&1 || true
+  out="$(grep -m1 'Total tests run' "$s/java-tests.log" || echo 'no TestNG summary')"
+  echo "gpu-check dry: Java GPU tests: $out"
+  if ! grep -Eq 'Total tests run: [1-9][0-9]*, Passes: [0-9]+, Failures: 0' <<< "$out"; then
+    bad=1
+    head -n 40 "$s/java-tests.log"
+  fi
+  rc=0
+  timeout 150 "$java" -Dorg.bytedeco.javacpp.cachedir="$s/javacpp-matrix" -jar "$d/kvio-cli.jar" \
+    matrix --full --require kernel,direct --backend kernel --device-forms allocated --quiet \
+    > "$s/matrix.md" 2> "$s/matrix.err" || rc=$?
+  echo "gpu-check dry: matrix: exit $rc (4: the required backends are unavailable here): $(tail -1 "$s/matrix.md")"
+  [ "$rc" = 4 ] || { bad=1; head -n 20 "$s/matrix.err"; }
+  rc=0
+  timeout 120 "$java" -Dorg.bytedeco.javacpp.cachedir="$s/javacpp-roundtrip" -jar "$d/kvio-cli.jar" \
+    roundtrip --tokens 256 --layers 2 > "$s/roundtrip.log" 2>&1 || rc=$?
+  echo "gpu-check dry: roundtrip: exit $rc: $(tail -1 "$s/roundtrip.log")"
+  if [ "$rc" != 0 ] || ! grep -q 'verified OK' "$s/roundtrip.log"; then
+    bad=1
+    tail -n 20 "$s/roundtrip.log"
+  fi
+  if [ "$bad" != 0 ]; then
+    echo "gpu-check dry: FAIL: the package does not run as far as it can here" >&2
+    exit 1
+  fi
+  echo "gpu-check dry: the package runs here as far as it can without a GPU"
 }
 
 run() {
@@ -405,6 +477,7 @@ run() {
 
 case "$command" in
   package) package ;;
+  dry) dry ;;
   run) run "$@" ;;
   *) usage ;;
 esac

@@ -4,7 +4,8 @@
 # skip means, what it writes and its exit status) is checked here against stand-ins for what the
 # package holds: gtest-like test programs, a bench, a Java runtime and compute-sanitizer, all
 # small shell scripts that print what the real ones print. Each scenario runs the real script
-# and checks its exit status and the lines of summary.txt and gpu-tests.log. About 30 s.
+# and checks its exit status and the lines of summary.txt and gpu-tests.log; `dry` too (what
+# `package` runs last). About 3 s.
 #   scripts/test-gpu-check.sh          (CI runs it; exit 0 when every scenario behaved)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,7 @@ cat > "$work/fake-gtest" <<'EOF'
 name="$(basename "$0")"
 cases_var="FAKE_CASES_${name}"
 cases="${!cases_var}"
+[ -n "${FAKE_BROKEN:-}" ] && { echo "error while loading shared libraries: libcuda.so.1" >&2; exit 127; }
 case "${1:-}" in
   --gtest_list_tests)
     [ "${FAKE_LIST_FAILS:-}" = "$name" ] && { echo "cannot start" >&2; exit 1; }
@@ -70,6 +72,7 @@ cat > "$work/pkg/kvio_cuda_bench" <<'EOF'
 #!/usr/bin/env bash
 out=""
 while [ $# -gt 0 ]; do [ "$1" = "--out" ] && out="$2"; shift; done
+if [ -n "${FAKE_NO_GPU:-}" ]; then echo "kvio_cuda_bench: skipped: no CUDA device"; exit 0; fi
 printf 'test\tbackend\tGBps\nrows\tkernel\t50.0\n' > "$out"
 echo "kvio_cuda_bench on a stand-in"
 echo "kernel beside compute: 40.0 GB/s"
@@ -79,9 +82,18 @@ chmod +x "$work/pkg/kvio_cuda_bench"
 cat > "$work/jre/jre/bin/java" <<'EOF'
 #!/usr/bin/env bash
 case " $* " in
-  *" org.testng.TestNG "*) echo "Total tests run: 4, Passes: 4, Failures: 0, Skips: 0" ;;
-  *" matrix "*) echo "| cell | PASS |"; echo "12 PASS, 0 FAIL" ;;
-  *" roundtrip "*) echo "io backend auto: verified, 40.0 GB/s (ceiling 55.0)" ;;
+  *" org.testng.TestNG "*)
+    if [ -n "${FAKE_NO_GPU:-}" ]; then
+      echo "Total tests run: 4, Passes: 0, Failures: 0, Skips: 4"
+      [ -n "${FAKE_CONFIG_FAILS:-}" ] && echo "Configuration Failures: 1, Skips: 0"
+      exit 2
+    fi
+    echo "Total tests run: 4, Passes: 4, Failures: 0, Skips: 0" ;;
+  *" matrix "*)
+    echo "| cell | PASS |"
+    if [ -n "${FAKE_NO_GPU:-}" ]; then echo "0 PASS, 12 UNAVAILABLE"; exit 4; fi
+    echo "12 PASS, 0 FAIL" ;;
+  *" roundtrip "*) echo "io backend auto: 40.0 GB/s (ceiling 55.0)"; echo "all 4 layouts verified OK" ;;
 esac
 EOF
 chmod +x "$work/jre/jre/bin/java"
@@ -171,6 +183,29 @@ expect_line summary.txt 'RESULT: FAIL'
 run_case no-gpu 3 FAKE_NO_GPU=1
 expect_line summary.txt 'no GPU: no CUDA device'
 refuse_line summary.txt 'phase 1'
+
+# dry (package runs it last, on the build machine without a GPU): run_dry NAME EXIT PATTERN
+# [VAR=VALUE...]: its exit status and a line of its output matching PATTERN.
+run_dry() {
+  local name="$1" expected="$2" pattern="$3"
+  shift 3
+  local rc=0
+  env PATH="$work/bin:$PATH" "$@" bash "$root/scripts/gpu-check.sh" dry "$work/pkg" \
+    > "$work/log-$name" 2>&1 || rc=$?
+  if [ "$rc" != "$expected" ] || ! grep -Eq -- "$pattern" "$work/log-$name"; then
+    echo "test-gpu-check: FAIL: $name: exit $rc (expected $expected), or no line matching '$pattern'"
+    { sed 's/^/    /' "$work/log-$name" || true; } | tail -40
+    failures=$((failures + 1))
+  else
+    echo "test-gpu-check: $name: exit $rc as expected"
+  fi
+}
+run_dry dry-ok 0 'the package runs here as far as it can' FAKE_NO_GPU=1
+run_dry dry-program-does-not-start 1 'FAIL: cuda_gpu_test does not run here' FAKE_NO_GPU=1 \
+  FAKE_BROKEN=1
+run_dry dry-java-configuration-fails 1 'Java GPU tests: Total tests run: 4, Passes: 0' \
+  FAKE_NO_GPU=1 FAKE_CONFIG_FAILS=1
+run_dry dry-with-a-gpu 0 'a CUDA device answers here'
 
 if [ "$failures" != 0 ]; then
   echo "test-gpu-check: $failures check(s) failed"

@@ -653,16 +653,17 @@ final class NativeBridge {
     }
 
     /**
-     * Fills {@code event} from the transfer's kvio_transfer_info; false (event untouched) if the
-     * handle is gone. Never throws: observability must not fail a transfer.
+     * Fills {@code event} (a TransferEvent, typed Object so that this class names no jdk.jfr type)
+     * from the transfer's kvio_transfer_info; false (event untouched) if the handle is gone. Never
+     * throws: observability must not fail a transfer.
      */
-    static boolean transferInfo(long transfer, TransferEvent event) {
+    static boolean transferInfo(long transfer, Object event) {
         Scratch s = SCRATCH.get();
         if (KvioNative.kvio_transfer_get_info(transfer, s.address + STRUCT)
                 != KvioNative.KVIO_STATUS_OK) {
             return false;
         }
-        event.fill(s.buffer, STRUCT);
+        ((TransferEvent) event).fill(s.buffer, STRUCT);
         return true;
     }
 

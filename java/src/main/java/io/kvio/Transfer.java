@@ -34,12 +34,14 @@ public final class Transfer implements AutoCloseable {
     private boolean released; // guarded by lock: closed, or awaited to completion
     private boolean done; // guarded by lock
     private KvioException failure; // guarded by lock: its own failure, once done (or ranOnCpu)
-    private TransferEvent event; // guarded by lock: the Flight Recorder event not yet committed
+    // guarded by lock: the Flight Recorder event not yet committed, a TransferEvent typed Object so
+    // that this class names no jdk.jfr type (reflection on it works without the jdk.jfr module)
+    private Object event;
     private final long[] skippedLayers; // read through skippedLayers(), which copies it
     private final IoBackend backend; // what ran it; null when nothing was submitted
 
     private Transfer(
-            long handle, long bytes, TransferEvent event, IoBackend backend, long[] skippedLayers) {
+            long handle, long bytes, Object event, IoBackend backend, long[] skippedLayers) {
         this.handle = handle;
         this.bytes = bytes;
         this.event = event;
@@ -58,7 +60,7 @@ public final class Transfer implements AutoCloseable {
     private Transfer(
             long doneHandle,
             long bytes,
-            TransferEvent event,
+            Object event,
             int status,
             IoBackend backend,
             long[] skippedLayers) {
@@ -69,10 +71,7 @@ public final class Transfer implements AutoCloseable {
         this.backend = backend;
         this.skippedLayers = skippedLayers;
         if (event != null) {
-            event.end();
-            if (event.shouldCommit() && NativeBridge.transferInfo(doneHandle, event)) {
-                event.commit();
-            }
+            TransferEvent.finish(event, doneHandle);
         }
         // A failure's message comes with a wait (done: it answers at once).
         this.failure =
@@ -97,16 +96,16 @@ public final class Transfer implements AutoCloseable {
 
     /**
      * {@code doneOnCpu}: the cpu backend completed it before submit returned, with {@code status};
-     * {@code event}: the Flight Recorder event Kvio began for it (null when none is recorded);
-     * {@code backend}: the io backend that runs it; {@code skippedLayers}: device layers it does
-     * not move (kept, not copied: the caller does not change it afterwards).
+     * {@code event}: the Flight Recorder event Kvio began for it (a TransferEvent; null when none
+     * is recorded); {@code backend}: the io backend that runs it; {@code skippedLayers}: device
+     * layers it does not move (kept, not copied: the caller does not change it afterwards).
      */
     static Transfer submitted(
             long handle,
             long bytes,
             boolean doneOnCpu,
             int status,
-            TransferEvent event,
+            Object event,
             IoBackend backend,
             long[] skippedLayers) {
         return doneOnCpu
@@ -276,15 +275,12 @@ public final class Transfer implements AutoCloseable {
 
     /** Commits the Flight Recorder event, if any, once; before the native handle is released. */
     private void commitEvent() {
-        TransferEvent e = event;
+        Object e = event;
         if (e == null || released) {
             return;
         }
         event = null;
-        e.end();
-        if (e.shouldCommit() && NativeBridge.transferInfo(handle, e)) {
-            e.commit();
-        }
+        TransferEvent.finish(e, handle);
     }
 
     private void release() {

@@ -146,6 +146,20 @@ final class TransferEvent extends Event {
         return event;
     }
 
+    /**
+     * Ends {@code event} (a TransferEvent that {@link #begin} returned) and commits it, with what
+     * kvio_transfer_info says of {@code transfer}, when a recording wants it. Typed Object, as
+     * Transfer holds it: a class that names this type in a field or signature cannot even be
+     * reflected on where the runtime has no jdk.jfr module.
+     */
+    static void finish(Object event, long transfer) {
+        TransferEvent e = (TransferEvent) event;
+        e.end();
+        if (e.shouldCommit() && NativeBridge.transferInfo(transfer, e)) {
+            e.commit();
+        }
+    }
+
     /** Fills the fields from a kvio_transfer_info at {@code b}'s {@code at}. */
     void fill(java.nio.ByteBuffer b, int at) {
         IoBackend io = IoBackend.ofNative(b.getInt(at + TransferInfoStruct.IO_BACKEND));

@@ -88,11 +88,14 @@ public class TransferReleaseTest {
 
     @Test
     public void transferStillRunningAtSubmitHoldsItsHandleUntilAwaited() throws Exception {
-        // 32 MiB on one worker thread, queued behind another: still running when submit returns.
-        // Four threads await the second: the first to see completion releases the handle, and
-        // every one must report that outcome, never "closed while it was awaited" (a thread
-        // reaching the native wait after the release finds the handle closed; this test does not
-        // force that interleaving).
+        // 32 MiB on one worker thread, queued behind another, both held before their first copy
+        // (KVIO_TEST_FAULT_CPU_HOLD): still running when submit returns, whatever the machine's
+        // speed (unheld, a descheduled submitting thread could find them done and released at
+        // submit, 1 run in 3 to 12 on a 2-core VM). Four threads await the second, released
+        // while they wait: the first to see completion releases the handle, and every one must
+        // report that outcome, never "closed while it was awaited" (a thread reaching the native
+        // wait after the release finds the handle closed; this test does not force that
+        // interleaving).
         long pages = 8192;
         PoolSpec big = spec(pages).toBuilder().kind(PoolKind.MLA).layers(1).headBytes(256).build();
         try (KvioExecutor one = KvioExecutor.create(IoBackend.CPU, 1);
@@ -105,10 +108,31 @@ public class TransferReleaseTest {
                                 .build();
                 TokenIndices all = TokenIndices.of(range(0, (int) (pages * 16)))) {
             long before = openTransfers();
-            Transfer first = host.backup(device).deviceIndices(all).hostIndices(all).submit();
-            Transfer second = host.backup(device).deviceIndices(all).hostIndices(all).submit();
-            assertTrue(openTransfers() >= before + 1, "the queued transfer holds its handle");
-            Threads.runAll(4, thread -> assertTrue(second.await(30, TimeUnit.SECONDS)));
+            KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 2);
+            Thread release =
+                    new Thread(
+                            () -> {
+                                try {
+                                    Thread.sleep(100);
+                                } catch (InterruptedException e) {
+                                    Thread.currentThread().interrupt();
+                                }
+                                KvioTestNative.injectFault(
+                                        KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 0);
+                            });
+            Transfer first;
+            Transfer second;
+            try {
+                first = host.backup(device).deviceIndices(all).hostIndices(all).submit();
+                second = host.backup(device).deviceIndices(all).hostIndices(all).submit();
+                assertEquals(openTransfers(), before + 2, "held transfers hold their handles");
+                assertFalse(second.isDone(), "held");
+                release.start();
+                Threads.runAll(4, thread -> assertTrue(second.await(30, TimeUnit.SECONDS)));
+            } finally {
+                KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 0);
+                release.join();
+            }
             first.await();
             assertEquals(openTransfers(), before, "awaiting released both handles");
             assertEquals(second.bytes(), pages * 16 * 256);

@@ -12,15 +12,11 @@ import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
-import java.io.File;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 import jdk.jfr.EventType;
 import jdk.jfr.FlightRecorder;
@@ -376,27 +372,13 @@ public class FlightRecorderTest {
      */
     @Test
     public void aRuntimeWithoutFlightRecorderMovesAndReflects() throws Exception {
-        String javaBin = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
-        List<String> cmd =
-                List.of(
-                        javaBin,
-                        "--limit-modules",
-                        "java.base,java.desktop,java.management,java.sql,jdk.unsupported,"
-                                + "java.xml,java.logging",
-                        "-cp",
-                        System.getProperty("java.class.path"),
-                        "-Dorg.bytedeco.javacpp.cachedir="
-                                + System.getProperty(
-                                        "org.bytedeco.javacpp.cachedir",
-                                        System.getProperty("java.io.tmpdir")
-                                                + File.separator
-                                                + "kvio-javacpp-cache"),
-                        NoFlightRecorderMain.class.getName());
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        byte[] out = p.getInputStream().readAllBytes();
-        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "timed out");
-        String output = new String(out, StandardCharsets.UTF_8);
-        assertEquals(p.exitValue(), 0, output);
+        String output =
+                FreshJvm.run(
+                        List.of(
+                                "--limit-modules",
+                                "java.base,java.desktop,java.management,java.sql,jdk.unsupported,"
+                                        + "java.xml,java.logging"),
+                        NoFlightRecorderMain.class);
         assertTrue(output.contains("OK"), output);
     }
 }

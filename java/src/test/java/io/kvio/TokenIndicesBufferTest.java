@@ -12,15 +12,11 @@ import static org.testng.Assert.assertThrows;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
-import java.io.File;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.IntBuffer;
 import java.nio.LongBuffer;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Paths;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.testng.annotations.Test;
 
 public class TokenIndicesBufferTest {
@@ -152,24 +148,7 @@ public class TokenIndicesBufferTest {
     /** The first kvio call of a fresh JVM is TokenIndices.wrap(LongBuffer). */
     @Test
     public void wrapIsTheFirstKvioCallOfAFreshJvm() throws Exception {
-        String java = Paths.get(System.getProperty("java.home"), "bin", "java").toString();
-        List<String> cmd =
-                List.of(
-                        java,
-                        "-cp",
-                        System.getProperty("java.class.path"),
-                        "-Dorg.bytedeco.javacpp.cachedir="
-                                + System.getProperty(
-                                        "org.bytedeco.javacpp.cachedir",
-                                        System.getProperty("java.io.tmpdir")
-                                                + File.separator
-                                                + "kvio-javacpp-cache"),
-                        FirstCallMain.class.getName());
-        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        byte[] out = p.getInputStream().readAllBytes();
-        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "timed out");
-        String output = new String(out, StandardCharsets.UTF_8);
-        assertEquals(p.exitValue(), 0, output);
+        String output = FreshJvm.run(List.of(), FirstCallMain.class);
         assertTrue(output.contains("TokenIndices{size=3, [3, 1, 4]}"), output);
     }
 }

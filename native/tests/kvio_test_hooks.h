@@ -34,6 +34,9 @@ enum {
 };
 #define KVIO_TEST_FAULT_COUNT 5
 KVIO_API kvio_status kvio_test_inject_fault(int32_t fault, int64_t count);
+/* TEST ONLY: how many tasks of cpu transfers held by KVIO_TEST_FAULT_CPU_HOLD are waiting for
+ * the release now (a worker parked there holds no kvio lock). */
+KVIO_API kvio_status kvio_test_cpu_held_tasks(int64_t* count_out);
 
 /* TEST ONLY: lowers the most handles of one type open at once (normally 2^24), so that tests
  * reach that limit without opening millions of handles. `type` indexes kvio_debug_live_objects'

@@ -30,6 +30,7 @@ namespace {
 std::mutex holdMutex;
 std::condition_variable holdReleased;
 int64_t holdReleases = 0;  // guarded by holdMutex
+int64_t holdWaiters = 0;   // guarded by holdMutex: tasks waiting in waitForCpuHoldRelease
 
 // The armed index rewrite: one atomic load per validated transfer when unarmed.
 std::atomic<int64_t*> rewriteTarget{nullptr};
@@ -49,14 +50,25 @@ int64_t cpuHoldReleases() {
 
 void waitForCpuHoldRelease(int64_t releasesAtSubmit) {
   std::unique_lock<std::mutex> lock(holdMutex);
+  ++holdWaiters;
   holdReleased.wait_for(lock, std::chrono::seconds(60),
                         [&] { return holdReleases != releasesAtSubmit; });
+  --holdWaiters;
 }
 }  // namespace kvio
 
 using namespace kvio;
 
 extern "C" {
+
+kvio_status kvio_test_cpu_held_tasks(int64_t* count_out) {
+  return guarded([&]() -> kvio_status {
+    if (count_out == nullptr) return fail(KVIO_STATUS_INVALID_ARGUMENT, "count_out is null");
+    std::lock_guard<std::mutex> lock(holdMutex);
+    *count_out = holdWaiters;
+    return KVIO_STATUS_OK;
+  });
+}
 
 kvio_status kvio_test_inject_fault(int32_t fault, int64_t count) {
   return guarded([&]() -> kvio_status {

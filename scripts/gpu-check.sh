@@ -29,8 +29,7 @@
 #     the case listings included, at its own: about 10; give the device call 480 s or more).
 #     Progress reaches OUTDIR as it happens (summary.txt line by line, a status line per GPU-test
 #     case in gpu-tests.log, kvio_cuda_bench's rows in bench.tsv and its lines in bench.txt as
-#     measured; --beside-compute's TSV only at its end, its lines as measured), so a run cut
-#     short still returns what it measured.
+#     measured, --beside-compute's too), so a run cut short still returns what it measured.
 #     Exit status: 0 all passed; 1 a failure; 3 no usable GPU (the summary says why).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -22,7 +22,8 @@
 //    into the N-SM green context: it records its events and uploads in the primary context, and a
 //    stream of another context is not what kvio_executor_create_cuda's caller stream promises.
 //    Where the driver refuses any step, the line says which and the rest of the mode still runs.
-// Writes TSV to --out (default cuda_beside_compute.tsv) and prints a table.
+// Writes TSV to --out (default cuda_beside_compute.tsv), each row as it is measured, and prints a
+// table.
 #include "beside_compute.hpp"
 
 #include <cuda.h>  // green-context types only; the functions come through the runtime
@@ -336,13 +337,12 @@ void printRows(const std::vector<Row>& rows, size_t first) {
   }
 }
 
-void writeRows(FILE* file, const std::vector<Row>& rows, size_t first) {
-  for (size_t i = first; i < rows.size(); ++i) {
-    const Row& r = rows[i];
-    std::fprintf(file, "%s\t%s\t%.2f\t%lld\t%.2f\t%.4f\t%s\n", r.executor.c_str(),
-                 r.setting.c_str(), r.run.gbps, static_cast<long long>(r.run.layers),
-                 r.computeTflops, r.computeRatio, r.run.chosenText().c_str());
-  }
+// One TSV line, flushed: a run cut short (the GPU check's timeout) keeps every row measured.
+void writeRow(FILE* file, const Row& r) {
+  std::fprintf(file, "%s\t%s\t%.2f\t%lld\t%.2f\t%.4f\t%s\n", r.executor.c_str(), r.setting.c_str(),
+               r.run.gbps, static_cast<long long>(r.run.layers), r.computeTflops, r.computeRatio,
+               r.run.chosenText().c_str());
+  std::fflush(file);
 }
 
 }  // namespace
@@ -372,6 +372,11 @@ int runBesideCompute(bool quick, const std::string& out) {
   BENCH_CUDA(cudaMalloc(&compute.sink, 1 << 20));
   const int launches = calibrate(&compute, 2e-3, window);
   const double aloneBefore = compute.tflops(launches, compute.timeAlone(launches));
+  FILE* file = std::fopen(out.c_str(), "w");
+  if (file == nullptr) fail("cannot write " + out);
+  std::fprintf(file, "executor\tcompute\tload_GBps\tlayers\tcompute_TFLOPs\tcompute_x\tchosen\n");
+  std::fprintf(file, "compute_alone\tbefore\t0\t0\t%.2f\t1\t-\n", aloneBefore);
+  std::fflush(file);
   std::printf(
       "kvio_cuda_bench --beside-compute on %s (%d SMs)\ncompute: bf16 wmma kernel, %d CTAs x %d "
       "threads (4 waves), %d iterations a launch, %d launches a window; alone %.1f TFLOP/s\n",
@@ -422,10 +427,12 @@ int runBesideCompute(bool quick, const std::string& out) {
   std::vector<Row> rows;
   for (const Executor& e : executors) {
     rows.push_back({e.name, "idle", runLoads(load, e.handle, e.flags, nullptr, 0, idleWindow)});
+    writeRow(file, rows.back());
     Row beside{e.name, "beside", runLoads(load, e.handle, e.flags, &compute, launches, 0)};
     beside.computeTflops = compute.tflops(launches, beside.run.computeSeconds);
     beside.computeRatio = beside.computeTflops / aloneBefore;
     rows.push_back(beside);
+    writeRow(file, beside);
     std::fprintf(stderr, "beside-compute %s: idle %.1f, beside %.1f GB/s, compute x %.3f\n",
                  e.name.c_str(), rows[rows.size() - 2].run.gbps, beside.run.gbps,
                  beside.computeRatio);
@@ -437,13 +444,8 @@ int runBesideCompute(bool quick, const std::string& out) {
       aloneBefore, aloneAfter);
   printRows(rows, 0);
   std::printf("targets (issue 11): load/idle >= 0.80 beside compute; compute x >= 0.970\n");
-  FILE* file = std::fopen(out.c_str(), "w");
-  if (file == nullptr) fail("cannot write " + out);
-  std::fprintf(file, "executor\tcompute\tload_GBps\tlayers\tcompute_TFLOPs\tcompute_x\tchosen\n");
-  std::fprintf(file, "compute_alone\tbefore\t0\t0\t%.2f\t1\t-\n", aloneBefore);
   std::fprintf(file, "compute_alone\tafter\t0\t0\t%.2f\t%.4f\t-\n", aloneAfter,
                aloneAfter / aloneBefore);
-  writeRows(file, rows, 0);
   std::fflush(stdout);
   std::fflush(file);
 
@@ -480,6 +482,7 @@ int runBesideCompute(bool quick, const std::string& out) {
         greenAlone / aloneBefore);
     std::fprintf(file, "compute_alone\tgreen%u\t0\t0\t%.2f\t%.4f\t-\n", green.reservedSms,
                  greenAlone, greenAlone / aloneBefore);
+    std::fflush(file);
     const std::string setting = "green" + std::to_string(green.reservedSms);
     for (const Executor& e : executors) {
       if (e.name == "auto") continue;  // auto+mark is the one meant for this case
@@ -487,10 +490,10 @@ int runBesideCompute(bool quick, const std::string& out) {
       row.computeTflops = partial.tflops(greenLaunches, row.run.computeSeconds);
       row.computeRatio = row.computeTflops / aloneBefore;  // against the whole GPU's compute
       rows.push_back(row);
+      writeRow(file, row);
     }
   }
   if (rows.size() > firstGreen) printRows(rows, firstGreen);
-  writeRows(file, rows, firstGreen);
   std::fclose(file);
   std::printf("full results: %s\n", out.c_str());
   BENCH_KVIO(kvio_executor_close(kernel));

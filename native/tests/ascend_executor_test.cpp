@@ -1118,6 +1118,11 @@ TEST_F(AscendExecutorTest, AvailabilityFollowsTheRuntime) {
   acl().setDeviceCount(0);
   EXPECT_EQ(kvio_backend_available(KVIO_BACKEND_KERNEL_ASCEND), KVIO_STATUS_UNAVAILABLE);
   EXPECT_TRUE(mentions(lastError(), {"no Ascend NPU", "0 devices"}));
+  // The count says so too (kvio.h: UNAVAILABLE without an NPU; it answered OK with 0).
+  count = -1;
+  EXPECT_EQ(kvio_ascend_device_count(&count), KVIO_STATUS_UNAVAILABLE);
+  EXPECT_EQ(count, 0);
+  EXPECT_TRUE(mentions(lastError(), {"no Ascend NPU", "0 devices"}));
   acl().setDeviceCount(1);
   // Without the emulation: libascendcl.so, which these machines do not have.
   acl().uninstall();

@@ -330,8 +330,8 @@ TEST(AutoBackend, NamedAvailableAndRunsOnCpuWithoutAGpu) {
       src.pool().handle(), dst.pool().handle(), si.data(), di.data(), 4, 1, 0, 2};
   // Unknown flag bits: refused before any byte moves.
   uint64_t transfer = 0;
-  EXPECT_EQ(kvio_submit_flags(executor, &desc, 2u, &transfer), KVIO_STATUS_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(kvio_last_error()).find("flags 0x2"), std::string::npos);
+  EXPECT_EQ(kvio_submit_flags(executor, &desc, 4u, &transfer), KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvio_last_error()).find("flags 0x4"), std::string::npos);
   EXPECT_TRUE(
       pools.check("destination after the refused submit", "source after the refused submit"));
   pools.expect(si, di, 1, 0, 2);

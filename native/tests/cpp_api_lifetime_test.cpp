@@ -1,8 +1,9 @@
 // The C++ layer (kvio.hpp) with transfers that are certainly still running: the cpu backend's
 // hold hook (KVIO_TEST_FAULT_CPU_HOLD, kvio_test_hooks.h) keeps a transfer of over 8 MiB before
-// its first copy until the test releases it. Checks what RAII order means for caller memory (a
-// wrapped pool's destructor waits for the transfers that use it) and that a negative waitFor
-// only checks. Links the test variant of libkvio (HOOKS).
+// its first copy until the test releases it (and queue-only transfers of any size). Checks what
+// RAII order means for caller memory (a wrapped pool's destructor waits for the transfers that
+// use it), that a negative waitFor only checks, and that a queue-only transfer is copied by the
+// workers alone. Links the test variant of libkvio (HOOKS).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -150,6 +152,68 @@ TEST_F(CppApiLifetime, WaitForANegativeDurationOnlyChecks) {
   release.join();
   t.wait();
   EXPECT_TRUE(t.waitFor(std::chrono::nanoseconds(-1)));  // done: a check says so
+}
+
+// KVIO_SUBMIT_QUEUE_ONLY (TransferOptions::queueOnly): the cpu backend copies a transfer of up to
+// 512 KiB to an idle executor on the submitting thread (done when submit returns), and helps its
+// workers with one of up to 8 MiB. Queue-only, the submitting thread copies nothing: with the
+// hold armed (it catches queue-only transfers of any size), the transfer is still held when
+// submit returns and its destination untouched; released, every byte arrives. Without the flag
+// the same small transfer is done at submit, hold or not. For cpu and for 'auto' running cpu.
+TEST_F(CppApiLifetime, QueueOnlyKeepsEveryCopyOffTheSubmittingThread) {
+  for (const kvio::IoBackend backend : {kvio::IoBackend::Cpu, kvio::IoBackend::Auto}) {
+    if (backend == kvio::IoBackend::Auto &&
+        kvio_backend_available(KVIO_BACKEND_KERNEL) == KVIO_STATUS_OK) {
+      continue;  // auto runs the GPU backends there, which never copy on the submitting thread
+    }
+    const char* name = backend == kvio::IoBackend::Cpu ? "cpu" : "auto";
+    // 64 KiB (copied wholly at submit without the flag) and 2 MiB (helped with).
+    for (const int64_t tokens : {int64_t{16}, int64_t{512}}) {
+      SCOPED_TRACE(std::string(name) + ", " + std::to_string(tokens) + " rows of 4 KiB");
+      kvio::PoolSpec spec = bigSpec();
+      spec.numPages = tokens;
+      const kvio::Pool src = kvio::Pool::allocate(spec);
+      const kvio::Pool dst = kvio::Pool::allocate(spec);
+      for (uint64_t i = 0; i < src.bytes(); ++i) src.data()[i] = static_cast<uint8_t>(i % 253);
+      std::memset(dst.data(), 0xA5, dst.bytes());
+      std::vector<int64_t> srcSlots(static_cast<size_t>(tokens)), dstSlots(srcSlots.size());
+      for (int64_t i = 0; i < tokens; ++i) {
+        srcSlots[static_cast<size_t>(i)] = i;
+        dstSlots[static_cast<size_t>(i)] = tokens - 1 - i;  // reversed: not one block copy
+      }
+      std::vector<uint8_t> expected(dst.bytes());
+      for (int64_t i = 0; i < tokens; ++i) {
+        std::memcpy(&expected[static_cast<size_t>((tokens - 1 - i) * kRow)], src.data() + i * kRow,
+                    kRow);
+      }
+      kvio::Executor executor(backend, 2);
+      // The contrast first, while the executor is idle (a worker lets go of a queued job only
+      // after completing it): without the flag, done at submit even with the hold armed.
+      if (tokens == 16) {
+        ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 1), KVIO_STATUS_OK);
+        kvio::Transfer inlined = kvio::transfer(executor, src, dst, srcSlots, dstSlots,
+                                                kvio::LayerMap{}, kvio::TransferOptions{});
+        EXPECT_TRUE(inlined.done()) << "a 64 KiB transfer to an idle executor was not inline";
+        ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0), KVIO_STATUS_OK);
+        inlined.wait();
+        EXPECT_TRUE(std::equal(expected.begin(), expected.end(), dst.data()));
+        std::memset(dst.data(), 0xA5, dst.bytes());
+      }
+      kvio::TransferOptions options;
+      options.queueOnly = true;
+      ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 1), KVIO_STATUS_OK);
+      kvio::Transfer held =
+          kvio::transfer(executor, src, dst, srcSlots, dstSlots, kvio::LayerMap{}, options);
+      EXPECT_FALSE(held.done()) << "copied before submit returned";
+      EXPECT_EQ(std::count(dst.data(), dst.data() + dst.bytes(), 0xA5),
+                static_cast<std::ptrdiff_t>(dst.bytes()))
+          << "the submitting thread copied rows of a queue-only transfer";
+      ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0), KVIO_STATUS_OK);
+      held.wait();
+      EXPECT_TRUE(std::equal(expected.begin(), expected.end(), dst.data()));
+      executor.close();
+    }
+  }
 }
 
 }  // namespace

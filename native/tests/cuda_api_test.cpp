@@ -89,6 +89,28 @@ TEST(CudaApi, ThePerThreadDefaultStreamIsRefusedOnEveryMachine) {
   }
 }
 
+// Arguments that are wrong on every machine get INVALID_ARGUMENT whether or not the backend is
+// present: they were checked after its availability, so a machine without CUDA (or ACL) said
+// UNAVAILABLE for them and one with it INVALID_ARGUMENT.
+TEST(CudaApi, ArgumentsWrongOnEveryMachineAreRefusedAsSuchEverywhere) {
+  uint64_t out = 0;
+  EXPECT_REJECTED(
+      kvio_executor_create_cuda(KVIO_BACKEND_KERNEL_ASCEND, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &out),
+      KVIO_STATUS_INVALID_ARGUMENT, "io backend 'kernel_ascend' is not a CUDA backend",
+      "'kernel' or 'direct' or 'auto' or 'staged'");
+  EXPECT_REJECTED(kvio_executor_create_cuda(KVIO_BACKEND_CPU, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &out),
+                  KVIO_STATUS_INVALID_ARGUMENT, "io backend 'cpu' is not a CUDA backend");
+  for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_AUTO}) {
+    EXPECT_REJECTED(kvio_executor_create_cuda(backend, -1, KVIO_CUDA_OWN_STREAM, 0, 0, &out),
+                    KVIO_STATUS_INVALID_ARGUMENT, "device -1 is not a CUDA device ordinal");
+  }
+  EXPECT_REJECTED(kvio_executor_create_ascend(-1, KVIO_ASCEND_OWN_STREAM, &out),
+                  KVIO_STATUS_INVALID_ARGUMENT, "device -1 is not an Ascend device ordinal");
+  EXPECT_REJECTED(kvio_executor_create_cuda(99, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &out),
+                  KVIO_STATUS_INVALID_ARGUMENT, "io_backend");
+  EXPECT_EQ(out, 0u);
+}
+
 TEST(CudaApi, WithoutCudaEveryEntrySaysWhy) {
   if (cudaPresent()) GTEST_SKIP() << "a CUDA device is present (cuda_gpu_test covers it)";
   const std::string cause = (kvio_backend_available(KVIO_BACKEND_KERNEL), kvio_last_error());

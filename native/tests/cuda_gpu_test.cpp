@@ -1357,6 +1357,57 @@ TEST(CudaBackends, CallerStreamAndTransferEvents) {
   CUDA_OK(cudaStreamDestroy(consumer));
 }
 
+// A transfer cannot be captured into a CUDA graph (kvio reuses its staging and event once it has
+// seen it complete, which a replay would still read): a submit to an executor whose stream is
+// being captured is refused with UNSUPPORTED before anything is queued, the capture ends valid
+// and empty, no byte of the destination changed, and the same executor moves bytes afterwards.
+TEST(CudaBackends, ASubmitOnAStreamBeingCapturedIsRefusedAndTheCaptureStaysValid) {
+  REQUIRE_GPU();
+  cudaStream_t stream = nullptr, other = nullptr;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CUDA_OK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  const Geometry dg =
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 8, 16, 2, 128);
+  const Geometry hg =
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 16, 2, 128);
+  const std::vector<int64_t> idx = expandPages({1, 4}, 16);
+  for (int32_t backend :
+       {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED, KVIO_BACKEND_AUTO}) {
+    SCOPED_TRACE(kvio_name(KVIO_NAME_BACKEND, backend));
+    Executor executor(backend, reinterpret_cast<uint64_t>(stream));
+    ASSERT_TRUE(executor.ok());
+    GpuPool device(dg, Memory::Device, other), host(hg, Memory::PinnedHost, other);
+    ASSERT_TRUE(device.ok() && host.ok());
+    std::mt19937_64 rng(31 + backend);
+    const Image before = device.random(rng);
+    ASSERT_TRUE(device.write(before));
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    uint64_t transfer = 0;
+    const kvio_status refused =
+        kvio_submit_args(executor.handle(), host.handle(), device.handle(), idx.data(), idx.data(),
+                         static_cast<int64_t>(idx.size()), 0, 0, 2, &transfer);
+    const std::string message = kvio_last_error();
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
+    EXPECT_EQ(refused, KVIO_STATUS_UNSUPPORTED) << message;
+    EXPECT_NE(message.find("being captured into a CUDA graph"), std::string::npos) << message;
+    EXPECT_EQ(transfer, 0u);
+    EXPECT_TRUE(CUDA_CHECK(ended)) << "the capture was invalidated";
+    if (graph != nullptr) {
+      size_t nodes = 1;
+      EXPECT_TRUE(CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes)));
+      EXPECT_EQ(nodes, 0u) << "kvio queued work into the capture";
+      EXPECT_TRUE(CUDA_CHECK(cudaGraphDestroy(graph)));
+    }
+    Image after;
+    ASSERT_TRUE(device.read(&after));
+    EXPECT_TRUE(sameImage(before, after, "device pool after the refused submit"));
+    EXPECT_TRUE(checkTransfer(executor.handle(), hg, host, dg, device, rng, 2, 0, 0));
+  }
+  CUDA_OK(cudaStreamDestroy(stream));
+  CUDA_OK(cudaStreamDestroy(other));
+}
+
 TEST(CudaBackends, AStreamOfAnotherDeviceIsRefused) {
   REQUIRE_GPU();
   int count = 0;

@@ -17,10 +17,11 @@ extern "C" {
  *   KVIO_TEST_FAULT_HOST_ALLOCATION: kvio_pool_allocate fails as if mmap failed (OUT_OF_MEMORY);
  *   KVIO_TEST_FAULT_CPU_COPY: the cpu backend's next transfers fail without copying; their
  *   handles complete with BACKEND_ERROR naming the failed copy;
- *   KVIO_TEST_FAULT_CPU_HOLD: the cpu backend's next transfers of over 8 MiB (which only its
- *   workers copy) stop before their first copy until the fault is set again with count 0,
- *   which releases every held transfer (or for at most 60 s): a transfer that is certainly
- *   still running, for lifetime tests; later transfers on that executor wait behind it;
+ *   KVIO_TEST_FAULT_CPU_HOLD: the cpu backend's next transfers of over 8 MiB or submitted
+ *   with KVIO_SUBMIT_QUEUE_ONLY (which only its workers copy) stop before their first copy
+ *   until the fault is set again with count 0, which releases every held transfer (or for at
+ *   most 60 s): a transfer that is certainly still running, for lifetime tests; later
+ *   transfers on that executor wait behind it;
  *   KVIO_TEST_FAULT_CPU_THREAD: the next cpu executors created with 2 or more threads fail to
  *   start their second worker thread, as if std::thread had thrown std::system_error (EAGAIN):
  *   kvio_executor_create returns OUT_OF_MEMORY naming the thread, with no executor left.

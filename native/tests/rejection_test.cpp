@@ -355,7 +355,7 @@ TEST_F(TransferRejection, KindMismatch) {
   kvio_transfer_desc d = desc({0}, {0}, 0, 0, 1);
   d.dst_pool = mla1.pool().handle();
   EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT,
-                  "the source pool is mha and the destination pool is mla",
+                  "the src pool is mha and the dst pool is mla",
                   "both must be the same kind");
   EXPECT_TRUE(sameImage(before, mla1.capture(), "mla pool"));
 }
@@ -369,7 +369,8 @@ TEST_F(TransferRejection, RowGeometryMismatch) {
   d.src_pool = a.pool().handle();
   d.dst_pool = b.pool().handle();
   EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT, "row geometry differs",
-                  "1 heads x 576 bytes", "1 heads x 656 bytes", "same head_num and head_bytes");
+                  "the src pool's rows are 1 heads x 576 bytes",
+                  "the dst pool's rows are 1 heads x 656 bytes", "same head_num and head_bytes");
   EXPECT_TRUE(pools.check("656-byte pool", "576-byte pool"));
 }
 
@@ -740,6 +741,25 @@ TEST(NameAcceptance, EveryNameRoundTrips) {
   }
   EXPECT_EQ(kvio_name(KVIO_NAME_COUNT, 0), nullptr);  // no such table
   EXPECT_EQ(kvio_name(-1, 0), nullptr);
+}
+
+// kvio_name's NULL is explained by kvio_last_status / kvio_last_error (kvio.h), not left to
+// describe an earlier, unrelated failure of the thread.
+TEST(NameAcceptance, AnUnknownValueSaysWhyInTheLastError) {
+  uint64_t executor = 0;  // an unrelated failure first: a closed executor's thread count
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 1, &executor), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+  int32_t threads = 0;
+  EXPECT_EQ(kvio_executor_threads(executor, &threads), KVIO_STATUS_CLOSED);
+  EXPECT_EQ(kvio_name(KVIO_NAME_LAYOUT, 9), nullptr);
+  EXPECT_EQ(kvio_last_status(), KVIO_STATUS_INVALID_ARGUMENT);
+  const std::string layout = kvio_last_error();
+  EXPECT_NE(layout.find("value"), std::string::npos) << layout;
+  EXPECT_NE(layout.find("page_head"), std::string::npos) << layout;  // the valid values
+  EXPECT_EQ(kvio_name(7, 0), nullptr);
+  EXPECT_EQ(kvio_last_status(), KVIO_STATUS_INVALID_ARGUMENT);
+  const std::string table = kvio_last_error();
+  EXPECT_NE(table.find("table"), std::string::npos) << table;
 }
 
 // ---- support rules ----

@@ -632,7 +632,7 @@ TEST_F(Faults, AllocationFailureIsReportedAndTheNextOneWorks) {
   ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_HOST_ALLOCATION, 1), KVIO_STATUS_OK);
   uint64_t pool = 0;
   EXPECT_REJECTED(kvio_pool_allocate(&spec, &pool), KVIO_STATUS_OUT_OF_MEMORY, "mmap of",
-                  "for a host pool failed", "fault injected by kvio_test_inject_fault");
+                  "of host memory for a pool failed", "fault injected by kvio_test_inject_fault");
   EXPECT_EQ(pool, 0u);
   EXPECT_EQ(liveObjects()[3], before);
   ASSERT_EQ(kvio_pool_allocate(&spec, &pool), KVIO_STATUS_OK) << kvio_last_error();

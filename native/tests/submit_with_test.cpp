@@ -109,14 +109,14 @@ TEST_F(SubmitWithRejection, ALaterCallersFieldsMustBeZero) {
 }
 
 TEST_F(SubmitWithRejection, UnknownFlagBits) {
-  for (const uint32_t flags : {0x2u, 0x3u, 0x80000000u}) {
+  for (const uint32_t flags : {0x4u, 0x7u, 0x80000000u}) {
     kvio_submit_options o = defaults();
     o.flags = flags;
     char hex[16];
     std::snprintf(hex, sizeof hex, "0x%x", flags);
     EXPECT_TRUE(refuses(&o, KVIO_STATUS_INVALID_ARGUMENT,
                         {std::string("options->flags ") + hex, "unknown bits",
-                         "KVIO_SUBMIT_OVERLAPS_COMPUTE (0x1)"}));
+                         "KVIO_SUBMIT_OVERLAPS_COMPUTE (0x1), KVIO_SUBMIT_QUEUE_ONLY (0x2)"}));
   }
 }
 

@@ -143,11 +143,13 @@ KVIO_API const char* kvio_last_error(void);
 /* The status of the failure kvio_last_error() describes (thread-local, as it is; OK before any
  * failure on this thread): for the functions that answer with a value instead of a status
  * (kvio_executor_auto_calibration returns NULL and this says why: CLOSED, INVALID_ARGUMENT,
- * UNAVAILABLE). */
+ * UNAVAILABLE; kvio_name returns NULL for INVALID_ARGUMENT). */
 KVIO_API kvio_status kvio_last_status(void);
 KVIO_API const char* kvio_version(void);
 KVIO_API const char* kvio_status_name(kvio_status status);
-/* The string users type for value `value` of name table `table`, or NULL. */
+/* The string users type for value `value` of name table `table`; NULL for an unknown table or
+ * value, and kvio_last_status() is then INVALID_ARGUMENT, kvio_last_error() naming the argument
+ * and the valid values. */
 KVIO_API const char* kvio_name(int32_t table, int32_t value);
 /* Parses a user string (exact, case-sensitive, as the reference's flags). On failure the error
  * lists the valid values and the nearest match, if one is close; an input longer than 64
@@ -246,8 +248,11 @@ KVIO_API kvio_status kvio_executor_close(uint64_t executor);
 
 /* Validates, plans and enqueues a transfer (kvio_submit_with is the general form: this is it
  * with no options). Transfers on one executor run in submission
- * order (like a stream); small ones may complete before this returns. Refused before any byte
- * moves: indices out of range, duplicate destination slots, source and destination slots
+ * order (like a stream); small ones may complete before this returns (the cpu backend, and
+ * 'auto' where it runs cpu, copies a transfer of up to 512 KiB submitted to an idle executor on
+ * the calling thread, and one of up to 8 MiB partly, beside its workers, until every piece of it
+ * is taken; KVIO_SUBMIT_QUEUE_ONLY keeps every copy off the calling thread). Refused before any
+ * byte moves: indices out of range, duplicate destination slots, source and destination slots
  * overlapping in the same layers of one pool, and two distinct pools whose memory regions
  * overlap (aliasing views of one buffer; host memory of every kind, pageable or pinned by CUDA
  * or ACL for any device, is one address space), whatever the indices. The index arrays must not
@@ -267,8 +272,14 @@ KVIO_API kvio_status kvio_submit_args(uint64_t executor, uint64_t src_pool, uint
  * are INVALID_ARGUMENT).
  * KVIO_SUBMIT_OVERLAPS_COMPUTE: the transfer runs beside compute on the same device (e.g. a
  * layer's load during the forward pass); the 'auto' io backend then prefers the copy engine
- * from smaller rows (docs/cuda.md). Other backends ignore it. */
+ * from smaller rows (docs/cuda.md). Other backends ignore it.
+ * KVIO_SUBMIT_QUEUE_ONLY: the submit only queues the transfer; the calling thread copies nothing
+ * (for a thread that must not stall, e.g. an engine's scheduler). Without it the cpu backend
+ * copies small transfers to an idle executor on the calling thread (kvio_submit says which),
+ * which completes them sooner (a worker's wake-up costs as much as copying a few hundred KiB).
+ * The device backends never copy on the calling thread and ignore it. */
 #define KVIO_SUBMIT_OVERLAPS_COMPUTE 1u
+#define KVIO_SUBMIT_QUEUE_ONLY 2u
 KVIO_API kvio_status kvio_submit_flags(uint64_t executor, const kvio_transfer_desc* desc,
                                        uint32_t flags, uint64_t* transfer_out);
 KVIO_API kvio_status kvio_submit_args_flags(uint64_t executor, uint64_t src_pool, uint64_t dst_pool,
@@ -296,7 +307,8 @@ enum { KVIO_INDICES_HOST = 0, KVIO_INDICES_DEVICE = 1 };
  * executor's launch shape, host indices. */
 typedef struct kvio_submit_options {
   uint32_t struct_size;   /* sizeof(kvio_submit_options) as the caller compiled it */
-  uint32_t flags;         /* KVIO_SUBMIT_OVERLAPS_COMPUTE, or 0 (other bits: INVALID_ARGUMENT) */
+  uint32_t flags;         /* KVIO_SUBMIT_OVERLAPS_COMPUTE | KVIO_SUBMIT_QUEUE_ONLY, or 0 (other
+                             bits: INVALID_ARGUMENT) */
   int32_t cta_budget;     /* the copy kernel's thread blocks at most for this transfer (1 to
                              65535; <= 0: the executor's setting) */
   int32_t warps_per_cta;  /* warps per thread block (1 to 32; <= 0: the executor's setting) */
@@ -317,7 +329,8 @@ typedef struct kvio_submit_options {
  *   kvio_submit_device_indices             indices_memory = KVIO_INDICES_DEVICE only.
  * What each option does:
  *  - flags: KVIO_SUBMIT_OVERLAPS_COMPUTE (above): 'auto' reads it; it is recorded in the
- *    transfer's info (overlaps_compute) on every backend.
+ *    transfer's info (overlaps_compute) on every backend. KVIO_SUBMIT_QUEUE_ONLY (above): the
+ *    cpu backend (and 'auto' running cpu) copies nothing on the calling thread.
  *  - cta_budget, warps_per_cta: the kernel backend's launch shape for this transfer only; 'auto'
  *    uses it when it gives the transfer to its kernel; the other backends ignore it, but its
  *    limits (65535 CTAs, 32 warps) are checked on every backend (INVALID_ARGUMENT).
@@ -391,7 +404,8 @@ typedef struct kvio_transfer_info {
   int64_t submit_ns;        /* the submit call began (before validation and planning) */
   int64_t start_ns;         /* execution began. cpu: the first copy started (a job up to 8 MiB
                                with nothing queued before it is copied by the submitting thread
-                               beside the workers, so on either; else on a worker, after every job
+                               beside the workers, so on either, unless KVIO_SUBMIT_QUEUE_ONLY;
+                               else on a worker, after every job
                                queued before it). kernel, direct, staged, auto, kernel_ascend: the
                                work was issued to the stream (device-side queueing behind earlier
                                stream work counts as transfer time, not queue time) */

@@ -9,12 +9,11 @@
 //
 // Every named operation is the one general transfer (any layout to any layout, with a layer
 // map) with its own index and layer conventions. Per transfer: TransferOptions (the overlap mark,
-// the copy kernel's launch shape, either or both) and, in place of host indices, DeviceIndices
-// (slot indices already in GPU memory). Before a
-// pool is configured: checkSupport, backendAvailable, cudaDeviceCount and ascendDeviceCount say
-// whether it can work here and, if not, why, without throwing. C++14 or later; from C++17 a
-// Transfer left unused is a warning ([[nodiscard]]: a transfer dropped unawaited reports no
-// failure).
+// queue-only, the copy kernel's launch shape, any of them) and, in place of host indices,
+// DeviceIndices (slot indices already in GPU memory). Before a pool is configured: checkSupport,
+// backendAvailable, cudaDeviceCount and ascendDeviceCount say whether it can work here and, if not,
+// why, without throwing. C++14 or later; from C++17 a Transfer left unused is a warning
+// ([[nodiscard]]: a transfer dropped unawaited reports no failure).
 //
 // Threads: one Executor or Pool may be used by several threads at once (concurrent transfers
 // through one executor, between the same pools, are fine; the C ABI orders them). Closing an
@@ -314,6 +313,10 @@ struct TransferOptions {
   /// included (it launches nothing, but kvio_check_transfer_with checks the shape).
   int32_t ctaBudget = 0;
   int32_t warpsPerCta = 0;
+  /// The submit only queues the transfer (KVIO_SUBMIT_QUEUE_ONLY): the calling thread copies
+  /// nothing, where the cpu backend (and 'auto' running cpu) would otherwise copy a small
+  /// transfer to an idle executor itself. The device backends ignore it.
+  bool queueOnly = false;
 
   /// Whether a launch shape is given (a budget or a warp count above 0).
   bool hasLaunch() const { return ctaBudget > 0 || warpsPerCta > 0; }
@@ -321,7 +324,8 @@ struct TransferOptions {
   /// (KVIO_INDICES_HOST or KVIO_INDICES_DEVICE).
   kvio_submit_options toC(int32_t indicesMemory = KVIO_INDICES_HOST) const {
     kvio_submit_options c = KVIO_SUBMIT_OPTIONS_INIT;
-    c.flags = overlapsCompute ? KVIO_SUBMIT_OVERLAPS_COMPUTE : 0u;
+    c.flags = (overlapsCompute ? KVIO_SUBMIT_OVERLAPS_COMPUTE : 0u) |
+              (queueOnly ? KVIO_SUBMIT_QUEUE_ONLY : 0u);
     c.cta_budget = ctaBudget;
     c.warps_per_cta = warpsPerCta;
     c.indices_memory = indicesMemory;
@@ -735,8 +739,8 @@ class Executor {
 };
 
 /// The general transfer: for each index pair and each layer of the map, every component's
-/// row moves from src to dst. Any layout to any layout. `options`: the overlap mark and the copy
-/// kernel's launch shape for this transfer, either or both (TransferOptions, kvio_submit_with).
+/// row moves from src to dst. Any layout to any layout. `options`: the overlap mark, queue-only
+/// and the copy kernel's launch shape for this transfer (TransferOptions, kvio_submit_with).
 /// Empty index lists (an empty batch) give an already completed Transfer of 0 bytes after every
 /// other check (kvio_check_transfer_with), as in the Java API; the C ABI's submit refuses them.
 inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,

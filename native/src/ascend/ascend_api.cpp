@@ -9,11 +9,15 @@ extern "C" {
 
 kvio_status kvio_executor_create_ascend(int32_t device, uint64_t stream, uint64_t* executor_out) {
   return openExecutor(
-      KVIO_BACKEND_KERNEL_ASCEND, executor_out, [&](std::unique_ptr<Executor>* executor) {
+      KVIO_BACKEND_KERNEL_ASCEND, executor_out,
+      [&]() -> kvio_status {  // wrong on every machine: said before whether ACL is here
         if (device < 0) {
           return fail(KVIO_STATUS_INVALID_ARGUMENT,
                       "device %d is not an Ascend device ordinal (>= 0)", device);
         }
+        return KVIO_STATUS_OK;
+      },
+      [&](std::unique_ptr<Executor>* executor) {
         return backendOps(KVIO_BACKEND_KERNEL_ASCEND)->createAscend(device, stream, executor);
       });
 }

@@ -83,16 +83,22 @@ kvio_status deviceCount(const AclApi& api, uint32_t* count) {
   return KVIO_STATUS_OK;
 }
 
-kvio_status ascendAvailable() {
+// The runtime and its device count; UNAVAILABLE without the runtime or without an NPU (the
+// answer of kvio_backend_available and kvio_ascend_device_count alike).
+kvio_status presentDevices(uint32_t* count) {
   const AclApi* api = nullptr;
   KVIO_RETURN_IF_ERROR(runtime(&api));
-  uint32_t count = 0;
-  KVIO_RETURN_IF_ERROR(deviceCount(*api, &count));
-  if (count == 0) {
+  KVIO_RETURN_IF_ERROR(deviceCount(*api, count));
+  if (*count == 0) {
     return fail(KVIO_STATUS_UNAVAILABLE,
                 "no Ascend NPU: aclrtGetDeviceCount reports 0 devices (runtime: %s)", api->origin);
   }
   return KVIO_STATUS_OK;
+}
+
+kvio_status ascendAvailable() {
+  uint32_t count = 0;
+  return presentDevices(&count);
 }
 
 // Checks that `device` exists; selects nothing (a DeviceScope does, for the calls that need it).
@@ -903,11 +909,8 @@ const MemoryOps& ascendMemoryOps() {
 
 extern "C" kvio_status kvio_ascend_device_count(int32_t* count_out) {
   return kvio::countDevices(count_out, [](int32_t* out) -> kvio_status {
-    using namespace kvio::ascend;
-    const AclApi* api = nullptr;
-    KVIO_RETURN_IF_ERROR(runtime(&api));
     uint32_t count = 0;
-    KVIO_RETURN_IF_ERROR(deviceCount(*api, &count));
+    KVIO_RETURN_IF_ERROR(kvio::ascend::presentDevices(&count));
     *out = static_cast<int32_t>(count);
     return KVIO_STATUS_OK;
   });

@@ -50,11 +50,16 @@ kvio_status noCudaLaunch(Executor&, int32_t, int32_t) {
   return noCudaBackend();
 }
 
-// What the CUDA tables declare (cuda_backend.cpp), so that messages name the same backends.
-const BackendOps kKernel{KVIO_BACKEND_KERNEL, noCudaBackend, nullptr, nullptr, nullptr, true,
+kvio_status noCudaCreate(const CudaExecutorConfig&, std::unique_ptr<Executor>*) {
+  return noCudaBackend();
+}
+
+// What the CUDA tables declare (cuda_backend.cpp), so that messages name the same backends
+// and kvio_executor_create_cuda takes the same io backends as CUDA ones in every build.
+const BackendOps kKernel{KVIO_BACKEND_KERNEL, noCudaBackend, nullptr, noCudaCreate, nullptr, true,
                          noCudaLaunch};
-const BackendOps kDirect{KVIO_BACKEND_DIRECT, noCudaBackend, nullptr, nullptr, nullptr};
-const BackendOps kStaged{KVIO_BACKEND_STAGED, noCudaBackend, nullptr, nullptr, nullptr, false,
+const BackendOps kDirect{KVIO_BACKEND_DIRECT, noCudaBackend, nullptr, noCudaCreate, nullptr};
+const BackendOps kStaged{KVIO_BACKEND_STAGED, noCudaBackend, nullptr, noCudaCreate, nullptr, false,
                          noCudaLaunch};
 const MemoryOps kNoCudaMemory{noCudaAllocate, noCudaAdopt, noCudaAddress, noCudaCopy};
 

@@ -11,6 +11,7 @@
 #include "backends.hpp"
 #include "guard.hpp"
 #include "handles.hpp"
+#include "names.hpp"
 
 namespace kvio {
 
@@ -37,14 +38,17 @@ kvio_status withObject(Registry<T>& registry, uint64_t handle, const char* argum
 }
 
 /// The body of kvio_executor_create*: guarded; INVALID_ARGUMENT for a null `out`
-/// ("executor_out"), the backend's availability (kvio_backend_available), then the executor of io
-/// backend `backend` that create(&executor) makes (it checks its own arguments first) is
-/// registered and its handle written to *out (OUT_OF_MEMORY when no executor handle is left:
-/// the executor is then closed).
-template <class F>
-kvio_status openExecutor(int32_t backend, uint64_t* out, F&& create) {
+/// ("executor_out") or an unknown `backend`, then checkArguments() (what is wrong with the
+/// arguments on every machine: said before whether the backend is present, so that the answer
+/// does not depend on the machine), the backend's availability (kvio_backend_available), then
+/// the executor of io backend `backend` that create(&executor) makes is registered and its handle
+/// written to *out (OUT_OF_MEMORY when no executor handle is left: the executor is then closed).
+template <class Check, class F>
+kvio_status openExecutor(int32_t backend, uint64_t* out, Check&& checkArguments, F&& create) {
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(out, "executor_out"));
+    KVIO_RETURN_IF_ERROR(checkEnumValue(Enumeration::kBackend, backend, "io_backend"));
+    KVIO_RETURN_IF_ERROR(checkArguments());
     KVIO_RETURN_IF_ERROR(kvio_backend_available(backend));
     KVIO_RETURN_IF_ERROR(executors().checkRoom());  // before the executor starts anything
     auto impl = std::make_shared<ExecutorImpl>();

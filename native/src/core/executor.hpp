@@ -210,6 +210,7 @@ struct Job {
   const PoolImpl* srcPool = nullptr;           // the pools (their memory regions)
   const PoolImpl* dstPool = nullptr;
   int32_t ioBackend = -1;  // the KVIO_BACKEND_* that runs it when auto chose; -1: the executor
+  bool queueOnly = false;  // KVIO_SUBMIT_QUEUE_ONLY: no copy on the submitting thread
 };
 
 /// A validated transfer, as the core hands it to Executor::prepare.
@@ -244,7 +245,8 @@ class Executor {
   /// nothing queued or running before it): true when it did, and the job is complete; false
   /// when it did not take the job, which then goes to submit(). The core calls it first, and
   /// lists the transfer with its pools (PoolUsage) only when it returns false: a transfer done
-  /// inline is never seen running by a pool's close.
+  /// inline is never seen running by a pool's close. Not called for a queue-only job
+  /// (KVIO_SUBMIT_QUEUE_ONLY), which submit() must not run on the calling thread either.
   virtual bool runInline(Job& job) { return false; }
   /// Blocks until every submitted job has completed.
   virtual void drain() = 0;

@@ -30,9 +30,11 @@ kvio_status asAuto(ExecutorImpl& executor, AutoExecutor** out) {
 extern "C" {
 
 kvio_status kvio_executor_create(int32_t io_backend, int32_t threads, uint64_t* executor_out) {
-  return openExecutor(io_backend, executor_out, [&](std::unique_ptr<Executor>* executor) {
-    return backendOps(io_backend)->create(threads, executor);
-  });
+  return openExecutor(
+      io_backend, executor_out, [] { return KVIO_STATUS_OK; },
+      [&](std::unique_ptr<Executor>* executor) {
+        return backendOps(io_backend)->create(threads, executor);
+      });
 }
 
 kvio_status kvio_executor_threads(uint64_t executor_handle, int32_t* threads_out) {

@@ -224,8 +224,9 @@ const char* kvio_status_name(kvio_status status) {
 
 const char* kvio_name(int32_t table_id, int32_t value) {
   return guardedValue<const char*>(nullptr, [&]() -> const char* {
-    if (!isEnumValue(Enumeration::kNameTable, table_id) ||
-        !isEnumValue(static_cast<Enumeration>(table_id), value)) {
+    // NULL, and kvio_last_status / kvio_last_error say which argument is out of range.
+    if (checkEnumValue(Enumeration::kNameTable, table_id, "table") != KVIO_STATUS_OK ||
+        checkEnumValue(static_cast<Enumeration>(table_id), value, "value") != KVIO_STATUS_OK) {
       return nullptr;
     }
     return table(table_id).names[value].name;

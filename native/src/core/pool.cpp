@@ -4,6 +4,8 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "diagnostics.hpp"
 #include "error.hpp"
@@ -23,15 +25,17 @@ kvio_status HostAllocation::create(uint64_t bytes, std::shared_ptr<HostAllocatio
   const uint64_t mappingBytes = rounded + kHugePage;
   if (KVIO_FAULT(kFaultHostAllocation)) {
     return fail(KVIO_STATUS_OUT_OF_MEMORY,
-                "mmap of %llu bytes for a host pool failed (fault injected by "
+                "mmap of %llu bytes of host memory for a pool failed (fault injected by "
                 "kvio_test_inject_fault)",
                 static_cast<unsigned long long>(mappingBytes));
   }
   void* mapping =
       mmap(nullptr, mappingBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mapping == MAP_FAILED) {
-    return fail(KVIO_STATUS_OUT_OF_MEMORY, "mmap of %llu bytes for a host pool failed",
-                static_cast<unsigned long long>(mappingBytes));
+    const int error = errno;
+    return fail(KVIO_STATUS_OUT_OF_MEMORY,
+                "mmap of %llu bytes of host memory for a pool failed: %s",
+                static_cast<unsigned long long>(mappingBytes), std::strerror(error));
   }
   const uint64_t start = reinterpret_cast<uint64_t>(mapping);
   const uint64_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;

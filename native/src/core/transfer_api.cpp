@@ -42,9 +42,11 @@ static_assert(sizeof(kvio_submit_options) == KVIO_SUBMIT_OPTIONS_MIN_SIZE,
               "the first version of kvio_submit_options is 24 bytes; later fields go past them");
 
 kvio_status checkFlags(uint32_t flags, const char* name) {
-  if ((flags & ~KVIO_SUBMIT_OVERLAPS_COMPUTE) != 0) {
+  if ((flags & ~(KVIO_SUBMIT_OVERLAPS_COMPUTE | KVIO_SUBMIT_QUEUE_ONLY)) != 0) {
     return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                "%s 0x%x has unknown bits; valid: KVIO_SUBMIT_OVERLAPS_COMPUTE (0x1)", name, flags);
+                "%s 0x%x has unknown bits; valid: KVIO_SUBMIT_OVERLAPS_COMPUTE (0x1), "
+                "KVIO_SUBMIT_QUEUE_ONLY (0x2), or both",
+                name, flags);
   }
   return KVIO_STATUS_OK;
 }
@@ -213,6 +215,7 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc,
   job->dstPlace = placeOf(*dst);
   job->srcPool = src.get();
   job->dstPool = dst.get();
+  job->queueOnly = (options.flags & KVIO_SUBMIT_QUEUE_ONLY) != 0;
   job->state = std::make_shared<TransferState>(prepared.bytes);
   TransferState::Shape shape;
   shape.ioBackend = executor->backend;
@@ -239,7 +242,7 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc,
   KVIO_RETURN_IF_ERROR(transfers().add(job->state, out));
   // A transfer done on this thread is not listed with its pools: nothing could wait for it
   // (its pools' memory is still held by the state until it is done, as for any transfer).
-  if (ex.runInline(*job)) return KVIO_STATUS_OK;
+  if (!job->queueOnly && ex.runInline(*job)) return KVIO_STATUS_OK;
   // Held here too: the executor takes the job, and the registry's reference goes with a close
   // of the handle (a caller that closes a handle its submit has not returned yet).
   const std::shared_ptr<TransferState> state = job->state;

@@ -229,14 +229,14 @@ kvio_status validateTransferPools(const PoolImpl& src, const PoolImpl& dst,
                                   const kvio_transfer_desc& d) {
   if (src.spec.kind != dst.spec.kind) {
     return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                "the source pool is %s and the destination pool is %s; both must be the same kind",
+                "the src pool is %s and the dst pool is %s; both must be the same kind",
                 kindName(src.spec.kind), kindName(dst.spec.kind));
   }
   if (src.spec.head_num != dst.spec.head_num || src.spec.head_bytes != dst.spec.head_bytes) {
     return fail(
         KVIO_STATUS_INVALID_ARGUMENT,
-        "row geometry differs: source rows are %lld heads x %lld bytes, destination rows "
-        "are %lld heads x %lld bytes; both pools must have the same head_num and "
+        "row geometry differs: the src pool's rows are %lld heads x %lld bytes, the dst pool's "
+        "rows are %lld heads x %lld bytes; both pools must have the same head_num and "
         "head_bytes",
         static_cast<long long>(src.spec.head_num), static_cast<long long>(src.spec.head_bytes),
         static_cast<long long>(dst.spec.head_num), static_cast<long long>(dst.spec.head_bytes));

@@ -360,7 +360,7 @@ class CpuExecutor final : public Executor {
     const uint64_t bytes = planBytes(job->plan);
     const bool fault = KVIO_FAULT(kFaultCpuCopy);  // test only: fails the job in order
     // The core tried runInline first; the 'auto' executor submits here directly.
-    if (bytes <= kInlineBytes && takeInline()) {
+    if (!job->queueOnly && bytes <= kInlineBytes && takeInline()) {
       runTakenInline(*job, fault);
       return;
     }
@@ -368,8 +368,12 @@ class CpuExecutor final : public Executor {
     pending->job = std::move(job);
     pending->stream = bytes >= kStreamMinJobBytes;
     pending->fault = fault;
-    // Test only: an injected hold, for jobs the submitting thread never copies (over kHelpBytes).
-    if (bytes > kHelpBytes && KVIO_FAULT(kFaultCpuHold)) pending->holdReleases = holdReleases();
+    // Test only: an injected hold, for jobs the submitting thread never copies (over kHelpBytes,
+    // or submitted queue-only).
+    const bool queueOnly = pending->job->queueOnly;
+    if ((bytes > kHelpBytes || queueOnly) && KVIO_FAULT(kFaultCpuHold)) {
+      pending->holdReleases = holdReleases();
+    }
     const uint64_t chunk =
         std::clamp<uint64_t>(bytes / (static_cast<uint64_t>(threads_) * 4), kMinChunk, kMaxChunk);
     pending->strips = !fault && sortIntoStrips(&pending->job->plan, &pending->bySrc);
@@ -384,7 +388,7 @@ class CpuExecutor final : public Executor {
     // Only up to kHelpBytes: submit stays asynchronous for the large copies callers overlap.
     // One atomic step reads that and counts the job: no inline job starts in between.
     queue_.push_back(pending);  // first: if it throws, nothing was counted
-    const bool help = busy_.fetch_add(kQueuedJob) == 0 && bytes <= kHelpBytes;
+    const bool help = busy_.fetch_add(kQueuedJob) == 0 && bytes <= kHelpBytes && !queueOnly;
     lock.unlock();
     work_.notify_all();
     if (!help) return;

@@ -60,6 +60,10 @@ template <class Params>
 cudaError_t launchWith(const Params& params, int32_t blocks, int32_t threadsPerBlock,
                        cudaStream_t stream) {
   const CopyLaunch& launch = schemeOf(params);
+  // A launch reports through the thread's last error: clear one left by an earlier call (that
+  // failed and was handled) so that it is not taken for this launch's. A sticky error (a dead
+  // context) is reported by the launch again.
+  (void)cudaGetLastError();
   if (launch.wordBytes != 0 && launch.tileChunks == 8 && threadsPerBlock > 512) {
     return cudaErrorInvalidConfiguration;  // eight words per lane: at most 512 threads per CTA
   }

@@ -17,15 +17,9 @@ extern "C" {
 kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64_t stream,
                                       int32_t cta_budget, int32_t warps_per_cta,
                                       uint64_t* executor_out) {
-  if (stream == kCudaStreamPerThread) {  // on every machine: it is the argument that is wrong
-    return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                "stream 0x2 is cudaStreamPerThread, which names a different stream on each "
-                "thread; an executor orders its transfers on one stream: pass a stream you "
-                "created, cudaStreamLegacy (0x1), or KVIO_CUDA_OWN_STREAM (0) for kvio's own");
-  }
-  return openExecutor(io_backend, executor_out, [&](std::unique_ptr<Executor>* executor) {
-    const BackendOps* ops = backendOps(io_backend);
-    if (ops->createCuda == nullptr) {
+  // What is wrong on every machine, said before whether CUDA is here (openExecutor).
+  const auto checkArguments = [&]() -> kvio_status {
+    if (backendOps(io_backend)->createCuda == nullptr) {
       return fail(
           KVIO_STATUS_INVALID_ARGUMENT, "io backend '%s' is not a CUDA backend (CUDA backends: %s)",
           kvio_name(KVIO_NAME_BACKEND, io_backend),
@@ -35,13 +29,23 @@ kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64
       return fail(KVIO_STATUS_INVALID_ARGUMENT, "device %d is not a CUDA device ordinal (>= 0)",
                   device);
     }
-    CudaExecutorConfig config;
-    config.device = device;
-    config.stream = stream;
-    config.ctaBudget = cta_budget;
-    config.warpsPerCta = warps_per_cta;
-    return ops->createCuda(config, executor);
-  });
+    if (stream == kCudaStreamPerThread) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "stream 0x2 is cudaStreamPerThread, which names a different stream on each "
+                  "thread; an executor orders its transfers on one stream: pass a stream you "
+                  "created, cudaStreamLegacy (0x1), or KVIO_CUDA_OWN_STREAM (0) for kvio's own");
+    }
+    return KVIO_STATUS_OK;
+  };
+  return openExecutor(io_backend, executor_out, checkArguments,
+                      [&](std::unique_ptr<Executor>* executor) {
+                        CudaExecutorConfig config;
+                        config.device = device;
+                        config.stream = stream;
+                        config.ctaBudget = cta_budget;
+                        config.warpsPerCta = warps_per_cta;
+                        return backendOps(io_backend)->createCuda(config, executor);
+                      });
 }
 
 kvio_status kvio_executor_cuda_stream(uint64_t executor_handle, uint64_t* stream_out) {
@@ -74,8 +78,7 @@ kvio_status kvio_executor_set_launch(uint64_t executor_handle, int32_t cta_budge
 
 #if !defined(KVIO_HAVE_CUDA)
 kvio_status kvio_cuda_device_count(int32_t* count_out) {
-  return guarded([&]() -> kvio_status {
-    if (count_out != nullptr) *count_out = 0;
+  return countDevices(count_out, [](int32_t*) {
     return backendOps(KVIO_BACKEND_KERNEL)->available();  // why this build has no CUDA
   });
 }

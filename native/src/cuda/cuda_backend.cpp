@@ -251,6 +251,30 @@ kvio_status CudaExecutor::acceptMemory(MemoryPlace src, MemoryPlace dst) const {
   return KVIO_STATUS_OK;
 }
 
+kvio_status CudaExecutor::refuseCapture() const {
+  DeviceScope scope(device_);  // the legacy stream is the current device's
+  KVIO_CUDA_TRY(scope.error(), "selecting CUDA device %d", device_);
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  KVIO_CUDA_TRY(cudaStreamIsCapturing(stream_, &capture),
+                "checking whether the '%s' executor's stream %p is being captured", name_,
+                static_cast<void*>(stream_));
+  if (capture == cudaStreamCaptureStatusNone) return KVIO_STATUS_OK;
+  return fail(KVIO_STATUS_UNSUPPORTED,
+              "the '%s' executor's stream %p is %s; kvio transfers cannot be captured (kvio "
+              "reuses a transfer's staging and event once it has seen the transfer complete, "
+              "which a replay of the graph would still read): submit it before or after the "
+              "capture, or through an executor on a stream that is not being captured",
+              name_, static_cast<void*>(stream_),
+              capture == cudaStreamCaptureStatusActive
+                  ? "being captured into a CUDA graph"
+                  : "in a CUDA graph capture that was invalidated and not yet ended");
+}
+
+kvio_status CudaExecutor::prepare(const Transfer& transfer, Job* job, Prepared* out) const {
+  KVIO_RETURN_IF_ERROR(refuseCapture());
+  return Executor::prepare(transfer, job, out);
+}
+
 void CudaExecutor::submit(std::shared_ptr<Job> job) {
   std::lock_guard<std::mutex> lock(mutex_);
   DeviceScope scope(device_);  // before reap's queries, on whatever thread submits

@@ -81,8 +81,16 @@ class CudaExecutor : public Executor {
   void retireFinished() override;
   kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const override;
   bool nativeHandle(NativeHandle kind, uint64_t* out) const override;
+  /// refuseCapture(), then the default prepare (the plan). The kernel's own prepare, which
+  /// needs no plan, calls refuseCapture() too.
+  kvio_status prepare(const Transfer& transfer, Job* job, Prepared* out) const override;
 
  protected:
+  /// UNSUPPORTED while stream_ is being captured into a CUDA graph (a transfer's event and
+  /// staging are reused once kvio has seen it complete, which a replay would still read): every
+  /// CUDA executor's prepare asks, so a submit is refused before anything is queued and the
+  /// capture stays valid.
+  kvio_status refuseCapture() const;
   /// Creates the stream (config.stream == KVIO_CUDA_OWN_STREAM) or adopts the caller's.
   kvio_status init(const CudaExecutorConfig& config, const char* name);
   /// Enqueues the job's copies on stream_. *completion may be given a host status to read.

@@ -223,8 +223,9 @@ kvio_status allocate(int32_t kind, int32_t device, uint64_t bytes, uint64_t* add
                 "creating a stream to zero a new pool on CUDA device %d", device);
   cudaError_t error = cudaMemsetAsync(memory->pointer, 0, bytes, stream);
   const cudaError_t waited = cudaStreamSynchronize(stream);
-  cudaStreamDestroy(stream);
+  const cudaError_t destroyed = cudaStreamDestroy(stream);
   if (error == cudaSuccess) error = waited;
+  if (error == cudaSuccess) error = destroyed;
   KVIO_CUDA_TRY(error, "zeroing %llu bytes on CUDA device %d",
                 static_cast<unsigned long long>(bytes), device);
   *address = reinterpret_cast<uint64_t>(memory->pointer);

@@ -59,6 +59,7 @@ class KernelExecutor final : public CudaExecutor {
 
   // The kernel evaluates both layouts itself: a LayoutJob instead of a plan.
   kvio_status prepare(const Transfer& t, Job* job, Prepared* out) const override {
+    KVIO_RETURN_IF_ERROR(refuseCapture());
     const kvio_transfer_desc& desc = *t.desc;
     LayoutJob& l = job->layout;
     deviceLayout(*t.src, &l.srcTable, &l.src);

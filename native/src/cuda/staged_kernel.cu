@@ -15,6 +15,7 @@ __global__ void __launch_bounds__(1024) stagedCopyKernel(const StagedLaunch laun
 
 cudaError_t launchStagedKernel(const StagedLaunch& launch, int32_t blocks, int32_t threadsPerBlock,
                                cudaStream_t stream) {
+  (void)cudaGetLastError();  // not an earlier call's error taken for this launch's (copy_kernel.cu)
   stagedCopyKernel<<<blocks, threadsPerBlock, 0, stream>>>(launch);
   return cudaGetLastError();
 }

@@ -212,6 +212,7 @@ public final class HostKvPool extends KvPool {
         private IndexArg hostIndices;
         private IndexArg deviceIndices;
         private boolean overlapsCompute;
+        private boolean queueOnly;
         private int ctaBudget; // 0 or less: the executor's setting
         private int warpsPerCta; // 0 or less: the executor's setting
 
@@ -303,6 +304,23 @@ public final class HostKvPool extends KvPool {
         }
 
         /**
+         * {@link #submit()} only queues the transfer: this thread copies nothing, for a thread that
+         * must not stall (an engine's scheduler). Without it the {@link IoBackend#CPU} backend (and
+         * {@link IoBackend#AUTO} where it runs cpu) copies a small transfer to an idle executor on
+         * the submitting thread, which completes it sooner; see {@link #submit()}. The device
+         * backends never copy on the submitting thread and ignore it.
+         */
+        public TransferRequest queueOnly() {
+            return queueOnly(true);
+        }
+
+        /** Sets or clears queue-only (see {@link #queueOnly()}). */
+        public TransferRequest queueOnly(boolean queueOnly) {
+            this.queueOnly = queueOnly;
+            return this;
+        }
+
+        /**
          * The copy kernel's launch shape for this transfer only: at most {@code ctaBudget} thread
          * blocks (1 to 65535) of {@code warpsPerCta} warps (1 to 32); 0 or less for either keeps
          * the executor's setting ({@link KvioExecutor#setLaunch(int, int)}), which is also what a
@@ -325,8 +343,8 @@ public final class HostKvPool extends KvPool {
          * KvioInvalidArgumentException when a list was not set. On the cpu io backend a transfer
          * submitted to an idle executor is copied partly on this thread: up to 512 KiB wholly
          * before this returns (done at submit), up to 8 MiB beside the executor's threads until
-         * every piece of it has been taken; behind earlier transfers, or larger, it returns at
-         * once. The device backends only issue the work here.
+         * every piece of it has been taken; behind earlier transfers, larger, or {@link
+         * #queueOnly()}, it returns at once. The device backends only issue the work here.
          */
         public Transfer submit() {
             if (hostIndices == null || deviceIndices == null) { // a step missing, as builders say
@@ -338,7 +356,7 @@ public final class HostKvPool extends KvPool {
                                 + "(...) before submit() (both lists are needed; empty ones"
                                 + " give a completed transfer)");
             }
-            int flags = overlapsCompute ? KvioNative.KVIO_SUBMIT_OVERLAPS_COMPUTE : 0;
+            int flags = Kvio.submitFlags(overlapsCompute, queueOnly);
             return backup
                     ? host.submitBackup(
                             device, hostIndices, deviceIndices, flags, ctaBudget, warpsPerCta)

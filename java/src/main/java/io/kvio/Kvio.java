@@ -204,6 +204,7 @@ public final class Kvio {
         private long dstLayerStart;
         private long numLayers = -1; // not set
         private boolean overlapsCompute;
+        private boolean queueOnly;
         private int ctaBudget; // 0 or less: the executor's setting
         private int warpsPerCta; // 0 or less: the executor's setting
 
@@ -282,6 +283,20 @@ public final class Kvio {
         }
 
         /**
+         * {@link #submit()} only queues the transfer: this thread copies nothing, as {@link
+         * HostKvPool.TransferRequest#queueOnly()} says.
+         */
+        public Request queueOnly() {
+            return queueOnly(true);
+        }
+
+        /** Sets or clears queue-only. */
+        public Request queueOnly(boolean queueOnly) {
+            this.queueOnly = queueOnly;
+            return this;
+        }
+
+        /**
          * The copy kernel's launch shape for this transfer only, as {@link
          * HostKvPool.TransferRequest#launch(int, int)} gives it: at most {@code ctaBudget} thread
          * blocks (1 to 65535) of {@code warpsPerCta} warps (1 to 32); 0 or less for either keeps
@@ -301,7 +316,7 @@ public final class Kvio {
          * Validates and submits; index lists may be closed or reused once this returns.
          * KvioInvalidArgumentException when an index list or the layer count was not set. On the
          * cpu io backend a small transfer to an idle executor is copied on this thread, as {@link
-         * HostKvPool.TransferRequest#submit()} says.
+         * HostKvPool.TransferRequest#submit()} says, unless {@link #queueOnly()}.
          */
         public Transfer submit() {
             String missing =
@@ -321,13 +336,19 @@ public final class Kvio {
                     srcLayerStart,
                     dstLayerStart,
                     numLayers,
-                    overlapsCompute ? KvioNative.KVIO_SUBMIT_OVERLAPS_COMPUTE : 0,
+                    submitFlags(overlapsCompute, queueOnly),
                     ctaBudget,
                     warpsPerCta);
         }
     }
 
     static final long[] NO_LAYERS = new long[0];
+
+    /** The KVIO_SUBMIT_* flags of a request's marks. */
+    static int submitFlags(boolean overlapsCompute, boolean queueOnly) {
+        return (overlapsCompute ? KvioNative.KVIO_SUBMIT_OVERLAPS_COMPUTE : 0)
+                | (queueOnly ? KvioNative.KVIO_SUBMIT_QUEUE_ONLY : 0);
+    }
 
     /**
      * Whether this runtime has Flight Recorder, the jdk.jfr module, which a runtime made with jlink
@@ -534,7 +555,8 @@ public final class Kvio {
                                 poolName(byParameter, "dst", dst) + " was closed")
                         .replace("src_layer_start", "srcLayerStart")
                         .replace("dst_layer_start", "dstLayerStart")
-                        .replace("num_layers", "numLayers");
+                        .replace("num_layers", "numLayers")
+                        .replace("same head_num and head_bytes", "same heads and headBytes");
         if (r.equals(e.getMessage())) {
             return e;
         }
@@ -633,16 +655,55 @@ public final class Kvio {
         Objects.requireNonNull(layout, "layout");
         Objects.requireNonNull(backend, "backend");
         Objects.requireNonNull(granularity, "granularity");
-        NativeBridge.checkSupport(
-                kind,
-                layout,
-                backend,
-                granularity,
-                heads,
-                headBytes,
-                pageSize,
-                hostLayers,
-                deviceLayers,
-                deviceLayerStart);
+        try {
+            NativeBridge.checkSupport(
+                    kind,
+                    layout,
+                    backend,
+                    granularity,
+                    heads,
+                    headBytes,
+                    pageSize,
+                    hostLayers,
+                    deviceLayers,
+                    deviceLayerStart);
+        } catch (KvioException e) {
+            throw withParameterNames(e, SUPPORT_PARAMETERS);
+        }
+    }
+
+    /**
+     * kvio_support_query's fields, as the native checks name them, and checkSupport's parameters (a
+     * field before any field whose name ends it: host_num_layers before num_layers).
+     */
+    private static final String[][] SUPPORT_PARAMETERS = {
+        {"host_num_layers", "hostLayers"},
+        {"device_num_layers", "deviceLayers"},
+        {"device_layer_start", "deviceLayerStart"},
+        {"page_size", "pageSize"},
+        {"head_num", "heads"},
+        {"head_bytes", "headBytes"},
+        {"query.kind", "kind"},
+        {"query.layout", "layout"},
+        {"query.io_backend", "backend"},
+        {"query.granularity", "granularity"}
+    };
+
+    /** The exception with each native name {@code names[i][0]} replaced by {@code names[i][1]}. */
+    private static KvioException withParameterNames(KvioException e, String[][] names) {
+        String m = e.getMessage();
+        if (m == null) {
+            return e;
+        }
+        String r = m;
+        for (String[] n : names) {
+            r = r.replace(n[0], n[1]);
+        }
+        if (r.equals(m)) {
+            return e;
+        }
+        KvioException out = KvioException.of(e.status(), r);
+        out.initCause(e);
+        return out;
     }
 }

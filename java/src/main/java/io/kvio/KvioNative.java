@@ -60,6 +60,7 @@ final class KvioNative {
     static final int KVIO_BACKEND_STAGED = 5;
 
     static final int KVIO_SUBMIT_OVERLAPS_COMPUTE = 1;
+    static final int KVIO_SUBMIT_QUEUE_ONLY = 2;
 
     static final int KVIO_INDICES_HOST = 0;
 

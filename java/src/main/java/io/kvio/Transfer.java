@@ -142,16 +142,64 @@ public final class Transfer implements AutoCloseable {
         return skippedLayers.clone();
     }
 
-    /** Waits for completion; throws the typed exception if the transfer failed. */
+    /**
+     * Waits for completion; throws the typed exception if the transfer failed. Not interruptible
+     * (like CompletableFuture.join): an interrupt is left set for the caller, and the wait goes on;
+     * {@link #awaitInterruptibly()} stops waiting when the thread is interrupted.
+     */
     public void await() {
         waitNs(-1);
     }
 
-    /** Waits at most {@code timeout}; true if done (throws if it failed), false on timeout. */
+    /**
+     * Waits at most {@code timeout}; true if done (throws if it failed), false on timeout. Not
+     * interruptible, as {@link #await()}.
+     */
     public boolean await(long timeout, TimeUnit unit) {
         Objects.requireNonNull(unit, "unit");
         return waitNs(Math.max(0, unit.toNanos(timeout)));
     }
+
+    /**
+     * {@link #await()} that a thread interrupt ends: InterruptedException (the interrupt status
+     * cleared, as the JDK's blocking methods do) when the thread is interrupted before or while it
+     * waits. The transfer is not cancelled: its copies go on, and it can be awaited or closed
+     * later. An interrupt is seen within about 10 ms.
+     */
+    public void awaitInterruptibly() throws InterruptedException {
+        while (!awaitInterruptibly(Long.MAX_VALUE, TimeUnit.NANOSECONDS)) {
+            // Long.MAX_VALUE ns is 292 years; a wait that long goes round again
+        }
+    }
+
+    /**
+     * {@link #await(long, TimeUnit)} that a thread interrupt ends, as {@link
+     * #awaitInterruptibly()}: true if done (throws if it failed), false on timeout.
+     */
+    public boolean awaitInterruptibly(long timeout, TimeUnit unit) throws InterruptedException {
+        Objects.requireNonNull(unit, "unit");
+        long remaining = Math.max(0, unit.toNanos(timeout));
+        long deadline = System.nanoTime() + remaining;
+        for (; ; ) {
+            if (Thread.interrupted()) {
+                throw new InterruptedException("interrupted while awaiting a kvio transfer");
+            }
+            // The native wait cannot be interrupted: it waits in slices, checking in between.
+            if (waitNs(Math.min(remaining, INTERRUPT_CHECK_NS))) {
+                return true;
+            }
+            remaining = deadline - System.nanoTime();
+            if (remaining <= 0) {
+                return false;
+            }
+        }
+    }
+
+    /** How often an interruptible wait looks at the thread's interrupt status. */
+    static final long INTERRUPT_CHECK_MS = 10;
+
+    private static final long INTERRUPT_CHECK_NS =
+            TimeUnit.MILLISECONDS.toNanos(INTERRUPT_CHECK_MS);
 
     private boolean waitNs(long timeoutNs) {
         synchronized (lock) {

@@ -31,8 +31,8 @@ final class KvioTestNative {
     static final int KVIO_TEST_FAULT_CPU_COPY = 2;
 
     /**
-     * The next cpu transfers over 8 MiB stop before copying until {@code injectFault(this, 0)}
-     * releases them (kvio_test_hooks.h).
+     * The next cpu transfers over 8 MiB or submitted queue-only stop before copying until {@code
+     * injectFault(this, 0)} releases them (kvio_test_hooks.h).
      */
     static final int KVIO_TEST_FAULT_CPU_HOLD = 3;
 
@@ -127,6 +127,9 @@ final class KvioTestNative {
 
     @MemberGetter
     static native int KVIO_SUBMIT_OVERLAPS_COMPUTE();
+
+    @MemberGetter
+    static native int KVIO_SUBMIT_QUEUE_ONLY();
 
     @MemberGetter
     static native int KVIO_INDICES_HOST();

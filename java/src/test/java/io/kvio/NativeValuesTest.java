@@ -73,6 +73,7 @@ public class NativeValuesTest {
         assertEquals(
                 KvioNative.KVIO_SUBMIT_OVERLAPS_COMPUTE,
                 KvioTestNative.KVIO_SUBMIT_OVERLAPS_COMPUTE());
+        assertEquals(KvioNative.KVIO_SUBMIT_QUEUE_ONLY, KvioTestNative.KVIO_SUBMIT_QUEUE_ONLY());
         checkNames(KvioNative.KVIO_NAME_BACKEND, IoBackend.values(), IoBackend::nativeValue);
         for (IoBackend b : IoBackend.values()) {
             assertSame(IoBackend.ofNative(b.nativeValue()), b);

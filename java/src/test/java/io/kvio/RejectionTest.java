@@ -488,6 +488,48 @@ public class RejectionTest extends CpuPoolsFixture {
                 "4 layers");
     }
 
+    /** Its messages name its parameters, not kvio_support_query's fields. */
+    @Test
+    public void checkSupportNamesItsParameters() {
+        KvioInvalidArgumentException pageSize =
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () ->
+                                Kvio.checkSupport(
+                                        PoolKind.MHA,
+                                        KvLayout.PAGE_FIRST,
+                                        IoBackend.CPU,
+                                        Granularity.ALL_LAYER,
+                                        2,
+                                        128,
+                                        0,
+                                        3,
+                                        4,
+                                        0));
+        assertMessage(pageSize, "pageSize must be at least 1");
+        KvioOutOfRangeException start =
+                expectThrows(
+                        KvioOutOfRangeException.class,
+                        () ->
+                                Kvio.checkSupport(
+                                        PoolKind.MHA,
+                                        KvLayout.PAGE_FIRST,
+                                        IoBackend.CPU,
+                                        Granularity.ALL_LAYER,
+                                        2,
+                                        128,
+                                        16,
+                                        1,
+                                        4,
+                                        5));
+        assertMessage(start, "deviceLayerStart 5 + hostLayers 1 > deviceLayers 4");
+        for (KvioException e : new KvioException[] {pageSize, start}) {
+            for (String field : new String[] {"page_size", "_num_layers", "layer_start"}) {
+                assertFalse(e.getMessage().contains(field), e.getMessage());
+            }
+        }
+    }
+
     // ---- mismatched pools ----
 
     @Test
@@ -502,8 +544,9 @@ public class RejectionTest extends CpuPoolsFixture {
                 () -> Kvio.transfer(executor, host, wideHost, s, d, 0, 0, 1).await(),
                 buffers(wide, wideHost),
                 "row geometry differs",
-                "2 heads x 8 bytes",
-                "2 heads x 16 bytes");
+                "src (the host pool)'s rows are 2 heads x 8 bytes",
+                "dst (the host pool)'s rows are 2 heads x 16 bytes",
+                "same heads and headBytes");
     }
 
     @Test
@@ -624,7 +667,8 @@ public class RejectionTest extends CpuPoolsFixture {
                 KvioInvalidArgumentException.class,
                 () -> Kvio.transfer(mla.executor(), device, mla, d, h, 0, 0, 1),
                 buffers(mla),
-                "the source pool is mha and the destination pool is mla");
+                "src (the device pool) is mha and dst (the host pool) is mla",
+                "both must be the same kind");
     }
 
     @Test

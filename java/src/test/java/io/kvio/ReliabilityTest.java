@@ -298,7 +298,10 @@ public class ReliabilityTest {
                         KvioOutOfMemoryException.class,
                         () -> open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 8)));
         CpuPoolsFixture.assertMessage(
-                e, "mmap of", "for a host pool failed", "fault injected by kvio_test_inject_fault");
+                e,
+                "mmap of",
+                "of host memory for a pool failed",
+                "fault injected by kvio_test_inject_fault");
         HostKvPool host = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 8));
         assertEquals(host.regionCount(), 1);
     }

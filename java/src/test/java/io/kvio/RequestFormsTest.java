@@ -8,6 +8,7 @@
 package io.kvio;
 
 import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
@@ -396,5 +397,60 @@ public class RequestFormsTest extends CpuPoolsFixture {
         assertEquals(host.executor().device(), Kvio.HOST_DEVICE);
         assertEquals(
                 KvioExecutor.shared(IoBackend.CPU, Kvio.HOST_DEVICE).device(), Kvio.HOST_DEVICE);
+    }
+
+    // ---- queue-only: the submitting thread copies nothing ----
+
+    /**
+     * A small backup to an idle cpu executor is copied at submit (done when it returns), even with
+     * the hold armed, which only catches transfers the submitting thread never copies. {@code
+     * queueOnly()} makes it such a transfer: held when submit returns, the host pool untouched;
+     * released, every row arrives. The Kvio.request form likewise.
+     */
+    @Test
+    public void queueOnlyLeavesEveryCopyToTheExecutorsThreads() {
+        canaryBoth(17);
+        try {
+            // The contrast first, while the pool's executor is idle.
+            KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 1);
+            Transfer inline = host.backup(device).deviceIndices(50).hostIndices(7).submit();
+            assertTrue(inline.isDone(), "a small backup to an idle executor was not copied inline");
+            KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 0);
+            inline.await();
+
+            byte[] hostBefore = LayoutOracle.snapshot(host.buffer());
+            KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 1);
+            Transfer held =
+                    host.backup(device)
+                            .deviceIndices(40, 41)
+                            .hostIndices(5, 6)
+                            .queueOnly()
+                            .submit();
+            assertFalse(held.isDone(), "a queue-only backup was copied by the submitting thread");
+            LayoutOracle.assertBytesEqual(
+                    LayoutOracle.snapshot(host.buffer()), hostBefore, "host pool while held");
+            KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 0);
+            awaitBytes(held, 2 * 4 * rowBytes());
+
+            KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 1);
+            Transfer request =
+                    Kvio.request(host.executor(), device, host)
+                            .srcIndices(60)
+                            .dstIndices(9)
+                            .layers(4)
+                            .queueOnly()
+                            .submit();
+            assertFalse(request.isDone(), "a queue-only request was copied by this thread");
+            KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 0);
+            awaitBytes(request, 4 * rowBytes());
+        } finally {
+            KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 0);
+        }
+        for (long l = 0; l < 4; l++) {
+            assertSameRows(device, 50, l, host, 7, l);
+            assertSameRows(device, 40, l, host, 5, l);
+            assertSameRows(device, 41, l, host, 6, l);
+            assertSameRows(device, 60, l, host, 9, l);
+        }
     }
 }

@@ -52,7 +52,7 @@ if(NOT _kvio_cuda_mode STREQUAL "OFF")
     message(FATAL_ERROR "KVIO_WITH_CUDA=ON but no CUDA compiler (nvcc) was found; set "
                         "CMAKE_CUDA_COMPILER or CUDACXX, or use KVIO_WITH_CUDA=AUTO")
   else()
-    message(STATUS "kvio: no CUDA compiler found - CPU-only build (kernel/direct unavailable)")
+    message(STATUS "kvio: no CUDA compiler found - CPU-only build (kernel, direct and staged unavailable)")
   endif()
 endif()
 

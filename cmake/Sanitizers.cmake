@@ -1,8 +1,9 @@
 # Sanitizer builds of kvio (docs/reliability.md). KVIO_SANITIZE=ON compiles and links every
 # target of this build (the library, the C++ tests, the fuzz replay) with AddressSanitizer and
 # UndefinedBehaviorSanitizer; -fno-sanitize-recover=all turns every UB report into a failing
-# process, so ctest fails on it. Used by .ci/run in its own build directory:
-#   cmake -S . -B build-asan -DKVIO_SANITIZE=ON -DKVIO_BUILD_BENCH=OFF && ctest --test-dir build-asan
+# process, so ctest fails on it. Used by scripts/reliability-check.sh (run by .ci/run), which
+# configures its own build directory with it (clang where present, without CUDA) and runs ctest
+# there, then the fuzz target.
 # Inside a JVM, a sanitized libkvio.so needs the ASan runtime preloaded:
 # scripts/jni-sanitize-check.sh builds it with this option (gcc), builds the JNI glue the same
 # way and runs the Java tests with LD_PRELOAD.

@@ -546,8 +546,8 @@ KVIO_API kvio_status kvio_cuda_device_count(int32_t* count_out);
 /* A kernel, direct, staged or auto executor on `device` ordering its work on `stream`.
  * cta_budget: thread blocks the copy kernels launch at most (<= 0: the backend's default, kernel
  * 4, staged 8; they share the GPU with the forward pass); warps_per_cta: <= 0: default 16.
- * Ignored by direct. kvio_executor_create(KVIO_BACKEND_KERNEL or _DIRECT, ...) means device 0, own
- * stream, defaults. */
+ * Ignored by direct. kvio_executor_create(KVIO_BACKEND_KERNEL, _DIRECT or _STAGED, ...) means
+ * device 0, own stream, defaults. */
 KVIO_API kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64_t stream,
                                                int32_t cta_budget, int32_t warps_per_cta,
                                                uint64_t* executor_out);

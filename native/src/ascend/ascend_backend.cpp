@@ -1,10 +1,10 @@
 // The 'kernel_ascend' io backend: its registry entry and availability (the cause when CANN or
-// an NPU is absent), the executor, the Ascend memory services of the core (MemoryOps) and the
-// Ascend entry points of the C ABI. It mirrors the CUDA copy-engine backend: an executor owns
-// (or adopts) one aclrtStream on one NPU; each transfer's plan is issued on it by the shared
-// copy-engine issuer, cut at the pools' allocation boundaries (ascend_copies.hpp), followed by
-// an aclrtEvent, and the transfer is done when that event is
-// (aclrtQueryEventStatus / aclrtSynchronizeEvent of that event only; never a device-wide
+// an NPU is absent), the executor, the Ascend memory services of the core (MemoryOps) and
+// kvio_ascend_device_count (the other Ascend entry points of the C ABI: ascend_api.cpp). It mirrors
+// the CUDA copy-engine backend: an executor owns (or adopts) one aclrtStream on one NPU; each
+// transfer's plan is issued on it by the shared copy-engine issuer, cut at the pools' allocation
+// boundaries (ascend_copies.hpp), followed by an aclrtEvent, and the transfer is done when that
+// event is (aclrtQueryEventStatus / aclrtSynchronizeEvent of that event only; never a device-wide
 // synchronisation). Pools stay alive until their transfers' events have completed; everything a
 // submit allocates is allocated before its first copy is queued, and a failure after that is
 // reported only once the stream has run the queued copies. Caller host memory is page-locked
@@ -30,6 +30,7 @@
 #include "../core/executor.hpp"
 #include "../core/guard.hpp"
 #include "../core/host_registry.hpp"
+#include "../core/names.hpp"
 #include "../core/pool.hpp"
 #include "acl_api.hpp"
 #include "acl_device.hpp"
@@ -249,9 +250,9 @@ class AscendExecutor final : public Executor {
       }
       if (kind != KVIO_MEMORY_ASCEND_DEVICE && kind != KVIO_MEMORY_ASCEND_HOST_PINNED) {
         return fail(KVIO_STATUS_UNSUPPORTED,
-                    "the %s pool is CUDA memory (kind %d); the 'kernel_ascend' io backend moves "
+                    "the %s pool is CUDA memory ('%s'); the 'kernel_ascend' io backend moves "
                     "Ascend device memory and Ascend pinned host memory only",
-                    side, kind);
+                    side, memoryKindName(kind));
       }
       if (kind == KVIO_MEMORY_ASCEND_DEVICE && sides[i].device != device_) {
         return fail(KVIO_STATUS_UNSUPPORTED,

@@ -15,7 +15,7 @@
 namespace kvio {
 
 enum class NativeHandle : int32_t {
-  kCudaStream,  // cudaStream_t (kernel, direct)
+  kCudaStream,  // cudaStream_t (kernel, direct, staged, auto on a GPU)
   kCudaEvent,   // cudaEvent_t
   kAclStream,   // aclrtStream (kernel_ascend)
   kAclEvent,    // aclrtEvent

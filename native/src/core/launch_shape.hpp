@@ -1,7 +1,7 @@
 // The launch-shape rule of executors that launch a copy kernel: a CTA budget and warps per CTA,
 // each 0 (or less) for the executor's setting. Checked here only: by the core when a transfer
 // brings its own shape (kvio_submit_with, kvio_submit_launch; kvio_check_transfer_with)
-// and by the kernel executor when its shape is set.
+// and by the kernel and staged executors when their shape is set.
 #ifndef KVIO_CORE_LAUNCH_SHAPE_HPP_
 #define KVIO_CORE_LAUNCH_SHAPE_HPP_
 

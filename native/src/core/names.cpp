@@ -15,7 +15,6 @@
 #include "error.hpp"
 #include "guard.hpp"
 #include "kvio/kvio.h"
-#include "pool.hpp"
 
 namespace kvio {
 namespace {

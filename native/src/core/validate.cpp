@@ -209,8 +209,6 @@ kvio_status checkAliasing(const PoolImpl& src, const PoolImpl& dst) {
   return KVIO_STATUS_OK;
 }
 
-}  // namespace
-
 kvio_status validateTransferShape(const PoolImpl& src, const PoolImpl& dst,
                                   const kvio_transfer_desc& d) {
   if (d.num_indices < 1) {
@@ -224,6 +222,8 @@ kvio_status validateTransferShape(const PoolImpl& src, const PoolImpl& dst,
   }
   return validateTransferPools(src, dst, d);
 }
+
+}  // namespace
 
 kvio_status validateTransferPools(const PoolImpl& src, const PoolImpl& dst,
                                   const kvio_transfer_desc& d) {

@@ -336,7 +336,7 @@ class CpuExecutor final : public Executor {
       if (sides[i].kind == KVIO_MEMORY_CUDA_DEVICE) {
         return fail(KVIO_STATUS_UNSUPPORTED,
                     "the %s pool is CUDA device memory (device %d); the cpu backend moves host "
-                    "memory only: use the 'kernel' or 'direct' io backend",
+                    "memory only: use the 'kernel', 'direct', 'staged' or 'auto' io backend",
                     i == 0 ? "source" : "destination", sides[i].device);
       }
       if (sides[i].kind == KVIO_MEMORY_ASCEND_DEVICE) {

@@ -8,6 +8,7 @@
 
 #include "../core/auto_executor.hpp"
 #include "../core/entry.hpp"
+#include "../core/names.hpp"
 #include "../core/pool.hpp"
 #include "cuda_executor.hpp"
 
@@ -237,9 +238,9 @@ kvio_status CudaExecutor::acceptMemory(MemoryPlace src, MemoryPlace dst) const {
     }
     if (sides[i].kind != KVIO_MEMORY_HOST_PINNED && sides[i].kind != KVIO_MEMORY_CUDA_DEVICE) {
       return fail(KVIO_STATUS_UNSUPPORTED,
-                  "the %s pool is Ascend memory (kind %d); the '%s' io backend moves CUDA device "
+                  "the %s pool is Ascend memory ('%s'); the '%s' io backend moves CUDA device "
                   "memory and CUDA pinned host memory only: use the 'kernel_ascend' io backend",
-                  side, sides[i].kind, name_);
+                  side, memoryKindName(sides[i].kind), name_);
     }
     if (sides[i].device != device_) {
       return fail(KVIO_STATUS_UNSUPPORTED,

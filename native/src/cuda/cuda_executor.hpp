@@ -1,7 +1,7 @@
-// What the kernel and direct executors share: the device and stream, the memory rule (pinned
-// host or device memory; pageable host memory is refused), and completion through CUDA events.
-// Each job records an event on the stream after its work; its TransferState then reports done
-// when that event has completed (query or cudaEventSynchronize of that event only: never a
+// What the kernel, direct and staged executors share: the device and stream, the memory rule
+// (pinned host or device memory; pageable host memory is refused), and completion through CUDA
+// events. Each job records an event on the stream after its work; its TransferState then reports
+// done when that event has completed (query or cudaEventSynchronize of that event only: never a
 // device-wide synchronisation). Each job's TransferState keeps its pools alive until its event
 // is seen complete (by a query, a wait, or this executor's reap or drain), even when the caller
 // closes the pools or the transfer handle first, and drops them then; a retired job's Job keeps

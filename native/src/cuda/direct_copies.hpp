@@ -67,14 +67,6 @@ inline BatchAbi chooseBatchAbi(int driverVersion, bool resolved12080, bool resol
   return BatchAbi::None;
 }
 
-inline const char* batchAbiName(BatchAbi abi) {
-  switch (abi) {
-    case BatchAbi::V12080: return "cuMemcpyBatchAsync (12.8 ABI, with failIdx)";
-    case BatchAbi::V13000: return "cuMemcpyBatchAsync (13.0 ABI)";
-    default: return "none (single copies)";
-  }
-}
-
 }  // namespace cuda
 }  // namespace kvio
 

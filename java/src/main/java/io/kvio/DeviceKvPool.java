@@ -10,7 +10,9 @@
  */
 package io.kvio;
 
+import java.nio.ByteBuffer;
 import java.util.Objects;
+import java.util.function.BooleanSupplier;
 
 public final class DeviceKvPool extends KvPool {
     private DeviceKvPool(PoolSpec spec, IoBackend backend, long handle) {
@@ -103,6 +105,131 @@ public final class DeviceKvPool extends KvPool {
         Objects.requireNonNull(layerAddresses, "layerAddresses");
         return wrapTable(
                 NativeBridge.WRAP_LAYERS, spec, layerAddresses, bytesEach, backend, device);
+    }
+
+    /**
+     * Wraps a direct, writable ByteBuffer, from its position to its limit, holding all components
+     * in order (as {@link #wrap(PoolSpec, long, long, IoBackend)}): for the backends whose device
+     * pools are host memory, cpu and auto without a GPU (a CPU-only engine's KV cache, tests). The
+     * buffer stays reachable while the pool is open and, after it is closed, until kvio no longer
+     * uses its memory. Heap and read-only buffers are refused (KvioInvalidArgumentException); on
+     * Java 22+ a view of a MemorySegment whose arena is closed gives KvioClosedException, here and
+     * at every later use of the pool that would touch the memory. On the device backends a
+     * ByteBuffer cannot be device memory: KvioUnsupportedException (wrap the device addresses).
+     */
+    public static DeviceKvPool wrap(PoolSpec spec, ByteBuffer memory, IoBackend backend) {
+        Objects.requireNonNull(spec, "spec");
+        ensureHostMemory(backend, "wrap(PoolSpec, ByteBuffer, IoBackend)");
+        KvPool.WrappableBuffer w =
+                KvPool.wrappable(memory, "memory", "wrap(ByteBuffer)", "device pools");
+        long handle;
+        try {
+            handle =
+                    NativeBridge.poolWrap(
+                            spec, backend.deviceMemoryKind(), Kvio.HOST_DEVICE, w.address, w.bytes);
+        } catch (KvioException e) {
+            throw Kvio.withParameterNames(e, new String[][] {{"sizeBytes", "memory.remaining()"}});
+        }
+        DeviceKvPool pool = new DeviceKvPool(spec, backend, handle);
+        pool.keepReachable(memory, w.alive, "the ByteBuffer given to DeviceKvPool.wrap");
+        return pool;
+    }
+
+    /**
+     * Wraps one direct, writable ByteBuffer per component (K then V for mha), each from its
+     * position to its limit, as {@link #wrap(PoolSpec, ByteBuffer, IoBackend)} does one buffer (and
+     * {@link #wrapComponents(PoolSpec, long[], long, IoBackend)} addresses): the buffers must not
+     * overlap, each at least a component's bytes.
+     */
+    public static DeviceKvPool wrapComponents(
+            PoolSpec spec, ByteBuffer[] components, IoBackend backend) {
+        return wrapBuffers(NativeBridge.WRAP_COMPONENTS, spec, components, "components", backend);
+    }
+
+    /**
+     * Wraps one direct, writable ByteBuffer per layer of each component (layer_first only): {@code
+     * layers[c * numLayers + l]} is component c, layer l, as {@link #wrapLayers(PoolSpec, long[],
+     * long, IoBackend)} takes addresses and {@link #wrap(PoolSpec, ByteBuffer, IoBackend)} takes a
+     * buffer.
+     */
+    public static DeviceKvPool wrapLayers(PoolSpec spec, ByteBuffer[] layers, IoBackend backend) {
+        return wrapBuffers(NativeBridge.WRAP_LAYERS, spec, layers, "layers", backend);
+    }
+
+    private static DeviceKvPool wrapBuffers(
+            NativeBridge.TableWrap wrap,
+            PoolSpec spec,
+            ByteBuffer[] buffers,
+            String name,
+            IoBackend backend) {
+        Objects.requireNonNull(spec, "spec");
+        Objects.requireNonNull(buffers, name);
+        String method = name.equals("layers") ? "wrapLayers" : "wrapComponents";
+        ensureHostMemory(backend, method + "(PoolSpec, ByteBuffer[], IoBackend)");
+        ByteBuffer[] kept = buffers.clone(); // the caller may reuse its array
+        long[] addresses = new long[kept.length];
+        BooleanSupplier[] alive = new BooleanSupplier[kept.length];
+        long bytesEach = Long.MAX_VALUE;
+        for (int i = 0; i < kept.length; i++) {
+            KvPool.WrappableBuffer w =
+                    KvPool.wrappable(
+                            kept[i],
+                            name + "[" + i + "]",
+                            method + "(ByteBuffer[])",
+                            "device pools");
+            addresses[i] = w.address;
+            alive[i] = w.alive;
+            bytesEach = Math.min(bytesEach, w.bytes); // each must hold bytesEach: the shortest
+        }
+        long handle;
+        try {
+            handle =
+                    NativeBridge.poolWrapTable(
+                            wrap,
+                            spec,
+                            backend.deviceMemoryKind(),
+                            Kvio.HOST_DEVICE,
+                            addresses,
+                            kept.length == 0 ? 0 : bytesEach);
+        } catch (KvioException e) {
+            throw Kvio.withParameterNames(
+                    e,
+                    new String[][] {
+                        {"bytes_each", "bytesEach"},
+                        {"bytesEach", "the smallest " + name + "[i].remaining()"}
+                    });
+        }
+        DeviceKvPool pool = new DeviceKvPool(spec, backend, handle);
+        boolean mortal = false; // a view of a MemorySegment, whose arena can close (Java 22+)
+        for (BooleanSupplier a : alive) mortal |= a != null;
+        pool.keepReachable(
+                kept,
+                mortal
+                        ? () -> {
+                            for (BooleanSupplier a : alive) {
+                                if (a != null && !a.getAsBoolean()) return false;
+                            }
+                            return true;
+                        }
+                        : null,
+                "a ByteBuffer given to DeviceKvPool." + method);
+        return pool;
+    }
+
+    /** KvioUnsupportedException unless {@code backend}'s device pools are host memory. */
+    private static void ensureHostMemory(IoBackend backend, String method) {
+        Objects.requireNonNull(backend, "backend");
+        if (backend.isDevice()) {
+            throw new KvioUnsupportedException(
+                    method
+                            + ": io backend '"
+                            + backend.userName()
+                            + "' keeps device pools in "
+                            + (backend.isCuda() ? "CUDA" : "Ascend NPU")
+                            + " memory, and a ByteBuffer is host memory; wrap the device"
+                            + " addresses (wrap(PoolSpec, long, long, IoBackend)), or use the cpu"
+                            + " io backend for host memory");
+        }
     }
 
     private static DeviceKvPool wrapTable(

@@ -623,26 +623,13 @@ public final class HostKvPool extends KvPool {
          * KvioClosedException instead; close the pool before that arena.
          */
         public Builder wrap(ByteBuffer memory) {
-            Objects.requireNonNull(memory, "memory");
-            if (!memory.isDirect()) {
-                throw new KvioInvalidArgumentException(
-                        "wrap(ByteBuffer) needs a direct buffer (ByteBuffer.allocateDirect or a"
-                                + " mapped file); a heap buffer's memory can move");
-            }
-            if (memory.isReadOnly()) {
-                throw new KvioInvalidArgumentException(
-                        "wrap(ByteBuffer) got a read-only buffer; transfers write host pools (a"
-                                + " read-only mapping would crash the JVM): pass a writable"
-                                + " buffer");
-            }
-            BooleanSupplier alive = DirectBuffers.checkedLiveness(memory, "memory");
-            long address =
-                    memory.capacity() == 0 ? 0 : DirectBuffers.address(memory) + memory.position();
+            KvPool.WrappableBuffer w =
+                    KvPool.wrappable(memory, "memory", "wrap(ByteBuffer)", "host pools");
             return wrap(
-                    address,
-                    memory.remaining(),
+                    w.address,
+                    w.bytes,
                     memory,
-                    alive,
+                    w.alive,
                     "the ByteBuffer given to wrap(ByteBuffer), a view of a MemorySegment");
         }
 

@@ -181,6 +181,46 @@ public abstract class KvPool implements AutoCloseable {
      * segment a ByteBuffer views, can be closed while the object is reachable. {@code name} says
      * what it is, for messages.
      */
+    /** A direct, writable ByteBuffer a pool may wrap: its memory from position to limit. */
+    static final class WrappableBuffer {
+        final long address;
+        final long bytes;
+        final BooleanSupplier alive; // null: it lives as long as it is reachable
+
+        private WrappableBuffer(long address, long bytes, BooleanSupplier alive) {
+            this.address = address;
+            this.bytes = bytes;
+            this.alive = alive;
+        }
+    }
+
+    /**
+     * Checks that {@code memory} can be wrapped by a pool that transfers write: direct (a heap
+     * buffer's memory can move), writable (a read-only mapping would crash the JVM), alive (a view
+     * of a MemorySegment whose arena is closed: KvioClosedException). {@code method} names the call
+     * in messages ("wrap(ByteBuffer)"), {@code pools} what transfers write ("host pools").
+     */
+    static WrappableBuffer wrappable(ByteBuffer memory, String name, String method, String pools) {
+        Objects.requireNonNull(memory, name);
+        if (!memory.isDirect()) {
+            throw new KvioInvalidArgumentException(
+                    method
+                            + " needs a direct buffer (ByteBuffer.allocateDirect or a mapped file);"
+                            + " a heap buffer's memory can move");
+        }
+        if (memory.isReadOnly()) {
+            throw new KvioInvalidArgumentException(
+                    method
+                            + " got a read-only buffer; transfers write "
+                            + pools
+                            + " (a read-only mapping would crash the JVM): pass a writable buffer");
+        }
+        BooleanSupplier alive = DirectBuffers.checkedLiveness(memory, name);
+        long address =
+                memory.capacity() == 0 ? 0 : DirectBuffers.address(memory) + memory.position();
+        return new WrappableBuffer(address, memory.remaining(), alive);
+    }
+
     void keepReachable(Object memory, BooleanSupplier alive, String name) {
         closer.memory = memory;
         this.memoryAlive = alive;

@@ -690,7 +690,7 @@ public final class Kvio {
     };
 
     /** The exception with each native name {@code names[i][0]} replaced by {@code names[i][1]}. */
-    private static KvioException withParameterNames(KvioException e, String[][] names) {
+    static KvioException withParameterNames(KvioException e, String[][] names) {
         String m = e.getMessage();
         if (m == null) {
             return e;

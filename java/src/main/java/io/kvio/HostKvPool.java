@@ -925,19 +925,41 @@ public final class HostKvPool extends KvPool {
          * closed meanwhile.
          */
         private void checkTransferBetween(KvioExecutor ex, DeviceKvPool device, HostKvPool pool) {
-            NativeBridge.checkTransfer(
-                    ex.handle(),
-                    device.handle(),
-                    pool.handle(),
-                    0,
-                    0,
-                    0,
-                    deviceLayerStart,
-                    0,
-                    1,
-                    0,
-                    0,
-                    0);
+            try {
+                NativeBridge.checkTransfer(
+                        ex.handle(),
+                        device.handle(),
+                        pool.handle(),
+                        0,
+                        0,
+                        0,
+                        deviceLayerStart,
+                        0,
+                        1,
+                        0,
+                        0,
+                        0);
+            } catch (KvioInvalidArgumentException e) {
+                // The native answer speaks of a transfer; here a pool is being built.
+                java.util.regex.Matcher shared =
+                        java.util.regex.Pattern.compile(
+                                        "^the source and destination pools share memory \\(address"
+                                                + " (0x[0-9a-f]+) is in both\\)")
+                                .matcher(String.valueOf(e.getMessage()));
+                if (!shared.find()) {
+                    throw e;
+                }
+                KvioInvalidArgumentException out =
+                        new KvioInvalidArgumentException(
+                                "the memory given to wrap() overlaps the device pool's (address "
+                                        + shared.group(1)
+                                        + " is in both): a host pool keeps copies of the device"
+                                        + " pool's pages, so it needs memory of its own; wrap a"
+                                        + " buffer apart from the device pool's, or let kvio"
+                                        + " allocate it (no wrap())");
+                out.initCause(e);
+                throw out;
+            }
         }
 
         /** "host memory", "CUDA device 0 memory", ... ({@code device} -1: no ordinal). */

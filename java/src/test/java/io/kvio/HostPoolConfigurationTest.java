@@ -322,8 +322,8 @@ public class HostPoolConfigurationTest {
         assertBuildRefused(
                 KvioInvalidArgumentException.class,
                 overDevice,
-                "the source and destination pools share memory",
-                "pools over disjoint memory");
+                "the memory given to wrap() overlaps the device pool's (address 0x",
+                "wrap a buffer apart from the device pool's");
         assertEquals(d.buffer(), ByteBuffer.wrap(before), "the device pool after the refusal");
         // the same builder over memory of its own builds
         ByteBuffer own = ByteBuffer.allocateDirect(4096);

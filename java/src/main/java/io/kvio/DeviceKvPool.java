@@ -128,7 +128,7 @@ public final class DeviceKvPool extends KvPool {
                     NativeBridge.poolWrap(
                             spec, backend.deviceMemoryKind(), Kvio.HOST_DEVICE, w.address, w.bytes);
         } catch (KvioException e) {
-            throw Kvio.withParameterNames(e, new String[][] {{"sizeBytes", "memory.remaining()"}});
+            throw KvioException.renamed(e, "sizeBytes", "memory.remaining()");
         }
         DeviceKvPool pool = new DeviceKvPool(spec, backend, handle);
         pool.keepReachable(memory, w.alive, "the ByteBuffer given to DeviceKvPool.wrap");
@@ -192,12 +192,12 @@ public final class DeviceKvPool extends KvPool {
                             addresses,
                             kept.length == 0 ? 0 : bytesEach);
         } catch (KvioException e) {
-            throw Kvio.withParameterNames(
+            throw KvioException.renamed(
                     e,
-                    new String[][] {
-                        {"bytes_each", "bytesEach"},
-                        {"bytesEach", "the smallest " + name + "[i].remaining()"}
-                    });
+                    "bytes_each",
+                    "bytesEach",
+                    "bytesEach",
+                    "the smallest " + name + "[i].remaining()");
         }
         DeviceKvPool pool = new DeviceKvPool(spec, backend, handle);
         boolean mortal = false; // a view of a MemorySegment, whose arena can close (Java 22+)

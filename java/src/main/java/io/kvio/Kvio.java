@@ -557,12 +557,7 @@ public final class Kvio {
                         .replace("dst_layer_start", "dstLayerStart")
                         .replace("num_layers", "numLayers")
                         .replace("same head_num and head_bytes", "same heads and headBytes");
-        if (r.equals(e.getMessage())) {
-            return e;
-        }
-        KvioException out = KvioException.of(e.status(), r);
-        out.initCause(e);
-        return out;
+        return KvioException.reworded(e, r);
     }
 
     /** "src (the host pool)" by parameter, else "the host pool". */
@@ -668,42 +663,24 @@ public final class Kvio {
                     deviceLayers,
                     deviceLayerStart);
         } catch (KvioException e) {
-            throw withParameterNames(e, SUPPORT_PARAMETERS);
+            throw KvioException.renamed(e, SUPPORT_PARAMETERS);
         }
     }
 
     /**
-     * kvio_support_query's fields, as the native checks name them, and checkSupport's parameters (a
-     * field before any field whose name ends it: host_num_layers before num_layers).
+     * kvio_support_query's fields, as the native checks name them, then checkSupport's parameters
+     * (a field before any field whose name ends it: host_num_layers before num_layers).
      */
-    private static final String[][] SUPPORT_PARAMETERS = {
-        {"host_num_layers", "hostLayers"},
-        {"device_num_layers", "deviceLayers"},
-        {"device_layer_start", "deviceLayerStart"},
-        {"page_size", "pageSize"},
-        {"head_num", "heads"},
-        {"head_bytes", "headBytes"},
-        {"query.kind", "kind"},
-        {"query.layout", "layout"},
-        {"query.io_backend", "backend"},
-        {"query.granularity", "granularity"}
+    private static final String[] SUPPORT_PARAMETERS = {
+        "host_num_layers", "hostLayers",
+        "device_num_layers", "deviceLayers",
+        "device_layer_start", "deviceLayerStart",
+        "page_size", "pageSize",
+        "head_num", "heads",
+        "head_bytes", "headBytes",
+        "query.kind", "kind",
+        "query.layout", "layout",
+        "query.io_backend", "backend",
+        "query.granularity", "granularity"
     };
-
-    /** The exception with each native name {@code names[i][0]} replaced by {@code names[i][1]}. */
-    static KvioException withParameterNames(KvioException e, String[][] names) {
-        String m = e.getMessage();
-        if (m == null) {
-            return e;
-        }
-        String r = m;
-        for (String[] n : names) {
-            r = r.replace(n[0], n[1]);
-        }
-        if (r.equals(m)) {
-            return e;
-        }
-        KvioException out = KvioException.of(e.status(), r);
-        out.initCause(e);
-        return out;
-    }
 }

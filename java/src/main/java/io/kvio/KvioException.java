@@ -63,6 +63,37 @@ public class KvioException extends RuntimeException {
         return status;
     }
 
+    /**
+     * {@code e} with its message reworded to {@code message} (the caller's names for native ones):
+     * {@code e} itself when the message is unchanged, else an exception of the same type caused by
+     * {@code e}.
+     */
+    static KvioException reworded(KvioException e, String message) {
+        if (message == null || message.equals(e.getMessage())) {
+            return e;
+        }
+        KvioException out = of(e.status(), message);
+        out.initCause(e);
+        return out;
+    }
+
+    /**
+     * {@code e} with native names in its message replaced by the caller's: {@code pairs} holds
+     * pairs, native name then the caller's, applied in order (list a name before any name that ends
+     * it: host_num_layers before num_layers); as {@link #reworded}.
+     */
+    static KvioException renamed(KvioException e, String... pairs) {
+        String m = e.getMessage();
+        if (m == null) {
+            return e;
+        }
+        String r = m;
+        for (int i = 0; i + 1 < pairs.length; i += 2) {
+            r = r.replace(pairs[i], pairs[i + 1]);
+        }
+        return reworded(e, r);
+    }
+
     /** The exception type for {@code status}, carrying {@code message}. */
     static KvioException of(Status status, String message) {
         switch (status) {

@@ -236,21 +236,7 @@ final class NativeBridge {
      */
     private static void checkNamed(int status, String... names) {
         if (status != KvioNative.KVIO_STATUS_OK) {
-            KvioException e = error(status);
-            String message = e.getMessage();
-            if (message == null) {
-                throw e;
-            }
-            String renamed = message;
-            for (int i = 0; i + 1 < names.length; i += 2) {
-                renamed = renamed.replace(names[i], names[i + 1]);
-            }
-            if (renamed.equals(message)) {
-                throw e;
-            }
-            KvioException out = KvioException.of(e.status(), renamed);
-            out.initCause(e);
-            throw out;
+            throw KvioException.renamed(error(status), names);
         }
     }
 

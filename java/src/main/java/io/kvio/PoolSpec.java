@@ -67,12 +67,7 @@ public final class PoolSpec {
             }
             r = r.replace(f[0], f[1]);
         }
-        if (r.equals(m)) {
-            return e;
-        }
-        KvioException out = KvioException.of(e.status(), r);
-        out.initCause(e);
-        return out;
+        return KvioException.reworded(e, r);
     }
 
     public static Builder builder() {

@@ -467,23 +467,26 @@ public class RejectionTest extends CpuPoolsFixture {
         assertMessage(e, "page_head", "mla");
     }
 
+    /** Kvio.checkSupport of an mha page_first host pool (2 heads x 128 B) on cpu. */
+    private static void checkMhaPageFirst(
+            long pageSize, long hostLayers, long deviceLayers, long deviceLayerStart) {
+        Kvio.checkSupport(
+                PoolKind.MHA,
+                KvLayout.PAGE_FIRST,
+                IoBackend.CPU,
+                Granularity.ALL_LAYER,
+                2,
+                128,
+                pageSize,
+                hostLayers,
+                deviceLayers,
+                deviceLayerStart);
+    }
+
     @Test
     public void checkSupportRejectsLayerRangeOutsideDevice() {
         assertMessage(
-                expectThrows(
-                        KvioOutOfRangeException.class,
-                        () ->
-                                Kvio.checkSupport(
-                                        PoolKind.MHA,
-                                        KvLayout.PAGE_FIRST,
-                                        IoBackend.CPU,
-                                        Granularity.ALL_LAYER,
-                                        2,
-                                        128,
-                                        16,
-                                        3,
-                                        4,
-                                        2)),
+                expectThrows(KvioOutOfRangeException.class, () -> checkMhaPageFirst(16, 3, 4, 2)),
                 "[2, 5)",
                 "4 layers");
     }
@@ -493,35 +496,10 @@ public class RejectionTest extends CpuPoolsFixture {
     public void checkSupportNamesItsParameters() {
         KvioInvalidArgumentException pageSize =
                 expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () ->
-                                Kvio.checkSupport(
-                                        PoolKind.MHA,
-                                        KvLayout.PAGE_FIRST,
-                                        IoBackend.CPU,
-                                        Granularity.ALL_LAYER,
-                                        2,
-                                        128,
-                                        0,
-                                        3,
-                                        4,
-                                        0));
+                        KvioInvalidArgumentException.class, () -> checkMhaPageFirst(0, 3, 4, 0));
         assertMessage(pageSize, "pageSize must be at least 1");
         KvioOutOfRangeException start =
-                expectThrows(
-                        KvioOutOfRangeException.class,
-                        () ->
-                                Kvio.checkSupport(
-                                        PoolKind.MHA,
-                                        KvLayout.PAGE_FIRST,
-                                        IoBackend.CPU,
-                                        Granularity.ALL_LAYER,
-                                        2,
-                                        128,
-                                        16,
-                                        1,
-                                        4,
-                                        5));
+                expectThrows(KvioOutOfRangeException.class, () -> checkMhaPageFirst(16, 1, 4, 5));
         assertMessage(start, "deviceLayerStart 5 + hostLayers 1 > deviceLayers 4");
         for (KvioException e : new KvioException[] {pageSize, start}) {
             for (String field : new String[] {"page_size", "_num_layers", "layer_start"}) {

@@ -417,7 +417,7 @@ public final class HostKvPool extends KvPool {
             }
         }
         return Kvio.submit(
-                executor.handle(),
+                executorHandle(),
                 device,
                 this,
                 deviceIndices,
@@ -430,6 +430,30 @@ public final class HostKvPool extends KvPool {
                 ctaBudget,
                 warpsPerCta,
                 skipped);
+    }
+
+    /**
+     * The handle of the executor this pool transfers with; KvioClosedException saying whose it is
+     * when that executor was closed while the pool is open (one given to Builder.executor).
+     */
+    private long executorHandle() {
+        try {
+            return executor.handle();
+        } catch (KvioClosedException e) {
+            KvioClosedException out =
+                    new KvioClosedException(
+                            "this host pool's "
+                                    + executor.backend().userName()
+                                    + " executor was closed while the pool is open"
+                                    + (ownsExecutor
+                                            ? " (through executor().close(); the pool closes its"
+                                                    + " own executor when it is closed)"
+                                            : ": keep the executor given to"
+                                                    + " HostKvPool.Builder.executor(...) open until"
+                                                    + " the pool is closed"));
+            out.initCause(e);
+            throw out;
+        }
     }
 
     private Transfer submitLoad(
@@ -472,7 +496,7 @@ public final class HostKvPool extends KvPool {
             // Moves nothing, but its arguments are checked as a held layer's would be (host layer
             // 0 stands in for the one not held): bad indices fail here, not only once it is held.
             Kvio.check(
-                    executor.handle(),
+                    executorHandle(),
                     this,
                     device,
                     hostIndices,
@@ -487,7 +511,7 @@ public final class HostKvPool extends KvPool {
             return Transfer.completed(new long[] {deviceLayer});
         }
         return Kvio.submit(
-                executor.handle(),
+                executorHandle(),
                 this,
                 device,
                 hostIndices,

@@ -265,6 +265,35 @@ public class RejectionTest extends CpuPoolsFixture {
                 "closed");
     }
 
+    /** A host pool whose executor was closed under it says whose executor it is. */
+    @Test
+    public void hostPoolWhoseExecutorWasClosed() {
+        KvioExecutor given = KvioExecutor.create(IoBackend.CPU, 1);
+        HostKvPool withGiven =
+                open(
+                        HostKvPool.builder()
+                                .forDevice(device)
+                                .layout(KvLayout.PAGE_FIRST)
+                                .pages(4)
+                                .executor(given)
+                                .build());
+        given.close();
+        assertRejected(
+                KvioClosedException.class,
+                () -> withGiven.backup(device).deviceIndices(3).hostIndices(0).submit(),
+                buffers(withGiven),
+                "this host pool's cpu executor was closed while the pool is open",
+                "keep the executor given to HostKvPool.Builder.executor(...) open");
+        HostKvPool owning = open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 4));
+        owning.executor().close();
+        assertRejected(
+                KvioClosedException.class,
+                () -> owning.load(device, 1).hostIndices(0).deviceIndices(3).submit(),
+                buffers(owning),
+                "this host pool's cpu executor was closed",
+                "through executor().close()");
+    }
+
     // ---- names ----
 
     @Test

@@ -302,7 +302,7 @@ SubmitForm submitForm(uint64_t seed) {
   f.with = true;
   kvio_submit_options o{};
   o.struct_size = sizeof o;
-  o.flags = static_cast<uint32_t>((seed >> 8) & 1);
+  o.flags = static_cast<uint32_t>((seed >> 8) & 3);  // the overlap mark, queue-only, both
   o.cta_budget = static_cast<int32_t>((seed >> 16) & 0xffff) - 8;  // -8 to 65527
   o.warps_per_cta = static_cast<int32_t>((seed >> 32) % 35) - 2;   // -2 to 32
   o.indices_memory = KVIO_INDICES_HOST;
@@ -312,7 +312,7 @@ SubmitForm submitForm(uint64_t seed) {
   if (form >= 224) {
     f.expected = KVIO_STATUS_INVALID_ARGUMENT;
     switch (form % 8) {
-      case 0: o.flags |= 2u << (r % 31); break;
+      case 0: o.flags |= 4u << (r % 30); break;  // a bit past the known flags
       case 1: o.cta_budget = 65536 + static_cast<int32_t>(r % 1000); break;
       case 2: o.warps_per_cta = 33 + static_cast<int32_t>(r % 100); break;
       case 3: o.indices_memory = r % 2 ? -1 - static_cast<int32_t>(r % 7) : 2; break;

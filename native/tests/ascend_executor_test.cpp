@@ -212,6 +212,80 @@ TEST_F(AscendExecutorTest, PerLayerLoadMovesThatLayerOnly) {
   }
 }
 
+// 'auto' on a machine with an NPU and no usable CUDA GPU (here the emulated NPU): a transfer of NPU
+// memory runs on kernel_ascend, any other on the cpu backend, and kvio_transfer_info says which;
+// every byte against the oracle. It used to be cpu alone there, which refuses NPU memory: auto
+// could not move the pools an NPU engine has. Refusals name what auto runs here.
+TEST_F(AscendExecutorTest, AutoRunsNpuTransfersOnKernelAscendAndTheOthersOnCpu) {
+  if (kvio_backend_available(KVIO_BACKEND_KERNEL) == KVIO_STATUS_OK) {
+    GTEST_SKIP() << "a CUDA GPU is usable: auto runs kernel, direct or staged there";
+  }
+  std::mt19937_64 rng(21);
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 4, 8, 4, 2, 64};
+  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 4, 8, 4, 2, 64};
+  NpuPool device(dg);
+  TestPool pinned = pinnedHost(hg);
+  TestPool pageable(hg);
+  const auto run = [&](kvio::Executor& ex, TestPool& src, TestPool& dst, int32_t ioBackend,
+                       int32_t chosen, bool npuCopies) {
+    SeededPair pools(src, dst, rng);
+    const std::vector<int64_t> from = expandPages({1, 6}, 4), to = expandPages({7, 2}, 4);
+    acl().reset();
+    kvio::Transfer t = kvio::transferAllLayers(ex, src.pool(), dst.pool(), from, to);
+    t.wait();
+    const kvio_transfer_info info = t.info();
+    EXPECT_EQ(info.io_backend, ioBackend);
+    EXPECT_EQ(info.chosen_backend, chosen);
+    EXPECT_EQ(acl().counts().copyCalls() > 0, npuCopies);
+    uint64_t event = 0;
+    EXPECT_EQ(kvio_transfer_ascend_event(t.handle(), &event) == KVIO_STATUS_OK, npuCopies);
+    pools.expect(from, to, 0, 0, dg.L);
+    EXPECT_TRUE(pools.check());
+  };
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "kvio_executor_create(auto)" : "kvio_executor_create_on_npu");
+    kvio::Executor ex = round == 0 ? kvio::Executor(kvio::IoBackend::Auto, 2)
+                                   : kvio::Executor::npu(kvio::IoBackend::Auto, 0);
+    if (round == 0) {
+      EXPECT_EQ(ex.threads(), 2);  // the cpu candidate's
+    }
+    EXPECT_NE(ex.ascendStream(), 0u);
+    const int32_t a = KVIO_BACKEND_AUTO;
+    run(ex, device.pool, pinned, a, KVIO_BACKEND_KERNEL_ASCEND, true);  // backup
+    run(ex, pinned, device.pool, a, KVIO_BACKEND_KERNEL_ASCEND, true);  // load
+    run(ex, pinned, pageable, a, KVIO_BACKEND_CPU, false);              // host to host: cpu
+    // NPU memory with pageable host memory: kernel_ascend's reason, through auto's words.
+    const std::vector<int64_t> one{3};
+    const kvio_transfer_desc desc{device.pool.pool().handle(),
+                                  pageable.pool().handle(),
+                                  one.data(),
+                                  one.data(),
+                                  1,
+                                  0,
+                                  0,
+                                  dg.L};
+    uint64_t transfer = 0;
+    EXPECT_REJECTED(kvio_submit(ex.handle(), &desc, &transfer), KVIO_STATUS_UNSUPPORTED,
+                    "the 'auto' io backend (here: cpu, or kernel_ascend for NPU memory)",
+                    "pageable host memory", "'kernel_ascend'");
+    EXPECT_REJECTED(kvio_executor_set_launch(ex.handle(), 2, 8), KVIO_STATUS_UNSUPPORTED,
+                    "cpu, or kernel_ascend for NPU memory");
+    EXPECT_EQ(transfer, 0u);
+  }
+  uint64_t out = 0;
+  EXPECT_REJECTED(kvio_executor_create_on_npu(KVIO_BACKEND_CPU, 0, KVIO_ASCEND_OWN_STREAM, &out),
+                  KVIO_STATUS_INVALID_ARGUMENT, "io backend 'cpu' does not run on an Ascend NPU",
+                  "'kernel_ascend' or 'auto'");
+  EXPECT_REJECTED(kvio_executor_create_on_npu(KVIO_BACKEND_AUTO, -1, KVIO_ASCEND_OWN_STREAM, &out),
+                  KVIO_STATUS_INVALID_ARGUMENT, "device -1");
+  EXPECT_REJECTED(kvio_executor_create_on_npu(KVIO_BACKEND_AUTO, 3, KVIO_ASCEND_OWN_STREAM, &out),
+                  KVIO_STATUS_INVALID_ARGUMENT, "Ascend device 3 does not exist");
+  EXPECT_EQ(out, 0u);
+  // kernel_ascend through the same entry point is kvio_executor_create_ascend's executor.
+  kvio::Executor npu = kvio::Executor::npu(kvio::IoBackend::KernelAscend, 0);
+  run(npu, device.pool, pinned, KVIO_BACKEND_KERNEL_ASCEND, KVIO_BACKEND_KERNEL_ASCEND, true);
+}
+
 // The reference's seed case 1: layer-sharded backup of an MLA pool on kernel_ascend (the host
 // pool holds device layers [2, 6)), for each host layout MLA has.
 TEST_F(AscendExecutorTest, LayerShardedBackup) {

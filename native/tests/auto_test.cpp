@@ -412,7 +412,7 @@ TEST(AutoExecutorMemory, OnCpuAloneRefusesDeviceIndicesAndLaunchShapes) {
   kvio::AutoExecutor executor(std::move(c), AutoCalibration());
   const int64_t indices[1] = {0};
   EXPECT_EQ(executor.checkDeviceIndices(indices, indices, 1), KVIO_STATUS_UNSUPPORTED);
-  EXPECT_NE(std::string(kvio_last_error()).find("runs the cpu backend"), std::string::npos);
+  EXPECT_NE(std::string(kvio_last_error()).find("runs cpu, no GPU or NPU"), std::string::npos);
   EXPECT_EQ(executor.setKernelLaunch(4, 4), KVIO_STATUS_UNSUPPORTED);
   EXPECT_NE(std::string(kvio_last_error()).find("no launch shape"), std::string::npos);
   EXPECT_EQ(jobs, 0);
@@ -706,6 +706,23 @@ TEST(AutoMeasure, MeasureInTheEnvironmentIsNotAFileName) {
   measure = true;
   EXPECT_EQ(kvio::initialAutoCalibration(&c, &measure), KVIO_STATUS_OK);
   EXPECT_FALSE(measure);
+}
+
+// Without a GPU: Ascend device memory on either side goes to kernel_ascend when an NPU executor is
+// a candidate; everything else (host memory of every kind, Ascend pinned host memory included)
+// to cpu; without an NPU executor, everything to cpu (whose acceptMemory refuses NPU memory).
+TEST(AutoChoice, WithoutAGpuNpuMemoryGoesToKernelAscend) {
+  const int32_t kinds[] = {KVIO_MEMORY_HOST, KVIO_MEMORY_HOST_PINNED, KVIO_MEMORY_ASCEND_DEVICE,
+                           KVIO_MEMORY_ASCEND_HOST_PINNED};
+  for (int32_t src : kinds) {
+    for (int32_t dst : kinds) {
+      const bool npu = src == KVIO_MEMORY_ASCEND_DEVICE || dst == KVIO_MEMORY_ASCEND_DEVICE;
+      EXPECT_EQ(kvio::chooseWithoutGpu(src, dst, true), npu ? AutoPick::kAscend : AutoPick::kCpu)
+          << src << " -> " << dst;
+      EXPECT_EQ(kvio::chooseWithoutGpu(src, dst, false), AutoPick::kCpu) << src << " -> " << dst;
+    }
+  }
+  EXPECT_STREQ(kvio::autoPickName(AutoPick::kAscend), "kernel_ascend");
 }
 
 }  // namespace

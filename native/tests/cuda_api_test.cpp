@@ -108,6 +108,12 @@ TEST(CudaApi, ArgumentsWrongOnEveryMachineAreRefusedAsSuchEverywhere) {
                   KVIO_STATUS_INVALID_ARGUMENT, "device -1 is not an Ascend device ordinal");
   EXPECT_REJECTED(kvio_executor_create_cuda(99, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &out),
                   KVIO_STATUS_INVALID_ARGUMENT, "io_backend");
+  for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_STAGED, KVIO_BACKEND_AUTO}) {
+    EXPECT_REJECTED(kvio_executor_create_cuda(backend, 0, KVIO_CUDA_OWN_STREAM, 65536, 8, &out),
+                    KVIO_STATUS_INVALID_ARGUMENT, "launch shape 65536 CTAs x 8 warps");
+    EXPECT_REJECTED(kvio_executor_create_cuda(backend, 0, KVIO_CUDA_OWN_STREAM, 4, 33, &out),
+                    KVIO_STATUS_INVALID_ARGUMENT, "launch shape 4 CTAs x 33 warps");
+  }
   EXPECT_EQ(out, 0u);
 }
 

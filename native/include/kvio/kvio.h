@@ -259,7 +259,9 @@ KVIO_API kvio_status kvio_executor_close(uint64_t executor);
  * change while this runs: kvio checks them, then reads them again to plan (or, for 'kernel', to
  * upload them). Indices another thread rewrites meanwhile still never address rows outside the
  * pools (the plan's runs are checked again, and 'kernel' checks the copy it stages for the device:
- * OUT_OF_RANGE), but which rows move is then undefined. */
+ * OUT_OF_RANGE), but which rows move is then undefined. A CUDA executor (kernel, direct, staged,
+ * auto on a GPU) whose stream is being captured into a CUDA graph refuses it with UNSUPPORTED:
+ * kvio transfers cannot be captured (docs/cuda.md). */
 KVIO_API kvio_status kvio_submit(uint64_t executor, const kvio_transfer_desc* desc,
                                  uint64_t* transfer_out);
 /* Same, with the descriptor's fields as arguments (what the Java bridge calls). */
@@ -350,7 +352,9 @@ KVIO_API kvio_status kvio_submit_with(uint64_t executor, const kvio_transfer_des
  * (they are device memory): an executor that does not take device indices is UNSUPPORTED, and
  * for one that does, when num_indices > 0, the arrays' alignment and their first and last
  * entries' memory (of the executor's device, not of a CUDA context the caller created: see
- * kvio_submit_device_indices); their values only the kernel checks, when the transfer runs. */
+ * kvio_submit_device_indices); their values only the kernel checks, when the transfer runs.
+ * Whether a CUDA executor's stream is being captured is asked by the submit only (the capture
+ * may begin or end between the two). */
 KVIO_API kvio_status kvio_check_transfer_with(uint64_t executor, const kvio_transfer_desc* desc,
                                               const kvio_submit_options* options);
 /* kvio_check_transfer_with with only flags set: runs kvio_submit_flags' checks of its arguments
@@ -639,7 +643,16 @@ KVIO_API kvio_status kvio_ascend_device_count(int32_t* count_out);
  * kvio_executor_create(KVIO_BACKEND_KERNEL_ASCEND, ...) means device 0, own stream. */
 KVIO_API kvio_status kvio_executor_create_ascend(int32_t device, uint64_t stream,
                                                  uint64_t* executor_out);
-/* The aclrtStream a kernel_ascend executor orders its work on. */
+/* An executor of io backend `io_backend` on NPU `device` ordering its NPU work on `stream`:
+ * KVIO_BACKEND_KERNEL_ASCEND (kvio_executor_create_ascend), or KVIO_BACKEND_AUTO on a machine with
+ * NPUs and no usable CUDA GPU: transfers of Ascend device memory run on kernel_ascend there, the
+ * others on the cpu backend (one io thread per core). kvio_executor_create(KVIO_BACKEND_AUTO, ...)
+ * on such a machine means NPU 0, own stream. UNSUPPORTED for auto where a CUDA GPU is usable
+ * (auto runs on it: kvio_executor_create_cuda); INVALID_ARGUMENT for other io backends or a
+ * negative device; UNAVAILABLE without CANN or an NPU. */
+KVIO_API kvio_status kvio_executor_create_on_npu(int32_t io_backend, int32_t device,
+                                                 uint64_t stream, uint64_t* executor_out);
+/* The aclrtStream a kernel_ascend executor (or an auto one on an NPU) orders its work on. */
 KVIO_API kvio_status kvio_executor_ascend_stream(uint64_t executor, uint64_t* stream_out);
 /* The aclrtEvent recorded after a kernel_ascend transfer's work on its stream (another stream can
  * aclrtStreamWaitEvent on it, e.g. to start layer i as soon as its load lands). Valid until

@@ -675,6 +675,13 @@ class Executor {
     check(kvio_executor_create_ascend(device, stream, &handle));
     return Executor(handle);
   }
+  /// An executor of `backend` (KernelAscend, or Auto on a machine with NPUs and no usable CUDA
+  /// GPU) on NPU `device`, on `stream` (kvio_executor_create_on_npu).
+  static Executor npu(IoBackend backend, int32_t device, uint64_t stream = KVIO_ASCEND_OWN_STREAM) {
+    uint64_t handle = 0;
+    check(kvio_executor_create_on_npu(static_cast<int32_t>(backend), device, stream, &handle));
+    return Executor(handle);
+  }
   Executor(Executor&& other) noexcept
       : handle_(std::exchange(other.handle_, 0)), closed_(std::exchange(other.closed_, false)) {}
   Executor& operator=(Executor&& other) noexcept {

@@ -1,6 +1,7 @@
 // The Ascend entry points of the C ABI that go through the handle registries: an executor of
-// the kernel_ascend io backend on an NPU and stream, its stream, and a transfer's completion
-// event. (kvio_ascend_device_count is in ascend_backend.cpp, beside the ACL runtime.)
+// the kernel_ascend io backend (or of auto, without a GPU) on an NPU and stream, its stream, and a
+// transfer's completion event. (kvio_ascend_device_count is in ascend_backend.cpp, beside the ACL
+// runtime.)
 #include "../core/entry.hpp"
 
 using namespace kvio;
@@ -19,6 +20,30 @@ kvio_status kvio_executor_create_ascend(int32_t device, uint64_t stream, uint64_
       },
       [&](std::unique_ptr<Executor>* executor) {
         return backendOps(KVIO_BACKEND_KERNEL_ASCEND)->createAscend(device, stream, executor);
+      });
+}
+
+kvio_status kvio_executor_create_on_npu(int32_t io_backend, int32_t device, uint64_t stream,
+                                        uint64_t* executor_out) {
+  return openExecutor(
+      io_backend, executor_out,
+      [&]() -> kvio_status {  // wrong on every machine: said before whether ACL is here
+        if (backendOps(io_backend)->createAscend == nullptr) {
+          return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                      "io backend '%s' does not run on an Ascend NPU (NPU io backends: %s)",
+                      kvio_name(KVIO_NAME_BACKEND, io_backend),
+                      ioBackendsWhere([](const BackendOps& o) {
+                        return o.createAscend != nullptr;
+                      }).c_str());
+        }
+        if (device < 0) {
+          return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                      "device %d is not an Ascend device ordinal (>= 0)", device);
+        }
+        return KVIO_STATUS_OK;
+      },
+      [&](std::unique_ptr<Executor>* executor) {
+        return backendOps(io_backend)->createAscend(device, stream, executor);
       });
 }
 

@@ -57,8 +57,14 @@ const char* autoPickName(AutoPick pick) {
     case AutoPick::kDirect: return "direct";
     case AutoPick::kStaged: return "staged";
     case AutoPick::kCpu: return "cpu";
+    case AutoPick::kAscend: return "kernel_ascend";
   }
   return "?";
+}
+
+AutoPick chooseWithoutGpu(int32_t srcMemory, int32_t dstMemory, bool ascendAvailable) {
+  const bool npu = srcMemory == KVIO_MEMORY_ASCEND_DEVICE || dstMemory == KVIO_MEMORY_ASCEND_DEVICE;
+  return npu && ascendAvailable ? AutoPick::kAscend : AutoPick::kCpu;
 }
 
 namespace {

@@ -13,9 +13,10 @@
 
 namespace kvio {
 
-/// What auto can pick. kCpu is never chosen: it is the only candidate where no GPU is present.
-enum class AutoPick : int32_t { kKernel = 0, kDirect = 1, kStaged = 2, kCpu = 3 };
-constexpr int32_t kAutoPicks = 4;
+/// What auto can pick: with a GPU kernel, direct or staged (chooseAuto); without one cpu, and
+/// kernel_ascend where an NPU is present (chooseWithoutGpu).
+enum class AutoPick : int32_t { kKernel = 0, kDirect = 1, kStaged = 2, kCpu = 3, kAscend = 4 };
+constexpr int32_t kAutoPicks = 5;
 
 enum class AutoDirection : int32_t { kHostToDevice, kDeviceToHost, kDeviceToDevice, kHostToHost };
 
@@ -73,7 +74,13 @@ uint64_t directCrossover(bool overlapsCompute, const AutoThresholds& calibration
 AutoPick chooseBelowCrossover(const AutoShape& shape, const AutoThresholds& calibration,
                               bool stagedAvailable);
 
-/// The name of a pick ("kernel", "direct", "staged", "cpu").
+/// The choice without a GPU, from the pools' memory kinds (KVIO_MEMORY_*): kernel_ascend when a
+/// side is Ascend device memory and an NPU executor is a candidate (ascendAvailable), else cpu
+/// (host memory of every kind, Ascend pinned host memory included, is the cpu backend's; Ascend
+/// device memory without an NPU executor goes to cpu, whose acceptMemory says why it cannot).
+AutoPick chooseWithoutGpu(int32_t srcMemory, int32_t dstMemory, bool ascendAvailable);
+
+/// The name of a pick ("kernel", "direct", "staged", "cpu", "kernel_ascend").
 const char* autoPickName(AutoPick pick);
 
 /// Parses the calibration file format into *out (starting from the defaults):

@@ -52,14 +52,24 @@ AutoExecutor::~AutoExecutor() {
 }
 
 int32_t AutoExecutor::threads() const {
-  if (sole() != nullptr) return sole()->threads();
-  return candidate(AutoPick::kKernel)->threads();
+  return onGpu() ? candidate(AutoPick::kKernel)->threads() : cpu()->threads();
+}
+
+const char* AutoExecutor::runs() const {
+  if (onGpu()) return "kernel, direct or staged on a GPU";
+  return candidate(AutoPick::kAscend) != nullptr ? "cpu, or kernel_ascend for NPU memory"
+                                                 : "cpu, no GPU or NPU";
 }
 
 void AutoExecutor::submit(std::shared_ptr<Job> job) {
   for (Candidate& c : candidates_) {
     if (c.executor != nullptr && c.ioBackend == job->ioBackend) {
+      // Without a GPU this executor says it marks starts itself (cpu does); a candidate that
+      // does not (kernel_ascend: issued now) has its start marked here, as the core would.
+      const std::shared_ptr<TransferState> state =
+          !onGpu() && !c.executor->marksStart() ? job->state : nullptr;
       c.executor->submit(std::move(job));
+      if (state != nullptr) state->markStarted();
       // The others retire finished jobs only in their own submit or drain: one left idle would
       // keep its last jobs' plans, events and staging until the executor closes. The job is
       // handed over now, so nothing may leave this submit as an exception (the core would take
@@ -87,9 +97,10 @@ void AutoExecutor::drain() {
 }
 
 kvio_status AutoExecutor::prepare(const Transfer& transfer, Job* job, Prepared* out) const {
-  AutoPick pick = AutoPick::kCpu;
+  AutoPick pick = chooseWithoutGpu(transfer.src->memoryKind, transfer.dst->memoryKind,
+                                   candidate(AutoPick::kAscend) != nullptr);
   bool prepared = false;
-  if (sole() == nullptr) {
+  if (onGpu()) {
     pick = AutoPick::kKernel;  // device-resident indices: only the kernel reads them
     if (!transfer.deviceIndices) {
       const AutoThresholds thresholds = thresholds_.load();
@@ -133,13 +144,13 @@ kvio_status AutoExecutor::prepare(const Transfer& transfer, Job* job, Prepared* 
 }
 
 bool AutoExecutor::marksStart() const {
-  return sole() != nullptr && sole()->marksStart();
+  return !onGpu() && cpu()->marksStart();
 }
 
 kvio_status AutoExecutor::acceptDeviceIndices() const {
-  if (candidate(AutoPick::kKernel) == nullptr) {
+  if (!onGpu()) {
     return fail(KVIO_STATUS_UNSUPPORTED,
-                "device-resident indices need a GPU: this 'auto' executor runs the cpu backend");
+                "device-resident indices need a GPU: this 'auto' executor runs %s", runs());
   }
   return KVIO_STATUS_OK;
 }
@@ -153,23 +164,33 @@ kvio_status AutoExecutor::checkDeviceIndices(const int64_t* src, const int64_t* 
 kvio_status AutoExecutor::acceptMemory(MemoryPlace src, MemoryPlace dst) const {
   kvio_status first = KVIO_STATUS_OK;
   std::string reason;
-  for (const Candidate& c : candidates_) {
-    if (c.executor == nullptr) continue;
-    const kvio_status status = c.executor->acceptMemory(src, dst);
-    if (status == KVIO_STATUS_OK) return KVIO_STATUS_OK;
-    if (first == KVIO_STATUS_OK) {
-      first = status;
-      reason = lastError();
+  if (!onGpu()) {
+    // The memory kinds decide the candidate (prepare's chooseWithoutGpu): its answer, its reason.
+    const AutoPick pick =
+        chooseWithoutGpu(src.kind, dst.kind, candidate(AutoPick::kAscend) != nullptr);
+    first = candidate(pick)->acceptMemory(src, dst);
+    if (first == KVIO_STATUS_OK) return KVIO_STATUS_OK;
+    reason = lastError();
+  } else {
+    for (const Candidate& c : candidates_) {  // OK when any candidate moves these kinds
+      if (c.executor == nullptr) continue;
+      const kvio_status status = c.executor->acceptMemory(src, dst);
+      if (status == KVIO_STATUS_OK) return KVIO_STATUS_OK;
+      if (first == KVIO_STATUS_OK) {
+        first = status;
+        reason = lastError();
+      }
     }
   }
-  return fail(first, "the 'auto' io backend (here: %s) cannot move this: %s",
-              sole() != nullptr ? "cpu, no GPU" : "kernel, direct or staged on a GPU",
+  return fail(first, "the 'auto' io backend (here: %s) cannot move this: %s", runs(),
               reason.c_str());
 }
 
 bool AutoExecutor::nativeHandle(NativeHandle kind, uint64_t* out) const {
-  const Executor* first = sole() != nullptr ? sole() : candidate(AutoPick::kKernel);
-  return first->nativeHandle(kind, out);
+  for (const Candidate& c : candidates_) {
+    if (c.executor != nullptr && c.executor->nativeHandle(kind, out)) return true;
+  }
+  return false;
 }
 
 kvio_status AutoExecutor::setKernelLaunch(int32_t ctaBudget, int32_t warpsPerCta) {
@@ -177,7 +198,8 @@ kvio_status AutoExecutor::setKernelLaunch(int32_t ctaBudget, int32_t warpsPerCta
   const BackendOps* ops = backendOps(kernel.ioBackend);
   if (kernel.executor == nullptr || ops == nullptr || ops->setLaunch == nullptr) {
     return fail(KVIO_STATUS_UNSUPPORTED,
-                "this 'auto' executor runs the cpu backend, which has no launch shape");
+                "this 'auto' executor runs %s, which launch no copy kernel: no launch shape",
+                runs());
   }
   return ops->setLaunch(*kernel.executor, ctaBudget, warpsPerCta);
 }

@@ -1,6 +1,7 @@
 // The 'auto' io backend's executor: it owns its candidates' executors (kernel, direct and
-// staged, all on one device stream; or cpu alone where there is no GPU) and gives each transfer
-// to the one chooseAuto (auto_choice.hpp) picks. The backend registry (backends.cpp) creates it,
+// staged, all on one device stream; where there is no GPU, cpu, with kernel_ascend where there is
+// an NPU) and gives each transfer to the one chooseAuto or chooseWithoutGpu (auto_choice.hpp)
+// picks. The backend registry (backends.cpp) creates it,
 // through the GPU backend's creation function where a device is usable; it is generic over its
 // candidates, so the dispatch is tested on the host with cpu executors standing in (auto_test).
 #ifndef KVIO_CORE_AUTO_EXECUTOR_HPP_
@@ -40,9 +41,10 @@ class AutoExecutor : public Executor {
     int32_t ioBackend = -1;  // the KVIO_BACKEND_* reported for transfers it runs
     std::unique_ptr<Executor> executor;
   };
-  /// Candidates by AutoPick. Either cpu alone, or kernel and direct (staged optional), sharing
-  /// one stream. They are destroyed in reverse pick order after draining (direct before
-  /// kernel, so a candidate may use a stream another one owns: pass the owner as kernel).
+  /// Candidates by AutoPick. Either kernel and direct (staged optional), sharing one stream, or
+  /// cpu (kernel_ascend optional: transfers of Ascend device memory go to it). They are destroyed
+  /// in reverse pick order after draining (direct before kernel, so a candidate may use a stream
+  /// another one owns: pass the owner as kernel).
   AutoExecutor(std::array<Candidate, kAutoPicks> candidates, AutoCalibration calibration);
   ~AutoExecutor() override;
 
@@ -57,17 +59,22 @@ class AutoExecutor : public Executor {
   /// plans then). Sets job->ioBackend.
   kvio_status prepare(const Transfer& transfer, Job* job, Prepared* out) const override;
   bool marksStart() const override;
-  /// Where auto runs the cpu backend, its inline path (small transfers done in submit).
-  bool runInline(Job& job) override { return sole() != nullptr && sole()->runInline(job); }
-  /// Device-resident indices go to the kernel candidate; UNSUPPORTED when it runs cpu alone.
+  /// For a job given to the cpu candidate, its inline path (small transfers done in submit).
+  bool runInline(Job& job) override {
+    return job.ioBackend == KVIO_BACKEND_CPU && cpu() != nullptr && cpu()->runInline(job);
+  }
+  /// Device-resident indices go to the kernel candidate; UNSUPPORTED without a GPU.
   kvio_status acceptDeviceIndices() const override;
   kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst,
                                  int64_t count) const override;
-  /// OK when any candidate moves these kinds (the union), else the first candidate's reason.
+  /// With a GPU: OK when any candidate moves these kinds (the union), else the first
+  /// candidate's reason. Without: the answer of the candidate these kinds go to.
   kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const override;
+  /// The first candidate's that has one (the GPU candidates' shared stream, the NPU candidate's
+  /// stream and events).
   bool nativeHandle(NativeHandle kind, uint64_t* out) const override;
-  /// The kernel candidate's launch shape (its backend table's setLaunch); UNSUPPORTED when it
-  /// runs cpu alone.
+  /// The kernel candidate's launch shape (its backend table's setLaunch); UNSUPPORTED without a
+  /// GPU.
   kvio_status setKernelLaunch(int32_t ctaBudget, int32_t warpsPerCta);
 
   AutoCalibration calibration() const;
@@ -77,8 +84,12 @@ class AutoExecutor : public Executor {
   Executor* candidate(AutoPick pick) const {
     return candidates_[static_cast<size_t>(pick)].executor.get();
   }
-  /// The candidate every job goes to when there is no choice (cpu), else nullptr.
-  Executor* sole() const { return candidate(AutoPick::kCpu); }
+  /// The GPU candidates (kernel, direct, staged) are present.
+  bool onGpu() const { return candidate(AutoPick::kKernel) != nullptr; }
+  /// The cpu candidate (without a GPU), else nullptr.
+  Executor* cpu() const { return candidate(AutoPick::kCpu); }
+  /// What this executor runs, for messages ("kernel, direct or staged on a GPU", ...).
+  const char* runs() const;
 
   std::array<Candidate, kAutoPicks> candidates_;
   mutable std::mutex mutex_;  // guards calibration_ and serialises stores to thresholds_

@@ -69,8 +69,28 @@ kvio_status createCudaAutoExecutor(const CudaExecutorConfig&, std::unique_ptr<Ex
 #endif
 
 // 'auto' is always available: with a usable CUDA driver and device it chooses among kernel,
-// direct and staged on device 0 (createCudaAutoExecutor); without, it is the cpu backend.
+// direct and staged on device 0 (createCudaAutoExecutor); without, it is the cpu backend, and
+// where an Ascend NPU is usable, kernel_ascend on NPU 0 for transfers of NPU memory.
 kvio_status autoAvailable() {
+  return KVIO_STATUS_OK;
+}
+
+// Without a GPU: cpu (`threads` io threads), and kernel_ascend on NPU `device` ordering its work
+// on `stream` when `npu` (else cpu alone).
+kvio_status createHostAutoExecutor(int32_t threads, bool npu, int32_t device, uint64_t stream,
+                                   std::unique_ptr<Executor>* out) {
+  AutoCalibration calibration;
+  KVIO_RETURN_IF_ERROR(initialAutoCalibration(&calibration));
+  std::array<AutoExecutor::Candidate, kAutoPicks> candidates;
+  AutoExecutor::Candidate& cpu = candidates[static_cast<size_t>(AutoPick::kCpu)];
+  cpu.ioBackend = KVIO_BACKEND_CPU;
+  KVIO_RETURN_IF_ERROR(cpuBackendOps().create(threads, &cpu.executor));
+  if (npu) {
+    AutoExecutor::Candidate& ascend = candidates[static_cast<size_t>(AutoPick::kAscend)];
+    ascend.ioBackend = KVIO_BACKEND_KERNEL_ASCEND;
+    KVIO_RETURN_IF_ERROR(ascendBackendOps().createAscend(device, stream, &ascend.executor));
+  }
+  *out = std::make_unique<AutoExecutor>(std::move(candidates), std::move(calibration));
   return KVIO_STATUS_OK;
 }
 
@@ -78,14 +98,20 @@ kvio_status autoCreate(int32_t threads, std::unique_ptr<Executor>* out) {
   if (backendOps(KVIO_BACKEND_KERNEL)->available() == KVIO_STATUS_OK) {
     return createCudaAutoExecutor(CudaExecutorConfig(), out);
   }
-  AutoCalibration calibration;
-  KVIO_RETURN_IF_ERROR(initialAutoCalibration(&calibration));
-  std::array<AutoExecutor::Candidate, kAutoPicks> candidates;
-  AutoExecutor::Candidate& cpu = candidates[static_cast<size_t>(AutoPick::kCpu)];
-  cpu.ioBackend = KVIO_BACKEND_CPU;
-  KVIO_RETURN_IF_ERROR(cpuBackendOps().create(threads, &cpu.executor));
-  *out = std::make_unique<AutoExecutor>(std::move(candidates), std::move(calibration));
-  return KVIO_STATUS_OK;
+  const bool npu = ascendBackendOps().available() == KVIO_STATUS_OK;
+  return createHostAutoExecutor(threads, npu, 0, KVIO_ASCEND_OWN_STREAM, out);
+}
+
+// kvio_executor_create_ascend_auto: on a machine with NPUs and no GPU, auto on NPU `device`.
+kvio_status autoCreateAscend(int32_t device, uint64_t stream, std::unique_ptr<Executor>* out) {
+  if (backendOps(KVIO_BACKEND_KERNEL)->available() == KVIO_STATUS_OK) {
+    return fail(KVIO_STATUS_UNSUPPORTED,
+                "this machine has a usable CUDA GPU, so 'auto' runs kernel, direct or staged "
+                "on it: create it with kvio_executor_create_cuda, or use 'kernel_ascend' for "
+                "the NPU");
+  }
+  KVIO_RETURN_IF_ERROR(ascendBackendOps().available());
+  return createHostAutoExecutor(0, true, device, stream, out);
 }
 
 kvio_status autoSetLaunch(Executor& executor, int32_t ctaBudget, int32_t warpsPerCta) {
@@ -95,7 +121,7 @@ kvio_status autoSetLaunch(Executor& executor, int32_t ctaBudget, int32_t warpsPe
 // Device-resident indices and launch settings go to its kernel candidate (AutoExecutor says
 // UNSUPPORTED when it runs the cpu backend).
 const BackendOps kAuto{KVIO_BACKEND_AUTO, autoAvailable, autoCreate,   createCudaAutoExecutor,
-                       nullptr,           true,          autoSetLaunch};
+                       autoCreateAscend,  true,          autoSetLaunch};
 
 }  // namespace
 

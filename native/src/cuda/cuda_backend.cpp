@@ -134,6 +134,7 @@ EventCompletion::~EventCompletion() {
 bool EventCompletion::query() {
   if (error_.load() != cudaSuccess) return true;
   DeviceScope scope(device_);
+  const RelaxedCapture relaxed;  // after the scope: nothing runs before the device is chosen
   const cudaError_t error = cudaEventQuery(event_);
   if (error == cudaErrorNotReady) {
     // Not an error, but a runtime that kept it as the thread's last error would have the next
@@ -147,6 +148,7 @@ bool EventCompletion::query() {
 
 void EventCompletion::synchronize() {
   DeviceScope scope(device_);
+  const RelaxedCapture relaxed;
   const cudaError_t error = cudaEventSynchronize(event_);
   int expected = cudaSuccess;
   if (error != cudaSuccess) error_.compare_exchange_strong(expected, error);
@@ -256,15 +258,24 @@ kvio_status CudaExecutor::refuseCapture() const {
   DeviceScope scope(device_);  // the legacy stream is the current device's
   KVIO_CUDA_TRY(scope.error(), "selecting CUDA device %d", device_);
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  KVIO_CUDA_TRY(cudaStreamIsCapturing(stream_, &capture),
-                "checking whether the '%s' executor's stream %p is being captured", name_,
+  const cudaError_t queried = cudaStreamIsCapturing(stream_, &capture);
+  if (queried == cudaErrorStreamCaptureImplicit) {  // the legacy stream, during a capture
+    cudaGetLastError();
+    return fail(KVIO_STATUS_UNSUPPORTED,
+                "the '%s' executor's stream is the legacy default stream, which a stream "
+                "capture on device %d makes unusable (cudaStreamIsCapturing: "
+                "cudaErrorStreamCaptureImplicit); kvio transfers cannot be captured: submit it "
+                "before or after the capture",
+                name_, device_);
+  }
+  KVIO_CUDA_TRY(queried, "checking whether the '%s' executor's stream %p is being captured", name_,
                 static_cast<void*>(stream_));
   if (capture == cudaStreamCaptureStatusNone) return KVIO_STATUS_OK;
   return fail(KVIO_STATUS_UNSUPPORTED,
               "the '%s' executor's stream %p is %s; kvio transfers cannot be captured (kvio "
               "reuses a transfer's staging and event once it has seen the transfer complete, "
               "which a replay of the graph would still read): submit it before or after the "
-              "capture, or through an executor on a stream that is not being captured",
+              "capture",
               name_, static_cast<void*>(stream_),
               capture == cudaStreamCaptureStatusActive
                   ? "being captured into a CUDA graph"
@@ -278,7 +289,8 @@ kvio_status CudaExecutor::prepare(const Transfer& transfer, Job* job, Prepared* 
 
 void CudaExecutor::submit(std::shared_ptr<Job> job) {
   std::lock_guard<std::mutex> lock(mutex_);
-  DeviceScope scope(device_);  // before reap's queries, on whatever thread submits
+  DeviceScope scope(device_);    // before reap's queries, on whatever thread submits
+  const RelaxedCapture relaxed;  // reap's queries, event creation, staging allocation
   reap();
   if (scope.error() != cudaSuccess) {
     job->state->complete(KVIO_STATUS_BACKEND_ERROR,
@@ -395,6 +407,7 @@ void CudaExecutor::retireFinished() {
   if (!lock.owns_lock()) return;
   DeviceScope scope(device_);                // for reap's queries, on whatever thread submits
   if (scope.error() != cudaSuccess) return;  // the next submit or drain reports it
+  const RelaxedCapture relaxed;
   reap();
 }
 
@@ -480,6 +493,7 @@ kvio_status CudaExecutor::acquireSlot(uint64_t bytes, bool withDevice, StagingSl
 void CudaExecutor::drain() {
   std::lock_guard<std::mutex> lock(mutex_);
   DeviceScope scope(device_);
+  const RelaxedCapture relaxed;
   while (retireOldest()) {
   }
 }

@@ -59,6 +59,34 @@ class DeviceScope : public BasicDeviceScope<CudaDeviceApi> {
   explicit DeviceScope(int32_t device) : BasicDeviceScope(cudaDeviceApi(), device) {}
 };
 
+/// The calling thread's stream-capture mode relaxed while it lives, the thread's own put back
+/// after. kvio's event queries and synchronisations, its event creation and its staging
+/// allocations touch no captured stream, but CUDA forbids such calls ("potentially unsafe") on
+/// every thread while a stream is captured in global mode (the default of cudaStreamBeginCapture
+/// and of torch.cuda.graph), and on the capturing thread in thread-local mode: they would fail
+/// and invalidate the caller's capture. PyTorch's allocator and its NCCL watchdog do the same.
+/// Work on a captured stream is still captured: a submit to one is refused before (refuseCapture).
+class RelaxedCapture {
+ public:
+  RelaxedCapture() {
+    if (cudaThreadExchangeStreamCaptureMode(&mode_) != cudaSuccess) {
+      cudaGetLastError();
+      exchanged_ = false;
+    }
+  }
+  ~RelaxedCapture() {
+    if (exchanged_ && cudaThreadExchangeStreamCaptureMode(&mode_) != cudaSuccess) {
+      cudaGetLastError();
+    }
+  }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;  // then the thread's own
+  bool exchanged_ = true;
+};
+
 }  // namespace cuda
 }  // namespace kvio
 

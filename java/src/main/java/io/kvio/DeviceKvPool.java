@@ -3,8 +3,8 @@
  * (one buffer, one buffer per component, or one buffer per layer). kvio can allocate it (on the
  * cpu backend "device" memory is host memory kvio allocates, which makes the whole path testable
  * without a device; on kernel, direct, staged and auto with a GPU it is memory of a CUDA device
- * (auto without one: host memory, as cpu), on kernel_ascend of an
- * Ascend NPU: device 0 unless a device is given) or wrap memory the serving engine owns (device
+ * (auto without one: NPU memory where an Ascend NPU is usable, as kernel_ascend, else host memory,
+ * as cpu), on kernel_ascend of an Ascend NPU: device 0 unless a device is given) or wrap memory the serving engine owns (device
  * addresses of that device, e.g. a framework's tensors). Transfers move pools of one device with
  * an executor of that device (KvioExecutor.onDevice).
  */
@@ -27,8 +27,9 @@ public final class DeviceKvPool extends KvPool {
     /**
      * Allocates a device pool on {@code backend}: GPU memory of CUDA device 0 (cudaMalloc, zeroed)
      * for kernel, direct, staged and auto on a machine with a GPU; NPU memory of Ascend device 0
-     * (aclrtMalloc, zeroed) for kernel_ascend; host memory kvio allocates on cpu (and auto without
-     * a GPU). KvioUnavailableException with the native cause when the backend is absent here.
+     * (aclrtMalloc, zeroed) for kernel_ascend (and auto on a machine with NPUs and no GPU); host
+     * memory kvio allocates on cpu (and auto without a GPU or NPU). KvioUnavailableException with
+     * the native cause when the backend is absent here.
      */
     public static DeviceKvPool allocate(PoolSpec spec, IoBackend backend) {
         return allocate(spec, backend, defaultDevice(backend));
@@ -110,12 +111,13 @@ public final class DeviceKvPool extends KvPool {
     /**
      * Wraps a direct, writable ByteBuffer, from its position to its limit, holding all components
      * in order (as {@link #wrap(PoolSpec, long, long, IoBackend)}): for the backends whose device
-     * pools are host memory, cpu and auto without a GPU (a CPU-only engine's KV cache, tests). The
-     * buffer stays reachable while the pool is open and, after it is closed, until kvio no longer
-     * uses its memory. Heap and read-only buffers are refused (KvioInvalidArgumentException); on
-     * Java 22+ a view of a MemorySegment whose arena is closed gives KvioClosedException, here and
-     * at every later use of the pool that would touch the memory. On the device backends a
-     * ByteBuffer cannot be device memory: KvioUnsupportedException (wrap the device addresses).
+     * pools are host memory, cpu and auto without a GPU or NPU (a CPU-only engine's KV cache,
+     * tests). The buffer stays reachable while the pool is open and, after it is closed, until kvio
+     * no longer uses its memory. Heap and read-only buffers are refused
+     * (KvioInvalidArgumentException); on Java 22+ a view of a MemorySegment whose arena is closed
+     * gives KvioClosedException, here and at every later use of the pool that would touch the
+     * memory. On the device backends a ByteBuffer cannot be device memory: KvioUnsupportedException
+     * (wrap the device addresses).
      */
     public static DeviceKvPool wrap(PoolSpec spec, ByteBuffer memory, IoBackend backend) {
         Objects.requireNonNull(spec, "spec");

@@ -905,10 +905,11 @@ public final class HostKvPool extends KvPool {
 
         /**
          * The device pool's memory (asked natively: kind and device) must be what {@code backend}
-         * moves on the device side: host memory for cpu (and auto without a GPU), CUDA device
-         * memory for kernel, direct, staged (and auto with one), Ascend device memory for
-         * kernel_ascend. Which backend allocated the device pool does not matter. Refused with
-         * KvioUnsupportedException, as a transfer between the pools would be (native UNSUPPORTED).
+         * moves on the device side: host memory for cpu (and auto without a GPU or NPU), CUDA
+         * device memory for kernel, direct, staged (and auto with a GPU), Ascend device memory for
+         * kernel_ascend (and auto with an NPU and no GPU). Which backend allocated the device pool
+         * does not matter. Refused with KvioUnsupportedException, as a transfer between the pools
+         * would be (native UNSUPPORTED).
          */
         private static void checkDeviceMemory(DeviceKvPool device, IoBackend backend) {
             int kind = NativeBridge.poolMemoryKind(device.handle());

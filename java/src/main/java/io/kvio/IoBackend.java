@@ -2,7 +2,8 @@
  * The io backends (the reference's --hicache-io-backend names): cpu (multithreaded memcpy, always
  * built), kernel (CUDA SM copy kernels), direct (CUDA copy engine), kernel_ascend (Ascend ACL),
  * auto (per transfer kernel, direct or staged on a CUDA device, chosen by the transfer's row sizes,
- * its size and the overlaps-compute mark, docs/cuda.md; where no CUDA device is usable, cpu),
+ * its size and the overlaps-compute mark, docs/cuda.md; where no CUDA device is usable, cpu, with
+ * kernel_ascend for the transfers of NPU memory where an Ascend NPU is usable),
  * staged (CUDA: a device gather/scatter through a staging buffer, then large copy-engine copies;
  * host to device and device to host only).
  * Availability is answered natively (kvio_backend_available) with the cause when absent.
@@ -86,13 +87,22 @@ public enum IoBackend {
     /**
      * The memory domain this backend runs in on this machine: itself, except AUTO, which is KERNEL
      * where a CUDA device is usable (standing for the CUDA backends: auto picks kernel, direct or
-     * staged per transfer, see {@link Transfer#backend()}), else CPU.
+     * staged per transfer, see {@link Transfer#backend()}), else KERNEL_ASCEND where an Ascend NPU
+     * is usable (its device pools are NPU memory and its host pools ACL-pinned memory; transfers
+     * between host pools run on cpu), else CPU.
      */
     public IoBackend resolved() {
         if (this != AUTO) {
             return this;
         }
-        return KERNEL.isAvailable() ? KERNEL : CPU;
+        return resolveAuto(KERNEL.isAvailable(), KERNEL_ASCEND.isAvailable());
+    }
+
+    /**
+     * What AUTO resolves to where a CUDA device ({@code cuda}) or an NPU ({@code npu}) is usable.
+     */
+    static IoBackend resolveAuto(boolean cuda, boolean npu) {
+        return cuda ? KERNEL : npu ? KERNEL_ASCEND : CPU;
     }
 
     /**
@@ -104,9 +114,12 @@ public enum IoBackend {
         return r == KERNEL || r == DIRECT || r == STAGED;
     }
 
-    /** Whether this backend runs on an Ascend NPU (kernel_ascend). */
+    /**
+     * Whether this backend runs on an Ascend NPU (kernel_ascend; auto where an NPU and no CUDA
+     * device is usable).
+     */
     public boolean isAscend() {
-        return this == KERNEL_ASCEND;
+        return resolved() == KERNEL_ASCEND;
     }
 
     /** Whether this backend runs on a device (CUDA or Ascend), i.e. is not cpu. */

@@ -174,13 +174,6 @@ public abstract class KvPool implements AutoCloseable {
         return buffer;
     }
 
-    /**
-     * Keeps wrapped caller memory (a buffer or segment) reachable while the pool is open and, once
-     * it is closed, until kvio no longer uses it (Closer.memory). {@code alive} (null: always)
-     * tells whether that memory still exists: a MemorySegment's arena, or on Java 22+ that of the
-     * segment a ByteBuffer views, can be closed while the object is reachable. {@code name} says
-     * what it is, for messages.
-     */
     /** A direct, writable ByteBuffer a pool may wrap: its memory from position to limit. */
     static final class WrappableBuffer {
         final long address;
@@ -221,6 +214,13 @@ public abstract class KvPool implements AutoCloseable {
         return new WrappableBuffer(address, memory.remaining(), alive);
     }
 
+    /**
+     * Keeps wrapped caller memory (a buffer or segment) reachable while the pool is open and, once
+     * it is closed, until kvio no longer uses it (Closer.memory). {@code alive} (null: always)
+     * tells whether that memory still exists: a MemorySegment's arena, or on Java 22+ that of the
+     * segment a ByteBuffer views, can be closed while the object is reachable. {@code name} says
+     * what it is, for messages.
+     */
     void keepReachable(Object memory, BooleanSupplier alive, String name) {
         closer.memory = memory;
         this.memoryAlive = alive;

@@ -261,8 +261,11 @@ final class KvioNative {
             int warpsPerCta,
             @Cast("uint64_t*") long executorOut);
 
-    static native int kvio_executor_create_ascend(
-            int device, @Cast("uint64_t") long stream, @Cast("uint64_t*") long executorOut);
+    static native int kvio_executor_create_on_npu(
+            int ioBackend,
+            int device,
+            @Cast("uint64_t") long stream,
+            @Cast("uint64_t*") long executorOut);
 
     static native int kvio_executor_threads(
             @Cast("uint64_t") long executor, @Cast("int32_t*") long threadsOut);

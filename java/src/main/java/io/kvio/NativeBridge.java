@@ -432,8 +432,10 @@ final class NativeBridge {
      */
     static long executorCreateOnDevice(IoBackend backend, int device, long stream) {
         Scratch s = SCRATCH.get();
-        if (backend.isAscend()) {
-            check(KvioNative.kvio_executor_create_ascend(device, stream, s.address + OUT0));
+        if (backend.isAscend()) { // kernel_ascend, or auto on a machine with NPUs and no GPU
+            check(
+                    KvioNative.kvio_executor_create_on_npu(
+                            backend.nativeValue(), device, stream, s.address + OUT0));
         } else {
             check(
                     KvioNative.kvio_executor_create_cuda(

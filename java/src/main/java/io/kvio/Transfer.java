@@ -164,7 +164,10 @@ public final class Transfer implements AutoCloseable {
      * {@link #await()} that a thread interrupt ends: InterruptedException (the interrupt status
      * cleared, as the JDK's blocking methods do) when the thread is interrupted before or while it
      * waits. The transfer is not cancelled: its copies go on, and it can be awaited or closed
-     * later. An interrupt is seen within about 10 ms.
+     * later. An interrupt is seen within about 10 ms: the wait is made of timed native waits, so on
+     * the device backends it polls the transfer's event as {@link #await(long, TimeUnit)} does.
+     * Unlike {@link #await()}, whose native wait outlives a close() from another thread, a close()
+     * during this wait ends it with KvioClosedException.
      */
     public void awaitInterruptibly() throws InterruptedException {
         while (!awaitInterruptibly(Long.MAX_VALUE, TimeUnit.NANOSECONDS)) {
@@ -180,14 +183,16 @@ public final class Transfer implements AutoCloseable {
         Objects.requireNonNull(unit, "unit");
         long remaining = Math.max(0, unit.toNanos(timeout));
         long deadline = System.nanoTime() + remaining;
+        boolean awaiting = false; // a slice has waited: a close from now on came while awaited
         for (; ; ) {
             if (Thread.interrupted()) {
                 throw new InterruptedException("interrupted while awaiting a kvio transfer");
             }
             // The native wait cannot be interrupted: it waits in slices, checking in between.
-            if (waitNs(Math.min(remaining, INTERRUPT_CHECK_NS))) {
+            if (waitNs(Math.min(remaining, INTERRUPT_CHECK_NS), awaiting)) {
                 return true;
             }
+            awaiting = true;
             remaining = deadline - System.nanoTime();
             if (remaining <= 0) {
                 return false;
@@ -202,12 +207,20 @@ public final class Transfer implements AutoCloseable {
             TimeUnit.MILLISECONDS.toNanos(INTERRUPT_CHECK_MS);
 
     private boolean waitNs(long timeoutNs) {
+        return waitNs(timeoutNs, false);
+    }
+
+    /** {@code awaited}: an earlier slice of the same wait has waited (awaitInterruptibly). */
+    private boolean waitNs(long timeoutNs, boolean awaited) {
         synchronized (lock) {
             if (done) {
                 return finish();
             }
             if (released) {
-                throw new KvioClosedException("this transfer was closed before it was awaited");
+                throw new KvioClosedException(
+                        awaited
+                                ? "this transfer was closed while it was awaited"
+                                : "this transfer was closed before it was awaited");
             }
             if (ranOnCpu) {
                 done = true;

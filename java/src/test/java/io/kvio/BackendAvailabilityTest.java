@@ -52,6 +52,26 @@ public class BackendAvailabilityTest {
         assertEquals(IoBackend.CPU.hostMemoryKind(), KvioNative.KVIO_MEMORY_HOST);
     }
 
+    /**
+     * What auto stands for: the CUDA backends where a CUDA device is usable, else kernel_ascend
+     * where an Ascend NPU is, else cpu (the rule, for each machine; and what it is here).
+     */
+    @Test
+    public void autoResolvesToTheHardwareThere() {
+        assertEquals(IoBackend.resolveAuto(true, false), IoBackend.KERNEL);
+        assertEquals(IoBackend.resolveAuto(true, true), IoBackend.KERNEL);
+        assertEquals(IoBackend.resolveAuto(false, true), IoBackend.KERNEL_ASCEND);
+        assertEquals(IoBackend.resolveAuto(false, false), IoBackend.CPU);
+        IoBackend here =
+                IoBackend.resolveAuto(
+                        IoBackend.KERNEL.isAvailable(), IoBackend.KERNEL_ASCEND.isAvailable());
+        assertEquals(IoBackend.AUTO.resolved(), here);
+        assertEquals(IoBackend.AUTO.isCuda(), here == IoBackend.KERNEL);
+        assertEquals(IoBackend.AUTO.isAscend(), here == IoBackend.KERNEL_ASCEND);
+        assertEquals(IoBackend.AUTO.deviceMemoryKind(), here.deviceMemoryKind());
+        assertEquals(IoBackend.AUTO.hostMemoryKind(), here.hostMemoryKind());
+    }
+
     @Test
     public void cudaBackendsUnavailableWithCause() {
         if (cudaPresent()) {

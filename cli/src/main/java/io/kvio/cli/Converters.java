@@ -20,7 +20,8 @@ import picocli.CommandLine.TypeConversionException;
 final class Converters {
     /**
      * The io backends a sweep runs when none is named: every concrete one. auto only runs one of
-     * them per transfer (cpu without a GPU); name it to include it.
+     * them per transfer (without a GPU cpu, or kernel_ascend for NPU memory); name it to include
+     * it.
      */
     static List<IoBackend> concreteBackends() {
         List<IoBackend> out = new ArrayList<>();

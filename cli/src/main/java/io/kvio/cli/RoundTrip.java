@@ -107,7 +107,7 @@ final class RoundTrip {
                 TokenIndices hostIdx = TokenIndices.of(plan.host);
                 TokenIndices dstIdx = TokenIndices.of(plan.devDst)) {
             report.header(o, plan, executor.threads());
-            if (o.backend == IoBackend.AUTO && mirror.onDevice()) {
+            if (o.backend == IoBackend.AUTO && o.backend.isCuda()) { // its GPU crossovers
                 report.autoCalibration(executor.autoCalibration());
             }
             PoolRegion region = mirror.region;

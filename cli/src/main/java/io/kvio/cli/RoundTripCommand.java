@@ -31,10 +31,11 @@ import picocli.CommandLine.Spec;
         description = {
             "Backs up KV pages from a layer_first device pool into a host pool of each layout,"
                     + " reloads them layer by layer into other device pages, and verifies every"
-                    + " moved byte. With a GPU (io backend auto, kernel, direct or staged) the device"
-                    + " pool is device memory and the host pools pinned memory, and each layout's GB/s"
-                    + " is printed next to the ceiling: one contiguous copy of the same bytes,"
-                    + " measured in the same run. This is what runs when no command is given.",
+                    + " moved byte. With a GPU (io backend auto, kernel, direct or staged) or an"
+                    + " Ascend NPU (auto without a GPU, kernel_ascend) the device pool is device"
+                    + " memory and the host pools pinned memory, and each layout's GB/s is printed"
+                    + " next to the ceiling: one contiguous copy of the same bytes, measured in the"
+                    + " same run. This is what runs when no command is given.",
             ""
         },
         footer = {
@@ -114,9 +115,9 @@ public final class RoundTripCommand implements Callable<Integer> {
             paramLabel = "BACKEND",
             converter = Converters.Backend.class,
             description =
-                    "io backend: auto (kernel, direct or staged per transfer on CUDA device 0; cpu"
-                            + " where no CUDA device is usable), cpu, kernel, direct, kernel_ascend,"
-                            + " staged [auto]")
+                    "io backend: auto (kernel, direct or staged per transfer on CUDA device 0;"
+                            + " without one, kernel_ascend on NPU 0 where an Ascend NPU is usable,"
+                            + " else cpu), cpu, kernel, direct, kernel_ascend, staged [auto]")
     IoBackend backend = IoBackend.AUTO;
 
     @Option(

@@ -82,9 +82,12 @@ final class RoundTripReport {
         if (backend != IoBackend.AUTO) {
             return backend.userName();
         }
-        return backend.isCuda()
-                ? "auto (kernel, direct or staged per transfer, CUDA device 0)"
-                : "auto (cpu: no usable CUDA device)";
+        if (backend.isCuda()) {
+            return "auto (kernel, direct or staged per transfer, CUDA device 0)";
+        }
+        return backend.isAscend()
+                ? "auto (kernel_ascend on NPU 0 for NPU memory: no usable CUDA device)"
+                : "auto (cpu: no usable CUDA device or Ascend NPU)";
     }
 
     /** The crossovers auto chooses by (the first line says where they come from). */

@@ -64,7 +64,7 @@ struct Buffers {
 };
 
 // CANN documents that pinning pageable memory with aclrtHostRegisterV2 leads to errors on OS
-// kernels 5.10 and older: kvio refuses its wraps of caller memory there (ascend_backend.cpp).
+// kernels 5.10 and older: kvio refuses its wraps of caller memory there (ascend_memory.cpp).
 TEST(AscendHostPinning, PageableMemoryIsPinnedOnlyAboveKernel510) {
   EXPECT_FALSE(kernelPinsPageableMemory("5.10.0-60.18.0.50.oe2203.aarch64"));  // openEuler 22.03
   EXPECT_FALSE(kernelPinsPageableMemory("4.19.90-24.4.v2101.ky10.aarch64"));   // Kylin V10

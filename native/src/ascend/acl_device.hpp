@@ -22,7 +22,7 @@
 // - Calls that need a current context run under a DeviceScope: aclrtHostRegister and
 //   aclrtHostUnregister (hicann/runtime's ApiImpl::HostUnregister returns RT_ERROR_CONTEXT_NULL
 //   without one, and both act for the current context's device only: hence one host registry
-//   per device, ascend_backend.cpp), and, by the same runtime design though not checked call by
+//   per device, ascend_memory.cpp), and, by the same runtime design though not checked call by
 //   call, stream and event creation, event record, memcpy and memset, aclrtMalloc, aclrtFree
 //   and aclrtMallocHost. Event query, wait and destruction and aclrtFreeHost run without.
 // - aclGetRecentErrMsg returns and clears the calling thread's last error text

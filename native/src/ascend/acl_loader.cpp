@@ -102,7 +102,7 @@ Loaded load() {
   // Pins caller host memory (ACL_HOST_REG_PINNED); without it wrapping as pinned is refused.
   resolve(library, "aclrtHostRegisterV2", &a.hostRegisterV2, nullptr);
   // Tells caller memory that is pinned already (aclrtMallocHost) from pageable memory when
-  // wrapping (ascend_backend.cpp); without it every wrapped region is pinned with V2.
+  // wrapping (ascend_memory.cpp); without it every wrapped region is pinned with V2.
   resolve(library, "aclrtPointerGetAttributes", &a.pointerGetAttributes, nullptr);
   if (!missing.empty()) {
     l.cause = l.origin + " lacks " + missing + " (a CANN release too old for kvio)";

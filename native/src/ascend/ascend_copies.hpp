@@ -6,7 +6,7 @@
 // 1-D copies go to aclrtMemcpyBatchAsync where it was resolved (CANN >= 8.3.RC1, and only when
 // KVIO_ASCEND_BATCH=1 asks for it: acl_api.hpp; "not supported" or a refused argument turns
 // batching off for the executor and those copies go one by one), else aclrtMemcpyAsync. The batch
-// call's attributes say where each side lies. Used by AscendExecutor::submit (ascend_backend.cpp)
+// call's attributes say where each side lies. Used by AscendExecutor::submit (ascend_executor.cpp)
 // and ascend_copies_test.
 #ifndef KVIO_ASCEND_ASCEND_COPIES_HPP_
 #define KVIO_ASCEND_ASCEND_COPIES_HPP_

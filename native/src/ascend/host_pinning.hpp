@@ -4,7 +4,7 @@
 // memory from aclrtMallocHost may be registered; above 5.10 pageable memory may be too. kvio's
 // wraps of KVIO_MEMORY_ASCEND_HOST_PINNED that need pinning (pageable memory, or memory the
 // runtime cannot classify) are refused on such kernels; memory pinned already (aclrtMallocHost)
-// is wrapped there too (ascend_backend.cpp). Tests fake the kernel's release
+// is wrapped there too (ascend_memory.cpp). Tests fake the kernel's release
 // (kvio_test_ascend_kernel_release).
 #ifndef KVIO_ASCEND_HOST_PINNING_HPP_
 #define KVIO_ASCEND_HOST_PINNING_HPP_

@@ -48,7 +48,7 @@ struct BackendOps {
 };
 
 const MemoryOps& cudaMemoryOps();    // backends.cpp (stubs) or native/src/cuda/cuda_memory.cpp
-const MemoryOps& ascendMemoryOps();  // native/src/ascend/ascend_backend.cpp
+const MemoryOps& ascendMemoryOps();  // native/src/ascend/ascend_memory.cpp
 
 /// The backend table for an io backend id, or nullptr for an unknown id.
 const BackendOps* backendOps(int32_t ioBackend);

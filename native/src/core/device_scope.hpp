@@ -3,7 +3,7 @@
 // it was. Vendor-neutral: written against a small table of calls (Api, below) so that its rules
 // are tested on any machine with a fake runtime (device_scope_test.cpp). The instances are
 // cuda::DeviceScope (cuda/cuda_check.hpp, cuda/cuda_memory.cpp) and ascend::DeviceScope
-// (ascend/acl_device.hpp, ascend/ascend_backend.cpp).
+// (ascend/acl_device.hpp; KVIO_ACL_SCOPE in ascend/ascend_runtime.hpp).
 //
 // kvio's streams, events and allocations belong to each device's own context, and any thread
 // may call kvio: an engine thread on its device, a worker that never touched the runtime, a

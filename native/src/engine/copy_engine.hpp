@@ -1,6 +1,6 @@
 // The copy-engine issuer shared by the CUDA 'direct' and 'staged' executors
 // (cuda/direct_executor.cpp, cuda/staged_executor.cpp) and the Ascend 'kernel_ascend' executor
-// (ascend/ascend_backend.cpp), vendor-neutral so that it
+// (ascend/ascend_executor.cpp), vendor-neutral so that it
 // builds and is tested on every machine (copy_engine_conformance_test, cuda_direct_copies_test,
 // ascend_copies_test). It turns the planner's 2-D copies into engine calls:
 //   - Cutting: a copy engine translates one allocation per call, so no copy, 2-D footprint or

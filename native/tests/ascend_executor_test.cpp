@@ -281,6 +281,30 @@ TEST_F(AscendExecutorTest, AutoRunsNpuTransfersOnKernelAscendAndTheOthersOnCpu) 
   EXPECT_REJECTED(kvio_executor_create_on_npu(KVIO_BACKEND_AUTO, 3, KVIO_ASCEND_OWN_STREAM, &out),
                   KVIO_STATUS_INVALID_ARGUMENT, "Ascend device 3 does not exist");
   EXPECT_EQ(out, 0u);
+  // Submission order across the two candidates: a backup into pinned host pages on the NPU (held
+  // on the stream, still in flight), then a cpu copy of those pages into pageable memory on the
+  // same executor must copy what the backup wrote, not what the pages held before.
+  {
+    kvio::Executor ex(kvio::IoBackend::Auto, 2);
+    SeededPair npuToPinned(device.pool, pinned, rng);
+    const std::vector<int64_t> pages = expandPages({2, 5}, 4);
+    npuToPinned.expect(pages, pages, 0, 0, dg.L);
+    pageable.fill(kCanary);
+    Image expectedPageable = pageable.capture();
+    acl().holdStream();
+    kvio::Transfer backup =
+        kvio::transferAllLayers(ex, device.pool.pool(), pinned.pool(), pages, pages);
+    EXPECT_FALSE(backup.done());
+    kvio::Transfer copy = kvio::transferAllLayers(ex, pinned.pool(), pageable.pool(), pages, pages);
+    acl().releaseStream();
+    copy.wait();
+    backup.wait();
+    EXPECT_EQ(copy.info().chosen_backend, KVIO_BACKEND_CPU);
+    EXPECT_TRUE(npuToPinned.check("pinned after the backup", "device"));
+    applyTransfer(hg, pinned.capture(), hg, &expectedPageable, pages, pages, 0, 0, dg.L);
+    EXPECT_TRUE(sameImage(expectedPageable, pageable.capture(), "pageable after the cpu copy"))
+        << "the cpu copy ran before the NPU backup it was submitted after";
+  }
   // kernel_ascend through the same entry point is kvio_executor_create_ascend's executor.
   kvio::Executor npu = kvio::Executor::npu(kvio::IoBackend::KernelAscend, 0);
   run(npu, device.pool, pinned, KVIO_BACKEND_KERNEL_ASCEND, KVIO_BACKEND_KERNEL_ASCEND, true);

@@ -61,7 +61,23 @@ const char* AutoExecutor::runs() const {
                                                  : "cpu, no GPU or NPU";
 }
 
+void AutoExecutor::orderAfterTheOther(const Job& job) {
+  if (onGpu()) return;
+  const int32_t previous = lastBackend_.exchange(job.ioBackend);
+  if (previous < 0 || previous == job.ioBackend) return;
+  for (Candidate& c : candidates_) {
+    if (c.executor != nullptr && c.ioBackend == previous) c.executor->drain();
+  }
+}
+
+bool AutoExecutor::runInline(Job& job) {
+  if (job.ioBackend != KVIO_BACKEND_CPU || cpu() == nullptr) return false;
+  orderAfterTheOther(job);
+  return cpu()->runInline(job);
+}
+
 void AutoExecutor::submit(std::shared_ptr<Job> job) {
+  orderAfterTheOther(*job);
   for (Candidate& c : candidates_) {
     if (c.executor != nullptr && c.ioBackend == job->ioBackend) {
       // Without a GPU this executor says it marks starts itself (cpu does); a candidate that

@@ -59,10 +59,9 @@ class AutoExecutor : public Executor {
   /// plans then). Sets job->ioBackend.
   kvio_status prepare(const Transfer& transfer, Job* job, Prepared* out) const override;
   bool marksStart() const override;
-  /// For a job given to the cpu candidate, its inline path (small transfers done in submit).
-  bool runInline(Job& job) override {
-    return job.ioBackend == KVIO_BACKEND_CPU && cpu() != nullptr && cpu()->runInline(job);
-  }
+  /// For a job given to the cpu candidate, its inline path (small transfers done in submit),
+  /// after the NPU candidate's earlier jobs (orderAfterTheOther).
+  bool runInline(Job& job) override;
   /// Device-resident indices go to the kernel candidate; UNSUPPORTED without a GPU.
   kvio_status acceptDeviceIndices() const override;
   kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst,
@@ -90,6 +89,13 @@ class AutoExecutor : public Executor {
   Executor* cpu() const { return candidate(AutoPick::kCpu); }
   /// What this executor runs, for messages ("kernel, direct or staged on a GPU", ...).
   const char* runs() const;
+  /// Without a GPU the candidates run apart (host threads, an NPU stream): a job for one of
+  /// them after jobs given to the other first waits until those are done (drain), so that the
+  /// transfers of this executor still run in submission order (a backup into pinned host pages
+  /// on the NPU, then a cpu copy of those pages). On a GPU the candidates share one stream.
+  void orderAfterTheOther(const Job& job);
+
+  std::atomic<int32_t> lastBackend_{-1};  // the candidate of the latest job (without a GPU)
 
   std::array<Candidate, kAutoPicks> candidates_;
   mutable std::mutex mutex_;  // guards calibration_ and serialises stores to thresholds_

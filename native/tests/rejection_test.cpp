@@ -355,8 +355,7 @@ TEST_F(TransferRejection, KindMismatch) {
   kvio_transfer_desc d = desc({0}, {0}, 0, 0, 1);
   d.dst_pool = mla1.pool().handle();
   EXPECT_REJECTED(submit(d), KVIO_STATUS_INVALID_ARGUMENT,
-                  "the src pool is mha and the dst pool is mla",
-                  "both must be the same kind");
+                  "the src pool is mha and the dst pool is mla", "both must be the same kind");
   EXPECT_TRUE(sameImage(before, mla1.capture(), "mla pool"));
 }
 

@@ -251,9 +251,11 @@ KVIO_API kvio_status kvio_executor_close(uint64_t executor);
  * order (like a stream); small ones may complete before this returns (the cpu backend, and
  * 'auto' where it runs cpu, copies a transfer of up to 512 KiB submitted to an idle executor on
  * the calling thread, and one of up to 8 MiB partly, beside its workers, until every piece of it
- * is taken; KVIO_SUBMIT_QUEUE_ONLY keeps every copy off the calling thread). Refused before any
- * byte moves: indices out of range, duplicate destination slots, source and destination slots
- * overlapping in the same layers of one pool, and two distinct pools whose memory regions
+ * is taken; KVIO_SUBMIT_QUEUE_ONLY keeps every copy off the calling thread; 'auto' without a GPU
+ * but with an NPU first waits, in this call, for the transfers it gave its other candidate when
+ * a transfer goes to cpu after kernel_ascend ones or the reverse, to keep them in order). Refused
+ * before any byte moves: indices out of range, duplicate destination slots, source and destination
+ * slots overlapping in the same layers of one pool, and two distinct pools whose memory regions
  * overlap (aliasing views of one buffer; host memory of every kind, pageable or pinned by CUDA
  * or ACL for any device, is one address space), whatever the indices. The index arrays must not
  * change while this runs: kvio checks them, then reads them again to plan (or, for 'kernel', to
@@ -652,7 +654,8 @@ KVIO_API kvio_status kvio_executor_create_ascend(int32_t device, uint64_t stream
  * negative device; UNAVAILABLE without CANN or an NPU. */
 KVIO_API kvio_status kvio_executor_create_on_npu(int32_t io_backend, int32_t device,
                                                  uint64_t stream, uint64_t* executor_out);
-/* The aclrtStream a kernel_ascend executor (or an auto one on an NPU) orders its work on. */
+/* The aclrtStream a kernel_ascend executor orders its work on; for an auto executor on an NPU,
+ * its kernel_ascend candidate's (the transfers it gives to cpu are not on it). */
 KVIO_API kvio_status kvio_executor_ascend_stream(uint64_t executor, uint64_t* stream_out);
 /* The aclrtEvent recorded after a kernel_ascend transfer's work on its stream (another stream can
  * aclrtStreamWaitEvent on it, e.g. to start layer i as soon as its load lands). Valid until

@@ -225,6 +225,14 @@ class AscendExecutor final : public Executor {
     }
   }
 
+  // Lets go of finished transfers (their events, plans and pools) while this executor gets no
+  // submits: an 'auto' executor calls it on each submit that goes to its cpu candidate. Never
+  // waits for the lock (a submit or drain holding it retires them itself).
+  void retireFinished() override {
+    std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+    if (lock.owns_lock()) reap();
+  }
+
   void drain() override {
     std::lock_guard<std::mutex> lock(mutex_);
     while (!inFlight_.empty()) {

@@ -100,10 +100,11 @@ public final class KvioExecutor implements AutoCloseable {
     }
 
     /**
-     * A private executor of a device backend (kernel, direct, staged, auto with a GPU,
-     * kernel_ascend) on device {@code device} (a CUDA device ordinal or an Ascend NPU id), with a
-     * stream kvio creates. Its transfers must move pools of that device. KvioUnsupportedException
-     * on cpu, which has no devices; KvioInvalidArgumentException for a device that does not exist.
+     * A private executor of a device backend (kernel, direct, staged, auto with a GPU or, without
+     * one, with an NPU, kernel_ascend) on device {@code device} (a CUDA device ordinal or an Ascend
+     * NPU id), with a stream kvio creates. Its transfers must move pools of that device.
+     * KvioUnsupportedException on cpu, which has no devices; KvioInvalidArgumentException for a
+     * device that does not exist.
      */
     public static KvioExecutor onDevice(IoBackend backend, int device) {
         return open(backend, device, 0, "onDevice");
@@ -111,9 +112,10 @@ public final class KvioExecutor implements AutoCloseable {
 
     /**
      * A private executor of a device backend on device {@code device} that orders its work on the
-     * caller's stream (a cudaStream_t for kernel, direct, staged and auto, an aclrtStream for
-     * kernel_ascend; for CUDA, 1 is the legacy default stream, and 2, cudaStreamPerThread, is
-     * refused: it is another stream on each thread; a CUDA stream of another device is refused with
+     * caller's stream (a cudaStream_t for kernel, direct, staged and auto on a GPU, an aclrtStream
+     * for kernel_ascend and auto on an NPU without a GPU, whose cpu transfers are not on it; for
+     * CUDA, 1 is the legacy default stream, and 2, cudaStreamPerThread, is refused: it is another
+     * stream on each thread; a CUDA stream of another device is refused with
      * KvioInvalidArgumentException). The caller keeps the stream alive until this executor is
      * closed.
      */

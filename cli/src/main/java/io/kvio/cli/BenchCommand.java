@@ -229,7 +229,7 @@ public final class BenchCommand implements Callable<Integer> {
         result.maxMiB = maxMiB;
         new BenchRunner(plan, result, new Progress(err, quiet)).run(selected);
         result.printMarkdown(out);
-        if (selected.contains(IoBackend.AUTO)) {
+        if (selected.contains(IoBackend.AUTO) && !IoBackend.AUTO.isAscend()) { // GPU crossovers
             try (KvioExecutor auto = KvioExecutor.create(IoBackend.AUTO, 1)) {
                 out.println(RoundTripReport.autoCalibrationLine(auto.autoCalibration()));
             }

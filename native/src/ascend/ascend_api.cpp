@@ -9,18 +9,7 @@ using namespace kvio;
 extern "C" {
 
 kvio_status kvio_executor_create_ascend(int32_t device, uint64_t stream, uint64_t* executor_out) {
-  return openExecutor(
-      KVIO_BACKEND_KERNEL_ASCEND, executor_out,
-      [&]() -> kvio_status {  // wrong on every machine: said before whether ACL is here
-        if (device < 0) {
-          return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                      "device %d is not an Ascend device ordinal (>= 0)", device);
-        }
-        return KVIO_STATUS_OK;
-      },
-      [&](std::unique_ptr<Executor>* executor) {
-        return backendOps(KVIO_BACKEND_KERNEL_ASCEND)->createAscend(device, stream, executor);
-      });
+  return kvio_executor_create_on_npu(KVIO_BACKEND_KERNEL_ASCEND, device, stream, executor_out);
 }
 
 kvio_status kvio_executor_create_on_npu(int32_t io_backend, int32_t device, uint64_t stream,

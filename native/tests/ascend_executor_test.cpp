@@ -1104,11 +1104,10 @@ TEST_F(AscendExecutorTest, HostPoolsOfEveryHostKindOverTheSameBytesShareMemory) 
   }
 }
 
-// An executor on a caller's stream orders its work there and leaves the stream alive.
-TEST_F(AscendExecutorTest, CallerStream) {
-  const kvio::ascend::AclApi api = acl().table();
-  kvio::ascend::aclrtStream stream = nullptr;
-  ASSERT_EQ(api.createStream(&stream), kvio::ascend::ACL_SUCCESS);
+// Moves 9 tokens of 3 layers host -> device with an executor on `stream` (which it must answer
+// as its stream), checking the bytes and that it created no stream of its own.
+void moveOnCallerStream(uint64_t stream) {
+  const int streamsBefore = acl().live().streams;
   std::mt19937_64 rng(8);
   {
     const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 3, 8, 4, 2, 16};
@@ -1116,9 +1115,8 @@ TEST_F(AscendExecutorTest, CallerStream) {
     NpuPool device(dg);
     TestPool host = pinnedHost(hg);
     uint64_t handle = 0;
-    ASSERT_EQ(kvio_executor_create_ascend(0, reinterpret_cast<uint64_t>(stream), &handle),
-              KVIO_STATUS_OK)
-        << lastError();
+    ASSERT_EQ(kvio_executor_create_ascend(0, stream, &handle), KVIO_STATUS_OK) << lastError();
+    EXPECT_EQ(acl().live().streams, streamsBefore);
     SeededPair pools(host, device.pool, rng);
     const auto srcIdx = range(5, 9);
     const auto dstIdx = range(20, 9);
@@ -1135,7 +1133,7 @@ TEST_F(AscendExecutorTest, CallerStream) {
     ASSERT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
     uint64_t executorStream = 0, event = 0;
     EXPECT_EQ(kvio_executor_ascend_stream(handle, &executorStream), KVIO_STATUS_OK);
-    EXPECT_EQ(executorStream, reinterpret_cast<uint64_t>(stream));
+    EXPECT_EQ(executorStream, stream);
     EXPECT_EQ(kvio_transfer_ascend_event(transfer, &event), KVIO_STATUS_OK) << lastError();
     EXPECT_NE(event, 0u);
     EXPECT_EQ(kvio_transfer_cuda_event(transfer, &event), KVIO_STATUS_UNSUPPORTED);
@@ -1144,8 +1142,30 @@ TEST_F(AscendExecutorTest, CallerStream) {
     EXPECT_TRUE(pools.check("device", "host"));
     ASSERT_EQ(kvio_executor_close(handle), KVIO_STATUS_OK);
   }
+  EXPECT_EQ(acl().live().streams, streamsBefore);  // the caller's stream is left alive
+}
+
+// An executor on a caller's stream orders its work there and leaves the stream alive.
+TEST_F(AscendExecutorTest, CallerStream) {
+  const kvio::ascend::AclApi api = acl().table();
+  kvio::ascend::aclrtStream stream = nullptr;
+  ASSERT_EQ(api.createStream(&stream), kvio::ascend::ACL_SUCCESS);
+  moveOnCallerStream(reinterpret_cast<uint64_t>(stream));
   EXPECT_EQ(acl().live().streams, 1);
   EXPECT_EQ(api.destroyStream(stream), kvio::ascend::ACL_SUCCESS);
+}
+
+// Stream 0 is the device's default stream (a null aclrtStream, as in ACL's calls), not a request
+// for a stream of kvio's own (KVIO_ASCEND_OWN_STREAM).
+TEST_F(AscendExecutorTest, StreamZeroIsTheDefaultStream) {
+  moveOnCallerStream(0);
+  uint64_t own = 0, stream = 0;
+  ASSERT_EQ(kvio_executor_create_ascend(0, KVIO_ASCEND_OWN_STREAM, &own), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().live().streams, 1);
+  EXPECT_EQ(kvio_executor_ascend_stream(own, &stream), KVIO_STATUS_OK);
+  EXPECT_NE(stream, 0u);
+  EXPECT_EQ(kvio_executor_close(own), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().live().streams, 0);
 }
 
 // Closing an executor waits for every transfer it accepted to be done, also one that another

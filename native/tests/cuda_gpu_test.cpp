@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <numeric>
 #include <random>
 #include <string>
 #include <thread>
@@ -128,7 +129,8 @@ class ScopedEnv {
 class Executor {
  public:
   explicit Executor(int32_t backend, uint64_t stream = KVIO_CUDA_OWN_STREAM, int32_t ctaBudget = 0,
-                    int32_t warps = 0) {
+                    int32_t warps = 0)
+      : ownStream_(stream == KVIO_CUDA_OWN_STREAM) {
     if (hostEmulation()) {
       EXPECT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 2, &handle_), KVIO_STATUS_OK)
           << kvio_last_error();
@@ -150,11 +152,13 @@ class Executor {
   }
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
-  bool ok() const { return handle_ != 0 && (stream_ != nullptr || hostEmulation()); }
+  bool ok() const { return handle_ != 0 && (stream_ != nullptr || !ownStream_ || hostEmulation()); }
   uint64_t handle() const { return handle_; }
   cudaStream_t stream() const { return stream_; }
 
  private:
+  bool ownStream_;  // its stream is kvio's (not 0, the legacy default stream, which a caller may
+                    // pass)
   uint64_t handle_ = 0;
   cudaStream_t stream_ = nullptr;
 };
@@ -1355,6 +1359,49 @@ TEST(CudaBackends, CallerStreamAndTransferEvents) {
   }
   CUDA_OK(cudaStreamDestroy(stream));
   CUDA_OK(cudaStreamDestroy(consumer));
+}
+
+// Stream 0 is the legacy default stream, as in the CUDA runtime's calls (torch's default stream
+// hands out 0), not a request for kvio's own stream: the executor reports 0 as its stream and its
+// transfers run behind the caller's work there. A slow kernel and then a memset of the whole
+// device pool go to stream 0 and a backup of every token is submitted at once: the host pool
+// must hold the memset's byte everywhere (on kvio's own non-blocking stream the backup could run
+// before the memset, and reads the previous bytes).
+TEST(CudaBackends, StreamZeroIsTheLegacyDefaultStream) {
+  REQUIRE_GPU();
+  const Geometry dg = make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 8, 16, 2, 64);
+  const Geometry hg = make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 16, 2, 64);
+  DeviceArray<float> busy(64 * 256);
+  ASSERT_TRUE(busy.ok());
+  for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED}) {
+    SCOPED_TRACE(kvio_name(KVIO_NAME_BACKEND, backend));
+    Executor executor(backend, 0);
+    ASSERT_TRUE(executor.ok());
+    EXPECT_EQ(executor.stream(), nullptr);
+    GpuPool device(dg, Memory::Device, nullptr), host(hg, Memory::PinnedHost, nullptr);
+    ASSERT_TRUE(device.ok() && host.ok());
+    std::mt19937_64 rng(12 + backend);
+    ASSERT_TRUE(checkTransfer(executor.handle(), hg, host, dg, device, rng, 2, 0, 0));
+    ASSERT_TRUE(checkTransfer(executor.handle(), dg, device, hg, host, rng, 2, 0, 0));
+    ASSERT_TRUE(host.write(host.filled(0x11)));
+    uint64_t region = 0;
+    ASSERT_EQ(kvio_pool_region(device.handle(), 0, &region, nullptr, nullptr), KVIO_STATUS_OK);
+    ASSERT_TRUE(CUDA_CHECK(kvioTestLaunchBusy(nullptr, busy.get(), 64, 256, 1 << 18)));
+    ASSERT_TRUE(CUDA_CHECK(
+        cudaMemsetAsync(reinterpret_cast<void*>(region), 0x5A, device.regionBytes(), nullptr)));
+    std::vector<int64_t> all(static_cast<size_t>(dg.S()));
+    std::iota(all.begin(), all.end(), 0);
+    uint64_t transfer = 0;
+    ASSERT_EQ(kvio_submit_args(executor.handle(), device.handle(), host.handle(), all.data(),
+                               all.data(), static_cast<int64_t>(all.size()), 0, 0, dg.L, &transfer),
+              KVIO_STATUS_OK)
+        << kvio_last_error();
+    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
+    EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+    Image image;
+    ASSERT_TRUE(host.read(&image));
+    EXPECT_TRUE(image.buffers == host.filled(0x5A).buffers);
+  }
 }
 
 // A transfer cannot be captured into a CUDA graph (kvio reuses its staging and event once it has

@@ -542,12 +542,13 @@ KVIO_API kvio_status kvio_cuda_device_count(int32_t* count_out);
 
 /* Passing this as `stream` to kvio_executor_create_cuda makes kvio create its own non-blocking
  * stream. Any other value is a cudaStream_t of the executor's device that the caller owns and
- * keeps alive until the executor is closed (cudaStreamLegacy, 0x1, for the legacy default
- * stream); a stream of another device is refused with INVALID_ARGUMENT (by builds with a CUDA
- * 12.8+ toolkit; not checked while the stream is being captured). cudaStreamPerThread (0x2) is
- * refused with INVALID_ARGUMENT: it is another stream on each thread, and an executor orders its
- * transfers on one. */
-#define KVIO_CUDA_OWN_STREAM 0
+ * keeps alive until the executor is closed. 0 is the default stream, as in the CUDA runtime's own
+ * calls (the legacy default stream, also cudaStreamLegacy, 0x1; torch's default stream is 0): the
+ * executor's work is ordered with the caller's work there. A stream of another device is refused
+ * with INVALID_ARGUMENT (by builds with a CUDA 12.8+ toolkit; not checked while the stream is
+ * being captured). cudaStreamPerThread (0x2) is refused with INVALID_ARGUMENT: it is another
+ * stream on each thread, and an executor orders its transfers on one. */
+#define KVIO_CUDA_OWN_STREAM UINT64_MAX
 
 /* A kernel, direct, staged or auto executor on `device` ordering its work on `stream`.
  * cta_budget: thread blocks the copy kernels launch at most (<= 0: the backend's default, kernel
@@ -638,8 +639,9 @@ KVIO_API kvio_status kvio_transfer_cuda_event(uint64_t transfer, uint64_t* event
 KVIO_API kvio_status kvio_ascend_device_count(int32_t* count_out);
 
 /* Passing this as `stream` to kvio_executor_create_ascend makes kvio create its own stream. Any
- * other value is an aclrtStream the caller owns and keeps alive until the executor is closed. */
-#define KVIO_ASCEND_OWN_STREAM 0
+ * other value is an aclrtStream the caller owns and keeps alive until the executor is closed; 0
+ * (a null aclrtStream) is the default stream of the device's context, as in ACL's own calls. */
+#define KVIO_ASCEND_OWN_STREAM UINT64_MAX
 
 /* A kernel_ascend executor on NPU `device` ordering its work on `stream`.
  * kvio_executor_create(KVIO_BACKEND_KERNEL_ASCEND, ...) means device 0, own stream. */

@@ -658,8 +658,8 @@ class Executor {
     check(kvio_executor_create(static_cast<int32_t>(backend), threads, &handle_));
   }
   /// A CUDA executor (kernel, direct, staged, auto) on `device`, ordering its work on `stream`
-  /// (a cudaStream_t the caller keeps alive until the executor is closed; KVIO_CUDA_OWN_STREAM:
-  /// kvio creates one), with a launch shape (0: the backend's defaults)
+  /// (a cudaStream_t the caller keeps alive until the executor is closed; 0: the legacy default
+  /// stream; KVIO_CUDA_OWN_STREAM: kvio creates one), with a launch shape (0: the backend's defaults)
   /// (kvio_executor_create_cuda).
   static Executor cuda(IoBackend backend, int32_t device, uint64_t stream = KVIO_CUDA_OWN_STREAM,
                        int32_t ctaBudget = 0, int32_t warpsPerCta = 0) {
@@ -668,8 +668,8 @@ class Executor {
                                     warpsPerCta, &handle));
     return Executor(handle);
   }
-  /// A kernel_ascend executor on NPU `device`, on `stream` (an aclrtStream, or
-  /// KVIO_ASCEND_OWN_STREAM) (kvio_executor_create_ascend).
+  /// A kernel_ascend executor on NPU `device`, on `stream` (an aclrtStream; 0: the default
+  /// stream; KVIO_ASCEND_OWN_STREAM: kvio creates one) (kvio_executor_create_ascend).
   static Executor ascend(int32_t device, uint64_t stream = KVIO_ASCEND_OWN_STREAM) {
     uint64_t handle = 0;
     check(kvio_executor_create_ascend(device, stream, &handle));

@@ -24,7 +24,7 @@ enum class NativeHandle : int32_t {
 /// Launch settings of a CUDA executor (kvio_executor_create_cuda).
 struct CudaExecutorConfig {
   int32_t device = 0;
-  uint64_t stream = 0;  // 0: kvio's own
+  uint64_t stream = KVIO_CUDA_OWN_STREAM;
   int32_t ctaBudget = 0;
   int32_t warpsPerCta = 0;
 };

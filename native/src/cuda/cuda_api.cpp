@@ -34,7 +34,8 @@ kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
                   "stream 0x2 is cudaStreamPerThread, which names a different stream on each "
                   "thread; an executor orders its transfers on one stream: pass a stream you "
-                  "created, cudaStreamLegacy (0x1), or KVIO_CUDA_OWN_STREAM (0) for kvio's own");
+                  "created, 0 or cudaStreamLegacy (0x1) for the legacy default stream, or "
+                  "KVIO_CUDA_OWN_STREAM for kvio's own");
     }
     if (backendOps(io_backend)->setLaunch != nullptr) {  // direct ignores the shape
       KVIO_RETURN_IF_ERROR(checkLaunchShape(cta_budget, warps_per_cta, "the backend's defaults"));

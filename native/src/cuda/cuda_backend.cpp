@@ -204,7 +204,7 @@ kvio_status CudaExecutor::init(const CudaExecutorConfig& config, const char* nam
     ownStream_ = true;
   } else {
     stream_ = reinterpret_cast<cudaStream_t>(config.stream);
-    if (stream_ != cudaStreamLegacy)
+    if (stream_ != nullptr && stream_ != cudaStreamLegacy)  // the default stream is every device's
       KVIO_RETURN_IF_ERROR(checkCallerStream(stream_, device_, name));
   }
   return KVIO_STATUS_OK;

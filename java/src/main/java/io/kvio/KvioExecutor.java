@@ -107,23 +107,25 @@ public final class KvioExecutor implements AutoCloseable {
      * device that does not exist.
      */
     public static KvioExecutor onDevice(IoBackend backend, int device) {
-        return open(backend, device, 0, "onDevice");
+        return open(backend, device, NativeBridge.OWN_STREAM, "onDevice");
     }
 
     /**
      * A private executor of a device backend on device {@code device} that orders its work on the
      * caller's stream (a cudaStream_t for kernel, direct, staged and auto on a GPU, an aclrtStream
-     * for kernel_ascend and auto on an NPU without a GPU, whose cpu transfers are not on it; for
-     * CUDA, 1 is the legacy default stream, and 2, cudaStreamPerThread, is refused: it is another
+     * for kernel_ascend and auto on an NPU without a GPU, whose cpu transfers are not on it). 0 is
+     * the default stream, as in the runtimes' own calls (for CUDA the legacy default stream, also
+     * 1; torch's default stream is 0). For CUDA, 2, cudaStreamPerThread, is refused: it is another
      * stream on each thread; a CUDA stream of another device is refused with
-     * KvioInvalidArgumentException). The caller keeps the stream alive until this executor is
+     * KvioInvalidArgumentException. The caller keeps the stream alive until this executor is
      * closed.
      */
     public static KvioExecutor onStream(IoBackend backend, int device, long stream) {
-        if (stream == 0) {
+        if (stream == NativeBridge.OWN_STREAM) {
             throw new KvioInvalidArgumentException(
-                    "stream is 0 (no stream); pass the engine's stream, or use"
-                            + " KvioExecutor.onDevice for a stream kvio creates");
+                    "stream is -1, the C API's marker for a stream kvio creates, not a stream;"
+                            + " pass the engine's stream, or use KvioExecutor.onDevice for a"
+                            + " stream kvio creates");
         }
         return open(backend, device, stream, "onStream");
     }
@@ -234,8 +236,8 @@ public final class KvioExecutor implements AutoCloseable {
 
     /**
      * The crossovers an {@link IoBackend#AUTO} executor chooses by, in the calibration file format
-     * (docs/cuda.md), with where they came from in its first line. KvioInvalidArgumentException on
-     * an executor of another backend.
+     * (docs/cuda.md), with where they came from in its first line. KvioUnsupportedException on an
+     * executor of another backend.
      */
     public String autoCalibration() {
         return NativeBridge.executorAutoCalibration(handle());
@@ -245,7 +247,8 @@ public final class KvioExecutor implements AutoCloseable {
      * Replaces an {@link IoBackend#AUTO} executor's crossovers for transfers submitted from now on;
      * {@code text} is the calibration file format (docs/cuda.md). Invalid text changes nothing; a
      * NUL character in it is KvioInvalidArgumentException (the native call takes a C string, which
-     * would end there and drop what follows).
+     * would end there and drop what follows). KvioUnsupportedException on an executor of another
+     * backend.
      */
     public void setAutoCalibration(String text) {
         Objects.requireNonNull(text, "text");

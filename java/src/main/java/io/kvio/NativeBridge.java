@@ -428,8 +428,12 @@ final class NativeBridge {
 
     /**
      * An executor of a device backend on {@code device}, ordering its work on {@code stream} (a
-     * cudaStream_t or an aclrtStream; 0: kvio creates its own).
+     * cudaStream_t or an aclrtStream; 0: the default stream; {@link #OWN_STREAM}: kvio creates its
+     * own).
      */
+    /** kvio.h's KVIO_CUDA_OWN_STREAM and KVIO_ASCEND_OWN_STREAM (UINT64_MAX). */
+    static final long OWN_STREAM = -1L;
+
     static long executorCreateOnDevice(IoBackend backend, int device, long stream) {
         Scratch s = SCRATCH.get();
         if (backend.isAscend()) { // kernel_ascend, or auto on a machine with NPUs and no GPU

@@ -85,12 +85,27 @@ public class DeviceSelectionTest {
     }
 
     @Test
-    public void streamZeroIsRefused() {
+    public void theOwnStreamMarkerIsNotAStream() {
         KvioInvalidArgumentException e =
                 expectThrows(
                         KvioInvalidArgumentException.class,
-                        () -> KvioExecutor.onStream(IoBackend.KERNEL, 0, 0));
-        assertMentions(e, "stream is 0", "KvioExecutor.onDevice");
+                        () -> KvioExecutor.onStream(IoBackend.KERNEL, 0, -1));
+        assertMentions(e, "stream is -1", "KvioExecutor.onDevice");
+    }
+
+    @Test
+    public void streamZeroIsTheDefaultStreamNotAMistake() {
+        // 0 is CUDA's and ACL's default stream (torch's default stream hands out 0): it gets to
+        // the backend like any stream, where a machine without the backend says so.
+        for (IoBackend b : new IoBackend[] {IoBackend.KERNEL, IoBackend.KERNEL_ASCEND}) {
+            if (b.isAvailable()) {
+                continue; // the gpu group runs an executor on stream 0
+            }
+            KvioUnavailableException e =
+                    expectThrows(
+                            KvioUnavailableException.class, () -> KvioExecutor.onStream(b, 0, 0));
+            assertMentions(e, b.unavailabilityCause());
+        }
     }
 
     @Test
@@ -147,59 +162,73 @@ public class DeviceSelectionTest {
     public void executorsChosenByDeviceMovePoolsOfThatDevice() {
         requireGpu();
         for (IoBackend b : new IoBackend[] {IoBackend.KERNEL, IoBackend.DIRECT}) {
-            try (KvioExecutor ex = KvioExecutor.onDevice(b, 0);
-                    DeviceKvPool device = DeviceKvPool.allocate(SPEC, b, 0);
-                    HostKvPool source =
-                            HostKvPool.builder()
-                                    .forDevice(device)
-                                    .layout("page_first_direct")
-                                    .executor(ex)
-                                    .build();
-                    HostKvPool destination =
-                            HostKvPool.builder()
-                                    .forDevice(device)
-                                    .layout("page_first_direct")
-                                    .build();
-                    TokenIndices hostPages = TokenIndices.pages(16, 1, 2);
-                    TokenIndices devicePages = TokenIndices.pages(16, 3, 4)) {
-                assertEquals(ex.device(), 0);
-                assertEquals(device.device(), 0);
-                assertEquals(destination.executor().device(), 0);
+            try (KvioExecutor ex = KvioExecutor.onDevice(b, 0)) {
                 assertNotEquals(ex.nativeStream(), 0L);
-                ByteBuffer src = source.buffer();
-                ByteBuffer dst = destination.buffer();
-                byte[] srcBytes = new byte[src.capacity()];
-                for (int i = 0; i < srcBytes.length; i++) srcBytes[i] = (byte) (i * 31 + 7);
-                src.put(0, srcBytes);
-                byte[] expected = new byte[dst.capacity()];
-                Arrays.fill(expected, (byte) 0xA5);
-                dst.put(0, expected);
-                for (long layer = 0; layer < SPEC.numLayers(); layer++) {
-                    try (Transfer load =
-                            source.load(device, layer)
-                                    .hostIndices(hostPages)
-                                    .deviceIndices(devicePages)
-                                    .submit()) {
-                        assertNotEquals(load.cudaEvent(), 0L);
-                        load.await();
-                    }
-                }
-                destination
-                        .backup(device)
-                        .deviceIndices(devicePages)
-                        .hostIndices(hostPages)
-                        .submit()
-                        .await();
-                long pageBytes = SPEC.numLayers() * 16 * SPEC.rowBytes(); // [P, L, ps, H, D]
-                long componentBytes = 8 * pageBytes;
-                for (int c = 0; c < 2; c++) {
-                    int from = (int) (c * componentBytes + pageBytes);
-                    System.arraycopy(srcBytes, from, expected, from, (int) (2 * pageBytes));
-                }
-                byte[] actual = new byte[dst.capacity()];
-                dst.get(0, actual);
-                assertTrue(Arrays.equals(actual, expected), b.userName());
+                moveTwoPagesThereAndBack(b, ex);
             }
+        }
+    }
+
+    /** The same with executors on stream 0, the legacy default stream (torch's default stream). */
+    @Test(groups = "gpu")
+    public void executorsOnStreamZeroRunOnTheDefaultStream() {
+        requireGpu();
+        for (IoBackend b : new IoBackend[] {IoBackend.KERNEL, IoBackend.DIRECT}) {
+            try (KvioExecutor ex = KvioExecutor.onStream(b, 0, 0)) {
+                assertEquals(ex.nativeStream(), 0L);
+                moveTwoPagesThereAndBack(b, ex);
+            }
+        }
+    }
+
+    private static void moveTwoPagesThereAndBack(IoBackend b, KvioExecutor ex) {
+        try (DeviceKvPool device = DeviceKvPool.allocate(SPEC, b, 0);
+                HostKvPool source =
+                        HostKvPool.builder()
+                                .forDevice(device)
+                                .layout("page_first_direct")
+                                .executor(ex)
+                                .build();
+                HostKvPool destination =
+                        HostKvPool.builder().forDevice(device).layout("page_first_direct").build();
+                TokenIndices hostPages = TokenIndices.pages(16, 1, 2);
+                TokenIndices devicePages = TokenIndices.pages(16, 3, 4)) {
+            assertEquals(ex.device(), 0);
+            assertEquals(device.device(), 0);
+            assertEquals(destination.executor().device(), 0);
+            ByteBuffer src = source.buffer();
+            ByteBuffer dst = destination.buffer();
+            byte[] srcBytes = new byte[src.capacity()];
+            for (int i = 0; i < srcBytes.length; i++) srcBytes[i] = (byte) (i * 31 + 7);
+            src.put(0, srcBytes);
+            byte[] expected = new byte[dst.capacity()];
+            Arrays.fill(expected, (byte) 0xA5);
+            dst.put(0, expected);
+            for (long layer = 0; layer < SPEC.numLayers(); layer++) {
+                try (Transfer load =
+                        source.load(device, layer)
+                                .hostIndices(hostPages)
+                                .deviceIndices(devicePages)
+                                .submit()) {
+                    assertNotEquals(load.cudaEvent(), 0L);
+                    load.await();
+                }
+            }
+            destination
+                    .backup(device)
+                    .deviceIndices(devicePages)
+                    .hostIndices(hostPages)
+                    .submit()
+                    .await();
+            long pageBytes = SPEC.numLayers() * 16 * SPEC.rowBytes(); // [P, L, ps, H, D]
+            long componentBytes = 8 * pageBytes;
+            for (int c = 0; c < 2; c++) {
+                int from = (int) (c * componentBytes + pageBytes);
+                System.arraycopy(srcBytes, from, expected, from, (int) (2 * pageBytes));
+            }
+            byte[] actual = new byte[dst.capacity()];
+            dst.get(0, actual);
+            assertTrue(Arrays.equals(actual, expected), b.userName());
         }
     }
 

@@ -574,11 +574,11 @@ KVIO_API kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t devic
  * line, `#` comments, no NUL byte; keys direct_row_bytes, direct_row_bytes_overlap,
  * staged_min_bytes; values bytes with an optional K/M/G suffix, or never; keys left out keep
  * their default).
- * INVALID_ARGUMENT for a malformed text or an executor that is not 'auto'. */
+ * INVALID_ARGUMENT for a malformed text, UNSUPPORTED for an executor that is not 'auto'. */
 KVIO_API kvio_status kvio_executor_set_auto_calibration(uint64_t executor, const char* text);
 /* The auto executor's calibration in the file format (its source in a comment), valid until the
  * next kvio call on this thread; NULL for an executor that is not 'auto' (kvio_last_status()
- * INVALID_ARGUMENT), a closed or bad handle (CLOSED, INVALID_ARGUMENT), or a call made while the
+ * UNSUPPORTED), a closed or bad handle (CLOSED, INVALID_ARGUMENT), or a call made while the
  * calling thread exits, after its storage for the text is gone (UNAVAILABLE), kvio_last_error()
  * saying why. */
 KVIO_API const char* kvio_executor_auto_calibration(uint64_t executor);

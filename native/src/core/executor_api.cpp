@@ -17,7 +17,7 @@ namespace {
 // The 'auto' executor behind `executor`, or INVALID_ARGUMENT saying what it is instead.
 kvio_status asAuto(ExecutorImpl& executor, AutoExecutor** out) {
   if (executor.backend != KVIO_BACKEND_AUTO) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+    return fail(KVIO_STATUS_UNSUPPORTED,
                 "executor is a '%s' executor; only 'auto' executors have a calibration",
                 kvio_name(KVIO_NAME_BACKEND, executor.backend));
   }

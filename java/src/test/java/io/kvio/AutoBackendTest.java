@@ -127,11 +127,11 @@ public class AutoBackendTest {
                     nul.getMessage().contains("NUL character at index 22 (line 2)"),
                     nul.getMessage());
             assertEquals(auto.autoCalibration(), set, "a refused text changes nothing");
-            KvioInvalidArgumentException notAuto =
-                    expectThrows(KvioInvalidArgumentException.class, cpu::autoCalibration);
+            KvioUnsupportedException notAuto =
+                    expectThrows(KvioUnsupportedException.class, cpu::autoCalibration);
             assertTrue(notAuto.getMessage().contains("'cpu' executor"), notAuto.getMessage());
             expectThrows(
-                    KvioInvalidArgumentException.class,
+                    KvioUnsupportedException.class,
                     () -> cpu.setAutoCalibration("direct_row_bytes = 1"));
         }
     }

@@ -64,21 +64,71 @@ public final class ServingLoop {
         this.componentLongs = LAYERS * layerLongs;
     }
 
+    static final String USAGE = "usage: ServingLoop [--turns=N] [--compute-us=N] [--seed=N]";
+
+    /** Exits 0 if every byte came back right, 1 if not, 2 (with the usage) for a bad argument. */
     public static void main(String[] args) {
-        System.exit(run(args));
+        Options options;
+        try {
+            options = Options.parse(args);
+        } catch (IllegalArgumentException e) {
+            System.err.println("ServingLoop: " + e.getMessage());
+            System.err.println(USAGE);
+            System.exit(2);
+            return;
+        }
+        System.exit(run(options));
     }
 
-    /** Runs the loop; 0 if every byte came back right, else 1 (what main exits with). */
+    /**
+     * Runs the loop; 0 if every byte came back right, else 1 (what main exits with).
+     * IllegalArgumentException for a bad argument, before anything runs.
+     */
     public static int run(String... args) {
-        int turns = 96;
-        long computeMicros = 400;
-        long seed = 42;
-        for (String a : args) {
-            if (a.startsWith("--turns=")) turns = Integer.parseInt(a.substring(8));
-            else if (a.startsWith("--compute-us=")) computeMicros = Long.parseLong(a.substring(13));
-            else if (a.startsWith("--seed=")) seed = Long.parseLong(a.substring(7));
-            else throw new IllegalArgumentException("unknown argument " + a);
+        return run(Options.parse(args));
+    }
+
+    /** The command line: turns, compute time per layer, seed. */
+    record Options(int turns, long computeMicros, long seed) {
+        static Options parse(String... args) {
+            int turns = 96;
+            long computeMicros = 400;
+            long seed = 42;
+            for (String a : args) {
+                if (a.startsWith("--turns=")) {
+                    turns = (int) number(a, "--turns=", 0, Integer.MAX_VALUE);
+                } else if (a.startsWith("--compute-us=")) {
+                    computeMicros = number(a, "--compute-us=", 0, Long.MAX_VALUE / 1000);
+                } else if (a.startsWith("--seed=")) {
+                    seed = number(a, "--seed=", Long.MIN_VALUE, Long.MAX_VALUE);
+                } else {
+                    throw new IllegalArgumentException("unknown argument '" + a + "'");
+                }
+            }
+            return new Options(turns, computeMicros, seed);
         }
+
+        private static long number(String arg, String prefix, long min, long max) {
+            String text = arg.substring(prefix.length());
+            long value;
+            try {
+                value = Long.parseLong(text);
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException(
+                        prefix + " takes a whole number, not '" + text + "'");
+            }
+            if (value < min || value > max) {
+                throw new IllegalArgumentException(
+                        prefix + text + " is out of range (" + min + " to " + max + ")");
+            }
+            return value;
+        }
+    }
+
+    private static int run(Options options) {
+        int turns = options.turns();
+        long computeMicros = options.computeMicros();
+        long seed = options.seed();
         try (HierarchicalCache cache =
                 new HierarchicalCache(
                         HierarchicalCache.spec(LAYERS, DEVICE_PAGES, PAGE_SIZE, HEADS, HEAD_BYTES),

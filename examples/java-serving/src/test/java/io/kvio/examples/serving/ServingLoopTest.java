@@ -6,6 +6,8 @@
 package io.kvio.examples.serving;
 
 import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertTrue;
+import static org.testng.Assert.expectThrows;
 
 import org.testng.annotations.Test;
 
@@ -13,5 +15,21 @@ public class ServingLoopTest {
     @Test
     public void servingLoopRunsAndVerifiesEveryByte() {
         assertEquals(ServingLoop.run(), 0);
+    }
+
+    /** Bad arguments are refused by name before anything runs (main prints them with the usage). */
+    @Test
+    public void badArgumentsAreNamed() {
+        String[][] cases = {
+            {"--turns=x", "--turns= takes a whole number, not 'x'"},
+            {"--turns=-1", "--turns=-1 is out of range"},
+            {"--compute-us=", "--compute-us= takes a whole number, not ''"},
+            {"--speed=3", "unknown argument '--speed=3'"},
+        };
+        for (String[] c : cases) {
+            IllegalArgumentException e =
+                    expectThrows(IllegalArgumentException.class, () -> ServingLoop.run(c[0]));
+            assertTrue(e.getMessage().contains(c[1]), e.getMessage());
+        }
     }
 }

@@ -30,6 +30,41 @@ Geometry rows4k(int64_t layers, int64_t tokens, Form form = Form::Single) {
   return Geometry{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, form, layers, tokens, 1, 1, 4096};
 }
 
+// The oracle's in-place comparison (TestPool::matches, which the conformance matrix checks every
+// destination and source with) sees one changed byte anywhere in what capture() holds: in each
+// buffer of every memory form, and in the guard zones and gaps of wrapped buffers.
+TEST(OracleHarness, MatchesSeesAChangedByteAnywhereCaptureLooks) {
+  std::mt19937_64 rng(5);
+  for (Form form : {Form::Single, Form::PerComponent, Form::PerLayer, Form::Allocated})
+    for (const Placement& placement : {apart(), carved(0), carved(kGuard)}) {
+      if (form == Form::Allocated && placement.carved) continue;
+      const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, form, 2, 3, 4, 2, 8};
+      TestPool pool(g, KVIO_MEMORY_HOST, -1, placement);
+      SCOPED_TRACE(g.describe() + (placement.carved ? " carved" : " apart"));
+      pool.fillRandom(rng);
+      const Image image = pool.capture();
+      ASSERT_TRUE(pool.matches(image, "pool"));
+      std::vector<uint8_t*> bytes;  // first and last byte of each buffer, one byte before each
+      for (size_t r = 0; r < static_cast<size_t>(g.regions()); ++r) {
+        bytes.push_back(pool.region(r));
+        bytes.push_back(pool.region(r) + g.regionBytes() - 1);
+        if (form != Form::Allocated) bytes.push_back(pool.region(r) - 1);  // guard zone or gap
+      }
+      for (uint8_t* b : bytes) {
+        *b ^= 0x40;
+        const ::testing::AssertionResult seen = pool.matches(image, "pool");
+        EXPECT_FALSE(seen);
+        EXPECT_NE(std::string(seen.message()).find("1 bytes differ"), std::string::npos)
+            << seen.message();
+        *b ^= 0x40;
+      }
+      EXPECT_TRUE(pool.matches(image, "pool"));
+      Image other = image;
+      other.buffers.back().push_back(0);  // an image of another size
+      EXPECT_FALSE(pool.matches(other, "pool"));
+    }
+}
+
 TEST(ExecutorOrder, ConflictingTransfersCompleteInSubmissionOrder) {
   // Blocks of K = 1280 slots (2 layers x 1280 x 4 KiB = 10 MiB: over the cpu executor's 8 MiB
   // below which the submitting thread copies too, so such a job is queued for the workers and

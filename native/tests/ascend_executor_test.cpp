@@ -1158,7 +1158,9 @@ TEST_F(AscendExecutorTest, CallerStream) {
 // Stream 0 is the device's default stream (a null aclrtStream, as in ACL's calls), not a request
 // for a stream of kvio's own (KVIO_ASCEND_OWN_STREAM).
 TEST_F(AscendExecutorTest, StreamZeroIsTheDefaultStream) {
+  const int64_t rejected = acl().counts().rejected;
   moveOnCallerStream(0);
+  EXPECT_EQ(acl().counts().rejected, rejected) << acl().recentError();  // e.g. destroying it
   uint64_t own = 0, stream = 0;
   ASSERT_EQ(kvio_executor_create_ascend(0, KVIO_ASCEND_OWN_STREAM, &own), KVIO_STATUS_OK);
   EXPECT_EQ(acl().live().streams, 1);

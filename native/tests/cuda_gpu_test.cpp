@@ -1373,7 +1373,10 @@ TEST(CudaBackends, StreamZeroIsTheLegacyDefaultStream) {
   const Geometry hg = make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 16, 2, 64);
   DeviceArray<float> busy(64 * 256);
   ASSERT_TRUE(busy.ok());
-  for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED}) {
+  ASSERT_TRUE(CUDA_CHECK(cudaMemset(busy.get(), 0, 64 * 256 * sizeof(float))));
+  // auto hands its kernel candidate's stream (0) to the direct and staged ones.
+  for (int32_t backend :
+       {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED, KVIO_BACKEND_AUTO}) {
     SCOPED_TRACE(kvio_name(KVIO_NAME_BACKEND, backend));
     Executor executor(backend, 0);
     ASSERT_TRUE(executor.ok());

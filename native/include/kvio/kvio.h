@@ -543,8 +543,10 @@ KVIO_API kvio_status kvio_cuda_device_count(int32_t* count_out);
 /* Passing this as `stream` to kvio_executor_create_cuda makes kvio create its own non-blocking
  * stream. Any other value is a cudaStream_t of the executor's device that the caller owns and
  * keeps alive until the executor is closed. 0 is the default stream, as in the CUDA runtime's own
- * calls (the legacy default stream, also cudaStreamLegacy, 0x1; torch's default stream is 0): the
- * executor's work is ordered with the caller's work there. A stream of another device is refused
+ * calls (the legacy default stream, also cudaStreamLegacy, 0x1; torch's default stream is 0) of
+ * the device's primary context, which kvio makes current for its work: the executor's work is
+ * ordered with the caller's work there (a caller working in a context of its own passes a stream
+ * of that context instead). A stream of another device is refused
  * with INVALID_ARGUMENT (by builds with a CUDA 12.8+ toolkit; not checked while the stream is
  * being captured). cudaStreamPerThread (0x2) is refused with INVALID_ARGUMENT: it is another
  * stream on each thread, and an executor orders its transfers on one. */
@@ -640,14 +642,17 @@ KVIO_API kvio_status kvio_ascend_device_count(int32_t* count_out);
 
 /* Passing this as `stream` to kvio_executor_create_ascend makes kvio create its own stream. Any
  * other value is an aclrtStream the caller owns and keeps alive until the executor is closed; 0
- * (a null aclrtStream) is the default stream of the device's context, as in ACL's own calls. */
+ * (a null aclrtStream) is, as in ACL's own calls, the default stream of the device's default
+ * context (aclrtSetDevice's), which kvio makes current for its work (a caller working in a
+ * context it created passes a stream of that context instead). */
 #define KVIO_ASCEND_OWN_STREAM UINT64_MAX
 
 /* A kernel_ascend executor on NPU `device` ordering its work on `stream`.
  * kvio_executor_create(KVIO_BACKEND_KERNEL_ASCEND, ...) means device 0, own stream. */
 KVIO_API kvio_status kvio_executor_create_ascend(int32_t device, uint64_t stream,
                                                  uint64_t* executor_out);
-/* An executor of io backend `io_backend` on NPU `device` ordering its NPU work on `stream`:
+/* An executor of io backend `io_backend` on NPU `device` ordering its NPU work on `stream` (as for
+ * kvio_executor_create_ascend: KVIO_ASCEND_OWN_STREAM for one kvio creates, 0 the default stream):
  * KVIO_BACKEND_KERNEL_ASCEND (kvio_executor_create_ascend), or KVIO_BACKEND_AUTO on a machine with
  * NPUs and no usable CUDA GPU: transfers of Ascend device memory run on kernel_ascend there, the
  * others on the cpu backend (one io thread per core). kvio_executor_create(KVIO_BACKEND_AUTO, ...)

@@ -659,8 +659,8 @@ class Executor {
   }
   /// A CUDA executor (kernel, direct, staged, auto) on `device`, ordering its work on `stream`
   /// (a cudaStream_t the caller keeps alive until the executor is closed; 0: the legacy default
-  /// stream; KVIO_CUDA_OWN_STREAM: kvio creates one), with a launch shape (0: the backend's defaults)
-  /// (kvio_executor_create_cuda).
+  /// stream; KVIO_CUDA_OWN_STREAM: kvio creates one), with a launch shape (0: the backend's
+  /// defaults) (kvio_executor_create_cuda).
   static Executor cuda(IoBackend backend, int32_t device, uint64_t stream = KVIO_CUDA_OWN_STREAM,
                        int32_t ctaBudget = 0, int32_t warpsPerCta = 0) {
     uint64_t handle = 0;
@@ -676,7 +676,8 @@ class Executor {
     return Executor(handle);
   }
   /// An executor of `backend` (KernelAscend, or Auto on a machine with NPUs and no usable CUDA
-  /// GPU) on NPU `device`, on `stream` (kvio_executor_create_on_npu).
+  /// GPU) on NPU `device`, on `stream` (an aclrtStream; 0: the default stream;
+  /// KVIO_ASCEND_OWN_STREAM: kvio creates one) (kvio_executor_create_on_npu).
   static Executor npu(IoBackend backend, int32_t device, uint64_t stream = KVIO_ASCEND_OWN_STREAM) {
     uint64_t handle = 0;
     check(kvio_executor_create_on_npu(static_cast<int32_t>(backend), device, stream, &handle));

@@ -216,8 +216,9 @@ kvio_status allocate(int32_t kind, int32_t device, uint64_t bytes, uint64_t* add
   KVIO_CUDA_TRY(cudaMalloc(&memory->pointer, bytes),
                 "allocating %llu bytes on CUDA device %d for a pool",
                 static_cast<unsigned long long>(bytes), device);
-  // Zeroed on a private stream and waited for: executors' streams are non-blocking, so a
-  // memset on the legacy stream could still run after the pool's first transfer.
+  // Zeroed on a private stream and waited for: an executor's stream may be non-blocking (kvio's
+  // own, or a caller's), so a memset on the legacy stream could still run after the pool's first
+  // transfer.
   cudaStream_t stream = nullptr;
   KVIO_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
                 "creating a stream to zero a new pool on CUDA device %d", device);

@@ -107,7 +107,7 @@ public final class KvioExecutor implements AutoCloseable {
      * device that does not exist.
      */
     public static KvioExecutor onDevice(IoBackend backend, int device) {
-        return open(backend, device, NativeBridge.OWN_STREAM, "onDevice");
+        return open(backend, device, null, "onDevice");
     }
 
     /**
@@ -130,7 +130,8 @@ public final class KvioExecutor implements AutoCloseable {
         return open(backend, device, stream, "onStream");
     }
 
-    private static KvioExecutor open(IoBackend backend, int device, long stream, String method) {
+    /** {@code stream}: the caller's, or null for one kvio creates. */
+    private static KvioExecutor open(IoBackend backend, int device, Long stream, String method) {
         Objects.requireNonNull(backend, "backend");
         if (!backend.isDevice()) {
             throw new KvioUnsupportedException(
@@ -144,7 +145,9 @@ public final class KvioExecutor implements AutoCloseable {
         return new KvioExecutor(
                 backend,
                 device,
-                NativeBridge.executorCreateOnDevice(backend, device, stream),
+                stream == null
+                        ? NativeBridge.executorCreateOnDevice(backend, device)
+                        : NativeBridge.executorCreateOnStream(backend, device, stream),
                 false);
     }
 
@@ -172,9 +175,10 @@ public final class KvioExecutor implements AutoCloseable {
             KvioExecutor e = SHARED.get(key);
             if (e == null) {
                 backend.ensureAvailability();
+                // Every device the same way (device 0 included, so a test on one GPU covers it).
                 long handle =
-                        backend.isDevice() && device != 0
-                                ? NativeBridge.executorCreateOnDevice(backend, device, 0)
+                        backend.isDevice()
+                                ? NativeBridge.executorCreateOnDevice(backend, device)
                                 : NativeBridge.executorCreate(backend, 0);
                 e = new KvioExecutor(backend, device, handle, true);
                 SHARED.put(key, e);

@@ -426,15 +426,19 @@ final class NativeBridge {
         return s.buffer.getLong(OUT0);
     }
 
-    /**
-     * An executor of a device backend on {@code device}, ordering its work on {@code stream} (a
-     * cudaStream_t or an aclrtStream; 0: the default stream; {@link #OWN_STREAM}: kvio creates its
-     * own).
-     */
-    /** kvio.h's KVIO_CUDA_OWN_STREAM and KVIO_ASCEND_OWN_STREAM (UINT64_MAX). */
+    /** kvio.h's KVIO_CUDA_OWN_STREAM and KVIO_ASCEND_OWN_STREAM (UINT64_MAX): not a stream. */
     static final long OWN_STREAM = -1L;
 
-    static long executorCreateOnDevice(IoBackend backend, int device, long stream) {
+    /** An executor of a device backend on {@code device}, on a stream kvio creates. */
+    static long executorCreateOnDevice(IoBackend backend, int device) {
+        return executorCreateOnStream(backend, device, OWN_STREAM);
+    }
+
+    /**
+     * An executor of a device backend on {@code device}, ordering its work on the caller's {@code
+     * stream} (a cudaStream_t or an aclrtStream; 0: the default stream).
+     */
+    static long executorCreateOnStream(IoBackend backend, int device, long stream) {
         Scratch s = SCRATCH.get();
         if (backend.isAscend()) { // kernel_ascend, or auto on a machine with NPUs and no GPU
             check(

@@ -161,6 +161,7 @@ public class DeviceSelectionTest {
     @Test(groups = "gpu")
     public void executorsChosenByDeviceMovePoolsOfThatDevice() {
         requireGpu();
+        assertNotEquals(KvioExecutor.shared(IoBackend.KERNEL, 0).nativeStream(), 0L);
         for (IoBackend b : new IoBackend[] {IoBackend.KERNEL, IoBackend.DIRECT}) {
             try (KvioExecutor ex = KvioExecutor.onDevice(b, 0)) {
                 assertNotEquals(ex.nativeStream(), 0L);
@@ -173,7 +174,10 @@ public class DeviceSelectionTest {
     @Test(groups = "gpu")
     public void executorsOnStreamZeroRunOnTheDefaultStream() {
         requireGpu();
-        for (IoBackend b : new IoBackend[] {IoBackend.KERNEL, IoBackend.DIRECT}) {
+        for (IoBackend b :
+                new IoBackend[] {
+                    IoBackend.KERNEL, IoBackend.DIRECT, IoBackend.STAGED, IoBackend.AUTO
+                }) {
             try (KvioExecutor ex = KvioExecutor.onStream(b, 0, 0)) {
                 assertEquals(ex.nativeStream(), 0L);
                 moveTwoPagesThereAndBack(b, ex);

@@ -212,6 +212,46 @@ TEST_F(AscendExecutorTest, PerLayerLoadMovesThatLayerOnly) {
   }
 }
 
+// An auto executor whose transfers go to cpu lets its kernel_ascend candidate go of the NPU
+// transfers that finished (their events and plans), whether the cpu transfer is queued or runs on
+// the submitting thread: a finished NPU transfer's event is destroyed then (the switch from
+// kernel_ascend to cpu drains it), not at the next NPU submit.
+TEST_F(AscendExecutorTest, AutoLetsGoOfFinishedNpuTransfersWhileItsTransfersGoToCpu) {
+  kvio::Executor automatic = kvio::Executor::npu(kvio::IoBackend::Auto, 0);
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 4, 4, 2, 16};
+  const kvio_pool_spec spec = g.spec().toC();
+  TestPool hostA(g), hostB(g);  // pageable: cpu's
+  const std::vector<int64_t> idx{0, 1, 2, 3};
+  for (bool queued : {false, true}) {
+    SCOPED_TRACE(queued ? "cpu transfer queued" : "cpu transfer on the submitting thread");
+    const int64_t before = acl().live().events;
+    uint64_t npu = 0, pinned = 0, transfer = 0;
+    ASSERT_EQ(kvio_pool_allocate_memory(&spec, KVIO_MEMORY_ASCEND_DEVICE, 0, &npu), KVIO_STATUS_OK)
+        << kvio_last_error();
+    ASSERT_EQ(kvio_pool_allocate_memory(&spec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0, &pinned),
+              KVIO_STATUS_OK)
+        << kvio_last_error();
+    ASSERT_EQ(kvio_submit_args(automatic.handle(), pinned, npu, idx.data(), idx.data(), 4, 0, 0,
+                               g.L, &transfer),
+              KVIO_STATUS_OK)
+        << kvio_last_error();
+    ASSERT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
+    EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+    EXPECT_EQ(kvio_pool_close(npu), KVIO_STATUS_OK);
+    EXPECT_EQ(kvio_pool_close(pinned), KVIO_STATUS_OK);
+    EXPECT_EQ(acl().live().events, before + 1) << "the finished transfer holds its event";
+    const kvio_transfer_desc desc{
+        hostA.pool().handle(), hostB.pool().handle(), idx.data(), idx.data(), 4, 0, 0, g.L};
+    kvio_submit_options options = KVIO_SUBMIT_OPTIONS_INIT;
+    options.flags = queued ? KVIO_SUBMIT_QUEUE_ONLY : 0;
+    ASSERT_EQ(kvio_submit_with(automatic.handle(), &desc, &options, &transfer), KVIO_STATUS_OK)
+        << kvio_last_error();
+    EXPECT_EQ(acl().live().events, before) << "let go of at the cpu submit";
+    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
+    EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  }
+}
+
 // 'auto' on a machine with an NPU and no usable CUDA GPU (here the emulated NPU): a transfer of NPU
 // memory runs on kernel_ascend, any other on the cpu backend, and kvio_transfer_info says which;
 // every byte against the oracle. It used to be cpu alone there, which refuses NPU memory: auto

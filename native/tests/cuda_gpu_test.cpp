@@ -269,7 +269,8 @@ class GpuPool {
   /// Whole buffers; false (with a recorded failure) when a CUDA call failed.
   bool read(Image* image) const {
     const size_t bytes = regionBytes();
-    image->buffers.assign(regions_.size(), std::vector<uint8_t>(bytes));
+    image->buffers.resize(regions_.size());  // an image read into before keeps its memory
+    for (std::vector<uint8_t>& buffer : image->buffers) buffer.resize(bytes);
     if (!onDevice_) {
       for (size_t r = 0; r < regions_.size(); ++r) {
         std::memcpy(image->buffers[r].data(), regions_[r], bytes);
@@ -305,8 +306,13 @@ class GpuPool {
   }
   Image filled(uint8_t value) const {
     Image image;
-    image.buffers.assign(regions_.size(), std::vector<uint8_t>(regionBytes(), value));
+    fill(&image, value);
     return image;
+  }
+  /// filled() into `image`, reusing its memory.
+  void fill(Image* image, uint8_t value) const {
+    image->buffers.resize(regions_.size());
+    for (std::vector<uint8_t>& buffer : image->buffers) buffer.assign(regionBytes(), value);
   }
   Image random(std::mt19937_64& rng) const {
     Image image;
@@ -485,6 +491,7 @@ int runGpuConfig(const Executor& executor, const Case& c, bool sharded, int64_t 
   if (!src.write(srcImage)) return 1;
 
   int failures = 0;
+  Image expected, actual, source;  // each step's, their memory reused (fresh ones page-fault)
   for (Pattern pattern : {Pattern::WholePages, Pattern::TokenSlots, Pattern::CrossingRuns}) {
     for (bool perLayer : {true, false}) {
       SCOPED_TRACE(std::string(patternName(pattern)) + (perLayer ? " per_layer" : " all_layer"));
@@ -492,7 +499,7 @@ int runGpuConfig(const Executor& executor, const Case& c, bool sharded, int64_t 
       makeIndexSets(pattern, dg, hg, c.backup, rng, &devIdx, &hostIdx, &devPages, &hostPages);
       const std::vector<int64_t>& srcIdx = c.backup ? devIdx : hostIdx;
       const std::vector<int64_t>& dstIdx = c.backup ? hostIdx : devIdx;
-      Image expected = dst.filled(kCanary);
+      dst.fill(&expected, kCanary);
       if (!dst.write(expected)) return failures + 1;
       // (host layer j) <-> (device layer shardStart + j)
       auto srcLayer = [&](int64_t j) { return c.backup ? shardStart + j : j; };
@@ -516,7 +523,6 @@ int runGpuConfig(const Executor& executor, const Case& c, bool sharded, int64_t 
         expectedBytes += rowBytes * srcIdx.size() * static_cast<uint64_t>(layers);
       }
       EXPECT_EQ(submitted.bytes, expectedBytes);
-      Image actual, source;
       if (!dst.read(&actual) || !src.read(&source)) return failures + 1;
       const ::testing::AssertionResult sameDst = sameImage(expected, actual, "destination");
       const ::testing::AssertionResult sameSrc = sameImage(srcImage, source, "source");

@@ -2,7 +2,8 @@
  * Entry points that are not tied to one pool: the version, the general transfer (any pool to
  * any pool, any layouts, a layer range on each side) and the support-rule check that host pools
  * run at configuration time. Arguments are validated in Java where that is cheap (nulls, closed
- * objects, lengths, layer ranges, backends); per-index checks run natively before any byte moves.
+ * objects, lengths, backends); layer ranges and per-index checks run natively (their messages in
+ * the caller's names) before any byte moves.
  */
 package io.kvio;
 
@@ -148,10 +149,9 @@ public final class Kvio {
         ensureOpen("src", src);
         ensureOpen("dst", dst);
         long executorHandle = executor.handle();
-        // Whether the executor moves each pool's memory (kind and device) is checked natively by
-        // the submission: the memory decides, not the backend that allocated a device pool.
-        checkLayers("src", srcLayerStart, numLayers, src.spec().numLayers());
-        checkLayers("dst", dstLayerStart, numLayers, dst.spec().numLayers());
+        // The layer ranges, and whether the executor moves each pool's memory (kind and device),
+        // are checked natively by the submission (its message in the caller's names): the memory
+        // decides, not the backend that allocated a device pool.
         try {
             return submit(
                     executorHandle,
@@ -594,40 +594,6 @@ public final class Kvio {
 
     static String entries(long n) {
         return n + (n == 1 ? " entry" : " entries");
-    }
-
-    static void checkLayers(String side, long start, long count, long poolLayers) {
-        if (count < 1) {
-            throw new KvioInvalidArgumentException("numLayers must be at least 1, got " + count);
-        }
-        if (start < 0 || start >= poolLayers) {
-            throw new KvioOutOfRangeException(
-                    side
-                            + " layer start "
-                            + start
-                            + " is outside the "
-                            + side
-                            + " pool's layers (valid: 0 to "
-                            + (poolLayers - 1)
-                            + ")");
-        }
-        if (count > poolLayers - start) {
-            throw new KvioOutOfRangeException(
-                    side
-                            + " layers ["
-                            + start
-                            + ", "
-                            + (start + count)
-                            + ") run past the "
-                            + side
-                            + " pool's "
-                            + poolLayers
-                            + " layers (valid: numLayers <= "
-                            + (poolLayers - start)
-                            + " from layer "
-                            + start
-                            + ")");
-        }
     }
 
     /**

@@ -347,7 +347,8 @@ public class CallerMessagesTest extends CpuPoolsFixture {
                 KvioOutOfRangeException.class,
                 () -> Kvio.transfer(host.executor(), device, host, none, none, 0, 0, 5),
                 new String[0],
-                "run past");
+                "src layer range [0, 5) is outside src (the device pool)'s 4 layers",
+                "srcLayerStart + numLayers <= 4");
         try (DeviceKvPool mla =
                 DeviceKvPool.allocate(
                         new Config(PoolKind.MLA, 4, 16, 4, 1, 8).spec(KvLayout.LAYER_FIRST),

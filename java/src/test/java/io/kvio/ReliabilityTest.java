@@ -83,7 +83,7 @@ public class ReliabilityTest {
                         () ->
                                 Kvio.transfer(executor, src, dst, ok, ok, 0, 0, Long.MAX_VALUE)
                                         .await()),
-                "src layers [0, " + Long.MAX_VALUE + ")",
+                "src layer range [0, " + Long.MAX_VALUE + ")",
                 "1 layers");
         LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(src.buffer()), s, "source");
         LayoutOracle.assertBytesEqual(LayoutOracle.snapshot(dst.buffer()), d, "destination");

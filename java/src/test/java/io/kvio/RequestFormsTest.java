@@ -142,7 +142,8 @@ public class RequestFormsTest extends CpuPoolsFixture {
                                 .layers(2)
                                 .submit(),
                 openBuffers(),
-                "run past");
+                "dst layer range [3, 5)",
+                "dstLayerStart + numLayers <= 4");
     }
 
     // ---- whole pages by id ----

@@ -1154,8 +1154,8 @@ void moveOnCallerStream(uint64_t stream) {
     const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_HEAD, Form::Allocated, 3, 8, 4, 2, 16};
     NpuPool device(dg);
     TestPool host = pinnedHost(hg);
-    uint64_t handle = 0;
-    ASSERT_EQ(kvio_executor_create_ascend(0, stream, &handle), KVIO_STATUS_OK) << lastError();
+    kvio::Executor executor = kvio::Executor::ascend(0, stream);  // closed however this ends
+    const uint64_t handle = executor.handle();
     EXPECT_EQ(acl().live().streams, streamsBefore);
     SeededPair pools(host, device.pool, rng);
     const auto srcIdx = range(5, 9);
@@ -1177,10 +1177,10 @@ void moveOnCallerStream(uint64_t stream) {
     EXPECT_EQ(kvio_transfer_ascend_event(transfer, &event), KVIO_STATUS_OK) << lastError();
     EXPECT_NE(event, 0u);
     EXPECT_EQ(kvio_transfer_cuda_event(transfer, &event), KVIO_STATUS_UNSUPPORTED);
-    kvio_transfer_close(transfer);
+    EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
     pools.expect(srcIdx, dstIdx, 0, 0, 3);
     EXPECT_TRUE(pools.check("device", "host"));
-    ASSERT_EQ(kvio_executor_close(handle), KVIO_STATUS_OK);
+    executor.close();
   }
   EXPECT_EQ(acl().live().streams, streamsBefore);  // the caller's stream is left alive
 }

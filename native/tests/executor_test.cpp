@@ -44,11 +44,27 @@ TEST(OracleHarness, MatchesSeesAChangedByteAnywhereCaptureLooks) {
       pool.fillRandom(rng);
       const Image image = pool.capture();
       ASSERT_TRUE(pool.matches(image, "pool"));
-      std::vector<uint8_t*> bytes;  // first and last byte of each buffer, one byte before each
+      // The first and last byte of each buffer; for wrapped memory also the bytes around each:
+      // the first, middle and last of the guard zone (apart) or gap (carved) before it and after
+      // it, which spans the whole block's first and last bytes.
+      std::vector<uint8_t*> bytes;
+      const int64_t around = placement.carved ? static_cast<int64_t>(placement.gap) : kGuard;
       for (size_t r = 0; r < static_cast<size_t>(g.regions()); ++r) {
-        bytes.push_back(pool.region(r));
-        bytes.push_back(pool.region(r) + g.regionBytes() - 1);
-        if (form != Form::Allocated) bytes.push_back(pool.region(r) - 1);  // guard zone or gap
+        uint8_t* first = pool.region(r);
+        uint8_t* last = first + g.regionBytes() - 1;
+        bytes.push_back(first);
+        bytes.push_back(last);
+        if (form == Form::Allocated) continue;
+        const bool edge = !placement.carved || r == 0;  // a guard zone, not a gap, before it
+        const int64_t before = edge ? kGuard : around;
+        for (int64_t k : {int64_t{1}, before / 2, before}) {
+          if (k > 0) bytes.push_back(first - k);
+        }
+        const bool end = !placement.carved || r + 1 == static_cast<size_t>(g.regions());
+        const int64_t after = end ? kGuard : around;
+        for (int64_t k : {int64_t{1}, after / 2, after}) {
+          if (k > 0) bytes.push_back(last + k);
+        }
       }
       for (uint8_t* b : bytes) {
         *b ^= 0x40;
@@ -61,6 +77,12 @@ TEST(OracleHarness, MatchesSeesAChangedByteAnywhereCaptureLooks) {
       EXPECT_TRUE(pool.matches(image, "pool"));
       Image other = image;
       other.buffers.back().push_back(0);  // an image of another size
+      EXPECT_FALSE(pool.matches(other, "pool"));
+      other = image;
+      other.buffers.emplace_back();  // one more (empty) buffer
+      EXPECT_FALSE(pool.matches(other, "pool"));
+      other = image;
+      other.buffers.pop_back();  // one fewer
       EXPECT_FALSE(pool.matches(other, "pool"));
     }
 }

@@ -379,8 +379,10 @@ inline ::testing::AssertionResult sameImage(const Image& expected, const Image& 
 
 inline ::testing::AssertionResult TestPool::matches(const Image& expected, const char* what) const {
   std::vector<size_t> offsets(expected.buffers.size(), 0);
+  size_t buffers = 0;  // capture()'s buffer count
   bool same = true;
   forEachPiece([&](size_t buffer, const uint8_t* data, size_t bytes) {
+    buffers = buffer + 1;
     if (!same) return;
     if (buffer >= expected.buffers.size() ||
         offsets[buffer] + bytes > expected.buffers[buffer].size() ||
@@ -391,6 +393,7 @@ inline ::testing::AssertionResult TestPool::matches(const Image& expected, const
     }
     offsets[buffer] += bytes;
   });
+  same = same && buffers == expected.buffers.size();
   for (size_t b = 0; same && b < offsets.size(); ++b)
     same = offsets[b] == expected.buffers[b].size();
   return same ? ::testing::AssertionSuccess() : sameImage(expected, capture(), what);

@@ -14,7 +14,7 @@ using namespace kvio;
 
 namespace {
 
-// The 'auto' executor behind `executor`, or INVALID_ARGUMENT saying what it is instead.
+// The 'auto' executor behind `executor`, or UNSUPPORTED saying what it is instead.
 kvio_status asAuto(ExecutorImpl& executor, AutoExecutor** out) {
   if (executor.backend != KVIO_BACKEND_AUTO) {
     return fail(KVIO_STATUS_UNSUPPORTED,

@@ -256,6 +256,13 @@ public final class KvioExecutor implements AutoCloseable {
      */
     public void setAutoCalibration(String text) {
         Objects.requireNonNull(text, "text");
+        long handle = handle(); // closed first, then not auto, then the text
+        if (backend != IoBackend.AUTO) {
+            throw new KvioUnsupportedException(
+                    "this is a '"
+                            + backend.userName()
+                            + "' executor; only 'auto' executors have a calibration");
+        }
         int nul = text.indexOf('\0');
         if (nul >= 0) {
             long line = text.substring(0, nul).chars().filter(c -> c == '\n').count() + 1;
@@ -266,7 +273,7 @@ public final class KvioExecutor implements AutoCloseable {
                             + line
                             + "); nothing was changed");
         }
-        NativeBridge.executorSetAutoCalibration(handle(), text);
+        NativeBridge.executorSetAutoCalibration(handle, text);
     }
 
     long handle() {

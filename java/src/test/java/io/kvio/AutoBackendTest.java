@@ -133,6 +133,12 @@ public class AutoBackendTest {
             expectThrows(
                     KvioUnsupportedException.class,
                     () -> cpu.setAutoCalibration("direct_row_bytes = 1"));
+            // What the executor cannot do is said before what is wrong with the text.
+            KvioUnsupportedException withNul =
+                    expectThrows(
+                            KvioUnsupportedException.class,
+                            () -> cpu.setAutoCalibration("direct_row_bytes = 1\0"));
+            assertTrue(withNul.getMessage().contains("'cpu' executor"), withNul.getMessage());
         }
     }
 

@@ -66,7 +66,10 @@ public final class ServingLoop {
 
     static final String USAGE = "usage: ServingLoop [--turns=N] [--compute-us=N] [--seed=N]";
 
-    /** Exits 0 if every byte came back right, 1 if not, 2 (with the usage) for a bad argument. */
+    /**
+     * Exits 0 if every byte came back right, 1 if not or if no sequence was resumed (too few turns
+     * to check a load), 2 (with the usage) for a bad argument.
+     */
     public static void main(String[] args) {
         Options options;
         try {
@@ -81,8 +84,8 @@ public final class ServingLoop {
     }
 
     /**
-     * Runs the loop; 0 if every byte came back right, else 1 (what main exits with).
-     * IllegalArgumentException for a bad argument, before anything runs.
+     * Runs the loop; 0 if every byte came back right, else 1, also when no sequence was resumed
+     * (what main exits with). IllegalArgumentException for a bad argument, before anything runs.
      */
     public static int run(String... args) {
         return run(Options.parse(args));
@@ -215,6 +218,12 @@ public final class ServingLoop {
         System.out.printf(
                 "verified %d rows: %s%n",
                 rowsVerified, badRows == 0 ? "all correct" : badRows + " WRONG");
+        if (resumes == 0) {
+            System.out.printf(
+                    "no sequence was resumed in %d turns: nothing was loaded back from the host"
+                            + " pool to check (more turns, e.g. the default 96)%n",
+                    turns);
+        }
         return badRows == 0 && resumes > 0;
     }
 

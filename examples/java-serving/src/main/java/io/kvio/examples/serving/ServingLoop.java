@@ -71,16 +71,20 @@ public final class ServingLoop {
      * to check a load), 2 (with the usage) for a bad argument.
      */
     public static void main(String[] args) {
+        System.exit(exitStatus(System.err, args));
+    }
+
+    /** What main exits with; a bad argument is printed to {@code err} with the usage. */
+    static int exitStatus(java.io.PrintStream err, String... args) {
         Options options;
         try {
             options = Options.parse(args);
         } catch (IllegalArgumentException e) {
-            System.err.println("ServingLoop: " + e.getMessage());
-            System.err.println(USAGE);
-            System.exit(2);
-            return;
+            err.println("ServingLoop: " + e.getMessage());
+            err.println(USAGE);
+            return 2;
         }
-        System.exit(run(options));
+        return run(options);
     }
 
     /**

@@ -31,5 +31,16 @@ public class ServingLoopTest {
                     expectThrows(IllegalArgumentException.class, () -> ServingLoop.run(c[0]));
             assertTrue(e.getMessage().contains(c[1]), e.getMessage());
         }
+        // main exits 2 and prints the message with the usage.
+        java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+        assertEquals(
+                ServingLoop.exitStatus(
+                        new java.io.PrintStream(err, true, java.nio.charset.StandardCharsets.UTF_8),
+                        "--seed=1",
+                        "--turns=x"),
+                2);
+        String printed = err.toString(java.nio.charset.StandardCharsets.UTF_8);
+        assertTrue(printed.contains("ServingLoop: --turns= takes a whole number"), printed);
+        assertTrue(printed.contains(ServingLoop.USAGE), printed);
     }
 }

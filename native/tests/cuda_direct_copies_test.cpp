@@ -14,6 +14,7 @@
 #include <random>
 
 #include "cuda/direct_copies.hpp"
+#include "cuda/stream_argument.hpp"
 #include "engine/copy_engine.hpp"
 #include "fake_copy_engine.hpp"
 #include "kvio/kvio.h"
@@ -466,6 +467,20 @@ TEST(CudaDirectCopies, ProcessCallCountsGrowByEachTransfersCalls) {
   EXPECT_EQ(after[2] - before[2], 0);
   EXPECT_EQ(after[3] - before[3], 0);
   EXPECT_EQ(kvio_debug_copy_engine_calls(nullptr), KVIO_STATUS_INVALID_ARGUMENT);
+}
+
+// What kvio_executor_create_cuda makes of its stream argument (kvio.h): 0 is the legacy default
+// stream, as cudaStreamLegacy is, not a request for kvio's own stream (KVIO_CUDA_OWN_STREAM); the
+// direct backend's batch copies take only created streams.
+TEST(StreamArgument, ZeroIsTheLegacyDefaultStreamAndTheMarkerIsNoStream) {
+  using kvio::cuda::classifyStream;
+  using kvio::cuda::StreamArgument;
+  EXPECT_EQ(classifyStream(KVIO_CUDA_OWN_STREAM), StreamArgument::kOwnMarker);
+  EXPECT_EQ(classifyStream(0), StreamArgument::kLegacyDefault);
+  EXPECT_EQ(classifyStream(0x1), StreamArgument::kLegacyDefault);
+  EXPECT_EQ(classifyStream(0x2), StreamArgument::kPerThread);
+  EXPECT_EQ(classifyStream(0x7f3a12345600ull), StreamArgument::kHandle);
+  EXPECT_EQ(classifyStream(0x3), StreamArgument::kHandle);
 }
 
 }  // namespace

@@ -5,13 +5,9 @@
 // they report it absent through the backend registry.
 #include "../core/entry.hpp"
 #include "../core/launch_shape.hpp"
+#include "stream_argument.hpp"
 
 using namespace kvio;
-
-namespace {
-// cudaStreamPerThread, as the CUDA headers define it (this file is compiled without them).
-constexpr uint64_t kCudaStreamPerThread = 0x2;
-}  // namespace
 
 extern "C" {
 
@@ -30,7 +26,7 @@ kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t device, uint64
       return fail(KVIO_STATUS_INVALID_ARGUMENT, "device %d is not a CUDA device ordinal (>= 0)",
                   device);
     }
-    if (stream == kCudaStreamPerThread) {
+    if (cuda::classifyStream(stream) == cuda::StreamArgument::kPerThread) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
                   "stream 0x2 is cudaStreamPerThread, which names a different stream on each "
                   "thread; an executor orders its transfers on one stream: pass a stream you "

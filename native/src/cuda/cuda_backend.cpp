@@ -11,6 +11,7 @@
 #include "../core/names.hpp"
 #include "../core/pool.hpp"
 #include "cuda_executor.hpp"
+#include "stream_argument.hpp"
 
 namespace kvio {
 namespace cuda {
@@ -198,13 +199,14 @@ kvio_status CudaExecutor::init(const CudaExecutorConfig& config, const char* nam
     DeviceScope eventScope(device);
     if (cudaEventDestroy(event) != cudaSuccess) cudaGetLastError();  // as in freeSlot
   });
-  if (config.stream == KVIO_CUDA_OWN_STREAM) {
+  const StreamArgument kind = classifyStream(config.stream);
+  if (kind == StreamArgument::kOwnMarker) {
     KVIO_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
                   "creating the '%s' executor's stream on device %d", name, device_);
     ownStream_ = true;
   } else {
     stream_ = reinterpret_cast<cudaStream_t>(config.stream);
-    if (stream_ != nullptr && stream_ != cudaStreamLegacy)  // the default stream is every device's
+    if (kind == StreamArgument::kHandle)  // the legacy default stream is every device's
       KVIO_RETURN_IF_ERROR(checkCallerStream(stream_, device_, name));
   }
   return KVIO_STATUS_OK;

@@ -16,6 +16,7 @@
 #include "cuda_engine.hpp"
 #include "cuda_executor.hpp"
 #include "direct_copies.hpp"
+#include "stream_argument.hpp"
 
 namespace kvio {
 namespace cuda {
@@ -181,8 +182,8 @@ kvio_status setUpCudaEngine(cudaStream_t stream, int32_t device, CudaEngine* eng
   context.device = device;
   context.batch = batchEntry();
   // The batch API refuses the legacy default stream.
-  const auto raw = reinterpret_cast<uint64_t>(stream);
-  const bool streamAllowsBatches = raw != 0 && raw != reinterpret_cast<uint64_t>(cudaStreamLegacy);
+  const bool streamAllowsBatches =
+      classifyStream(reinterpret_cast<uint64_t>(stream)) == StreamArgument::kHandle;
   engine->issuer.setBatchEnabled(context.batch.abi != BatchAbi::None && streamAllowsBatches);
   engine->issuer.setBatch3dEnabled(kHaveBatch3d && streamAllowsBatches);
   int maxPitch = 0;

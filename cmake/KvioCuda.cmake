@@ -3,7 +3,9 @@
 # exists, or its CUDA_ARCHITECTURES property starts empty.
 #   KVIO_WITH_CUDA=AUTO (default): build the backend when nvcc is found, else CPU-only.
 #   KVIO_WITH_CUDA=ON: fail the configure when nvcc is missing. OFF: never build it.
-# Sets KVIO_HAVE_CUDA and, when ON, KVIO_CUDA_SOURCES (the backend's sources).
+# Sets KVIO_HAVE_CUDA and, when ON, KVIO_CUDA_SOURCES (the backend's host code, compiled into the
+# core) and KVIO_CUDA_KERNEL_SOURCES (its kernels, the object library kvio_cuda_kernels: the test
+# build links the core with host replays of them instead, native/tests/fake_cuda).
 set(KVIO_WITH_CUDA AUTO CACHE STRING "Build the CUDA backend: AUTO (when nvcc is found), ON, OFF")
 set_property(CACHE KVIO_WITH_CUDA PROPERTY STRINGS AUTO ON OFF)
 
@@ -43,7 +45,8 @@ if(NOT _kvio_cuda_mode STREQUAL "OFF")
       ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/cuda_memory.cpp
       ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/direct_executor.cpp
       ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/kernel_executor.cpp
-      ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/staged_executor.cpp
+      ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/staged_executor.cpp)
+    set(KVIO_CUDA_KERNEL_SOURCES
       ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/copy_kernel.cu
       ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/staged_kernel.cu)
     message(STATUS "kvio: CUDA backend ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, "
@@ -56,8 +59,9 @@ if(NOT _kvio_cuda_mode STREQUAL "OFF")
   endif()
 endif()
 
-# Adds the CUDA backend's sources to the core's object library (kvio_core); whatever links the
-# core links CUDA::cudart_static too (kvio_link_core in the top-level CMakeLists.txt).
+# Adds the CUDA backend's host code to the core's object library (kvio_core) and makes its
+# kernels the object library kvio_cuda_kernels; whatever links the core links the kernels and
+# CUDA::cudart_static too (kvio_link_core in the top-level CMakeLists.txt).
 function(kvio_add_cuda_backend target)
   if(NOT KVIO_HAVE_CUDA)
     return()
@@ -65,7 +69,11 @@ function(kvio_add_cuda_backend target)
   target_sources(${target} PRIVATE ${KVIO_CUDA_SOURCES})
   target_compile_definitions(${target} PRIVATE KVIO_HAVE_CUDA=1)
   target_link_libraries(${target} PRIVATE CUDA::cudart_static)  # its headers
-  set_target_properties(${target} PROPERTIES CUDA_VISIBILITY_PRESET hidden)
+  add_library(kvio_cuda_kernels OBJECT ${KVIO_CUDA_KERNEL_SOURCES})
+  target_include_directories(kvio_cuda_kernels PRIVATE ${PROJECT_SOURCE_DIR}/native/include)
+  target_link_libraries(kvio_cuda_kernels PRIVATE CUDA::cudart_static)
+  set_target_properties(kvio_cuda_kernels PROPERTIES CUDA_VISIBILITY_PRESET hidden
+                        CXX_VISIBILITY_PRESET hidden)
 endfunction()
 
 # kvio_cuda_bench (native/bench/cuda_transfer_bench.cpp): the GPU bandwidth benchmark that

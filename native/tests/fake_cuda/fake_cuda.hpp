@@ -1,0 +1,67 @@
+// A CPU fake of the CUDA runtime and of the driver calls kvio resolves through it, for running
+// kvio's CUDA backend (its .cpp code, with the copy and staged kernels replayed on the host) and
+// the GPU test programs on a machine without a GPU. Test code only: the test build links it in
+// place of cudart (native/tests/CMakeLists.txt, the `fake_cuda` ctest label).
+//
+// What it enforces, as the CUDA documentation states the rules (a call breaking one fails the
+// way the real one does, or, where the real failure is a fault on the device, the context dies):
+// - contexts: a primary context per device, made current by cudaSetDevice, retained by
+//   cuDevicePrimaryCtxRetain; contexts the caller creates (cuCtxCreate, push/pop); the runtime's
+//   implicit use of device 0's primary context when none is current; device memory belongs to
+//   the context that allocated it, and memory of a created context has no device address in
+//   another (CU_POINTER_ATTRIBUTE_DEVICE_POINTER fails with CUDA_ERROR_INVALID_VALUE);
+// - streams run their work in order on a thread of their own; the legacy default stream (0,
+//   cudaStreamLegacy) waits for the blocking streams of its context and they for it, non-blocking
+//   streams do not; cudaStreamPerThread is per thread; a kernel launch to a stream of another
+//   device than the current one fails (cudaErrorInvalidResourceHandle), a copy does not;
+//   cudaEventRecord of an event and a stream of different contexts fails;
+// - copies: every device-side range lies inside one allocation, a 2-D copy's whole footprint
+//   too, pitches at least the width and at most cudaDevAttrMaxPitch; a copy to or from pageable
+//   host memory returns only when the stream reached it and the copy is done; cudaFree,
+//   cudaFreeHost and cudaHostUnregister wait for all work first (they synchronize);
+// - a kernel whose layer tables, indices or rows lie outside memory its device can reach ends
+//   the context: every later call there answers cudaErrorIllegalAddress (sticky), as on a GPU;
+// - stream capture: work on a capturing stream is recorded as graph nodes, not run; "potentially
+//   unsafe" calls (allocation, event and stream queries and synchronisation) made where the
+//   thread's capture mode prohibits them fail with cudaErrorStreamCaptureUnsupported and
+//   invalidate the capture; the legacy stream touched while a blocking stream of its context
+//   captures fails with cudaErrorStreamCaptureImplicit;
+// - a call's error is the thread's last error until cudaGetLastError reads it.
+// What it does not model: memory of the device is host memory (the host could read it without
+// a fault), copies and kernels run at host speed, kernels' individual accesses are not checked
+// beyond their tables and row bases, peer access rules, managed memory, events' timing.
+// KVIO_FAKE_CUDA_DEVICES sets the number of devices (default 2).
+#ifndef KVIO_TESTS_FAKE_CUDA_FAKE_CUDA_HPP_
+#define KVIO_TESTS_FAKE_CUDA_FAKE_CUDA_HPP_
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace kvio_fake_cuda {
+
+/// Answers, for one kernel launch on `device`, whether ranges lie in memory a kernel there can
+/// reach: device memory of that device (of its primary context or of no context), or mapped
+/// pinned host memory. Valid only inside the `check` function given to launch().
+class Reachability {
+ public:
+  virtual ~Reachability() = default;
+  /// Empty when `bytes` at `address` (`what`, for the message) are reachable, else why not.
+  virtual std::string check(const char* what, uint64_t address, uint64_t bytes) const = 0;
+};
+
+/// Queues a kernel on `stream` as a launch does: the stream must be of the current device (else
+/// cudaErrorInvalidResourceHandle, the thread's last error too). On the stream's thread, when its
+/// turn comes, `check` looks at every range the kernel will touch and returns an empty string,
+/// or what it found unreachable, which ends the context (cudaErrorIllegalAddress from then on);
+/// then `run` does the kernel's work. Recorded as one graph node, not run, while the stream is
+/// capturing.
+cudaError_t launch(cudaStream_t stream, const char* kernel,
+                   std::function<std::string(const Reachability&)> check,
+                   std::function<void()> run);
+
+}  // namespace kvio_fake_cuda
+
+#endif  // KVIO_TESTS_FAKE_CUDA_FAKE_CUDA_HPP_

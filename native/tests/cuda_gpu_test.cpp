@@ -129,14 +129,14 @@ class ScopedEnv {
 class Executor {
  public:
   explicit Executor(int32_t backend, uint64_t stream = KVIO_CUDA_OWN_STREAM, int32_t ctaBudget = 0,
-                    int32_t warps = 0)
+                    int32_t warps = 0, int32_t device = 0)
       : ownStream_(stream == KVIO_CUDA_OWN_STREAM) {
     if (hostEmulation()) {
       EXPECT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 2, &handle_), KVIO_STATUS_OK)
           << kvio_last_error();
       return;
     }
-    EXPECT_EQ(kvio_executor_create_cuda(backend, 0, stream, ctaBudget, warps, &handle_),
+    EXPECT_EQ(kvio_executor_create_cuda(backend, device, stream, ctaBudget, warps, &handle_),
               KVIO_STATUS_OK)
         << kvio_last_error();
     uint64_t reported = 0;
@@ -191,9 +191,11 @@ enum class Memory { Device, PinnedHost, WrappedHost };
 /// layer), pinned host memory kvio allocated, or caller host memory kvio registers (deliberately
 /// not 16-byte aligned). Device memory is written and read on `stream` (the executor's), through
 /// pinned staging memory, and waited for; host memory directly (no transfer is in flight then).
+/// Memory of CUDA device `device`: caller buffers are allocated with it current, then the
+/// thread's device is put back.
 class GpuPool {
  public:
-  GpuPool(const Geometry& g, Memory memory, cudaStream_t stream)
+  GpuPool(const Geometry& g, Memory memory, cudaStream_t stream, int32_t device = 0)
       : g_(g), onDevice_(memory == Memory::Device && !hostEmulation()), stream_(stream) {
     const kvio_pool_spec spec = specOf(g);
     const size_t bytes = regionBytes();
@@ -202,15 +204,15 @@ class GpuPool {
     if (memory == Memory::WrappedHost) {
       hostStorage_.assign(bytes + 64, 0);
       regions_.push_back(hostStorage_.data() + 8);
-      EXPECT_EQ(kvio_pool_wrap_memory(&spec, pinnedKind, 0, reinterpret_cast<uint64_t>(regions_[0]),
-                                      bytes, &handle_),
+      EXPECT_EQ(kvio_pool_wrap_memory(&spec, pinnedKind, device,
+                                      reinterpret_cast<uint64_t>(regions_[0]), bytes, &handle_),
                 KVIO_STATUS_OK)
           << kvio_last_error();
       return;
     }
     if (memory == Memory::PinnedHost || g.form == Form::Single || g.form == Form::Allocated) {
       const int32_t kind = memory == Memory::PinnedHost ? pinnedKind : deviceKind;
-      EXPECT_EQ(kvio_pool_allocate_memory(&spec, kind, 0, &handle_), KVIO_STATUS_OK)
+      EXPECT_EQ(kvio_pool_allocate_memory(&spec, kind, device, &handle_), KVIO_STATUS_OK)
           << kvio_last_error();
       uint64_t address = 0;
       if (handle_ != 0) {
@@ -226,19 +228,22 @@ class GpuPool {
           callerHost_.emplace_back(bytes);
           p = callerHost_.back().data();
         } else {
-          if (!CUDA_CHECK(cudaMalloc(&p, bytes))) return;
+          int current = 0;
+          if (!CUDA_CHECK(cudaGetDevice(&current)) || !CUDA_CHECK(cudaSetDevice(device))) return;
+          const bool allocated = CUDA_CHECK(cudaMalloc(&p, bytes));
+          if (!CUDA_CHECK(cudaSetDevice(current)) || !allocated) return;
           owned_.push_back(p);
         }
         regions_.push_back(static_cast<uint8_t*>(p));
         addresses.push_back(reinterpret_cast<uint64_t>(p));
       }
       if (g.form == Form::PerComponent) {
-        EXPECT_EQ(kvio_pool_wrap_components_memory(&spec, deviceKind, 0, addresses.data(),
+        EXPECT_EQ(kvio_pool_wrap_components_memory(&spec, deviceKind, device, addresses.data(),
                                                    static_cast<int32_t>(g.C()), bytes, &handle_),
                   KVIO_STATUS_OK)
             << kvio_last_error();
       } else {
-        EXPECT_EQ(kvio_pool_wrap_layer_table_memory(&spec, deviceKind, 0, addresses.data(),
+        EXPECT_EQ(kvio_pool_wrap_layer_table_memory(&spec, deviceKind, device, addresses.data(),
                                                     static_cast<int64_t>(addresses.size()), bytes,
                                                     &handle_),
                   KVIO_STATUS_OK)
@@ -1525,6 +1530,50 @@ TEST(CudaBackends, TransfersBesideAGlobalCaptureLeaveItValid) {
   }
   CUDA_OK(cudaStreamDestroy(captured));
   CUDA_OK(cudaStreamDestroy(other));
+}
+
+// Every backend on device 1, driven from a thread whose current device is 0: kvio makes its
+// device current around its own calls (a kernel launch to a stream of another device than the
+// current one fails) and puts the thread's device back. Caller device buffers (one per layer) and
+// kvio-allocated pools, both directions.
+TEST(CudaBackends, TransfersOnTheSecondDeviceFromAThreadOnTheFirst) {
+  REQUIRE_GPU();
+  int count = 0;
+  CUDA_OK(cudaGetDeviceCount(&count));
+  if (count < 2) GTEST_SKIP() << "needs two CUDA devices (" << count << " here)";
+  CUDA_OK(cudaSetDevice(0));
+  const Geometry perLayer =
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 8, 16, 2, 128);
+  const Geometry allocated =
+      make(KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 8, 16, 1, 64);
+  const Geometry hostMha =
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 16, 2, 128);
+  const Geometry hostMla =
+      make(KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 16, 1, 64);
+  for (int32_t backend :
+       {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED, KVIO_BACKEND_AUTO}) {
+    SCOPED_TRACE(kvio_name(KVIO_NAME_BACKEND, backend));
+    Executor executor(backend, KVIO_CUDA_OWN_STREAM, 0, 0, 1);
+    ASSERT_TRUE(executor.ok());
+    std::mt19937_64 rng(51 + backend);
+    {
+      GpuPool device(perLayer, Memory::Device, executor.stream(), 1);
+      GpuPool host(hostMha, Memory::PinnedHost, executor.stream(), 1);
+      ASSERT_TRUE(device.ok() && host.ok());
+      EXPECT_TRUE(checkTransfer(executor.handle(), hostMha, host, perLayer, device, rng, 1, 1, 0));
+      EXPECT_TRUE(checkTransfer(executor.handle(), perLayer, device, hostMha, host, rng, 2, 0, 0));
+    }
+    {
+      GpuPool device(allocated, Memory::Device, executor.stream(), 1);
+      GpuPool host(hostMla, Memory::PinnedHost, executor.stream(), 1);
+      ASSERT_TRUE(device.ok() && host.ok());
+      EXPECT_TRUE(checkTransfer(executor.handle(), allocated, device, hostMla, host, rng, 2, 0, 0));
+      EXPECT_TRUE(checkTransfer(executor.handle(), hostMla, host, allocated, device, rng, 2, 0, 0));
+    }
+    int current = -1;
+    CUDA_OK(cudaGetDevice(&current));
+    EXPECT_EQ(current, 0) << "kvio left the thread on another device";
+  }
 }
 
 TEST(CudaBackends, AStreamOfAnotherDeviceIsRefused) {

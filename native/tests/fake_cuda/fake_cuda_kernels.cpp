@@ -20,34 +20,64 @@ namespace kvio {
 namespace cuda {
 namespace {
 
+using kvio_fake_cuda::Fault;
 using kvio_fake_cuda::Reachability;
 
 bool badConfiguration(int32_t blocks, int32_t threadsPerBlock) {
   return blocks < 1 || threadsPerBlock < 1 || threadsPerBlock > 1024;
 }
 
-// Every range a copy launch reads or writes. Tables and indices of an inline launch lie in the
-// kernel parameter (always readable).
-std::string checkCopy(const CopyLaunch& p, bool parameterTables, const Reachability& reach) {
-  std::string problem;
-  auto check = [&](const char* what, uint64_t address, uint64_t bytes) {
-    if (problem.empty()) problem = reach.check(what, address, bytes);
-    return problem.empty();
-  };
-  if (!parameterTables) {
-    const uint64_t srcTable = static_cast<uint64_t>(p.src.components * p.src.numLayers) * 8;
-    const uint64_t dstTable = static_cast<uint64_t>(p.dst.components * p.dst.numLayers) * 8;
-    const uint64_t indexBytes = static_cast<uint64_t>(p.count) * 8;
-    if (!check("the source layer table", reinterpret_cast<uint64_t>(p.src.layerBase), srcTable) ||
-        !check("the destination layer table", reinterpret_cast<uint64_t>(p.dst.layerBase),
-               dstTable) ||
-        !check("the source indices", reinterpret_cast<uint64_t>(p.srcIndices), indexBytes) ||
-        !check("the destination indices", reinterpret_cast<uint64_t>(p.dstIndices), indexBytes)) {
-      return problem;
+// Every range a copy launch reads or writes, and the alignment of every word access: the layer
+// tables, indices and status words are read as 8-byte words, the tiled routine's rows as words of
+// wordBytes. An inline launch's tables and indices must lie in its parameter (`parameter`, the
+// launch's copy), anything else in memory the device reaches. The status words are touched only
+// for a skipped pair.
+Fault checkCopy(const CopyLaunch& p, const uint8_t* parameter, const Reachability& reach) {
+  Fault fault;
+  // `staged`: tables and indices, which an inline launch carries in its parameter.
+  auto reachable = [&](const char* what, uint64_t address, uint64_t bytes, bool staged = false) {
+    if (fault.error != cudaSuccess) return false;
+    if (staged && parameter != nullptr) {
+      const uint64_t begin = reinterpret_cast<uint64_t>(parameter);
+      if (address < begin || bytes > kInlineStagingBytes ||
+          address - begin > kInlineStagingBytes - bytes) {
+        fault = {cudaErrorIllegalAddress, std::string(what) + " lie outside the kernel parameter"};
+      }
+    } else {
+      std::string problem = reach.check(what, address, bytes);
+      if (!problem.empty()) fault = {cudaErrorIllegalAddress, problem};
     }
-    if (p.checkIndices != 0 &&
-        !check("the status words", reinterpret_cast<uint64_t>(p.badPairs), 16)) {
-      return problem;
+    return fault.error == cudaSuccess;
+  };
+  auto aligned = [&](const char* what, uint64_t address, uint64_t to) {
+    if (fault.error == cudaSuccess && address % to != 0) {
+      fault = {cudaErrorMisalignedAddress, std::string(what) + " at " + std::to_string(address) +
+                                               " read or written as " + std::to_string(to) +
+                                               "-byte words"};
+    }
+    return fault.error == cudaSuccess;
+  };
+  const AffineLayout* sides[2] = {&p.src, &p.dst};
+  const int64_t starts[2] = {p.srcLayerStart, p.dstLayerStart};
+  for (int k = 0; k < 2; ++k) {
+    const AffineLayout& side = *sides[k];
+    const uint64_t table = reinterpret_cast<uint64_t>(side.layerBase);
+    if (starts[k] < 0 || p.numLayers < 0 || starts[k] + p.numLayers > side.numLayers) {
+      fault = {cudaErrorIllegalAddress, "layers past the end of a layer table"};
+      return fault;
+    }
+    if (!aligned("the tables", table, 8) ||
+        !reachable("the tables", table, static_cast<uint64_t>(side.components * side.numLayers) * 8,
+                   true)) {
+      return fault;
+    }
+  }
+  const uint64_t indexBytes = static_cast<uint64_t>(p.count) * 8;
+  for (const int64_t* indices : {p.srcIndices, p.dstIndices}) {
+    const uint64_t address = reinterpret_cast<uint64_t>(indices);
+    if (!aligned("the indices", address, 8) ||
+        !reachable("the indices", address, indexBytes, true)) {
+      return fault;
     }
   }
   const CopyUnit unit = copyUnit(p.src, p.dst);
@@ -55,24 +85,33 @@ std::string checkCopy(const CopyLaunch& p, bool parameterTables, const Reachabil
     const int64_t s = p.srcIndices[i];
     const int64_t d = p.dstIndices[i];
     if (p.checkIndices != 0 && (s < 0 || s >= p.src.tokens || d < 0 || d >= p.dst.tokens)) {
-      continue;  // the kernel skips and reports the pair
+      const uint64_t status = reinterpret_cast<uint64_t>(p.badPairs);  // the kernel reports it
+      if (!aligned("the status words", status, 8) || !reachable("the status words", status, 16)) {
+        return fault;
+      }
+      continue;
     }
     const uint64_t srcOffset = static_cast<uint64_t>(p.src.tokenOffset(s));
     const uint64_t dstOffset = static_cast<uint64_t>(p.dst.tokenOffset(d));
     for (int64_t j = 0; j < p.numLayers; ++j) {
       for (int32_t c = 0; c < p.src.components; ++c) {
         for (int64_t h = 0; h < unit.heads; ++h) {
-          if (!check("a source row", p.src.rowAddress(c, p.srcLayerStart + j, srcOffset, h),
-                     static_cast<uint64_t>(unit.bytes)) ||
-              !check("a destination row", p.dst.rowAddress(c, p.dstLayerStart + j, dstOffset, h),
-                     static_cast<uint64_t>(unit.bytes))) {
-            return problem;
+          const uint64_t from = p.src.rowAddress(c, p.srcLayerStart + j, srcOffset, h);
+          const uint64_t to = p.dst.rowAddress(c, p.dstLayerStart + j, dstOffset, h);
+          const uint64_t bytes = static_cast<uint64_t>(unit.bytes);
+          if (p.wordBytes != 0 && (!aligned("a source row", from, p.wordBytes) ||
+                                   !aligned("a destination row", to, p.wordBytes))) {
+            return fault;
+          }
+          if (!reachable("a source row", from, bytes) ||
+              !reachable("a destination row", to, bytes)) {
+            return fault;
           }
         }
       }
     }
   }
-  return problem;
+  return fault;
 }
 
 void replayCopy(const CopyLaunch& p, int32_t blocks, int32_t threadsPerBlock) {
@@ -98,7 +137,7 @@ cudaError_t launchCopyKernel(const CopyLaunch& launch, int32_t blocks, int32_t t
   if (error != cudaSuccess) return error;
   kvio_fake_cuda::launch(
       stream, "copy",
-      [launch](const Reachability& reach) { return checkCopy(launch, false, reach); },
+      [launch](const Reachability& reach) { return checkCopy(launch, nullptr, reach); },
       [launch, blocks, threadsPerBlock] { replayCopy(launch, blocks, threadsPerBlock); });
   return cudaGetLastError();
 }
@@ -113,7 +152,9 @@ cudaError_t launchInlineCopyKernel(const InlineCopyLaunch& params, int32_t block
   auto copied = std::make_shared<InlineCopyLaunch>(params);
   kvio_fake_cuda::launch(
       stream, "inline copy",
-      [copied](const Reachability& reach) { return checkCopy(inlineLaunch(*copied), true, reach); },
+      [copied](const Reachability& reach) {
+        return checkCopy(inlineLaunch(*copied), copied->staging, reach);
+      },
       [copied, blocks, threadsPerBlock] {
         replayCopy(inlineLaunch(*copied), blocks, threadsPerBlock);
       });
@@ -123,12 +164,10 @@ cudaError_t launchInlineCopyKernel(const InlineCopyLaunch& params, int32_t block
 cudaError_t launchStagedKernel(const StagedLaunch& launch, int32_t blocks, int32_t threadsPerBlock,
                                cudaStream_t stream) {
   (void)cudaGetLastError();
-  if (badConfiguration(blocks, threadsPerBlock) || threadsPerBlock % 32 != 0) {
-    return cudaErrorInvalidConfiguration;
-  }
+  if (badConfiguration(blocks, threadsPerBlock)) return cudaErrorInvalidConfiguration;
   kvio_fake_cuda::launch(
       stream, "staged",
-      [launch](const Reachability& reach) {
+      [launch](const Reachability& reach) -> Fault {
         std::string problem =
             reach.check("the segment table", reinterpret_cast<uint64_t>(launch.segments),
                         launch.count * sizeof(StagedSegment));
@@ -141,7 +180,8 @@ cudaError_t launchStagedKernel(const StagedLaunch& launch, int32_t blocks, int32
             problem = reach.check("a segment's device row", g.device + r * g.devicePitch, g.width);
           }
         }
-        return problem;
+        if (problem.empty()) return Fault{};
+        return Fault{cudaErrorIllegalAddress, problem};
       },
       [launch, blocks, threadsPerBlock] {
         for (int32_t b = 0; b < blocks; ++b) {
@@ -165,9 +205,11 @@ cudaError_t kvioTestLaunchBusy(cudaStream_t stream, float* data, int blocks, int
   const uint64_t count = static_cast<uint64_t>(blocks) * static_cast<uint64_t>(threads);
   kvio_fake_cuda::launch(
       stream, "busy",
-      [data, count](const kvio_fake_cuda::Reachability& reach) {
-        return reach.check("the busy kernel's data", reinterpret_cast<uint64_t>(data),
-                           count * sizeof(float));
+      [data, count](const kvio_fake_cuda::Reachability& reach) -> kvio_fake_cuda::Fault {
+        std::string problem = reach.check("the busy kernel's data",
+                                          reinterpret_cast<uint64_t>(data), count * sizeof(float));
+        if (problem.empty()) return kvio_fake_cuda::Fault{};
+        return kvio_fake_cuda::Fault{cudaErrorIllegalAddress, problem};
       },
       [data, count, iterations] {
         const long long ms = std::min<long long>(200, 30LL * iterations / (1 << 18) + 1);

@@ -82,6 +82,7 @@ struct Event {
   Context* context = nullptr;
   std::shared_ptr<Stream> stream;  // where it was last recorded
   uint64_t position = 0;           // the stream's work to complete
+  bool captured = false;           // last recorded into a capture: not to be queried or waited
 };
 
 std::mutex& globalLock() {
@@ -94,6 +95,11 @@ std::map<uint64_t, Allocation>& allocations() {
 }
 std::map<Stream*, std::shared_ptr<Stream>>& streams() {
   static auto* s = new std::map<Stream*, std::shared_ptr<Stream>>;
+  return *s;
+}
+// Every stream made (created, legacy and per-thread ones), for synchronisation and capture rules.
+std::vector<std::weak_ptr<Stream>>& everyStream() {
+  static auto* s = new std::vector<std::weak_ptr<Stream>>;
   return *s;
 }
 std::set<Event*>& events() {
@@ -147,6 +153,12 @@ cudaError_t stickyOf(const Context* context) {
   return context == nullptr ? cudaSuccess : static_cast<cudaError_t>(context->sticky.load());
 }
 
+// The start of a runtime call: the runtime's context made current if none is, and its sticky
+// error (a context a fault ended answers every call with it).
+cudaError_t enter() {  // under the global lock
+  return stickyOf(runtimeContext());
+}
+
 void work(Stream* s) {
   for (;;) {
     Op op;
@@ -182,6 +194,15 @@ std::shared_ptr<Stream> makeStream(Context* context, bool blocking, bool legacy)
   s->legacy = legacy;
   s->worker = std::thread(work, s.get());
   if (blocking && !legacy) context->blocking.push_back(s);
+  auto& every = everyStream();
+  every.erase(std::remove_if(every.begin(), every.end(),
+                             [](const std::weak_ptr<Stream>& w) { return w.expired(); }),
+              every.end());
+  every.push_back(s);
+  auto& blockingStreams = context->blocking;
+  blockingStreams.erase(std::remove_if(blockingStreams.begin(), blockingStreams.end(),
+                                       [](const std::weak_ptr<Stream>& w) { return w.expired(); }),
+                        blockingStreams.end());
   return s;
 }
 
@@ -211,7 +232,9 @@ void stop(const std::shared_ptr<Stream>& s) {
 // The per-thread default stream of each context this thread used, ended when the thread ends.
 struct PerThreadStreams {
   std::map<Context*, std::shared_ptr<Stream>> byContext;
+  bool ended = false;  // a later thread_local destructor gets no new stream
   ~PerThreadStreams() {
+    ended = true;
     for (auto& entry : byContext) {
       drain(entry.second.get());
       stop(entry.second);
@@ -229,6 +252,7 @@ std::shared_ptr<Stream> resolve(cudaStream_t handle) {
     return context->legacy;
   }
   if (handle == cudaStreamPerThread) {
+    if (perThread.ended) return nullptr;
     std::shared_ptr<Stream>& s = perThread.byContext[context];
     if (!s) s = makeStream(context, true, false);
     return s;
@@ -256,9 +280,10 @@ std::vector<std::shared_ptr<Stream>> capturingBeside(const Stream* legacy) {
 cudaError_t unsafeCall() {  // under the global lock
   if (threadCaptureMode == cudaStreamCaptureModeRelaxed) return cudaSuccess;
   bool prohibited = false;
-  for (auto& entry : streams()) {
-    Stream* s = entry.first;
-    if (s->capture != cudaStreamCaptureStatusActive ||
+  for (auto& weak : everyStream()) {
+    std::shared_ptr<Stream> held = weak.lock();
+    Stream* s = held.get();
+    if (s == nullptr || s->capture != cudaStreamCaptureStatusActive ||
         s->captureMode == cudaStreamCaptureModeRelaxed) {
       continue;
     }
@@ -311,11 +336,9 @@ cudaError_t enqueue(const std::shared_ptr<Stream>& s, std::function<cudaError_t(
 
 std::vector<std::shared_ptr<Stream>> allStreams(int device) {  // under the global lock
   std::vector<std::shared_ptr<Stream>> all;
-  for (auto& entry : streams()) {
-    if (device < 0 || entry.first->context->device == device) all.push_back(entry.second);
-  }
-  for (Context* c : contexts()) {
-    if (c->legacy && (device < 0 || c->device == device)) all.push_back(c->legacy);
+  for (auto& weak : everyStream()) {
+    std::shared_ptr<Stream> s = weak.lock();
+    if (s && (device < 0 || s->context->device == device)) all.push_back(s);
   }
   return all;
 }
@@ -353,16 +376,36 @@ uint64_t mappedBytes(uint64_t bytes) {
   return (std::max<uint64_t>(bytes, 1) + page - 1) / page * page;
 }
 
-void* allocateBytes(uint64_t bytes, int fill) {
-  void* p =
-      mmap(nullptr, mappedBytes(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
+// Freed mappings kept for reuse by size (under the global lock), at most kKeptMappings: tests
+// that allocate and free large pools in a loop then pay no page faults for each.
+constexpr size_t kKeptMappings = 8;
+std::multimap<uint64_t, void*>& keptMappings() {
+  static auto* kept = new std::multimap<uint64_t, void*>;
+  return *kept;
+}
+
+// Filled with `fill`, not zero: memory the runtime gives out starts undefined.
+void* allocateBytes(uint64_t bytes, int fill) {  // under the global lock
+  const uint64_t size = mappedBytes(bytes);
+  void* p = nullptr;
+  auto kept = keptMappings().find(size);
+  if (kept != keptMappings().end()) {
+    p = kept->second;
+    keptMappings().erase(kept);
+  } else {
+    p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+  }
   std::memset(p, fill, bytes);
   return p;
 }
 
-void freeBytes(const Allocation& a) {
-  munmap(a.base, mappedBytes(a.bytes));
+void freeBytes(const Allocation& a) {  // under the global lock
+  if (keptMappings().size() < kKeptMappings) {
+    keptMappings().emplace(mappedBytes(a.bytes), a.base);
+  } else {
+    munmap(a.base, mappedBytes(a.bytes));
+  }
 }
 
 // One side of a copy: inside one allocation when it starts in one (else pageable host memory,
@@ -624,11 +667,33 @@ CUresult cuPointerGetAttributeFake(void* data, CUpointer_attribute attribute, CU
   }
 }
 
+// cuMemcpyBatchAsync: a driver call (a context must be current; it makes none), not on the legacy
+// stream, never captured; attribute i applies from attrIdxs[i] (the first 0, increasing).
 CUresult batchCopies(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
-                     size_t numAttributes, size_t* failIndex, CUstream stream) {
+                     CUmemcpyAttributes* attributes, size_t* attributeIndices, size_t numAttributes,
+                     size_t* failIndex, CUstream stream) {
   std::unique_lock<std::mutex> lock(globalLock());
   if (failIndex != nullptr) *failIndex = SIZE_MAX;
-  if (count == 0 || numAttributes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  if (stickyOf(current()) != cudaSuccess) return static_cast<CUresult>(stickyOf(current()));
+  const auto handle = reinterpret_cast<cudaStream_t>(stream);
+  if (count == 0 || numAttributes == 0 || numAttributes > count || attributes == nullptr ||
+      attributeIndices == nullptr || attributeIndices[0] != 0 || handle == nullptr ||
+      handle == cudaStreamLegacy) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  for (size_t a = 0; a < numAttributes; ++a) {
+    if ((a > 0 && attributeIndices[a] <= attributeIndices[a - 1]) || attributeIndices[a] >= count ||
+        attributes[a].srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_INVALID) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  std::shared_ptr<Stream> s = resolve(handle);
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if (capturing(s.get())) {
+    s->capture = cudaStreamCaptureStatusInvalidated;
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   std::vector<Copy> copies;
   bool pageable = false;
   for (size_t i = 0; i < count; ++i) {
@@ -639,21 +704,21 @@ CUresult batchCopies(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t
     }
     copies.push_back({dsts[i], srcs[i], sizes[i]});
   }
-  const cudaError_t error =
-      queueCopies(reinterpret_cast<cudaStream_t>(stream), std::move(copies), pageable, &lock);
-  return error == cudaSuccess ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  // The runtime's and the driver's numbers agree for the errors queueCopies returns.
+  return static_cast<CUresult>(queueCopies(handle, std::move(copies), pageable, &lock));
 }
 
 CUresult cuMemcpyBatchAsyncV12080(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
-                                  CUmemcpyAttributes*, size_t*, size_t numAttributes,
-                                  size_t* failIndex, CUstream stream) {
-  return batchCopies(dsts, srcs, sizes, count, numAttributes, failIndex, stream);
+                                  CUmemcpyAttributes* attributes, size_t* indices,
+                                  size_t numAttributes, size_t* failIndex, CUstream stream) {
+  return batchCopies(dsts, srcs, sizes, count, attributes, indices, numAttributes, failIndex,
+                     stream);
 }
 
 CUresult cuMemcpyBatchAsyncV13000(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
-                                  CUmemcpyAttributes*, size_t*, size_t numAttributes,
-                                  CUstream stream) {
-  return batchCopies(dsts, srcs, sizes, count, numAttributes, nullptr, stream);
+                                  CUmemcpyAttributes* attributes, size_t* indices,
+                                  size_t numAttributes, CUstream stream) {
+  return batchCopies(dsts, srcs, sizes, count, attributes, indices, numAttributes, nullptr, stream);
 }
 
 void* driverEntry(const char* symbol, unsigned int version) {
@@ -686,8 +751,7 @@ constexpr int kDriverVersion = 13000;
 }  // namespace
 
 cudaError_t launch(cudaStream_t handle, const char* kernel,
-                   std::function<std::string(const Reachability&)> check,
-                   std::function<void()> run) {
+                   std::function<Fault(const Reachability&)> check, std::function<void()> run) {
   std::unique_lock<std::mutex> lock(globalLock());
   Context* context = runtimeContext();
   if (stickyOf(context) != cudaSuccess) return fail(stickyOf(context));
@@ -696,16 +760,16 @@ cudaError_t launch(cudaStream_t handle, const char* kernel,
   const std::string name = kernel;
   const int device = s->context->device;
   return fail(enqueue(s, [name, device, check = std::move(check), run = std::move(run)] {
-    std::string problem;
+    Fault fault;
     {
       std::lock_guard<std::mutex> held(globalLock());
       DeviceReach reach(device);
-      problem = check(reach);
+      fault = check(reach);
     }
-    if (!problem.empty()) {
-      std::fprintf(stderr, "fake CUDA: kernel %s on device %d: illegal address: %s\n", name.c_str(),
-                   device, problem.c_str());
-      return cudaErrorIllegalAddress;
+    if (fault.error != cudaSuccess) {
+      std::fprintf(stderr, "fake CUDA: kernel %s on device %d: %s: %s\n", name.c_str(), device,
+                   cudaGetErrorName(fault.error), fault.what.c_str());
+      return fault.error;
     }
     run();
     return cudaSuccess;
@@ -740,9 +804,8 @@ cudaError_t cudaSetDevice(int device) {
   return cudaSuccess;
 }
 
-cudaError_t cudaGetDevice(int* device) {
-  auto lock = locked();
-  *device = runtimeContext()->device;
+cudaError_t cudaGetDevice(int* device) {  // makes no context current
+  *device = current() != nullptr ? current()->device : 0;
   return cudaSuccess;
 }
 
@@ -796,6 +859,8 @@ const char* cudaGetErrorName(cudaError_t error) {
     KVIO_FAKE_NAME(cudaErrorInvalidResourceHandle)
     KVIO_FAKE_NAME(cudaErrorNotReady)
     KVIO_FAKE_NAME(cudaErrorIllegalAddress)
+    KVIO_FAKE_NAME(cudaErrorMisalignedAddress)
+    KVIO_FAKE_NAME(cudaErrorInvalidPitchValue)
     KVIO_FAKE_NAME(cudaErrorHostMemoryAlreadyRegistered)
     KVIO_FAKE_NAME(cudaErrorHostMemoryNotRegistered)
     KVIO_FAKE_NAME(cudaErrorStreamCaptureUnsupported)
@@ -859,6 +924,7 @@ cudaError_t cudaMallocAsync(void** pointer, size_t bytes, cudaStream_t stream) {
 namespace {
 cudaError_t release(void* pointer, Kind kind, cudaError_t wrong) {
   auto lock = locked();
+  if (const cudaError_t sticky = enter()) return fail(sticky);
   if (pointer == nullptr) return cudaSuccess;
   cudaError_t error = unsafeCall();
   if (error != cudaSuccess) return fail(error);
@@ -881,6 +947,7 @@ cudaError_t cudaFree(void* pointer) {
 cudaError_t cudaHostAlloc(void** pointer, size_t bytes, unsigned int) {
   auto lock = locked();
   Context* context = runtimeContext();
+  if (stickyOf(context) != cudaSuccess) return fail(stickyOf(context));
   const cudaError_t error = unsafeCall();
   if (error != cudaSuccess) return fail(error);
   void* p = allocateBytes(bytes, 0x5C);
@@ -904,6 +971,7 @@ cudaError_t cudaFreeHost(void* pointer) {
 cudaError_t cudaHostRegister(void* pointer, size_t bytes, unsigned int flags) {
   auto lock = locked();
   Context* context = runtimeContext();
+  if (stickyOf(context) != cudaSuccess) return fail(stickyOf(context));
   const cudaError_t error = unsafeCall();
   if (error != cudaSuccess) return fail(error);
   const uint64_t address = reinterpret_cast<uint64_t>(pointer);
@@ -923,6 +991,7 @@ cudaError_t cudaHostUnregister(void* pointer) {
 
 cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned int flags) {
   auto lock = locked();
+  if (const cudaError_t sticky = enter()) return fail(sticky);
   const Allocation* a = find(reinterpret_cast<uint64_t>(host));
   if (flags != 0 || a == nullptr || a->kind == Kind::Device || !a->mapped) {
     return fail(cudaErrorInvalidValue);
@@ -933,6 +1002,7 @@ cudaError_t cudaHostGetDevicePointer(void** device, void* host, unsigned int fla
 
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* pointer) {
   auto lock = locked();
+  if (const cudaError_t sticky = enter()) return fail(sticky);
   *attributes = cudaPointerAttributes{};
   const Allocation* a = find(reinterpret_cast<uint64_t>(pointer));
   if (a == nullptr) {
@@ -1070,6 +1140,7 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream) {
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   auto lock = locked();
+  if (const cudaError_t sticky = enter()) return fail(sticky);
   auto it = streams().find(reinterpret_cast<Stream*>(stream));
   if (it == streams().end()) return fail(cudaErrorInvalidResourceHandle);
   std::shared_ptr<Stream> s = it->second;
@@ -1083,6 +1154,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   auto lock = locked();
+  if (const cudaError_t sticky = enter()) return fail(sticky);
   std::shared_ptr<Stream> s = resolve(stream);
   if (!s) return fail(cudaErrorInvalidResourceHandle);
   if (capturing(s.get())) {
@@ -1103,8 +1175,13 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   auto lock = locked();
+  if (const cudaError_t sticky = enter()) return fail(sticky);
   std::shared_ptr<Stream> s = resolve(stream);
   if (!s) return fail(cudaErrorInvalidResourceHandle);
+  if (capturing(s.get())) {
+    s->capture = cudaStreamCaptureStatusInvalidated;
+    return fail(cudaErrorStreamCaptureUnsupported);
+  }
   const cudaError_t error = unsafeCall();
   if (error != cudaSuccess) return fail(error);
   if (stickyOf(s->context) != cudaSuccess) return fail(stickyOf(s->context));
@@ -1114,6 +1191,7 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
 
 cudaError_t cudaStreamGetDevice(cudaStream_t stream, int* device) {
   auto lock = locked();
+  if (const cudaError_t sticky = enter()) return fail(sticky);
   std::shared_ptr<Stream> s = resolve(stream);
   if (!s) return fail(cudaErrorInvalidResourceHandle);
   *device = s->context->device;
@@ -1122,6 +1200,7 @@ cudaError_t cudaStreamGetDevice(cudaStream_t stream, int* device) {
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
   auto lock = locked();
+  if (const cudaError_t sticky = enter()) return fail(sticky);
   std::shared_ptr<Stream> s = resolve(stream);
   if (!s) return fail(cudaErrorInvalidResourceHandle);
   if (s->legacy && !capturingBeside(s.get()).empty()) return fail(cudaErrorStreamCaptureImplicit);
@@ -1212,24 +1291,35 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) {
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   auto lock = locked();
+  if (const cudaError_t sticky = enter()) return fail(sticky);
   auto* e = reinterpret_cast<Event*>(event);
   if (events().count(e) == 0) return fail(cudaErrorInvalidResourceHandle);
   std::shared_ptr<Stream> s = resolve(stream);
   if (!s || s->context != e->context) return fail(cudaErrorInvalidResourceHandle);
-  if (capturing(s.get())) return cudaSuccess;  // a dependency inside the graph, no node
+  if (s->capture == cudaStreamCaptureStatusInvalidated) {
+    return fail(cudaErrorStreamCaptureInvalidated);
+  }
+  if (capturing(s.get())) {  // a dependency inside the graph, no node; no longer queryable
+    e->stream = nullptr;
+    e->captured = true;
+    return cudaSuccess;
+  }
   uint64_t position = 0;
   const cudaError_t error = enqueue(
       s, [] { return cudaSuccess; }, &position);
   if (error != cudaSuccess) return fail(error);
   e->stream = s;
   e->position = position;
+  e->captured = false;
   return cudaSuccess;
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   auto lock = locked();
+  if (const cudaError_t sticky = enter()) return fail(sticky);
   auto* e = reinterpret_cast<Event*>(event);
   if (events().count(e) == 0) return fail(cudaErrorInvalidResourceHandle);
+  if (e->captured) return fail(cudaErrorStreamCaptureUnsupported);
   const cudaError_t error = unsafeCall();
   if (error != cudaSuccess) return fail(error);
   if (!e->stream) return cudaSuccess;
@@ -1240,8 +1330,10 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   auto lock = locked();
+  if (const cudaError_t sticky = enter()) return fail(sticky);
   auto* e = reinterpret_cast<Event*>(event);
   if (events().count(e) == 0) return fail(cudaErrorInvalidResourceHandle);
+  if (e->captured) return fail(cudaErrorStreamCaptureUnsupported);
   const cudaError_t error = unsafeCall();
   if (error != cudaSuccess) return fail(error);
   std::shared_ptr<Stream> s = e->stream;
@@ -1253,6 +1345,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
   auto lock = locked();
+  if (const cudaError_t sticky = enter()) return fail(sticky);
   auto* e = reinterpret_cast<Event*>(event);
   if (events().erase(e) == 0) return fail(cudaErrorInvalidResourceHandle);
   delete e;
@@ -1261,6 +1354,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int) {
   auto lock = locked();
+  if (const cudaError_t sticky = enter()) return fail(sticky);
   auto* e = reinterpret_cast<Event*>(event);
   if (events().count(e) == 0) return fail(cudaErrorInvalidResourceHandle);
   std::shared_ptr<Stream> s = resolve(stream);

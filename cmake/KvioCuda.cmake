@@ -12,8 +12,10 @@ set_property(CACHE KVIO_WITH_CUDA PROPERTY STRINGS AUTO ON OFF)
 set(KVIO_HAVE_CUDA OFF)
 set(_kvio_cuda_mode "${KVIO_WITH_CUDA}")
 if(KVIO_SANITIZE AND _kvio_cuda_mode STREQUAL "AUTO")
-  # Sanitizer flags are host-compiler flags that nvcc rejects; sanitizer builds test the core.
-  message(STATUS "kvio: sanitizer build - CUDA backend off (KVIO_WITH_CUDA=ON to force it)")
+  # Sanitizer builds test the core; with KVIO_WITH_CUDA=ON they also build the CUDA backend (the
+  # sanitizer flags go to the host compiler only, cmake/Sanitizers.cmake), whose host code the
+  # fake_cuda tests then run sanitized (scripts/reliability-check.sh does where nvcc is found).
+  message(STATUS "kvio: sanitizer build - CUDA backend off (KVIO_WITH_CUDA=ON to build it)")
   set(_kvio_cuda_mode OFF)
 endif()
 if(NOT _kvio_cuda_mode STREQUAL "OFF")

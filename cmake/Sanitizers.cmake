@@ -12,11 +12,13 @@ option(KVIO_SANITIZE "Build with AddressSanitizer + UndefinedBehaviorSanitizer (
 if(KVIO_SANITIZE)
   set(KVIO_SANITIZE_FLAGS
       -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g)
-  add_compile_options(${KVIO_SANITIZE_FLAGS})
+  # Host-compiler flags for C and C++ only: nvcc rejects them, and the CUDA kernels (compiled
+  # only, run on a GPU) need none.
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:${KVIO_SANITIZE_FLAGS}>")
   add_link_options(-fsanitize=address,undefined)
   if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     # Coverage for libFuzzer in the library too, so the fuzzer is guided by the core's branches.
-    add_compile_options(-fsanitize=fuzzer-no-link)
+    add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=fuzzer-no-link>")
   endif()
   message(STATUS "kvio: AddressSanitizer + UndefinedBehaviorSanitizer build")
 endif()

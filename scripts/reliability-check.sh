@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The reliability steps of CI (docs/reliability.md), each bounded in time:
 #  1. the native library and C++ tests built with AddressSanitizer + UndefinedBehaviorSanitizer
-#     (KVIO_SANITIZE=ON, -fno-sanitize-recover=all), ctest run in that build: any report fails;
+#     (KVIO_SANITIZE=ON, -fno-sanitize-recover=all), with the CUDA backend where nvcc is found
+#     (its host code on the fake CUDA runtime), ctest run in that build: any report fails;
 #  2. with clang (libFuzzer), kvio_fuzz_transfer for KVIO_FUZZ_SECONDS (default 60) starting
 #     from native/fuzz/corpus (copied: new inputs stay out of the tree); a violated property or
 #     sanitizer report fails and leaves the input in $BUILD/fuzz-artifacts.
@@ -21,8 +22,15 @@ for c in clang++ clang++-14 clang++-15 clang++-16; do
     break
   fi
 done
-args=(-DKVIO_SANITIZE=ON -DKVIO_BUILD_BENCH=OFF -DKVIO_WITH_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo)
+args=(-DKVIO_SANITIZE=ON -DKVIO_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo)
 [ -n "$cxx" ] && args+=(-DCMAKE_CXX_COMPILER="$cxx")
+# With nvcc, the CUDA backend too (one architecture: its kernels are compiled, never run here), so
+# that its host code runs sanitized on the fake CUDA runtime (ctest label fake_cuda).
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  args+=(-DKVIO_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90-real)
+else
+  args+=(-DKVIO_WITH_CUDA=OFF)
+fi
 
 echo "reliability: ASan+UBSan build (${cxx:-default compiler}) in $build"
 cmake -S . -B "$build" "${args[@]}" >/dev/null

@@ -1640,7 +1640,7 @@ TEST(CudaBackends, SubmitsAndWaitsFromAThreadWithoutAContext) {
       cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &entry, 12000, cudaEnableDefault, &found),
       cudaSuccess);
   ASSERT_EQ(found, cudaDriverEntryPointSuccess);
-  const auto currentContext = reinterpret_cast<int (*)(void**)>(entry);  // cuCtxGetCurrent
+  const auto currentContext = reinterpret_cast<CUresult (*)(CUcontext*)>(entry);  // cuCtxGetCurrent
   for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED}) {
     SCOPED_TRACE(kvio_name(KVIO_NAME_BACKEND, backend));
     DeviceAndHost p(backend,
@@ -1662,8 +1662,8 @@ TEST(CudaBackends, SubmitsAndWaitsFromAThreadWithoutAContext) {
       const std::vector<int64_t> srcIdx = distinct(rng, sg.S(), 64);
       const std::vector<int64_t> dstIdx = distinct(rng, dg.S(), 64);
       bool moved = false;
-      void* before = &entry;
-      void* after = &entry;
+      CUcontext before = reinterpret_cast<CUcontext>(&entry);  // not null unless the call says so
+      CUcontext after = reinterpret_cast<CUcontext>(&entry);
       std::thread fresh([&] {
         currentContext(&before);
         Submitted submitted;

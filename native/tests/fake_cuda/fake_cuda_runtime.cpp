@@ -590,7 +590,9 @@ CUresult cuCtxDestroyFake(CUcontext context) {
   if (contexts().count(c) == 0 || c->primary) return CUDA_ERROR_INVALID_CONTEXT;
   contexts().erase(c);
   contextStack.erase(std::remove(contextStack.begin(), contextStack.end(), c), contextStack.end());
-  return CUDA_SUCCESS;  // the object stays: streams and memory may still name it
+  static auto* destroyed = new std::vector<Context*>;  // kept: streams and memory may name them
+  destroyed->push_back(c);
+  return CUDA_SUCCESS;
 }
 
 CUresult cuCtxPushCurrentFake(CUcontext context) {

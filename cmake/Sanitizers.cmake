@@ -2,8 +2,9 @@
 # target of this build (the library, the C++ tests, the fuzz replay) with AddressSanitizer and
 # UndefinedBehaviorSanitizer; -fno-sanitize-recover=all turns every UB report into a failing
 # process, so ctest fails on it. Used by scripts/reliability-check.sh (run by .ci/run), which
-# configures its own build directory with it (clang where present, without CUDA) and runs ctest
-# there, then the fuzz target.
+# configures its own build directory with it (clang where present; with the CUDA backend where
+# nvcc is found, its host code then tested on the fake CUDA runtime) and runs ctest there, then
+# the fuzz target.
 # Inside a JVM, a sanitized libkvio.so needs the ASan runtime preloaded:
 # scripts/jni-sanitize-check.sh builds it with this option (gcc), builds the JNI glue the same
 # way and runs the Java tests with LD_PRELOAD.
@@ -30,7 +31,7 @@ if(KVIO_SANITIZE_THREAD)
   if(KVIO_SANITIZE)
     message(FATAL_ERROR "KVIO_SANITIZE_THREAD and KVIO_SANITIZE cannot be combined (TSan excludes ASan)")
   endif()
-  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer -g)
+  add_compile_options("$<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=thread;-fno-omit-frame-pointer;-g>")
   add_link_options(-fsanitize=thread)
   message(STATUS "kvio: ThreadSanitizer build")
 endif()

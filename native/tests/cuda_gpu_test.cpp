@@ -185,6 +185,24 @@ class DeviceArray {
   T* data_ = nullptr;
 };
 
+/// A non-blocking stream of the current device, destroyed (and the destruction checked) however
+/// the test ends.
+class OwnedStream {
+ public:
+  OwnedStream() { CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  ~OwnedStream() {
+    if (stream_ != nullptr) CUDA_CHECK(cudaStreamDestroy(stream_));
+  }
+  OwnedStream(const OwnedStream&) = delete;
+  OwnedStream& operator=(const OwnedStream&) = delete;
+
+  bool ok() const { return stream_ != nullptr; }
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
 enum class Memory { Device, PinnedHost, WrappedHost };
 
 /// A pool in device memory (kvio-allocated, or caller cudaMalloc buffers per component / per
@@ -1476,9 +1494,9 @@ TEST(CudaBackends, ASubmitOnAStreamBeingCapturedIsRefusedAndTheCaptureStaysValid
 // own calls: the capture ends valid with only its own node, and the transfer moved every byte.
 TEST(CudaBackends, TransfersBesideAGlobalCaptureLeaveItValid) {
   REQUIRE_GPU();
-  cudaStream_t captured = nullptr, other = nullptr;
-  CUDA_OK(cudaStreamCreateWithFlags(&captured, cudaStreamNonBlocking));
-  CUDA_OK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  const OwnedStream capturedStream, otherStream;
+  ASSERT_TRUE(capturedStream.ok() && otherStream.ok());
+  cudaStream_t captured = capturedStream.get(), other = otherStream.get();
   DeviceArray<float> scratch(256);
   ASSERT_TRUE(scratch.ok());
   const Geometry dg =
@@ -1528,8 +1546,6 @@ TEST(CudaBackends, TransfersBesideAGlobalCaptureLeaveItValid) {
     ASSERT_TRUE(host.read(&actual));
     EXPECT_TRUE(sameImage(expected, actual, "host pool after the transfer beside the capture"));
   }
-  CUDA_OK(cudaStreamDestroy(captured));
-  CUDA_OK(cudaStreamDestroy(other));
 }
 
 // Every backend on device 1, driven from a thread whose current device is 0: kvio makes its
@@ -1553,22 +1569,28 @@ TEST(CudaBackends, TransfersOnTheSecondDeviceFromAThreadOnTheFirst) {
   for (int32_t backend :
        {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED, KVIO_BACKEND_AUTO}) {
     SCOPED_TRACE(kvio_name(KVIO_NAME_BACKEND, backend));
-    Executor executor(backend, KVIO_CUDA_OWN_STREAM, 0, 0, 1);
-    ASSERT_TRUE(executor.ok());
-    std::mt19937_64 rng(51 + backend);
-    {
-      GpuPool device(perLayer, Memory::Device, executor.stream(), 1);
-      GpuPool host(hostMha, Memory::PinnedHost, executor.stream(), 1);
-      ASSERT_TRUE(device.ok() && host.ok());
-      EXPECT_TRUE(checkTransfer(executor.handle(), hostMha, host, perLayer, device, rng, 1, 1, 0));
-      EXPECT_TRUE(checkTransfer(executor.handle(), perLayer, device, hostMha, host, rng, 2, 0, 0));
-    }
-    {
-      GpuPool device(allocated, Memory::Device, executor.stream(), 1);
-      GpuPool host(hostMla, Memory::PinnedHost, executor.stream(), 1);
-      ASSERT_TRUE(device.ok() && host.ok());
-      EXPECT_TRUE(checkTransfer(executor.handle(), allocated, device, hostMla, host, rng, 2, 0, 0));
-      EXPECT_TRUE(checkTransfer(executor.handle(), hostMla, host, allocated, device, rng, 2, 0, 0));
+    {  // the executor's creation, transfers and close
+      Executor executor(backend, KVIO_CUDA_OWN_STREAM, 0, 0, 1);
+      ASSERT_TRUE(executor.ok());
+      std::mt19937_64 rng(51 + backend);
+      {
+        GpuPool device(perLayer, Memory::Device, executor.stream(), 1);
+        GpuPool host(hostMha, Memory::PinnedHost, executor.stream(), 1);
+        ASSERT_TRUE(device.ok() && host.ok());
+        EXPECT_TRUE(
+            checkTransfer(executor.handle(), hostMha, host, perLayer, device, rng, 1, 1, 0));
+        EXPECT_TRUE(
+            checkTransfer(executor.handle(), perLayer, device, hostMha, host, rng, 2, 0, 0));
+      }
+      {
+        GpuPool device(allocated, Memory::Device, executor.stream(), 1);
+        GpuPool host(hostMla, Memory::PinnedHost, executor.stream(), 1);
+        ASSERT_TRUE(device.ok() && host.ok());
+        EXPECT_TRUE(
+            checkTransfer(executor.handle(), allocated, device, hostMla, host, rng, 2, 0, 0));
+        EXPECT_TRUE(
+            checkTransfer(executor.handle(), hostMla, host, allocated, device, rng, 2, 0, 0));
+      }
     }
     int current = -1;
     CUDA_OK(cudaGetDevice(&current));

@@ -24,13 +24,15 @@
 // - a kernel whose layer tables, indices, status words or rows lie outside memory its device can
 //   reach (cudaErrorIllegalAddress), or whose word accesses are not aligned to the word
 //   (cudaErrorMisalignedAddress: 8-byte tables and indices, the tiled routine's rows), ends the
-//   context: every later call there answers with that error (sticky), as on a GPU;
+//   context: every later call there that works in a context (allocations, copies, launches,
+//   streams, events, registrations) answers with that error (sticky), as on a GPU;
 // - stream capture: work on a capturing stream is recorded as graph nodes, not run; "potentially
 //   unsafe" calls (allocation, event and stream queries and synchronisation) made where the
 //   thread's capture mode prohibits them fail with cudaErrorStreamCaptureUnsupported and
 //   invalidate the capture, as do a query or synchronisation of the capturing stream and of an
 //   event recorded into the capture; the legacy stream touched while a blocking stream of its
-//   context captures fails with cudaErrorStreamCaptureImplicit;
+//   context captures fails with cudaErrorStreamCaptureImplicit; a stream-ordered allocation on a
+//   capturing stream is a node (and allocates at once);
 // - a call's error is the thread's last error until cudaGetLastError reads it.
 // What it does not model: memory of the device is host memory (the host could read it without
 // a fault), copies and kernels run at host speed and a kernel's threads run one after another

@@ -83,6 +83,7 @@ struct Event {
   std::shared_ptr<Stream> stream;  // where it was last recorded
   uint64_t position = 0;           // the stream's work to complete
   bool captured = false;           // last recorded into a capture: not to be queried or waited
+  std::weak_ptr<Stream> capture;   // that capture's stream
 };
 
 std::mutex& globalLock() {
@@ -114,7 +115,7 @@ std::set<Context*>& contexts() {
 int deviceCount() {
   static const int count = [] {
     const char* value = std::getenv("KVIO_FAKE_CUDA_DEVICES");
-    return value != nullptr ? std::max(0, std::atoi(value)) : 2;
+    return value != nullptr ? std::min(64, std::max(0, std::atoi(value))) : 2;  // primary()
   }();
   return count;
 }
@@ -914,6 +915,10 @@ cudaError_t cudaMallocAsync(void** pointer, size_t bytes, cudaStream_t stream) {
   std::shared_ptr<Stream> s = resolve(stream);
   if (!s) return fail(cudaErrorInvalidResourceHandle);
   if (stickyOf(s->context) != cudaSuccess) return fail(stickyOf(s->context));
+  if (s->capture == cudaStreamCaptureStatusInvalidated) {
+    return fail(cudaErrorStreamCaptureInvalidated);
+  }
+  if (s->capture == cudaStreamCaptureStatusActive) ++s->graph->nodes;  // an allocation node
   void* p = allocateBytes(bytes, 0xA5);
   if (p == nullptr) return fail(cudaErrorMemoryAllocation);
   const uint64_t address = reinterpret_cast<uint64_t>(p);
@@ -1276,6 +1281,18 @@ cudaError_t cudaDeviceSynchronize() {
 
 // ---- events ----
 
+namespace {
+// A query or synchronisation of an event recorded into a capture: refused, and the capture (if
+// still going) invalidated.
+cudaError_t invalidateCapture(Event* e) {  // under the global lock
+  std::shared_ptr<Stream> s = e->capture.lock();
+  if (s && s->capture == cudaStreamCaptureStatusActive) {
+    s->capture = cudaStreamCaptureStatusInvalidated;
+  }
+  return cudaErrorStreamCaptureUnsupported;
+}
+}  // namespace
+
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int) {
   auto lock = locked();
   Context* context = runtimeContext();
@@ -1304,6 +1321,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (capturing(s.get())) {  // a dependency inside the graph, no node; no longer queryable
     e->stream = nullptr;
     e->captured = true;
+    e->capture = s;
     return cudaSuccess;
   }
   uint64_t position = 0;
@@ -1321,7 +1339,7 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (const cudaError_t sticky = enter()) return fail(sticky);
   auto* e = reinterpret_cast<Event*>(event);
   if (events().count(e) == 0) return fail(cudaErrorInvalidResourceHandle);
-  if (e->captured) return fail(cudaErrorStreamCaptureUnsupported);
+  if (e->captured) return fail(invalidateCapture(e));
   const cudaError_t error = unsafeCall();
   if (error != cudaSuccess) return fail(error);
   if (!e->stream) return cudaSuccess;
@@ -1335,7 +1353,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (const cudaError_t sticky = enter()) return fail(sticky);
   auto* e = reinterpret_cast<Event*>(event);
   if (events().count(e) == 0) return fail(cudaErrorInvalidResourceHandle);
-  if (e->captured) return fail(cudaErrorStreamCaptureUnsupported);
+  if (e->captured) return fail(invalidateCapture(e));
   const cudaError_t error = unsafeCall();
   if (error != cudaSuccess) return fail(error);
   std::shared_ptr<Stream> s = e->stream;

@@ -14,7 +14,8 @@
 // - streams run their work in order on a thread of their own; the legacy default stream (0,
 //   cudaStreamLegacy) waits for the blocking streams of its context and they for it, non-blocking
 //   streams do not; cudaStreamPerThread is per thread; a kernel launch to a stream of another
-//   device than the current one fails (cudaErrorInvalidResourceHandle), a copy does not;
+//   context than the current one (another device's, or the primary one's while a created context
+//   is current) fails (cudaErrorInvalidResourceHandle), a copy does not;
 //   cudaEventRecord of an event and a stream of different contexts fails;
 // - copies: every device-side range lies inside one allocation, a 2-D copy's whole footprint
 //   too, pitches at least the width and at most cudaDevAttrMaxPitch; cuMemcpyBatchAsync refuses
@@ -68,7 +69,7 @@ struct Fault {
   std::string what;
 };
 
-/// Queues a kernel on `stream` as a launch does: the stream must be of the current device (else
+/// Queues a kernel on `stream` as a launch does: the stream must be of the current context (else
 /// cudaErrorInvalidResourceHandle, the thread's last error too). On the stream's thread, when its
 /// turn comes, `check` looks at every range the kernel will touch; a fault it returns ends the
 /// context (that error from then on, as on a GPU) and the kernel does nothing; else `run` does

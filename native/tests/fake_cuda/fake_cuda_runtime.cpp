@@ -759,7 +759,7 @@ cudaError_t launch(cudaStream_t handle, const char* kernel,
   Context* context = runtimeContext();
   if (stickyOf(context) != cudaSuccess) return fail(stickyOf(context));
   std::shared_ptr<Stream> s = resolve(handle);
-  if (!s || s->context->device != context->device) return fail(cudaErrorInvalidResourceHandle);
+  if (!s || s->context != context) return fail(cudaErrorInvalidResourceHandle);  // not current
   const std::string name = kernel;
   const int device = s->context->device;
   return fail(enqueue(s, [name, device, check = std::move(check), run = std::move(run)] {

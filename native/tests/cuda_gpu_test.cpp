@@ -289,6 +289,14 @@ class GpuPool {
   uint64_t handle() const { return handle_; }
   size_t regionBytes() const { return static_cast<size_t>(g_.regionBytes()); }
 
+  /// Whether the pool holds `expected`, buffer for buffer (`what` names it in the failure); a
+  /// failed read is a failure too.
+  ::testing::AssertionResult holds(const Image& expected, const char* what) const {
+    Image actual;
+    if (!read(&actual)) return ::testing::AssertionFailure() << "reading " << what << " failed";
+    return sameImage(expected, actual, what);
+  }
+
   /// Whole buffers; false (with a recorded failure) when a CUDA call failed.
   bool read(Image* image) const {
     const size_t bytes = regionBytes();
@@ -433,9 +441,7 @@ bool checkTransfer(uint64_t executor, const Geometry& sg, GpuPool& src, const Ge
   }
   if (report != nullptr) *report = submitted;
   applyTransfer(sg, srcImage, dg, &expected, srcIdx, dstIdx, srcLayer, dstLayer, layers);
-  Image actual;
-  if (!dst.read(&actual)) return false;
-  const ::testing::AssertionResult same = sameImage(expected, actual, "destination");
+  const ::testing::AssertionResult same = dst.holds(expected, "destination");
   EXPECT_TRUE(same);
   return static_cast<bool>(same);
 }
@@ -743,9 +749,7 @@ TEST(CudaAuto, ChoosesByRowSizeAndMovesEveryByte) {
                 indices == &all ? KVIO_BACKEND_DIRECT : KVIO_BACKEND_KERNEL)
           << (backup ? "backup" : "load") << " of " << indices->size() << " slots";
       applyTransfer(g, srcImage, g, &expected, *indices, *indices, 0, 0, 2);
-      Image actual;
-      ASSERT_TRUE(dst.read(&actual));
-      EXPECT_TRUE(sameImage(expected, actual, "destination"));
+      EXPECT_TRUE(dst.holds(expected, "destination"));
     }
   }
 }
@@ -981,8 +985,7 @@ TEST(CudaKernel, DeviceIndicesOutOfRangeAreSkippedAndReported) {
     const std::string message = kvio_last_error();
     EXPECT_NE(message.find("skipped 3 index pairs"), std::string::npos) << message;
     EXPECT_NE(message.find("pair 2"), std::string::npos) << message;
-    Image actual;
-    EXPECT_TRUE(dst.read(&actual) && sameImage(expected, actual, "destination"));
+    EXPECT_TRUE(dst.holds(expected, "destination"));
     EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
   }
   // Host arrays passed as device indices are refused before anything is launched.
@@ -1093,9 +1096,7 @@ TEST(CudaKernel, SubmitWithTakesDeviceIndicesALaunchShapeAndTheMarkAtOnce) {
     const std::array<int64_t, 2> after = kernelLaunches();
     EXPECT_EQ(after[1] - before[1], 1) << "device indices go through a staging slot";
     applyTransfer(dg, srcImage, hg, &expected, s, d, 1, 0, 2);
-    Image actual;
-    ASSERT_TRUE(dst.read(&actual));
-    EXPECT_TRUE(sameImage(expected, actual, "destination"));
+    EXPECT_TRUE(dst.holds(expected, "destination"));
     Image source;
     ASSERT_TRUE(src.read(&source));
     EXPECT_TRUE(sameImage(srcImage, source, "source"));
@@ -1442,9 +1443,9 @@ TEST(CudaBackends, StreamZeroIsTheLegacyDefaultStream) {
 // and empty, no byte of the destination changed, and the same executor moves bytes afterwards.
 TEST(CudaBackends, ASubmitOnAStreamBeingCapturedIsRefusedAndTheCaptureStaysValid) {
   REQUIRE_GPU();
-  cudaStream_t stream = nullptr, other = nullptr;
-  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  CUDA_OK(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking));
+  const OwnedStream executorStream, otherStream;
+  ASSERT_TRUE(executorStream.ok() && otherStream.ok());
+  cudaStream_t stream = executorStream.get(), other = otherStream.get();
   const Geometry dg =
       make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 8, 16, 2, 128);
   const Geometry hg =
@@ -1483,8 +1484,6 @@ TEST(CudaBackends, ASubmitOnAStreamBeingCapturedIsRefusedAndTheCaptureStaysValid
     EXPECT_TRUE(sameImage(before, after, "device pool after the refused submit"));
     EXPECT_TRUE(checkTransfer(executor.handle(), hg, host, dg, device, rng, 2, 0, 0));
   }
-  CUDA_OK(cudaStreamDestroy(stream));
-  CUDA_OK(cudaStreamDestroy(other));
 }
 
 // A transfer submitted, waited for and closed on a thread that is capturing another stream in
@@ -1542,9 +1541,7 @@ TEST(CudaBackends, TransfersBesideAGlobalCaptureLeaveItValid) {
       EXPECT_TRUE(CUDA_CHECK(cudaGraphDestroy(graph)));
     }
     applyTransfer(dg, source, hg, &expected, idx, idx, 0, 0, 2);
-    Image actual;
-    ASSERT_TRUE(host.read(&actual));
-    EXPECT_TRUE(sameImage(expected, actual, "host pool after the transfer beside the capture"));
+    EXPECT_TRUE(host.holds(expected, "host pool after the transfer beside the capture"));
   }
 }
 
@@ -1697,9 +1694,7 @@ TEST(CudaBackends, SubmitsAndWaitsFromAThreadWithoutAContext) {
       EXPECT_EQ(after, nullptr) << "kvio left a context current on the thread";
       ASSERT_TRUE(moved);
       applyTransfer(sg, srcImage, dg, &expected, srcIdx, dstIdx, 0, 0, 2);
-      Image actual;
-      ASSERT_TRUE(dst.read(&actual));
-      EXPECT_TRUE(sameImage(expected, actual, "destination"));
+      EXPECT_TRUE(dst.holds(expected, "destination"));
     }
   }
 }

@@ -1159,21 +1159,34 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  auto lock = locked();
-  if (const cudaError_t sticky = enter()) return fail(sticky);
+namespace {
+// What a synchronisation or query of a stream checks first (under the global lock): the sticky
+// error, the handle, its own capture (refused and invalidated), the thread's capture mode, and
+// for the legacy stream a blocking stream of its context capturing
+// (cudaErrorStreamCaptureImplicit).
+cudaError_t waitable(cudaStream_t stream, std::shared_ptr<Stream>* out) {
+  if (const cudaError_t sticky = enter()) return sticky;
   std::shared_ptr<Stream> s = resolve(stream);
-  if (!s) return fail(cudaErrorInvalidResourceHandle);
+  if (!s) return cudaErrorInvalidResourceHandle;
   if (capturing(s.get())) {
     s->capture = cudaStreamCaptureStatusInvalidated;
-    return fail(cudaErrorStreamCaptureUnsupported);
+    return cudaErrorStreamCaptureUnsupported;
   }
-  cudaError_t error = unsafeCall();
-  if (error != cudaSuccess) return fail(error);
+  const cudaError_t error = unsafeCall();
+  if (error != cudaSuccess) return error;
   if (s->legacy && !capturingBeside(s.get()).empty()) {
     for (auto& c : capturingBeside(s.get())) c->capture = cudaStreamCaptureStatusInvalidated;
-    return fail(cudaErrorStreamCaptureImplicit);
+    return cudaErrorStreamCaptureImplicit;
   }
+  *out = std::move(s);
+  return cudaSuccess;
+}
+}  // namespace
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  auto lock = locked();
+  std::shared_ptr<Stream> s;
+  if (const cudaError_t error = waitable(stream, &s)) return fail(error);
   const uint64_t position = enqueuedOf(s.get());
   lock.unlock();
   waitFor(s.get(), position);
@@ -1182,16 +1195,8 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
   auto lock = locked();
-  if (const cudaError_t sticky = enter()) return fail(sticky);
-  std::shared_ptr<Stream> s = resolve(stream);
-  if (!s) return fail(cudaErrorInvalidResourceHandle);
-  if (capturing(s.get())) {
-    s->capture = cudaStreamCaptureStatusInvalidated;
-    return fail(cudaErrorStreamCaptureUnsupported);
-  }
-  const cudaError_t error = unsafeCall();
-  if (error != cudaSuccess) return fail(error);
-  if (stickyOf(s->context) != cudaSuccess) return fail(stickyOf(s->context));
+  std::shared_ptr<Stream> s;
+  if (const cudaError_t error = waitable(stream, &s)) return fail(error);
   std::lock_guard<std::mutex> held(s->mutex);
   return s->completed >= s->enqueued ? cudaSuccess : fail(cudaErrorNotReady);
 }
@@ -1334,14 +1339,25 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   return cudaSuccess;
 }
 
+namespace {
+// What a query or synchronisation of an event checks first (under the global lock): the sticky
+// error, the handle, a record into a capture (refused, the capture invalidated), the thread's
+// capture mode.
+cudaError_t waitableEvent(cudaEvent_t event, Event** out) {
+  if (const cudaError_t sticky = enter()) return sticky;
+  auto* e = reinterpret_cast<Event*>(event);
+  if (events().count(e) == 0) return cudaErrorInvalidResourceHandle;
+  if (e->captured) return invalidateCapture(e);
+  if (const cudaError_t error = unsafeCall()) return error;
+  *out = e;
+  return cudaSuccess;
+}
+}  // namespace
+
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   auto lock = locked();
-  if (const cudaError_t sticky = enter()) return fail(sticky);
-  auto* e = reinterpret_cast<Event*>(event);
-  if (events().count(e) == 0) return fail(cudaErrorInvalidResourceHandle);
-  if (e->captured) return fail(invalidateCapture(e));
-  const cudaError_t error = unsafeCall();
-  if (error != cudaSuccess) return fail(error);
+  Event* e = nullptr;
+  if (const cudaError_t error = waitableEvent(event, &e)) return fail(error);
   if (!e->stream) return cudaSuccess;
   if (stickyOf(e->context) != cudaSuccess) return fail(stickyOf(e->context));
   std::lock_guard<std::mutex> held(e->stream->mutex);
@@ -1350,12 +1366,8 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   auto lock = locked();
-  if (const cudaError_t sticky = enter()) return fail(sticky);
-  auto* e = reinterpret_cast<Event*>(event);
-  if (events().count(e) == 0) return fail(cudaErrorInvalidResourceHandle);
-  if (e->captured) return fail(invalidateCapture(e));
-  const cudaError_t error = unsafeCall();
-  if (error != cudaSuccess) return fail(error);
+  Event* e = nullptr;
+  if (const cudaError_t error = waitableEvent(event, &e)) return fail(error);
   std::shared_ptr<Stream> s = e->stream;
   const uint64_t position = e->position;
   lock.unlock();

@@ -38,7 +38,8 @@
 // What it does not model: memory of the device is host memory (the host could read it without
 // a fault), copies and kernels run at host speed and a kernel's threads run one after another
 // (no race between them shows), peer access rules, portable versus device-bound registrations,
-// managed memory, events' timing, cudaStreamDestroy returning before the stream's work is done.
+// managed memory, events' timing, cudaStreamDestroy returning before the stream's work is done, a
+// copy from pageable memory returning once staged (here it returns when done).
 // KVIO_FAKE_CUDA_DEVICES sets the number of devices (default 2).
 #ifndef KVIO_TESTS_FAKE_CUDA_FAKE_CUDA_HPP_
 #define KVIO_TESTS_FAKE_CUDA_FAKE_CUDA_HPP_

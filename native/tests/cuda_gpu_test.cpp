@@ -1487,10 +1487,11 @@ TEST(CudaBackends, ASubmitOnAStreamBeingCapturedIsRefusedAndTheCaptureStaysValid
 }
 
 // A transfer submitted, waited for and closed on a thread that is capturing another stream in
-// global mode (torch.cuda.graph's default), with a finished transfer's event left for the submit
-// to reap: CUDA forbids event queries, synchronisation and allocation there unless the thread's
-// capture mode is relaxed, and such a call would invalidate the capture. kvio relaxes it for its
-// own calls: the capture ends valid with only its own node, and the transfer moved every byte.
+// global mode (torch.cuda.graph's default): by an executor with a finished transfer's event left
+// for the submit to reap, and by a fresh one, whose first transfer creates its event and staging.
+// CUDA forbids event queries, synchronisation and allocation there unless the thread's capture
+// mode is relaxed, and such a call would invalidate the capture. kvio relaxes it for its own
+// calls: the capture ends valid with only its own node, and the transfer moved every byte.
 TEST(CudaBackends, TransfersBesideAGlobalCaptureLeaveItValid) {
   REQUIRE_GPU();
   const OwnedStream capturedStream, otherStream;
@@ -1505,43 +1506,48 @@ TEST(CudaBackends, TransfersBesideAGlobalCaptureLeaveItValid) {
   const std::vector<int64_t> idx = expandPages({1, 4}, 16);
   for (int32_t backend :
        {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED, KVIO_BACKEND_AUTO}) {
-    SCOPED_TRACE(kvio_name(KVIO_NAME_BACKEND, backend));
-    Executor executor(backend);
-    ASSERT_TRUE(executor.ok());
-    GpuPool device(dg, Memory::Device, other), host(hg, Memory::PinnedHost, other);
-    ASSERT_TRUE(device.ok() && host.ok());
-    std::mt19937_64 rng(41 + backend);
-    ASSERT_TRUE(checkTransfer(executor.handle(), dg, device, hg, host, rng, 2, 0, 0));
-    const Image source = device.random(rng);
-    Image expected = host.random(rng);
-    ASSERT_TRUE(device.write(source) && host.write(expected));
-    CUDA_OK(cudaStreamBeginCapture(captured, cudaStreamCaptureModeGlobal));
-    const cudaError_t memset = cudaMemsetAsync(scratch.get(), 0, 256 * sizeof(float), captured);
-    uint64_t transfer = 0;
-    const kvio_status submitted =
-        kvio_submit_args(executor.handle(), device.handle(), host.handle(), idx.data(), idx.data(),
-                         static_cast<int64_t>(idx.size()), 0, 0, 2, &transfer);
-    std::string message = kvio_last_error();
-    kvio_status waited = submitted;
-    if (transfer != 0) {
-      waited = kvio_transfer_wait(transfer, -1);
-      if (waited != KVIO_STATUS_OK) message = kvio_last_error();
-      EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+    for (const bool warm : {true, false}) {
+      SCOPED_TRACE(std::string(kvio_name(KVIO_NAME_BACKEND, backend)) +
+                   (warm ? ", after a transfer" : ", its first transfer"));
+      Executor executor(backend);
+      ASSERT_TRUE(executor.ok());
+      GpuPool device(dg, Memory::Device, other), host(hg, Memory::PinnedHost, other);
+      ASSERT_TRUE(device.ok() && host.ok());
+      std::mt19937_64 rng(41 + backend);
+      if (warm) {
+        ASSERT_TRUE(checkTransfer(executor.handle(), dg, device, hg, host, rng, 2, 0, 0));
+      }
+      const Image source = device.random(rng);
+      Image expected = host.random(rng);
+      ASSERT_TRUE(device.write(source) && host.write(expected));
+      CUDA_OK(cudaStreamBeginCapture(captured, cudaStreamCaptureModeGlobal));
+      const cudaError_t memset = cudaMemsetAsync(scratch.get(), 0, 256 * sizeof(float), captured);
+      uint64_t transfer = 0;
+      const kvio_status submitted =
+          kvio_submit_args(executor.handle(), device.handle(), host.handle(), idx.data(),
+                           idx.data(), static_cast<int64_t>(idx.size()), 0, 0, 2, &transfer);
+      std::string message = kvio_last_error();
+      kvio_status waited = submitted;
+      if (transfer != 0) {
+        waited = kvio_transfer_wait(transfer, -1);
+        if (waited != KVIO_STATUS_OK) message = kvio_last_error();
+        EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+      }
+      cudaGraph_t graph = nullptr;
+      const cudaError_t ended = cudaStreamEndCapture(captured, &graph);
+      EXPECT_TRUE(CUDA_CHECK(memset));
+      EXPECT_EQ(submitted, KVIO_STATUS_OK) << message;
+      EXPECT_EQ(waited, KVIO_STATUS_OK) << message;
+      EXPECT_TRUE(CUDA_CHECK(ended)) << "the capture was invalidated";
+      if (graph != nullptr) {
+        size_t nodes = 0;
+        EXPECT_TRUE(CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes)));
+        EXPECT_EQ(nodes, 1u) << "the capture holds the memset alone";
+        EXPECT_TRUE(CUDA_CHECK(cudaGraphDestroy(graph)));
+      }
+      applyTransfer(dg, source, hg, &expected, idx, idx, 0, 0, 2);
+      EXPECT_TRUE(host.holds(expected, "host pool after the transfer beside the capture"));
     }
-    cudaGraph_t graph = nullptr;
-    const cudaError_t ended = cudaStreamEndCapture(captured, &graph);
-    EXPECT_TRUE(CUDA_CHECK(memset));
-    EXPECT_EQ(submitted, KVIO_STATUS_OK) << message;
-    EXPECT_EQ(waited, KVIO_STATUS_OK) << message;
-    EXPECT_TRUE(CUDA_CHECK(ended)) << "the capture was invalidated";
-    if (graph != nullptr) {
-      size_t nodes = 0;
-      EXPECT_TRUE(CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes)));
-      EXPECT_EQ(nodes, 1u) << "the capture holds the memset alone";
-      EXPECT_TRUE(CUDA_CHECK(cudaGraphDestroy(graph)));
-    }
-    applyTransfer(dg, source, hg, &expected, idx, idx, 0, 0, 2);
-    EXPECT_TRUE(host.holds(expected, "host pool after the transfer beside the capture"));
   }
 }
 
@@ -1555,6 +1561,10 @@ TEST(CudaBackends, TransfersOnTheSecondDeviceFromAThreadOnTheFirst) {
   CUDA_OK(cudaGetDeviceCount(&count));
   if (count < 2) GTEST_SKIP() << "needs two CUDA devices (" << count << " here)";
   CUDA_OK(cudaSetDevice(0));
+  // kvio works on device 0 too, so that a scope choosing "any device kvio uses" would not land on
+  // device 1 by chance.
+  const Executor onTheFirst(KVIO_BACKEND_KERNEL);
+  ASSERT_TRUE(onTheFirst.ok());
   const Geometry perLayer =
       make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 8, 16, 2, 128);
   const Geometry allocated =

@@ -1229,75 +1229,88 @@ TEST(CudaBackends, DeviceMemoryWrappedWithASizePastItsEndIsRefused) {
   EXPECT_EQ(pool, 0u);
 }
 
+/// A CUDA context the test creates on device 0 (cuCtxCreate: pushed, current on this thread),
+/// and device memory in it: both go however the test ends (a failed ASSERT included), so later
+/// cases in this process (memcheck runs many) do not run in it. The driver calls are reached
+/// through the runtime, at the CUDA 12.0 ABI (cuCtxCreate_v2), as kvio reaches its own.
+class CallerContext {
+ public:
+  CallerContext() {
+    CUdevice device = 0;
+    ok_ = entry("cuCtxCreate", &create_) && entry("cuCtxDestroy", &destroy_) &&
+          entry("cuCtxPopCurrent", &pop_) && entry("cuCtxPushCurrent", &push_) &&
+          entry("cuCtxGetCurrent", &getCurrent_) && entry("cuMemAlloc", &memAlloc_) &&
+          entry("cuMemFree", &memFree_) && entry("cuDeviceGet", &deviceGet_) &&
+          deviceGet_(&device, 0) == CUDA_SUCCESS && create_(&context_, 0, device) == CUDA_SUCCESS;
+  }
+  ~CallerContext() {
+    if (context_ == nullptr) return;
+    CUcontext current = nullptr;
+    if (getCurrent_(&current) != CUDA_SUCCESS || current != context_) push_(context_);
+    if (memory_ != 0) memFree_(memory_);
+    destroy_(context_);  // pops it: the thread's context before it is current again
+  }
+  CallerContext(const CallerContext&) = delete;
+  CallerContext& operator=(const CallerContext&) = delete;
+
+  bool ok() const { return ok_; }
+  CUcontext get() const { return context_; }
+  /// Pops the context: the thread's earlier one is current again. True when it was on top.
+  bool pop() {
+    CUcontext popped = nullptr;
+    return pop_(&popped) == CUDA_SUCCESS && popped == context_;
+  }
+  /// `bytes` of device memory in the context (current), freed with it; 0 on failure.
+  CUdeviceptr allocate(size_t bytes) {
+    if (memory_ == 0 && memAlloc_(&memory_, bytes) != CUDA_SUCCESS) memory_ = 0;
+    return memory_;
+  }
+
+ private:
+  template <class F>
+  static bool entry(const char* name, F* out) {
+    void* function = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    const bool ok = cudaGetDriverEntryPointByVersion(name, &function, 12000, cudaEnableDefault,
+                                                     &found) == cudaSuccess &&
+                    found == cudaDriverEntryPointSuccess && function != nullptr;
+    if (!ok) ADD_FAILURE() << "the driver has no " << name;
+    *out = reinterpret_cast<F>(function);
+    return ok;
+  }
+
+  bool ok_ = false;
+  CUcontext context_ = nullptr;
+  CUdeviceptr memory_ = 0;
+  CUresult (*create_)(CUcontext*, unsigned int, CUdevice) = nullptr;
+  CUresult (*destroy_)(CUcontext) = nullptr;
+  CUresult (*pop_)(CUcontext*) = nullptr;
+  CUresult (*push_)(CUcontext) = nullptr;
+  CUresult (*getCurrent_)(CUcontext*) = nullptr;
+  CUresult (*memAlloc_)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*memFree_)(CUdeviceptr) = nullptr;
+  CUresult (*deviceGet_)(CUdevice*, int) = nullptr;
+};
+
 // Device memory allocated in a context the caller created (cuCtxCreate) is in that context's
 // address space, which kvio's kernels and copies (in the primary context) cannot reach: refused
 // when wrapped, with that context current or not, not at the first kernel (an illegal address
-// that ends the context). The driver calls are reached through the runtime, at the CUDA 12.0
-// ABI (cuCtxCreate_v2), as kvio reaches its own.
+// that ends the context).
 TEST(CudaBackends, DeviceMemoryOfAContextTheCallerCreatedIsRefused) {
   REQUIRE_GPU();
-  using CtxCreate = CUresult (*)(CUcontext*, unsigned int, CUdevice);
-  using CtxDestroy = CUresult (*)(CUcontext);
-  using CtxPop = CUresult (*)(CUcontext*);
-  using CtxPush = CUresult (*)(CUcontext);
-  using DeviceGet = CUresult (*)(CUdevice*, int);
-  using MemAlloc = CUresult (*)(CUdeviceptr*, size_t);
-  using MemFree = CUresult (*)(CUdeviceptr);
-  using CtxGetCurrent = CUresult (*)(CUcontext*);
-  const char* const names[8] = {"cuCtxCreate",      "cuCtxDestroy",   "cuCtxPopCurrent",
-                                "cuCtxPushCurrent", "cuDeviceGet",    "cuMemAlloc",
-                                "cuMemFree",        "cuCtxGetCurrent"};
-  void* entries[8] = {};
-  for (int i = 0; i < 8; ++i) {
-    cudaDriverEntryPointQueryResult found{};
-    ASSERT_EQ(
-        cudaGetDriverEntryPointByVersion(names[i], &entries[i], 12000, cudaEnableDefault, &found),
-        cudaSuccess)
-        << names[i];
-    ASSERT_EQ(found, cudaDriverEntryPointSuccess) << names[i];
-  }
-  const auto create = reinterpret_cast<CtxCreate>(entries[0]);
-  const auto destroy = reinterpret_cast<CtxDestroy>(entries[1]);
-  const auto pop = reinterpret_cast<CtxPop>(entries[2]);
-  const auto push = reinterpret_cast<CtxPush>(entries[3]);
-  const auto deviceGet = reinterpret_cast<DeviceGet>(entries[4]);
-  const auto memAlloc = reinterpret_cast<MemAlloc>(entries[5]);
-  const auto memFree = reinterpret_cast<MemFree>(entries[6]);
-  const auto getCurrent = reinterpret_cast<CtxGetCurrent>(entries[7]);
-
   const Geometry g = make(KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 1, 2, 4, 1, 64);
   const kvio_pool_spec spec = specOf(g);
   uint64_t need = 0;
   ASSERT_EQ(kvio_pool_component_bytes(&spec, &need), KVIO_STATUS_OK);
-  CUdevice device = 0;
-  ASSERT_EQ(deviceGet(&device, 0), CUDA_SUCCESS);
-  // The caller's context and its memory go however the test ends (a failed ASSERT included),
-  // so later cases in this process (memcheck runs many) do not run in it.
-  struct OwnContext {
-    CUcontext context = nullptr;
-    CUdeviceptr memory = 0;
-    CtxGetCurrent getCurrent;
-    CtxPush push;
-    MemFree memFree;
-    CtxDestroy destroy;
-    ~OwnContext() {
-      if (context == nullptr) return;
-      CUcontext current = nullptr;
-      if (getCurrent(&current) != CUDA_SUCCESS || current != context) push(context);
-      if (memory != 0) memFree(memory);
-      destroy(context);  // pops it: the thread's context before it is current again
-    }
-  } own{nullptr, 0, getCurrent, push, memFree, destroy};
-  ASSERT_EQ(create(&own.context, 0, device), CUDA_SUCCESS);  // made current (pushed)
-  ASSERT_EQ(memAlloc(&own.memory, need), CUDA_SUCCESS);
-  const CUdeviceptr memory = own.memory;
+  CallerContext own;
+  ASSERT_TRUE(own.ok());
+  const CUdeviceptr memory = own.allocate(need);
+  ASSERT_NE(memory, 0u);
   for (bool ownCurrent : {true, false}) {
     SCOPED_TRACE(ownCurrent ? "the caller's context current"
                             : "the caller's context popped (the thread's earlier one current)");
     if (!ownCurrent) {
-      CUcontext popped = nullptr;
-      ASSERT_EQ(pop(&popped), CUDA_SUCCESS);
-      ASSERT_EQ(popped, own.context);
+      ASSERT_TRUE(own.pop());
     }
     uint64_t pool = 0;
     EXPECT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_CUDA_DEVICE, 0, memory, need, &pool),
@@ -1316,6 +1329,50 @@ TEST(CudaBackends, DeviceMemoryOfAContextTheCallerCreatedIsRefused) {
             KVIO_STATUS_OK)
       << kvio_last_error();
   EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+}
+
+// A stream created while a context of the caller's own is current belongs to that context:
+// kvio's kernels launched to it fail (invalid resource handle) and its events cannot be recorded
+// on it, at the first transfer. Refused when the executor is created, with that context current
+// or not; a stream of the primary context is still taken.
+TEST(CudaBackends, AStreamOfAContextTheCallerCreatedIsRefused) {
+  REQUIRE_GPU();
+  CallerContext own;
+  ASSERT_TRUE(own.ok());
+  struct Stream {  // destroyed before its context (declared after it)
+    cudaStream_t handle = nullptr;
+    ~Stream() {
+      if (handle != nullptr) cudaStreamDestroy(handle);
+    }
+  } theirs, ours;
+  CUDA_OK(cudaStreamCreateWithFlags(&theirs.handle, cudaStreamNonBlocking));
+  for (bool ownCurrent : {true, false}) {
+    SCOPED_TRACE(ownCurrent ? "the caller's context current"
+                            : "the caller's context popped (the thread's earlier one current)");
+    if (!ownCurrent) {
+      ASSERT_TRUE(own.pop());
+    }
+    for (int32_t backend :
+         {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED, KVIO_BACKEND_AUTO}) {
+      SCOPED_TRACE(kvio_name(KVIO_NAME_BACKEND, backend));
+      uint64_t executor = 7;
+      EXPECT_EQ(kvio_executor_create_cuda(backend, 0, reinterpret_cast<uint64_t>(theirs.handle), 0,
+                                          0, &executor),
+                KVIO_STATUS_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(kvio_last_error()).find("other than device 0's primary context"),
+                std::string::npos)
+          << kvio_last_error();
+      EXPECT_EQ(executor, 7u);
+    }
+  }
+  CUDA_OK(cudaSetDevice(0));  // the primary context, current
+  CUDA_OK(cudaStreamCreateWithFlags(&ours.handle, cudaStreamNonBlocking));
+  uint64_t executor = 0;
+  EXPECT_EQ(kvio_executor_create_cuda(KVIO_BACKEND_KERNEL, 0,
+                                      reinterpret_cast<uint64_t>(ours.handle), 0, 0, &executor),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
 }
 
 // Caller host memory wrapped, used, closed and freed, again and again: the allocator hands the

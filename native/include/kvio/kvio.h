@@ -545,9 +545,11 @@ KVIO_API kvio_status kvio_cuda_device_count(int32_t* count_out);
  * keeps alive until the executor is closed. 0 is the default stream, as in the CUDA runtime's own
  * calls (the legacy default stream, also cudaStreamLegacy, 0x1; torch's default stream is 0) of
  * the device's primary context, which kvio makes current for its work: the executor's work is
- * ordered with the caller's work there (a caller working in a context of its own passes a stream
- * of that context instead). A stream of another device is refused with INVALID_ARGUMENT (by
- * builds with a CUDA 12.8+ toolkit; not checked while the stream is being captured).
+ * ordered with the caller's work there, not with work in a context the caller created. kvio's
+ * work runs in the primary context: a stream of another device (by builds with a CUDA 12.8+
+ * toolkit) or of a context the caller created (cuCtxCreate; by drivers of CUDA 12.5 or later) is
+ * refused with INVALID_ARGUMENT (neither is checked while the stream is being captured). A green
+ * context's stream is taken (untested).
  * cudaStreamPerThread (0x2) is refused with INVALID_ARGUMENT: it is another stream on each
  * thread, and an executor orders its transfers on one. */
 #define KVIO_CUDA_OWN_STREAM UINT64_MAX

@@ -87,9 +87,10 @@ const BackendOps kStagedOps{KVIO_BACKEND_STAGED,  cudaAvailable, createStagedDef
                             createStagedExecutor, nullptr,       false,
                             setStagedLaunch};
 
-// A caller's stream must belong to the executor's device: kvio's events, staging and kernels
-// live in that device's primary context, and an event of one device recorded on another's stream
-// fails (invalid resource handle) at the first transfer, far from the cause. A stream being
+// A caller's stream must belong to the executor's device and to its primary context: kvio's
+// events, staging and kernels live there, and an event of one device recorded on another's
+// stream, or a kernel launched to a stream of a context the caller created, fails (invalid
+// resource handle) at the first transfer, far from the cause. A stream being
 // captured is left alone (querying its device can invalidate the capture on some drivers), as is
 // one whose device the runtime cannot tell (a driver without the query, or a toolkit before 12.8,
 // which has none).
@@ -114,10 +115,8 @@ kvio_status checkCallerStream(cudaStream_t stream, int32_t device, const char* n
                 "pass a stream of device %d, or create the executor for device %d",
                 static_cast<void*>(stream), streamDevice, name, device, device, streamDevice);
   }
-#else
-  (void)stream, (void)device, (void)name;
 #endif
-  return KVIO_STATUS_OK;
+  return checkStreamContext(stream, device, name);
 }
 
 }  // namespace

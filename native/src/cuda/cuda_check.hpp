@@ -52,6 +52,13 @@ const CudaDeviceApi& cudaDeviceApi();
 kvio_status checkDeviceAddress(int32_t device, const std::string& what, uint64_t address,
                                const char* advice);
 
+/// Whether `stream` (a handle the caller created; `name` is the executor's backend) belongs to
+/// `device`'s primary context, where kvio's events, staging and kernels live: INVALID_ARGUMENT,
+/// saying so, for a stream of a context the caller created. A green context's stream is taken
+/// (the driver reports the primary context for it), as is every stream when the driver cannot
+/// tell (before CUDA 12.5). Call it under DeviceScope(device).
+kvio_status checkStreamContext(cudaStream_t stream, int32_t device, const char* name);
+
 /// Makes `device`'s primary context current on this thread for its lifetime, then puts back the
 /// context the thread had, or none (device_scope.hpp); -1: any device kvio uses.
 class DeviceScope : public BasicDeviceScope<CudaDeviceApi> {

@@ -62,11 +62,13 @@ struct ContextCalls {
   CUresult (*retainPrimary)(CUcontext* context, CUdevice device) = nullptr;
 };
 
+// A driver call reached through the runtime (kvio links no driver library) at the ABI of CUDA
+// `version` (12000: 12.0); false when the driver has none.
 template <class F>
-bool resolve(const char* symbol, F* out) {
+bool resolve(const char* symbol, F* out, int version = 12000) {
   void* entry = nullptr;
   cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion(symbol, &entry, 12000, cudaEnableDefault, &found) !=
+  if (cudaGetDriverEntryPointByVersion(symbol, &entry, version, cudaEnableDefault, &found) !=
           cudaSuccess ||
       found != cudaDriverEntryPointSuccess || entry == nullptr) {
     cudaGetLastError();
@@ -266,18 +268,11 @@ bool unregisterRange(void*, uint64_t address) {
 using PointerGetAttribute = CUresult (*)(void* data, CUpointer_attribute attribute,
                                          CUdeviceptr pointer);
 
-// cuPointerGetAttribute, resolved once through the runtime (kvio links no driver library).
+// cuPointerGetAttribute, resolved once; nullptr when the driver has none.
 PointerGetAttribute pointerGetAttribute() {
   static const PointerGetAttribute function = [] {
-    void* entry = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttribute", &entry, 12000, cudaEnableDefault,
-                                         &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      cudaGetLastError();
-      return PointerGetAttribute{nullptr};
-    }
-    return reinterpret_cast<PointerGetAttribute>(entry);
+    PointerGetAttribute f = nullptr;
+    return resolve("cuPointerGetAttribute", &f) ? f : nullptr;
   }();
   return function;
 }
@@ -490,6 +485,33 @@ kvio_status checkOwningContext(int32_t device, const std::string& what, uint64_t
 }
 
 }  // namespace
+
+kvio_status checkStreamContext(cudaStream_t stream, int32_t device, const char* name) {
+  // cuStreamGetCtx at the CUDA 12.5 ABI (cuStreamGetCtx_v2): a green context's stream answers
+  // with the device's primary context (and the green context apart), as the earlier ABI does not.
+  using StreamGetCtx = CUresult (*)(CUstream stream, CUcontext * context, CUgreenCtx * green);
+  static const StreamGetCtx getCtx = [] {
+    StreamGetCtx f = nullptr;
+    return resolve("cuStreamGetCtx", &f, 12050) ? f : nullptr;
+  }();
+  if (getCtx == nullptr) return KVIO_STATUS_OK;
+  CUcontext owner = nullptr;
+  CUgreenCtx green = nullptr;
+  void* primary = nullptr;
+  if (getCtx(reinterpret_cast<CUstream>(stream), &owner, &green) != CUDA_SUCCESS ||
+      owner == nullptr || cudaDeviceApi().primaryContext(device, &primary) != cudaSuccess ||
+      owner == primary) {
+    return KVIO_STATUS_OK;  // an answer that says nothing keeps the stream, as before the check
+  }
+  return fail(KVIO_STATUS_INVALID_ARGUMENT,
+              "the stream %p given to a '%s' executor belongs to a CUDA context other than "
+              "device %d's primary context (one the caller created, e.g. with cuCtxCreate); "
+              "kvio's events, staging memory and kernels live in the primary context (the CUDA "
+              "runtime's), and a kernel launched to another context's stream fails: pass a "
+              "stream created in the primary context (cudaStreamCreate with no other context "
+              "current), or KVIO_CUDA_OWN_STREAM",
+              static_cast<void*>(stream), name, device);
+}
 
 kvio_status checkDeviceAddress(int32_t device, const std::string& what, uint64_t address,
                                const char* advice) {

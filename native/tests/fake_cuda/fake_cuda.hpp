@@ -9,8 +9,9 @@
 //   cuDevicePrimaryCtxRetain; contexts the caller creates (cuCtxCreate, push/pop); a runtime call
 //   (not cudaGetDevice) on a thread with no current context makes device 0's primary context
 //   current, a driver call does not (cuMemcpyBatchAsync: CUDA_ERROR_INVALID_CONTEXT); device
-//   memory belongs to the context that allocated it, and memory of a created context has no
-//   device address in another (CU_POINTER_ATTRIBUTE_DEVICE_POINTER: CUDA_ERROR_INVALID_VALUE);
+//   memory belongs to the context that allocated it, a stream to the one current when it was
+//   created (cuStreamGetCtx), and memory of a created context has no device address in another
+//   (CU_POINTER_ATTRIBUTE_DEVICE_POINTER: CUDA_ERROR_INVALID_VALUE);
 // - streams run their work in order on a thread of their own; the legacy default stream (0,
 //   cudaStreamLegacy) waits for the blocking streams of its context and they for it, non-blocking
 //   streams do not; cudaStreamPerThread is per thread; a kernel launch to a stream of another

@@ -611,6 +611,32 @@ CUresult cuCtxPopCurrentFake(CUcontext* out) {
   return CUDA_SUCCESS;
 }
 
+// The context a stream belongs to; the special handles (0, legacy, per-thread) name the current
+// one (none current: CUDA_ERROR_INVALID_CONTEXT, a driver call binds none). The fake has no
+// green contexts: the 12.5 ABI's green context is always none.
+CUresult streamContext(CUstream handle, CUcontext* out) {
+  std::lock_guard<std::mutex> lock(globalLock());
+  const auto stream = reinterpret_cast<cudaStream_t>(handle);
+  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
+    if (current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+    *out = reinterpret_cast<CUcontext>(current());
+    return CUDA_SUCCESS;
+  }
+  auto found = streams().find(reinterpret_cast<Stream*>(handle));
+  if (found == streams().end()) return CUDA_ERROR_INVALID_HANDLE;
+  *out = reinterpret_cast<CUcontext>(found->second->context);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamGetCtxV9020(CUstream stream, CUcontext* out) {
+  return streamContext(stream, out);
+}
+
+CUresult cuStreamGetCtxV12050(CUstream stream, CUcontext* out, CUgreenCtx* green) {
+  *green = nullptr;
+  return streamContext(stream, out);
+}
+
 CUresult cuMemAllocFake(CUdeviceptr* out, size_t bytes) {
   std::lock_guard<std::mutex> lock(globalLock());
   Context* c = current();
@@ -739,6 +765,10 @@ void* driverEntry(const char* symbol, unsigned int version) {
   if (name == "cuCtxDestroy") return reinterpret_cast<void*>(cuCtxDestroyFake);
   if (name == "cuCtxPushCurrent") return reinterpret_cast<void*>(cuCtxPushCurrentFake);
   if (name == "cuCtxPopCurrent") return reinterpret_cast<void*>(cuCtxPopCurrentFake);
+  if (name == "cuStreamGetCtx") {
+    return version >= 12050 ? reinterpret_cast<void*>(cuStreamGetCtxV12050)
+                            : reinterpret_cast<void*>(cuStreamGetCtxV9020);
+  }
   if (name == "cuMemAlloc") return reinterpret_cast<void*>(cuMemAllocFake);
   if (name == "cuMemFree") return reinterpret_cast<void*>(cuMemFreeFake);
   if (name == "cuPointerGetAttribute") return reinterpret_cast<void*>(cuPointerGetAttributeFake);

@@ -116,9 +116,9 @@ public final class KvioExecutor implements AutoCloseable {
      * for kernel_ascend and auto on an NPU without a GPU, whose cpu transfers are not on it). 0 is
      * the default stream, as in the runtimes' own calls (for CUDA the legacy default stream, also
      * 1; torch's default stream is 0). For CUDA, 2, cudaStreamPerThread, is refused: it is another
-     * stream on each thread; a CUDA stream of another device is refused with
-     * KvioInvalidArgumentException. The caller keeps the stream alive until this executor is
-     * closed.
+     * stream on each thread; a CUDA stream of another device, or of a context the caller created
+     * (cuCtxCreate), is refused with KvioInvalidArgumentException. The caller keeps the stream
+     * alive until this executor is closed.
      */
     public static KvioExecutor onStream(IoBackend backend, int device, long stream) {
         if (stream == NativeBridge.OWN_STREAM) {

@@ -1608,6 +1608,94 @@ TEST(CudaBackends, TransfersBesideAGlobalCaptureLeaveItValid) {
   }
 }
 
+// A pool's and an executor's whole life on a thread capturing another stream in global mode:
+// kvio's allocations (cudaMalloc and its zeroing, cudaHostAlloc), registration of caller host
+// memory (cudaHostRegister), kvio_pool_copy (a synchronized private stream), an executor's
+// creation, one transfer and close, and the pools' close (cudaFree, cudaFreeHost,
+// cudaHostUnregister) are all calls CUDA forbids there unless the thread's capture mode is
+// relaxed; one would fail and invalidate the capture. The capture ends valid with only its own
+// node, and the transfer moved every byte. Only kvio calls run inside the capture: the test's
+// own reads and writes (synchronisations) come before and after.
+TEST(CudaBackends, PoolsAndExecutorsMadeAndClosedBesideAGlobalCaptureLeaveItValid) {
+  REQUIRE_GPU();
+  const OwnedStream capturedStream;
+  ASSERT_TRUE(capturedStream.ok());
+  cudaStream_t captured = capturedStream.get();
+  DeviceArray<float> scratch(256);
+  ASSERT_TRUE(scratch.ok());
+  const Geometry dg =
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 8, 16, 2, 128);
+  const Geometry hg =
+      make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 16, 2, 128);
+  const kvio_pool_spec deviceSpec = specOf(dg), hostSpec = specOf(hg);
+  const size_t deviceBytes = static_cast<size_t>(dg.regionBytes());
+  const size_t hostBytes = static_cast<size_t>(hg.regionBytes());
+  const std::vector<int64_t> idx = expandPages({1, 4}, 16);
+  for (int32_t backend :
+       {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED, KVIO_BACKEND_AUTO}) {
+    SCOPED_TRACE(kvio_name(KVIO_NAME_BACKEND, backend));
+    std::mt19937_64 rng(61 + backend);
+    Image source, expected;
+    source.buffers.emplace_back(deviceBytes);
+    fillRandom(source.buffers[0].data(), deviceBytes, rng);
+    expected.buffers.emplace_back(hostBytes);
+    fillRandom(expected.buffers[0].data(), hostBytes, rng);  // the canary
+    std::vector<uint8_t> callerHost(hostBytes + 64);
+    uint8_t* const wrapped = callerHost.data() + 8;
+    std::memcpy(wrapped, expected.buffers[0].data(), hostBytes);
+
+    // Inside the capture: kvio calls only, each after the previous one worked.
+    CUDA_OK(cudaStreamBeginCapture(captured, cudaStreamCaptureModeGlobal));
+    const cudaError_t memset = cudaMemsetAsync(scratch.get(), 0, 256 * sizeof(float), captured);
+    std::string failed;  // the first kvio call that failed, and why
+    const auto step = [&failed](kvio_status status, const char* what) {
+      if (status != KVIO_STATUS_OK && failed.empty()) {
+        failed = std::string(what) + ": " + kvio_status_name(status) + " " + kvio_last_error();
+      }
+      return failed.empty();
+    };
+    uint64_t devicePool = 0, pinnedPool = 0, wrappedPool = 0, executor = 0, transfer = 0;
+    if (step(kvio_pool_allocate_memory(&deviceSpec, KVIO_MEMORY_CUDA_DEVICE, 0, &devicePool),
+             "allocating a device pool") &&
+        step(kvio_pool_allocate_memory(&hostSpec, KVIO_MEMORY_HOST_PINNED, 0, &pinnedPool),
+             "allocating a pinned host pool") &&
+        step(kvio_pool_wrap_memory(&hostSpec, KVIO_MEMORY_HOST_PINNED, 0,
+                                   reinterpret_cast<uint64_t>(wrapped), hostBytes, &wrappedPool),
+             "wrapping caller host memory") &&
+        step(kvio_pool_copy(devicePool, 0, 0, reinterpret_cast<uint64_t>(source.buffers[0].data()),
+                            deviceBytes, KVIO_COPY_HOST_TO_POOL),
+             "kvio_pool_copy to the device pool") &&
+        step(kvio_executor_create_cuda(backend, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &executor),
+             "creating the executor") &&
+        step(kvio_submit_args(executor, devicePool, wrappedPool, idx.data(), idx.data(),
+                              static_cast<int64_t>(idx.size()), 0, 0, 2, &transfer),
+             "submitting")) {
+      step(kvio_transfer_wait(transfer, -1), "waiting");
+    }
+    if (transfer != 0) step(kvio_transfer_close(transfer), "closing the transfer");
+    if (executor != 0) step(kvio_executor_close(executor), "closing the executor");
+    for (uint64_t pool : {devicePool, pinnedPool, wrappedPool}) {
+      if (pool != 0) step(kvio_pool_close(pool), "closing a pool");
+    }
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(captured, &graph);
+
+    EXPECT_TRUE(failed.empty()) << failed;
+    EXPECT_TRUE(CUDA_CHECK(memset));
+    EXPECT_TRUE(CUDA_CHECK(ended)) << "the capture was invalidated";
+    if (graph != nullptr) {
+      size_t nodes = 0;
+      EXPECT_TRUE(CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes)));
+      EXPECT_EQ(nodes, 1u) << "the capture holds the memset alone";
+      EXPECT_TRUE(CUDA_CHECK(cudaGraphDestroy(graph)));
+    }
+    applyTransfer(dg, source, hg, &expected, idx, idx, 0, 0, 2);
+    Image actual;
+    actual.buffers.emplace_back(wrapped, wrapped + hostBytes);
+    EXPECT_TRUE(sameImage(expected, actual, "caller host memory after the transfer"));
+  }
+}
+
 // Every backend on device 1, driven from a thread whose current device is 0: kvio makes its
 // device current around its own calls (a kernel launch to a stream of another device than the
 // current one fails) and puts the thread's device back. Caller device buffers (one per layer) and

@@ -134,7 +134,6 @@ EventCompletion::~EventCompletion() {
 bool EventCompletion::query() {
   if (error_.load() != cudaSuccess) return true;
   DeviceScope scope(device_);
-  const RelaxedCapture relaxed;  // after the scope: nothing runs before the device is chosen
   const cudaError_t error = cudaEventQuery(event_);
   if (error == cudaErrorNotReady) {
     // Not an error, but a runtime that kept it as the thread's last error would have the next
@@ -148,7 +147,6 @@ bool EventCompletion::query() {
 
 void EventCompletion::synchronize() {
   DeviceScope scope(device_);
-  const RelaxedCapture relaxed;
   const cudaError_t error = cudaEventSynchronize(event_);
   int expected = cudaSuccess;
   if (error != cudaSuccess) error_.compare_exchange_strong(expected, error);
@@ -290,8 +288,7 @@ kvio_status CudaExecutor::prepare(const Transfer& transfer, Job* job, Prepared* 
 
 void CudaExecutor::submit(std::shared_ptr<Job> job) {
   std::lock_guard<std::mutex> lock(mutex_);
-  DeviceScope scope(device_);    // before reap's queries, on whatever thread submits
-  const RelaxedCapture relaxed;  // reap's queries, event creation, staging allocation
+  DeviceScope scope(device_);  // reap's queries, event creation, staging allocation
   reap();
   if (scope.error() != cudaSuccess) {
     job->state->complete(KVIO_STATUS_BACKEND_ERROR,
@@ -408,7 +405,6 @@ void CudaExecutor::retireFinished() {
   if (!lock.owns_lock()) return;
   DeviceScope scope(device_);                // for reap's queries, on whatever thread submits
   if (scope.error() != cudaSuccess) return;  // the next submit or drain reports it
-  const RelaxedCapture relaxed;
   reap();
 }
 
@@ -494,7 +490,6 @@ kvio_status CudaExecutor::acquireSlot(uint64_t bytes, bool withDevice, StagingSl
 void CudaExecutor::drain() {
   std::lock_guard<std::mutex> lock(mutex_);
   DeviceScope scope(device_);
-  const RelaxedCapture relaxed;
   while (retireOldest()) {
   }
 }

@@ -59,20 +59,14 @@ kvio_status checkDeviceAddress(int32_t device, const std::string& what, uint64_t
 /// tell (before CUDA 12.5). Call it under DeviceScope(device).
 kvio_status checkStreamContext(cudaStream_t stream, int32_t device, const char* name);
 
-/// Makes `device`'s primary context current on this thread for its lifetime, then puts back the
-/// context the thread had, or none (device_scope.hpp); -1: any device kvio uses.
-class DeviceScope : public BasicDeviceScope<CudaDeviceApi> {
- public:
-  explicit DeviceScope(int32_t device) : BasicDeviceScope(cudaDeviceApi(), device) {}
-};
-
 /// The calling thread's stream-capture mode relaxed while it lives, the thread's own put back
-/// after. kvio's event queries and synchronisations, its event creation and its staging
-/// allocations touch no captured stream, but CUDA forbids such calls ("potentially unsafe") on
-/// every thread while a stream is captured in global mode (the default of cudaStreamBeginCapture
-/// and of torch.cuda.graph), and on the capturing thread in thread-local mode: they would fail
-/// and invalidate the caller's capture. PyTorch's allocator and its NCCL watchdog do the same.
-/// Work on a captured stream is still captured: a submit to one is refused before (refuseCapture).
+/// after (DeviceScope holds one). kvio's own calls (event queries and synchronisations, event
+/// creation, allocations and frees, host registrations) touch no captured stream, but CUDA
+/// forbids such calls ("potentially unsafe") on every thread while a stream is captured in global
+/// mode (the default of cudaStreamBeginCapture and of torch.cuda.graph), and on the capturing
+/// thread in thread-local mode: they would fail and invalidate the caller's capture. PyTorch's
+/// allocator and its NCCL watchdog do the same. Work on a captured stream is still captured: a
+/// submit to one is refused before (refuseCapture).
 class RelaxedCapture {
  public:
   RelaxedCapture() {
@@ -92,6 +86,21 @@ class RelaxedCapture {
  private:
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;  // then the thread's own
   bool exchanged_ = true;
+};
+
+/// What every kvio call that works on a device holds while it lives: `device`'s primary context
+/// made current on this thread, then the context the thread had put back, or none
+/// (device_scope.hpp; -1: any device kvio uses), and the thread's capture mode relaxed
+/// (RelaxedCapture), so that kvio's allocations, frees, registrations, waits and queries work
+/// while the caller captures a stream and leave that capture valid.
+class DeviceScope : public BasicDeviceScope<CudaDeviceApi> {
+ public:
+  explicit DeviceScope(int32_t device) : BasicDeviceScope(cudaDeviceApi(), device) {}
+
+ private:
+  // After the base: the exchange is a runtime call, which on a thread with no context would make
+  // device 0's primary context current; put back before the thread's context is.
+  RelaxedCapture relaxed_;
 };
 
 }  // namespace cuda

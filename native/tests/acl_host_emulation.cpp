@@ -66,6 +66,11 @@ struct State {
   std::map<int32_t, int64_t> setDeviceCalls;
   std::set<uint64_t> events;
   std::set<uint64_t> recorded;
+  // Streams being captured into a graph (setCapture; absent: NONE), the events recorded in a
+  // capture, and what aclmdlRICaptureGetInfo answers (setCaptureInfoResult).
+  std::map<uint64_t, aclmdlRICaptureStatus> captures;
+  std::set<uint64_t> capturedEvents;
+  aclError captureInfoResult = ACL_SUCCESS;
   uint64_t nextHandle = 0x1000;
   uint32_t deviceCount = 1;
   aclError batchResult = ACL_SUCCESS;
@@ -272,6 +277,15 @@ bool stillThere(State& s, int32_t onDevice, uint64_t address, uint64_t bytes, bo
   return r != nullptr && r->place == Place::Device;
 }
 
+// Work queued on a stream being captured is recorded into the graph (counted), not run: true
+// then, and the caller queues nothing.
+bool recordedIntoCapture(State& s, aclrtStream stream) {
+  auto it = s.captures.find(reinterpret_cast<uint64_t>(stream));
+  if (it == s.captures.end() || it->second == ACL_MODEL_RI_CAPTURE_STATUS_NONE) return false;
+  ++s.counts.captured;
+  return true;
+}
+
 // Runs a checked copy now, or after releaseStream while the stream is held. A held copy checks
 // again when it runs that its memory is still registered or allocated: on a device, a copy
 // over memory unregistered meanwhile is a fault (the context dies), counted here instead.
@@ -443,12 +457,16 @@ aclError emuRecordEvent(aclrtEvent event, aclrtStream stream) {
   }
   const aclError e = checkStream(s, stream, true);
   if (e != ACL_SUCCESS) return e;
+  ++s.counts.recordEvent;
+  if (recordedIntoCapture(s, stream)) {
+    s.capturedEvents.insert(handle);  // not complete until the capture ends
+    return ACL_SUCCESS;
+  }
   if (s.holding) {
     s.heldEvents.insert(handle);  // completes with the held work
   } else {
     s.recorded.insert(handle);  // everything before it on the stream has run already
   }
-  ++s.counts.recordEvent;
   return ACL_SUCCESS;
 }
 
@@ -694,6 +712,7 @@ aclError emuMemcpyAsync(void* dst, size_t destMax, const void* src, size_t count
   if (e == ACL_SUCCESS)
     e = checkSide(s, device, "src", reinterpret_cast<uint64_t>(src), count, srcOnDevice(kind));
   if (e != ACL_SUCCESS) return e;
+  if (recordedIntoCapture(s, stream)) return ACL_SUCCESS;
   execute(s, device, reinterpret_cast<uint64_t>(dst), dstOnDevice(kind), count,
           reinterpret_cast<uint64_t>(src), srcOnDevice(kind), count,
           [dst, src, count] { std::memmove(dst, src, count); });
@@ -733,6 +752,7 @@ aclError emuMemcpy2dAsync(void* dst, size_t dpitch, const void* src, size_t spit
   if (e == ACL_SUCCESS)
     e = checkSide(s, device, "src", x, (height - 1) * spitch + width, srcOnDevice(kind));
   if (e != ACL_SUCCESS) return e;
+  if (recordedIntoCapture(s, stream)) return ACL_SUCCESS;
   execute(s, device, d, dstOnDevice(kind), (height - 1) * dpitch + width, x, srcOnDevice(kind),
           (height - 1) * spitch + width, [d, x, dpitch, spitch, width, height] {
             for (size_t r = 0; r < height; ++r) {
@@ -795,6 +815,7 @@ aclError emuMemcpyBatchAsync(void** dsts, size_t* destMaxs, void** srcs, size_t*
     if (e != ACL_SUCCESS) return e;
   }
   *failIndex = SIZE_MAX;
+  if (recordedIntoCapture(s, stream)) return ACL_SUCCESS;
   a = 0;
   for (size_t i = 0; i < count; ++i) {
     while (a + 1 < numAttrs && attrIndexes[a + 1] <= i) ++a;
@@ -809,6 +830,27 @@ aclError emuMemcpyBatchAsync(void** dsts, size_t* destMaxs, void** srcs, size_t*
     s.records.push_back({reinterpret_cast<uint64_t>(dsts[i]), sizes[i], 1, sizes[i]});
   }
   s.counts.batchedCopies += static_cast<int64_t>(count);
+  return ACL_SUCCESS;
+}
+
+// Answers whether `stream` is being captured (setCapture); needs no context. A model handle
+// stands for the graph while the capture is active.
+aclError emuCaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus* status, aclmdlRI* model) {
+  KVIO_EMULATION_ENTER("aclmdlRICaptureGetInfo");
+  ++s.counts.captureGetInfo;
+  if (s.captureInfoResult != ACL_SUCCESS) {
+    return reject(s, s.captureInfoResult,
+                  "aclmdlRICaptureGetInfo answers %d (setCaptureInfoResult)", s.captureInfoResult);
+  }
+  if (status == nullptr || model == nullptr) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "aclmdlRICaptureGetInfo: null status or modelRI");
+  }
+  const aclError e = checkStream(s, stream);
+  if (e != ACL_SUCCESS) return e;
+  auto it = s.captures.find(reinterpret_cast<uint64_t>(stream));
+  *status = it == s.captures.end() ? ACL_MODEL_RI_CAPTURE_STATUS_NONE : it->second;
+  *model =
+      *status == ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE ? reinterpret_cast<aclmdlRI>(0xC0DE) : nullptr;
   return ACL_SUCCESS;
 }
 
@@ -858,6 +900,7 @@ AclApi AclHostEmulation::table(bool withBatch, bool withRegisterV2,
   a.getDevice = emuGetDevice;
   a.hostRegisterV2 = withRegisterV2 ? emuHostRegisterV2 : nullptr;
   a.pointerGetAttributes = withPointerAttributes ? emuPointerGetAttributes : nullptr;
+  a.captureGetInfo = emuCaptureGetInfo;
   return a;
 }
 
@@ -890,6 +933,10 @@ void AclHostEmulation::reset() {
   s.faults = 0;
   s.faultMessage.clear();
   s.setDeviceCalls.clear();
+  s.captures.clear();
+  s.recorded.insert(s.capturedEvents.begin(), s.capturedEvents.end());
+  s.capturedEvents.clear();
+  s.captureInfoResult = ACL_SUCCESS;
 }
 
 AclCallCounts AclHostEmulation::counts() const {
@@ -948,6 +995,24 @@ void AclHostEmulation::failCall(const std::string& function, int64_t nth, aclErr
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.failures[function] = {nth, error};
+}
+
+void AclHostEmulation::setCapture(void* stream, aclmdlRICaptureStatus status) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (status != ACL_MODEL_RI_CAPTURE_STATUS_NONE) {
+    s.captures[reinterpret_cast<uint64_t>(stream)] = status;
+    return;
+  }
+  s.captures.erase(reinterpret_cast<uint64_t>(stream));
+  s.recorded.insert(s.capturedEvents.begin(), s.capturedEvents.end());
+  s.capturedEvents.clear();
+}
+
+void AclHostEmulation::setCaptureInfoResult(aclError result) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.captureInfoResult = result;
 }
 
 void AclHostEmulation::refuseUnalignedDeviceCopies(bool refuse) {

@@ -43,6 +43,8 @@
 // (work on a stream of another device: ACL_ERROR_RT_STREAM_CONTEXT), and a copy accepts device
 // memory of its stream's device and registered or aclrtMallocHost host memory only. Event query,
 // wait and destruction, stream synchronize and destruction and aclrtFreeHost need no context.
+// Graph capture (setCapture): aclmdlRICaptureGetInfo answers a stream's capture status, and work
+// queued on a stream being captured is recorded (counted), not run.
 // aclGetRecentErrMsg answers and clears the calling thread's last error text. It counts calls per
 // function and copied bytes, so tests can assert how many calls a transfer costs, and can be told
 // to fail a given call or to answer "feature not supported" for batch copies.
@@ -73,7 +75,9 @@ struct AclCallCounts {
   int64_t hostRegisterV2 = 0;  // accepted calls
   int64_t hostUnregister = 0;  // accepted calls
   int64_t freeHost = 0;        // accepted calls
-  int64_t rejected = 0;        // calls answered with an error (argument checks or injected)
+  int64_t captureGetInfo = 0;
+  int64_t captured = 0;  // copies and event records recorded into a graph capture, not run
+  int64_t rejected = 0;  // calls answered with an error (argument checks or injected)
   uint64_t bytesCopied = 0;
   int64_t copyCalls() const { return memcpyAsync + memcpy2dAsync + memcpyBatchAsync; }
 };
@@ -121,6 +125,16 @@ class AclHostEmulation {
   /// "aclrtMemcpyAsync", "aclrtMemcpyBatchAsync", "aclrtRecordEvent", "aclrtMalloc", ...)
   /// fails with `error` without doing anything.
   void failCall(const std::string& function, int64_t nth, kvio::ascend::aclError error);
+
+  /// Graph capture of `stream` (nullptr: the default stream), as aclmdlRICaptureBegin (ACTIVE),
+  /// a failure inside it (INVALIDATED) and aclmdlRICaptureEnd (NONE) would leave it:
+  /// aclmdlRICaptureGetInfo answers it, and copies and event records queued on the stream while
+  /// it is not NONE are recorded into the graph (counts().captured), not run; events recorded
+  /// there count as complete once the capture ends (what ACL answers for them is unverified).
+  void setCapture(void* stream, kvio::ascend::aclmdlRICaptureStatus status);
+  /// What aclmdlRICaptureGetInfo answers from now on (e.g. ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+  /// success answers the capture status. reset() restores success.
+  void setCaptureInfoResult(kvio::ascend::aclError result);
 
   /// From now on aclrtMemcpyAsync refuses (ACL_ERROR_INVALID_PARAM) a device-to-device copy
   /// whose destination or source is not 64-byte aligned (acl_rt.h: "both addresses 64-byte

@@ -1210,6 +1210,111 @@ TEST_F(AscendExecutorTest, StreamZeroIsTheDefaultStream) {
   EXPECT_EQ(acl().live().streams, 0);
 }
 
+// While the executor's stream is being captured into a graph (aclmdlRICaptureBegin, torch_npu's
+// NPU graphs), a submit is refused before anything is queued: its copies and completion event
+// would be recorded into the graph and never run. kernel_ascend and auto on an NPU, kvio's own
+// stream and a caller's, an active capture and an invalidated one not yet ended; once the
+// capture ends, transfers run again.
+TEST_F(AscendExecutorTest, ASubmitOnAStreamBeingCapturedIsRefusedAndNothingIsQueued) {
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 8, 4, 2, 16};
+  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 4, 2, 16};
+  const kvio::ascend::AclApi api = acl().table();
+  kvio::ascend::aclrtStream callers = nullptr;
+  ASSERT_EQ(api.createStream(&callers), kvio::ascend::ACL_SUCCESS);
+  const auto slots = range(1, 6);
+  std::mt19937_64 rng(17);
+  for (const int32_t backend : {KVIO_BACKEND_KERNEL_ASCEND, KVIO_BACKEND_AUTO}) {
+    for (const bool own : {true, false}) {
+      for (const auto status : {kvio::ascend::ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE,
+                                kvio::ascend::ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED}) {
+        const bool active = status == kvio::ascend::ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE;
+        SCOPED_TRACE(std::string(kvio_name(KVIO_NAME_BACKEND, backend)) +
+                     (own ? ", kvio's stream" : ", the caller's stream") +
+                     (active ? ", capture active" : ", capture invalidated"));
+        NpuPool device(dg);
+        TestPool host = pinnedHost(hg);
+        struct Closed {  // however this ends
+          uint64_t handle = 0;
+          ~Closed() {
+            if (handle != 0) {
+              EXPECT_EQ(kvio_executor_close(handle), KVIO_STATUS_OK);
+            }
+          }
+        } executor;
+        ASSERT_EQ(
+            kvio_executor_create_on_npu(
+                backend, 0, own ? KVIO_ASCEND_OWN_STREAM : reinterpret_cast<uint64_t>(callers),
+                &executor.handle),
+            KVIO_STATUS_OK)
+            << lastError();
+        uint64_t stream = 0;
+        ASSERT_EQ(kvio_executor_ascend_stream(executor.handle, &stream), KVIO_STATUS_OK);
+        SeededPair refused(host, device.pool, rng);
+        acl().setCapture(reinterpret_cast<void*>(stream), status);
+        const AclCallCounts before = acl().counts();
+        uint64_t transfer = 0;
+        EXPECT_TRUE(rejected(
+            kvio_submit_args(executor.handle, host.pool().handle(), device.pool.pool().handle(),
+                             slots.data(), slots.data(), 6, 0, 0, 2, &transfer),
+            KVIO_STATUS_UNSUPPORTED,
+            {active ? "being captured into a graph" : "invalidated and not yet ended",
+             "aclmdlRICaptureGetInfo", "before or after the capture"}));
+        EXPECT_EQ(transfer, 0u);
+        const AclCallCounts after = acl().counts();
+        EXPECT_EQ(after.captured, before.captured) << "kvio queued work into the capture";
+        EXPECT_EQ(after.copyCalls(), before.copyCalls());
+        EXPECT_EQ(after.createEvent, before.createEvent);
+        EXPECT_GT(after.captureGetInfo, before.captureGetInfo);
+        EXPECT_TRUE(refused.check("device pool after the refused submit", "host pool"));
+        acl().setCapture(reinterpret_cast<void*>(stream),
+                         kvio::ascend::ACL_MODEL_RI_CAPTURE_STATUS_NONE);
+        SeededPair moved(host, device.pool, rng);
+        ASSERT_EQ(
+            kvio_submit_args(executor.handle, host.pool().handle(), device.pool.pool().handle(),
+                             slots.data(), slots.data(), 6, 0, 0, 2, &transfer),
+            KVIO_STATUS_OK)
+            << lastError();
+        EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << lastError();
+        EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+        moved.expect(slots, slots, 0, 0, 2);
+        EXPECT_TRUE(moved.check("device pool after the capture", "host pool"));
+      }
+    }
+  }
+  EXPECT_EQ(api.destroyStream(callers), kvio::ascend::ACL_SUCCESS);
+}
+
+// A runtime that cannot tell (no aclmdlRICaptureGetInfo, or ACL_ERROR_RT_FEATURE_NOT_SUPPORT from
+// it) has no graph capture to refuse: transfers run, and the unsupported answer leaves no error
+// text behind for a later call.
+TEST_F(AscendExecutorTest, ARuntimeWithoutCaptureInfoRunsTransfers) {
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 8, 4, 2, 16};
+  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 4, 2, 16};
+  const auto slots = range(0, 8);
+  std::mt19937_64 rng(19);
+  for (const bool withQuery : {false, true}) {
+    SCOPED_TRACE(withQuery ? "the query answers ACL_ERROR_RT_FEATURE_NOT_SUPPORT"
+                           : "no aclmdlRICaptureGetInfo");
+    kvio::ascend::AclApi table = acl().table();
+    if (!withQuery) table.captureGetInfo = nullptr;
+    ASSERT_EQ(kvio_test_ascend_runtime(&table, sizeof(table)), KVIO_STATUS_OK) << lastError();
+    acl().setCaptureInfoResult(withQuery ? kvio::ascend::ACL_ERROR_RT_FEATURE_NOT_SUPPORT
+                                         : kvio::ascend::ACL_SUCCESS);
+    {
+      NpuPool device(dg);
+      TestPool host = pinnedHost(hg);
+      kvio::Executor executor{kvio::IoBackend::KernelAscend};
+      SeededPair moved(host, device.pool, rng);
+      kvio::transferAllLayers(executor, host.pool(), device.pool.pool(), slots, slots).wait();
+      moved.expect(slots, slots, 0, 0, 2);
+      EXPECT_TRUE(moved.check("device pool", "host pool"));
+      EXPECT_EQ(acl().counts().captureGetInfo, withQuery ? 1 : 0);
+      EXPECT_STREQ(acl().table().getRecentErrMsg(), "") << "the unsupported answer's text was left";
+    }
+    acl().install();  // the whole table again, state reset
+  }
+}
+
 // Closing an executor waits for every transfer it accepted to be done, also one that another
 // thread saw complete first and is still letting go of its pools (freeing a closed pool's pinned
 // memory): a later submit's reap must not drop it from the executor's list meanwhile.

@@ -262,8 +262,10 @@ KVIO_API kvio_status kvio_executor_close(uint64_t executor);
  * upload them). Indices another thread rewrites meanwhile still never address rows outside the
  * pools (the plan's runs are checked again, and 'kernel' checks the copy it stages for the device:
  * OUT_OF_RANGE), but which rows move is then undefined. A CUDA executor (kernel, direct, staged,
- * auto on a GPU) whose stream is being captured into a CUDA graph refuses it with UNSUPPORTED:
- * kvio transfers cannot be captured (docs/cuda.md). */
+ * auto on a GPU) whose stream is being captured into a CUDA graph, and a kernel_ascend executor
+ * (or auto on an NPU) whose stream is being captured into an ACL graph (aclmdlRICaptureBegin;
+ * where the runtime has aclmdlRICaptureGetInfo), refuse it with UNSUPPORTED: kvio transfers
+ * cannot be captured (docs/cuda.md, docs/ascend.md). */
 KVIO_API kvio_status kvio_submit(uint64_t executor, const kvio_transfer_desc* desc,
                                  uint64_t* transfer_out);
 /* Same, with the descriptor's fields as arguments (what the Java bridge calls). */
@@ -355,8 +357,8 @@ KVIO_API kvio_status kvio_submit_with(uint64_t executor, const kvio_transfer_des
  * for one that does, when num_indices > 0, the arrays' alignment and their first and last
  * entries' memory (of the executor's device, not of a CUDA context the caller created: see
  * kvio_submit_device_indices); their values only the kernel checks, when the transfer runs.
- * Whether a CUDA executor's stream is being captured is asked by the submit only (the capture
- * may begin or end between the two). */
+ * Whether a CUDA or Ascend executor's stream is being captured is asked by the submit only (the
+ * capture may begin or end between the two). */
 KVIO_API kvio_status kvio_check_transfer_with(uint64_t executor, const kvio_transfer_desc* desc,
                                               const kvio_submit_options* options);
 /* kvio_check_transfer_with with only flags set: runs kvio_submit_flags' checks of its arguments

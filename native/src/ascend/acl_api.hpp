@@ -37,6 +37,18 @@ enum aclrtEventRecordedStatus {
 
 enum aclrtHostRegisterType { ACL_HOST_REGISTER_MAPPED = 0 };
 
+/// A model runtime instance: what a graph capture (aclmdlRICaptureBegin/End) records into.
+using aclmdlRI = void*;
+
+/// Whether a stream is being captured into a graph (aclmdlRICaptureGetInfo, acl_mdl.h): work
+/// queued on an ACTIVE stream is recorded, not run; INVALIDATED: a capture that failed and was
+/// not ended yet.
+enum aclmdlRICaptureStatus {
+  ACL_MODEL_RI_CAPTURE_STATUS_NONE = 0,
+  ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE = 1,
+  ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED = 2,
+};
+
 /// aclrtHostRegisterV2's flags (acl_rt.h macros, CANN 8.5.0 and 9.0 references of
 /// aclrtHostRegisterV2): MAPPED maps host memory for the device (aclrtHostGetDevicePointer);
 /// PINNED registers pageable host memory (malloc, new, mmap) as page-locked memory.
@@ -141,6 +153,8 @@ struct AclSignatures {
   using SetCurrentContext = Error (*)(Context context);
   using GetDevice = Error (*)(int32_t* deviceId);
   using PointerGetAttributes = Error (*)(const void* ptr, typename T::PtrAttributes* attributes);
+  using CaptureGetInfo = Error (*)(Stream stream, typename T::CaptureStatus* status,
+                                   typename T::ModelRI* modelRI);
 };
 
 struct KvioAclTypes {
@@ -154,12 +168,14 @@ struct KvioAclTypes {
   using MemcpyKind = aclrtMemcpyKind;
   using BatchAttr = aclrtMemcpyBatchAttr;
   using PtrAttributes = aclrtPtrAttributes;
+  using CaptureStatus = aclmdlRICaptureStatus;
+  using ModelRI = aclmdlRI;
 };
 
 using Acl = AclSignatures<KvioAclTypes>;
 
 /// Bumped whenever AclApi changes, so that a table built against another layout is refused.
-constexpr uint32_t kAclApiVersion = 4;
+constexpr uint32_t kAclApiVersion = 5;
 
 /// Whether kvio uses aclrtMemcpyBatchAsync (KVIO_ASCEND_BATCH=1 in the environment; otherwise
 /// runs of 1-D copies go one aclrtMemcpyAsync each). Opt-in: CANN's API reference marks the call
@@ -177,7 +193,9 @@ inline bool ascendBatchCopiesWanted(const char* environment) {
 /// and getDevice (without the first two, kvio selects devices with aclrtSetDevice at every
 /// call, as before it had them: acl_device.hpp), and pointerGetAttributes (without it, kvio
 /// cannot tell caller memory that is pinned already, e.g. from aclrtMallocHost, from pageable
-/// memory, and pins every wrapped region with hostRegisterV2).
+/// memory, and pins every wrapped region with hostRegisterV2), and captureGetInfo (without it,
+/// kvio cannot refuse a submit to a stream being captured into a graph: a runtime without graph
+/// capture has none to refuse).
 struct AclApi {
   uint32_t version = kAclApiVersion;
   uint32_t size = sizeof(AclApi);
@@ -210,6 +228,7 @@ struct AclApi {
   Acl::GetDevice getDevice = nullptr;                        // optional (aclrtGetDevice)
   Acl::HostRegisterV2 hostRegisterV2 = nullptr;              // optional (aclrtHostRegisterV2)
   Acl::PointerGetAttributes pointerGetAttributes = nullptr;  // optional
+  Acl::CaptureGetInfo captureGetInfo = nullptr;              // optional (aclmdlRICaptureGetInfo)
 };
 
 /// The ACL runtime to use: the table installed for tests, else libascendcl.so loaded (once)

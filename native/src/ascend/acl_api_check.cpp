@@ -3,7 +3,8 @@
 // instantiated with CANN's types must be the type of the real function, or of one of its
 // overloads), the enum values kvio passes, the batch attribute layout and the error codes.
 // Produces no code. A header without ACL_HOST_REG_PINNED skips the aclrtHostRegisterV2 checks;
-// aclrtPointerGetAttributes is checked always (it predates aclrtMemcpyBatchAsync).
+// aclrtPointerGetAttributes and aclmdlRICaptureGetInfo are checked always (both predate
+// aclrtMemcpyBatchAsync).
 #include <cstddef>
 
 // kvio's header first: CANN defines its runtime error codes and aclrtHostRegisterV2's flags as
@@ -40,6 +41,8 @@ struct CannTypes {
   using MemcpyKind = ::aclrtMemcpyKind;
   using BatchAttr = ::aclrtMemcpyBatchAttr;
   using PtrAttributes = ::aclrtPtrAttributes;
+  using CaptureStatus = ::aclmdlRICaptureStatus;
+  using ModelRI = ::aclmdlRI;
 };
 using Real = k::AclSignatures<CannTypes>;
 
@@ -85,6 +88,8 @@ KVIO_SAME_SIGNATURE(GetDevice, aclrtGetDevice);
 // In every header that has aclrtMemcpyBatchAsync (8.3.RC1; the API reference documents it from
 // 8.2.RC1). Newer headers add a C++ template overload, which the cast does not pick.
 KVIO_SAME_SIGNATURE(PointerGetAttributes, aclrtPointerGetAttributes);
+// acl_mdl.h, from CANN 8.1 (before the 8.3.RC1 this check needs).
+KVIO_SAME_SIGNATURE(CaptureGetInfo, aclmdlRICaptureGetInfo);
 
 static_assert(static_cast<int>(k::ACL_MEMCPY_HOST_TO_HOST) ==
                   static_cast<int>(::ACL_MEMCPY_HOST_TO_HOST),
@@ -108,6 +113,17 @@ static_assert(static_cast<int>(k::ACL_EVENT_RECORDED_STATUS_COMPLETE) ==
 static_assert(static_cast<int>(k::ACL_HOST_REGISTER_MAPPED) ==
                   static_cast<int>(::ACL_HOST_REGISTER_MAPPED),
               "register type");
+static_assert(static_cast<int>(k::ACL_MODEL_RI_CAPTURE_STATUS_NONE) ==
+                  static_cast<int>(::ACL_MODEL_RI_CAPTURE_STATUS_NONE),
+              "capture status");
+static_assert(static_cast<int>(k::ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE) ==
+                  static_cast<int>(::ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE),
+              "capture status");
+static_assert(static_cast<int>(k::ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED) ==
+                  static_cast<int>(::ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED),
+              "capture status");
+static_assert(sizeof(k::aclmdlRICaptureStatus) == sizeof(::aclmdlRICaptureStatus),
+              "capture status size");
 static_assert(static_cast<int>(k::ACL_MEM_LOCATION_TYPE_HOST) ==
                   static_cast<int>(::ACL_MEM_LOCATION_TYPE_HOST),
               "location");

@@ -104,6 +104,9 @@ Loaded load() {
   // Tells caller memory that is pinned already (aclrtMallocHost) from pageable memory when
   // wrapping (ascend_memory.cpp); without it every wrapped region is pinned with V2.
   resolve(library, "aclrtPointerGetAttributes", &a.pointerGetAttributes, nullptr);
+  // Graph capture (aclmdlRICaptureBegin; CANN 8.1 and later): a submit to a stream being
+  // captured is refused (ascend_executor.cpp); without it, no capture to refuse.
+  resolve(library, "aclmdlRICaptureGetInfo", &a.captureGetInfo, nullptr);
   if (!missing.empty()) {
     l.cause = l.origin + " lacks " + missing + " (a CANN release too old for kvio)";
     return l;  // the library stays loaded: unloading a runtime is never safe

@@ -172,6 +172,12 @@ class AscendExecutor final : public Executor {
     return KVIO_STATUS_OK;
   }
 
+  // Refused before anything is queued while the stream is being captured into a graph.
+  kvio_status prepare(const Transfer& transfer, Job* job, Prepared* out) const override {
+    KVIO_RETURN_IF_ERROR(refuseCapture());
+    return Executor::prepare(transfer, job, out);
+  }
+
   void submit(std::shared_ptr<Job> job) override {
     std::lock_guard<std::mutex> lock(mutex_);
     DeviceScope scope(*api_, device_);  // on whatever thread submits, before reap's queries
@@ -247,6 +253,36 @@ class AscendExecutor final : public Executor {
     std::shared_ptr<AclEventCompletion> completion;
     std::shared_ptr<Job> job;
   };
+  // UNSUPPORTED while the stream is being captured into a graph (aclmdlRICaptureBegin, e.g.
+  // torch_npu's NPU graphs): its copies and event would be recorded into the graph, not run, so
+  // the transfer would never complete, and a replay would copy again over pools kvio may have let
+  // go of. A runtime without the query, or that answers it is not supported, has no capture.
+  kvio_status refuseCapture() const {
+    if (api_->captureGetInfo == nullptr) return KVIO_STATUS_OK;
+    KVIO_ACL_SCOPE(scope, *api_, device_, "checking whether the executor's stream is captured");
+    aclmdlRICaptureStatus status = ACL_MODEL_RI_CAPTURE_STATUS_NONE;
+    aclmdlRI model = nullptr;
+    const aclError e = api_->captureGetInfo(stream_, &status, &model);
+    if (e == ACL_ERROR_RT_FEATURE_NOT_SUPPORT) {
+      clearAclError(*api_);
+      return KVIO_STATUS_OK;
+    }
+    KVIO_ACL_TRY(*api_, e,
+                 format("checking whether the 'kernel_ascend' executor's stream on device %lld "
+                        "is being captured into a graph",
+                        device_));
+    if (status == ACL_MODEL_RI_CAPTURE_STATUS_NONE) return KVIO_STATUS_OK;
+    return fail(KVIO_STATUS_UNSUPPORTED,
+                "the 'kernel_ascend' executor's stream %p is %s (aclmdlRICaptureGetInfo); kvio "
+                "transfers cannot be captured (the copies and the completion event would be "
+                "recorded into the graph instead of running, so the transfer would never "
+                "complete): submit it before or after the capture",
+                stream_,
+                status == ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE
+                    ? "being captured into a graph"
+                    : "in a graph capture that was invalidated and not yet ended");
+  }
+
   // Queues the job's copies and its event; true when the transfer is in flight, false when it
   // failed (completed, after the queued copies ran).
   bool issueAndRecord(Job& job, const std::shared_ptr<AclEventCompletion>& completion) {

@@ -203,6 +203,51 @@ class OwnedStream {
   cudaStream_t stream_ = nullptr;
 };
 
+/// A capture of a stream in global mode (cudaStreamBeginCapture's and torch.cuda.graph's default)
+/// holding one node of its own, a memset: CUDA then forbids "potentially unsafe" calls on every
+/// thread unless its capture mode is relaxed, and such a call fails and invalidates the capture.
+/// end() says whether the capture ended valid with that node alone; one a failed test left open
+/// is ended when this goes (before its stream).
+class GlobalCapture {
+ public:
+  GlobalCapture() : scratch_(256) {}
+  ~GlobalCapture() {
+    if (capturing_) static_cast<void>(end());
+  }
+  GlobalCapture(const GlobalCapture&) = delete;
+  GlobalCapture& operator=(const GlobalCapture&) = delete;
+
+  bool ok() const { return stream_.ok() && scratch_.ok(); }
+  bool begin() {
+    capturing_ = CUDA_CHECK(cudaStreamBeginCapture(stream_.get(), cudaStreamCaptureModeGlobal));
+    return capturing_ &&
+           CUDA_CHECK(cudaMemsetAsync(scratch_.get(), 0, 256 * sizeof(float), stream_.get()));
+  }
+  ::testing::AssertionResult end() {
+    capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream_.get(), &graph);
+    if (ended != cudaSuccess) {
+      return ::testing::AssertionFailure()
+             << "the capture was invalidated: cudaStreamEndCapture answered "
+             << cudaGetErrorName(ended);
+    }
+    size_t nodes = 0;
+    const bool counted = CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
+    CUDA_CHECK(cudaGraphDestroy(graph));
+    if (counted && nodes != 1) {
+      return ::testing::AssertionFailure()
+             << "the capture holds " << nodes << " nodes, not its memset alone";
+    }
+    return counted ? ::testing::AssertionSuccess() : ::testing::AssertionFailure();
+  }
+
+ private:
+  OwnedStream stream_;
+  DeviceArray<float> scratch_;
+  bool capturing_ = false;
+};
+
 enum class Memory { Device, PinnedHost, WrappedHost };
 
 /// A pool in device memory (kvio-allocated, or caller cudaMalloc buffers per component / per
@@ -1551,11 +1596,10 @@ TEST(CudaBackends, ASubmitOnAStreamBeingCapturedIsRefusedAndTheCaptureStaysValid
 // calls: the capture ends valid with only its own node, and the transfer moved every byte.
 TEST(CudaBackends, TransfersBesideAGlobalCaptureLeaveItValid) {
   REQUIRE_GPU();
-  const OwnedStream capturedStream, otherStream;
-  ASSERT_TRUE(capturedStream.ok() && otherStream.ok());
-  cudaStream_t captured = capturedStream.get(), other = otherStream.get();
-  DeviceArray<float> scratch(256);
-  ASSERT_TRUE(scratch.ok());
+  GlobalCapture capture;
+  const OwnedStream otherStream;
+  ASSERT_TRUE(capture.ok() && otherStream.ok());
+  cudaStream_t other = otherStream.get();
   const Geometry dg =
       make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 8, 16, 2, 128);
   const Geometry hg =
@@ -1577,8 +1621,7 @@ TEST(CudaBackends, TransfersBesideAGlobalCaptureLeaveItValid) {
       const Image source = device.random(rng);
       Image expected = host.random(rng);
       ASSERT_TRUE(device.write(source) && host.write(expected));
-      CUDA_OK(cudaStreamBeginCapture(captured, cudaStreamCaptureModeGlobal));
-      const cudaError_t memset = cudaMemsetAsync(scratch.get(), 0, 256 * sizeof(float), captured);
+      ASSERT_TRUE(capture.begin());
       uint64_t transfer = 0;
       const kvio_status submitted =
           kvio_submit_args(executor.handle(), device.handle(), host.handle(), idx.data(),
@@ -1590,18 +1633,9 @@ TEST(CudaBackends, TransfersBesideAGlobalCaptureLeaveItValid) {
         if (waited != KVIO_STATUS_OK) message = kvio_last_error();
         EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
       }
-      cudaGraph_t graph = nullptr;
-      const cudaError_t ended = cudaStreamEndCapture(captured, &graph);
-      EXPECT_TRUE(CUDA_CHECK(memset));
+      EXPECT_TRUE(capture.end());
       EXPECT_EQ(submitted, KVIO_STATUS_OK) << message;
       EXPECT_EQ(waited, KVIO_STATUS_OK) << message;
-      EXPECT_TRUE(CUDA_CHECK(ended)) << "the capture was invalidated";
-      if (graph != nullptr) {
-        size_t nodes = 0;
-        EXPECT_TRUE(CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes)));
-        EXPECT_EQ(nodes, 1u) << "the capture holds the memset alone";
-        EXPECT_TRUE(CUDA_CHECK(cudaGraphDestroy(graph)));
-      }
       applyTransfer(dg, source, hg, &expected, idx, idx, 0, 0, 2);
       EXPECT_TRUE(host.holds(expected, "host pool after the transfer beside the capture"));
     }
@@ -1618,11 +1652,8 @@ TEST(CudaBackends, TransfersBesideAGlobalCaptureLeaveItValid) {
 // own reads and writes (synchronisations) come before and after.
 TEST(CudaBackends, PoolsAndExecutorsMadeAndClosedBesideAGlobalCaptureLeaveItValid) {
   REQUIRE_GPU();
-  const OwnedStream capturedStream;
-  ASSERT_TRUE(capturedStream.ok());
-  cudaStream_t captured = capturedStream.get();
-  DeviceArray<float> scratch(256);
-  ASSERT_TRUE(scratch.ok());
+  GlobalCapture capture;
+  ASSERT_TRUE(capture.ok());
   const Geometry dg =
       make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 8, 16, 2, 128);
   const Geometry hg =
@@ -1645,8 +1676,7 @@ TEST(CudaBackends, PoolsAndExecutorsMadeAndClosedBesideAGlobalCaptureLeaveItVali
     std::memcpy(wrapped, expected.buffers[0].data(), hostBytes);
 
     // Inside the capture: kvio calls only, each after the previous one worked.
-    CUDA_OK(cudaStreamBeginCapture(captured, cudaStreamCaptureModeGlobal));
-    const cudaError_t memset = cudaMemsetAsync(scratch.get(), 0, 256 * sizeof(float), captured);
+    ASSERT_TRUE(capture.begin());
     std::string failed;  // the first kvio call that failed, and why
     const auto step = [&failed](kvio_status status, const char* what) {
       if (status != KVIO_STATUS_OK && failed.empty()) {
@@ -1677,18 +1707,8 @@ TEST(CudaBackends, PoolsAndExecutorsMadeAndClosedBesideAGlobalCaptureLeaveItVali
     for (uint64_t pool : {devicePool, pinnedPool, wrappedPool}) {
       if (pool != 0) step(kvio_pool_close(pool), "closing a pool");
     }
-    cudaGraph_t graph = nullptr;
-    const cudaError_t ended = cudaStreamEndCapture(captured, &graph);
-
+    EXPECT_TRUE(capture.end());
     EXPECT_TRUE(failed.empty()) << failed;
-    EXPECT_TRUE(CUDA_CHECK(memset));
-    EXPECT_TRUE(CUDA_CHECK(ended)) << "the capture was invalidated";
-    if (graph != nullptr) {
-      size_t nodes = 0;
-      EXPECT_TRUE(CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes)));
-      EXPECT_EQ(nodes, 1u) << "the capture holds the memset alone";
-      EXPECT_TRUE(CUDA_CHECK(cudaGraphDestroy(graph)));
-    }
     applyTransfer(dg, source, hg, &expected, idx, idx, 0, 0, 2);
     Image actual;
     actual.buffers.emplace_back(wrapped, wrapped + hostBytes);

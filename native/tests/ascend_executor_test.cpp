@@ -1284,32 +1284,45 @@ TEST_F(AscendExecutorTest, ASubmitOnAStreamBeingCapturedIsRefusedAndNothingIsQue
   EXPECT_EQ(api.destroyStream(callers), kvio::ascend::ACL_SUCCESS);
 }
 
-// A runtime that cannot tell (no aclmdlRICaptureGetInfo, or ACL_ERROR_RT_FEATURE_NOT_SUPPORT from
-// it) has no graph capture to refuse: transfers run, and the unsupported answer leaves no error
-// text behind for a later call.
-TEST_F(AscendExecutorTest, ARuntimeWithoutCaptureInfoRunsTransfers) {
+// A runtime that cannot tell has no graph capture kvio could refuse, and transfers run: one
+// without aclmdlRICaptureGetInfo, one answering ACL_ERROR_RT_FEATURE_NOT_SUPPORT and one whose
+// query fails otherwise (each failure's text read, not left for a later call). The default
+// stream (0), which a capture does not take, is not asked.
+TEST_F(AscendExecutorTest, TransfersRunWhereTheRuntimeCannotTellOfACapture) {
   const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 2, 8, 4, 2, 16};
   const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 4, 2, 16};
   const auto slots = range(0, 8);
   std::mt19937_64 rng(19);
-  for (const bool withQuery : {false, true}) {
-    SCOPED_TRACE(withQuery ? "the query answers ACL_ERROR_RT_FEATURE_NOT_SUPPORT"
-                           : "no aclmdlRICaptureGetInfo");
+  struct Variant {
+    const char* what;
+    bool withQuery;
+    aclError answer;
+    uint64_t stream;
+    int64_t queries;  // aclmdlRICaptureGetInfo calls the transfer makes
+  };
+  for (const Variant& v :
+       {Variant{"no aclmdlRICaptureGetInfo", false, kvio::ascend::ACL_SUCCESS,
+                KVIO_ASCEND_OWN_STREAM, 0},
+        Variant{"the query answers ACL_ERROR_RT_FEATURE_NOT_SUPPORT", true,
+                kvio::ascend::ACL_ERROR_RT_FEATURE_NOT_SUPPORT, KVIO_ASCEND_OWN_STREAM, 1},
+        Variant{"the query fails with ACL_ERROR_RT_PARAM_INVALID", true,
+                kvio::ascend::ACL_ERROR_RT_PARAM_INVALID, KVIO_ASCEND_OWN_STREAM, 1},
+        Variant{"the default stream", true, kvio::ascend::ACL_ERROR_RT_PARAM_INVALID, 0, 0}}) {
+    SCOPED_TRACE(v.what);
     kvio::ascend::AclApi table = acl().table();
-    if (!withQuery) table.captureGetInfo = nullptr;
+    if (!v.withQuery) table.captureGetInfo = nullptr;
     ASSERT_EQ(kvio_test_ascend_runtime(&table, sizeof(table)), KVIO_STATUS_OK) << lastError();
-    acl().setCaptureInfoResult(withQuery ? kvio::ascend::ACL_ERROR_RT_FEATURE_NOT_SUPPORT
-                                         : kvio::ascend::ACL_SUCCESS);
+    acl().setCaptureInfoResult(v.answer);
     {
       NpuPool device(dg);
       TestPool host = pinnedHost(hg);
-      kvio::Executor executor{kvio::IoBackend::KernelAscend};
+      kvio::Executor executor = kvio::Executor::ascend(0, v.stream);
       SeededPair moved(host, device.pool, rng);
       kvio::transferAllLayers(executor, host.pool(), device.pool.pool(), slots, slots).wait();
       moved.expect(slots, slots, 0, 0, 2);
       EXPECT_TRUE(moved.check("device pool", "host pool"));
-      EXPECT_EQ(acl().counts().captureGetInfo, withQuery ? 1 : 0);
-      EXPECT_STREQ(acl().table().getRecentErrMsg(), "") << "the unsupported answer's text was left";
+      EXPECT_EQ(acl().counts().captureGetInfo, v.queries);
+      EXPECT_STREQ(acl().table().getRecentErrMsg(), "") << "the query's error text was left";
     }
     acl().install();  // the whole table again, state reset
   }

@@ -256,24 +256,23 @@ class AscendExecutor final : public Executor {
   // UNSUPPORTED while the stream is being captured into a graph (aclmdlRICaptureBegin, e.g.
   // torch_npu's NPU graphs): its copies and event would be recorded into the graph, not run, so
   // the transfer would never complete, and a replay would copy again over pools kvio may have let
-  // go of. A runtime without the query, or that answers it is not supported, has no capture.
+  // go of. Not asked of the default stream (null), which a capture does not take. A runtime
+  // without the query has no capture to refuse; one whose query fails (unsupported there, or a
+  // failure the ACL reference does not describe) cannot tell, and the transfer goes ahead as it
+  // did before kvio asked: a query that only guards must not stop every submit. Its error text
+  // is read (cleared), so that no later call's message blames it.
   kvio_status refuseCapture() const {
-    if (api_->captureGetInfo == nullptr) return KVIO_STATUS_OK;
+    if (api_->captureGetInfo == nullptr || stream_ == nullptr) return KVIO_STATUS_OK;
     KVIO_ACL_SCOPE(scope, *api_, device_, "checking whether the executor's stream is captured");
     aclmdlRICaptureStatus status = ACL_MODEL_RI_CAPTURE_STATUS_NONE;
     aclmdlRI model = nullptr;
-    const aclError e = api_->captureGetInfo(stream_, &status, &model);
-    if (e == ACL_ERROR_RT_FEATURE_NOT_SUPPORT) {
+    if (api_->captureGetInfo(stream_, &status, &model) != ACL_SUCCESS) {
       clearAclError(*api_);
       return KVIO_STATUS_OK;
     }
-    KVIO_ACL_TRY(*api_, e,
-                 format("checking whether the 'kernel_ascend' executor's stream on device %lld "
-                        "is being captured into a graph",
-                        device_));
     if (status == ACL_MODEL_RI_CAPTURE_STATUS_NONE) return KVIO_STATUS_OK;
     return fail(KVIO_STATUS_UNSUPPORTED,
-                "the 'kernel_ascend' executor's stream %p is %s (aclmdlRICaptureGetInfo); kvio "
+                "the executor's Ascend stream %p is %s (aclmdlRICaptureGetInfo); kvio "
                 "transfers cannot be captured (the copies and the completion event would be "
                 "recorded into the graph instead of running, so the transfer would never "
                 "complete): submit it before or after the capture",

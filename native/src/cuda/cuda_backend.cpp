@@ -90,30 +90,30 @@ const BackendOps kStagedOps{KVIO_BACKEND_STAGED,  cudaAvailable, createStagedDef
 // A caller's stream must belong to the executor's device and to its primary context: kvio's
 // events, staging and kernels live there, and an event of one device recorded on another's
 // stream, or a kernel launched to a stream of a context the caller created, fails (invalid
-// resource handle) at the first transfer, far from the cause. A stream being
-// captured is left alone (querying its device can invalidate the capture on some drivers), as is
-// one whose device the runtime cannot tell (a driver without the query, or a toolkit before 12.8,
-// which has none).
+// resource handle) at the first transfer, far from the cause. A stream being captured is left
+// alone (querying its device can invalidate the capture on some drivers). Its device is asked
+// where the runtime can tell (cudaStreamGetDevice: a toolkit of 12.8 or later, and a driver
+// with the call), its context where the driver can (checkStreamContext), each on its own.
 kvio_status checkCallerStream(cudaStream_t stream, int32_t device, const char* name) {
-#if CUDART_VERSION >= 12080
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   KVIO_CUDA_TRY(cudaStreamIsCapturing(stream, &capture),
                 "checking the stream %p given to a '%s' executor on device %d",
                 static_cast<void*>(stream), name, device);
   if (capture != cudaStreamCaptureStatusNone) return KVIO_STATUS_OK;
+#if CUDART_VERSION >= 12080
   int streamDevice = -1;
   const cudaError_t error = cudaStreamGetDevice(stream, &streamDevice);
   if (error == cudaErrorNotSupported || error == cudaErrorCallRequiresNewerDriver) {
-    cudaGetLastError();
-    return KVIO_STATUS_OK;
-  }
-  KVIO_CUDA_TRY(error, "asking which device the stream %p given to a '%s' executor belongs to",
-                static_cast<void*>(stream), name);
-  if (streamDevice != device) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                "the stream %p belongs to CUDA device %d but the '%s' executor is for device %d: "
-                "pass a stream of device %d, or create the executor for device %d",
-                static_cast<void*>(stream), streamDevice, name, device, device, streamDevice);
+    cudaGetLastError();  // the device cannot be told; the context may
+  } else {
+    KVIO_CUDA_TRY(error, "asking which device the stream %p given to a '%s' executor belongs to",
+                  static_cast<void*>(stream), name);
+    if (streamDevice != device) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "the stream %p belongs to CUDA device %d but the '%s' executor is for device "
+                  "%d: pass a stream of device %d, or create the executor for device %d",
+                  static_cast<void*>(stream), streamDevice, name, device, device, streamDevice);
+    }
   }
 #endif
   return checkStreamContext(stream, device, name);
@@ -436,7 +436,7 @@ kvio_status CudaExecutor::allocateSlot(uint64_t bytes, bool withDevice, StagingS
   if (withDevice) {
     const cudaError_t error = cudaMalloc(&device, size);
     if (error != cudaSuccess) {
-      cudaFreeHost(host);
+      if (cudaFreeHost(host) != cudaSuccess) cudaGetLastError();  // as in freeSlot
       KVIO_CUDA_TRY(error,
                     "allocating a %llu-byte device staging buffer for the '%s' executor's uploads",
                     static_cast<unsigned long long>(size), name_);

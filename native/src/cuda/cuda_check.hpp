@@ -10,6 +10,7 @@
 
 #include <cuda_runtime.h>
 
+#include <optional>
 #include <string>
 
 #include "../core/device_scope.hpp"
@@ -95,12 +96,15 @@ class RelaxedCapture {
 /// while the caller captures a stream and leave that capture valid.
 class DeviceScope : public BasicDeviceScope<CudaDeviceApi> {
  public:
-  explicit DeviceScope(int32_t device) : BasicDeviceScope(cudaDeviceApi(), device) {}
+  explicit DeviceScope(int32_t device) : BasicDeviceScope(cudaDeviceApi(), device) {
+    // Once the device's context is current, and only then: the exchange is a runtime call,
+    // which may initialise the runtime on a thread with no context (device 0's primary context
+    // made current). Put back before the thread's context is.
+    if (error() == cudaSuccess) relaxed_.emplace();
+  }
 
  private:
-  // After the base: the exchange is a runtime call, which on a thread with no context would make
-  // device 0's primary context current; put back before the thread's context is.
-  RelaxedCapture relaxed_;
+  std::optional<RelaxedCapture> relaxed_;
 };
 
 }  // namespace cuda

@@ -505,7 +505,8 @@ kvio_status checkStreamContext(cudaStream_t stream, int32_t device, const char* 
   }
   return fail(KVIO_STATUS_INVALID_ARGUMENT,
               "the stream %p given to a '%s' executor belongs to a CUDA context other than "
-              "device %d's primary context (one the caller created, e.g. with cuCtxCreate); "
+              "device %d's primary context (one the caller created, e.g. with cuCtxCreate, or "
+              "another device's); "
               "kvio's events, staging memory and kernels live in the primary context (the CUDA "
               "runtime's), and a kernel launched to another context's stream fails: pass a "
               "stream created in the primary context (cudaStreamCreate with no other context "

@@ -118,7 +118,10 @@ public final class KvioExecutor implements AutoCloseable {
      * 1; torch's default stream is 0). For CUDA, 2, cudaStreamPerThread, is refused: it is another
      * stream on each thread; a CUDA stream of another device, or of a context the caller created
      * (cuCtxCreate), is refused with KvioInvalidArgumentException. The caller keeps the stream
-     * alive until this executor is closed.
+     * alive until this executor is closed. While the stream is being captured into a CUDA or ACL
+     * graph (torch.cuda.graph, torch_npu's NPU graphs), a transfer submitted here throws
+     * KvioUnsupportedException before anything is queued: transfers cannot be captured; submit
+     * before or after the capture.
      */
     public static KvioExecutor onStream(IoBackend backend, int device, long stream) {
         if (stream == NativeBridge.OWN_STREAM) {

@@ -17,6 +17,8 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
+#include <utility>
 
 #include "kvio/kvio.h"
 
@@ -68,7 +70,12 @@ struct State {
   std::set<uint64_t> recorded;
   // Streams being captured into a graph (setCapture; absent: NONE), the events recorded in a
   // capture, and what aclmdlRICaptureGetInfo answers (setCaptureInfoResult).
-  std::map<uint64_t, aclmdlRICaptureStatus> captures;
+  struct Capture {
+    aclmdlRICaptureStatus status;
+    aclmdlRICaptureMode mode;
+    std::thread::id thread;  // the capturing one
+  };
+  std::map<uint64_t, Capture> captures;
   std::set<uint64_t> capturedEvents;
   aclError captureInfoResult = ACL_SUCCESS;
   uint64_t nextHandle = 0x1000;
@@ -90,6 +97,8 @@ State& state() {
 
 thread_local uint64_t currentContext = 0;  // none
 thread_local std::string threadRecent;     // what aclGetRecentErrMsg answers on this thread
+// The thread's capture mode (aclmdlRICaptureThreadExchangeMode); GLOBAL until changed.
+thread_local aclmdlRICaptureMode threadCaptureMode = ACL_MODEL_RI_CAPTURE_MODE_GLOBAL;
 
 // Device `device`'s default context, created if it does not exist yet.
 uint64_t defaultContext(State& s, int32_t device) {
@@ -281,9 +290,37 @@ bool stillThere(State& s, int32_t onDevice, uint64_t address, uint64_t bytes, bo
 // then, and the caller queues nothing.
 bool recordedIntoCapture(State& s, aclrtStream stream) {
   auto it = s.captures.find(reinterpret_cast<uint64_t>(stream));
-  if (it == s.captures.end() || it->second == ACL_MODEL_RI_CAPTURE_STATUS_NONE) return false;
+  if (it == s.captures.end() || it->second.status == ACL_MODEL_RI_CAPTURE_STATUS_NONE) return false;
   ++s.counts.captured;
   return true;
+}
+
+// An "unsafe" call (aclrtMemset here) on this thread while a capture forbids it (the API
+// reference of aclmdlRICaptureThreadExchangeMode): refused, and the captures that forbid it
+// invalidated. Which error ACL answers is not documented; the emulation answers
+// ACL_ERROR_RT_FEATURE_NOT_SUPPORT.
+aclError refuseUnsafeCall(State& s, const char* call) {
+  bool forbidden = false;
+  for (auto& entry : s.captures) {
+    State::Capture& c = entry.second;
+    if (c.status != ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE) continue;
+    const bool capturing = c.thread == std::this_thread::get_id();
+    const bool forbids = c.mode == ACL_MODEL_RI_CAPTURE_MODE_GLOBAL
+                             ? (capturing ? threadCaptureMode != ACL_MODEL_RI_CAPTURE_MODE_RELAXED
+                                          : threadCaptureMode == ACL_MODEL_RI_CAPTURE_MODE_GLOBAL)
+                             : c.mode == ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL && capturing &&
+                                   threadCaptureMode != ACL_MODEL_RI_CAPTURE_MODE_RELAXED;
+    if (forbids) {
+      c.status = ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED;
+      forbidden = true;
+    }
+  }
+  if (!forbidden) return ACL_SUCCESS;
+  ++s.counts.unsafeRefused;
+  return reject(s, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                "%s: an unsafe call while a stream is captured in a mode that forbids it on this "
+                "thread; the capture is invalidated",
+                call);
 }
 
 // Runs a checked copy now, or after releaseStream while the stream is held. A held copy checks
@@ -679,8 +716,8 @@ aclError emuMemset(void* pointer, size_t maxCount, int32_t value, size_t count) 
     return reject(s, ACL_ERROR_INVALID_PARAM, "aclrtMemset(%p, maxCount %zu, count %zu)", pointer,
                   maxCount, count);
   }
-  const aclError e =
-      checkSide(s, device, "devPtr", reinterpret_cast<uint64_t>(pointer), count, true);
+  aclError e = checkSide(s, device, "devPtr", reinterpret_cast<uint64_t>(pointer), count, true);
+  if (e == ACL_SUCCESS) e = refuseUnsafeCall(s, "aclrtMemset");
   if (e != ACL_SUCCESS) return e;
   std::memset(pointer, value, count);
   return ACL_SUCCESS;
@@ -848,9 +885,20 @@ aclError emuCaptureGetInfo(aclrtStream stream, aclmdlRICaptureStatus* status, ac
   const aclError e = checkStream(s, stream);
   if (e != ACL_SUCCESS) return e;
   auto it = s.captures.find(reinterpret_cast<uint64_t>(stream));
-  *status = it == s.captures.end() ? ACL_MODEL_RI_CAPTURE_STATUS_NONE : it->second;
+  *status = it == s.captures.end() ? ACL_MODEL_RI_CAPTURE_STATUS_NONE : it->second.status;
   *model =
       *status == ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE ? reinterpret_cast<aclmdlRI>(0xC0DE) : nullptr;
+  return ACL_SUCCESS;
+}
+
+// Sets the calling thread's capture mode and answers the one it had.
+aclError emuCaptureThreadExchangeMode(aclmdlRICaptureMode* mode) {
+  KVIO_EMULATION_ENTER("aclmdlRICaptureThreadExchangeMode");
+  if (mode == nullptr || *mode < ACL_MODEL_RI_CAPTURE_MODE_GLOBAL ||
+      *mode > ACL_MODEL_RI_CAPTURE_MODE_RELAXED) {
+    return reject(s, ACL_ERROR_INVALID_PARAM, "aclmdlRICaptureThreadExchangeMode: bad mode");
+  }
+  std::swap(*mode, threadCaptureMode);
   return ACL_SUCCESS;
 }
 
@@ -901,6 +949,7 @@ AclApi AclHostEmulation::table(bool withBatch, bool withRegisterV2,
   a.hostRegisterV2 = withRegisterV2 ? emuHostRegisterV2 : nullptr;
   a.pointerGetAttributes = withPointerAttributes ? emuPointerGetAttributes : nullptr;
   a.captureGetInfo = emuCaptureGetInfo;
+  a.captureThreadExchangeMode = emuCaptureThreadExchangeMode;
   return a;
 }
 
@@ -997,16 +1046,29 @@ void AclHostEmulation::failCall(const std::string& function, int64_t nth, aclErr
   s.failures[function] = {nth, error};
 }
 
-void AclHostEmulation::setCapture(void* stream, aclmdlRICaptureStatus status) {
+void AclHostEmulation::setCapture(void* stream, aclmdlRICaptureStatus status,
+                                  aclmdlRICaptureMode mode) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (status != ACL_MODEL_RI_CAPTURE_STATUS_NONE) {
-    s.captures[reinterpret_cast<uint64_t>(stream)] = status;
+    s.captures[reinterpret_cast<uint64_t>(stream)] =
+        State::Capture{status, mode, std::this_thread::get_id()};
     return;
   }
   s.captures.erase(reinterpret_cast<uint64_t>(stream));
   s.recorded.insert(s.capturedEvents.begin(), s.capturedEvents.end());
   s.capturedEvents.clear();
+}
+
+aclmdlRICaptureStatus AclHostEmulation::captureStatus(void* stream) const {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.captures.find(reinterpret_cast<uint64_t>(stream));
+  return it == s.captures.end() ? ACL_MODEL_RI_CAPTURE_STATUS_NONE : it->second.status;
+}
+
+aclmdlRICaptureMode AclHostEmulation::threadCaptureMode() const {
+  return kvio_test::threadCaptureMode;
 }
 
 void AclHostEmulation::setCaptureInfoResult(aclError result) {

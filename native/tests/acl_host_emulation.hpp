@@ -43,8 +43,10 @@
 // (work on a stream of another device: ACL_ERROR_RT_STREAM_CONTEXT), and a copy accepts device
 // memory of its stream's device and registered or aclrtMallocHost host memory only. Event query,
 // wait and destruction, stream synchronize and destruction and aclrtFreeHost need no context.
-// Graph capture (setCapture): aclmdlRICaptureGetInfo answers a stream's capture status, and work
-// queued on a stream being captured is recorded (counted), not run.
+// Graph capture (setCapture): aclmdlRICaptureGetInfo answers a stream's capture status, work
+// queued on a stream being captured is recorded (counted), not run, and aclrtMemset, an "unsafe"
+// call, fails and invalidates a capture whose mode forbids it on the calling thread
+// (aclmdlRICaptureThreadExchangeMode sets the thread's mode).
 // aclGetRecentErrMsg answers and clears the calling thread's last error text. It counts calls per
 // function and copied bytes, so tests can assert how many calls a transfer costs, and can be told
 // to fail a given call or to answer "feature not supported" for batch copies.
@@ -76,8 +78,9 @@ struct AclCallCounts {
   int64_t hostUnregister = 0;  // accepted calls
   int64_t freeHost = 0;        // accepted calls
   int64_t captureGetInfo = 0;
-  int64_t captured = 0;  // copies and event records recorded into a graph capture, not run
-  int64_t rejected = 0;  // calls answered with an error (argument checks or injected)
+  int64_t captured = 0;       // copies and event records recorded into a graph capture, not run
+  int64_t unsafeRefused = 0;  // unsafe calls (aclrtMemset) a capture's mode forbade
+  int64_t rejected = 0;       // calls answered with an error (argument checks or injected)
   uint64_t bytesCopied = 0;
   int64_t copyCalls() const { return memcpyAsync + memcpy2dAsync + memcpyBatchAsync; }
 };
@@ -131,7 +134,19 @@ class AclHostEmulation {
   /// aclmdlRICaptureGetInfo answers it, and copies and event records queued on the stream while
   /// it is not NONE are recorded into the graph (counts().captured), not run; events recorded
   /// there count as complete once the capture ends (what ACL answers for them is unverified).
-  void setCapture(void* stream, kvio::ascend::aclmdlRICaptureStatus status);
+  /// `mode` is the capture's (aclmdlRICaptureBegin's), begun on the calling thread: while it is
+  /// ACTIVE, an unsafe call (aclrtMemset) on a thread whose mode
+  /// (aclmdlRICaptureThreadExchangeMode, GLOBAL until changed) it forbids fails and invalidates it
+  /// (the API reference's rules: GLOBAL forbids every thread but a RELAXED one, or a THREAD_LOCAL
+  /// one that is not capturing; THREAD_LOCAL only the capturing thread unless RELAXED; RELAXED
+  /// none).
+  void setCapture(
+      void* stream, kvio::ascend::aclmdlRICaptureStatus status,
+      kvio::ascend::aclmdlRICaptureMode mode = kvio::ascend::ACL_MODEL_RI_CAPTURE_MODE_GLOBAL);
+  /// The capture status of `stream` now (NONE when none was set).
+  kvio::ascend::aclmdlRICaptureStatus captureStatus(void* stream) const;
+  /// The calling thread's capture mode.
+  kvio::ascend::aclmdlRICaptureMode threadCaptureMode() const;
   /// What aclmdlRICaptureGetInfo answers from now on (e.g. ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
   /// success answers the capture status. reset() restores success.
   void setCaptureInfoResult(kvio::ascend::aclError result);

@@ -1284,6 +1284,77 @@ TEST_F(AscendExecutorTest, ASubmitOnAStreamBeingCapturedIsRefusedAndNothingIsQue
   EXPECT_EQ(api.destroyStream(callers), kvio::ascend::ACL_SUCCESS);
 }
 
+// A pool's and an executor's whole life on a thread capturing another stream in GLOBAL mode (or
+// in THREAD_LOCAL mode: the same on the capturing thread): a new NPU pool is zeroed with
+// aclrtMemset, an "unsafe" call ACL forbids there unless the thread's mode is RELAXED, and one
+// would fail and invalidate the capture. kvio relaxes it for the call and puts the thread's mode
+// back: the capture stays active with nothing recorded into it, and the transfer moves every byte.
+TEST_F(AscendExecutorTest, PoolsAndTransfersBesideACaptureLeaveItValid) {
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 8, 4, 2, 16};
+  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 4, 2, 16};
+  const kvio_pool_spec deviceSpec = dg.spec().toC(), hostSpec = hg.spec().toC();
+  const kvio::ascend::AclApi api = acl().table();
+  kvio::ascend::aclrtStream captured = nullptr;
+  ASSERT_EQ(api.createStream(&captured), kvio::ascend::ACL_SUCCESS);
+  const auto slots = range(1, 6);
+  for (const auto mode : {kvio::ascend::ACL_MODEL_RI_CAPTURE_MODE_GLOBAL,
+                          kvio::ascend::ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL}) {
+    SCOPED_TRACE(mode == kvio::ascend::ACL_MODEL_RI_CAPTURE_MODE_GLOBAL ? "global"
+                                                                        : "thread-local");
+    acl().setCapture(captured, kvio::ascend::ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE, mode);
+    const AclCallCounts before = acl().counts();
+    std::string failed;  // the first kvio call that failed, and why
+    const auto step = [&failed](kvio_status status, const char* what) {
+      if (status != KVIO_STATUS_OK && failed.empty())
+        failed = std::string(what) + ": " + lastError();
+      return failed.empty();
+    };
+    const size_t deviceBytes = static_cast<size_t>(dg.regionBytes());
+    const size_t hostBytes = static_cast<size_t>(hg.regionBytes());
+    Image source, expected, actual;  // the NPU pool's bytes; the host pool's, expected and read
+    source.buffers.emplace_back(deviceBytes);
+    std::mt19937_64 rng(23);
+    fillRandom(source.buffers[0].data(), deviceBytes, rng);
+    expected.buffers.emplace_back(hostBytes, 0);  // a new pool is zeroed
+    actual.buffers.emplace_back(hostBytes, 0xEE);
+    uint64_t devicePool = 0, hostPool = 0, executor = 0, transfer = 0;
+    if (step(kvio_pool_allocate_memory(&deviceSpec, KVIO_MEMORY_ASCEND_DEVICE, 0, &devicePool),
+             "allocating an NPU pool") &&
+        step(kvio_pool_allocate_memory(&hostSpec, KVIO_MEMORY_ASCEND_HOST_PINNED, 0, &hostPool),
+             "allocating a pinned host pool") &&
+        step(kvio_pool_copy(devicePool, 0, 0, reinterpret_cast<uint64_t>(source.buffers[0].data()),
+                            deviceBytes, KVIO_COPY_HOST_TO_POOL),
+             "kvio_pool_copy to the NPU pool") &&
+        step(kvio_executor_create_ascend(0, KVIO_ASCEND_OWN_STREAM, &executor),
+             "creating an executor") &&
+        step(kvio_submit_args(executor, devicePool, hostPool, slots.data(), slots.data(), 6, 0, 0,
+                              2, &transfer),
+             "submitting a backup")) {
+      step(kvio_transfer_wait(transfer, -1), "waiting");
+      step(kvio_pool_copy(hostPool, 0, 0, reinterpret_cast<uint64_t>(actual.buffers[0].data()),
+                          hostBytes, KVIO_COPY_POOL_TO_HOST),
+           "kvio_pool_copy from the host pool");
+    }
+    if (transfer != 0) step(kvio_transfer_close(transfer), "closing the transfer");
+    if (executor != 0) step(kvio_executor_close(executor), "closing the executor");
+    for (uint64_t pool : {devicePool, hostPool}) {
+      if (pool != 0) step(kvio_pool_close_wait(pool, -1), "closing a pool");
+    }
+    EXPECT_TRUE(failed.empty()) << failed;
+    EXPECT_EQ(acl().captureStatus(captured), kvio::ascend::ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE)
+        << "the capture was invalidated";
+    const AclCallCounts after = acl().counts();
+    EXPECT_EQ(after.unsafeRefused, before.unsafeRefused);
+    EXPECT_EQ(after.captured, before.captured);
+    EXPECT_EQ(acl().threadCaptureMode(), kvio::ascend::ACL_MODEL_RI_CAPTURE_MODE_GLOBAL)
+        << "the thread's capture mode was not put back";
+    applyTransfer(dg, source, hg, &expected, slots, slots, 0, 0, 2);
+    EXPECT_TRUE(sameImage(expected, actual, "host pool after the backup"));
+    acl().setCapture(captured, kvio::ascend::ACL_MODEL_RI_CAPTURE_STATUS_NONE);
+  }
+  EXPECT_EQ(api.destroyStream(captured), kvio::ascend::ACL_SUCCESS);
+}
+
 // A runtime that cannot tell has no graph capture kvio could refuse, and transfers run: one
 // without aclmdlRICaptureGetInfo, one answering ACL_ERROR_RT_FEATURE_NOT_SUPPORT and one whose
 // query fails otherwise (each failure's text read, not left for a later call). The default

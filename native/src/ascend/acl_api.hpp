@@ -49,6 +49,17 @@ enum aclmdlRICaptureStatus {
   ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED = 2,
 };
 
+/// A capture's mode (aclmdlRICaptureBegin) and a thread's (aclmdlRICaptureThreadExchangeMode):
+/// which threads may make "unsafe" calls (aclrtMemset, aclrtMemcpy, aclrtMemcpy2d, async copies of
+/// host memory that is not page-locked) while a stream is captured. GLOBAL: no thread, unless
+/// its own mode is RELAXED (or THREAD_LOCAL, on a thread that is not capturing); THREAD_LOCAL: not
+/// the capturing thread, unless RELAXED; RELAXED: every thread.
+enum aclmdlRICaptureMode {
+  ACL_MODEL_RI_CAPTURE_MODE_GLOBAL = 0,
+  ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL = 1,
+  ACL_MODEL_RI_CAPTURE_MODE_RELAXED = 2,
+};
+
 /// aclrtHostRegisterV2's flags (acl_rt.h macros, CANN 8.5.0 and 9.0 references of
 /// aclrtHostRegisterV2): MAPPED maps host memory for the device (aclrtHostGetDevicePointer);
 /// PINNED registers pageable host memory (malloc, new, mmap) as page-locked memory.
@@ -155,6 +166,7 @@ struct AclSignatures {
   using PointerGetAttributes = Error (*)(const void* ptr, typename T::PtrAttributes* attributes);
   using CaptureGetInfo = Error (*)(Stream stream, typename T::CaptureStatus* status,
                                    typename T::ModelRI* modelRI);
+  using CaptureThreadExchangeMode = Error (*)(typename T::CaptureMode* mode);
 };
 
 struct KvioAclTypes {
@@ -170,6 +182,7 @@ struct KvioAclTypes {
   using PtrAttributes = aclrtPtrAttributes;
   using CaptureStatus = aclmdlRICaptureStatus;
   using ModelRI = aclmdlRI;
+  using CaptureMode = aclmdlRICaptureMode;
 };
 
 using Acl = AclSignatures<KvioAclTypes>;
@@ -195,7 +208,8 @@ inline bool ascendBatchCopiesWanted(const char* environment) {
 /// cannot tell caller memory that is pinned already, e.g. from aclrtMallocHost, from pageable
 /// memory, and pins every wrapped region with hostRegisterV2), and captureGetInfo (without it,
 /// kvio cannot refuse a submit to a stream being captured into a graph: a runtime without graph
-/// capture has none to refuse).
+/// capture has none to refuse), and captureThreadExchangeMode (likewise: without it, no capture
+/// forbids kvio's aclrtMemset).
 struct AclApi {
   uint32_t version = kAclApiVersion;
   uint32_t size = sizeof(AclApi);
@@ -229,6 +243,7 @@ struct AclApi {
   Acl::HostRegisterV2 hostRegisterV2 = nullptr;              // optional (aclrtHostRegisterV2)
   Acl::PointerGetAttributes pointerGetAttributes = nullptr;  // optional
   Acl::CaptureGetInfo captureGetInfo = nullptr;              // optional (aclmdlRICaptureGetInfo)
+  Acl::CaptureThreadExchangeMode captureThreadExchangeMode = nullptr;  // optional
 };
 
 /// The ACL runtime to use: the table installed for tests, else libascendcl.so loaded (once)

@@ -3,7 +3,7 @@
 // instantiated with CANN's types must be the type of the real function, or of one of its
 // overloads), the enum values kvio passes, the batch attribute layout and the error codes.
 // Produces no code. A header without ACL_HOST_REG_PINNED skips the aclrtHostRegisterV2 checks;
-// aclrtPointerGetAttributes and aclmdlRICaptureGetInfo are checked always (both predate
+// aclrtPointerGetAttributes and the capture calls are checked always (they predate
 // aclrtMemcpyBatchAsync).
 #include <cstddef>
 
@@ -43,6 +43,7 @@ struct CannTypes {
   using PtrAttributes = ::aclrtPtrAttributes;
   using CaptureStatus = ::aclmdlRICaptureStatus;
   using ModelRI = ::aclmdlRI;
+  using CaptureMode = ::aclmdlRICaptureMode;
 };
 using Real = k::AclSignatures<CannTypes>;
 
@@ -90,6 +91,7 @@ KVIO_SAME_SIGNATURE(GetDevice, aclrtGetDevice);
 KVIO_SAME_SIGNATURE(PointerGetAttributes, aclrtPointerGetAttributes);
 // acl_mdl.h, from CANN 8.1 (before the 8.3.RC1 this check needs).
 KVIO_SAME_SIGNATURE(CaptureGetInfo, aclmdlRICaptureGetInfo);
+KVIO_SAME_SIGNATURE(CaptureThreadExchangeMode, aclmdlRICaptureThreadExchangeMode);
 
 static_assert(static_cast<int>(k::ACL_MEMCPY_HOST_TO_HOST) ==
                   static_cast<int>(::ACL_MEMCPY_HOST_TO_HOST),
@@ -124,6 +126,16 @@ static_assert(static_cast<int>(k::ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED) ==
               "capture status");
 static_assert(sizeof(k::aclmdlRICaptureStatus) == sizeof(::aclmdlRICaptureStatus),
               "capture status size");
+static_assert(static_cast<int>(k::ACL_MODEL_RI_CAPTURE_MODE_GLOBAL) ==
+                  static_cast<int>(::ACL_MODEL_RI_CAPTURE_MODE_GLOBAL),
+              "capture mode");
+static_assert(static_cast<int>(k::ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL) ==
+                  static_cast<int>(::ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL),
+              "capture mode");
+static_assert(static_cast<int>(k::ACL_MODEL_RI_CAPTURE_MODE_RELAXED) ==
+                  static_cast<int>(::ACL_MODEL_RI_CAPTURE_MODE_RELAXED),
+              "capture mode");
+static_assert(sizeof(k::aclmdlRICaptureMode) == sizeof(::aclmdlRICaptureMode), "capture mode size");
 static_assert(static_cast<int>(k::ACL_MEM_LOCATION_TYPE_HOST) ==
                   static_cast<int>(::ACL_MEM_LOCATION_TYPE_HOST),
               "location");

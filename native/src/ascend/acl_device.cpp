@@ -162,5 +162,15 @@ std::string lastClearedAclError() {
   return cleared == nullptr ? std::string() : *cleared;
 }
 
+RelaxedCapture::RelaxedCapture(const AclApi& api) : api_(api) {
+  if (api_.captureThreadExchangeMode == nullptr) return;
+  exchanged_ = api_.captureThreadExchangeMode(&mode_) == ACL_SUCCESS;
+  if (!exchanged_) clearAclError(api_);
+}
+
+RelaxedCapture::~RelaxedCapture() {
+  if (exchanged_ && api_.captureThreadExchangeMode(&mode_) != ACL_SUCCESS) clearAclError(api_);
+}
+
 }  // namespace ascend
 }  // namespace kvio

@@ -89,6 +89,26 @@ class DeviceScope {
   BasicDeviceScope<AclDeviceApi> scope_;
 };
 
+/// The calling thread's capture mode relaxed while it lives (aclmdlRICaptureThreadExchangeMode),
+/// the thread's own put back after: for kvio's "unsafe" calls (aclrtMemset: zeroing a new pool),
+/// which touch no captured stream but which ACL forbids on every thread while a stream is
+/// captured in GLOBAL mode (and on the capturing thread in THREAD_LOCAL mode): they would fail and
+/// invalidate the caller's capture (the API reference of aclmdlRICaptureThreadExchangeMode). HCCL
+/// does the same around its own. Nothing happens without the call; a failed exchange leaves the
+/// mode as it was (its text read).
+class RelaxedCapture {
+ public:
+  explicit RelaxedCapture(const AclApi& api);
+  ~RelaxedCapture();
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  const AclApi& api_;
+  aclmdlRICaptureMode mode_ = ACL_MODEL_RI_CAPTURE_MODE_RELAXED;  // then the thread's own
+  bool exchanged_ = false;
+};
+
 }  // namespace ascend
 }  // namespace kvio
 

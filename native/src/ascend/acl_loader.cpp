@@ -105,8 +105,10 @@ Loaded load() {
   // wrapping (ascend_memory.cpp); without it every wrapped region is pinned with V2.
   resolve(library, "aclrtPointerGetAttributes", &a.pointerGetAttributes, nullptr);
   // Graph capture (aclmdlRICaptureBegin; CANN 8.1 and later): a submit to a stream being
-  // captured is refused (ascend_executor.cpp); without it, no capture to refuse.
+  // captured is refused (ascend_executor.cpp), and kvio's unsafe calls run in the relaxed mode
+  // (acl_device.hpp, RelaxedCapture); without them, no capture to mind.
   resolve(library, "aclmdlRICaptureGetInfo", &a.captureGetInfo, nullptr);
+  resolve(library, "aclmdlRICaptureThreadExchangeMode", &a.captureThreadExchangeMode, nullptr);
   if (!missing.empty()) {
     l.cause = l.origin + " lacks " + missing + " (a CANN release too old for kvio)";
     return l;  // the library stays loaded: unloading a runtime is never safe

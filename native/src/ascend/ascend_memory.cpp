@@ -249,6 +249,7 @@ kvio_status allocate(int32_t kind, int32_t device, uint64_t bytes, uint64_t* add
   KVIO_ACL_TRY(*api, api->malloc(&memory->pointer, bytes, ACL_MEM_MALLOC_HUGE_FIRST),
                format("allocating %llu bytes on Ascend device %lld for a pool",
                       static_cast<long long>(bytes), device));
+  const RelaxedCapture relaxed(*api);  // aclrtMemset is "unsafe" beside a capture
   KVIO_ACL_TRY(
       *api, api->memset(memory->pointer, bytes, 0, bytes),
       format("zeroing %llu bytes on Ascend device %lld", static_cast<long long>(bytes), device));

@@ -104,7 +104,7 @@ Loaded load() {
   // Tells caller memory that is pinned already (aclrtMallocHost) from pageable memory when
   // wrapping (ascend_memory.cpp); without it every wrapped region is pinned with V2.
   resolve(library, "aclrtPointerGetAttributes", &a.pointerGetAttributes, nullptr);
-  // Graph capture (aclmdlRICaptureBegin; CANN 8.1 and later): a submit to a stream being
+  // Graph capture (aclmdlRICaptureBegin, where the runtime has it): a submit to a stream being
   // captured is refused (ascend_executor.cpp), and kvio's unsafe calls run in the relaxed mode
   // (acl_device.hpp, RelaxedCapture); without them, no capture to mind.
   resolve(library, "aclmdlRICaptureGetInfo", &a.captureGetInfo, nullptr);

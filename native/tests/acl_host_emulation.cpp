@@ -983,6 +983,8 @@ void AclHostEmulation::reset() {
   s.faultMessage.clear();
   s.setDeviceCalls.clear();
   s.captures.clear();
+  // The calling thread's (the test's): a test that left it RELAXED would let later ones pass.
+  kvio_test::threadCaptureMode = ACL_MODEL_RI_CAPTURE_MODE_GLOBAL;
   s.recorded.insert(s.capturedEvents.begin(), s.capturedEvents.end());
   s.capturedEvents.clear();
   s.captureInfoResult = ACL_SUCCESS;

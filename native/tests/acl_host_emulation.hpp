@@ -109,7 +109,8 @@ class AclHostEmulation {
   /// Back to libascendcl.so.
   void uninstall();
 
-  /// Clears counts, records, injected failures and knobs (memory and streams stay).
+  /// Clears counts, records, injected failures, knobs and captures, and puts the calling thread's
+  /// capture mode back to GLOBAL (memory and streams stay).
   void reset();
   AclCallCounts counts() const;
   std::vector<AclCopyRecord> records() const;

@@ -1297,6 +1297,7 @@ TEST_F(AscendExecutorTest, PoolsAndTransfersBesideACaptureLeaveItValid) {
   kvio::ascend::aclrtStream captured = nullptr;
   ASSERT_EQ(api.createStream(&captured), kvio::ascend::ACL_SUCCESS);
   const auto slots = range(1, 6);
+  ASSERT_EQ(acl().threadCaptureMode(), kvio::ascend::ACL_MODEL_RI_CAPTURE_MODE_GLOBAL);
   for (const auto mode : {kvio::ascend::ACL_MODEL_RI_CAPTURE_MODE_GLOBAL,
                           kvio::ascend::ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL}) {
     SCOPED_TRACE(mode == kvio::ascend::ACL_MODEL_RI_CAPTURE_MODE_GLOBAL ? "global"
@@ -1353,6 +1354,97 @@ TEST_F(AscendExecutorTest, PoolsAndTransfersBesideACaptureLeaveItValid) {
     acl().setCapture(captured, kvio::ascend::ACL_MODEL_RI_CAPTURE_STATUS_NONE);
   }
   EXPECT_EQ(api.destroyStream(captured), kvio::ascend::ACL_SUCCESS);
+}
+
+// The emulation's own rules for unsafe calls beside a capture, as the API reference of
+// aclmdlRICaptureThreadExchangeMode states them, on the capturing thread and another one, so that
+// the test above stands on rules that refuse: a GLOBAL capture forbids aclrtMemset on the
+// capturing thread unless RELAXED and on others unless RELAXED or THREAD_LOCAL; a THREAD_LOCAL
+// one on the capturing thread only, unless RELAXED; a RELAXED one nowhere. A refused call
+// invalidates the capture.
+TEST_F(AscendExecutorTest, TheEmulationForbidsUnsafeCallsBesideACaptureAsTheReferenceSays) {
+  using kvio::ascend::aclmdlRICaptureMode;
+  constexpr aclmdlRICaptureMode kGlobal = kvio::ascend::ACL_MODEL_RI_CAPTURE_MODE_GLOBAL;
+  constexpr aclmdlRICaptureMode kThreadLocal = kvio::ascend::ACL_MODEL_RI_CAPTURE_MODE_THREAD_LOCAL;
+  constexpr aclmdlRICaptureMode kRelaxed = kvio::ascend::ACL_MODEL_RI_CAPTURE_MODE_RELAXED;
+  const kvio::ascend::AclApi api = acl().table();
+  kvio::ascend::aclrtStream captured = nullptr;
+  ASSERT_EQ(api.createStream(&captured), kvio::ascend::ACL_SUCCESS);
+  void* memory = nullptr;
+  ASSERT_EQ(api.malloc(&memory, 256, kvio::ascend::ACL_MEM_MALLOC_HUGE_FIRST),
+            kvio::ascend::ACL_SUCCESS);
+  // A memset on this thread (capturing) or another, in `threadMode`: allowed?
+  const auto memsetAllowed = [&](bool capturing, aclmdlRICaptureMode threadMode) {
+    aclError answer = kvio::ascend::ACL_SUCCESS;
+    const auto call = [&] {
+      aclmdlRICaptureMode mode = threadMode;
+      EXPECT_EQ(api.captureThreadExchangeMode(&mode), kvio::ascend::ACL_SUCCESS);
+      answer = api.memset(memory, 256, 0, 256);
+      EXPECT_EQ(api.captureThreadExchangeMode(&mode), kvio::ascend::ACL_SUCCESS);
+    };
+    if (capturing) {
+      call();
+    } else {
+      std::thread other([&] {
+        acl().setThreadContext(acl().defaultContext(0));
+        call();
+      });
+      other.join();
+    }
+    return answer == kvio::ascend::ACL_SUCCESS;
+  };
+  struct Rule {
+    aclmdlRICaptureMode capture;
+    bool capturing;
+    aclmdlRICaptureMode thread;
+    bool allowed;
+  };
+  for (const Rule& r :
+       {Rule{kGlobal, true, kGlobal, false}, Rule{kGlobal, true, kThreadLocal, false},
+        Rule{kGlobal, true, kRelaxed, true}, Rule{kGlobal, false, kGlobal, false},
+        Rule{kGlobal, false, kThreadLocal, true}, Rule{kGlobal, false, kRelaxed, true},
+        Rule{kThreadLocal, true, kGlobal, false}, Rule{kThreadLocal, true, kRelaxed, true},
+        Rule{kThreadLocal, false, kGlobal, true}, Rule{kRelaxed, true, kGlobal, true},
+        Rule{kRelaxed, false, kGlobal, true}}) {
+    SCOPED_TRACE("capture mode " + std::to_string(r.capture) + ", " +
+                 (r.capturing ? "the capturing thread" : "another thread") + " in mode " +
+                 std::to_string(r.thread));
+    acl().setCapture(captured, kvio::ascend::ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE, r.capture);
+    const int64_t refused = acl().counts().unsafeRefused;
+    EXPECT_EQ(memsetAllowed(r.capturing, r.thread), r.allowed);
+    EXPECT_EQ(acl().counts().unsafeRefused, refused + (r.allowed ? 0 : 1));
+    EXPECT_EQ(acl().captureStatus(captured),
+              r.allowed ? kvio::ascend::ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE
+                        : kvio::ascend::ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED);
+    acl().setCapture(captured, kvio::ascend::ACL_MODEL_RI_CAPTURE_STATUS_NONE);
+  }
+  EXPECT_EQ(api.free(memory), kvio::ascend::ACL_SUCCESS);
+  EXPECT_EQ(api.destroyStream(captured), kvio::ascend::ACL_SUCCESS);
+}
+
+// Without aclmdlRICaptureThreadExchangeMode kvio cannot relax the mode: a new NPU pool's
+// aclrtMemset beside a GLOBAL capture fails (the pool is not made, its memory freed, the message
+// names the call) and invalidates the capture, as on such a runtime: what the test above would
+// see if kvio did not relax the mode.
+TEST_F(AscendExecutorTest, WithoutTheModeCallANewNpuPoolBesideACaptureFailsAndInvalidatesIt) {
+  kvio::ascend::AclApi table = acl().table();
+  table.captureThreadExchangeMode = nullptr;
+  ASSERT_EQ(kvio_test_ascend_runtime(&table, sizeof(table)), KVIO_STATUS_OK) << lastError();
+  kvio::ascend::aclrtStream captured = nullptr;
+  ASSERT_EQ(table.createStream(&captured), kvio::ascend::ACL_SUCCESS);
+  acl().setCapture(captured, kvio::ascend::ACL_MODEL_RI_CAPTURE_STATUS_ACTIVE,
+                   kvio::ascend::ACL_MODEL_RI_CAPTURE_MODE_GLOBAL);
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 8, 4, 2, 16};
+  const kvio_pool_spec spec = dg.spec().toC();
+  uint64_t pool = 0;
+  EXPECT_TRUE(rejected(kvio_pool_allocate_memory(&spec, KVIO_MEMORY_ASCEND_DEVICE, 0, &pool),
+                       KVIO_STATUS_BACKEND_ERROR, {"aclrtMemset", "zeroing"}));
+  EXPECT_EQ(pool, 0u);
+  EXPECT_EQ(acl().counts().unsafeRefused, 1);
+  EXPECT_EQ(acl().captureStatus(captured), kvio::ascend::ACL_MODEL_RI_CAPTURE_STATUS_INVALIDATED);
+  acl().setCapture(captured, kvio::ascend::ACL_MODEL_RI_CAPTURE_STATUS_NONE);
+  EXPECT_EQ(table.destroyStream(captured), kvio::ascend::ACL_SUCCESS);
+  acl().install();
 }
 
 // A runtime that cannot tell has no graph capture kvio could refuse, and transfers run: one

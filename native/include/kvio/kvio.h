@@ -264,8 +264,9 @@ KVIO_API kvio_status kvio_executor_close(uint64_t executor);
  * OUT_OF_RANGE), but which rows move is then undefined. A CUDA executor (kernel, direct, staged,
  * auto on a GPU) whose stream is being captured into a CUDA graph, and a kernel_ascend executor
  * (or auto on an NPU) whose stream is being captured into an ACL graph (aclmdlRICaptureBegin;
- * where the runtime has aclmdlRICaptureGetInfo), refuse it with UNSUPPORTED: kvio transfers
- * cannot be captured (docs/cuda.md, docs/ascend.md). */
+ * where the runtime has aclmdlRICaptureGetInfo and answers it; the default stream, 0, is not
+ * asked), refuse it with UNSUPPORTED: kvio transfers cannot be captured (docs/cuda.md,
+ * docs/ascend.md). */
 KVIO_API kvio_status kvio_submit(uint64_t executor, const kvio_transfer_desc* desc,
                                  uint64_t* transfer_out);
 /* Same, with the descriptor's fields as arguments (what the Java bridge calls). */

@@ -188,7 +188,7 @@ struct KvioAclTypes {
 using Acl = AclSignatures<KvioAclTypes>;
 
 /// Bumped whenever AclApi changes, so that a table built against another layout is refused.
-constexpr uint32_t kAclApiVersion = 5;
+constexpr uint32_t kAclApiVersion = 6;
 
 /// Whether kvio uses aclrtMemcpyBatchAsync (KVIO_ASCEND_BATCH=1 in the environment; otherwise
 /// runs of 1-D copies go one aclrtMemcpyAsync each). Opt-in: CANN's API reference marks the call

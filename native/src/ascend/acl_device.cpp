@@ -168,6 +168,8 @@ RelaxedCapture::RelaxedCapture(const AclApi& api) : api_(api) {
   if (!exchanged_) clearAclError(api_);
 }
 
+// A failed restore leaves the thread RELAXED, which forbids nothing the thread's own mode allowed;
+// nobody is there to be told, so its text is read (cleared) like a destructor's failure.
 RelaxedCapture::~RelaxedCapture() {
   if (exchanged_ && api_.captureThreadExchangeMode(&mode_) != ACL_SUCCESS) clearAclError(api_);
 }

@@ -32,6 +32,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "conformance_matrix.hpp"
@@ -1745,23 +1746,16 @@ TEST(CudaBackends, TransfersOnTheSecondDeviceFromAThreadOnTheFirst) {
       Executor executor(backend, KVIO_CUDA_OWN_STREAM, 0, 0, 1);
       ASSERT_TRUE(executor.ok());
       std::mt19937_64 rng(51 + backend);
-      {
-        GpuPool device(perLayer, Memory::Device, executor.stream(), 1);
-        GpuPool host(hostMha, Memory::PinnedHost, executor.stream(), 1);
+      // Each device pool with its host pool: host layer 1 loaded into device layer 0, then every
+      // layer backed up.
+      for (const auto& [dg, hg] :
+           {std::pair<const Geometry&, const Geometry&>(perLayer, hostMha),
+            std::pair<const Geometry&, const Geometry&>(allocated, hostMla)}) {
+        GpuPool device(dg, Memory::Device, executor.stream(), 1);
+        GpuPool host(hg, Memory::PinnedHost, executor.stream(), 1);
         ASSERT_TRUE(device.ok() && host.ok());
-        EXPECT_TRUE(
-            checkTransfer(executor.handle(), hostMha, host, perLayer, device, rng, 1, 1, 0));
-        EXPECT_TRUE(
-            checkTransfer(executor.handle(), perLayer, device, hostMha, host, rng, 2, 0, 0));
-      }
-      {
-        GpuPool device(allocated, Memory::Device, executor.stream(), 1);
-        GpuPool host(hostMla, Memory::PinnedHost, executor.stream(), 1);
-        ASSERT_TRUE(device.ok() && host.ok());
-        EXPECT_TRUE(
-            checkTransfer(executor.handle(), allocated, device, hostMla, host, rng, 2, 0, 0));
-        EXPECT_TRUE(
-            checkTransfer(executor.handle(), hostMla, host, allocated, device, rng, 2, 0, 0));
+        EXPECT_TRUE(checkTransfer(executor.handle(), hg, host, dg, device, rng, 1, 1, 0));
+        EXPECT_TRUE(checkTransfer(executor.handle(), dg, device, hg, host, rng, 2, 0, 0));
       }
     }
     int current = -1;

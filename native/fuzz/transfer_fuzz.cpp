@@ -138,11 +138,13 @@ bool layerWindowFits(int64_t start, int64_t count, int64_t L) {
 }
 
 /// The status a transfer must get, checks in the order kvio.h's validation documents: shape
-/// (count, kind, row geometry, layer count) INVALID_ARGUMENT; layer windows then indices
-/// OUT_OF_RANGE; duplicate destinations, then same-pool overlap, INVALID_ARGUMENT.
+/// (count, more pairs than destination slots, kind, row geometry, layer count) INVALID_ARGUMENT;
+/// layer windows then indices OUT_OF_RANGE; duplicate destinations, then same-pool overlap,
+/// INVALID_ARGUMENT.
 kvio_status expectedTransferStatus(const Geometry& sg, const Geometry& dg, const Request& r) {
   const int64_t n = static_cast<int64_t>(r.src.size());
   if (n < 1) return KVIO_STATUS_INVALID_ARGUMENT;
+  if (n > dg.S()) return KVIO_STATUS_INVALID_ARGUMENT;  // more pairs than destination slots
   if (sg.kind != dg.kind || sg.H != dg.H || sg.hb != dg.hb) return KVIO_STATUS_INVALID_ARGUMENT;
   if (r.layers < 1) return KVIO_STATUS_INVALID_ARGUMENT;
   if (!layerWindowFits(r.srcLayer, r.layers, sg.L) || !layerWindowFits(r.dstLayer, r.layers, dg.L))

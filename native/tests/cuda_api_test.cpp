@@ -61,6 +61,11 @@ TEST(CudaApi, CudaOnlyCallsOnACpuExecutorAreUnsupported) {
   EXPECT_NE(std::string(kvio_last_error()).find("'kernel'"), std::string::npos);
   EXPECT_REJECTED(kvio_executor_set_launch(executor, 2, 8), KVIO_STATUS_UNSUPPORTED,
                   "is a 'cpu' executor, which launches no copy kernel");
+  // A shape outside the limits is INVALID_ARGUMENT on every backend, as on a GPU's.
+  EXPECT_REJECTED(kvio_executor_set_launch(executor, 70000, 1), KVIO_STATUS_INVALID_ARGUMENT,
+                  "launch shape 70000 CTAs x 1 warps is not valid");
+  EXPECT_REJECTED(kvio_executor_set_launch(executor, 1, 33), KVIO_STATUS_INVALID_ARGUMENT,
+                  "warps per CTA 1 to 32");
   EXPECT_EQ(kvio_executor_cuda_stream(executor, &out), KVIO_STATUS_UNSUPPORTED);
   ASSERT_EQ(kvio_submit(executor, &desc, &transfer), KVIO_STATUS_OK);
   EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK);

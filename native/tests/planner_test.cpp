@@ -246,6 +246,14 @@ TEST(PlannerApi, CapacityAndCount) {
   EXPECT_EQ(some[1].src, 7u);  // nothing written past the capacity
   ASSERT_EQ(kvio_plan(&desc, some.data(), 0, &count), KVIO_STATUS_OK);
   EXPECT_EQ(kvio_plan(&desc, some.data(), 1, nullptr), KVIO_STATUS_INVALID_ARGUMENT);
+  // A negative capacity is a caller bug, not "none": refused, nothing written.
+  std::vector<kvio_copy2d> untouched(full.size(), kvio_copy2d{7, 7, 7, 7, 7, 7});
+  count = -7;
+  EXPECT_EQ(kvio_plan(&desc, untouched.data(), -1, &count), KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvio_last_error()).find("capacity must be >= 0"), std::string::npos)
+      << kvio_last_error();
+  EXPECT_EQ(count, -7);
+  EXPECT_EQ(untouched[0].src, 7u);
 }
 
 // ---- seeded random cases: bytes, disjoint writes, and execution against the oracle ----

@@ -4,7 +4,9 @@
 // the executor has drained). Also the name parser, the support rules (rejections and the
 // acceptance of every valid cpu configuration) and executor creation.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -159,6 +161,33 @@ TEST_F(TransferRejection, DuplicateDestinationSlots) {
   // Inside runs: slots 5..7 and 7..8.
   EXPECT_REJECTED(submit(desc({0, 1, 2, 10, 11}, {5, 6, 7, 7, 8})), KVIO_STATUS_INVALID_ARGUMENT,
                   "duplicate destination slot 7", "dst_indices[2] and dst_indices[3]");
+}
+
+// More pairs than the destination has slots cannot be valid (each slot is written once), so the
+// count is refused before either array is read: a count longer than the caller's arrays (here 4
+// readable entries, then a page that faults when touched) gets INVALID_ARGUMENT, not a crash.
+TEST_F(TransferRejection, MorePairsThanDestinationSlotsBeforeTheArraysAreRead) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  void* mapping =
+      mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(mapping, MAP_FAILED);
+  char* bytes = static_cast<char*>(mapping);
+  ASSERT_EQ(mprotect(bytes + page, page, PROT_NONE), 0);
+  int64_t* indices = reinterpret_cast<int64_t*>(bytes + page) - 4;
+  for (int64_t i = 0; i < 4; ++i) indices[i] = i;
+  kvio_transfer_desc d = desc({0}, {0});
+  d.src_indices = indices;
+  d.dst_indices = indices;
+  for (const int64_t count : {int64_t{25}, int64_t{1} << 40, INT64_MAX}) {
+    d.num_indices = count;
+    EXPECT_REJECTED(
+        submit(d), KVIO_STATUS_INVALID_ARGUMENT,
+        std::to_string(count) + " index pairs are more than the 24 token slots of the dst pool",
+        "written once per transfer", "at most 24 pairs", "(num_indices, the length");
+  }
+  d.num_indices = 4;  // the arrays' own length: valid (checked only: the pools stay as they were)
+  EXPECT_EQ(kvio_check_transfer(executor_, &d, 0), KVIO_STATUS_OK) << kvio_last_error();
+  ASSERT_EQ(munmap(mapping, 2 * page), 0);
 }
 
 // Few pairs into a large pool take the other duplicate check (sorted runs instead of a bitmap of
@@ -939,7 +968,9 @@ TEST(ExecutorRejection, UnavailableBackends) {
 TEST(ExecutorRejection, TooManyThreads) {
   uint64_t executor = 0;
   EXPECT_REJECTED(kvio_executor_create(KVIO_BACKEND_CPU, 1025, &executor),
-                  KVIO_STATUS_INVALID_ARGUMENT, "threads must be at most 1024, got 1025");
+                  KVIO_STATUS_INVALID_ARGUMENT, "threads must be 1 to 1024",
+                  "<= 0 for one per online core", "got 1025");
+  EXPECT_EQ(executor, 0u);
   EXPECT_REJECTED(kvio_executor_create(KVIO_BACKEND_CPU, 1, nullptr), KVIO_STATUS_INVALID_ARGUMENT,
                   "executor_out is null");
 }

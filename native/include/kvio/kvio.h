@@ -236,7 +236,8 @@ KVIO_API kvio_status kvio_pool_close_wait(uint64_t pool, int64_t timeout_ns);
  * Fork while no transfer runs and no other thread is inside a kvio call: a lock such a thread
  * holds at the fork stays held in the child (kvio takes its own shared locks around fork, not
  * the locks of each pool, executor and transfer). */
-/* threads <= 0: one per online core. */
+/* threads: the cpu backend's io threads (and auto's where it is cpu), 1 to 1024; <= 0: one per
+ * online core, at most 1024. INVALID_ARGUMENT above 1024. Ignored by the device backends. */
 KVIO_API kvio_status kvio_executor_create(int32_t io_backend, int32_t threads,
                                           uint64_t* executor_out);
 /* The executor's io threads (cpu, and auto without a GPU), or 1 (the device backends). */
@@ -254,7 +255,8 @@ KVIO_API kvio_status kvio_executor_close(uint64_t executor);
  * is taken; KVIO_SUBMIT_QUEUE_ONLY keeps every copy off the calling thread; 'auto' without a GPU
  * but with an NPU first waits, in this call, for the transfers it gave its other candidate when
  * a transfer goes to cpu after kernel_ascend ones or the reverse, to keep them in order). Refused
- * before any byte moves: indices out of range, duplicate destination slots, source and destination
+ * before any byte moves: more index pairs than the dst pool has token slots (INVALID_ARGUMENT,
+ * before the arrays are read), indices out of range, duplicate destination slots, source and destination
  * slots overlapping in the same layers of one pool, and two distinct pools whose memory regions
  * overlap (aliasing views of one buffer; host memory of every kind, pageable or pinned by CUDA
  * or ACL for any device, is one address space), whatever the indices. The index arrays must not
@@ -593,7 +595,7 @@ KVIO_API const char* kvio_executor_auto_calibration(uint64_t executor);
  * of an auto executor's kernel candidate, or of a staged executor's gather/scatter kernel, for
  * transfers submitted after this call; UNSUPPORTED for the backends that launch no copy kernel
  * (cpu, direct, kernel_ascend, and auto without a GPU). INVALID_ARGUMENT above 65535 CTAs or 32
- * warps. */
+ * warps, on every backend (checked first). */
 KVIO_API kvio_status kvio_executor_set_launch(uint64_t executor, int32_t cta_budget,
                                               int32_t warps_per_cta);
 /* The stream a CUDA executor orders its work on (a cudaStream_t), e.g. to make a consumer

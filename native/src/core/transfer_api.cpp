@@ -461,6 +461,12 @@ kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copies_out, i
   return guarded([&]() -> kvio_status {
     KVIO_RETURN_IF_ERROR(checkOut(desc, "desc"));
     KVIO_RETURN_IF_ERROR(checkOut(count_out, "count_out"));
+    if (capacity < 0) {
+      return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                  "capacity must be >= 0 (the copies copies_out has room for; 0 to ask only for "
+                  "the count), got %lld",
+                  static_cast<long long>(capacity));
+    }
     // Two pools: withObject (entry.hpp) takes one handle, so they are looked up here.
     std::shared_ptr<PoolImpl> src, dst;
     KVIO_RETURN_IF_ERROR(pools().get(desc->src_pool, "src_pool", &src));
@@ -472,8 +478,7 @@ kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copies_out, i
     planTransfer(request, runs, &plan);
     *count_out = static_cast<int64_t>(plan.size());
     if (copies_out != nullptr) {
-      const size_t n =
-          std::min<size_t>(plan.size(), capacity > 0 ? static_cast<size_t>(capacity) : 0);
+      const size_t n = std::min<size_t>(plan.size(), static_cast<size_t>(capacity));
       std::copy(plan.begin(), plan.begin() + static_cast<std::ptrdiff_t>(n), copies_out);
     }
     return KVIO_STATUS_OK;

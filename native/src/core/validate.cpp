@@ -220,6 +220,18 @@ kvio_status validateTransferShape(const PoolImpl& src, const PoolImpl& dst,
     return fail(KVIO_STATUS_INVALID_ARGUMENT, "%s is null",
                 d.src_indices == nullptr ? "src_indices" : "dst_indices");
   }
+  // Each destination slot is written once per transfer, so no valid transfer has more pairs
+  // than the dst pool has slots: refused before the index arrays are read, since a count
+  // longer than the caller's arrays would read past them.
+  if (d.num_indices > dst.tokens()) {
+    return fail(
+        KVIO_STATUS_INVALID_ARGUMENT,
+        "%lld index pairs are more than the %lld token slots of the dst pool: each destination "
+        "slot may be written once per transfer, so a transfer has at most %lld pairs "
+        "(num_indices, the length of src_indices and of dst_indices)",
+        static_cast<long long>(d.num_indices), static_cast<long long>(dst.tokens()),
+        static_cast<long long>(dst.tokens()));
+  }
   return validateTransferPools(src, dst, d);
 }
 

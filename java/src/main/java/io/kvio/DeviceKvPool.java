@@ -199,7 +199,9 @@ public final class DeviceKvPool extends KvPool {
                     "bytes_each",
                     "bytesEach",
                     "bytesEach",
-                    "the smallest " + name + "[i].remaining()");
+                    "the smallest " + name + "[i].remaining()",
+                    name.equals("layers") ? "layerAddresses" : "componentAddresses",
+                    name);
         }
         DeviceKvPool pool = new DeviceKvPool(spec, backend, handle);
         boolean mortal = false; // a view of a MemorySegment, whose arena can close (Java 22+)

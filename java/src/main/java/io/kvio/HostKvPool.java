@@ -802,8 +802,9 @@ public final class HostKvPool extends KvPool {
         }
 
         /**
-         * A private executor with this many threads ({@code <= 0}: one per core), closed with the
-         * pool.
+         * A private executor with this many threads (1 to 1024; {@code <= 0}: one per core, at most
+         * 1024; ignored by the device backends), closed with the pool. More than 1024 is refused by
+         * {@link #build()}.
          */
         public Builder threads(int threads) {
             this.threads = threads;
@@ -1080,11 +1081,15 @@ public final class HostKvPool extends KvPool {
          * @throws KvioInvalidArgumentException for a configuration no transfer could use: with
          *     forDevice, a kind, heads, headBytes or deviceLayers other than the device pool's, or
          *     wrapped memory the device pool's memory overlaps; a count out of range; an executor
-         *     of another io backend or device
+         *     of another io backend or device; a private executor of more than 1024 threads
          * @throws KvioOutOfRangeException for a layerRange outside the device pool's layers
          * @throws KvioUnsupportedException when this host pool's io backend cannot move the device
          *     pool's memory (its kind): the exception a transfer between the two pools throws for
-         *     the same refusal
+         *     the same refusal; or for a combination of kind, layout and granularity no backend
+         *     supports (an mla pool in page_head)
+         * @throws KvioUnavailableException when the io backend cannot run on this machine (a GPU
+         *     backend without a GPU: the message lists the backends available here)
+         * @throws KvioOutOfMemoryException when the host memory cannot be allocated (or pinned)
          * @throws KvioClosedException when the device pool, the executor or wrapped memory is
          *     closed
          */

@@ -202,7 +202,8 @@ public final class Kvio {
         private IndexArg dstIndices;
         private long srcLayerStart;
         private long dstLayerStart;
-        private long numLayers = -1; // not set
+        private long numLayers;
+        private boolean layersSet;
         private boolean overlapsCompute;
         private boolean queueOnly;
         private int ctaBudget; // 0 or less: the executor's setting
@@ -265,6 +266,7 @@ public final class Kvio {
         /** How many layers, from each side's start, are moved (required). */
         public Request layers(long numLayers) {
             this.numLayers = numLayers;
+            this.layersSet = true; // a value below 1 is refused by submit(), naming it
             return this;
         }
 
@@ -322,7 +324,7 @@ public final class Kvio {
             String missing =
                     srcIndices == null
                             ? "srcIndices"
-                            : dstIndices == null ? "dstIndices" : numLayers < 0 ? "layers" : null;
+                            : dstIndices == null ? "dstIndices" : !layersSet ? "layers" : null;
             if (missing != null) {
                 throw new KvioInvalidArgumentException(
                         missing + " is not set: call " + missing + "(...) before submit()");
@@ -556,6 +558,7 @@ public final class Kvio {
                         .replace("src_layer_start", "srcLayerStart")
                         .replace("dst_layer_start", "dstLayerStart")
                         .replace("num_layers", "numLayers")
+                        .replace("(num_indices, the length of ", "(the length of ")
                         .replace("same head_num and head_bytes", "same heads and headBytes");
         return KvioException.reworded(e, r);
     }

@@ -86,8 +86,12 @@ public final class KvioExecutor implements AutoCloseable {
     }
 
     /**
-     * A private executor; {@code threads <= 0} means one per core. Device backends run on device 0
-     * with a stream of their own ({@link #onDevice} chooses the device).
+     * A private executor; {@code threads} (cpu, and auto where it is cpu) is 1 to 1024, or {@code
+     * <= 0} for one per core (at most 1024); the device backends ignore it. Device backends run on
+     * device 0 with a stream of their own ({@link #onDevice} chooses the device).
+     *
+     * @throws KvioInvalidArgumentException for more than 1024 threads
+     * @throws KvioUnavailableException when the backend cannot run here (the reason is the cause)
      */
     public static KvioExecutor create(IoBackend backend, int threads) {
         Objects.requireNonNull(backend, "backend");

@@ -15,6 +15,7 @@ import java.lang.ref.Cleaner;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongUnaryOperator;
+import java.util.function.Predicate;
 
 public final class Transfer implements AutoCloseable {
     // Memory model. What is known at submit (bytes, handle, ranOnCpu, the backend that ran it,
@@ -291,7 +292,7 @@ public final class Transfer implements AutoCloseable {
      * is nothing to wait for. Otherwise KvioUnsupportedException for transfers of the cpu backend.
      */
     public long cudaEvent() {
-        return event("CUDA", NativeBridge::transferCudaEvent);
+        return event("CUDA", IoBackend::isCuda, NativeBridge::transferCudaEvent);
     }
 
     /**
@@ -301,21 +302,32 @@ public final class Transfer implements AutoCloseable {
      * KvioUnsupportedException for transfers of other backends.
      */
     public long ascendEvent() {
-        return event("Ascend", NativeBridge::transferAscendEvent);
+        return event("Ascend", IoBackend::isAscend, NativeBridge::transferAscendEvent);
     }
 
-    /** The vendor's event of this transfer, from {@code query} on its handle. */
-    private long event(String vendor, LongUnaryOperator query) {
+    /**
+     * The vendor's event of this transfer, from {@code query} on its handle; {@code records} says
+     * which backends record one. Whether it has one does not depend on whether it was released.
+     */
+    private long event(String vendor, Predicate<IoBackend> records, LongUnaryOperator query) {
         synchronized (lock) {
             if (handle == 0 && !ranOnCpu) {
                 return 0; // moved nothing: never had a handle (not closed), nothing to wait on
             }
-            if (released) {
-                throw new KvioClosedException("this transfer is closed");
-            }
-            if (ranOnCpu) {
+            if (backend != null && !records.test(backend)) {
                 throw new KvioUnsupportedException(
-                        "this transfer has no " + vendor + " event (it ran on the cpu io backend)");
+                        "this transfer has no "
+                                + vendor
+                                + " event (it ran on the "
+                                + backend.userName()
+                                + " io backend)");
+            }
+            if (released) {
+                throw new KvioClosedException(
+                        "this transfer was released (by close(), or by the first await() that saw"
+                                + " it complete), and its "
+                                + vendor
+                                + " event with it: take the event before that");
             }
             return query.applyAsLong(handle);
         }

@@ -9,6 +9,7 @@
 package io.kvio;
 
 import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
@@ -196,6 +197,30 @@ public class DeviceBufferWrapTest {
                                         IoBackend.CPU));
         assertTrue(readOnly.getMessage().contains("read-only"), readOnly.getMessage());
         assertTrue(readOnly.getMessage().contains("wrapComponents"), readOnly.getMessage());
+
+        // The native refusals name the arrays the caller passed, not the address forms'.
+        KvioInvalidArgumentException overlap =
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () ->
+                                DeviceKvPool.wrapComponents(
+                                        SPEC,
+                                        new ByteBuffer[] {memory, memory.duplicate()},
+                                        IoBackend.CPU));
+        assertTrue(overlap.getMessage().contains("components[1]"), overlap.getMessage());
+        assertFalse(overlap.getMessage().contains("Addresses"), overlap.getMessage());
+        KvioInvalidArgumentException none =
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () -> DeviceKvPool.wrapComponents(SPEC, new ByteBuffer[0], IoBackend.CPU));
+        assertTrue(none.getMessage().contains("components.length is 0"), none.getMessage());
+        KvioInvalidArgumentException oneLayer =
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () ->
+                                DeviceKvPool.wrapLayers(
+                                        SPEC, new ByteBuffer[] {memory}, IoBackend.CPU));
+        assertTrue(oneLayer.getMessage().contains("layers.length is 1"), oneLayer.getMessage());
 
         for (IoBackend device : new IoBackend[] {IoBackend.KERNEL, IoBackend.KERNEL_ASCEND}) {
             KvioUnsupportedException e =

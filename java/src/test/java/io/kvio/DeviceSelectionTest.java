@@ -141,6 +141,11 @@ public class DeviceSelectionTest {
             assertMentions(
                     expectThrows(KvioUnsupportedException.class, t::cudaEvent), "no CUDA event");
             t.await();
+            // Released by the await: still "no event", not "closed" (it never had one).
+            assertMentions(
+                    expectThrows(KvioUnsupportedException.class, t::cudaEvent),
+                    "no CUDA event",
+                    "ran on the cpu io backend");
         }
     }
 

@@ -872,6 +872,8 @@ public class RejectionTest extends CpuPoolsFixture {
                 KvioInvalidArgumentException.class,
                 () -> open(KvioExecutor.create(IoBackend.CPU, 2000)),
                 buffers(),
-                "threads must be at most 1024, got 2000");
+                "threads must be 1 to 1024",
+                "<= 0 for one per online core",
+                "got 2000");
     }
 }

@@ -127,6 +127,32 @@ public class RequestFormsTest extends CpuPoolsFixture {
                                 .submit(),
                 openBuffers(),
                 "layers is not set: call layers(...) before submit()");
+        for (long layers : new long[] {-1, 0}) { // set, but not a count: named, not "not set"
+            assertRejected(
+                    KvioInvalidArgumentException.class,
+                    () ->
+                            Kvio.request(host.executor(), device, host)
+                                    .srcIndices(1)
+                                    .dstIndices(2)
+                                    .layers(layers)
+                                    .submit(),
+                    openBuffers(),
+                    "numLayers must be at least 1, got " + layers);
+        }
+        // More pairs than the host pool has slots: refused by their count, in the caller's names.
+        long slots = host.spec().tokens();
+        long[] many = new long[Math.toIntExact(slots + 1)];
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () ->
+                        Kvio.request(host.executor(), device, host)
+                                .srcIndices(many)
+                                .dstIndices(many)
+                                .layers(1)
+                                .submit(),
+                openBuffers(),
+                (slots + 1) + " index pairs are more than the " + slots + " token slots of dst",
+                "at most " + slots + " pairs (the length of srcIndices and of dstIndices)");
         assertRejected(
                 KvioInvalidArgumentException.class,
                 () -> Kvio.request(host.executor(), device, host).srcIndices(1).layers(1).submit(),

@@ -43,7 +43,7 @@ TEST(Registry, EachTypeSaysWhatToClose) {
   ASSERT_EQ(pools.add(std::make_shared<int>(0), &handle), KVIO_STATUS_OK);
   ASSERT_EQ(executors.add(std::make_shared<int>(0), &handle), KVIO_STATUS_OK);
   EXPECT_REJECTED(pools.add(std::make_shared<int>(0), &handle), KVIO_STATUS_OUT_OF_MEMORY,
-                  "too many open pool handles: 1 are open and at most 1 may be", "kvio_pool_close");
+                  "too many open pool handles: 1 is open and at most 1 may be", "kvio_pool_close");
   EXPECT_REJECTED(executors.add(std::make_shared<int>(0), &handle), KVIO_STATUS_OUT_OF_MEMORY,
                   "too many open executor handles", "kvio_executor_close");
 }

@@ -361,8 +361,12 @@ TEST_F(TransferRejection, DestinationLayerRangePastTheEnd) {
 }
 
 TEST_F(TransferRejection, ExtremeLayerRanges) {
+  // An end past int64 is written as a sum, not capped (a capped one reads as an empty range).
   EXPECT_REJECTED(submit(desc({0}, {0}, INT64_MAX, 0, 1)), KVIO_STATUS_OUT_OF_RANGE,
-                  "src layer range", "src_layer_start + num_layers <= 4");
+                  "src layer range [9223372036854775807, 9223372036854775807 + 1) is outside",
+                  "src_layer_start + num_layers <= 4");
+  EXPECT_REJECTED(submit(desc({0}, {0}, 3, 0, 2)), KVIO_STATUS_OUT_OF_RANGE,
+                  "src layer range [3, 5) is outside the src pool's 4 layers");
   EXPECT_REJECTED(submit(desc({0}, {0}, 0, 0, INT64_MAX)), KVIO_STATUS_OUT_OF_RANGE,
                   "src layer range", "outside the src pool's 4 layers");
   EXPECT_REJECTED(submit(desc({0}, {0}, 0, INT64_MIN, 1)), KVIO_STATUS_OUT_OF_RANGE,
@@ -745,6 +749,22 @@ TEST(NameRejection, LongInputIsQuotedInPartWithoutSuggestion) {
   // Transpositions still count one (the rows kept reach back two).
   EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_LAYOUT, "paeg_first", &value),
                   KVIO_STATUS_INVALID_ARGUMENT, "did you mean 'page_first'");
+}
+
+// Bytes that are not printable ASCII (a newline, a control character, non-UTF-8) are quoted as
+// \xNN: the message stays one line of text.
+TEST(NameRejection, UnprintableBytesAreQuotedEscaped) {
+  int32_t value = -1;
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_BACKEND, "cpu\n", &value), KVIO_STATUS_INVALID_ARGUMENT,
+                  "unknown io backend 'cpu\\x0a'", "did you mean 'cpu'");
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_BACKEND, "\xff\xfe\x01", &value),
+                  KVIO_STATUS_INVALID_ARGUMENT, "'\\xff\\xfe\\x01'");
+  const std::string longOne = std::string(70, 'a') + "\t";
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_BACKEND, ("\x1b" + longOne).c_str(), &value),
+                  KVIO_STATUS_INVALID_ARGUMENT, "'\\x1b" + std::string(63, 'a') + "...'");
+  EXPECT_EQ(std::string(kvio_last_error()).find_first_of("\n\t\x1b\xff"), std::string::npos)
+      << kvio_last_error();
+  EXPECT_EQ(value, -1);
 }
 
 TEST(NameRejection, CppParseThrows) {

@@ -748,7 +748,8 @@ TEST_F(HandleLimit, TransferRefusedWhenNoHandleIsLeftMovesNoByteAndLeavesNothing
   // Small: a transfer registered only after it ran would have copied by now.
   EXPECT_REJECTED(kvio_submit(executor_, &desc, &transfer), KVIO_STATUS_OUT_OF_MEMORY,
                   "too many open transfer handles: " + std::to_string(before[2]) +
-                      " are open and at most " + std::to_string(before[2]) + " may be",
+                      (before[2] == 1 ? " is" : " are") + " open and at most " +
+                      std::to_string(before[2]) + " may be",
                   "not a lack of host memory", "kvio_transfer_close");
   EXPECT_EQ(transfer, 0u);
   EXPECT_EQ(liveObjects(), before);

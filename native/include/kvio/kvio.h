@@ -159,7 +159,10 @@ KVIO_API kvio_status kvio_parse_name(int32_t table, const char* text, int32_t* v
 /* ---- support rules and backends ---- */
 /* KVIO_STATUS_OK if the configuration works on this machine and build; otherwise the status
  * says why (UNAVAILABLE: backend absent; UNSUPPORTED / INVALID_ARGUMENT / OUT_OF_RANGE) and
- * kvio_last_error() says what is wrong and what is valid instead. */
+ * kvio_last_error() says what is wrong and what is valid instead. The query names no memory:
+ * whether an executor moves the pools' kinds of memory (cpu moves host memory only) is checked,
+ * once the pools exist, by kvio_check_transfer with num_indices 0, which needs no index (the Java
+ * HostKvPool builder refuses such a pairing when it is built). */
 KVIO_API kvio_status kvio_check_support(const kvio_support_query* query);
 /* KVIO_STATUS_OK if the backend can run here, else UNAVAILABLE with the cause. */
 KVIO_API kvio_status kvio_backend_available(int32_t io_backend);
@@ -256,11 +259,11 @@ KVIO_API kvio_status kvio_executor_close(uint64_t executor);
  * but with an NPU first waits, in this call, for the transfers it gave its other candidate when
  * a transfer goes to cpu after kernel_ascend ones or the reverse, to keep them in order). Refused
  * before any byte moves: more index pairs than the dst pool has token slots (INVALID_ARGUMENT,
- * before the arrays are read), indices out of range, duplicate destination slots, source and destination
- * slots overlapping in the same layers of one pool, and two distinct pools whose memory regions
- * overlap (aliasing views of one buffer; host memory of every kind, pageable or pinned by CUDA
- * or ACL for any device, is one address space), whatever the indices. The index arrays must not
- * change while this runs: kvio checks them, then reads them again to plan (or, for 'kernel', to
+ * before the arrays are read), indices out of range, duplicate destination slots, source and
+ * destination slots overlapping in the same layers of one pool, and two distinct pools whose memory
+ * regions overlap (aliasing views of one buffer; host memory of every kind, pageable or pinned by
+ * CUDA or ACL for any device, is one address space), whatever the indices. The index arrays must
+ * not change while this runs: kvio checks them, then reads them again to plan (or, for 'kernel', to
  * upload them). Indices another thread rewrites meanwhile still never address rows outside the
  * pools (the plan's runs are checked again, and 'kernel' checks the copy it stages for the device:
  * OUT_OF_RANGE), but which rows move is then undefined. A CUDA executor (kernel, direct, staged,

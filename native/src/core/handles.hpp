@@ -223,17 +223,18 @@ class Registry {
   kvio_status full() const {
     const char* name = handleTypeName(type_);
     const int64_t most = std::min(openLimit_, static_cast<int64_t>(slotLimit_));
+    const char* verb = live_ == 1 ? "is" : "are";
     if (live_ < most) {  // every slot is open or retired (after 2^24 reuses each)
       return fail(KVIO_STATUS_OUT_OF_MEMORY,
-                  "no %s handle left: %lld are open and the other slots of the %lld handle "
+                  "no %s handle left: %lld %s open and the other slots of the %lld handle "
                   "numbers were retired after their last reuse; %s",
-                  name, static_cast<long long>(live_), static_cast<long long>(slotLimit_),
+                  name, static_cast<long long>(live_), verb, static_cast<long long>(slotLimit_),
                   handleReleaseAdvice(type_));
     }
     return fail(KVIO_STATUS_OUT_OF_MEMORY,
-                "too many open %s handles: %lld are open and at most %lld may be (a leak of "
+                "too many open %s handles: %lld %s open and at most %lld may be (a leak of "
                 "handles, not a lack of host memory); %s",
-                name, static_cast<long long>(live_), static_cast<long long>(most),
+                name, static_cast<long long>(live_), verb, static_cast<long long>(most),
                 handleReleaseAdvice(type_));
   }
   kvio_status closed(uint64_t handle, const char* argument) const {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -151,6 +152,24 @@ size_t editDistance(const std::string& a, const std::string& b) {
 // input (a file read by mistake) must not cost its length squared or fill the message.
 constexpr size_t kMaxQuotedChars = 64;
 
+// The input as the message quotes it: printable ASCII as it is, any other byte (a newline, a
+// control character, a byte of UTF-8 or of no encoding) as \xNN, so the message stays one line
+// of text whatever was passed. No valid name has such a byte.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    const unsigned char b = static_cast<unsigned char>(c);
+    if (b >= 0x20 && b < 0x7f) {
+      out += c;
+    } else {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", b);
+      out += escaped;
+    }
+  }
+  return out;
+}
+
 std::string lowerCase(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -251,14 +270,15 @@ kvio_status kvio_parse_name(int32_t table_id, const char* text, int32_t* value_o
     if (length > kMaxQuotedChars) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
                   "unknown %s '%s...' (%zu characters); valid values: %s", t.what,
-                  std::string(text, kMaxQuotedChars).c_str(), length, validNames(table_id).c_str());
+                  printable(std::string(text, kMaxQuotedChars)).c_str(), length,
+                  validNames(table_id).c_str());
     }
     const std::string given(text);
     const std::string lowered = lowerCase(given);
     for (const Hint& h : kHints) {
       if (h.table == table_id && lowered == h.given) {
         return fail(KVIO_STATUS_INVALID_ARGUMENT, "unknown %s '%s'; valid values: %s; %s", t.what,
-                    given.c_str(), validNames(table_id).c_str(), h.hint);
+                    printable(given).c_str(), validNames(table_id).c_str(), h.hint);
       }
     }
     // Nearest match: case-insensitive edit distance, accepted when it is small next to the name.
@@ -277,7 +297,7 @@ kvio_status kvio_parse_name(int32_t table_id, const char* text, int32_t* value_o
       suggestion = std::string("; did you mean '") + t.names[best].name + "'?";
     }
     return fail(KVIO_STATUS_INVALID_ARGUMENT, "unknown %s '%s'; valid values: %s%s", t.what,
-                given.c_str(), validNames(table_id).c_str(), suggestion.c_str());
+                printable(given).c_str(), validNames(table_id).c_str(), suggestion.c_str());
   });
 }
 

@@ -3,6 +3,8 @@
 #include "validate.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <string>
 
 #include "diagnostics.hpp"
 #include "error.hpp"
@@ -18,12 +20,17 @@ const char* kindName(int32_t kind) {
 
 kvio_status checkLayers(const char* side, const PoolImpl& pool, int64_t start, int64_t count) {
   if (start < 0 || start > pool.spec.num_layers - count) {
+    // The range's end as a number, or as a sum where it is past int64 (a capped end would
+    // make the range read as empty).
+    const int64_t end = saturatingAdd(start, count);
+    const std::string range = end == INT64_MAX || end == INT64_MIN
+                                  ? "[" + std::to_string(start) + ", " + std::to_string(start) +
+                                        " + " + std::to_string(count) + ")"
+                                  : "[" + std::to_string(start) + ", " + std::to_string(end) + ")";
     return fail(KVIO_STATUS_OUT_OF_RANGE,
-                "%s layer range [%lld, %lld) is outside the %s pool's %lld layers (valid: "
+                "%s layer range %s is outside the %s pool's %lld layers (valid: "
                 "%s_layer_start >= 0 and %s_layer_start + num_layers <= %lld)",
-                side, static_cast<long long>(start),
-                static_cast<long long>(saturatingAdd(start, count)), side,
-                static_cast<long long>(pool.spec.num_layers), side, side,
+                side, range.c_str(), side, static_cast<long long>(pool.spec.num_layers), side, side,
                 static_cast<long long>(pool.spec.num_layers));
   }
   return KVIO_STATUS_OK;

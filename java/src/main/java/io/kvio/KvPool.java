@@ -467,9 +467,13 @@ public abstract class KvPool implements AutoCloseable {
     /**
      * A direct ByteBuffer (native byte order) over all of region 0. KvioUnsupportedException if the
      * region is larger than a ByteBuffer can address; use {@link #slice} then. Valid until the pool
-     * is closed; a pool that is never closed keeps its memory while the buffer (or a slice,
-     * duplicate or view of it) is reachable. KvioClosedException if the pool wraps caller memory
-     * whose arena was closed (Java 22+); a buffer taken before that must not be used after it.
+     * is closed: {@link #close()} frees memory kvio allocated, and a ByteBuffer cannot be
+     * invalidated, so touching the buffer (or a slice, duplicate or view of it) afterwards reads
+     * freed memory and can crash the JVM ({@code io.kvio.Segments} on Java 22+ gives segments that
+     * fail cleanly instead). A pool that is never closed keeps its memory while the buffer (or a
+     * slice, duplicate or view of it) is reachable. KvioClosedException if the pool wraps caller
+     * memory whose arena was closed (Java 22+); a buffer taken before that must not be used after
+     * it.
      */
     public ByteBuffer buffer() {
         ensureHostAccessible();

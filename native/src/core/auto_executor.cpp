@@ -220,6 +220,12 @@ kvio_status AutoExecutor::setKernelLaunch(int32_t ctaBudget, int32_t warpsPerCta
   return ops->setLaunch(*kernel.executor, ctaBudget, warpsPerCta);
 }
 
+kvio_status asAutoCandidate(kvio_status status) {
+  return status == KVIO_STATUS_OK
+             ? status
+             : fail(status, "creating an 'auto' executor: %s", lastError().c_str());
+}
+
 AutoCalibration AutoExecutor::calibration() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return calibration_;

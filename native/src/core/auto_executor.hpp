@@ -132,6 +132,11 @@ uint64_t autoMeasuredBytes(const AutoMeasureTarget& target, uint64_t rowBytes);
 kvio_status measureAutoCalibration(std::unique_ptr<Executor>* executor,
                                    const AutoMeasureTarget& target);
 
+/// `status` of creating one of an auto executor's candidates; a failure's message is prefixed
+/// with "creating an 'auto' executor: ", so it names the executor the caller asked for before the
+/// candidate that refused.
+kvio_status asAutoCandidate(kvio_status status);
+
 }  // namespace kvio
 
 #endif  // KVIO_CORE_AUTO_EXECUTOR_HPP_

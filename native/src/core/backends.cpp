@@ -84,11 +84,12 @@ kvio_status createHostAutoExecutor(int32_t threads, bool npu, int32_t device, ui
   std::array<AutoExecutor::Candidate, kAutoPicks> candidates;
   AutoExecutor::Candidate& cpu = candidates[static_cast<size_t>(AutoPick::kCpu)];
   cpu.ioBackend = KVIO_BACKEND_CPU;
-  KVIO_RETURN_IF_ERROR(cpuBackendOps().create(threads, &cpu.executor));
+  KVIO_RETURN_IF_ERROR(asAutoCandidate(cpuBackendOps().create(threads, &cpu.executor)));
   if (npu) {
     AutoExecutor::Candidate& ascend = candidates[static_cast<size_t>(AutoPick::kAscend)];
     ascend.ioBackend = KVIO_BACKEND_KERNEL_ASCEND;
-    KVIO_RETURN_IF_ERROR(ascendBackendOps().createAscend(device, stream, &ascend.executor));
+    KVIO_RETURN_IF_ERROR(
+        asAutoCandidate(ascendBackendOps().createAscend(device, stream, &ascend.executor)));
   }
   *out = std::make_unique<AutoExecutor>(std::move(candidates), std::move(calibration));
   return KVIO_STATUS_OK;

@@ -21,12 +21,12 @@ const char* kindName(int32_t kind) {
 kvio_status checkLayers(const char* side, const PoolImpl& pool, int64_t start, int64_t count) {
   if (start < 0 || start > pool.spec.num_layers - count) {
     // The range's end as a number, or as a sum where it is past int64 (a capped end would
-    // make the range read as empty).
-    const int64_t end = saturatingAdd(start, count);
-    const std::string range = end == INT64_MAX || end == INT64_MIN
-                                  ? "[" + std::to_string(start) + ", " + std::to_string(start) +
-                                        " + " + std::to_string(count) + ")"
-                                  : "[" + std::to_string(start) + ", " + std::to_string(end) + ")";
+    // make the range read as empty). count >= 1 here, so only a positive start can overflow.
+    const bool pastInt64 = start > 0 && count > INT64_MAX - start;
+    const std::string range = "[" + std::to_string(start) + ", " +
+                              (pastInt64 ? std::to_string(start) + " + " + std::to_string(count)
+                                         : std::to_string(start + count)) +
+                              ")";
     return fail(KVIO_STATUS_OUT_OF_RANGE,
                 "%s layer range %s is outside the %s pool's %lld layers (valid: "
                 "%s_layer_start >= 0 and %s_layer_start + num_layers <= %lld)",

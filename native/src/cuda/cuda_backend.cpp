@@ -511,17 +511,11 @@ kvio_status createCudaAutoExecutor(const CudaExecutorConfig& config,
   kernel.ioBackend = KVIO_BACKEND_KERNEL;
   direct.ioBackend = KVIO_BACKEND_DIRECT;
   staged.ioBackend = KVIO_BACKEND_STAGED;
-  // A candidate's failure names the executor the caller asked for ('auto'), then the candidate's.
-  const auto asCandidate = [](kvio_status status) {
-    return status == KVIO_STATUS_OK
-               ? status
-               : fail(status, "creating an 'auto' executor: %s", lastError().c_str());
-  };
-  KVIO_RETURN_IF_ERROR(asCandidate(cuda::createKernelExecutor(config, &kernel.executor)));
+  KVIO_RETURN_IF_ERROR(asAutoCandidate(cuda::createKernelExecutor(config, &kernel.executor)));
   CudaExecutorConfig shared = config;
   kernel.executor->nativeHandle(NativeHandle::kCudaStream, &shared.stream);
-  KVIO_RETURN_IF_ERROR(asCandidate(cuda::createDirectExecutor(shared, &direct.executor)));
-  KVIO_RETURN_IF_ERROR(asCandidate(cuda::createStagedExecutor(shared, &staged.executor)));
+  KVIO_RETURN_IF_ERROR(asAutoCandidate(cuda::createDirectExecutor(shared, &direct.executor)));
+  KVIO_RETURN_IF_ERROR(asAutoCandidate(cuda::createStagedExecutor(shared, &staged.executor)));
   *out = std::make_unique<AutoExecutor>(std::move(candidates), std::move(calibration));
   if (!measure) return KVIO_STATUS_OK;
   if (config.stream != KVIO_CUDA_OWN_STREAM) {

@@ -177,7 +177,10 @@ KVIO_API kvio_status kvio_pool_allocate(const kvio_pool_spec* spec, uint64_t* po
  * The wraps take the sizes given (size_bytes, bytes_each) as the pool's memory: the checks that
  * a pool's buffers are distinct and that a transfer's two pools do not share memory compare
  * those ranges, so pass the bytes the spec needs (kvio_pool_component_bytes; a layer's for a
- * layer table), not a larger capacity that reaches into a neighbour's memory. */
+ * layer table), not a larger capacity that reaches into a neighbour's memory. Memory kvio
+ * allocated for another pool (kvio_pool_region) may be wrapped by any wrap function: the new pool
+ * then holds that allocation, which is freed when the last pool over it is released, not when
+ * the pool that allocated it closes (docs/memory-lifetime.md). */
 KVIO_API kvio_status kvio_pool_wrap(const kvio_pool_spec* spec, uint64_t address,
                                     uint64_t size_bytes, uint64_t* pool_out);
 /* Wraps caller-owned memory, one buffer per component (e.g. separate K and V tensors, or the
@@ -203,7 +206,8 @@ KVIO_API kvio_status kvio_pool_region(uint64_t pool, int64_t region, uint64_t* a
                                       uint64_t* bytes_out, int64_t* num_regions_out);
 KVIO_API kvio_status kvio_pool_get_spec(uint64_t pool, kvio_pool_spec* spec_out);
 /* Closes the handle (docs/memory-lifetime.md). kvio's use of the pool's memory ends when no
- * transfer submitted with the pool is still running: memory kvio allocated is freed and kvio's
+ * transfer submitted with the pool is still running: memory kvio allocated is freed (once no
+ * other pool that wraps part of it is open either: see kvio_pool_wrap) and kvio's
  * registration of wrapped caller memory (KVIO_MEMORY_HOST_PINNED,
  * KVIO_MEMORY_ASCEND_HOST_PINNED) ends.
  *  - No such transfer running (every one completed, waited for or not) and no other kvio call

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "diagnostics.hpp"
 #include "error.hpp"
@@ -14,6 +16,58 @@ namespace kvio {
 
 namespace {
 constexpr uint64_t kHugePage = 2ull << 20;
+
+// kvio's allocations for pools by start address: their end and their owner, while it lives.
+// Live allocations never overlap; entries whose owner is gone are dropped before each use (an
+// address may be given out again).
+struct AllocatedMemory {
+  uint64_t end = 0;
+  std::weak_ptr<void> owner;
+};
+
+std::mutex& allocatedMemoryLock() {
+  static auto* m = new std::mutex;  // never destroyed: pools may close during static destruction
+  return *m;
+}
+
+std::map<uint64_t, AllocatedMemory>& allocatedMemory() {
+  static auto* a = new std::map<uint64_t, AllocatedMemory>;
+  return *a;
+}
+
+void dropFreedMemory(std::map<uint64_t, AllocatedMemory>* all) {
+  for (auto it = all->begin(); it != all->end();) {
+    it = it->second.owner.expired() ? all->erase(it) : std::next(it);
+  }
+}
+}  // namespace
+
+void noteAllocatedMemory(uint64_t address, uint64_t bytes, const std::shared_ptr<void>& owner) {
+  std::lock_guard<std::mutex> lock(allocatedMemoryLock());
+  auto& all = allocatedMemory();
+  dropFreedMemory(&all);
+  all[address] = AllocatedMemory{address + bytes, owner};
+}
+
+std::vector<std::shared_ptr<void>> holdAllocatedMemory(const std::vector<MemoryRegion>& regions) {
+  std::vector<std::shared_ptr<void>> held;
+  std::lock_guard<std::mutex> lock(allocatedMemoryLock());
+  auto& all = allocatedMemory();
+  dropFreedMemory(&all);
+  if (all.empty()) return held;
+  for (const MemoryRegion& r : regions) {
+    // The allocation starting at or before the region, then those starting inside it.
+    auto it = all.upper_bound(r.address);
+    if (it != all.begin()) --it;
+    for (; it != all.end() && it->first < r.address + r.bytes; ++it) {
+      if (it->second.end <= r.address) continue;
+      std::shared_ptr<void> owner = it->second.owner.lock();
+      if (owner != nullptr && std::find(held.begin(), held.end(), owner) == held.end()) {
+        held.push_back(std::move(owner));
+      }
+    }
+  }
+  return held;
 }
 
 kvio_status HostAllocation::create(uint64_t bytes, std::shared_ptr<HostAllocation>* out) {

@@ -95,6 +95,11 @@ struct PoolImpl {
     std::shared_ptr<PoolUsage> usage = std::make_shared<PoolUsage>();
     ~ReleaseNotice() { usage->markReleased(); }
   } notice;
+  /// Memory of other pools' kvio allocations that this pool's wrapped regions lie in
+  /// (holdAllocatedMemory): held so that closing the pool that allocated it cannot free memory
+  /// this one describes. Declared after `notice` only, so released after this pool's own memory
+  /// and registration.
+  std::vector<std::shared_ptr<void>> borrowed;
   kvio_pool_spec spec{};
   int32_t memoryKind = KVIO_MEMORY_HOST;
   int32_t device = -1;                    // device ordinal; -1 for pageable host memory
@@ -123,6 +128,13 @@ struct PoolImpl {
   /// fills deviceLayerBase. Call after bindLayout.
   kvio_status bindMemory(int32_t kind, int32_t deviceOrdinal, std::shared_ptr<void> owner);
 };
+
+/// Records memory kvio allocated for a pool, [address, +bytes), while `owner` (which frees it)
+/// lives, so that a pool wrapping part of it can hold it (holdAllocatedMemory).
+void noteAllocatedMemory(uint64_t address, uint64_t bytes, const std::shared_ptr<void>& owner);
+
+/// The owners of the live kvio allocations that any of `regions` overlaps.
+std::vector<std::shared_ptr<void>> holdAllocatedMemory(const std::vector<MemoryRegion>& regions);
 
 /// Lists the handle of a pool just opened with the closing pools (pool_close.cpp), so that
 /// closing it later needs no memory: kvio_pool_close never fails for memory. Throws

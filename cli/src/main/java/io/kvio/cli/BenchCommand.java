@@ -50,7 +50,8 @@ import picocli.CommandLine.Spec;
         footer = {
             "",
             "Example:",
-            "  java -jar kvio-cli.jar bench --quick --csv bench.csv --json bench.json --svg bench.svg",
+            "  java -jar kvio-cli.jar bench --quick --csv bench.csv --json bench.json \\",
+            "      --svg bench.svg",
             "",
             "Repeated names and sizes in --backend, --layouts, --rows and --tokens run once.",
             "",
@@ -93,8 +94,9 @@ public final class BenchCommand implements Callable<Integer> {
             split = ",",
             converter = Converters.Backend.class,
             description =
-                    "io backends: cpu, kernel, direct, kernel_ascend, auto, staged [all available but"
-                            + " auto, which runs one of the others per transfer]")
+                    "io backends: cpu, kernel, direct, kernel_ascend, auto, staged [every one but"
+                            + " auto, which runs one of the others per transfer; those not"
+                            + " available here are listed as UNAVAILABLE]")
     List<IoBackend> backends;
 
     static final class Mode {

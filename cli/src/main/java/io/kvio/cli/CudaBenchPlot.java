@@ -101,6 +101,15 @@ final class CudaBenchPlot {
                 continue;
             }
             String where = source + " line " + (n + 1);
+            if (!DIRECTIONS.contains(f[at[2]])) {
+                throw new IllegalArgumentException(
+                        where
+                                + ": direction '"
+                                + f[at[2]]
+                                + "' is not one the bench writes ("
+                                + String.join(", ", DIRECTIONS)
+                                + ")");
+            }
             try {
                 points.add(
                         new Point(
@@ -108,7 +117,7 @@ final class CudaBenchPlot {
                                 f[at[2]],
                                 positive(where, "row_bytes", Long.parseLong(f[at[3]])),
                                 positive(where, "indices", Long.parseLong(f[at[4]])),
-                                Long.parseLong(f[at[5]]),
+                                notNegative(where, "ctas", Long.parseLong(f[at[5]])),
                                 gbps(where, Double.parseDouble(f[at[6]])),
                                 chosenAt >= 0 ? f[chosenAt] : "-"));
             } catch (NumberFormatException e) {
@@ -120,6 +129,15 @@ final class CudaBenchPlot {
                     source + " holds no row-sweep results (no line whose test is 'rows')");
         }
         return new CudaBenchPlot(points);
+    }
+
+    /** A count that must be at least 0 (ctas: 0 for the paths without a kernel launch). */
+    private static long notNegative(String where, String column, long value) {
+        if (value < 0) {
+            throw new IllegalArgumentException(
+                    where + ": " + column + " must be at least 0, got " + value);
+        }
+        return value;
     }
 
     /** A size that must be at least 1 (row_bytes, indices); else what is wrong, and where. */

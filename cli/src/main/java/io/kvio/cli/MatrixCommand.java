@@ -43,7 +43,8 @@ import picocli.CommandLine.Spec;
             "",
             "Examples:",
             "  java -jar kvio-cli.jar matrix --quick",
-            "  java -jar kvio-cli.jar matrix --full --require kernel,direct --junit matrix.xml",
+            "  java -jar kvio-cli.jar matrix --full --require kernel,direct \\",
+            "      --junit matrix.xml",
             "",
             "Exit status: 0 no FAIL, 1 a FAIL, 2 bad arguments (an output file that cannot be"
                     + " written is one, checked before the run), 3 kvio error or, in a run"

@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -37,8 +38,8 @@ import picocli.CommandLine.Spec;
         footer = {
             "",
             "Example (after scripts/gpu-check.sh run):",
-            "  java -jar kvio-cli.jar plot results/bench.tsv --svg docs/img/bench-cuda.svg"
-                    + " --title \"H200, driver 570.124\"",
+            "  java -jar kvio-cli.jar plot results/bench.tsv \\",
+            "      --svg docs/img/bench-cuda.svg --title \"H200, driver 570.124\"",
             "",
             "Exit status: 0 done, 2 bad arguments, an unreadable TSV or an SVG path that cannot"
                     + " be written (checked first), 3 the SVG could not be written after all."
@@ -68,6 +69,7 @@ public final class PlotCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         ReportFiles.checkOutputs(spec, Map.of("--svg", svg));
+        ReportFiles.checkNotInput(spec, "--svg", svg, "the TSV file", tsv);
         CudaBenchPlot plot = read();
         plot.printMarkdown(Main.out(spec));
         boolean written =
@@ -92,6 +94,9 @@ public final class PlotCommand implements Callable<Integer> {
             return CudaBenchPlot.read(tsv);
         } catch (NoSuchFileException e) {
             throw new ParameterException(spec.commandLine(), "no such file: " + tsv);
+        } catch (AccessDeniedException e) {
+            throw new ParameterException(
+                    spec.commandLine(), "cannot read " + tsv + ": permission denied");
         } catch (CharacterCodingException e) {
             throw new ParameterException(
                     spec.commandLine(),

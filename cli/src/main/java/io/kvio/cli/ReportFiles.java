@@ -64,12 +64,52 @@ final class ReportFiles {
                 throw new ParameterException(
                         spec.commandLine(), option + " " + file + ": " + problem);
             }
-            String other = seen.putIfAbsent(file.toAbsolutePath().normalize(), option);
+            String other = seen.putIfAbsent(identity(file), option);
             if (other != null) {
                 throw new ParameterException(
                         spec.commandLine(),
                         option + " " + file + ": " + other + " names the same file");
             }
+        }
+    }
+
+    /**
+     * A usage error when the report {@code option} would be written over the file an input option
+     * reads ({@code plot t.tsv --svg t.tsv}): checked before anything is read or written.
+     */
+    static void checkNotInput(
+            CommandSpec spec, String option, Path output, String inputName, Path input) {
+        if (output != null && input != null && identity(output).equals(identity(input))) {
+            throw new ParameterException(
+                    spec.commandLine(),
+                    option
+                            + " "
+                            + output
+                            + ": is "
+                            + inputName
+                            + ", which this command reads; name another file");
+        }
+    }
+
+    /**
+     * The file a path names, for telling whether two paths are one file: its real path (symbolic
+     * links and {@code ..} resolved) when it exists, else its folder's real path and its name, else
+     * the path made absolute and normalized.
+     */
+    private static Path identity(Path file) {
+        Path absolute = file.toAbsolutePath().normalize();
+        try {
+            return absolute.toRealPath();
+        } catch (IOException notThere) {
+            Path parent = absolute.getParent();
+            if (parent != null && absolute.getFileName() != null) {
+                try {
+                    return parent.toRealPath().resolve(absolute.getFileName());
+                } catch (IOException noFolder) {
+                    // below
+                }
+            }
+            return absolute;
         }
     }
 

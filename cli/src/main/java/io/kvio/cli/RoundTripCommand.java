@@ -59,7 +59,10 @@ public final class RoundTripCommand implements Callable<Integer> {
                     "tokens moved per layout: whole pages plus a token-granular tail [${DEFAULT-VALUE}]")
     long tokens = 8192;
 
-    @Option(names = "--layers", paramLabel = "N", description = "model layers [${DEFAULT-VALUE}]")
+    @Option(
+            names = "--layers",
+            paramLabel = "N",
+            description = "model layers, 1 to 1048576 [${DEFAULT-VALUE}]")
     long layers = 32;
 
     /** Null when not given: the kind's default. */
@@ -133,9 +136,8 @@ public final class RoundTripCommand implements Callable<Integer> {
         PrintWriter err = Main.err(spec);
         try {
             o.checkSupport();
-        } catch (KvioException e) {
-            err.println("kvio: " + e.getMessage());
-            return Main.EXIT_USAGE;
+        } catch (KvioException e) { // a usage error as any other: the message, then the help hint
+            throw new ParameterException(spec.commandLine(), e.getMessage());
         }
         return new RoundTrip(o, out, err).run();
     }
@@ -145,6 +147,7 @@ public final class RoundTripCommand implements Callable<Integer> {
         RoundTripOptions o = new RoundTripOptions();
         o.tokens = Converters.positive(spec, "--tokens", tokens);
         o.layers = Converters.positive(spec, "--layers", layers);
+        Converters.inRange(spec, "--layers", layers, BenchCommand.MAX_LAYERS, " (kvio's limit)");
         o.dtypeBytes = Converters.positive(spec, "--dtype-bytes", dtypeBytes);
         o.pageSize = Converters.positive(spec, "--page-size", pageSize);
         if (o.pageSize > MAX_PAGE_SIZE) {

@@ -151,12 +151,11 @@ final class SvgPlot {
         String title =
                 String.format(
                         Locale.ROOT,
-                        "kvio %s bench on %s (%s): GB/s by row size, %d tokens x %d layers,"
-                                + " mha, %s",
+                        "kvio %s bench on %s (%s): GB/s by row size, %s x %d layers, mha, %s",
                         r.version,
                         r.platform,
                         r.mode,
-                        tokens,
+                        tokens < 0 ? "no points" : tokens + " tokens", // nothing ran: none
                         r.layers,
                         r.threads == null ? "no backend ran" : r.threads + " io threads");
         return render(

@@ -96,6 +96,10 @@ public class CliTest {
         CliRunner.run("roundtrip", "--layers", "0")
                 .assertUsage("--layers must be at least 1, got 0");
         CliRunner.run("roundtrip", "--layers", "x").assertUsage("'x' is not a long");
+        CliRunner.run("roundtrip", "--layers", "2000000", "--tokens", "16")
+                .assertUsage(
+                        "--layers must be 1 to 1048576 (kvio's limit), got 2000000",
+                        "roundtrip --help");
     }
 
     @Test
@@ -223,6 +227,7 @@ public class CliTest {
             assertEquals(direct.exit, Main.EXIT_USAGE, direct.toString());
             assertTrue(direct.err.contains("io backend 'direct' is not available"), direct.err);
             assertTrue(direct.err.contains("auto"), "names what is available: " + direct.err);
+            assertTrue(direct.err.contains("roundtrip --help"), "the help hint: " + direct.err);
         }
     }
 

@@ -333,6 +333,19 @@ public class MatrixCommandTest extends OutputDirTest {
                 .assertUsage("--junit " + dir + ": is a folder");
         CliRunner.run("matrix", "--backend", "cpu", "--json", out("same"), "--junit", out("same"))
                 .assertUsage("--junit " + out("same") + ": --json names the same file");
+        // The same file through a symbolic link (a dangling link is replaced by its report: another
+        // file).
+        Files.writeString(dir.resolve("real.json"), "{}");
+        Files.createSymbolicLink(dir.resolve("link.xml"), dir.resolve("real.json"));
+        CliRunner.run(
+                        "matrix",
+                        "--backend",
+                        "cpu",
+                        "--json",
+                        out("real.json"),
+                        "--junit",
+                        out("link.xml"))
+                .assertUsage("--junit " + out("link.xml") + ": --json names the same file");
         assertFalse(Files.exists(dir.resolve("same")));
     }
 

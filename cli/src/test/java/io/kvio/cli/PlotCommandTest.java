@@ -13,6 +13,7 @@ import static org.testng.Assert.assertTrue;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import org.testng.annotations.BeforeClass;
@@ -194,7 +195,39 @@ public class PlotCommandTest extends OutputDirTest {
                     StandardCharsets.UTF_8);
             CliRunner.run("plot", out("impossible.tsv"), "--svg", out("x.svg")).assertUsage(c[3]);
         }
+        // A direction the bench never writes, and a negative CTA count: refused, not dropped.
+        String[][] lines = {
+            {
+                "rows\tkernel\tsideways\t256\t64\t4\t1.00\t-1.0\t-1.0\t-",
+                "line 3: direction 'sideways' is not one the bench writes (d2h, h2d)"
+            },
+            {
+                "rows\tkernel\td2h\t256\t64\t-4\t1.00\t-1.0\t-1.0\t-",
+                "line 3: ctas must be at least 0, got -4"
+            },
+        };
+        for (String[] c : lines) {
+            Files.write(
+                    dir.resolve("impossible.tsv"),
+                    List.of(HEADER, "rows\tkernel\td2h\t256\t64\t1\t1.00\t-1.0\t-1.0\t-", c[0]),
+                    StandardCharsets.UTF_8);
+            CliRunner.run("plot", out("impossible.tsv"), "--svg", out("x.svg")).assertUsage(c[1]);
+        }
         assertFalse(Files.exists(dir.resolve("x.svg")));
+    }
+
+    @Test
+    public void theSvgCannotBeTheTsvItReads() throws Exception {
+        Path copy = dir.resolve("own.tsv");
+        Files.write(copy, ROWS, StandardCharsets.UTF_8);
+        Path link = dir.resolve("own-link.svg");
+        Files.createSymbolicLink(link, copy);
+        for (String svg : new String[] {copy.toString(), link.toString()}) {
+            CliRunner r = CliRunner.run("plot", copy.toString(), "--svg", svg);
+            r.assertUsage("--svg " + svg + ": is the TSV file, which this command reads");
+            assertEquals(r.out, "", "refused before reading the TSV");
+        }
+        assertEquals(Files.readAllLines(copy, StandardCharsets.UTF_8), ROWS, "the TSV unchanged");
     }
 
     @Test

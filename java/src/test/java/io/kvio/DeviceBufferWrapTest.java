@@ -16,6 +16,7 @@ import static org.testng.Assert.expectThrows;
 import io.kvio.PoolFixtures.Config;
 import io.kvio.oracle.Geometry;
 import java.nio.ByteBuffer;
+import org.testng.Assert.ThrowingRunnable;
 import org.testng.annotations.Test;
 
 public class DeviceBufferWrapTest {
@@ -187,40 +188,30 @@ public class DeviceBufferWrapTest {
         assertTrue(heap.getMessage().contains("needs a direct buffer"), heap.getMessage());
 
         ByteBuffer memory = buffer(G.totalBytes(), 0, 0x44);
-        KvioInvalidArgumentException readOnly =
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () ->
-                                DeviceKvPool.wrapComponents(
-                                        SPEC,
-                                        new ByteBuffer[] {memory, memory.asReadOnlyBuffer()},
-                                        IoBackend.CPU));
-        assertTrue(readOnly.getMessage().contains("read-only"), readOnly.getMessage());
-        assertTrue(readOnly.getMessage().contains("wrapComponents"), readOnly.getMessage());
-
+        assertInvalid(
+                () ->
+                        DeviceKvPool.wrapComponents(
+                                SPEC,
+                                new ByteBuffer[] {memory, memory.asReadOnlyBuffer()},
+                                IoBackend.CPU),
+                "read-only",
+                "wrapComponents");
         // The native refusals name the arrays the caller passed, not the address forms'.
-        KvioInvalidArgumentException overlap =
-                expectThrows(
-                        KvioInvalidArgumentException.class,
+        String overlap =
+                assertInvalid(
                         () ->
                                 DeviceKvPool.wrapComponents(
                                         SPEC,
                                         new ByteBuffer[] {memory, memory.duplicate()},
-                                        IoBackend.CPU));
-        assertTrue(overlap.getMessage().contains("components[1]"), overlap.getMessage());
-        assertFalse(overlap.getMessage().contains("Addresses"), overlap.getMessage());
-        KvioInvalidArgumentException none =
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () -> DeviceKvPool.wrapComponents(SPEC, new ByteBuffer[0], IoBackend.CPU));
-        assertTrue(none.getMessage().contains("components.length is 0"), none.getMessage());
-        KvioInvalidArgumentException oneLayer =
-                expectThrows(
-                        KvioInvalidArgumentException.class,
-                        () ->
-                                DeviceKvPool.wrapLayers(
-                                        SPEC, new ByteBuffer[] {memory}, IoBackend.CPU));
-        assertTrue(oneLayer.getMessage().contains("layers.length is 1"), oneLayer.getMessage());
+                                        IoBackend.CPU),
+                        "components[1]");
+        assertFalse(overlap.contains("Addresses"), overlap);
+        assertInvalid(
+                () -> DeviceKvPool.wrapComponents(SPEC, new ByteBuffer[0], IoBackend.CPU),
+                "components.length is 0");
+        assertInvalid(
+                () -> DeviceKvPool.wrapLayers(SPEC, new ByteBuffer[] {memory}, IoBackend.CPU),
+                "layers.length is 1");
 
         for (IoBackend device : new IoBackend[] {IoBackend.KERNEL, IoBackend.KERNEL_ASCEND}) {
             KvioUnsupportedException e =
@@ -233,5 +224,14 @@ public class DeviceBufferWrapTest {
         expectThrows(
                 NullPointerException.class,
                 () -> DeviceKvPool.wrap(SPEC, (ByteBuffer) null, IoBackend.CPU));
+    }
+
+    /**
+     * The call throws KvioInvalidArgumentException whose message has every fragment; the message.
+     */
+    private static String assertInvalid(ThrowingRunnable call, String... fragments) {
+        String m = expectThrows(KvioInvalidArgumentException.class, call).getMessage();
+        for (String f : fragments) assertTrue(m.contains(f), "'" + f + "' missing in: " + m);
+        return m;
     }
 }

@@ -118,26 +118,18 @@ public class RequestFormsTest extends CpuPoolsFixture {
             assertSameRows(device, 40, 1 + j, host, 5, 2 + j);
             assertSameRows(device, 41, 1 + j, host, 6, 2 + j);
         }
-        assertRejected(
-                KvioInvalidArgumentException.class,
-                () ->
-                        Kvio.request(host.executor(), device, host)
-                                .srcIndices(1)
-                                .dstIndices(2)
-                                .submit(),
-                openBuffers(),
-                "layers is not set: call layers(...) before submit()");
-        for (long layers : new long[] {-1, 0}) { // set, but not a count: named, not "not set"
+        // Not set, and set to what is not a count (named as such, not as "not set").
+        for (Long layers : new Long[] {null, -1L, 0L}) {
+            Kvio.Request r =
+                    Kvio.request(host.executor(), device, host).srcIndices(1).dstIndices(2);
+            if (layers != null) r.layers(layers);
             assertRejected(
                     KvioInvalidArgumentException.class,
-                    () ->
-                            Kvio.request(host.executor(), device, host)
-                                    .srcIndices(1)
-                                    .dstIndices(2)
-                                    .layers(layers)
-                                    .submit(),
+                    r::submit,
                     openBuffers(),
-                    "numLayers must be at least 1, got " + layers);
+                    layers == null
+                            ? "layers is not set: call layers(...) before submit()"
+                            : "numLayers must be at least 1, got " + layers);
         }
         // More pairs than the host pool has slots: refused by their count, in the caller's names.
         long slots = host.spec().tokens();

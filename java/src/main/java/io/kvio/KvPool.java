@@ -319,10 +319,12 @@ public abstract class KvPool implements AutoCloseable {
      * Releases the pool; idempotent. Transfers already submitted still complete. When none of them
      * is still running and no other call with the pool (a submit being checked, {@code copyTo} or
      * {@code copyFrom}) is running on another thread, kvio's use of the pool's memory ends before
-     * close() returns: memory kvio allocated is freed, and its registration of wrapped memory
-     * (cudaHostRegister, aclrtHostRegisterV2) ends, so the owner of wrapped memory may free it
-     * right after. Otherwise that happens when the last of those transfers or calls ends; where one
-     * may still run, {@link #closeAndWait()} waits for it before the memory is freed.
+     * close() returns: memory kvio allocated is freed (unless a pool that wraps part of it, such as
+     * one over this pool's {@link #buffer()}, is still open: that pool holds it), and its
+     * registration of wrapped memory (cudaHostRegister, aclrtHostRegisterV2) ends, so the owner of
+     * wrapped memory may free it right after. Otherwise that happens when the last of those
+     * transfers or calls ends; where one may still run, {@link #closeAndWait()} waits for it before
+     * the memory is freed.
      *
      * @throws IllegalStateException (Java 22+) a MemorySegment of this pool (io.kvio.Segments) is
      *     in use (a downcall or an I/O operation holds it), so its arena cannot close: the pool is

@@ -407,6 +407,39 @@ TEST_F(LifetimeTest, NoWaiterReturnsBeforeTheReleaseHasHappened) {
 
 // A pool used by many transfers (its list of them is pruned as it grows), some waited for and
 // some not, still ends its registration when it is closed.
+// NPU memory kvio allocated, wrapped as another NPU pool of the same device: the wrap holds it
+// when the allocating pool closes (the emulation's live device allocations say when it is
+// freed). The same address wrapped as host memory, or as NPU memory of another device, is
+// another address space: it holds nothing.
+TEST_F(LifetimeTest, AWrapOfKviosNpuAllocationHoldsItInItsAddressSpaceOnly) {
+  const kvio_pool_spec spec{kDevice.kind, kDevice.layout, kDevice.L, kDevice.P,
+                            kDevice.ps,   kDevice.H,      kDevice.hb};
+  uint64_t owner = 0, wrap = 0, address = 0, bytes = 0;
+  const int64_t before = acl().live().deviceAllocations;
+  ASSERT_EQ(kvio_pool_allocate_memory(&spec, KVIO_MEMORY_ASCEND_DEVICE, 0, &owner), KVIO_STATUS_OK)
+      << lastError();
+  ASSERT_EQ(acl().live().deviceAllocations, before + 1);
+  ASSERT_EQ(kvio_pool_region(owner, 0, &address, &bytes, nullptr), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_DEVICE, 0, address, bytes, &wrap),
+            KVIO_STATUS_OK)
+      << lastError();
+  EXPECT_EQ(kvio_pool_close_wait(owner, -1), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().live().deviceAllocations, before + 1) << "held by the wrap";
+  EXPECT_EQ(kvio_pool_close_wait(wrap, -1), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().live().deviceAllocations, before) << "freed with the wrap";
+
+  // The same numbers in another address space (host memory: the emulation's NPU addresses are
+  // host addresses, so a real NPU's could be too) are other memory: such a wrap holds nothing,
+  // and is never used here.
+  ASSERT_EQ(kvio_pool_allocate_memory(&spec, KVIO_MEMORY_ASCEND_DEVICE, 0, &owner), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_pool_region(owner, 0, &address, &bytes, nullptr), KVIO_STATUS_OK);
+  uint64_t hostWrap = 0;
+  ASSERT_EQ(kvio_pool_wrap(&spec, address, bytes, &hostWrap), KVIO_STATUS_OK) << lastError();
+  EXPECT_EQ(kvio_pool_close_wait(owner, -1), KVIO_STATUS_OK);
+  EXPECT_EQ(acl().live().deviceAllocations, before) << "a host wrap holds no NPU memory";
+  EXPECT_EQ(kvio_pool_close(hostWrap), KVIO_STATUS_OK);
+}
+
 TEST_F(LifetimeTest, APoolUsedManyTimesReleasesAtClose) {
   std::mt19937_64 rng(13);
   Mapping memory(static_cast<size_t>(kHost.regionBytes()));

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <utility>
 
 #include "diagnostics.hpp"
 #include "error.hpp"
@@ -17,49 +18,62 @@ namespace kvio {
 namespace {
 constexpr uint64_t kHugePage = 2ull << 20;
 
-// kvio's allocations for pools by start address: their end and their owner, while it lives.
-// Live allocations never overlap; entries whose owner is gone are dropped before each use (an
-// address may be given out again).
+// kvio's allocations for pools by address space and start address: their end and their owner,
+// while it lives. Live allocations of one space never overlap; entries whose owner is gone are
+// dropped before each use (an address may be given out again).
 struct AllocatedMemory {
   uint64_t end = 0;
   std::weak_ptr<void> owner;
 };
+
+// The address space of memory kind `kind` on `device`: every host kind is the process's one
+// space (-1); device memory (an NPU's addresses may repeat another's or the host's) is one space
+// per kind and device.
+int64_t addressSpace(int32_t kind, int32_t device) {
+  return isDeviceMemory(kind) ? (int64_t{kind} << 32) | static_cast<uint32_t>(device) : -1;
+}
+
+using Allocations = std::map<std::pair<int64_t, uint64_t>, AllocatedMemory>;
 
 std::mutex& allocatedMemoryLock() {
   static auto* m = new std::mutex;  // never destroyed: pools may close during static destruction
   return *m;
 }
 
-std::map<uint64_t, AllocatedMemory>& allocatedMemory() {
-  static auto* a = new std::map<uint64_t, AllocatedMemory>;
+Allocations& allocatedMemory() {
+  static auto* a = new Allocations;
   return *a;
 }
 
-void dropFreedMemory(std::map<uint64_t, AllocatedMemory>* all) {
+void dropFreedMemory(Allocations* all) {
   for (auto it = all->begin(); it != all->end();) {
     it = it->second.owner.expired() ? all->erase(it) : std::next(it);
   }
 }
 }  // namespace
 
-void noteAllocatedMemory(uint64_t address, uint64_t bytes, const std::shared_ptr<void>& owner) {
+void noteAllocatedMemory(int32_t kind, int32_t device, uint64_t address, uint64_t bytes,
+                         const std::shared_ptr<void>& owner) {
   std::lock_guard<std::mutex> lock(allocatedMemoryLock());
   auto& all = allocatedMemory();
   dropFreedMemory(&all);
-  all[address] = AllocatedMemory{address + bytes, owner};
+  all[{addressSpace(kind, device), address}] = AllocatedMemory{address + bytes, owner};
 }
 
-std::vector<std::shared_ptr<void>> holdAllocatedMemory(const std::vector<MemoryRegion>& regions) {
+std::vector<std::shared_ptr<void>> holdAllocatedMemory(int32_t kind, int32_t device,
+                                                       const std::vector<MemoryRegion>& regions) {
   std::vector<std::shared_ptr<void>> held;
+  const int64_t space = addressSpace(kind, device);
   std::lock_guard<std::mutex> lock(allocatedMemoryLock());
   auto& all = allocatedMemory();
   dropFreedMemory(&all);
   if (all.empty()) return held;
   for (const MemoryRegion& r : regions) {
-    // The allocation starting at or before the region, then those starting inside it.
-    auto it = all.upper_bound(r.address);
-    if (it != all.begin()) --it;
-    for (; it != all.end() && it->first < r.address + r.bytes; ++it) {
+    // The allocation of this space starting at or before the region, then those starting in it.
+    auto it = all.upper_bound({space, r.address});
+    if (it != all.begin() && std::prev(it)->first.first == space) --it;
+    for (; it != all.end() && it->first.first == space && it->first.second < r.address + r.bytes;
+         ++it) {
       if (it->second.end <= r.address) continue;
       std::shared_ptr<void> owner = it->second.owner.lock();
       if (owner != nullptr && std::find(held.begin(), held.end(), owner) == held.end()) {

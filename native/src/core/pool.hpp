@@ -129,12 +129,17 @@ struct PoolImpl {
   kvio_status bindMemory(int32_t kind, int32_t deviceOrdinal, std::shared_ptr<void> owner);
 };
 
-/// Records memory kvio allocated for a pool, [address, +bytes), while `owner` (which frees it)
-/// lives, so that a pool wrapping part of it can hold it (holdAllocatedMemory).
-void noteAllocatedMemory(uint64_t address, uint64_t bytes, const std::shared_ptr<void>& owner);
+/// Records memory kvio allocated for a pool, [address, +bytes) of memory kind `kind` on `device`,
+/// while `owner` (which frees it) lives, so that a pool wrapping part of it can hold it
+/// (holdAllocatedMemory).
+void noteAllocatedMemory(int32_t kind, int32_t device, uint64_t address, uint64_t bytes,
+                         const std::shared_ptr<void>& owner);
 
-/// The owners of the live kvio allocations that any of `regions` overlaps.
-std::vector<std::shared_ptr<void>> holdAllocatedMemory(const std::vector<MemoryRegion>& regions);
+/// The owners of the live kvio allocations that any of `regions` overlaps, in the address space
+/// of memory kind `kind` on `device` (every host kind is one space, as for the aliasing check;
+/// device memory is a space per kind and device).
+std::vector<std::shared_ptr<void>> holdAllocatedMemory(int32_t kind, int32_t device,
+                                                       const std::vector<MemoryRegion>& regions);
 
 /// Lists the handle of a pool just opened with the closing pools (pool_close.cpp), so that
 /// closing it later needs no memory: kvio_pool_close never fails for memory. Throws

@@ -37,7 +37,7 @@ kvio_status openPool(const kvio_pool_spec& spec, const LayoutStrides& strides, P
   pool->allocation = std::move(memory.allocation);
   if (pool->allocation == nullptr && memory.owner == nullptr) {
     // Wrapped memory: where it lies in another pool's kvio allocation, hold that allocation.
-    pool->borrowed = holdAllocatedMemory(pool->regions);
+    pool->borrowed = holdAllocatedMemory(memory.kind, memory.device, pool->regions);
   }
   pool->bindLayout();
   KVIO_RETURN_IF_ERROR(pools().checkRoom());  // before registering the caller's memory
@@ -164,11 +164,11 @@ kvio_status kvio_pool_allocate_memory(const kvio_pool_spec* spec, int32_t memory
     if (memory_kind == KVIO_MEMORY_HOST) {
       KVIO_RETURN_IF_ERROR(HostAllocation::create(total, &memory.allocation));
       address = memory.allocation->address();
-      noteAllocatedMemory(address, total, memory.allocation);
+      noteAllocatedMemory(memory_kind, device, address, total, memory.allocation);
     } else {
       KVIO_RETURN_IF_ERROR(
           memoryOpsFor(memory_kind).allocate(memory_kind, device, total, &address, &memory.owner));
-      noteAllocatedMemory(address, total, memory.owner);
+      noteAllocatedMemory(memory_kind, device, address, total, memory.owner);
     }
     uint64_t bases[AffineLayout::kMaxComponents];
     for (int32_t c = 0; c < components; ++c) bases[c] = address + c * componentBytes;

@@ -365,7 +365,8 @@ KVIO_API kvio_status kvio_submit_with(uint64_t executor, const kvio_transfer_des
  * byte moves either way. options NULL: the defaults. num_indices may be 0 (the index arrays are
  * then not looked at). With indices_memory KVIO_INDICES_DEVICE the index arrays are never read
  * (they are device memory): an executor that does not take device indices is UNSUPPORTED, and
- * for one that does, when num_indices > 0, the arrays' alignment and their first and last
+ * for one that does, when num_indices > 0, the pairs' count against the dst pool's token slots,
+ * the arrays' alignment and their first and last
  * entries' memory (of the executor's device, not of a CUDA context the caller created: see
  * kvio_submit_device_indices); their values only the kernel checks, when the transfer runs.
  * Whether a CUDA or Ascend executor's stream is being captured is asked by the submit only (the
@@ -447,7 +448,9 @@ KVIO_API kvio_status kvio_transfer_timing(int32_t enabled);
 
 /* ---- the planner, exposed for tests, tools and other executors ---- */
 /* Writes up to capacity copies of the plan of `desc` into copies_out and their number into
- * count_out (the full count, even when larger than capacity). Validates like kvio_submit. */
+ * count_out (the full count, even when larger than capacity; capacity 0, or copies_out NULL,
+ * asks for the count only). Validates like kvio_submit; a negative capacity is
+ * INVALID_ARGUMENT. */
 KVIO_API kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copies_out,
                                int64_t capacity, int64_t* count_out);
 
@@ -622,13 +625,15 @@ KVIO_API kvio_status kvio_submit_launch(uint64_t executor, const kvio_transfer_d
  * form of kvio_submit_with with only indices_memory KVIO_INDICES_DEVICE set)
  * (the kernel backend, and auto on a GPU, which gives such transfers to its kernel; UNSUPPORTED
  * elsewhere). They are read by the kernel, so they must stay valid and unchanged
- * until the transfer completes. Refused before anything is launched (INVALID_ARGUMENT): arrays
+ * until the transfer completes. Refused before anything is launched (INVALID_ARGUMENT): more
+ * pairs than the dst pool has token slots (a transfer writes each slot once), arrays
  * that are not 8-byte aligned, whose first or last entry (num_indices - 1) is not memory of the
  * executor's device (host memory; a num_indices past the end of the array), or that a CUDA
  * context the caller created holds (cuCtxCreate: kvio runs in the device's primary context,
  * which cannot reach it). The host cannot check the values: the kernel skips every pair with
  * an index outside its pool, and the transfer completes with KVIO_STATUS_OUT_OF_RANGE naming
- * the first bad position. Duplicate destination slots are not detected (the rows race). */
+ * the first bad position. Duplicate destination slots among them are not detected (the rows
+ * race). */
 KVIO_API kvio_status kvio_submit_device_indices(uint64_t executor, const kvio_transfer_desc* desc,
                                                 uint64_t* transfer_out);
 /* The CUDA event (a cudaEvent_t) recorded after a CUDA transfer's work on its stream; another

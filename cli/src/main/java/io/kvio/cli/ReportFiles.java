@@ -97,7 +97,7 @@ final class ReportFiles {
      * the path made absolute and normalized.
      */
     private static Path identity(Path file) {
-        Path absolute = file.toAbsolutePath().normalize();
+        Path absolute = file.toAbsolutePath(); // not normalized: ".." after a link is the link's
         try {
             return absolute.toRealPath();
         } catch (IOException notThere) {
@@ -109,7 +109,7 @@ final class ReportFiles {
                     // below
                 }
             }
-            return absolute;
+            return absolute.normalize();
         }
     }
 

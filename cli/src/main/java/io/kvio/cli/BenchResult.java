@@ -77,14 +77,14 @@ final class BenchResult {
     void printMarkdown(PrintWriter out) {
         out.printf(
                 Locale.ROOT,
-                "## kvio %s bench (%s, %s): %d layers, page %d, mha, %s, best of %d runs%n%n",
+                "## kvio %s bench (%s, %s): %s, page %d, mha, %s, best of %s%n%n",
                 version,
                 platform,
                 mode,
-                layers,
+                Main.count(layers, "layer", "layers"),
                 pageSize,
-                threads == null ? "no backend ran" : threads + " io threads",
-                repeats);
+                threads == null ? "no backend ran" : Main.count(threads, "io thread", "io threads"),
+                Main.count(repeats, "run", "runs"));
         for (MatrixReport.Backend b : backends) {
             out.println(
                     "- "

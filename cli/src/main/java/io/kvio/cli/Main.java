@@ -111,6 +111,11 @@ public final class Main implements Runnable {
         return cl;
     }
 
+    /** "1 run", "2 runs": n and the noun in its number, for report headers. */
+    static String count(long n, String one, String many) {
+        return n + " " + (n == 1 ? one : many);
+    }
+
     static PrintWriter out(CommandSpec spec) {
         return spec.commandLine().getOut();
     }

@@ -108,12 +108,12 @@ final class MatrixReport {
     void printMarkdown(PrintWriter out) {
         out.printf(
                 Locale.ROOT,
-                "## kvio %s hardware matrix (%s, %s): %d configurations x %d io backends%n%n",
+                "## kvio %s hardware matrix (%s, %s): %s x %s%n%n",
                 version,
                 platform,
                 mode,
-                configs.size(),
-                backends.size());
+                Main.count(configs.size(), "configuration", "configurations"),
+                Main.count(backends.size(), "io backend", "io backends"));
         StringBuilder header =
                 new StringBuilder("| kind | host layout | device form | granularity | direction |")
                         .append(" page | row | host layers |");

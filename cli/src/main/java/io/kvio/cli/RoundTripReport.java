@@ -60,21 +60,21 @@ final class RoundTripReport {
     void header(RoundTripOptions o, RoundTripPlan plan, int threads) {
         out.printf(
                 Locale.ROOT,
-                "kvio %s: %s, %d layers, %d heads x %d dims x %d bytes (row %d B), page %d, "
-                        + "%d tokens (%d pages + %d-token tail), io backend %s, %d threads%n",
+                "kvio %s: %s, %s, %d heads x %d dims x %d bytes (row %d B), page %d, "
+                        + "%d tokens (%s + %d-token tail), io backend %s, %s%n",
                 Kvio.version(),
                 o.kind.userName(),
-                o.layers,
+                Main.count(o.layers, "layer", "layers"),
                 o.heads,
                 o.headDim,
                 o.dtypeBytes,
                 o.rowBytes(),
                 o.pageSize,
                 o.tokens,
-                plan.fullPages,
+                Main.count(plan.fullPages, "page", "pages"),
                 plan.tail,
                 backendLabel(o.backend),
-                threads);
+                Main.count(threads, "thread", "threads"));
     }
 
     /** The io backend, and for auto what it is on this machine. */

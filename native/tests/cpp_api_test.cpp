@@ -91,6 +91,12 @@ static_assert(!BracedAllLayersCompiles<void, bool>::value, "braced lists, bool a
 static_assert(!BracedPerLayerCompiles<void, int, bool>::value, "braced lists, bool as dstLayer");
 static_assert(BracedAllLayersCompiles<void, int64_t, bool>::value, "braced lists");
 static_assert(BracedPerLayerCompiles<void, int, size_t, bool>::value, "braced lists");
+// And a number where the overlap mark goes (a third layer number, say) would be taken as true.
+static_assert(!PerLayerCompiles<void, int, int, int>::value, "a number as overlapsCompute");
+static_assert(!PerLayerCompiles<void, int, int, int64_t>::value, "a number as overlapsCompute");
+static_assert(!AllLayersCompiles<void, int, int>::value, "a number as overlapsCompute");
+static_assert(!BracedPerLayerCompiles<void, int, int, int>::value, "braced lists, a number mark");
+static_assert(!BracedAllLayersCompiles<void, int64_t, int>::value, "braced lists, a number mark");
 
 // Pool::allocate(spec, kind, device) compiles for these argument types: the kind is a
 // kvio::MemoryKind, so an int (a device ordinal, or a KVIO_MEMORY_* constant) in its place does
@@ -232,6 +238,41 @@ TEST(CppApi, TransferDirectCountsPagesInItsMessage) {
       },
       KVIO_STATUS_INVALID_ARGUMENT, {"srcPages has 2 pages but dstPages has 1"},
       "page lists of 2 and 1");
+}
+
+// A string with a NUL byte inside would reach the C entry point cut short, the rest ignored:
+// refused instead. A wait of duration::max() (of any unit) is "as long as it takes", not an
+// overflow to a negative timeout that only checks.
+TEST(CppApi, StringsWithANulAndUnboundedWaitsSayWhatTheyMean) {
+  expectError([] { (void)kvio::parseLayout(std::string("page_first\0garbage", 18)); },
+              KVIO_STATUS_INVALID_ARGUMENT, {"the layout name holds a NUL byte at 10 of its 18"},
+              "a layout name with a NUL");
+  expectError([] { (void)kvio::parseIoBackend(std::string("cpu\0x", 5)); },
+              KVIO_STATUS_INVALID_ARGUMENT, {"the io backend name holds a NUL byte at 3"},
+              "a backend name with a NUL");
+  EXPECT_EQ(kvio::parseLayout("page_first"), kvio::Layout::PageFirst);
+  kvio::Executor chooser(kvio::IoBackend::Auto, 1);
+  const std::string calibration = chooser.autoCalibration();
+  expectError(
+      [&] { chooser.setAutoCalibration(std::string("direct_row_bytes = 1K\0junk = 1\n", 31)); },
+      KVIO_STATUS_INVALID_ARGUMENT, {"the calibration holds a NUL byte at 21"},
+      "a calibration with a NUL");
+  EXPECT_EQ(chooser.autoCalibration(), calibration) << "unchanged by the refusal";
+
+  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  kvio::TransferOptions queued;
+  queued.queueOnly = true;  // never done at submit: the waits below do wait
+  kvio::Transfer t = kvio::transferPerLayer(cpu, src, dst, {0, 1}, {2, 3}, 0, 0, queued);
+  EXPECT_TRUE(t.waitFor(std::chrono::milliseconds::max()));
+  EXPECT_TRUE(t.waitFor(std::chrono::hours::max()));
+  EXPECT_TRUE(t.waitFor(std::chrono::duration<double>(1e30)));
+  std::vector<uint8_t> buf(dst.bytes());
+  kvio::Pool wrapped = kvio::Pool::wrap(oneLayerSpec(), buf.data(), buf.size());
+  kvio::Transfer u = kvio::transferPerLayer(cpu, src, wrapped, {0}, {1}, 0, 0, queued);
+  EXPECT_TRUE(wrapped.closeAndWait(std::chrono::seconds::max()));
+  EXPECT_TRUE(u.done());
 }
 
 TEST(CppApi, ClosedObjectsReportClosed) {

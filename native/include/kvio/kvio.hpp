@@ -59,6 +59,32 @@ inline void check(kvio_status status) {
   if (status != KVIO_STATUS_OK) throw Error(status, kvio_last_error());
 }
 
+namespace detail {
+/// `text` as the C string kvio's C entry points take; INVALID_ARGUMENT when it holds a NUL byte,
+/// which would end it early (what follows would be silently ignored).
+inline const char* cString(const std::string& text, const char* what) {
+  const size_t nul = text.find('\0');
+  if (nul != std::string::npos) {
+    throw Error(KVIO_STATUS_INVALID_ARGUMENT, std::string(what) + " holds a NUL byte at " +
+                                                  std::to_string(nul) + " of its " +
+                                                  std::to_string(text.size()) + " bytes");
+  }
+  return text.c_str();
+}
+
+/// A wait's timeout in kvio's nanoseconds: 0 (only checks) for zero or a negative one (a deadline
+/// already passed); -1 (as long as it takes) for one beyond what int64 nanoseconds hold, such as
+/// duration::max() of any unit; else at least 1.
+template <class Rep, class Period>
+int64_t timeoutNs(std::chrono::duration<Rep, Period> timeout) {
+  if (timeout <= std::chrono::duration<Rep, Period>::zero()) return 0;
+  const long double ns = std::chrono::duration<long double, std::nano>(timeout).count();
+  if (ns >= static_cast<long double>(std::numeric_limits<int64_t>::max())) return -1;
+  const int64_t whole = static_cast<int64_t>(ns);
+  return whole < 1 ? 1 : whole;
+}
+}  // namespace detail
+
 // The enumerations of kvio.h as C++ enums, from kvio_enums.def (its CppName column): e.g.
 // Layout::PageFirstDirect is KVIO_LAYOUT_PAGE_FIRST_DIRECT.
 // clang-format off
@@ -89,12 +115,12 @@ enum class MemoryKind : int32_t {
 /// Parses the strings users type ("page_first_direct", "kernel_ascend", ...).
 inline Layout parseLayout(const std::string& text) {
   int32_t value = 0;
-  check(kvio_parse_name(KVIO_NAME_LAYOUT, text.c_str(), &value));
+  check(kvio_parse_name(KVIO_NAME_LAYOUT, detail::cString(text, "the layout name"), &value));
   return static_cast<Layout>(value);
 }
 inline IoBackend parseIoBackend(const std::string& text) {
   int32_t value = 0;
-  check(kvio_parse_name(KVIO_NAME_BACKEND, text.c_str(), &value));
+  check(kvio_parse_name(KVIO_NAME_BACKEND, detail::cString(text, "the io backend name"), &value));
   return static_cast<IoBackend>(value);
 }
 
@@ -453,10 +479,13 @@ class Pool {
   /// of wrapped memory has ended (kvio_pool_close_wait). True once wrapped memory may be freed;
   /// false when a transfer was still running after `timeout` (the pool stays closed; call again
   /// to wait more). A negative timeout (a deadline already passed) only checks, as zero does and
-  /// as Transfer::waitFor and Java's closeAndWait(timeout, unit) do; closeAndWait() without one
-  /// waits as long as it takes.
-  bool closeAndWait(std::chrono::nanoseconds timeout) {
-    return closeAndWaitNs(timeout.count() < 0 ? 0 : timeout.count());
+  /// as Transfer::waitFor and Java's closeAndWait(timeout, unit) do; closeAndWait() without one,
+  /// or with one longer than int64 nanoseconds hold (duration::max()), waits as long as it takes.
+  /// A moved-from pool answers true at once (nothing of it to wait for), as close() does nothing
+  /// for it; its other calls throw INVALID_ARGUMENT.
+  template <class Rep, class Period>
+  bool closeAndWait(std::chrono::duration<Rep, Period> timeout) {
+    return closeAndWaitNs(detail::timeoutNs(timeout));
   }
   /// closeAndWait as long as it takes: true, or throws for an error.
   bool closeAndWait() { return closeAndWaitNs(-1); }
@@ -590,11 +619,12 @@ class KVIO_NODISCARD Transfer {
   }
   /// Waits at most `timeout`: false on timeout; throws if the transfer failed. A negative
   /// timeout (a deadline already passed: waitFor(deadline - now())) only checks, as zero does;
-  /// wait() waits as long as it takes.
-  bool waitFor(std::chrono::nanoseconds timeout) const {
+  /// wait(), or a timeout longer than int64 nanoseconds hold (duration::max()), waits as long as
+  /// it takes.
+  template <class Rep, class Period>
+  bool waitFor(std::chrono::duration<Rep, Period> timeout) const {
     if (empty_) return true;
-    const int64_t ns = timeout.count() < 0 ? 0 : static_cast<int64_t>(timeout.count());
-    const kvio_status status = kvio_transfer_wait(handle_, ns);
+    const kvio_status status = kvio_transfer_wait(handle_, detail::timeoutNs(timeout));
     if (status == KVIO_STATUS_TIMEOUT) return false;
     check(status);
     return true;
@@ -737,7 +767,7 @@ class Executor {
   }
   /// Replaces an 'auto' executor's calibration (the calibration file format).
   void setAutoCalibration(const std::string& text) {
-    check(kvio_executor_set_auto_calibration(handle_, text.c_str()));
+    check(kvio_executor_set_auto_calibration(handle_, detail::cString(text, "the calibration")));
   }
 
  private:
@@ -849,6 +879,12 @@ template <class First, class... Rest>
 struct AnyBool<First, Rest...>
     : std::integral_constant<bool, std::is_same<typename std::decay<First>::type, bool>::value ||
                                        AnyBool<Rest...>::value> {};
+/// True for an argument that is neither a bool nor TransferOptions where overlapsCompute or the
+/// options go (a number there would convert to bool silently).
+template <class T>
+struct NotAMark
+    : std::integral_constant<bool, !std::is_same<typename std::decay<T>::type, bool>::value &&
+                                       !std::is_convertible<T, const TransferOptions&>::value> {};
 }  // namespace detail
 
 /// A bool where a layer number goes would be taken as layer 0 or 1 (transferPerLayer(..., 7,
@@ -862,6 +898,11 @@ template <class SrcLayer, class DstLayer, class... Rest,
           typename std::enable_if<detail::AnyBool<SrcLayer, DstLayer>::value, int>::type = 0>
 Transfer transferPerLayer(const Executor&, const Pool&, const Pool&, DeviceIndices, DeviceIndices,
                           SrcLayer&&, DstLayer&&, Rest&&...) = delete;
+/// And the reverse: a number where overlapsCompute goes (transferPerLayer(..., 0, 0, 1): a
+/// third layer number?) would be taken as true: refused when compiling too.
+template <class Mark, typename std::enable_if<detail::NotAMark<Mark>::value, int>::type = 0>
+Transfer transferPerLayer(const Executor&, const Pool&, const Pool&, Indices, Indices, int64_t,
+                          int64_t, Mark&&) = delete;
 
 /// Every layer of dst, from src layers [srcLayerStart, srcLayerStart + dst layers): an
 /// all-layer backup; with srcLayerStart > 0 the backup of a layer-sharded pool.
@@ -898,6 +939,11 @@ template <class SrcLayerStart, class... Rest,
           typename std::enable_if<detail::AnyBool<SrcLayerStart>::value, int>::type = 0>
 Transfer transferAllLayers(const Executor&, const Pool&, const Pool&, DeviceIndices, DeviceIndices,
                            SrcLayerStart&&, Rest&&...) = delete;
+/// A number where overlapsCompute goes (transferAllLayers(..., 0, 5)) would be taken as true:
+/// refused when compiling.
+template <class Mark, typename std::enable_if<detail::NotAMark<Mark>::value, int>::type = 0>
+Transfer transferAllLayers(const Executor&, const Pool&, const Pool&, Indices, Indices, int64_t,
+                           Mark&&) = delete;
 
 /// Expands page ids into token slots: page p becomes p*pageSize ... p*pageSize + pageSize-1.
 /// INVALID_ARGUMENT for a pageSize below 1 or a page whose slots do not fit in int64 (an id
@@ -922,7 +968,13 @@ inline std::vector<int64_t> pageSlots(const std::vector<int64_t>& pages, int64_t
                                                   std::to_string(pageSize) +
                                                   " are more slots than a vector holds");
   }
-  slots.reserve(pages.size() * static_cast<size_t>(pageSize));
+  try {
+    slots.reserve(pages.size() * static_cast<size_t>(pageSize));
+  } catch (const std::bad_alloc&) {
+    throw Error(KVIO_STATUS_OUT_OF_MEMORY, "no memory for the " + std::to_string(pages.size()) +
+                                               " x " + std::to_string(pageSize) +
+                                               " token slots of these pages");
+  }
   for (int64_t p : pages)
     for (int64_t s = 0; s < pageSize; ++s) slots.push_back(p * pageSize + s);
   return slots;

@@ -21,6 +21,7 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.FileSystemException;
@@ -354,9 +355,12 @@ final class ReportFiles {
         return root;
     }
 
+    /** The report, indented, ending with a line break (as a text file, or a terminal, expects). */
     static void writeJson(Path file, ObjectNode root) throws IOException {
-        new ObjectMapper()
-                .enable(SerializationFeature.INDENT_OUTPUT)
-                .writeValue(file.toFile(), root);
+        String text =
+                new ObjectMapper()
+                        .enable(SerializationFeature.INDENT_OUTPUT)
+                        .writeValueAsString(root);
+        Files.writeString(file, text + "\n", StandardCharsets.UTF_8);
     }
 }

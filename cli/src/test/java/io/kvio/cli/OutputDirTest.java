@@ -5,6 +5,8 @@
  */
 package io.kvio.cli;
 
+import static org.testng.Assert.assertTrue;
+
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.File;
@@ -31,8 +33,11 @@ abstract class OutputDirTest {
         return dir.resolve(name).toString();
     }
 
+    /** A JSON report, parsed; it must end with one line break, as every text report does. */
     JsonNode readJson(String name) throws IOException {
-        return new ObjectMapper().readTree(dir.resolve(name).toFile());
+        String text = Files.readString(dir.resolve(name));
+        assertTrue(text.endsWith("}\n") && !text.endsWith("\n\n"), name + " ends: " + text);
+        return new ObjectMapper().readTree(text);
     }
 
     Document readXml(String name) throws Exception {

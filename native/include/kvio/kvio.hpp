@@ -34,6 +34,7 @@
 #include <initializer_list>
 #include <limits>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <type_traits>

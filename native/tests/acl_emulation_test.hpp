@@ -12,12 +12,29 @@
 #include <string>
 
 #include "acl_host_emulation.hpp"
+#include "oracle.hpp"
 
 namespace kvio_test {
 
 inline AclHostEmulation& acl() {
   return AclHostEmulation::instance();
 }
+
+/// `base` with each wrapped buffer tagged as emulated NPU memory of `device` before the wrap
+/// (kvio asks aclrtPointerGetAttributes about memory wrapped as KVIO_MEMORY_ASCEND_DEVICE).
+inline Placement npuMemory(int32_t device, Placement base = apart()) {
+  base.tagRegion = [device](uint8_t* region, size_t bytes) {
+    return acl().tagDevice(region, bytes, device);
+  };
+  return base;
+}
+
+/// A wrapped pool in emulated NPU memory of `device` (its buffers tagged as device memory).
+struct NpuPool {
+  explicit NpuPool(const Geometry& g, int32_t device = 0)
+      : pool(g, KVIO_MEMORY_ASCEND_DEVICE, device, npuMemory(device)) {}
+  TestPool pool;
+};
 
 class AclEmulationTest : public ::testing::Test {
  protected:

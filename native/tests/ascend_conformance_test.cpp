@@ -33,15 +33,11 @@ void runAscendMatrix(const Case& c, Placement placement) {
   target.deviceMemory = KVIO_MEMORY_ASCEND_DEVICE;
   target.hostMemory = KVIO_MEMORY_ASCEND_HOST_PINNED;
   target.device = 0;
-  target.devicePlacement = placement;
-  target.onDevicePool = [&acl](TestPool& pool) -> std::shared_ptr<void> {
-    std::vector<std::shared_ptr<void>> tags;
-    for (int64_t r = 0; r < pool.geometry().regions(); ++r) {
-      tags.push_back(acl.tagDevice(pool.region(static_cast<size_t>(r)),
-                                   static_cast<uint64_t>(pool.geometry().regionBytes())));
-    }
-    return std::make_shared<std::vector<std::shared_ptr<void>>>(std::move(tags));
+  // Each buffer tagged as NPU memory before the wrap, which asks where it lies.
+  placement.tagRegion = [&acl](uint8_t* region, size_t bytes) {
+    return acl.tagDevice(region, bytes, 0);
   };
+  target.devicePlacement = placement;
   AclCallCounts before;
   target.afterTransfers = [&acl, &before](const TransferGroup& g) {
     const AclCallCounts counts = acl.counts();

@@ -27,15 +27,6 @@ namespace {
 
 using namespace kvio::ascend;
 
-/// A wrapped pool in emulated NPU memory of `device` (its buffer tagged as device memory).
-struct NpuPool {
-  NpuPool(const Geometry& g, int32_t device) : pool(g, KVIO_MEMORY_ASCEND_DEVICE, device) {
-    tag = acl().tagDevice(pool.region(0), static_cast<uint64_t>(g.regionBytes()), device);
-  }
-  TestPool pool;
-  std::shared_ptr<void> tag;
-};
-
 const Geometry kDevice{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 8, 4, 1, 64};
 const Geometry kHost{KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 8, 4, 1, 64};
 const Geometry kHostAllocated{

@@ -29,17 +29,6 @@ namespace {
 using kvio::ascend::aclError;
 
 /// A wrapped pool in emulated NPU memory (its buffers tagged as device memory).
-struct NpuPool {
-  explicit NpuPool(const Geometry& g, int32_t device = 0)
-      : pool(g, KVIO_MEMORY_ASCEND_DEVICE, device) {
-    for (int64_t r = 0; r < g.regions(); ++r) {
-      tags.push_back(acl().tagDevice(pool.region(static_cast<size_t>(r)),
-                                     static_cast<uint64_t>(g.regionBytes()), device));
-    }
-  }
-  TestPool pool;
-  std::vector<std::shared_ptr<void>> tags;  // released before the pool's memory
-};
 
 /// A kvio-allocated host pool in emulated pinned memory (aclrtMallocHost).
 TestPool pinnedHost(const Geometry& g) {
@@ -833,6 +822,54 @@ TEST_F(AscendExecutorTest, RegionsPartlyPinnedOrOnTheNpuAreRefused) {
                   KVIO_STATUS_INVALID_ARGUMENT, "is not host memory", "DEVICE (NPU memory)",
                   "NPU device 0", "KVIO_MEMORY_ASCEND_DEVICE");
   EXPECT_EQ(acl().live().registrations, 0);
+  EXPECT_TRUE(block == before);
+}
+
+// Memory wrapped as NPU memory is asked about where the runtime can tell (first and last byte):
+// host memory, or an NPU buffer shorter than the region, is refused at the wrap with what the
+// runtime said, not left to fault the NPU's DMA mid-transfer. Nothing is written or registered.
+// The runtime's device id is not compared (it may be the physical id): memory of device 1
+// wrapped for device 0 is accepted, as before. Without the query, memory is used as given.
+TEST_F(AscendExecutorTest, WrappedNpuMemoryIsAskedAboutWhereTheRuntimeCanTell) {
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 8, 4, 2, 16};
+  const kvio_pool_spec spec = g.spec().toC();
+  const size_t bytes = static_cast<size_t>(g.regionBytes());
+  std::vector<uint8_t> block(bytes + 2 * 4096, 0xC3);
+  uint8_t* region =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(block.data()) + 4095) / 4096 * 4096);
+  const std::vector<uint8_t> before = block;
+  const auto wrap = [&](uint64_t* pool) {
+    return kvio_pool_wrap_memory(&spec, KVIO_MEMORY_ASCEND_DEVICE, 0,
+                                 reinterpret_cast<uint64_t>(region), bytes, pool);
+  };
+  uint64_t pool = 0;
+  EXPECT_REJECTED(wrap(&pool), KVIO_STATUS_INVALID_ARGUMENT, "region 0 of the pool",
+                  "is not NPU memory:", "UNREGISTERED (pageable host memory)",
+                  "as KVIO_MEMORY_ASCEND_HOST_PINNED");
+  EXPECT_EQ(pool, 0u);
+  {
+    std::shared_ptr<void> pinned = acl().tagPinnedHost(region, bytes);
+    EXPECT_REJECTED(wrap(&pool), KVIO_STATUS_INVALID_ARGUMENT,
+                    "is not NPU memory:", "HOST (pinned or registered host memory)");
+  }
+  {
+    std::shared_ptr<void> shortBuffer = acl().tagDevice(region, bytes / 2, 0);
+    EXPECT_REJECTED(wrap(&pool), KVIO_STATUS_INVALID_ARGUMENT, "is not NPU memory to its end",
+                    "its first byte is DEVICE (NPU memory) and its last byte UNREGISTERED",
+                    "past the end of an NPU allocation");
+  }
+  EXPECT_EQ(pool, 0u);
+  EXPECT_EQ(acl().live().registrations, 0);
+  EXPECT_EQ(acl().counts().hostRegisterV2, 0);
+  EXPECT_TRUE(block == before);
+  {
+    std::shared_ptr<void> otherDevice = acl().tagDevice(region, bytes, 1);
+    ASSERT_EQ(wrap(&pool), KVIO_STATUS_OK) << kvio_last_error();
+    EXPECT_EQ(kvio_pool_close_wait(pool, -1), KVIO_STATUS_OK);
+  }
+  acl().install(true, true, false);  // a runtime without aclrtPointerGetAttributes
+  ASSERT_EQ(wrap(&pool), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(kvio_pool_close_wait(pool, -1), KVIO_STATUS_OK);
   EXPECT_TRUE(block == before);
 }
 

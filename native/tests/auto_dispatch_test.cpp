@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "acl_emulation_test.hpp"
 #include "acl_host_emulation.hpp"
 #include "auto_stand_ins.hpp"
 #include "kvio/kvio.h"
@@ -41,8 +42,12 @@ class AutoDispatch : public ::testing::Test {
                              const std::vector<int64_t>& indices,
                              const kvio_submit_options* options, int32_t srcKind = KVIO_MEMORY_HOST,
                              int32_t dstKind = KVIO_MEMORY_HOST) {
-    TestPool src(g, srcKind, srcKind == KVIO_MEMORY_HOST ? -1 : 0);
-    TestPool dst(g, dstKind, dstKind == KVIO_MEMORY_HOST ? -1 : 0);
+    // NPU memory is tagged so before the wrap, which asks the (emulated) runtime where it lies.
+    const auto place = [](int32_t kind) {
+      return kind == KVIO_MEMORY_ASCEND_DEVICE ? npuMemory(0) : apart();
+    };
+    TestPool src(g, srcKind, srcKind == KVIO_MEMORY_HOST ? -1 : 0, place(srcKind));
+    TestPool dst(g, dstKind, dstKind == KVIO_MEMORY_HOST ? -1 : 0, place(dstKind));
     std::mt19937_64 rng(7);
     SeededPair pools(src, dst, rng);
     pools.expect(indices, indices, 0, 0, g.L);

@@ -150,8 +150,6 @@ struct MatrixTarget {
   /// the kvio:: call would submit) goes here with its pools, to be carried out at once; it
   /// returns the bytes moved.
   std::function<uint64_t(TestPool& src, TestPool& dst, const kvio_transfer_desc& desc)> runTransfer;
-  /// Called for each device pool once created; what it returns is released before the pool.
-  std::function<std::shared_ptr<void>(TestPool&)> onDevicePool;
   /// Called after the transfers of one (pattern, granularity) completed, with their bytes.
   std::function<void(const TransferGroup& group)> afterTransfers;
 };
@@ -218,8 +216,6 @@ inline void runConformanceConfig(const MatrixTarget& target, const Case& c, bool
                 devicePages + 1, ps,           heads.H,         heads.hb};
     TestPool device(dg, target.deviceMemory, target.device, target.devicePlacement);
     TestPool host(hg, target.hostMemory, target.device);
-    const std::shared_ptr<void> deviceHook =
-        target.onDevicePool ? target.onDevicePool(device) : nullptr;
     TestPool& src = c.backup ? device : host;
     TestPool& dst = c.backup ? host : device;
     src.fillRandom(rng);

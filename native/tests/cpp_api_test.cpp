@@ -354,6 +354,54 @@ TEST(CppApi, ExecutorsMoveAndCloseWhatTheyReplace) {
   EXPECT_EQ(taken.threads(), 2);
 }
 
+// An engine keeps its pools, executor and the transfer in flight as members set up after its
+// constructor: each type has an empty state (handle 0) to start from, tells it apart from a
+// live object, and refuses use in it with INVALID_ARGUMENT, as a moved-from object does.
+TEST(CppApi, DefaultConstructedObjectsAreEmptyUntilAssigned) {
+  static_assert(std::is_nothrow_default_constructible<kvio::Pool>::value, "Pool()");
+  static_assert(std::is_nothrow_default_constructible<kvio::Executor>::value, "Executor()");
+  static_assert(std::is_nothrow_default_constructible<kvio::Transfer>::value, "Transfer()");
+  static_assert(!std::is_convertible<kvio::Pool, bool>::value, "explicit operator bool");
+  struct Engine {
+    kvio::Pool host, device;
+    kvio::Executor executor;
+    kvio::Transfer inFlight;
+  } engine;
+  EXPECT_FALSE(engine.host);
+  EXPECT_FALSE(engine.executor);
+  EXPECT_FALSE(engine.inFlight);
+  EXPECT_EQ(engine.host.handle(), 0u);
+  expectError([&] { (void)engine.host.bytes(); }, KVIO_STATUS_INVALID_ARGUMENT, {"pool is 0"},
+              "bytes() of an empty pool");
+  expectError([&] { (void)engine.executor.threads(); }, KVIO_STATUS_INVALID_ARGUMENT,
+              {"executor is 0"}, "threads() of an empty executor");
+  expectError([&] { engine.inFlight.wait(); }, KVIO_STATUS_INVALID_ARGUMENT, {"transfer is 0"},
+              "wait() on an empty transfer");
+  EXPECT_TRUE(engine.host.closeAndWait());  // nothing of it to wait for
+  engine.executor.close();                  // nothing to close
+
+  engine.host = kvio::Pool::allocate(oneLayerSpec());
+  engine.device = kvio::Pool::allocate(oneLayerSpec());
+  engine.executor = kvio::Executor(kvio::IoBackend::Cpu, 1);
+  EXPECT_TRUE(engine.host);
+  EXPECT_TRUE(engine.executor);
+  fill(engine.host, engine.device);
+  engine.inFlight =
+      kvio::transferPerLayer(engine.executor, engine.host, engine.device, {1, 2}, {3, 0}, 0, 0);
+  EXPECT_TRUE(engine.inFlight);
+  engine.inFlight.wait();
+  EXPECT_EQ(contents(engine.device), expected(engine.device, {1, 2}, {3, 0}));
+  EXPECT_TRUE(kvio::Transfer::completedEmpty());  // complete, and stands for a transfer
+  kvio::Transfer taken = std::move(engine.inFlight);
+  EXPECT_TRUE(taken);
+  EXPECT_FALSE(engine.inFlight);  // NOLINT(bugprone-use-after-move): what a moved-from one says
+  engine.host.close();
+  EXPECT_FALSE(engine.host);  // closed: it keeps its handle, and says it is not open
+  EXPECT_NE(engine.host.handle(), 0u);
+  engine.executor.close();
+  EXPECT_FALSE(engine.executor);
+}
+
 TEST(CppApi, PerLayerCallsCarryTheOverlapMark) {
   const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
   const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());

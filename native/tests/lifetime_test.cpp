@@ -62,18 +62,6 @@ class Mapping {
   size_t bytes_;
 };
 
-/// A wrapped pool in emulated NPU memory (its buffers tagged as device memory).
-struct NpuPool {
-  NpuPool() : pool(kDevice, KVIO_MEMORY_ASCEND_DEVICE, 0) {
-    for (int64_t r = 0; r < kDevice.regions(); ++r) {
-      tags.push_back(acl().tagDevice(pool.region(static_cast<size_t>(r)),
-                                     static_cast<uint64_t>(kDevice.regionBytes()), 0));
-    }
-  }
-  TestPool pool;
-  std::vector<std::shared_ptr<void>> tags;
-};
-
 uint64_t wrapPinned(uint8_t* data, size_t bytes, kvio_status expected = KVIO_STATUS_OK) {
   return wrapBuffer(kHost, KVIO_MEMORY_ASCEND_HOST_PINNED, 0, data, bytes, expected);
 }
@@ -156,7 +144,7 @@ class LifetimeTest : public ::testing::Test {
     }
     std::mt19937_64 rng;
     Mapping memory;
-    NpuPool device;
+    NpuPool device{kDevice};
     Load l;
     uint64_t pool;
     uint64_t transfer = 0;
@@ -179,7 +167,7 @@ class LifetimeTest : public ::testing::Test {
 TEST_F(LifetimeTest, WrapCloseFreeAndWrapAgainAtTheSameAddress) {
   std::mt19937_64 rng(7);
   Mapping memory(static_cast<size_t>(kHost.regionBytes()));
-  NpuPool device;
+  NpuPool device{kDevice};
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     if (round > 0) memory.remap();
@@ -198,7 +186,7 @@ TEST_F(LifetimeTest, WrapCloseFreeAndWrapAgainAtTheSameAddress) {
 TEST_F(LifetimeTest, CompletedTransferNobodyWaitedForDoesNotDelayTheRelease) {
   std::mt19937_64 rng(8);
   Mapping memory(static_cast<size_t>(kHost.regionBytes()));
-  NpuPool device;
+  NpuPool device{kDevice};
   const Load l = prepareLoad(memory.data(), memory.bytes(), device, rng);
   const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
   const uint64_t transfer = load(pool, device, l);  // done at once in the emulation
@@ -231,7 +219,7 @@ TEST_F(LifetimeTest, PoolsSharingAHostPageBothWork) {
   Mapping memory(2 * bytes + kPage);
   uint8_t* first = memory.data() + kPage / 2;  // pages 0-4
   uint8_t* second = first + bytes;             // pages 4-8: page 4 is shared
-  NpuPool device;
+  NpuPool device{kDevice};
   const uint64_t a = wrapPinned(first, bytes);
   const uint64_t b = wrapPinned(second, bytes);
   EXPECT_EQ(acl().live().registrations, 2);
@@ -346,7 +334,7 @@ TEST_F(LifetimeTest, CloseWaitTellsClosedAndReusedHandlesFromNeverOpenedAndForei
 TEST_F(LifetimeTest, CloseThenWaitAndTheCppForm) {
   std::mt19937_64 rng(12);
   Mapping memory(static_cast<size_t>(kHost.regionBytes()));
-  NpuPool device;
+  NpuPool device{kDevice};
   const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
   acl().holdStream();
   const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
@@ -381,7 +369,7 @@ TEST_F(LifetimeTest, CloseThenWaitAndTheCppForm) {
 TEST_F(LifetimeTest, NoWaiterReturnsBeforeTheReleaseHasHappened) {
   std::mt19937_64 rng(14);
   Mapping memory(static_cast<size_t>(kHost.regionBytes()));
-  NpuPool device;
+  NpuPool device{kDevice};
   for (int round = 0; round < 50; ++round) {
     const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
     acl().holdStream();
@@ -443,7 +431,7 @@ TEST_F(LifetimeTest, AWrapOfKviosNpuAllocationHoldsItInItsAddressSpaceOnly) {
 TEST_F(LifetimeTest, APoolUsedManyTimesReleasesAtClose) {
   std::mt19937_64 rng(13);
   Mapping memory(static_cast<size_t>(kHost.regionBytes()));
-  NpuPool device;
+  NpuPool device{kDevice};
   const uint64_t pool = wrapPinned(memory.data(), memory.bytes());
   const std::vector<int64_t> src = shuffledSlots(rng), dst = shuffledSlots(rng);
   for (int i = 0; i < 2000; ++i) {

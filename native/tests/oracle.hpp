@@ -197,6 +197,11 @@ struct Placement {
   /// Called with each block the test allocates (guard zones included) before the pool wraps it,
   /// e.g. to tell an emulated runtime what that memory is.
   std::function<void(uint8_t* data, size_t bytes)> beforeWrap;
+  /// Called with each buffer the pool wraps (its guard zones excluded) before the wrap, after
+  /// beforeWrap: what it returns (e.g. an emulated runtime's tag that the buffer is device
+  /// memory, which kvio may ask at the wrap) is kept until the pool is closed and released
+  /// before the memory is freed.
+  std::function<std::shared_ptr<void>(uint8_t* region, size_t bytes)> tagRegion;
 };
 inline Placement apart() {
   return {};
@@ -250,6 +255,9 @@ class TestPool {
     }
     if (placement.beforeWrap) {
       for (auto& s : storage_) placement.beforeWrap(s.data(), s.size());
+    }
+    if (placement.tagRegion) {
+      for (uint8_t* r : region_) tags_.push_back(placement.tagRegion(r, bytes));
     }
     std::vector<void*> pointers(region_.begin(), region_.end());
     switch (g.form) {
@@ -344,9 +352,12 @@ class TestPool {
  private:
   Geometry g_;
   Placement placement_;
-  std::unique_ptr<kvio::Pool> pool_;
+  // Destroyed in reverse order: the pool (closed, and waited for over wrapped memory) before the
+  // tags, and both before the memory they describe.
   std::vector<std::vector<uint8_t>> storage_;
   std::vector<uint8_t*> region_;
+  std::vector<std::shared_ptr<void>> tags_;  // placement.tagRegion's, one per buffer
+  std::unique_ptr<kvio::Pool> pool_;
 };
 
 /// Compares two images byte for byte; on mismatch reports the first few differing bytes.

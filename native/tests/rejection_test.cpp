@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <deque>
 #include <initializer_list>
@@ -660,9 +661,16 @@ TEST(PoolRejection, AllocateTooLarge) {
 
 TEST(PoolRejection, RegionOutOfRange) {
   kvio::Pool pool = kvio::Pool::allocate(kvio::PoolSpec{});
-  uint64_t address = 0;
-  EXPECT_REJECTED(kvio_pool_region(pool.handle(), 1, &address, nullptr, nullptr),
-                  KVIO_STATUS_OUT_OF_RANGE, "region 1 is out of range (valid: 0 to 0)");
+  for (const int64_t region : {int64_t{1}, int64_t{-1}, INT64_MAX}) {
+    uint64_t address = 7;
+    uint64_t bytes = 7;
+    int64_t regions = 7;
+    EXPECT_REJECTED(kvio_pool_region(pool.handle(), region, &address, &bytes, &regions),
+                    KVIO_STATUS_OUT_OF_RANGE, "is out of range (valid: 0 to 0)");
+    EXPECT_EQ(address, 7u);  // a refused query writes no output, the count included
+    EXPECT_EQ(bytes, 7u);
+    EXPECT_EQ(regions, 7);
+  }
 }
 
 // ---- names ----

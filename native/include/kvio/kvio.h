@@ -200,8 +200,10 @@ KVIO_API kvio_status kvio_pool_wrap_layer_table(const kvio_pool_spec* spec,
                                                 const uint64_t* layer_addresses,
                                                 int64_t num_entries, uint64_t bytes_each,
                                                 uint64_t* pool_out);
-/* Base address and size of memory region `region` of the pool (regions: 1 for allocated and
- * wrapped pools, one per component or per layer for the others). */
+/* Base address and size of memory region `region` of the pool, and how many regions it has
+ * (1 for allocated and wrapped pools, one per component or per layer for the others; region 0
+ * always exists, so region 0 asks for the count). Each output may be NULL. On an error
+ * (OUT_OF_RANGE for a region outside 0 to count - 1) no output is written. */
 KVIO_API kvio_status kvio_pool_region(uint64_t pool, int64_t region, uint64_t* address_out,
                                       uint64_t* bytes_out, int64_t* num_regions_out);
 KVIO_API kvio_status kvio_pool_get_spec(uint64_t pool, kvio_pool_spec* spec_out);
@@ -487,7 +489,10 @@ enum {
 /* The Ascend kinds (the kernel_ascend backend, docs/ascend.md):
  *   KVIO_MEMORY_ASCEND_DEVICE       memory of Ascend NPU `device` (aclrtMalloc, zeroed with
  *                                   aclrtMemset; or wrapped caller memory, e.g. torch_npu
- *                                   tensors, used as given). kernel_ascend only.
+ *                                   tensors, used as given). Where the runtime has
+ *                                   aclrtPointerGetAttributes, a wrapped region whose first or
+ *                                   last byte it does not report as DEVICE is refused
+ *                                   (INVALID_ARGUMENT). kernel_ascend only.
  *   KVIO_MEMORY_ASCEND_HOST_PINNED  page-locked host memory for the NPU: allocated with
  *                                   aclrtMallocHost, or wrapped caller memory. Where the
  *                                   runtime has aclrtPointerGetAttributes, each wrapped region

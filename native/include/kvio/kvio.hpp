@@ -367,12 +367,15 @@ struct TransferOptions {
 /// only after the transfer's last copy, awaited or not. A pool of kvio's memory is closed
 /// without waiting (its memory is freed when its last transfer completes).
 /// After close() the pool keeps its handle, so later use reports KVIO_STATUS_CLOSED; a
-/// moved-from pool has handle 0 (INVALID_ARGUMENT).
+/// moved-from or default-constructed pool has handle 0 (INVALID_ARGUMENT).
 class Pool {
  public:
+  /// No pool (handle 0), to be assigned one later (an engine member set up after construction);
+  /// its calls throw INVALID_ARGUMENT, close() and the destructor do nothing.
+  Pool() noexcept = default;
   /// Memory allocated by kvio: host memory by default (2 MiB aligned, huge pages advised,
-  /// zeroed), or memory of another MemoryKind on `device` (kvio.h; the default -1 is for
-  /// host memory only: the other kinds need a device ordinal, as do the wraps below).
+  /// zeroed), or memory of another MemoryKind on `device` (kvio.h; host memory ignores
+  /// `device`, the other kinds need a device ordinal, as do the wraps below).
   static Pool allocate(const PoolSpec& spec, MemoryKind memoryKind = MemoryKind::Host,
                        int32_t device = -1) {
     const kvio_pool_spec c = spec.toC();
@@ -490,8 +493,13 @@ class Pool {
   }
   /// closeAndWait as long as it takes: true, or throws for an error.
   bool closeAndWait() { return closeAndWaitNs(-1); }
-  /// The handle; after close() still the closed handle (0 only for a moved-from pool).
+  /// The handle; after close() still the closed handle (0 only for a moved-from or
+  /// default-constructed pool).
   uint64_t handle() const { return handle_; }
+  /// True while this object holds a handle it has not closed: false when default-constructed,
+  /// moved from, or after close() or closeAndWait() (a handle closed through the C ABI behind
+  /// its back still reads true; its calls report KVIO_STATUS_CLOSED).
+  explicit operator bool() const noexcept { return handle_ != 0 && !closed_; }
   const PoolSpec& spec() const { return spec_; }
   /// Where the pool's memory lies (kvio_pool_memory): its kind and device ordinal (-1 for host
   /// memory).
@@ -588,6 +596,9 @@ inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& 
 /// destroyed).
 class KVIO_NODISCARD Transfer {
  public:
+  /// No transfer (handle 0), to be assigned one later; wait() and the other calls throw
+  /// INVALID_ARGUMENT (it stands for no work: unlike completedEmpty(), it is not complete).
+  Transfer() noexcept = default;
   /// Takes a transfer handle a kvio_submit* call of the C ABI returned (code that submits in C
   /// and waits in C++): the Transfer waits on it and closes it when destroyed. Give each handle
   /// to one Transfer only, and do not close it yourself.
@@ -659,6 +670,9 @@ class KVIO_NODISCARD Transfer {
   uint64_t ascendEvent() const { return event(kvio_transfer_ascend_event); }
   uint64_t handle() const { return handle_; }
   bool empty() const { return empty_; }
+  /// True when this object stands for a submitted transfer (a handle, or completedEmpty()):
+  /// false when default-constructed or moved from.
+  explicit operator bool() const noexcept { return handle_ != 0 || empty_; }
 
  private:
   friend Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
@@ -668,7 +682,7 @@ class KVIO_NODISCARD Transfer {
                            DeviceIndices srcIndices, DeviceIndices dstIndices, LayerMap layers,
                            const TransferOptions& options);
   // Takes the handle a kvio_submit* just returned (0: none, for completedEmpty()).
-  explicit Transfer(uint64_t handle) : handle_(handle) {}
+  explicit Transfer(uint64_t handle) noexcept : handle_(handle) {}
   uint64_t event(kvio_status (*query)(uint64_t, uint64_t*)) const {
     uint64_t event = 0;
     if (!empty_) check(query(handle_, &event));
@@ -678,13 +692,16 @@ class KVIO_NODISCARD Transfer {
     if (handle_ != 0) kvio_transfer_close(handle_);
     handle_ = 0;
   }
-  uint64_t handle_;
+  uint64_t handle_ = 0;
   bool empty_ = false;
 };
 
 /// Runs transfers of one io backend in submission order (a stream).
 class Executor {
  public:
+  /// No executor (handle 0), to be assigned one later; its calls throw INVALID_ARGUMENT,
+  /// close() and the destructor do nothing.
+  Executor() noexcept = default;
   explicit Executor(IoBackend backend, int32_t threads = 0) {
     check(kvio_executor_create(static_cast<int32_t>(backend), threads, &handle_));
   }
@@ -736,8 +753,12 @@ class Executor {
       closed_ = true;
     }
   }
-  /// The handle; after close() still the closed handle (0 only for a moved-from executor).
+  /// The handle; after close() still the closed handle (0 only for a moved-from or
+  /// default-constructed executor).
   uint64_t handle() const { return handle_; }
+  /// True while this object holds a handle it has not closed: false when default-constructed,
+  /// moved from, or after close().
+  explicit operator bool() const noexcept { return handle_ != 0 && !closed_; }
   /// The cudaStream_t a CUDA executor orders its work on (kvio_executor_cuda_stream).
   uint64_t cudaStream() const {
     uint64_t stream = 0;

@@ -364,12 +364,47 @@ kvio_status classifyRegion(const AclApi& api, size_t index, const MemoryRegion& 
               index, begin, end, locationName(first), first, locationName(last), last);
 }
 
+// Wrapped NPU memory, region `index`: where the runtime has aclrtPointerGetAttributes, its first
+// and last byte must be DEVICE, so that host memory or a buffer shorter than the region is
+// refused here rather than faulting the NPU's DMA mid-transfer. The device id the runtime reports
+// is not compared with `device`: the runtime may answer the physical id where kvio has the
+// logical one (ASCEND_RT_VISIBLE_DEVICES), and a false refusal would block a valid pool. A query
+// that fails is no answer (as for host memory): the region is used as given.
+kvio_status checkDeviceRegion(const AclApi& api, size_t index, const MemoryRegion& region) {
+  const uint64_t ends[2] = {region.address,
+                            region.address + (region.bytes == 0 ? 0 : region.bytes - 1)};
+  aclrtPtrAttributes found[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    if (api.pointerGetAttributes(reinterpret_cast<const void*>(ends[i]), &found[i]) != ACL_SUCCESS)
+      return KVIO_STATUS_OK;
+  }
+  const uint32_t first = found[0].location.type;
+  const uint32_t last = found[1].location.type;
+  if (first == ACL_MEM_LOCATION_TYPE_DEVICE && last == ACL_MEM_LOCATION_TYPE_DEVICE)
+    return KVIO_STATUS_OK;
+  const bool partly = first == ACL_MEM_LOCATION_TYPE_DEVICE || last == ACL_MEM_LOCATION_TYPE_DEVICE;
+  return fail(KVIO_STATUS_INVALID_ARGUMENT,
+              "region %zu of the pool, [0x%llx, 0x%llx), is not NPU memory%s: "
+              "aclrtPointerGetAttributes says its first byte is %s and its last byte %s. %s",
+              index, static_cast<unsigned long long>(region.address),
+              static_cast<unsigned long long>(region.address + region.bytes),
+              partly ? " to its end" : "", locationName(first), locationName(last),
+              partly ? "It runs past the end of an NPU allocation: give the size the spec needs "
+                       "(kvio_pool_component_bytes), inside one aclrtMalloc buffer"
+                     : "Wrap host memory as KVIO_MEMORY_ASCEND_HOST_PINNED, NPU memory (e.g. a "
+                       "torch_npu tensor's data pointer) as KVIO_MEMORY_ASCEND_DEVICE");
+}
+
 kvio_status adopt(int32_t kind, int32_t device, const MemoryRegion* regions, size_t count,
                   std::shared_ptr<void>* owner, std::vector<MemoryRegion>* copyRegions) {
   const AclApi* api = nullptr;
   KVIO_RETURN_IF_ERROR(runtime(&api));
   KVIO_RETURN_IF_ERROR(checkDevice(*api, device));
   if (kind == KVIO_MEMORY_ASCEND_DEVICE) {
+    if (api->pointerGetAttributes != nullptr) {
+      for (size_t i = 0; i < count; ++i)
+        KVIO_RETURN_IF_ERROR(checkDeviceRegion(*api, i, regions[i]));
+    }
     *owner = std::make_shared<int>(0);  // the caller owns the memory; used as given
     return KVIO_STATUS_OK;
   }

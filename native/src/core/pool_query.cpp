@@ -23,8 +23,8 @@ kvio_status kvio_pool_component_bytes(const kvio_pool_spec* spec, uint64_t* byte
 kvio_status kvio_pool_region(uint64_t pool_handle, int64_t region, uint64_t* address_out,
                              uint64_t* bytes_out, int64_t* num_regions_out) {
   return withObject(pools(), pool_handle, "pool", [&](PoolImpl& pool) -> kvio_status {
+    KVIO_RETURN_IF_ERROR(checkRegion(pool, region));  // before any output is written
     if (num_regions_out != nullptr) *num_regions_out = static_cast<int64_t>(pool.regions.size());
-    KVIO_RETURN_IF_ERROR(checkRegion(pool, region));
     if (address_out != nullptr) *address_out = pool.regions[static_cast<size_t>(region)].address;
     if (bytes_out != nullptr) *bytes_out = pool.regions[static_cast<size_t>(region)].bytes;
     return KVIO_STATUS_OK;

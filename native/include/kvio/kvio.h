@@ -143,7 +143,8 @@ KVIO_API const char* kvio_last_error(void);
 /* The status of the failure kvio_last_error() describes (thread-local, as it is; OK before any
  * failure on this thread): for the functions that answer with a value instead of a status
  * (kvio_executor_auto_calibration returns NULL and this says why: CLOSED, INVALID_ARGUMENT,
- * UNAVAILABLE; kvio_name returns NULL for INVALID_ARGUMENT). */
+ * UNSUPPORTED for an executor that is not 'auto', UNAVAILABLE; kvio_name returns NULL for
+ * INVALID_ARGUMENT). */
 KVIO_API kvio_status kvio_last_status(void);
 KVIO_API const char* kvio_version(void);
 KVIO_API const char* kvio_status_name(kvio_status status);
@@ -437,7 +438,8 @@ typedef struct kvio_transfer_info {
   int32_t done;             /* 1 once complete (status is final), else 0 */
   int32_t status;           /* the transfer's own status once done, else KVIO_STATUS_OK */
   int32_t chosen_backend;   /* KVIO_BACKEND_* that ran it: what 'auto' chose (kernel, direct,
-                               staged; cpu where there is no GPU); io_backend for the others */
+                               staged; without a GPU cpu, or kernel_ascend for NPU memory);
+                               io_backend for the others */
   int32_t overlaps_compute; /* 1 if submitted with KVIO_SUBMIT_OVERLAPS_COMPUTE, else 0 */
 } kvio_transfer_info;
 
@@ -477,9 +479,10 @@ KVIO_API kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copi
  *                            context the caller created that the device's primary context, in
  *                            which kvio works, cannot reach; else INVALID_ARGUMENT). kernel,
  *                            direct, staged and auto only.
- * Backends and memory: cpu moves host memory of either kind; kernel, direct, staged and auto move
- * pinned host and device memory (pageable host memory is rejected with UNSUPPORTED, never a
- * crash). */
+ * Backends and memory: cpu moves host memory of either kind; kernel, direct, staged, and auto on
+ * a GPU, move pinned host and device memory (pageable host memory is rejected with UNSUPPORTED,
+ * never a crash); auto without a GPU moves what cpu moves (and Ascend memory, through
+ * kernel_ascend, where an NPU is usable). */
 enum {
 #define KVIO_DEF_MEMORY(id, cpp, value, name) KVIO_MEMORY_##id = value,
 #include "kvio_enums.def"
@@ -585,13 +588,15 @@ KVIO_API kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t devic
                                                uint64_t* executor_out);
 /* The 'auto' io backend (docs/cuda.md): per transfer it runs the kernel, direct or staged executor,
  * all on the auto executor's stream, by the mean row size of the transfer's plan against
- * crossovers. Where no CUDA driver or device is present, 'auto' is the cpu backend, on a machine
- * with Ascend NPUs too: it moves host memory only there, and NPU pools need 'kernel_ascend'.
+ * crossovers. Where no CUDA device is usable, 'auto' is the cpu backend for host memory, and
+ * where an Ascend NPU is usable it also gives transfers of Ascend memory to kernel_ascend
+ * (kvio_executor_create_on_npu chooses the NPU).
  * kvio_executor_create(KVIO_BACKEND_AUTO, ...) is device 0, own stream;
  * kvio_executor_create_cuda(KVIO_BACKEND_AUTO, ...) chooses the device and stream.
  * Its crossovers start from the file named by the environment variable KVIO_AUTO_CALIBRATION
- * (a regular file of at most 1 MiB, read at executor creation; unreadable, not a regular file,
- * larger, or malformed: the creation fails with INVALID_ARGUMENT), else the defaults
+ * (a regular file of at most 1 MiB, read at executor creation, on a machine without a GPU too;
+ * unreadable, not a regular file, larger, or malformed: the creation fails with
+ * INVALID_ARGUMENT), else the defaults
  * (H200 figures); KVIO_AUTO_CALIBRATION=measure instead times kernel against direct on the
  * device when the executor is created and takes direct_row_bytes from that (a failed sweep fails
  * the creation). This replaces them for

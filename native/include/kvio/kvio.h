@@ -643,7 +643,9 @@ KVIO_API kvio_status kvio_submit_launch(uint64_t executor, const kvio_transfer_d
  * which cannot reach it). The host cannot check the values: the kernel skips every pair with
  * an index outside its pool, and the transfer completes with KVIO_STATUS_OUT_OF_RANGE naming
  * the first bad position. Duplicate destination slots among them are not detected (the rows
- * race). */
+ * race). A transfer within one pool whose source and destination layer ranges overlap is
+ * refused with UNSUPPORTED: a pair could read a row another pair writes, which kvio checks only
+ * for host indices. */
 KVIO_API kvio_status kvio_submit_device_indices(uint64_t executor, const kvio_transfer_desc* desc,
                                                 uint64_t* transfer_out);
 /* The CUDA event (a cudaEvent_t) recorded after a CUDA transfer's work on its stream; another

@@ -289,9 +289,33 @@ kvio_status checkRunsInPools(const std::vector<IndexRun>& runs, int64_t srcToken
   return KVIO_STATUS_OK;
 }
 
+namespace {
+// Whether a transfer's source and destination layer ranges share a layer.
+bool layersOverlap(const kvio_transfer_desc& d) {
+  return d.src_layer_start < d.dst_layer_start + d.num_layers &&
+         d.dst_layer_start < d.src_layer_start + d.num_layers;
+}
+}  // namespace
+
 kvio_status validateDeviceTransfer(const PoolImpl& src, const PoolImpl& dst,
                                    const kvio_transfer_desc& d) {
-  return validateTransferShape(src, dst, d);
+  KVIO_RETURN_IF_ERROR(validateTransferShape(src, dst, d));
+  // Within one pool over shared layers a pair may read a row another pair writes, and the
+  // kernel's pairs run at once: the bytes would depend on timing. With host indices that is
+  // refused by looking at them (checkOverlap); device indices cannot be looked at.
+  if (&src == &dst && layersOverlap(d)) {
+    return fail(KVIO_STATUS_UNSUPPORTED,
+                "a transfer within one pool over shared layers (src layers [%lld, %lld), dst "
+                "layers [%lld, %lld)) cannot take device-resident indices: kvio cannot check "
+                "that no pair reads a row another pair writes, and the pairs are copied in "
+                "parallel. Give host indices (checked for such overlaps), or layer ranges that "
+                "do not overlap",
+                static_cast<long long>(d.src_layer_start),
+                static_cast<long long>(d.src_layer_start + d.num_layers),
+                static_cast<long long>(d.dst_layer_start),
+                static_cast<long long>(d.dst_layer_start + d.num_layers));
+  }
+  return KVIO_STATUS_OK;
 }
 
 kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst, const kvio_transfer_desc& d,
@@ -322,9 +346,7 @@ kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst, const kvi
   std::vector<Interval>& srcIntervals = scratch->srcIntervals;
   const BoundOnExit<Interval> boundDst(&dstIntervals, kRetainedScratchBytes);
   const BoundOnExit<Interval> boundSrc(&srcIntervals, kRetainedScratchBytes);
-  const bool sameLayers = d.src_layer_start < d.dst_layer_start + d.num_layers &&
-                          d.dst_layer_start < d.src_layer_start + d.num_layers;
-  const bool samePool = &src == &dst && sameLayers;
+  const bool samePool = &src == &dst && layersOverlap(d);
   if (!samePool && bitmapIsCheaper(dst.tokens(), d.num_indices)) {
     return checkDuplicatesWithBitmap(*runs, dst.tokens());
   }

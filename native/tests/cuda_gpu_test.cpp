@@ -1845,7 +1845,8 @@ TEST(CudaBackends, ClosingPoolsAndTransfersEarlyIsSafe) {
 // call before them), and leave the thread without a context, as they found it. Each backend
 // runs a transfer on this thread first, so that spare events exist; the fresh thread then only
 // submits, waits and closes (the pools are written and read here, since those copies would
-// bind a context), and reads its context before and after with cuCtxGetCurrent.
+// bind a context), creates and closes an executor of the backend, and reads its context before
+// and after with cuCtxGetCurrent.
 TEST(CudaBackends, SubmitsAndWaitsFromAThreadWithoutAContext) {
   REQUIRE_GPU();
   void* entry = nullptr;
@@ -1882,6 +1883,11 @@ TEST(CudaBackends, SubmitsAndWaitsFromAThreadWithoutAContext) {
         currentContext(&before);
         Submitted submitted;
         moved = runTransfer(e, src.handle(), dst.handle(), srcIdx, dstIdx, 0, 0, 2, &submitted);
+        uint64_t another = 0;
+        EXPECT_EQ(kvio_executor_create_cuda(backend, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &another),
+                  KVIO_STATUS_OK)
+            << kvio_last_error();
+        EXPECT_EQ(kvio_executor_close(another), KVIO_STATUS_OK);
         currentContext(&after);
       });
       fresh.join();

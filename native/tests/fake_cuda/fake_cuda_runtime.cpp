@@ -842,7 +842,14 @@ cudaError_t cudaGetDevice(int* device) {  // makes no context current
   return cudaSuccess;
 }
 
+// As any runtime call on a thread with no context, taken to bind device 0's primary context
+// (the runtime's lazy initialisation): the strict reading, so that kvio asks under its
+// DeviceScope (CudaBackends.SubmitsAndWaitsFromAThreadWithoutAContext creates executors there).
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attribute, int device) {
+  {
+    std::lock_guard<std::mutex> lock(globalLock());
+    runtimeContext();
+  }
   if (device < 0 || device >= deviceCount()) return fail(cudaErrorInvalidDevice);
   switch (attribute) {
     case cudaDevAttrMaxPitch: *value = INT_MAX; break;

@@ -42,6 +42,21 @@ if(NOT _kvio_cuda_mode STREQUAL "OFF")
     set(CMAKE_CUDA_RUNTIME_LIBRARY Static)
     find_package(CUDAToolkit REQUIRED)
     set(KVIO_HAVE_CUDA ON)
+  endif()
+  # The backend uses the CUDA 12.8 API (cuMemcpyBatchAsync's attributes, cudaMemcpy3DBatchAsync,
+  # green-context streams, versioned driver entry points); it is compiled with 13.0 here.
+  if(KVIO_HAVE_CUDA AND CUDAToolkit_VERSION VERSION_LESS 12.8)
+    set(KVIO_HAVE_CUDA OFF)
+    string(CONCAT _kvio_cuda_old "the CUDA toolkit at ${CUDAToolkit_BIN_DIR} is "
+                  "${CUDAToolkit_VERSION}; kvio's CUDA backend needs 12.8 or newer")
+    if(_kvio_cuda_mode STREQUAL "ON")
+      message(FATAL_ERROR "KVIO_WITH_CUDA=ON but ${_kvio_cuda_old} (set CMAKE_CUDA_COMPILER or "
+                          "CUDACXX to a newer nvcc, or use KVIO_WITH_CUDA=AUTO)")
+    endif()
+    message(WARNING "kvio: ${_kvio_cuda_old} - CPU-only build (kernel, direct and staged "
+                    "unavailable)")
+  endif()
+  if(KVIO_HAVE_CUDA)  # nvcc found, and new enough
     set(KVIO_CUDA_SOURCES
       ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/cuda_backend.cpp
       ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/cuda_memory.cpp
@@ -53,10 +68,10 @@ if(NOT _kvio_cuda_mode STREQUAL "OFF")
       ${CMAKE_CURRENT_LIST_DIR}/../native/src/cuda/staged_kernel.cu)
     message(STATUS "kvio: CUDA backend ON (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, "
                    "archs ${CMAKE_CUDA_ARCHITECTURES})")
-  elseif(_kvio_cuda_mode STREQUAL "ON")
+  elseif(NOT CMAKE_CUDA_COMPILER AND _kvio_cuda_mode STREQUAL "ON")
     message(FATAL_ERROR "KVIO_WITH_CUDA=ON but no CUDA compiler (nvcc) was found; set "
                         "CMAKE_CUDA_COMPILER or CUDACXX, or use KVIO_WITH_CUDA=AUTO")
-  else()
+  elseif(NOT CMAKE_CUDA_COMPILER)
     message(STATUS "kvio: no CUDA compiler found - CPU-only build (kernel, direct and staged unavailable)")
   endif()
 endif()

@@ -10,6 +10,7 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <type_traits>
 #include <vector>
 
 #include "../core/pool.hpp"
@@ -25,6 +26,24 @@ namespace {
 using engine::EngineCopy;
 using engine::kEngineNotSupported;
 using engine::kEngineOk;
+
+// cuMemcpyBatchAsync at its two ABIs (CUDA 12.8 and 13.0, which dropped failIdx), declared here:
+// the 12.8 and 12.9 headers have no typedef for the second. Checked against the headers' own
+// where they have both.
+using BatchAsyncV12080 = CUresult (*)(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes,
+                                      size_t count, CUmemcpyAttributes* attributes,
+                                      size_t* attributeIndices, size_t numAttributes,
+                                      size_t* failIndex, CUstream stream);
+using BatchAsyncV13000 = CUresult (*)(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes,
+                                      size_t count, CUmemcpyAttributes* attributes,
+                                      size_t* attributeIndices, size_t numAttributes,
+                                      CUstream stream);
+#if CUDA_VERSION >= 13000
+static_assert(std::is_same<BatchAsyncV12080, PFN_cuMemcpyBatchAsync_v12080>::value,
+              "cuMemcpyBatchAsync's 12.8 ABI");
+static_assert(std::is_same<BatchAsyncV13000, PFN_cuMemcpyBatchAsync_v13000>::value,
+              "cuMemcpyBatchAsync's 13.0 ABI");
+#endif
 
 // cuMemcpyBatchAsync as a driver of version `driver` exports it at ABI `version`; nullptr for an
 // older driver or when it has no such entry point.
@@ -91,10 +110,10 @@ int batch(void* context, const uint64_t* dsts, const uint64_t* srcs, const size_
   auto stream = reinterpret_cast<CUstream>(c->stream);
   CUresult result = CUDA_SUCCESS;
   if (c->batch.abi == BatchAbi::V13000) {
-    result = reinterpret_cast<PFN_cuMemcpyBatchAsync_v13000>(c->batch.function)(
-        d, s, n, count, &attributes, &attributeIndex, 1, stream);
+    result = reinterpret_cast<BatchAsyncV13000>(c->batch.function)(d, s, n, count, &attributes,
+                                                                   &attributeIndex, 1, stream);
   } else {
-    result = reinterpret_cast<PFN_cuMemcpyBatchAsync_v12080>(c->batch.function)(
+    result = reinterpret_cast<BatchAsyncV12080>(c->batch.function)(
         d, s, n, count, &attributes, &attributeIndex, 1, failIndex, stream);
   }
   if (result == CUDA_SUCCESS) return kEngineOk;

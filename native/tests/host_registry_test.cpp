@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kvio/kvio.h"
+#include "rejection_assertions.hpp"
 
 namespace kvio_test {
 namespace {
@@ -170,6 +171,53 @@ TEST_F(HostRegistryTest, ARefusedUnregistrationStaysCounted) {
   ASSERT_EQ(kvio_debug_live_host_registrations(&live), KVIO_STATUS_OK);
   EXPECT_EQ(live, before + 1);
   fake.remove(kBase + 8 * kPage);  // what the runtime kept; the count stays (process-wide)
+}
+
+// A registration whose unregistration was refused may describe pages that were freed and mapped
+// again since: a later wrap over any of its pages retries the unregistration first, and is
+// refused while that still fails (the runtime would say "already registered", and the stale
+// registration would pass for the caller's, covering the new region). Once the retry succeeds
+// the pages are registered afresh and the stale one is uncounted.
+TEST_F(HostRegistryTest, AStaleRegistrationIsEndedBeforeItsPagesAreWrappedAgain) {
+  int64_t before = -1;
+  ASSERT_EQ(kvio_debug_live_host_registrations(&before), KVIO_STATUS_OK);
+  HostRegistry registry(fake.table(), kPage);
+  std::shared_ptr<void> first;
+  ASSERT_EQ(acquire(registry, {{kBase, 4 * kPage}}, &first), KVIO_STATUS_OK);
+  fake.refuseUnregister = true;
+  first.reset();
+  EXPECT_EQ(registry.staleRegistrations(), 1);
+  EXPECT_EQ(fake.registrations.size(), 1u);
+  // A region over its last page and beyond: refused while the runtime still refuses.
+  std::shared_ptr<void> again;
+  const std::vector<MemoryRegion> over = {{kBase + 3 * kPage + 100, 2 * kPage}};
+  const int64_t calls = fake.registerCalls;
+  EXPECT_REJECTED(acquire(registry, over, &again), KVIO_STATUS_INVALID_ARGUMENT, "host region 0",
+                  "could not unregister", "[0x7f0000000000, 0x7f0000004000)",
+                  "FAKE may still hold the pages");
+  EXPECT_EQ(again, nullptr);
+  EXPECT_EQ(fake.registerCalls, calls) << "registered over a stale registration";
+  EXPECT_EQ(registry.registrations(), 0);
+  // Memory beside it is unaffected.
+  std::shared_ptr<void> beside;
+  ASSERT_EQ(acquire(registry, {{kBase + 4 * kPage, kPage}}, &beside), KVIO_STATUS_OK)
+      << kvio_last_error();
+  beside.reset();  // refused too: stale as well (its own page)
+  EXPECT_EQ(registry.staleRegistrations(), 2);
+  // The runtime lets go now: the retry ends both stale registrations the region touches.
+  fake.refuseUnregister = false;
+  ASSERT_EQ(acquire(registry, over, &again), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(registry.staleRegistrations(), 0);
+  EXPECT_EQ(registry.registrations(), 1);
+  ASSERT_EQ(fake.registrations.size(), 1u);
+  EXPECT_EQ(fake.registrations.begin()->second.base, kBase + 3 * kPage);  // kvio's, afresh
+  int64_t live = -1;
+  ASSERT_EQ(kvio_debug_live_host_registrations(&live), KVIO_STATUS_OK);
+  EXPECT_EQ(live, before + 1);
+  again.reset();
+  ASSERT_EQ(kvio_debug_live_host_registrations(&live), KVIO_STATUS_OK);
+  EXPECT_EQ(live, before);
+  EXPECT_TRUE(fake.registrations.empty());
 }
 
 // A region inside kvio's registration only takes a reference; one overlapping it and more

@@ -37,10 +37,12 @@ struct HostRuntime {
   kvio_status (*registerRange)(void* context, uint64_t address, uint64_t bytes,
                                bool* alreadyRegistered);
   /// Ends the registration made at `address` by registerRange: true; false when the runtime
-  /// refused, and may still hold it. kvio then forgets the registration (the caller may free the
-  /// memory) but keeps it counted in liveHostRegistrations, so kvio_debug_live_host_registrations
-  /// never reads 0 while a registration kvio made may be left behind (a stale registration that
-  /// a later wrap at the same address would otherwise meet as the caller's).
+  /// refused, and may still hold it. kvio then keeps it as stale (its pool is gone, and the
+  /// caller may free or remap the memory, so the runtime's registration may describe pages no
+  /// longer there) and counted in liveHostRegistrations, so kvio_debug_live_host_registrations
+  /// never reads 0 while one may be left behind. A later wrap over its pages first retries the
+  /// unregistration, and is refused while that still fails: the runtime would answer "already
+  /// registered", and the stale registration must not be taken for the caller's.
   bool (*unregisterRange)(void* context, uint64_t address);
   /// The registration holding `address`: true and its range [*start, *start + *bytes), or false
   /// when none does or the runtime cannot tell. nullptr: the runtime has no such query.
@@ -68,6 +70,8 @@ class HostRegistry {
   /// kvio's live registrations in this registry, and the references pools hold on them.
   int64_t registrations() const;
   int64_t references() const;
+  /// kvio's registrations whose unregistration the runtime refused, not yet ended by a retry.
+  int64_t staleRegistrations() const;
 
  private:
   struct Entry {
@@ -78,7 +82,8 @@ class HostRegistry {
     HostRuntime runtime;
     uint64_t page;
     mutable std::mutex mutex;
-    std::map<uint64_t, Entry> entries;  // kvio's registrations by start address
+    std::map<uint64_t, Entry> entries;   // kvio's registrations by start address
+    std::map<uint64_t, uint64_t> stale;  // unregistrations refused: start -> bytes
   };
   class Lease;
   static void release(State& state, const std::vector<uint64_t>& starts);
@@ -86,6 +91,8 @@ class HostRegistry {
                                  std::vector<uint64_t>* taken, std::vector<uint64_t>* pieces);
   static kvio_status adoptForeign(State& state, size_t index, const MemoryRegion& region,
                                   uint64_t start, uint64_t end, std::vector<uint64_t>* pieces);
+  static kvio_status endStale(State& state, size_t index, const MemoryRegion& region, uint64_t from,
+                              uint64_t to);
 
   std::shared_ptr<State> state_;
 };

@@ -317,7 +317,7 @@ aclError refuseUnsafeCall(State& s, const char* call) {
   }
   if (!forbidden) return ACL_SUCCESS;
   ++s.counts.unsafeRefused;
-  return reject(s, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+  return reject(s, ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT,
                 "%s: an unsafe call while a stream is captured in a mode that forbids it on this "
                 "thread; the capture is invalidated",
                 call);
@@ -413,8 +413,10 @@ aclError emuSetCurrentContext(aclrtContext context) {
   // Only contexts that exist; the documentation offers no unbinding (null), so neither does
   // the emulation.
   if (context == nullptr || s.contexts.count(reinterpret_cast<uint64_t>(context)) == 0) {
-    return reject(s, ACL_ERROR_RT_CONTEXT_NULL, "aclrtSetCurrentContext(%p): not a context",
-                  context);
+    // CANN's first check is ACL_REQUIRES_NOT_NULL (ACL_ERROR_INVALID_PARAM); the runtime then
+    // refuses a handle that is no context of its own.
+    return reject(s, context == nullptr ? ACL_ERROR_INVALID_PARAM : ACL_ERROR_RT_CONTEXT_NULL,
+                  "aclrtSetCurrentContext(%p): not a context", context);
   }
   currentContext = reinterpret_cast<uint64_t>(context);
   return ACL_SUCCESS;

@@ -301,7 +301,8 @@ TEST(AscendCopies, TheEmulationKeepsAclContextRules) {
     // The text of the failure is this thread's, and reading it clears it.
     EXPECT_NE(std::string(api.getRecentErrMsg()).find("no current context"), std::string::npos);
     EXPECT_EQ(std::string(api.getRecentErrMsg()), "");
-    EXPECT_EQ(api.setCurrentContext(nullptr), ACL_ERROR_RT_CONTEXT_NULL);  // no unbinding
+    // No unbinding: CANN's aclrtSetCurrentContext refuses NULL as an invalid parameter.
+    EXPECT_EQ(api.setCurrentContext(nullptr), ACL_ERROR_INVALID_PARAM);
     EXPECT_EQ(acl.threadContext(), nullptr);
 
     // aclrtSetDevice binds the device's default context (and counts).
@@ -344,6 +345,10 @@ TEST(AscendCopies, TheEmulationKeepsAclContextRules) {
   EXPECT_STREQ(aclErrorName(ACL_ERROR_RT_STREAM_CONTEXT), "ACL_ERROR_RT_STREAM_CONTEXT");
   EXPECT_STREQ(aclErrorName(ACL_ERROR_HOST_MEMORY_NOT_REGISTERED),
                "ACL_ERROR_HOST_MEMORY_NOT_REGISTERED");
+  EXPECT_STREQ(aclErrorName(507013), "ACL_ERROR_RT_SYS_DMA");  // a failed copy's task
+  EXPECT_STREQ(aclErrorName(ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT),
+               "ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT");
+  EXPECT_STREQ(aclErrorName(123456), "ACL error");
 }
 
 // Host registration as CANN's runtime does it. aclrtHostRegister (V1) maps host memory for the

@@ -108,6 +108,9 @@ constexpr aclError ACL_ERROR_RT_CONTEXT_NULL = 107002;
 /// The stream does not belong to the thread's current context.
 constexpr aclError ACL_ERROR_RT_STREAM_CONTEXT = 107003;
 constexpr aclError ACL_ERROR_RT_INVALID_HANDLE = 107017;
+/// A call a stream capture in progress forbids (rt_error_codes.h: "stream is captured, not
+/// support current oper").
+constexpr aclError ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT = 107030;
 constexpr aclError ACL_ERROR_RT_FEATURE_NOT_SUPPORT = 207000;
 constexpr aclError ACL_ERROR_RT_MEMORY_ALLOCATION = 207001;
 constexpr aclError ACL_ERROR_RT_NO_DEVICE = 207004;

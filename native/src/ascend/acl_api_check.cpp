@@ -20,6 +20,7 @@ constexpr int kAlreadyRegistered = kvio::ascend::ACL_ERROR_HOST_MEMORY_ALREADY_R
 constexpr int kNotRegistered = kvio::ascend::ACL_ERROR_HOST_MEMORY_NOT_REGISTERED;
 constexpr int kContextNull = kvio::ascend::ACL_ERROR_RT_CONTEXT_NULL;
 constexpr int kStreamContext = kvio::ascend::ACL_ERROR_RT_STREAM_CONTEXT;
+constexpr int kCaptureModeNotSupport = kvio::ascend::ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT;
 constexpr unsigned long long kHostRegPinned = kvio::ascend::ACL_HOST_REG_PINNED;
 constexpr unsigned long long kHostRegMapped = kvio::ascend::ACL_HOST_REG_MAPPED;
 }  // namespace
@@ -141,5 +142,8 @@ static_assert(kNotRegistered == ACL_ERROR_HOST_MEMORY_NOT_REGISTERED, "error cod
 #endif
 static_assert(kContextNull == ACL_ERROR_RT_CONTEXT_NULL, "error code");
 static_assert(kStreamContext == ACL_ERROR_RT_STREAM_CONTEXT, "error code");
+#ifdef ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT  // headers before stream capture lack it
+static_assert(kCaptureModeNotSupport == ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT, "error code");
+#endif
 
 }  // namespace

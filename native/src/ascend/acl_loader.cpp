@@ -196,8 +196,37 @@ const char* aclErrorName(aclError error) {
     case ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
       return "ACL_ERROR_HOST_MEMORY_ALREADY_REGISTERED";
     case ACL_ERROR_HOST_MEMORY_NOT_REGISTERED: return "ACL_ERROR_HOST_MEMORY_NOT_REGISTERED";
-    default: return "ACL error";
+    case ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT: return "ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT";
+    default: break;
   }
+  // What a failed task, a wait or a capture reports (rt_error_codes.h), named so that a message
+  // says more than "ACL error"; kvio acts on none of them, so they have no constants.
+  static const struct {
+    aclError code;
+    const char* name;
+  } kReported[] = {
+      {107008, "ACL_ERROR_RT_ADDR_UNALIGNED"},
+      {107019, "ACL_ERROR_RT_WAIT_TIMEOUT"},
+      {107020, "ACL_ERROR_RT_TASK_TIMEOUT"},
+      {107022, "ACL_ERROR_RT_DEVICE_TASK_ABORT"},
+      {107023, "ACL_ERROR_RT_STREAM_ABORT"},
+      {107027, "ACL_ERROR_RT_STREAM_CAPTURED"},
+      {107041, "ACL_ERROR_RT_CAPTURE_MODE_BLOCK_ASYNC"},
+      {207020, "ACL_ERROR_RT_TIMEOUT"},
+      {507000, "ACL_ERROR_RT_INTERNAL_ERROR"},
+      {507013, "ACL_ERROR_RT_SYS_DMA"},
+      {507015, "ACL_ERROR_RT_AICORE_EXCEPTION"},
+      {507046, "ACL_ERROR_RT_STREAM_SYNC_TIMEOUT"},
+      {507047, "ACL_ERROR_RT_EVENT_SYNC_TIMEOUT"},
+      {507053, "ACL_ERROR_RT_DEVICE_MEM_ERROR"},
+      {507054, "ACL_ERROR_RT_HBM_MULTI_BIT_ECC_ERROR"},
+      {507899, "ACL_ERROR_RT_DRV_INTERNAL_ERROR"},
+      {507903, "ACL_ERROR_RT_STREAM_CAPTURE_INVALIDATED"},
+  };
+  for (const auto& r : kReported) {
+    if (r.code == error) return r.name;
+  }
+  return "ACL error";
 }
 
 }  // namespace ascend

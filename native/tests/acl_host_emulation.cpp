@@ -57,10 +57,12 @@ struct State {
   std::map<uint64_t, Range> memory;                // by start address
   std::map<uint64_t, Registration> registrations;  // process-wide, by registered pointer
   bool holding = false;                            // holdStream: work waits for releaseStream
-  std::function<void()> beforeFreeHost;            // run by aclrtFreeHost first, unlocked
-  std::vector<std::function<void()>> held;         // copies, in stream order
-  std::set<uint64_t> heldEvents;                   // recorded while holding
-  int64_t faults = 0;                              // copies whose memory was gone when they ran
+  bool deferring = false;  // deferWork: held work also runs at an event's second status query
+  int64_t deferredQueries = 0;
+  std::function<void()> beforeFreeHost;     // run by aclrtFreeHost first, unlocked
+  std::vector<std::function<void()>> held;  // copies, in stream order
+  std::set<uint64_t> heldEvents;            // recorded while holding
+  int64_t faults = 0;                       // copies whose memory was gone when they ran
   std::string faultMessage;
   std::map<uint64_t, uint64_t> streams;  // stream -> the context it was created in
   std::map<uint64_t, Ctx> contexts;      // every context ever created (never destroyed)
@@ -367,6 +369,7 @@ void execute(State& s, int32_t device, uint64_t dst, bool dstDevice, uint64_t ds
 void runHeld(State& s) {
   std::vector<std::function<void()>> work;
   work.swap(s.held);
+  if (!work.empty() || !s.heldEvents.empty()) ++s.counts.heldWorkRuns;
   for (auto& w : work) w();
   s.recorded.insert(s.heldEvents.begin(), s.heldEvents.end());
   s.heldEvents.clear();
@@ -515,6 +518,9 @@ aclError emuQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus* status)
   if (s.events.count(handle) == 0 || status == nullptr) {
     return reject(s, ACL_ERROR_RT_INVALID_HANDLE, "querying unknown event %p", event);
   }
+  // Deferred work makes progress only when kvio looks: every other query of an event that has
+  // not completed runs it, so a poller sees "not ready" at least once.
+  if (s.deferring && s.heldEvents.count(handle) != 0 && ++s.deferredQueries % 2 == 0) runHeld(s);
   *status = s.recorded.count(handle) != 0 ? ACL_EVENT_RECORDED_STATUS_COMPLETE
                                           : ACL_EVENT_RECORDED_STATUS_NOT_READY;
   return ACL_SUCCESS;
@@ -855,15 +861,22 @@ aclError emuMemcpyBatchAsync(void** dsts, size_t* destMaxs, void** srcs, size_t*
   }
   *failIndex = SIZE_MAX;
   if (recordedIntoCapture(s, stream)) return ACL_SUCCESS;
+  // The copies of a batch run in no particular order (the API reference): here last to first,
+  // so that a caller relying on the order of its entries gets other bytes.
+  std::vector<size_t> attributeOf(count);
   a = 0;
   for (size_t i = 0; i < count; ++i) {
     while (a + 1 < numAttrs && attrIndexes[a + 1] <= i) ++a;
+    attributeOf[i] = a;
+  }
+  for (size_t i = count; i-- > 0;) {
+    const aclrtMemcpyBatchAttr& attr = attrs[attributeOf[i]];
     void* d = dsts[i];
     void* x = srcs[i];
     const size_t n = sizes[i];
     execute(s, device, reinterpret_cast<uint64_t>(d),
-            attrs[a].dstLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE, n, reinterpret_cast<uint64_t>(x),
-            attrs[a].srcLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE, n,
+            attr.dstLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE, n, reinterpret_cast<uint64_t>(x),
+            attr.srcLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE, n,
             [d, x, n] { std::memmove(d, x, n); });
     s.counts.bytesCopied += sizes[i];
     s.records.push_back({reinterpret_cast<uint64_t>(dsts[i]), sizes[i], 1, sizes[i]});
@@ -979,6 +992,8 @@ void AclHostEmulation::reset() {
   s.deviceCount = 1;
   s.recent.clear();
   s.holding = false;
+  s.deferring = false;
+  s.deferredQueries = 0;
   s.beforeFreeHost = nullptr;
   runHeld(s);
   s.faults = 0;
@@ -1103,7 +1118,15 @@ void AclHostEmulation::releaseStream() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.holding = false;
+  s.deferring = false;
   runHeld(s);
+}
+
+void AclHostEmulation::deferWork() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.holding = true;
+  s.deferring = true;
 }
 
 int64_t AclHostEmulation::faults(std::string* message) const {

@@ -81,6 +81,7 @@ struct AclCallCounts {
   int64_t captured = 0;       // copies and event records recorded into a graph capture, not run
   int64_t unsafeRefused = 0;  // unsafe calls (aclrtMemset) a capture's mode forbade
   int64_t rejected = 0;       // calls answered with an error (argument checks or injected)
+  int64_t heldWorkRuns = 0;   // held or deferred work that ran (a synchronize, a query, release)
   uint64_t bytesCopied = 0;
   int64_t copyCalls() const { return memcpyAsync + memcpy2dAsync + memcpyBatchAsync; }
 };
@@ -166,6 +167,10 @@ class AclHostEmulation {
   /// releaseStream or a synchronize call (aclrtSynchronizeEvent/Stream) runs them.
   void holdStream();
   void releaseStream();
+  /// holdStream that kvio's waits release: held work runs at a synchronize call or at every
+  /// other status query of an event not yet complete, as a device's work completes some time
+  /// after it is queued and only shows when kvio looks. Until releaseStream or reset.
+  void deferWork();
   /// Held copies that ran over memory no longer registered or allocated (a real device would
   /// fault); *message describes the last one.
   int64_t faults(std::string* message = nullptr) const;

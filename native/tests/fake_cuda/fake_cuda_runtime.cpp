@@ -1104,16 +1104,25 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
   return fail(queueCopies(stream, std::move(rows), pageable, &lock));
 }
 
-cudaError_t cudaMemcpy3DBatchAsync(size_t count, cudaMemcpy3DBatchOp* ops, unsigned long long,
+// The header's rules: flags zero ("for future use"), not the default NULL stream, every op a
+// valid srcAccessOrder; each extent nonzero and within its operands' rows and layers.
+cudaError_t cudaMemcpy3DBatchAsync(size_t count, cudaMemcpy3DBatchOp* ops, unsigned long long flags,
                                    cudaStream_t stream) {
   auto lock = locked();
   Context* context = runtimeContext();
   if (stickyOf(context) != cudaSuccess) return fail(stickyOf(context));
-  if (count == 0 || ops == nullptr) return fail(cudaErrorInvalidValue);
+  if (count == 0 || ops == nullptr || flags != 0 || stream == nullptr ||
+      stream == cudaStreamLegacy) {
+    return fail(cudaErrorInvalidValue);
+  }
   std::vector<Copy> rows;
   bool pageable = false;
   for (size_t i = 0; i < count; ++i) {
     const cudaMemcpy3DBatchOp& op = ops[i];
+    if (op.srcAccessOrder == cudaMemcpySrcAccessOrderInvalid ||
+        op.srcAccessOrder > cudaMemcpySrcAccessOrderAny) {
+      return fail(cudaErrorInvalidValue);
+    }
     if (op.src.type != cudaMemcpyOperandTypePointer ||
         op.dst.type != cudaMemcpyOperandTypePointer) {
       return fail(cudaErrorNotSupported);

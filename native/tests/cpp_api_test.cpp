@@ -354,6 +354,23 @@ TEST(CppApi, ExecutorsMoveAndCloseWhatTheyReplace) {
   EXPECT_EQ(taken.threads(), 2);
 }
 
+// An Error's message() is kvio_last_error's text without the status prefix what() carries, for
+// logs that print the status apart.
+TEST(CppApi, AnErrorsMessageIsTheTextWithoutItsStatus) {
+  const kvio::Error made(KVIO_STATUS_CLOSED, "pool 0x1 is closed");
+  EXPECT_STREQ(made.what(), "CLOSED: pool 0x1 is closed");
+  EXPECT_STREQ(made.message(), "pool 0x1 is closed");
+  EXPECT_STREQ(kvio::Error(static_cast<kvio_status>(99), "").message(), "");
+  try {
+    kvio::Executor(kvio::IoBackend::Cpu, 2000);
+    ADD_FAILURE() << "2000 cpu threads were accepted";
+  } catch (const kvio::Error& e) {
+    EXPECT_EQ(e.status(), KVIO_STATUS_INVALID_ARGUMENT);
+    EXPECT_EQ(std::string(e.message()), kvio_last_error());
+    EXPECT_EQ(std::string(e.what()), std::string("INVALID_ARGUMENT: ") + e.message());
+  }
+}
+
 // An engine keeps its pools, executor and the transfer in flight as members set up after its
 // constructor: each type has an empty state (handle 0) to start from, tells it apart from a
 // live object, and refuses use in it with INVALID_ARGUMENT, as a moved-from object does.

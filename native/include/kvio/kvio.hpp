@@ -30,7 +30,9 @@
 #endif
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <limits>
 #include <memory>
@@ -45,17 +47,24 @@
 
 namespace kvio {
 
+/// A failed kvio call: what() is "STATUS_NAME: message", status() the C status, message() the
+/// message alone (kvio_last_error's text, e.g. for a log line that prints the status apart).
 class Error : public std::runtime_error {
  public:
   Error(kvio_status status, const std::string& message)
       : std::runtime_error(std::string(kvio_status_name(status)) + ": " + message),
-        status_(status) {}
+        status_(status),
+        prefix_(std::strlen(kvio_status_name(status)) + 2) {}
   kvio_status status() const { return status_; }
+  const char* message() const noexcept { return what() + prefix_; }
 
  private:
   kvio_status status_;
+  size_t prefix_;  // "STATUS_NAME: " in what()
 };
 
+/// Throws Error for a status other than KVIO_STATUS_OK, with this thread's kvio_last_error():
+/// for code that calls the C ABI beside kvio.hpp, as kvio.hpp itself does.
 inline void check(kvio_status status) {
   if (status != KVIO_STATUS_OK) throw Error(status, kvio_last_error());
 }

@@ -767,6 +767,9 @@ TEST(NameRejection, UnprintableBytesAreQuotedEscaped) {
                   "unknown io backend 'cpu\\x0a'", "did you mean 'cpu'");
   EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_BACKEND, "\xff\xfe\x01", &value),
                   KVIO_STATUS_INVALID_ARGUMENT, "'\\xff\\xfe\\x01'");
+  // A backslash typed as such is doubled: it does not read as an escaped byte.
+  EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_BACKEND, "cpu\\x0a", &value),
+                  KVIO_STATUS_INVALID_ARGUMENT, "'cpu\\\\x0a'");
   const std::string longOne = std::string(70, 'a') + "\t";
   EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_BACKEND, ("\x1b" + longOne).c_str(), &value),
                   KVIO_STATUS_INVALID_ARGUMENT, "'\\x1b" + std::string(63, 'a') + "...'");

@@ -154,12 +154,15 @@ constexpr size_t kMaxQuotedChars = 64;
 
 // The input as the message quotes it: printable ASCII as it is, any other byte (a newline, a
 // control character, a byte of UTF-8 or of no encoding) as \xNN, so the message stays one line
-// of text whatever was passed. No valid name has such a byte.
+// of text whatever was passed, and a backslash as \\ (so that a typed "\x0a" and a newline read
+// differently). No valid name has such a byte.
 std::string printable(const std::string& s) {
   std::string out;
   for (const char c : s) {
     const unsigned char b = static_cast<unsigned char>(c);
-    if (b >= 0x20 && b < 0x7f) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (b >= 0x20 && b < 0x7f) {
       out += c;
     } else {
       char escaped[5];

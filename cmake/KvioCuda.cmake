@@ -29,7 +29,28 @@ if(NOT _kvio_cuda_mode STREQUAL "OFF")
   endif()
   include(CheckLanguage)
   check_language(CUDA)
+  # The backend uses the CUDA 12.8 API (cuMemcpyBatchAsync's attributes, cudaMemcpy3DBatchAsync,
+  # green-context streams, versioned driver entry points); it is compiled with 13.0 here. The
+  # version is read from nvcc before enable_language(CUDA), which an older nvcc can fail (no
+  # sm_90 before 11.8), so that AUTO can still build CPU-only.
+  set(_kvio_nvcc_version "")
   if(CMAKE_CUDA_COMPILER)
+    execute_process(COMMAND "${CMAKE_CUDA_COMPILER}" --version OUTPUT_VARIABLE _kvio_nvcc_out
+                    ERROR_QUIET RESULT_VARIABLE _kvio_nvcc_result)
+    if(_kvio_nvcc_result EQUAL 0 AND _kvio_nvcc_out MATCHES "release ([0-9]+\\.[0-9]+)")
+      set(_kvio_nvcc_version "${CMAKE_MATCH_1}")
+    endif()
+  endif()
+  if(CMAKE_CUDA_COMPILER AND _kvio_nvcc_version AND _kvio_nvcc_version VERSION_LESS 12.8)
+    string(CONCAT _kvio_cuda_old "nvcc at ${CMAKE_CUDA_COMPILER} is CUDA ${_kvio_nvcc_version}; "
+                  "kvio's CUDA backend needs 12.8 or newer")
+    if(_kvio_cuda_mode STREQUAL "ON")
+      message(FATAL_ERROR "KVIO_WITH_CUDA=ON but ${_kvio_cuda_old} (set CMAKE_CUDA_COMPILER or "
+                          "CUDACXX to a newer nvcc, or use KVIO_WITH_CUDA=AUTO)")
+    endif()
+    message(WARNING "kvio: ${_kvio_cuda_old} - CPU-only build (kernel, direct and staged "
+                    "unavailable)")
+  elseif(CMAKE_CUDA_COMPILER)
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       # SASS for A100 (sm_80, also runs on 86/89) and H100/H200 (sm_90), PTX for newer GPUs.
       set(CMAKE_CUDA_ARCHITECTURES 80-real 90-real 90-virtual)
@@ -42,19 +63,10 @@ if(NOT _kvio_cuda_mode STREQUAL "OFF")
     set(CMAKE_CUDA_RUNTIME_LIBRARY Static)
     find_package(CUDAToolkit REQUIRED)
     set(KVIO_HAVE_CUDA ON)
-  endif()
-  # The backend uses the CUDA 12.8 API (cuMemcpyBatchAsync's attributes, cudaMemcpy3DBatchAsync,
-  # green-context streams, versioned driver entry points); it is compiled with 13.0 here.
-  if(KVIO_HAVE_CUDA AND CUDAToolkit_VERSION VERSION_LESS 12.8)
-    set(KVIO_HAVE_CUDA OFF)
-    string(CONCAT _kvio_cuda_old "the CUDA toolkit at ${CUDAToolkit_BIN_DIR} is "
-                  "${CUDAToolkit_VERSION}; kvio's CUDA backend needs 12.8 or newer")
-    if(_kvio_cuda_mode STREQUAL "ON")
-      message(FATAL_ERROR "KVIO_WITH_CUDA=ON but ${_kvio_cuda_old} (set CMAKE_CUDA_COMPILER or "
-                          "CUDACXX to a newer nvcc, or use KVIO_WITH_CUDA=AUTO)")
+    if(CUDAToolkit_VERSION VERSION_LESS 12.8)  # a toolkit other than nvcc's: the same rule
+      message(FATAL_ERROR "the CUDA toolkit at ${CUDAToolkit_BIN_DIR} is ${CUDAToolkit_VERSION}; "
+                          "kvio's CUDA backend needs 12.8 or newer (or KVIO_WITH_CUDA=OFF)")
     endif()
-    message(WARNING "kvio: ${_kvio_cuda_old} - CPU-only build (kernel, direct and staged "
-                    "unavailable)")
   endif()
   if(KVIO_HAVE_CUDA)  # nvcc found, and new enough
     set(KVIO_CUDA_SOURCES
@@ -75,6 +87,9 @@ if(NOT _kvio_cuda_mode STREQUAL "OFF")
     message(STATUS "kvio: no CUDA compiler found - CPU-only build (kernel, direct and staged unavailable)")
   endif()
 endif()
+# Whether this build has the CUDA backend, for scripts that read CMakeCache.txt (an nvcc in the
+# cache is not enough: one older than 12.8 leaves the backend out).
+set(KVIO_CUDA_BACKEND "${KVIO_HAVE_CUDA}" CACHE INTERNAL "kvio's CUDA backend is built")
 
 # Adds the CUDA backend's host code to the core's object library (kvio_core) and makes its
 # kernels the object library kvio_cuda_kernels; whatever links the core links the kernels and

@@ -8,19 +8,19 @@
 # Needs mvn verify's outputs: the native build with CUDA (nvcc found), java/target/test-classes
 # and cli/target/kvio-cli.jar; writes the tests' classpath (java/target/test-classpath.txt, Maven's
 # dependency:build-classpath, MVN_ARGS added) when it is missing. A build without the CUDA backend
-# (no nvcc in its CMakeCache.txt) has no fake library: the check says so and passes; a CUDA build
-# without it (native tests off, no GoogleTest) fails.
+# (KVIO_CUDA_BACKEND in its CMakeCache.txt: no nvcc, or one older than 12.8) has no fake library:
+# the check says so and passes; a CUDA build without it (native tests off, no GoogleTest) fails.
 # Usage: scripts/fake-cuda-check.sh [native build dir, default java/target/cmake]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-java/target/cmake}"
 fake="$build/native/tests/fake-cuda"
 if [ ! -f "$fake/libkvio.so" ]; then
-  if grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=.*nvcc' "$build/CMakeCache.txt" 2>/dev/null; then
+  if grep -q '^KVIO_CUDA_BACKEND:INTERNAL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
     echo "fake-cuda: FAIL: $build has the CUDA backend but no $fake/libkvio.so (C++ tests off?)" >&2
     exit 1
   fi
-  echo "fake-cuda: $build has no CUDA backend (no nvcc): nothing to check"
+  echo "fake-cuda: $build has no CUDA backend (no nvcc 12.8+): nothing to check"
   exit 0
 fi
 jar=cli/target/kvio-cli.jar

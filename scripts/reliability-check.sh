@@ -25,12 +25,21 @@ for c in clang++ clang++-14 clang++-15 clang++-16; do
 done
 args=(-DKVIO_SANITIZE=ON -DKVIO_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo)
 [ -n "$cxx" ] && args+=(-DCMAKE_CXX_COMPILER="$cxx")
-# With nvcc, the CUDA backend too (one architecture: its kernels are compiled, never run here), so
-# that its host code runs sanitized on the fake CUDA runtime (ctest label fake_cuda).
-if command -v nvcc >/dev/null 2>&1 || [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ] ||
-  [ -x "${CUDA_PATH:-/usr/local/cuda}/bin/nvcc" ]; then
+# With nvcc 12.8 or newer (what the backend needs), the CUDA backend too (one architecture: its
+# kernels are compiled, never run here), so that its host code runs sanitized on the fake CUDA
+# runtime (ctest label fake_cuda).
+nvcc=""
+for n in "$(command -v nvcc 2>/dev/null || true)" "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" \
+  "${CUDA_PATH:-/usr/local/cuda}/bin/nvcc"; do
+  if [ -n "$n" ] && [ -x "$n" ]; then nvcc="$n"; break; fi
+done
+nvcc_release="$([ -n "$nvcc" ] && "$nvcc" --version 2>/dev/null |
+  sed -n 's/.*release \([0-9]*\)\.\([0-9]*\).*/\1 \2/p' | head -1 || true)"
+if [ -n "$nvcc_release" ] && { read -r major minor <<<"$nvcc_release";
+  [ "$major" -gt 12 ] || { [ "$major" -eq 12 ] && [ "$minor" -ge 8 ]; }; }; then
   args+=(-DKVIO_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90-real)
 else
+  [ -n "$nvcc" ] && echo "reliability: $nvcc is older than CUDA 12.8: no CUDA backend in this build"
   args+=(-DKVIO_WITH_CUDA=OFF)
 fi
 

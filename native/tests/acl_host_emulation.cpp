@@ -300,7 +300,8 @@ bool recordedIntoCapture(State& s, aclrtStream stream) {
 // An "unsafe" call (aclrtMemset here) on this thread while a capture forbids it (the API
 // reference of aclmdlRICaptureThreadExchangeMode): refused, and the captures that forbid it
 // invalidated. Which error ACL answers is not documented; the emulation answers
-// ACL_ERROR_RT_FEATURE_NOT_SUPPORT.
+// ACL_ERROR_RT_CAPTURE_MODE_NOT_SUPPORT (rt_error_codes.h: "stream is captured, not support
+// current oper").
 aclError refuseUnsafeCall(State& s, const char* call) {
   bool forbidden = false;
   for (auto& entry : s.captures) {

@@ -1076,27 +1076,8 @@ TEST(CudaKernel, DeviceIndicesOutOfRangeAreSkippedAndReported) {
   EXPECT_NE(std::string(kvio_last_error()).find("index pairs are more than the 16 token slots"),
             std::string::npos)
       << kvio_last_error();
-  // Within one pool over shared layers (a compaction), device indices are refused: kvio cannot
-  // look at them for a pair that reads a row another pair writes, and the kernel copies the
-  // pairs in parallel (the bytes would depend on timing). Layer ranges apart are accepted.
-  const kvio_transfer_desc compaction{
-      src.handle(), src.handle(), deviceIndices, deviceIndices + 1, 2, 0, 0, 2};
-  EXPECT_EQ(kvio_submit_device_indices(executor.handle(), &compaction, &transfer),
-            KVIO_STATUS_UNSUPPORTED);
-  EXPECT_NE(std::string(kvio_last_error()).find("within one pool over shared layers"),
-            std::string::npos)
-      << kvio_last_error();
-  kvio_submit_options options = KVIO_SUBMIT_OPTIONS_INIT;
-  options.indices_memory = KVIO_INDICES_DEVICE;
-  EXPECT_EQ(kvio_check_transfer_with(executor.handle(), &compaction, &options),
-            KVIO_STATUS_UNSUPPORTED);
-  const kvio_transfer_desc layersApart{
-      src.handle(), src.handle(), deviceIndices, deviceIndices + 1, 2, 0, 1, 1};
-  EXPECT_EQ(kvio_check_transfer_with(executor.handle(), &layersApart, &options), KVIO_STATUS_OK)
-      << kvio_last_error();
   Image after;
   EXPECT_TRUE(dst.read(&after) && sameImage(expected, after, "destination after the refusals"));
-  EXPECT_TRUE(src.read(&after) && sameImage(srcImage, after, "source after the refusals"));
 }
 
 // kvio_submit_with: device-resident indices, a launch shape and the overlap mark in one submit,

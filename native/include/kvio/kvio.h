@@ -643,9 +643,9 @@ KVIO_API kvio_status kvio_submit_launch(uint64_t executor, const kvio_transfer_d
  * which cannot reach it). The host cannot check the values: the kernel skips every pair with
  * an index outside its pool, and the transfer completes with KVIO_STATUS_OUT_OF_RANGE naming
  * the first bad position. Duplicate destination slots among them are not detected (the rows
- * race). A transfer within one pool whose source and destination layer ranges overlap is
- * refused with UNSUPPORTED: a pair could read a row another pair writes, which kvio checks only
- * for host indices. */
+ * race), nor, within one pool over overlapping layer ranges, a source slot that is another pair's
+ * destination slot (the pairs are copied in parallel: such a row may be read before or after it
+ * is written). Host indices are checked for both; with device indices they are the caller's. */
 KVIO_API kvio_status kvio_submit_device_indices(uint64_t executor, const kvio_transfer_desc* desc,
                                                 uint64_t* transfer_out);
 /* The CUDA event (a cudaEvent_t) recorded after a CUDA transfer's work on its stream; another
@@ -718,7 +718,9 @@ KVIO_API kvio_status kvio_debug_live_objects(int64_t* counts_out /* [4] */);
 /* Host registrations kvio made (cudaHostRegister, aclrtHostRegisterV2 of wrapped pinned memory)
  * and has not ended yet. 0 once every wrapped pinned pool was closed and its transfers
  * completed (registrations the caller made itself are not counted); one whose unregistration the
- * runtime refused stays counted (the runtime may still hold it). */
+ * runtime refused stays counted (the runtime may still hold it) until a retry ends it: a later
+ * wrap over any of its pages retries first, and is refused with INVALID_ARGUMENT ("could not
+ * unregister") while the runtime still refuses (docs/cuda.md, docs/ascend.md). */
 KVIO_API kvio_status kvio_debug_live_host_registrations(int64_t* count_out);
 /* Copy-engine calls kvio has issued in this process for plans (the direct and kernel_ascend
  * backends, and staged's host runs; not the kernel's and staged's table uploads):

@@ -106,7 +106,8 @@ struct Pinned {
   uint64_t bytes;
   int32_t device;
   // kvio's aclrtHostUnregister of it failed when its last pool ended: the runtime may still hold
-  // it, and its pages cannot be pinned again (registerRange says so instead of "in use").
+  // it. Its device's registry retries the unregistration at the next wrap over its pages
+  // (HostRegistry); another device's wrap is told so here instead of "in use".
   bool stale = false;
 };
 
@@ -140,11 +141,12 @@ kvio_status registerRange(void* context, uint64_t address, uint64_t bytes,
                   "host memory [0x%llx, 0x%llx) is still registered with ACL: kvio pinned it for "
                   "Ascend device %d, and its aclrtHostUnregister failed when that device's last "
                   "pool over it ended (kvio_debug_live_host_registrations still counts it), so "
-                  "these pages cannot be pinned again in this process. Use other host memory "
-                  "(kvio_pool_allocate_memory gives a pool its own)",
+                  "these pages cannot be pinned for another device; a wrap for Ascend device %d "
+                  "retries the unregistration. Use other host memory (kvio_pool_allocate_memory "
+                  "gives a pool its own)",
                   static_cast<unsigned long long>(holder->first),
                   static_cast<unsigned long long>(holder->first + holder->second.bytes),
-                  holder->second.device);
+                  holder->second.device, holder->second.device);
     }
     if (holder->first + holder->second.bytes > address) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
@@ -202,12 +204,18 @@ bool unregisterRange(void* context, uint64_t address) {
   std::lock_guard<std::mutex> lock(pinnedMutex());
   listed = pinnedRanges().find(address);
   DeviceScope scope(*api, deviceOf(context));
-  if (scope.error() != ACL_SUCCESS ||
-      api->hostUnregister(reinterpret_cast<void*>(address)) != ACL_SUCCESS) {
+  const aclError e = scope.error() != ACL_SUCCESS
+                         ? scope.error()
+                         : api->hostUnregister(reinterpret_cast<void*>(address));
+  // "Not registered" is an end too: the registration is gone already (the caller unregistered
+  // it, or the device was reset).
+  if (e != ACL_SUCCESS &&
+      (scope.error() != ACL_SUCCESS || e != ACL_ERROR_HOST_MEMORY_NOT_REGISTERED)) {
     clearAclError(*api);
     if (listed != pinnedRanges().end()) listed->second.stale = true;
     return false;
   }
+  if (e != ACL_SUCCESS) clearAclError(*api);
   if (listed != pinnedRanges().end()) pinnedRanges().erase(listed);
   return true;
 }
@@ -369,20 +377,24 @@ kvio_status classifyRegion(const AclApi& api, size_t index, const MemoryRegion& 
 // refused here rather than faulting the NPU's DMA mid-transfer. The device id the runtime reports
 // is not compared with `device`: the runtime may answer the physical id where kvio has the
 // logical one (ASCEND_RT_VISIBLE_DEVICES), and a false refusal would block a valid pool. A query
-// that fails is no answer (as for host memory): the region is used as given.
+// that fails is no answer (as for host memory): the region is used as given, and the runtime's
+// text of the failure cleared. Called in the device's context, as the host query is.
 kvio_status checkDeviceRegion(const AclApi& api, size_t index, const MemoryRegion& region) {
   const uint64_t ends[2] = {region.address,
                             region.address + (region.bytes == 0 ? 0 : region.bytes - 1)};
   aclrtPtrAttributes found[2] = {};
   for (int i = 0; i < 2; ++i) {
-    if (api.pointerGetAttributes(reinterpret_cast<const void*>(ends[i]), &found[i]) != ACL_SUCCESS)
+    if (api.pointerGetAttributes(reinterpret_cast<const void*>(ends[i]), &found[i]) !=
+        ACL_SUCCESS) {
+      clearAclError(api);
       return KVIO_STATUS_OK;
+    }
   }
   const uint32_t first = found[0].location.type;
   const uint32_t last = found[1].location.type;
   if (first == ACL_MEM_LOCATION_TYPE_DEVICE && last == ACL_MEM_LOCATION_TYPE_DEVICE)
     return KVIO_STATUS_OK;
-  const bool partly = first == ACL_MEM_LOCATION_TYPE_DEVICE || last == ACL_MEM_LOCATION_TYPE_DEVICE;
+  const bool partly = first == ACL_MEM_LOCATION_TYPE_DEVICE;  // begins in NPU memory, ends past it
   return fail(KVIO_STATUS_INVALID_ARGUMENT,
               "region %zu of the pool, [0x%llx, 0x%llx), is not NPU memory%s: "
               "aclrtPointerGetAttributes says its first byte is %s and its last byte %s. %s",
@@ -402,8 +414,10 @@ kvio_status adopt(int32_t kind, int32_t device, const MemoryRegion* regions, siz
   KVIO_RETURN_IF_ERROR(checkDevice(*api, device));
   if (kind == KVIO_MEMORY_ASCEND_DEVICE) {
     if (api->pointerGetAttributes != nullptr) {
-      for (size_t i = 0; i < count; ++i)
+      KVIO_ACL_SCOPE(scope, *api, device, "asking where wrapped NPU memory lies");
+      for (size_t i = 0; i < count; ++i) {
         KVIO_RETURN_IF_ERROR(checkDeviceRegion(*api, i, regions[i]));
+      }
     }
     *owner = std::make_shared<int>(0);  // the caller owns the memory; used as given
     return KVIO_STATUS_OK;

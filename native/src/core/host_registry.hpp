@@ -36,7 +36,8 @@ struct HostRuntime {
   /// the runtime says part or all of it is registered already; or an error (kvio_last_error).
   kvio_status (*registerRange)(void* context, uint64_t address, uint64_t bytes,
                                bool* alreadyRegistered);
-  /// Ends the registration made at `address` by registerRange: true; false when the runtime
+  /// Ends the registration made at `address` by registerRange: true (also when the runtime
+  /// answers that nothing is registered there: it is gone already); false when the runtime
   /// refused, and may still hold it. kvio then keeps it as stale (its pool is gone, and the
   /// caller may free or remap the memory, so the runtime's registration may describe pages no
   /// longer there) and counted in liveHostRegistrations, so kvio_debug_live_host_registrations

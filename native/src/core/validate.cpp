@@ -299,23 +299,7 @@ bool layersOverlap(const kvio_transfer_desc& d) {
 
 kvio_status validateDeviceTransfer(const PoolImpl& src, const PoolImpl& dst,
                                    const kvio_transfer_desc& d) {
-  KVIO_RETURN_IF_ERROR(validateTransferShape(src, dst, d));
-  // Within one pool over shared layers a pair may read a row another pair writes, and the
-  // kernel's pairs run at once: the bytes would depend on timing. With host indices that is
-  // refused by looking at them (checkOverlap); device indices cannot be looked at.
-  if (&src == &dst && layersOverlap(d)) {
-    return fail(KVIO_STATUS_UNSUPPORTED,
-                "a transfer within one pool over shared layers (src layers [%lld, %lld), dst "
-                "layers [%lld, %lld)) cannot take device-resident indices: kvio cannot check "
-                "that no pair reads a row another pair writes, and the pairs are copied in "
-                "parallel. Give host indices (checked for such overlaps), or layer ranges that "
-                "do not overlap",
-                static_cast<long long>(d.src_layer_start),
-                static_cast<long long>(d.src_layer_start + d.num_layers),
-                static_cast<long long>(d.dst_layer_start),
-                static_cast<long long>(d.dst_layer_start + d.num_layers));
-  }
-  return KVIO_STATUS_OK;
+  return validateTransferShape(src, dst, d);
 }
 
 kvio_status validateTransfer(const PoolImpl& src, const PoolImpl& dst, const kvio_transfer_desc& d,

@@ -254,15 +254,18 @@ kvio_status registerRange(void*, uint64_t address, uint64_t bytes, bool* already
 // On whichever thread lets go of the last pool using the registration: a portable registration
 // belongs to no device, so a primary context kvio uses will do (DeviceScope -1; never a context
 // the caller made, nor one the runtime would create on device 0). False when CUDA refused
-// (HostRuntime::unregisterRange: the registration stays counted).
+// (HostRuntime::unregisterRange: the registration stays counted). "Not registered" is an end:
+// the registration is gone already (the caller unregistered it, or the device was reset).
 bool unregisterRange(void*, uint64_t address) {
   DeviceScope scope(-1);
-  if (scope.error() != cudaSuccess ||
-      cudaHostUnregister(reinterpret_cast<void*>(address)) != cudaSuccess) {
+  if (scope.error() != cudaSuccess) {
     cudaGetLastError();
     return false;
   }
-  return true;
+  const cudaError_t error = cudaHostUnregister(reinterpret_cast<void*>(address));
+  if (error == cudaSuccess) return true;
+  cudaGetLastError();
+  return error == cudaErrorHostMemoryNotRegistered;
 }
 
 using PointerGetAttribute = CUresult (*)(void* data, CUpointer_attribute attribute,

@@ -127,8 +127,8 @@ public final class Transfer implements AutoCloseable {
     /**
      * The io backend that runs this transfer: the executor's, or for an {@link IoBackend#AUTO}
      * executor the one it chose (KERNEL, DIRECT or STAGED on a GPU; without one CPU, or
-     * KERNEL_ASCEND for NPU memory). Null
-     * for a transfer that moved nothing (empty index lists, a layer the host pool does not hold).
+     * KERNEL_ASCEND for NPU memory). Null for a transfer that moved nothing (empty index lists, a
+     * layer the host pool does not hold).
      */
     public IoBackend backend() {
         return backend;

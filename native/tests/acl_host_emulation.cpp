@@ -51,6 +51,8 @@ struct Registration {
 };
 
 constexpr uint64_t kPage = 4096;
+// ACL_ERROR_RT_SYS_DMA (rt_error_codes.h): what a copy that failed on the device reports.
+constexpr aclError kAclErrorSysDma = 507013;
 
 struct State {
   std::mutex mutex;
@@ -62,8 +64,15 @@ struct State {
   std::function<void()> beforeFreeHost;     // run by aclrtFreeHost first, unlocked
   std::vector<std::function<void()>> held;  // copies, in stream order
   std::set<uint64_t> heldEvents;            // recorded while holding
-  int64_t faults = 0;                       // copies whose memory was gone when they ran
+  int64_t faults = 0;                       // copies that failed when they ran
   std::string faultMessage;
+  // Task failures (stopOnFailure, failTask): whether a failed task stops the contexts, the
+  // error that stopped them (ACL_SUCCESS: running), the error aclrtSynchronizeStream reports
+  // once in CONTINUE mode, and the copy to fail (counted down per queued copy; -1: none).
+  bool stopOnFailure = false;
+  aclError stopped = ACL_SUCCESS;
+  aclError streamError = ACL_SUCCESS;
+  int64_t failTaskNth = -1;
   std::map<uint64_t, uint64_t> streams;  // stream -> the context it was created in
   std::map<uint64_t, Ctx> contexts;      // every context ever created (never destroyed)
   std::map<int32_t, uint64_t> defaultContexts;
@@ -326,14 +335,30 @@ aclError refuseUnsafeCall(State& s, const char* call) {
                 call);
 }
 
+// A copy that failed when it ran (nothing copied). What CANN's open-source runtime does then:
+// in the default mode (ACL_CONTINUE_ON_FAILURE) the stream goes on with its next task, the error
+// is kept on the stream for the next aclrtSynchronizeStream (once), and events recorded after the
+// copy complete as usual: no event query or wait reports it. Where a stream of the context was
+// set to ACL_STOP_ON_FAILURE (on A2/A3 that mode is the whole context's), the context stops: the
+// rest of the stream's work never runs and every later call there reports the error.
+void deviceFault(State& s, const char* text) {
+  ++s.faults;
+  s.faultMessage = text;
+  if (s.stopOnFailure) {
+    if (s.stopped == ACL_SUCCESS) s.stopped = kAclErrorSysDma;
+  } else {
+    s.streamError = kAclErrorSysDma;
+  }
+}
+
 // Runs a checked copy now, or after releaseStream while the stream is held. A held copy checks
 // again when it runs that its memory is still registered or allocated: on a device, a copy
-// over memory unregistered meanwhile is a fault (the context dies), counted here instead.
+// over memory unregistered meanwhile faults. The copy failTask chose fails when it runs.
 void execute(State& s, int32_t device, uint64_t dst, bool dstDevice, uint64_t dstExtent,
              uint64_t src, bool srcDevice, uint64_t srcExtent, std::function<void()> copy) {
+  const bool doomed = s.failTaskNth >= 0 && s.failTaskNth-- == 0;
   if ((!dstDevice && mappedOnly(s, dst, dstExtent)) ||
       (!srcDevice && mappedOnly(s, src, srcExtent))) {
-    ++s.faults;
     char text[240];
     std::snprintf(text, sizeof(text),
                   "a copy from 0x%llx to 0x%llx (+%llu) over host memory registered with "
@@ -341,39 +366,58 @@ void execute(State& s, int32_t device, uint64_t dst, bool dstDevice, uint64_t ds
                   "errors on a device",
                   static_cast<unsigned long long>(src), static_cast<unsigned long long>(dst),
                   static_cast<unsigned long long>(dstExtent));
-    s.faultMessage = text;
+    deviceFault(s, text);
     return;
   }
-  if (!s.holding) {
-    copy();
-    return;
-  }
-  s.held.push_back([&s, device, dst, dstDevice, dstExtent, src, srcDevice, srcExtent, copy] {
+  auto run = [&s, device, dst, dstDevice, dstExtent, src, srcDevice, srcExtent, doomed, copy] {
+    char text[200];
+    if (doomed) {
+      std::snprintf(text, sizeof(text),
+                    "the copy from 0x%llx to 0x%llx (+%llu) failed on the device (failTask)",
+                    static_cast<unsigned long long>(src), static_cast<unsigned long long>(dst),
+                    static_cast<unsigned long long>(dstExtent));
+      deviceFault(s, text);
+      return;
+    }
     if (!stillThere(s, device, dst, dstExtent, dstDevice) ||
         !stillThere(s, device, src, srcExtent, srcDevice)) {
-      ++s.faults;
-      char text[200];
       std::snprintf(
           text, sizeof(text),
           "a held copy from 0x%llx (+%llu) to 0x%llx (+%llu) ran over memory no longer "
           "registered or allocated",
           static_cast<unsigned long long>(src), static_cast<unsigned long long>(srcExtent),
           static_cast<unsigned long long>(dst), static_cast<unsigned long long>(dstExtent));
-      s.faultMessage = text;
+      deviceFault(s, text);
       return;
     }
     copy();
-  });
+  };
+  if (s.holding) {
+    s.held.push_back(std::move(run));
+  } else {
+    run();
+  }
 }
 
-// Runs the held work, in order, and completes the events recorded meanwhile.
+// Runs the held work, in order, and completes the events recorded meanwhile; once a failed
+// task has stopped the contexts, the rest never runs and those events never complete.
 void runHeld(State& s) {
   std::vector<std::function<void()>> work;
   work.swap(s.held);
   if (!work.empty() || !s.heldEvents.empty()) ++s.counts.heldWorkRuns;
-  for (auto& w : work) w();
-  s.recorded.insert(s.heldEvents.begin(), s.heldEvents.end());
+  for (auto& w : work) {
+    if (s.stopped != ACL_SUCCESS) break;
+    w();
+  }
+  if (s.stopped == ACL_SUCCESS) s.recorded.insert(s.heldEvents.begin(), s.heldEvents.end());
   s.heldEvents.clear();
+}
+
+// A call that needs the context to be running, once a failed task has stopped it.
+aclError refuseWhenStopped(State& s, const char* call) {
+  if (s.stopped == ACL_SUCCESS) return ACL_SUCCESS;
+  return reject(s, s.stopped, "%s: the context stopped at a failed task (ACL_STOP_ON_FAILURE)",
+                call);
 }
 
 // ---- the emulated functions ----
@@ -477,7 +521,18 @@ aclError emuSynchronizeStream(aclrtStream stream) {
   (void)device;
   ++s.counts.synchronizeStream;
   runHeld(s);  // waiting for the stream lets the held work finish
-  return checkStream(s, stream);
+  const aclError e = checkStream(s, stream);
+  if (e != ACL_SUCCESS) return e;
+  if (const aclError stop = refuseWhenStopped(s, "aclrtSynchronizeStream")) return stop;
+  // A task that failed in CONTINUE mode is reported once, by the next synchronisation (the
+  // emulation keeps one such error for all streams).
+  const aclError failed = s.streamError;
+  s.streamError = ACL_SUCCESS;
+  if (failed != ACL_SUCCESS) {
+    return reject(s, failed, "aclrtSynchronizeStream: a task of the stream failed (%s)",
+                  s.faultMessage.c_str());
+  }
+  return ACL_SUCCESS;
 }
 
 aclError emuCreateEvent(aclrtEvent* event) {
@@ -494,6 +549,7 @@ aclError emuCreateEvent(aclrtEvent* event) {
 aclError emuRecordEvent(aclrtEvent event, aclrtStream stream) {
   KVIO_EMULATION_ENTER("aclrtRecordEvent");
   KVIO_EMULATION_NEEDS_CONTEXT("aclrtRecordEvent");
+  if (const aclError stop = refuseWhenStopped(s, "aclrtRecordEvent")) return stop;
   const uint64_t handle = reinterpret_cast<uint64_t>(event);
   if (s.events.count(handle) == 0) {
     return reject(s, ACL_ERROR_RT_INVALID_HANDLE, "recording unknown event %p", event);
@@ -501,6 +557,7 @@ aclError emuRecordEvent(aclrtEvent event, aclrtStream stream) {
   const aclError e = checkStream(s, stream, true);
   if (e != ACL_SUCCESS) return e;
   ++s.counts.recordEvent;
+  s.recorded.erase(handle);  // recorded again: complete once this record is reached
   if (recordedIntoCapture(s, stream)) {
     s.capturedEvents.insert(handle);  // not complete until the capture ends
     return ACL_SUCCESS;
@@ -522,6 +579,7 @@ aclError emuQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus* status)
   // Deferred work makes progress only when kvio looks: every other query of an event that has
   // not completed runs it, so a poller sees "not ready" at least once.
   if (s.deferring && s.heldEvents.count(handle) != 0 && ++s.deferredQueries % 2 == 0) runHeld(s);
+  if (const aclError stop = refuseWhenStopped(s, "aclrtQueryEventStatus")) return stop;
   *status = s.recorded.count(handle) != 0 ? ACL_EVENT_RECORDED_STATUS_COMPLETE
                                           : ACL_EVENT_RECORDED_STATUS_NOT_READY;
   return ACL_SUCCESS;
@@ -533,7 +591,7 @@ aclError emuSynchronizeEvent(aclrtEvent event) {
     return reject(s, ACL_ERROR_RT_INVALID_HANDLE, "synchronizing unknown event %p", event);
   }
   runHeld(s);  // waiting for the event lets the held work finish
-  return ACL_SUCCESS;
+  return refuseWhenStopped(s, "aclrtSynchronizeEvent");
 }
 
 aclError emuDestroyEvent(aclrtEvent event) {
@@ -737,6 +795,7 @@ aclError emuMemcpyAsync(void* dst, size_t destMax, const void* src, size_t count
   KVIO_EMULATION_ENTER("aclrtMemcpyAsync");
   ++s.counts.memcpyAsync;
   KVIO_EMULATION_NEEDS_CONTEXT("aclrtMemcpyAsync");
+  if (const aclError stop = refuseWhenStopped(s, "aclrtMemcpyAsync")) return stop;
   if (dst == nullptr || src == nullptr) {
     return reject(s, ACL_ERROR_INVALID_PARAM, "null %s", dst == nullptr ? "dst" : "src");
   }
@@ -772,6 +831,7 @@ aclError emuMemcpy2dAsync(void* dst, size_t dpitch, const void* src, size_t spit
   KVIO_EMULATION_ENTER("aclrtMemcpy2dAsync");
   ++s.counts.memcpy2dAsync;
   KVIO_EMULATION_NEEDS_CONTEXT("aclrtMemcpy2dAsync");
+  if (const aclError stop = refuseWhenStopped(s, "aclrtMemcpy2dAsync")) return stop;
   if (dst == nullptr || src == nullptr) {
     return reject(s, ACL_ERROR_INVALID_PARAM, "null %s", dst == nullptr ? "dst" : "src");
   }
@@ -817,6 +877,7 @@ aclError emuMemcpyBatchAsync(void** dsts, size_t* destMaxs, void** srcs, size_t*
   KVIO_EMULATION_ENTER("aclrtMemcpyBatchAsync");
   ++s.counts.memcpyBatchAsync;
   KVIO_EMULATION_NEEDS_CONTEXT("aclrtMemcpyBatchAsync");
+  if (const aclError stop = refuseWhenStopped(s, "aclrtMemcpyBatchAsync")) return stop;
   if (s.batchResult != ACL_SUCCESS) {
     ++s.counts.rejected;
     return s.batchResult;
@@ -996,7 +1057,13 @@ void AclHostEmulation::reset() {
   s.deferring = false;
   s.deferredQueries = 0;
   s.beforeFreeHost = nullptr;
+  // A stopped context's work is dropped, the events it held complete (a fresh device).
+  s.stopOnFailure = false;
+  s.failTaskNth = -1;
+  if (s.stopped != ACL_SUCCESS) s.held.clear();
+  s.stopped = ACL_SUCCESS;
   runHeld(s);
+  s.streamError = ACL_SUCCESS;
   s.faults = 0;
   s.faultMessage.clear();
   s.setDeviceCalls.clear();
@@ -1064,6 +1131,18 @@ void AclHostEmulation::failCall(const std::string& function, int64_t nth, aclErr
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.failures[function] = {nth, error};
+}
+
+void AclHostEmulation::failTask(int64_t nth) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.failTaskNth = nth;
+}
+
+void AclHostEmulation::stopOnFailure(bool stop) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.stopOnFailure = stop;
 }
 
 void AclHostEmulation::setCapture(void* stream, aclmdlRICaptureStatus status,

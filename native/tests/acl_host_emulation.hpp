@@ -49,7 +49,9 @@
 // (aclmdlRICaptureThreadExchangeMode sets the thread's mode).
 // aclGetRecentErrMsg answers and clears the calling thread's last error text. It counts calls per
 // function and copied bytes, so tests can assert how many calls a transfer costs, and can be told
-// to fail a given call or to answer "feature not supported" for batch copies.
+// to fail a given call, to answer "feature not supported" for batch copies, or to accept a copy
+// that fails when it runs (failTask; what that does to the stream's later work and to event
+// queries: stopOnFailure).
 #ifndef KVIO_TESTS_ACL_HOST_EMULATION_HPP_
 #define KVIO_TESTS_ACL_HOST_EMULATION_HPP_
 
@@ -130,6 +132,18 @@ class AclHostEmulation {
   /// "aclrtMemcpyAsync", "aclrtMemcpyBatchAsync", "aclrtRecordEvent", "aclrtMalloc", ...)
   /// fails with `error` without doing anything.
   void failCall(const std::string& function, int64_t nth, kvio::ascend::aclError error);
+  /// The `nth` (0-based, counted from now; each entry of a batch counts) copy queued is accepted
+  /// and fails when it runs, copying nothing: a device fault (faults() counts it) reporting
+  /// ACL_ERROR_RT_SYS_DMA as stopOnFailure says.
+  void failTask(int64_t nth);
+  /// What a copy that fails when it runs does to the rest, as CANN's open-source runtime has it.
+  /// false (the default, ACL_CONTINUE_ON_FAILURE): the stream goes on with its next task, events
+  /// recorded after the failed copy complete and no event query or wait reports it; the next
+  /// aclrtSynchronizeStream reports it, once. true (a stream of the context set to
+  /// ACL_STOP_ON_FAILURE, which on A2/A3 is the whole context's mode; here every context's): the
+  /// work queued after the failed copy never runs, and every later copy, event record, event
+  /// query, event or stream synchronisation answers the error. reset() restores false.
+  void stopOnFailure(bool stop);
 
   /// Graph capture of `stream` (nullptr: the default stream), as aclmdlRICaptureBegin (ACTIVE),
   /// a failure inside it (INVALIDATED) and aclmdlRICaptureEnd (NONE) would leave it:

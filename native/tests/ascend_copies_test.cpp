@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -423,6 +424,74 @@ TEST(AscendCopies, TheEmulationKeepsAclRegistrationRules) {
   EXPECT_EQ(api.destroyStream(stream), ACL_SUCCESS);
   EXPECT_EQ(acl.live().registrations, 0);
   EXPECT_EQ(acl.table(true, false).hostRegisterV2, nullptr);  // an older runtime's table
+  acl.setThreadContext(nullptr);
+  acl.reset();
+}
+
+// A copy the runtime accepted that fails when it runs (failTask), as CANN's open-source runtime
+// handles it (Stream::SetErrCode, Context::CheckStatus): in the default mode the stream goes on
+// (the next copy runs), the event recorded after both completes and its query and synchronisation
+// succeed, and the next stream synchronisation reports ACL_ERROR_RT_SYS_DMA, once; where the
+// context stops on failure, the work after the failed copy never runs and every later copy,
+// record, event query and synchronisation answers the error.
+TEST(AscendCopies, TheEmulationReportsACopyThatFailsWhenItRunsAsTheRuntimeDoes) {
+  constexpr aclError kSysDma = 507013;  // ACL_ERROR_RT_SYS_DMA
+  AclHostEmulation& acl = AclHostEmulation::instance();
+  acl.reset();
+  const AclApi api = acl.table();
+  acl.setThreadContext(acl.defaultContext(0));
+  aclrtStream stream = nullptr;
+  ASSERT_EQ(api.createStream(&stream), ACL_SUCCESS);
+  void* dev = nullptr;
+  void* host = nullptr;
+  aclrtEvent event = nullptr;
+  ASSERT_EQ(api.malloc(&dev, 256, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  ASSERT_EQ(api.mallocHost(&host, 256), ACL_SUCCESS);
+  ASSERT_EQ(api.createEvent(&event), ACL_SUCCESS);
+  uint8_t* const d = static_cast<uint8_t*>(dev);
+  uint8_t* const h = static_cast<uint8_t*>(host);
+  for (bool stop : {false, true}) {
+    SCOPED_TRACE(stop ? "ACL_STOP_ON_FAILURE" : "ACL_CONTINUE_ON_FAILURE");
+    acl.reset();
+    acl.stopOnFailure(stop);
+    std::memset(h, 0x5A, 256);
+    std::memset(d, 0xC3, 256);
+    acl.holdStream();
+    acl.failTask(0);
+    ASSERT_EQ(api.memcpyAsync(d, 128, h, 128, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_SUCCESS);
+    ASSERT_EQ(api.memcpyAsync(d + 128, 128, h + 128, 128, ACL_MEMCPY_HOST_TO_DEVICE, stream),
+              ACL_SUCCESS);
+    ASSERT_EQ(api.recordEvent(event, stream), ACL_SUCCESS);
+    aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_COMPLETE;
+    EXPECT_EQ(api.queryEventStatus(event, &status), ACL_SUCCESS);
+    EXPECT_EQ(status, ACL_EVENT_RECORDED_STATUS_NOT_READY);  // held: nothing ran yet
+    acl.releaseStream();
+    EXPECT_EQ(acl.faults(), 1);
+    EXPECT_EQ(std::count(d, d + 128, 0xC3), 128) << "the failed copy moved nothing";
+    if (!stop) {
+      EXPECT_EQ(std::count(d + 128, d + 256, 0x5A), 128) << "the next copy ran";
+      EXPECT_EQ(api.queryEventStatus(event, &status), ACL_SUCCESS);
+      EXPECT_EQ(status, ACL_EVENT_RECORDED_STATUS_COMPLETE);
+      EXPECT_EQ(api.synchronizeEvent(event), ACL_SUCCESS);
+      EXPECT_EQ(api.synchronizeStream(stream), kSysDma);
+      EXPECT_EQ(api.synchronizeStream(stream), ACL_SUCCESS) << "reported once";
+      EXPECT_EQ(api.memcpyAsync(d, 128, h, 128, ACL_MEMCPY_HOST_TO_DEVICE, stream), ACL_SUCCESS);
+      EXPECT_EQ(std::count(d, d + 128, 0x5A), 128) << "the stream still runs its work";
+    } else {
+      EXPECT_EQ(std::count(d + 128, d + 256, 0xC3), 128) << "the work after it never ran";
+      EXPECT_EQ(api.queryEventStatus(event, &status), kSysDma);
+      EXPECT_EQ(api.synchronizeEvent(event), kSysDma);
+      EXPECT_EQ(api.synchronizeStream(stream), kSysDma);
+      EXPECT_EQ(api.memcpyAsync(d, 128, h, 128, ACL_MEMCPY_HOST_TO_DEVICE, stream), kSysDma);
+      EXPECT_EQ(api.recordEvent(event, stream), kSysDma);
+      EXPECT_EQ(std::count(d, d + 128, 0xC3), 128);
+    }
+  }
+  acl.reset();  // a fresh device: the faults and the stopped context forgotten
+  EXPECT_EQ(api.destroyEvent(event), ACL_SUCCESS);
+  EXPECT_EQ(api.freeHost(host), ACL_SUCCESS);
+  EXPECT_EQ(api.free(dev), ACL_SUCCESS);
+  EXPECT_EQ(api.destroyStream(stream), ACL_SUCCESS);
   acl.setThreadContext(nullptr);
   acl.reset();
 }

@@ -1064,6 +1064,58 @@ TEST_F(AscendExecutorTest, UnalignedDeviceToDeviceCopiesFailWhereTheRuntimeRefus
       "an unaligned device-to-device copy");
 }
 
+// A copy the runtime accepted that fails on the device (a DMA error). Where the context stops on
+// failure (a stream of it set to ACL_STOP_ON_FAILURE: the mode docs/ascend.md asks for), every
+// event query and wait reports it: the transfer fails with BACKEND_ERROR naming the error,
+// whether waited for without a timeout (aclrtSynchronizeEvent), with one or polled
+// (aclrtQueryEventStatus), and the next transfer is refused at its first copy. (In the default
+// mode nothing reports it to kvio: the emulation's own test above.)
+TEST_F(AscendExecutorTest, ACopyThatFailsOnTheDeviceFailsItsTransferWhereTheContextStops) {
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 8, 4, 2, 64};
+  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 4, 2, 64};
+  NpuPool device(dg);
+  TestPool host = pinnedHost(hg);
+  kvio::Executor ascend(kvio::IoBackend::KernelAscend);
+  const std::vector<int64_t> idx = expandPages({1, 4, 6}, 4);
+  struct Wait {
+    const char* how;
+    int64_t timeoutNs;
+    const char* call;  // the one that reports the failure
+  };
+  for (const Wait& wait : {Wait{"waited for", -1, "aclrtSynchronizeEvent"},
+                           Wait{"waited for with a timeout", 1000000000, "aclrtQueryEventStatus"},
+                           Wait{"polled", 0, "aclrtQueryEventStatus"}}) {
+    SCOPED_TRACE(wait.how);
+    acl().reset();
+    acl().stopOnFailure(true);
+    acl().deferWork();
+    acl().failTask(1);  // the transfer's second copy
+    uint64_t transfer = 0;
+    ASSERT_EQ(kvio_submit_args(ascend.handle(), device.pool.pool().handle(), host.pool().handle(),
+                               idx.data(), idx.data(), static_cast<int64_t>(idx.size()), 0, 0, dg.L,
+                               &transfer),
+              KVIO_STATUS_OK)
+        << kvio_last_error();
+    kvio_status status = KVIO_STATUS_TIMEOUT;
+    for (int i = 0; i < 100 && status == KVIO_STATUS_TIMEOUT; ++i) {
+      status = kvio_transfer_wait(transfer, wait.timeoutNs);
+    }
+    const std::string message = kvio_last_error();
+    EXPECT_EQ(status, KVIO_STATUS_BACKEND_ERROR) << message;
+    for (const char* part : {wait.call, "ACL_ERROR_RT_SYS_DMA", "507013"}) {
+      EXPECT_NE(message.find(part), std::string::npos) << part << " in: " << message;
+    }
+    EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+    expectError(
+        [&] { kvio::transferAllLayers(ascend, device.pool.pool(), host.pool(), idx, idx).wait(); },
+        KVIO_STATUS_BACKEND_ERROR, {"ACL_ERROR_RT_SYS_DMA"}, "a transfer on the stopped context");
+    std::string fault;
+    EXPECT_EQ(acl().faults(&fault), 1);
+    EXPECT_NE(fault.find("failed on the device"), std::string::npos) << fault;
+  }
+  acl().reset();  // the fixture's TearDown asks that no copy faulted
+}
+
 // Two wrapped host buffers of one pool that share a page: kvio's registration of the first
 // holds that page, and the second buffer's other pages get their own, so the second buffer lies
 // in two registrations. A copy engine translates one registration per call (the emulation

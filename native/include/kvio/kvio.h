@@ -680,7 +680,11 @@ KVIO_API kvio_status kvio_ascend_device_count(int32_t* count_out);
 #define KVIO_ASCEND_OWN_STREAM UINT64_MAX
 
 /* A kernel_ascend executor on NPU `device` ordering its work on `stream`.
- * kvio_executor_create(KVIO_BACKEND_KERNEL_ASCEND, ...) means device 0, own stream. */
+ * kvio_executor_create(KVIO_BACKEND_KERNEL_ASCEND, ...) means device 0, own stream.
+ * A copy that fails on the NPU (a DMA error) fails its transfer (KVIO_STATUS_BACKEND_ERROR) only
+ * where the context stops on failure (aclrtSetStreamFailureMode(stream, ACL_STOP_ON_FAILURE) on a
+ * stream of it); in ACL's default mode no event reports it and the transfer reads as done
+ * (docs/ascend.md, "Failed copies"). kvio does not set the mode: it is the context's. */
 KVIO_API kvio_status kvio_executor_create_ascend(int32_t device, uint64_t stream,
                                                  uint64_t* executor_out);
 /* An executor of io backend `io_backend` on NPU `device` ordering its NPU work on `stream` (as for

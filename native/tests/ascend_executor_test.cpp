@@ -98,12 +98,6 @@ struct AlignedBlock {
   const std::vector<uint8_t> before;
 };
 
-std::vector<int64_t> range(int64_t start, int64_t count) {
-  std::vector<int64_t> v;
-  for (int64_t i = 0; i < count; ++i) v.push_back(start + i);
-  return v;
-}
-
 // The pools of a dim exchange, both mha: an NPU pool in the Ascend 5-D layout (layer_first per
 // component) of `devicePages` pages, a pinned page_first_direct host pool of `hostPages`, and a
 // kernel_ascend executor.

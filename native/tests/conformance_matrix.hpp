@@ -143,7 +143,9 @@ struct TransferGroup {
 struct MatrixTarget {
   const kvio::Executor* executor = nullptr;
   int32_t deviceMemory = KVIO_MEMORY_HOST;  // kind of the device pools (all wrapped)
-  int32_t hostMemory = KVIO_MEMORY_HOST;    // kind of the host pools (all allocated by kvio)
+  // Kind of the host pools: allocated by kvio, or, for the layer-sharded cases, caller memory
+  // wrapped with guard zones around it (a write past the region's end shows there).
+  int32_t hostMemory = KVIO_MEMORY_HOST;
   int32_t device = -1;
   Placement devicePlacement;  // where the device pools' buffers lie
   /// Copy-engine tests: when set, no executor runs the transfers. Each one's description (what
@@ -212,8 +214,9 @@ inline void runConformanceConfig(const MatrixTarget& target, const Case& c, bool
         heads.hb};
     const int64_t shardStart = sharded ? 1 : 0;
     const int64_t hostLayers = sharded ? 2 : kDeviceLayers;  // host holds device [a, a+Lh)
-    Geometry hg{c.kind,          c.hostLayout, Form::Allocated, hostLayers,
-                devicePages + 1, ps,           heads.H,         heads.hb};
+    // Allocated pools have no guard zones to catch a stray write; the sharded cases wrap.
+    const Form hostForm = sharded ? Form::Single : Form::Allocated;
+    Geometry hg{c.kind, c.hostLayout, hostForm, hostLayers, devicePages + 1, ps, heads.H, heads.hb};
     TestPool device(dg, target.deviceMemory, target.device, target.devicePlacement);
     TestPool host(hg, target.hostMemory, target.device);
     TestPool& src = c.backup ? device : host;

@@ -232,12 +232,16 @@ TEST(CppApi, TransferDirectCountsPagesInItsMessage) {
   const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
   const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
   kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  fill(src, dst);
+  const std::vector<uint8_t> source = contents(src);
   expectError(
       [&] {
         (void)kvio::transferDirect(cpu, src, dst, {0, 1}, {1}, kvio::LayerMap{0, 0, 1});
       },
       KVIO_STATUS_INVALID_ARGUMENT, {"srcPages has 2 pages but dstPages has 1"},
       "page lists of 2 and 1");
+  EXPECT_EQ(contents(dst), expected(dst, {}, {}));
+  EXPECT_EQ(contents(src), source);
 }
 
 // A string with a NUL byte inside would reach the C entry point cut short, the rest ignored:
@@ -281,6 +285,7 @@ TEST(CppApi, ClosedObjectsReportClosed) {
   kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
   kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
   kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  fill(src, dst);
   const uint64_t pool = src.handle();
   src.close();
   EXPECT_EQ(src.handle(), pool);
@@ -305,6 +310,7 @@ TEST(CppApi, ClosedObjectsReportClosed) {
               "threads() of a closed executor");
   expectError([&] { (void)kvio::transferPerLayer(cpu, dst, dst, {0}, {1}, 0, 0); },
               KVIO_STATUS_CLOSED, {}, "a transfer on a closed executor");
+  EXPECT_EQ(contents(dst), expected(dst, {}, {})) << "a refused transfer changed the pool";
   // Moved-from objects have no handle: INVALID_ARGUMENT, as before.
   kvio::Pool taken = std::move(dst);
   EXPECT_EQ(dst.handle(), 0u);  // NOLINT(bugprone-use-after-move)
@@ -331,6 +337,7 @@ TEST(CppApi, EmptyIndexListsCompleteAfterEveryOtherCheck) {
   const kvio::Pool alias = kvio::Pool::wrap(oneLayerSpec(), dst.data(), dst.bytes());
   expectError([&] { (void)kvio::transferPerLayer(cpu, dst, alias, none, none, 0, 0); },
               KVIO_STATUS_INVALID_ARGUMENT, {"share memory"}, "two pools over one buffer");
+  EXPECT_EQ(contents(dst), expected(dst, {}, {})) << "a refusal changed the destination";
   // A moved-from transfer is not an empty one: it has no handle to answer with.
   kvio::Transfer moved = std::move(t);
   EXPECT_TRUE(moved.empty());

@@ -19,12 +19,6 @@
 namespace kvio_test {
 namespace {
 
-std::vector<int64_t> range(int64_t start, int64_t count) {
-  std::vector<int64_t> v(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) v[static_cast<size_t>(i)] = start + i;
-  return v;
-}
-
 // MLA layer_first pools of 4 KiB rows: one token of one layer is one 4 KiB row.
 Geometry rows4k(int64_t layers, int64_t tokens, Form form = Form::Single) {
   return Geometry{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, form, layers, tokens, 1, 1, 4096};
@@ -151,6 +145,8 @@ TEST(ExecutorOrder, SmallTransferAfterLargeSeesItsOutput) {
   a.fillRandom(rng);
   b.fill(kCanary);
   c.fill(kCanary);
+  const Geometry g = rows4k(1, 512);
+  Image ea = a.capture(), eb = b.capture(), ec = c.capture();  // replayed in order below
   std::vector<kvio::Transfer> transfers;
   for (int64_t k = 0; k < 64; ++k) {
     // Large: 256 rows of a (rotated by k) into b's slots [0, 256).
@@ -162,9 +158,14 @@ TEST(ExecutorOrder, SmallTransferAfterLargeSeesItsOutput) {
     transfers.push_back(kvio::transferPerLayer(cpu, a.pool(), b.pool(), s, d, 0, 0));
     transfers.push_back(
         kvio::transferPerLayer(cpu, b.pool(), c.pool(), range(0, 1), range(k, 1), 0, 0));
+    applyTransfer(g, ea, g, &eb, s, d, 0, 0, 1);
+    applyTransfer(g, eb, g, &ec, range(0, 1), range(k, 1), 0, 0, 1);
   }
   for (auto& t : transfers) t.wait();
-  for (int64_t k = 0; k < 64; ++k) {
+  EXPECT_TRUE(a.matches(ea, "a (the source)"));
+  EXPECT_TRUE(b.matches(eb, "b"));
+  EXPECT_TRUE(c.matches(ec, "c"));
+  for (int64_t k = 0; k < 64; ++k) {  // the point of it, whatever the replay: z holds x's row
     ASSERT_EQ(0, std::memcmp(c.region(0) + k * 4096, a.region(0) + k * 4096, 4096))
         << "round " << k;
   }

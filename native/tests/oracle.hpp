@@ -479,6 +479,13 @@ inline std::vector<int64_t> distinct(std::mt19937_64& rng, int64_t n, int64_t k)
   return all;
 }
 
+/// `count` indices from `start` up: start, start + 1, ...
+inline std::vector<int64_t> range(int64_t start, int64_t count) {
+  std::vector<int64_t> v(static_cast<size_t>(count));
+  std::iota(v.begin(), v.end(), start);
+  return v;
+}
+
 inline std::vector<int64_t> expandPages(const std::vector<int64_t>& pages, int64_t ps) {
   std::vector<int64_t> slots;
   for (int64_t p : pages)

@@ -266,13 +266,14 @@ TEST_F(TransferRejection, PoolsThatWrapTheSameMemory) {
 }
 
 TEST(PoolAliasing, AdjacentPoolsDoNotAlias) {
-  // One buffer split into two pools back to back: [0, n) and [n, 2n).
+  // One buffer split into two pools back to back: [0, n) and [n, 2n), guard bytes after them.
   const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 2, 4, 4, 2, 16};
   const size_t n = static_cast<size_t>(g.regionBytes());
-  std::vector<uint8_t> buffer(2 * n);
+  std::vector<uint8_t> buffer(2 * n + kGuard, kGuardByte);
   std::mt19937_64 rng(7);
   fillRandom(buffer.data(), n, rng);
-  std::fill(buffer.begin() + static_cast<std::ptrdiff_t>(n), buffer.end(), kCanary);
+  std::fill(buffer.begin() + static_cast<std::ptrdiff_t>(n),
+            buffer.begin() + static_cast<std::ptrdiff_t>(2 * n), kCanary);
   const std::vector<uint8_t> source(buffer.begin(),
                                     buffer.begin() + static_cast<std::ptrdiff_t>(n));
   kvio::Pool a = kvio::Pool::wrap(g.spec(), buffer.data(), n);
@@ -283,6 +284,10 @@ TEST(PoolAliasing, AdjacentPoolsDoNotAlias) {
   kvio::transfer(executor, a, b, all, all, kvio::LayerMap{0, 0, g.L}).wait();
   EXPECT_TRUE(
       std::equal(source.begin(), source.end(), buffer.begin() + static_cast<std::ptrdiff_t>(n)));
+  EXPECT_TRUE(std::equal(source.begin(), source.end(), buffer.begin())) << "the source changed";
+  EXPECT_TRUE(std::all_of(buffer.begin() + static_cast<std::ptrdiff_t>(2 * n), buffer.end(),
+                          [](uint8_t byte) { return byte == kGuardByte; }))
+      << "a write past the second pool";
 }
 
 // Pools whose buffers are several regions. Two layer tables carved out of one block, their
@@ -489,7 +494,7 @@ TEST(PoolRejection, WrapTooSmall) {
 
 TEST(PoolRejection, WrapComponentsTooSmallOrWrongCount) {
   const kvio_pool_spec spec = smallSpec(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST);
-  std::vector<uint8_t> k(384), v(384);
+  std::vector<uint8_t> k(384, kCanary), v(384, kCanary);
   const uint64_t addresses[2] = {reinterpret_cast<uint64_t>(k.data()),
                                  reinterpret_cast<uint64_t>(v.data())};
   uint64_t pool = 0;
@@ -504,6 +509,9 @@ TEST(PoolRejection, WrapComponentsTooSmallOrWrongCount) {
   const uint64_t withNull[2] = {addresses[0], 0};
   EXPECT_REJECTED(kvio_pool_wrap_components(&spec, withNull, 2, 384, &pool),
                   KVIO_STATUS_INVALID_ARGUMENT, "component_addresses[1] is 0 (null)");
+  EXPECT_EQ(pool, 0u);
+  EXPECT_EQ(k, std::vector<uint8_t>(384, kCanary));
+  EXPECT_EQ(v, std::vector<uint8_t>(384, kCanary));
 }
 
 // The addresses of the 128-byte layer buffers that `memory` holds, one after the other.
@@ -517,16 +525,18 @@ std::vector<uint64_t> layerTable(std::vector<uint8_t>& memory) {
 
 TEST(PoolRejection, WrapLayerTableNeedsLayerFirst) {
   const kvio_pool_spec spec = smallSpec(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST);
-  std::vector<uint8_t> memory(6 * 128);
+  std::vector<uint8_t> memory(6 * 128, kCanary);
   const std::vector<uint64_t> table = layerTable(memory);
   uint64_t pool = 0;
   EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 6, 128, &pool),
                   KVIO_STATUS_UNSUPPORTED, "layout must be layer_first, got page_first");
+  EXPECT_EQ(pool, 0u);
+  EXPECT_EQ(memory, std::vector<uint8_t>(6 * 128, kCanary));
 }
 
 TEST(PoolRejection, WrapLayerTableWrongEntryCount) {
   const kvio_pool_spec spec = smallSpec(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST);
-  std::vector<uint8_t> memory(6 * 128);
+  std::vector<uint8_t> memory(6 * 128, kCanary);
   std::vector<uint64_t> table = layerTable(memory);
   uint64_t pool = 0;
   EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 5, 128, &pool),
@@ -538,6 +548,8 @@ TEST(PoolRejection, WrapLayerTableWrongEntryCount) {
   table[4] = 0;
   EXPECT_REJECTED(kvio_pool_wrap_layer_table(&spec, table.data(), 6, 128, &pool),
                   KVIO_STATUS_INVALID_ARGUMENT, "layer_addresses[4] is 0 (null)");
+  EXPECT_EQ(pool, 0u);
+  EXPECT_EQ(memory, std::vector<uint8_t>(6 * 128, kCanary));
 }
 
 std::string hex(const void* p) {

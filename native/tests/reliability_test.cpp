@@ -217,7 +217,9 @@ void conflictingRounds(int64_t rowBytes, int64_t rows, int rounds) {
     for (int k = 0; k < kThreads; ++k) from[static_cast<size_t>(k)].push_back(k * rows + i);
   }
   int mixed = 0;
+  std::atomic<int> failed{0};  // submits or waits that did not succeed
   for (int round = 0; round < rounds; ++round) {
+    std::fill(dst.begin(), dst.end(), kCanary);  // no transfer in flight between rounds
     std::atomic<int> ready{0};
     std::vector<std::thread> threads;
     for (int k = 0; k < kThreads; ++k) {
@@ -227,10 +229,11 @@ void conflictingRounds(int64_t rowBytes, int64_t rows, int rounds) {
         }
         uint64_t transfer = 0;
         if (kvio_submit_args(executor, srcPool, dstPool, from[static_cast<size_t>(k)].data(),
-                             to.data(), rows, 0, 0, 1, &transfer) == KVIO_STATUS_OK) {
-          kvio_transfer_wait(transfer, -1);
-          kvio_transfer_close(transfer);
+                             to.data(), rows, 0, 0, 1, &transfer) != KVIO_STATUS_OK ||
+            kvio_transfer_wait(transfer, -1) != KVIO_STATUS_OK) {
+          failed.fetch_add(1);
         }
+        if (transfer != 0) kvio_transfer_close(transfer);
       });
     }
     for (std::thread& t : threads) t.join();
@@ -241,6 +244,7 @@ void conflictingRounds(int64_t rowBytes, int64_t rows, int rounds) {
     }
   }
   EXPECT_EQ(mixed, 0) << "rounds whose destination mixed several threads' rows, of " << rounds;
+  EXPECT_EQ(failed.load(), 0) << "transfers that failed";
   kvio_pool_close(srcPool);
   kvio_pool_close(dstPool);
   kvio_executor_close(executor);
@@ -447,30 +451,34 @@ TEST_F(Faults, CopyFailureSurfacesOnTheHandleAndTheLibraryStaysUsable) {
 }
 
 TEST_F(Faults, FailedTransferKeepsItsPlaceInTheQueue) {
-  // A failing large transfer between two good ones: the good ones land, in order.
-  TestPool src(Geometry{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 512, 1, 1, 4096});
-  TestPool dst(Geometry{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 512, 1, 1, 4096});
+  // A failing large transfer between two good ones: the good ones land, in order. The first
+  // copies source rows [0, 256) to the same destination rows, the last source rows [256, 384)
+  // over destination rows [0, 128): the destination shows both landed, the last one after the
+  // first. The failing one writes a pool of its own (its partial bytes are not asserted).
+  const Geometry g{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 1, 512, 1, 1, 4096};
+  TestPool src(g), dst(g), elsewhere(g);
   std::mt19937_64 rng(10);
   SeededPair pools(src, dst, rng);
   kvio::Executor executor(kvio::IoBackend::Cpu, 2);
-  std::vector<int64_t> all(512), low(256);
-  for (int64_t i = 0; i < 512; ++i) all[static_cast<size_t>(i)] = i;
-  for (int64_t i = 0; i < 256; ++i) low[static_cast<size_t>(i)] = i;
+  const std::vector<int64_t> all = range(0, 512), low = range(0, 256);
+  const std::vector<int64_t> high = range(256, 128), front = range(0, 128);
   uint64_t t[3] = {0, 0, 0};
-  const auto submit = [&](const std::vector<int64_t>& s, uint64_t* out) {
-    ASSERT_EQ(kvio_submit_args(executor.handle(), src.pool().handle(), dst.pool().handle(),
-                               s.data(), s.data(), static_cast<int64_t>(s.size()), 0, 0, 1, out),
+  const auto submit = [&](TestPool& to, const std::vector<int64_t>& s,
+                          const std::vector<int64_t>& d, uint64_t* out) {
+    ASSERT_EQ(kvio_submit_args(executor.handle(), src.pool().handle(), to.pool().handle(), s.data(),
+                               d.data(), static_cast<int64_t>(s.size()), 0, 0, 1, out),
               KVIO_STATUS_OK);
   };
-  submit(low, &t[0]);
+  submit(dst, low, low, &t[0]);
   ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_COPY, 1), KVIO_STATUS_OK);
-  submit(all, &t[1]);
-  submit(all, &t[2]);
+  submit(elsewhere, all, all, &t[1]);
+  submit(dst, high, front, &t[2]);
   EXPECT_EQ(kvio_transfer_wait(t[0], -1), KVIO_STATUS_OK);
   EXPECT_EQ(kvio_transfer_wait(t[1], -1), KVIO_STATUS_BACKEND_ERROR);
   EXPECT_EQ(kvio_transfer_wait(t[2], -1), KVIO_STATUS_OK);
   for (uint64_t h : t) kvio_transfer_close(h);
-  pools.expect(all, all, 0, 0, 1);  // everything copied by the last transfer
+  pools.expect(low, low, 0, 0, 1);
+  pools.expect(high, front, 0, 0, 1);  // after the first
   EXPECT_TRUE(pools.check());
 }
 

@@ -987,6 +987,14 @@ const char* emuRecentErrMsg() {
   return copy.c_str();
 }
 
+// Runs f on the emulation's state under its lock; returns what f returns.
+template <class F>
+auto withState(F&& f) -> decltype(f(state())) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return f(s);
+}
+
 }  // namespace
 
 AclHostEmulation& AclHostEmulation::instance() {
@@ -1044,47 +1052,43 @@ void AclHostEmulation::uninstall() {
 }
 
 void AclHostEmulation::reset() {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.counts = AclCallCounts{};
-  s.records.clear();
-  s.failures.clear();
-  s.batchResult = ACL_SUCCESS;
-  s.refuseUnalignedDeviceCopies = false;
-  s.deviceCount = 1;
-  s.recent.clear();
-  s.holding = false;
-  s.deferring = false;
-  s.deferredQueries = 0;
-  s.beforeFreeHost = nullptr;
-  // A stopped context's work is dropped, the events it held complete (a fresh device).
-  s.stopOnFailure = false;
-  s.failTaskNth = -1;
-  if (s.stopped != ACL_SUCCESS) s.held.clear();
-  s.stopped = ACL_SUCCESS;
-  runHeld(s);
-  s.streamError = ACL_SUCCESS;
-  s.faults = 0;
-  s.faultMessage.clear();
-  s.setDeviceCalls.clear();
-  s.captures.clear();
-  // The calling thread's (the test's): a test that left it RELAXED would let later ones pass.
-  kvio_test::threadCaptureMode = ACL_MODEL_RI_CAPTURE_MODE_GLOBAL;
-  s.recorded.insert(s.capturedEvents.begin(), s.capturedEvents.end());
-  s.capturedEvents.clear();
-  s.captureInfoResult = ACL_SUCCESS;
+  withState([&](State& s) {
+    s.counts = AclCallCounts{};
+    s.records.clear();
+    s.failures.clear();
+    s.batchResult = ACL_SUCCESS;
+    s.refuseUnalignedDeviceCopies = false;
+    s.deviceCount = 1;
+    s.recent.clear();
+    s.holding = false;
+    s.deferring = false;
+    s.deferredQueries = 0;
+    s.beforeFreeHost = nullptr;
+    // A stopped context's work is dropped, the events it held complete (a fresh device).
+    s.stopOnFailure = false;
+    s.failTaskNth = -1;
+    if (s.stopped != ACL_SUCCESS) s.held.clear();
+    s.stopped = ACL_SUCCESS;
+    runHeld(s);
+    s.streamError = ACL_SUCCESS;
+    s.faults = 0;
+    s.faultMessage.clear();
+    s.setDeviceCalls.clear();
+    s.captures.clear();
+    // The calling thread's (the test's): a test that left it RELAXED would let later ones pass.
+    kvio_test::threadCaptureMode = ACL_MODEL_RI_CAPTURE_MODE_GLOBAL;
+    s.recorded.insert(s.capturedEvents.begin(), s.capturedEvents.end());
+    s.capturedEvents.clear();
+    s.captureInfoResult = ACL_SUCCESS;
+  });
 }
 
 AclCallCounts AclHostEmulation::counts() const {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  return s.counts;
+  return withState([&](State& s) { return s.counts; });
 }
 
 std::vector<AclCopyRecord> AclHostEmulation::records() const {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  return s.records;
+  return withState([&](State& s) { return s.records; });
 }
 
 std::shared_ptr<void> AclHostEmulation::tagDevice(void* data, uint64_t bytes, int32_t device) {
@@ -1116,54 +1120,44 @@ std::shared_ptr<void> AclHostEmulation::tagPinnedHost(void* data, uint64_t bytes
 }
 
 void AclHostEmulation::setDeviceCount(uint32_t count) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.deviceCount = count;
+  withState([&](State& s) { s.deviceCount = count; });
 }
 
 void AclHostEmulation::setBatchResult(aclError result) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.batchResult = result;
+  withState([&](State& s) { s.batchResult = result; });
 }
 
 void AclHostEmulation::failCall(const std::string& function, int64_t nth, aclError error) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.failures[function] = {nth, error};
+  withState([&](State& s) { s.failures[function] = {nth, error}; });
 }
 
 void AclHostEmulation::failTask(int64_t nth) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.failTaskNth = nth;
+  withState([&](State& s) { s.failTaskNth = nth; });
 }
 
 void AclHostEmulation::stopOnFailure(bool stop) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.stopOnFailure = stop;
+  withState([&](State& s) { s.stopOnFailure = stop; });
 }
 
 void AclHostEmulation::setCapture(void* stream, aclmdlRICaptureStatus status,
                                   aclmdlRICaptureMode mode) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (status != ACL_MODEL_RI_CAPTURE_STATUS_NONE) {
-    s.captures[reinterpret_cast<uint64_t>(stream)] =
-        State::Capture{status, mode, std::this_thread::get_id()};
-    return;
-  }
-  s.captures.erase(reinterpret_cast<uint64_t>(stream));
-  s.recorded.insert(s.capturedEvents.begin(), s.capturedEvents.end());
-  s.capturedEvents.clear();
+  withState([&](State& s) {
+    if (status != ACL_MODEL_RI_CAPTURE_STATUS_NONE) {
+      s.captures[reinterpret_cast<uint64_t>(stream)] =
+          State::Capture{status, mode, std::this_thread::get_id()};
+      return;
+    }
+    s.captures.erase(reinterpret_cast<uint64_t>(stream));
+    s.recorded.insert(s.capturedEvents.begin(), s.capturedEvents.end());
+    s.capturedEvents.clear();
+  });
 }
 
 aclmdlRICaptureStatus AclHostEmulation::captureStatus(void* stream) const {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  auto it = s.captures.find(reinterpret_cast<uint64_t>(stream));
-  return it == s.captures.end() ? ACL_MODEL_RI_CAPTURE_STATUS_NONE : it->second.status;
+  return withState([&](State& s) {
+    auto it = s.captures.find(reinterpret_cast<uint64_t>(stream));
+    return it == s.captures.end() ? ACL_MODEL_RI_CAPTURE_STATUS_NONE : it->second.status;
+  });
 }
 
 aclmdlRICaptureMode AclHostEmulation::threadCaptureMode() const {
@@ -1171,15 +1165,11 @@ aclmdlRICaptureMode AclHostEmulation::threadCaptureMode() const {
 }
 
 void AclHostEmulation::setCaptureInfoResult(aclError result) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.captureInfoResult = result;
+  withState([&](State& s) { s.captureInfoResult = result; });
 }
 
 void AclHostEmulation::refuseUnalignedDeviceCopies(bool refuse) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.refuseUnalignedDeviceCopies = refuse;
+  withState([&](State& s) { s.refuseUnalignedDeviceCopies = refuse; });
 }
 
 void AclHostEmulation::beforeFreeHost(std::function<void()> hook) {
@@ -1189,72 +1179,69 @@ void AclHostEmulation::beforeFreeHost(std::function<void()> hook) {
 }
 
 void AclHostEmulation::holdStream() {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.holding = true;
+  withState([&](State& s) { s.holding = true; });
 }
 
 void AclHostEmulation::releaseStream() {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.holding = false;
-  s.deferring = false;
-  runHeld(s);
+  withState([&](State& s) {
+    s.holding = false;
+    s.deferring = false;
+    runHeld(s);
+  });
 }
 
 void AclHostEmulation::deferWork() {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  s.holding = true;
-  s.deferring = true;
+  withState([&](State& s) {
+    s.holding = true;
+    s.deferring = true;
+  });
 }
 
 int64_t AclHostEmulation::faults(std::string* message) const {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (message != nullptr) *message = s.faultMessage;
-  return s.faults;
+  return withState([&](State& s) {
+    if (message != nullptr) *message = s.faultMessage;
+    return s.faults;
+  });
 }
 
 AclHostEmulation::Live AclHostEmulation::live() const {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  Live l{static_cast<int64_t>(s.streams.size()), static_cast<int64_t>(s.events.size()),
-         s.deviceAllocations, 0, 0};
-  for (const auto& entry : s.memory) {
-    if (entry.second.place == Place::PinnedHost) ++l.hostAllocations;
-  }
-  l.registrations = static_cast<int64_t>(s.registrations.size());
-  return l;
+  return withState([&](State& s) {
+    Live l{static_cast<int64_t>(s.streams.size()), static_cast<int64_t>(s.events.size()),
+           s.deviceAllocations, 0, 0};
+    for (const auto& entry : s.memory) {
+      if (entry.second.place == Place::PinnedHost) ++l.hostAllocations;
+    }
+    l.registrations = static_cast<int64_t>(s.registrations.size());
+    return l;
+  });
 }
 
 int64_t AclHostEmulation::registrations(int32_t device) const {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  int64_t count = 0;
-  for (const auto& entry : s.registrations) count += entry.second.device == device ? 1 : 0;
-  return count;
+  return withState([&](State& s) {
+    int64_t count = 0;
+    for (const auto& entry : s.registrations) count += entry.second.device == device ? 1 : 0;
+    return count;
+  });
 }
 
 int64_t AclHostEmulation::setDeviceCalls(int32_t device) const {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  auto it = s.setDeviceCalls.find(device);
-  return it == s.setDeviceCalls.end() ? 0 : it->second;
+  return withState([&](State& s) {
+    auto it = s.setDeviceCalls.find(device);
+    return it == s.setDeviceCalls.end() ? 0 : it->second;
+  });
 }
 
 void* AclHostEmulation::defaultContext(int32_t device) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  return reinterpret_cast<void*>(kvio_test::defaultContext(s, device));
+  return withState(
+      [&](State& s) { return reinterpret_cast<void*>(kvio_test::defaultContext(s, device)); });
 }
 
 void* AclHostEmulation::createContext(int32_t device) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  const uint64_t handle = s.nextHandle++;
-  s.contexts[handle] = Ctx{device, false};
-  return reinterpret_cast<void*>(handle);
+  return withState([&](State& s) {
+    const uint64_t handle = s.nextHandle++;
+    s.contexts[handle] = Ctx{device, false};
+    return reinterpret_cast<void*>(handle);
+  });
 }
 
 void* AclHostEmulation::threadContext() const {
@@ -1266,16 +1253,14 @@ void AclHostEmulation::setThreadContext(void* context) {
 }
 
 int32_t AclHostEmulation::contextDevice(void* context) const {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  auto it = s.contexts.find(reinterpret_cast<uint64_t>(context));
-  return it == s.contexts.end() ? -1 : it->second.device;
+  return withState([&](State& s) {
+    auto it = s.contexts.find(reinterpret_cast<uint64_t>(context));
+    return it == s.contexts.end() ? -1 : it->second.device;
+  });
 }
 
 std::string AclHostEmulation::recentError() const {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  return s.recent;
+  return withState([&](State& s) { return s.recent; });
 }
 
 }  // namespace kvio_test

@@ -439,17 +439,12 @@ TEST(AscendCopies, TheEmulationReportsACopyThatFailsWhenItRunsAsTheRuntimeDoes) 
   AclHostEmulation& acl = AclHostEmulation::instance();
   acl.reset();
   const AclApi api = acl.table();
-  acl.setThreadContext(acl.defaultContext(0));
-  aclrtStream stream = nullptr;
-  ASSERT_EQ(api.createStream(&stream), ACL_SUCCESS);
-  void* dev = nullptr;
-  void* host = nullptr;
+  Buffers buffers(api, 256, 256);
+  const aclrtStream stream = buffers.stream;
   aclrtEvent event = nullptr;
-  ASSERT_EQ(api.malloc(&dev, 256, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-  ASSERT_EQ(api.mallocHost(&host, 256), ACL_SUCCESS);
   ASSERT_EQ(api.createEvent(&event), ACL_SUCCESS);
-  uint8_t* const d = static_cast<uint8_t*>(dev);
-  uint8_t* const h = static_cast<uint8_t*>(host);
+  uint8_t* const d = static_cast<uint8_t*>(buffers.device);
+  uint8_t* const h = static_cast<uint8_t*>(buffers.host);
   for (bool stop : {false, true}) {
     SCOPED_TRACE(stop ? "ACL_STOP_ON_FAILURE" : "ACL_CONTINUE_ON_FAILURE");
     acl.reset();
@@ -489,11 +484,6 @@ TEST(AscendCopies, TheEmulationReportsACopyThatFailsWhenItRunsAsTheRuntimeDoes) 
   }
   acl.reset();  // a fresh device: the faults and the stopped context forgotten
   EXPECT_EQ(api.destroyEvent(event), ACL_SUCCESS);
-  EXPECT_EQ(api.freeHost(host), ACL_SUCCESS);
-  EXPECT_EQ(api.free(dev), ACL_SUCCESS);
-  EXPECT_EQ(api.destroyStream(stream), ACL_SUCCESS);
-  acl.setThreadContext(nullptr);
-  acl.reset();
 }
 
 // aclrtPointerGetAttributes as CANN's runtime answers it (NpuDriver::PtrGetAttributes): NPU

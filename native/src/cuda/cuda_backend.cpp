@@ -106,8 +106,9 @@ kvio_status checkCallerStream(cudaStream_t stream, int32_t device, const char* n
   if (error == cudaErrorNotSupported || error == cudaErrorCallRequiresNewerDriver) {
     cudaGetLastError();  // the device cannot be told; the context may
   } else {
-    KVIO_CUDA_TRY(error, "asking which device the stream %p given to a '%s' executor belongs to",
-                  static_cast<void*>(stream), name);
+    KVIO_CUDA_TRY_RESULT(error, "cudaStreamGetDevice",
+                         "asking which device the stream %p given to a '%s' executor belongs to",
+                         static_cast<void*>(stream), name);
     if (streamDevice != device) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
                   "the stream %p belongs to CUDA device %d but the '%s' executor is for device "
@@ -267,8 +268,9 @@ kvio_status CudaExecutor::refuseCapture() const {
                 "before or after the capture",
                 name_, device_);
   }
-  KVIO_CUDA_TRY(queried, "checking whether the '%s' executor's stream %p is being captured", name_,
-                static_cast<void*>(stream_));
+  KVIO_CUDA_TRY_RESULT(queried, "cudaStreamIsCapturing",
+                       "checking whether the '%s' executor's stream %p is being captured", name_,
+                       static_cast<void*>(stream_));
   if (capture == cudaStreamCaptureStatusNone) return KVIO_STATUS_OK;
   return fail(KVIO_STATUS_UNSUPPORTED,
               "the '%s' executor's stream %p is %s; kvio transfers cannot be captured (kvio "
@@ -437,9 +439,10 @@ kvio_status CudaExecutor::allocateSlot(uint64_t bytes, bool withDevice, StagingS
     const cudaError_t error = cudaMalloc(&device, size);
     if (error != cudaSuccess) {
       if (cudaFreeHost(host) != cudaSuccess) cudaGetLastError();  // as in freeSlot
-      KVIO_CUDA_TRY(error,
-                    "allocating a %llu-byte device staging buffer for the '%s' executor's uploads",
-                    static_cast<unsigned long long>(size), name_);
+      KVIO_CUDA_TRY_RESULT(
+          error, "cudaMalloc",
+          "allocating a %llu-byte device staging buffer for the '%s' executor's uploads",
+          static_cast<unsigned long long>(size), name_);
     }
   }
   slot->host = static_cast<uint8_t*>(host);

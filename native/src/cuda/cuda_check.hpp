@@ -1,5 +1,6 @@
 // The one error idiom of the CUDA backend: every CUDA runtime call goes through
-// KVIO_CUDA_TRY(call, "context format", args...), which on failure returns a kvio_status and
+// KVIO_CUDA_TRY(call, "context format", args...) (KVIO_CUDA_TRY_RESULT(error, "cudaCall", ...)
+// for an answer already in hand), which on failure returns a kvio_status and
 // sets the thread's message to "<call> failed: <error name> (<error string>) <context>", e.g.
 //   cudaHostRegister(...) failed: cudaErrorHostMemoryAlreadyRegistered (...) registering
 //   2097152 bytes at 0x7f..., chunk 3 of 8
@@ -116,6 +117,16 @@ class DeviceScope : public BasicDeviceScope<CudaDeviceApi> {
     if (kvio_cuda_error_ != cudaSuccess) {                                    \
       return ::kvio::cuda::cudaFailure(kvio_cuda_error_, #call, __VA_ARGS__); \
     }                                                                         \
+  } while (0)
+
+/// KVIO_CUDA_TRY for an error already in hand (a call whose answer was looked at first):
+/// `callName` is the CUDA call that returned it, for the message ("cudaHostRegister").
+#define KVIO_CUDA_TRY_RESULT(error, callName, ...)                               \
+  do {                                                                           \
+    const cudaError_t kvio_cuda_error_ = (error);                                \
+    if (kvio_cuda_error_ != cudaSuccess) {                                       \
+      return ::kvio::cuda::cudaFailure(kvio_cuda_error_, callName, __VA_ARGS__); \
+    }                                                                            \
   } while (0)
 
 #endif  // KVIO_CUDA_CUDA_CHECK_HPP_

@@ -224,13 +224,20 @@ kvio_status allocate(int32_t kind, int32_t device, uint64_t bytes, uint64_t* add
   cudaStream_t stream = nullptr;
   KVIO_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
                 "creating a stream to zero a new pool on CUDA device %d", device);
+  const char* call = "cudaMemsetAsync";  // the first of the three that failed
   cudaError_t error = cudaMemsetAsync(memory->pointer, 0, bytes, stream);
   const cudaError_t waited = cudaStreamSynchronize(stream);
   const cudaError_t destroyed = cudaStreamDestroy(stream);
-  if (error == cudaSuccess) error = waited;
-  if (error == cudaSuccess) error = destroyed;
-  KVIO_CUDA_TRY(error, "zeroing %llu bytes on CUDA device %d",
-                static_cast<unsigned long long>(bytes), device);
+  if (error == cudaSuccess) {
+    error = waited;
+    call = "cudaStreamSynchronize";
+  }
+  if (error == cudaSuccess) {
+    error = destroyed;
+    call = "cudaStreamDestroy";
+  }
+  KVIO_CUDA_TRY_RESULT(error, call, "zeroing %llu bytes on CUDA device %d",
+                       static_cast<unsigned long long>(bytes), device);
   *address = reinterpret_cast<uint64_t>(memory->pointer);
   *owner = std::move(memory);
   return KVIO_STATUS_OK;
@@ -246,8 +253,9 @@ kvio_status registerRange(void*, uint64_t address, uint64_t bytes, bool* already
     *alreadyRegistered = true;
     return KVIO_STATUS_OK;
   }
-  KVIO_CUDA_TRY(error, "registering %llu bytes of host memory at 0x%llx",
-                static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(address));
+  KVIO_CUDA_TRY_RESULT(error, "cudaHostRegister", "registering %llu bytes of host memory at 0x%llx",
+                       static_cast<unsigned long long>(bytes),
+                       static_cast<unsigned long long>(address));
   return KVIO_STATUS_OK;
 }
 

@@ -79,6 +79,18 @@ struct Fault {
 cudaError_t launch(cudaStream_t stream, const char* kernel,
                    std::function<Fault(const Reachability&)> check, std::function<void()> run);
 
+/// Test hooks for kvio's failure paths (tests that link the fake directly): the `nth` (0-based,
+/// counted from now) call of `call` answers `error` without doing anything (the thread's last
+/// error too). Calls that can be made to fail: cudaMalloc, cudaFree, cudaHostAlloc, cudaFreeHost,
+/// cudaHostRegister, cudaHostUnregister, cudaStreamCreateWithFlags, cudaEventCreateWithFlags,
+/// cudaEventRecord, cudaMemcpyAsync.
+void failCall(const std::string& call, int64_t nth, cudaError_t error);
+/// Disarms every failCall.
+void clearFailures();
+/// Allocations and host registrations alive (cudaMalloc, cudaMallocAsync, cudaHostAlloc,
+/// cudaHostRegister).
+int64_t liveAllocations();
+
 }  // namespace kvio_fake_cuda
 
 #endif  // KVIO_TESTS_FAKE_CUDA_FAKE_CUDA_HPP_

@@ -809,9 +809,49 @@ cudaError_t launch(cudaStream_t handle, const char* kernel,
   }));
 }
 
+namespace {
+std::mutex& failuresLock() {
+  static auto* m = new std::mutex;
+  return *m;
+}
+std::map<std::string, std::pair<int64_t, cudaError_t>>& failures() {
+  static auto* f = new std::map<std::string, std::pair<int64_t, cudaError_t>>;
+  return *f;
+}
+}  // namespace
+
+void failCall(const std::string& call, int64_t nth, cudaError_t error) {
+  std::lock_guard<std::mutex> lock(failuresLock());
+  failures()[call] = {nth, error};
+}
+
+void clearFailures() {
+  std::lock_guard<std::mutex> lock(failuresLock());
+  failures().clear();
+}
+
+int64_t liveAllocations() {
+  std::lock_guard<std::mutex> lock(globalLock());
+  return static_cast<int64_t>(allocations().size());
+}
+
+// The failure failCall armed for this call of `call`, or cudaSuccess.
+cudaError_t injected(const char* call) {
+  std::lock_guard<std::mutex> lock(failuresLock());
+  auto it = failures().find(call);
+  if (it == failures().end() || it->second.first-- != 0) return cudaSuccess;
+  const cudaError_t error = it->second.second;
+  failures().erase(it);
+  return error;
+}
+
 }  // namespace kvio_fake_cuda
 
 using namespace kvio_fake_cuda;  // NOLINT: the runtime's C functions below
+
+// The start of a runtime call that tests can make fail (failCall): answers the armed error.
+#define KVIO_FAKE_INJECTABLE(call) \
+  if (const cudaError_t injectedError = injected(call)) return fail(injectedError)
 
 namespace {
 std::unique_lock<std::mutex> locked() {
@@ -933,6 +973,7 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char* symbol, void** function
 // ---- memory ----
 
 cudaError_t cudaMalloc(void** pointer, size_t bytes) {
+  KVIO_FAKE_INJECTABLE("cudaMalloc");
   auto lock = locked();
   Context* context = runtimeContext();
   if (stickyOf(context) != cudaSuccess) return fail(stickyOf(context));
@@ -985,10 +1026,12 @@ cudaError_t release(void* pointer, Kind kind, cudaError_t wrong) {
 }  // namespace
 
 cudaError_t cudaFree(void* pointer) {
+  KVIO_FAKE_INJECTABLE("cudaFree");
   return release(pointer, Kind::Device, cudaErrorInvalidValue);
 }
 
 cudaError_t cudaHostAlloc(void** pointer, size_t bytes, unsigned int) {
+  KVIO_FAKE_INJECTABLE("cudaHostAlloc");
   auto lock = locked();
   Context* context = runtimeContext();
   if (stickyOf(context) != cudaSuccess) return fail(stickyOf(context));
@@ -1009,10 +1052,12 @@ cudaError_t cudaMallocHost(void** pointer, size_t bytes) {
 }
 
 cudaError_t cudaFreeHost(void* pointer) {
+  KVIO_FAKE_INJECTABLE("cudaFreeHost");
   return release(pointer, Kind::HostAllocated, cudaErrorInvalidValue);
 }
 
 cudaError_t cudaHostRegister(void* pointer, size_t bytes, unsigned int flags) {
+  KVIO_FAKE_INJECTABLE("cudaHostRegister");
   auto lock = locked();
   Context* context = runtimeContext();
   if (stickyOf(context) != cudaSuccess) return fail(stickyOf(context));
@@ -1029,6 +1074,7 @@ cudaError_t cudaHostRegister(void* pointer, size_t bytes, unsigned int flags) {
 }
 
 cudaError_t cudaHostUnregister(void* pointer) {
+  KVIO_FAKE_INJECTABLE("cudaHostUnregister");
   if (pointer == nullptr) return fail(cudaErrorInvalidValue);
   return release(pointer, Kind::HostRegistered, cudaErrorHostMemoryNotRegistered);
 }
@@ -1070,6 +1116,7 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const vo
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
                             cudaStream_t stream) {
+  KVIO_FAKE_INJECTABLE("cudaMemcpyAsync");
   return memcpyKind(dst, src, count, kind, stream, false);
 }
 
@@ -1178,6 +1225,7 @@ cudaError_t cudaMemset(void* pointer, int value, size_t count) {
 // ---- streams ----
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int flags) {
+  KVIO_FAKE_INJECTABLE("cudaStreamCreateWithFlags");
   auto lock = locked();
   Context* context = runtimeContext();
   if (stickyOf(context) != cudaSuccess) return fail(stickyOf(context));
@@ -1345,6 +1393,7 @@ cudaError_t invalidateCapture(Event* e) {  // under the global lock
 }  // namespace
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int) {
+  KVIO_FAKE_INJECTABLE("cudaEventCreateWithFlags");
   auto lock = locked();
   Context* context = runtimeContext();
   if (stickyOf(context) != cudaSuccess) return fail(stickyOf(context));
@@ -1360,6 +1409,7 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) {
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  KVIO_FAKE_INJECTABLE("cudaEventRecord");
   auto lock = locked();
   if (const cudaError_t sticky = enter()) return fail(sticky);
   auto* e = reinterpret_cast<Event*>(event);

@@ -1,0 +1,258 @@
+// kvio's CUDA backend when CUDA calls fail, on the fake runtime (its failCall hook arms a
+// failure of one call; a GPU cannot be told to fail on cue, so these run on the fake only, ctest
+// label `fake_cuda`). What each test shows: the failure is reported with a typed status naming
+// the call, nothing kvio allocated or registered is left behind, no byte of any pool changes when
+// the call is refused before a copy, and the next call works.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fake_cuda.hpp"
+#include "kvio/kvio.h"
+#include "oracle.hpp"
+
+namespace kvio_test {
+namespace {
+
+namespace fake = kvio_fake_cuda;
+
+constexpr uint64_t kPage = 4096;
+
+// Page-aligned host memory of whole pages, canary-filled, freed with free().
+struct HostPages {
+  explicit HostPages(size_t pages)
+      : bytes(pages * kPage), data(static_cast<uint8_t*>(std::aligned_alloc(kPage, bytes))) {
+    std::memset(data, kCanary, bytes);
+  }
+  ~HostPages() { std::free(data); }
+  HostPages(const HostPages&) = delete;
+  HostPages& operator=(const HostPages&) = delete;
+  uint64_t address() const { return reinterpret_cast<uint64_t>(data); }
+  bool untouched() const {
+    for (size_t i = 0; i < bytes; ++i) {
+      if (data[i] != kCanary) return false;
+    }
+    return true;
+  }
+  const size_t bytes;
+  uint8_t* const data;
+};
+
+int64_t kvioRegistrations() {
+  int64_t count = -1;
+  EXPECT_EQ(kvio_debug_live_host_registrations(&count), KVIO_STATUS_OK);
+  return count;
+}
+
+// Whether the fake runtime holds a registration (any) at `address`.
+bool registeredAt(uint64_t address) {
+  cudaPointerAttributes attributes{};
+  EXPECT_EQ(cudaPointerGetAttributes(&attributes, reinterpret_cast<void*>(address)), cudaSuccess);
+  return attributes.type == cudaMemoryTypeHost;
+}
+
+class CudaFailures : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fake::clearFailures();
+    allocationsAtSetUp_ = fake::liveAllocations();
+    registrationsAtSetUp_ = kvioRegistrations();
+  }
+  void TearDown() override {
+    fake::clearFailures();
+    EXPECT_EQ(fake::liveAllocations(), allocationsAtSetUp_) << "CUDA memory left behind";
+    EXPECT_EQ(kvioRegistrations(), registrationsAtSetUp_) << "kvio registrations left behind";
+    cudaGetLastError();
+  }
+
+ private:
+  int64_t allocationsAtSetUp_ = 0;
+  int64_t registrationsAtSetUp_ = 0;
+};
+
+// One page of MLA layer_first: 2 layers x 16 tokens x 128 bytes.
+const kvio_pool_spec kSpec{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, 2, 1, 16, 1, 128};
+constexpr uint64_t kPoolBytes = 2 * 16 * 128;
+
+// A registration whose cudaHostUnregister failed stays kvio's (stale): a later wrap of the same
+// pages first retries the unregistration and is refused while it fails (no pool, no byte
+// changed), then registers afresh once it succeeds, and that pool's transfer moves the bytes.
+TEST_F(CudaFailures, AStaleRegistrationIsEndedBeforeItsPagesAreWrappedAgain) {
+  HostPages host(1);
+  uint64_t pool = 0;
+  ASSERT_EQ(
+      kvio_pool_wrap_memory(&kSpec, KVIO_MEMORY_HOST_PINNED, 0, host.address(), kPoolBytes, &pool),
+      KVIO_STATUS_OK)
+      << kvio_last_error();
+  const int64_t registrations = kvioRegistrations();
+  EXPECT_TRUE(registeredAt(host.address()));
+  fake::failCall("cudaHostUnregister", 0, cudaErrorUnknown);
+  EXPECT_EQ(kvio_pool_close_wait(pool, -1), KVIO_STATUS_OK);
+  EXPECT_TRUE(registeredAt(host.address())) << "the runtime still holds it";
+  EXPECT_EQ(kvioRegistrations(), registrations) << "kept as stale, still counted";
+
+  fake::failCall("cudaHostUnregister", 0, cudaErrorUnknown);
+  uint64_t refused = 0;
+  EXPECT_EQ(kvio_pool_wrap_memory(&kSpec, KVIO_MEMORY_HOST_PINNED, 0, host.address(), kPoolBytes,
+                                  &refused),
+            KVIO_STATUS_INVALID_ARGUMENT);
+  const std::string message = kvio_last_error();
+  EXPECT_NE(message.find("could not unregister"), std::string::npos) << message;
+  EXPECT_EQ(refused, 0u);
+  EXPECT_TRUE(host.untouched());
+
+  // The retry succeeds: registered afresh, and the pool works.
+  ASSERT_EQ(
+      kvio_pool_wrap_memory(&kSpec, KVIO_MEMORY_HOST_PINNED, 0, host.address(), kPoolBytes, &pool),
+      KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(kvioRegistrations(), registrations);
+  uint64_t device = 0, executor = 0, transfer = 0;
+  ASSERT_EQ(kvio_pool_allocate_memory(&kSpec, KVIO_MEMORY_CUDA_DEVICE, 0, &device), KVIO_STATUS_OK);
+  ASSERT_EQ(
+      kvio_executor_create_cuda(KVIO_BACKEND_KERNEL, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &executor),
+      KVIO_STATUS_OK)
+      << kvio_last_error();
+  std::vector<uint8_t> source(kPoolBytes);
+  std::mt19937_64 rng(3);
+  fillRandom(source.data(), source.size(), rng);
+  ASSERT_EQ(kvio_pool_copy(device, 0, 0, reinterpret_cast<uint64_t>(source.data()), kPoolBytes,
+                           KVIO_COPY_HOST_TO_POOL),
+            KVIO_STATUS_OK);
+  const std::vector<int64_t> slots = range(0, 16);
+  ASSERT_EQ(
+      kvio_submit_args(executor, device, pool, slots.data(), slots.data(), 16, 0, 0, 2, &transfer),
+      KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  EXPECT_EQ(std::memcmp(host.data, source.data(), kPoolBytes), 0);
+  for (size_t i = kPoolBytes; i < host.bytes; ++i) ASSERT_EQ(host.data[i], kCanary) << i;
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close_wait(device, -1), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close_wait(pool, -1), KVIO_STATUS_OK);
+  EXPECT_FALSE(registeredAt(host.address()));
+}
+
+// A registration the runtime refuses (cudaHostRegister failing): the wrap is refused with the
+// runtime's error, no pool, nothing registered, no byte changed; the next wrap works.
+TEST_F(CudaFailures, ARefusedRegistrationRefusesTheWrap) {
+  HostPages host(1);
+  fake::failCall("cudaHostRegister", 0, cudaErrorMemoryAllocation);
+  uint64_t pool = 0;
+  EXPECT_EQ(
+      kvio_pool_wrap_memory(&kSpec, KVIO_MEMORY_HOST_PINNED, 0, host.address(), kPoolBytes, &pool),
+      KVIO_STATUS_OUT_OF_MEMORY);
+  const std::string message = kvio_last_error();
+  EXPECT_NE(message.find("cudaHostRegister"), std::string::npos) << message;
+  EXPECT_EQ(pool, 0u);
+  EXPECT_FALSE(registeredAt(host.address()));
+  EXPECT_TRUE(host.untouched());
+  ASSERT_EQ(
+      kvio_pool_wrap_memory(&kSpec, KVIO_MEMORY_HOST_PINNED, 0, host.address(), kPoolBytes, &pool),
+      KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(kvio_pool_close_wait(pool, -1), KVIO_STATUS_OK);
+}
+
+// Each CUDA call of a pool allocation failing in turn (the allocation, and for device memory the
+// stream that zeroes it): the allocation is refused with a status for the error and the call's
+// name, and what it had allocated before the failure is freed.
+TEST_F(CudaFailures, AFailedAllocationLeavesNothingBehind) {
+  struct Step {
+    int32_t memory;
+    const char* call;
+    cudaError_t error;
+    kvio_status status;
+  };
+  for (const Step& step : {Step{KVIO_MEMORY_CUDA_DEVICE, "cudaMalloc", cudaErrorMemoryAllocation,
+                                KVIO_STATUS_OUT_OF_MEMORY},
+                           Step{KVIO_MEMORY_CUDA_DEVICE, "cudaStreamCreateWithFlags",
+                                cudaErrorUnknown, KVIO_STATUS_BACKEND_ERROR},
+                           Step{KVIO_MEMORY_HOST_PINNED, "cudaHostAlloc", cudaErrorMemoryAllocation,
+                                KVIO_STATUS_OUT_OF_MEMORY}}) {
+    SCOPED_TRACE(step.call);
+    const int64_t before = fake::liveAllocations();
+    fake::failCall(step.call, 0, step.error);
+    uint64_t pool = 0;
+    EXPECT_EQ(kvio_pool_allocate_memory(&kSpec, step.memory, 0, &pool), step.status);
+    const std::string message = kvio_last_error();
+    EXPECT_NE(message.find(step.call), std::string::npos) << message;
+    EXPECT_EQ(pool, 0u);
+    EXPECT_EQ(fake::liveAllocations(), before);
+    ASSERT_EQ(kvio_pool_allocate_memory(&kSpec, step.memory, 0, &pool), KVIO_STATUS_OK)
+        << kvio_last_error();
+    EXPECT_EQ(kvio_pool_close_wait(pool, -1), KVIO_STATUS_OK);
+  }
+}
+
+// The event that marks a transfer's end failing to record, for each CUDA backend: the copies
+// are queued already, so the submit gives a transfer that fails (BACKEND_ERROR naming
+// cudaEventRecord) once the stream has run them; the executor and the pools stay usable, and
+// the next transfer moves what the oracle says.
+TEST_F(CudaFailures, AnEventThatFailsToRecordFailsItsTransferAndTheNextOneWorks) {
+  for (int32_t backend : {KVIO_BACKEND_KERNEL, KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED}) {
+    SCOPED_TRACE(kvio_name(KVIO_NAME_BACKEND, backend));
+    uint64_t executor = 0, device = 0, host = 0;
+    ASSERT_EQ(kvio_executor_create_cuda(backend, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &executor),
+              KVIO_STATUS_OK)
+        << kvio_last_error();
+    ASSERT_EQ(kvio_pool_allocate_memory(&kSpec, KVIO_MEMORY_CUDA_DEVICE, 0, &device),
+              KVIO_STATUS_OK);
+    ASSERT_EQ(kvio_pool_allocate_memory(&kSpec, KVIO_MEMORY_HOST_PINNED, 0, &host), KVIO_STATUS_OK);
+    std::vector<uint8_t> source(kPoolBytes), image(kPoolBytes, kCanary);
+    std::mt19937_64 rng(7 + backend);
+    fillRandom(source.data(), source.size(), rng);
+    ASSERT_EQ(kvio_pool_copy(device, 0, 0, reinterpret_cast<uint64_t>(source.data()), kPoolBytes,
+                             KVIO_COPY_HOST_TO_POOL),
+              KVIO_STATUS_OK);
+    ASSERT_EQ(kvio_pool_copy(host, 0, 0, reinterpret_cast<uint64_t>(image.data()), kPoolBytes,
+                             KVIO_COPY_HOST_TO_POOL),
+              KVIO_STATUS_OK);
+    const std::vector<int64_t> from = {3, 9, 12}, to = {0, 5, 15};
+
+    fake::failCall("cudaEventRecord", 0, cudaErrorUnknown);
+    uint64_t transfer = 0;
+    ASSERT_EQ(
+        kvio_submit_args(executor, device, host, from.data(), to.data(), 3, 0, 0, 2, &transfer),
+        KVIO_STATUS_OK)
+        << kvio_last_error();
+    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_BACKEND_ERROR);
+    const std::string message = kvio_last_error();
+    EXPECT_NE(message.find("cudaEventRecord failed"), std::string::npos) << message;
+    EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+    transfer = 0;
+
+    ASSERT_EQ(
+        kvio_submit_args(executor, device, host, from.data(), to.data(), 3, 0, 0, 2, &transfer),
+        KVIO_STATUS_OK)
+        << kvio_last_error();
+    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
+    EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+    // The oracle: rows of 128 bytes, layer_first (layer, token).
+    std::vector<uint8_t> expected = image;
+    for (size_t i = 0; i < from.size(); ++i) {
+      for (int64_t layer = 0; layer < 2; ++layer) {
+        std::memcpy(&expected[static_cast<size_t>((layer * 16 + to[i]) * 128)],
+                    &source[static_cast<size_t>((layer * 16 + from[i]) * 128)], 128);
+      }
+    }
+    std::vector<uint8_t> actual(kPoolBytes, 0);
+    ASSERT_EQ(kvio_pool_copy(host, 0, 0, reinterpret_cast<uint64_t>(actual.data()), kPoolBytes,
+                             KVIO_COPY_POOL_TO_HOST),
+              KVIO_STATUS_OK);
+    EXPECT_EQ(actual, expected);
+    EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+    EXPECT_EQ(kvio_pool_close_wait(device, -1), KVIO_STATUS_OK);
+    EXPECT_EQ(kvio_pool_close_wait(host, -1), KVIO_STATUS_OK);
+  }
+}
+
+}  // namespace
+}  // namespace kvio_test

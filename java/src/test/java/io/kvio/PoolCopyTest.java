@@ -12,6 +12,7 @@ import static org.testng.Assert.assertThrows;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
+import io.kvio.oracle.Oracle;
 import java.nio.ByteBuffer;
 import java.nio.ReadOnlyBufferException;
 import org.testng.annotations.Test;
@@ -45,25 +46,44 @@ public class PoolCopyTest {
         }
     }
 
+    /**
+     * Heap buffers with a position and a limit inside them: copyFrom writes exactly [position,
+     * limit) of the source at the offset, copyTo fills exactly [position, limit) of the destination
+     * from the offset. The whole pool is pattern-filled first and the destination canary-filled, so
+     * a copy that ignores the position or the limit moves bytes that differ from the expectation;
+     * both are compared whole.
+     */
     @Test
     public void heapBuffersAndBufferPositionsAreHonoured() {
         try (DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
                 HostKvPool host = HostKvPool.builder().forDevice(device).build()) {
+            long seed = 40;
             for (KvPool pool : new KvPool[] {device, host}) {
-                ByteBuffer in = pattern(ByteBuffer.allocate(600), 9);
+                byte[] poolBytes = LayoutOracle.fill(pool.buffer(), seed++);
+                byte[] source = Oracle.pattern(600, seed++);
+                ByteBuffer in = ByteBuffer.wrap(source.clone());
                 in.position(100).limit(500);
                 pool.copyFrom(0, 64, in);
                 assertEquals(in.position(), 500);
-                ByteBuffer out = ByteBuffer.allocate(420);
+                assertEquals(in.limit(), 500, "copyFrom leaves the limit");
+                byte[] expectedPool = poolBytes.clone();
+                System.arraycopy(source, 100, expectedPool, 64, 400);
+                LayoutOracle.assertBufferEquals(
+                        pool.buffer(), expectedPool, pool + " after copyFrom of [100, 500)");
+                LayoutOracle.assertBytesEqual(in.array(), source, "copyFrom's source");
+
+                byte[] canary = Oracle.canary(420, seed++);
+                ByteBuffer out = ByteBuffer.wrap(canary.clone());
                 out.position(10).limit(410);
                 pool.copyTo(0, 64, out);
                 assertEquals(out.position(), 410);
-                out.clear();
-                for (int i = 0; i < 400; i++) {
-                    assertEquals(out.get(10 + i), in.get(100 + i), pool + " byte " + i);
-                }
-                assertEquals(out.get(0), 0, "bytes before the position are untouched");
-                assertEquals(out.get(415), 0, "bytes after the limit are untouched");
+                assertEquals(out.limit(), 410, "copyTo leaves the limit");
+                byte[] expectedOut = canary.clone();
+                System.arraycopy(expectedPool, 64, expectedOut, 10, 400);
+                LayoutOracle.assertBytesEqual(
+                        out.array(), expectedOut, pool + ": copyTo into [10, 410) of 420 bytes");
+                LayoutOracle.assertBufferEquals(
+                        pool.buffer(), expectedPool, pool + " after copyTo (its source)");
             }
         }
     }

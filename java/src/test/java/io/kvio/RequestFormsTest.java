@@ -3,7 +3,9 @@
  * number of item 7): backup(device) and load(device, layer) name each index list by its side, so
  * a swap cannot compile silently; index lists may be long[] or int[] for one call; empty lists
  * complete at once; device layers the host pool does not hold are reported on the Transfer, or
- * refused with strictLayers(). Results are checked byte for byte against LayoutOracle.
+ * refused with strictLayers(). After each transfer both pools are compared whole against the
+ * oracle's expectation (io.kvio.oracle.Oracle.applyTransfer on the canary-filled pools, geometries
+ * from plain numbers): the moved rows where they belong, every other byte unchanged.
  */
 package io.kvio;
 
@@ -13,6 +15,7 @@ import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
 import io.kvio.oracle.Geometry;
+import io.kvio.oracle.Oracle;
 import org.testng.annotations.Test;
 
 public class RequestFormsTest extends CpuPoolsFixture {
@@ -22,10 +25,26 @@ public class RequestFormsTest extends CpuPoolsFixture {
         return PoolFixtures.movedBytes(DEVICE, 1, 1);
     }
 
+    /** The fixture's device pool: layer_first, 4 layers, 16 pages of 4 slots. */
+    private static final Geometry DEVICE_GEOMETRY = DEVICE.geometry(KvLayout.LAYER_FIRST, 4, 16);
+
+    /** The fixture's host pool: page_first, all 4 layers, 8 pages of 4 slots. */
+    private static final Geometry HOST_GEOMETRY = DEVICE.geometry(KvLayout.PAGE_FIRST, 4, 8);
+
+    /** What the device and the host pool must hold: the canary, with the oracle's transfers. */
+    private byte[] expectedDevice;
+
+    private byte[] expectedHost;
+
     /** Canary-fills the device pool with {@code seed} and the host pool with seed + 1. */
     private void canaryBoth(long seed) {
-        LayoutOracle.canary(device.buffer(), seed);
-        LayoutOracle.canary(host.buffer(), seed + 1);
+        expectedDevice = LayoutOracle.canary(device.buffer(), seed);
+        expectedHost = LayoutOracle.canary(host.buffer(), seed + 1);
+    }
+
+    /** Canary-fills the device pool again (the host keeps its content). */
+    private void canaryDevice(long seed) {
+        expectedDevice = LayoutOracle.canary(device.buffer(), seed);
     }
 
     /** Waits for the transfer and checks the bytes it moved. */
@@ -34,24 +53,50 @@ public class RequestFormsTest extends CpuPoolsFixture {
         assertEquals(t.bytes(), bytes);
     }
 
-    /** Host token h of host layer hl holds device token d of device layer dl, all components. */
-    private static void assertSameRows(
-            DeviceKvPool device, long d, long dl, HostKvPool host, long h, long hl) {
-        Geometry dg =
-                DEVICE.geometry(KvLayout.LAYER_FIRST, device.spec().numLayers(), DEVICE.pages);
-        Geometry hg = DEVICE.geometry(host.layout(), host.numLayers(), host.spec().numPages());
-        for (int c = 0; c < DEVICE.components(); c++) {
-            for (long head = 0; head < DEVICE.heads; head++) {
-                long dOff = dg.offset(c, dl, d, head);
-                long hOff = hg.offset(c, hl, h, head);
-                for (int b = 0; b < DEVICE.headBytes; b++) {
-                    assertEquals(
-                            host.buffer().get((int) hOff + b),
-                            device.buffer().get((int) dOff + b),
-                            "component " + c + " head " + head + " byte " + b);
-                }
-            }
+    /**
+     * The oracle's backup: device slots d[i] of device layers [dl, dl + n) into host slots h[i] of
+     * host layers [hl, hl + n).
+     */
+    private void expectBackup(long[] d, long[] h, long dl, long hl, long n) {
+        Oracle.applyTransfer(
+                expectedDevice, DEVICE_GEOMETRY, expectedHost, HOST_GEOMETRY, d, h, dl, hl, n);
+    }
+
+    /** The oracle's load of one layer: host slots h[i] into device slots d[i]. */
+    private void expectLoad(long[] h, long[] d, long layer) {
+        Oracle.applyTransfer(
+                expectedHost,
+                HOST_GEOMETRY,
+                expectedDevice,
+                DEVICE_GEOMETRY,
+                h,
+                d,
+                layer,
+                layer,
+                1);
+    }
+
+    /** Both pools compared whole with the expectation. */
+    private void assertBothPools(String what) {
+        LayoutOracle.assertPoolEquals(
+                LayoutOracle.snapshot(device.buffer()),
+                expectedDevice,
+                DEVICE_GEOMETRY,
+                "device pool " + what);
+        LayoutOracle.assertPoolEquals(
+                LayoutOracle.snapshot(host.buffer()),
+                expectedHost,
+                HOST_GEOMETRY,
+                "host pool " + what);
+    }
+
+    /** The token slots of whole pages of 4 slots, in the order given. */
+    private static long[] slotsOfPages(long... pages) {
+        long[] slots = new long[pages.length * 4];
+        for (int i = 0; i < pages.length; i++) {
+            for (int k = 0; k < 4; k++) slots[4 * i + k] = pages[i] * 4 + k;
         }
+        return slots;
     }
 
     // ---- item 1: each list named by its side ----
@@ -66,12 +111,10 @@ public class RequestFormsTest extends CpuPoolsFixture {
                         .submit();
         awaitBytes(t, 2 * 4 * rowBytes());
         Transfer u = host.backup(device).deviceIndices(50).hostIndices(7).submit();
-        u.await();
-        for (long l = 0; l < 4; l++) {
-            assertSameRows(device, 40, l, host, 5, l);
-            assertSameRows(device, 41, l, host, 6, l);
-            assertSameRows(device, 50, l, host, 7, l);
-        }
+        awaitBytes(u, 4 * rowBytes());
+        expectBackup(new long[] {40, 41}, new long[] {5, 6}, 0, 0, 4);
+        expectBackup(new long[] {50}, new long[] {7}, 0, 0, 4);
+        assertBothPools("after two backups");
     }
 
     @Test
@@ -79,8 +122,8 @@ public class RequestFormsTest extends CpuPoolsFixture {
         canaryBoth(13);
         Transfer t = host.load(device, 2).hostIndices(3, 4).deviceIndices(60, 61).submit();
         awaitBytes(t, 2 * rowBytes());
-        assertSameRows(device, 60, 2, host, 3, 2);
-        assertSameRows(device, 61, 2, host, 4, 2);
+        expectLoad(new long[] {3, 4}, new long[] {60, 61}, 2);
+        assertBothPools("after a load of layer 2");
     }
 
     @Test
@@ -114,10 +157,8 @@ public class RequestFormsTest extends CpuPoolsFixture {
                         .layers(2)
                         .submit();
         awaitBytes(t, 2 * 2 * rowBytes());
-        for (long j = 0; j < 2; j++) {
-            assertSameRows(device, 40, 1 + j, host, 5, 2 + j);
-            assertSameRows(device, 41, 1 + j, host, 6, 2 + j);
-        }
+        expectBackup(new long[] {40, 41}, new long[] {5, 6}, 1, 2, 2);
+        assertBothPools("after device layers [1, 3) into host layers [2, 4)");
         // Not set, and set to what is not a count (named as such, not as "not set").
         for (Long layers : new Long[] {null, -1L, 0L}) {
             Kvio.Request r =
@@ -173,20 +214,14 @@ public class RequestFormsTest extends CpuPoolsFixture {
         // slots 24-27 and 0-3
         Transfer t = host.backup(device).devicePages(9, 3).hostPages(6, 0).submit();
         awaitBytes(t, 2 * 4 * 4 * rowBytes());
-        for (long l = 0; l < 4; l++) {
-            for (long k = 0; k < 4; k++) {
-                assertSameRows(device, 36 + k, l, host, 24 + k, l);
-                assertSameRows(device, 12 + k, l, host, k, l);
-            }
-        }
+        expectBackup(slotsOfPages(9, 3), slotsOfPages(6, 0), 0, 0, 4);
+        assertBothPools("after a backup of device pages 9, 3 into host pages 6, 0");
         // A load may read one host page into two device pages (the source side may repeat).
-        LayoutOracle.canary(device.buffer(), 33);
+        canaryDevice(33);
         Transfer u = host.load(device, 1).hostPages(6, 6).devicePages(15, 0).submit();
         awaitBytes(u, 2 * 4 * rowBytes());
-        for (long k = 0; k < 4; k++) {
-            assertSameRows(device, 60 + k, 1, host, 24 + k, 1);
-            assertSameRows(device, k, 1, host, 24 + k, 1);
-        }
+        expectLoad(slotsOfPages(6, 6), slotsOfPages(15, 0), 1);
+        assertBothPools("after a load of host page 6 into device pages 15, 0");
     }
 
     @Test
@@ -231,14 +266,12 @@ public class RequestFormsTest extends CpuPoolsFixture {
         TokenIndices h = idx(1, 2);
         TokenIndices d = idx(30, 31);
         awaitBytes(host.backupFromDevice(device, h, d), 2 * 4 * rowBytes());
-        for (long l = 0; l < 4; l++) {
-            assertSameRows(device, 30, l, host, 1, l);
-            assertSameRows(device, 31, l, host, 2, l);
-        }
-        LayoutOracle.canary(device.buffer(), 23);
+        expectBackup(new long[] {30, 31}, new long[] {1, 2}, 0, 0, 4);
+        assertBothPools("after backupFromDevice");
+        canaryDevice(23);
         awaitBytes(host.loadToDevice(device, h, d, 3), 2 * rowBytes());
-        assertSameRows(device, 30, 3, host, 1, 3);
-        assertSameRows(device, 31, 3, host, 2, 3);
+        expectLoad(new long[] {1, 2}, new long[] {30, 31}, 3);
+        assertBothPools("after loadToDevice of layer 3");
     }
 
     // ---- item 9: arrays for one call ----
@@ -246,24 +279,24 @@ public class RequestFormsTest extends CpuPoolsFixture {
     @Test
     public void arraysOfLongAndIntWork() {
         canaryBoth(15);
-        host.backup(device)
-                .deviceIndices(new long[] {8, 9})
-                .hostIndices(new int[] {0, 1})
-                .submit()
-                .await();
+        awaitBytes(
+                host.backup(device)
+                        .deviceIndices(new long[] {8, 9})
+                        .hostIndices(new int[] {0, 1})
+                        .submit(),
+                2 * 4 * rowBytes());
         Transfer t =
                 Kvio.transfer(
                         host.executor(), device, host, new int[] {10}, new int[] {2}, 0, 0, 4);
         awaitBytes(t, 4 * rowBytes());
-        Kvio.transfer(host.executor(), device, host, new long[] {11}, new long[] {3}, 1, 1, 2)
-                .await();
-        for (long l = 0; l < 4; l++) {
-            assertSameRows(device, 8, l, host, 0, l);
-            assertSameRows(device, 9, l, host, 1, l);
-            assertSameRows(device, 10, l, host, 2, l);
-        }
-        assertSameRows(device, 11, 1, host, 3, 1);
-        assertSameRows(device, 11, 2, host, 3, 2);
+        awaitBytes(
+                Kvio.transfer(
+                        host.executor(), device, host, new long[] {11}, new long[] {3}, 1, 1, 2),
+                2 * rowBytes());
+        expectBackup(new long[] {8, 9}, new long[] {0, 1}, 0, 0, 4);
+        expectBackup(new long[] {10}, new long[] {2}, 0, 0, 4);
+        expectBackup(new long[] {11}, new long[] {3}, 1, 1, 2);
+        assertBothPools("after transfers with long[] and int[] lists");
     }
 
     @Test
@@ -277,10 +310,19 @@ public class RequestFormsTest extends CpuPoolsFixture {
                 "srcIndices[2] = 64");
     }
 
+    /**
+     * Index lists as long as the pools (64 pairs, every device slot reversed into every slot of a
+     * layer_first host pool of 16 pages): both pools compared whole, and the byte count.
+     */
     @Test
     public void largeArraysAreCopiedWhole() {
         long[] d = new long[64];
         long[] h = new long[64];
+        for (int i = 0; i < 64; i++) {
+            d[i] = 63 - i;
+            h[i] = i;
+        }
+        Geometry bigGeometry = DEVICE.geometry(KvLayout.LAYER_FIRST, 4, 16);
         try (HostKvPool big =
                 HostKvPool.builder()
                         .forDevice(device)
@@ -288,13 +330,16 @@ public class RequestFormsTest extends CpuPoolsFixture {
                         .pages(16)
                         .threads(1)
                         .build()) {
-            for (int i = 0; i < 64; i++) {
-                d[i] = 63 - i;
-                h[i] = i;
-            }
-            LayoutOracle.canary(device.buffer(), 17);
-            big.backup(device).deviceIndices(d).hostIndices(h).submit().await();
-            for (int i = 0; i < 64; i++) assertSameRows(device, 63 - i, 3, big, i, 3);
+            byte[] deviceBytes = LayoutOracle.canary(device.buffer(), 17);
+            byte[] expected = LayoutOracle.canary(big.buffer(), 18);
+            Oracle.applyTransfer(
+                    deviceBytes, DEVICE_GEOMETRY, expected, bigGeometry, d, h, 0, 0, 4);
+            // 64 pairs x 4 layers x 2 components x 2 heads x 8 bytes
+            awaitBytes(big.backup(device).deviceIndices(d).hostIndices(h).submit(), 8192);
+            LayoutOracle.assertPoolEquals(
+                    LayoutOracle.snapshot(big.buffer()), expected, bigGeometry, "host pool");
+            LayoutOracle.assertBytesEqual(
+                    LayoutOracle.snapshot(device.buffer()), deviceBytes, "device pool (source)");
         }
     }
 
@@ -436,8 +481,9 @@ public class RequestFormsTest extends CpuPoolsFixture {
             assertTrue(inline.isDone(), "a small backup to an idle executor was not copied inline");
             KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 0);
             inline.await();
+            expectBackup(new long[] {50}, new long[] {7}, 0, 0, 4);
+            assertBothPools("after the inline backup");
 
-            byte[] hostBefore = LayoutOracle.snapshot(host.buffer());
             KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 1);
             Transfer held =
                     host.backup(device)
@@ -446,8 +492,7 @@ public class RequestFormsTest extends CpuPoolsFixture {
                             .queueOnly()
                             .submit();
             assertFalse(held.isDone(), "a queue-only backup was copied by the submitting thread");
-            LayoutOracle.assertBytesEqual(
-                    LayoutOracle.snapshot(host.buffer()), hostBefore, "host pool while held");
+            assertBothPools("while the queue-only backup is held");
             KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 0);
             awaitBytes(held, 2 * 4 * rowBytes());
 
@@ -465,11 +510,8 @@ public class RequestFormsTest extends CpuPoolsFixture {
         } finally {
             KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 0);
         }
-        for (long l = 0; l < 4; l++) {
-            assertSameRows(device, 50, l, host, 7, l);
-            assertSameRows(device, 40, l, host, 5, l);
-            assertSameRows(device, 41, l, host, 6, l);
-            assertSameRows(device, 60, l, host, 9, l);
-        }
+        expectBackup(new long[] {40, 41}, new long[] {5, 6}, 0, 0, 4);
+        expectBackup(new long[] {60}, new long[] {9}, 0, 0, 4);
+        assertBothPools("after the queue-only transfers");
     }
 }

@@ -1,6 +1,7 @@
 /*
  * Smoke test of the native-backed API: the natives load, the versions agree, and one tiny
- * backup + per-layer load round trip on the cpu backend moves exactly the right bytes.
+ * backup + per-layer load round trip on the cpu backend moves exactly the right bytes: both pools
+ * canary-filled where they are written and compared whole after every transfer.
  */
 package io.kvio;
 
@@ -8,6 +9,7 @@ import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertNotNull;
 import static org.testng.Assert.assertTrue;
 
+import io.kvio.oracle.Oracle;
 import java.nio.ByteBuffer;
 import org.testng.annotations.Test;
 
@@ -43,6 +45,23 @@ public class SmokeTest {
                 NativeBridge.name(KvioNative.KVIO_NAME_LAYOUT, KvLayout.values().length), null);
     }
 
+    /**
+     * Device: mha, layer_first [L=2, P*ps=8, H=2, D=4], so a row (one token's heads in one layer)
+     * is 8 bytes, a component 2 * 8 * 8 = 128 bytes, the pool 256 bytes; device row (c, l, t) is at
+     * c * 128 + (l * 8 + t) * 8. Host: page_first [P*ps=4, L=2, H=2, D=4], a component 4 * 2 * 8 =
+     * 64 bytes, the pool 128; host row (c, l, t) is at c * 64 + (t * 2 + l) * 8. Hard-coded from
+     * the documented shapes, never from kvio's sizes.
+     */
+    private static final int ROW = 8;
+
+    private static int deviceRow(int c, int l, int t) {
+        return c * 128 + (l * 8 + t) * ROW;
+    }
+
+    private static int hostRow(int c, int l, int t) {
+        return c * 64 + (t * 2 + l) * ROW;
+    }
+
     @Test
     public void tinyRoundTripOnCpu() {
         PoolSpec deviceSpec =
@@ -67,49 +86,63 @@ public class SmokeTest {
                 TokenIndices hostSlots = TokenIndices.of(0, 1, 2, 3);
                 TokenIndices loadTarget = TokenIndices.pages(2, 1, 2)) {
             ByteBuffer d = device.buffer();
-            for (int i = 0; i < d.capacity(); i++) {
-                d.put(i, (byte) (i * 7 + 1));
-            }
+            ByteBuffer h = host.buffer();
+            assertEquals(d.capacity(), 256);
+            assertEquals(h.capacity(), 128);
+            byte[] original = Oracle.pattern(256, 1);
+            LayoutOracle.write(d, original);
+            byte[] expectedHost = Oracle.canary(128, 2);
+            LayoutOracle.write(h, expectedHost);
+
+            // backup: device pages 3, 0 (tokens 6, 7, 0, 1) into host slots 0-3, both layers
+            int[] sources = {6, 7, 0, 1};
             Transfer backup =
                     host.backup(device).deviceIndices(devicePages).hostIndices(hostSlots).submit();
             backup.await();
             assertEquals(
                     backup.bytes(), 2L * 2 * 4 * 8); // components x layers x tokens x row bytes
             assertTrue(backup.isDone());
-
-            // host page_first [P*ps, L, H, D]: component 0, host token 0, layer 1 = device token 6,
-            // layer 1
-            long row = deviceSpec.rowBytes();
-            ByteBuffer h = host.buffer();
-            for (int b = 0; b < row; b++) {
-                assertEquals(
-                        h.get((int) ((0 * 2 + 1) * row + b)), d.get((int) ((1 * 8 + 6) * row + b)));
-            }
-
-            ByteBuffer original = ByteBuffer.allocate(d.capacity());
-            original.put(d.duplicate()).flip();
-            for (long layer = 0; layer < 2; layer++) {
-                host.load(device, layer)
-                        .hostIndices(hostSlots)
-                        .deviceIndices(loadTarget)
-                        .submit()
-                        .await();
-            }
-            long componentBytes = deviceSpec.componentBytes();
-            long[][] moves = {{6, 2}, {7, 3}, {0, 4}, {1, 5}}; // device token -> device token
             for (int c = 0; c < 2; c++) {
                 for (int l = 0; l < 2; l++) {
-                    for (long[] m : moves) {
-                        for (int b = 0; b < row; b++) {
-                            long from = c * componentBytes + (l * 8 + m[0]) * row + b;
-                            long to = c * componentBytes + (l * 8 + m[1]) * row + b;
-                            assertEquals(
-                                    d.get((int) to),
-                                    original.get((int) from),
-                                    "c" + c + " l" + l + " tok" + m[1]);
-                        }
+                    for (int i = 0; i < 4; i++) {
+                        System.arraycopy(
+                                original,
+                                deviceRow(c, l, sources[i]),
+                                expectedHost,
+                                hostRow(c, l, i),
+                                ROW);
                     }
                 }
+            }
+            LayoutOracle.assertBufferEquals(h, expectedHost, "host pool after the backup");
+            LayoutOracle.assertBufferEquals(d, original, "device pool (source) after the backup");
+
+            // load, one layer per call: host slots 0-3 into device pages 1, 2 (tokens 2-5) of a
+            // canary-filled device pool
+            byte[] expectedDevice = Oracle.canary(256, 3);
+            LayoutOracle.write(d, expectedDevice);
+            for (int layer = 0; layer < 2; layer++) {
+                Transfer load =
+                        host.load(device, layer)
+                                .hostIndices(hostSlots)
+                                .deviceIndices(loadTarget)
+                                .submit();
+                load.await();
+                assertEquals(load.bytes(), 2L * 4 * 8); // components x tokens x row bytes
+                for (int c = 0; c < 2; c++) {
+                    for (int i = 0; i < 4; i++) {
+                        System.arraycopy(
+                                original,
+                                deviceRow(c, layer, sources[i]),
+                                expectedDevice,
+                                deviceRow(c, layer, 2 + i),
+                                ROW);
+                    }
+                }
+                LayoutOracle.assertBufferEquals(
+                        d, expectedDevice, "device pool after the load of layer " + layer);
+                LayoutOracle.assertBufferEquals(
+                        h, expectedHost, "host pool (source) after the load of layer " + layer);
             }
         }
     }

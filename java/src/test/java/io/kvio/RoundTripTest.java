@@ -1,7 +1,8 @@
 /*
- * Round trips through host pools: back up device rows, wipe the device, load them back layer by
- * layer into OTHER device slots and check the device against the oracle (restored rows where they
- * were sent, canary everywhere else); and the general Kvio.transfer between two host pools of
+ * Round trips through host pools: back up device rows into a canary-filled host pool and check it
+ * whole against the oracle, wipe the device, load them back layer by layer into OTHER device slots
+ * and check the device against the oracle (restored rows where they were sent, canary everywhere
+ * else) and the host (the loads' source) unchanged; and the general Kvio.transfer between two host pools of
  * different layouts (e.g. page_first -> page_head), including layer offsets.
  */
 package io.kvio;
@@ -58,11 +59,33 @@ public class RoundTripTest {
             ByteBuffer devBuf = device.buffer();
             Geometry dg = cfg.deviceGeometry();
             Placement devPlacement = Placement.standard(dg, 0);
+            Placement hostPlacement =
+                    Placement.standard(cfg.geometry(layout, cfg.layers, hostPages), 0);
             byte[] original = LayoutOracle.fill(devBuf, seed);
-            LayoutOracle.canary(host.buffer(), seed);
+            byte[] expectedHost = LayoutOracle.canary(host.buffer(), seed);
+            Oracle.applyTransfer(
+                    original,
+                    devPlacement,
+                    expectedHost,
+                    hostPlacement,
+                    devFrom,
+                    hostIdx,
+                    0,
+                    0,
+                    cfg.layers);
             try (Transfer t = host.backup(device).deviceIndices(from).hostIndices(h).submit()) {
                 t.await();
+                assertEquals(t.bytes(), PoolFixtures.movedBytes(cfg, n, cfg.layers));
             }
+            LayoutOracle.assertPoolEquals(
+                    LayoutOracle.snapshot(host.buffer()),
+                    expectedHost,
+                    hostPlacement,
+                    "host after backup via " + layout + " " + cfg);
+            LayoutOracle.assertBytesEqual(
+                    LayoutOracle.snapshot(devBuf),
+                    original,
+                    "device (source) after backup via " + layout + " " + cfg);
             byte[] wiped = LayoutOracle.canary(devBuf, seed + 1);
             byte[] expected = wiped.clone();
             for (long layer = 0; layer < cfg.layers; layer++) {
@@ -87,6 +110,10 @@ public class RoundTripTest {
                         expected,
                         devPlacement,
                         "device after round trip of layer " + layer + " via " + layout + " " + cfg);
+                LayoutOracle.assertBytesEqual(
+                        LayoutOracle.snapshot(host.buffer()),
+                        expectedHost,
+                        "host (source) after load of layer " + layer + " via " + layout);
             }
         }
     }
@@ -252,6 +279,10 @@ public class RoundTripTest {
                             + ") after backup from device (page size "
                             + devicePageSize
                             + ")");
+            LayoutOracle.assertBytesEqual(
+                    LayoutOracle.snapshot(device.buffer()),
+                    devData,
+                    "device (source) after backup");
             byte[] expectedDev = LayoutOracle.canary(device.buffer(), seed + 1);
             Oracle.applyTransfer(expectedHost, hp, expectedDev, dp, hostIdx, devIdx, 1, 1, 1);
             try (Transfer t = host.load(device, 1).hostIndices(h).deviceIndices(d).submit()) {
@@ -262,6 +293,10 @@ public class RoundTripTest {
                     expectedDev,
                     dp,
                     "device after load of layer 1 from a host with page size " + hostPageSize);
+            LayoutOracle.assertBytesEqual(
+                    LayoutOracle.snapshot(host.buffer()),
+                    expectedHost,
+                    "host (source, page size " + hostPageSize + ") after the load");
         }
     }
 

@@ -95,9 +95,14 @@ public class TokenIndicesBufferTest {
                         .heads(1)
                         .headBytes(8)
                         .build();
+        // The pool's 4 * 4 * 8 = 128 bytes lie between a 16-byte prefix (before the position) and
+        // a 16-byte suffix (after the limit); the whole buffer is canary-filled and compared whole.
+        // One layer, one head of 8 bytes: slot t is bytes [8t, 8t + 8) of either pool, whatever
+        // the host layout.
         ByteBuffer hostMemory =
-                ByteBuffer.allocateDirect(4 * 4 * 8 + 16).order(ByteOrder.nativeOrder());
-        hostMemory.position(16); // the pool starts at the position
+                ByteBuffer.allocateDirect(16 + 4 * 4 * 8 + 16).order(ByteOrder.nativeOrder());
+        byte[] expectedHost = LayoutOracle.canary(hostMemory, 86);
+        hostMemory.position(16).limit(16 + 4 * 4 * 8); // the pool is [position, limit)
         try (DeviceKvPool device = DeviceKvPool.allocate(spec, IoBackend.CPU);
                 HostKvPool host = HostKvPool.builder().forDevice(device).wrap(hostMemory).build();
                 TokenIndices d = TokenIndices.wrap(directLongs(5, 6));
@@ -109,11 +114,24 @@ public class TokenIndicesBufferTest {
                                         .put(new int[] {0, 15})
                                         .flip())) {
             assertEquals(host.regionAddress(0), NativeBridge.directAddress(hostMemory) + 16);
-            device.buffer().asLongBuffer().put(5, 0x55).put(6, 0x66);
-            host.backup(device).hostIndices(h).deviceIndices(d).submit().await();
-            assertEquals(hostMemory.getLong(16), 0x55);
-            assertEquals(hostMemory.getLong(16 + 15 * 8), 0x66);
+            assertEquals(host.regionBytes(0), 4 * 4 * 8);
+            byte[] deviceBytes = LayoutOracle.fill(device.buffer(), 87);
+            LayoutOracle.assertBytesEqual(
+                    LayoutOracle.snapshot(hostMemory), expectedHost, "host memory after build()");
+            Transfer t = host.backup(device).hostIndices(h).deviceIndices(d).submit();
+            t.await();
+            assertEquals(t.bytes(), 2 * 8);
+            // device slot 5 -> host slot 0, device slot 6 -> host slot 15
+            System.arraycopy(deviceBytes, 5 * 8, expectedHost, 16 + 0 * 8, 8);
+            System.arraycopy(deviceBytes, 6 * 8, expectedHost, 16 + 15 * 8, 8);
+            LayoutOracle.assertBytesEqual(
+                    LayoutOracle.snapshot(hostMemory),
+                    expectedHost,
+                    "host memory (16-byte prefix, pool, 16-byte suffix)");
+            LayoutOracle.assertBufferEquals(device.buffer(), deviceBytes, "device (source)");
         }
+        assertEquals(hostMemory.position(), 16, "wrap leaves the position");
+        assertEquals(hostMemory.limit(), 16 + 4 * 4 * 8, "wrap leaves the limit");
         assertThrows(
                 KvioInvalidArgumentException.class,
                 () -> HostKvPool.builder().wrap(ByteBuffer.allocate(64)));

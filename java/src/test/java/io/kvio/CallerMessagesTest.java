@@ -30,7 +30,22 @@ public class CallerMessagesTest extends CpuPoolsFixture {
     /** Runs the call expecting {@code type}; checks fragments, absences and unchanged buffers. */
     private <T extends Throwable> T rejected(
             Class<T> type, ThrowingRunnable call, String[] absent, String... fragments) {
-        T e = assertRejected(type, call, openBuffers(), fragments);
+        return rejected(type, call, List.of(), absent, fragments);
+    }
+
+    /**
+     * Like {@link #rejected(Class, ThrowingRunnable, String[], String...)}, checking the bytes of
+     * {@code bystanders} (pools outside the fixture) too, along with the fixture's open pools.
+     */
+    private <T extends Throwable> T rejected(
+            Class<T> type,
+            ThrowingRunnable call,
+            List<ByteBuffer> bystanders,
+            String[] absent,
+            String... fragments) {
+        List<ByteBuffer> buffers = openBuffers();
+        buffers.addAll(bystanders);
+        T e = assertRejected(type, call, buffers, fragments);
         String m = e.getMessage();
         for (String a : absent) assertFalse(m.contains(a), "'" + a + "' present in: " + m);
         return e;
@@ -126,29 +141,54 @@ public class CallerMessagesTest extends CpuPoolsFixture {
 
     // ---- item 3: closed objects named once ----
 
+    /**
+     * The fixture's pools are closed one after the other, so an open pair of pools outside the
+     * fixture (a device pool and a host pool over it) is checked after every rejected call too, and
+     * is the open side of the last two calls: a closed source or destination must leave the open
+     * one's bytes unchanged.
+     */
     @Test
     public void closedPoolsAreNamedOnce() {
+        DeviceKvPool otherDevice = open(DEVICE.allocateDevice());
+        HostKvPool otherHost =
+                open(PoolFixtures.host(otherDevice, KvLayout.PAGE_FIRST, HOST_PAGES));
+        List<ByteBuffer> bystanders = List.of(otherDevice.buffer(), otherHost.buffer());
+        KvioExecutor cpu = KvioExecutor.shared(IoBackend.CPU);
         TokenIndices hi = idx(0);
         TokenIndices di = idx(0);
         device.close();
         rejected(
                 KvioClosedException.class,
                 () -> host.backup(device).deviceIndices(di).hostIndices(hi).submit(),
+                bystanders,
                 new String[] {"(device pool)", "device (", "pool pool"},
                 "device is a closed device pool");
         host.close();
+        assertTrue(openBuffers().isEmpty(), "both fixture pools are closed");
         rejected(
                 KvioClosedException.class,
                 () -> host.backup(device).deviceIndices(di).hostIndices(hi).submit(),
+                bystanders,
                 new String[] {"(host pool)"},
                 "this host pool is closed");
         rejected(
                 KvioClosedException.class,
-                () ->
-                        Kvio.transfer(
-                                KvioExecutor.shared(IoBackend.CPU), host, device, hi, di, 0, 0, 1),
+                () -> Kvio.transfer(cpu, host, device, hi, di, 0, 0, 1),
+                bystanders,
                 new String[] {"(host pool)", "src ("},
                 "src is a closed host pool");
+        rejected(
+                KvioClosedException.class,
+                () -> Kvio.transfer(cpu, host, otherDevice, hi, di, 0, 0, 1),
+                bystanders,
+                new String[] {"(host pool)", "src ("},
+                "src is a closed host pool");
+        rejected(
+                KvioClosedException.class,
+                () -> Kvio.transfer(cpu, otherHost, device, hi, di, 0, 0, 1),
+                bystanders,
+                new String[] {"(device pool)", "dst ("},
+                "dst is a closed device pool");
     }
 
     // ---- item 4: null checks name the argument ----

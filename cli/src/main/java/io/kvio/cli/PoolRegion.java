@@ -89,12 +89,23 @@ final class PoolRegion {
         return System.nanoTime() - t0;
     }
 
-    void zero(long pos, long length, byte[] zeros) {
+    /**
+     * Writes {@code period[p mod period.length]} at every byte p of [pos, pos + length): a pattern
+     * repeated at fixed positions, so that byte p's expected value needs no snapshot. period.length
+     * must be a power of two (at most CHUNK, which it then divides).
+     */
+    void fillPeriodic(long pos, long length, byte[] period) {
+        if (Integer.bitCount(period.length) != 1 || period.length > CHUNK) {
+            throw new IllegalArgumentException(
+                    "the period is " + period.length + " bytes, not a power of two up to 1 GiB");
+        }
+        int mask = period.length - 1;
         while (length > 0) {
             ByteBuffer c = chunks[(int) (pos >>> SHIFT)];
             int off = (int) (pos & MASK);
-            int n = (int) Math.min(Math.min(length, c.capacity() - off), zeros.length);
-            c.put(off, zeros, 0, n);
+            int from = (int) (pos & mask);
+            int n = (int) Math.min(Math.min(length, c.capacity() - off), period.length - from);
+            c.put(off, period, from, n);
             pos += n;
             length -= n;
         }

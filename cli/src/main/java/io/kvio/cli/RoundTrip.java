@@ -139,14 +139,14 @@ final class RoundTrip {
                         .executor(device.executor)
                         .build()) {
             long expected = o.tokens * o.layers * o.kind.components() * o.rowBytes();
-            // touch the fresh host memory first, so the timing measures copies, not page faults
+            // the host canary; it also touches the fresh host memory first, so the timing measures
+            // copies, not page faults
             PoolRegion hostRegion = new PoolRegion(hostPool, 0);
-            byte[] zeros = new byte[1 << 20];
-            hostRegion.zero(0, hostRegion.bytes, zeros);
+            verifier.resetHost(hostRegion);
             progress.update(name + ": backup (warm-up)", 0, 1);
             backup(layout, Step.BACKUP_WARM_UP, hostPool, device, expected);
             // the canary back, so that the verification sees only what the timed backup wrote
-            hostRegion.zero(0, hostRegion.bytes, zeros);
+            verifier.resetHost(hostRegion);
             progress.update(name + ": backup", 0, 1);
             Timed backup = backup(layout, Step.BACKUP, hostPool, device, expected);
             Mismatches mismatches = new Mismatches(name);

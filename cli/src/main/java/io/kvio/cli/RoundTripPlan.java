@@ -18,7 +18,7 @@ final class RoundTripPlan {
     final long devicePages;
     final long fullPages;
     final long tail;
-    final long[] clearedPages; // device pages zeroed before the load
+    final long[] clearedPages; // device pages canary-filled before the load
 
     RoundTripPlan(long tokens, long pageSize, long seed) {
         long ps = pageSize;

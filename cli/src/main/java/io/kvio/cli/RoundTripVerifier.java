@@ -2,14 +2,19 @@
  * The verification of a `roundtrip`: fills the layer_first device pool with seeded pattern rows
  * (io.kvio.oracle.RowPattern), and checks every byte of both pools against them at the positions
  * the oracle's geometry gives. The host pool after the backup: each backed-up row where the oracle
- * puts it, and every other slot (the rest of a last page that is not full) still the canary the
- * host pool was cleared to (zeros). The device pool after the load: each reloaded row, the slots
- * of the cleared destination pages that are not load targets still zero, and every other page
- * (the backup's sources among them) still the pattern it was filled with.
+ * puts it, and every other slot (the rest of a last page that is not full) still the host canary
+ * the host pool was reset to. The device pool after the load: each reloaded row, the slots of the
+ * cleared destination pages that are not load targets still the device canary they were cleared
+ * to, and every other page (the backup's sources among them) still the pattern it was filled with.
+ * The canaries are seeded pseudo-random bytes, not zeros, and differ from each other
+ * (io.kvio.oracle.Oracle.canary), so
+ * a load that copies host bytes no token was backed up into (the host canary) onto device slots
+ * that are not load targets is seen.
  */
 package io.kvio.cli;
 
 import io.kvio.oracle.Geometry;
+import io.kvio.oracle.Oracle;
 import io.kvio.oracle.RowPattern;
 import io.kvio.oracle.Shape;
 import java.util.BitSet;
@@ -26,6 +31,16 @@ final class RoundTripVerifier {
     private final long row;
     private final long hb;
     final Geometry devGeom; // the device pool: layer_first
+
+    /**
+     * The canaries' period (a power of two): byte p of a pool region reset to a canary holds
+     * canary[p mod CANARY_PERIOD], so that pools of any size are filled and checked without a
+     * snapshot, as fast as a fill with zeros.
+     */
+    static final int CANARY_PERIOD = 1 << 20;
+
+    private final byte[] hostCanary;
+    private final byte[] deviceCanary;
 
     /** Bytes [rowStart, rowStart + len) of the pattern row (component, layer, srcToken). */
     private record Expected(int component, long layer, long srcToken, long rowStart, long len) {
@@ -48,6 +63,8 @@ final class RoundTripVerifier {
         this.devGeom = geometry(Shape.LAYER_FIRST, plan.devicePages);
         // rows are named by their device coordinates, wherever they land
         this.pattern = new RowPattern(o.seed, components, o.layers, devGeom.tokens(), row);
+        this.hostCanary = Oracle.canary(CANARY_PERIOD, 2 * o.seed);
+        this.deviceCanary = Oracle.canary(CANARY_PERIOD, 2 * o.seed + 1);
     }
 
     /** The oracle's geometry of a pool of this run's rows in the given shape. */
@@ -77,9 +94,14 @@ final class RoundTripVerifier {
         }
     }
 
+    /** Resets the whole host pool to the host canary (before each backup). */
+    void resetHost(PoolRegion h) {
+        h.fillPeriodic(0, h.bytes, hostCanary);
+    }
+
     /**
      * Checks the whole host pool (shape hostGeom, which the caller checked covers its bytes): each
-     * head of each backed-up row, and every slot that is not a backup target still zero.
+     * head of each backed-up row, and every slot that is not a backup target still the host canary.
      */
     void verifyHost(Geometry hostGeom, PoolRegion h, Mismatches mismatches) {
         long total = components * o.layers;
@@ -113,21 +135,27 @@ final class RoundTripVerifier {
                                         c,
                                         l,
                                         head);
-                        checkZero(h, hostGeom.offset(c, l, t, head), hb, where, mismatches);
+                        checkCanary(
+                                h,
+                                hostGeom.offset(c, l, t, head),
+                                hb,
+                                hostCanary,
+                                where,
+                                mismatches);
                     }
                 }
             }
         }
     }
 
-    /** Zeroes the device pages the load writes into (the canary). */
+    /** Fills the device pages the load writes into with the device canary. */
     void clearDestination(PoolRegion dev) {
         long pageBytes = o.pageSize * row;
-        byte[] zeros = new byte[(int) Math.min(pageBytes, 1 << 20)];
         for (int c = 0; c < components; c++) {
             for (long l = 0; l < o.layers; l++) {
                 for (long page : plan.clearedPages) {
-                    dev.zero(devGeom.offset(c, l, page * o.pageSize, 0), pageBytes, zeros);
+                    dev.fillPeriodic(
+                            devGeom.offset(c, l, page * o.pageSize, 0), pageBytes, deviceCanary);
                 }
             }
         }
@@ -183,7 +211,7 @@ final class RoundTripVerifier {
         return written;
     }
 
-    /** Slots of the cleared pages that the load must not touch must still be zero. */
+    /** Slots of the cleared pages that the load must not touch must still be the device canary. */
     private void verifyCanary(
             PoolRegion dev, int c, long l, BitSet written, Mismatches mismatches) {
         long ps = o.pageSize;
@@ -198,27 +226,39 @@ final class RoundTripVerifier {
                                     token,
                                     c,
                                     l);
-                    checkZero(dev, devGeom.offset(c, l, token, 0), row, where, mismatches);
+                    checkCanary(
+                            dev,
+                            devGeom.offset(c, l, token, 0),
+                            row,
+                            deviceCanary,
+                            where,
+                            mismatches);
                 }
             }
         }
     }
 
-    /** The len bytes at pos must all be 0 (the canary); else the first other one is recorded. */
-    private static void checkZero(
-            PoolRegion r, long pos, long len, String where, Mismatches mismatches) {
+    /**
+     * The len bytes at pos must still be the canary (byte p is canary[p mod CANARY_PERIOD]); else
+     * the first other one is recorded.
+     */
+    private static void checkCanary(
+            PoolRegion r, long pos, long len, byte[] canary, String where, Mismatches mismatches) {
+        int mask = canary.length - 1;
         for (long b = 0; b < len; b++) {
             byte actual = r.getByte(pos + b);
-            if (actual != 0) {
+            byte expected = canary[(int) ((pos + b) & mask)];
+            if (actual != expected) {
                 mismatches.add(
                         String.format(
                                 Locale.ROOT,
-                                "%s byte %d (at offset %d) was written: 0x%02x, expected 0x00"
+                                "%s byte %d (at offset %d) was written: 0x%02x, expected 0x%02x"
                                         + " (canary)",
                                 where,
                                 b,
                                 pos + b,
-                                actual & 0xff));
+                                actual & 0xff,
+                                expected & 0xff));
                 return;
             }
         }

@@ -2,8 +2,10 @@
  * `roundtrip` verifies every byte of both pools, not only the moved rows: a stray byte in the
  * part of the host pool's last page that no token is backed up into (--tokens not a multiple of
  * --page-size), or a change to a device page the load must not touch (a backup source), fails the
- * run. The stray bytes are written through RoundTrip's test seam after the timed transfer, at the
- * offsets the oracle's geometry gives (never kvio's layout code).
+ * run; so does the host canary (the unused rest of the host's last page) copied onto a device
+ * slot that is not a load target, which only a canary that is not zeros, and not the device's,
+ * shows. The stray bytes are written through RoundTrip's test seam after the timed transfer, at
+ * the offsets the oracle's geometry gives (never kvio's layout code).
  */
 package io.kvio.cli;
 
@@ -17,7 +19,9 @@ import io.kvio.oracle.Geometry;
 import io.kvio.oracle.Shape;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Locale;
 import org.testng.annotations.Test;
 
 public class RoundTripVerifyTest {
@@ -69,6 +73,8 @@ public class RoundTripVerifyTest {
                             HEADS,
                             HEAD_BYTES);
             long lastSlot = hostPages * PAGE_SIZE - 1; // no token is backed up into it
+            long head = host.offset(1, 2, lastSlot, 1);
+            byte[] canaryHead = new byte[(int) HEAD_BYTES]; // the head as the backup left it
             String out =
                     run(
                             layout,
@@ -85,8 +91,10 @@ public class RoundTripVerifyTest {
                                         PoolRegion hostPool,
                                         PoolRegion device) {
                                     if (step == RoundTrip.Step.BACKUP) {
-                                        hostPool.putByte(
-                                                host.offset(1, 2, lastSlot, 1) + 5, (byte) 0x42);
+                                        for (int b = 0; b < HEAD_BYTES; b++) {
+                                            canaryHead[b] = hostPool.getByte(head + b);
+                                        }
+                                        hostPool.putByte(head + 5, (byte) ~canaryHead[5]);
                                     }
                                 }
                             },
@@ -97,8 +105,83 @@ public class RoundTripVerifyTest {
                                     + lastSlot
                                     + " (not a backup target) component 1 layer 2 head 1 byte 5"),
                     layout + ": " + out);
-            assertTrue(out.contains("0x42, expected 0x00 (canary)"), out);
+            assertTrue(
+                    out.contains(
+                            String.format(
+                                    Locale.ROOT,
+                                    "was written: 0x%02x, expected 0x%02x (canary)",
+                                    ~canaryHead[5] & 0xff,
+                                    canaryHead[5] & 0xff)),
+                    layout + ": " + out);
+            assertTrue(
+                    Arrays.mismatch(canaryHead, new byte[(int) HEAD_BYTES]) >= 0,
+                    layout + ": the host canary is zeros");
         }
+    }
+
+    /**
+     * A load that also copied the unused rest of the host's last page (the host canary) onto a
+     * device slot of a cleared page that is not a load target fails the run: the host and the
+     * device canaries differ (with zeros for both it went unseen).
+     */
+    @Test
+    public void theHostCanaryOnADeviceSlotThatIsNotALoadTargetFails() {
+        RoundTripPlan plan =
+                new RoundTripPlan(TOKENS, PAGE_SIZE, options(KvLayout.LAYER_FIRST).seed);
+        long hostPages = TOKENS / PAGE_SIZE + 1;
+        long unusedHostSlot = hostPages * PAGE_SIZE - 1; // no token is backed up into it
+        Geometry host =
+                new Geometry(2, Shape.LAYER_FIRST, LAYERS, hostPages, PAGE_SIZE, HEADS, HEAD_BYTES);
+        Geometry device =
+                new Geometry(
+                        2,
+                        Shape.LAYER_FIRST,
+                        LAYERS,
+                        plan.devicePages,
+                        PAGE_SIZE,
+                        HEADS,
+                        HEAD_BYTES);
+        // a slot of the last cleared page (a page of the scattered tail) that no load writes
+        long cleared = plan.clearedPages[plan.clearedPages.length - 1];
+        long notTarget = -1;
+        for (long t = cleared * PAGE_SIZE; t < (cleared + 1) * PAGE_SIZE && notTarget < 0; t++) {
+            long slot = t;
+            if (Arrays.stream(plan.devDst).noneMatch(d -> d == slot)) notTarget = t;
+        }
+        assertTrue(notTarget >= 0, "every slot of the last cleared page is a load target");
+        long target = notTarget;
+        long rowBytes = HEADS * HEAD_BYTES; // a row of layer_first [L, P*ps, H, D] is contiguous
+        String out =
+                run(
+                        KvLayout.LAYER_FIRST,
+                        new RoundTrip.Steps() {
+                            @Override
+                            public boolean run(KvLayout l, RoundTrip.Step step) {
+                                return true;
+                            }
+
+                            @Override
+                            public void verifying(
+                                    KvLayout l,
+                                    RoundTrip.Step step,
+                                    PoolRegion hostPool,
+                                    PoolRegion devicePool) {
+                                if (step == RoundTrip.Step.LOAD) {
+                                    long from = host.offset(0, 1, unusedHostSlot, 0);
+                                    long to = device.offset(0, 1, target, 0);
+                                    for (long b = 0; b < rowBytes; b++) {
+                                        devicePool.putByte(to + b, hostPool.getByte(from + b));
+                                    }
+                                }
+                            }
+                        },
+                        Main.EXIT_FAILED);
+        assertTrue(
+                out.contains(
+                        "device token "
+                                + target
+                                + " (not a load target) component 0 layer 1 byte "),
+                out);
     }
 
     @Test

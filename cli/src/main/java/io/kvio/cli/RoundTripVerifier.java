@@ -6,10 +6,9 @@
  * the host pool was reset to. The device pool after the load: each reloaded row, the slots of the
  * cleared destination pages that are not load targets still the device canary they were cleared
  * to, and every other page (the backup's sources among them) still the pattern it was filled with.
- * The canaries are seeded pseudo-random bytes, not zeros, and differ from each other
- * (io.kvio.oracle.Oracle.canary), so
- * a load that copies host bytes no token was backed up into (the host canary) onto device slots
- * that are not load targets is seen.
+ * The canaries are seeded pseudo-random bytes (io.kvio.oracle.Oracle.canary), one per pool, laid
+ * out by position in the pool region: not zeros, so a load that copies host bytes no token was
+ * backed up into (the host canary) onto device slots that are not load targets is seen.
  */
 package io.kvio.cli;
 

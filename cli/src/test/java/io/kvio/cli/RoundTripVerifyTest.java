@@ -3,9 +3,9 @@
  * part of the host pool's last page that no token is backed up into (--tokens not a multiple of
  * --page-size), or a change to a device page the load must not touch (a backup source), fails the
  * run; so does the host canary (the unused rest of the host's last page) copied onto a device
- * slot that is not a load target, which only a canary that is not zeros, and not the device's,
- * shows. The stray bytes are written through RoundTrip's test seam after the timed transfer, at
- * the offsets the oracle's geometry gives (never kvio's layout code).
+ * slot that is not a load target, which only canaries that are not zeros (nor one constant) and
+ * differ by pool and position show. The stray bytes are written through RoundTrip's test seam
+ * after the timed transfer, at the offsets the oracle's geometry gives (never kvio's layout code).
  */
 package io.kvio.cli;
 
@@ -121,8 +121,9 @@ public class RoundTripVerifyTest {
 
     /**
      * A load that also copied the unused rest of the host's last page (the host canary) onto a
-     * device slot of a cleared page that is not a load target fails the run: the host and the
-     * device canaries differ (with zeros for both it went unseen).
+     * device slot of a cleared page that is not a load target fails the run: the canaries are
+     * seeded per pool and laid out by position, so the host's canary bytes are not the device
+     * canary of that slot (with zeros on both sides, or one constant, it went unseen).
      */
     @Test
     public void theHostCanaryOnADeviceSlotThatIsNotALoadTargetFails() {

@@ -2,8 +2,8 @@
  * Round trips through host pools: back up device rows into a canary-filled host pool and check it
  * whole against the oracle, wipe the device, load them back layer by layer into OTHER device slots
  * and check the device against the oracle (restored rows where they were sent, canary everywhere
- * else) and the host (the loads' source) unchanged; and the general Kvio.transfer between two host pools of
- * different layouts (e.g. page_first -> page_head), including layer offsets.
+ * else) and the host (the loads' source) unchanged; and the general Kvio.transfer between two
+ * host pools of different layouts (e.g. page_first -> page_head), including layer offsets.
  */
 package io.kvio;
 

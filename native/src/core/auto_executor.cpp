@@ -63,7 +63,8 @@ const char* AutoExecutor::runs() const {
 
 void AutoExecutor::orderAfterTheOther(const Job& job) {
   if (onGpu()) return;
-  const int32_t previous = lastBackend_.exchange(job.ioBackend);
+  const int32_t previous = lastBackend_;
+  lastBackend_ = job.ioBackend;
   if (previous < 0 || previous == job.ioBackend) return;
   for (Candidate& c : candidates_) {
     if (c.executor != nullptr && c.ioBackend == previous) c.executor->drain();
@@ -72,11 +73,16 @@ void AutoExecutor::orderAfterTheOther(const Job& job) {
 
 bool AutoExecutor::runInline(Job& job) {
   if (job.ioBackend != KVIO_BACKEND_CPU || cpu() == nullptr) return false;
-  orderAfterTheOther(job);
+  {
+    std::lock_guard<std::mutex> lock(order_);
+    orderAfterTheOther(job);
+  }
   return cpu()->runInline(job);
 }
 
 void AutoExecutor::submit(std::shared_ptr<Job> job) {
+  std::unique_lock<std::mutex> lock(order_, std::defer_lock);
+  if (!onGpu()) lock.lock();  // on a GPU the candidates share one stream: nothing to order
   orderAfterTheOther(*job);
   for (Candidate& c : candidates_) {
     if (c.executor != nullptr && c.ioBackend == job->ioBackend) {

@@ -93,9 +93,17 @@ class AutoExecutor : public Executor {
   /// them after jobs given to the other first waits until those are done (drain), so that the
   /// transfers of this executor still run in submission order (a backup into pinned host pages
   /// on the NPU, then a cpu copy of those pages). On a GPU the candidates share one stream.
+  /// Called under order_, which a submit holds until its job is queued on its candidate: a drain
+  /// by another thread then covers every job whose candidate was recorded before it.
   void orderAfterTheOther(const Job& job);
 
-  std::atomic<int32_t> lastBackend_{-1};  // the candidate of the latest job (without a GPU)
+  int32_t lastBackend_ = -1;  // the candidate of the latest job (without a GPU), under order_
+  // Without a GPU: held from recording a job's candidate until the job is queued there (a submit)
+  // or its earlier jobs of the other candidate are drained (an inline run, which completes before
+  // it returns). Else thread X could record the NPU for job A, thread Y then record cpu and drain
+  // the NPU before A is queued there, and X's next job, for cpu, would find cpu recorded and run
+  // before A completes.
+  std::mutex order_;
 
   std::array<Candidate, kAutoPicks> candidates_;
   mutable std::mutex mutex_;  // guards calibration_ and serialises stores to thresholds_

@@ -33,15 +33,15 @@ using kvio::TransferState;
 class FakeCompletion : public kvio::DeviceCompletion {
  public:
   explicit FakeCompletion(bool done = true) : done_(done) {}
-  bool query() override { return done_.load(); }
-  void synchronize() override {
+  bool query() noexcept override { return done_.load(); }
+  void synchronize() noexcept override {
     ++synchronizeCalls;
     const auto until = Clock::now() + std::chrono::seconds(20);
     while (!done_.load() && Clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
-  kvio_status finish(std::string* message) override { return KVIO_STATUS_OK; }
+  kvio_status finish(std::string* message) noexcept override { return KVIO_STATUS_OK; }
   bool nativeHandle(kvio::NativeHandle, uint64_t*) const override { return false; }
   void setDone() { done_.store(true); }
 

@@ -42,7 +42,7 @@ class AclEventCompletion final : public DeviceCompletion {
     if (event_ != nullptr && api_->destroyEvent(event_) != ACL_SUCCESS) clearAclError(*api_);
   }
   aclrtEvent* event() { return &event_; }
-  bool query() override {
+  bool query() noexcept override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (done_) return true;
     aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
@@ -54,7 +54,7 @@ class AclEventCompletion final : public DeviceCompletion {
     }
     return done_;
   }
-  void synchronize() override {
+  void synchronize() noexcept override {
     const aclError e = api_->synchronizeEvent(event_);
     std::lock_guard<std::mutex> lock(mutex_);
     if (done_) {
@@ -64,10 +64,14 @@ class AclEventCompletion final : public DeviceCompletion {
     if (e != ACL_SUCCESS) failed(e, "aclrtSynchronizeEvent");
     done_ = true;
   }
-  kvio_status finish(std::string* message) override {
+  kvio_status finish(std::string* message) noexcept override {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (error_.empty()) return KVIO_STATUS_OK;
-    *message = error_;
+    if (!failed_) return KVIO_STATUS_OK;
+    try {
+      *message = error_;
+    } catch (...) {  // no memory for the text: the status says it
+      message->clear();
+    }
     return KVIO_STATUS_BACKEND_ERROR;
   }
   bool nativeHandle(NativeHandle kind, uint64_t* out) const override {
@@ -79,17 +83,24 @@ class AclEventCompletion final : public DeviceCompletion {
  private:
   // The error's text is read on the thread that saw it (aclGetRecentErrMsg is per thread), at
   // the failing call, not by whichever thread finishes the transfer.
-  void failed(aclError e, const char* call) {
-    error_ = std::string("the transfer's work on the Ascend stream failed: ") + call +
-             " reported " + describeAclError(*api_, e);
+  void failed(aclError e, const char* call) noexcept {
+    failed_ = true;
     done_ = true;
+    try {
+      error_ = std::string("the transfer's work on the Ascend stream failed: ") + call +
+               " reported " + describeAclError(*api_, e);
+    } catch (...) {  // no memory for the text: failed_ still fails the transfer
+      error_.clear();
+      clearAclError(*api_);
+    }
   }
 
   const AclApi* api_;
   aclrtEvent event_ = nullptr;
   std::mutex mutex_;
   bool done_ = false;
-  std::string error_;  // empty: no failure
+  bool failed_ = false;
+  std::string error_;  // failed_'s text (empty if it could not be made)
 };
 
 // ---- executor ----

@@ -33,12 +33,14 @@ enum class NativeHandle : int32_t;
 class DeviceCompletion {
  public:
   virtual ~DeviceCompletion() = default;
-  /// True once the device work is done (never blocks).
-  virtual bool query() = 0;
+  /// True once the device work is done (never blocks). These three throw nothing: they run in
+  /// waits, drains and executor destructors, and a failure's status must survive a message that
+  /// cannot be allocated (it is then left empty).
+  virtual bool query() noexcept = 0;
   /// Blocks the calling thread until the device work is done (this event only).
-  virtual void synchronize() = 0;
+  virtual void synchronize() noexcept = 0;
   /// Once done: the transfer's status, and its message when not OK.
-  virtual kvio_status finish(std::string* message) = 0;
+  virtual kvio_status finish(std::string* message) noexcept = 0;
   /// The native handle of this kind (its event, for kvio_transfer_*_event) into *out; false
   /// when it has none of this kind.
   virtual bool nativeHandle(NativeHandle kind, uint64_t* out) const = 0;

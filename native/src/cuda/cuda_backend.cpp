@@ -132,7 +132,7 @@ EventCompletion::~EventCompletion() {
 
 // Waiting threads query from anywhere: under a DeviceScope, so that a thread with no CUDA
 // context does not get device 0's created by the runtime's lazy initialisation.
-bool EventCompletion::query() {
+bool EventCompletion::query() noexcept {
   if (error_.load() != cudaSuccess) return true;
   DeviceScope scope(device_);
   const cudaError_t error = cudaEventQuery(event_);
@@ -146,18 +146,22 @@ bool EventCompletion::query() {
   return true;
 }
 
-void EventCompletion::synchronize() {
+void EventCompletion::synchronize() noexcept {
   DeviceScope scope(device_);
   const cudaError_t error = cudaEventSynchronize(event_);
   int expected = cudaSuccess;
   if (error != cudaSuccess) error_.compare_exchange_strong(expected, error);
 }
 
-kvio_status EventCompletion::finish(std::string* message) {
+kvio_status EventCompletion::finish(std::string* message) noexcept {
   const auto error = static_cast<cudaError_t>(error_.load());
   if (error != cudaSuccess) {
-    *message = "the transfer's work on the CUDA stream failed: " + describe(error) +
-               " (reported by cudaEventQuery/cudaEventSynchronize)";
+    try {
+      *message = "the transfer's work on the CUDA stream failed: " + describe(error) +
+                 " (reported by cudaEventQuery/cudaEventSynchronize)";
+    } catch (...) {  // no memory for the text: the status says it
+      message->clear();
+    }
     return KVIO_STATUS_BACKEND_ERROR;
   }
   if (hostStatus != nullptr && hostStatus[1] > 0) {
@@ -169,7 +173,11 @@ kvio_status EventCompletion::finish(std::string* message) {
                   hostStatus[1], hostStatus[0], hostStatus[0],
                   static_cast<long long>(srcTokens - 1), hostStatus[0],
                   static_cast<long long>(dstTokens - 1));
-    *message = text;
+    try {
+      *message = text;
+    } catch (...) {
+      message->clear();
+    }
     return KVIO_STATUS_OUT_OF_RANGE;
   }
   return KVIO_STATUS_OK;

@@ -39,9 +39,9 @@ class EventCompletion : public DeviceCompletion {
   EventCompletion(std::shared_ptr<EventPool> pool, cudaEvent_t event, int32_t device)
       : pool_(std::move(pool)), event_(event), device_(device) {}
   ~EventCompletion() override;
-  bool query() override;
-  void synchronize() override;
-  kvio_status finish(std::string* message) override;
+  bool query() noexcept override;
+  void synchronize() noexcept override;
+  kvio_status finish(std::string* message) noexcept override;
   bool nativeHandle(NativeHandle kind, uint64_t* out) const override {
     if (kind != NativeHandle::kCudaEvent) return false;
     *out = reinterpret_cast<uint64_t>(event_);

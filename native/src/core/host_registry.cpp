@@ -149,6 +149,14 @@ kvio_status HostRegistry::adoptRegion(State& state, size_t index, const MemoryRe
                 index, ull(region.bytes), ull(region.address));
   }
   pieces->push_back(region.address);
+  // A page the region shares with the memory around it (its first page when it starts inside one,
+  // its last when it ends inside one) is registered on its own: a later region touching that page
+  // shares that page's registration only, never the rest of this region's pages. Otherwise a
+  // neighbour would keep all of them registered after this region's pools are closed and its
+  // memory freed, and a new buffer the allocator maps there would be taken for kvio's (the
+  // registration pinning the old pages).
+  const uint64_t headEnd = region.address != first ? first + page : first;
+  const uint64_t tailStart = last != end ? end - page : end;
   for (uint64_t at = first; at < end;) {
     auto next = state.entries.upper_bound(at);
     if (next != state.entries.begin()) {
@@ -166,6 +174,11 @@ kvio_status HostRegistry::adoptRegion(State& state, size_t index, const MemoryRe
     while (at < gapEnd) {
       uint64_t chunkEnd = gapEnd;
       if (rt.chunkBytes != 0) chunkEnd = std::min(gapEnd, (at / rt.chunkBytes + 1) * rt.chunkBytes);
+      if (at < headEnd) {
+        chunkEnd = std::min(chunkEnd, headEnd);
+      } else if (at < tailStart) {
+        chunkEnd = std::min(chunkEnd, tailStart);
+      }
       KVIO_RETURN_IF_ERROR(endStale(state, index, region, at, chunkEnd));
       bool already = false;
       reserveOneMore(taken, pieces);

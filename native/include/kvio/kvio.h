@@ -245,8 +245,9 @@ KVIO_API kvio_status kvio_pool_close_wait(uint64_t pool, int64_t timeout_ns);
  * and may be used with an executor created in the child. Device memory and device executors
  * follow the vendor runtime's rules (CUDA is not usable in a child of a process that used it).
  * Fork while no transfer runs and no other thread is inside a kvio call: a lock such a thread
- * holds at the fork stays held in the child (kvio takes its own shared locks around fork, not
- * the locks of each pool, executor and transfer). */
+ * holds at the fork stays held in the child (kvio takes only the lock of its shared plan storage,
+ * which its io threads take after each job, around fork; not those of its handle registries,
+ * its host registration registries, or each pool, executor and transfer). */
 /* threads: the cpu backend's io threads (and auto's where it is cpu), 1 to 1024; <= 0: one per
  * online core, at most 1024. INVALID_ARGUMENT above 1024. Ignored by the device backends. */
 KVIO_API kvio_status kvio_executor_create(int32_t io_backend, int32_t threads,

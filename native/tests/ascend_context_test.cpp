@@ -153,7 +153,7 @@ TEST_F(AscendContextTest, HostBufferWrappedForASecondDeviceIsRefused) {
     EXPECT_NE(message.find(part), std::string::npos) << part << " not in: " << message;
   }
   EXPECT_EQ(on1, 0u);
-  EXPECT_EQ(acl().registrations(0), 2);
+  EXPECT_EQ(acl().registrations(0), registrationsFor(buffer.data(), buffer.size()));
   EXPECT_EQ(acl().registrations(1), 0);
   EXPECT_EQ(acl().counts().rejected, 0) << acl().recentError();  // refused before ACL was asked
   // Device 0's pool let go of on a thread with no context: its registration ends.
@@ -167,7 +167,7 @@ TEST_F(AscendContextTest, HostBufferWrappedForASecondDeviceIsRefused) {
   {
     kvio::Pool pool1 = kvio::Pool::wrap(kHost.spec(), buffer.data(), buffer.size(),
                                         kvio::MemoryKind::AscendHostPinned, 1);
-    EXPECT_EQ(acl().registrations(1), 2);
+    EXPECT_EQ(acl().registrations(1), registrationsFor(buffer.data(), buffer.size()));
     kvio::Executor ex = kvio::Executor::ascend(1);
     NpuPool npu(kDevice, 1);
     npu.pool.fill(kCanary);

@@ -11,6 +11,7 @@
 #define KVIO_TESTS_ORACLE_HPP_
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -218,6 +220,41 @@ struct Buffer {
   uint64_t address;
   uint64_t bytes;
 };
+
+/// The host's page size, as kvio's host registry counts pages.
+inline uint64_t hostPageBytes() {
+  const long page = sysconf(_SC_PAGESIZE);
+  return page > 0 ? static_cast<uint64_t>(page) : 4096;
+}
+
+/// How many host registrations kvio holds for `buffers` when it pins each of them itself (none
+/// registered by the caller), by the rule of docs/memory-lifetime.md: a buffer's first page on
+/// its own where the buffer starts inside it, its last page on its own where it ends inside one,
+/// the whole pages between as one registration, a buffer within one page as one; buffers sharing
+/// such a boundary page share its registration. Holds for buffers that share no pages other
+/// than such boundary pages, and below the runtime's chunk size (1 GiB for CUDA).
+inline int64_t registrationsFor(const std::vector<Buffer>& buffers,
+                                uint64_t page = hostPageBytes()) {
+  std::set<std::pair<uint64_t, uint64_t>> pieces;
+  for (const Buffer& b : buffers) {
+    const uint64_t first = b.address / page * page;
+    const uint64_t end = (b.address + b.bytes + page - 1) / page * page;
+    if (end - first == page) {
+      pieces.insert({first, end});
+      continue;
+    }
+    const uint64_t middle = b.address % page != 0 ? first + page : first;
+    const uint64_t tail = (b.address + b.bytes) % page != 0 ? end - page : end;
+    for (const auto& piece :
+         {std::make_pair(first, middle), std::make_pair(middle, tail), std::make_pair(tail, end)}) {
+      if (piece.second > piece.first) pieces.insert(piece);
+    }
+  }
+  return static_cast<int64_t>(pieces.size());
+}
+inline int64_t registrationsFor(const void* data, uint64_t bytes) {
+  return registrationsFor({{reinterpret_cast<uint64_t>(data), bytes}});
+}
 
 /// A kvio pool in one of the memory forms, with the memory the test owns.
 class TestPool {

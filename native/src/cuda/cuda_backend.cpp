@@ -199,7 +199,7 @@ kvio_status CudaExecutor::init(const CudaExecutorConfig& config, const char* nam
                 device_, count, count - 1);
   }
   DeviceScope scope(device_);
-  KVIO_CUDA_TRY(scope.error(), "selecting CUDA device %d", device_);
+  KVIO_CUDA_TRY_SCOPE(scope, device_);
   const int32_t device = device_;
   events_ = std::make_shared<EventPool>(kPooledEvents, [device](cudaEvent_t event) {
     DeviceScope eventScope(device);
@@ -264,7 +264,7 @@ kvio_status CudaExecutor::acceptMemory(MemoryPlace src, MemoryPlace dst) const {
 
 kvio_status CudaExecutor::refuseCapture() const {
   DeviceScope scope(device_);  // the legacy stream is the current device's
-  KVIO_CUDA_TRY(scope.error(), "selecting CUDA device %d", device_);
+  KVIO_CUDA_TRY_SCOPE(scope, device_);
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   const cudaError_t queried = cudaStreamIsCapturing(stream_, &capture);
   if (queried == cudaErrorStreamCaptureImplicit) {  // the legacy stream, during a capture

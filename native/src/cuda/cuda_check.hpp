@@ -108,6 +108,11 @@ class DeviceScope : public BasicDeviceScope<CudaDeviceApi> {
   std::optional<RelaxedCapture> relaxed_;
 };
 
+/// What a failed DeviceScope's message names as the failed call: the scope makes up to three.
+inline constexpr const char kDeviceScopeCalls[] =
+    "making the device's primary context current (cuCtxGetCurrent, cuDevicePrimaryCtxRetain, "
+    "cuCtxSetCurrent)";
+
 }  // namespace cuda
 }  // namespace kvio
 
@@ -128,5 +133,11 @@ class DeviceScope : public BasicDeviceScope<CudaDeviceApi> {
       return ::kvio::cuda::cudaFailure(kvio_cuda_error_, callName, __VA_ARGS__); \
     }                                                                            \
   } while (0)
+
+/// KVIO_CUDA_TRY for a DeviceScope: returns its failure, naming the calls it makes, with
+/// "selecting CUDA device N" as the context.
+#define KVIO_CUDA_TRY_SCOPE(scope, device)                               \
+  KVIO_CUDA_TRY_RESULT((scope).error(), ::kvio::cuda::kDeviceScopeCalls, \
+                       "selecting CUDA device %d", static_cast<int>(device))
 
 #endif  // KVIO_CUDA_CUDA_CHECK_HPP_

@@ -200,7 +200,7 @@ kvio_status allocate(int32_t kind, int32_t device, uint64_t bytes, uint64_t* add
                      std::shared_ptr<void>* owner) {
   KVIO_RETURN_IF_ERROR(checkDevice(device));
   DeviceScope scope(device);
-  KVIO_CUDA_TRY(scope.error(), "selecting CUDA device %d", device);
+  KVIO_CUDA_TRY_SCOPE(scope, device);
   if (kind == KVIO_MEMORY_HOST_PINNED) {
     auto memory = std::make_shared<PinnedHost>();
     memory->device = device;
@@ -393,7 +393,7 @@ kvio_status adopt(int32_t kind, int32_t device, const MemoryRegion* regions, siz
                   std::shared_ptr<void>* owner, std::vector<MemoryRegion>* copyRegions) {
   KVIO_RETURN_IF_ERROR(checkDevice(device));
   DeviceScope scope(device);
-  KVIO_CUDA_TRY(scope.error(), "selecting CUDA device %d", device);
+  KVIO_CUDA_TRY_SCOPE(scope, device);
   if (kind == KVIO_MEMORY_HOST_PINNED) return registerHost(regions, count, owner, copyRegions);
   KVIO_RETURN_IF_ERROR(checkDeviceRegions(device, regions, count));
   *owner = std::make_shared<int>(0);  // the caller owns the memory
@@ -406,7 +406,7 @@ kvio_status deviceAddress(int32_t kind, int32_t device, uint64_t address, uint64
     return KVIO_STATUS_OK;
   }
   DeviceScope scope(device);
-  KVIO_CUDA_TRY(scope.error(), "selecting CUDA device %d", device);
+  KVIO_CUDA_TRY_SCOPE(scope, device);
   void* devicePointer = nullptr;
   KVIO_CUDA_TRY(cudaHostGetDevicePointer(&devicePointer, reinterpret_cast<void*>(address), 0),
                 "getting the device address of pinned host memory at 0x%llx (device %d)",
@@ -420,7 +420,7 @@ kvio_status deviceAddress(int32_t kind, int32_t device, uint64_t address, uint64
 kvio_status copy(int32_t, int32_t device, uint64_t deviceAddress, uint64_t hostAddress,
                  uint64_t bytes, bool toHost) {
   DeviceScope scope(device);
-  KVIO_CUDA_TRY(scope.error(), "selecting CUDA device %d", device);
+  KVIO_CUDA_TRY_SCOPE(scope, device);
   cudaStream_t stream = nullptr;
   KVIO_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
                 "creating a stream to copy a pool's memory on CUDA device %d", device);

@@ -199,7 +199,7 @@ kvio_status setUpCudaEngine(cudaStream_t stream, int32_t device, CudaEngine* eng
   // The runtime calls below (the driver version, the device attribute) may initialise the
   // runtime: under the device's context, so that a thread with none is left with none.
   DeviceScope scope(device);
-  KVIO_CUDA_TRY(scope.error(), "selecting CUDA device %d", device);
+  KVIO_CUDA_TRY_SCOPE(scope, device);
   EngineContext& context = engine->context;
   context.stream = stream;
   context.device = device;

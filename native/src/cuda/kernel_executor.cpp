@@ -95,7 +95,7 @@ class KernelExecutor final : public CudaExecutor {
       }
     }
     DeviceScope scope(device_);  // on the submitting thread, before submit's own scope
-    KVIO_CUDA_TRY(scope.error(), "selecting CUDA device %d", device_);
+    KVIO_CUDA_TRY_SCOPE(scope, device_);
     const int64_t last = count > 0 ? count - 1 : 0;
     for (int i = 0; i < 2; ++i) {
       const char* name = i == 0 ? "src_indices" : "dst_indices";
@@ -183,11 +183,12 @@ class KernelExecutor final : public CudaExecutor {
     const int32_t budget = l.ctaBudget > 0 ? l.ctaBudget : ctaBudget_;
     const int32_t blocks =
         launchBlocks(launchItems(*launch), launchLanes(*launch), threads, budget);
-    KVIO_CUDA_TRY(run(blocks, threads),
-                  "launching the copy kernel (%s tables): %d CTAs x %d threads, %d-byte words (0: "
-                  "per row), %lld pairs x %lld layers",
-                  tables, blocks, threads, launch->wordBytes, static_cast<long long>(l.count),
-                  static_cast<long long>(l.numLayers));
+    KVIO_CUDA_TRY_RESULT(
+        run(blocks, threads), "kernel launch",
+        "launching the copy kernel (%s tables): %d CTAs x %d threads, %d-byte words (0: "
+        "per row), %lld pairs x %lld layers",
+        tables, blocks, threads, launch->wordBytes, static_cast<long long>(l.count),
+        static_cast<long long>(l.numLayers));
     return KVIO_STATUS_OK;
   }
 

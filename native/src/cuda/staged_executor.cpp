@@ -206,11 +206,12 @@ class StagedExecutor final : public CudaExecutor {
     const int64_t wanted = static_cast<int64_t>(launch.count);
     const int32_t blocks = static_cast<int32_t>(wanted < ctas_ ? wanted : ctas_);
     const int32_t threads = warps_ * 32;
-    KVIO_CUDA_TRY(launchStagedKernel(launch, blocks, threads, stream_),
-                  "launching the staged %s kernel for chunk %zu of %zu: %d CTAs x %d threads, "
-                  "%llu segments",
-                  launch.gather != 0 ? "gather" : "scatter", chunk + 1, chunks, blocks, threads,
-                  static_cast<unsigned long long>(launch.count));
+    KVIO_CUDA_TRY_RESULT(
+        launchStagedKernel(launch, blocks, threads, stream_), "kernel launch",
+        "launching the staged %s kernel for chunk %zu of %zu: %d CTAs x %d threads, "
+        "%llu segments",
+        launch.gather != 0 ? "gather" : "scatter", chunk + 1, chunks, blocks, threads,
+        static_cast<unsigned long long>(launch.count));
     return KVIO_STATUS_OK;
   }
 

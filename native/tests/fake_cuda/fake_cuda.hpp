@@ -82,8 +82,9 @@ cudaError_t launch(cudaStream_t stream, const char* kernel,
 /// Test hooks for kvio's failure paths (tests that link the fake directly): the `nth` (0-based,
 /// counted from now) call of `call` answers `error` without doing anything (the thread's last
 /// error too). Calls that can be made to fail: cudaMalloc, cudaFree, cudaHostAlloc, cudaFreeHost,
-/// cudaHostRegister, cudaHostUnregister, cudaStreamCreateWithFlags, cudaEventCreateWithFlags,
-/// cudaEventRecord, cudaMemcpyAsync.
+/// cudaHostRegister, cudaHostUnregister, cudaStreamCreateWithFlags, cudaStreamSynchronize,
+/// cudaStreamDestroy, cudaEventCreateWithFlags, cudaEventRecord, cudaMemcpyAsync,
+/// cudaMemsetAsync, and the driver's cuCtxSetCurrent (answering the CUresult of `error`'s number).
 void failCall(const std::string& call, int64_t nth, cudaError_t error);
 /// Disarms every failCall.
 void clearFailures();

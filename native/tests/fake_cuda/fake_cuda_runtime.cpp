@@ -27,6 +27,9 @@
 #include "fake_cuda.hpp"
 
 namespace kvio_fake_cuda {
+
+cudaError_t injected(const char* call);  // failCall's armed failure (defined below)
+
 namespace {
 
 struct Stream;
@@ -540,6 +543,10 @@ CUresult cuCtxGetCurrentFake(CUcontext* out) {
 }
 
 CUresult cuCtxSetCurrentFake(CUcontext context) {
+  // An injected failure (failCall) answers the driver's code of the same number.
+  if (const cudaError_t injectedError = injected("cuCtxSetCurrent")) {
+    return static_cast<CUresult>(injectedError);
+  }
   std::lock_guard<std::mutex> lock(globalLock());
   Context* c = reinterpret_cast<Context*>(context);
   if (c != nullptr && contexts().count(c) == 0) return CUDA_ERROR_INVALID_CONTEXT;
@@ -1200,6 +1207,7 @@ cudaError_t cudaMemcpy3DBatchAsync(size_t count, cudaMemcpy3DBatchOp* ops, unsig
 }
 
 cudaError_t cudaMemsetAsync(void* pointer, int value, size_t count, cudaStream_t stream) {
+  KVIO_FAKE_INJECTABLE("cudaMemsetAsync");
   auto lock = locked();
   Context* context = runtimeContext();
   if (stickyOf(context) != cudaSuccess) return fail(stickyOf(context));
@@ -1240,6 +1248,7 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream) {
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  KVIO_FAKE_INJECTABLE("cudaStreamDestroy");
   auto lock = locked();
   if (const cudaError_t sticky = enter()) return fail(sticky);
   auto it = streams().find(reinterpret_cast<Stream*>(stream));
@@ -1278,6 +1287,7 @@ cudaError_t waitable(cudaStream_t stream, std::shared_ptr<Stream>* out) {
 }  // namespace
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  KVIO_FAKE_INJECTABLE("cudaStreamSynchronize");
   auto lock = locked();
   std::shared_ptr<Stream> s;
   if (const cudaError_t error = waitable(stream, &s)) return fail(error);

@@ -11,6 +11,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fake_cuda.hpp"
@@ -162,7 +163,8 @@ TEST_F(CudaFailures, ARefusedRegistrationRefusesTheWrap) {
 }
 
 // Each CUDA call of a pool allocation failing in turn (the allocation, and for device memory the
-// stream that zeroes it): the allocation is refused with a status for the error and the call's
+// stream that zeroes it: its creation, the memset, the wait, its destruction): the allocation is
+// refused with a status for the error and the call's
 // name, and what it had allocated before the failure is freed.
 TEST_F(CudaFailures, AFailedAllocationLeavesNothingBehind) {
   struct Step {
@@ -175,6 +177,12 @@ TEST_F(CudaFailures, AFailedAllocationLeavesNothingBehind) {
                                 KVIO_STATUS_OUT_OF_MEMORY},
                            Step{KVIO_MEMORY_CUDA_DEVICE, "cudaStreamCreateWithFlags",
                                 cudaErrorUnknown, KVIO_STATUS_BACKEND_ERROR},
+                           Step{KVIO_MEMORY_CUDA_DEVICE, "cudaMemsetAsync", cudaErrorUnknown,
+                                KVIO_STATUS_BACKEND_ERROR},
+                           Step{KVIO_MEMORY_CUDA_DEVICE, "cudaStreamSynchronize",
+                                cudaErrorLaunchFailure, KVIO_STATUS_BACKEND_ERROR},
+                           Step{KVIO_MEMORY_CUDA_DEVICE, "cudaStreamDestroy", cudaErrorUnknown,
+                                KVIO_STATUS_BACKEND_ERROR},
                            Step{KVIO_MEMORY_HOST_PINNED, "cudaHostAlloc", cudaErrorMemoryAllocation,
                                 KVIO_STATUS_OUT_OF_MEMORY}}) {
     SCOPED_TRACE(step.call);
@@ -190,6 +198,27 @@ TEST_F(CudaFailures, AFailedAllocationLeavesNothingBehind) {
         << kvio_last_error();
     EXPECT_EQ(kvio_pool_close_wait(pool, -1), KVIO_STATUS_OK);
   }
+}
+
+// Making the device's context current failing (on a thread with no context, where kvio makes
+// it current with cuCtxSetCurrent): the call is refused with a status for the error and a message
+// that names the calls the scope makes and the device, nothing is allocated, and the next call on
+// the same thread works.
+TEST_F(CudaFailures, AContextThatCannotBeMadeCurrentRefusesTheCallAndSaysWhy) {
+  std::thread([] {
+    fake::failCall("cuCtxSetCurrent", 0, cudaErrorUnknown);
+    uint64_t pool = 0;
+    EXPECT_EQ(kvio_pool_allocate_memory(&kSpec, KVIO_MEMORY_CUDA_DEVICE, 0, &pool),
+              KVIO_STATUS_BACKEND_ERROR);
+    const std::string message = kvio_last_error();
+    EXPECT_NE(message.find("cuCtxSetCurrent"), std::string::npos) << message;
+    EXPECT_NE(message.find("selecting CUDA device 0"), std::string::npos) << message;
+    EXPECT_EQ(message.find("scope"), std::string::npos) << message;
+    EXPECT_EQ(pool, 0u);
+    ASSERT_EQ(kvio_pool_allocate_memory(&kSpec, KVIO_MEMORY_CUDA_DEVICE, 0, &pool), KVIO_STATUS_OK)
+        << kvio_last_error();
+    EXPECT_EQ(kvio_pool_close_wait(pool, -1), KVIO_STATUS_OK);
+  }).join();
 }
 
 // The event that marks a transfer's end failing to record, for each CUDA backend: the copies

@@ -68,7 +68,9 @@ struct State {
   std::string faultMessage;
   // Task failures (stopOnFailure, failTask): whether a failed task stops the contexts, the
   // error that stopped them (ACL_SUCCESS: running), the error aclrtSynchronizeStream reports
-  // once in CONTINUE mode, and the copy to fail (counted down per queued copy; -1: none).
+  // once in CONTINUE mode (one for every stream, where the runtime keeps one per stream: the
+  // tests that fail tasks use one stream), and the copy to fail (counted down per queued copy; -1:
+  // none).
   bool stopOnFailure = false;
   aclError stopped = ACL_SUCCESS;
   aclError streamError = ACL_SUCCESS;
@@ -351,26 +353,34 @@ void deviceFault(State& s, const char* text) {
   }
 }
 
-// Runs a checked copy now, or after releaseStream while the stream is held. A held copy checks
-// again when it runs that its memory is still registered or allocated: on a device, a copy
-// over memory unregistered meanwhile faults. The copy failTask chose fails when it runs.
+// Whether the copy queued now is the one failTask chose (counted per queued copy, in the order
+// the caller queued them).
+bool takeDoomed(State& s) {
+  return s.failTaskNth >= 0 && s.failTaskNth-- == 0;
+}
+
+// Runs a checked copy now, or after releaseStream while the stream is held; `doomed`: the copy
+// failTask chose (takeDoomed), which fails when it runs. When it runs, the copy checks that its
+// memory is still registered or allocated (on a device, a copy over memory unregistered
+// meanwhile faults) and page-locked, not only mapped; once a failed task has stopped the
+// contexts it does nothing (the work queued after it never runs).
 void execute(State& s, int32_t device, uint64_t dst, bool dstDevice, uint64_t dstExtent,
-             uint64_t src, bool srcDevice, uint64_t srcExtent, std::function<void()> copy) {
-  const bool doomed = s.failTaskNth >= 0 && s.failTaskNth-- == 0;
-  if ((!dstDevice && mappedOnly(s, dst, dstExtent)) ||
-      (!srcDevice && mappedOnly(s, src, srcExtent))) {
-    char text[240];
-    std::snprintf(text, sizeof(text),
-                  "a copy from 0x%llx to 0x%llx (+%llu) over host memory registered with "
-                  "aclrtHostRegister (mapped for the device, not page-locked): unpredictable "
-                  "errors on a device",
-                  static_cast<unsigned long long>(src), static_cast<unsigned long long>(dst),
-                  static_cast<unsigned long long>(dstExtent));
-    deviceFault(s, text);
-    return;
-  }
+             uint64_t src, bool srcDevice, uint64_t srcExtent, bool doomed,
+             std::function<void()> copy) {
   auto run = [&s, device, dst, dstDevice, dstExtent, src, srcDevice, srcExtent, doomed, copy] {
-    char text[200];
+    if (s.stopped != ACL_SUCCESS) return;
+    char text[240];
+    if ((!dstDevice && mappedOnly(s, dst, dstExtent)) ||
+        (!srcDevice && mappedOnly(s, src, srcExtent))) {
+      std::snprintf(text, sizeof(text),
+                    "a copy from 0x%llx to 0x%llx (+%llu) over host memory registered with "
+                    "aclrtHostRegister (mapped for the device, not page-locked): unpredictable "
+                    "errors on a device",
+                    static_cast<unsigned long long>(src), static_cast<unsigned long long>(dst),
+                    static_cast<unsigned long long>(dstExtent));
+      deviceFault(s, text);
+      return;
+    }
     if (doomed) {
       std::snprintf(text, sizeof(text),
                     "the copy from 0x%llx to 0x%llx (+%llu) failed on the device (failTask)",
@@ -819,7 +829,7 @@ aclError emuMemcpyAsync(void* dst, size_t destMax, const void* src, size_t count
   if (e != ACL_SUCCESS) return e;
   if (recordedIntoCapture(s, stream)) return ACL_SUCCESS;
   execute(s, device, reinterpret_cast<uint64_t>(dst), dstOnDevice(kind), count,
-          reinterpret_cast<uint64_t>(src), srcOnDevice(kind), count,
+          reinterpret_cast<uint64_t>(src), srcOnDevice(kind), count, takeDoomed(s),
           [dst, src, count] { std::memmove(dst, src, count); });
   s.counts.bytesCopied += count;
   s.records.push_back({reinterpret_cast<uint64_t>(dst), count, 1, count});
@@ -860,7 +870,7 @@ aclError emuMemcpy2dAsync(void* dst, size_t dpitch, const void* src, size_t spit
   if (e != ACL_SUCCESS) return e;
   if (recordedIntoCapture(s, stream)) return ACL_SUCCESS;
   execute(s, device, d, dstOnDevice(kind), (height - 1) * dpitch + width, x, srcOnDevice(kind),
-          (height - 1) * spitch + width, [d, x, dpitch, spitch, width, height] {
+          (height - 1) * spitch + width, takeDoomed(s), [d, x, dpitch, spitch, width, height] {
             for (size_t r = 0; r < height; ++r) {
               std::memmove(reinterpret_cast<void*>(d + r * dpitch),
                            reinterpret_cast<const void*>(x + r * spitch), width);
@@ -925,9 +935,12 @@ aclError emuMemcpyBatchAsync(void** dsts, size_t* destMaxs, void** srcs, size_t*
   if (recordedIntoCapture(s, stream)) return ACL_SUCCESS;
   // The copies of a batch run in no particular order (the API reference): here last to first,
   // so that a caller relying on the order of its entries gets other bytes.
+  // failTask counts the entries in the caller's order.
   std::vector<size_t> attributeOf(count);
+  std::vector<char> doomed(count);
   a = 0;
   for (size_t i = 0; i < count; ++i) {
+    doomed[i] = takeDoomed(s) ? 1 : 0;
     while (a + 1 < numAttrs && attrIndexes[a + 1] <= i) ++a;
     attributeOf[i] = a;
   }
@@ -938,7 +951,7 @@ aclError emuMemcpyBatchAsync(void** dsts, size_t* destMaxs, void** srcs, size_t*
     const size_t n = sizes[i];
     execute(s, device, reinterpret_cast<uint64_t>(d),
             attr.dstLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE, n, reinterpret_cast<uint64_t>(x),
-            attr.srcLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE, n,
+            attr.srcLoc.type == ACL_MEM_LOCATION_TYPE_DEVICE, n, doomed[i] != 0,
             [d, x, n] { std::memmove(d, x, n); });
     s.counts.bytesCopied += sizes[i];
     s.records.push_back({reinterpret_cast<uint64_t>(dsts[i]), sizes[i], 1, sizes[i]});

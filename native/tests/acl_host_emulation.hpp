@@ -132,8 +132,8 @@ class AclHostEmulation {
   /// "aclrtMemcpyAsync", "aclrtMemcpyBatchAsync", "aclrtRecordEvent", "aclrtMalloc", ...)
   /// fails with `error` without doing anything.
   void failCall(const std::string& function, int64_t nth, kvio::ascend::aclError error);
-  /// The `nth` (0-based, counted from now; each entry of a batch counts) copy queued is accepted
-  /// and fails when it runs, copying nothing: a device fault (faults() counts it) reporting
+  /// The `nth` (0-based, counted from now; each entry of a batch counts, in the caller's order)
+  /// copy queued is accepted and fails when it runs, copying nothing: a device fault (faults() counts it) reporting
   /// ACL_ERROR_RT_SYS_DMA as stopOnFailure says.
   void failTask(int64_t nth);
   /// What a copy that fails when it runs does to the rest, as CANN's open-source runtime has it.

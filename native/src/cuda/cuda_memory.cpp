@@ -355,9 +355,11 @@ kvio_status registerHost(const MemoryRegion* regions, size_t count, std::shared_
       } else if (reinterpret_cast<uint64_t>(device) - reinterpret_cast<uint64_t>(firstDevice) !=
                  points[k] - start) {
         return fail(KVIO_STATUS_BACKEND_ERROR,
-                    "host region %zu (%llu bytes at 0x%llx) spans %zu registrations that are not "
-                    "contiguous in the device's address space; register it yourself in one "
-                    "cudaHostRegister call and wrap it again",
+                    "host region %zu (%llu bytes at 0x%llx) lies in %zu registrations (chunks "
+                    "end at 1 GiB boundaries, a partial first or last page is registered on its "
+                    "own, pages other pools registered are shared) that are not contiguous in "
+                    "the device's address space; register it yourself in one cudaHostRegister "
+                    "call and wrap it again",
                     r, static_cast<unsigned long long>(regions[r].bytes),
                     static_cast<unsigned long long>(start), pieces[r].size());
       }

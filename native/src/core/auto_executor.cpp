@@ -91,6 +91,7 @@ void AutoExecutor::submit(std::shared_ptr<Job> job) {
       const std::shared_ptr<TransferState> state =
           !onGpu() && !c.executor->marksStart() ? job->state : nullptr;
       c.executor->submit(std::move(job));
+      if (lock.owns_lock()) lock.unlock();  // queued: later jobs are ordered after it
       if (state != nullptr) state->markStarted();
       // The others retire finished jobs only in their own submit or drain: one left idle would
       // keep its last jobs' plans, events and staging until the executor closes. The job is

@@ -1063,6 +1063,13 @@ TEST_F(AscendExecutorTest, UnalignedDeviceToDeviceCopiesFailWhereTheRuntimeRefus
       "an unaligned device-to-device copy");
 }
 
+// The emulation saw one copy fail when it ran, the one failTask chose.
+void expectOneCopyFailedOnTheDevice() {
+  std::string fault;
+  EXPECT_EQ(acl().faults(&fault), 1);
+  EXPECT_NE(fault.find("failed on the device"), std::string::npos) << fault;
+}
+
 // A copy the runtime accepted that fails on the device (a DMA error). Where the context stops on
 // failure (a stream of it set to ACL_STOP_ON_FAILURE: the mode docs/ascend.md asks for), every
 // event query and wait reports it: the transfer fails with BACKEND_ERROR naming the error,
@@ -1110,9 +1117,7 @@ TEST_F(AscendExecutorTest, ACopyThatFailsOnTheDeviceFailsItsTransferWhereTheCont
         [&] { kvio::transferAllLayers(ascend, device.pool.pool(), host.pool(), idx, idx).wait(); },
         KVIO_STATUS_BACKEND_ERROR, {"ACL_ERROR_RT_SYS_DMA"}, "a transfer on the stopped context");
     EXPECT_TRUE(host.matches(hostBefore, "host pool after the refused transfer"));
-    std::string fault;
-    EXPECT_EQ(acl().faults(&fault), 1);
-    EXPECT_NE(fault.find("failed on the device"), std::string::npos) << fault;
+    expectOneCopyFailedOnTheDevice();
   }
   acl().reset();  // the fixture's TearDown asks that no copy faulted
 }
@@ -1155,9 +1160,7 @@ TEST_F(AscendExecutorTest, WhereTheContextStopsATransferNotYetSeenCompleteFailsT
   EXPECT_EQ(kvio_transfer_close(second), KVIO_STATUS_OK);
   backup.expect(from1, to1, 0, 0, dg.L);
   EXPECT_TRUE(backup.check("host pool", "device pool"));
-  std::string fault;
-  EXPECT_EQ(acl().faults(&fault), 1);
-  EXPECT_NE(fault.find("failed on the device"), std::string::npos) << fault;
+  expectOneCopyFailedOnTheDevice();
   acl().reset();  // the fixture's TearDown asks that no copy faulted
 }
 

@@ -46,6 +46,27 @@ public class RoundTripVerifyTest {
         return o;
     }
 
+    /** Changes to the pools made after the timed transfer, as the run verifies them. */
+    private interface Tamper {
+        void change(PoolRegion host, PoolRegion device);
+    }
+
+    /** Every step runs; `tamper` changes the pools as the run verifies step `when`. */
+    private static RoundTrip.Steps tamperingAt(RoundTrip.Step when, Tamper tamper) {
+        return new RoundTrip.Steps() {
+            @Override
+            public boolean run(KvLayout l, RoundTrip.Step step) {
+                return true;
+            }
+
+            @Override
+            public void verifying(
+                    KvLayout l, RoundTrip.Step step, PoolRegion host, PoolRegion device) {
+                if (step == when) tamper.change(host, device);
+            }
+        };
+    }
+
     private static String run(KvLayout layout, RoundTrip.Steps steps, int expectedExit) {
         StringWriter out = new StringWriter();
         int exit =
@@ -78,26 +99,14 @@ public class RoundTripVerifyTest {
             String out =
                     run(
                             layout,
-                            new RoundTrip.Steps() {
-                                @Override
-                                public boolean run(KvLayout l, RoundTrip.Step step) {
-                                    return true;
-                                }
-
-                                @Override
-                                public void verifying(
-                                        KvLayout l,
-                                        RoundTrip.Step step,
-                                        PoolRegion hostPool,
-                                        PoolRegion device) {
-                                    if (step == RoundTrip.Step.BACKUP) {
+                            tamperingAt(
+                                    RoundTrip.Step.BACKUP,
+                                    (hostPool, device) -> {
                                         for (int b = 0; b < HEAD_BYTES; b++) {
                                             canaryHead[b] = hostPool.getByte(head + b);
                                         }
                                         hostPool.putByte(head + 5, (byte) ~canaryHead[5]);
-                                    }
-                                }
-                            },
+                                    }),
                             Main.EXIT_FAILED);
             assertTrue(
                     out.contains(
@@ -155,27 +164,15 @@ public class RoundTripVerifyTest {
         String out =
                 run(
                         KvLayout.LAYER_FIRST,
-                        new RoundTrip.Steps() {
-                            @Override
-                            public boolean run(KvLayout l, RoundTrip.Step step) {
-                                return true;
-                            }
-
-                            @Override
-                            public void verifying(
-                                    KvLayout l,
-                                    RoundTrip.Step step,
-                                    PoolRegion hostPool,
-                                    PoolRegion devicePool) {
-                                if (step == RoundTrip.Step.LOAD) {
+                        tamperingAt(
+                                RoundTrip.Step.LOAD,
+                                (hostPool, devicePool) -> {
                                     long from = host.offset(0, 1, unusedHostSlot, 0);
                                     long to = device.offset(0, 1, target, 0);
                                     for (long b = 0; b < rowBytes; b++) {
                                         devicePool.putByte(to + b, hostPool.getByte(from + b));
                                     }
-                                }
-                            }
-                        },
+                                }),
                         Main.EXIT_FAILED);
         assertTrue(
                 out.contains(
@@ -202,24 +199,12 @@ public class RoundTripVerifyTest {
         String out =
                 run(
                         KvLayout.LAYER_FIRST,
-                        new RoundTrip.Steps() {
-                            @Override
-                            public boolean run(KvLayout l, RoundTrip.Step step) {
-                                return true;
-                            }
-
-                            @Override
-                            public void verifying(
-                                    KvLayout l,
-                                    RoundTrip.Step step,
-                                    PoolRegion hostPool,
-                                    PoolRegion devicePool) {
-                                if (step == RoundTrip.Step.LOAD) {
+                        tamperingAt(
+                                RoundTrip.Step.LOAD,
+                                (hostPool, devicePool) -> {
                                     long at = device.offset(0, 1, source, 0) + 3;
                                     devicePool.putByte(at, (byte) ~devicePool.getByte(at));
-                                }
-                            }
-                        },
+                                }),
                         Main.EXIT_FAILED);
         assertTrue(
                 out.contains(

@@ -301,9 +301,7 @@ void CudaExecutor::submit(std::shared_ptr<Job> job) {
   DeviceScope scope(device_);  // reap's queries, event creation, staging allocation
   reap();
   if (scope.error() != cudaSuccess) {
-    job->state->complete(KVIO_STATUS_BACKEND_ERROR,
-                         "making CUDA device " + std::to_string(device_) +
-                             "'s context current failed: " + describe(scope.error()));
+    job->state->complete(statusOf(scope.error()), deviceScopeMessage(scope.error(), device_));
     return;
   }
   cudaEvent_t event = nullptr;

@@ -1,8 +1,8 @@
 // The one error idiom of the CUDA backend: every CUDA runtime call goes through
 // KVIO_CUDA_TRY(call, "context format", args...) (KVIO_CUDA_TRY_RESULT(error, "cudaCall", ...)
 // for an answer already in hand), which on failure returns a kvio_status and
-// sets the thread's message to "<call> failed: <error name> (<error string>) <context>", e.g.
-//   cudaHostRegister(...) failed: cudaErrorHostMemoryAlreadyRegistered (...) registering
+// sets the thread's message to "<call> failed: <error name> (<error string>): <context>", e.g.
+//   cudaHostRegister(...) failed: cudaErrorHostMemoryAlreadyRegistered (...): registering
 //   2097152 bytes at 0x7f..., chunk 3 of 8
 // The status follows the error: out of memory, no driver/device (UNAVAILABLE), else
 // BACKEND_ERROR.
@@ -40,8 +40,8 @@ struct CudaDeviceApi {
   Error currentContext(Context* out) const;
   Error primaryContext(int device, Context* out) const;
   Error setCurrentContext(Context context) const;
-  Error getDevice(int* device) const { return cudaGetDevice(device); }
-  Error setDevice(int device) const { return cudaSetDevice(device); }
+  Error getDevice(int* device) const;
+  Error setDevice(int device) const;
   void clearError() const { cudaGetLastError(); }
 };
 const CudaDeviceApi& cudaDeviceApi();
@@ -108,10 +108,13 @@ class DeviceScope : public BasicDeviceScope<CudaDeviceApi> {
   std::optional<RelaxedCapture> relaxed_;
 };
 
-/// What a failed DeviceScope's message names as the failed call: the scope makes up to three.
-inline constexpr const char kDeviceScopeCalls[] =
-    "making the device's primary context current (cuCtxGetCurrent, cuDevicePrimaryCtxRetain, "
-    "cuCtxSetCurrent)";
+/// The message of a DeviceScope on `device` (-1: any) that failed with `error`, on this thread
+/// just now: "cuDevicePrimaryCtxRetain failed: CUDA_ERROR_... (...) [CUresult N]: making CUDA
+/// device 0's primary context current", naming the call that failed and the driver's own error
+/// (each CudaDeviceApi call records its failure for it).
+std::string deviceScopeMessage(cudaError_t error, int32_t device);
+/// deviceScopeMessage as a failed status (the status for `error`, as cudaFailure's).
+kvio_status deviceScopeFailure(cudaError_t error, int32_t device);
 
 }  // namespace cuda
 }  // namespace kvio
@@ -134,10 +137,12 @@ inline constexpr const char kDeviceScopeCalls[] =
     }                                                                            \
   } while (0)
 
-/// KVIO_CUDA_TRY for a DeviceScope: returns its failure, naming the calls it makes, with
-/// "selecting CUDA device N" as the context.
-#define KVIO_CUDA_TRY_SCOPE(scope, device)                               \
-  KVIO_CUDA_TRY_RESULT((scope).error(), ::kvio::cuda::kDeviceScopeCalls, \
-                       "selecting CUDA device %d", static_cast<int>(device))
+/// KVIO_CUDA_TRY for a DeviceScope on `device`: returns its failure (deviceScopeFailure).
+#define KVIO_CUDA_TRY_SCOPE(scope, device)                                                    \
+  do {                                                                                        \
+    if ((scope).error() != cudaSuccess) {                                                     \
+      return ::kvio::cuda::deviceScopeFailure((scope).error(), static_cast<int32_t>(device)); \
+    }                                                                                         \
+  } while (0)
 
 #endif  // KVIO_CUDA_CUDA_CHECK_HPP_

@@ -60,6 +60,9 @@ struct ContextCalls {
   CUresult (*setCurrent)(CUcontext context) = nullptr;
   CUresult (*deviceGet)(CUdevice* device, int ordinal) = nullptr;
   CUresult (*retainPrimary)(CUcontext* context, CUdevice device) = nullptr;
+  // For messages only (null where the driver lacks them).
+  CUresult (*errorName)(CUresult error, const char** name) = nullptr;
+  CUresult (*errorString)(CUresult error, const char** text) = nullptr;
 };
 
 // A driver call reached through the runtime (kvio links no driver library) at the ABI of CUDA
@@ -84,22 +87,62 @@ const ContextCalls& driverContextCalls() {
     c.found = resolve("cuCtxGetCurrent", &c.getCurrent) &&
               resolve("cuCtxSetCurrent", &c.setCurrent) && resolve("cuDeviceGet", &c.deviceGet) &&
               resolve("cuDevicePrimaryCtxRetain", &c.retainPrimary);
+    if (!resolve("cuGetErrorName", &c.errorName)) c.errorName = nullptr;
+    if (!resolve("cuGetErrorString", &c.errorString)) c.errorString = nullptr;
     return c;
   }();
   return calls;
 }
 
+// The runtime's error for a driver error of the context calls (for the status it maps to).
 cudaError_t runtimeError(CUresult result) {
   switch (result) {
     case CUDA_SUCCESS: return cudaSuccess;
+    case CUDA_ERROR_INVALID_VALUE: return cudaErrorInvalidValue;
     case CUDA_ERROR_INVALID_DEVICE: return cudaErrorInvalidDevice;
     case CUDA_ERROR_NO_DEVICE: return cudaErrorNoDevice;
     case CUDA_ERROR_OUT_OF_MEMORY: return cudaErrorMemoryAllocation;
     case CUDA_ERROR_DEVICE_UNAVAILABLE: return cudaErrorDevicesUnavailable;
     case CUDA_ERROR_NOT_INITIALIZED: return cudaErrorInitializationError;
+    case CUDA_ERROR_DEINITIALIZED: return cudaErrorCudartUnloading;
     case CUDA_ERROR_INVALID_CONTEXT: return cudaErrorDeviceUninitialized;
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED: return cudaErrorContextIsDestroyed;
+    case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: return cudaErrorSystemDriverMismatch;
+    case CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE: return cudaErrorCompatNotSupportedOnDevice;
+    case CUDA_ERROR_NOT_SUPPORTED: return cudaErrorNotSupported;
     default: return cudaErrorUnknown;
   }
+}
+
+// What failed in this thread's latest failed DeviceScope, for its message (deviceScopeFailure):
+// every failure of a CudaDeviceApi call records it before answering.
+struct ScopeFailure {
+  const char* call = nullptr;     // the CUDA call that failed
+  const char* refusal = nullptr;  // else why kvio made none
+  bool driver = false;            // `result` holds the driver's own error
+  CUresult result = CUDA_SUCCESS;
+};
+thread_local ScopeFailure scopeFailure;
+
+// A failed driver call of the scope: recorded, answered as the runtime's error.
+cudaError_t driverFailure(const char* call, CUresult result) {
+  scopeFailure = ScopeFailure{call, nullptr, true, result};
+  return runtimeError(result);
+}
+
+// "CUDA_ERROR_X (text; CUresult 803)", from the driver where it can name it.
+std::string describeDriver(CUresult result) {
+  const ContextCalls& calls = driverContextCalls();
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (calls.errorName == nullptr || calls.errorName(result, &name) != CUDA_SUCCESS) name = nullptr;
+  if (calls.errorString == nullptr || calls.errorString(result, &text) != CUDA_SUCCESS) {
+    text = nullptr;
+  }
+  std::string out = name != nullptr ? name : "CUresult " + std::to_string(result);
+  if (text != nullptr) out += std::string(" (") + text + ")";
+  if (name != nullptr) out += " [CUresult " + std::to_string(result) + "]";
+  return out;
 }
 
 // Primary contexts kvio retained, by device ordinal: retained once, kept for the process (as
@@ -118,7 +161,7 @@ cudaError_t CudaDeviceApi::currentContext(Context* out) const {
   CUcontext context = nullptr;
   const CUresult result = driverContextCalls().getCurrent(&context);
   *out = context;
-  return runtimeError(result);
+  return result == CUDA_SUCCESS ? cudaSuccess : driverFailure("cuCtxGetCurrent", result);
 }
 
 cudaError_t CudaDeviceApi::primaryContext(int device, Context* out) const {
@@ -130,9 +173,13 @@ cudaError_t CudaDeviceApi::primaryContext(int device, Context* out) const {
         return cudaSuccess;
       }
     }
+    scopeFailure = ScopeFailure{nullptr, "no CUDA device has been used by kvio yet"};
     return cudaErrorInvalidDevice;
   }
-  if (device >= kCachedDevices) return cudaErrorInvalidDevice;
+  if (device >= kCachedDevices) {
+    scopeFailure = ScopeFailure{nullptr, "kvio works with CUDA devices 0 to 255 only"};
+    return cudaErrorInvalidDevice;
+  }
   std::atomic<CUcontext>& slot = primaries[device];
   CUcontext context = slot.load(std::memory_order_acquire);
   if (context == nullptr) {
@@ -142,8 +189,9 @@ cudaError_t CudaDeviceApi::primaryContext(int device, Context* out) const {
       const ContextCalls& calls = driverContextCalls();
       CUdevice handle = 0;
       CUresult result = calls.deviceGet(&handle, device);
-      if (result == CUDA_SUCCESS) result = calls.retainPrimary(&context, handle);
-      if (result != CUDA_SUCCESS) return runtimeError(result);
+      if (result != CUDA_SUCCESS) return driverFailure("cuDeviceGet", result);
+      result = calls.retainPrimary(&context, handle);
+      if (result != CUDA_SUCCESS) return driverFailure("cuDevicePrimaryCtxRetain", result);
       slot.store(context, std::memory_order_release);
     }
   }
@@ -152,7 +200,35 @@ cudaError_t CudaDeviceApi::primaryContext(int device, Context* out) const {
 }
 
 cudaError_t CudaDeviceApi::setCurrentContext(Context context) const {
-  return runtimeError(driverContextCalls().setCurrent(static_cast<CUcontext>(context)));
+  const CUresult result = driverContextCalls().setCurrent(static_cast<CUcontext>(context));
+  return result == CUDA_SUCCESS ? cudaSuccess : driverFailure("cuCtxSetCurrent", result);
+}
+
+cudaError_t CudaDeviceApi::getDevice(int* device) const {
+  const cudaError_t error = cudaGetDevice(device);
+  if (error != cudaSuccess) scopeFailure = ScopeFailure{"cudaGetDevice"};  // the fallback
+  return error;
+}
+
+cudaError_t CudaDeviceApi::setDevice(int device) const {
+  const cudaError_t error = cudaSetDevice(device);
+  if (error != cudaSuccess) scopeFailure = ScopeFailure{"cudaSetDevice"};
+  return error;
+}
+
+std::string deviceScopeMessage(cudaError_t error, int32_t device) {
+  const ScopeFailure& f = scopeFailure;
+  const std::string cause = f.driver ? describeDriver(f.result) : describe(error);
+  const std::string what =
+      device >= 0 ? "making CUDA device " + std::to_string(device) + "'s primary context current"
+                  : std::string("making a CUDA device's primary context current");
+  if (f.call != nullptr) return std::string(f.call) + " failed: " + cause + ": " + what;
+  return what + " failed: " + cause + (f.refusal != nullptr ? std::string(": ") + f.refusal : "");
+}
+
+kvio_status deviceScopeFailure(cudaError_t error, int32_t device) {
+  cudaGetLastError();
+  return fail(statusOf(error), "%s", deviceScopeMessage(error, device).c_str());
 }
 
 const CudaDeviceApi& cudaDeviceApi() {

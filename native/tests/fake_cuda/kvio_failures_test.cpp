@@ -3,6 +3,7 @@
 // label `fake_cuda`). What each test shows: the failure is reported with a typed status naming
 // the call, nothing kvio allocated or registered is left behind, no byte of any pool changes when
 // the call is refused before a copy, and the next call works.
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -201,19 +202,23 @@ TEST_F(CudaFailures, AFailedAllocationLeavesNothingBehind) {
 }
 
 // Making the device's context current failing (on a thread with no context, where kvio makes
-// it current with cuCtxSetCurrent): the call is refused with a status for the error and a message
-// that names the calls the scope makes and the device, nothing is allocated, and the next call on
-// the same thread works.
+// it current with cuCtxSetCurrent; here with the driver's out of memory, CUresult 2): the call is
+// refused with the status for that error and a message that names the driver call that failed,
+// its own error and the device, nothing is allocated, and the next call on the same thread works.
 TEST_F(CudaFailures, AContextThatCannotBeMadeCurrentRefusesTheCallAndSaysWhy) {
   std::thread([] {
-    fake::failCall("cuCtxSetCurrent", 0, cudaErrorUnknown);
+    fake::failCall("cuCtxSetCurrent", 0, static_cast<cudaError_t>(CUDA_ERROR_OUT_OF_MEMORY));
     uint64_t pool = 0;
     EXPECT_EQ(kvio_pool_allocate_memory(&kSpec, KVIO_MEMORY_CUDA_DEVICE, 0, &pool),
-              KVIO_STATUS_BACKEND_ERROR);
+              KVIO_STATUS_OUT_OF_MEMORY);
     const std::string message = kvio_last_error();
-    EXPECT_NE(message.find("cuCtxSetCurrent"), std::string::npos) << message;
-    EXPECT_NE(message.find("selecting CUDA device 0"), std::string::npos) << message;
-    EXPECT_EQ(message.find("scope"), std::string::npos) << message;
+    for (const char* part : {"cuCtxSetCurrent failed: ", "CUresult 2",
+                             ": making CUDA device 0's primary context current"}) {
+      EXPECT_NE(message.find(part), std::string::npos) << part << " in: " << message;
+    }
+    for (const char* part : {"cuDevicePrimaryCtxRetain", "cuCtxGetCurrent", "scope"}) {
+      EXPECT_EQ(message.find(part), std::string::npos) << part << " in: " << message;
+    }
     EXPECT_EQ(pool, 0u);
     ASSERT_EQ(kvio_pool_allocate_memory(&kSpec, KVIO_MEMORY_CUDA_DEVICE, 0, &pool), KVIO_STATUS_OK)
         << kvio_last_error();

@@ -84,6 +84,8 @@ struct AclCallCounts {
   int64_t unsafeRefused = 0;  // unsafe calls (aclrtMemset) a capture's mode forbade
   int64_t rejected = 0;       // calls answered with an error (argument checks or injected)
   int64_t heldWorkRuns = 0;   // held or deferred work that ran (a synchronize, a query, release)
+  // Bytes of the copies accepted (queued), counted when queued: a copy that fails when it runs
+  // (failTask) or never runs (after a stop) counts too; faults() tells those.
   uint64_t bytesCopied = 0;
   int64_t copyCalls() const { return memcpyAsync + memcpy2dAsync + memcpyBatchAsync; }
 };
@@ -133,8 +135,8 @@ class AclHostEmulation {
   /// fails with `error` without doing anything.
   void failCall(const std::string& function, int64_t nth, kvio::ascend::aclError error);
   /// The `nth` (0-based, counted from now; each entry of a batch counts, in the caller's order)
-  /// copy queued is accepted and fails when it runs, copying nothing: a device fault (faults() counts it) reporting
-  /// ACL_ERROR_RT_SYS_DMA as stopOnFailure says.
+  /// copy queued is accepted and fails when it runs, copying nothing: a device fault (faults()
+  /// counts it) reporting ACL_ERROR_RT_SYS_DMA as stopOnFailure says.
   void failTask(int64_t nth);
   /// What a copy that fails when it runs does to the rest, as CANN's open-source runtime has it.
   /// false (the default, ACL_CONTINUE_ON_FAILURE): the stream goes on with its next task, events

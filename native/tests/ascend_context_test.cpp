@@ -10,6 +10,8 @@
 // and failures whose text is not left behind.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -201,14 +203,18 @@ TEST_F(AscendContextTest, DestructorFailuresLeaveNoErrorText) {
     acl().failCall("aclrtFreeHost", 0, ACL_ERROR_RT_PARAM_INVALID);
   }
   EXPECT_STREQ(api.getRecentErrMsg(), "");
-  // Never freed: kvio keeps these pages listed as stale for the rest of the process (their
-  // unregistration fails below), and a later test given the same pages by the allocator would be
-  // refused.
-  static auto* const kept = new std::vector<uint8_t>(static_cast<size_t>(kHost.regionBytes()));
-  std::vector<uint8_t>& buffer = *kept;
+  // Never freed, and whole pages of its own: kvio keeps these pages listed as stale for the rest
+  // of the process (their unregistration fails below), and a later test given any of them by the
+  // allocator would be refused. One registration, starting at `kept`.
+  const uint64_t page = hostPageBytes();
+  const size_t bytes = static_cast<size_t>(kHost.regionBytes());
+  static void* const kept =
+      std::aligned_alloc(page, (bytes + page - 1) / page * page);  // NOLINT: kept for good
+  ASSERT_NE(kept, nullptr);
+  std::memset(kept, 0, bytes);
   {
-    kvio::Pool wrapped = kvio::Pool::wrap(kHost.spec(), buffer.data(), buffer.size(),
-                                          kvio::MemoryKind::AscendHostPinned, 0);
+    kvio::Pool wrapped =
+        kvio::Pool::wrap(kHost.spec(), kept, bytes, kvio::MemoryKind::AscendHostPinned, 0);
     acl().failCall("aclrtHostUnregister", 0, ACL_ERROR_RT_PARAM_INVALID);
   }
   EXPECT_STREQ(api.getRecentErrMsg(), "");
@@ -216,9 +222,7 @@ TEST_F(AscendContextTest, DestructorFailuresLeaveNoErrorText) {
   // What the failed calls left alive, ended here (the test thread has device 0's context).
   EXPECT_EQ(api.destroyStream(reinterpret_cast<aclrtStream>(stream)), ACL_SUCCESS);
   EXPECT_EQ(api.freeHost(pinned), ACL_SUCCESS);
-  // kvio registers whole pages: the registration starts at the buffer's page.
-  const uint64_t page = reinterpret_cast<uint64_t>(buffer.data()) / 4096 * 4096;
-  EXPECT_EQ(api.hostUnregister(reinterpret_cast<void*>(page)), ACL_SUCCESS);
+  EXPECT_EQ(api.hostUnregister(kept), ACL_SUCCESS);
 }
 
 // A failure to make a device's context current says what the runtime said: the scope clears

@@ -136,6 +136,7 @@ struct TransferGroup {
   const Case* testCase = nullptr;
   const Geometry* device = nullptr;
   const Geometry* host = nullptr;
+  std::vector<Buffer> hostBuffers;  // the host pool's (TestPool::buffers)
 };
 
 /// Where the matrix runs: the executor, the memory kinds of its pools and hooks for the
@@ -293,6 +294,7 @@ inline void runConformanceConfig(const MatrixTarget& target, const Case& c, bool
           group.testCase = &c;
           group.device = &dg;
           group.host = &hg;
+          group.hostBuffers = host.buffers();
           target.afterTransfers(group);
         }
         ASSERT_TRUE(dst.matches(expected, "destination"));

@@ -466,8 +466,9 @@ KVIO_API kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copi
  *   KVIO_MEMORY_HOST_PINNED  page-locked host memory: kvio_pool_allocate_memory allocates it
  *                            with cudaHostAlloc; the wrap functions register the caller's
  *                            memory with cudaHostRegister (whole pages, in chunks of at most
- *                            1 GiB; pools sharing a page share kvio's registration, which ends
- *                            when no pool uses any of its pages, see kvio_pool_close). Memory
+ *                            1 GiB, a partial first or last page registered on its own; pools
+ *                            sharing a page share kvio's registration, which ends when no pool
+ *                            uses any of its pages, see kvio_pool_close). Memory
  *                            the caller registered itself is used as is, and never
  *                            unregistered by kvio, only when its registrations provably cover
  *                            the whole region; a partial one is INVALID_ARGUMENT.

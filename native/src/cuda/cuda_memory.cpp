@@ -308,11 +308,13 @@ kvio_status allocate(int32_t kind, int32_t device, uint64_t bytes, uint64_t* add
     error = waited;
     call = "cudaStreamSynchronize";
   }
+  const char* what = "zeroing";
   if (error == cudaSuccess) {
     error = destroyed;
     call = "cudaStreamDestroy";
+    what = "destroying the stream that zeroed";  // the zeroing itself succeeded
   }
-  KVIO_CUDA_TRY_RESULT(error, call, "zeroing %llu bytes on CUDA device %d",
+  KVIO_CUDA_TRY_RESULT(error, call, "%s %llu bytes of a new pool on CUDA device %d", what,
                        static_cast<unsigned long long>(bytes), device);
   *address = reinterpret_cast<uint64_t>(memory->pointer);
   *owner = std::move(memory);
@@ -435,7 +437,8 @@ kvio_status registerHost(const MemoryRegion* regions, size_t count, std::shared_
                     "end at 1 GiB boundaries, a partial first or last page is registered on its "
                     "own, pages other pools registered are shared) that are not contiguous in "
                     "the device's address space; register it yourself in one cudaHostRegister "
-                    "call and wrap it again",
+                    "call (after closing kvio's pools over memory that shares its pages) and "
+                    "wrap it again",
                     r, static_cast<unsigned long long>(regions[r].bytes),
                     static_cast<unsigned long long>(start), pieces[r].size());
       }
@@ -515,14 +518,15 @@ kvio_status copy(int32_t, int32_t device, uint64_t deviceAddress, uint64_t hostA
     error = waited;
     call = "cudaStreamSynchronize";
   }
+  const char* what = "copying";
   if (error == cudaSuccess && destroyed != cudaSuccess) {
     error = destroyed;
     call = "cudaStreamDestroy";
+    what = "destroying the stream after copying";  // the copy itself succeeded
   }
   if (error != cudaSuccess) {
-    return cudaFailure(error, call,
-                       "copying %llu bytes %s CUDA device %d (device 0x%llx, host 0x%llx)",
-                       static_cast<unsigned long long>(bytes), toHost ? "from" : "to", device,
+    return cudaFailure(error, call, "%s %llu bytes %s CUDA device %d (device 0x%llx, host 0x%llx)",
+                       what, static_cast<unsigned long long>(bytes), toHost ? "from" : "to", device,
                        static_cast<unsigned long long>(deviceAddress),
                        static_cast<unsigned long long>(hostAddress));
   }

@@ -714,6 +714,14 @@ TEST(NameRejection, ReferenceNamesSayWhatKvioUses) {
   EXPECT_EQ(std::string(kvio_last_error()).find("did you mean 'cpu'"), std::string::npos)
       << kvio_last_error();
   EXPECT_EQ(value, -1);
+  for (const char* gpu : {"gpu", "CUDA", "nvidia"}) {
+    EXPECT_REJECTED(kvio_parse_name(KVIO_NAME_BACKEND, gpu, &value), KVIO_STATUS_INVALID_ARGUMENT,
+                    "for an NVIDIA GPU the io backends are 'kernel'", "'direct'", "'staged'",
+                    "'auto'");
+    EXPECT_EQ(std::string(kvio_last_error()).find("did you mean"), std::string::npos)
+        << kvio_last_error();
+    EXPECT_EQ(value, -1);
+  }
 }
 
 TEST(NameRejection, NoneListsValidValues) {

@@ -187,6 +187,11 @@ struct Hint {
   const char* hint;
 };
 
+constexpr const char kCudaBackendsHint[] =
+    "for an NVIDIA GPU the io backends are 'kernel' (a copy kernel), 'direct' (the copy engine), "
+    "'staged' (gathered on the device, one copy-engine copy), or 'auto', which picks among them "
+    "per transfer (docs/cuda.md)";
+
 constexpr Hint kHints[] = {
     {KVIO_NAME_LAYOUT, "page_first_kv_split",
      "'page_first_kv_split' is the reference's MLA layout on Ascend, separate buffers in one host "
@@ -196,6 +201,10 @@ constexpr Hint kHints[] = {
      "moved on one kernel_ascend executor (docs/ascend.md)"},
     {KVIO_NAME_BACKEND, "npu", "for an Ascend NPU the io backend is 'kernel_ascend'"},
     {KVIO_NAME_BACKEND, "ascend", "for an Ascend NPU the io backend is 'kernel_ascend'"},
+    // 'gpu' is one edit from 'cpu', the opposite of what is meant.
+    {KVIO_NAME_BACKEND, "gpu", kCudaBackendsHint},
+    {KVIO_NAME_BACKEND, "cuda", kCudaBackendsHint},
+    {KVIO_NAME_BACKEND, "nvidia", kCudaBackendsHint},
 };
 
 }  // namespace

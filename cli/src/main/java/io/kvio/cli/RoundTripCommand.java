@@ -56,7 +56,9 @@ public final class RoundTripCommand implements Callable<Integer> {
             names = "--tokens",
             paramLabel = "N",
             description =
-                    "tokens moved per layout: whole pages plus a token-granular tail [${DEFAULT-VALUE}]")
+                    "tokens moved per layout: whole pages, then the rest slot by slot (with no"
+                            + " rest and 2 pages or more, the last page's worth)"
+                            + " [${DEFAULT-VALUE}]")
     long tokens = 8192;
 
     @Option(

@@ -61,7 +61,7 @@ final class RoundTripReport {
         out.printf(
                 Locale.ROOT,
                 "kvio %s: %s, %s, %d heads x %d dims x %d bytes (row %d B), page %d, "
-                        + "%d tokens (%s + %d-token tail), io backend %s, %s%n",
+                        + "%s, io backend %s, %s%n",
                 Kvio.version(),
                 o.kind.userName(),
                 Main.count(o.layers, "layer", "layers"),
@@ -70,11 +70,21 @@ final class RoundTripReport {
                 o.dtypeBytes,
                 o.rowBytes(),
                 o.pageSize,
-                o.tokens,
-                Main.count(plan.fullPages, "page", "pages"),
-                plan.tail,
+                tokensLabel(o.tokens, plan.fullPages, plan.tail),
                 backendLabel(o.backend),
                 Main.count(threads, "thread", "threads"));
+    }
+
+    /**
+     * The tokens and how RoundTripPlan moves them: "8192 tokens (127 whole pages, then 64 tokens
+     * slot by slot)", "64 tokens (1 whole page)", "5 tokens (slot by slot)".
+     */
+    static String tokensLabel(long tokens, long fullPages, long tail) {
+        String pages = Main.count(fullPages, "whole page", "whole pages");
+        String slots = Main.count(tail, "token", "tokens") + " slot by slot";
+        String how =
+                tail == 0 ? pages : fullPages == 0 ? "slot by slot" : pages + ", then " + slots;
+        return Main.count(tokens, "token", "tokens") + " (" + how + ")";
     }
 
     /** The io backend, and for auto what it is on this machine. */

@@ -196,6 +196,24 @@ public class CliTest {
     }
 
     @Test
+    public void roundTripHeaderSaysHowTheTokensMove() {
+        CliRunner small = smallRoundTrip();
+        assertEquals(small.exit, 0, small.toString());
+        assertTrue(
+                small.out.contains(
+                        ", page 8, 100 tokens (12 whole pages, then 4 tokens slot by slot), io"
+                                + " backend "),
+                small.out);
+        CliRunner onePage =
+                CliRunner.run("roundtrip", "--tokens", "64", "--page-size", "64", "--layers", "2");
+        assertEquals(onePage.exit, 0, onePage.toString());
+        assertTrue(
+                onePage.out.contains(", page 64, 64 tokens (1 whole page), io backend "),
+                onePage.out);
+        assertFalse(onePage.out.contains("tail"), onePage.out);
+    }
+
+    @Test
     public void roundTripUsesAutoByDefaultAndSaysWhatItIs() {
         CliRunner r = smallRoundTrip();
         assertEquals(r.exit, 0, r.toString());

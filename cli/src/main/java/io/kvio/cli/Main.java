@@ -43,10 +43,13 @@ import picocli.CommandLine.UnmatchedArgumentException;
         footer = {
             "",
             "Run `java -jar kvio-cli.jar COMMAND --help` for a command's options.",
-            "Exit status: 0 success, 1 a verification FAIL, 2 bad arguments, 3 kvio error",
-            "(or the JVM out of memory, or another internal error),",
-            "4 (matrix, bench) a backend named by --require is unavailable,",
-            "or (bench) no selected backend is available."
+            "Exit status: 0 success, 1 a verification FAIL (matrix, roundtrip), 2 bad",
+            "arguments, 3 kvio error (or the JVM out of memory, or another internal error),",
+            "4 an io backend is unavailable here: one named by --require (matrix, bench), or",
+            "every one the command was to run, so that nothing ran (matrix, bench: all those",
+            "of --backend; roundtrip: its --backend). One unavailable backend among others",
+            "that ran is reported, not an error. COMMAND --help says what each status means",
+            "for that command."
         })
 public final class Main implements Runnable {
     static final int EXIT_OK = 0;

@@ -49,8 +49,9 @@ import picocli.CommandLine.Spec;
             "Exit status: 0 no FAIL, 1 a FAIL, 2 bad arguments (an output file that cannot be"
                     + " written is one, checked before the run), 3 kvio error or, in a run"
                     + " without FAIL, an output file that could not be written after all (the"
-                    + " others are still written; a FAIL stays 1), 4 a backend named by"
-                    + " --require is unavailable."
+                    + " others are still written; a FAIL stays 1), 4 no FAIL, but a backend"
+                    + " named by --require is unavailable, or no backend selected is (no cell"
+                    + " ran)."
         })
 public final class MatrixCommand implements Callable<Integer> {
     @Spec CommandSpec spec;
@@ -181,12 +182,30 @@ public final class MatrixCommand implements Callable<Integer> {
         return ReportFiles.exitStatus(exitStatus(report, required.backends, err), written);
     }
 
-    /** 1 on any FAIL; else 4 when a required backend is unavailable; else 0. */
+    /**
+     * 1 on any FAIL; else 4 when a required backend is unavailable, or when no cell ran because
+     * every backend selected is unavailable (as bench: a matrix of nothing tested nothing); else 0.
+     */
     static int exitStatus(MatrixReport report, List<IoBackend> required, PrintWriter err) {
         if (report.anyFail()) {
             err.println("kvio: matrix FAILED: " + report.summary());
             return Main.EXIT_FAILED;
         }
-        return RequiredBackends.status(required, err);
+        int status = RequiredBackends.status(required, err);
+        if (status != Main.EXIT_OK) {
+            return status;
+        }
+        List<String> names = new ArrayList<>();
+        for (MatrixReport.Backend b : report.backends) {
+            if (b.unavailabilityCause() == null) {
+                return Main.EXIT_OK;
+            }
+            names.add(b.name());
+        }
+        err.println(
+                "kvio: matrix ran nothing: no backend of "
+                        + String.join(", ", names)
+                        + " is available here (the table lists the causes)");
+        return Main.EXIT_REQUIRED_UNAVAILABLE;
     }
 }

@@ -4,7 +4,8 @@
  * region, reloads it layer by layer into different device pages, and checks every moved byte
  * against a deterministic pattern, with expected positions from the oracle (io.kvio.oracle: the
  * documented layout shapes, not kvio). Prints bytes moved, backup/load GB/s and verify OK/FAIL per
- * layout. Exit codes: 0 all verified, 1 a mismatch, 2 bad arguments, 3 kvio error. This class
+ * layout. Exit codes: 0 all verified, 1 a mismatch, 2 bad arguments, 3 kvio error, 4 the io
+ * backend chosen with --backend is unavailable here (nothing ran; as bench). This class
  * holds the options; the run is RoundTrip, its workload RoundTripPlan, its checks
  * RoundTripVerifier and its output RoundTripReport.
  */
@@ -13,6 +14,7 @@ package io.kvio.cli;
 import io.kvio.IoBackend;
 import io.kvio.KvLayout;
 import io.kvio.KvioException;
+import io.kvio.KvioUnavailableException;
 import io.kvio.PoolKind;
 import java.io.PrintWriter;
 import java.util.ArrayList;
@@ -41,7 +43,8 @@ import picocli.CommandLine.Spec;
         footer = {
             "",
             "Exit status: 0 all layouts verified, 1 a mismatch, 2 bad arguments, 3 kvio error"
-                    + " (or the JVM out of memory)."
+                    + " (or the JVM out of memory), 4 the io backend chosen with --backend is"
+                    + " unavailable here (the message gives the cause; nothing ran)."
         })
 public final class RoundTripCommand implements Callable<Integer> {
     /** The most tokens per page (RoundTripPlan keeps two pages' slots in a Java array). */
@@ -138,10 +141,39 @@ public final class RoundTripCommand implements Callable<Integer> {
         PrintWriter err = Main.err(spec);
         try {
             o.checkSupport();
+        } catch (KvioUnavailableException e) {
+            // the support check asks for the backend last, after every argument passed
+            String cause = o.backend.unavailabilityCause();
+            if (cause != null) {
+                err.println(unavailable(o.backend, cause));
+                err.flush();
+                return Main.EXIT_REQUIRED_UNAVAILABLE;
+            }
+            throw new ParameterException(spec.commandLine(), e.getMessage());
         } catch (KvioException e) { // a usage error as any other: the message, then the help hint
             throw new ParameterException(spec.commandLine(), e.getMessage());
         }
         return new RoundTrip(o, out, err).run();
+    }
+
+    /**
+     * "kvio: io backend 'kernel' (--backend) is unavailable here: cause; available here: cpu,
+     * auto": nothing can run, as for bench when no backend of its sweep is available (exit 4).
+     */
+    static String unavailable(IoBackend backend, String cause) {
+        List<String> available = new ArrayList<>();
+        for (IoBackend b : IoBackend.values()) {
+            if (b.isAvailable()) {
+                available.add(b.userName());
+            }
+        }
+        return "kvio: io backend '"
+                + backend.userName()
+                + "' (--backend) is unavailable here: "
+                + cause
+                + "; available here: "
+                + String.join(", ", available)
+                + " (auto, the default, runs on what this machine has)";
     }
 
     /** The options range-checked, with the kind's defaults filled in. */

@@ -246,6 +246,60 @@ public class MatrixCommandTest extends OutputDirTest {
             assertEquals(MatrixCommand.exitStatus(fail, missing, err), Main.EXIT_FAILED);
         }
         assertEquals(MatrixCommand.exitStatus(ok, List.of(IoBackend.CPU), err), Main.EXIT_OK);
+        // no backend of the run available: no cell ran, as bench's sweep of nothing (4)
+        List<MatrixReport.Backend> none =
+                List.of(new MatrixReport.Backend("kernel", "no usable CUDA driver"));
+        MatrixReport nothing =
+                report(cfg, none, Cell.of(cfg, "kernel", Cell.Status.UNAVAILABLE, "no driver"));
+        assertEquals(
+                MatrixCommand.exitStatus(nothing, List.of(), err), Main.EXIT_REQUIRED_UNAVAILABLE);
+        assertTrue(
+                sink.toString()
+                        .contains(
+                                "kvio: matrix ran nothing: no backend of kernel is available here"),
+                sink.toString());
+        // one available backend among them: the others are reported, not an error
+        List<MatrixReport.Backend> both =
+                List.of(
+                        new MatrixReport.Backend("cpu", null),
+                        new MatrixReport.Backend("kernel", "no usable CUDA driver"));
+        List<List<Cell>> row =
+                List.of(
+                        List.of(
+                                Cell.pass(cfg, "cpu", 10, 10),
+                                Cell.of(cfg, "kernel", Cell.Status.UNAVAILABLE, "no driver")));
+        MatrixReport some = new MatrixReport("0", "test", "quick", List.of(cfg), both, row, 0);
+        assertEquals(MatrixCommand.exitStatus(some, List.of(), err), Main.EXIT_OK);
+    }
+
+    /** `matrix --backend X` where X cannot run here: every cell UNAVAILABLE, exit 4 (as bench). */
+    @Test
+    public void aMatrixOfOnlyUnavailableBackendsExitsFour() {
+        List<String> names = new ArrayList<>();
+        for (IoBackend b : DEFAULT_BACKENDS) {
+            if (!b.isAvailable()) {
+                names.add(b.userName());
+            }
+        }
+        if (names.isEmpty()) {
+            throw new SkipException("every io backend is available here");
+        }
+        CliRunner r =
+                CliRunner.run(
+                        "matrix",
+                        "--quick",
+                        "--backend",
+                        String.join(",", names),
+                        "--device-forms",
+                        "allocated",
+                        "--quiet");
+        r.assertExit(
+                Main.EXIT_REQUIRED_UNAVAILABLE,
+                "kvio: matrix ran nothing: no backend of "
+                        + String.join(", ", names)
+                        + " is available here");
+        assertTrue(r.out.contains("UNAVAILABLE"), "the table still lists the causes: " + r.out);
+        assertTrue(r.out.contains(" cells: 0 PASS, 0 FAIL, 0 UNSUPPORTED, "), r.out);
     }
 
     @Test

@@ -90,8 +90,9 @@ public final class BenchCommand implements Callable<Integer> {
 
     @Option(
             names = "--backend",
-            paramLabel = "NAME[,NAME...]",
+            paramLabel = "NAME",
             split = ",",
+            arity = "1",
             converter = Converters.Backend.class,
             description =
                     "io backends: cpu, kernel, direct, kernel_ascend, auto, staged [every one but"
@@ -118,23 +119,26 @@ public final class BenchCommand implements Callable<Integer> {
 
     @Option(
             names = "--layouts",
-            paramLabel = "LAYOUT[,LAYOUT...]",
+            paramLabel = "LAYOUT",
             split = ",",
+            arity = "1",
             converter = Converters.Layout.class,
             description = "host layouts [all four]")
     List<KvLayout> layouts;
 
     @Option(
             names = "--rows",
-            paramLabel = "BYTES[,BYTES...]",
+            paramLabel = "BYTES",
             split = ",",
+            arity = "1",
             description = "row sizes in bytes (all heads of one token, one layer) [by mode]")
     List<Long> rows;
 
     @Option(
             names = "--tokens",
-            paramLabel = "N[,N...]",
+            paramLabel = "N",
             split = ",",
+            arity = "1",
             description = "index counts: tokens per transfer, multiples of 16 [by mode]")
     List<Long> tokens;
 
@@ -166,7 +170,7 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(
             names = "--threads",
             paramLabel = "N",
-            description = "io threads, 1 to 1024 [0: one per core]")
+            description = "io threads: 1 to 1024, or 0 for one per core (the default)")
     int threads;
 
     @Option(names = "--csv", paramLabel = "FILE", description = "write the results as CSV")

@@ -58,8 +58,9 @@ public final class MatrixCommand implements Callable<Integer> {
 
     @Option(
             names = "--backend",
-            paramLabel = "NAME[,NAME...]",
+            paramLabel = "NAME",
             split = ",",
+            arity = "1",
             converter = Converters.Backend.class,
             description =
                     "io backends to run: cpu, kernel, direct, kernel_ascend, auto, staged [all but"
@@ -88,8 +89,9 @@ public final class MatrixCommand implements Callable<Integer> {
 
     @Option(
             names = "--device-forms",
-            paramLabel = "FORM[,FORM...]",
+            paramLabel = "FORM",
             split = ",",
+            arity = "1",
             converter = Converters.Form.class,
             description =
                     "device pool forms: allocated (kvio allocates one region), per_component (a"
@@ -111,7 +113,7 @@ public final class MatrixCommand implements Callable<Integer> {
     @Option(
             names = "--threads",
             paramLabel = "N",
-            description = "io threads, 1 to 1024 [0: one per core]")
+            description = "io threads: 1 to 1024, or 0 for one per core (the default)")
     int threads;
 
     @Option(

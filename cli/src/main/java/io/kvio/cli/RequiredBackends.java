@@ -17,8 +17,9 @@ import picocli.CommandLine.Option;
 final class RequiredBackends {
     @Option(
             names = "--require",
-            paramLabel = "NAME[,NAME...]",
+            paramLabel = "NAME",
             split = ",",
+            arity = "1",
             converter = Converters.Backend.class,
             description =
                     "exit 4 when one of these backends is unavailable (so a GPU runner with a"

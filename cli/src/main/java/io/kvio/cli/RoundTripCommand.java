@@ -98,13 +98,14 @@ public final class RoundTripCommand implements Callable<Integer> {
     @Option(
             names = "--threads",
             paramLabel = "N",
-            description = "io threads, 1 to 1024 [0: one per core]")
+            description = "io threads: 1 to 1024, or 0 for one per core (the default)")
     int threads = 0;
 
     @Option(
             names = "--layouts",
-            paramLabel = "LAYOUT[,LAYOUT...]",
+            paramLabel = "LAYOUT",
             split = ",",
+            arity = "1",
             converter = Converters.Layout.class,
             description =
                     "host layouts: layer_first, page_first, page_first_direct, page_head [all that"

@@ -9,11 +9,13 @@ import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 
 import io.kvio.IoBackend;
+import io.kvio.KvioExecutor;
 import java.util.ArrayList;
 import java.util.List;
 import org.testng.SkipException;
 import org.testng.annotations.DataProvider;
 import org.testng.annotations.Test;
+import picocli.CommandLine;
 
 public class CliTest {
     @DataProvider(name = "commands")
@@ -30,6 +32,70 @@ public class CliTest {
         CliRunner viaHelp = CliRunner.run("help", command);
         assertEquals(viaHelp.exit, 0, viaHelp.toString());
         assertEquals(viaHelp.out, r.out);
+    }
+
+    /**
+     * No list option's synopsis repeats its own list syntax (a hand-written "X[,X...]" label on a
+     * split option rendered as "X[,X...][,X[,X...]...]"): every command's usage text, the top-level
+     * one included.
+     */
+    @Test
+    public void usageShowsEachListOptionOnce() {
+        CommandLine top = Main.commandLine();
+        List<CommandLine> all = new ArrayList<>(List.of(top));
+        all.addAll(top.getSubcommands().values());
+        for (CommandLine cl : all) {
+            // picocli wraps long synopses after a comma; the checks read the text unwrapped
+            String usage = cl.getUsageMessage(CommandLine.Help.Ansi.OFF).replaceAll("\\s+", "");
+            assertFalse(usage.contains("...]...]"), cl.getCommandName() + ":\n" + usage);
+            assertFalse(usage.contains("...][,"), cl.getCommandName() + ":\n" + usage);
+        }
+        String[][] expected = {
+            {"roundtrip", "--layouts=LAYOUT[,LAYOUT...]"},
+            {"bench", "--backend=NAME[,NAME...]"},
+            {"bench", "--layouts=LAYOUT[,LAYOUT...]"},
+            {"bench", "--rows=BYTES[,BYTES...]"},
+            {"bench", "--tokens=N[,N...]"},
+            {"bench", "--require=NAME[,NAME...]"},
+            {"matrix", "--backend=NAME[,NAME...]"},
+            {"matrix", "--device-forms=FORM[,FORM...]"},
+            {"matrix", "--require=NAME[,NAME...]"},
+        };
+        for (String[] e : expected) {
+            String usage =
+                    top.getSubcommands()
+                            .get(e[0])
+                            .getUsageMessage(CommandLine.Help.Ansi.OFF)
+                            .replaceAll("\\s+", "");
+            // in the synopsis (optional, repeatable) and in the option list
+            assertTrue(usage.contains("[" + e[1] + "]..."), e[0] + " synopsis: " + usage);
+            assertEquals(usage.split(java.util.regex.Pattern.quote(e[1]), -1).length, 3, usage);
+        }
+    }
+
+    /** --threads takes 0 (one per core, the default) and 1 to 1024; its help says so. */
+    @Test
+    public void threadsHelpNamesEveryValueItTakes() {
+        for (String command : new String[] {"matrix", "bench", "roundtrip"}) {
+            String help = CliRunner.run(command, "--help").out.replaceAll("\\s+", " ");
+            assertTrue(
+                    help.contains(
+                            "--threads=N io threads: 1 to 1024, or 0 for one per core (the"
+                                    + " default)"),
+                    command + ": " + help);
+        }
+        // 0 runs with the executor's own count (the range's ends: roundTripThreadsAreWithin...)
+        CliRunner zero =
+                smallRoundTrip("--threads", "0", "--backend", "cpu", "--layouts", "layer_first");
+        assertEquals(zero.exit, 0, zero.toString());
+        int perCore;
+        try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 0)) {
+            perCore = executor.threads();
+        }
+        assertTrue(perCore >= 1, "one per core: " + perCore);
+        assertTrue(
+                zero.out.contains(", io backend cpu, " + Main.count(perCore, "thread", "threads")),
+                zero.out);
     }
 
     /** Each command's help says when it exits 4; the top-level help gives the shared rule. */

@@ -178,7 +178,10 @@ final class RoundTripReport {
     /** The last line; the exit status. */
     int verdict(List<String> failed, int layouts) {
         if (failed.isEmpty()) {
-            out.println("all " + layouts + " layouts verified OK");
+            out.println(
+                    layouts == 1
+                            ? "the layout verified OK"
+                            : "all " + layouts + " layouts verified OK");
             return Main.EXIT_OK;
         }
         out.println("verify FAILED for: " + String.join(", ", failed));

@@ -217,6 +217,6 @@ public class RoundTripVerifyTest {
     @Test
     public void untouchedPoolsVerify() {
         String out = run(KvLayout.PAGE_HEAD, RoundTrip.Steps.ALL, Main.EXIT_OK);
-        assertTrue(out.contains("verified OK"), out);
+        assertTrue(out.contains("the layout verified OK"), out);
     }
 }

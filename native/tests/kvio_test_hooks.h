@@ -24,16 +24,20 @@ extern "C" {
  *   transfers on that executor wait behind it;
  *   KVIO_TEST_FAULT_CPU_THREAD: the next cpu executors created with 2 or more threads fail to
  *   start their second worker thread, as if std::thread had thrown std::system_error (EAGAIN):
- *   kvio_executor_create returns OUT_OF_MEMORY naming the thread, with no executor left.
+ *   kvio_executor_create returns OUT_OF_MEMORY naming the thread, with no executor left;
+ *   KVIO_TEST_FAULT_NO_POPULATE: the next regions kvio_pool_prefault backs are treated as on a
+ *   kernel without madvise(MADV_POPULATE_WRITE): kvio's own memory is touched page by page,
+ *   caller memory refused (UNSUPPORTED).
  * Costs one atomic load per allocation, transfer or executor creation when unarmed; test builds
  * only. */
 enum {
   KVIO_TEST_FAULT_HOST_ALLOCATION = 1,
   KVIO_TEST_FAULT_CPU_COPY = 2,
   KVIO_TEST_FAULT_CPU_HOLD = 3,
-  KVIO_TEST_FAULT_CPU_THREAD = 4
+  KVIO_TEST_FAULT_CPU_THREAD = 4,
+  KVIO_TEST_FAULT_NO_POPULATE = 5
 };
-#define KVIO_TEST_FAULT_COUNT 5
+#define KVIO_TEST_FAULT_COUNT 6
 KVIO_API kvio_status kvio_test_inject_fault(int32_t fault, int64_t count);
 /* TEST ONLY: how many tasks of cpu transfers held by KVIO_TEST_FAULT_CPU_HOLD are waiting for
  * the release now (a worker parked there holds no kvio lock). */

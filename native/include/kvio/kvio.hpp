@@ -545,6 +545,10 @@ class Pool {
     check(kvio_pool_copy(handle_, region, offset, reinterpret_cast<uint64_t>(out), bytes,
                          KVIO_COPY_POOL_TO_HOST));
   }
+  /// Backs every page of pageable host memory now, keeping its bytes, so that the first
+  /// transfers do not pay the page faults; pinned and device memory: nothing to do
+  /// (kvio_pool_prefault). Call before the pool's transfers.
+  void prefault() { check(kvio_pool_prefault(handle_)); }
   /// Writes `bytes` of host memory `in` into region `region` at byte `offset` (as copyTo).
   void copyFrom(int64_t region, uint64_t offset, const void* in, uint64_t bytes) {
     check(kvio_pool_copy(handle_, region, offset, reinterpret_cast<uint64_t>(in), bytes,

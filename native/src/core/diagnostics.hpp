@@ -38,7 +38,8 @@ enum Fault : int32_t {
   kFaultCpuCopy = 2,
   kFaultCpuHold = 3,
   kFaultCpuThread = 4,
-  kFaultCount = 5
+  kFaultNoPopulate = 5,
+  kFaultCount = 6
 };
 
 // A fault point is `if (KVIO_FAULT(kFault...)) { fail as the real failure would }`. Only the

@@ -2,6 +2,7 @@
 #include "pool.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -208,6 +209,83 @@ kvio_status PoolImpl::bindMemory(int32_t kind, int32_t deviceOrdinal, std::share
   deviceLayerBase.resize(layerBase.size());
   for (size_t i = 0; i < layerBase.size(); ++i) {
     KVIO_RETURN_IF_ERROR(ops.deviceAddress(kind, device, layerBase[i], &deviceLayerBase[i]));
+  }
+  return KVIO_STATUS_OK;
+}
+
+namespace {
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14; older headers lack the name
+#endif
+
+uint64_t pageBytes() {
+  const long system = sysconf(_SC_PAGESIZE);
+  return system > 0 ? static_cast<uint64_t>(system) : 4096;
+}
+
+// Whether this kernel has MADV_POPULATE_WRITE (Linux 5.14): asked once, of a page of our own
+// (for memory that cannot be written, the call answers EINVAL as an old kernel does).
+bool kernelPopulates() {
+  static const bool populates = [] {
+    void* page =
+        mmap(nullptr, pageBytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) return false;
+    const bool ok = madvise(page, pageBytes(), MADV_POPULATE_WRITE) == 0;
+    munmap(page, pageBytes());
+    return ok;
+  }();
+  return populates;
+}
+
+// Backs [address, +bytes) of region `index` (kvio_pool_prefault). `ownMemory`: kvio allocated it
+// (writable, ours), so a kernel without MADV_POPULATE_WRITE touches each page instead.
+kvio_status prefaultRegion(size_t index, uint64_t address, uint64_t bytes, bool ownMemory) {
+  if (bytes == 0) return KVIO_STATUS_OK;
+  const uint64_t page = pageBytes();
+  const auto ull = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+  if (!kernelPopulates() || KVIO_FAULT(kFaultNoPopulate)) {
+    if (!ownMemory) {
+      return fail(KVIO_STATUS_UNSUPPORTED,
+                  "prefaulting region %zu (%llu bytes at 0x%llx): this kernel has no "
+                  "madvise(MADV_POPULATE_WRITE) (Linux 5.14), and kvio does not write to caller "
+                  "memory; touch a byte of each of its pages yourself",
+                  index, ull(bytes), ull(address));
+    }
+    // kvio's own memory: one byte of each page written back as it is (atomically, so that a
+    // transfer writing the page meanwhile loses nothing).
+    for (uint64_t at = address; at < address + bytes; at = (at / page + 1) * page) {
+      __atomic_fetch_add(reinterpret_cast<uint8_t*>(at), uint8_t{0}, __ATOMIC_RELAXED);
+    }
+    return KVIO_STATUS_OK;
+  }
+  const uint64_t first = address / page * page;
+  const uint64_t end = (address + bytes + page - 1) / page * page;
+  if (madvise(reinterpret_cast<void*>(first), end - first, MADV_POPULATE_WRITE) == 0) {
+    return KVIO_STATUS_OK;
+  }
+  const int error = errno;
+  if (error == EINVAL || error == EFAULT || error == EPERM) {
+    return fail(KVIO_STATUS_INVALID_ARGUMENT,
+                "prefaulting region %zu (%llu bytes at 0x%llx): its memory cannot be backed for "
+                "writing (a read-only mapping, or not ordinary memory): %s",
+                index, ull(bytes), ull(address), std::strerror(error));
+  }
+  return fail(
+      error == ENOMEM || error == EAGAIN ? KVIO_STATUS_OUT_OF_MEMORY : KVIO_STATUS_BACKEND_ERROR,
+      "prefaulting region %zu (%llu bytes at 0x%llx): madvise(MADV_POPULATE_WRITE) "
+      "failed: %s (out of memory, or part of the range is no longer mapped: memory "
+      "freed under the pool?)",
+      index, ull(bytes), ull(address), std::strerror(error));
+}
+
+}  // namespace
+
+kvio_status prefaultPool(const PoolImpl& pool) {
+  if (pool.memoryKind != KVIO_MEMORY_HOST) return KVIO_STATUS_OK;  // backed at allocation
+  for (size_t r = 0; r < pool.regions.size(); ++r) {
+    KVIO_RETURN_IF_ERROR(prefaultRegion(r, pool.regions[r].address, pool.regions[r].bytes,
+                                        pool.allocation != nullptr));
   }
   return KVIO_STATUS_OK;
 }

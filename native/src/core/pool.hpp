@@ -129,6 +129,10 @@ struct PoolImpl {
   kvio_status bindMemory(int32_t kind, int32_t deviceOrdinal, std::shared_ptr<void> owner);
 };
 
+/// kvio_pool_prefault: backs every page of the pool's pageable host memory (KVIO_MEMORY_HOST),
+/// keeping its bytes; other kinds are backed already (OK).
+kvio_status prefaultPool(const PoolImpl& pool);
+
 /// Records memory kvio allocated for a pool, [address, +bytes) of memory kind `kind` on `device`,
 /// while `owner` (which frees it) lives, so that a pool wrapping part of it can hold it
 /// (holdAllocatedMemory).

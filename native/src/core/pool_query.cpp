@@ -46,6 +46,12 @@ kvio_status kvio_pool_memory(uint64_t pool_handle, int32_t* memory_kind_out, int
   });
 }
 
+kvio_status kvio_pool_prefault(uint64_t pool_handle) {
+  // The pool is held meanwhile: closing it frees nothing under the touch.
+  return withObject(pools(), pool_handle, "pool",
+                    [&](PoolImpl& pool) -> kvio_status { return prefaultPool(pool); });
+}
+
 kvio_status kvio_pool_copy(uint64_t pool_handle, int64_t region, uint64_t offset,
                            uint64_t host_address, uint64_t bytes, int32_t direction) {
   return guarded([&]() -> kvio_status {

@@ -268,9 +268,13 @@ public final class HostKvPool extends KvPool {
          */
         public TransferRequest hostPages(long... pageIds) {
             this.hostIndices =
-                    IndexArg.of(
+                    IndexArg.ofPages(
                             "hostPages (as token slots)",
-                            pageSlots("hostPages", host, pageIds, backup, "the host pool"));
+                            pageSlots("hostPages", host, pageIds, backup, "the host pool"),
+                            "hostPages",
+                            pageIds.length,
+                            host.spec().pageSize(),
+                            "host");
             return this;
         }
 
@@ -281,9 +285,13 @@ public final class HostKvPool extends KvPool {
          */
         public TransferRequest devicePages(long... pageIds) {
             this.deviceIndices =
-                    IndexArg.of(
+                    IndexArg.ofPages(
                             "devicePages (as token slots)",
-                            pageSlots("devicePages", device, pageIds, !backup, "the device pool"));
+                            pageSlots("devicePages", device, pageIds, !backup, "the device pool"),
+                            "devicePages",
+                            pageIds.length,
+                            device.spec().pageSize(),
+                            "device");
             return this;
         }
 

@@ -24,6 +24,12 @@ final class IndexArg {
     private final TokenIndices list;
     private final long[] longs;
     private final int[] ints;
+    // Whole pages (hostPages/devicePages): the name the caller wrote, how many pages, the pool's
+    // page size and whose it is ("host", "device"); pageName null for lists of token slots.
+    private String pageName;
+    private long pages;
+    private long pageSize;
+    private String pageOwner;
 
     private IndexArg(String name, TokenIndices list, long[] longs, int[] ints) {
         this.name = name;
@@ -44,8 +50,49 @@ final class IndexArg {
         return new IndexArg(name, null, null, Objects.requireNonNull(values, name));
     }
 
+    /**
+     * Token slots expanded from whole pages: {@code pageName} is the call the caller wrote
+     * ("hostPages"), {@code pages} the page ids given, {@code pageSize} the page size of the pool
+     * they belong to, {@code owner} whose it is ("host", "device"). Messages about the list's
+     * length then count pages, as the caller did ({@link #sizeText()}); {@code name} stays for
+     * messages about single slots.
+     */
+    static IndexArg ofPages(
+            String name, long[] slots, String pageName, long pages, long pageSize, String owner) {
+        IndexArg arg = of(name, slots);
+        arg.pageName = pageName;
+        arg.pages = pages;
+        arg.pageSize = pageSize;
+        arg.pageOwner = owner;
+        return arg;
+    }
+
     String name() {
         return name;
+    }
+
+    /** The name for a message about the list's length: the page call for whole pages. */
+    String lengthName() {
+        return pageName != null ? pageName : name;
+    }
+
+    /**
+     * The list's length in the caller's units: "3 entries", or for whole pages "1 page (4 token
+     * slots at the host's page size 4)".
+     */
+    String sizeText() {
+        if (pageName == null) {
+            return Kvio.entries(size());
+        }
+        return pages
+                + (pages == 1 ? " page (" : " pages (")
+                + size()
+                + (size() == 1 ? " token slot" : " token slots")
+                + " at the "
+                + pageOwner
+                + "'s page size "
+                + pageSize
+                + ")";
     }
 
     void ensureOpen() {

@@ -584,13 +584,13 @@ public final class Kvio {
         long bn = b.size();
         if (an != bn) {
             throw new KvioInvalidArgumentException(
-                    a.name()
+                    a.lengthName()
                             + " has "
-                            + entries(an)
+                            + a.sizeText()
                             + " but "
-                            + b.name()
+                            + b.lengthName()
                             + " has "
-                            + entries(bn)
+                            + b.sizeText()
                             + "; each source slot needs exactly one destination slot");
         }
     }

@@ -16,6 +16,8 @@ import static org.testng.Assert.expectThrows;
 
 import io.kvio.oracle.Geometry;
 import io.kvio.oracle.Oracle;
+import java.nio.ByteBuffer;
+import java.util.List;
 import org.testng.annotations.Test;
 
 public class RequestFormsTest extends CpuPoolsFixture {
@@ -247,6 +249,47 @@ public class RequestFormsTest extends CpuPoolsFixture {
                 () -> host.load(device, 0).hostPages(1, 2).devicePages(7, 7).submit(),
                 openBuffers(),
                 "devicePages[1] = 7 repeats devicePages[0]");
+    }
+
+    /**
+     * A length mismatch between page lists is told in pages, as the caller typed them, with the
+     * token slots they stand for at each pool's page size; not in token slots alone, which the
+     * caller never wrote.
+     */
+    @Test
+    public void pageListsOfDifferentLengthsAreToldInPages() {
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> host.backup(device).devicePages(0, 1).hostPages(0).submit(),
+                openBuffers(),
+                "hostPages has 1 page (4 token slots at the host's page size 4) but devicePages"
+                        + " has 2 pages (8 token slots at the device's page size 4)");
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> host.load(device, 0).hostPages(2, 3).deviceIndices(0, 1, 2).submit(),
+                openBuffers(),
+                "hostPages has 2 pages (8 token slots at the host's page size 4) but"
+                        + " deviceIndices has 3 entries");
+        // Page sizes differ: one host page of 8 slots against one device page of 4.
+        HostKvPool wide =
+                open(
+                        HostKvPool.builder()
+                                .forDevice(device)
+                                .layout(KvLayout.PAGE_FIRST)
+                                .pageSize(8)
+                                .pages(4)
+                                .build());
+        List<ByteBuffer> buffers = List.of(device.buffer(), wide.buffer());
+        assertRejected(
+                KvioInvalidArgumentException.class,
+                () -> wide.backup(device).devicePages(5).hostPages(1).submit(),
+                buffers,
+                "hostPages has 1 page (8 token slots at the host's page size 8) but devicePages"
+                        + " has 1 page (4 token slots at the device's page size 4)");
+        // Equal slot counts pass the length check: two device pages fill one wide host page.
+        Transfer t = wide.backup(device).devicePages(5, 6).hostPages(1).submit();
+        t.await();
+        assertEquals(t.bytes(), 8 * 4 * rowBytes());
     }
 
     @Test

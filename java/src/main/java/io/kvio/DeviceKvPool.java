@@ -15,8 +15,8 @@ import java.util.Objects;
 import java.util.function.BooleanSupplier;
 
 public final class DeviceKvPool extends KvPool {
-    private DeviceKvPool(PoolSpec spec, IoBackend backend, long handle) {
-        super(spec, backend, handle);
+    private DeviceKvPool(PoolSpec spec, IoBackend backend, long handle, boolean allocated) {
+        super(spec, backend, handle, allocated);
     }
 
     @Override
@@ -43,8 +43,12 @@ public final class DeviceKvPool extends KvPool {
     public static DeviceKvPool allocate(PoolSpec spec, IoBackend backend, int device) {
         Objects.requireNonNull(spec, "spec");
         int d = checkDevice(backend, device);
+        KvPool.collectMemoryOfClosedPools();
         return new DeviceKvPool(
-                spec, backend, NativeBridge.poolAllocate(spec, backend.deviceMemoryKind(), d));
+                spec,
+                backend,
+                NativeBridge.poolAllocate(spec, backend.deviceMemoryKind(), d),
+                true);
     }
 
     /**
@@ -64,7 +68,8 @@ public final class DeviceKvPool extends KvPool {
         return new DeviceKvPool(
                 spec,
                 backend,
-                NativeBridge.poolWrap(spec, backend.deviceMemoryKind(), d, address, sizeBytes));
+                NativeBridge.poolWrap(spec, backend.deviceMemoryKind(), d, address, sizeBytes),
+                false);
     }
 
     /**
@@ -132,7 +137,7 @@ public final class DeviceKvPool extends KvPool {
         } catch (KvioException e) {
             throw KvioException.renamed(e, "sizeBytes", "memory.remaining()");
         }
-        DeviceKvPool pool = new DeviceKvPool(spec, backend, handle);
+        DeviceKvPool pool = new DeviceKvPool(spec, backend, handle, false);
         pool.keepReachable(memory, w.alive, "the ByteBuffer given to DeviceKvPool.wrap");
         return pool;
     }
@@ -203,7 +208,7 @@ public final class DeviceKvPool extends KvPool {
                     name.equals("layers") ? "layerAddresses" : "componentAddresses",
                     name);
         }
-        DeviceKvPool pool = new DeviceKvPool(spec, backend, handle);
+        DeviceKvPool pool = new DeviceKvPool(spec, backend, handle, false);
         boolean mortal = false; // a view of a MemorySegment, whose arena can close (Java 22+)
         for (BooleanSupplier a : alive) mortal |= a != null;
         pool.keepReachable(
@@ -249,7 +254,8 @@ public final class DeviceKvPool extends KvPool {
                 spec,
                 backend,
                 NativeBridge.poolWrapTable(
-                        wrap, spec, backend.deviceMemoryKind(), d, addresses, bytesEach));
+                        wrap, spec, backend.deviceMemoryKind(), d, addresses, bytesEach),
+                false);
     }
 
     /** Device 0 of a device backend; the host ({@link Kvio#HOST_DEVICE}) on cpu. */

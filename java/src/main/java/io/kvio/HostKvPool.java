@@ -31,12 +31,13 @@ public final class HostKvPool extends KvPool {
             PoolSpec spec,
             IoBackend ioBackend,
             long handle,
+            boolean allocated,
             long deviceLayerStart,
             long deviceLayers,
             KvioExecutor executor,
             boolean ownsExecutor,
             boolean strictLayers) {
-        super(spec, ioBackend, handle);
+        super(spec, ioBackend, handle, allocated);
         this.strictLayers = strictLayers;
         this.deviceLayerStart = deviceLayerStart;
         this.deviceLayers = deviceLayers;
@@ -1173,6 +1174,9 @@ public final class HostKvPool extends KvPool {
                 ex = KvioExecutor.shared(backend, ordinal);
                 owns = false;
             }
+            if (!wrapping) {
+                KvPool.collectMemoryOfClosedPools();
+            }
             try {
                 HostKvPool pool =
                         new HostKvPool(
@@ -1189,6 +1193,7 @@ public final class HostKvPool extends KvPool {
                                                 spec,
                                                 backend.hostMemoryKind(),
                                                 Math.max(ordinal, 0)),
+                                !wrapping,
                                 deviceLayerStart,
                                 deviceLayers,
                                 ex,

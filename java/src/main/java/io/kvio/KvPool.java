@@ -1,9 +1,11 @@
 /*
  * A KV pool kvio knows: a native pool handle with its spec, io backend and memory regions.
  * DeviceKvPool and HostKvPool are the only subclasses (the constructor is package-private).
- * Memory regions are exposed as raw addresses and as direct ByteBuffers, which must not be used
- * after close(); a pool that is never closed keeps its memory while any ByteBuffer it handed out
- * (or a slice, duplicate or view of one) is reachable. copyTo/copyFrom read and write any
+ * Memory regions are exposed as raw addresses and as direct ByteBuffers. Memory kvio allocated
+ * stays valid while any ByteBuffer the pool handed out (or a slice, duplicate or view of one) is
+ * reachable, closed pool or not: close() drops the pool's own hold, and the last buffer's Cleaner
+ * action frees it. A buffer over wrapped caller memory keeps the caller's ByteBuffer or segment
+ * reachable; that memory is the caller's to keep valid. copyTo/copyFrom read and write any
  * pool's memory, device memory included, through its backend (synchronously; for tests, debugging
  * and warm-up). On Java 22+, io.kvio.Segments exposes regions as MemorySegments that die with the
  * pool. Forgotten pools are closed by a Cleaner once they and their ByteBuffers are unreachable,
@@ -52,15 +54,59 @@ public abstract class KvPool implements AutoCloseable {
      */
     static volatile java.util.function.LongConsumer onFoundUnreachable;
 
-    /** Takes ownership of {@code handle}. */
-    KvPool(PoolSpec spec, IoBackend backend, long handle) {
+    /**
+     * Bytes of memory kvio allocated for pools that are closed but still held by a ByteBuffer of
+     * theirs (freed when the last one is collected).
+     */
+    static final AtomicLong HELD_AFTER_CLOSE = new AtomicLong();
+
+    /** A pool was closed with buffers out since the last collection kvio asked for. */
+    private static final AtomicBoolean COLLECTION_WANTED = new AtomicBoolean();
+
+    /**
+     * Called before kvio allocates pool memory. A closed pool's memory that its buffers still hold
+     * is freed only once the JVM collects them, which a program with little garbage may not do for
+     * a long time, while each new pool takes more native memory the collector does not see (the JDK
+     * asks for a collection before it allocates direct buffers beyond -XX:MaxDirectMemorySize for
+     * the same reason). So once after each such close, the next allocation asks for a collection
+     * and waits up to 50 ms for the memory of buffers found unreachable to be freed.
+     */
+    static void collectMemoryOfClosedPools() {
+        if (!COLLECTION_WANTED.compareAndSet(true, false)) {
+            return;
+        }
+        long held = HELD_AFTER_CLOSE.get();
+        if (held == 0) {
+            return;
+        }
+        System.gc();
+        try {
+            for (int i = 0; i < 50 && HELD_AFTER_CLOSE.get() >= held; i++) {
+                Thread.sleep(1);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // the allocation goes on; the caller sees the flag
+        }
+    }
+
+    /**
+     * Takes ownership of {@code handle}; {@code allocated}: kvio allocated its memory (one region),
+     * which a ByteBuffer of the pool then keeps after close() (Closer).
+     */
+    KvPool(PoolSpec spec, IoBackend backend, long handle, boolean allocated) {
         this.spec = spec;
         this.backend = backend;
         this.handle = handle;
         this.regions =
                 NativeBridge.queryOrClose(
                         handle, NativeBridge::poolRegions, NativeBridge::poolClose);
-        this.closer = new Closer(handle, getClass().getSimpleName() + " " + spec);
+        this.closer =
+                new Closer(
+                        handle,
+                        getClass().getSimpleName() + " " + spec,
+                        allocated ? spec : null,
+                        regions[0][0],
+                        regions[0][1]);
         this.cleanable = NativeBridge.CLEANER.register(this, closer);
     }
 
@@ -72,12 +118,26 @@ public abstract class KvPool implements AutoCloseable {
      * Slices, duplicates and views of such a buffer keep it reachable (their attachment), so they
      * are covered too. Freeing the memory while the program still held a buffer would turn its next
      * access into a crash of the JVM.
+     *
+     * <p>close() closes the native pool at once (its transfers, registrations and closeAndWait keep
+     * their meaning), so for memory kvio allocated the buffers need a hold of their own: the first
+     * buffer() or slice() opens a second native pool over the allocation (the keeper: a
+     * kvio_pool_wrap of host memory kind over region 0, which holds a kvio allocation it lies in
+     * until it is closed, and is never used for a transfer). The keeper is closed when the count
+     * reaches 0: close() drops the pool's own hold, the last buffer's Cleaner action the last. For
+     * wrapped caller memory there is no keeper: the caller owns that memory (a buffer's Cleaner
+     * action keeps a wrapped ByteBuffer or segment reachable, which on Java 17 keeps a direct
+     * buffer's memory; raw addresses and arenas are the caller's to keep).
      */
     private static final class Closer implements Runnable {
         private final long handle;
         private final String description; // no reference to the pool itself
         private final AtomicInteger holders = new AtomicInteger(1); // the pool + live ByteBuffers
-        private final AtomicBoolean closed = new AtomicBoolean();
+        private final PoolSpec keeperSpec; // null: not memory kvio allocated, no keeper
+        private final long keeperAddress;
+        private final long keeperBytes;
+        private boolean nativeClosed; // guarded by this: the pool's own native handle
+        private long keeper; // guarded by this: 0 until the first buffer, and once closed
         volatile boolean explicit;
 
         /**
@@ -89,16 +149,21 @@ public abstract class KvPool implements AutoCloseable {
          */
         volatile Object memory;
 
-        Closer(long handle, String description) {
+        Closer(long handle, String description, PoolSpec keeperSpec, long address, long bytes) {
             this.handle = handle;
             this.description = description;
+            this.keeperSpec = keeperSpec;
+            this.keeperAddress = address;
+            this.keeperBytes = bytes;
         }
 
         /** The pool's Cleaner action: close() ran it, or the pool became unreachable. */
         @Override
         public void run() {
             if (explicit) {
-                closeNative();
+                closeNative(); // the handle now; the memory once no buffer holds it
+                release(); // the pool's own hold
+                countHeldAfterClose();
             } else {
                 release();
                 FOUND_UNREACHABLE.incrementAndGet(); // after: a test reading it sees the release
@@ -112,25 +177,64 @@ public abstract class KvPool implements AutoCloseable {
         /**
          * One more holder of the memory: a ByteBuffer about to be made over it. The pool is
          * reachable while this runs (holdingBuffer fences it), so its own hold is still counted.
+         * For memory kvio allocated the keeper is opened first, while the pool's handle is open:
+         * KvioClosedException ({@code what} names the pool) if close() on another thread has closed
+         * it meanwhile; an error opening the keeper (out of memory) is thrown with no buffer made.
          */
-        void retain() {
+        synchronized void retain(String what) {
+            if (nativeClosed) {
+                throw new KvioClosedException("this " + what + " is closed (" + description + ")");
+            }
+            if (keeperSpec != null && keeper == 0) {
+                keeper =
+                        NativeBridge.poolWrap(
+                                keeperSpec,
+                                KvioNative.KVIO_MEMORY_HOST,
+                                Kvio.HOST_DEVICE,
+                                keeperAddress,
+                                keeperBytes);
+            }
             if (holders.getAndIncrement() == 0) {
                 throw new IllegalStateException(
                         "kvio: a pool's memory was retained after its release");
             }
         }
 
-        /** A holder is gone: the unreachable pool, or a ByteBuffer's Cleaner action. */
+        /** A holder is gone: the pool (closed or unreachable), or a ByteBuffer's Cleaner action. */
         void release() {
             if (holders.decrementAndGet() == 0) {
                 closeNative();
+                closeKeeper();
             }
         }
 
-        private void closeNative() {
-            if (!closed.compareAndSet(false, true)) {
+        /** Lets go of the keeper's hold on memory kvio allocated: the last holder is gone. */
+        private synchronized void closeKeeper() {
+            if (keeper != 0) {
+                NativeBridge.poolClose(keeper);
+                keeper = 0;
+                if (heldCounted) {
+                    HELD_AFTER_CLOSE.addAndGet(-keeperBytes);
+                }
+            }
+        }
+
+        private boolean heldCounted; // guarded by this: counted in HELD_AFTER_CLOSE
+
+        /** After close(): the memory counts as held by buffers if they still hold it. */
+        private synchronized void countHeldAfterClose() {
+            if (keeper != 0 && !heldCounted) {
+                heldCounted = true;
+                HELD_AFTER_CLOSE.addAndGet(keeperBytes);
+                COLLECTION_WANTED.set(true);
+            }
+        }
+
+        private synchronized void closeNative() {
+            if (nativeClosed) {
                 return; // closed explicitly before its buffers became unreachable
             }
+            nativeClosed = true;
             if (!explicit) {
                 FREED_BY_CLEANER.incrementAndGet();
                 LOGGER.log(
@@ -160,7 +264,7 @@ public abstract class KvPool implements AutoCloseable {
         ensureMemoryAlive();
         Closer c = closer; // the action must not capture the pool or the buffer
         Object wrapped = c.memory;
-        c.retain(); // before the buffer exists, while the pool is reachable (the fence below)
+        c.retain(what()); // before the buffer exists, while the pool is reachable (the fence below)
         ByteBuffer buffer = NativeBridge.byteBuffer(address, bytes);
         NativeBridge.CLEANER.register(
                 buffer,
@@ -320,11 +424,12 @@ public abstract class KvPool implements AutoCloseable {
      * is still running and no other call with the pool (a submit being checked, {@code copyTo} or
      * {@code copyFrom}) is running on another thread, kvio's use of the pool's memory ends before
      * close() returns: memory kvio allocated is freed (unless a pool that wraps part of it, such as
-     * one over this pool's {@link #buffer()}, is still open: that pool holds it), and its
-     * registration of wrapped memory (cudaHostRegister, aclrtHostRegisterV2) ends, so the owner of
-     * wrapped memory may free it right after. Otherwise that happens when the last of those
-     * transfers or calls ends; where one may still run, {@link #closeAndWait()} waits for it before
-     * the memory is freed.
+     * one over this pool's {@link #buffer()}, is still open: that pool holds it; or a ByteBuffer
+     * from {@link #buffer()} or {@link #slice} is still reachable: the buffers hold it, and the
+     * last one's Cleaner frees it once it is collected), and its registration of wrapped memory
+     * (cudaHostRegister, aclrtHostRegisterV2) ends, so the owner of wrapped memory may free it
+     * right after. Otherwise that happens when the last of those transfers or calls ends; where one
+     * may still run, {@link #closeAndWait()} waits for it before the memory is freed.
      *
      * @throws IllegalStateException (Java 22+) a MemorySegment of this pool (io.kvio.Segments) is
      *     in use (a downcall or an I/O operation holds it), so its arena cannot close: the pool is
@@ -380,8 +485,9 @@ public abstract class KvPool implements AutoCloseable {
 
     /**
      * Closes the pool (as {@link #close()}) and waits until kvio no longer uses its memory: every
-     * transfer submitted with it has completed, memory kvio allocated is freed and its registration
-     * of wrapped memory has ended. After it returns, wrapped memory may be freed.
+     * transfer submitted with it has completed, memory kvio allocated is freed (or held only by
+     * ByteBuffers of the pool that are still reachable, or by open pools that wrap part of it) and
+     * its registration of wrapped memory has ended. After it returns, wrapped memory may be freed.
      */
     public void closeAndWait() {
         close();
@@ -468,14 +574,27 @@ public abstract class KvPool implements AutoCloseable {
 
     /**
      * A direct ByteBuffer (native byte order) over all of region 0. KvioUnsupportedException if the
-     * region is larger than a ByteBuffer can address; use {@link #slice} then. Valid until the pool
-     * is closed: {@link #close()} frees memory kvio allocated, and a ByteBuffer cannot be
-     * invalidated, so touching the buffer (or a slice, duplicate or view of it) afterwards reads
-     * freed memory and can crash the JVM ({@code io.kvio.Segments} on Java 22+ gives segments that
-     * fail cleanly instead). A pool that is never closed keeps its memory while the buffer (or a
-     * slice, duplicate or view of it) is reachable. KvioClosedException if the pool wraps caller
-     * memory whose arena was closed (Java 22+); a buffer taken before that must not be used after
-     * it.
+     * region is larger than a ByteBuffer can address; use {@link #slice} then; KvioClosedException
+     * once the pool is closed.
+     *
+     * <p>Memory kvio allocated (DeviceKvPool.allocate on the host-memory backends, a host pool
+     * built without wrap): the buffer holds it, so it stays valid while the buffer (or a slice,
+     * duplicate or view of it) is reachable, also after {@link #close()}: close() drops the pool's
+     * own hold, and the memory is freed once the pool is closed and the last such buffer has been
+     * collected (its Cleaner). After close() the buffer is plain memory: no new transfer can use it
+     * (transfers submitted before still complete, as close() says). The first buffer of a pool
+     * opens a second native pool handle over the memory to hold it (kvio_debug_live_objects counts
+     * it). A closed pool's memory that buffers still hold is freed only when the JVM collects them;
+     * so that it does not pile up in a program that makes little garbage, the next allocation of
+     * pool memory after such a close asks the JVM for a collection.
+     *
+     * <p>Wrapped caller memory: the caller owns it. The buffer keeps the caller's ByteBuffer or
+     * MemorySegment reachable (a direct ByteBuffer's memory then lives on Java 17), but memory
+     * given as an address, or a segment whose arena the caller closes, is the caller's to keep
+     * valid: once the caller frees it, the buffer reads freed memory and can crash the JVM (a
+     * ByteBuffer cannot be invalidated; {@code io.kvio.Segments} on Java 22+ gives segments that
+     * fail cleanly instead). KvioClosedException if the pool wraps caller memory whose arena was
+     * closed (Java 22+); a buffer taken before that must not be used after it.
      */
     public ByteBuffer buffer() {
         ensureHostAccessible();
@@ -494,8 +613,8 @@ public abstract class KvPool implements AutoCloseable {
     }
 
     /**
-     * A direct ByteBuffer (native byte order) over [offset, offset + length) of a region; valid as
-     * long as {@link #buffer()}'s.
+     * A direct ByteBuffer (native byte order) over [offset, offset + length) of a region; it holds
+     * the memory as {@link #buffer()}'s does, and is valid as long.
      */
     public ByteBuffer slice(int region, long offset, int length) {
         ensureHostAccessible();

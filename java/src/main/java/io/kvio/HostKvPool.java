@@ -1183,12 +1183,7 @@ public final class HostKvPool extends KvPool {
                                 spec,
                                 backend,
                                 wrapping
-                                        ? NativeBridge.poolWrap(
-                                                spec,
-                                                backend.hostMemoryKind(),
-                                                Math.max(ordinal, 0),
-                                                wrapAddress,
-                                                wrapBytes)
+                                        ? wrapNative(spec, backend, Math.max(ordinal, 0))
                                         : NativeBridge.poolAllocate(
                                                 spec,
                                                 backend.hostMemoryKind(),
@@ -1214,6 +1209,28 @@ public final class HostKvPool extends KvPool {
                     ex.close();
                 }
                 throw e;
+            }
+        }
+
+        /**
+         * The native pool over the wrapped memory. Its size is named as the caller gave it: {@code
+         * sizeBytes} for wrap(address, sizeBytes), {@code memory.remaining()} for a ByteBuffer,
+         * {@code memory.byteSize()} for a MemorySegment (Segments.wrapHostPool).
+         */
+        private long wrapNative(PoolSpec spec, IoBackend backend, int device) {
+            try {
+                return NativeBridge.poolWrap(
+                        spec, backend.hostMemoryKind(), device, wrapAddress, wrapBytes);
+            } catch (KvioException e) {
+                if (wrapMemory == null) {
+                    throw e;
+                }
+                throw KvioException.renamed(
+                        e,
+                        "sizeBytes",
+                        wrapMemory instanceof ByteBuffer
+                                ? "memory.remaining()"
+                                : "memory.byteSize()");
             }
         }
     }

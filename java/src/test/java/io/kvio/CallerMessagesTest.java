@@ -258,8 +258,8 @@ public class CallerMessagesTest extends CpuPoolsFixture {
         rejected(
                 KvioInvalidArgumentException.class,
                 () -> open(hostGeometryWithout("nothing").wrap(small).build()),
-                new String[] {"size_bytes"},
-                "sizeBytes 16 is too small");
+                new String[] {"size_bytes", "sizeBytes"}, // wrap(ByteBuffer) takes no sizeBytes
+                "memory.remaining() 16 is too small");
     }
 
     @Test

@@ -331,6 +331,32 @@ public class HostPoolConfigurationTest {
     }
 
     /**
+     * A wrapped buffer that is too small is named as the caller passed it: wrap(ByteBuffer) has no
+     * sizeBytes argument, so the message speaks of memory.remaining(); wrap(address, sizeBytes)
+     * keeps sizeBytes. Neither the buffer nor the device pool changes.
+     */
+    @Test
+    public void aTooSmallWrappedBufferIsNamedAsPassed() {
+        DeviceKvPool d = device(IoBackend.CPU);
+        byte[] deviceBefore = LayoutOracle.fill(d.buffer(), 3);
+        ByteBuffer small = ByteBuffer.allocateDirect(100);
+        byte[] smallBefore = LayoutOracle.fill(small, 5);
+        KvioInvalidArgumentException e =
+                assertBuildRefused(
+                        KvioInvalidArgumentException.class,
+                        HostKvPool.builder().forDevice(d).wrap(small),
+                        "memory.remaining() 100 is too small: this spec needs 8192 bytes");
+        assertFalse(e.getMessage().contains("sizeBytes"), e.getMessage());
+        assertEquals(small, ByteBuffer.wrap(smallBefore), "the buffer after the refusal");
+        assertBuildRefused(
+                KvioInvalidArgumentException.class,
+                HostKvPool.builder().forDevice(d).wrap(DirectBuffers.address(small), 100),
+                "sizeBytes 100 is too small: this spec needs 8192 bytes");
+        assertEquals(small, ByteBuffer.wrap(smallBefore), "the buffer after the refusal");
+        assertEquals(d.buffer(), ByteBuffer.wrap(deviceBefore), "the device pool");
+    }
+
+    /**
      * Backs up every slot of every layer from device to a canary-filled host pool, then loads every
      * layer back into the canary-filled device pool: both are layer_first of the same token count,
      * so the identity slots make each side equal to the other byte for byte.

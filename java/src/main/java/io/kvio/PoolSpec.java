@@ -70,6 +70,10 @@ public final class PoolSpec {
         return KvioException.reworded(e, r);
     }
 
+    /**
+     * A builder with kind {@link PoolKind#MHA} and layout {@link KvLayout#LAYER_FIRST}; an MLA pool
+     * calls {@code kind(PoolKind.MLA)} (see {@link Builder}).
+     */
     public static Builder builder() {
         return new Builder();
     }
@@ -179,8 +183,11 @@ public final class PoolSpec {
     }
 
     /**
-     * Defaults: kind mha, layout layer_first; the sizes must be set (each at least 1). The fields
-     * are package-private for HostKvPool.Builder, which keeps its geometry in one of these.
+     * Defaults: kind {@link PoolKind#MHA} (K and V per token) and layout {@link
+     * KvLayout#LAYER_FIRST}; the sizes must be set (each at least 1). An MLA model's pool (one
+     * latent component per token) must call {@code kind(PoolKind.MLA)}: left at MHA, the spec
+     * describes twice the bytes per token. The fields are package-private for HostKvPool.Builder,
+     * which keeps its geometry in one of these.
      */
     public static final class Builder {
         PoolKind kind = PoolKind.MHA;
@@ -193,11 +200,13 @@ public final class PoolSpec {
 
         private Builder() {}
 
+        /** The pool kind; {@link PoolKind#MHA} unless set (MLA models: {@link PoolKind#MLA}). */
         public Builder kind(PoolKind kind) {
             this.kind = Objects.requireNonNull(kind, "kind");
             return this;
         }
 
+        /** The memory layout; {@link KvLayout#LAYER_FIRST} unless set. */
         public Builder layout(KvLayout layout) {
             this.layout = Objects.requireNonNull(layout, "layout");
             return this;

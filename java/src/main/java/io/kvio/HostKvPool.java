@@ -315,9 +315,12 @@ public final class HostKvPool extends KvPool {
         /**
          * {@link #submit()} only queues the transfer: this thread copies nothing, for a thread that
          * must not stall (an engine's scheduler). Without it the {@link IoBackend#CPU} backend (and
-         * {@link IoBackend#AUTO} where it runs cpu) copies a small transfer to an idle executor on
-         * the submitting thread, which completes it sooner; see {@link #submit()}. The device
-         * backends never copy on the submitting thread and ignore it.
+         * {@link IoBackend#AUTO} where it runs cpu) copies a transfer submitted to an idle executor
+         * partly on the submitting thread, which completes it sooner than a worker's wake-up would:
+         * up to 512 KiB wholly on that thread (done when submit() returns), up to 8 MiB beside the
+         * executor's io threads until every piece of it has been taken; larger transfers, and those
+         * behind earlier ones, only queue. The device backends never copy on the submitting thread
+         * and ignore it.
          */
         public TransferRequest queueOnly() {
             return queueOnly(true);

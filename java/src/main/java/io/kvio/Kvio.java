@@ -286,7 +286,9 @@ public final class Kvio {
 
         /**
          * {@link #submit()} only queues the transfer: this thread copies nothing, as {@link
-         * HostKvPool.TransferRequest#queueOnly()} says.
+         * HostKvPool.TransferRequest#queueOnly()} says. Without it the cpu io backend copies a
+         * transfer to an idle executor of up to 512 KiB wholly on the submitting thread, and one of
+         * up to 8 MiB partly, beside the executor's io threads.
          */
         public Request queueOnly() {
             return queueOnly(true);
@@ -317,7 +319,8 @@ public final class Kvio {
         /**
          * Validates and submits; index lists may be closed or reused once this returns.
          * KvioInvalidArgumentException when an index list or the layer count was not set. On the
-         * cpu io backend a small transfer to an idle executor is copied on this thread, as {@link
+         * cpu io backend a transfer to an idle executor is copied partly on this thread (up to 512
+         * KiB wholly, up to 8 MiB beside the io threads), as {@link
          * HostKvPool.TransferRequest#submit()} says, unless {@link #queueOnly()}.
          */
         public Transfer submit() {

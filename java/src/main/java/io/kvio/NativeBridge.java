@@ -53,12 +53,23 @@ final class NativeBridge {
 
     static {
         if (KvioNative.LOAD_ERROR != null) {
+            String platform = platform();
             UnsatisfiedLinkError e =
                     new UnsatisfiedLinkError(
-                            "kvio: could not load the native libraries (libkvio.so, libjniKvioNative.so) for platform "
-                                    + System.getProperty(
-                                            "org.bytedeco.javacpp.platform", platformGuess())
-                                    + " (the JAR carries them under io/kvio/linux-x86_64/): "
+                            "kvio: could not load the native libraries (libkvio.so,"
+                                    + " libjniKvioNative.so) for platform "
+                                    + platform
+                                    + ". They come in the natives JAR, kvio-"
+                                    + platform
+                                    + ".jar (the Maven artifact io.kvio:kvio with classifier "
+                                    + platform
+                                    + ", kvio-<version>-"
+                                    + platform
+                                    + ".jar in a repository), under io/kvio/"
+                                    + platform
+                                    + "/: put it on the class path beside kvio.jar and JavaCPP's"
+                                    + " JAR (a Maven build: depend on io.kvio:kvio-platform, which"
+                                    + " brings both). Cause: "
                                     + KvioNative.LOAD_ERROR);
             e.initCause(KvioNative.LOAD_ERROR);
             throw e;
@@ -78,8 +89,15 @@ final class NativeBridge {
 
     private NativeBridge() {}
 
-    private static String platformGuess() {
-        return System.getProperty("os.name") + "-" + System.getProperty("os.arch");
+    /** JavaCPP's name of this platform ("linux-x86_64"), as the natives JAR's classifier. */
+    private static String platform() {
+        try {
+            return org.bytedeco.javacpp.Loader.getPlatform();
+        } catch (RuntimeException | LinkageError e) {
+            return System.getProperty(
+                    "org.bytedeco.javacpp.platform",
+                    System.getProperty("os.name") + "-" + System.getProperty("os.arch"));
+        }
     }
 
     /** Forces loading (and the version check). */

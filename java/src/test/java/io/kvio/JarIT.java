@@ -156,6 +156,51 @@ public class JarIT {
                         smoke.toString());
         assertTrue(r.exit != 0, r.output);
         assertTrue(!r.output.contains("moved OK"), r.output);
+        // The error names the JAR to add, by file and by Maven coordinates.
+        String platform = System.getProperty("kvio.platform");
+        assertTrue(r.output.contains("could not load the native libraries"), r.output);
+        assertTrue(r.output.contains("the natives JAR, kvio-" + platform + ".jar"), r.output);
+        assertTrue(r.output.contains("io.kvio:kvio with classifier " + platform + ","), r.output);
+    }
+
+    /**
+     * The class path README gives for running without Maven, from java/target/ alone: kvio.jar,
+     * kvio-<platform>.jar and lib/javacpp-<version>.jar, which `package` copies there.
+     */
+    @Test
+    public void theReadmeClassPathWorksFromTheTargetFolder() throws Exception {
+        Path target = jar("kvio.jar").getParent();
+        String platform = System.getProperty("kvio.platform");
+        // the JAR the build depends on (from the local repository): javacpp-<version>.jar
+        String javacppName =
+                Paths.get(Loader.class.getProtectionDomain().getCodeSource().getLocation().toURI())
+                        .getFileName()
+                        .toString();
+        assertTrue(javacppName.matches("javacpp-[0-9.]+\\.jar"), javacppName);
+        Path javacpp = target.resolve("lib").resolve(javacppName);
+        assertTrue(Files.isRegularFile(javacpp), javacpp + " was not copied by package");
+        try (Stream<Path> lib = Files.list(target.resolve("lib"))) {
+            List<String> names = new ArrayList<>();
+            lib.forEach(f -> names.add(f.getFileName().toString()));
+            assertEquals(names, List.of(javacpp.getFileName().toString()), "target/lib");
+        }
+        Path smoke = workDir.resolve("Smoke.java");
+        Files.writeString(smoke, SMOKE);
+        String classPath =
+                String.join(
+                        File.pathSeparator,
+                        target.resolve("kvio.jar").toString(),
+                        target.resolve("kvio-" + platform + ".jar").toString(),
+                        javacpp.toString());
+        Result r =
+                run(
+                        java(),
+                        "-Dorg.bytedeco.javacpp.cachedir=" + workDir.resolve("cache-readme"),
+                        "-cp",
+                        classPath,
+                        smoke.toString());
+        assertEquals(r.exit, 0, r.output);
+        assertTrue(r.output.contains("moved OK=1"), r.output);
     }
 
     @Test

@@ -290,20 +290,60 @@ public final class Transfer implements AutoCloseable {
      * reachable while the event is used, as a Transfer that becomes unreachable is released by a
      * Cleaner and its event reused or destroyed. 0 for a transfer that moved nothing (empty index
      * lists, a layer the host pool does not hold), whatever the backend: no work was queued, there
-     * is nothing to wait for. Otherwise KvioUnsupportedException for transfers of the cpu backend.
+     * is nothing to wait for. Otherwise KvioUnsupportedException for a transfer that ran on a
+     * backend without CUDA events: cpu, kernel_ascend, and {@link IoBackend#AUTO} where it chose
+     * one of them (a machine without a GPU). Code written for {@code auto} asks {@link
+     * #hasCudaEvent()} first:
+     *
+     * <pre>{@code
+     * Transfer load = host.load(device, layer).hostIndices(h).deviceIndices(d).submit();
+     * if (load.hasCudaEvent()) {
+     *     cudaStreamWaitEvent(computeStream, load.cudaEvent(), 0); // a GPU: wait on the stream
+     * } else {
+     *     load.await(); // cpu (or nothing moved): the data is in place once this returns
+     * }
+     * }</pre>
      */
     public long cudaEvent() {
         return event("CUDA", IoBackend::isCuda, NativeBridge::transferCudaEvent);
     }
 
     /**
+     * Whether {@link #cudaEvent()} has an event to give: true for a transfer that moved data on a
+     * CUDA backend (kernel, direct, staged, or {@link IoBackend#AUTO} when it chose one of them);
+     * false for one that ran on cpu or kernel_ascend ({@code auto} without a GPU) and for one that
+     * moved nothing (then cudaEvent() is 0). Never throws, and the answer does not change when the
+     * transfer is released (cudaEvent() then throws KvioClosedException: take the event before).
+     */
+    public boolean hasCudaEvent() {
+        return hasEvent(IoBackend::isCuda);
+    }
+
+    /**
      * The Ascend event (an aclrtEvent) recorded after this kernel_ascend transfer's work on its
      * executor's stream, for another stream to wait on (aclrtStreamWaitEvent). Valid until the
      * transfer is released; 0 for a transfer that moved nothing, as {@link #cudaEvent()}.
-     * KvioUnsupportedException for transfers of other backends.
+     * KvioUnsupportedException for transfers of other backends; {@link #hasAscendEvent()} asks
+     * without throwing.
      */
     public long ascendEvent() {
         return event("Ascend", IoBackend::isAscend, NativeBridge::transferAscendEvent);
+    }
+
+    /**
+     * Whether {@link #ascendEvent()} has an event to give: true for a transfer that moved data on
+     * kernel_ascend (or {@link IoBackend#AUTO} when it chose it), false otherwise; never throws, as
+     * {@link #hasCudaEvent()}.
+     */
+    public boolean hasAscendEvent() {
+        return hasEvent(IoBackend::isAscend);
+    }
+
+    /** Whether the transfer moved data on a backend {@code records} says records events. */
+    private boolean hasEvent(Predicate<IoBackend> records) {
+        // handle, ranOnCpu and backend are final: no lock needed
+        boolean movedData = handle != 0 || ranOnCpu;
+        return movedData && backend != null && records.test(backend);
     }
 
     /**

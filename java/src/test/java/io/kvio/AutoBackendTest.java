@@ -90,6 +90,52 @@ public class AutoBackendTest {
         }
     }
 
+    /**
+     * Engine code written for auto asks hasCudaEvent() before cudaEvent(): without a GPU the
+     * transfer ran on cpu, has no event, and hasCudaEvent() says so instead of throwing. Large
+     * transfers (still running at submit, with a native handle) and small ones (done on the
+     * submitting thread) alike, and after release; a transfer that moved nothing has none either.
+     */
+    @Test
+    public void hasCudaEventSaysWithoutThrowingThatACpuTransferHasNone() {
+        requireNoCuda();
+        PoolSpec big =
+                PoolSpec.builder()
+                        .kind(PoolKind.MHA)
+                        .layout(KvLayout.LAYER_FIRST)
+                        .layers(4)
+                        .pages(64)
+                        .pageSize(16)
+                        .heads(8)
+                        .headBytes(256)
+                        .build(); // 16 MiB: more than submit copies on the calling thread
+        try (DeviceKvPool device = DeviceKvPool.allocate(big, IoBackend.AUTO);
+                HostKvPool host =
+                        HostKvPool.builder()
+                                .forDevice(device)
+                                .ioBackend(IoBackend.AUTO)
+                                .threads(2)
+                                .build()) {
+            long[] all = new long[64 * 16];
+            for (int i = 0; i < all.length; i++) all[i] = i;
+            Transfer large = host.backup(device).deviceIndices(all).hostIndices(all).submit();
+            Transfer small = host.load(device, 0).hostIndices(1).deviceIndices(2).submit();
+            for (Transfer t : new Transfer[] {large, small}) {
+                assertSame(t.backend(), IoBackend.CPU);
+                assertFalse(t.hasCudaEvent());
+                assertFalse(t.hasAscendEvent());
+                KvioUnsupportedException e =
+                        expectThrows(KvioUnsupportedException.class, t::cudaEvent);
+                assertTrue(e.getMessage().contains("no CUDA event"), e.getMessage());
+                t.await(); // released
+                assertFalse(t.hasCudaEvent(), "after release");
+            }
+            Transfer none = host.load(device, 0).hostIndices(new long[0]).deviceIndices().submit();
+            assertFalse(none.hasCudaEvent());
+            assertEquals(none.cudaEvent(), 0L, "nothing moved: nothing to wait on");
+        }
+    }
+
     @Test
     public void otherBackendsReportThemselves() {
         try (DeviceKvPool device = DEVICE.allocateDevice();

@@ -234,6 +234,9 @@ final class KvioNative {
             @Cast("int32_t*") long memoryKindOut,
             @Cast("int32_t*") long deviceOut);
 
+    /** Backs every page of a pool's pageable host memory now, keeping its bytes. */
+    static native int kvio_pool_prefault(@Cast("uint64_t") long pool);
+
     /** Synchronous copy between a pool region's bytes and host memory (any memory kind). */
     static native int kvio_pool_copy(
             @Cast("uint64_t") long pool,

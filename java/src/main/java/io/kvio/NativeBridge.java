@@ -414,6 +414,10 @@ final class NativeBridge {
      * Copies {@code bytes} between [offset, offset + bytes) of a pool region and host memory at
      * {@code hostAddress}, synchronously; toHost: pool to host.
      */
+    static void poolPrefault(long pool) {
+        check(KvioNative.kvio_pool_prefault(pool));
+    }
+
     static void poolCopy(
             long pool, int region, long offset, long hostAddress, long bytes, boolean toHost) {
         check(

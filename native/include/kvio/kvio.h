@@ -214,10 +214,11 @@ KVIO_API kvio_status kvio_pool_get_spec(uint64_t pool, kvio_pool_spec* spec_out)
  * registration of wrapped caller memory (KVIO_MEMORY_HOST_PINNED,
  * KVIO_MEMORY_ASCEND_HOST_PINNED) ends.
  *  - No such transfer running (every one completed, waited for or not) and no other kvio call
- *    with the pool running on another thread (a submit being checked, a kvio_pool_copy): this
- *    happens before kvio_pool_close returns, so the caller may free or reuse wrapped memory
- *    right after. Such a concurrent call holds the pool until it returns: where other threads
- *    may still use the handle, kvio_pool_close_wait tells when the memory may be freed.
+ *    with the pool running on another thread (a submit being checked, a kvio_pool_copy, a
+ *    kvio_pool_prefault): this happens before kvio_pool_close returns, so the caller may free
+ *    or reuse wrapped memory right after. Such a concurrent call holds the pool until it
+ *    returns: where other threads may still use the handle, kvio_pool_close_wait tells when the
+ *    memory may be freed.
  *  - Transfers still running: it happens when the last of them completes (kvio releases the
  *    memory in whichever call first sees that transfer complete). Until then the memory must
  *    stay valid and untouched; kvio_pool_close_wait tells when it may be freed.
@@ -556,8 +557,12 @@ KVIO_API kvio_status kvio_pool_memory(uint64_t pool, int32_t* memory_kind_out, i
  * madvise(MADV_POPULATE_WRITE) (Linux 5.14); on older kernels memory kvio allocated is touched
  * page by page instead (an atomic add of zero to one byte of each), and caller memory is
  * refused (UNSUPPORTED: touch it yourself). Pinned and device memory are backed already: OK,
- * nothing done. OUT_OF_MEMORY when the system cannot back the pages, INVALID_ARGUMENT for
- * memory that cannot be written (a read-only mapping), CLOSED for a closed pool. */
+ * nothing done. OUT_OF_MEMORY when the system cannot back the pages or a write would raise
+ * SIGBUS (a hugetlb mapping out of huge pages, a file mapping past the end of its file),
+ * INVALID_ARGUMENT for memory that cannot be written (a read-only mapping), BACKEND_ERROR for a
+ * hardware-poisoned page, CLOSED for a closed pool; regions before the one named in the message
+ * stay backed. The page-by-page fallback cannot report a lack of memory: the kernel's
+ * out-of-memory handling answers it. */
 KVIO_API kvio_status kvio_pool_prefault(uint64_t pool);
 
 /* Synchronous copy between bytes [offset, offset + bytes) of memory region `region` of a pool

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -224,18 +225,39 @@ uint64_t pageBytes() {
   return system > 0 ? static_cast<uint64_t>(system) : 4096;
 }
 
-// Whether this kernel has MADV_POPULATE_WRITE (Linux 5.14): asked once, of a page of our own
-// (for memory that cannot be written, the call answers EINVAL as an old kernel does).
-bool kernelPopulates() {
-  static const bool populates = [] {
+// Whether this kernel has MADV_POPULATE_WRITE (Linux 5.14), asked of a writable page of our own
+// (for memory that cannot be written, the call answers EINVAL as an old kernel does, so the
+// caller's memory cannot tell). Only the kernel's answer is kept: "no" is EINVAL, the answer of a
+// kernel that does not know the advice; a probe that fails otherwise (no memory for the page)
+// says nothing about the kernel, is reported, and is asked again next time.
+enum class Populate { kUnknown, kYes, kNo };
+std::atomic<Populate> gPopulate{Populate::kUnknown};
+
+kvio_status kernelPopulates(bool* populates) {
+  Populate known = gPopulate.load(std::memory_order_relaxed);
+  if (known == Populate::kUnknown) {
     void* page =
         mmap(nullptr, pageBytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (page == MAP_FAILED) return false;
-    const bool ok = madvise(page, pageBytes(), MADV_POPULATE_WRITE) == 0;
+    if (page == MAP_FAILED) {
+      return fail(KVIO_STATUS_OUT_OF_MEMORY,
+                  "prefaulting: no page to ask the kernel whether it has "
+                  "madvise(MADV_POPULATE_WRITE): mmap failed: %s",
+                  std::strerror(errno));
+    }
+    const int answer = madvise(page, pageBytes(), MADV_POPULATE_WRITE) == 0 ? 0 : errno;
     munmap(page, pageBytes());
-    return ok;
-  }();
-  return populates;
+    if (answer != 0 && answer != EINVAL) {
+      return fail(answer == ENOMEM || answer == EAGAIN ? KVIO_STATUS_OUT_OF_MEMORY
+                                                       : KVIO_STATUS_BACKEND_ERROR,
+                  "prefaulting: asking the kernel whether it has madvise(MADV_POPULATE_WRITE) "
+                  "failed on a page of kvio's own: %s",
+                  std::strerror(answer));
+    }
+    known = answer == 0 ? Populate::kYes : Populate::kNo;
+    gPopulate.store(known, std::memory_order_relaxed);
+  }
+  *populates = known == Populate::kYes;
+  return KVIO_STATUS_OK;
 }
 
 // Backs [address, +bytes) of region `index` (kvio_pool_prefault). `ownMemory`: kvio allocated it
@@ -244,7 +266,9 @@ kvio_status prefaultRegion(size_t index, uint64_t address, uint64_t bytes, bool 
   if (bytes == 0) return KVIO_STATUS_OK;
   const uint64_t page = pageBytes();
   const auto ull = [](uint64_t v) { return static_cast<unsigned long long>(v); };
-  if (!kernelPopulates() || KVIO_FAULT(kFaultNoPopulate)) {
+  bool populates = false;
+  KVIO_RETURN_IF_ERROR(kernelPopulates(&populates));
+  if (!populates || KVIO_FAULT(kFaultNoPopulate)) {
     if (!ownMemory) {
       return fail(KVIO_STATUS_UNSUPPORTED,
                   "prefaulting region %zu (%llu bytes at 0x%llx): this kernel has no "
@@ -264,19 +288,42 @@ kvio_status prefaultRegion(size_t index, uint64_t address, uint64_t bytes, bool 
   if (madvise(reinterpret_cast<void*>(first), end - first, MADV_POPULATE_WRITE) == 0) {
     return KVIO_STATUS_OK;
   }
+  // The answers madvise(2) documents for MADV_POPULATE_WRITE, each with what it means here.
   const int error = errno;
-  if (error == EINVAL || error == EFAULT || error == EPERM) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                "prefaulting region %zu (%llu bytes at 0x%llx): its memory cannot be backed for "
-                "writing (a read-only mapping, or not ordinary memory): %s",
-                index, ull(bytes), ull(address), std::strerror(error));
+  const char* meaning = nullptr;
+  kvio_status status = KVIO_STATUS_BACKEND_ERROR;
+  switch (error) {
+    case EINVAL:
+    case EPERM:
+      status = KVIO_STATUS_INVALID_ARGUMENT;
+      meaning =
+          "its memory cannot be backed for writing (a read-only mapping, or not ordinary "
+          "memory: VM_IO or VM_PFNMAP)";
+      break;
+    case EFAULT:
+      status = KVIO_STATUS_OUT_OF_MEMORY;
+      meaning =
+          "a write to it would raise SIGBUS (huge pages of a hugetlb mapping exhausted, or "
+          "a file mapping past the end of its file)";
+      break;
+#ifdef EHWPOISON
+    case EHWPOISON:
+      meaning = "a page of it is hardware-poisoned (a memory error the kernel caught)";
+      break;
+#endif
+    case ENOMEM:
+    case EAGAIN:
+      status = KVIO_STATUS_OUT_OF_MEMORY;
+      meaning =
+          "out of memory, or part of the range is no longer mapped (memory freed under the "
+          "pool?)";
+      break;
+    default: meaning = "an answer madvise(2) does not document for this advice"; break;
   }
-  return fail(
-      error == ENOMEM || error == EAGAIN ? KVIO_STATUS_OUT_OF_MEMORY : KVIO_STATUS_BACKEND_ERROR,
-      "prefaulting region %zu (%llu bytes at 0x%llx): madvise(MADV_POPULATE_WRITE) "
-      "failed: %s (out of memory, or part of the range is no longer mapped: memory "
-      "freed under the pool?)",
-      index, ull(bytes), ull(address), std::strerror(error));
+  return fail(status,
+              "prefaulting region %zu (%llu bytes at 0x%llx): madvise(MADV_POPULATE_WRITE) "
+              "failed: %s: %s",
+              index, ull(bytes), ull(address), meaning, std::strerror(error));
 }
 
 }  // namespace

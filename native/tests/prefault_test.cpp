@@ -106,6 +106,14 @@ kvio_pool_spec spec() {
   return s;
 }
 
+// Bytes a wrap of spec() takes (its two components, one after the other): 8 MiB.
+uint64_t wrapBytes() {
+  const kvio_pool_spec s = spec();
+  uint64_t component = 0;
+  EXPECT_EQ(kvio_pool_component_bytes(&s, &component), KVIO_STATUS_OK);
+  return component * 2;
+}
+
 // A pool kvio allocated: untouched pages are backed afterwards; bytes written before (a few
 // pages) are kept, the rest still reads zero.
 TEST(Prefault, APoolKvioAllocatedIsBackedAndKeepsItsBytes) {
@@ -146,9 +154,7 @@ TEST(Prefault, APoolKvioAllocatedIsBackedAndKeepsItsBytes) {
 TEST(Prefault, WrappedCallerMemoryIsBackedAndKeepsEveryByte) {
   SKIP_WITHOUT_POPULATE_WRITE();
   const kvio_pool_spec s = spec();
-  uint64_t need = 0;
-  ASSERT_EQ(kvio_pool_component_bytes(&s, &need), KVIO_STATUS_OK);
-  need *= 2;
+  const uint64_t need = wrapBytes();
   const uint64_t page = hostPageBytes();
   Mapping memory(need + 4 * page, PROT_READ | PROT_WRITE);
   ASSERT_TRUE(memory.ok());
@@ -179,9 +185,7 @@ TEST(Prefault, WrappedCallerMemoryIsBackedAndKeepsEveryByte) {
 TEST(Prefault, ReadOnlyMemoryIsRefusedWithoutACrash) {
   SKIP_WITHOUT_POPULATE_WRITE();
   const kvio_pool_spec s = spec();
-  uint64_t need = 0;
-  ASSERT_EQ(kvio_pool_component_bytes(&s, &need), KVIO_STATUS_OK);
-  need *= 2;
+  const uint64_t need = wrapBytes();
   Mapping memory(need, PROT_READ);
   ASSERT_TRUE(memory.ok());
   uint64_t pool = 0;
@@ -200,9 +204,7 @@ TEST(Prefault, ReadOnlyMemoryIsRefusedWithoutACrash) {
 TEST(Prefault, AMappingPastTheEndOfItsFileIsRefusedWithoutACrash) {
   SKIP_WITHOUT_POPULATE_WRITE();
   const kvio_pool_spec s = spec();
-  uint64_t need = 0;
-  ASSERT_EQ(kvio_pool_component_bytes(&s, &need), KVIO_STATUS_OK);
-  need *= 2;
+  const uint64_t need = wrapBytes();
   const int file = memfd_create("kvio-prefault-test", 0);
   ASSERT_GE(file, 0) << std::strerror(errno);
   const uint64_t page = hostPageBytes();
@@ -253,9 +255,7 @@ TEST(Prefault, OnAKernelWithoutPopulateKviosMemoryIsTouchedAndCallerMemoryRefuse
   EXPECT_TRUE(actual == expected);
   EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
 
-  uint64_t need = 0;
-  ASSERT_EQ(kvio_pool_component_bytes(&s, &need), KVIO_STATUS_OK);
-  need *= 2;
+  const uint64_t need = wrapBytes();
   Mapping memory(need, PROT_READ | PROT_WRITE);
   ASSERT_TRUE(memory.ok());
   ASSERT_EQ(kvio_pool_wrap(&s, reinterpret_cast<uint64_t>(memory.data()), need, &pool),

@@ -1,5 +1,7 @@
 // kvio C++ API: header-only RAII classes over the C ABI (kvio.h), for C++ serving stacks.
-// Errors become kvio::Error exceptions carrying the status and the library's message.
+// Errors become kvio::Error exceptions carrying the status and the library's message, so code
+// built without exceptions (-fno-exceptions) uses the C ABI (kvio.h) instead: it reports every
+// error as a kvio_status and kvio_last_error().
 //
 //   kvio::Executor cpu(kvio::IoBackend::Cpu);
 //   kvio::Pool device = kvio::Pool::allocate(deviceSpec);

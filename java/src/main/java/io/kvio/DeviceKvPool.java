@@ -43,11 +43,11 @@ public final class DeviceKvPool extends KvPool {
     public static DeviceKvPool allocate(PoolSpec spec, IoBackend backend, int device) {
         Objects.requireNonNull(spec, "spec");
         int d = checkDevice(backend, device);
-        KvPool.collectMemoryOfClosedPools();
+        int kind = backend.deviceMemoryKind();
         return new DeviceKvPool(
                 spec,
                 backend,
-                NativeBridge.poolAllocate(spec, backend.deviceMemoryKind(), d),
+                KvPool.allocateCollecting(kind, () -> NativeBridge.poolAllocate(spec, kind, d)),
                 true);
     }
 

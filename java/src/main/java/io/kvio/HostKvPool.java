@@ -1177,9 +1177,6 @@ public final class HostKvPool extends KvPool {
                 ex = KvioExecutor.shared(backend, ordinal);
                 owns = false;
             }
-            if (!wrapping) {
-                KvPool.collectMemoryOfClosedPools();
-            }
             try {
                 HostKvPool pool =
                         new HostKvPool(
@@ -1187,10 +1184,13 @@ public final class HostKvPool extends KvPool {
                                 backend,
                                 wrapping
                                         ? wrapNative(spec, backend, Math.max(ordinal, 0))
-                                        : NativeBridge.poolAllocate(
-                                                spec,
+                                        : KvPool.allocateCollecting(
                                                 backend.hostMemoryKind(),
-                                                Math.max(ordinal, 0)),
+                                                () ->
+                                                        NativeBridge.poolAllocate(
+                                                                spec,
+                                                                backend.hostMemoryKind(),
+                                                                Math.max(ordinal, 0))),
                                 !wrapping,
                                 deviceLayerStart,
                                 deviceLayers,

@@ -63,25 +63,140 @@ public abstract class KvPool implements AutoCloseable {
     /** A pool was closed with buffers out since the last collection kvio asked for. */
     private static final AtomicBoolean COLLECTION_WANTED = new AtomicBoolean();
 
+    /** Collections kvio asked for (System.gc()) before an allocation (for tests). */
+    static final AtomicLong COLLECTIONS_ASKED = new AtomicLong();
+
     /**
-     * Called before kvio allocates pool memory. A closed pool's memory that its buffers still hold
-     * is freed only once the JVM collects them, which a program with little garbage may not do for
-     * a long time, while each new pool takes more native memory the collector does not see (the JDK
-     * asks for a collection before it allocates direct buffers beyond -XX:MaxDirectMemorySize for
-     * the same reason). So once after each such close, the next allocation asks for a collection
-     * and waits up to 50 ms for the memory of buffers found unreachable to be freed.
+     * The system property that sets {@link #heldAfterCloseLimit()}: a number of bytes (a decimal
+     * long, 0 or more).
      */
-    static void collectMemoryOfClosedPools() {
-        if (!COLLECTION_WANTED.compareAndSet(true, false)) {
-            return;
+    static final String HELD_AFTER_CLOSE_LIMIT_PROPERTY = "io.kvio.heldAfterCloseLimit";
+
+    /** {@link #heldAfterCloseLimit()} without the property: 1 GiB. */
+    static final long DEFAULT_HELD_AFTER_CLOSE_LIMIT = 1L << 30;
+
+    /** The longest an allocation waits for a collection to free closed pools' memory. */
+    private static final long COLLECTION_WAIT_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+
+    private static volatile String warnedLimit; // the invalid property value last warned about
+
+    /**
+     * How many bytes of closed pools' memory their ByteBuffers may hold ({@link #HELD_AFTER_CLOSE})
+     * before the next allocation of host memory asks the JVM for a collection: the system property
+     * {@code io.kvio.heldAfterCloseLimit} (bytes), read at each allocation, so that it can be set
+     * at any time; 1 GiB without it. An invalid value (not a whole number, or negative) is logged
+     * as a warning on the "io.kvio" System.Logger and the default is used.
+     *
+     * <p>Why 1 GiB: a collection and the wait for its Cleaner actions cost tens of milliseconds,
+     * which small pools closed with a buffer out (tests, tools, short programs) should not pay at
+     * every allocation; memory up to a GiB waiting for the collector's own schedule is no more than
+     * the JDK lets direct buffers take beside a heap of that size (-XX:MaxDirectMemorySize defaults
+     * to the heap's maximum). Pools of a GiB or more, a serving engine's, pass it with a single
+     * close, and the time to allocate and fill such a pool dwarfs the collection. Whatever the
+     * limit, an allocation that fails for want of memory while closed pools' memory is held
+     * collects and tries once more.
+     */
+    static long heldAfterCloseLimit() {
+        String value = System.getProperty(HELD_AFTER_CLOSE_LIMIT_PROPERTY);
+        if (value == null) {
+            return DEFAULT_HELD_AFTER_CLOSE_LIMIT;
+        }
+        try {
+            long limit = Long.parseLong(value.trim());
+            if (limit >= 0) {
+                return limit;
+            }
+        } catch (NumberFormatException e) {
+            // warned below
+        }
+        if (!value.equals(warnedLimit)) {
+            warnedLimit = value;
+            LOGGER.log(
+                    System.Logger.Level.WARNING,
+                    "kvio: the system property "
+                            + HELD_AFTER_CLOSE_LIMIT_PROPERTY
+                            + "=\""
+                            + value
+                            + "\" is not a number of bytes (a whole number, 0 or more); using the"
+                            + " default, "
+                            + DEFAULT_HELD_AFTER_CLOSE_LIMIT);
+        }
+        return DEFAULT_HELD_AFTER_CLOSE_LIMIT;
+    }
+
+    /**
+     * Whether buffers can hold memory of {@code memoryKind} (KvioNative.KVIO_MEMORY_*): host
+     * memory, pageable or pinned. Device memory (CUDA, Ascend) has no ByteBuffers, so a collection
+     * frees none of it, and an allocation of it asks for none.
+     */
+    static boolean collectsFor(int memoryKind) {
+        return memoryKind != KvioNative.KVIO_MEMORY_CUDA_DEVICE
+                && memoryKind != KvioNative.KVIO_MEMORY_ASCEND_DEVICE;
+    }
+
+    /**
+     * Whether an allocation of {@code memoryKind} asks for a collection before it allocates: host
+     * memory, {@code held} bytes of closed pools held by their buffers over {@code limit}, and a
+     * pool closed with buffers out since the last collection kvio asked for ({@code closedSince};
+     * without one, another collection would find nothing new).
+     */
+    static boolean collectsBefore(int memoryKind, long held, long limit, boolean closedSince) {
+        return collectsFor(memoryKind) && held > limit && closedSince;
+    }
+
+    /**
+     * Allocates a pool's memory of {@code memoryKind} ({@code allocate}: the native allocation,
+     * which returns the pool handle), collecting closed pools' memory that dropped ByteBuffers
+     * still hold when it needs to. That memory is freed only once the JVM collects the buffers,
+     * which a program with little garbage may not do for a long time, while each new pool takes
+     * native memory the collector does not see. So for host memory, (1) when more than {@link
+     * #heldAfterCloseLimit()} bytes are held so (and a pool was closed with buffers out since the
+     * last such collection), the allocation first asks for a collection; (2) when the allocation
+     * fails with KvioOutOfMemoryException while any is held, it asks for one and tries once more
+     * (the JDK does likewise for direct buffers, only once they reach -XX:MaxDirectMemorySize).
+     * Each collection waits at most 100 ms, until some held memory is freed. Device memory asks for
+     * none.
+     */
+    static long allocateCollecting(int memoryKind, java.util.function.LongSupplier allocate) {
+        if (!collectsFor(memoryKind)) {
+            return allocate.getAsLong();
         }
         long held = HELD_AFTER_CLOSE.get();
-        if (held == 0) {
-            return;
+        if (collectsBefore(memoryKind, held, heldAfterCloseLimit(), COLLECTION_WANTED.get())
+                && COLLECTION_WANTED.compareAndSet(true, false)) {
+            collectMemoryOfClosedPools(held);
         }
-        System.gc();
         try {
-            for (int i = 0; i < 50 && HELD_AFTER_CLOSE.get() >= held; i++) {
+            return allocate.getAsLong();
+        } catch (KvioOutOfMemoryException e) {
+            long stillHeld = HELD_AFTER_CLOSE.get();
+            if (stillHeld == 0) {
+                throw e;
+            }
+            COLLECTION_WANTED.set(false);
+            collectMemoryOfClosedPools(stillHeld);
+            try {
+                return allocate.getAsLong();
+            } catch (KvioOutOfMemoryException again) {
+                again.addSuppressed(e);
+                throw again;
+            }
+        }
+    }
+
+    /**
+     * Asks the JVM for a collection and waits, at most 100 ms, until memory of closed pools that
+     * their buffers held ({@code held} bytes before) is freed, which the buffers' Cleaner actions
+     * do once the collector has found them unreachable. An interrupt ends the wait (the flag stays
+     * set for the caller).
+     */
+    private static void collectMemoryOfClosedPools(long held) {
+        COLLECTIONS_ASKED.incrementAndGet();
+        System.gc();
+        long start = System.nanoTime();
+        try {
+            while (HELD_AFTER_CLOSE.get() >= held
+                    && System.nanoTime() - start < COLLECTION_WAIT_NANOS) {
                 Thread.sleep(1);
             }
         } catch (InterruptedException e) {
@@ -265,13 +380,21 @@ public abstract class KvPool implements AutoCloseable {
         Closer c = closer; // the action must not capture the pool or the buffer
         Object wrapped = c.memory;
         c.retain(what()); // before the buffer exists, while the pool is reachable (the fence below)
-        ByteBuffer buffer = NativeBridge.byteBuffer(address, bytes);
-        NativeBridge.CLEANER.register(
-                buffer,
-                () -> {
-                    Reference.reachabilityFence(wrapped);
-                    c.release();
-                });
+        ByteBuffer buffer;
+        try {
+            buffer = NativeBridge.byteBuffer(address, bytes);
+            NativeBridge.CLEANER.register(
+                    buffer,
+                    () -> {
+                        Reference.reachabilityFence(wrapped);
+                        c.release();
+                    });
+        } catch (RuntimeException | Error e) {
+            // No buffer holds the memory (made or not, none is returned, and no Cleaner action
+            // will release it): give the hold back, so that the count reaches 0 with the pool's.
+            c.release();
+            throw e;
+        }
         // Without it the pool may be unreachable from the last read of its fields on: its Cleaner
         // could release the pool's hold, free the memory, and the count start again at 0.
         Reference.reachabilityFence(this);
@@ -421,15 +544,16 @@ public abstract class KvPool implements AutoCloseable {
 
     /**
      * Releases the pool; idempotent. Transfers already submitted still complete. When none of them
-     * is still running and no other call with the pool (a submit being checked, {@code copyTo} or
-     * {@code copyFrom}) is running on another thread, kvio's use of the pool's memory ends before
-     * close() returns: memory kvio allocated is freed (unless a pool that wraps part of it, such as
-     * one over this pool's {@link #buffer()}, is still open: that pool holds it; or a ByteBuffer
-     * from {@link #buffer()} or {@link #slice} is still reachable: the buffers hold it, and the
-     * last one's Cleaner frees it once it is collected), and its registration of wrapped memory
-     * (cudaHostRegister, aclrtHostRegisterV2) ends, so the owner of wrapped memory may free it
-     * right after. Otherwise that happens when the last of those transfers or calls ends; where one
-     * may still run, {@link #closeAndWait()} waits for it before the memory is freed.
+     * is still running and no other call with the pool (a submit being checked, {@code copyTo},
+     * {@code copyFrom} or {@link #prefault()}) is running on another thread, kvio's use of the
+     * pool's memory ends before close() returns: memory kvio allocated is freed (unless a pool that
+     * wraps part of it, such as one over this pool's {@link #buffer()}, is still open: that pool
+     * holds it; or a ByteBuffer from {@link #buffer()} or {@link #slice} is still reachable: the
+     * buffers hold it, and the last one's Cleaner frees it once it is collected), and its
+     * registration of wrapped memory (cudaHostRegister, aclrtHostRegisterV2) ends, so the owner of
+     * wrapped memory may free it right after. Otherwise that happens when the last of those
+     * transfers or calls ends; where one may still run, {@link #closeAndWait()} waits for it before
+     * the memory is freed.
      *
      * @throws IllegalStateException (Java 22+) a MemorySegment of this pool (io.kvio.Segments) is
      *     in use (a downcall or an I/O operation holds it), so its arena cannot close: the pool is
@@ -583,10 +707,16 @@ public abstract class KvPool implements AutoCloseable {
      * own hold, and the memory is freed once the pool is closed and the last such buffer has been
      * collected (its Cleaner). After close() the buffer is plain memory: no new transfer can use it
      * (transfers submitted before still complete, as close() says). The first buffer of a pool
-     * opens a second native pool handle over the memory to hold it (kvio_debug_live_objects counts
-     * it). A closed pool's memory that buffers still hold is freed only when the JVM collects them;
-     * so that it does not pile up in a program that makes little garbage, the next allocation of
-     * pool memory after such a close asks the JVM for a collection.
+     * opens a second native pool over the memory to hold it (the keeper: a kvio_pool_wrap of it,
+     * used for no transfer). It is a pool handle like any other: kvio_debug_live_objects counts it
+     * as an open pool, and it takes one of the pool handles kvio allows open at once (2^24; past
+     * them opening a pool fails with KvioOutOfMemoryException), so this call can fail with
+     * KvioOutOfMemoryException, no buffer made. It is closed once the pool is closed and its last
+     * buffer collected. A closed pool's memory that buffers still hold is freed only when the JVM
+     * collects them; so that it does not pile up in a program that makes little garbage, an
+     * allocation of host pool memory asks the JVM for a collection when such memory exceeds a limit
+     * (system property {@code io.kvio.heldAfterCloseLimit}, bytes, default 1 GiB), or when it fails
+     * for want of memory while any is held (then it tries once more).
      *
      * <p>Wrapped caller memory: the caller owns it. The buffer keeps the caller's ByteBuffer or
      * MemorySegment reachable (a direct ByteBuffer's memory then lives on Java 17), but memory
@@ -688,11 +818,27 @@ public abstract class KvPool implements AutoCloseable {
      * this the first transfers into a new host pool also pay a page fault per page (the first
      * backup into a new 512 MiB pool took 4 times as long as the second in docs/benchmarks.md, "A
      * new host pool's first backup"). Call it at start-up, before the pool's transfers: it is not
-     * ordered with them. Pinned and device memory is backed already: nothing to do. Caller memory
-     * is populated with madvise(MADV_POPULATE_WRITE) (Linux 5.14); on an older kernel
-     * KvioUnsupportedException (touch it yourself), while memory kvio allocated is touched page by
-     * page. KvioClosedException for a closed pool, KvioOutOfMemoryException when the system cannot
-     * back the pages.
+     * ordered with them. Pinned and device memory is backed already: nothing to do.
+     *
+     * <p>Pageable memory, kvio's own and caller memory alike, is populated with
+     * madvise(MADV_POPULATE_WRITE) (Linux 5.14). On a kernel without it (before 5.14; some
+     * sandboxes, such as gVisor), memory kvio allocated is touched instead, one byte of each page
+     * (written back as it was, atomically), while caller memory is refused with
+     * KvioUnsupportedException naming MADV_POPULATE_WRITE, since kvio does not write to caller
+     * memory: touch a byte of each page yourself.
+     *
+     * @throws KvioClosedException the pool is closed, or wraps caller memory whose arena was closed
+     *     (Java 22+)
+     * @throws KvioInvalidArgumentException the memory cannot be backed for writing (madvise
+     *     answered EINVAL or EPERM): a read-only mapping wrapped by address, or memory that is not
+     *     ordinary (a device mapping, VM_IO or VM_PFNMAP)
+     * @throws KvioOutOfMemoryException the system cannot back the pages (ENOMEM, EAGAIN), or a
+     *     write to them would raise SIGBUS (EFAULT: a file mapping past the end of its file, huge
+     *     pages of a hugetlb mapping exhausted); the message says which. The page-touching fallback
+     *     (kvio's own memory on an older kernel) cannot report a shortage: the kernel may kill the
+     *     process instead (the OOM killer), as at any first write to such memory
+     * @throws KvioUnsupportedException caller memory on a kernel without
+     *     madvise(MADV_POPULATE_WRITE)
      */
     public void prefault() {
         ensureMemoryAlive();

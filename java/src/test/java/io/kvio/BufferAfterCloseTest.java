@@ -10,6 +10,7 @@
 package io.kvio;
 
 import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
@@ -138,34 +139,218 @@ public class BufferAfterCloseTest {
     }
 
     /**
+     * Runs {@code body} with the system property io.kvio.heldAfterCloseLimit set to {@code value}
+     * (null: unset), which kvio reads at each allocation; restores it after.
+     */
+    private static void withLimit(String value, ThrowingRunnable body) throws Exception {
+        String before = System.getProperty(KvPool.HELD_AFTER_CLOSE_LIMIT_PROPERTY);
+        try {
+            if (value == null) {
+                System.clearProperty(KvPool.HELD_AFTER_CLOSE_LIMIT_PROPERTY);
+            } else {
+                System.setProperty(KvPool.HELD_AFTER_CLOSE_LIMIT_PROPERTY, value);
+            }
+            body.run();
+        } finally {
+            if (before == null) {
+                System.clearProperty(KvPool.HELD_AFTER_CLOSE_LIMIT_PROPERTY);
+            } else {
+                System.setProperty(KvPool.HELD_AFTER_CLOSE_LIMIT_PROPERTY, before);
+            }
+        }
+    }
+
+    private interface ThrowingRunnable {
+        void run() throws Exception;
+    }
+
+    /**
      * A program that fills each pool through its buffer and closes it, then allocates the next
      * (kvio-cli's bench does), makes little garbage: the JVM may not collect the dropped buffers
-     * for a long time, and each closed pool's memory would stay. The next allocation asks for a
-     * collection once, so the closed pool's memory goes without the program calling System.gc().
+     * for a long time, and each closed pool's memory would stay. Once the memory so held exceeds
+     * the limit (here 0 bytes), the next allocation asks for a collection, so the closed pool's
+     * memory goes without the program calling System.gc().
      */
     @Test(timeOut = 60_000)
-    public void theNextAllocationCollectsBuffersOfClosedPools() throws Exception {
+    public void aboveTheLimitTheNextAllocationCollectsBuffersOfClosedPools() throws Exception {
         settle();
-        long baseline = allocations();
-        long heldBefore = KvPool.HELD_AFTER_CLOSE.get();
-        DeviceKvPool first = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
-        long bytes = first.regionBytes(0);
-        useABufferOf(first);
-        first.close();
-        assertEquals(
-                KvPool.HELD_AFTER_CLOSE.get(),
-                heldBefore + bytes,
-                "the closed pool's memory is counted as held by its buffer");
-        try (DeviceKvPool second = DeviceKvPool.allocate(SPEC, IoBackend.CPU)) {
-            // No System.gc() here: the allocation asked for it, and the Cleaner frees the memory.
-            for (int i = 0; i < 500 && allocations() > baseline + 1; i++) Thread.sleep(10);
-            assertEquals(
-                    allocations(),
-                    baseline + 1,
-                    "the first pool's memory stayed after the next allocation (only the second's"
-                            + " should be live)");
-            assertEquals(KvPool.HELD_AFTER_CLOSE.get(), heldBefore);
+        withLimit(
+                "0",
+                () -> {
+                    long baseline = allocations();
+                    long heldBefore = KvPool.HELD_AFTER_CLOSE.get();
+                    DeviceKvPool first = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
+                    long bytes = first.regionBytes(0);
+                    useABufferOf(first);
+                    first.close();
+                    assertEquals(
+                            KvPool.HELD_AFTER_CLOSE.get(),
+                            heldBefore + bytes,
+                            "the closed pool's memory is counted as held by its buffer");
+                    long asked = KvPool.COLLECTIONS_ASKED.get();
+                    try (DeviceKvPool second = DeviceKvPool.allocate(SPEC, IoBackend.CPU)) {
+                        assertEquals(
+                                KvPool.COLLECTIONS_ASKED.get(),
+                                asked + 1,
+                                "the allocation asked for a collection");
+                        // No System.gc() here: the allocation asked for it, and the Cleaner
+                        // frees the memory.
+                        for (int i = 0; i < 500 && allocations() > baseline + 1; i++) {
+                            Thread.sleep(10);
+                        }
+                        assertEquals(
+                                allocations(),
+                                baseline + 1,
+                                "the first pool's memory stayed after the next allocation (only"
+                                        + " the second's should be live)");
+                        assertEquals(KvPool.HELD_AFTER_CLOSE.get(), heldBefore);
+                    }
+                });
+    }
+
+    /**
+     * Below the limit (the default, 1 GiB, over a pool of 1 KiB) a closed pool's memory held by a
+     * dropped buffer waits for the collector's own schedule: the next allocation asks for no
+     * collection and pays no wait.
+     */
+    @Test(timeOut = 60_000)
+    public void belowTheLimitTheNextAllocationAsksForNoCollection() throws Exception {
+        settle();
+        withLimit(
+                null,
+                () -> {
+                    assertEquals(KvPool.heldAfterCloseLimit(), 1L << 30);
+                    long heldBefore = KvPool.HELD_AFTER_CLOSE.get();
+                    DeviceKvPool first = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
+                    long bytes = first.regionBytes(0);
+                    useABufferOf(first);
+                    first.close();
+                    assertEquals(KvPool.HELD_AFTER_CLOSE.get(), heldBefore + bytes);
+                    long asked = KvPool.COLLECTIONS_ASKED.get();
+                    DeviceKvPool.allocate(SPEC, IoBackend.CPU).close();
+                    HostKvPool.builder()
+                            .ioBackend(IoBackend.CPU)
+                            .deviceLayers(2)
+                            .pages(8)
+                            .pageSize(4)
+                            .heads(2)
+                            .headBytes(16)
+                            .build()
+                            .close();
+                    assertEquals(
+                            KvPool.COLLECTIONS_ASKED.get(),
+                            asked,
+                            "an allocation asked for a collection below the limit");
+                });
+        settle(); // the first pool's memory, for the tests after
+    }
+
+    /**
+     * An allocation that runs out of memory (injected: the next host allocation fails) while a
+     * closed pool's buffer holds memory asks for a collection and tries once more, whatever the
+     * limit; with nothing held it fails at once, asking for none.
+     */
+    @Test(timeOut = 60_000)
+    public void anAllocationOutOfMemoryCollectsAndTriesOnceMore() throws Exception {
+        settle();
+        try {
+            withLimit(
+                    Long.toString(Long.MAX_VALUE),
+                    () -> {
+                        assertEquals(KvPool.HELD_AFTER_CLOSE.get(), 0L, "settled: none held");
+                        long asked = KvPool.COLLECTIONS_ASKED.get();
+                        KvioTestNative.injectFault(
+                                KvioTestNative.KVIO_TEST_FAULT_HOST_ALLOCATION, 1);
+                        KvioOutOfMemoryException e =
+                                expectThrows(
+                                        KvioOutOfMemoryException.class,
+                                        () -> DeviceKvPool.allocate(SPEC, IoBackend.CPU));
+                        assertTrue(e.getMessage().contains("fault injected"), e.getMessage());
+                        assertEquals(
+                                KvPool.COLLECTIONS_ASKED.get(),
+                                asked,
+                                "nothing was held: a collection could free nothing");
+
+                        long baseline = allocations();
+                        DeviceKvPool first = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
+                        useABufferOf(first);
+                        first.close();
+                        assertTrue(KvPool.HELD_AFTER_CLOSE.get() > 0);
+                        KvioTestNative.injectFault(
+                                KvioTestNative.KVIO_TEST_FAULT_HOST_ALLOCATION, 1);
+                        try (DeviceKvPool second = DeviceKvPool.allocate(SPEC, IoBackend.CPU)) {
+                            assertEquals(
+                                    KvPool.COLLECTIONS_ASKED.get(),
+                                    asked + 1,
+                                    "the failed allocation asked for a collection");
+                            assertTrue(second.regionBytes(0) > 0, "the second try allocated");
+                            collectUntil(() -> allocations() <= baseline + 1);
+                            assertEquals(allocations(), baseline + 1, "the first pool's memory");
+                        }
+
+                        // Both tries fail: the second failure is thrown, the first suppressed.
+                        DeviceKvPool third = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
+                        ByteBuffer kept = third.buffer();
+                        third.close();
+                        KvioTestNative.injectFault(
+                                KvioTestNative.KVIO_TEST_FAULT_HOST_ALLOCATION, 2);
+                        KvioOutOfMemoryException twice =
+                                expectThrows(
+                                        KvioOutOfMemoryException.class,
+                                        () -> DeviceKvPool.allocate(SPEC, IoBackend.CPU));
+                        assertEquals(KvPool.COLLECTIONS_ASKED.get(), asked + 2);
+                        assertEquals(twice.getSuppressed().length, 1);
+                        assertTrue(
+                                twice.getSuppressed()[0] instanceof KvioOutOfMemoryException,
+                                String.valueOf(twice.getSuppressed()[0]));
+                        assertEquals(kept.get(0), (byte) 0, "a buffer still held keeps its memory");
+                    });
+        } finally {
+            KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_HOST_ALLOCATION, 0);
         }
+        settle();
+    }
+
+    /**
+     * Which allocations may ask for a collection: host memory (pageable or pinned), which buffers
+     * hold, only over the limit and only after a close with buffers out since the last one; never
+     * device memory (CUDA, Ascend), which no ByteBuffer holds (this machine may have no device to
+     * allocate on, so the decision is asked directly).
+     */
+    @Test
+    public void onlyHostMemoryOverTheLimitAsksForACollection() {
+        int[] host = {
+            KvioNative.KVIO_MEMORY_HOST,
+            KvioNative.KVIO_MEMORY_HOST_PINNED,
+            KvioNative.KVIO_MEMORY_ASCEND_HOST_PINNED
+        };
+        for (int kind : host) {
+            assertTrue(KvPool.collectsBefore(kind, 2048, 1024, true), "kind " + kind);
+            assertFalse(KvPool.collectsBefore(kind, 1024, 1024, true), "at the limit: " + kind);
+            assertFalse(KvPool.collectsBefore(kind, 2048, 1024, false), "no close since: " + kind);
+        }
+        for (int kind :
+                new int[] {
+                    KvioNative.KVIO_MEMORY_CUDA_DEVICE, KvioNative.KVIO_MEMORY_ASCEND_DEVICE
+                }) {
+            assertFalse(KvPool.collectsFor(kind), "device kind " + kind);
+            assertFalse(KvPool.collectsBefore(kind, Long.MAX_VALUE, 0, true), "kind " + kind);
+        }
+        // The cpu backend's device pools are host memory; the device backends' are not.
+        assertTrue(KvPool.collectsFor(IoBackend.CPU.deviceMemoryKind()));
+        assertFalse(KvPool.collectsFor(IoBackend.KERNEL.deviceMemoryKind()));
+        assertFalse(KvPool.collectsFor(IoBackend.KERNEL_ASCEND.deviceMemoryKind()));
+        assertTrue(KvPool.collectsFor(IoBackend.KERNEL.hostMemoryKind()));
+    }
+
+    /** The limit's property: bytes; anything else (a word, a negative number) is the default. */
+    @Test
+    public void theLimitIsReadFromItsPropertyAndFallsBackOnBadValues() throws Exception {
+        withLimit(null, () -> assertEquals(KvPool.heldAfterCloseLimit(), 1L << 30));
+        withLimit("123456", () -> assertEquals(KvPool.heldAfterCloseLimit(), 123456L));
+        withLimit(" 0 ", () -> assertEquals(KvPool.heldAfterCloseLimit(), 0L));
+        withLimit("1GiB", () -> assertEquals(KvPool.heldAfterCloseLimit(), 1L << 30));
+        withLimit("-1", () -> assertEquals(KvPool.heldAfterCloseLimit(), 1L << 30));
     }
 
     /** Closed without a buffer ever taken: nothing holds the memory, close() frees it at once. */

@@ -297,11 +297,14 @@ public class ReliabilityTest {
     public void allocationFailureSurfacesOnTheBuilder() {
         DeviceKvPool device =
                 open(new PoolFixtures.Config(PoolKind.MHA, 2, 8, 4, 2, 64).allocateDevice());
-        KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_HOST_ALLOCATION, 1);
+        // Twice: where a closed pool's buffer still holds memory, the failed allocation collects
+        // and tries once more (KvPool.allocateCollecting), which must fail too.
+        KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_HOST_ALLOCATION, 2);
         KvioOutOfMemoryException e =
                 expectThrows(
                         KvioOutOfMemoryException.class,
                         () -> open(PoolFixtures.host(device, KvLayout.PAGE_FIRST, 8)));
+        KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_HOST_ALLOCATION, 0);
         CpuPoolsFixture.assertMessage(
                 e,
                 "mmap of",

@@ -56,21 +56,8 @@ final class NativeBridge {
             String platform = platform();
             UnsatisfiedLinkError e =
                     new UnsatisfiedLinkError(
-                            "kvio: could not load the native libraries (libkvio.so,"
-                                    + " libjniKvioNative.so) for platform "
-                                    + platform
-                                    + ". They come in the natives JAR, kvio-"
-                                    + platform
-                                    + ".jar (the Maven artifact io.kvio:kvio with classifier "
-                                    + platform
-                                    + ", kvio-<version>-"
-                                    + platform
-                                    + ".jar in a repository), under io/kvio/"
-                                    + platform
-                                    + "/: put it on the class path beside kvio.jar and JavaCPP's"
-                                    + " JAR (a Maven build: depend on io.kvio:kvio-platform, which"
-                                    + " brings both). Cause: "
-                                    + KvioNative.LOAD_ERROR);
+                            loadFailureMessage(
+                                    platform, nativeResource(platform), KvioNative.LOAD_ERROR));
             e.initCause(KvioNative.LOAD_ERROR);
             throw e;
         }
@@ -88,6 +75,75 @@ final class NativeBridge {
     }
 
     private NativeBridge() {}
+
+    /**
+     * Where the class path holds the JNI library for {@code platform}
+     * (io/kvio/&lt;platform&gt;/libjniKvioNative.so, which the natives JAR carries), or null if it
+     * holds none.
+     */
+    private static java.net.URL nativeResource(String platform) {
+        try {
+            return KvioNative.class.getResource(
+                    "/io/kvio/" + platform + "/" + System.mapLibraryName("jniKvioNative"));
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+
+    /**
+     * The message of the UnsatisfiedLinkError thrown when the natives did not load. {@code
+     * library}: where the class path holds the JNI library for {@code platform}, null if nowhere.
+     * Without it the natives JAR is missing, and the message says which JAR to add. With it the JAR
+     * is there and loading itself failed (a system library or symbol the library needs is missing,
+     * such as a newer libstdc++; a library of another architecture), so the message leads with the
+     * cause's own words and does not send the reader after a JAR they have.
+     */
+    static String loadFailureMessage(String platform, java.net.URL library, Throwable cause) {
+        if (library == null) {
+            return "kvio: could not load the native libraries (libkvio.so,"
+                    + " libjniKvioNative.so) for platform "
+                    + platform
+                    + ". They come in the natives JAR, kvio-"
+                    + platform
+                    + ".jar (the Maven artifact io.kvio:kvio with classifier "
+                    + platform
+                    + ", kvio-<version>-"
+                    + platform
+                    + ".jar in a repository), under io/kvio/"
+                    + platform
+                    + "/: put it on the class path beside kvio.jar and JavaCPP's"
+                    + " JAR (a Maven build: depend on io.kvio:kvio-platform, which"
+                    + " brings both). Cause: "
+                    + cause;
+        }
+        return "kvio: "
+                + causeChain(cause)
+                + " (the native libraries for platform "
+                + platform
+                + " are on the class path, at "
+                + library
+                + ", but could not be loaded: a system library or symbol they need is missing"
+                + " here, such as a libstdc++ older than the one they were built with, or they"
+                + " were built for another machine)";
+    }
+
+    /** The messages of {@code t} and its causes, outermost first, each given once. */
+    private static String causeChain(Throwable t) {
+        StringBuilder b = new StringBuilder();
+        String last = null;
+        for (Throwable c = t; c != null && b.length() < 4000; c = c.getCause()) {
+            String m = c.getMessage() != null ? c.getMessage() : c.getClass().getName();
+            if (last != null && last.contains(m)) {
+                continue;
+            }
+            b.append(b.length() == 0 ? "" : "; caused by: ").append(m);
+            last = m;
+            if (c.getCause() == c) {
+                break;
+            }
+        }
+        return b.toString();
+    }
 
     /** JavaCPP's name of this platform ("linux-x86_64"), as the natives JAR's classifier. */
     private static String platform() {
@@ -411,13 +467,17 @@ final class NativeBridge {
     }
 
     /**
-     * Copies {@code bytes} between [offset, offset + bytes) of a pool region and host memory at
-     * {@code hostAddress}, synchronously; toHost: pool to host.
+     * Backs every page of the pool's pageable host memory with physical memory, keeping its bytes
+     * (kvio_pool_prefault; KvPool.prefault() says what each failure means).
      */
     static void poolPrefault(long pool) {
         check(KvioNative.kvio_pool_prefault(pool));
     }
 
+    /**
+     * Copies {@code bytes} between [offset, offset + bytes) of a pool region and host memory at
+     * {@code hostAddress}, synchronously; toHost: pool to host.
+     */
     static void poolCopy(
             long pool, int region, long offset, long hostAddress, long bytes, boolean toHost) {
         check(

@@ -42,6 +42,12 @@ final class KvioTestNative {
      */
     static final int KVIO_TEST_FAULT_CPU_THREAD = 4;
 
+    /**
+     * The next {@code count} regions kvio_pool_prefault backs are treated as on a kernel without
+     * madvise(MADV_POPULATE_WRITE): caller memory is refused (UNSUPPORTED; kvio_test_hooks.h).
+     */
+    static final int KVIO_TEST_FAULT_NO_POPULATE = 5;
+
     /** The next {@code count} occurrences of {@code fault} fail (KVIO_TEST_FAULT_*). */
     static void injectFault(int fault, long count) {
         NativeBridge.check(kvio_test_inject_fault(fault, count));
@@ -193,6 +199,9 @@ final class KvioTestNative {
 
     @MemberGetter
     static native int KVIO_TEST_FAULT_CPU_THREAD();
+
+    @MemberGetter
+    static native int KVIO_TEST_FAULT_NO_POPULATE();
 
     // ---- struct layouts, as the C compiler lays them out ----
     @MemberGetter

@@ -153,6 +153,9 @@ public class NativeValuesTest {
         assertEquals(
                 KvioTestNative.KVIO_TEST_FAULT_CPU_THREAD,
                 KvioTestNative.KVIO_TEST_FAULT_CPU_THREAD());
+        assertEquals(
+                KvioTestNative.KVIO_TEST_FAULT_NO_POPULATE,
+                KvioTestNative.KVIO_TEST_FAULT_NO_POPULATE());
     }
 
     @Test

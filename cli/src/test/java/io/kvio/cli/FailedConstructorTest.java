@@ -26,7 +26,7 @@ public class FailedConstructorTest {
     @Test
     public void deviceMirrorClosesItsShadowWhenItsRegionFails() {
         try (DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU)) {
-            long before = LiveNativeObjects.pools();
+            long before = LiveNativeObjects.settledPools();
             DeviceKvPool shadow = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
             IllegalStateException e =
                     expectThrows(
@@ -42,7 +42,10 @@ public class FailedConstructorTest {
             assertEquals(e.getMessage(), "no region");
             assertTrue(shadow.isClosed(), "the shadow is closed at once");
             assertFalse(device.isClosed(), "the caller's pool stays open");
-            assertEquals(LiveNativeObjects.pools(), before);
+            // At most as many as before: the shadow's handle is closed. (Settled above, so only
+            // an earlier test's pool the Cleaner closed meanwhile could take it below.)
+            long after = LiveNativeObjects.pools();
+            assertTrue(after <= before, after + " pools open, " + before + " before the shadow");
         }
     }
 

@@ -10,6 +10,7 @@
 package io.kvio;
 
 import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 import static org.testng.Assert.expectThrows;
 
@@ -74,6 +75,8 @@ public class CudaBackendTest {
                                         .deviceIndices(deviceSlots)
                                         .hostIndices(hostTo)
                                         .submit()) {
+                            assertTrue(t.hasCudaEvent(), backend + ": a CUDA backup has one");
+                            assertFalse(t.hasAscendEvent(), backend + ": not an Ascend transfer");
                             t.await();
                             assertEquals(
                                     t.bytes(),

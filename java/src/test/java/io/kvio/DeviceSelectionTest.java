@@ -8,6 +8,7 @@
 package io.kvio;
 
 import static org.testng.Assert.assertEquals;
+import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertNotEquals;
 import static org.testng.Assert.assertSame;
 import static org.testng.Assert.assertTrue;
@@ -219,9 +220,17 @@ public class DeviceSelectionTest {
                                 .hostIndices(hostPages)
                                 .deviceIndices(devicePages)
                                 .submit()) {
+                    assertTrue(load.hasCudaEvent(), b + ": a CUDA transfer that moved data");
+                    assertFalse(load.hasAscendEvent(), b + ": not an Ascend transfer");
                     assertNotEquals(load.cudaEvent(), 0L);
                     load.await();
+                    assertTrue(load.hasCudaEvent(), b + ": the answer stays after release");
                 }
+            }
+            try (Transfer none =
+                    source.load(device, 0).hostIndices(new long[0]).deviceIndices().submit()) {
+                assertFalse(none.hasCudaEvent(), b + ": a transfer that moved nothing");
+                assertEquals(none.cudaEvent(), 0L);
             }
             destination
                     .backup(device)

@@ -26,16 +26,32 @@ final class IndexArg {
     private final int[] ints;
     // Whole pages (hostPages/devicePages): the name the caller wrote, how many pages, the pool's
     // page size and whose it is ("host", "device"); pageName null for lists of token slots.
-    private String pageName;
-    private long pages;
-    private long pageSize;
-    private String pageOwner;
+    private final String pageName;
+    private final long pages;
+    private final long pageSize;
+    private final String pageOwner;
 
-    private IndexArg(String name, TokenIndices list, long[] longs, int[] ints) {
+    private IndexArg(
+            String name,
+            TokenIndices list,
+            long[] longs,
+            int[] ints,
+            String pageName,
+            long pages,
+            long pageSize,
+            String pageOwner) {
         this.name = name;
         this.list = list;
         this.longs = longs;
         this.ints = ints;
+        this.pageName = pageName;
+        this.pages = pages;
+        this.pageSize = pageSize;
+        this.pageOwner = pageOwner;
+    }
+
+    private IndexArg(String name, TokenIndices list, long[] longs, int[] ints) {
+        this(name, list, longs, ints, null, 0, 0, null);
     }
 
     static IndexArg of(String name, TokenIndices list) {
@@ -59,12 +75,15 @@ final class IndexArg {
      */
     static IndexArg ofPages(
             String name, long[] slots, String pageName, long pages, long pageSize, String owner) {
-        IndexArg arg = of(name, slots);
-        arg.pageName = pageName;
-        arg.pages = pages;
-        arg.pageSize = pageSize;
-        arg.pageOwner = owner;
-        return arg;
+        return new IndexArg(
+                name,
+                null,
+                Objects.requireNonNull(slots, name),
+                null,
+                Objects.requireNonNull(pageName, "pageName"),
+                pages,
+                pageSize,
+                owner);
     }
 
     String name() {

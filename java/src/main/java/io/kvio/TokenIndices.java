@@ -1,8 +1,9 @@
 /*
  * A list of token slot numbers (page * pageSize + slot) in native int64 memory, as transfers take
  * them. of(...) and pages(...) copy into memory this object owns (freed by close() or, if
- * forgotten, by a Cleaner); wrap(...) views caller-owned memory (a raw address, or a direct
- * native-order LongBuffer, which it keeps reachable) and never frees it; other buffers are copied.
+ * forgotten, by a Cleaner), arrays and buffers alike; wrap(...) only views caller-owned memory (a
+ * raw address, or a direct native-order LongBuffer, which it keeps reachable), never copies it
+ * and never frees it: a buffer it cannot view is refused, not silently copied.
  * On Java 22+, io.kvio.Segments wraps MemorySegments the same way, and a list viewing a segment (or
  * a buffer view of one) is refused once the segment's arena is closed. Transfers read
  * the list only while they are submitted, so it may be closed or reused right after.
@@ -78,39 +79,69 @@ public final class TokenIndices implements AutoCloseable {
     }
 
     /**
-     * The int64 values from {@code indices}' position to its limit. A direct buffer in native byte
-     * order is viewed, not copied: its contents must stay unchanged while transfers are submitted
-     * with this list, and this list keeps the buffer reachable until it is. Any other buffer (heap,
-     * or non-native byte order) is copied into memory this list owns. The buffer's position is left
-     * as it was. Loads kvio's native library if no kvio call has yet. On Java 22+ a direct buffer
-     * may be a view of a MemorySegment (segment.asByteBuffer()): KvioClosedException if its arena
-     * is closed, and submitting with the list once it is closed throws KvioClosedException too.
+     * Views the int64 values from {@code indices}' position to its limit, without a copy: the list
+     * reads the buffer's memory, so an engine may refill one buffer per batch and wrap it again (or
+     * keep the list, which sees the new values). The buffer must be direct and in native byte
+     * order; its contents must stay unchanged while transfers are submitted with this list, and
+     * this list keeps the buffer reachable until it is. The buffer's position is left as it was.
+     * Loads kvio's native library if no kvio call has yet. On Java 22+ the buffer may be a view of
+     * a MemorySegment (segment.asByteBuffer()): KvioClosedException if its arena is closed, and
+     * submitting with the list once it is closed throws KvioClosedException too.
+     *
+     * @throws KvioInvalidArgumentException for a buffer that cannot be viewed: a heap buffer, or a
+     *     direct one in the other byte order (such as {@code
+     *     ByteBuffer.allocateDirect(n).asLongBuffer()}, big-endian); the message says how to make
+     *     one that can be, or to copy it with {@link #of(LongBuffer)}
      */
     public static TokenIndices wrap(LongBuffer indices) {
         Objects.requireNonNull(indices, "indices");
-        int count = indices.remaining();
-        if (indices.isDirect() && indices.order() == ByteOrder.nativeOrder()) {
-            BooleanSupplier alive = DirectBuffers.checkedLiveness(indices, "indices");
-            if (count == 0) {
-                return new TokenIndices(0, 0, false, null, null);
-            }
-            return new TokenIndices(
-                    DirectBuffers.address(indices) + indices.position() * 8L,
-                    count,
-                    false,
-                    indices,
-                    alive);
+        if (!indices.isDirect() || indices.order() != ByteOrder.nativeOrder()) {
+            throw new KvioInvalidArgumentException(
+                    "indices is "
+                            + (indices.isDirect()
+                                    ? "a direct LongBuffer in "
+                                            + indices.order()
+                                            + " byte order, but this machine's is "
+                                            + ByteOrder.nativeOrder()
+                                    : "a heap LongBuffer (over a long[])")
+                            + ": wrap(LongBuffer) views a buffer without copying it, and kvio reads"
+                            + " int64 slots in native byte order from native memory; allocate one"
+                            + " it can view with ByteBuffer.allocateDirect(8 * n)"
+                            + ".order(ByteOrder.nativeOrder()).asLongBuffer(), or copy this one"
+                            + " with TokenIndices.of(indices)");
         }
-        long[] copy = new long[count];
+        int count = indices.remaining();
+        BooleanSupplier alive = DirectBuffers.checkedLiveness(indices, "indices");
+        if (count == 0) {
+            return new TokenIndices(0, 0, false, null, null);
+        }
+        return new TokenIndices(
+                DirectBuffers.address(indices) + indices.position() * 8L,
+                count,
+                false,
+                indices,
+                alive);
+    }
+
+    /**
+     * Copies the int64 values from {@code indices}' position to its limit into memory this list
+     * owns, whatever the buffer (heap or direct, either byte order): later writes to the buffer do
+     * not change the list. The buffer's position is left as it was. {@link #wrap(LongBuffer)} views
+     * a direct native-order buffer instead.
+     */
+    public static TokenIndices of(LongBuffer indices) {
+        Objects.requireNonNull(indices, "indices");
+        long[] copy = new long[indices.remaining()];
         indices.duplicate().get(copy);
         return of(copy);
     }
 
     /**
-     * The int32 values from {@code indices}' position to its limit, widened to int64 into memory
-     * this list owns (a copy: transfers take int64 slots). The buffer's position is left as it was.
+     * Copies the int32 values from {@code indices}' position to its limit, widened to int64, into
+     * memory this list owns (transfers take int64 slots, so an IntBuffer cannot be viewed). The
+     * buffer's position is left as it was.
      */
-    public static TokenIndices wrap(IntBuffer indices) {
+    public static TokenIndices of(IntBuffer indices) {
         Objects.requireNonNull(indices, "indices");
         int[] copy = new int[indices.remaining()];
         indices.duplicate().get(copy);

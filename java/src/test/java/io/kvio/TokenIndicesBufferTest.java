@@ -1,7 +1,8 @@
 /*
- * TokenIndices.wrap(LongBuffer / IntBuffer) and HostKvPool.Builder.wrap (issue 12, item 8): direct
- * native-order long buffers are viewed without a copy, everything else is copied (ints widened);
- * the lists work in transfers; a host pool can be built over a caller's direct ByteBuffer. The
+ * TokenIndices.wrap(LongBuffer), TokenIndices.of(LongBuffer / IntBuffer) and HostKvPool.Builder.wrap
+ * (issue 12, item 8): wrap views a direct native-order long buffer without a copy and refuses any
+ * other buffer (a silent copy would leave an engine that refills its buffer moving stale slots);
+ * of(...) copies every buffer (ints widened); the lists work in transfers; a host pool can be built over a caller's direct ByteBuffer. The
  * first-call case (no kvio call before wrap) runs in a fresh JVM: FirstCallMain.
  */
 package io.kvio;
@@ -47,7 +48,48 @@ public class TokenIndicesBufferTest {
     }
 
     @Test
-    public void otherLongBuffersAndIntBuffersAreCopied() {
+    public void wrapRefusesBuffersItCannotViewAndSaysHowToMakeOne() {
+        LongBuffer heap = LongBuffer.wrap(new long[] {1, 2, 3});
+        // allocateDirect(n).asLongBuffer() without order(...): big-endian, not x86's or arm's order
+        LongBuffer bigEndian =
+                ByteBuffer.allocateDirect(24).asLongBuffer().put(new long[] {4, 5, 6});
+        bigEndian.flip();
+        assertEquals(bigEndian.order(), ByteOrder.BIG_ENDIAN);
+        assertNotEquals(ByteOrder.nativeOrder(), ByteOrder.BIG_ENDIAN, "this test's premise");
+        for (LongBuffer b : List.of(heap, bigEndian)) {
+            KvioInvalidArgumentException e =
+                    expectThrows(KvioInvalidArgumentException.class, () -> TokenIndices.wrap(b));
+            String m = e.getMessage();
+            assertTrue(
+                    m.contains(
+                            "ByteBuffer.allocateDirect(8 * n).order(ByteOrder.nativeOrder())"
+                                    + ".asLongBuffer()"),
+                    m);
+            assertTrue(m.contains("TokenIndices.of(indices)"), m);
+            assertTrue(m.contains(b.isDirect() ? "BIG_ENDIAN byte order" : "heap LongBuffer"), m);
+            assertEquals(b.position(), 0, "the buffer's position is left");
+            assertEquals(b.get(0), b == heap ? 1 : 4, "the buffer is left");
+        }
+    }
+
+    @Test
+    public void ofCopiesEveryBufferEvenOneWrapCouldView() {
+        LongBuffer direct = directLongs(1, 2, 3);
+        direct.position(1);
+        try (TokenIndices copy = TokenIndices.of(direct);
+                TokenIndices view = TokenIndices.wrap(direct)) {
+            direct.put(1, 20); // an engine refilling its buffer for the next batch
+            assertEquals(
+                    copy.toString(), "TokenIndices{size=2, [2, 3]}", "a copy keeps its values");
+            assertEquals(
+                    view.toString(), "TokenIndices{size=2, [20, 3]}", "a view sees the refill");
+            assertNotEquals(copy.address(), NativeBridge.directAddress(direct) + 8);
+        }
+        assertEquals(direct.position(), 1, "of leaves the position");
+    }
+
+    @Test
+    public void otherLongBuffersAndIntBuffersAreCopiedByOf() {
         LongBuffer heap = LongBuffer.wrap(new long[] {1, 2, 3});
         LongBuffer swapped =
                 ByteBuffer.allocateDirect(24)
@@ -64,10 +106,10 @@ public class TokenIndicesBufferTest {
                         .asIntBuffer()
                         .put(new int[] {7, 8, 9})
                         .flip();
-        try (TokenIndices a = TokenIndices.wrap(heap);
-                TokenIndices b = TokenIndices.wrap(swapped);
-                TokenIndices c = TokenIndices.wrap(ints);
-                TokenIndices d = TokenIndices.wrap(IntBuffer.wrap(new int[] {10, 11}, 1, 1))) {
+        try (TokenIndices a = TokenIndices.of(heap);
+                TokenIndices b = TokenIndices.of(swapped);
+                TokenIndices c = TokenIndices.of(ints);
+                TokenIndices d = TokenIndices.of(IntBuffer.wrap(new int[] {10, 11}, 1, 1))) {
             assertEquals(a.toString(), "TokenIndices{size=3, [1, 2, 3]}");
             assertEquals(b.toString(), "TokenIndices{size=3, [4, 5, 6]}");
             assertEquals(c.toString(), "TokenIndices{size=3, [7, 8, 9]}");
@@ -77,7 +119,8 @@ public class TokenIndicesBufferTest {
             assertNotEquals(b.address(), NativeBridge.directAddress(swapped));
         }
         assertThrows(NullPointerException.class, () -> TokenIndices.wrap((LongBuffer) null));
-        assertThrows(NullPointerException.class, () -> TokenIndices.wrap((IntBuffer) null));
+        assertThrows(NullPointerException.class, () -> TokenIndices.of((LongBuffer) null));
+        assertThrows(NullPointerException.class, () -> TokenIndices.of((IntBuffer) null));
         try (TokenIndices empty = TokenIndices.wrap(directLongs())) {
             assertEquals(empty.size(), 0);
         }
@@ -107,7 +150,7 @@ public class TokenIndicesBufferTest {
                 HostKvPool host = HostKvPool.builder().forDevice(device).wrap(hostMemory).build();
                 TokenIndices d = TokenIndices.wrap(directLongs(5, 6));
                 TokenIndices h =
-                        TokenIndices.wrap(
+                        TokenIndices.of(
                                 ByteBuffer.allocateDirect(8)
                                         .order(ByteOrder.nativeOrder())
                                         .asIntBuffer()

@@ -336,11 +336,14 @@ public final class HostKvPool extends KvPool {
          * The copy kernel's launch shape for this transfer only: at most {@code ctaBudget} thread
          * blocks (1 to 65535) of {@code warpsPerCta} warps (1 to 32); 0 or less for either keeps
          * the executor's setting ({@link KvioExecutor#setLaunch(int, int)}), which is also what a
-         * request without this call uses. Unlike setLaunch it changes nothing for other transfers.
-         * The {@link IoBackend#KERNEL} backend uses it, and {@link IoBackend#AUTO} when it gives
-         * the transfer to its kernel; the other backends (cpu, direct, staged, kernel_ascend)
-         * ignore it. Its limits are checked on every backend, for empty index lists and loads of a
-         * layer this pool does not hold as well: {@link #submit()} throws
+         * request without this call uses; for setLaunch itself 0 or less means the backend's
+         * default instead (setLaunch's javadoc has the two side by side). Unlike setLaunch it
+         * changes nothing for other transfers, so it is also accepted on a shared executor (the
+         * pool's default). The {@link IoBackend#KERNEL} backend uses it, and {@link IoBackend#AUTO}
+         * when it gives the transfer to its kernel; the other backends (cpu, direct, staged,
+         * kernel_ascend) ignore it (where setLaunch, except on staged, throws
+         * KvioUnsupportedException). Its limits are checked on every backend, for empty index lists
+         * and loads of a layer this pool does not hold as well: {@link #submit()} throws
          * KvioInvalidArgumentException above 65535 CTAs or 32 warps, before any byte moves.
          * Combines with {@link #overlapsCompute()}.
          */
@@ -814,9 +817,21 @@ public final class HostKvPool extends KvPool {
         }
 
         /**
-         * A private executor with this many threads (1 to 1024; {@code <= 0}: one per core, at most
-         * 1024; ignored by the device backends), closed with the pool. More than 1024 is refused by
-         * {@link #build()}.
+         * A private executor, closed with the pool, with this many io threads: 1 to 1024, or {@code
+         * <= 0} for one per core (at most 1024). {@code threads(0)} gives the pool a private
+         * executor of its io backend on any backend, e.g. to change its settings ({@link
+         * KvioExecutor#setLaunch}) without touching the shared executor's. A count above 0 is
+         * honoured by the io backends that run on host threads, or refused by {@link #build()}:
+         *
+         * <ul>
+         *   <li>cpu, and auto on a machine without a GPU or NPU: honoured; more than 1024 is
+         *       KvioInvalidArgumentException.
+         *   <li>auto on an NPU (no GPU): honoured by its cpu candidate on device 0; on another
+         *       device the native executor has no thread count (one io thread per core), so it is
+         *       KvioUnsupportedException.
+         *   <li>kernel, direct, staged, kernel_ascend, and auto on a machine with a CUDA GPU (which
+         *       chooses among kernel, direct and staged): no io threads, KvioUnsupportedException.
+         * </ul>
          */
         public Builder threads(int threads) {
             this.threads = threads;
@@ -830,6 +845,41 @@ public final class HostKvPool extends KvPool {
             this.executor = Objects.requireNonNull(executor, "executor");
             this.privateExecutor = false;
             return this;
+        }
+
+        /**
+         * threads(n), n above 0, where the private executor build() would make cannot honour it: a
+         * backend without io threads, or auto on a device other than 0, whose native executor
+         * (kvio_executor_create_cuda / _on_npu) takes no thread count.
+         */
+        static void checkThreads(IoBackend backend, int threads, int ordinal) {
+            if (threads <= 0) {
+                return; // one per core, or none: every backend and device takes it
+            }
+            if (!KvioExecutor.hasIoThreads(backend)) {
+                throw new KvioUnsupportedException(
+                        "threads("
+                                + threads
+                                + "): io backend '"
+                                + backend.userName()
+                                + "'"
+                                + (backend == IoBackend.AUTO
+                                        ? " runs on this machine's CUDA GPU and"
+                                        : "")
+                                + " has no io threads (its transfers run on a device stream or"
+                                + " queue); use threads(0) for a private executor of it, or leave"
+                                + " threads unset for the shared one");
+            }
+            if (ordinal > 0) {
+                throw new KvioUnsupportedException(
+                        "threads("
+                                + threads
+                                + "): io backend 'auto' on device "
+                                + ordinal
+                                + " (the device pool's or the executor's) runs its cpu transfers"
+                                + " on one io thread per core and takes no thread count there;"
+                                + " use threads(0) for a private executor, or build on device 0");
+            }
         }
 
         /**
@@ -1097,8 +1147,9 @@ public final class HostKvPool extends KvPool {
          * @throws KvioOutOfRangeException for a layerRange outside the device pool's layers
          * @throws KvioUnsupportedException when this host pool's io backend cannot move the device
          *     pool's memory (its kind): the exception a transfer between the two pools throws for
-         *     the same refusal; or for a combination of kind, layout and granularity no backend
-         *     supports (an mla pool in page_head)
+         *     the same refusal; for a combination of kind, layout and granularity no backend
+         *     supports (an mla pool in page_head); or for threads(n), n above 0, where the executor
+         *     build() makes cannot honour it (see {@link #threads(int)})
          * @throws KvioUnavailableException when the io backend cannot run on this machine (a GPU
          *     backend without a GPU: the message lists the backends available here)
          * @throws KvioOutOfMemoryException when the host memory cannot be allocated (or pinned)
@@ -1147,6 +1198,9 @@ public final class HostKvPool extends KvPool {
                                 + ", "
                                 + ordinal
                                 + ")");
+            }
+            if (privateExecutor) {
+                checkThreads(backend, threads, ordinal);
             }
             if (wrapping && wrapAlive != null && !wrapAlive.getAsBoolean()) {
                 throw new KvioClosedException(

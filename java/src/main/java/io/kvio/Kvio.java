@@ -304,11 +304,13 @@ public final class Kvio {
          * The copy kernel's launch shape for this transfer only, as {@link
          * HostKvPool.TransferRequest#launch(int, int)} gives it: at most {@code ctaBudget} thread
          * blocks (1 to 65535) of {@code warpsPerCta} warps (1 to 32); 0 or less for either keeps
-         * the executor's setting ({@link KvioExecutor#setLaunch(int, int)}). Used by the {@link
-         * IoBackend#KERNEL} backend, and by {@link IoBackend#AUTO} when it gives the transfer to
-         * its kernel; ignored by the others, which still check its limits: {@link #submit()} throws
+         * the executor's setting ({@link KvioExecutor#setLaunch(int, int)}), not the backend's
+         * default (there 0 or less means the default: see setLaunch for the two side by side). Used
+         * by the {@link IoBackend#KERNEL} backend, and by {@link IoBackend#AUTO} when it gives the
+         * transfer to its kernel; ignored by the others (cpu included, where setLaunch throws
+         * KvioUnsupportedException), which still check its limits: {@link #submit()} throws
          * KvioInvalidArgumentException above 65535 CTAs or 32 warps, empty index lists included,
-         * before any byte moves.
+         * before any byte moves. Unlike setLaunch it is accepted on a shared executor.
          */
         public Request launch(int ctaBudget, int warpsPerCta) {
             this.ctaBudget = ctaBudget;

@@ -86,21 +86,54 @@ public final class KvioExecutor implements AutoCloseable {
     }
 
     /**
-     * A private executor; {@code threads} (cpu, and auto where it is cpu) is 1 to 1024, or {@code
-     * <= 0} for one per core (at most 1024); the device backends ignore it. Device backends run on
-     * device 0 with a stream of their own ({@link #onDevice} chooses the device).
+     * A private executor. {@code threads} is the io threads of the backends that run on host
+     * threads: cpu, and auto on a machine without a CUDA GPU (for its cpu candidate): 1 to 1024, or
+     * {@code <= 0} for one per core (at most 1024). The device backends (kernel, direct, staged,
+     * kernel_ascend), and auto on a machine with a CUDA GPU (which chooses among kernel, direct and
+     * staged), have no io threads and take {@code threads <= 0} only; they run on device 0 with a
+     * stream of their own ({@link #onDevice} chooses the device).
      *
      * @throws KvioInvalidArgumentException for more than 1024 threads
+     * @throws KvioUnsupportedException for {@code threads > 0} on a backend without io threads: the
+     *     message points to {@link #onDevice(IoBackend, int)}, which a second int argument is
+     *     easily mistaken for
      * @throws KvioUnavailableException when the backend cannot run here (the reason is the cause)
      */
     public static KvioExecutor create(IoBackend backend, int threads) {
         Objects.requireNonNull(backend, "backend");
+        if (threads > 0 && !hasIoThreads(backend)) {
+            throw new KvioUnsupportedException(
+                    "io backend '"
+                            + backend.userName()
+                            + "'"
+                            + (backend == IoBackend.AUTO
+                                    ? " runs on this machine's CUDA GPU and"
+                                    : "")
+                            + " has no io threads, so threads must be 0 or less, got "
+                            + threads
+                            + "; KvioExecutor.create(backend, threads) runs a device backend on"
+                            + " device 0: for device "
+                            + threads
+                            + " use KvioExecutor.onDevice(IoBackend."
+                            + backend.name()
+                            + ", "
+                            + threads
+                            + ")");
+        }
         backend.ensureAvailability();
         return new KvioExecutor(
                 backend,
                 backend.isDevice() ? 0 : -1,
                 NativeBridge.executorCreate(backend, threads),
                 false);
+    }
+
+    /**
+     * Whether {@code backend} takes a thread count: cpu, and auto where it has a cpu candidate (no
+     * CUDA GPU); not the device backends, whose work runs on a stream or queue.
+     */
+    static boolean hasIoThreads(IoBackend backend) {
+        return backend == IoBackend.CPU || (backend == IoBackend.AUTO && !backend.isCuda());
     }
 
     /**
@@ -158,7 +191,13 @@ public final class KvioExecutor implements AutoCloseable {
                 false);
     }
 
-    /** The process-wide executor of {@code backend} (one thread per core), created on first use. */
+    /**
+     * The process-wide executor of {@code backend}, created on first use: on cpu (and auto without
+     * a device) one io thread per core; on a device backend (and auto with a GPU or NPU) device 0,
+     * with a stream of its own. It is shared by every host pool built without threads(n) or
+     * executor(...) on that backend and device, so its settings cannot be changed ({@link
+     * #setLaunch}, {@link #setAutoCalibration} refuse it).
+     */
     public static KvioExecutor shared(IoBackend backend) {
         Objects.requireNonNull(backend, "backend");
         return shared(backend, backend.isDevice() ? 0 : -1);
@@ -233,16 +272,43 @@ public final class KvioExecutor implements AutoCloseable {
 
     /**
      * The copy kernel's launch shape for transfers submitted from now on: at most {@code ctaBudget}
-     * thread blocks of {@code warpsPerCta} warps (0: the defaults; kernel 4 and 16, staged's
-     * gather/scatter 8 and 16). The copy kernel shares the GPU with the forward pass, so the budget
-     * is small by default. On an {@link IoBackend#AUTO} executor it sets its kernel candidate's
-     * shape. KvioUnsupportedException on cpu, direct, kernel_ascend and auto without a GPU, which
-     * launch no copy kernel; KvioInvalidArgumentException above 65535 CTAs or 32 warps. One
-     * transfer can bring its own shape instead, on any backend: {@link
-     * HostKvPool.TransferRequest#launch(int, int)}, {@link Kvio.Request#launch(int, int)}.
+     * thread blocks (1 to 65535) of {@code warpsPerCta} warps (1 to 32). The copy kernel shares the
+     * GPU with the forward pass, so the budget is small by default. On an {@link IoBackend#AUTO}
+     * executor it sets its kernel candidate's shape.
+     *
+     * <p>Here and in a request's {@code launch(ctaBudget, warpsPerCta)} ({@link
+     * HostKvPool.TransferRequest#launch(int, int)}, {@link Kvio.Request#launch(int, int)}) the same
+     * numbers mean different things:
+     *
+     * <ul>
+     *   <li>0 or less: for setLaunch, the backend's default (kernel 4 CTAs of 16 warps, staged's
+     *       gather/scatter 8 of 16); for a request's launch, this executor's setting (what
+     *       setLaunch last set, else that default).
+     *   <li>cpu, direct, kernel_ascend and auto without a GPU, which launch no copy kernel:
+     *       setLaunch throws KvioUnsupportedException; a request's launch is accepted and ignored
+     *       (its limits are still checked).
+     *   <li>A shared executor: setLaunch throws KvioUnsupportedException (it would change every
+     *       pool's transfers); a request's launch is accepted, as it changes no other transfer.
+     * </ul>
+     *
+     * @throws KvioUnsupportedException on cpu, direct, kernel_ascend and auto without a GPU, which
+     *     launch no copy kernel; on a shared executor ({@link #shared(IoBackend, int)}, the default
+     *     executor of host pools, returned by {@link HostKvPool#executor()}), whose shape is every
+     *     such pool's, process-wide: use a private executor ({@link #create}, {@link #onDevice},
+     *     {@link HostKvPool.Builder#threads(int)}) or the per-request launch
+     * @throws KvioInvalidArgumentException above 65535 CTAs or 32 warps
      */
     public void setLaunch(int ctaBudget, int warpsPerCta) {
-        NativeBridge.executorSetLaunch(handle(), ctaBudget, warpsPerCta);
+        long handle = handle();
+        if (backend == IoBackend.KERNEL
+                || backend == IoBackend.STAGED
+                || (backend == IoBackend.AUTO && backend.isCuda())) { // others: native refusal
+            refuseIfShared(
+                    "setLaunch",
+                    "or give one transfer its own shape with launch(ctaBudget, warpsPerCta) on"
+                            + " its request");
+        }
+        NativeBridge.executorSetLaunch(handle, ctaBudget, warpsPerCta);
     }
 
     /**
@@ -259,17 +325,21 @@ public final class KvioExecutor implements AutoCloseable {
      * {@code text} is the calibration file format (docs/cuda.md). Invalid text changes nothing; a
      * NUL character in it is KvioInvalidArgumentException (the native call takes a C string, which
      * would end there and drop what follows). KvioUnsupportedException on an executor of another
-     * backend.
+     * backend, and on the shared auto executor ({@link #shared(IoBackend)}, the default executor of
+     * host pools), whose crossovers are every such pool's, process-wide: give the pools that need
+     * other crossovers a private executor ({@link #create}, {@link #onDevice}, {@link
+     * HostKvPool.Builder#threads(int)}).
      */
     public void setAutoCalibration(String text) {
         Objects.requireNonNull(text, "text");
-        long handle = handle(); // closed first, then not auto, then the text
+        long handle = handle(); // closed first, then not auto, then shared, then the text
         if (backend != IoBackend.AUTO) {
             throw new KvioUnsupportedException(
                     "this is a '"
                             + backend.userName()
                             + "' executor; only 'auto' executors have a calibration");
         }
+        refuseIfShared("setAutoCalibration", "");
         int nul = text.indexOf('\0');
         if (nul >= 0) {
             long line = text.substring(0, nul).chars().filter(c -> c == '\n').count() + 1;
@@ -281,6 +351,33 @@ public final class KvioExecutor implements AutoCloseable {
                             + "); nothing was changed");
         }
         NativeBridge.executorSetAutoCalibration(handle, text);
+    }
+
+    /**
+     * A setting of a shared executor would change the transfers of every pool using it, process
+     * wide (every host pool built without threads(n) or executor(...) on this backend and device):
+     * KvioUnsupportedException saying how to get a private one.
+     */
+    private void refuseIfShared(String method, String perRequest) {
+        if (!shared) {
+            return;
+        }
+        String create =
+                backend.isDevice()
+                        ? "KvioExecutor.onDevice(IoBackend." + backend.name() + ", " + device + ")"
+                        : "KvioExecutor.create(IoBackend." + backend.name() + ", threads)";
+        throw new KvioUnsupportedException(
+                method
+                        + " on the shared "
+                        + backend.userName()
+                        + " executor (KvioExecutor.shared, which HostKvPool.Builder.build() uses"
+                        + " unless given threads(n) or executor(...)) would change the transfers"
+                        + " of every pool using it, process-wide; nothing was changed. Use a"
+                        + " private executor: "
+                        + create
+                        + ", passed to HostKvPool.Builder.executor(...), or"
+                        + " HostKvPool.Builder.threads(0), which gives the pool its own"
+                        + (perRequest.isEmpty() ? "" : "; " + perRequest));
     }
 
     long handle() {

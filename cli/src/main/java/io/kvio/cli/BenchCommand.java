@@ -170,7 +170,9 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(
             names = "--threads",
             paramLabel = "N",
-            description = "io threads: 1 to 1024, or 0 for one per core (the default)")
+            description =
+                    "io threads of cpu (and auto without a GPU): 1 to 1024, or 0 for one per"
+                            + " core (the default); the device backends have none")
     int threads;
 
     @Option(names = "--csv", paramLabel = "FILE", description = "write the results as CSV")

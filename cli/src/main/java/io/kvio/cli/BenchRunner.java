@@ -99,7 +99,8 @@ final class BenchRunner {
     }
 
     private void runBackend(IoBackend b) {
-        try (KvioExecutor executor = KvioExecutor.create(b, plan.threads)) {
+        try (KvioExecutor executor =
+                KvioExecutor.create(b, Converters.executorThreads(b, plan.threads))) {
             result.threads = executor.threads();
             result.baselines.put(b.userName(), BenchBaseline.describe(b, executor.threads()));
             done = 0;

@@ -111,6 +111,18 @@ final class Converters {
         return (int) value;
     }
 
+    /**
+     * The thread count for an executor of {@code backend}: {@code threads} for the backends that
+     * run on io threads (cpu, and auto without a CUDA GPU), 0 for the others, which have none and
+     * refuse a count (KvioExecutor.create): --threads applies to the backends it can.
+     */
+    static int executorThreads(io.kvio.IoBackend backend, int threads) {
+        boolean hasThreads =
+                backend == io.kvio.IoBackend.CPU
+                        || (backend == io.kvio.IoBackend.AUTO && !backend.isCuda());
+        return hasThreads ? threads : 0;
+    }
+
     /** The value when it is 1 to max; else a usage error that names the range and why. */
     static long inRange(CommandSpec spec, String option, long value, long max, String why) {
         if (value < 1 || value > max) {

@@ -113,7 +113,9 @@ public final class MatrixCommand implements Callable<Integer> {
     @Option(
             names = "--threads",
             paramLabel = "N",
-            description = "io threads: 1 to 1024, or 0 for one per core (the default)")
+            description =
+                    "io threads of cpu (and auto without a GPU): 1 to 1024, or 0 for one per"
+                            + " core (the default); the device backends have none")
     int threads;
 
     @Option(

@@ -59,7 +59,8 @@ final class MatrixRunner implements AutoCloseable {
 
     /** One executor per backend for the whole run, so cells do not time thread start-up. */
     private KvioExecutor executor(IoBackend backend) {
-        return executors.computeIfAbsent(backend, b -> KvioExecutor.create(b, threads));
+        return executors.computeIfAbsent(
+                backend, b -> KvioExecutor.create(b, Converters.executorThreads(b, threads)));
     }
 
     @Override

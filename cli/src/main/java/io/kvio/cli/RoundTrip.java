@@ -100,7 +100,9 @@ final class RoundTrip {
                         .headBytes(o.headBytes())
                         .build();
         List<String> failed = new ArrayList<>();
-        try (KvioExecutor executor = KvioExecutor.create(o.backend, o.threads);
+        try (KvioExecutor executor =
+                        KvioExecutor.create(
+                                o.backend, Converters.executorThreads(o.backend, o.threads));
                 DeviceKvPool pool = DeviceKvPool.allocate(deviceSpec, o.backend);
                 DeviceMirror mirror = new DeviceMirror(pool);
                 TokenIndices srcIdx = TokenIndices.of(plan.devSrc);

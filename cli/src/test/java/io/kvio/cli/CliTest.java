@@ -73,15 +73,19 @@ public class CliTest {
         }
     }
 
-    /** --threads takes 0 (one per core, the default) and 1 to 1024; its help says so. */
+    /**
+     * --threads takes 0 (one per core, the default) and 1 to 1024, for the backends with io
+     * threads; its help says so.
+     */
     @Test
     public void threadsHelpNamesEveryValueItTakes() {
         for (String command : new String[] {"matrix", "bench", "roundtrip"}) {
             String help = CliRunner.run(command, "--help").out.replaceAll("\\s+", " ");
             assertTrue(
                     help.contains(
-                            "--threads=N io threads: 1 to 1024, or 0 for one per core (the"
-                                    + " default)"),
+                            "--threads=N io threads of cpu (and auto without a GPU): 1 to 1024, or"
+                                    + " 0 for one per core (the default); the device backends have"
+                                    + " none"),
                     command + ": " + help);
         }
         // 0 runs with the executor's own count (the range's ends: roundTripThreadsAreWithin...)

@@ -887,8 +887,9 @@ public abstract class KvPool implements AutoCloseable {
             long staging = NativeBridge.malloc(chunk);
             try {
                 ByteBuffer stage = NativeBridge.byteBuffer(staging, chunk);
-                for (int done = 0; done < bytes; done += chunk) {
-                    int n = Math.min(chunk, bytes - done);
+                int n;
+                for (int done = 0; done < bytes; done += n) { // by n: done + chunk can wrap
+                    n = NativeBridge.chunkLength(done, bytes, chunk);
                     if (toHost) {
                         NativeBridge.poolCopy(pool, region, offset + done, staging, n, true);
                         buffer.put(position + done, stage, 0, n);

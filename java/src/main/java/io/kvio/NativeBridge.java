@@ -796,10 +796,21 @@ final class NativeBridge {
 
     private static final int CHUNK_LONGS = 1 << 26; // 512 MiB per ByteBuffer view
 
+    /**
+     * The length of the chunk that starts at {@code done} of {@code total} (0 <= done < total), at
+     * most {@code max}. Loops advance by it ({@code done += n}), never by {@code max}: done + max
+     * passes Integer.MAX_VALUE, and wraps negative, for a total within max of it, while done + n
+     * stays at most total.
+     */
+    static int chunkLength(int done, int total, int max) {
+        return Math.min(max, total - done);
+    }
+
     static long copyToNative(long[] values) {
         long address = malloc(values.length * 8L);
-        for (int from = 0; from < values.length; from += CHUNK_LONGS) {
-            int n = Math.min(CHUNK_LONGS, values.length - from);
+        int n;
+        for (int from = 0; from < values.length; from += n) {
+            n = chunkLength(from, values.length, CHUNK_LONGS);
             byteBuffer(address + from * 8L, n * 8).asLongBuffer().put(values, from, n);
         }
         return address;
@@ -807,8 +818,9 @@ final class NativeBridge {
 
     static long copyToNative(int[] values) {
         long address = malloc(values.length * 8L);
-        for (int from = 0; from < values.length; from += CHUNK_LONGS) {
-            int n = Math.min(CHUNK_LONGS, values.length - from);
+        int n;
+        for (int from = 0; from < values.length; from += n) {
+            n = chunkLength(from, values.length, CHUNK_LONGS);
             java.nio.LongBuffer out = byteBuffer(address + from * 8L, n * 8).asLongBuffer();
             for (int i = 0; i < n; i++) {
                 out.put(i, values[from + i]);

@@ -88,6 +88,45 @@ public class PoolCopyTest {
         }
     }
 
+    /**
+     * Heap buffers go through 8 MiB staging chunks: a copy of two chunks and a part, from a
+     * position and to an offset that are not chunk-aligned, lands whole, each byte once, in both
+     * directions (the pool pattern-filled first, the copyTo destination canary-filled).
+     */
+    @Test
+    public void heapCopiesSpanningSeveralStagingChunksAreWhole() {
+        PoolSpec spec =
+                PoolSpec.builder()
+                        .kind(PoolKind.MLA)
+                        .layout(KvLayout.LAYER_FIRST)
+                        .layers(1)
+                        .pages(1100)
+                        .pageSize(16)
+                        .heads(1)
+                        .headBytes(1024)
+                        .build(); // 18 MiB in region 0
+        int length = 2 * (8 << 20) + 12345;
+        try (DeviceKvPool pool = DeviceKvPool.allocate(spec, IoBackend.CPU)) {
+            assertTrue(pool.regionBytes(0) >= 7 + length, "the premise: " + pool.regionBytes(0));
+            byte[] poolBytes = LayoutOracle.fill(pool.buffer(), 71);
+            byte[] source = Oracle.pattern(length + 3, 72);
+            ByteBuffer in = ByteBuffer.wrap(source.clone()).position(3);
+            pool.copyFrom(0, 7, in);
+            assertEquals(in.position(), length + 3);
+            byte[] expectedPool = poolBytes.clone();
+            System.arraycopy(source, 3, expectedPool, 7, length);
+            LayoutOracle.assertBufferEquals(pool.buffer(), expectedPool, "after copyFrom");
+
+            byte[] canary = Oracle.canary(length + 10, 73);
+            ByteBuffer out = ByteBuffer.wrap(canary.clone()).position(5).limit(5 + length);
+            pool.copyTo(0, 7, out);
+            assertEquals(out.position(), 5 + length);
+            byte[] expectedOut = canary.clone();
+            System.arraycopy(expectedPool, 7, expectedOut, 5, length);
+            LayoutOracle.assertBytesEqual(out.array(), expectedOut, "copyTo's destination");
+        }
+    }
+
     @Test
     public void everyRegionOfAComponentWrappedPoolIsReachable() {
         long componentBytes = NativeBridge.componentBytes(SPEC);

@@ -601,7 +601,9 @@ public final class HostKvPool extends KvPool {
 
     /**
      * Defaults: kind mha, layout layer_first, io backend of the device pool (cpu without one),
-     * pages = the device pool's pages, all device layers, the backend's shared executor.
+     * pages = as many as hold the device pool's tokens (its pages when the page sizes are equal),
+     * all device layers, the backend's shared executor. {@link #spec()} and {@link
+     * #requiredBytes()} say what {@link #build()} would make, without making it.
      */
     public static final class Builder {
         /** Kind, layout, page size, heads, head bytes; pages and layers are set by build(). */
@@ -609,7 +611,7 @@ public final class HostKvPool extends KvPool {
 
         private IoBackend ioBackend;
         private long pages;
-        private boolean pagesSet; // unset: the device pool's
+        private boolean pagesSet; // unset: enough for the device pool's tokens
         private long deviceLayers;
         private boolean deviceLayersSet; // by deviceLayers(n); forDevice sets it too
         private long deviceLayerStart;
@@ -632,6 +634,46 @@ public final class HostKvPool extends KvPool {
         private String wrapName;
 
         private Builder() {}
+
+        /**
+         * A builder with this one's configuration, wrapped memory included, that shares nothing
+         * mutable with it: Segments.wrapHostPool configures the copy, so the caller's builder stays
+         * as the caller left it (a template for the next pool).
+         */
+        Builder copy() {
+            Builder c = new Builder();
+            c.spec.kind = spec.kind;
+            c.spec.layout = spec.layout;
+            c.spec.layers = spec.layers;
+            c.spec.pages = spec.pages;
+            c.spec.pageSize = spec.pageSize;
+            c.spec.heads = spec.heads;
+            c.spec.headBytes = spec.headBytes;
+            c.ioBackend = ioBackend;
+            c.pages = pages;
+            c.pagesSet = pagesSet;
+            c.deviceLayers = deviceLayers;
+            c.deviceLayersSet = deviceLayersSet;
+            c.deviceLayerStart = deviceLayerStart;
+            c.numLayers = numLayers;
+            c.layerRangeSet = layerRangeSet;
+            c.kindSet = kindSet;
+            c.headsSet = headsSet;
+            c.headBytesSet = headBytesSet;
+            c.pageSizeSet = pageSizeSet;
+            c.threads = threads;
+            c.privateExecutor = privateExecutor;
+            c.executor = executor;
+            c.device = device;
+            c.strictLayers = strictLayers;
+            c.wrapping = wrapping;
+            c.wrapAddress = wrapAddress;
+            c.wrapBytes = wrapBytes;
+            c.wrapMemory = wrapMemory;
+            c.wrapAlive = wrapAlive;
+            c.wrapName = wrapName;
+            return c;
+        }
 
         /**
          * Builds the pool over caller-owned host memory instead of allocating: {@code sizeBytes} at
@@ -693,10 +735,12 @@ public final class HostKvPool extends KvPool {
         }
 
         /**
-         * Takes kind, heads, head bytes, page size, layers, pages and io backend from the device
+         * Takes kind, heads, head bytes, page size, layers, capacity and io backend from the device
          * pool's spec, except those set on this builder (in either order). Kind, heads and head
          * bytes must stay the device pool's: build() refuses others, as no transfer between the two
-         * pools could work. Page size and pages may differ.
+         * pools could work. Page size and pages may differ. Without {@link #pages(long)} the host
+         * pool holds the device pool's tokens: ceil(device pages * device page size / host page
+         * size) pages, the device pool's page count when the page sizes are equal.
          */
         public Builder forDevice(DeviceKvPool device) {
             Objects.requireNonNull(device, "device");
@@ -752,7 +796,11 @@ public final class HostKvPool extends KvPool {
             return ioBackend(IoBackend.parse(ioBackend));
         }
 
-        /** Capacity in pages (at least 1); without it, forDevice's device pool's page count. */
+        /**
+         * Capacity in pages (at least 1); without it, as many pages of this pool's page size as
+         * hold forDevice's device pool's tokens (ceil(device pages * device page size / page
+         * size)).
+         */
         public Builder pages(long pages) {
             this.pages = pages;
             this.pagesSet = true;
@@ -1069,12 +1117,12 @@ public final class HostKvPool extends KvPool {
                         "pages must be at least 1, got "
                                 + pages
                                 + ": pages(n) is the host pool's capacity in pages (without it,"
-                                + " forDevice's device pool's page count)");
+                                + " enough pages for forDevice's device pool's tokens)");
             }
             if (!pagesSet && device == null) {
                 throw new KvioInvalidArgumentException(
                         "this host pool's capacity is not set: call pages(n), or"
-                                + " forDevice(devicePool) to take the device pool's page count");
+                                + " forDevice(devicePool) to hold as many tokens as the device pool");
             }
             if (deviceLayers < 1) {
                 throw new KvioInvalidArgumentException(
@@ -1137,6 +1185,79 @@ public final class HostKvPool extends KvPool {
             }
         }
 
+        /** The io backend: set, else the device pool's, else cpu. */
+        private IoBackend backend() {
+            return ioBackend != null
+                    ? ioBackend
+                    : device != null ? device.backend() : IoBackend.CPU;
+        }
+
+        /** forDevice's device pool: open, of this pool's geometry, in memory the backend moves. */
+        private void checkDevice(IoBackend backend) {
+            if (device != null && device.isClosed()) {
+                throw new KvioClosedException("the device pool given to forDevice is closed");
+            }
+            if (device != null) {
+                checkDeviceGeometry(device.spec());
+                checkDeviceMemory(device, backend);
+            }
+        }
+
+        /** The layers the pool holds: layerRange's, else every device layer. */
+        private long layers() {
+            return layerRangeSet ? numLayers : deviceLayers;
+        }
+
+        /**
+         * pages(n), else as many pages of this pool's page size as hold the device pool's tokens
+         * (its page count when the page sizes are equal). Called after the support check, which
+         * refuses a page size below 1.
+         */
+        private long pagesToUse() {
+            if (pagesSet) {
+                return pages;
+            }
+            PoolSpec d = device.spec();
+            long tokens = d.numPages() * d.pageSize(); // a built pool's: no overflow
+            long pageSize = spec.pageSize;
+            return tokens / pageSize + (tokens % pageSize == 0 ? 0 : 1);
+        }
+
+        /** The support rules (checkSupport) with this builder's names in their messages. */
+        private void checkSupportNamed(IoBackend backend, long layers) {
+            try {
+                checkSupport(backend, layers);
+            } catch (KvioException e) {
+                throw PoolSpec.builderNames(
+                        e, device == null ? " (or forDevice(devicePool))" : "", SUPPORT_FIELDS);
+            }
+        }
+
+        /**
+         * The spec of the pool {@link #build()} would make now (its layers, pages, page size and
+         * rows), checked as build() checks it, without allocating, wrapping or creating an
+         * executor. The same exceptions as build() for the configuration (not those of the
+         * executor, the wrapped memory or the allocation).
+         */
+        public PoolSpec spec() {
+            IoBackend backend = backend();
+            checkDevice(backend);
+            checkCounts();
+            long layers = layers();
+            checkSupportNamed(backend, layers);
+            return this.spec.layers(layers).pages(pagesToUse()).build();
+        }
+
+        /**
+         * The bytes of host memory the pool {@link #build()} would make now holds: {@code
+         * spec().totalBytes()}, all components one after the other; what {@link #wrap(long, long)}
+         * and {@link #wrap(ByteBuffer)} need at least (e.g. to allocate a MemorySegment for
+         * Segments.wrapHostPool). Allocates nothing; throws what {@link #spec()} throws.
+         */
+        public long requiredBytes() {
+            return spec().totalBytes();
+        }
+
         /**
          * Checks the configuration (support rules), then allocates the host memory.
          *
@@ -1157,20 +1278,10 @@ public final class HostKvPool extends KvPool {
          *     closed
          */
         public HostKvPool build() {
-            IoBackend backend =
-                    ioBackend != null
-                            ? ioBackend
-                            : device != null ? device.backend() : IoBackend.CPU;
-            if (device != null && device.isClosed()) {
-                throw new KvioClosedException("the device pool given to forDevice is closed");
-            }
-            if (device != null) {
-                checkDeviceGeometry(device.spec());
-                checkDeviceMemory(device, backend);
-            }
+            IoBackend backend = backend();
+            checkDevice(backend);
             checkCounts();
-            long pagesToUse = pagesSet ? pages : device.spec().numPages();
-            long layers = layerRangeSet ? numLayers : deviceLayers;
+            long layers = layers();
             if (executor != null && executor.backend() != backend) {
                 throw new KvioInvalidArgumentException(
                         "the executor runs io backend '"
@@ -1208,13 +1319,8 @@ public final class HostKvPool extends KvPool {
                                 + wrapName
                                 + ", is no longer alive: its arena was closed before build()");
             }
-            try {
-                checkSupport(backend, layers);
-            } catch (KvioException e) {
-                throw PoolSpec.builderNames(
-                        e, device == null ? " (or forDevice(devicePool))" : "", SUPPORT_FIELDS);
-            }
-            PoolSpec spec = this.spec.layers(layers).pages(pagesToUse).build();
+            checkSupportNamed(backend, layers);
+            PoolSpec spec = this.spec.layers(layers).pages(pagesToUse()).build();
             KvioExecutor ex;
             boolean owns;
             if (executor != null) {

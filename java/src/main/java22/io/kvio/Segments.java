@@ -70,7 +70,9 @@ public final class Segments {
      * {@link #region}) throws KvioClosedException instead of reading or writing freed memory. That
      * check cannot close the race with an Arena.close() on another thread during such a use (or
      * while a transfer submitted with the pool runs): not closing the arena then is the caller's
-     * part.
+     * part. {@code configured} is not changed: it may be used again as a template (for another
+     * segment, or with {@link HostKvPool.Builder#build()} to allocate), and {@link
+     * HostKvPool.Builder#requiredBytes()} on it says how large {@code memory} must be.
      */
     public static HostKvPool wrapHostPool(HostKvPool.Builder configured, MemorySegment memory) {
         Objects.requireNonNull(configured, "configured");
@@ -89,6 +91,7 @@ public final class Segments {
         }
         MemorySegment.Scope scope = memory.scope();
         return configured
+                .copy() // the caller's builder is left as it was: not wrapping this segment
                 .wrap(
                         memory.address(),
                         memory.byteSize(),

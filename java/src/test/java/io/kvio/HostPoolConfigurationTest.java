@@ -126,6 +126,125 @@ public class HostPoolConfigurationTest {
     }
 
     /**
+     * Without pages(n) a host pool holds the device pool's tokens (8 pages of 4 = 32 tokens):
+     * ceil(32 / host page size) pages, not the device pool's 8 pages, whatever the host page size.
+     */
+    @Test
+    public void defaultCapacityIsTheDevicePoolsTokensInHostPages() {
+        DeviceKvPool mha = device(IoBackend.CPU);
+        long[][] pageSizeAndPages = {{4, 8}, {2, 16}, {1, 32}, {8, 4}, {5, 7}, {3, 11}, {64, 1}};
+        for (long[] c : pageSizeAndPages) {
+            HostKvPool host = open(HostKvPool.builder().forDevice(mha).pageSize(c[0]).build());
+            assertEquals(host.spec().pageSize(), c[0]);
+            assertEquals(host.spec().numPages(), c[1], "pages of " + c[0] + " tokens");
+            assertTrue(host.spec().tokens() >= PAGES * PAGE_SIZE, "holds every device token");
+            assertTrue(host.spec().tokens() - c[0] < PAGES * PAGE_SIZE, "no whole page to spare");
+        }
+        // pages(n) still wins
+        HostKvPool set = open(HostKvPool.builder().forDevice(mha).pageSize(2).pages(3).build());
+        assertEquals(set.spec().numPages(), 3);
+        // every device slot has a host slot: identity slots move every byte, page size 2
+        HostKvPool half = open(HostKvPool.builder().forDevice(mha).pageSize(2).build());
+        assertRoundTrip(mha, half);
+    }
+
+    /**
+     * spec() and requiredBytes() say what build() makes, and allocate nothing: the built pool's
+     * spec is equal, and its regions (checked against the layout's own arithmetic, rows x tokens x
+     * layers per component) add up to requiredBytes(); a buffer of exactly that many bytes can be
+     * wrapped, one byte less cannot.
+     */
+    @Test
+    public void specAndRequiredBytesDescribeWhatBuildMakes() {
+        DeviceKvPool mha = device(IoBackend.CPU);
+        HostKvPool.Builder b =
+                HostKvPool.builder()
+                        .forDevice(mha)
+                        .layout(KvLayout.PAGE_FIRST)
+                        .pageSize(3)
+                        .layerRange(1, 2);
+        long[] before = NativeCounts.settle(); // pools, executors, transfers, host allocations
+        PoolSpec planned = b.spec();
+        long required = b.requiredBytes();
+        long[] after = NativeBridge.debugLiveObjects();
+        assertEquals(after[0], before[0], "spec()/requiredBytes() open no pool");
+        assertEquals(after[1], before[1], "nor an executor");
+        assertEquals(after[3], before[3], "nor allocate host memory");
+        long tokens = 11 * 3; // ceil(32 / 3) pages of 3
+        long expected = 2 /* K, V */ * 2 /* layers */ * tokens * HEADS * HEAD_BYTES;
+        assertEquals(required, expected);
+        assertEquals(planned.numPages(), 11);
+        assertEquals(planned.numLayers(), 2);
+        HostKvPool built = open(b.build());
+        assertEquals(built.spec(), planned);
+        long regions = 0;
+        for (int r = 0; r < built.regionCount(); r++) {
+            regions += built.regionBytes(r);
+        }
+        assertEquals(regions, required, "the built pool's regions");
+        HostKvPool wrapped = open(b.wrap(ByteBuffer.allocateDirect((int) required)).build());
+        assertEquals(wrapped.spec(), planned);
+        assertBuildRefused(
+                KvioInvalidArgumentException.class,
+                b.wrap(ByteBuffer.allocateDirect((int) required - 1)),
+                "too small");
+        // the same refusals as build(), named as build() names them
+        KvioInvalidArgumentException e =
+                expectThrows(
+                        KvioInvalidArgumentException.class,
+                        () -> HostKvPool.builder().forDevice(mha).heads(4).requiredBytes());
+        assertMessage(e, "heads(4)", "valid: heads(2)");
+        expectThrows(
+                KvioInvalidArgumentException.class,
+                () -> HostKvPool.builder().kind(PoolKind.MLA).spec());
+    }
+
+    /**
+     * Builder.copy() (Segments.wrapHostPool configures a copy, leaving the caller's builder as it
+     * was) copies every field, so a field added later cannot be forgotten: each field of a builder
+     * with every setting made is equal in the copy, the geometry in a PoolSpec.Builder of its own;
+     * configuring the copy leaves the original.
+     */
+    @Test
+    public void builderCopyCopiesEveryFieldAndSharesNoBuilder() throws Exception {
+        DeviceKvPool mha = device(IoBackend.CPU);
+        KvioExecutor executor = open(KvioExecutor.create(IoBackend.CPU, 1));
+        HostKvPool.Builder b =
+                HostKvPool.builder()
+                        .forDevice(mha)
+                        .layout(KvLayout.PAGE_HEAD)
+                        .pageSize(2)
+                        .pages(5)
+                        .layerRange(1, 2)
+                        .strictLayers()
+                        .executor(executor)
+                        .ioBackend(IoBackend.CPU)
+                        .wrap(ByteBuffer.allocateDirect(4096));
+        HostKvPool.Builder c = b.copy();
+        for (java.lang.reflect.Field f : HostKvPool.Builder.class.getDeclaredFields()) {
+            if (java.lang.reflect.Modifier.isStatic(f.getModifiers())) {
+                continue;
+            }
+            f.setAccessible(true);
+            if (f.getType() == PoolSpec.Builder.class) {
+                assertTrue(f.get(b) != f.get(c), f.getName() + " is a builder of its own");
+                for (java.lang.reflect.Field g : PoolSpec.Builder.class.getDeclaredFields()) {
+                    if (!java.lang.reflect.Modifier.isStatic(g.getModifiers())) {
+                        g.setAccessible(true);
+                        assertEquals(g.get(f.get(c)), g.get(f.get(b)), "spec." + g.getName());
+                    }
+                }
+            } else {
+                assertEquals(f.get(c), f.get(b), f.getName());
+            }
+        }
+        c.pageSize(4).pages(9).layout(KvLayout.LAYER_FIRST);
+        assertEquals(b.spec().pageSize(), 2, "the original keeps its page size");
+        assertEquals(b.spec().numPages(), 5);
+        assertEquals(b.spec().layout(), KvLayout.PAGE_HEAD);
+    }
+
+    /**
      * forDevice sets deviceLayers to the device pool's layers: another deviceLayers(n), in either
      * order, is refused at build() (it would check layerRange against the wrong count, and only the
      * first transfer would fail); the device pool's own count is accepted.

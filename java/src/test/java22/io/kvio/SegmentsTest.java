@@ -67,6 +67,70 @@ public class SegmentsTest {
         assertEquals(segment.toArray(ValueLayout.JAVA_BYTE), before, what + " changed");
     }
 
+    /**
+     * wrapHostPool configures a copy of the caller's builder: reused as a template, the builder
+     * wraps nothing (build() allocates memory of its own) or the next segment given, never the
+     * first segment again.
+     */
+    @Test
+    public void wrapHostPoolLeavesTheCallersBuilderAsItWas() {
+        try (Arena arena = Arena.ofConfined();
+                DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU)) {
+            HostKvPool.Builder template = HostKvPool.builder().forDevice(device);
+            long bytes = template.requiredBytes();
+            MemorySegment first = arena.allocate(bytes, 4096);
+            MemorySegment second = arena.allocate(bytes, 4096);
+            try (HostKvPool a = Segments.wrapHostPool(template, first);
+                    HostKvPool own = template.build();
+                    HostKvPool b = Segments.wrapHostPool(template, second)) {
+                assertEquals(a.regionAddress(0), first.address());
+                assertEquals(b.regionAddress(0), second.address());
+                for (MemorySegment s : new MemorySegment[] {first, second}) {
+                    long at = own.regionAddress(0);
+                    assertTrue(
+                            at + own.regionBytes(0) <= s.address()
+                                    || at >= s.address() + s.byteSize(),
+                            "build() of the template allocates, apart from the segments");
+                }
+                byte[] firstBytes = fill(first, 9);
+                byte[] ownBytes = fill(Segments.region(own, 0), 10);
+                assertUnchanged(first, firstBytes, "the first segment");
+                assertEquals(Segments.region(own, 0).toArray(ValueLayout.JAVA_BYTE), ownBytes);
+            }
+        }
+    }
+
+    /**
+     * The Java 22 sample of README.md, section "Java" (Segments), as it is there: if this stops
+     * compiling or passing, update README.md with it.
+     */
+    @Test
+    public void theReadmesSegmentsSampleRuns() {
+        PoolSpec deviceSpec = SPEC;
+        long moved = 0;
+        // ---- README.md: the Segments sample ----
+        try (Arena arena = Arena.ofConfined();
+                DeviceKvPool device = DeviceKvPool.allocate(deviceSpec, IoBackend.CPU)) {
+            HostKvPool.Builder hostConfig = HostKvPool.builder().forDevice(device);
+            long hostBytes = hostConfig.requiredBytes(); // what the pool will hold
+            try (HostKvPool host =
+                            Segments.wrapHostPool(hostConfig, arena.allocate(hostBytes, 4096));
+                    TokenIndices hostSlots =
+                            Segments.wrapIndices(
+                                    arena.allocateFrom(ValueLayout.JAVA_LONG, 10, 11, 12))) {
+                MemorySegment hostMemory = Segments.region(host, 0);
+                // ---- end of the sample ----
+                Transfer t =
+                        host.backup(device).deviceIndices(0, 1, 2).hostIndices(hostSlots).submit();
+                t.await();
+                moved += t.bytes();
+                assertEquals(hostMemory.byteSize(), host.regionBytes(0));
+                assertEquals(hostBytes, SPEC.totalBytes());
+            }
+        }
+        assertEquals(moved, 3 * SPEC.numLayers() * SPEC.rowBytes());
+    }
+
     @Test
     public void aPoolWhoseSegmentsArenaClosedRefusesEveryUseAndMovesNothing() {
         // Transfers into a host pool over a segment whose arena was closed afterwards wrote freed

@@ -386,33 +386,6 @@ public final class HostKvPool extends KvPool {
         }
     }
 
-    /**
-     * Device to host. Deprecated: both lists are TokenIndices and the host list comes first,
-     * against the data flow, so a swap compiles silently; use {@code
-     * backup(device).deviceIndices(d).hostIndices(h).submit()}.
-     */
-    @Deprecated(since = "0.1.0", forRemoval = true)
-    public Transfer backupFromDevice(
-            DeviceKvPool device, TokenIndices hostIndices, TokenIndices deviceIndices) {
-        return backup(device).hostIndices(hostIndices).deviceIndices(deviceIndices).submit();
-    }
-
-    /**
-     * Host to device, one layer. Deprecated for the same reason as backupFromDevice; use {@code
-     * load(device, deviceLayer).hostIndices(h).deviceIndices(d).submit()}.
-     */
-    @Deprecated(since = "0.1.0", forRemoval = true)
-    public Transfer loadToDevice(
-            DeviceKvPool device,
-            TokenIndices hostIndices,
-            TokenIndices deviceIndices,
-            long deviceLayer) {
-        return load(device, deviceLayer)
-                .hostIndices(hostIndices)
-                .deviceIndices(deviceIndices)
-                .submit();
-    }
-
     private Transfer submitBackup(
             DeviceKvPool device,
             IndexArg hostIndices,

@@ -301,22 +301,6 @@ public class RequestFormsTest extends CpuPoolsFixture {
                 "hostIndices[1] = 32 is out of range: the host pool has 32 token slots");
     }
 
-    /** The deprecated forms delegate to the request forms: same bytes, same rows moved. */
-    @Test
-    @SuppressWarnings("removal")
-    public void deprecatedFormsStillWork() {
-        canaryBoth(21);
-        TokenIndices h = idx(1, 2);
-        TokenIndices d = idx(30, 31);
-        awaitBytes(host.backupFromDevice(device, h, d), 2 * 4 * rowBytes());
-        expectBackup(new long[] {30, 31}, new long[] {1, 2}, 0, 0, 4);
-        assertBothPools("after backupFromDevice");
-        canaryDevice(23);
-        awaitBytes(host.loadToDevice(device, h, d, 3), 2 * rowBytes());
-        expectLoad(new long[] {1, 2}, new long[] {30, 31}, 3);
-        assertBothPools("after loadToDevice of layer 3");
-    }
-
     // ---- item 9: arrays for one call ----
 
     @Test

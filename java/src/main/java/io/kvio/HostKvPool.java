@@ -406,6 +406,7 @@ public final class HostKvPool extends KvPool {
         }
         return Kvio.submit(
                 executorHandle(),
+                executor.backend(),
                 device,
                 this,
                 deviceIndices,
@@ -496,10 +497,11 @@ public final class HostKvPool extends KvPool {
                     flags,
                     ctaBudget,
                     warpsPerCta);
-            return Transfer.completed(new long[] {deviceLayer});
+            return Transfer.completed(executor.backend(), new long[] {deviceLayer});
         }
         return Kvio.submit(
                 executorHandle(),
+                executor.backend(),
                 this,
                 device,
                 hostIndices,

@@ -7,8 +7,9 @@
  * action frees it. A buffer over wrapped caller memory keeps the caller's ByteBuffer or segment
  * reachable; that memory is the caller's to keep valid. copyTo/copyFrom read and write any
  * pool's memory, device memory included, through its backend (synchronously; for tests, debugging
- * and warm-up). On Java 22+, io.kvio.Segments exposes regions as MemorySegments that die with the
- * pool. Forgotten pools are closed by a Cleaner once they and their ByteBuffers are unreachable,
+ * and warm-up). On Java 22+, io.kvio.Segments exposes regions as MemorySegments: those of memory
+ * kvio allocated die with the pool; those of wrapped caller memory (a segment or ByteBuffer) are
+ * slices of it and live as long as that memory does (its arena), not as the pool. Forgotten pools are closed by a Cleaner once they and their ByteBuffers are unreachable,
  * with a warning on the "io.kvio" System.Logger. Memory kvio allocated is freed, and its
  * registration of wrapped memory ends, once no submitted transfer uses the pool
  * (docs/memory-lifetime.md); closeAndWait() waits for that.
@@ -744,12 +745,17 @@ public abstract class KvPool implements AutoCloseable {
 
     /**
      * A direct ByteBuffer (native byte order) over [offset, offset + length) of a region; it holds
-     * the memory as {@link #buffer()}'s does, and is valid as long.
+     * the memory as {@link #buffer()}'s does, and is valid as long. KvioInvalidArgumentException
+     * for a negative length; KvioOutOfRangeException for a region or a byte range outside the pool.
      */
     public ByteBuffer slice(int region, long offset, int length) {
         ensureHostAccessible();
+        if (length < 0) { // a size no call accepts, not a place outside this pool
+            throw new KvioInvalidArgumentException(
+                    "length must be at least 0, got " + length + " (a size in bytes)");
+        }
         long[] r = region(region);
-        if (offset < 0 || length < 0 || offset > r[1] - length) {
+        if (offset < 0 || offset > r[1] - length) {
             throw new KvioOutOfRangeException(
                     "slice ["
                             + offset

@@ -155,6 +155,7 @@ public final class Kvio {
         try {
             return submit(
                     executorHandle,
+                    executor.backend(),
                     src,
                     dst,
                     srcIndices,
@@ -372,10 +373,12 @@ public final class Kvio {
      * for "the src pool" / "the dst pool" the pools by parameter and kind ({@code byParameter}:
      * "src (the host pool)", as Kvio.transfer names them) or by kind only ("the host pool", as
      * HostKvPool's requests do). {@code ctaBudget} and {@code warpsPerCta} are the request's launch
-     * shape (both 0 or less: none, and the call is the one a request without a shape makes).
+     * shape (both 0 or less: none, and the call is the one a request without a shape makes). {@code
+     * executorBackend}: the executor's io backend, which a transfer that moves nothing reports.
      */
     static Transfer submit(
             long executor,
+            IoBackend executorBackend,
             KvPool src,
             KvPool dst,
             IndexArg srcIndices,
@@ -408,7 +411,7 @@ public final class Kvio {
                     flags,
                     ctaBudget,
                     warpsPerCta);
-            return Transfer.completed(skippedLayers);
+            return Transfer.completed(executorBackend, skippedLayers);
         }
         // null unless a recording wants it; while Flight Recorder has not started (or where the
         // runtime has none), the event class is not even loaded (its first load brings in about a

@@ -39,7 +39,7 @@ public final class Transfer implements AutoCloseable {
     // that this class names no jdk.jfr type (reflection on it works without the jdk.jfr module)
     private Object event;
     private final long[] skippedLayers; // read through skippedLayers(), which copies it
-    private final IoBackend backend; // what ran it; null when nothing was submitted
+    private final IoBackend backend; // what ran it; the executor's when nothing was submitted
 
     private Transfer(
             long handle, long bytes, Object event, IoBackend backend, long[] skippedLayers) {
@@ -114,21 +114,20 @@ public final class Transfer implements AutoCloseable {
                 : new Transfer(handle, bytes, event, backend, skippedLayers);
     }
 
-    /** A transfer that moved nothing and is already complete. */
-    static Transfer completed() {
-        return completed(Kvio.NO_LAYERS);
-    }
-
-    /** Like {@link #completed()}, reporting device layers it did not move. */
-    static Transfer completed(long[] skippedLayers) {
-        return new Transfer(0, 0, null, null, skippedLayers);
+    /**
+     * A transfer that moved nothing and is already complete, on an executor of {@code backend},
+     * reporting device layers it did not move ({@link Kvio#NO_LAYERS} for none).
+     */
+    static Transfer completed(IoBackend backend, long[] skippedLayers) {
+        return new Transfer(0, 0, null, Objects.requireNonNull(backend, "backend"), skippedLayers);
     }
 
     /**
      * The io backend that runs this transfer: the executor's, or for an {@link IoBackend#AUTO}
      * executor the one it chose (KERNEL, DIRECT or STAGED on a GPU; without one CPU, or
-     * KERNEL_ASCEND for NPU memory). Null for a transfer that moved nothing (empty index lists, a
-     * layer the host pool does not hold).
+     * KERNEL_ASCEND for NPU memory). Never null: a transfer that moved nothing (empty index lists,
+     * a layer the host pool does not hold) reports its executor's backend, {@link IoBackend#AUTO}
+     * itself for an auto executor, which chose none.
      */
     public IoBackend backend() {
         return backend;

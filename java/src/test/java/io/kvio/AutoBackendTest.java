@@ -80,13 +80,14 @@ public class AutoBackendTest {
             Oracle.applyTransfer(hostBytes, hp, expectedDevice, dp, h, d, 1, 1, 1);
             LayoutOracle.assertBufferEquals(device.buffer(), expectedDevice, "device after load");
 
-            // Nothing moved: no backend ran it.
-            assertNull(
+            // Nothing moved: auto chose no backend, and the transfer says the executor's.
+            assertSame(
                     host.load(device, 0)
                             .hostIndices(new long[0])
                             .deviceIndices()
                             .submit()
-                            .backend());
+                            .backend(),
+                    IoBackend.AUTO);
         }
     }
 
@@ -143,6 +144,39 @@ public class AutoBackendTest {
             Transfer t = host.backup(device).deviceIndices(1).hostIndices(2).submit();
             t.await();
             assertSame(t.backend(), IoBackend.CPU);
+        }
+    }
+
+    /**
+     * A transfer that moves nothing (empty lists, a layer the host pool does not hold) reports its
+     * executor's backend, never null: AUTO for an auto executor, which chose none, CPU for cpu; no
+     * event, and no skipped layer unless one was skipped.
+     */
+    @Test
+    public void transfersThatMoveNothingReportTheExecutorsBackend() {
+        try (DeviceKvPool device = DEVICE.allocateDevice();
+                HostKvPool cpu = PoolFixtures.host(device, KvLayout.LAYER_FIRST, 8, 1, 1);
+                KvioExecutor auto = KvioExecutor.create(IoBackend.AUTO, 0);
+                DeviceKvPool other = DEVICE.allocateDevice()) {
+            Transfer emptyBackup = cpu.backup(device).deviceIndices().hostIndices().submit();
+            Transfer notHeld = cpu.load(device, 0).hostIndices(1).deviceIndices(2).submit();
+            for (Transfer t : new Transfer[] {emptyBackup, notHeld}) {
+                assertSame(t.backend(), IoBackend.CPU);
+                assertEquals(t.bytes(), 0);
+                assertFalse(t.hasCudaEvent());
+                assertEquals(t.cudaEvent(), 0L);
+            }
+            assertEquals(notHeld.skippedLayers(), new long[] {0});
+            if (!IoBackend.AUTO.isDevice()) { // auto as cpu moves these host-memory pools
+                Transfer emptyOnAuto =
+                        Kvio.request(auto, device, other)
+                                .srcIndices()
+                                .dstIndices()
+                                .layers(1)
+                                .submit();
+                assertSame(emptyOnAuto.backend(), IoBackend.AUTO, "auto chose nothing");
+                assertEquals(emptyOnAuto.skippedLayers(), new long[0]);
+            }
         }
     }
 

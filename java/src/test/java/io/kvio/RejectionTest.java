@@ -844,6 +844,23 @@ public class RejectionTest extends CpuPoolsFixture {
                 "slice",
                 String.valueOf(bytes));
         assertEquals(device.slice(0, bytes - 16, 16).capacity(), 16);
+        assertMessage(
+                expectThrows(KvioOutOfRangeException.class, () -> device.slice(0, -1, 8)),
+                "slice [-1");
+    }
+
+    /** A negative length is a size no call accepts (package-info): invalid, not out of range. */
+    @Test
+    public void sliceOfNegativeLengthIsAnInvalidArgument() {
+        for (long offset : new long[] {0, 8, device.regionBytes(0)}) {
+            assertMessage(
+                    expectThrows(
+                            KvioInvalidArgumentException.class, () -> device.slice(0, offset, -1)),
+                    "length must be at least 0, got -1");
+        }
+        expectThrows(
+                KvioInvalidArgumentException.class, () -> device.slice(0, 0, Integer.MIN_VALUE));
+        assertEquals(device.slice(0, 8, 0).capacity(), 0);
     }
 
     @Test

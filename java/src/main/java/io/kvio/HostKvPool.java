@@ -1097,7 +1097,8 @@ public final class HostKvPool extends KvPool {
             if (!pagesSet && device == null) {
                 throw new KvioInvalidArgumentException(
                         "this host pool's capacity is not set: call pages(n), or"
-                                + " forDevice(devicePool) to hold as many tokens as the device pool");
+                                + " forDevice(devicePool) to hold as many tokens as the device"
+                                + " pool");
             }
             if (deviceLayers < 1) {
                 throw new KvioInvalidArgumentException(

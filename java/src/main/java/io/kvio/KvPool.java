@@ -9,8 +9,8 @@
  * pool's memory, device memory included, through its backend (synchronously; for tests, debugging
  * and warm-up). On Java 22+, io.kvio.Segments exposes regions as MemorySegments: those of memory
  * kvio allocated die with the pool; those of wrapped caller memory (a segment or ByteBuffer) are
- * slices of it and live as long as that memory does (its arena), not as the pool. Forgotten pools are closed by a Cleaner once they and their ByteBuffers are unreachable,
- * with a warning on the "io.kvio" System.Logger. Memory kvio allocated is freed, and its
+ * slices of it and live as long as that memory does (its arena), not as the pool. Forgotten pools
+ * are closed by a Cleaner once they and their ByteBuffers are unreachable, with a warning on the "io.kvio" System.Logger. Memory kvio allocated is freed, and its
  * registration of wrapped memory ends, once no submitted transfer uses the pool
  * (docs/memory-lifetime.md); closeAndWait() waits for that.
  */

@@ -1,8 +1,8 @@
 /*
  * Executor settings and thread counts that cannot be honoured are refused, not dropped: setLaunch
  * and setAutoCalibration on a shared executor (which every host pool built without threads(n) or
- * executor(...) uses) would change other pools' transfers process-wide; KvioExecutor.create(backend,
- * threads) with a count on a backend without io threads (a call easily mistaken for
+ * executor(...) uses) would change other pools' transfers process-wide;
+ * KvioExecutor.create(backend, threads) with a count on a backend without io threads (a call easily mistaken for
  * onDevice(backend, device)); HostKvPool.Builder.threads(n) where the executor build() makes
  * cannot take it. Each refusal leaves the executor's settings as they were.
  */

@@ -1,9 +1,9 @@
 /*
- * TokenIndices.wrap(LongBuffer), TokenIndices.of(LongBuffer / IntBuffer) and HostKvPool.Builder.wrap
- * (issue 12, item 8): wrap views a direct native-order long buffer without a copy and refuses any
- * other buffer (a silent copy would leave an engine that refills its buffer moving stale slots);
- * of(...) copies every buffer (ints widened); the lists work in transfers; a host pool can be built over a caller's direct ByteBuffer. The
- * first-call case (no kvio call before wrap) runs in a fresh JVM: FirstCallMain.
+ * TokenIndices.wrap(LongBuffer), TokenIndices.of(LongBuffer / IntBuffer) and
+ * HostKvPool.Builder.wrap (issue 12, item 8): wrap views a direct native-order long buffer without
+ * a copy and refuses any other buffer (a silent copy would leave an engine that refills its buffer
+ * moving stale slots); of(...) copies every buffer (ints widened); the lists work in transfers; a
+ * host pool can be built over a caller's direct ByteBuffer. The first-call case (no kvio call before wrap) runs in a fresh JVM: FirstCallMain.
  */
 package io.kvio;
 

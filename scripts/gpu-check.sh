@@ -33,6 +33,14 @@
 #     Exit status: 0 all passed; 1 a failure; 3 no usable GPU (the summary says why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The Java test classes with tests in the TestNG group gpu, as TestNG's -testclass takes them
+# (io.kvio.A,io.kvio.B): every class the sources mark, so that a new one runs without a list here.
+gpu_test_classes() {
+  grep -l 'groups = "gpu"' java/src/test/java/io/kvio/*.java | xargs -n1 basename \
+    | sed 's/\.java$//; s/^/io.kvio./' | paste -sd, -
+}
+
 scratch=""
 
 usage() {
@@ -180,7 +188,7 @@ dry() {
   local java="$s/jre/bin/java"
   timeout 150 "$java" -Dorg.bytedeco.javacpp.cachedir="$s/javacpp-tests" \
     -cp "$d/kvio-cli.jar:$d/java-tests/*" org.testng.TestNG -groups gpu -d "$s/testng" \
-    -testclass io.kvio.CudaBackendTest,io.kvio.DeviceSelectionTest,io.kvio.CallerDeviceMemoryTest,io.kvio.CudaPoolCopyTest \
+    -testclass "$(gpu_test_classes)" \
     > "$s/java-tests.log" 2>&1 || true
   out="$(grep -m1 'Total tests run' "$s/java-tests.log" || echo 'no TestNG summary')"
   echo "gpu-check dry: Java GPU tests: $out"
@@ -306,7 +314,7 @@ run() {
   timeout 150 "$java" -Dorg.bytedeco.javacpp.cachedir="$scratch/javacpp-tests" \
     -cp "$dir/kvio-cli.jar:$dir/java-tests/*" org.testng.TestNG -groups gpu \
     -verbose 2 -d "$scratch/testng" \
-    -testclass io.kvio.CudaBackendTest,io.kvio.DeviceSelectionTest,io.kvio.CallerDeviceMemoryTest,io.kvio.CudaPoolCopyTest \
+    -testclass "$(gpu_test_classes)" \
     > "$scratch/java-tests.log" 2>&1 &
   local java_tests_pid=$!
   local -a matrix_pids=() matrix_parts=()

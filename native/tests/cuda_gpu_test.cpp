@@ -803,6 +803,20 @@ TEST(CudaAuto, ChoosesByRowSizeAndMovesEveryByte) {
 // KVIO_AUTO_CALIBRATION=measure: the executor times kernel against direct on the device when it
 // is created (auto_measure.cpp) and says so in its calibration, with a crossover that is one of
 // the row sizes it measured (4 KiB to 256 KiB) or never; then it moves bytes as the oracle says.
+// auto on a GPU has no io threads, but a thread count no cpu executor takes is refused as it is
+// on a machine without a GPU (it was accepted here and refused there).
+TEST(CudaAuto, RefusesAThreadCountTheCpuRefusesToo) {
+  REQUIRE_GPU();
+  uint64_t executor = 0;
+  EXPECT_EQ(kvio_executor_create(KVIO_BACKEND_AUTO, 1025, &executor), KVIO_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(kvio_last_error()).find("threads must be 1 to 1024"), std::string::npos)
+      << kvio_last_error();
+  EXPECT_EQ(executor, 0u);
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_AUTO, 1024, &executor), KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+}
+
 TEST(CudaAuto, MeasuresItsCrossoverWhenCreated) {
   REQUIRE_GPU();
   ScopedEnv measure("KVIO_AUTO_CALIBRATION", "measure");

@@ -35,6 +35,10 @@
 extern "C" {
 #endif
 
+/* The version of this header, for #if checks, and as kvio_version() returns it (the library's). */
+#define KVIO_VERSION_MAJOR 0
+#define KVIO_VERSION_MINOR 1
+#define KVIO_VERSION_PATCH 0
 #define KVIO_VERSION_STRING "0.1.0"
 
 /* The enumerations below (statuses, pool kinds, layouts, io backends, granularities, memory kinds,
@@ -81,7 +85,8 @@ enum {
   KVIO_GRANULARITY_COUNT
 };
 
-/* Name tables: which enum a string or value belongs to. */
+/* Name tables: which enum a string or value belongs to (KVIO_NAME_MEMORY: the memory kinds,
+ * KVIO_MEMORY_*, "host", "host_pinned", "cuda_device", ...). */
 enum {
 #define KVIO_DEF_NAME_TABLE(id, value, what) KVIO_NAME_##id = value,
 #include "kvio_enums.def"
@@ -250,7 +255,8 @@ KVIO_API kvio_status kvio_pool_close_wait(uint64_t pool, int64_t timeout_ns);
  * which its io threads take after each job, around fork; not those of its handle registries,
  * its host registration registries, or each pool, executor and transfer). */
 /* threads: the cpu backend's io threads (and auto's where it is cpu), 1 to 1024; <= 0: one per
- * online core, at most 1024. INVALID_ARGUMENT above 1024. Ignored by the device backends. */
+ * online core, at most 1024. INVALID_ARGUMENT above 1024, for every io backend and on every
+ * machine (also where auto runs on a GPU); the device backends ignore a count up to 1024. */
 KVIO_API kvio_status kvio_executor_create(int32_t io_backend, int32_t threads,
                                           uint64_t* executor_out);
 /* The executor's io threads (cpu, and auto without a GPU), or 1 (the device backends). */

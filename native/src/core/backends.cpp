@@ -142,6 +142,13 @@ bool isDeviceMemory(int32_t kind) {
   return kind == KVIO_MEMORY_CUDA_DEVICE || kind == KVIO_MEMORY_ASCEND_DEVICE;
 }
 
+kvio_status checkThreadCount(int32_t threads) {
+  if (threads <= kMostCpuThreads) return KVIO_STATUS_OK;
+  return fail(KVIO_STATUS_INVALID_ARGUMENT,
+              "threads must be 1 to %d, or <= 0 for one per online core (at most %d); got %d",
+              kMostCpuThreads, kMostCpuThreads, threads);
+}
+
 const BackendOps* backendOps(int32_t ioBackend) {
   switch (ioBackend) {
     case KVIO_BACKEND_CPU: return &cpuBackendOps();

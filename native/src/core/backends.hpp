@@ -21,6 +21,13 @@ enum class NativeHandle : int32_t {
   kAclEvent,    // aclrtEvent
 };
 
+/// The most io threads a cpu executor (and auto's cpu candidate) runs: kvio_executor_create
+/// refuses more for every io backend (checkThreadCount), so that the answer does not depend on
+/// whether the machine makes auto a GPU or a cpu executor.
+constexpr int32_t kMostCpuThreads = 1024;
+/// INVALID_ARGUMENT (with the valid range) for a `threads` argument above kMostCpuThreads.
+kvio_status checkThreadCount(int32_t threads);
+
 /// Launch settings of a CUDA executor (kvio_executor_create_cuda).
 struct CudaExecutorConfig {
   int32_t device = 0;

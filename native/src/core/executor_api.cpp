@@ -31,7 +31,7 @@ extern "C" {
 
 kvio_status kvio_executor_create(int32_t io_backend, int32_t threads, uint64_t* executor_out) {
   return openExecutor(
-      io_backend, executor_out, [] { return KVIO_STATUS_OK; },
+      io_backend, executor_out, [&] { return checkThreadCount(threads); },
       [&](std::unique_ptr<Executor>* executor) {
         return backendOps(io_backend)->create(threads, executor);
       });

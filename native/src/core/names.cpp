@@ -102,8 +102,6 @@ struct Values {
 
 Values valuesOf(Enumeration enumeration) {
   switch (enumeration) {
-    case Enumeration::kMemoryKind:
-      return {"memory kind", kMEMORY, sizeof kMEMORY / sizeof kMEMORY[0]};
     case Enumeration::kNameTable:
       return {"name table", kNAME_TABLE, sizeof kNAME_TABLE / sizeof kNAME_TABLE[0]};
     default: {

@@ -11,14 +11,14 @@
 namespace kvio {
 
 /// The enumerations of kvio_enums.def that an int32_t of the C ABI holds: the name tables'
-/// (same numbers as KVIO_NAME_*), the memory kinds, and the name tables themselves.
+/// (same numbers as KVIO_NAME_*, the memory kinds among them) and the name tables themselves.
 enum class Enumeration : int32_t {
   kKind = KVIO_NAME_KIND,
   kLayout = KVIO_NAME_LAYOUT,
   kBackend = KVIO_NAME_BACKEND,
   kGranularity = KVIO_NAME_GRANULARITY,
-  kMemoryKind = KVIO_NAME_COUNT,
-  kNameTable
+  kMemoryKind = KVIO_NAME_MEMORY,
+  kNameTable = KVIO_NAME_COUNT
 };
 
 /// True when `value` is a value of `enumeration`.

@@ -513,15 +513,10 @@ kvio_status cpuAvailable() {
 }
 
 kvio_status cpuCreate(int32_t threads, std::unique_ptr<Executor>* out) {
-  constexpr int32_t kMostThreads = 1024;
-  if (threads > kMostThreads) {
-    return fail(KVIO_STATUS_INVALID_ARGUMENT,
-                "threads must be 1 to %d, or <= 0 for one per online core (at most %d); got %d",
-                kMostThreads, kMostThreads, threads);
-  }
+  KVIO_RETURN_IF_ERROR(checkThreadCount(threads));
   if (threads <= 0) {  // one per online core, as many as a caller may ask for at most
     threads = static_cast<int32_t>(
-        std::min<unsigned>(kMostThreads, std::max(1u, std::thread::hardware_concurrency())));
+        std::min<unsigned>(kMostCpuThreads, std::max(1u, std::thread::hardware_concurrency())));
   }
   auto executor = std::make_unique<CpuExecutor>(threads);
   KVIO_RETURN_IF_ERROR(executor->startWorkers());

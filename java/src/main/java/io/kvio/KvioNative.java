@@ -71,6 +71,7 @@ final class KvioNative {
     static final int KVIO_NAME_LAYOUT = 1;
     static final int KVIO_NAME_BACKEND = 2;
     static final int KVIO_NAME_GRANULARITY = 3;
+    static final int KVIO_NAME_MEMORY = 4;
 
     static final int KVIO_MEMORY_HOST = 0;
     static final int KVIO_MEMORY_HOST_PINNED = 1;

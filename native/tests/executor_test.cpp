@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <thread>
@@ -339,7 +340,9 @@ TEST(ExecutorInfo, TransferInfoDescribesAndTimesTransfers) {
     kvio::Transfer untimed = kvio::transferAllLayers(one, src, dst, all, all);
     untimed.wait();
     ASSERT_EQ(kvio_transfer_get_info(untimed.handle(), nullptr), KVIO_STATUS_INVALID_ARGUMENT);
+    std::memset(&info, 0xab, sizeof info);  // the reserved tail is written too, as zero
     ASSERT_EQ(kvio_transfer_get_info(untimed.handle(), &info), KVIO_STATUS_OK);
+    for (int64_t word : info.reserved) EXPECT_EQ(word, 0);
     EXPECT_EQ(info.io_backend, KVIO_BACKEND_CPU);
     EXPECT_EQ(info.src_layout, KVIO_LAYOUT_LAYER_FIRST);
     EXPECT_EQ(info.dst_memory, KVIO_MEMORY_HOST);

@@ -449,6 +449,10 @@ typedef struct kvio_transfer_info {
                                staged; without a GPU cpu, or kernel_ascend for NPU memory);
                                io_backend for the others */
   int32_t overlaps_compute; /* 1 if submitted with KVIO_SUBMIT_OVERLAPS_COMPUTE, else 0 */
+  int64_t reserved[6];      /* written as 0. Fields later versions add take these bytes, so the
+                               struct keeps its size: a caller built against this header has
+                               room for what a newer library writes, and reads 0 from an older
+                               one for fields it does not know yet */
 } kvio_transfer_info;
 
 /* Fills *info_out (any transfer handle still open, done or not). */

@@ -163,7 +163,8 @@ final class KvioNative {
         static final int STATUS = 92; // int32
         static final int CHOSEN_BACKEND = 96; // int32
         static final int OVERLAPS_COMPUTE = 100; // int32
-        static final int BYTES = 104;
+        static final int RESERVED = 104; // int64[6], zero
+        static final int BYTES = 152;
 
         private TransferInfoStruct() {}
     }

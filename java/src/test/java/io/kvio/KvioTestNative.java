@@ -285,6 +285,10 @@ final class KvioTestNative {
     static native long sizeofTransferInfo();
 
     @MemberGetter
+    @Name("offsetof(kvio_transfer_info, reserved)")
+    static native long transferInfoReserved();
+
+    @MemberGetter
     @Name("offsetof(kvio_transfer_info, io_backend)")
     static native long transferInfoIoBackend();
 

@@ -223,6 +223,7 @@ public class NativeValuesTest {
     @Test
     public void transferInfoOffsetsAreTheCompilers() {
         assertEquals(TransferInfoStruct.BYTES, KvioTestNative.sizeofTransferInfo());
+        assertEquals(TransferInfoStruct.RESERVED, KvioTestNative.transferInfoReserved());
         assertEquals(TransferInfoStruct.IO_BACKEND, KvioTestNative.transferInfoIoBackend());
         assertEquals(TransferInfoStruct.SRC_LAYOUT, KvioTestNative.transferInfoSrcLayout());
         assertEquals(TransferInfoStruct.DST_LAYOUT, KvioTestNative.transferInfoDstLayout());

@@ -22,6 +22,26 @@ public final class Kvio {
         return NativeBridge.nativeVersion();
     }
 
+    /**
+     * How many CUDA devices kvio can use here (ordinals 0 to count - 1, for {@link
+     * DeviceKvPool#allocate(PoolSpec, IoBackend, int)} and {@link KvioExecutor#onDevice}); 0
+     * without a CUDA build, driver or device, and then {@code
+     * IoBackend.KERNEL.unavailabilityCause()} says which. Never throws for that.
+     */
+    public static int cudaDeviceCount() {
+        NativeBridge.ensureLoaded();
+        return NativeBridge.deviceCount(true);
+    }
+
+    /**
+     * How many Ascend NPUs kvio can use here; 0 without CANN's runtime or an NPU, and then {@code
+     * IoBackend.KERNEL_ASCEND.unavailabilityCause()} says which. Never throws for that.
+     */
+    public static int ascendDeviceCount() {
+        NativeBridge.ensureLoaded();
+        return NativeBridge.deviceCount(false);
+    }
+
     /** Where the JNI library was loaded from (diagnostics). */
     public static String nativeLibraryPath() {
         NativeBridge.ensureLoaded();

@@ -188,6 +188,10 @@ final class KvioNative {
 
     static native int kvio_backend_available(int ioBackend);
 
+    static native int kvio_cuda_device_count(@Cast("int32_t*") long countOut);
+
+    static native int kvio_ascend_device_count(@Cast("int32_t*") long countOut);
+
     // ---- pools ----
     static native int kvio_pool_component_bytes(
             @Cast("const kvio_pool_spec*") long spec, @Cast("uint64_t*") long bytesOut);

@@ -217,6 +217,20 @@ final class NativeBridge {
         return s.buffer.getInt(OUT0);
     }
 
+    /**
+     * What kvio_cuda_device_count ({@code cuda}) or kvio_ascend_device_count answers: the count, or
+     * 0 when the runtime or a device is missing (that status is not an error here).
+     */
+    static int deviceCount(boolean cuda) {
+        Scratch s = SCRATCH.get();
+        s.buffer.putInt(OUT0, 0);
+        int status =
+                cuda
+                        ? KvioNative.kvio_cuda_device_count(s.address + OUT0)
+                        : KvioNative.kvio_ascend_device_count(s.address + OUT0);
+        return status == KvioNative.KVIO_STATUS_OK ? s.buffer.getInt(OUT0) : 0;
+    }
+
     /** null when available, else the native cause. */
     static String backendUnavailabilityCause(IoBackend backend) {
         int status = KvioNative.kvio_backend_available(backend.nativeValue());

@@ -27,6 +27,16 @@ public class BackendAvailabilityTest {
         return IoBackend.KERNEL.isAvailable();
     }
 
+    /**
+     * The device counts agree with the backends' availability: devices where the backend is usable,
+     * 0 (not an exception) where it is not.
+     */
+    @Test
+    public void deviceCountsAgreeWithAvailability() {
+        assertEquals(Kvio.cudaDeviceCount() > 0, IoBackend.KERNEL.isAvailable());
+        assertEquals(Kvio.ascendDeviceCount() > 0, IoBackend.KERNEL_ASCEND.isAvailable());
+    }
+
     @Test
     public void cpuIsAvailable() {
         assertTrue(IoBackend.CPU.isAvailable());

@@ -113,6 +113,23 @@ public class CudaBackendTest {
         }
     }
 
+    /** Every device the count names takes a pool; the ordinal after the last is refused. */
+    @Test
+    public void cudaDeviceCountNamesTheDevicesPoolsGoOn() {
+        requireGpu(IoBackend.KERNEL);
+        int count = Kvio.cudaDeviceCount();
+        assertTrue(count >= 1, "a usable CUDA backend with " + count + " devices");
+        PoolFixtures.Config cfg = new PoolFixtures.Config(PoolKind.MLA, 1, 2, 4, 1, 64);
+        PoolSpec spec = cfg.spec(KvLayout.LAYER_FIRST);
+        for (int d = 0; d < count; d++) {
+            try (DeviceKvPool device = DeviceKvPool.allocate(spec, IoBackend.KERNEL, d)) {
+                assertEquals(device.device(), d);
+            }
+        }
+        expectThrows(
+                KvioException.class, () -> DeviceKvPool.allocate(spec, IoBackend.KERNEL, count));
+    }
+
     @Test
     public void kernelLaunchShape() {
         requireGpu(IoBackend.KERNEL);

@@ -75,7 +75,7 @@ TEST_F(CppApiLifetime, DestroyingAPoolOverCallerMemoryWaitsForItsTransfers) {
   // a wrapped pool waits. The transfer is held until another thread releases it 100 ms later:
   // the destructor must not return before that, and buf must then hold the source's bytes.
   const kvio::PoolSpec spec = bigSpec();
-  const kvio::Pool src = kvio::Pool::allocate(spec);
+  kvio::Pool src = kvio::Pool::allocate(spec);
   uint8_t* const srcBytes = src.data();  // (data() and bytes() look the handle up: once)
   const uint64_t size = src.bytes();
   for (uint64_t i = 0; i < size; ++i) srcBytes[i] = static_cast<uint8_t>(i % 251);
@@ -100,7 +100,7 @@ TEST_F(CppApiLifetime, DestroyingAPoolOverCallerMemoryWaitsForItsTransfers) {
 
 TEST_F(CppApiLifetime, AssigningOverAPoolOverCallerMemoryWaitsAsTheDestructorDoes) {
   const kvio::PoolSpec spec = bigSpec();
-  const kvio::Pool src = kvio::Pool::allocate(spec);
+  kvio::Pool src = kvio::Pool::allocate(spec);
   std::memset(src.data(), 0x3C, src.bytes());
   const std::vector<int64_t> slots = allSlots();
   kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
@@ -172,8 +172,8 @@ TEST_F(CppApiLifetime, QueueOnlyKeepsEveryCopyOffTheSubmittingThread) {
       SCOPED_TRACE(std::string(name) + ", " + std::to_string(tokens) + " rows of 4 KiB");
       kvio::PoolSpec spec = bigSpec();
       spec.numPages = tokens;
-      const kvio::Pool src = kvio::Pool::allocate(spec);
-      const kvio::Pool dst = kvio::Pool::allocate(spec);
+      kvio::Pool src = kvio::Pool::allocate(spec);
+      kvio::Pool dst = kvio::Pool::allocate(spec);
       for (uint64_t i = 0; i < src.bytes(); ++i) src.data()[i] = static_cast<uint8_t>(i % 253);
       std::memset(dst.data(), 0xA5, dst.bytes());
       std::vector<int64_t> srcSlots(static_cast<size_t>(tokens)), dstSlots(srcSlots.size());

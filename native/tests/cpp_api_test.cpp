@@ -31,7 +31,7 @@ kvio::PoolSpec oneLayerSpec() {
 }
 
 // Source byte i holds i % 251; the destination is a canary (0xA5).
-void fill(const kvio::Pool& src, const kvio::Pool& dst) {
+void fill(kvio::Pool& src, kvio::Pool& dst) {
   for (uint64_t i = 0; i < src.bytes(); ++i) src.data()[i] = static_cast<uint8_t>(i % 251);
   std::memset(dst.data(), 0xA5, dst.bytes());
 }
@@ -64,11 +64,21 @@ std::vector<uint8_t> contents(const kvio::Pool& pool) {
                   std::declval<const kvio::Pool&>(), SRC, DST, std::declval<Args>()...)),   \
               Args...> : std::true_type {}
 #define KVIO_TEST_SLOTS std::declval<std::vector<int64_t>&>()
+#define KVIO_TEST_DEVICE_SLOTS std::declval<const kvio::DeviceIndices&>()
 KVIO_TEST_COMPILES(PerLayerCompiles, transferPerLayer, KVIO_TEST_SLOTS, KVIO_TEST_SLOTS);
 KVIO_TEST_COMPILES(AllLayersCompiles, transferAllLayers, KVIO_TEST_SLOTS, KVIO_TEST_SLOTS);
+KVIO_TEST_COMPILES(TransferCompiles, transfer, KVIO_TEST_SLOTS, KVIO_TEST_SLOTS);
 // Braced index lists are not deduced by a template: the deleted overloads take them as Indices.
 KVIO_TEST_COMPILES(BracedPerLayerCompiles, transferPerLayer, {1}, {3});
 KVIO_TEST_COMPILES(BracedAllLayersCompiles, transferAllLayers, {1}, {3});
+KVIO_TEST_COMPILES(BracedTransferCompiles, transfer, {1}, {3});
+KVIO_TEST_COMPILES(DevicePerLayerCompiles, transferPerLayer, KVIO_TEST_DEVICE_SLOTS,
+                   KVIO_TEST_DEVICE_SLOTS);
+KVIO_TEST_COMPILES(DeviceAllLayersCompiles, transferAllLayers, KVIO_TEST_DEVICE_SLOTS,
+                   KVIO_TEST_DEVICE_SLOTS);
+KVIO_TEST_COMPILES(DeviceTransferCompiles, transfer, KVIO_TEST_DEVICE_SLOTS,
+                   KVIO_TEST_DEVICE_SLOTS);
+#undef KVIO_TEST_DEVICE_SLOTS
 #undef KVIO_TEST_SLOTS
 #undef KVIO_TEST_COMPILES
 
@@ -97,6 +107,73 @@ static_assert(!PerLayerCompiles<void, int, int, int64_t>::value, "a number as ov
 static_assert(!AllLayersCompiles<void, int, int>::value, "a number as overlapsCompute");
 static_assert(!BracedPerLayerCompiles<void, int, int, int>::value, "braced lists, a number mark");
 static_assert(!BracedAllLayersCompiles<void, int64_t, int>::value, "braced lists, a number mark");
+// The general transfer too: transfer(..., LayerMap{0, 0, 1}, 5) marked the transfer as
+// overlapping compute, and so did &options (a pointer converts to bool).
+using Map = kvio::LayerMap;
+static_assert(TransferCompiles<void, Map>::value, "no mark");
+static_assert(TransferCompiles<void, Map, bool>::value, "the overlap mark");
+static_assert(TransferCompiles<void, Map, kvio::TransferOptions>::value, "options");
+static_assert(TransferCompiles<void, Map, kvio::TransferOptions&>::value, "options, an lvalue");
+static_assert(!TransferCompiles<void, Map, int>::value, "a number as overlapsCompute");
+static_assert(!TransferCompiles<void, Map, uint64_t>::value, "a number as overlapsCompute");
+static_assert(!TransferCompiles<void, Map, kvio::TransferOptions*>::value, "&options");
+static_assert(!TransferCompiles<void, Map, const char*>::value, "a pointer as overlapsCompute");
+static_assert(BracedTransferCompiles<void, Map, bool>::value, "braced lists, the overlap mark");
+static_assert(!BracedTransferCompiles<void, Map, int>::value, "braced lists, a number mark");
+// Device indices take the same marks as host indices, with the same refusals.
+static_assert(DeviceTransferCompiles<void, Map>::value, "device indices, no mark");
+static_assert(DeviceTransferCompiles<void, Map, bool>::value, "device indices, the mark");
+static_assert(DeviceTransferCompiles<void, Map, kvio::TransferOptions>::value, "options");
+static_assert(!DeviceTransferCompiles<void, Map, int>::value, "device indices, a number mark");
+static_assert(!DeviceTransferCompiles<void, Map, kvio::TransferOptions*>::value, "&options");
+static_assert(DevicePerLayerCompiles<void, int, int>::value, "device indices, one layer");
+static_assert(DevicePerLayerCompiles<void, int, int, bool>::value, "one layer, the mark");
+static_assert(DevicePerLayerCompiles<void, int, int, kvio::TransferOptions>::value, "options");
+static_assert(!DevicePerLayerCompiles<void, int, int, int>::value, "a number as the mark");
+static_assert(!DevicePerLayerCompiles<void, int, bool>::value, "bool as dstLayer");
+static_assert(DeviceAllLayersCompiles<void>::value, "device indices, all layers");
+static_assert(DeviceAllLayersCompiles<void, int, bool>::value, "all layers, the mark");
+static_assert(DeviceAllLayersCompiles<void, int, kvio::TransferOptions>::value, "options");
+static_assert(!DeviceAllLayersCompiles<void, int, int>::value, "a number as the mark");
+static_assert(!DeviceAllLayersCompiles<void, bool>::value, "bool as srcLayerStart");
+
+// Executor::cuda(backend, device, stream, shape): the launch shape is a kvio::LaunchShape, so
+// cuda(backend, 0, 8, 16) (meant: 8 CTAs of 16 warps?) does not compile rather than take 8 as
+// the stream.
+template <class, class... Args>
+struct CudaExecutorCompiles : std::false_type {};
+template <class... Args>
+struct CudaExecutorCompiles<decltype((void)kvio::Executor::cuda(std::declval<Args>()...)), Args...>
+    : std::true_type {};
+static_assert(CudaExecutorCompiles<void, kvio::IoBackend, int>::value, "a backend and a device");
+static_assert(CudaExecutorCompiles<void, kvio::IoBackend, int, uint64_t>::value, "a stream");
+static_assert(CudaExecutorCompiles<void, kvio::IoBackend, int, uint64_t, kvio::LaunchShape>::value,
+              "a stream and a launch shape");
+static_assert(!CudaExecutorCompiles<void, kvio::IoBackend, int, int, int>::value,
+              "a launch shape as bare integers after the stream");
+static_assert(!CudaExecutorCompiles<void, kvio::IoBackend, int, uint64_t, int, int>::value,
+              "the old (stream, ctaBudget, warpsPerCta) form");
+
+// A const Pool gives read-only bytes (copyTo is const; copyFrom and prefault are not).
+static_assert(
+    std::is_same<decltype(std::declval<const kvio::Pool&>().data()), const uint8_t*>::value,
+    "const data()");
+static_assert(std::is_same<decltype(std::declval<kvio::Pool&>().data()), uint8_t*>::value,
+              "data()");
+
+// Indices' data and count are read through accessors: `indices.size = 100` compiled and made
+// the next submit read past the indices' own copy.
+template <class, class = void>
+struct SizeAssignable : std::false_type {};
+template <class T>
+struct SizeAssignable<T, decltype((void)(std::declval<T&>().size = int64_t{100}))>
+    : std::true_type {};
+static_assert(!SizeAssignable<kvio::Indices>::value, "Indices::size is not a field");
+// A count of any integral type but bool: a flag is no count.
+static_assert(std::is_constructible<kvio::Indices, const int64_t*, size_t>::value, "size_t");
+static_assert(std::is_constructible<kvio::Indices, const int64_t*, int>::value, "int");
+static_assert(!std::is_constructible<kvio::Indices, const int64_t*, bool>::value, "bool");
+static_assert(!std::is_constructible<kvio::Indices, const int64_t*, double>::value, "double");
 
 // Pool::allocate(spec, kind, device) compiles for these argument types: the kind is a
 // kvio::MemoryKind, so an int (a device ordinal, or a KVIO_MEMORY_* constant) in its place does
@@ -115,8 +192,8 @@ static_assert(!AllocateCompiles<void, decltype(KVIO_MEMORY_CUDA_DEVICE), int>::v
               "the C constant as the kind");
 
 TEST(CppApi, BracedIndexListsAreIndicesNotAPointerAndACount) {
-  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
-  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
   kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
   fill(src, dst);
   // {0, 1} bound to (const int64_t*, int64_t) before: a null array of one index.
@@ -173,34 +250,149 @@ TEST(CppApi, AnEnginesUint64TablesWrapAsTheVectorFormsDo) {
               KVIO_STATUS_INVALID_ARGUMENT, {"num_entries is 3", "2 components x 2 layers = 4"});
 }
 
+TEST(CppApi, APointerAndACountOfAnyIntegralTypeAreAView) {
+  // Indices{pointer, v.size()} was narrowing (size_t to int64_t) in a braced list: an error with
+  // clang or -pedantic-errors. The count may be a size_t now, checked against int64.
+  kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  fill(src, dst);
+  const std::vector<int64_t> from = {5, 1, 7}, to = {0, 6, 3};
+  const kvio::Indices s{from.data(), from.size()};
+  const kvio::Indices d(to.data(), 3);
+  EXPECT_EQ(s.data(), from.data());  // a view, not a copy
+  EXPECT_EQ(s.size(), 3);
+  EXPECT_EQ(d.size(), 3);
+  kvio::transferPerLayer(cpu, src, dst, s, d, 0, 0).wait();
+  EXPECT_EQ(contents(dst), expected(dst, from, to));
+  // Braced in the call itself, as an engine writes it.
+  fill(src, dst);
+  kvio::transferPerLayer(cpu, src, dst, {from.data(), from.size()}, {to.data(), to.size()}, 0, 0)
+      .wait();
+  EXPECT_EQ(contents(dst), expected(dst, from, to));
+  // A size_t that int64 cannot hold was cast to a negative count: refused, naming it.
+  const size_t tooMany = static_cast<size_t>(INT64_MAX) + 1;
+  expectError([&] { (void)kvio::Indices(from.data(), tooMany); }, KVIO_STATUS_INVALID_ARGUMENT,
+              {"the index count is " + std::to_string(tooMany), "int64_t"});
+  expectError([&] { (void)kvio::Indices(from.data(), SIZE_MAX); }, KVIO_STATUS_INVALID_ARGUMENT,
+              {std::to_string(SIZE_MAX)});
+  const kvio::Indices most(from.data(), static_cast<size_t>(INT64_MAX));  // fits: only a view
+  EXPECT_EQ(most.size(), INT64_MAX);
+  // A braced pair of numbers is still two indices, 0 (a null pointer constant) included.
+  const kvio::Indices pair{0, 1};
+  ASSERT_EQ(pair.size(), 2);
+  EXPECT_EQ(std::vector<int64_t>(pair.data(), pair.data() + 2), (std::vector<int64_t>{0, 1}));
+  const kvio::Indices sizes{int64_t{4}, int64_t{6}};
+  EXPECT_EQ(sizes.size(), 2);
+}
+
+TEST(CppApi, AddressCountsTheCAbiCannotHoldAreRefusedByEveryWrapForm) {
+  // wrapComponents(vector) cast the count to int32 unchecked, the pointer form clamped it to
+  // INT32_MAX: now both refuse a count above INT32_MAX (num_components is an int32 in kvio.h)
+  // before the C ABI reads an address.
+  const kvio::PoolSpec spec =
+      kvio_test::Geometry{
+          KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, kvio_test::Form::PerLayer, 2, 2, 4, 1, kRow}
+          .spec();
+  const uint64_t componentBytes = 2 * 8 * kRow;  // 2 layers of 8 tokens
+  const uint64_t addresses[2] = {0x1000, 0x2000};
+  const size_t tooMany = static_cast<size_t>(INT32_MAX) + 1;
+  expectError([&] { (void)kvio::Pool::wrapComponents(spec, addresses, tooMany, componentBytes); },
+              KVIO_STATUS_INVALID_ARGUMENT,
+              {"the component address count is 2147483648", "int32_t"});
+  expectError(
+      [&] {
+        (void)kvio::Pool::wrapLayerTable(spec, addresses, static_cast<size_t>(INT64_MAX) + 1,
+                                         componentBytes / 2);
+      },
+      KVIO_STATUS_INVALID_ARGUMENT, {"the layer table's entry count is", "int64_t"});
+  // Counts that fit reach the C ABI, whose own check names them; both forms answer alike.
+  expectError([&] { (void)kvio::Pool::wrapComponents(spec, addresses, 1, componentBytes); },
+              KVIO_STATUS_INVALID_ARGUMENT, {"num_components is 1"});
+  std::vector<std::vector<uint8_t>> buffers(2, std::vector<uint8_t>(componentBytes, 0));
+  const std::vector<void*> one = {buffers[0].data()};
+  expectError([&] { (void)kvio::Pool::wrapComponents(spec, one, componentBytes); },
+              KVIO_STATUS_INVALID_ARGUMENT, {"num_components is 1"});
+  const std::vector<void*> both = {buffers[0].data(), buffers[1].data()};
+  const kvio::Pool pool = kvio::Pool::wrapComponents(spec, both, componentBytes);
+  EXPECT_EQ(pool.regions(), 2);
+  EXPECT_EQ(pool.data(1), buffers[1].data());
+}
+
+TEST(CppApi, APoolOfADeviceKindWithoutADeviceIsOnDeviceZero) {
+  // Pool::allocate(spec, MemoryKind::CudaDevice) passed device -1 and was refused with "device
+  // -1 is not a device ordinal", where Java's DeviceKvPool.allocate(spec, backend) and
+  // kvio_executor_create mean device 0. Without a device argument the kind chooses: -1 (none)
+  // for host memory, 0 for every other kind; a device given is passed as given.
+  EXPECT_EQ(kvio::Pool::defaultDevice(kvio::MemoryKind::Host), -1);
+  const kvio::PoolSpec spec = oneLayerSpec();
+  const kvio_pool_spec c = spec.toC();
+  std::vector<uint8_t> buf(spec.componentBytes());
+  for (const kvio::MemoryKind kind :
+       {kvio::MemoryKind::HostPinned, kvio::MemoryKind::CudaDevice, kvio::MemoryKind::AscendDevice,
+        kvio::MemoryKind::AscendHostPinned}) {
+    SCOPED_TRACE("memory kind " + std::to_string(static_cast<int>(kind)));
+    EXPECT_EQ(kvio::Pool::defaultDevice(kind), 0);
+    // What the C ABI answers for device 0, the answer expected of the call without a device.
+    uint64_t handle = 0;
+    const kvio_status onZero =
+        kvio_pool_allocate_memory(&c, static_cast<int32_t>(kind), 0, &handle);
+    const std::string whyNotZero = onZero == KVIO_STATUS_OK ? "" : kvio_last_error();
+    if (onZero == KVIO_STATUS_OK) {  // a device here: the pool is on device 0
+      ASSERT_EQ(kvio_pool_close_wait(handle, -1), KVIO_STATUS_OK);
+      const kvio::Pool pool = kvio::Pool::allocate(spec, kind);
+      EXPECT_EQ(pool.memory().kind, kind);
+      EXPECT_EQ(pool.memory().device, 0);
+    } else {  // none (UNAVAILABLE here): refused for that, not for a device -1
+      expectError([&] { (void)kvio::Pool::allocate(spec, kind); }, onZero, {whyNotZero});
+      try {
+        (void)kvio::Pool::allocate(spec, kind);
+      } catch (const kvio::Error& e) {
+        EXPECT_EQ(std::string(e.what()).find("device -1"), std::string::npos) << e.what();
+      }
+      expectError([&] { (void)kvio::Pool::wrap(spec, buf.data(), buf.size(), kind); }, onZero, {});
+      expectError([&] { (void)kvio::Pool::wrapComponents(spec, {buf.data()}, buf.size(), kind); },
+                  onZero, {});
+    }
+    // An explicit -1 is passed on, and refused as the C ABI refuses it.
+    expectError([&] { (void)kvio::Pool::allocate(spec, kind, -1); }, KVIO_STATUS_INVALID_ARGUMENT,
+                {"device -1 is not a device ordinal"});
+    expectError([&] { (void)kvio::Pool::wrap(spec, buf.data(), buf.size(), kind, -1); },
+                KVIO_STATUS_INVALID_ARGUMENT, {"device -1 is not a device ordinal"});
+  }
+  // Host memory keeps device -1 whatever is asked (kvio.h ignores the device for it).
+  const kvio::Pool host = kvio::Pool::wrap(spec, buf.data(), buf.size());
+  EXPECT_EQ(host.memory().device, -1);
+}
+
 TEST(CppApi, AVectorGivenAsAnRvalueIsKeptNotViewed) {
   // Indices(const std::vector<int64_t>&) kept v.data() of the temporary pageSlots returned: the
   // vector was freed at the end of the statement, the next allocation of its size took its
   // memory, and the transfer moved the rows that allocation named.
-  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
-  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
   kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
   fill(src, dst);
   const kvio::Indices from = kvio::pageSlots({1}, 4);  // slots 4..7
   const kvio::Indices to = kvio::pageSlots({0}, 4);    // slots 0..3
   const std::vector<int64_t> later(4, 2);              // same size: would reuse a freed buffer
-  ASSERT_EQ(from.size, 4);
-  EXPECT_EQ(std::vector<int64_t>(from.data, from.data + from.size),
+  ASSERT_EQ(from.size(), 4);
+  EXPECT_EQ(std::vector<int64_t>(from.data(), from.data() + from.size()),
             (std::vector<int64_t>{4, 5, 6, 7}));
   kvio::transferPerLayer(cpu, src, dst, from, to, 0, 0).wait();
   EXPECT_EQ(contents(dst), expected(dst, {4, 5, 6, 7}, {0, 1, 2, 3}));
   EXPECT_EQ(later[0], 2);
   // A copy shares what the original owns; an lvalue vector stays a view (no copy).
   const kvio::Indices copy = from;
-  EXPECT_EQ(copy.data, from.data);
+  EXPECT_EQ(copy.data(), from.data());
   const std::vector<int64_t> mine = {6, 7};
   const kvio::Indices view = mine;
-  EXPECT_EQ(view.data, mine.data());
+  EXPECT_EQ(view.data(), mine.data());
   // A const rvalue cannot be moved from: it is copied, not viewed.
   const auto constSlots = []() -> const std::vector<int64_t> { return {4, 5, 6, 7}; };
   const kvio::Indices kept = constSlots();
   const std::vector<int64_t> reuse(4, 9);  // same size: would reuse the temporary's buffer
-  EXPECT_EQ(std::vector<int64_t>(kept.data, kept.data + kept.size),
+  EXPECT_EQ(std::vector<int64_t>(kept.data(), kept.data() + kept.size()),
             (std::vector<int64_t>{4, 5, 6, 7}));
   EXPECT_EQ(reuse[0], 9);
 }
@@ -229,8 +421,8 @@ TEST(CppApi, PageSlotsRefusesPageSizesAndPagesOutsideInt64) {
 }
 
 TEST(CppApi, TransferDirectCountsPagesInItsMessage) {
-  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
-  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
   kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
   fill(src, dst);
   const std::vector<uint8_t> source = contents(src);
@@ -318,13 +510,13 @@ TEST(CppApi, ClosedObjectsReportClosed) {
 }
 
 TEST(CppApi, EmptyIndexListsCompleteAfterEveryOtherCheck) {
-  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
-  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
   kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
   fill(src, dst);
   const std::vector<int64_t> none;
   kvio::Transfer t = kvio::transferPerLayer(cpu, src, dst, none, none, 0, 0);
-  EXPECT_TRUE(t.empty());
+  EXPECT_TRUE(t.movesNothing());
   EXPECT_TRUE(t.done());
   EXPECT_EQ(t.bytes(), 0u);
   EXPECT_TRUE(t.waitFor(std::chrono::nanoseconds(0)));
@@ -340,8 +532,8 @@ TEST(CppApi, EmptyIndexListsCompleteAfterEveryOtherCheck) {
   EXPECT_EQ(contents(dst), expected(dst, {}, {})) << "a refusal changed the destination";
   // A moved-from transfer is not an empty one: it has no handle to answer with.
   kvio::Transfer moved = std::move(t);
-  EXPECT_TRUE(moved.empty());
-  EXPECT_FALSE(t.empty());  // NOLINT(bugprone-use-after-move): what a moved-from one says
+  EXPECT_TRUE(moved.movesNothing());
+  EXPECT_FALSE(t.movesNothing());  // NOLINT(bugprone-use-after-move): what a moved-from one says
   EXPECT_THROW(t.wait(), kvio::Error);
 }
 
@@ -433,12 +625,18 @@ TEST(CppApi, PerLayerCallsCarryTheOverlapMark) {
   kvio::Transfer marked = kvio::transferPerLayer(cpu, src, dst, {1}, {1}, 0, 0, true);
   kvio::Transfer plain = kvio::transferAllLayers(cpu, src, dst, {2}, {2});
   kvio::Transfer backup = kvio::transferAllLayers(cpu, src, dst, {3}, {3}, 0, true);
+  kvio::Transfer general = kvio::transfer(cpu, src, dst, {4}, {4}, kvio::LayerMap{0, 0, 1}, true);
+  kvio::Transfer unmarked = kvio::transfer(cpu, src, dst, {5}, {5}, kvio::LayerMap{0, 0, 1});
   marked.wait();
   plain.wait();
   backup.wait();
+  general.wait();
+  unmarked.wait();
   EXPECT_EQ(marked.info().overlaps_compute, 1);
   EXPECT_EQ(plain.info().overlaps_compute, 0);
   EXPECT_EQ(backup.info().overlaps_compute, 1);
+  EXPECT_EQ(general.info().overlaps_compute, 1);
+  EXPECT_EQ(unmarked.info().overlaps_compute, 0);
 }
 
 TEST(CppApi, DeviceEntryPointsSayWhyWhereThereIsNoDevice) {
@@ -510,8 +708,8 @@ TEST(CppApi, DeviceIndicesAndHostIndicesNeverConvertIntoEachOther) {
   EXPECT_EQ(view.size(), 2);
   // A braced pair with a 0 (a null pointer constant) still names host indices, not a device
   // (pointer, count): the call compiles, is unambiguous and moves rows 0 and 1.
-  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
-  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
   kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
   fill(src, dst);
   kvio::transferPerLayer(cpu, src, dst, {0, 1}, {0, 1}, 0, 0).wait();
@@ -519,8 +717,8 @@ TEST(CppApi, DeviceIndicesAndHostIndicesNeverConvertIntoEachOther) {
 }
 
 TEST(CppApi, DeviceIndicesOnTheCpuBackendAreUnsupportedAndMoveNothing) {
-  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
-  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
   kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
   fill(src, dst);
   const std::vector<uint8_t> canary = contents(dst);
@@ -534,6 +732,16 @@ TEST(CppApi, DeviceIndicesOnTheCpuBackendAreUnsupportedAndMoveNothing) {
               KVIO_STATUS_UNSUPPORTED, why);
   expectError([&] { (void)kvio::transferAllLayers(cpu, src, dst, s, d); }, KVIO_STATUS_UNSUPPORTED,
               why);
+  // The overlap mark as a bool, as with host indices.
+  expectError([&] { (void)kvio::transferPerLayer(cpu, src, dst, s, d, 0, 0, true); },
+              KVIO_STATUS_UNSUPPORTED, why);
+  expectError([&] { (void)kvio::transferAllLayers(cpu, src, dst, s, d, 0, true); },
+              KVIO_STATUS_UNSUPPORTED, why);
+  expectError(
+      [&] {
+        (void)kvio::transfer(cpu, src, dst, s, d, kvio::LayerMap{0, 0, 1}, true);
+      },
+      KVIO_STATUS_UNSUPPORTED, why);
   expectError(
       [&] {
         (void)kvio::transfer(cpu, src, dst, s, d, kvio::LayerMap{0, 0, 1});
@@ -589,8 +797,8 @@ TEST(CppApi, DeviceIndicesOnTheCpuBackendAreUnsupportedAndMoveNothing) {
 }
 
 TEST(CppApi, APerTransferLaunchShapeReachesTheLibraryAndCpuIgnoresIt) {
-  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
-  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
   kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
   fill(src, dst);
   kvio::TransferOptions shape;
@@ -635,8 +843,8 @@ TEST(CppApi, TheOverlapMarkWithALaunchShapeTravelTogether) {
   // Refused with UNSUPPORTED while kvio.h had a submit for each (kvio_submit_flags,
   // kvio_submit_launch) and none for both; kvio_submit_with takes both: the transfer is marked,
   // the shape's limits are checked, and cpu moves the rows.
-  const kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
-  const kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool src = kvio::Pool::allocate(oneLayerSpec());
+  kvio::Pool dst = kvio::Pool::allocate(oneLayerSpec());
   kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
   kvio::TransferOptions both;
   both.overlapsCompute = true;
@@ -667,7 +875,7 @@ TEST(CppApi, TheOverlapMarkWithALaunchShapeTravelTogether) {
   EXPECT_EQ(contents(dst), canary);
   // An empty batch with both: a completed Transfer of 0 bytes.
   kvio::Transfer empty = kvio::transferPerLayer(cpu, src, dst, none, none, 0, 0, both);
-  EXPECT_TRUE(empty.empty());
+  EXPECT_TRUE(empty.movesNothing());
   empty.wait();
   EXPECT_EQ(contents(dst), canary);
   // What the wrapper hands kvio_submit_with.

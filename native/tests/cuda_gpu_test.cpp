@@ -1214,7 +1214,7 @@ TEST(CudaKernel, CppWrapperTakesDeviceIndicesAndALaunchShape) {
   kvio::Transfer none =
       kvio::transferPerLayer(kernel, src, dst, kvio::DeviceIndices::view(onDevice, 0),
                              kvio::DeviceIndices::view(onDevice, 0), 0, 0);
-  EXPECT_TRUE(none.empty());
+  EXPECT_TRUE(none.movesNothing());
   // Slot 99 is outside the pool: the kernel skips it, the transfer fails OUT_OF_RANGE.
   expectError(
       [&] {

@@ -14,8 +14,10 @@
 // queue-only, the copy kernel's launch shape, any of them) and, in place of host indices,
 // DeviceIndices (slot indices already in GPU memory). Before a pool is configured: checkSupport,
 // backendAvailable, cudaDeviceCount and ascendDeviceCount say whether it can work here and, if not,
-// why, without throwing. C++14 or later; from C++17 a Transfer left unused is a warning
-// ([[nodiscard]]: a transfer dropped unawaited reports no failure).
+// why, without throwing. kvio::check(status) throws the status of a C call just made (code that
+// calls kvio.h beside this header) with that call's message. C++14 or later; from C++17 a
+// Transfer left unused is a warning ([[nodiscard]]: a transfer dropped unawaited reports no
+// failure).
 //
 // Threads: one Executor or Pool may be used by several threads at once (concurrent transfers
 // through one executor, between the same pools, are fine; the C ABI orders them). Closing an
@@ -66,7 +68,10 @@ class Error : public std::runtime_error {
 };
 
 /// Throws Error for a status other than KVIO_STATUS_OK, with this thread's kvio_last_error():
-/// for code that calls the C ABI beside kvio.hpp, as kvio.hpp itself does.
+/// for code that calls the C ABI beside kvio.hpp, as kvio.hpp itself does. Give it the status of
+/// the C call just made on this thread, before any other kvio call: kvio_last_error() is the
+/// message of this thread's latest failed call and is not cleared by a call that succeeds, so a
+/// status kept from earlier (or made up) would be thrown with another call's message.
 inline void check(kvio_status status) {
   if (status != KVIO_STATUS_OK) throw Error(status, kvio_last_error());
 }
@@ -267,42 +272,85 @@ struct PoolSpec {
   }
 };
 
+namespace detail {
+/// An integral type a count may be given as: not bool (a flag is no count), at most 64 bits.
+template <class Count>
+struct IsCount : std::integral_constant<bool, std::is_integral<Count>::value &&
+                                                  !std::is_same<Count, bool>::value &&
+                                                  sizeof(Count) <= sizeof(int64_t)> {};
+
+/// Whether `count` lies in Target's range, compared in 64 bits of the count's own sign.
+template <class Target, class Count>
+bool countFits(Count count, std::true_type /* signed */) {
+  const int64_t value = static_cast<int64_t>(count);
+  return value >= int64_t{std::numeric_limits<Target>::min()} &&
+         value <= int64_t{std::numeric_limits<Target>::max()};
+}
+template <class Target, class Count>
+bool countFits(Count count, std::false_type /* unsigned */) {
+  return static_cast<uint64_t>(count) <= static_cast<uint64_t>(std::numeric_limits<Target>::max());
+}
+
+/// `count` as the C ABI's count type Target (int64_t, int32_t): INVALID_ARGUMENT, naming `what`,
+/// when Target cannot hold it (a size_t above INT64_MAX, which a cast would make negative, or
+/// above INT32_MAX for an int32 count). A negative count that fits is passed on: the C ABI
+/// refuses it with its own message.
+template <class Target, class Count>
+Target checkedCount(Count count, const char* what) {
+  static_assert(IsCount<Count>::value && std::is_signed<Target>::value, "an integral count");
+  if (!countFits<Target>(count, std::is_signed<Count>())) {
+    throw Error(KVIO_STATUS_INVALID_ARGUMENT,
+                std::string(what) + " is " + std::to_string(count) + ", which the C ABI's int" +
+                    std::to_string(std::numeric_limits<Target>::digits + 1) +
+                    "_t count cannot hold");
+  }
+  return static_cast<Target>(count);
+}
+}  // namespace detail
+
 /// Int64 token indices: a view of a vector or of memory the caller owns (read during the
 /// submit only), or, from a braced list ({4, 5, 6}) or a vector given as an rvalue (the result
-/// of pageSlots), a copy the Indices keeps.
-struct Indices {
-  const int64_t* data = nullptr;
-  int64_t size = 0;
-  Indices(const int64_t* d, int64_t n) : data(d), size(n) {}
+/// of pageSlots), a copy the Indices keeps. data() and size() say what a submit reads; they
+/// change only by assigning another Indices.
+class Indices {
+ public:
+  /// A view of `count` indices at `indices`, the count of any integral type (int64_t, a
+  /// vector's size_t, int): INVALID_ARGUMENT for one int64 cannot hold (a size_t above
+  /// INT64_MAX). A braced {pointer, count} takes this form too; a braced list of numbers such
+  /// as {0, 1} stays a list of indices (below), even with a 0 that is a null pointer constant.
+  template <class Count, typename std::enable_if<detail::IsCount<Count>::value, int>::type = 0>
+  Indices(const int64_t* indices, Count count)
+      : data_(indices), size_(detail::checkedCount<int64_t>(count, "the index count")) {}
   /// A view of `v`: the vector must outlive every use of this Indices (and not be resized).
-  Indices(const std::vector<int64_t>& v)
-      : data(v.data()), size(static_cast<int64_t>(v.size())) {}  // NOLINT
+  Indices(const std::vector<int64_t>& v)  // NOLINT
+      : data_(v.data()), size_(static_cast<int64_t>(v.size())) {}
   /// Takes the vector: `kvio::Indices slots = kvio::pageSlots({1}, 4);` keeps the slots (a view
   /// would point into the temporary, freed at the end of the statement).
   Indices(std::vector<int64_t>&& v)  // NOLINT
-      : owned_(std::make_shared<const std::vector<int64_t>>(std::move(v))) {
-    data = owned_->data();
-    size = static_cast<int64_t>(owned_->size());
-  }
+      : Indices(std::make_shared<const std::vector<int64_t>>(std::move(v))) {}
   /// A const rvalue (a function returning `const std::vector`) cannot be taken: it is copied.
   Indices(const std::vector<int64_t>&& v)  // NOLINT
-      : owned_(std::make_shared<const std::vector<int64_t>>(v)) {
-    data = owned_->data();
-    size = static_cast<int64_t>(owned_->size());
-  }
+      : Indices(std::make_shared<const std::vector<int64_t>>(v)) {}
   /// A braced list is copied: without this, {0, 1} would bind to (pointer, count) (0 is a null
   /// pointer constant) and name no index at all.
   Indices(std::initializer_list<int64_t> list)  // NOLINT
-      : owned_(std::make_shared<const std::vector<int64_t>>(list)) {
-    data = owned_->data();
-    size = static_cast<int64_t>(owned_->size());
-  }
+      : Indices(std::make_shared<const std::vector<int64_t>>(list)) {}
   // Copies share the owned copy; a move is a copy (a moved-from Indices keeps what it points at
   // alive).
   Indices(const Indices&) = default;
   Indices& operator=(const Indices&) = default;
 
+  /// The first index (null or dangling for none), and how many there are.
+  const int64_t* data() const { return data_; }
+  int64_t size() const { return size_; }
+
  private:
+  explicit Indices(std::shared_ptr<const std::vector<int64_t>> owned)
+      : data_(owned->data()),
+        size_(static_cast<int64_t>(owned->size())),
+        owned_(std::move(owned)) {}
+  const int64_t* data_ = nullptr;
+  int64_t size_ = 0;
   std::shared_ptr<const std::vector<int64_t>> owned_;  // a braced list's or a vector's; or null
 };
 
@@ -384,11 +432,22 @@ class Pool {
   /// No pool (handle 0), to be assigned one later (an engine member set up after construction);
   /// its calls throw INVALID_ARGUMENT, close() and the destructor do nothing.
   Pool() noexcept = default;
+  /// The device a pool of `memoryKind` is on when no device is given: -1 (none: the host) for
+  /// MemoryKind::Host, device 0 for every other kind (device memory, and pinned host memory,
+  /// which belongs to a device too), as Java's DeviceKvPool.allocate(spec, backend) and
+  /// kvio_executor_create mean device 0.
+  static int32_t defaultDevice(MemoryKind memoryKind) {
+    return memoryKind == MemoryKind::Host ? -1 : 0;
+  }
   /// Memory allocated by kvio: host memory by default (2 MiB aligned, huge pages advised,
-  /// zeroed), or memory of another MemoryKind on `device` (kvio.h; host memory ignores
-  /// `device`, the other kinds need a device ordinal, as do the wraps below).
-  static Pool allocate(const PoolSpec& spec, MemoryKind memoryKind = MemoryKind::Host,
-                       int32_t device = -1) {
+  /// zeroed), or memory of another MemoryKind on defaultDevice(memoryKind) (device 0).
+  static Pool allocate(const PoolSpec& spec, MemoryKind memoryKind = MemoryKind::Host) {
+    return allocate(spec, memoryKind, defaultDevice(memoryKind));
+  }
+  /// Memory of `memoryKind` on `device`, taken as given (kvio.h): host memory ignores it, the
+  /// other kinds need a device ordinal (-1 is refused with INVALID_ARGUMENT). The same holds
+  /// for the wrap forms below: without a device, defaultDevice(memoryKind); with one, that one.
+  static Pool allocate(const PoolSpec& spec, MemoryKind memoryKind, int32_t device) {
     const kvio_pool_spec c = spec.toC();
     uint64_t handle = 0;
     check(kvio_pool_allocate_memory(&c, static_cast<int32_t>(memoryKind), device, &handle));
@@ -396,7 +455,11 @@ class Pool {
   }
   /// Caller-owned memory: all components one after the other.
   static Pool wrap(const PoolSpec& spec, void* data, uint64_t bytes,
-                   MemoryKind memoryKind = MemoryKind::Host, int32_t device = -1) {
+                   MemoryKind memoryKind = MemoryKind::Host) {
+    return wrap(spec, data, bytes, memoryKind, defaultDevice(memoryKind));
+  }
+  static Pool wrap(const PoolSpec& spec, void* data, uint64_t bytes, MemoryKind memoryKind,
+                   int32_t device) {
     const kvio_pool_spec c = spec.toC();
     uint64_t handle = 0;
     check(kvio_pool_wrap_memory(&c, static_cast<int32_t>(memoryKind), device,
@@ -405,49 +468,55 @@ class Pool {
   }
   /// Caller-owned memory, one buffer per component (K and V tensors, Ascend 5-D buffers).
   static Pool wrapComponents(const PoolSpec& spec, const std::vector<void*>& components,
-                             uint64_t bytesEach, MemoryKind memoryKind = MemoryKind::Host,
-                             int32_t device = -1) {
-    return wrapAddresses(
-        spec, components,
-        [&](const kvio_pool_spec* c, const uint64_t* a, size_t n, uint64_t* handle) {
-          return kvio_pool_wrap_components_memory(c, static_cast<int32_t>(memoryKind), device, a,
-                                                  static_cast<int32_t>(n), bytesEach, handle);
-        });
+                             uint64_t bytesEach, MemoryKind memoryKind = MemoryKind::Host) {
+    return wrapComponents(spec, components, bytesEach, memoryKind, defaultDevice(memoryKind));
+  }
+  static Pool wrapComponents(const PoolSpec& spec, const std::vector<void*>& components,
+                             uint64_t bytesEach, MemoryKind memoryKind, int32_t device) {
+    const std::vector<uint64_t> addresses = addressesOf(components);
+    return wrapComponents(spec, addresses.data(), addresses.size(), bytesEach, memoryKind, device);
   }
   /// Caller-owned per-layer buffers (layer_first): table[c * numLayers + l].
   static Pool wrapLayerTable(const PoolSpec& spec, const std::vector<void*>& table,
-                             uint64_t bytesEach, MemoryKind memoryKind = MemoryKind::Host,
-                             int32_t device = -1) {
-    return wrapAddresses(
-        spec, table, [&](const kvio_pool_spec* c, const uint64_t* a, size_t n, uint64_t* handle) {
-          return kvio_pool_wrap_layer_table_memory(c, static_cast<int32_t>(memoryKind), device, a,
-                                                   static_cast<int64_t>(n), bytesEach, handle);
-        });
+                             uint64_t bytesEach, MemoryKind memoryKind = MemoryKind::Host) {
+    return wrapLayerTable(spec, table, bytesEach, memoryKind, defaultDevice(memoryKind));
+  }
+  static Pool wrapLayerTable(const PoolSpec& spec, const std::vector<void*>& table,
+                             uint64_t bytesEach, MemoryKind memoryKind, int32_t device) {
+    const std::vector<uint64_t> addresses = addressesOf(table);
+    return wrapLayerTable(spec, addresses.data(), addresses.size(), bytesEach, memoryKind, device);
   }
   /// wrapComponents over an engine's own table of `count` addresses (e.g. a uint64 tensor of
-  /// per-component base pointers), read during this call only.
+  /// per-component base pointers), read during this call only. INVALID_ARGUMENT for a count
+  /// above INT32_MAX (the C ABI's num_components is an int32), before any address is read; the
+  /// vector form above is this one.
   static Pool wrapComponents(const PoolSpec& spec, const uint64_t* addresses, size_t count,
-                             uint64_t bytesEach, MemoryKind memoryKind = MemoryKind::Host,
-                             int32_t device = -1) {
+                             uint64_t bytesEach, MemoryKind memoryKind = MemoryKind::Host) {
+    return wrapComponents(spec, addresses, count, bytesEach, memoryKind, defaultDevice(memoryKind));
+  }
+  static Pool wrapComponents(const PoolSpec& spec, const uint64_t* addresses, size_t count,
+                             uint64_t bytesEach, MemoryKind memoryKind, int32_t device) {
     const kvio_pool_spec c = spec.toC();
+    const int32_t n = detail::checkedCount<int32_t>(count, "the component address count");
     uint64_t handle = 0;
-    check(kvio_pool_wrap_components_memory(
-        &c, static_cast<int32_t>(memoryKind), device, addresses,
-        count > static_cast<size_t>(std::numeric_limits<int32_t>::max())
-            ? std::numeric_limits<int32_t>::max()
-            : static_cast<int32_t>(count),
-        bytesEach, &handle));
+    check(kvio_pool_wrap_components_memory(&c, static_cast<int32_t>(memoryKind), device, addresses,
+                                           n, bytesEach, &handle));
     return Pool(handle, spec, true);
   }
   /// wrapLayerTable over an engine's own table of `count` addresses (its k_data_ptrs and
   /// v_data_ptrs one after the other: entry c * numLayers + l), read during this call only.
+  /// INVALID_ARGUMENT for a count above INT64_MAX (the C ABI's num_entries is an int64).
   static Pool wrapLayerTable(const PoolSpec& spec, const uint64_t* table, size_t count,
-                             uint64_t bytesEach, MemoryKind memoryKind = MemoryKind::Host,
-                             int32_t device = -1) {
+                             uint64_t bytesEach, MemoryKind memoryKind = MemoryKind::Host) {
+    return wrapLayerTable(spec, table, count, bytesEach, memoryKind, defaultDevice(memoryKind));
+  }
+  static Pool wrapLayerTable(const PoolSpec& spec, const uint64_t* table, size_t count,
+                             uint64_t bytesEach, MemoryKind memoryKind, int32_t device) {
     const kvio_pool_spec c = spec.toC();
+    const int64_t n = detail::checkedCount<int64_t>(count, "the layer table's entry count");
     uint64_t handle = 0;
-    check(kvio_pool_wrap_layer_table_memory(&c, static_cast<int32_t>(memoryKind), device, table,
-                                            static_cast<int64_t>(count), bytesEach, &handle));
+    check(kvio_pool_wrap_layer_table_memory(&c, static_cast<int32_t>(memoryKind), device, table, n,
+                                            bytesEach, &handle));
     return Pool(handle, spec, true);
   }
 
@@ -530,10 +599,11 @@ class Pool {
     check(kvio_pool_region(handle_, 0, nullptr, nullptr, &count));
     return count;
   }
-  uint8_t* data(int64_t region = 0) const {
-    uint64_t address = 0;
-    check(kvio_pool_region(handle_, region, &address, nullptr, nullptr));
-    return reinterpret_cast<uint8_t*>(address);
+  /// The first byte of region `region` (host memory: the bytes themselves; device memory: an
+  /// address of the device). Writable through a non-const Pool only, as copyFrom and prefault.
+  uint8_t* data(int64_t region = 0) { return reinterpret_cast<uint8_t*>(address(region)); }
+  const uint8_t* data(int64_t region = 0) const {
+    return reinterpret_cast<const uint8_t*>(address(region));
   }
   uint64_t bytes(int64_t region = 0) const {
     uint64_t bytes = 0;
@@ -560,6 +630,11 @@ class Pool {
  private:
   Pool(uint64_t handle, const PoolSpec& spec, bool callerMemory)
       : handle_(handle), callerMemory_(callerMemory), spec_(spec) {}
+  uint64_t address(int64_t region) const {
+    uint64_t address = 0;
+    check(kvio_pool_region(handle_, region, &address, nullptr, nullptr));
+    return address;
+  }
   // closeAndWait with kvio_pool_close_wait's timeout (< 0: as long as it takes).
   bool closeAndWaitNs(int64_t timeoutNs) {
     close();
@@ -578,16 +653,12 @@ class Pool {
       released_ = true;
     }
   }
-  // A pool wrapped around caller buffers given as pointers: wrap(spec, addresses, count,
-  // &handle) is the C entry point that takes them.
-  template <class Wrap>
-  static Pool wrapAddresses(const PoolSpec& spec, const std::vector<void*>& pointers, Wrap&& wrap) {
-    const kvio_pool_spec c = spec.toC();
+  // Caller buffers given as pointers, as the uint64 addresses the C entry points take.
+  static std::vector<uint64_t> addressesOf(const std::vector<void*>& pointers) {
     std::vector<uint64_t> addresses;
+    addresses.reserve(pointers.size());
     for (void* p : pointers) addresses.push_back(reinterpret_cast<uint64_t>(p));
-    uint64_t handle = 0;
-    check(wrap(&c, addresses.data(), addresses.size(), &handle));
-    return Pool(handle, spec, true);
+    return addresses;
   }
   uint64_t handle_ = 0;
   bool closed_ = false;        // kvio_pool_close ran (the handle is kept: later use is CLOSED)
@@ -598,12 +669,15 @@ class Pool {
 
 class Executor;
 class Transfer;
-// The two that submit, and so the only ones that make a Transfer of a handle (below).
+// The two forms of transfer() that submit (host and device indices, with TransferOptions; every
+// other transfer function calls one of them), declared inline here because Transfer befriends
+// them: they are the only ones that make a Transfer of a handle (defined below).
 inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
                          Indices srcIndices, Indices dstIndices, LayerMap layers,
                          const TransferOptions& options);
 inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
-                         DeviceIndices srcIndices, DeviceIndices dstIndices, LayerMap layers);
+                         DeviceIndices srcIndices, DeviceIndices dstIndices, LayerMap layers,
+                         const TransferOptions& options);
 
 /// Completion handle of one submitted transfer. Destroying it does not cancel the transfer, but
 /// a transfer dropped unawaited reports no failure: hence [[nodiscard]] (C++17). Made by the
@@ -619,21 +693,22 @@ class KVIO_NODISCARD Transfer {
   /// to one Transfer only, and do not close it yourself.
   static Transfer adopt(uint64_t handle) { return Transfer(handle); }
   /// A transfer of no index pairs (empty index lists), checked and complete: it moved 0 bytes,
-  /// and has no handle, no event (cudaEvent() 0: test empty() before waiting on it) and no
-  /// info. It is complete at once, not ordered after earlier transfers on its executor: it
+  /// and has no handle, no event (cudaEvent() 0: test movesNothing() before waiting on it) and
+  /// no info. It is complete at once, not ordered after earlier transfers on its executor: it
   /// does not stand for them (wait on a transfer that moved bytes for that).
   static Transfer completedEmpty() {
     Transfer t(0);
-    t.empty_ = true;
+    t.movesNothing_ = true;
     return t;
   }
   Transfer(Transfer&& other) noexcept
-      : handle_(std::exchange(other.handle_, 0)), empty_(std::exchange(other.empty_, false)) {}
+      : handle_(std::exchange(other.handle_, 0)),
+        movesNothing_(std::exchange(other.movesNothing_, false)) {}
   Transfer& operator=(Transfer&& other) noexcept {
     if (this != &other) {
       release();
       handle_ = std::exchange(other.handle_, 0);
-      empty_ = std::exchange(other.empty_, false);
+      movesNothing_ = std::exchange(other.movesNothing_, false);
     }
     return *this;
   }
@@ -642,7 +717,7 @@ class KVIO_NODISCARD Transfer {
   ~Transfer() { release(); }
 
   void wait() const {
-    if (!empty_) check(kvio_transfer_wait(handle_, -1));
+    if (!movesNothing_) check(kvio_transfer_wait(handle_, -1));
   }
   /// Waits at most `timeout`: false on timeout; throws if the transfer failed. A negative
   /// timeout (a deadline already passed: waitFor(deadline - now())) only checks, as zero does;
@@ -650,44 +725,47 @@ class KVIO_NODISCARD Transfer {
   /// it takes.
   template <class Rep, class Period>
   bool waitFor(std::chrono::duration<Rep, Period> timeout) const {
-    if (empty_) return true;
+    if (movesNothing_) return true;
     const kvio_status status = kvio_transfer_wait(handle_, detail::timeoutNs(timeout));
     if (status == KVIO_STATUS_TIMEOUT) return false;
     check(status);
     return true;
   }
   bool done() const {
-    if (empty_) return true;
+    if (movesNothing_) return true;
     const int32_t done = kvio_transfer_is_done(handle_);
     if (done < 0) check(-done);
     return done == 1;
   }
   uint64_t bytes() const {
     uint64_t bytes = 0;
-    if (!empty_) check(kvio_transfer_bytes(handle_, &bytes));
+    if (!movesNothing_) check(kvio_transfer_bytes(handle_, &bytes));
     return bytes;
   }
   /// What the transfer is and its times (kvio_transfer_get_info, kvio_transfer_timing).
-  /// INVALID_ARGUMENT for an empty transfer, which kvio never saw.
+  /// INVALID_ARGUMENT for a transfer that movesNothing(), which kvio never saw.
   kvio_transfer_info info() const {
     kvio_transfer_info info{};
     check(kvio_transfer_get_info(handle_, &info));
     return info;
   }
   /// The cudaEvent_t recorded after the transfer's work on its executor's stream, for another
-  /// stream to wait on (kvio_transfer_cuda_event); 0 for an empty transfer (nothing to wait
-  /// for). UNSUPPORTED for transfers of other backends. Valid only while this Transfer is
-  /// alive: its destruction (or assignment over it) closes the handle, and the executor then
-  /// reuses or destroys the event. Enqueue cudaStreamWaitEvent before that.
+  /// stream to wait on (kvio_transfer_cuda_event); 0 for a transfer that movesNothing()
+  /// (nothing to wait for). UNSUPPORTED for transfers of other backends. Valid only while this
+  /// Transfer is alive: its destruction (or assignment over it) closes the handle, and the executor
+  /// then reuses or destroys the event. Enqueue cudaStreamWaitEvent before that.
   uint64_t cudaEvent() const { return event(kvio_transfer_cuda_event); }
   /// The same for kernel_ascend transfers: an aclrtEvent (kvio_transfer_ascend_event), valid
   /// while this Transfer is alive.
   uint64_t ascendEvent() const { return event(kvio_transfer_ascend_event); }
   uint64_t handle() const { return handle_; }
-  bool empty() const { return empty_; }
+  /// True for a completedEmpty() transfer only (empty index lists: complete, 0 bytes, no
+  /// handle). False for one that moves bytes, and for no transfer at all (default-constructed
+  /// or moved from, whose operator bool is false).
+  bool movesNothing() const { return movesNothing_; }
   /// True when this object stands for a submitted transfer (a handle, or completedEmpty()):
   /// false when default-constructed or moved from.
-  explicit operator bool() const noexcept { return handle_ != 0 || empty_; }
+  explicit operator bool() const noexcept { return handle_ != 0 || movesNothing_; }
 
  private:
   friend Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
@@ -700,7 +778,7 @@ class KVIO_NODISCARD Transfer {
   explicit Transfer(uint64_t handle) noexcept : handle_(handle) {}
   uint64_t event(kvio_status (*query)(uint64_t, uint64_t*)) const {
     uint64_t event = 0;
-    if (!empty_) check(query(handle_, &event));
+    if (!movesNothing_) check(query(handle_, &event));
     return event;
   }
   void release() {
@@ -708,7 +786,14 @@ class KVIO_NODISCARD Transfer {
     handle_ = 0;
   }
   uint64_t handle_ = 0;
-  bool empty_ = false;
+  bool movesNothing_ = false;
+};
+
+/// The copy kernel's launch shape of a CUDA executor (Executor::cuda): at most ctaBudget thread
+/// blocks of warpsPerCta warps; 0 (either): the backend's default for it.
+struct LaunchShape {
+  int32_t ctaBudget = 0;
+  int32_t warpsPerCta = 0;
 };
 
 /// Runs transfers of one io backend in submission order (a stream).
@@ -721,14 +806,17 @@ class Executor {
     check(kvio_executor_create(static_cast<int32_t>(backend), threads, &handle_));
   }
   /// A CUDA executor (kernel, direct, staged, auto) on `device`, ordering its work on `stream`
-  /// (a cudaStream_t the caller keeps alive until the executor is closed; 0: the legacy default
-  /// stream; KVIO_CUDA_OWN_STREAM: kvio creates one), with a launch shape (0: the backend's
-  /// defaults) (kvio_executor_create_cuda).
+  /// (a cudaStream_t the caller keeps alive until the executor is closed, as uint64_t:
+  /// reinterpret_cast<uint64_t>(stream); 0: the legacy default stream; KVIO_CUDA_OWN_STREAM:
+  /// kvio creates one), with the copy kernel's launch shape (kvio_executor_create_cuda). In that
+  /// order: cuda(backend, device, stream, {ctaBudget, warpsPerCta}). The shape is a LaunchShape,
+  /// not two more integers, so that cuda(backend, 0, 8, 16) (a budget of 8 CTAs of 16 warps,
+  /// meant?) does not compile instead of taking 8 as the stream.
   static Executor cuda(IoBackend backend, int32_t device, uint64_t stream = KVIO_CUDA_OWN_STREAM,
-                       int32_t ctaBudget = 0, int32_t warpsPerCta = 0) {
+                       LaunchShape launch = LaunchShape()) {
     uint64_t handle = 0;
-    check(kvio_executor_create_cuda(static_cast<int32_t>(backend), device, stream, ctaBudget,
-                                    warpsPerCta, &handle));
+    check(kvio_executor_create_cuda(static_cast<int32_t>(backend), device, stream, launch.ctaBudget,
+                                    launch.warpsPerCta, &handle));
     return Executor(handle);
   }
   /// A kernel_ascend executor on NPU `device`, on `stream` (an aclrtStream; 0: the default
@@ -813,6 +901,21 @@ class Executor {
   bool closed_ = false;  // kvio_executor_close ran (the handle is kept: later use is CLOSED)
 };
 
+namespace detail {
+template <class... T>
+struct AnyBool : std::false_type {};
+template <class First, class... Rest>
+struct AnyBool<First, Rest...>
+    : std::integral_constant<bool, std::is_same<typename std::decay<First>::type, bool>::value ||
+                                       AnyBool<Rest...>::value> {};
+/// True for an argument that is neither a bool nor TransferOptions where overlapsCompute or the
+/// options go (a number or a pointer there would convert to bool silently).
+template <class T>
+struct NotAMark
+    : std::integral_constant<bool, !std::is_same<typename std::decay<T>::type, bool>::value &&
+                                       !std::is_convertible<T, const TransferOptions&>::value> {};
+}  // namespace detail
+
 /// The general transfer: for each index pair and each layer of the map, every component's
 /// row moves from src to dst. Any layout to any layout. `options`: the overlap mark, queue-only
 /// and the copy kernel's launch shape for this transfer (TransferOptions, kvio_submit_with).
@@ -821,15 +924,16 @@ class Executor {
 inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
                          Indices srcIndices, Indices dstIndices, LayerMap layers,
                          const TransferOptions& options) {
-  if (srcIndices.size != dstIndices.size) {
-    throw Error(KVIO_STATUS_INVALID_ARGUMENT, "srcIndices has " + std::to_string(srcIndices.size) +
-                                                  " entries but dstIndices has " +
-                                                  std::to_string(dstIndices.size));
+  if (srcIndices.size() != dstIndices.size()) {
+    throw Error(KVIO_STATUS_INVALID_ARGUMENT,
+                "srcIndices has " + std::to_string(srcIndices.size()) +
+                    " entries but dstIndices has " + std::to_string(dstIndices.size()));
   }
-  const kvio_transfer_desc desc{src.handle(),    dst.handle(),    srcIndices.data, dstIndices.data,
-                                srcIndices.size, layers.srcStart, layers.dstStart, layers.count};
+  const kvio_transfer_desc desc{src.handle(),      dst.handle(),      srcIndices.data(),
+                                dstIndices.data(), srcIndices.size(), layers.srcStart,
+                                layers.dstStart,   layers.count};
   const kvio_submit_options c = options.toC(KVIO_INDICES_HOST);
-  if (srcIndices.size == 0) {
+  if (srcIndices.size() == 0) {
     check(kvio_check_transfer_with(executor.handle(), &desc, &c));
     return Transfer::completedEmpty();
   }
@@ -879,11 +983,24 @@ inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& 
   return Transfer(handle);
 }
 
-/// The general transfer with indices in device memory and no options.
+/// The general transfer with indices in device memory and the overlap mark only.
 inline Transfer transfer(const Executor& executor, const Pool& src, const Pool& dst,
-                         DeviceIndices srcIndices, DeviceIndices dstIndices, LayerMap layers) {
-  return transfer(executor, src, dst, srcIndices, dstIndices, layers, TransferOptions());
+                         DeviceIndices srcIndices, DeviceIndices dstIndices, LayerMap layers,
+                         bool overlapsCompute = false) {
+  TransferOptions options;
+  options.overlapsCompute = overlapsCompute;
+  return transfer(executor, src, dst, srcIndices, dstIndices, layers, options);
 }
+
+/// Where overlapsCompute or the options go, only a bool or TransferOptions: a number
+/// (transfer(..., LayerMap{0, 0, 1}, 5)) or a pointer (&options) would be taken as true.
+/// Refused when compiling.
+template <class Mark, typename std::enable_if<detail::NotAMark<Mark>::value, int>::type = 0>
+Transfer transfer(const Executor&, const Pool&, const Pool&, Indices, Indices, LayerMap,
+                  Mark&&) = delete;
+template <class Mark, typename std::enable_if<detail::NotAMark<Mark>::value, int>::type = 0>
+Transfer transfer(const Executor&, const Pool&, const Pool&, DeviceIndices, DeviceIndices, LayerMap,
+                  Mark&&) = delete;
 
 /// One layer: src layer srcLayer to dst layer dstLayer (a per-layer load or backup; a load
 /// during the forward pass is the case for overlapsCompute).
@@ -900,29 +1017,22 @@ inline Transfer transferPerLayer(const Executor& executor, const Pool& src, cons
   return transfer(executor, src, dst, srcIndices, dstIndices, LayerMap{srcLayer, dstLayer, 1},
                   options);
 }
-/// One layer, with indices in device memory (the device form of transfer()) and TransferOptions.
+/// One layer, with indices in device memory (the device form of transfer()), and the overlap
+/// mark.
+inline Transfer transferPerLayer(const Executor& executor, const Pool& src, const Pool& dst,
+                                 DeviceIndices srcIndices, DeviceIndices dstIndices,
+                                 int64_t srcLayer, int64_t dstLayer, bool overlapsCompute = false) {
+  return transfer(executor, src, dst, srcIndices, dstIndices, LayerMap{srcLayer, dstLayer, 1},
+                  overlapsCompute);
+}
+/// One layer, with indices in device memory and TransferOptions.
 inline Transfer transferPerLayer(const Executor& executor, const Pool& src, const Pool& dst,
                                  DeviceIndices srcIndices, DeviceIndices dstIndices,
                                  int64_t srcLayer, int64_t dstLayer,
-                                 const TransferOptions& options = TransferOptions()) {
+                                 const TransferOptions& options) {
   return transfer(executor, src, dst, srcIndices, dstIndices, LayerMap{srcLayer, dstLayer, 1},
                   options);
 }
-
-namespace detail {
-template <class... T>
-struct AnyBool : std::false_type {};
-template <class First, class... Rest>
-struct AnyBool<First, Rest...>
-    : std::integral_constant<bool, std::is_same<typename std::decay<First>::type, bool>::value ||
-                                       AnyBool<Rest...>::value> {};
-/// True for an argument that is neither a bool nor TransferOptions where overlapsCompute or the
-/// options go (a number there would convert to bool silently).
-template <class T>
-struct NotAMark
-    : std::integral_constant<bool, !std::is_same<typename std::decay<T>::type, bool>::value &&
-                                       !std::is_convertible<T, const TransferOptions&>::value> {};
-}  // namespace detail
 
 /// A bool where a layer number goes would be taken as layer 0 or 1 (transferPerLayer(..., 7,
 /// true) meant overlapsCompute and would load layer 7 into layer 1): refused when compiling.
@@ -940,6 +1050,9 @@ Transfer transferPerLayer(const Executor&, const Pool&, const Pool&, DeviceIndic
 template <class Mark, typename std::enable_if<detail::NotAMark<Mark>::value, int>::type = 0>
 Transfer transferPerLayer(const Executor&, const Pool&, const Pool&, Indices, Indices, int64_t,
                           int64_t, Mark&&) = delete;
+template <class Mark, typename std::enable_if<detail::NotAMark<Mark>::value, int>::type = 0>
+Transfer transferPerLayer(const Executor&, const Pool&, const Pool&, DeviceIndices, DeviceIndices,
+                          int64_t, int64_t, Mark&&) = delete;
 
 /// Every layer of dst, from src layers [srcLayerStart, srcLayerStart + dst layers): an
 /// all-layer backup; with srcLayerStart > 0 the backup of a layer-sharded pool.
@@ -956,12 +1069,18 @@ inline Transfer transferAllLayers(const Executor& executor, const Pool& src, con
   return transfer(executor, src, dst, srcIndices, dstIndices,
                   LayerMap{srcLayerStart, 0, dst.spec().numLayers}, options);
 }
-/// Every layer of dst, with indices in device memory (the device form of transfer()) and
-/// TransferOptions.
+/// Every layer of dst, with indices in device memory (the device form of transfer()), and the
+/// overlap mark.
 inline Transfer transferAllLayers(const Executor& executor, const Pool& src, const Pool& dst,
                                   DeviceIndices srcIndices, DeviceIndices dstIndices,
-                                  int64_t srcLayerStart = 0,
-                                  const TransferOptions& options = TransferOptions()) {
+                                  int64_t srcLayerStart = 0, bool overlapsCompute = false) {
+  return transfer(executor, src, dst, srcIndices, dstIndices,
+                  LayerMap{srcLayerStart, 0, dst.spec().numLayers}, overlapsCompute);
+}
+/// Every layer of dst, with indices in device memory and TransferOptions.
+inline Transfer transferAllLayers(const Executor& executor, const Pool& src, const Pool& dst,
+                                  DeviceIndices srcIndices, DeviceIndices dstIndices,
+                                  int64_t srcLayerStart, const TransferOptions& options) {
   return transfer(executor, src, dst, srcIndices, dstIndices,
                   LayerMap{srcLayerStart, 0, dst.spec().numLayers}, options);
 }
@@ -981,6 +1100,9 @@ Transfer transferAllLayers(const Executor&, const Pool&, const Pool&, DeviceIndi
 template <class Mark, typename std::enable_if<detail::NotAMark<Mark>::value, int>::type = 0>
 Transfer transferAllLayers(const Executor&, const Pool&, const Pool&, Indices, Indices, int64_t,
                            Mark&&) = delete;
+template <class Mark, typename std::enable_if<detail::NotAMark<Mark>::value, int>::type = 0>
+Transfer transferAllLayers(const Executor&, const Pool&, const Pool&, DeviceIndices, DeviceIndices,
+                           int64_t, Mark&&) = delete;
 
 /// Expands page ids into token slots: page p becomes p*pageSize ... p*pageSize + pageSize-1.
 /// INVALID_ARGUMENT for a pageSize below 1 or a page whose slots do not fit in int64 (an id

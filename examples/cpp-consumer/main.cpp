@@ -55,8 +55,10 @@ int main() {
     for (uint64_t c = 0; c < 2; ++c)
       for (uint64_t l = 0; l < 4; ++l)
         for (size_t i = 0; i < from.size(); ++i) {
-          const uint8_t* a = deviceBytes + ((c * 4 + l) * tokens + from[i]) * row;
-          const uint8_t* b = deviceBytes + ((c * 4 + l) * tokens + to[i]) * row;
+          const uint8_t* a =
+              deviceBytes + ((c * 4 + l) * tokens + static_cast<uint64_t>(from[i])) * row;
+          const uint8_t* b =
+              deviceBytes + ((c * 4 + l) * tokens + static_cast<uint64_t>(to[i])) * row;
           if (std::memcmp(a, b, row) != 0) {
             std::printf("mismatch: component %llu layer %llu token %lld\n",
                         static_cast<unsigned long long>(c), static_cast<unsigned long long>(l),

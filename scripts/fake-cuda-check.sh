@@ -38,12 +38,8 @@ if [ ! -f java/target/test-classpath.txt ]; then
     -Dmdep.outputFile="$PWD/java/target/test-classpath.txt" > "$scratch/mvn.log" 2>&1 ||
     { tail -n 30 "$scratch/mvn.log"; echo "fake-cuda: FAIL: the tests' classpath" >&2; exit 1; }
 fi
-# The Java test classes with tests in the TestNG group gpu, as TestNG's -testclass takes them
-# (io.kvio.A,io.kvio.B): every class the sources mark, so that a new one runs without a list here.
-gpu_test_classes() {
-  grep -l 'groups = "gpu"' java/src/test/java/io/kvio/*.java | xargs -n1 basename \
-    | sed 's/\.java$//; s/^/io.kvio./' | paste -sd, -
-}
+# The Java test classes with tests in the TestNG group gpu (io.kvio.A,io.kvio.B); none fails here.
+gpu_classes="$(scripts/gpu-test-classes.sh)"
 on_fake() {  # java on the fake CUDA runtime, a JavaCPP cache of its own per run
   local cache="$1"
   shift
@@ -61,7 +57,7 @@ for entry in $(tr ':' ' ' < java/target/test-classpath.txt); do
   esac
 done
 if ! on_fake tests -cp "$classpath" org.testng.TestNG -groups gpu -d "$scratch/testng" \
-  -testclass "$(gpu_test_classes)" \
+  -testclass "$gpu_classes" \
   > "$scratch/java-tests.log" 2>&1; then
   tail -n 40 "$scratch/java-tests.log"
   echo "fake-cuda: FAIL: the Java GPU tests" >&2

@@ -34,11 +34,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The Java test classes with tests in the TestNG group gpu, as TestNG's -testclass takes them
-# (io.kvio.A,io.kvio.B): every class the sources mark, so that a new one runs without a list here.
-gpu_test_classes() {
-  grep -l 'groups = "gpu"' java/src/test/java/io/kvio/*.java | xargs -n1 basename \
-    | sed 's/\.java$//; s/^/io.kvio./' | paste -sd, -
+# The Java test classes with tests in the TestNG group gpu, as the package lists them
+# (java-tests/gpu-classes.txt, written at package time from the sources by gpu-test-classes.sh, so
+# that the package runs where the sources are not); fails when the list is missing or empty.
+packaged_gpu_classes() {
+  local list="$1/java-tests/gpu-classes.txt"
+  if [ ! -s "$list" ]; then
+    echo "gpu-check: FAIL: $list is missing or empty (run scripts/gpu-check.sh package)" >&2
+    return 1
+  fi
+  cat "$list"
 }
 
 scratch=""
@@ -120,6 +125,7 @@ package() {
   # The Java GPU tests (TestNG group gpu) without Maven: their classes and TestNG's jars; the
   # classes under test come from kvio-cli.jar.
   mkdir -p "$dir/java-tests"
+  scripts/gpu-test-classes.sh > "$dir/java-tests/gpu-classes.txt"
   "$(dirname "$jlink")/jar" cf "$dir/java-tests/kvio-tests.jar" -C java/target/test-classes .
   local entry
   for entry in $(tr ':' ' ' < java/target/test-classpath.txt); do
@@ -185,10 +191,11 @@ dry() {
     echo "gpu-check dry: FAIL: jre.txz does not unpack" >&2
     return 1
   fi
-  local java="$s/jre/bin/java"
+  local java="$s/jre/bin/java" classes
+  classes="$(packaged_gpu_classes "$d")"
   timeout 150 "$java" -Dorg.bytedeco.javacpp.cachedir="$s/javacpp-tests" \
     -cp "$d/kvio-cli.jar:$d/java-tests/*" org.testng.TestNG -groups gpu -d "$s/testng" \
-    -testclass "$(gpu_test_classes)" \
+    -testclass "$classes" \
     > "$s/java-tests.log" 2>&1 || true
   out="$(grep -m1 'Total tests run' "$s/java-tests.log" || echo 'no TestNG summary')"
   echo "gpu-check dry: Java GPU tests: $out"
@@ -233,9 +240,12 @@ run() {
   : > "$summary"
   say() { echo "gpu-check: $* ($(($(date +%s) - start)) s)" | tee -a "$summary"; }
 
-  for f in libkvio.so cuda_gpu_test cuda_lifetime_gpu_test kvio_cuda_bench kvio-cli.jar jre.txz java-tests/kvio-tests.jar; do
+  for f in libkvio.so cuda_gpu_test cuda_lifetime_gpu_test kvio_cuda_bench kvio-cli.jar jre.txz java-tests/kvio-tests.jar java-tests/gpu-classes.txt; do
     [ -e "$dir/$f" ] || { say "FAIL: $dir/$f missing (run scripts/gpu-check.sh package first)"; exit 1; }
   done
+  local classes  # the Java GPU test classes, checked before anything runs
+  classes="$(packaged_gpu_classes "$dir" 2> /dev/null)" \
+    || { say "FAIL: $dir/java-tests/gpu-classes.txt is empty (run scripts/gpu-check.sh package)"; exit 1; }
   say "date $(date -u +%Y-%m-%dT%H:%M:%SZ); package: $(sed -n 's/^commit: //p' "$dir/PACKAGE.txt" 2>/dev/null)"
   if command -v nvidia-smi >/dev/null 2>&1; then
     nvidia-smi --query-gpu=name,driver_version,memory.total,pcie.link.gen.current,pcie.link.width.current \
@@ -314,7 +324,7 @@ run() {
   timeout 150 "$java" -Dorg.bytedeco.javacpp.cachedir="$scratch/javacpp-tests" \
     -cp "$dir/kvio-cli.jar:$dir/java-tests/*" org.testng.TestNG -groups gpu \
     -verbose 2 -d "$scratch/testng" \
-    -testclass "$(gpu_test_classes)" \
+    -testclass "$classes" \
     > "$scratch/java-tests.log" 2>&1 &
   local java_tests_pid=$!
   local -a matrix_pids=() matrix_parts=()

@@ -83,6 +83,11 @@ cat > "$work/jre/jre/bin/java" <<'EOF'
 #!/usr/bin/env bash
 case " $* " in
   *" org.testng.TestNG "*)
+    # The classes the package lists (java-tests/gpu-classes.txt below), as TestNG takes them.
+    case " $* " in
+      *" -testclass io.kvio.FakeGpuTest,io.kvio.OtherGpuTest "*) ;;
+      *) echo "[TestNG] not the package's classes: $*"; exit 1 ;;
+    esac
     if [ -n "${FAKE_NO_GPU:-}" ]; then
       echo "Total tests run: 4, Passes: 0, Failures: 0, Skips: 4"
       [ -n "${FAKE_CONFIG_FAILS:-}" ] && echo "Configuration Failures: 1, Skips: 0"
@@ -101,6 +106,7 @@ tar -C "$work/jre" -cJf "$work/pkg/jre.txz" jre
 : > "$work/pkg/libkvio.so"
 : > "$work/pkg/kvio-cli.jar"
 : > "$work/pkg/java-tests/kvio-tests.jar"
+echo "io.kvio.FakeGpuTest,io.kvio.OtherGpuTest" > "$work/pkg/java-tests/gpu-classes.txt"
 echo "commit: 0000000 (stand-ins)" > "$work/pkg/PACKAGE.txt"
 
 cat > "$work/bin/compute-sanitizer" <<'EOF'
@@ -184,6 +190,13 @@ run_case no-gpu 3 FAKE_NO_GPU=1
 expect_line summary.txt 'no GPU: no CUDA device'
 refuse_line summary.txt 'phase 1'
 
+# A package without its list of Java GPU test classes fails before anything runs.
+mv "$work/pkg/java-tests/gpu-classes.txt" "$work/gpu-classes.txt"
+run_case no-class-list 1
+expect_line summary.txt 'FAIL: .*java-tests/gpu-classes.txt missing'
+refuse_line summary.txt 'phase 1'
+mv "$work/gpu-classes.txt" "$work/pkg/java-tests/gpu-classes.txt"
+
 # dry (package runs it last, on the build machine without a GPU): run_dry NAME EXIT PATTERN
 # [VAR=VALUE...]: its exit status and a line of its output matching PATTERN.
 run_dry() {
@@ -206,6 +219,11 @@ run_dry dry-program-does-not-start 1 'FAIL: cuda_gpu_test does not run here' FAK
 run_dry dry-java-configuration-fails 1 'Java GPU tests: Total tests run: 4, Passes: 0' \
   FAKE_NO_GPU=1 FAKE_CONFIG_FAILS=1
 run_dry dry-with-a-gpu 0 'a CUDA device answers here'
+# An empty list of Java GPU test classes would run no Java test: dry fails.
+cp "$work/pkg/java-tests/gpu-classes.txt" "$work/gpu-classes.txt"
+: > "$work/pkg/java-tests/gpu-classes.txt"
+run_dry dry-empty-class-list 1 'gpu-classes.txt is missing or empty' FAKE_NO_GPU=1
+cp "$work/gpu-classes.txt" "$work/pkg/java-tests/gpu-classes.txt"
 
 if [ "$failures" != 0 ]; then
   echo "test-gpu-check: $failures check(s) failed"

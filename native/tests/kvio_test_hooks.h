@@ -27,7 +27,10 @@ extern "C" {
  *   kvio_executor_create returns OUT_OF_MEMORY naming the thread, with no executor left;
  *   KVIO_TEST_FAULT_NO_POPULATE: the next regions kvio_pool_prefault backs are treated as on a
  *   kernel without madvise(MADV_POPULATE_WRITE): kvio's own memory is touched page by page,
- *   caller memory refused (UNSUPPORTED).
+ *   caller memory refused (UNSUPPORTED);
+ *   KVIO_TEST_FAULT_POPULATE_PROBE: the next regions kvio_pool_prefault backs find the kernel
+ *   could not be asked whether it has MADV_POPULATE_WRITE (its probe failed with ENOMEM):
+ *   kvio's own memory is touched page by page, caller memory refused (OUT_OF_MEMORY).
  * Costs one atomic load per allocation, transfer or executor creation when unarmed; test builds
  * only. */
 enum {
@@ -35,9 +38,10 @@ enum {
   KVIO_TEST_FAULT_CPU_COPY = 2,
   KVIO_TEST_FAULT_CPU_HOLD = 3,
   KVIO_TEST_FAULT_CPU_THREAD = 4,
-  KVIO_TEST_FAULT_NO_POPULATE = 5
+  KVIO_TEST_FAULT_NO_POPULATE = 5,
+  KVIO_TEST_FAULT_POPULATE_PROBE = 6
 };
-#define KVIO_TEST_FAULT_COUNT 6
+#define KVIO_TEST_FAULT_COUNT 7
 KVIO_API kvio_status kvio_test_inject_fault(int32_t fault, int64_t count);
 /* TEST ONLY: how many tasks of cpu transfers held by KVIO_TEST_FAULT_CPU_HOLD are waiting for
  * the release now (a worker parked there holds no kvio lock). */

@@ -83,14 +83,24 @@ bool kernelHasPopulateWrite() {
 
 // Arms KVIO_TEST_FAULT_NO_POPULATE for the next `count` regions; disarmed when it goes, however
 // the test ends, so that no later test in this binary sees the fault.
-class NoPopulate {
+// (ProbeFails: the same for KVIO_TEST_FAULT_POPULATE_PROBE.)
+class ArmedFault {
  public:
-  explicit NoPopulate(int64_t count) {
-    EXPECT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_NO_POPULATE, count), KVIO_STATUS_OK);
+  ArmedFault(int32_t fault, int64_t count) : fault_(fault) {
+    EXPECT_EQ(kvio_test_inject_fault(fault, count), KVIO_STATUS_OK);
   }
-  ~NoPopulate() { kvio_test_inject_fault(KVIO_TEST_FAULT_NO_POPULATE, 0); }
-  NoPopulate(const NoPopulate&) = delete;
-  NoPopulate& operator=(const NoPopulate&) = delete;
+  ~ArmedFault() { kvio_test_inject_fault(fault_, 0); }
+  ArmedFault(const ArmedFault&) = delete;
+  ArmedFault& operator=(const ArmedFault&) = delete;
+
+ private:
+  int32_t fault_;
+};
+struct NoPopulate : ArmedFault {
+  explicit NoPopulate(int64_t count) : ArmedFault(KVIO_TEST_FAULT_NO_POPULATE, count) {}
+};
+struct ProbeFails : ArmedFault {
+  explicit ProbeFails(int64_t count) : ArmedFault(KVIO_TEST_FAULT_POPULATE_PROBE, count) {}
 };
 
 // 2 components x 4 layers x 64 pages x 16 tokens x 1 KiB: 8 MiB.
@@ -265,6 +275,53 @@ TEST(Prefault, OnAKernelWithoutPopulateKviosMemoryIsTouchedAndCallerMemoryRefuse
     EXPECT_REJECTED(kvio_pool_prefault(pool), KVIO_STATUS_UNSUPPORTED, "prefaulting region 0",
                     "MADV_POPULATE_WRITE", "Linux 5.14",
                     "touch a byte of each of its pages yourself");
+  }
+  EXPECT_EQ(residency(reinterpret_cast<uint64_t>(memory.data()), need).resident, 0u);
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+}
+
+// The probe that asks the kernel for MADV_POPULATE_WRITE can fail for want of a page of its own
+// (ENOMEM; here the test hook). That says nothing about the kernel: kvio's own memory is still
+// backed (touched page by page, every byte kept), and caller memory, which kvio does not write,
+// is refused with OUT_OF_MEMORY naming the probe, and stays unbacked.
+TEST(Prefault, AFailedProbeTouchesKviosMemoryAndRefusesCallerMemory) {
+  const kvio_pool_spec s = spec();
+  uint64_t pool = 0;
+  ASSERT_EQ(kvio_pool_allocate(&s, &pool), KVIO_STATUS_OK) << kvio_last_error();
+  uint64_t address = 0, bytes = 0;
+  ASSERT_EQ(kvio_pool_region(pool, 0, &address, &bytes, nullptr), KVIO_STATUS_OK);
+  std::vector<uint8_t> written(3000);
+  std::mt19937_64 rng(3);
+  fillRandom(written.data(), written.size(), rng);
+  ASSERT_EQ(kvio_pool_copy(pool, 0, 9000, reinterpret_cast<uint64_t>(written.data()),
+                           written.size(), KVIO_COPY_HOST_TO_POOL),
+            KVIO_STATUS_OK);
+  {
+    const ProbeFails once(1);
+    ASSERT_EQ(kvio_pool_prefault(pool), KVIO_STATUS_OK) << kvio_last_error();
+  }
+  const Residency after = residency(address, bytes);
+  EXPECT_EQ(after.resident, after.pages);
+  std::vector<uint8_t> expected(static_cast<size_t>(bytes), 0);
+  ASSERT_GT(expected.size(), 9000 + written.size());
+  std::copy(written.begin(), written.end(), expected.begin() + 9000);
+  std::vector<uint8_t> actual(static_cast<size_t>(bytes), kCanary);
+  ASSERT_EQ(kvio_pool_copy(pool, 0, 0, reinterpret_cast<uint64_t>(actual.data()), bytes,
+                           KVIO_COPY_POOL_TO_HOST),
+            KVIO_STATUS_OK);
+  EXPECT_TRUE(actual == expected);
+  EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+
+  const uint64_t need = wrapBytes();
+  Mapping memory(need, PROT_READ | PROT_WRITE);
+  ASSERT_TRUE(memory.ok());
+  ASSERT_EQ(kvio_pool_wrap(&s, reinterpret_cast<uint64_t>(memory.data()), need, &pool),
+            KVIO_STATUS_OK);
+  {
+    const ProbeFails once(1);
+    EXPECT_REJECTED(kvio_pool_prefault(pool), KVIO_STATUS_OUT_OF_MEMORY, "prefaulting region 0",
+                    "asking the kernel whether it has madvise(MADV_POPULATE_WRITE) failed",
+                    std::strerror(ENOMEM));
   }
   EXPECT_EQ(residency(reinterpret_cast<uint64_t>(memory.data()), need).resident, 0u);
   EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);

@@ -20,6 +20,7 @@ static_assert(int{KVIO_TEST_FAULT_HOST_ALLOCATION} == int{kFaultHostAllocation} 
                   int{KVIO_TEST_FAULT_CPU_HOLD} == int{kFaultCpuHold} &&
                   int{KVIO_TEST_FAULT_CPU_THREAD} == int{kFaultCpuThread} &&
                   int{KVIO_TEST_FAULT_NO_POPULATE} == int{kFaultNoPopulate} &&
+                  int{KVIO_TEST_FAULT_POPULATE_PROBE} == int{kFaultPopulateProbe} &&
                   KVIO_TEST_FAULT_COUNT == int{kFaultCount},
               "kvio_test_hooks.h and diagnostics.hpp number the faults alike");
 

@@ -37,9 +37,9 @@ extern "C" {
 
 /* The version of this header, for #if checks, and as kvio_version() returns it (the library's). */
 #define KVIO_VERSION_MAJOR 0
-#define KVIO_VERSION_MINOR 1
+#define KVIO_VERSION_MINOR 2
 #define KVIO_VERSION_PATCH 0
-#define KVIO_VERSION_STRING "0.1.0"
+#define KVIO_VERSION_STRING "0.2.0"
 
 /* The enumerations below (statuses, pool kinds, layouts, io backends, granularities, memory kinds,
  * name tables) are generated from kvio_enums.def, which lists each value with its number, the

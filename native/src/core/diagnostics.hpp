@@ -39,7 +39,8 @@ enum Fault : int32_t {
   kFaultCpuHold = 3,
   kFaultCpuThread = 4,
   kFaultNoPopulate = 5,
-  kFaultCount = 6
+  kFaultPopulateProbe = 6,
+  kFaultCount = 7
 };
 
 // A fault point is `if (KVIO_FAULT(kFault...)) { fail as the real failure would }`. Only the

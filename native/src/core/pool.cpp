@@ -229,46 +229,50 @@ uint64_t pageBytes() {
 // (for memory that cannot be written, the call answers EINVAL as an old kernel does, so the
 // caller's memory cannot tell). Only the kernel's answer is kept: "no" is EINVAL, the answer of a
 // kernel that does not know the advice; a probe that fails otherwise (no memory for the page)
-// says nothing about the kernel, is reported, and is asked again next time.
+// says nothing about the kernel: kUnknown, with its errno in *probeError, asked again next time.
 enum class Populate { kUnknown, kYes, kNo };
 std::atomic<Populate> gPopulate{Populate::kUnknown};
 
-kvio_status kernelPopulates(bool* populates) {
-  Populate known = gPopulate.load(std::memory_order_relaxed);
-  if (known == Populate::kUnknown) {
-    void* page =
-        mmap(nullptr, pageBytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (page == MAP_FAILED) {
-      return fail(KVIO_STATUS_OUT_OF_MEMORY,
-                  "prefaulting: no page to ask the kernel whether it has "
-                  "madvise(MADV_POPULATE_WRITE): mmap failed: %s",
-                  std::strerror(errno));
-    }
-    const int answer = madvise(page, pageBytes(), MADV_POPULATE_WRITE) == 0 ? 0 : errno;
-    munmap(page, pageBytes());
-    if (answer != 0 && answer != EINVAL) {
-      return fail(answer == ENOMEM || answer == EAGAIN ? KVIO_STATUS_OUT_OF_MEMORY
-                                                       : KVIO_STATUS_BACKEND_ERROR,
-                  "prefaulting: asking the kernel whether it has madvise(MADV_POPULATE_WRITE) "
-                  "failed on a page of kvio's own: %s",
-                  std::strerror(answer));
-    }
-    known = answer == 0 ? Populate::kYes : Populate::kNo;
-    gPopulate.store(known, std::memory_order_relaxed);
+Populate kernelPopulates(int* probeError) {
+  const Populate known = gPopulate.load(std::memory_order_relaxed);
+  if (known != Populate::kUnknown) return known;
+  void* page =
+      mmap(nullptr, pageBytes(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) {
+    *probeError = errno;
+    return Populate::kUnknown;
   }
-  *populates = known == Populate::kYes;
-  return KVIO_STATUS_OK;
+  const int answer = madvise(page, pageBytes(), MADV_POPULATE_WRITE) == 0 ? 0 : errno;
+  munmap(page, pageBytes());
+  if (answer != 0 && answer != EINVAL) {
+    *probeError = answer;
+    return Populate::kUnknown;
+  }
+  const Populate learned = answer == 0 ? Populate::kYes : Populate::kNo;
+  gPopulate.store(learned, std::memory_order_relaxed);
+  return learned;
 }
 
 // Backs [address, +bytes) of region `index` (kvio_pool_prefault). `ownMemory`: kvio allocated it
-// (writable, ours), so a kernel without MADV_POPULATE_WRITE touches each page instead.
+// (writable, ours), so a kernel without MADV_POPULATE_WRITE, or one that could not be asked,
+// touches each page instead; caller memory, which kvio does not write, gets the reason it was not
+// backed.
 kvio_status prefaultRegion(size_t index, uint64_t address, uint64_t bytes, bool ownMemory) {
   if (bytes == 0) return KVIO_STATUS_OK;
   const uint64_t page = pageBytes();
   const auto ull = [](uint64_t v) { return static_cast<unsigned long long>(v); };
-  bool populates = false;
-  KVIO_RETURN_IF_ERROR(kernelPopulates(&populates));
-  if (!populates || KVIO_FAULT(kFaultNoPopulate)) {
+  int probeError = 0;
+  const Populate populates = KVIO_FAULT(kFaultPopulateProbe)
+                                 ? (probeError = ENOMEM, Populate::kUnknown)
+                                 : kernelPopulates(&probeError);
+  if (populates == Populate::kUnknown && !ownMemory) {
+    return fail(probeError == ENOMEM || probeError == EAGAIN ? KVIO_STATUS_OUT_OF_MEMORY
+                                                             : KVIO_STATUS_BACKEND_ERROR,
+                "prefaulting region %zu (%llu bytes at 0x%llx): asking the kernel whether it "
+                "has madvise(MADV_POPULATE_WRITE) failed on a page of kvio's own: %s",
+                index, ull(bytes), ull(address), std::strerror(probeError));
+  }
+  if (populates != Populate::kYes || KVIO_FAULT(kFaultNoPopulate)) {
     if (!ownMemory) {
       return fail(KVIO_STATUS_UNSUPPORTED,
                   "prefaulting region %zu (%llu bytes at 0x%llx): this kernel has no "

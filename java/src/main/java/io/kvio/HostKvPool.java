@@ -879,6 +879,7 @@ public final class HostKvPool extends KvPool {
             if (threads <= 0) {
                 return; // one per core, or none: every backend and device takes it
             }
+            KvioExecutor.checkThreadCount(threads); // before the backend: same answer everywhere
             if (!KvioExecutor.hasIoThreads(backend)) {
                 throw new KvioUnsupportedException(
                         "threads("

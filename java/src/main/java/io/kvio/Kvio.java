@@ -13,7 +13,7 @@ import jdk.jfr.FlightRecorder;
 
 public final class Kvio {
     /** Version of this Java API; the native library must report the same (checked at load). */
-    public static final String VERSION = "0.1.0";
+    public static final String VERSION = "0.2.0";
 
     private Kvio() {}
 

@@ -101,6 +101,9 @@ public final class KvioExecutor implements AutoCloseable {
      */
     public static KvioExecutor create(IoBackend backend, int threads) {
         Objects.requireNonNull(backend, "backend");
+        // Too many is refused first, by every backend alike, so that the exception a caller sees
+        // does not depend on whether this machine has a GPU.
+        checkThreadCount(threads);
         if (threads > 0 && !hasIoThreads(backend)) {
             throw new KvioUnsupportedException(
                     "io backend '"
@@ -126,6 +129,26 @@ public final class KvioExecutor implements AutoCloseable {
                 backend.isDevice() ? 0 : -1,
                 NativeBridge.executorCreate(backend, threads),
                 false);
+    }
+
+    /** The most io threads an executor takes (kvio.h: kvio_executor_create). */
+    static final int MOST_THREADS = 1024;
+
+    /**
+     * KvioInvalidArgumentException for more than {@link #MOST_THREADS} threads, whatever the
+     * backend: checked before whether the backend has io threads, as the native library does, so
+     * that the exception does not depend on whether auto runs on a GPU here.
+     */
+    static void checkThreadCount(int threads) {
+        if (threads > MOST_THREADS) {
+            throw new KvioInvalidArgumentException(
+                    "threads must be 1 to "
+                            + MOST_THREADS
+                            + ", or 0 or less for one per core (at most "
+                            + MOST_THREADS
+                            + "); got "
+                            + threads);
+        }
     }
 
     /**

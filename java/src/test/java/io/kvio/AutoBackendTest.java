@@ -182,7 +182,7 @@ public class AutoBackendTest {
 
     @Test
     public void calibrationIsReadReplacedAndValidated() {
-        try (KvioExecutor auto = KvioExecutor.create(IoBackend.AUTO, 1);
+        try (KvioExecutor auto = KvioExecutor.create(IoBackend.AUTO, 0);
                 KvioExecutor cpu = KvioExecutor.create(IoBackend.CPU, 1)) {
             String defaults = auto.autoCalibration();
             assertTrue(defaults.contains("direct_row_bytes = 262144"), defaults);
@@ -229,9 +229,9 @@ public class AutoBackendTest {
      */
     @Test
     public void nullCalibrationNamesTheArgument() {
-        KvioExecutor closed = KvioExecutor.create(IoBackend.AUTO, 1);
+        KvioExecutor closed = KvioExecutor.create(IoBackend.AUTO, 0);
         closed.close();
-        try (KvioExecutor auto = KvioExecutor.create(IoBackend.AUTO, 1);
+        try (KvioExecutor auto = KvioExecutor.create(IoBackend.AUTO, 0);
                 KvioExecutor cpu = KvioExecutor.create(IoBackend.CPU, 1)) {
             for (KvioExecutor executor : new KvioExecutor[] {auto, cpu, closed}) {
                 NullPointerException e =

@@ -113,15 +113,51 @@ public class ExecutorSettingsTest {
         try (KvioExecutor cpu = KvioExecutor.create(IoBackend.CPU, 3)) {
             assertEquals(cpu.threads(), 3);
         }
-        expectThrows(
-                KvioInvalidArgumentException.class, () -> KvioExecutor.create(IoBackend.CPU, 1025));
-        if (IoBackend.AUTO.isCuda()) {
-            expectThrows(
-                    KvioUnsupportedException.class, () -> KvioExecutor.create(IoBackend.AUTO, 3));
-        } else {
+        // Too many is the same exception for every backend, on every machine.
+        for (IoBackend backend : IoBackend.values()) {
+            assertMentions(
+                    expectThrows(
+                            KvioInvalidArgumentException.class,
+                            () -> KvioExecutor.create(backend, 1025)),
+                    "threads must be 1 to 1024",
+                    "got 1025");
+            assertMentions(
+                    expectThrows(
+                            KvioInvalidArgumentException.class,
+                            () -> HostKvPool.Builder.checkThreads(backend, 1025, 0)),
+                    "got 1025");
+        }
+        if (!IoBackend.AUTO.isCuda()) { // the CUDA machine's answer: autoOnACudaGpuHasNoIoThreads
             try (KvioExecutor auto = KvioExecutor.create(IoBackend.AUTO, 3)) {
                 assertEquals(auto.threads(), 3, "auto's cpu candidate");
             }
+            HostKvPool.Builder.checkThreads(IoBackend.AUTO, 4, 0); // its cpu candidate takes it
+        }
+    }
+
+    /** On a CUDA machine auto chooses among the device backends, so it takes no thread count. */
+    @Test(groups = "gpu")
+    public void autoOnACudaGpuHasNoIoThreads() {
+        if (!IoBackend.AUTO.isCuda()) {
+            throw new SkipException("auto does not run on a CUDA GPU here");
+        }
+        assertMentions(
+                expectThrows(
+                        KvioUnsupportedException.class,
+                        () -> KvioExecutor.create(IoBackend.AUTO, 3)),
+                "runs on this machine's CUDA GPU",
+                "KvioExecutor.onDevice(IoBackend.AUTO, 3)");
+        for (int ordinal : new int[] {0, 1}) {
+            assertMentions(
+                    expectThrows(
+                            KvioUnsupportedException.class,
+                            () -> HostKvPool.Builder.checkThreads(IoBackend.AUTO, 4, ordinal)),
+                    "threads(4)",
+                    "runs on this machine's CUDA GPU",
+                    "threads(0)");
+        }
+        try (KvioExecutor auto = KvioExecutor.create(IoBackend.AUTO, 0)) {
+            assertTrue(auto.backend().isCuda());
         }
     }
 
@@ -150,15 +186,22 @@ public class ExecutorSettingsTest {
                             KvioUnsupportedException.class,
                             () -> HostKvPool.Builder.checkThreads(IoBackend.AUTO, 4, ordinal));
             assertMentions(e, "threads(4)", "threads(0)");
-            if (!IoBackend.AUTO.isCuda()) { // on a CUDA GPU auto has no io threads on any device
-                assertMentions(e, "on device " + ordinal);
-            }
         }
         HostKvPool.Builder.checkThreads(IoBackend.AUTO, 0, 1); // one per core: taken
         HostKvPool.Builder.checkThreads(IoBackend.KERNEL, -1, 2);
         HostKvPool.Builder.checkThreads(IoBackend.CPU, 1024, -1);
-        if (!IoBackend.AUTO.isCuda()) {
-            HostKvPool.Builder.checkThreads(IoBackend.AUTO, 4, 0); // its cpu candidate takes it
+    }
+
+    /** Without a CUDA GPU the refusal on another device names that device. */
+    @Test
+    public void autoOnAnotherDeviceNamesIt() {
+        if (IoBackend.AUTO.isCuda()) {
+            throw new SkipException("auto runs on a CUDA GPU here: autoOnACudaGpuHasNoIoThreads");
         }
+        assertMentions(
+                expectThrows(
+                        KvioUnsupportedException.class,
+                        () -> HostKvPool.Builder.checkThreads(IoBackend.AUTO, 4, 3)),
+                "on device 3");
     }
 }

@@ -165,6 +165,9 @@ final class KvioTestNative {
     static native int KVIO_NAME_GRANULARITY();
 
     @MemberGetter
+    static native int KVIO_NAME_MEMORY();
+
+    @MemberGetter
     static native int KVIO_MEMORY_HOST();
 
     @MemberGetter

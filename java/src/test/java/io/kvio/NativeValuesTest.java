@@ -141,6 +141,7 @@ public class NativeValuesTest {
         assertEquals(KvioNative.KVIO_NAME_LAYOUT, KvioTestNative.KVIO_NAME_LAYOUT());
         assertEquals(KvioNative.KVIO_NAME_BACKEND, KvioTestNative.KVIO_NAME_BACKEND());
         assertEquals(KvioNative.KVIO_NAME_GRANULARITY, KvioTestNative.KVIO_NAME_GRANULARITY());
+        assertEquals(KvioNative.KVIO_NAME_MEMORY, KvioTestNative.KVIO_NAME_MEMORY());
         assertEquals(KvioNative.KVIO_COPY_POOL_TO_HOST, KvioTestNative.KVIO_COPY_POOL_TO_HOST());
         assertEquals(KvioNative.KVIO_COPY_HOST_TO_POOL, KvioTestNative.KVIO_COPY_HOST_TO_POOL());
         assertEquals(

@@ -238,7 +238,7 @@ public final class BenchCommand implements Callable<Integer> {
         new BenchRunner(plan, result, new Progress(err, quiet)).run(selected);
         result.printMarkdown(out);
         if (selected.contains(IoBackend.AUTO) && !IoBackend.AUTO.isAscend()) { // GPU crossovers
-            try (KvioExecutor auto = KvioExecutor.create(IoBackend.AUTO, 1)) {
+            try (KvioExecutor auto = KvioExecutor.create(IoBackend.AUTO, 0)) {
                 out.println(RoundTripReport.autoCalibrationLine(auto.autoCalibration()));
             }
         }

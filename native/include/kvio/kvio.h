@@ -256,7 +256,9 @@ KVIO_API kvio_status kvio_pool_close_wait(uint64_t pool, int64_t timeout_ns);
  * its host registration registries, or each pool, executor and transfer). */
 /* threads: the cpu backend's io threads (and auto's where it is cpu), 1 to 1024; <= 0: one per
  * online core, at most 1024. INVALID_ARGUMENT above 1024, for every io backend and on every
- * machine (also where auto runs on a GPU); the device backends ignore a count up to 1024. */
+ * machine (also where auto runs on a GPU); the device backends ignore a count up to 1024. (The
+ * Java binding is stricter: KvioExecutor.create refuses a count above 0 for a backend without io
+ * threads, where a second int argument is easily meant as a device ordinal.) */
 KVIO_API kvio_status kvio_executor_create(int32_t io_backend, int32_t threads,
                                           uint64_t* executor_out);
 /* The executor's io threads (cpu, and auto without a GPU), or 1 (the device backends). */

@@ -802,6 +802,9 @@ class Executor {
   /// No executor (handle 0), to be assigned one later; its calls throw INVALID_ARGUMENT,
   /// close() and the destructor do nothing.
   Executor() noexcept = default;
+  /// An executor of `backend` on device 0; `threads` as kvio_executor_create takes it (io threads
+  /// of cpu, and of auto where it is cpu; ignored by the device backends; above 1024 throws
+  /// INVALID_ARGUMENT). Executor::cuda and Executor::ascend choose a device and a stream.
   explicit Executor(IoBackend backend, int32_t threads = 0) {
     check(kvio_executor_create(static_cast<int32_t>(backend), threads, &handle_));
   }

@@ -880,7 +880,7 @@ public final class HostKvPool extends KvPool {
                 return; // one per core, or none: every backend and device takes it
             }
             KvioExecutor.checkThreadCount(threads); // before the backend: same answer everywhere
-            if (!KvioExecutor.hasIoThreads(backend)) {
+            if (!backend.hasIoThreads()) {
                 throw new KvioUnsupportedException(
                         "threads("
                                 + threads

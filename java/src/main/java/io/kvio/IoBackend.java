@@ -122,6 +122,16 @@ public enum IoBackend {
         return resolved() == KERNEL_ASCEND;
     }
 
+    /**
+     * Whether this backend runs its transfers on io threads of the host, and so takes a thread
+     * count ({@link KvioExecutor#create(IoBackend, int)}, {@link HostKvPool.Builder#threads}): cpu,
+     * and auto where it has a cpu candidate (no CUDA GPU here); not the device backends, whose
+     * transfers run on a device stream or queue.
+     */
+    public boolean hasIoThreads() {
+        return this == CPU || (this == AUTO && !isCuda());
+    }
+
     /** Whether this backend runs on a device (CUDA or Ascend), i.e. is not cpu. */
     public boolean isDevice() {
         return isCuda() || isAscend();

@@ -893,17 +893,20 @@ public abstract class KvPool implements AutoCloseable {
             long staging = NativeBridge.malloc(chunk);
             try {
                 ByteBuffer stage = NativeBridge.byteBuffer(staging, chunk);
-                int n;
-                for (int done = 0; done < bytes; done += n) { // by n: done + chunk can wrap
-                    n = NativeBridge.chunkLength(done, bytes, chunk);
-                    if (toHost) {
-                        NativeBridge.poolCopy(pool, region, offset + done, staging, n, true);
-                        buffer.put(position + done, stage, 0, n);
-                    } else {
-                        stage.put(0, buffer, position + done, n);
-                        NativeBridge.poolCopy(pool, region, offset + done, staging, n, false);
-                    }
-                }
+                NativeBridge.forEachChunk(
+                        bytes,
+                        chunk,
+                        (done, n) -> {
+                            if (toHost) {
+                                NativeBridge.poolCopy(
+                                        pool, region, offset + done, staging, n, true);
+                                buffer.put(position + done, stage, 0, n);
+                            } else {
+                                stage.put(0, buffer, position + done, n);
+                                NativeBridge.poolCopy(
+                                        pool, region, offset + done, staging, n, false);
+                            }
+                        });
             } finally {
                 NativeBridge.free(staging);
             }

@@ -104,7 +104,7 @@ public final class KvioExecutor implements AutoCloseable {
         // Too many is refused first, by every backend alike, so that the exception a caller sees
         // does not depend on whether this machine has a GPU.
         checkThreadCount(threads);
-        if (threads > 0 && !hasIoThreads(backend)) {
+        if (threads > 0 && !backend.hasIoThreads()) {
             throw new KvioUnsupportedException(
                     "io backend '"
                             + backend.userName()
@@ -149,14 +149,6 @@ public final class KvioExecutor implements AutoCloseable {
                             + "); got "
                             + threads);
         }
-    }
-
-    /**
-     * Whether {@code backend} takes a thread count: cpu, and auto where it has a cpu candidate (no
-     * CUDA GPU); not the device backends, whose work runs on a stream or queue.
-     */
-    static boolean hasIoThreads(IoBackend backend) {
-        return backend == IoBackend.CPU || (backend == IoBackend.AUTO && !backend.isCuda());
     }
 
     /**

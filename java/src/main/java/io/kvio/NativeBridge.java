@@ -127,20 +127,23 @@ final class NativeBridge {
                 + " were built for another machine)";
     }
 
-    /** The messages of {@code t} and its causes, outermost first, each given once. */
-    private static String causeChain(Throwable t) {
+    /**
+     * The messages of {@code t} and its causes, outermost first, each given once (a message its
+     * predecessor already contains is left out), ending at a cause seen before: a cycle of causes
+     * is printed once.
+     */
+    static String causeChain(Throwable t) {
         StringBuilder b = new StringBuilder();
         String last = null;
-        for (Throwable c = t; c != null && b.length() < 4000; c = c.getCause()) {
+        java.util.Set<Throwable> seen =
+                java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (Throwable c = t; c != null && b.length() < 4000 && seen.add(c); c = c.getCause()) {
             String m = c.getMessage() != null ? c.getMessage() : c.getClass().getName();
             if (last != null && last.contains(m)) {
                 continue;
             }
             b.append(b.length() == 0 ? "" : "; caused by: ").append(m);
             last = m;
-            if (c.getCause() == c) {
-                break;
-            }
         }
         return b.toString();
     }
@@ -811,35 +814,49 @@ final class NativeBridge {
     private static final int CHUNK_LONGS = 1 << 26; // 512 MiB per ByteBuffer view
 
     /**
-     * The length of the chunk that starts at {@code done} of {@code total} (0 <= done < total), at
-     * most {@code max}. Loops advance by it ({@code done += n}), never by {@code max}: done + max
-     * passes Integer.MAX_VALUE, and wraps negative, for a total within max of it, while done + n
-     * stays at most total.
+     * One piece of a chunked copy: {@code length} (1 to the chunk size) items from {@code from}.
      */
-    static int chunkLength(int done, int total, int max) {
-        return Math.min(max, total - done);
+    @FunctionalInterface
+    interface Chunk {
+        void copy(int from, int length);
+    }
+
+    /**
+     * Calls {@code chunk} for [0, total) in order, in pieces of at most {@code max} (> 0) items:
+     * every chunked copy of kvio's Java code runs this one loop. It advances by each piece's
+     * length, never by {@code max}: from + max passes Integer.MAX_VALUE, and wraps negative, for a
+     * total within max of it (a loop that did so wrote a pool and then threw, or never ended),
+     * while from + length stays at most total.
+     */
+    static void forEachChunk(int total, int max, Chunk chunk) {
+        int length;
+        for (int from = 0; from < total; from += length) {
+            length = Math.min(max, total - from);
+            chunk.copy(from, length);
+        }
     }
 
     static long copyToNative(long[] values) {
         long address = malloc(values.length * 8L);
-        int n;
-        for (int from = 0; from < values.length; from += n) {
-            n = chunkLength(from, values.length, CHUNK_LONGS);
-            byteBuffer(address + from * 8L, n * 8).asLongBuffer().put(values, from, n);
-        }
+        forEachChunk(
+                values.length,
+                CHUNK_LONGS,
+                (from, n) ->
+                        byteBuffer(address + from * 8L, n * 8).asLongBuffer().put(values, from, n));
         return address;
     }
 
     static long copyToNative(int[] values) {
         long address = malloc(values.length * 8L);
-        int n;
-        for (int from = 0; from < values.length; from += n) {
-            n = chunkLength(from, values.length, CHUNK_LONGS);
-            java.nio.LongBuffer out = byteBuffer(address + from * 8L, n * 8).asLongBuffer();
-            for (int i = 0; i < n; i++) {
-                out.put(i, values[from + i]);
-            }
-        }
+        forEachChunk(
+                values.length,
+                CHUNK_LONGS,
+                (from, n) -> {
+                    java.nio.LongBuffer out = byteBuffer(address + from * 8L, n * 8).asLongBuffer();
+                    for (int i = 0; i < n; i++) {
+                        out.put(i, values[from + i]);
+                    }
+                });
         return address;
     }
 

@@ -135,6 +135,24 @@ public class ExecutorSettingsTest {
         }
     }
 
+    /**
+     * hasIoThreads() says which backends take a thread count: those whose native executor runs that
+     * many io threads (it reports them), and no other.
+     */
+    @Test
+    public void hasIoThreadsIsWhatTheNativeExecutorRuns() {
+        assertTrue(IoBackend.CPU.hasIoThreads());
+        for (IoBackend backend : IoBackend.values()) {
+            if (!backend.hasIoThreads()) {
+                expectThrows(KvioUnsupportedException.class, () -> KvioExecutor.create(backend, 2));
+            } else if (backend.isAvailable()) {
+                try (KvioExecutor executor = KvioExecutor.create(backend, 2)) {
+                    assertEquals(executor.threads(), 2, backend.userName());
+                }
+            }
+        }
+    }
+
     /** On a CUDA machine auto chooses among the device backends, so it takes no thread count. */
     @Test(groups = "gpu")
     public void autoOnACudaGpuHasNoIoThreads() {

@@ -7,6 +7,7 @@
  */
 package io.kvio;
 
+import static org.testng.Assert.assertEquals;
 import static org.testng.Assert.assertFalse;
 import static org.testng.Assert.assertTrue;
 
@@ -53,5 +54,16 @@ public class LoadFailureMessageTest {
         String m = NativeBridge.loadFailureMessage(PLATFORM, library, outer);
         assertTrue(m.startsWith("kvio: java.lang.UnsatisfiedLinkError: wrong ELF class"), m);
         assertFalse(m.contains("caused by"), m);
+    }
+
+    /** Causes that form a cycle (a -> b -> a) are each given once, and the chain ends. */
+    @Test
+    public void aCycleOfCausesIsGivenOnce() {
+        UnsatisfiedLinkError a = new UnsatisfiedLinkError("could not load jniKvioNative");
+        IllegalStateException b = new IllegalStateException("a cause that points back", a);
+        a.initCause(b);
+        assertEquals(
+                NativeBridge.causeChain(a),
+                "could not load jniKvioNative; caused by: a cause that points back");
     }
 }

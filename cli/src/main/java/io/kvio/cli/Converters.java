@@ -117,10 +117,7 @@ final class Converters {
      * refuse a count (KvioExecutor.create): --threads applies to the backends it can.
      */
     static int executorThreads(io.kvio.IoBackend backend, int threads) {
-        boolean hasThreads =
-                backend == io.kvio.IoBackend.CPU
-                        || (backend == io.kvio.IoBackend.AUTO && !backend.isCuda());
-        return hasThreads ? threads : 0;
+        return backend.hasIoThreads() ? threads : 0;
     }
 
     /** The value when it is 1 to max; else a usage error that names the range and why. */

@@ -13,7 +13,7 @@ import static org.testng.Assert.expectThrows;
 
 import io.kvio.DeviceKvPool;
 import io.kvio.IoBackend;
-import io.kvio.LiveNativeObjects;
+import io.kvio.NativeCounts;
 import io.kvio.PoolSpec;
 import java.io.IOException;
 import org.testng.annotations.Test;
@@ -26,7 +26,7 @@ public class FailedConstructorTest {
     @Test
     public void deviceMirrorClosesItsShadowWhenItsRegionFails() {
         try (DeviceKvPool device = DeviceKvPool.allocate(SPEC, IoBackend.CPU)) {
-            long before = LiveNativeObjects.settledPools();
+            long before = NativeCounts.settledPools();
             DeviceKvPool shadow = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
             IllegalStateException e =
                     expectThrows(
@@ -44,7 +44,7 @@ public class FailedConstructorTest {
             assertFalse(device.isClosed(), "the caller's pool stays open");
             // At most as many as before: the shadow's handle is closed. (Settled above, so only
             // an earlier test's pool the Cleaner closed meanwhile could take it below.)
-            long after = LiveNativeObjects.pools();
+            long after = NativeCounts.pools();
             assertTrue(after <= before, after + " pools open, " + before + " before the shadow");
         }
     }

@@ -22,12 +22,14 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -1290,6 +1292,54 @@ TEST(CudaBackends, DeviceMemoryWrappedWithASizePastItsEndIsRefused) {
   EXPECT_NE(std::string(kvio_last_error()).find("runs past the end"), std::string::npos)
       << kvio_last_error();
   EXPECT_EQ(pool, 0u);
+}
+
+// A wrapped device region whose first and last bytes are device memory but which spans a gap
+// (here a freed allocation between two live ones) is refused when wrapped: every allocation the
+// region runs through is followed to its end, not only its two ends checked.
+TEST(CudaBackends, DeviceMemoryWrappedAcrossAGapIsRefused) {
+  REQUIRE_GPU();
+  const Geometry g = make(KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 1, 2, 4, 1, 64);
+  const kvio_pool_spec spec = specOf(g);
+  uint64_t need = 0;
+  ASSERT_EQ(kvio_pool_component_bytes(&spec, &need), KVIO_STATUS_OK);
+  std::vector<std::unique_ptr<DeviceArray<uint8_t>>> buffers;
+  for (int i = 0; i < 3; ++i) {
+    buffers.push_back(std::make_unique<DeviceArray<uint8_t>>(need));
+    ASSERT_TRUE(buffers.back()->ok());
+  }
+  std::sort(buffers.begin(), buffers.end(), [](const auto& a, const auto& b) {
+    return reinterpret_cast<uint64_t>(a->get()) < reinterpret_cast<uint64_t>(b->get());
+  });
+  const uint64_t first = reinterpret_cast<uint64_t>(buffers[0]->get());
+  const uint64_t last = reinterpret_cast<uint64_t>(buffers[2]->get());
+  const uint64_t bytes = last + need - first;
+  uint64_t pool = 0;
+  const uint64_t middle = reinterpret_cast<uint64_t>(buffers[1]->get());
+  if (middle == first + need && last == middle + need) {
+    // Back to back (as the driver often places them): one region over the three is taken.
+    ASSERT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_CUDA_DEVICE, 0, first, bytes, &pool),
+              KVIO_STATUS_OK)
+        << kvio_last_error();
+    EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+    pool = 0;
+  }
+  buffers[1].reset();  // the gap
+  EXPECT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_CUDA_DEVICE, 0, first, bytes, &pool),
+            KVIO_STATUS_INVALID_ARGUMENT)
+      << "a region of " << bytes << " bytes from the lowest of three allocations to the end of "
+      << "the highest, the middle one freed";
+  const std::string message = kvio_last_error();
+  EXPECT_NE(message.find("of device region 0"), std::string::npos) << message;
+  EXPECT_NE(message.find("runs past the end of an allocation"), std::string::npos) << message;
+  EXPECT_EQ(pool, 0u);
+  // Each live allocation alone is taken.
+  for (const uint64_t address : {first, last}) {
+    ASSERT_EQ(kvio_pool_wrap_memory(&spec, KVIO_MEMORY_CUDA_DEVICE, 0, address, need, &pool),
+              KVIO_STATUS_OK)
+        << kvio_last_error();
+    EXPECT_EQ(kvio_pool_close(pool), KVIO_STATUS_OK);
+  }
 }
 
 /// A CUDA context the test creates on device 0 (cuCtxCreate: pushed, current on this thread),

@@ -449,23 +449,61 @@ kvio_status registerHost(const MemoryRegion* regions, size_t count, std::shared_
   return KVIO_STATUS_OK;
 }
 
+// The allocation holding device address `address` (CU_POINTER_ATTRIBUTE_RANGE_START_ADDR and
+// RANGE_SIZE): its end in *end. False when the driver cannot say (no cuPointerGetAttribute, or
+// memory it gives no range for).
+bool allocationEnd(uint64_t address, uint64_t* end) {
+  const PointerGetAttribute get = pointerGetAttribute();
+  if (get == nullptr) return false;
+  CUdeviceptr start = 0;
+  size_t bytes = 0;
+  const CUdeviceptr pointer = static_cast<CUdeviceptr>(address);
+  if (get(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, pointer) != CUDA_SUCCESS ||
+      get(&bytes, CU_POINTER_ATTRIBUTE_RANGE_SIZE, pointer) != CUDA_SUCCESS || bytes == 0 ||
+      start > address || address - start >= bytes) {
+    cudaGetLastError();
+    return false;
+  }
+  *end = static_cast<uint64_t>(start) + bytes;
+  return true;
+}
+
 kvio_status checkDeviceRegions(int32_t device, const MemoryRegion* regions, size_t count) {
-  // The first and the last byte of each region: a size that runs past the end of device memory
-  // would otherwise be accepted and fault in a kernel or copy later, which ends the process's
-  // CUDA context. (An overrun into a neighbouring allocation of the same device stays the
-  // caller's to avoid: nothing tells them apart.)
+  // Every byte of each region must be memory of the device: a region that runs past the end of
+  // its allocation would otherwise be accepted and fault in a kernel or copy later, which ends
+  // the process's CUDA context. The first byte is checked, then the allocation holding it is
+  // followed to its end, and the byte there checked, until an allocation reaches the region's
+  // end: a region may span allocations that lie back to back, not a gap between them. (An
+  // overrun into a neighbouring allocation of the same device stays the caller's to avoid:
+  // nothing tells them apart.) Where the driver gives no allocation range, the last byte is
+  // checked instead.
+  const auto ull = [](uint64_t v) { return static_cast<unsigned long long>(v); };
   for (size_t r = 0; r < count; ++r) {
+    const uint64_t address = regions[r].address;
+    const uint64_t end = address + regions[r].bytes;
     char region[96];
-    std::snprintf(region, sizeof(region), " byte of device region %zu (%llu bytes at 0x%llx)", r,
-                  static_cast<unsigned long long>(regions[r].bytes),
-                  static_cast<unsigned long long>(regions[r].address));
+    std::snprintf(region, sizeof(region), " of device region %zu (%llu bytes at 0x%llx)", r,
+                  ull(regions[r].bytes), ull(address));
     KVIO_RETURN_IF_ERROR(
-        checkDeviceAddress(device, std::string("the first") + region, regions[r].address,
+        checkDeviceAddress(device, std::string("the first byte") + region, address,
                            "wrap host memory with KVIO_MEMORY_HOST or KVIO_MEMORY_HOST_PINNED"));
-    KVIO_RETURN_IF_ERROR(
-        checkDeviceAddress(device, std::string("the last") + region,
-                           regions[r].address + (regions[r].bytes > 0 ? regions[r].bytes - 1 : 0),
-                           "the size given runs past the end of the allocation"));
+    uint64_t at = address;
+    uint64_t allocationStop = 0;
+    while (at < end && allocationEnd(at, &allocationStop) && allocationStop < end) {
+      char what[160];
+      std::snprintf(what, sizeof(what), "byte %llu%s, where the allocation holding byte %llu ends,",
+                    ull(allocationStop - address), region, ull(at - address));
+      KVIO_RETURN_IF_ERROR(checkDeviceAddress(
+          device, what, allocationStop,
+          "the region runs past the end of an allocation (the size given is too large, or the "
+          "region spans allocations that do not lie back to back)"));
+      at = allocationStop;
+    }
+    if (at < end && allocationStop < end) {  // no allocation range: the last byte
+      KVIO_RETURN_IF_ERROR(checkDeviceAddress(
+          device, std::string("the last byte") + region, end > address ? end - 1 : address,
+          "the size given runs past the end of the allocation"));
+    }
   }
   return KVIO_STATUS_OK;
 }

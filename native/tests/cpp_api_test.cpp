@@ -436,6 +436,33 @@ TEST(CppApi, TransferDirectCountsPagesInItsMessage) {
   EXPECT_EQ(contents(src), source);
 }
 
+// Every enumeration parses from the name users type and back (the names written out here, not
+// taken from kvio); an unknown name or value is INVALID_ARGUMENT listing the valid ones.
+TEST(CppApi, NamesParseAndPrintForEveryEnumeration) {
+  EXPECT_EQ(kvio::parsePoolKind("mla"), kvio::PoolKind::Mla);
+  EXPECT_EQ(kvio::parseGranularity("all_layer"), kvio::Granularity::AllLayer);
+  EXPECT_EQ(kvio::parseMemoryKind("cuda_device"), kvio::MemoryKind::CudaDevice);
+  EXPECT_EQ(kvio::parseIoBackend("kernel_ascend"), kvio::IoBackend::KernelAscend);
+  EXPECT_STREQ(kvio::name(kvio::PoolKind::Mha), "mha");
+  EXPECT_STREQ(kvio::name(kvio::Layout::PageFirstDirect), "page_first_direct");
+  EXPECT_STREQ(kvio::name(kvio::IoBackend::Direct), "direct");
+  EXPECT_STREQ(kvio::name(kvio::Granularity::PerLayer), "per_layer");
+  EXPECT_STREQ(kvio::name(kvio::MemoryKind::HostPinned), "host_pinned");
+  expectError([] { (void)kvio::parsePoolKind("gqa"); }, KVIO_STATUS_INVALID_ARGUMENT,
+              {"mha", "mla"}, "an unknown pool kind");
+  expectError([] { (void)kvio::parseGranularity("per_layers"); }, KVIO_STATUS_INVALID_ARGUMENT,
+              {"per_layer", "all_layer"}, "a misspelt granularity");
+  expectError([] { (void)kvio::parseMemoryKind("device"); }, KVIO_STATUS_INVALID_ARGUMENT,
+              {"cuda_device"}, "an unknown memory kind");
+  expectError([] { (void)kvio::name(static_cast<kvio::Layout>(9)); }, KVIO_STATUS_INVALID_ARGUMENT,
+              {"9"}, "a layout value outside the enumeration");
+  kvio::Executor cpu(kvio::IoBackend::Cpu, 1);
+  EXPECT_EQ(cpu.backend(), kvio::IoBackend::Cpu);
+  cpu.close();
+  expectError([&] { (void)cpu.backend(); }, KVIO_STATUS_CLOSED, {"is closed"},
+              "the backend of a closed executor");
+}
+
 // A string with a NUL byte inside would reach the C entry point cut short, the rest ignored:
 // refused instead. A wait of duration::max() (of any unit) is "as long as it takes", not an
 // overflow to a negative timeout that only checks.
@@ -448,6 +475,7 @@ TEST(CppApi, StringsWithANulAndUnboundedWaitsSayWhatTheyMean) {
               "a backend name with a NUL");
   EXPECT_EQ(kvio::parseLayout("page_first"), kvio::Layout::PageFirst);
   kvio::Executor chooser(kvio::IoBackend::Auto, 1);
+  EXPECT_EQ(chooser.backend(), kvio::IoBackend::Auto) << "auto stays auto";
   const std::string calibration = chooser.autoCalibration();
   expectError(
       [&] { chooser.setAutoCalibration(std::string("direct_row_bytes = 1K\0junk = 1\n", 31)); },

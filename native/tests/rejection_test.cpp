@@ -469,6 +469,9 @@ TEST_F(TransferRejection, ClosedTransferAndExecutorHandles) {
                   "is closed");
   int32_t threads = 0;
   EXPECT_REJECTED(kvio_executor_threads(closed, &threads), KVIO_STATUS_CLOSED, "is closed");
+  int32_t backend = -7;
+  EXPECT_REJECTED(kvio_executor_backend(closed, &backend), KVIO_STATUS_CLOSED, "is closed");
+  EXPECT_EQ(backend, -7) << "a refused query writes nothing";
 }
 
 // ---- pool creation ----

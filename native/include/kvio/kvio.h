@@ -263,6 +263,9 @@ KVIO_API kvio_status kvio_executor_create(int32_t io_backend, int32_t threads,
                                           uint64_t* executor_out);
 /* The executor's io threads (cpu, and auto without a GPU), or 1 (the device backends). */
 KVIO_API kvio_status kvio_executor_threads(uint64_t executor, int32_t* threads_out);
+/* The io backend the executor was created for (KVIO_BACKEND_*: 'auto' stays KVIO_BACKEND_AUTO;
+ * kvio_transfer_info.chosen_backend says what ran a transfer). */
+KVIO_API kvio_status kvio_executor_backend(uint64_t executor, int32_t* io_backend_out);
 /* Waits for submitted transfers, then releases the executor. Every transfer it accepted is done
  * when this returns, including those whose submit ran on another thread as it was called; a
  * submit that loses that race answers CLOSED and queues nothing. */

@@ -129,16 +129,54 @@ enum class MemoryKind : int32_t {
 };
 // clang-format on
 
-/// Parses the strings users type ("page_first_direct", "kernel_ascend", ...).
-inline Layout parseLayout(const std::string& text) {
+namespace detail {
+template <class E>
+E parse(int32_t table, const std::string& text, const char* what) {
   int32_t value = 0;
-  check(kvio_parse_name(KVIO_NAME_LAYOUT, detail::cString(text, "the layout name"), &value));
-  return static_cast<Layout>(value);
+  check(kvio_parse_name(table, cString(text, what), &value));
+  return static_cast<E>(value);
+}
+inline const char* nameOf(int32_t table, int32_t value) {
+  const char* name = kvio_name(table, value);
+  if (name == nullptr) throw Error(kvio_last_status(), kvio_last_error());
+  return name;
+}
+}  // namespace detail
+
+/// Parses the strings users type ("page_first_direct", "kernel_ascend", ...): INVALID_ARGUMENT,
+/// listing the valid names and the nearest, for any other.
+inline PoolKind parsePoolKind(const std::string& text) {
+  return detail::parse<PoolKind>(KVIO_NAME_KIND, text, "the pool kind name");
+}
+inline Layout parseLayout(const std::string& text) {
+  return detail::parse<Layout>(KVIO_NAME_LAYOUT, text, "the layout name");
 }
 inline IoBackend parseIoBackend(const std::string& text) {
-  int32_t value = 0;
-  check(kvio_parse_name(KVIO_NAME_BACKEND, detail::cString(text, "the io backend name"), &value));
-  return static_cast<IoBackend>(value);
+  return detail::parse<IoBackend>(KVIO_NAME_BACKEND, text, "the io backend name");
+}
+inline Granularity parseGranularity(const std::string& text) {
+  return detail::parse<Granularity>(KVIO_NAME_GRANULARITY, text, "the granularity name");
+}
+inline MemoryKind parseMemoryKind(const std::string& text) {
+  return detail::parse<MemoryKind>(KVIO_NAME_MEMORY, text, "the memory kind name");
+}
+
+/// The string users type for a value (kvio_name): name(Layout::PageFirst) is "page_first".
+/// INVALID_ARGUMENT for a value outside the enumeration (a cast from a bad int).
+inline const char* name(PoolKind v) {
+  return detail::nameOf(KVIO_NAME_KIND, static_cast<int32_t>(v));
+}
+inline const char* name(Layout v) {
+  return detail::nameOf(KVIO_NAME_LAYOUT, static_cast<int32_t>(v));
+}
+inline const char* name(IoBackend v) {
+  return detail::nameOf(KVIO_NAME_BACKEND, static_cast<int32_t>(v));
+}
+inline const char* name(Granularity v) {
+  return detail::nameOf(KVIO_NAME_GRANULARITY, static_cast<int32_t>(v));
+}
+inline const char* name(MemoryKind v) {
+  return detail::nameOf(KVIO_NAME_MEMORY, static_cast<int32_t>(v));
 }
 
 /// The version of the libkvio loaded at run time (kvio_version); KVIO_VERSION_STRING is that of
@@ -886,6 +924,12 @@ class Executor {
     int32_t threads = 0;
     check(kvio_executor_threads(handle_, &threads));
     return threads;
+  }
+  /// The io backend this executor was created for (Auto stays Auto; kvio_executor_backend).
+  IoBackend backend() const {
+    int32_t backend = 0;
+    check(kvio_executor_backend(handle_, &backend));
+    return static_cast<IoBackend>(backend);
   }
   /// An 'auto' executor's calibration, in the calibration file format.
   std::string autoCalibration() const {

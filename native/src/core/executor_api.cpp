@@ -45,6 +45,14 @@ kvio_status kvio_executor_threads(uint64_t executor_handle, int32_t* threads_out
                     });
 }
 
+kvio_status kvio_executor_backend(uint64_t executor_handle, int32_t* io_backend_out) {
+  return withObject(executors(), executor_handle, "executor", io_backend_out, "io_backend_out",
+                    [&](ExecutorImpl& executor) {
+                      *io_backend_out = executor.backend;
+                      return KVIO_STATUS_OK;
+                    });
+}
+
 kvio_status kvio_executor_close(uint64_t executor_handle) {
   return guarded([&]() -> kvio_status {
     std::shared_ptr<ExecutorImpl> executor;

@@ -279,6 +279,9 @@ final class KvioNative {
     static native int kvio_executor_threads(
             @Cast("uint64_t") long executor, @Cast("int32_t*") long threadsOut);
 
+    static native int kvio_executor_backend(
+            @Cast("uint64_t") long executor, @Cast("int32_t*") long ioBackendOut);
+
     static native int kvio_executor_set_auto_calibration(
             @Cast("uint64_t") long executor, @Cast("const char*") String text);
 

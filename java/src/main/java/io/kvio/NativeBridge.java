@@ -581,6 +581,11 @@ final class NativeBridge {
         return queryOut(KvioNative::kvio_executor_threads, executor).getInt(OUT0);
     }
 
+    /** The KVIO_BACKEND_* value the native executor was created for (kvio_executor_backend). */
+    static int executorBackend(long executor) {
+        return queryOut(KvioNative::kvio_executor_backend, executor).getInt(OUT0);
+    }
+
     static void executorClose(long executor) {
         KvioNative.kvio_executor_close(executor);
     }

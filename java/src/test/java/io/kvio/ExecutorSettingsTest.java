@@ -153,6 +153,21 @@ public class ExecutorSettingsTest {
         }
     }
 
+    /** The native executor was made for the backend the Java one names (auto stays auto). */
+    @Test
+    public void theNativeExecutorIsOfTheJavaBackend() {
+        for (IoBackend backend : IoBackend.values()) {
+            if (!backend.isAvailable()) {
+                continue;
+            }
+            KvioExecutor shared = KvioExecutor.shared(backend);
+            assertSame(IoBackend.ofNative(NativeBridge.executorBackend(shared.handle())), backend);
+            try (KvioExecutor own = KvioExecutor.create(backend, 0)) {
+                assertSame(IoBackend.ofNative(NativeBridge.executorBackend(own.handle())), backend);
+            }
+        }
+    }
+
     /** On a CUDA machine auto chooses among the device backends, so it takes no thread count. */
     @Test(groups = "gpu")
     public void autoOnACudaGpuHasNoIoThreads() {

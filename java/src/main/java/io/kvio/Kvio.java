@@ -481,7 +481,14 @@ public final class Kvio {
         // What ran it (an auto executor's choice, else the executor's backend), read with the
         // planned bytes.
         return Transfer.submitted(
-                handle, bytes, doneOnCpu, status, event, IoBackend.ofNative(chosen), skippedLayers);
+                executor,
+                handle,
+                bytes,
+                doneOnCpu,
+                status,
+                event,
+                IoBackend.ofNative(chosen),
+                skippedLayers);
     }
 
     /**

@@ -7,12 +7,14 @@
  * returns (a small one runs on the submitting thread) releases its native handle at once and keeps
  * only its outcome: the common small call registers nothing with the Cleaner and leaves nothing
  * native behind. Only a transfer still running at submit holds its handle, and a Cleaner releases
- * it if the Transfer is forgotten.
+ * it if the Transfer is forgotten. whenDone() waits on a kvio background thread (Completions),
+ * which keeps the handle open until it has seen completion, across a close().
  */
 package io.kvio;
 
 import java.lang.ref.Cleaner;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongUnaryOperator;
 import java.util.function.Predicate;
@@ -40,10 +42,21 @@ public final class Transfer implements AutoCloseable {
     private Object event;
     private final long[] skippedLayers; // read through skippedLayers(), which copies it
     private final IoBackend backend; // what ran it; the executor's when nothing was submitted
+    private final long executor; // the executor's handle (whenDone's queue); 0 when none ran it
+    private CompletableFuture<Void> stage; // guarded by lock: whenDone()'s, once asked
+    // guarded by lock: a background wait of whenDone() uses the native handle; release() leaves
+    // closing it to that wait, which closes it once it has seen completion
+    private boolean stageWaits;
 
     private Transfer(
-            long handle, long bytes, Object event, IoBackend backend, long[] skippedLayers) {
+            long handle,
+            long bytes,
+            Object event,
+            IoBackend backend,
+            long[] skippedLayers,
+            long executor) {
         this.handle = handle;
+        this.executor = executor;
         this.bytes = bytes;
         this.event = event;
         this.ranOnCpu = false;
@@ -66,6 +79,7 @@ public final class Transfer implements AutoCloseable {
             IoBackend backend,
             long[] skippedLayers) {
         this.handle = 0;
+        this.executor = 0;
         this.bytes = bytes;
         this.ranOnCpu = true;
         this.cleanable = null;
@@ -96,12 +110,14 @@ public final class Transfer implements AutoCloseable {
     }
 
     /**
-     * {@code doneOnCpu}: the cpu backend completed it before submit returned, with {@code status};
-     * {@code event}: the Flight Recorder event Kvio began for it (a TransferEvent; null when none
-     * is recorded); {@code backend}: the io backend that runs it; {@code skippedLayers}: device
-     * layers it does not move (kept, not copied: the caller does not change it afterwards).
+     * {@code executor}: the handle of the executor it was submitted to; {@code doneOnCpu}: the cpu
+     * backend completed it before submit returned, with {@code status}; {@code event}: the Flight
+     * Recorder event Kvio began for it (a TransferEvent; null when none is recorded); {@code
+     * backend}: the io backend that runs it; {@code skippedLayers}: device layers it does not move
+     * (kept, not copied: the caller does not change it afterwards).
      */
     static Transfer submitted(
+            long executor,
             long handle,
             long bytes,
             boolean doneOnCpu,
@@ -111,7 +127,7 @@ public final class Transfer implements AutoCloseable {
             long[] skippedLayers) {
         return doneOnCpu
                 ? new Transfer(handle, bytes, event, status, backend, skippedLayers)
-                : new Transfer(handle, bytes, event, backend, skippedLayers);
+                : new Transfer(handle, bytes, event, backend, skippedLayers, executor);
     }
 
     /**
@@ -119,7 +135,8 @@ public final class Transfer implements AutoCloseable {
      * reporting device layers it did not move ({@link Kvio#NO_LAYERS} for none).
      */
     static Transfer completed(IoBackend backend, long[] skippedLayers) {
-        return new Transfer(0, 0, null, Objects.requireNonNull(backend, "backend"), skippedLayers);
+        return new Transfer(
+                0, 0, null, Objects.requireNonNull(backend, "backend"), skippedLayers, 0);
     }
 
     /**
@@ -283,6 +300,115 @@ public final class Transfer implements AutoCloseable {
     }
 
     /**
+     * A future completed when this transfer completes: normally when it moved every byte, else
+     * exceptionally with the exception {@link #await()} would throw (a KvioException, wrapped in a
+     * CompletionException by {@code join()}, in an ExecutionException by {@code get()}), for code
+     * that chains work on a transfer instead of blocking a thread in await():
+     *
+     * <pre>{@code
+     * host.load(device, layer).hostIndices(h).deviceIndices(d).submit()
+     *         .whenDone()
+     *         .thenRun(() -> layerReady(layer));
+     * }</pre>
+     *
+     * <p>Each call returns a new future of the same completion ({@code CompletableFuture.copy()}):
+     * completing or cancelling it changes neither the transfer, whose copies go on, nor the futures
+     * other calls returned. A transfer already complete (one that moved nothing, or a small cpu
+     * transfer done at submit) returns a completed future. Otherwise one kvio background thread per
+     * executor waits for its transfers whose futures were asked, in the order they were asked, and
+     * completes them; dependents added with the non-async methods ({@code thenRun}, ...) run on
+     * that thread, so keep them short or use the {@code ...Async} forms, or the completion of the
+     * executor's next transfers waits for them. Seeing completion releases the transfer as an
+     * await() that sees it does (its CUDA or Ascend event goes; take the event first). A close()
+     * after this call does not end the wait: the native handle stays open until the transfer has
+     * completed, and the future completes as it would have.
+     *
+     * @throws KvioClosedException when the transfer was closed before it was awaited or this was
+     *     asked
+     */
+    public CompletableFuture<Void> whenDone() {
+        CompletableFuture<Void> future;
+        boolean background;
+        synchronized (lock) {
+            if (stage != null) {
+                return stage.copy();
+            }
+            if (released && !done) {
+                throw new KvioClosedException(
+                        "this transfer was closed before whenDone() was asked, and the handle"
+                                + " that could tell its completion is gone");
+            }
+            future = new CompletableFuture<>();
+            stage = future;
+            background = !done && !ranOnCpu;
+            stageWaits = background;
+        }
+        if (!background) {
+            settleNow(future);
+        } else {
+            Completions.enqueue(
+                    executor,
+                    new Completions.Wait() {
+                        @Override
+                        public void await() {
+                            settleInBackground(future);
+                        }
+
+                        @Override
+                        public void abandon(RuntimeException why) {
+                            synchronized (lock) {
+                                stageWaits = false;
+                                if (released && cleanable != null) {
+                                    cleanable.clean(); // closed meanwhile: its close, left here
+                                }
+                            }
+                            future.completeExceptionally(why);
+                        }
+                    });
+        }
+        return future.copy();
+    }
+
+    /** A transfer whose outcome is known now: the outcome await() answers, on this thread. */
+    private void settleNow(CompletableFuture<Void> future) {
+        try {
+            waitNs(-1);
+            future.complete(null);
+        } catch (RuntimeException e) {
+            future.completeExceptionally(e);
+        }
+    }
+
+    /**
+     * On whenDone()'s background thread: waits for completion on the native handle, which no
+     * close() closes meanwhile (stageWaits), records the outcome as await() does unless an await()
+     * saw it first, releases the transfer, then completes {@code future} outside the lock (its
+     * dependents run here).
+     */
+    private void settleInBackground(CompletableFuture<Void> future) {
+        int status = NativeBridge.transferWait(handle, -1);
+        KvioException error = status == 0 ? null : NativeBridge.error(status);
+        KvioException outcome;
+        synchronized (lock) {
+            if (!done) {
+                done = true;
+                failure = error;
+            }
+            outcome = failure;
+            stageWaits = false;
+            release(); // commits the Flight Recorder event first, if any; closes the handle
+            if (cleanable != null) {
+                cleanable.clean(); // a close() that came meanwhile left it here
+            }
+        }
+        if (outcome == null) {
+            future.complete(null);
+        } else {
+            future.completeExceptionally(KvioException.of(outcome.status(), outcome.getMessage()));
+        }
+    }
+
+    /**
      * The CUDA event (a cudaEvent_t) recorded after this transfer's work on its executor's stream,
      * for another stream to wait on (e.g. start layer i as soon as its load lands). Valid until the
      * transfer is released (the first await() that sees completion, or close()); keep this Transfer
@@ -400,8 +526,8 @@ public final class Transfer implements AutoCloseable {
         commitEvent(); // close() without await: the event says whether it was still running
         if (!released) {
             released = true;
-            if (cleanable != null) {
-                cleanable.clean();
+            if (cleanable != null && !stageWaits) {
+                cleanable.clean(); // else whenDone()'s wait closes it once it has seen completion
             }
         }
     }

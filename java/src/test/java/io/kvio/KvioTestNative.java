@@ -55,6 +55,22 @@ final class KvioTestNative {
 
     static native int kvio_test_inject_fault(int fault, @Cast("int64_t") long count);
 
+    /**
+     * Tasks of cpu transfers that KVIO_TEST_FAULT_CPU_HOLD holds, waiting for the release now:
+     * above 0 once a held transfer is certainly parked before its first copy.
+     */
+    static long cpuHeldTasks() {
+        long address = NativeBridge.malloc(8);
+        try {
+            NativeBridge.check(kvio_test_cpu_held_tasks(address));
+            return NativeBridge.byteBuffer(address, 8).getLong(0);
+        } finally {
+            NativeBridge.free(address);
+        }
+    }
+
+    static native int kvio_test_cpu_held_tasks(@Cast("int64_t*") long countOut);
+
     // ---- enum values, as kvio.h defines them ----
     @MemberGetter
     static native int KVIO_STATUS_OK();

@@ -83,6 +83,15 @@ public final class HostKvPool extends KvPool {
         return executor;
     }
 
+    /**
+     * The device whose pools this host pool serves: its executor's ({@link KvioExecutor#device()},
+     * which build() checked against the device pool of forDevice); {@link Kvio#HOST_DEVICE} (-1) on
+     * cpu. Its pinned memory (on a device backend) is registered with that device's runtime.
+     */
+    public int device() {
+        return executor.device();
+    }
+
     /** Whether loads of device layers this pool does not hold are refused (strictLayers()). */
     public boolean strictLayers() {
         return strictLayers;

@@ -136,6 +136,7 @@ public class DeviceSelectionTest {
                 TokenIndices d = TokenIndices.pages(16, 2);
                 Transfer t = host.backup(device).deviceIndices(d).hostIndices(h).submit()) {
             assertEquals(host.executor().device(), -1);
+            assertEquals(host.device(), -1, "a cpu host pool serves the host");
             assertMentions(
                     expectThrows(KvioUnsupportedException.class, t::ascendEvent),
                     "no Ascend event");
@@ -206,6 +207,8 @@ public class DeviceSelectionTest {
             assertEquals(ex.device(), 0);
             assertEquals(device.device(), 0);
             assertEquals(destination.executor().device(), 0);
+            assertEquals(destination.device(), 0);
+            assertEquals(source.device(), 0);
             ByteBuffer src = source.buffer();
             ByteBuffer dst = destination.buffer();
             byte[] srcBytes = new byte[src.capacity()];

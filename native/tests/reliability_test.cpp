@@ -730,9 +730,9 @@ TEST_F(Faults, InjectionArgumentsAreChecked) {
   EXPECT_REJECTED(kvio_test_inject_fault(0, 1), KVIO_STATUS_INVALID_ARGUMENT,
                   "fault 0 is not valid",
                   "1 (host_allocation), 2 (cpu_copy), 3 (cpu_hold), 4 (cpu_thread), "
-                  "5 (no_populate)");
+                  "5 (no_populate), 6 (populate_probe)");
   EXPECT_REJECTED(kvio_test_inject_fault(KVIO_TEST_FAULT_COUNT, 1), KVIO_STATUS_INVALID_ARGUMENT,
-                  "fault 6 is not valid");
+                  "fault 7 is not valid");
   EXPECT_REJECTED(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_COPY, -1),
                   KVIO_STATUS_INVALID_ARGUMENT, "count must be >= 0, got -1");
   EXPECT_REJECTED(kvio_debug_live_objects(nullptr), KVIO_STATUS_INVALID_ARGUMENT,

@@ -77,7 +77,7 @@ kvio_status kvio_test_inject_fault(int32_t fault, int64_t count) {
     if (fault < 1 || fault >= kFaultCount) {
       return fail(KVIO_STATUS_INVALID_ARGUMENT,
                   "fault %d is not valid; valid: 1 (host_allocation), 2 (cpu_copy), 3 (cpu_hold), "
-                  "4 (cpu_thread), 5 (no_populate)",
+                  "4 (cpu_thread), 5 (no_populate), 6 (populate_probe)",
                   fault);
     }
     if (count < 0) {

@@ -473,10 +473,11 @@ kvio_status checkDeviceRegions(int32_t device, const MemoryRegion* regions, size
   // its allocation would otherwise be accepted and fault in a kernel or copy later, which ends
   // the process's CUDA context. The first byte is checked, then the allocation holding it is
   // followed to its end, and the byte there checked, until an allocation reaches the region's
-  // end: a region may span allocations that lie back to back, not a gap between them. (An
-  // overrun into a neighbouring allocation of the same device stays the caller's to avoid:
-  // nothing tells them apart.) Where the driver gives no allocation range, the last byte is
-  // checked instead.
+  // end: a region may span allocations that lie back to back, not a gap between them; and the
+  // last byte is checked in any case. (The driver's range of memory mapped with cuMemMap is the
+  // whole address reservation, mapped or not, so a gap inside one reservation is seen only where
+  // a checked byte falls in it, as with the last byte. An overrun into a neighbouring allocation
+  // of the same device stays the caller's to avoid: nothing tells them apart.)
   const auto ull = [](uint64_t v) { return static_cast<unsigned long long>(v); };
   for (size_t r = 0; r < count; ++r) {
     const uint64_t address = regions[r].address;
@@ -490,7 +491,7 @@ kvio_status checkDeviceRegions(int32_t device, const MemoryRegion* regions, size
     uint64_t at = address;
     uint64_t allocationStop = 0;
     while (at < end && allocationEnd(at, &allocationStop) && allocationStop < end) {
-      char what[160];
+      char what[224];
       std::snprintf(what, sizeof(what), "byte %llu%s, where the allocation holding byte %llu ends,",
                     ull(allocationStop - address), region, ull(at - address));
       KVIO_RETURN_IF_ERROR(checkDeviceAddress(
@@ -499,7 +500,7 @@ kvio_status checkDeviceRegions(int32_t device, const MemoryRegion* regions, size
           "region spans allocations that do not lie back to back)"));
       at = allocationStop;
     }
-    if (at < end && allocationStop < end) {  // no allocation range: the last byte
+    if (end - address > 1) {
       KVIO_RETURN_IF_ERROR(checkDeviceAddress(
           device, std::string("the last byte") + region, end > address ? end - 1 : address,
           "the size given runs past the end of the allocation"));

@@ -17,12 +17,15 @@ import java.util.Map;
 final class Completions {
     private Completions() {}
 
-    /** One queued wait: {@link #await} blocks until its transfer is done and never throws. */
+    /** One queued wait: {@link #await} blocks until its transfer is done. */
     interface Wait {
         void await();
 
-        /** No thread could be started to wait: the stage says so ({@code why}). */
-        void abandon(RuntimeException why);
+        /**
+         * The wait cannot be made: no thread could be started for it, or {@link #await} threw
+         * ({@code why}; an OutOfMemoryError building a message, say). The stage says so.
+         */
+        void abandon(Throwable why);
     }
 
     // Executor handle -> its queue of waits; present while a thread drains it. Guarded by itself.
@@ -72,7 +75,17 @@ final class Completions {
                     return;
                 }
             }
-            next.await();
+            // Whatever one wait throws ends that wait only: the thread goes on with the queue,
+            // which would otherwise stay, with no thread taking it, and hold its transfers.
+            try {
+                next.await();
+            } catch (Throwable e) {
+                try {
+                    next.abandon(e);
+                } catch (Throwable ignored) {
+                    // nothing more can be done for that wait; the others still need this thread
+                }
+            }
         }
     }
 

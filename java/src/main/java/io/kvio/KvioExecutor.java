@@ -144,7 +144,7 @@ public final class KvioExecutor implements AutoCloseable {
             throw new KvioInvalidArgumentException(
                     "threads must be 1 to "
                             + MOST_THREADS
-                            + ", or 0 or less for one per core (at most "
+                            + ", or <= 0 for one per online core (at most "
                             + MOST_THREADS
                             + "); got "
                             + threads);

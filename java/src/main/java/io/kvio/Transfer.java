@@ -1,7 +1,8 @@
 /*
  * The handle of a submitted transfer. Transfers on one executor run in submission order; waiting
  * is explicit. The first await() that sees completion releases the native handle and remembers
- * the outcome, so later calls answer from Java; isDone() only asks. close() releases the handle
+ * the outcome, so later calls answer from Java (whenDone()'s background wait does the same once
+ * it sees completion); isDone() only asks. close() releases the handle
  * without waiting: an await() or isDone() after a close() that came before any await() throws
  * KvioClosedException, even for a transfer that had completed. A cpu transfer already done when submit
  * returns (a small one runs on the submitting thread) releases its native handle at once and keeps
@@ -317,11 +318,15 @@ public final class Transfer implements AutoCloseable {
      * transfer done at submit) returns a completed future. Otherwise one kvio background thread per
      * executor waits for its transfers whose futures were asked, in the order they were asked, and
      * completes them; dependents added with the non-async methods ({@code thenRun}, ...) run on
-     * that thread, so keep them short or use the {@code ...Async} forms, or the completion of the
-     * executor's next transfers waits for them. Seeing completion releases the transfer as an
-     * await() that sees it does (its CUDA or Ascend event goes; take the event first). A close()
-     * after this call does not end the wait: the native handle stays open until the transfer has
-     * completed, and the future completes as it would have.
+     * that thread, so keep them short or use the {@code ...Async} forms: the completion of the
+     * executor's next transfers waits for them, and a dependent that blocks on another transfer of
+     * the same executor ({@code join()} of its whenDone(), or its await()) waits for itself, for
+     * ever. Seeing completion releases the transfer, on that thread, as an await() that sees it
+     * does: take its CUDA or Ascend event before calling this. A close() after this call does not
+     * end the wait: the native handle stays open until the transfer has completed, and the future
+     * completes as it would have. Where no thread can be started to wait, the future completes
+     * exceptionally with KvioOutOfMemoryException (the transfer still runs; a later whenDone()
+     * tries again).
      *
      * @throws KvioClosedException when the transfer was closed before it was awaited or this was
      *     asked
@@ -355,11 +360,14 @@ public final class Transfer implements AutoCloseable {
                         }
 
                         @Override
-                        public void abandon(RuntimeException why) {
+                        public void abandon(Throwable why) {
                             synchronized (lock) {
                                 stageWaits = false;
                                 if (released && cleanable != null) {
                                     cleanable.clean(); // closed meanwhile: its close, left here
+                                }
+                                if (stage == future) {
+                                    stage = null; // a later whenDone() tries again
                                 }
                             }
                             future.completeExceptionally(why);
@@ -411,14 +419,15 @@ public final class Transfer implements AutoCloseable {
     /**
      * The CUDA event (a cudaEvent_t) recorded after this transfer's work on its executor's stream,
      * for another stream to wait on (e.g. start layer i as soon as its load lands). Valid until the
-     * transfer is released (the first await() that sees completion, or close()); keep this Transfer
-     * reachable while the event is used, as a Transfer that becomes unreachable is released by a
-     * Cleaner and its event reused or destroyed. 0 for a transfer that moved nothing (empty index
-     * lists, a layer the host pool does not hold), whatever the backend: no work was queued, there
-     * is nothing to wait for. Otherwise KvioUnsupportedException for a transfer that ran on a
-     * backend without CUDA events: cpu, kernel_ascend, and {@link IoBackend#AUTO} where it chose
-     * one of them (a machine without a GPU). Code written for {@code auto} asks {@link
-     * #hasCudaEvent()} first:
+     * transfer is released (the first await() that sees completion, the background wait of {@link
+     * #whenDone()} once the transfer completes, or close()): take it before calling whenDone();
+     * keep this Transfer reachable while the event is used, as a Transfer that becomes unreachable
+     * is released by a Cleaner and its event reused or destroyed. 0 for a transfer that moved
+     * nothing (empty index lists, a layer the host pool does not hold), whatever the backend: no
+     * work was queued, there is nothing to wait for. Otherwise KvioUnsupportedException for a
+     * transfer that ran on a backend without CUDA events: cpu, kernel_ascend, and {@link
+     * IoBackend#AUTO} where it chose one of them (a machine without a GPU). Code written for {@code
+     * auto} asks {@link #hasCudaEvent()} first:
      *
      * <pre>{@code
      * Transfer load = host.load(device, layer).hostIndices(h).deviceIndices(d).submit();

@@ -136,11 +136,11 @@ public class ExecutorSettingsTest {
     }
 
     /**
-     * hasIoThreads() says which backends take a thread count: those whose native executor runs that
-     * many io threads (it reports them), and no other.
+     * hasIoThreads() says which backends take a thread count: KvioExecutor.create honours it for
+     * those (the native executor reports the count it runs) and refuses it for the others.
      */
     @Test
-    public void hasIoThreadsIsWhatTheNativeExecutorRuns() {
+    public void hasIoThreadsSaysWhichBackendsTakeAThreadCount() {
         assertTrue(IoBackend.CPU.hasIoThreads());
         for (IoBackend backend : IoBackend.values()) {
             if (!backend.hasIoThreads()) {

@@ -111,8 +111,12 @@ public class WhenDoneTest {
             expectThrows(KvioBackendException.class, failing::await);
             LayoutOracle.assertBytesEqual(
                     LayoutOracle.snapshot(dst.buffer()), before, "destination of the failed copy");
-
-            // A small transfer done (and failed) at submit: its future is complete at once.
+        }
+        // A small transfer done (and failed) at submit, on an idle executor of its own: its
+        // future is complete at once.
+        try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 2);
+                DeviceKvPool src = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
+                DeviceKvPool dst = DeviceKvPool.allocate(SPEC, IoBackend.CPU)) {
             KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_COPY, 1);
             Transfer small =
                     Kvio.transfer(executor, src, dst, new long[] {0}, new long[] {1}, 0, 0, 1);
@@ -149,13 +153,17 @@ public class WhenDoneTest {
             future.get(30, TimeUnit.SECONDS);
             LayoutOracle.assertBytesEqual(
                     LayoutOracle.snapshot(dst.buffer()), expected, "destination once done");
-            long transfersAfter = transfersBefore;
+            // At most as many as before (an earlier test's forgotten transfer may be freed by its
+            // Cleaner meanwhile): the held transfer's handle was closed.
+            long transfersAfter = transfersBefore + 1;
             for (int i = 0; i < 500; i++) {
                 transfersAfter = NativeBridge.debugLiveObjects()[2];
-                if (transfersAfter == transfersBefore) break;
+                if (transfersAfter <= transfersBefore) break;
                 Thread.sleep(10);
             }
-            assertEquals(transfersAfter, transfersBefore, "the transfer's handle was closed");
+            assertTrue(
+                    transfersAfter <= transfersBefore,
+                    transfersAfter + " transfers open, " + transfersBefore + " before");
         }
     }
 

@@ -12,8 +12,10 @@
 
 namespace kvio {
 
-constexpr int32_t kMaxCtaBudget = 65535;  // grid x limit of one launch
-constexpr int32_t kMaxWarpsPerCta = 32;   // 1024 threads per CTA
+// At most this many thread blocks per launch: the grid's y and z limit (x allows 2^31 - 1), kept
+// as one bound that every grid shape the kernels use can take, far above what a copy needs.
+constexpr int32_t kMaxCtaBudget = 65535;
+constexpr int32_t kMaxWarpsPerCta = 32;  // 1024 threads per CTA
 
 /// INVALID_ARGUMENT when the shape is outside the limits; `zeroMeans` says what 0 or less stands
 /// for in the message ("the executor's setting", "the defaults 4 and 16").

@@ -456,9 +456,11 @@ class CpuExecutor final : public Executor {
     std::shared_ptr<Pending> head = queue_.front();
     if (head->next == head->tasks.size()) return false;
     const Task task = head->tasks[head->next++];
+    // The job's start, stamped as its first task is taken (a lock-free CAS): tasks are taken in
+    // order under the lock, so no other task's copy can begin before it.
+    if (task.first == 0) head->job->state->markStarted();
     lock.unlock();
     if (head->holdReleases >= 0) waitHeld(head->holdReleases);  // test only: every task waits
-    if (task.first == 0) head->job->state->markStarted();
     if (!head->fault) runTask(*head->pieces, task, head->stream, head->strips, head->bySrc);
     endStreaming(head->stream);
     lock.lock();
@@ -477,6 +479,11 @@ class CpuExecutor final : public Executor {
       busy_.fetch_sub(kQueuedJob);
       work_.notify_all();
       if (queue_.empty()) idle_.notify_all();
+      // Out of the queue, `head` is the last reference: its task list and cut copies (a copy of
+      // a large plan, megabytes) are freed here without the lock, as the plan was above.
+      lock.unlock();
+      head.reset();
+      lock.lock();
     }
     return true;
   }

@@ -47,8 +47,7 @@ kvio_status cudaAvailable() {
   const cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess) {
     cudaGetLastError();
-    int runtime = 0;
-    cudaRuntimeGetVersion(&runtime);
+    const int runtime = CUDART_VERSION;  // the runtime kvio links statically
     return fail(KVIO_STATUS_UNAVAILABLE,
                 "no usable CUDA driver or device: cudaGetDeviceCount failed with %s (kvio is "
                 "built with CUDA runtime %d.%d; the driver must support it)",
@@ -132,9 +131,20 @@ EventCompletion::~EventCompletion() {
 
 // Waiting threads query from anywhere: under a DeviceScope, so that a thread with no CUDA
 // context does not get device 0's created by the runtime's lazy initialisation.
+// A failure is the transfer's (error_), not the calling thread's: the thread's last error is
+// cleared after it, so that the caller's next launch check does not report it as its own. A
+// scope that could not make the device current is the transfer's failure too: querying under
+// whatever context the thread has (or none, which the runtime would fill with device 0's) would
+// ask the wrong context.
 bool EventCompletion::query() noexcept {
   if (error_.load() != cudaSuccess) return true;
   DeviceScope scope(device_);
+  if (scope.error() != cudaSuccess) {
+    cudaGetLastError();
+    int expected = cudaSuccess;
+    error_.compare_exchange_strong(expected, scope.error());
+    return true;
+  }
   const cudaError_t error = cudaEventQuery(event_);
   if (error == cudaErrorNotReady) {
     // Not an error, but a runtime that kept it as the thread's last error would have the next
@@ -142,19 +152,38 @@ bool EventCompletion::query() noexcept {
     if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
     return false;
   }
-  if (error != cudaSuccess) error_.store(error);
+  if (error != cudaSuccess) {
+    cudaGetLastError();
+    int expected = cudaSuccess;
+    error_.compare_exchange_strong(expected, error);
+  }
   return true;
 }
 
 void EventCompletion::synchronize() noexcept {
   DeviceScope scope(device_);
-  const cudaError_t error = cudaEventSynchronize(event_);
-  int expected = cudaSuccess;
-  if (error != cudaSuccess) error_.compare_exchange_strong(expected, error);
+  const cudaError_t error =
+      scope.error() != cudaSuccess ? scope.error() : cudaEventSynchronize(event_);
+  if (error != cudaSuccess) {
+    cudaGetLastError();
+    int expected = cudaSuccess;
+    error_.compare_exchange_strong(expected, error);
+  }
 }
 
 kvio_status EventCompletion::finish(std::string* message) noexcept {
   const auto error = static_cast<cudaError_t>(error_.load());
+  if (queueStatus != KVIO_STATUS_OK) {
+    try {
+      *message = queueMessage;
+      if (error != cudaSuccess) {
+        *message += "; then the stream's work before it failed: " + describe(error);
+      }
+    } catch (...) {  // no memory for the text: the status says it
+      message->clear();
+    }
+    return queueStatus;
+  }
   if (error != cudaSuccess) {
     try {
       *message = "the transfer's work on the CUDA stream failed: " + describe(error) +
@@ -342,8 +371,26 @@ void CudaExecutor::submit(std::shared_ptr<Job> job) {
   }
   if (status != KVIO_STATUS_OK) {
     // Copies queued before the failed call may still write the destination: the transfer
-    // reports its error only once the stream has finished them, so nothing changes after.
-    failAfterQueuedWork(*job, status, std::move(message), release);
+    // reports its error only once the stream has finished them, so nothing changes after. The
+    // event recorded after them says when, without waiting here: on a caller's stream, a wait
+    // would also wait for the caller's work queued before, which may wait in turn for something
+    // the caller does only after this submit returns.
+    completion->queueStatus = status;
+    completion->queueMessage = std::move(message);  // a move: no allocation
+    error = cudaEventRecord(event, stream_);
+    if (error != cudaSuccess) {  // no event: wait for the stream instead
+      cudaGetLastError();
+      failAfterQueuedWork(*job, status, std::move(completion->queueMessage), release);
+      return;
+    }
+    try {
+      inFlight_.push_back({completion, job, release});
+      inFlightCount_.store(inFlight_.size(), std::memory_order_relaxed);
+    } catch (const std::bad_alloc&) {
+      failAfterQueuedWork(*job, status, std::move(completion->queueMessage), release);
+      return;
+    }
+    job->state->attach(completion);
     return;
   }
   error = cudaEventRecord(event, stream_);
@@ -434,6 +481,10 @@ void CudaExecutor::freeSlot(StagingSlot& slot) {
 }
 
 kvio_status CudaExecutor::allocateSlot(uint64_t bytes, bool withDevice, StagingSlot* slot) {
+  if (bytes > (uint64_t{1} << 62)) {  // no such allocation; the doubling below would wrap
+    return fail(KVIO_STATUS_OUT_OF_MEMORY, "a staging slot of %llu bytes cannot be allocated",
+                static_cast<unsigned long long>(bytes));
+  }
   uint64_t size = kMinStagingSlotBytes;
   while (size < bytes) size *= 2;
   void* host = nullptr;

@@ -9,6 +9,7 @@
 #ifndef KVIO_CUDA_CUDA_CHECK_HPP_
 #define KVIO_CUDA_CUDA_CHECK_HPP_
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <optional>
@@ -28,6 +29,8 @@ kvio_status statusOf(cudaError_t error);
 
 /// "cudaErrorX (message)".
 std::string describe(cudaError_t error);
+/// A driver error as "CUDA_ERROR_X (text) [CUresult n]", from the driver where it can name it.
+std::string describeDriver(CUresult result);
 
 /// The calls BasicDeviceScope makes (device_scope.hpp): the driver's context calls (resolved
 /// once through the runtime; kvio links no driver library), the runtime's device calls as the
@@ -53,6 +56,16 @@ const CudaDeviceApi& cudaDeviceApi();
 /// memory at all). Call it under DeviceScope(device).
 kvio_status checkDeviceAddress(int32_t device, const std::string& what, uint64_t address,
                                const char* advice);
+
+/// checkDeviceAddress for every byte of [address, address + bytes), `what` naming the span in
+/// messages (e.g. "device region 0 (4096 bytes at 0x...)"): its first byte (`advice` as above),
+/// the first byte past each allocation that ends inside it (followed with cuPointerGetAttribute's
+/// RANGE_START_ADDR / RANGE_SIZE: a span may run through allocations that lie back to back, not
+/// a gap between them), and its last byte (`pastEnd`: what to do when that fails). The driver's
+/// range of memory mapped with cuMemMap is the whole address reservation, so a gap inside one
+/// reservation is seen only where a checked byte falls in it. Call it under DeviceScope(device).
+kvio_status checkDeviceSpan(int32_t device, const std::string& what, uint64_t address,
+                            uint64_t bytes, const char* advice, const char* pastEnd);
 
 /// Whether `stream` (a handle the caller created; `name` is the executor's backend) belongs to
 /// `device`'s primary context, where kvio's events, staging and kernels live: INVALID_ARGUMENT,

@@ -52,6 +52,10 @@ class EventCompletion : public DeviceCompletion {
   const unsigned long long* hostStatus = nullptr;
   int64_t srcTokens = 0;
   int64_t dstTokens = 0;
+  /// Set before the job is published: a call failed while the transfer was being queued, after
+  /// some of its work; finish() reports this once the event, recorded after that work, completes.
+  kvio_status queueStatus = KVIO_STATUS_OK;
+  std::string queueMessage;
 
  private:
   std::shared_ptr<EventPool> pool_;  // where the event goes back

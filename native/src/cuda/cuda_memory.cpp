@@ -130,21 +130,6 @@ cudaError_t driverFailure(const char* call, CUresult result) {
   return runtimeError(result);
 }
 
-// "CUDA_ERROR_X (text; CUresult 803)", from the driver where it can name it.
-std::string describeDriver(CUresult result) {
-  const ContextCalls& calls = driverContextCalls();
-  const char* name = nullptr;
-  const char* text = nullptr;
-  if (calls.errorName == nullptr || calls.errorName(result, &name) != CUDA_SUCCESS) name = nullptr;
-  if (calls.errorString == nullptr || calls.errorString(result, &text) != CUDA_SUCCESS) {
-    text = nullptr;
-  }
-  std::string out = name != nullptr ? name : "CUresult " + std::to_string(result);
-  if (text != nullptr) out += std::string(" (") + text + ")";
-  if (name != nullptr) out += " [CUresult " + std::to_string(result) + "]";
-  return out;
-}
-
 // Primary contexts kvio retained, by device ordinal: retained once, kept for the process (as
 // cudaSetDevice keeps them), read without a lock once set.
 constexpr int kCachedDevices = 256;
@@ -471,40 +456,17 @@ bool allocationEnd(uint64_t address, uint64_t* end) {
 kvio_status checkDeviceRegions(int32_t device, const MemoryRegion* regions, size_t count) {
   // Every byte of each region must be memory of the device: a region that runs past the end of
   // its allocation would otherwise be accepted and fault in a kernel or copy later, which ends
-  // the process's CUDA context. The first byte is checked, then the allocation holding it is
-  // followed to its end, and the byte there checked, until an allocation reaches the region's
-  // end: a region may span allocations that lie back to back, not a gap between them; and the
-  // last byte is checked in any case. (The driver's range of memory mapped with cuMemMap is the
-  // whole address reservation, mapped or not, so a gap inside one reservation is seen only where
-  // a checked byte falls in it, as with the last byte. An overrun into a neighbouring allocation
-  // of the same device stays the caller's to avoid: nothing tells them apart.)
-  const auto ull = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+  // the process's CUDA context. (An overrun into a neighbouring allocation of the same device
+  // stays the caller's to avoid: nothing tells them apart.)
   for (size_t r = 0; r < count; ++r) {
-    const uint64_t address = regions[r].address;
-    const uint64_t end = address + regions[r].bytes;
     char region[96];
-    std::snprintf(region, sizeof(region), " of device region %zu (%llu bytes at 0x%llx)", r,
-                  ull(regions[r].bytes), ull(address));
+    std::snprintf(region, sizeof(region), "device region %zu (%llu bytes at 0x%llx)", r,
+                  static_cast<unsigned long long>(regions[r].bytes),
+                  static_cast<unsigned long long>(regions[r].address));
     KVIO_RETURN_IF_ERROR(
-        checkDeviceAddress(device, std::string("the first byte") + region, address,
-                           "wrap host memory with KVIO_MEMORY_HOST or KVIO_MEMORY_HOST_PINNED"));
-    uint64_t at = address;
-    uint64_t allocationStop = 0;
-    while (at < end && allocationEnd(at, &allocationStop) && allocationStop < end) {
-      char what[224];
-      std::snprintf(what, sizeof(what), "byte %llu%s, where the allocation holding byte %llu ends,",
-                    ull(allocationStop - address), region, ull(at - address));
-      KVIO_RETURN_IF_ERROR(checkDeviceAddress(
-          device, what, allocationStop,
-          "the region runs past the end of an allocation (the size given is too large, or the "
-          "region spans allocations that do not lie back to back)"));
-      at = allocationStop;
-    }
-    if (end - address > 1) {
-      KVIO_RETURN_IF_ERROR(checkDeviceAddress(
-          device, std::string("the last byte") + region, end > address ? end - 1 : address,
-          "the size given runs past the end of the allocation"));
-    }
+        checkDeviceSpan(device, region, regions[r].address, regions[r].bytes,
+                        "wrap host memory with KVIO_MEMORY_HOST or KVIO_MEMORY_HOST_PINNED",
+                        "the size given runs past the end of the allocation"));
   }
   return KVIO_STATUS_OK;
 }
@@ -644,6 +606,43 @@ kvio_status checkStreamContext(cudaStream_t stream, int32_t device, const char* 
               "stream created in the primary context (cudaStreamCreate with no other context "
               "current), or KVIO_CUDA_OWN_STREAM",
               static_cast<void*>(stream), name, device);
+}
+
+std::string describeDriver(CUresult result) {
+  const ContextCalls& calls = driverContextCalls();
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (calls.errorName == nullptr || calls.errorName(result, &name) != CUDA_SUCCESS) name = nullptr;
+  if (calls.errorString == nullptr || calls.errorString(result, &text) != CUDA_SUCCESS) {
+    text = nullptr;
+  }
+  std::string out = name != nullptr ? name : "CUresult " + std::to_string(result);
+  if (text != nullptr) out += std::string(" (") + text + ")";
+  if (name != nullptr) out += " [CUresult " + std::to_string(result) + "]";
+  return out;
+}
+
+kvio_status checkDeviceSpan(int32_t device, const std::string& what, uint64_t address,
+                            uint64_t bytes, const char* advice, const char* pastEnd) {
+  const auto ull = [](uint64_t v) { return static_cast<unsigned long long>(v); };
+  KVIO_RETURN_IF_ERROR(checkDeviceAddress(device, "the first byte of " + what, address, advice));
+  if (bytes <= 1) return KVIO_STATUS_OK;
+  const uint64_t end = address + bytes;  // the callers' sizes end inside the address space
+  uint64_t at = address;
+  uint64_t allocationStop = 0;
+  while (at < end && allocationEnd(at, &allocationStop) && allocationStop < end) {
+    char where[96];
+    std::snprintf(where, sizeof(where), "byte %llu of ", ull(allocationStop - address));
+    char after[96];
+    std::snprintf(after, sizeof(after), ", where the allocation holding byte %llu ends,",
+                  ull(at - address));
+    KVIO_RETURN_IF_ERROR(checkDeviceAddress(
+        device, where + what + after, allocationStop,
+        "it runs past the end of an allocation (the size given is too large, or it spans "
+        "allocations that do not lie back to back)"));
+    at = allocationStop;
+  }
+  return checkDeviceAddress(device, "the last byte of " + what, end - 1, pastEnd);
 }
 
 kvio_status checkDeviceAddress(int32_t device, const std::string& what, uint64_t address,

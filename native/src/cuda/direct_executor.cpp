@@ -96,6 +96,10 @@ int copy2d(void* context, const EngineCopy& copy) {
                                     copy.width, copy.height, cudaMemcpyDefault, c->stream));
 }
 
+// A driver call's CUresult as the engine's code: offset, so that errorText can tell it from a
+// runtime call's cudaError_t (the two share numbers for some errors, not for all).
+constexpr int kDriverCode = 1 << 20;
+
 int batch(void* context, const uint64_t* dsts, const uint64_t* srcs, const size_t* sizes,
           size_t count, size_t* failIndex) {
   auto* c = static_cast<EngineContext*>(context);
@@ -118,7 +122,7 @@ int batch(void* context, const uint64_t* dsts, const uint64_t* srcs, const size_
   }
   if (result == CUDA_SUCCESS) return kEngineOk;
   if (result == CUDA_ERROR_NOT_SUPPORTED) return kEngineNotSupported;
-  return static_cast<int>(result);
+  return kDriverCode + static_cast<int>(result);
 }
 
 #if CUDART_VERSION >= 12080
@@ -168,7 +172,7 @@ int (*const batch3d)(void*, const EngineCopy*, size_t, size_t*) = nullptr;
 #endif
 
 std::string errorText(void*, int code) {
-  // Runtime and driver codes share their numbers for the errors these calls return.
+  if (code >= kDriverCode) return describeDriver(static_cast<CUresult>(code - kDriverCode));
   return describe(static_cast<cudaError_t>(code));
 }
 

@@ -79,9 +79,9 @@ class KernelExecutor final : public CudaExecutor {
   }
 
   // Host arrays given as device indices would make the kernel fault: refuse anything that is
-  // not memory of this device (or managed memory), at the first and the last entry (a count
-  // past the end of the array would have the kernel read beyond its allocation), or memory of a
-  // context the caller created.
+  // not memory of this device (or managed memory) at any allocation the arrays run through
+  // (checkDeviceSpan: a count past the end of an array would have the kernel read beyond its
+  // allocation), or memory of a context the caller created.
   kvio_status checkDeviceIndices(const int64_t* src, const int64_t* dst,
                                  int64_t count) const override {
     const int64_t* arrays[2] = {src, dst};
@@ -100,19 +100,20 @@ class KernelExecutor final : public CudaExecutor {
     for (int i = 0; i < 2; ++i) {
       const char* name = i == 0 ? "src_indices" : "dst_indices";
       const uint64_t base = reinterpret_cast<uintptr_t>(arrays[i]);
-      if (static_cast<uint64_t>(last) > (UINT64_MAX - base) / sizeof(int64_t)) {
+      if (static_cast<uint64_t>(last) + 1 > (UINT64_MAX - base) / sizeof(int64_t)) {
         return fail(KVIO_STATUS_INVALID_ARGUMENT,
                     "%s at %p with num_indices %lld runs past the end of the address space", name,
                     static_cast<const void*>(arrays[i]), static_cast<long long>(count));
       }
-      for (const int64_t entry : {int64_t{0}, last}) {
-        KVIO_RETURN_IF_ERROR(
-            checkDeviceAddress(device_, std::string(name) + "[" + std::to_string(entry) + "]",
-                               base + static_cast<uint64_t>(entry) * sizeof(int64_t),
-                               entry == 0 ? "pass host index arrays to kvio_submit instead"
-                                          : "num_indices runs past the end of the array"));
-        if (last == 0) break;  // one entry: its first is its last
-      }
+      // Every allocation the array runs through, not only its two ends: a kernel that reads
+      // unmapped memory ends the process's CUDA context.
+      char what[96];
+      std::snprintf(what, sizeof(what), "%s (%lld int64 entries at %p)", name,
+                    static_cast<long long>(count), static_cast<const void*>(arrays[i]));
+      KVIO_RETURN_IF_ERROR(checkDeviceSpan(device_, what, base,
+                                           static_cast<uint64_t>(last + 1) * sizeof(int64_t),
+                                           "pass host index arrays to kvio_submit instead",
+                                           "num_indices runs past the end of the array"));
     }
     return KVIO_STATUS_OK;
   }

@@ -84,7 +84,8 @@ cudaError_t launch(cudaStream_t stream, const char* kernel,
 /// error too). Calls that can be made to fail: cudaMalloc, cudaFree, cudaHostAlloc, cudaFreeHost,
 /// cudaHostRegister, cudaHostUnregister, cudaStreamCreateWithFlags, cudaStreamSynchronize,
 /// cudaStreamDestroy, cudaEventCreateWithFlags, cudaEventRecord, cudaMemcpyAsync,
-/// cudaMemsetAsync, and the driver's cuCtxSetCurrent (answering the CUresult of `error`'s number).
+/// cudaMemcpy2DAsync, cudaMemsetAsync, and the driver's cuCtxSetCurrent (answering the CUresult of
+/// `error`'s number).
 void failCall(const std::string& call, int64_t nth, cudaError_t error);
 /// Disarms every failCall.
 void clearFailures();

@@ -1134,6 +1134,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind 
 cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
                               size_t width, size_t height, cudaMemcpyKind kind,
                               cudaStream_t stream) {
+  KVIO_FAKE_INJECTABLE("cudaMemcpy2DAsync");
   auto lock = locked();
   Context* context = runtimeContext();
   if (stickyOf(context) != cudaSuccess) return fail(stickyOf(context));

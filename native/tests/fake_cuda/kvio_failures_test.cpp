@@ -288,5 +288,65 @@ TEST_F(CudaFailures, AnEventThatFailsToRecordFailsItsTransferAndTheNextOneWorks)
   }
 }
 
+// A copy that fails while a transfer is being queued, after some of its copies ('direct' on the
+// legacy stream, which issues each row's two layers as one cudaMemcpy2DAsync, no batch): the
+// transfer fails naming the
+// copy once the stream has run what was queued before it, found through the transfer's event,
+// not by a cudaStreamSynchronize in the submit (armed to fail here, it would show in the
+// message); the executor stays usable and the next transfer moves what the oracle says.
+TEST_F(CudaFailures, ACopyThatFailsMidSubmitFailsItsTransferWithoutAStreamWait) {
+  uint64_t executor = 0, device = 0, host = 0;
+  ASSERT_EQ(kvio_executor_create_cuda(KVIO_BACKEND_DIRECT, 0, 0, 0, 0, &executor), KVIO_STATUS_OK)
+      << kvio_last_error();
+  ASSERT_EQ(kvio_pool_allocate_memory(&kSpec, KVIO_MEMORY_CUDA_DEVICE, 0, &device), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_pool_allocate_memory(&kSpec, KVIO_MEMORY_HOST_PINNED, 0, &host), KVIO_STATUS_OK);
+  std::vector<uint8_t> source(kPoolBytes), image(kPoolBytes, kCanary);
+  std::mt19937_64 rng(11);
+  fillRandom(source.data(), source.size(), rng);
+  ASSERT_EQ(kvio_pool_copy(device, 0, 0, reinterpret_cast<uint64_t>(source.data()), kPoolBytes,
+                           KVIO_COPY_HOST_TO_POOL),
+            KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_pool_copy(host, 0, 0, reinterpret_cast<uint64_t>(image.data()), kPoolBytes,
+                           KVIO_COPY_HOST_TO_POOL),
+            KVIO_STATUS_OK);
+  const std::vector<int64_t> from = {3, 9, 12}, to = {0, 5, 15};  // scattered: several copies
+
+  fake::failCall("cudaMemcpy2DAsync", 1, cudaErrorInvalidValue);  // the transfer's second copy
+  fake::failCall("cudaStreamSynchronize", 0, cudaErrorUnknown);
+  uint64_t transfer = 0;
+  ASSERT_EQ(kvio_submit_args(executor, device, host, from.data(), to.data(), 3, 0, 0, 2, &transfer),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_BACKEND_ERROR);
+  const std::string message = kvio_last_error();
+  fake::clearFailures();
+  EXPECT_NE(message.find("cudaMemcpy2DAsync"), std::string::npos) << message;
+  EXPECT_EQ(message.find("cudaStreamSynchronize"), std::string::npos)
+      << "the submit waited for the stream: " << message;
+  EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  transfer = 0;
+
+  ASSERT_EQ(kvio_submit_args(executor, device, host, from.data(), to.data(), 3, 0, 0, 2, &transfer),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  std::vector<uint8_t> expected = image;  // rows of 128 bytes, layer_first (layer, token)
+  for (size_t i = 0; i < from.size(); ++i) {
+    for (int64_t layer = 0; layer < 2; ++layer) {
+      std::memcpy(&expected[static_cast<size_t>((layer * 16 + to[i]) * 128)],
+                  &source[static_cast<size_t>((layer * 16 + from[i]) * 128)], 128);
+    }
+  }
+  std::vector<uint8_t> actual(kPoolBytes, 0);
+  ASSERT_EQ(kvio_pool_copy(host, 0, 0, reinterpret_cast<uint64_t>(actual.data()), kPoolBytes,
+                           KVIO_COPY_POOL_TO_HOST),
+            KVIO_STATUS_OK);
+  EXPECT_EQ(actual, expected);
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close_wait(device, -1), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close_wait(host, -1), KVIO_STATUS_OK);
+}
+
 }  // namespace
 }  // namespace kvio_test

@@ -672,8 +672,9 @@ KVIO_API kvio_status kvio_submit_launch(uint64_t executor, const kvio_transfer_d
  * elsewhere). They are read by the kernel, so they must stay valid and unchanged
  * until the transfer completes. Refused before anything is launched (INVALID_ARGUMENT): more
  * pairs than the dst pool has token slots (a transfer writes each slot once), arrays
- * that are not 8-byte aligned, whose first or last entry (num_indices - 1) is not memory of the
- * executor's device (host memory; a num_indices past the end of the array), or that a CUDA
+ * that are not 8-byte aligned, any of whose bytes (the first, the last: num_indices - 1, and the
+ * first past each allocation they run through) is not memory of the executor's device (host
+ * memory; a num_indices past the end of the array; a gap between allocations), or that a CUDA
  * context the caller created holds (cuCtxCreate: kvio runs in the device's primary context,
  * which cannot reach it). The host cannot check the values: the kernel skips every pair with
  * an index outside its pool, and the transfer completes with KVIO_STATUS_OUT_OF_RANGE naming
@@ -687,7 +688,10 @@ KVIO_API kvio_status kvio_submit_device_indices(uint64_t executor, const kvio_tr
  * stream can cudaStreamWaitEvent on it, e.g. to start layer i as soon as its load lands.
  * Valid until kvio_transfer_close (kvio then reuses it for later transfers or destroys it):
  * enqueue the wait before closing the transfer. UNSUPPORTED for transfers that did not run on
- * a CUDA executor (cpu, kernel_ascend). */
+ * a CUDA executor (cpu, kernel_ascend). The event completes for a transfer that failed too (a
+ * call that failed mid-submit, a fault on the device): a stream that waits on it goes ahead on
+ * whatever was written, so check the transfer's status (kvio_transfer_wait) before using its
+ * destination. */
 KVIO_API kvio_status kvio_transfer_cuda_event(uint64_t transfer, uint64_t* event_out);
 
 /* ---- the Ascend backend (docs/ascend.md) ---- */

@@ -133,18 +133,12 @@ EventCompletion::~EventCompletion() {
 // context does not get device 0's created by the runtime's lazy initialisation.
 // A failure is the transfer's (error_), not the calling thread's: the thread's last error is
 // cleared after it, so that the caller's next launch check does not report it as its own. A
-// scope that could not make the device current is the transfer's failure too: querying under
-// whatever context the thread has (or none, which the runtime would fill with device 0's) would
-// ask the wrong context.
+// scope that could not make the device current is not the transfer's failure (its work may
+// still run): the event is asked all the same, which an event call answers for the event's own
+// context.
 bool EventCompletion::query() noexcept {
   if (error_.load() != cudaSuccess) return true;
   DeviceScope scope(device_);
-  if (scope.error() != cudaSuccess) {
-    cudaGetLastError();
-    int expected = cudaSuccess;
-    error_.compare_exchange_strong(expected, scope.error());
-    return true;
-  }
   const cudaError_t error = cudaEventQuery(event_);
   if (error == cudaErrorNotReady) {
     // Not an error, but a runtime that kept it as the thread's last error would have the next
@@ -162,8 +156,7 @@ bool EventCompletion::query() noexcept {
 
 void EventCompletion::synchronize() noexcept {
   DeviceScope scope(device_);
-  const cudaError_t error =
-      scope.error() != cudaSuccess ? scope.error() : cudaEventSynchronize(event_);
+  const cudaError_t error = cudaEventSynchronize(event_);
   if (error != cudaSuccess) {
     cudaGetLastError();
     int expected = cudaSuccess;
@@ -328,11 +321,11 @@ kvio_status CudaExecutor::prepare(const Transfer& transfer, Job* job, Prepared* 
 void CudaExecutor::submit(std::shared_ptr<Job> job) {
   std::lock_guard<std::mutex> lock(mutex_);
   DeviceScope scope(device_);  // reap's queries, event creation, staging allocation
-  reap();
   if (scope.error() != cudaSuccess) {
     job->state->complete(statusOf(scope.error()), deviceScopeMessage(scope.error(), device_));
     return;
   }
+  reap();
   cudaEvent_t event = nullptr;
   cudaError_t error = cudaSuccess;
   if (!events_->take(&event)) {

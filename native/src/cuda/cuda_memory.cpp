@@ -634,7 +634,7 @@ kvio_status checkDeviceSpan(int32_t device, const std::string& what, uint64_t ad
     char where[96];
     std::snprintf(where, sizeof(where), "byte %llu of ", ull(allocationStop - address));
     char after[96];
-    std::snprintf(after, sizeof(after), ", where the allocation holding byte %llu ends,",
+    std::snprintf(after, sizeof(after), ", where the allocation holding byte %llu ends",
                   ull(at - address));
     KVIO_RETURN_IF_ERROR(checkDeviceAddress(
         device, where + what + after, allocationStop,

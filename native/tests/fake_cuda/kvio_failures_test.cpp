@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -325,6 +327,32 @@ TEST_F(CudaFailures, ACopyThatFailsMidSubmitFailsItsTransferWithoutAStreamWait) 
       << "the submit waited for the stream: " << message;
   EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
   transfer = 0;
+  // Reported once the copy queued before the failed one had run: each 128-byte row of the
+  // destination (layer_first: layer, token) is whole, either as it was or as the transfer
+  // writes it, and some rows landed (the first copy's) but not all (the failed copy's did not).
+  std::vector<uint8_t> written = image;
+  for (size_t i = 0; i < from.size(); ++i) {
+    for (int64_t layer = 0; layer < 2; ++layer) {
+      std::memcpy(&written[static_cast<size_t>((layer * 16 + to[i]) * 128)],
+                  &source[static_cast<size_t>((layer * 16 + from[i]) * 128)], 128);
+    }
+  }
+  std::vector<uint8_t> afterFailure(kPoolBytes, 0);
+  ASSERT_EQ(kvio_pool_copy(host, 0, 0, reinterpret_cast<uint64_t>(afterFailure.data()), kPoolBytes,
+                           KVIO_COPY_POOL_TO_HOST),
+            KVIO_STATUS_OK);
+  int landed = 0;
+  for (size_t row = 0; row < kPoolBytes / 128; ++row) {
+    const auto at = static_cast<std::ptrdiff_t>(row * 128);
+    const bool asBefore =
+        std::equal(afterFailure.begin() + at, afterFailure.begin() + at + 128, image.begin() + at);
+    const bool asWritten = std::equal(afterFailure.begin() + at, afterFailure.begin() + at + 128,
+                                      written.begin() + at);
+    EXPECT_TRUE(asBefore || asWritten) << "row " << row << " is torn";
+    if (asWritten && !asBefore) ++landed;
+  }
+  EXPECT_GT(landed, 0) << "the copy queued before the failed one had not run when it was reported";
+  EXPECT_LT(landed, 6) << "the failed copy's rows landed";
 
   ASSERT_EQ(kvio_submit_args(executor, device, host, from.data(), to.data(), 3, 0, 0, 2, &transfer),
             KVIO_STATUS_OK)

@@ -488,6 +488,7 @@ TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
     bool scattered;
     std::vector<const char*> expected;
     kvio::ascend::aclError code = kvio::ascend::ACL_ERROR_RT_PARAM_INVALID;
+    int64_t streamWaits = 0;  // aclrtSynchronizeStream calls by the submit
   };
   const std::vector<Scenario> scenarios = {
       {"aclrtMemcpy2dAsync",
@@ -502,7 +503,13 @@ TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
        // not a refused argument, which would send the copies one by one
        // (BatchCopiesAndTheirFallBack)
        kvio::ascend::ACL_ERROR_RT_MEMORY_ALLOCATION},
-      {"aclrtRecordEvent", {2, 3, 4}, false, {"aclrtRecordEvent failed"}},
+      // No event to complete the transfer with: the submit waits for the stream instead.
+      {"aclrtRecordEvent",
+       {2, 3, 4},
+       false,
+       {"aclrtRecordEvent failed"},
+       kvio::ascend::ACL_ERROR_RT_PARAM_INVALID,
+       1},
   };
   std::mt19937_64 rng(7);
   for (const Scenario& s : scenarios) {
@@ -530,8 +537,9 @@ TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
     uint64_t transfer = 0;
     ASSERT_EQ(kvio_submit(pools.ascend.handle(), &desc, &transfer), KVIO_STATUS_OK) << lastError();
     // Copies queued before the failed call may still be running: the transfer reports the
-    // error only after the stream finished them (already when kvio_submit returned).
-    EXPECT_EQ(acl().counts().synchronizeStream, 1);
+    // error only after the stream finished them, through its event
+    // (ACopyThatFailsMidSubmitFailsItsTransferThroughItsEvent).
+    EXPECT_EQ(acl().counts().synchronizeStream, s.streamWaits);
     EXPECT_EQ(kvio_transfer_is_done(transfer), 1);
     EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_BACKEND_ERROR);
     EXPECT_TRUE(mentions(lastError(), s.expected));
@@ -560,6 +568,92 @@ TEST_F(AscendExecutorTest, FailedCallsNameTheCallAndTheSizes) {
       KVIO_STATUS_BACKEND_ERROR,
       {"aclrtMemcpyAsync failed", "ACL_ERROR_RT_PARAM_INVALID", "bytes from 0x", "host to device"},
       "a failed aclrtMemcpyAsync");
+}
+
+// A copy that fails while a transfer is being queued, after another of its copies: the submit
+// does not wait for the stream (on a caller's stream that would also wait, under the executor's
+// lock, for the caller's work; aclrtSynchronizeStream is armed to fail here, which would show in
+// the message). The transfer stays in flight until its event, recorded after the copies queued,
+// completes, then fails naming the copy: the earlier copy's rows landed whole, the failed one's
+// did not. The executor stays usable.
+TEST_F(AscendExecutorTest, ACopyThatFailsMidSubmitFailsItsTransferThroughItsEvent) {
+  ExchangePools pools(4, 16, 16, 8, 2, 32);
+  const Geometry& sg = pools.host.geometry();
+  const Geometry& dg = pools.device.pool.geometry();
+  std::mt19937_64 rng(12);
+  pools.host.fillRandom(rng);
+  pools.device.pool.fill(kCanary);
+  const Image source = pools.host.capture();
+  const Image before = pools.device.pool.capture();
+  const std::vector<int64_t> srcIdx = expandPages({2, 3, 4}, 8);
+  const std::vector<int64_t> dstIdx = expandPages({9, 10, 11}, 8);
+  Image written = before;
+  applyTransfer(sg, source, dg, &written, srcIdx, dstIdx, 0, 0, 4);
+
+  acl().reset();
+  acl().holdStream();
+  acl().failCall("aclrtMemcpy2dAsync", 1, kvio::ascend::ACL_ERROR_RT_PARAM_INVALID);
+  acl().failCall("aclrtSynchronizeStream", 0, kvio::ascend::ACL_ERROR_RT_PARAM_INVALID);
+  const kvio_transfer_desc desc{pools.host.pool().handle(),
+                                pools.device.pool.pool().handle(),
+                                srcIdx.data(),
+                                dstIdx.data(),
+                                static_cast<int64_t>(srcIdx.size()),
+                                0,
+                                0,
+                                4};
+  uint64_t transfer = 0;
+  ASSERT_EQ(kvio_submit(pools.ascend.handle(), &desc, &transfer), KVIO_STATUS_OK) << lastError();
+  EXPECT_EQ(acl().counts().synchronizeStream, 0) << "the submit waited for the stream";
+  EXPECT_EQ(acl().counts().memcpy2dAsync, 1) << "the copies queued before the failed one";
+  EXPECT_EQ(kvio_transfer_is_done(transfer), 0) << "reported before the queued copy ran";
+  EXPECT_TRUE(pools.device.pool.matches(before, "device pool before the stream ran"));
+  acl().releaseStream();
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_BACKEND_ERROR);
+  const std::string message = lastError();
+  EXPECT_TRUE(mentions(message, {"aclrtMemcpy2dAsync failed", "ACL_ERROR_RT_PARAM_INVALID"}));
+  EXPECT_EQ(message.find("aclrtSynchronizeStream"), std::string::npos) << message;
+  EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+
+  // The guard zones around the device pool's buffers (one per component, layer_first) are as
+  // they were, and each row is either as it was or as the whole transfer writes it; some rows
+  // landed, not all.
+  const Image after = pools.device.pool.capture();
+  ASSERT_EQ(after.buffers.size(), before.buffers.size());
+  const size_t row = static_cast<size_t>(dg.H * dg.hb);
+  int64_t landed = 0, transferRows = 0;
+  for (size_t b = 0; b < after.buffers.size(); ++b) {
+    const size_t end = after.buffers[b].size() - after.guard;
+    ASSERT_EQ((end - after.guard) % row, 0u);
+    EXPECT_TRUE(std::equal(after.buffers[b].begin(),
+                           after.buffers[b].begin() + static_cast<std::ptrdiff_t>(after.guard),
+                           before.buffers[b].begin()));
+    EXPECT_TRUE(std::equal(after.buffers[b].begin() + static_cast<std::ptrdiff_t>(end),
+                           after.buffers[b].end(),
+                           before.buffers[b].begin() + static_cast<std::ptrdiff_t>(end)));
+    for (size_t at = after.guard; at < end; at += row) {
+      const auto equal = [&](const Image& image) {
+        return std::equal(after.buffers[b].begin() + static_cast<std::ptrdiff_t>(at),
+                          after.buffers[b].begin() + static_cast<std::ptrdiff_t>(at + row),
+                          image.buffers[b].begin() + static_cast<std::ptrdiff_t>(at));
+      };
+      const bool asBefore = equal(before), asWritten = equal(written);
+      EXPECT_TRUE(asBefore || asWritten) << "buffer " << b << ", bytes " << at << " is torn";
+      if (asWritten && !asBefore) ++landed;
+      if (!std::equal(before.buffers[b].begin() + static_cast<std::ptrdiff_t>(at),
+                      before.buffers[b].begin() + static_cast<std::ptrdiff_t>(at + row),
+                      written.buffers[b].begin() + static_cast<std::ptrdiff_t>(at))) {
+        ++transferRows;
+      }
+    }
+  }
+  EXPECT_GT(landed, 0) << "the copy queued before the failed one had not run when it was reported";
+  EXPECT_LT(landed, transferRows) << "the failed copy's rows landed";
+
+  // The same executor moves the same pages afterwards (exchange checks against the oracle).
+  const AclCallCounts again =
+      exchange(pools.ascend, pools.host, pools.device.pool, {2, 3, 4}, {9, 10, 11}, 0, 4, rng);
+  EXPECT_GT(again.memcpy2dAsync, 0);
 }
 
 TEST_F(AscendExecutorTest, AllocationFailuresNameTheCall) {

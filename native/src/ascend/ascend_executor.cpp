@@ -6,8 +6,9 @@
 // (aclrtQueryEventStatus / aclrtSynchronizeEvent of that event only; never a device-wide
 // synchronisation). Pools stay alive until their transfers' events have completed; everything a
 // submit allocates is allocated before its first copy is queued, and a failure after that is
-// reported only once the stream has run the queued copies. Creation, destruction and each submit
-// run under a DeviceScope (acl_device.hpp); event queries, waits and destruction need no context.
+// reported only once the stream has run the queued copies (through the transfer's event, recorded
+// after them; the submit does not wait). Creation, destruction and each submit run under a
+// DeviceScope (acl_device.hpp); event queries, waits and destruction need no context.
 #include <deque>
 #include <exception>
 #include <memory>
@@ -66,6 +67,15 @@ class AclEventCompletion final : public DeviceCompletion {
   }
   kvio_status finish(std::string* message) noexcept override {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (queueStatus_ != KVIO_STATUS_OK) {
+      try {
+        *message = queueMessage_;
+        if (failed_ && !error_.empty()) *message += "; then " + error_;
+      } catch (...) {  // no memory for the text: the status says it
+        message->clear();
+      }
+      return queueStatus_;
+    }
     if (!failed_) return KVIO_STATUS_OK;
     try {
       *message = error_;
@@ -73,6 +83,13 @@ class AclEventCompletion final : public DeviceCompletion {
       message->clear();
     }
     return KVIO_STATUS_BACKEND_ERROR;
+  }
+  // The submit failed after queuing some of the transfer's copies: the transfer fails with this
+  // once its event (recorded after them) completes. Set before the completion is attached.
+  void failWhenDone(kvio_status status, std::string message) noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queueStatus_ = status;
+    queueMessage_ = std::move(message);  // a move: no allocation
   }
   bool nativeHandle(NativeHandle kind, uint64_t* out) const override {
     if (kind != NativeHandle::kAclEvent) return false;
@@ -100,7 +117,9 @@ class AclEventCompletion final : public DeviceCompletion {
   std::mutex mutex_;
   bool done_ = false;
   bool failed_ = false;
-  std::string error_;  // failed_'s text (empty if it could not be made)
+  std::string error_;                         // failed_'s text (empty if it could not be made)
+  kvio_status queueStatus_ = KVIO_STATUS_OK;  // failWhenDone's
+  std::string queueMessage_;
 };
 
 // ---- executor ----
@@ -235,10 +254,11 @@ class AscendExecutor final : public Executor {
                   " while issuing the transfer (" + thrown.what() + ")";
       } catch (const std::bad_alloc&) {  // no message then
       }
-      failAfterQueuedCopies(*job, outOfMemory ? KVIO_STATUS_OUT_OF_MEMORY : KVIO_STATUS_INTERNAL,
-                            std::move(message));
+      kept = failAfterQueuedCopies(*job, completion,
+                                   outOfMemory ? KVIO_STATUS_OUT_OF_MEMORY : KVIO_STATUS_INTERNAL,
+                                   std::move(message));
     } catch (...) {  // not a std::exception: the same, without its text
-      failAfterQueuedCopies(*job, KVIO_STATUS_INTERNAL, std::string());
+      kept = failAfterQueuedCopies(*job, completion, KVIO_STATUS_INTERNAL, std::string());
     }
   }
 
@@ -293,8 +313,8 @@ class AscendExecutor final : public Executor {
                     : "in a graph capture that was invalidated and not yet ended");
   }
 
-  // Queues the job's copies and its event; true when the transfer is in flight, false when it
-  // failed (completed, after the queued copies ran).
+  // Queues the job's copies and its event; true when the transfer is in flight (to complete,
+  // perhaps failed, with its event), false when it completed, failed.
   bool issueAndRecord(Job& job, const std::shared_ptr<AclEventCompletion>& completion) {
     IssueTarget target;
     target.api = api_;
@@ -309,21 +329,38 @@ class AscendExecutor final : public Executor {
     if (status != KVIO_STATUS_OK) {
       // Copies queued before the failed call may still write the destination: the transfer
       // reports its error only once the stream has finished them, so nothing changes after.
-      failAfterQueuedCopies(job, status, lastError());
-      return false;
+      return failAfterQueuedCopies(job, completion, status, lastError());
     }
     const aclError e = api_->recordEvent(*completion->event(), stream_);
     if (e != ACL_SUCCESS) {
-      failAfterQueuedCopies(job, KVIO_STATUS_BACKEND_ERROR,
-                            "aclrtRecordEvent failed: " + describeAclError(*api_, e));
+      waitThenFail(job, KVIO_STATUS_BACKEND_ERROR,
+                   "aclrtRecordEvent failed: " + describeAclError(*api_, e));
       return false;
     }
     job.state->attach(completion);
     return true;
   }
-  // Completes a job whose copies could not all be queued, after the stream has run the ones
-  // that were (they read and write the job's pools, which `job` keeps alive until then).
-  void failAfterQueuedCopies(Job& job, kvio_status status, std::string message) {
+  // Fails a job whose copies could not all be queued once the stream has run the ones that were
+  // (they read and write the job's pools, which the job keeps alive until then): through its
+  // event, recorded after them, without waiting here. On a caller's stream a wait would also
+  // wait, under this executor's lock, for the caller's work queued before, which may wait in
+  // turn for something the caller does only after this submit returns. True when the event
+  // was recorded (the transfer stays in flight), false when it could not be and the stream was
+  // waited for instead.
+  bool failAfterQueuedCopies(Job& job, const std::shared_ptr<AclEventCompletion>& completion,
+                             kvio_status status, std::string message) {
+    const aclError e = api_->recordEvent(*completion->event(), stream_);
+    if (e != ACL_SUCCESS) {
+      clearAclError(*api_);
+      waitThenFail(job, status, std::move(message));
+      return false;
+    }
+    completion->failWhenDone(status, std::move(message));
+    job.state->attach(completion);
+    return true;
+  }
+  // Completes a failed job once the stream has run everything queued on it.
+  void waitThenFail(Job& job, kvio_status status, std::string message) {
     const aclError e = api_->synchronizeStream(stream_);
     if (e != ACL_SUCCESS) {
       try {

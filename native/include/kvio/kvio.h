@@ -18,6 +18,13 @@
  *  - Any function may be called while the calling thread exits (from a pthread-key destructor,
  *    a thread_local object's destructor, an atexit handler or a static destructor): kvio's
  *    per-thread state is built for it (a message then keeps its first 511 bytes at most).
+ *  - Compatibility: the soname carries the minor version (libkvio.so.0.2) while the version is
+ *    0.x, and a 0.x minor version may change the ABI. The structs passed in by pointer without
+ *    a size field (kvio_pool_spec, kvio_transfer_desc, kvio_support_query, kvio_copy2d) keep
+ *    their layout for good: inputs that later versions add come as new entry points or in an
+ *    extensible struct that carries its own size (kvio_submit_options), and structs kvio fills
+ *    carry reserved space (kvio_transfer_info), so a caller built against an older header keeps
+ *    working. The kvio_debug_* arrays are as long as their comments say, in every version.
  */
 #ifndef KVIO_KVIO_H_
 #define KVIO_KVIO_H_
@@ -266,9 +273,12 @@ KVIO_API kvio_status kvio_executor_threads(uint64_t executor, int32_t* threads_o
 /* The io backend the executor was created for (KVIO_BACKEND_*: 'auto' stays KVIO_BACKEND_AUTO;
  * kvio_transfer_info.chosen_backend says what ran a transfer). */
 KVIO_API kvio_status kvio_executor_backend(uint64_t executor, int32_t* io_backend_out);
-/* Waits for submitted transfers, then releases the executor. Every transfer it accepted is done
+/* Releases the handle and waits for submitted transfers. Every transfer it accepted is done
  * when this returns, including those whose submit ran on another thread as it was called; a
- * submit that loses that race answers CLOSED and queues nothing. */
+ * submit that loses that race answers CLOSED and queues nothing. The executor's resources (the
+ * cpu backend's io threads, a stream kvio created) go when the last call that found the handle
+ * before it was released returns: usually before this returns, else right after that call (a
+ * kvio_executor_threads on another thread, say). */
 KVIO_API kvio_status kvio_executor_close(uint64_t executor);
 
 /* Validates, plans and enqueues a transfer (kvio_submit_with is the general form: this is it

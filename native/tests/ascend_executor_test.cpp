@@ -247,6 +247,88 @@ TEST_F(AscendExecutorTest, AutoLetsGoOfFinishedNpuTransfersWhileItsTransfersGoTo
   }
 }
 
+// An auto executor with an NPU runs each transfer after the ones submitted before it, although
+// they go to two executors (kernel_ascend's stream and cpu's threads): a cpu transfer that reads
+// what an NPU backup still running (a held stream) writes copies it once it has landed, and an
+// NPU load that reads what a queued cpu transfer (held before its first copy) writes waits for
+// it. Without the ordering, the cpu copy reads the canary and the NPU load the old bytes.
+TEST_F(AscendExecutorTest, AutoRunsEachTransferAfterTheOnesBeforeItOnTheOtherBackend) {
+  kvio::Executor automatic = kvio::Executor::npu(kvio::IoBackend::Auto, 0);
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 4, 8, 4, 2, 64};
+  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 4, 8, 4, 2, 64};
+  NpuPool device(dg);
+  TestPool pinned = pinnedHost(hg);
+  TestPool pageable(hg);
+  std::mt19937_64 rng(23);
+  const std::vector<int64_t> from = expandPages({1, 6}, 4), to = expandPages({7, 2}, 4);
+  {
+    SCOPED_TRACE("NPU backup into the pinned pool, then cpu from it");
+    device.pool.fillRandom(rng);
+    pinned.fill(kCanary);
+    pageable.fill(0x3C);
+    const Image npu = device.pool.capture();
+    Image pinnedAfter = pinned.capture(), pageableAfter = pageable.capture();
+    applyTransfer(dg, npu, hg, &pinnedAfter, from, to, 0, 0, dg.L);
+    applyTransfer(hg, pinnedAfter, hg, &pageableAfter, to, from, 0, 0, hg.L);
+    acl().reset();
+    acl().holdStream();
+    kvio::Transfer backup =
+        kvio::transferAllLayers(automatic, device.pool.pool(), pinned.pool(), from, to);
+    EXPECT_FALSE(backup.done()) << "the held stream ran the backup";
+    kvio::transferAllLayers(automatic, pinned.pool(), pageable.pool(), to, from).wait();
+    EXPECT_TRUE(backup.done());
+    backup.wait();
+    EXPECT_TRUE(pinned.matches(pinnedAfter, "pinned pool"));
+    EXPECT_TRUE(pageable.matches(pageableAfter, "pageable pool"));
+    acl().releaseStream();
+  }
+  {
+    SCOPED_TRACE("a queued cpu transfer into the pinned pool, then an NPU load from it");
+    pageable.fillRandom(rng);
+    pinned.fill(kCanary);
+    device.pool.fill(0x3C);
+    const Image source = pageable.capture();
+    Image pinnedAfter = pinned.capture(), npuAfter = device.pool.capture();
+    applyTransfer(hg, source, hg, &pinnedAfter, from, to, 0, 0, hg.L);
+    applyTransfer(hg, pinnedAfter, dg, &npuAfter, to, from, 0, 0, dg.L);
+    acl().reset();
+    const kvio_transfer_desc desc{pageable.pool().handle(),
+                                  pinned.pool().handle(),
+                                  from.data(),
+                                  to.data(),
+                                  static_cast<int64_t>(from.size()),
+                                  0,
+                                  0,
+                                  hg.L};
+    kvio_submit_options options = KVIO_SUBMIT_OPTIONS_INIT;
+    options.flags = KVIO_SUBMIT_QUEUE_ONLY;
+    ASSERT_EQ(kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 1), KVIO_STATUS_OK);
+    uint64_t cpu = 0;
+    ASSERT_EQ(kvio_submit_with(automatic.handle(), &desc, &options, &cpu), KVIO_STATUS_OK)
+        << kvio_last_error();
+    // Released once a worker is held in it, a while later: the NPU submit below waits for that.
+    std::atomic<bool> released{false};
+    std::thread releaser([&] {
+      int64_t held = 0;
+      while (kvio_test_cpu_held_tasks(&held) == KVIO_STATUS_OK && held == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      released = true;
+      kvio_test_inject_fault(KVIO_TEST_FAULT_CPU_HOLD, 0);
+    });
+    kvio::Transfer load =
+        kvio::transferAllLayers(automatic, pinned.pool(), device.pool.pool(), to, from);
+    EXPECT_TRUE(released.load()) << "the NPU load was submitted while the cpu transfer was held";
+    load.wait();
+    releaser.join();
+    EXPECT_EQ(kvio_transfer_wait(cpu, -1), KVIO_STATUS_OK) << kvio_last_error();
+    EXPECT_EQ(kvio_transfer_close(cpu), KVIO_STATUS_OK);
+    EXPECT_TRUE(pinned.matches(pinnedAfter, "pinned pool"));
+    EXPECT_TRUE(device.pool.matches(npuAfter, "NPU pool"));
+  }
+}
+
 // 'auto' on a machine with an NPU and no usable CUDA GPU (here the emulated NPU): a transfer of NPU
 // memory runs on kernel_ascend, any other on the cpu backend, and kvio_transfer_info says which;
 // every byte against the oracle. It used to be cpu alone there, which refuses NPU memory: auto

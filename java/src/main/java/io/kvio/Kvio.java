@@ -476,6 +476,10 @@ public final class Kvio {
                     ctaBudget,
                     warpsPerCta);
         } finally {
+            // The lists' native memory is read by the submit: a list nothing else refers to must
+            // not be freed by its Cleaner before that returns.
+            Reference.reachabilityFence(srcIndices);
+            Reference.reachabilityFence(dstIndices);
             IndexArg.release();
         }
         // What ran it (an auto executor's choice, else the executor's backend), read with the
@@ -539,6 +543,8 @@ public final class Kvio {
                     ctaBudget,
                     warpsPerCta);
         } finally {
+            Reference.reachabilityFence(srcIndices); // read by the native check, as in submit
+            Reference.reachabilityFence(dstIndices);
             IndexArg.release();
         }
     }

@@ -7,6 +7,7 @@
 package io.kvio;
 
 import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -414,6 +415,10 @@ public final class KvioExecutor implements AutoCloseable {
             closer.explicit = true;
             cleanable.clean();
         }
+        // Reachable until clean() ran here: a Cleaner that ran the action first (this executor
+        // unreachable in between) would wait for the transfers on its own thread, and this close
+        // return before they completed.
+        Reference.reachabilityFence(this);
     }
 
     @Override

@@ -28,6 +28,17 @@ final class Names<E extends Enum<E>> {
 
     E parse(String text) {
         Objects.requireNonNull(text, argument);
+        int nul = text.indexOf('\0');
+        if (nul >= 0) {
+            // The native parser reads a C string, which would end at the NUL and accept the rest.
+            throw new KvioInvalidArgumentException(
+                    argument
+                            + " '"
+                            + text.replace("\0", "\\0")
+                            + "' holds a NUL character at index "
+                            + nul
+                            + "; no name does");
+        }
         for (E e : values) {
             if (name.apply(e).userName.equals(text)) {
                 return e;

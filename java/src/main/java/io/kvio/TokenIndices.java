@@ -11,6 +11,7 @@
 package io.kvio;
 
 import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.nio.ByteOrder;
 import java.nio.IntBuffer;
 import java.nio.LongBuffer;
@@ -222,7 +223,13 @@ public final class TokenIndices implements AutoCloseable {
                                     ? ": this list is empty"
                                     : " (valid: 0 to " + (count - 1) + ")"));
         }
-        return view != null ? view.get((int) i) : NativeBridge.getLong(address + i * 8);
+        try {
+            return view != null ? view.get((int) i) : NativeBridge.getLong(address + i * 8);
+        } finally {
+            // Owned memory is freed by a Cleaner once this list is unreachable, which may happen
+            // as soon as the view or address was read: not before the read.
+            Reference.reachabilityFence(this);
+        }
     }
 
     public boolean isClosed() {

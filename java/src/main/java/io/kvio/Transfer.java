@@ -2,7 +2,8 @@
  * The handle of a submitted transfer. Transfers on one executor run in submission order; waiting
  * is explicit. The first await() that sees completion releases the native handle and remembers
  * the outcome, so later calls answer from Java (whenDone()'s background wait does the same once
- * it sees completion); isDone() only asks. close() releases the handle
+ * it sees completion, and commits the Flight Recorder event then, on its thread); isDone() only
+ * asks. close() releases the handle
  * without waiting: an await() or isDone() after a close() that came before any await() throws
  * KvioClosedException, even for a transfer that had completed. A cpu transfer already done when submit
  * returns (a small one runs on the submitting thread) releases its native handle at once and keeps
@@ -319,14 +320,14 @@ public final class Transfer implements AutoCloseable {
      * executor waits for its transfers whose futures were asked, in the order they were asked, and
      * completes them; dependents added with the non-async methods ({@code thenRun}, ...) run on
      * that thread, so keep them short or use the {@code ...Async} forms: the completion of the
-     * executor's next transfers waits for them, and a dependent that blocks on another transfer of
-     * the same executor ({@code join()} of its whenDone(), or its await()) waits for itself, for
-     * ever. Seeing completion releases the transfer, on that thread, as an await() that sees it
-     * does: take its CUDA or Ascend event before calling this. A close() after this call does not
-     * end the wait: the native handle stays open until the transfer has completed, and the future
-     * completes as it would have. Where no thread can be started to wait, the future completes
-     * exceptionally with KvioOutOfMemoryException (the transfer still runs; a later whenDone()
-     * tries again).
+     * executor's next transfers waits for them (an await() there delays them too), and a dependent
+     * that blocks on the future of a transfer of the same executor asked after this one ({@code
+     * join()} or {@code get()} of its whenDone()) waits for itself, for ever. Seeing completion
+     * releases the transfer, on that thread, as an await() that sees it does: take its CUDA or
+     * Ascend event before calling this. A close() after this call does not end the wait: the native
+     * handle stays open until the transfer has completed, and the future completes as it would
+     * have. Where no thread can be started to wait, the future completes exceptionally with
+     * KvioOutOfMemoryException (the transfer still runs; a later whenDone() tries again).
      *
      * @throws KvioClosedException when the transfer was closed before it was awaited or this was
      *     asked
@@ -334,6 +335,7 @@ public final class Transfer implements AutoCloseable {
     public CompletableFuture<Void> whenDone() {
         CompletableFuture<Void> future;
         boolean background;
+        KvioException outcome = null; // a known outcome's failure
         synchronized (lock) {
             if (stage != null) {
                 return stage.copy();
@@ -347,9 +349,18 @@ public final class Transfer implements AutoCloseable {
             stage = future;
             background = !done && !ranOnCpu;
             stageWaits = background;
+            if (!background) {
+                // Known now (done, or done at submit on the cpu): taken as await() takes it, under
+                // this lock, so that a close() right after this call cannot come in between.
+                if (!done) {
+                    done = true;
+                    release();
+                }
+                outcome = failure;
+            }
         }
         if (!background) {
-            settleNow(future);
+            complete(future, outcome);
         } else {
             Completions.enqueue(
                     executor,
@@ -362,9 +373,12 @@ public final class Transfer implements AutoCloseable {
                         @Override
                         public void abandon(Throwable why) {
                             synchronized (lock) {
+                                if (released) {
+                                    commitEvent(); // closed meanwhile: its close, left here
+                                }
                                 stageWaits = false;
                                 if (released && cleanable != null) {
-                                    cleanable.clean(); // closed meanwhile: its close, left here
+                                    cleanable.clean();
                                 }
                                 if (stage == future) {
                                     stage = null; // a later whenDone() tries again
@@ -377,13 +391,12 @@ public final class Transfer implements AutoCloseable {
         return future.copy();
     }
 
-    /** A transfer whose outcome is known now: the outcome await() answers, on this thread. */
-    private void settleNow(CompletableFuture<Void> future) {
-        try {
-            waitNs(-1);
+    /** Completes {@code future} with an outcome: normally, or with what await() would throw. */
+    private static void complete(CompletableFuture<Void> future, KvioException failure) {
+        if (failure == null) {
             future.complete(null);
-        } catch (RuntimeException e) {
-            future.completeExceptionally(e);
+        } else {
+            future.completeExceptionally(KvioException.of(failure.status(), failure.getMessage()));
         }
     }
 
@@ -403,17 +416,14 @@ public final class Transfer implements AutoCloseable {
                 failure = error;
             }
             outcome = failure;
+            commitEvent(); // the handle is still open (a close() meanwhile left the event here)
             stageWaits = false;
-            release(); // commits the Flight Recorder event first, if any; closes the handle
+            release(); // closes the handle
             if (cleanable != null) {
                 cleanable.clean(); // a close() that came meanwhile left it here
             }
         }
-        if (outcome == null) {
-            future.complete(null);
-        } else {
-            future.completeExceptionally(KvioException.of(outcome.status(), outcome.getMessage()));
-        }
+        complete(future, outcome);
     }
 
     /**
@@ -521,10 +531,13 @@ public final class Transfer implements AutoCloseable {
         }
     }
 
-    /** Commits the Flight Recorder event, if any, once; before the native handle is released. */
+    /**
+     * Commits the Flight Recorder event, if any, once, while the native handle is open: before it
+     * is released, or while whenDone()'s wait keeps it open after a close().
+     */
     private void commitEvent() {
         Object e = event;
-        if (e == null || released) {
+        if (e == null || (released && !stageWaits)) {
             return;
         }
         event = null;
@@ -532,7 +545,12 @@ public final class Transfer implements AutoCloseable {
     }
 
     private void release() {
-        commitEvent(); // close() without await: the event says whether it was still running
+        if (done || !stageWaits) {
+            // close() without await: the event says whether it was still running. A close() while
+            // whenDone()'s wait is pending leaves it to that wait, which commits it once it has
+            // seen completion.
+            commitEvent();
+        }
         if (!released) {
             released = true;
             if (cleanable != null && !stageWaits) {

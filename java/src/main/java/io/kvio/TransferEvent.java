@@ -1,7 +1,8 @@
 /*
  * The JDK Flight Recorder event of one transfer, "io.kvio.Transfer" (docs/observability.md). Kvio
  * begins it when a transfer is submitted, and Transfer commits it when kvio first sees the transfer
- * complete (the submit call, for a cpu transfer done by then; else await, isDone or close), filled
+ * complete (the submit call, for a cpu transfer done by then; else await, isDone, close, or the
+ * kvio background thread of whenDone(), which commits it even after a close()), filled
  * from the native kvio_transfer_get_info. With no
  * recording that enables it, begin() costs one inlined check and allocates nothing: the probe
  * instance below is scalar-replaced by the JIT, and the natives read no clock.
@@ -23,8 +24,8 @@ import jdk.jfr.Timespan;
 @Category({"kvio"})
 @Description(
         "One kvio transfer, from its submission until kvio saw it complete (the submit call for"
-                + " a cpu transfer done by then, else await, isDone or close); the thread is the"
-                + " one that saw it complete")
+                + " a cpu transfer done by then, else await, isDone, close or the background wait"
+                + " of whenDone()); the thread is the one that saw it complete")
 @StackTrace(false)
 final class TransferEvent extends Event {
     static final String BACKUP = "backup";

@@ -191,6 +191,19 @@ public class BackendAvailabilityTest {
     }
 
     @Test
+    public void aNameWithANulCharacterIsRefused() {
+        // The native parser reads a C string: "cpu\0garbage" would be read as "cpu".
+        KvioInvalidArgumentException e =
+                expectThrows(
+                        KvioInvalidArgumentException.class, () -> IoBackend.parse("cpu\0garbage"));
+        assertTrue(e.getMessage().contains("NUL character at index 3"), e.getMessage());
+        assertTrue(e.getMessage().contains("ioBackend"), e.getMessage());
+        expectThrows(KvioInvalidArgumentException.class, () -> KvLayout.parse("page_first\0"));
+        expectThrows(KvioInvalidArgumentException.class, () -> PoolKind.parse("mha\0"));
+        expectThrows(KvioInvalidArgumentException.class, () -> Granularity.parse("\0per_layer"));
+    }
+
+    @Test
     public void versionIsTheNativeVersion() {
         String v = Kvio.version();
         assertNotNull(v);

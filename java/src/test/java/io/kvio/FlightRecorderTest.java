@@ -42,6 +42,16 @@ public class FlightRecorderTest {
 
     /** Runs {@code body} inside a recording of the transfer event; this thread's events. */
     private static List<RecordedEvent> record(Runnable body) throws Exception {
+        long me = Thread.currentThread().getId();
+        return record(body, t -> t.getJavaThreadId() == me);
+    }
+
+    /**
+     * Runs {@code body} inside a recording of the transfer event; the events of {@code threads}.
+     */
+    private static List<RecordedEvent> record(
+            Runnable body, java.util.function.Predicate<jdk.jfr.consumer.RecordedThread> threads)
+            throws Exception {
         Path file = Files.createTempFile("kvio-transfer", ".jfr");
         try (Recording recording = new Recording()) {
             recording.enable(EVENT).withoutThreshold();
@@ -50,12 +60,11 @@ public class FlightRecorderTest {
             recording.stop();
             recording.dump(file);
         }
-        long me = Thread.currentThread().getId();
         List<RecordedEvent> mine = new ArrayList<>();
         for (RecordedEvent e : RecordingFile.readAllEvents(file)) {
             if (e.getEventType().getName().equals(EVENT)
                     && e.getThread() != null
-                    && e.getThread().getJavaThreadId() == me) {
+                    && threads.test(e.getThread())) {
                 mine.add(e);
             }
         }
@@ -340,6 +349,75 @@ public class FlightRecorderTest {
                 closed.toString());
         if (closed.getString("outcome").equals("ok")) {
             assertTimes(closed); // else N/A: not started or not finished when it was closed
+        }
+    }
+
+    /**
+     * A transfer closed after whenDone() (try-with-resources around the submit) is recorded with
+     * its outcome once whenDone()'s background wait sees it complete, not as "running" at the
+     * close: one held transfer that completes, one that fails.
+     */
+    @Test(timeOut = 60_000)
+    public void closedAfterWhenDoneIsRecordedWithItsOutcome() throws Exception {
+        PoolSpec spec = PoolFixtures.HOLDABLE; // 16 MiB: a transfer held whole
+        long[] all = new long[Math.toIntExact(spec.tokens())];
+        for (int i = 0; i < all.length; i++) all[i] = i;
+        List<RecordedEvent> events;
+        try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 2);
+                DeviceKvPool src = DeviceKvPool.allocate(spec, IoBackend.CPU);
+                DeviceKvPool dst = DeviceKvPool.allocate(spec, IoBackend.CPU)) {
+            events =
+                    record(
+                            () -> {
+                                try {
+                                    KvioTestNative.injectFault(
+                                            KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 1);
+                                    java.util.concurrent.CompletableFuture<Void> ok;
+                                    try (Transfer t =
+                                            Kvio.transfer(executor, src, dst, all, all, 0, 0, 1)) {
+                                        ok = t.whenDone();
+                                    }
+                                    Thread.sleep(20);
+                                    assertFalse(ok.isDone(), "held: still running when closed");
+                                    KvioTestNative.injectFault(
+                                            KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 0);
+                                    ok.get(30, java.util.concurrent.TimeUnit.SECONDS);
+                                    KvioTestNative.injectFault(
+                                            KvioTestNative.KVIO_TEST_FAULT_CPU_COPY, 1);
+                                    java.util.concurrent.CompletableFuture<Void> failed;
+                                    try (Transfer t =
+                                            Kvio.transfer(executor, src, dst, all, all, 0, 0, 1)) {
+                                        failed = t.whenDone();
+                                    }
+                                    expectThrows(
+                                            java.util.concurrent.ExecutionException.class,
+                                            () ->
+                                                    failed.get(
+                                                            30,
+                                                            java.util.concurrent.TimeUnit.SECONDS));
+                                } catch (Exception e) {
+                                    throw new AssertionError(e);
+                                } finally {
+                                    KvioTestNative.injectFault(
+                                            KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 0);
+                                    KvioTestNative.injectFault(
+                                            KvioTestNative.KVIO_TEST_FAULT_CPU_COPY, 0);
+                                }
+                            },
+                            t -> true);
+        }
+        assertEquals(events.size(), 2, events.toString());
+        RecordedEvent ok = events.get(0);
+        assertEquals(ok.getString("outcome"), "ok", ok.toString());
+        assertEquals(ok.getLong("bytes"), spec.tokens() * 4096);
+        assertTrue(ok.getDuration().compareTo(Duration.ofMillis(20)) >= 0, ok.toString());
+        assertTimes(ok);
+        RecordedEvent failed = events.get(1);
+        assertEquals(failed.getString("outcome"), "BACKEND_ERROR", failed.toString());
+        for (RecordedEvent e : events) {
+            assertTrue(
+                    e.getThread().getJavaName().startsWith("kvio-background-"),
+                    "committed by whenDone()'s wait: " + e.getThread().getJavaName());
         }
     }
 

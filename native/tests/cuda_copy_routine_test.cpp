@@ -168,6 +168,21 @@ TEST(CudaCopyRoutine, CommonWordAndLanes) {
 
 // Every span size from 0 to 300 bytes at every pair of alignments 0..15, 1 to 32 lanes: each
 // byte written once, from the right place, nothing outside the span.
+// The host build of a word access stops the process where a GPU would fault (a word at an
+// address not a multiple of its size), so the tests here and the fake runtime's kernels, which
+// copy with memcpy on the host, cannot pass with an access a GPU refuses.
+TEST(CudaCopyRoutineDeathTest, AMisalignedWordAccessStopsTheHostBuild) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  alignas(16) uint8_t buffer[64] = {};
+  EXPECT_DEATH(kvio::cuda::loadWord<16>(buffer + 8), "16-byte load at .* not 16-byte aligned");
+  EXPECT_DEATH(kvio::cuda::storeWord<8>(buffer + 4, 0), "8-byte store at .* not 8-byte aligned");
+  EXPECT_DEATH(kvio::cuda::loadWord<4>(buffer + 2), "not 4-byte aligned");
+  EXPECT_DEATH(kvio::cuda::storeWord<2>(buffer + 1, 0), "not 2-byte aligned");
+  // Aligned accesses copy.
+  kvio::cuda::storeWord<8>(buffer + 8, kvio::cuda::loadWord<8>(buffer + 16));
+  EXPECT_EQ(kvio::cuda::loadWord<4>(buffer + 12), 0u);
+}
+
 TEST(CudaCopyRoutine, SpanEverySizeAndAlignment) {
   std::vector<uint8_t> src(512 + 64), dst(512 + 64);
   std::mt19937_64 rng(7);

@@ -287,12 +287,17 @@ TEST_F(AscendContextTest, CallerStreamOfACreatedContextFailsWithTheRuntimesError
     TestPool wrapped(kHost, KVIO_MEMORY_ASCEND_HOST_PINNED, 0);
     NpuPool npu(kDevice, 0);
     const std::vector<int64_t> pages{1, 2};
+    acl().reset();
     expectError(
         [&] {
           kvio::transferDimExchange(ex, wrapped.pool(), npu.pool.pool(), pages, pages, 0, 2).wait();
         },
         KVIO_STATUS_BACKEND_ERROR, {"ACL_ERROR_RT_STREAM_CONTEXT"},
         "work on a stream of another context");
+    // The first copy was refused, so nothing was queued: the transfer fails at once, without an
+    // event (which that stream would refuse too) and without waiting for the caller's stream.
+    EXPECT_EQ(acl().counts().recordEvent, 0);
+    EXPECT_EQ(acl().counts().synchronizeStream, 0);
     EXPECT_EQ(acl().threadContext(), mine);
   }
   acl().setThreadContext(own);

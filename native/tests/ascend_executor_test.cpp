@@ -690,6 +690,10 @@ TEST_F(AscendExecutorTest, ACopyThatFailsMidSubmitFailsItsTransferThroughItsEven
   EXPECT_EQ(acl().counts().memcpy2dAsync, 1) << "the copies queued before the failed one";
   EXPECT_EQ(kvio_transfer_is_done(transfer), 0) << "reported before the queued copy ran";
   EXPECT_TRUE(pools.device.pool.matches(before, "device pool before the stream ran"));
+  // Its event completes too, once the queued copy has run (kvio.h: check the status).
+  uint64_t event = 0;
+  EXPECT_EQ(kvio_transfer_ascend_event(transfer, &event), KVIO_STATUS_OK);
+  EXPECT_NE(event, 0u);
   acl().releaseStream();
   EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_BACKEND_ERROR);
   const std::string message = lastError();
@@ -731,6 +735,18 @@ TEST_F(AscendExecutorTest, ACopyThatFailsMidSubmitFailsItsTransferThroughItsEven
   }
   EXPECT_GT(landed, 0) << "the copy queued before the failed one had not run when it was reported";
   EXPECT_LT(landed, transferRows) << "the failed copy's rows landed";
+
+  // Where the event cannot be recorded either, nothing else says when the queued copy has run:
+  // the submit waits for the stream, and the message names both failures.
+  acl().reset();
+  acl().failCall("aclrtMemcpy2dAsync", 1, kvio::ascend::ACL_ERROR_RT_PARAM_INVALID);
+  acl().failCall("aclrtRecordEvent", 0, kvio::ascend::ACL_ERROR_RT_PARAM_INVALID);
+  ASSERT_EQ(kvio_submit(pools.ascend.handle(), &desc, &transfer), KVIO_STATUS_OK) << lastError();
+  EXPECT_EQ(acl().counts().synchronizeStream, 1);
+  EXPECT_EQ(kvio_transfer_is_done(transfer), 1);
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_BACKEND_ERROR);
+  EXPECT_TRUE(mentions(lastError(), {"aclrtMemcpy2dAsync failed", "then aclrtRecordEvent failed"}));
+  EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
 
   // The same executor moves the same pages afterwards (exchange checks against the oracle).
   const AclCallCounts again =
@@ -1914,6 +1930,21 @@ TEST_F(AscendExecutorTest, AvailabilityFollowsTheRuntime) {
   EXPECT_EQ(kvio_ascend_device_count(&count), KVIO_STATUS_UNAVAILABLE);
   EXPECT_EQ(count, 0);
   EXPECT_TRUE(mentions(lastError(), {"no Ascend NPU", "0 devices"}));
+  // Asking for device 0 there is the same: no NPU (UNAVAILABLE), not a bad device number.
+  uint64_t executor = 0;
+  EXPECT_EQ(kvio_executor_create_ascend(0, KVIO_ASCEND_OWN_STREAM, &executor),
+            KVIO_STATUS_UNAVAILABLE);
+  EXPECT_TRUE(mentions(lastError(), {"no Ascend NPU", "0 devices"}));
+  EXPECT_EQ(executor, 0u);
+  const kvio_pool_spec spec =
+      Geometry{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 2, 8, 4, 1, 64}
+          .spec()
+          .toC();
+  uint64_t pool = 0;
+  EXPECT_EQ(kvio_pool_allocate_memory(&spec, KVIO_MEMORY_ASCEND_DEVICE, 0, &pool),
+            KVIO_STATUS_UNAVAILABLE);
+  EXPECT_TRUE(mentions(lastError(), {"no Ascend NPU", "0 devices"}));
+  EXPECT_EQ(pool, 0u);
   acl().setDeviceCount(1);
   // Without the emulation: libascendcl.so, which these machines do not have.
   acl().uninstall();

@@ -759,7 +759,11 @@ KVIO_API kvio_status kvio_executor_ascend_stream(uint64_t executor, uint64_t* st
  * aclrtSynchronizeEvent) on it have finished. On such older runtimes, keep the transfer open
  * until your stream has passed its wait (e.g. aclrtSynchronizeStream of your stream, or an event
  * of yours recorded after the wait that you have seen complete), then close it.
- * UNSUPPORTED for transfers of other backends. */
+ * UNSUPPORTED for transfers of other backends. The event completes for a transfer that failed
+ * too (a call that failed after some of its copies were queued; and in the runtime's default
+ * mode a copy that fails on the device is not reported through it at all: docs/ascend.md,
+ * "Failed copies"): a stream that waits on it goes ahead on whatever was written, so check the
+ * transfer's status (kvio_transfer_wait) before using its destination. */
 KVIO_API kvio_status kvio_transfer_ascend_event(uint64_t transfer, uint64_t* event_out);
 
 /* ---- diagnostics (docs/reliability.md) ---- */

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace kvio {
 namespace ascend {
@@ -250,8 +251,9 @@ struct AclApi {
 };
 
 /// The ACL runtime to use: the table installed for tests, else libascendcl.so loaded (once)
-/// and initialised (aclInit). nullptr when absent; *cause then says why.
-const AclApi* aclApi(const char** cause);
+/// and initialised (aclInit). nullptr when absent; *cause then says why (copied under the
+/// loader's lock: another thread's failing aclInit may change the loader's text meanwhile).
+const AclApi* aclApi(std::string* cause);
 
 /// Tests only (kvio_test_ascend_runtime): calls go to `api` from now on (nullptr: back to
 /// libascendcl.so). The table is copied; no Ascend executor or pool may be alive.

@@ -132,7 +132,7 @@ std::string& initCause = *new std::string();
 
 }  // namespace
 
-const AclApi* aclApi(const char** cause) {
+const AclApi* aclApi(std::string* cause) {
   std::lock_guard<std::mutex> lock(mutex());
   const AclApi* api = testApi;
   if (api == nullptr) {
@@ -141,7 +141,7 @@ const AclApi* aclApi(const char** cause) {
       loaded->api.origin = loaded->origin.c_str();
     }
     if (!loaded->ok) {
-      *cause = loaded->cause.c_str();
+      *cause = loaded->cause;
       return nullptr;
     }
     api = &loaded->api;
@@ -155,7 +155,7 @@ const AclApi* aclApi(const char** cause) {
     if (e != ACL_SUCCESS && e != ACL_ERROR_REPEAT_INITIALIZE) {  // repeat: another user's init
       initCause = std::string("aclInit(nullptr) failed with ") + aclErrorName(e) + " (" +
                   std::to_string(e) + ") in " + api->origin;
-      *cause = initCause.c_str();
+      *cause = initCause;
       return nullptr;
     }
     initialised = api;

@@ -42,9 +42,9 @@ std::string format(const char* f, long long a, long long b) {
 
 // The runtime, or UNAVAILABLE with the cause.
 kvio_status runtime(const AclApi** out) {
-  const char* cause = "";
+  std::string cause;
   *out = aclApi(&cause);
-  if (*out == nullptr) return fail(KVIO_STATUS_UNAVAILABLE, "%s", cause);
+  if (*out == nullptr) return fail(KVIO_STATUS_UNAVAILABLE, "%s", cause.c_str());
   return KVIO_STATUS_OK;
 }
 
@@ -84,6 +84,12 @@ kvio_status ascendAvailable() {
 kvio_status checkDevice(const AclApi& api, int32_t device) {
   uint32_t count = 0;
   KVIO_RETURN_IF_ERROR(deviceCount(api, &count));
+  if (count == 0) {  // what presentDevices answers: no NPU here, whichever device was asked for
+    return fail(KVIO_STATUS_UNAVAILABLE,
+                "no Ascend NPU: aclrtGetDeviceCount reports 0 devices (asked for device %d; "
+                "runtime: %s)",
+                device, api.origin);
+  }
   if (device < 0 || static_cast<uint32_t>(device) >= count) {
     return fail(KVIO_STATUS_INVALID_ARGUMENT,
                 "Ascend device %d does not exist (%u devices: 0 to %d)", device, count,

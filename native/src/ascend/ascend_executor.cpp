@@ -239,6 +239,7 @@ class AscendExecutor final : public Executor {
                            "aclrtCreateEvent failed: " + describeAclError(*api_, e));
       return;
     }
+    issue_.issuer.forgetQueued();  // the last transfer's: nothing of this one is queued yet
     try {
       kept = issueAndRecord(*job, completion);
     } catch (const std::exception& thrown) {
@@ -344,14 +345,23 @@ class AscendExecutor final : public Executor {
   // (they read and write the job's pools, which the job keeps alive until then): through its
   // event, recorded after them, without waiting here. On a caller's stream a wait would also
   // wait, under this executor's lock, for the caller's work queued before, which may wait in
-  // turn for something the caller does only after this submit returns. True when the event
-  // was recorded (the transfer stays in flight), false when it could not be and the stream was
-  // waited for instead.
+  // turn for something the caller does only after this submit returns. A job none of whose
+  // copies was queued fails at once. True when the event was recorded (the transfer stays in
+  // flight), false when the job was failed here: nothing queued, or no event to record, and the
+  // stream waited for.
   bool failAfterQueuedCopies(Job& job, const std::shared_ptr<AclEventCompletion>& completion,
                              kvio_status status, std::string message) {
+    if (!issue_.issuer.mayHaveQueued()) {
+      job.state->complete(status, std::move(message));
+      return false;
+    }
     const aclError e = api_->recordEvent(*completion->event(), stream_);
     if (e != ACL_SUCCESS) {
-      clearAclError(*api_);
+      try {
+        message += "; then aclrtRecordEvent failed: " + describeAclError(*api_, e);
+      } catch (const std::bad_alloc&) {  // the message as it was
+        clearAclError(*api_);
+      }
       waitThenFail(job, status, std::move(message));
       return false;
     }

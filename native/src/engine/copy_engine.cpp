@@ -154,6 +154,7 @@ kvio_status CopyIssuer::issueLoaded(const EngineOps& ops, const std::vector<kvio
                                     const IssueOptions& options) {
   copies_.clear();
   calls_ = EngineCalls{};
+  mayHaveQueued_ = false;
   CutRules rules;
   rules.twoD = options.twoD && ops.copy2d != nullptr;
   rules.maxPitch = ops.maxPitch;
@@ -213,8 +214,11 @@ kvio_status CopyIssuer::issueRows(const EngineOps& ops, const IssueOptions& opti
       }
       size_t failIndex = SIZE_MAX;
       ++calls_.batch;
+      const bool queuedBefore = mayHaveQueued_;
+      mayHaveQueued_ = true;  // until the call says otherwise (it may throw having queued)
       const int code =
           ops.batch(ops.context, dsts_.data(), srcs_.data(), sizes_.data(), end - k, &failIndex);
+      if (code != kEngineOk && failIndex == 0) mayHaveQueued_ = queuedBefore;  // none of these
       if (code == kEngineOk) {
         k = end;
         continue;
@@ -236,8 +240,11 @@ kvio_status CopyIssuer::issueRows(const EngineOps& ops, const IssueOptions& opti
     for (; k < end; ++k) {
       const EngineCopy& x = copies[rows_[k]];
       ++calls_.copy1d;
+      const bool queuedBefore = mayHaveQueued_;
+      mayHaveQueued_ = true;  // until the call says otherwise (it may throw having queued)
       const int code = ops.copy1d(ops.context, x.dst, x.src, x.width);
       if (code != kEngineOk) {
+        mayHaveQueued_ = queuedBefore;
         return fail(KVIO_STATUS_BACKEND_ERROR,
                     "%s failed: %s: copy %zu of %zu (plan copy %zu of %zu)%s%s, %llu bytes from "
                     "0x%llx to 0x%llx",
@@ -253,8 +260,11 @@ kvio_status CopyIssuer::issueRows(const EngineOps& ops, const IssueOptions& opti
 kvio_status CopyIssuer::issue2d(const EngineOps& ops, const IssueOptions& options, size_t planSize,
                                 size_t index, const EngineCopy& c) {
   ++calls_.copy2d;
+  const bool queuedBefore = mayHaveQueued_;
+  mayHaveQueued_ = true;  // until the call says otherwise (it may throw having queued)
   const int code = ops.copy2d(ops.context, c);
   if (code == kEngineOk) return KVIO_STATUS_OK;
+  mayHaveQueued_ = queuedBefore;
   const char* direction = options.direction != nullptr ? options.direction : "";
   return fail(KVIO_STATUS_BACKEND_ERROR,
               "%s failed: %s: copy %zu of %zu (plan copy %zu of %zu)%s%s, %llu rows of %llu "
@@ -276,7 +286,10 @@ kvio_status CopyIssuer::issueBlocks(const EngineOps& ops, const IssueOptions& op
       for (size_t b = k; b < end; ++b) staged_.push_back(copies_[blocks_[b]]);
       size_t failIndex = SIZE_MAX;
       ++calls_.batch3d;
+      const bool queuedBefore = mayHaveQueued_;
+      mayHaveQueued_ = true;  // until the call says otherwise (it may throw having queued)
       const int code = ops.batch3d(ops.context, staged_.data(), staged_.size(), &failIndex);
+      if (code != kEngineOk && failIndex == 0) mayHaveQueued_ = queuedBefore;  // none of these
       if (code == kEngineOk) {
         k = end;
         continue;

@@ -160,6 +160,13 @@ class CopyIssuer {
   void setBatch3dEnabled(bool enabled) { batch3dEnabled_ = enabled; }
   /// The engine calls of the last issue().
   const EngineCalls& lastCalls() const { return calls_; }
+  /// Whether the last issue() may have queued a copy: a call was accepted or threw, or a batch
+  /// call failed or was refused after entries it may have queued (anything but a failIndex of 0).
+  /// False after forgetQueued() until such a call: a failed issue() that queued nothing
+  /// (refused at the first call, or before it) can be failed at once, with nothing to wait for.
+  bool mayHaveQueued() const { return mayHaveQueued_; }
+  /// Before a transfer's first step that may fail (an allocation before issue(), say).
+  void forgetQueued() { mayHaveQueued_ = false; }
 
  private:
   // Copies `regions` into `out`, sorted by address (a few per pool; `out` keeps its capacity).
@@ -181,6 +188,7 @@ class CopyIssuer {
   bool batchEnabled_ = true;
   bool batch3dEnabled_ = true;
   EngineCalls calls_;
+  bool mayHaveQueued_ = false;
   std::vector<Region> src_, dst_;  // the pools' regions, sorted
   std::vector<EngineCopy> copies_;
   std::vector<size_t> rows_, blocks_;  // indices into copies_: 1-D copies, 2-D/3-D copies

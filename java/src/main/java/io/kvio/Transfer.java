@@ -437,7 +437,9 @@ public final class Transfer implements AutoCloseable {
      * work was queued, there is nothing to wait for. Otherwise KvioUnsupportedException for a
      * transfer that ran on a backend without CUDA events: cpu, kernel_ascend, and {@link
      * IoBackend#AUTO} where it chose one of them (a machine without a GPU). Code written for {@code
-     * auto} asks {@link #hasCudaEvent()} first:
+     * auto} asks {@link #hasCudaEvent()} first (and, as the event completes for a transfer that
+     * failed too, a stream that waits on it goes ahead on whatever was written: await() the
+     * transfer before trusting its destination):
      *
      * <pre>{@code
      * Transfer load = host.load(device, layer).hostIndices(h).deviceIndices(d).submit();
@@ -468,7 +470,10 @@ public final class Transfer implements AutoCloseable {
      * executor's stream, for another stream to wait on (aclrtStreamWaitEvent). Valid until the
      * transfer is released; 0 for a transfer that moved nothing, as {@link #cudaEvent()}.
      * KvioUnsupportedException for transfers of other backends; {@link #hasAscendEvent()} asks
-     * without throwing.
+     * without throwing. The event completes for a transfer that failed too (and a copy that fails
+     * on the NPU in the runtime's default mode is not reported through it: docs/ascend.md, "Failed
+     * copies"): a stream that waits on it goes ahead on whatever was written, so await() the
+     * transfer before trusting its destination.
      */
     public long ascendEvent() {
         return event("Ascend", IoBackend::isAscend, NativeBridge::transferAscendEvent);

@@ -139,6 +139,43 @@ TEST(AllocationFailure, EveryAllocationOfAPoolsExecutorsAndTransfersLife) {
 // kvio_pool_close_wait on a closed pool whose transfer still runs (held by the test hook) with
 // allocations failing from the Nth on: it must answer TIMEOUT every time, never OK and never an
 // error (callers take anything but TIMEOUT as "released", and free the memory under the copy).
+// Closing a handle that is no open pool's (never opened, closed already, another type's)
+// allocates nothing before the handle is found bad: with every allocation failing it is still
+// INVALID_ARGUMENT or CLOSED, never OUT_OF_MEMORY (kvio.h: close does not fail for memory; the
+// message, made after, may lose its text).
+TEST(AllocationFailure, ClosingABadPoolHandleIsNeverOutOfMemory) {
+  const kvio_pool_spec spec =
+      Geometry{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 1, 2, 4, 1, 64}
+          .spec()
+          .toC();
+  uint64_t closed = 0, executor = 0;
+  ASSERT_EQ(kvio_pool_allocate(&spec, &closed), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_pool_close(closed), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 1, &executor), KVIO_STATUS_OK);
+  const struct {
+    uint64_t handle;
+    kvio_status status;
+  } cases[] = {{0x1234, KVIO_STATUS_INVALID_ARGUMENT},
+               {executor, KVIO_STATUS_INVALID_ARGUMENT},
+               {closed, KVIO_STATUS_CLOSED}};
+  for (const auto& c : cases) {
+    for (const bool wait : {false, true}) {
+      armAllocations(0, true);
+      const kvio_status status =
+          wait ? kvio_pool_close_wait(c.handle, 0) : kvio_pool_close(c.handle);
+      int64_t left = 0, failures = 0;
+      disarmAllocations(&left, &failures);
+      if (wait && c.status == KVIO_STATUS_CLOSED) {
+        EXPECT_EQ(status, KVIO_STATUS_OK)
+            << "a closed pool's memory released: " << kvio_last_error();
+      } else {
+        EXPECT_EQ(status, c.status) << std::hex << c.handle << ": " << kvio_last_error();
+      }
+    }
+  }
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+}
+
 TEST(AllocationFailure, WaitingForAClosedPoolInUseNeverSaysReleasedForLackOfMemory) {
   // 16 MiB: over the 8 MiB the hold applies to, so the workers copy it (held before they start).
   const kvio_pool_spec spec =

@@ -66,6 +66,13 @@ TEST(CudaApi, CudaOnlyCallsOnACpuExecutorAreUnsupported) {
                   "launch shape 70000 CTAs x 1 warps is not valid");
   EXPECT_REJECTED(kvio_executor_set_launch(executor, 1, 33), KVIO_STATUS_INVALID_ARGUMENT,
                   "warps per CTA 1 to 32");
+  // Checked before the handle (kvio.h: "checked first"): a closed executor's bad shape too.
+  uint64_t closed = 0;
+  ASSERT_EQ(kvio_executor_create(KVIO_BACKEND_CPU, 1, &closed), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_executor_close(closed), KVIO_STATUS_OK);
+  EXPECT_REJECTED(kvio_executor_set_launch(closed, 70000, 1), KVIO_STATUS_INVALID_ARGUMENT,
+                  "launch shape 70000 CTAs x 1 warps is not valid");
+  EXPECT_REJECTED(kvio_executor_set_launch(closed, 2, 8), KVIO_STATUS_CLOSED, "is closed");
   EXPECT_EQ(kvio_executor_cuda_stream(executor, &out), KVIO_STATUS_UNSUPPORTED);
   ASSERT_EQ(kvio_submit(executor, &desc, &transfer), KVIO_STATUS_OK);
   EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK);

@@ -898,6 +898,9 @@ TEST(SupportRejection, HostLayersOutsideDevice) {
   q.device_layer_start = -1;
   EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE,
                   "device_layer_start -1 is negative; valid device_layer_start: 0 to 45");
+  q.device_layer_start = INT64_MAX;  // the range's end past int64: written as the sum
+  EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE,
+                  "device layers [9223372036854775807, 9223372036854775807 + 16)");
   q.device_layer_start = INT64_MAX;  // the message must not overflow computing the range end
   EXPECT_REJECTED(kvio_check_support(&q), KVIO_STATUS_OUT_OF_RANGE,
                   "device_layer_start 9223372036854775807 + host_num_layers 16 > "

@@ -37,6 +37,13 @@ class ClosingPools {
       }
       pruneAt_ = std::max<size_t>(64, 2 * pools_.size());
     }
+    // Every open pool was listed when it opened: a handle not listed is no open pool's, and the
+    // registry says what it is (closed, of another type, never opened) without a map node
+    // allocated first, so a bad handle is never answered OUT_OF_MEMORY.
+    if (pools_.find(handle) == pools_.end()) {
+      std::shared_ptr<PoolImpl> open;
+      KVIO_RETURN_IF_ERROR(pools().get(handle, "pool", &open));
+    }
     // The entry first (listed when the pool opened, so nothing here allocates then; else the one
     // step that can fail, for memory), the handle's removal after: a closed handle is always
     // listed.

@@ -95,16 +95,20 @@ kvio_status kvio_check_support(const kvio_support_query* q) {
                   static_cast<long long>(q->device_num_layers));
     }
     if (q->device_layer_start > lastStart) {
-      return fail(KVIO_STATUS_OUT_OF_RANGE,
-                  "the host pool would hold device layers [%lld, %lld), past the device pool's "
-                  "%lld layers: device_layer_start %lld + host_num_layers %lld > "
-                  "device_num_layers %lld; valid device_layer_start: 0 to %lld",
-                  static_cast<long long>(q->device_layer_start),
-                  static_cast<long long>(saturatingAdd(q->device_layer_start, q->host_num_layers)),
-                  static_cast<long long>(q->device_num_layers),
-                  static_cast<long long>(q->device_layer_start),
-                  static_cast<long long>(q->host_num_layers),
-                  static_cast<long long>(q->device_num_layers), static_cast<long long>(lastStart));
+      // The range's end as a number, or as a sum where it is past int64 (a capped end would
+      // make the range read as empty).
+      const int64_t start = q->device_layer_start, count = q->host_num_layers;
+      const std::string end = count > INT64_MAX - start
+                                  ? std::to_string(start) + " + " + std::to_string(count)
+                                  : std::to_string(start + count);
+      return fail(
+          KVIO_STATUS_OUT_OF_RANGE,
+          "the host pool would hold device layers [%lld, %s), past the device pool's "
+          "%lld layers: device_layer_start %lld + host_num_layers %lld > "
+          "device_num_layers %lld; valid device_layer_start: 0 to %lld",
+          static_cast<long long>(start), end.c_str(), static_cast<long long>(q->device_num_layers),
+          static_cast<long long>(q->device_layer_start), static_cast<long long>(q->host_num_layers),
+          static_cast<long long>(q->device_num_layers), static_cast<long long>(lastStart));
     }
     const kvio_status available = backendOps(q->io_backend)->available();
     if (available != KVIO_STATUS_OK) {

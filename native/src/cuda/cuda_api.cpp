@@ -62,10 +62,12 @@ kvio_status kvio_transfer_cuda_event(uint64_t transfer, uint64_t* event_out) {
 
 kvio_status kvio_executor_set_launch(uint64_t executor_handle, int32_t cta_budget,
                                      int32_t warps_per_cta) {
+  // The shape's limits first, before the handle, as kvio.h says: the answer to a bad shape does
+  // not depend on the executor or on whether this machine has a GPU.
+  const kvio_status shape = guarded(
+      [&] { return checkLaunchShape(cta_budget, warps_per_cta, "the backend's defaults"); });
+  if (shape != KVIO_STATUS_OK) return shape;
   return withObject(executors(), executor_handle, "executor", [&](ExecutorImpl& executor) {
-    // The shape's limits first, as kvio_submit_with checks them on every backend: the answer
-    // to a bad shape does not depend on whether this machine has a GPU.
-    KVIO_RETURN_IF_ERROR(checkLaunchShape(cta_budget, warps_per_cta, "the backend's defaults"));
     const BackendOps* ops = backendOps(executor.backend);
     if (ops->setLaunch == nullptr) {
       return fail(

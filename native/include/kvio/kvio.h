@@ -606,7 +606,12 @@ KVIO_API kvio_status kvio_pool_copy(uint64_t pool, int64_t region, uint64_t offs
 
 /* Number of CUDA devices. Without a CUDA build, driver or device: UNAVAILABLE, and
  * kvio_last_error() says which (the runtime's own message, e.g. "CUDA driver version is
- * insufficient for CUDA runtime version"). */
+ * insufficient for CUDA runtime version").
+ * kvio's CUDA work reports through kvio statuses, and it reads and clears the calling thread's
+ * CUDA last error (cudaGetLastError) around its own calls: a non-sticky error your earlier call
+ * left there (a launch with a bad configuration) is gone after a kvio call. Check your own
+ * launches before calling kvio. Sticky errors (a context that faulted) stay, and kvio reports
+ * them too. */
 KVIO_API kvio_status kvio_cuda_device_count(int32_t* count_out);
 
 /* Passing this as `stream` to kvio_executor_create_cuda makes kvio create its own non-blocking

@@ -32,12 +32,23 @@ final class Background {
                         return t;
                     });
 
+    // Tests only: run() answers as where no thread can be started.
+    private static volatile boolean refusing;
+
+    /** Tests only: from now on run() starts no thread and returns false (until set back). */
+    static void refuseForTests(boolean refuse) {
+        refusing = refuse;
+    }
+
     /**
      * Runs {@code task} on a background thread of its own, now; false when no thread could be
      * started for it (the process's thread limit, no memory for a stack): the caller decides what
      * to do instead.
      */
     static boolean run(Runnable task) {
+        if (refusing) {
+            return false;
+        }
         try {
             THREADS.execute(task);
             return true;

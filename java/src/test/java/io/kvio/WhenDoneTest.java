@@ -128,6 +128,103 @@ public class WhenDoneTest {
     }
 
     /**
+     * Where no thread can be started to wait, the future fails with KvioOutOfMemoryException and
+     * the transfer goes on; a later whenDone() tries again and completes with it, and no queue is
+     * left behind.
+     */
+    @Test(timeOut = 60_000)
+    public void withNoThreadToWaitTheFutureFailsAndALaterOneTriesAgain() throws Exception {
+        try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 2);
+                DeviceKvPool src = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
+                DeviceKvPool dst = DeviceKvPool.allocate(SPEC, IoBackend.CPU)) {
+            byte[] expected = LayoutOracle.fill(src.buffer(), 11);
+            LayoutOracle.canary(dst.buffer(), 12);
+            long[] all = allSlots();
+            KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 1);
+            Transfer held = Kvio.transfer(executor, src, dst, all, all, 0, 0, 1);
+            awaitHeld();
+            CompletableFuture<Void> refused;
+            Background.refuseForTests(true);
+            try {
+                refused = held.whenDone();
+            } finally {
+                Background.refuseForTests(false);
+            }
+            CompletionException e = expectThrows(CompletionException.class, refused::join);
+            assertTrue(e.getCause() instanceof KvioOutOfMemoryException, "cause: " + e.getCause());
+            assertTrue(
+                    e.getCause().getMessage().contains("no thread could be started"),
+                    e.getCause().getMessage());
+            assertEquals(Completions.queues(), 0, "the refused queue is gone");
+            assertFalse(held.isDone(), "the transfer goes on");
+            CompletableFuture<Void> again = held.whenDone();
+            assertFalse(again.isDone());
+            KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 0);
+            again.get(30, TimeUnit.SECONDS);
+            held.await();
+            LayoutOracle.assertBytesEqual(
+                    LayoutOracle.snapshot(dst.buffer()), expected, "destination once done");
+            for (int i = 0; i < 500 && Completions.queues() != 0; i++) {
+                Thread.sleep(10);
+            }
+            assertEquals(Completions.queues(), 0, "the executor's queue ends with its last wait");
+        }
+    }
+
+    /**
+     * An await() on one thread and whenDone()'s background wait on the same running transfer: both
+     * see the same outcome, and the native handle is closed once (none left open).
+     */
+    @Test(timeOut = 60_000)
+    public void anAwaitBesideTheBackgroundWaitSeesTheSameOutcome() throws Exception {
+        try (KvioExecutor executor = KvioExecutor.create(IoBackend.CPU, 2);
+                DeviceKvPool src = DeviceKvPool.allocate(SPEC, IoBackend.CPU);
+                DeviceKvPool dst = DeviceKvPool.allocate(SPEC, IoBackend.CPU)) {
+            LayoutOracle.fill(src.buffer(), 13);
+            byte[] before = LayoutOracle.canary(dst.buffer(), 14);
+            long[] all = allSlots();
+            long transfersBefore = NativeCounts.settle()[2];
+            KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 1);
+            KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_COPY, 1);
+            Transfer held = Kvio.transfer(executor, src, dst, all, all, 0, 0, 1);
+            awaitHeld();
+            CompletableFuture<Void> future = held.whenDone();
+            CompletableFuture<Throwable> awaited =
+                    CompletableFuture.supplyAsync(
+                            () -> {
+                                try {
+                                    held.await();
+                                    return null;
+                                } catch (Throwable t) {
+                                    return t;
+                                }
+                            });
+            Thread.sleep(50);
+            assertFalse(awaited.isDone(), "held: await() waits");
+            KvioTestNative.injectFault(KvioTestNative.KVIO_TEST_FAULT_CPU_HOLD, 0);
+            Throwable fromAwait = awaited.get(30, TimeUnit.SECONDS);
+            CompletionException fromFuture =
+                    expectThrows(
+                            CompletionException.class,
+                            () -> future.orTimeout(30, TimeUnit.SECONDS).join());
+            assertTrue(fromAwait instanceof KvioBackendException, "await threw " + fromAwait);
+            assertTrue(fromFuture.getCause() instanceof KvioBackendException, "" + fromFuture);
+            assertEquals(fromFuture.getCause().getMessage(), fromAwait.getMessage());
+            LayoutOracle.assertBytesEqual(
+                    LayoutOracle.snapshot(dst.buffer()), before, "destination of the failed copy");
+            long transfersAfter = transfersBefore + 1;
+            for (int i = 0; i < 500; i++) {
+                transfersAfter = NativeBridge.debugLiveObjects()[2];
+                if (transfersAfter <= transfersBefore) break;
+                Thread.sleep(10);
+            }
+            assertTrue(
+                    transfersAfter <= transfersBefore,
+                    transfersAfter + " transfers open, " + transfersBefore + " before");
+        }
+    }
+
+    /**
      * A close() after whenDone() (try-with-resources around the submit) does not end the wait: the
      * native handle stays open until the transfer completes, and the future completes normally; no
      * handle is left behind.

@@ -1385,8 +1385,16 @@ class CallerContext {
     ok_ = entry("cuCtxCreate", &create_) && entry("cuCtxDestroy", &destroy_) &&
           entry("cuCtxPopCurrent", &pop_) && entry("cuCtxPushCurrent", &push_) &&
           entry("cuCtxGetCurrent", &getCurrent_) && entry("cuMemAlloc", &memAlloc_) &&
-          entry("cuMemFree", &memFree_) && entry("cuDeviceGet", &deviceGet_) &&
-          deviceGet_(&device, 0) == CUDA_SUCCESS && create_(&context_, 0, device) == CUDA_SUCCESS;
+          entry("cuMemFree", &memFree_) && entry("cuDeviceGet", &deviceGet_);
+    if (!ok_) return;
+    const CUresult got = deviceGet_(&device, 0);
+    const CUresult created = got == CUDA_SUCCESS ? create_(&context_, 0, device) : got;
+    if (created != CUDA_SUCCESS) {
+      context_ = nullptr;
+      ok_ = false;
+      ADD_FAILURE() << (got != CUDA_SUCCESS ? "cuDeviceGet(0)" : "cuCtxCreate (v2, flags 0)")
+                    << " failed with CUresult " << static_cast<int>(created);
+    }
   }
   ~CallerContext() {
     if (context_ == nullptr) return;

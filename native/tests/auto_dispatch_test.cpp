@@ -37,11 +37,22 @@ class AutoDispatch : public ::testing::Test {
     options.flags = flags;
     return runWith(executor, g, indices, &options, srcKind, dstKind);
   }
-  /// run() with every option (kvio_submit_with); NULL options: kvio_submit.
+  /// run() of `layers` layers from `layer` (each to itself), host memory.
+  kvio_transfer_info runLayers(uint64_t executor, const Geometry& g,
+                               const std::vector<int64_t>& indices, uint32_t flags, int64_t layer,
+                               int64_t layers) {
+    kvio_submit_options options = KVIO_SUBMIT_OPTIONS_INIT;
+    options.flags = flags;
+    return runWith(executor, g, indices, &options, KVIO_MEMORY_HOST, KVIO_MEMORY_HOST, layer,
+                   layers);
+  }
+  /// run() with every option (kvio_submit_with); NULL options: kvio_submit. layers < 0: all.
   kvio_transfer_info runWith(uint64_t executor, const Geometry& g,
                              const std::vector<int64_t>& indices,
                              const kvio_submit_options* options, int32_t srcKind = KVIO_MEMORY_HOST,
-                             int32_t dstKind = KVIO_MEMORY_HOST) {
+                             int32_t dstKind = KVIO_MEMORY_HOST, int64_t layer = 0,
+                             int64_t layers = -1) {
+    if (layers < 0) layers = g.L;
     // NPU memory is tagged so before the wrap, which asks the (emulated) runtime where it lies.
     const auto place = [](int32_t kind) {
       return kind == KVIO_MEMORY_ASCEND_DEVICE ? npuMemory(0) : apart();
@@ -50,15 +61,15 @@ class AutoDispatch : public ::testing::Test {
     TestPool dst(g, dstKind, dstKind == KVIO_MEMORY_HOST ? -1 : 0, place(dstKind));
     std::mt19937_64 rng(7);
     SeededPair pools(src, dst, rng);
-    pools.expect(indices, indices, 0, 0, g.L);
+    pools.expect(indices, indices, layer, layer, layers);
     const kvio_transfer_desc desc{src.pool().handle(),
                                   dst.pool().handle(),
                                   indices.data(),
                                   indices.data(),
                                   static_cast<int64_t>(indices.size()),
-                                  0,
-                                  0,
-                                  g.L};
+                                  layer,
+                                  layer,
+                                  layers};
     uint64_t transfer = 0;
     kvio_transfer_info info{};
     EXPECT_EQ(kvio_submit_with(executor, &desc, options, &transfer), KVIO_STATUS_OK)
@@ -74,6 +85,12 @@ class AutoDispatch : public ::testing::Test {
     std::vector<int64_t> out;
     for (int64_t i = 0; i < n; i += 2) out.push_back(i);
     return out;
+  }
+  /// Every other slot of 16, in an order with no two equal steps in a row: no plan copy of the
+  /// rows has two of them (everyOther's constant step makes one 2-D copy of them all).
+  static std::vector<int64_t> scattered(int64_t n) {
+    EXPECT_EQ(n, 16);
+    return {6, 0, 12, 2, 10, 4, 14, 8};
   }
 
   int kernelJobs_ = 0;
@@ -142,36 +159,74 @@ TEST_F(AutoDispatch, ConsecutivePagesSplitAtPageEndsStillReachDirect) {
   EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
 }
 
-TEST_F(AutoDispatch, OverlapMarkMovesEightKiBRowsToDirect) {
+// Marked, scattered rows go to direct by their bytes per engine copy (one 1-D copy per row):
+// 16 KiB rows do, 8 KiB rows stay on the kernel (direct_copy_bytes_overlap = 16 KiB).
+TEST_F(AutoDispatch, OverlapMarkMovesScatteredSixteenKiBRowsToDirect) {
   const uint64_t executor = makeExecutor();
-  const Geometry g = rowsOf(4096);  // page_first: a token's 2 layers coalesce into 8 KiB rows
-  kvio_transfer_info info = run(executor, g, everyOther(g.S()), 0);
+  const Geometry g = rowsOf(8192);  // page_first: a token's 2 layers coalesce into 16 KiB rows
+  kvio_transfer_info info = run(executor, g, scattered(g.S()), 0);
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
-  EXPECT_EQ(directPlans_, 0) << "single tokens of 16 KiB (both components) never reach 256 KiB";
-  info = run(executor, g, everyOther(g.S()), KVIO_SUBMIT_OVERLAPS_COMPUTE);
+  EXPECT_EQ(directPlans_, 0) << "single tokens of 32 KiB (both components) never reach 256 KiB";
+  info = run(executor, g, scattered(g.S()), KVIO_SUBMIT_OVERLAPS_COMPUTE);
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_DIRECT);
   EXPECT_EQ(info.overlaps_compute, 1);
-  EXPECT_EQ(directPlans_, 1) << "marked: 8 KiB is within reach, the plan decides";
-  const Geometry smaller = rowsOf(2048);  // 4 KiB rows: the kernel, marked or not
-  info = run(executor, smaller, everyOther(smaller.S()), KVIO_SUBMIT_OVERLAPS_COMPUTE);
+  EXPECT_EQ(directPlans_, 1) << "marked: 2 KiB rows are within reach, the plan decides";
+  const Geometry smaller = rowsOf(4096);  // 8 KiB rows, one engine copy each: the kernel
+  info = run(executor, smaller, scattered(smaller.S()), KVIO_SUBMIT_OVERLAPS_COMPUTE);
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
+  // The same 8 KiB rows at a constant step: one 2-D engine copy per component, 64 KiB: direct.
+  info = run(executor, smaller, everyOther(smaller.S()), KVIO_SUBMIT_OVERLAPS_COMPUTE);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_DIRECT);
+  info = run(executor, smaller, everyOther(smaller.S()), 0);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
+  EXPECT_EQ(directPlans_, 3);
+  EXPECT_EQ(kernelJobs_, 3);
+  EXPECT_EQ(directJobs_, 2);
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+}
+
+// The first H200 run's per-layer load (issue 11 item 6): one layer of whole pages of a page_first
+// pool, in shuffled order. Each page is a 2-D copy of 2 KiB rows (a token's heads, one layer)
+// at the pitch of a token's layers: 32 KiB per engine copy. Beside compute direct kept its idle
+// 30 GB/s on such copies while the kernel fell to 0.17x, so the mark sends them to direct, which
+// a mean-row crossover (2 KiB rows) did not; unmarked they stay on the kernel. Rows of 1 KiB in
+// the same copies stay on the kernel marked too (narrower rows are unmeasured).
+TEST_F(AutoDispatch, OverlapMarkMovesAPerLayerLoadOfWholePagesToDirect) {
+  const uint64_t executor = makeExecutor();
+  const Geometry g{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Single, 4, 8, 16, 8, 256};
+  std::vector<int64_t> pages = {5, 2, 7, 0, 3, 6, 1, 4};
+  std::vector<int64_t> tokens;
+  for (int64_t p : pages) {
+    for (int64_t t = 0; t < g.ps; ++t) tokens.push_back(p * g.ps + t);
+  }
+  kvio_transfer_info info = runLayers(executor, g, tokens, 0, 2, 1);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
+  EXPECT_EQ(directPlans_, 0) << "unmarked: a page's rows (16 x 2 KiB) never reach 256 KiB";
+  info = runLayers(executor, g, tokens, KVIO_SUBMIT_OVERLAPS_COMPUTE, 2, 1);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_DIRECT);
+  EXPECT_EQ(directPlans_, 1);
+  Geometry narrow = g;
+  narrow.H = 4;  // 1 KiB rows
+  info = runLayers(executor, narrow, tokens, KVIO_SUBMIT_OVERLAPS_COMPUTE, 2, 1);
+  EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
+  EXPECT_EQ(directPlans_, 2) << "a page's run (32 KiB) may hold rows of 2 KiB: planned";
   EXPECT_EQ(kernelJobs_, 2);
   EXPECT_EQ(directJobs_, 1);
   EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
 }
 
 // kvio_submit_with gives 'auto' the overlap mark and the launch shape at once (kvio.h had a
-// submit for either, none for both): the mark still moves 8 KiB rows to direct, and a transfer
+// submit for either, none for both): the mark still moves 16 KiB rows to direct, and a transfer
 // auto gives its kernel reaches the kernel candidate with the shape and the mark.
 TEST_F(AutoDispatch, TheOverlapMarkAndALaunchShapeTogetherReachTheChoiceAndTheKernel) {
   LaunchSeen seen;
   const uint64_t executor =
       standInAutoExecutor(&kernelJobs_, &directJobs_, &directPlans_, nullptr, &seen);
-  const Geometry g = rowsOf(4096);
+  const Geometry g = rowsOf(8192);
   kvio_submit_options options = KVIO_SUBMIT_OPTIONS_INIT;
   options.cta_budget = 3;
   options.warps_per_cta = 5;
-  kvio_transfer_info info = runWith(executor, g, everyOther(g.S()), &options);
+  kvio_transfer_info info = runWith(executor, g, scattered(g.S()), &options);
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
   EXPECT_EQ(info.overlaps_compute, 0);
   EXPECT_EQ(seen.prepares, 1);
@@ -180,15 +235,15 @@ TEST_F(AutoDispatch, TheOverlapMarkAndALaunchShapeTogetherReachTheChoiceAndTheKe
   EXPECT_FALSE(seen.overlapsCompute);
   // Marked, with the shape: the mark decides (direct); the kernel prepares nothing.
   options.flags = KVIO_SUBMIT_OVERLAPS_COMPUTE;
-  info = runWith(executor, g, everyOther(g.S()), &options);
+  info = runWith(executor, g, scattered(g.S()), &options);
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_DIRECT);
   EXPECT_EQ(info.overlaps_compute, 1);
   EXPECT_EQ(seen.prepares, 1);
   // Marked, with another shape, on rows the kernel keeps: both reach it.
   options.cta_budget = 7;
   options.warps_per_cta = 9;
-  const Geometry smaller = rowsOf(2048);
-  info = runWith(executor, smaller, everyOther(smaller.S()), &options);
+  const Geometry smaller = rowsOf(4096);
+  info = runWith(executor, smaller, scattered(smaller.S()), &options);
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
   EXPECT_EQ(info.overlaps_compute, 1);
   EXPECT_EQ(seen.prepares, 2);
@@ -196,7 +251,7 @@ TEST_F(AutoDispatch, TheOverlapMarkAndALaunchShapeTogetherReachTheChoiceAndTheKe
   EXPECT_EQ(seen.warpsPerCta, 9);
   EXPECT_TRUE(seen.overlapsCompute);
   // No options: the executor's shape (0) and no mark.
-  info = runWith(executor, smaller, everyOther(smaller.S()), nullptr);
+  info = runWith(executor, smaller, scattered(smaller.S()), nullptr);
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
   EXPECT_EQ(seen.prepares, 3);
   EXPECT_EQ(seen.ctaBudget, 0);

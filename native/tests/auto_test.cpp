@@ -42,6 +42,7 @@ AutoShape shapeOf(uint64_t rowBytes, uint64_t rows, AutoDirection direction, boo
   s.bytes = rowBytes * rows;
   s.rows = rows;
   s.copies = 1;
+  s.engineCopies = rows;  // scattered rows: one 1-D engine copy each
   s.direction = direction;
   s.overlapsCompute = overlaps;
   return s;
@@ -52,7 +53,8 @@ constexpr AutoDirection kH2D = AutoDirection::kHostToDevice;
 TEST(AutoChoice, DefaultsAreTheDocumentedH200Crossovers) {
   const AutoCalibration c;
   EXPECT_EQ(c.directRowBytes, 256u * 1024);
-  EXPECT_EQ(c.directRowBytesOverlap, 8u * 1024);
+  EXPECT_EQ(c.directRowBytesOverlap, 2u * 1024);
+  EXPECT_EQ(c.directCopyBytesOverlap, 16u * 1024);
   EXPECT_EQ(c.stagedMinBytes, UINT64_MAX);  // never until staged has GPU figures
   EXPECT_EQ(c.source, "defaults (H200 figures)");
 }
@@ -75,15 +77,64 @@ TEST(AutoChoice, IdleCrossoverBoundary) {
   EXPECT_EQ(chooseAuto(shapeOf(256, 1000, kH2D, false), c, false), AutoPick::kKernel);
 }
 
-TEST(AutoChoice, OverlapCrossoverBoundary) {
+// Marked, scattered rows (one engine copy each): bytes per engine copy decide.
+TEST(AutoChoice, OverlapCrossoverBoundaryOnScatteredRows) {
   const AutoCalibration c;
-  EXPECT_EQ(chooseAuto(shapeOf(c.directRowBytesOverlap - 1, 100, kH2D, true), c, false),
+  EXPECT_EQ(chooseAuto(shapeOf(c.directCopyBytesOverlap - 1, 100, kH2D, true), c, false),
             AutoPick::kKernel);
-  EXPECT_EQ(chooseAuto(shapeOf(c.directRowBytesOverlap, 100, kH2D, true), c, false),
+  EXPECT_EQ(chooseAuto(shapeOf(c.directCopyBytesOverlap, 100, kH2D, true), c, false),
             AutoPick::kDirect);
-  // The same 8 KiB rows without the mark stay on the kernel.
-  EXPECT_EQ(chooseAuto(shapeOf(c.directRowBytesOverlap, 100, kH2D, false), c, false),
+  // The same 16 KiB rows without the mark stay on the kernel.
+  EXPECT_EQ(chooseAuto(shapeOf(c.directCopyBytesOverlap, 100, kH2D, false), c, false),
             AutoPick::kKernel);
+}
+
+// Marked rows carried as 2-D copies: the row floor and the bytes per engine copy both decide.
+TEST(AutoChoice, OverlapWeighsBytesPerEngineCopyAndTheRowFloor) {
+  const AutoCalibration c;
+  AutoShape s = shapeOf(2048, 64 * 128, kH2D, true);  // 128 copies of 64 rows of 2 KiB
+  s.engineCopies = 128;
+  EXPECT_EQ(chooseAuto(s, c, false), AutoPick::kDirect);
+  s.overlapsCompute = false;
+  EXPECT_EQ(chooseAuto(s, c, false), AutoPick::kKernel);
+  s = shapeOf(c.directRowBytesOverlap - 1, 64 * 128, kH2D, true);  // rows below the floor
+  s.engineCopies = 128;
+  EXPECT_EQ(chooseAuto(s, c, false), AutoPick::kKernel);
+  s = shapeOf(2048, 7, kH2D, true);  // 14 KiB in one 2-D copy: below 16 KiB a copy
+  s.engineCopies = 1;
+  EXPECT_EQ(chooseAuto(s, c, false), AutoPick::kKernel);
+  s = shapeOf(2048, 8, kH2D, true);  // 16 KiB in one copy
+  s.engineCopies = 1;
+  EXPECT_EQ(chooseAuto(s, c, false), AutoPick::kDirect);
+  s.engineCopies = 0;  // no estimate (a shape built by hand): taken as one copy, never a division
+  EXPECT_EQ(chooseAuto(s, c, false), AutoPick::kDirect);
+}
+
+// The mark never moves a transfer away from direct: rows at the idle crossover are direct
+// marked too, whatever the overlap keys say.
+TEST(AutoChoice, TheMarkNeverTakesDirectAway) {
+  AutoCalibration c;
+  c.directRowBytesOverlap = UINT64_MAX;
+  c.directCopyBytesOverlap = UINT64_MAX;
+  EXPECT_EQ(chooseAuto(shapeOf(c.directRowBytes, 4, kH2D, true), c, false), AutoPick::kDirect);
+  EXPECT_EQ(kvio::directCrossover(true, c), c.directRowBytes);
+  EXPECT_EQ(kvio::directCrossover(false, AutoCalibration()), AutoCalibration().directRowBytes);
+  EXPECT_EQ(kvio::directCrossover(true, AutoCalibration()),
+            AutoCalibration().directRowBytesOverlap);
+}
+
+// summarisePlan's engine copies: a copy of several rows whose pitches hold its width is one 2-D
+// engine copy; one row, or pitches narrower than the width, one copy per row.
+TEST(AutoChoice, SummarisedEngineCopies) {
+  std::vector<kvio_copy2d> plan(3);
+  plan[0] = kvio_copy2d{0, 0, 2048, 64, 8192, 2048};  // a page of one layer: one 2-D copy
+  plan[1] = kvio_copy2d{0, 0, 4096, 1, 4096, 4096};   // one row
+  plan[2] = kvio_copy2d{0, 0, 4096, 3, 4096, 1024};   // a pitch below the width: 3 rows
+  const AutoShape s = kvio::summarisePlan(plan);
+  EXPECT_EQ(s.rows, 68u);
+  EXPECT_EQ(s.bytes, 2048u * 64 + 4096 * 4);
+  EXPECT_EQ(s.copies, 3);
+  EXPECT_EQ(s.engineCopies, 5u);
 }
 
 TEST(AutoChoice, MeanRowDecidesNotTheLargestRow) {
@@ -157,9 +208,11 @@ TEST(AutoPublishedThresholds, ReadersSeeOneStoredSetWholeWhileAWriterStores) {
   kvio::AutoThresholds a, b;
   a.directRowBytes = 1;
   a.directRowBytesOverlap = 2;
+  a.directCopyBytesOverlap = 4;
   a.stagedMinBytes = 3;
   b.directRowBytes = 1u << 20;
   b.directRowBytesOverlap = 1u << 21;
+  b.directCopyBytesOverlap = 1u << 22;
   b.stagedMinBytes = UINT64_MAX;
   kvio::PublishedThresholds published(a);
   std::atomic<bool> stop{false};
@@ -171,9 +224,11 @@ TEST(AutoPublishedThresholds, ReadersSeeOneStoredSetWholeWhileAWriterStores) {
         const kvio::AutoThresholds t = published.load();
         const bool isA = t.directRowBytes == a.directRowBytes &&
                          t.directRowBytesOverlap == a.directRowBytesOverlap &&
+                         t.directCopyBytesOverlap == a.directCopyBytesOverlap &&
                          t.stagedMinBytes == a.stagedMinBytes;
         const bool isB = t.directRowBytes == b.directRowBytes &&
                          t.directRowBytesOverlap == b.directRowBytesOverlap &&
+                         t.directCopyBytesOverlap == b.directCopyBytesOverlap &&
                          t.stagedMinBytes == b.stagedMinBytes;
         (isA ? sawA : isB ? sawB : mixed).fetch_add(1);
       }
@@ -196,6 +251,7 @@ TEST(AutoPublishedThresholds, ReadersSeeOneStoredSetWholeWhileAWriterStores) {
   const kvio::AutoThresholds last = published.load();
   EXPECT_EQ(last.directRowBytes, b.directRowBytes);
   EXPECT_EQ(last.directRowBytesOverlap, b.directRowBytesOverlap);
+  EXPECT_EQ(last.directCopyBytesOverlap, b.directCopyBytesOverlap);
   EXPECT_EQ(last.stagedMinBytes, b.stagedMinBytes);
 }
 
@@ -211,9 +267,12 @@ TEST(AutoCalibrationFormat, ParsesSuffixesNeverCommentsAndLeavesOmittedKeysAtDef
   EXPECT_EQ(c.directRowBytesOverlap, AutoCalibration().directRowBytesOverlap);
   EXPECT_EQ(c.source, "test");
   ASSERT_EQ(
-      kvio::parseAutoCalibration("direct_row_bytes_overlap = 2M\nstaged_min_bytes = 1G\n", "t", &c),
+      kvio::parseAutoCalibration(
+          "direct_row_bytes_overlap = 2M\ndirect_copy_bytes_overlap = 3K\nstaged_min_bytes = 1G\n",
+          "t", &c),
       KVIO_STATUS_OK);
   EXPECT_EQ(c.directRowBytesOverlap, 2u << 20);
+  EXPECT_EQ(c.directCopyBytesOverlap, 3u << 10);
   EXPECT_EQ(c.stagedMinBytes, 1u << 30);
   EXPECT_EQ(c.directRowBytes, AutoCalibration().directRowBytes);  // not kept from before
 }
@@ -222,6 +281,7 @@ TEST(AutoCalibrationFormat, RoundTrips) {
   AutoCalibration c;
   c.directRowBytes = 12345;
   c.directRowBytesOverlap = UINT64_MAX;
+  c.directCopyBytesOverlap = 777;
   c.stagedMinBytes = 0;
   c.source = "mine";
   const std::string text = kvio::formatAutoCalibration(c);
@@ -230,6 +290,7 @@ TEST(AutoCalibrationFormat, RoundTrips) {
   ASSERT_EQ(kvio::parseAutoCalibration(text, "again", &back), KVIO_STATUS_OK) << text;
   EXPECT_EQ(back.directRowBytes, 12345u);
   EXPECT_EQ(back.directRowBytesOverlap, UINT64_MAX);
+  EXPECT_EQ(back.directCopyBytesOverlap, 777u);
   EXPECT_EQ(back.stagedMinBytes, 0u);
 }
 
@@ -639,6 +700,7 @@ TEST(AutoMeasure, ASweepThatFailsMidwaySaysWhereAndChangesNothing) {
   AutoCalibration mine;
   mine.directRowBytes = 12345;
   mine.directRowBytesOverlap = 678;
+  mine.directCopyBytesOverlap = 91011;
   mine.stagedMinBytes = 9 << 20;
   mine.source = "set by the test";
   autoOf(executor)->setCalibration(mine);
@@ -655,6 +717,7 @@ TEST(AutoMeasure, ASweepThatFailsMidwaySaysWhereAndChangesNothing) {
   AutoCalibration c = autoOf(executor)->calibration();
   EXPECT_EQ(c.directRowBytes, mine.directRowBytes);
   EXPECT_EQ(c.directRowBytesOverlap, mine.directRowBytesOverlap);
+  EXPECT_EQ(c.directCopyBytesOverlap, mine.directCopyBytesOverlap);
   EXPECT_EQ(c.stagedMinBytes, mine.stagedMinBytes);
   EXPECT_EQ(c.source, mine.source);
   EXPECT_EQ(liveObjects(), before);  // the 16 KiB pools, the failed transfer, the handle
@@ -666,6 +729,7 @@ TEST(AutoMeasure, ASweepThatFailsMidwaySaysWhereAndChangesNothing) {
   c = autoOf(executor)->calibration();
   EXPECT_EQ(c.source.rfind("measured at first use", 0), 0u) << c.source;
   EXPECT_EQ(c.directRowBytesOverlap, mine.directRowBytesOverlap);  // kept: not measured
+  EXPECT_EQ(c.directCopyBytesOverlap, mine.directCopyBytesOverlap);
   EXPECT_EQ(c.stagedMinBytes, mine.stagedMinBytes);
   EXPECT_EQ(liveObjects(), before);
 }

@@ -315,7 +315,8 @@ KVIO_API kvio_status kvio_submit_args(uint64_t executor, uint64_t src_pool, uint
  * are INVALID_ARGUMENT).
  * KVIO_SUBMIT_OVERLAPS_COMPUTE: the transfer runs beside compute on the same device (e.g. a
  * layer's load during the forward pass); the 'auto' io backend then prefers the copy engine
- * from smaller rows (docs/cuda.md). Other backends ignore it.
+ * for smaller rows that reach it in large copies (a page of one layer; docs/cuda.md). Other
+ * backends ignore it.
  * KVIO_SUBMIT_QUEUE_ONLY: the submit only queues the transfer; the calling thread copies nothing
  * (for a thread that must not stall, e.g. an engine's scheduler). Without it the cpu backend
  * copies small transfers to an idle executor on the calling thread (kvio_submit says which),
@@ -637,7 +638,8 @@ KVIO_API kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t devic
                                                int32_t cta_budget, int32_t warps_per_cta,
                                                uint64_t* executor_out);
 /* The 'auto' io backend (docs/cuda.md): per transfer it runs the kernel, direct or staged executor,
- * all on the auto executor's stream, by the mean row size of the transfer's plan against
+ * all on the auto executor's stream, by the mean row size of the transfer's plan (and, for a
+ * transfer marked KVIO_SUBMIT_OVERLAPS_COMPUTE, its mean bytes per copy-engine copy) against
  * crossovers. Where no CUDA device is usable, 'auto' is the cpu backend for host memory, and
  * where an Ascend NPU is usable it also gives transfers of Ascend memory to kernel_ascend
  * (kvio_executor_create_on_npu chooses the NPU).
@@ -652,7 +654,7 @@ KVIO_API kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t devic
  * the creation). This replaces them for
  * transfers submitted after the call; `text` is the calibration file format (one `key = value` a
  * line, `#` comments, no NUL byte; keys direct_row_bytes, direct_row_bytes_overlap,
- * staged_min_bytes; values bytes with an optional K/M/G suffix, or never; keys left out keep
+ * direct_copy_bytes_overlap, staged_min_bytes; values bytes with an optional K/M/G suffix, or never; keys left out keep
  * their default).
  * INVALID_ARGUMENT for a malformed text, UNSUPPORTED for an executor that is not 'auto'. */
 KVIO_API kvio_status kvio_executor_set_auto_calibration(uint64_t executor, const char* text);

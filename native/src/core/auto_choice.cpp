@@ -22,6 +22,8 @@ AutoShape summarisePlan(const std::vector<kvio_copy2d>& plan) {
   for (const kvio_copy2d& c : plan) {
     shape.rows += c.height;
     shape.bytes += copyBytes(c);
+    const bool twoD = c.height > 1 && c.src_pitch >= c.width && c.dst_pitch >= c.width;
+    shape.engineCopies += twoD ? 1 : c.height;
   }
   shape.copies = static_cast<int64_t>(plan.size());
   return shape;
@@ -31,14 +33,19 @@ AutoPick chooseAuto(const AutoShape& shape, const AutoThresholds& calibration,
                     bool stagedAvailable) {
   if (shape.deviceIndices) return AutoPick::kKernel;
   if (shape.rows == 0) return AutoPick::kDirect;
-  if (shape.bytes / shape.rows >= directCrossover(shape.overlapsCompute, calibration)) {
+  const uint64_t meanRow = shape.bytes / shape.rows;
+  if (meanRow >= calibration.directRowBytes) return AutoPick::kDirect;
+  if (shape.overlapsCompute && meanRow >= calibration.directRowBytesOverlap &&
+      shape.bytes / std::max<uint64_t>(shape.engineCopies, 1) >=
+          calibration.directCopyBytesOverlap) {
     return AutoPick::kDirect;
   }
   return chooseBelowCrossover(shape, calibration, stagedAvailable);
 }
 
 uint64_t directCrossover(bool overlapsCompute, const AutoThresholds& calibration) {
-  return overlapsCompute ? calibration.directRowBytesOverlap : calibration.directRowBytes;
+  return overlapsCompute ? std::min(calibration.directRowBytes, calibration.directRowBytesOverlap)
+                         : calibration.directRowBytes;
 }
 
 AutoPick chooseBelowCrossover(const AutoShape& shape, const AutoThresholds& calibration,
@@ -78,9 +85,11 @@ struct Key {
 const Key kKeys[] = {
     {"direct_row_bytes", &AutoCalibration::directRowBytes},
     {"direct_row_bytes_overlap", &AutoCalibration::directRowBytesOverlap},
+    {"direct_copy_bytes_overlap", &AutoCalibration::directCopyBytesOverlap},
     {"staged_min_bytes", &AutoCalibration::stagedMinBytes},
 };
-constexpr const char* kKeyList = "direct_row_bytes, direct_row_bytes_overlap, staged_min_bytes";
+constexpr const char* kKeyList =
+    "direct_row_bytes, direct_row_bytes_overlap, direct_copy_bytes_overlap, staged_min_bytes";
 
 std::string trim(const std::string& s) {
   const size_t begin = s.find_first_not_of(" \t\r");

@@ -25,25 +25,37 @@ struct AutoShape {
   uint64_t bytes = 0;  // total bytes moved
   uint64_t rows = 0;   // contiguous pieces (rows of the plan's 2-D copies)
   int64_t copies = 0;  // 2-D copies of the plan
+  /// Copies the copy engine would be given (direct): a plan copy of several rows whose pitches
+  /// hold its width is one 2-D copy, any other one copy per row. An estimate: direct's issuer
+  /// also cuts copies at allocation boundaries (more) and nests 2-D copies into 3-D ones (fewer).
+  uint64_t engineCopies = 0;
   AutoDirection direction = AutoDirection::kHostToDevice;
   bool deviceIndices = false;    // index arrays in device memory: only the kernel reads them
   bool overlapsCompute = false;  // the caller marked it as running beside compute
 };
 
-/// Summarises a plan (rows, bytes, copies); direction and marks are set by the caller.
+/// Summarises a plan (rows, bytes, copies, engine copies); direction and marks are set by the
+/// caller.
 AutoShape summarisePlan(const std::vector<kvio_copy2d>& plan);
 
-/// The crossovers (what chooseAuto reads). A row is a contiguous piece of the plan; its mean
-/// size decides.
+/// The crossovers (what chooseAuto reads). A row is a contiguous piece of the plan; an engine
+/// copy is what direct hands the copy engine (AutoShape::engineCopies).
 struct AutoThresholds {
   /// Mean row bytes from which direct (copy engine) beats the kernel on an idle GPU. H200:
   /// kernel 40-52 GB/s on rows >= 2 KiB; direct 6.7-24 GB/s at 4-8 KiB, 0.61x the 55 GB/s
   /// ceiling (34 GB/s) at 64 KiB, 0.87x (48 GB/s) at 256 KiB: direct matches the kernel, without
   /// taking SMs, from 256 KiB.
   uint64_t directRowBytes = 256 * 1024;
-  /// The same while the transfer overlaps compute (kernel 13.7 GB/s, direct 18.3 at 8 KiB;
-  /// direct 6.7 GB/s at 4 KiB): direct wins from 8 KiB.
-  uint64_t directRowBytesOverlap = 8 * 1024;
+  /// While the transfer overlaps compute, direct takes it when its mean row reaches this AND its
+  /// mean bytes per engine copy reach directCopyBytesOverlap. H200 beside a compute load
+  /// (docs/benchmarks.md, first H200 run): the kernel drops to 8.1 GB/s, direct keeps its idle
+  /// 30 GB/s on 2 KiB rows carried as 2-D copies of 64 rows (a page of one layer); narrower rows
+  /// in 2-D copies have not been measured, so they stay on the kernel.
+  uint64_t directRowBytesOverlap = 2 * 1024;
+  /// See directRowBytesOverlap. Each engine copy costs the engine about 1.3 us whatever its size
+  /// (H200: scattered 4 KiB rows, one 1-D copy each, 2.5-3.6 GB/s; 64 KiB, 31-33 GB/s): from
+  /// 16 KiB a copy direct moves about 10 GB/s, above the kernel's 8.1 beside compute.
+  uint64_t directCopyBytesOverlap = 16 * 1024;
   /// Total bytes from which a host<->device transfer of rows below the direct crossover goes
   /// to staged (a device gather/scatter, then large copy-engine copies), when staged exists.
   /// Never by default: staged has not run on a GPU, so auto chooses it only where a
@@ -59,13 +71,16 @@ struct AutoCalibration : AutoThresholds {
 
 /// The choice. stagedAvailable: the staged executor exists (it is a candidate only then).
 /// Rules, in order: device-resident indices -> kernel; no rows -> direct (nothing to issue);
-/// mean row >= the crossover (directRowBytesOverlap when overlapsCompute, else directRowBytes)
-/// -> direct; staged available, host<->device and bytes >= stagedMinBytes -> staged; else kernel.
+/// mean row >= directRowBytes -> direct; overlapsCompute, mean row >= directRowBytesOverlap and
+/// mean bytes per engine copy >= directCopyBytesOverlap -> direct; staged available,
+/// host<->device and bytes >= stagedMinBytes -> staged; else kernel. The mark never moves a
+/// transfer away from direct.
 AutoPick chooseAuto(const AutoShape& shape, const AutoThresholds& calibration,
                     bool stagedAvailable);
 
-/// The mean row from which chooseAuto sends a transfer to direct: directRowBytesOverlap when it
-/// overlaps compute, else directRowBytes.
+/// The smallest mean row with which chooseAuto may send a transfer to direct: directRowBytes, or
+/// the smaller of it and directRowBytesOverlap when the transfer overlaps compute. A transfer
+/// whose rows are all shorter is decided by chooseBelowCrossover, without a plan.
 uint64_t directCrossover(bool overlapsCompute, const AutoThresholds& calibration);
 
 /// chooseAuto's choice for a transfer whose mean row is below directCrossover (known without a
@@ -86,7 +101,8 @@ const char* autoPickName(AutoPick pick);
 /// Parses the calibration file format into *out (starting from the defaults):
 ///   # comment
 ///   direct_row_bytes = 256K
-///   direct_row_bytes_overlap = 8K
+///   direct_row_bytes_overlap = 2K
+///   direct_copy_bytes_overlap = 16K
 ///   staged_min_bytes = never
 /// One `key = value` per line; values are bytes, an integer with an optional K, M or G suffix
 /// (binary), or `never`; keys may be left out (their default stays). INVALID_ARGUMENT naming

@@ -25,6 +25,7 @@ void PublishedThresholds::store(const AutoThresholds& thresholds) {
   sequence_.store(sequence + 1);  // odd: being written
   directRowBytes_.store(thresholds.directRowBytes);
   directRowBytesOverlap_.store(thresholds.directRowBytesOverlap);
+  directCopyBytesOverlap_.store(thresholds.directCopyBytesOverlap);
   stagedMinBytes_.store(thresholds.stagedMinBytes);
   sequence_.store(sequence + 2);
 }
@@ -35,6 +36,7 @@ AutoThresholds PublishedThresholds::load() const {
     const uint64_t before = sequence_.load();
     out.directRowBytes = directRowBytes_.load();
     out.directRowBytesOverlap = directRowBytesOverlap_.load();
+    out.directCopyBytesOverlap = directCopyBytesOverlap_.load();
     out.stagedMinBytes = stagedMinBytes_.load();
     if ((before & 1) == 0 && sequence_.load() == before) return out;
   }
@@ -147,6 +149,7 @@ kvio_status AutoExecutor::prepare(const Transfer& transfer, Job* job, Prepared* 
         shape.bytes = plan.bytes;
         shape.rows = plan.rows;
         shape.copies = plan.copies;
+        shape.engineCopies = plan.engineCopies;
         pick = chooseAuto(shape, thresholds, stagedAvailable);
         prepared = pick != AutoPick::kKernel;
         if (pick == AutoPick::kStaged) {

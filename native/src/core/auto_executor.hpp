@@ -32,6 +32,7 @@ class PublishedThresholds {
   std::atomic<uint64_t> sequence_{0};
   std::atomic<uint64_t> directRowBytes_{0};
   std::atomic<uint64_t> directRowBytesOverlap_{0};
+  std::atomic<uint64_t> directCopyBytesOverlap_{0};
   std::atomic<uint64_t> stagedMinBytes_{0};
 };
 

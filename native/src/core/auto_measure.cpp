@@ -1,8 +1,8 @@
 // The 'auto' io backend's first-use measurement (KVIO_AUTO_CALIBRATION=measure): a short sweep
 // that times kernel against direct on the executor's own device, host to device, at row sizes
 // from 4 KiB to 256 KiB, and sets direct_row_bytes to the smallest row size from which direct is
-// at least as fast at every larger size measured. The crossover under a compute load is not
-// measured (that needs a compute load) and keeps its value. The sweep goes through the C ABI on
+// at least as fast at every larger size measured. The crossovers under a compute load are not
+// measured (that needs a compute load) and keep their values. The sweep goes through the C ABI on
 // a temporary handle of the executor, with candidates forced by calibration (never / 0), so it
 // exercises exactly what transfers run.
 #include <algorithm>

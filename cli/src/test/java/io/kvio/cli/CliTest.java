@@ -391,7 +391,8 @@ public class CliTest {
         assertTrue(
                 r.out.contains(
                         "auto calibration (defaults (H200 figures)): direct_row_bytes = 262144"
-                                + " direct_row_bytes_overlap = 8192"),
+                                + " direct_row_bytes_overlap = 2048"
+                                + " direct_copy_bytes_overlap = 16384"),
                 r.out);
     }
 

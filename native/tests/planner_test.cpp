@@ -49,6 +49,14 @@ uint64_t planBytes(const std::vector<kvio_copy2d>& plan) {
   for (size_t i = 0; i < plan.size(); ++i) {
     const kvio_copy2d& c = plan[i];
     if (c.width == 0 || c.height == 0) return ::testing::AssertionFailure() << "empty copy " << i;
+    // What a 2-D copy call (cudaMemcpy2DAsync, aclrtMemcpy2dAsync) takes as it is: pitches of
+    // at least the width, a 1-row copy's equal to it.
+    if (c.src_pitch < c.width || c.dst_pitch < c.width ||
+        (c.height == 1 && (c.src_pitch != c.width || c.dst_pitch != c.width))) {
+      return ::testing::AssertionFailure()
+             << "copy " << i << ": width " << c.width << ", height " << c.height << ", pitches "
+             << c.src_pitch << " / " << c.dst_pitch;
+    }
     for (uint64_t row = 0; row < c.height; ++row) {
       size_t region = 0;
       uint64_t offset = 0;

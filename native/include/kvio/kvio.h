@@ -140,7 +140,8 @@ typedef struct kvio_support_query {
 } kvio_support_query;
 
 /* One 2-D copy of the plan: height rows of width bytes; row r moves
- * [src + r*src_pitch, +width) to [dst + r*dst_pitch, +width). height 1 = a 1-D copy. */
+ * [src + r*src_pitch, +width) to [dst + r*dst_pitch, +width). height 1 = a 1-D copy. Pitches
+ * are at least the width (a 1-D copy's equal it), so a 2-D copy call takes any copy as it is. */
 typedef struct kvio_copy2d {
   uint64_t src;
   uint64_t dst;

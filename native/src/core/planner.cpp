@@ -45,6 +45,8 @@ bool mergeInto(kvio_copy2d& c, const kvio_copy2d& u) {
   if (c.height == 1 && u.height == 1) {
     if (u.src == c.src + c.width && u.dst == c.dst + c.width) {  // contiguous on both sides
       c.width += u.width;
+      c.src_pitch = c.width;  // a row's pitches are its width: a 2-D call takes it as it is
+      c.dst_pitch = c.width;
       return true;
     }
     if (u.width == c.width && u.src >= c.src + c.width && u.dst >= c.dst + c.width) {

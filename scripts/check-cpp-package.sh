@@ -6,7 +6,8 @@
 # as C++14 (the package must not ask for a newer standard than its headers need). Last, kvio
 # configured inside another project (add_subdirectory) must leave the build type unset and build
 # no tests, fuzz replay or benchmark unless asked. The pkg-config file (kvio.pc) must build and
-# run the same consumer without CMake, from an install moved elsewhere.
+# run the same consumer without CMake, from an install moved elsewhere, and a C99 consumer
+# (examples/c-consumer) too.
 # Usage: scripts/check-cpp-package.sh [work dir]   (default: a temporary folder)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,11 +65,26 @@ c++ -std=c++14 -pedantic -Werror -Wall -o "$work/pc_consumer" examples/cpp-consu
     $(pc --cflags) $(pc --libs) -Wl,-rpath,"$(pc --variable=libdir)"
 "$work/pc_consumer" >/dev/null
 echo "kvio.pc: version $version; the consumer built and ran with its flags, the install moved"
-# kvio inside another project: no build type forced, no tests, fuzz replay or benchmark.
+# A C consumer of kvio.h alone (C99, the header's language for C), with the same flags.
+# shellcheck disable=SC2046  # the flags are words
+cc -std=c99 -pedantic -Werror -Wall -Wextra -o "$work/c_consumer" examples/c-consumer/main.c \
+    $(pc --cflags) $(pc --libs) -Wl,-rpath,"$(pc --variable=libdir)"
+"$work/c_consumer"
+# kvio inside another project: no build type forced, no tests, fuzz replay or benchmark, and
+# the parent's build of everything builds the library alone, not the test variant (kvio_testing
+# and its objects, kvio_core_testing): read from what the Makefile generator's `all` of kvio's
+# folder depends on (CMakeFiles/Makefile2, "kvio/all: <target folder>/all" lines).
 mkdir -p "$work/parent"
 printf 'cmake_minimum_required(VERSION 3.20)\nproject(kvio_parent LANGUAGES CXX)\nadd_subdirectory("%s" kvio)\n' \
     "$PWD" > "$work/parent/CMakeLists.txt"
-cmake -S "$work/parent" -B "$work/parent/build" -DKVIO_WITH_CUDA=OFF >/dev/null
+cmake -S "$work/parent" -B "$work/parent/build" -G "Unix Makefiles" -DKVIO_WITH_CUDA=OFF >/dev/null
+in_all=$(sed -n 's|^kvio/all: kvio/CMakeFiles/\(.*\)\.dir/all$|\1|p' \
+  "$work/parent/build/CMakeFiles/Makefile2" | sort | tr '\n' ' ')
+if [ "$in_all" != "kvio kvio_core kvio_core_shipped " ]; then
+  echo "kvio under add_subdirectory: 'all' should build kvio kvio_core kvio_core_shipped, builds:" \
+    "$in_all" >&2
+  exit 1
+fi
 cache=$(cmake -L -N "$work/parent/build")
 for expected in CMAKE_BUILD_TYPE:STRING= KVIO_BUILD_TESTS:BOOL=OFF KVIO_BUILD_BENCH:BOOL=OFF \
     KVIO_BUILD_FUZZ:BOOL=OFF; do
@@ -78,4 +94,5 @@ for expected in CMAKE_BUILD_TYPE:STRING= KVIO_BUILD_TESTS:BOOL=OFF KVIO_BUILD_BE
     exit 1
   fi
 done
-echo "kvio under add_subdirectory: no build type forced; tests, fuzz replay and benchmark off"
+echo "kvio under add_subdirectory: no build type forced; tests, fuzz replay, benchmark and the" \
+  "test library off"

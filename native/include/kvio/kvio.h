@@ -14,6 +14,9 @@
  *    leaves nothing behind (no pool, no executor, no byte moved); the message names the handle
  *    type, the limit and what to close (a transfer: kvio_transfer_close once it completed).
  *  - A rejected call changes no byte of any pool: all validation runs before any copy starts.
+ *  - The header is C99 (stdint.h types, trailing commas in enumerator lists) and C++; C users
+ *    link libkvio like any shared library (scripts/check-cpp-package.sh builds
+ *    examples/c-consumer as -std=c99 -pedantic against the installed package).
  *  - Sizes and offsets are bytes; token indices are slot numbers (page * page_size + slot).
  *  - Any function may be called while the calling thread exits (from a pthread-key destructor,
  *    a thread_local object's destructor, an atexit handler or a static destructor): kvio's

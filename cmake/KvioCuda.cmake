@@ -116,8 +116,10 @@ function(kvio_add_cuda_bench)
   endif()
   # reference_copy.cu: the baseline kernel measured next to kvio's in the same run.
   # beside_compute.cpp, compute_load.cu: --beside-compute, kvio's loads next to a compute load.
+  # call_costs.cu: empty kernels for the table of what the CUDA calls of a submit cost.
   add_executable(kvio_cuda_bench ${PROJECT_SOURCE_DIR}/native/bench/cuda_transfer_bench.cpp
                                  ${PROJECT_SOURCE_DIR}/native/bench/reference_copy.cu
+                                 ${PROJECT_SOURCE_DIR}/native/bench/call_costs.cu
                                  ${PROJECT_SOURCE_DIR}/native/bench/beside_compute.cpp
                                  ${PROJECT_SOURCE_DIR}/native/bench/compute_load.cu)
   target_link_libraries(kvio_cuda_bench PRIVATE kvio CUDA::cudart_static)

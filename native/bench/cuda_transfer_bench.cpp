@@ -12,7 +12,8 @@
 //     layer_first host pool, into a layer_first device pool with per-layer buffers.
 //  3. Submit cost and submit-to-completion of a one-page, one-layer load for kernel, direct and
 //     auto, next to the floor (one cudaMemcpyAsync of the same bytes; with
-//     cudaStreamSynchronize).
+//     cudaStreamSynchronize), and the host cost of each call a submit makes, alone (call_cost
+//     rows: kvio's checks, the CUDA calls, launches with a small and a 4 KiB parameter).
 // 'direct', 'staged' and 'auto' results carry their copy-engine calls per transfer
 // (kvio_debug_copy_engine_calls).
 // Writes every measurement as TSV to --out (default cuda_bench.tsv) as it is measured, and prints
@@ -36,6 +37,7 @@
 
 #include "bench_check.hpp"
 #include "beside_compute.hpp"
+#include "call_costs.hpp"
 #include "kvio/kvio.h"
 #include "reference_copy.hpp"
 
@@ -192,7 +194,10 @@ class Results {
 // Submit cost and submit-to-completion of one small transfer (one 64-token page of one layer,
 // 8 heads x 256 B, page_first pinned host pool -> layer_first device pool), for each executor,
 // next to the floor measured in the same run: one cudaMemcpyAsync of the same bytes (its issue
-// time, and issue + cudaStreamSynchronize). Microseconds, the mean of `reps` rounds.
+// time, and issue + cudaStreamSynchronize). Microseconds, the mean of `reps` rounds; the submit
+// cost in steps of kStepLayers queued transfers after an untimed first step (until 0.2.0 one
+// queue of `reps` after three transfers, so most submits also created their event).
+constexpr int kStepLayers = 32;
 void measureSubmitCost(uint64_t kernel, uint64_t direct, uint64_t autoExecutor, int reps,
                        Results* results) {
   const int64_t ps = 64, H = 8, hb = 256, pages = 64;
@@ -215,18 +220,25 @@ void measureSubmitCost(uint64_t kernel, uint64_t direct, uint64_t autoExecutor, 
     std::string chosen = "-";
     timeTransfers(executor, host.handle, device.handle, hostIdx, devIdx, 1, 1, 1, 2, &calls,
                   executor == autoExecutor ? &chosen : nullptr);
-    std::vector<uint64_t> transfers(static_cast<size_t>(reps));
+    // Submit cost: the call alone, in steps of kStepLayers transfers queued behind each other (a
+    // model's layers), each step waited for before the next; the first step untimed, so the
+    // executor's spare events (kept from step to step) are there, as in a serving loop.
+    const int steps = std::max(1, reps / kStepLayers);
+    std::vector<uint64_t> transfers(kStepLayers);
     double submit = 0;
-    for (auto& t : transfers) {  // submit cost: the call alone, transfers queued behind
-      const double start = now();
-      BENCH_KVIO(kvio_submit_args(executor, host.handle, device.handle, hostIdx.data(),
-                                  devIdx.data(), n, 1, 1, 1, &t));
-      submit += now() - start;
+    for (int step = 0; step <= steps; ++step) {
+      for (auto& t : transfers) {
+        const double start = now();
+        BENCH_KVIO(kvio_submit_args(executor, host.handle, device.handle, hostIdx.data(),
+                                    devIdx.data(), n, 1, 1, 1, &t));
+        if (step > 0) submit += now() - start;
+      }
+      for (uint64_t t : transfers) {
+        BENCH_KVIO(kvio_transfer_wait(t, -1));
+        kvio_transfer_close(t);
+      }
     }
-    for (uint64_t t : transfers) {
-      BENCH_KVIO(kvio_transfer_wait(t, -1));
-      kvio_transfer_close(t);
-    }
+    submit = submit * reps / (static_cast<double>(steps) * kStepLayers);  // per `reps` calls
     double complete = 0;
     for (int r = 0; r < reps; ++r) {  // submit to completion, one at a time
       uint64_t t = 0;
@@ -263,6 +275,87 @@ void measureSubmitCost(uint64_t kernel, uint64_t direct, uint64_t autoExecutor, 
   results->add({"submit", "floor", "h2d", 2 * H * hb, n, 0, 0, 1, submit / reps * 1e6});
   results->add(
       {"submit_to_completion", "floor", "h2d", 2 * H * hb, n, 0, 0, 1, complete / reps * 1e6});
+}
+
+// Mean host microseconds of `calls` calls of `call` (after one untimed).
+template <class Call>
+double perCall(int calls, Call call) {
+  call();
+  const double start = now();
+  for (int i = 0; i < calls; ++i) call();
+  return (now() - start) / calls * 1e6;
+}
+
+// What the calls a submit makes cost on this machine's host, each alone (mean of `calls`), for
+// reading the submit cost above: kvio's checks of the transfer (kvio_check_transfer_args: the
+// handles, the pools and every index), and the CUDA calls of a kernel or direct submit (a
+// DeviceScope's capture-mode exchange pair, the capture check, the event record and query, the
+// error reset, the launch with a small and with a 4 KiB parameter, a 1 KiB index upload, and
+// the event creation a submit pays when no spare event is left).
+void measureCallCosts(uint64_t kernel, int calls, Results* results) {
+  const int64_t ps = 64, H = 8, hb = 256, pages = 64;
+  const kvio_pool_spec dspec{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, 4, pages, ps, H, hb};
+  const kvio_pool_spec hspec{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, 4, pages, ps, H, hb};
+  Pool device(dspec, KVIO_MEMORY_CUDA_DEVICE), host(hspec, KVIO_MEMORY_HOST_PINNED);
+  std::vector<int64_t> hostIdx, devIdx;
+  for (int64_t s = 0; s < ps; ++s) {
+    hostIdx.push_back(3 * ps + s);
+    devIdx.push_back(17 * ps + s);
+  }
+  cudaStream_t stream;
+  BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaEvent_t event;
+  BENCH_CUDA(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  void* pinned = nullptr;
+  void* onDevice = nullptr;
+  BENCH_CUDA(cudaMallocHost(&pinned, 1024));
+  BENCH_CUDA(cudaMalloc(&onDevice, 1024));
+  std::vector<std::pair<const char*, double>> costs;
+  costs.emplace_back(
+      "kvio_check_transfer_args", perCall(calls, [&] {
+        BENCH_KVIO(kvio_check_transfer_args(kernel, host.handle, device.handle, hostIdx.data(),
+                                            devIdx.data(), ps, 1, 1, 1, 0));
+      }));
+  costs.emplace_back("cudaThreadExchangeStreamCaptureMode x2", perCall(calls, [&] {
+                       cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+                       BENCH_CUDA(cudaThreadExchangeStreamCaptureMode(&mode));
+                       BENCH_CUDA(cudaThreadExchangeStreamCaptureMode(&mode));
+                     }));
+  costs.emplace_back("cudaStreamIsCapturing", perCall(calls, [&] {
+                       cudaStreamCaptureStatus status;
+                       BENCH_CUDA(cudaStreamIsCapturing(stream, &status));
+                     }));
+  costs.emplace_back("cudaGetLastError", perCall(calls, [&] { (void)cudaGetLastError(); }));
+  costs.emplace_back("cudaEventRecord",
+                     perCall(calls, [&] { BENCH_CUDA(cudaEventRecord(event, stream)); }));
+  BENCH_CUDA(cudaStreamSynchronize(stream));
+  costs.emplace_back("cudaEventQuery (complete)",
+                     perCall(calls, [&] { BENCH_CUDA(cudaEventQuery(event)); }));
+  costs.emplace_back("launch, 16 B parameter", perCall(calls, [&] {
+                       BENCH_CUDA(kvio_bench::launchEmptyKernel(false, stream));
+                     }));
+  BENCH_CUDA(cudaStreamSynchronize(stream));
+  costs.emplace_back("launch, 4 KiB parameter", perCall(calls, [&] {
+                       BENCH_CUDA(kvio_bench::launchEmptyKernel(true, stream));
+                     }));
+  BENCH_CUDA(cudaStreamSynchronize(stream));
+  costs.emplace_back(
+      "cudaMemcpyAsync 1 KiB pinned to device", perCall(calls, [&] {
+        BENCH_CUDA(cudaMemcpyAsync(onDevice, pinned, 1024, cudaMemcpyHostToDevice, stream));
+      }));
+  BENCH_CUDA(cudaStreamSynchronize(stream));
+  costs.emplace_back("cudaEventCreateWithFlags + cudaEventDestroy", perCall(calls, [&] {
+                       cudaEvent_t e;
+                       BENCH_CUDA(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+                       BENCH_CUDA(cudaEventDestroy(e));
+                     }));
+  for (const auto& [name, us] : costs) {
+    results->add({"call_cost", name, "-", 0, calls, 0, 0, -1, us});
+  }
+  BENCH_CUDA(cudaFree(onDevice));
+  BENCH_CUDA(cudaFreeHost(pinned));
+  BENCH_CUDA(cudaEventDestroy(event));
+  BENCH_CUDA(cudaStreamDestroy(stream));
 }
 
 }  // namespace
@@ -432,7 +525,8 @@ int main(int argc, char** argv) {
       }
     }
   }
-  measureSubmitCost(kernel, direct, autoExecutor, quick ? 50 : 200, &results);
+  measureSubmitCost(kernel, direct, autoExecutor, quick ? 64 : 256, &results);
+  measureCallCosts(kernel, quick ? 500 : 2000, &results);
   BENCH_KVIO(kvio_executor_close(kernel));
   BENCH_KVIO(kvio_executor_close(direct));
   BENCH_KVIO(kvio_executor_close(staged));
@@ -519,6 +613,10 @@ int main(int argc, char** argv) {
       if (r.chosen != "-") std::printf(" (chose %s)", r.chosen.c_str());
     }
     std::printf("\n");
+  }
+  std::printf("host cost of what a submit does, each alone (us per call, mean):\n");
+  for (const Result& r : results) {
+    if (r.test == "call_cost") std::printf("  %-46s %6.2f\n", r.backend.c_str(), r.us);
   }
   return 0;
 }

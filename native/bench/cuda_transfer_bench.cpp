@@ -7,7 +7,9 @@
 //     threads: the baseline kvio's kernel must beat), all measured in the same run; and 'auto'
 //     (its defaults: kernel at 4 CTAs x 16 warps as 'kernel' at 4 CTAs, staged as 'staged'),
 //     with the backend it chose and
-//     its ratio to the best of kernel(4), direct and staged (issue 11: auto >= 0.9x of it).
+//     its ratio to the best of kernel(4), direct and staged (issue 11: auto >= 0.9x of it);
+//     and, for rows up to 4 KiB at the largest count, the kernel at other launch shapes
+//     (8 x 8, 2 x 32, 4 x 8, 1 x 32 CTAs x warps: test 'shapes', backend kernel/<warps>w).
 //  2. Per-layer load: all layers loaded one transfer per layer, page_first host pool vs
 //     layer_first host pool, into a layer_first device pool with per-layer buffers.
 //  3. Submit cost and submit-to-completion of a one-page, one-layer load for kernel, direct and
@@ -444,6 +446,19 @@ int main(int argc, char** argv) {
           results.add({"rows", "kernel", direction, row, n, ctas, bytes / t / 1e9});
           if (ctas == 4) k4 = results.back().gbps;
         }
+        if (n == maxCount && row <= 4096) {
+          // Launch shapes at the same thread count as 4 CTAs x 16 warps and the reference's
+          // (64 warps), and at half: which of CTAs, warps per CTA and words in flight per lane
+          // (8 at <= 16 warps, 4 at 32: tileChunksFor) the small rows are bound by.
+          const std::pair<int32_t, int32_t> shapes[] = {{8, 8}, {2, 32}, {4, 8}, {1, 32}};
+          for (const auto& [ctas, warps] : shapes) {
+            BENCH_KVIO(kvio_executor_set_launch(kernel, ctas, warps));
+            const double t = timeTransfers(kernel, src, dst, s, d, 0, 0, 1, reps);
+            results.add({"shapes", "kernel/" + std::to_string(warps) + "w", direction, row, n, ctas,
+                         bytes / t / 1e9});
+          }
+          BENCH_KVIO(kvio_executor_set_launch(kernel, 4, 16));
+        }
         double calls = 0;
         const double td = timeTransfers(direct, src, dst, s, d, 0, 0, 1, reps, &calls);
         results.add({"rows", "direct", direction, row, n, 0, bytes / td / 1e9, calls});
@@ -594,6 +609,15 @@ int main(int argc, char** argv) {
                   paths[1].second, paths[2].second, a->gbps, a->chosen.c_str(), best.first,
                   best.second > 0 ? a->gbps / best.second : 0.0);
     }
+  }
+  std::printf(
+      "kernel launch shapes at the largest index count (GB/s; CTAs x warps; words in flight per "
+      "lane: 8 up to 16 warps, 4 at 32; kernel4 is 4 x 16)\n");
+  for (const Result& r : results) {
+    if (r.test != "shapes") continue;
+    std::printf("  %s %6lld B  %2lld x %-4s %6.1f\n", r.direction.c_str(),
+                static_cast<long long>(r.rowBytes), static_cast<long long>(r.ctas),
+                r.backend.substr(r.backend.find('/') + 1).c_str(), r.gbps);
   }
   for (const Result& r : results) {
     if (r.test.rfind("per_layer_", 0) != 0) continue;

@@ -1356,6 +1356,52 @@ TEST_F(AscendExecutorTest, WhereTheContextStopsATransferNotYetSeenCompleteFailsT
   acl().reset();  // the fixture's TearDown asks that no copy faulted
 }
 
+// An event query that fails does not say that the transfer's copies stopped, and a transfer seen
+// done drops its pools: the query's failure is confirmed by waiting for the event, whose answer
+// is the transfer's. A failed query while the copies are held: polled, the transfer is done only
+// once they ran (every byte there) and succeeds, as its event wait did; where the wait fails
+// too, the transfer fails naming both calls.
+TEST_F(AscendExecutorTest, AFailedEventQueryIsConfirmedByWaitingForTheEvent) {
+  const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 8, 4, 2, 64};
+  const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 4, 2, 64};
+  NpuPool device(dg);
+  TestPool host = pinnedHost(hg);
+  kvio::Executor ascend(kvio::IoBackend::KernelAscend);
+  std::mt19937_64 rng(53);
+  SeededPair backup(device.pool, host, rng);
+  const std::vector<int64_t> from = expandPages({1, 4, 6}, 4), to = expandPages({0, 2, 7}, 4);
+  acl().holdStream();
+  uint64_t transfer = 0;
+  ASSERT_EQ(kvio_submit_args(ascend.handle(), device.pool.pool().handle(), host.pool().handle(),
+                             from.data(), to.data(), static_cast<int64_t>(from.size()), 0, 0, dg.L,
+                             &transfer),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  acl().failCall("aclrtQueryEventStatus", 0, kvio::ascend::ACL_ERROR_RT_CONTEXT_NULL);
+  EXPECT_EQ(kvio_transfer_wait(transfer, 0), KVIO_STATUS_OK) << kvio_last_error();
+  backup.expect(from, to, 0, 0, dg.L);
+  EXPECT_TRUE(backup.check("host pool", "device pool")) << "reported done before its copies ran";
+  EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  acl().releaseStream();
+
+  acl().holdStream();
+  ASSERT_EQ(kvio_submit_args(ascend.handle(), device.pool.pool().handle(), host.pool().handle(),
+                             from.data(), to.data(), static_cast<int64_t>(from.size()), 0, 0, dg.L,
+                             &transfer),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+  acl().failCall("aclrtQueryEventStatus", 0, kvio::ascend::ACL_ERROR_RT_CONTEXT_NULL);
+  acl().failCall("aclrtSynchronizeEvent", 0, kvio::ascend::ACL_ERROR_RT_INVALID_HANDLE);
+  EXPECT_EQ(kvio_transfer_wait(transfer, 0), KVIO_STATUS_BACKEND_ERROR);
+  const std::string message = kvio_last_error();
+  for (const char* part : {"aclrtSynchronizeEvent reported", "107017",
+                           "after aclrtQueryEventStatus reported", "107002"}) {
+    EXPECT_NE(message.find(part), std::string::npos) << part << " in: " << message;
+  }
+  EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  acl().releaseStream();
+}
+
 // Two wrapped host buffers of one pool that share a page: that page (the first buffer's last,
 // the second's first) is registered on its own and shared, the second buffer's middle pages and
 // its partial last page get their own, so the second buffer lies in three registrations and the

@@ -49,7 +49,19 @@ class AclEventCompletion final : public DeviceCompletion {
     aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
     const aclError e = api_->queryEventStatus(event_, &status);
     if (e != ACL_SUCCESS) {
-      failed(e, "aclrtQueryEventStatus");
+      // A failed query does not say that the transfer's copies stopped, and a transfer seen
+      // done drops its pools (their memory may then be freed): the event is waited for, and
+      // its wait's answer is the transfer's. This blocks (in this error case only) the caller,
+      // and an executor reaping under its lock; a stopped context answers at once.
+      std::string queried;
+      try {
+        queried = "aclrtQueryEventStatus reported " + describeAclError(*api_, e);
+      } catch (...) {  // no memory for the text: the wait's answer still decides
+        clearAclError(*api_);
+      }
+      const aclError waited = api_->synchronizeEvent(event_);
+      if (waited != ACL_SUCCESS) failed(waited, "aclrtSynchronizeEvent", queried);
+      done_ = true;
     } else if (status == ACL_EVENT_RECORDED_STATUS_COMPLETE) {
       done_ = true;
     }
@@ -100,12 +112,14 @@ class AclEventCompletion final : public DeviceCompletion {
  private:
   // The error's text is read on the thread that saw it (aclGetRecentErrMsg is per thread), at
   // the failing call, not by whichever thread finishes the transfer.
-  void failed(aclError e, const char* call) noexcept {
+  // `before`: what led to the call, if anything ("aclrtQueryEventStatus reported ...").
+  void failed(aclError e, const char* call, const std::string& before = std::string()) noexcept {
     failed_ = true;
     done_ = true;
     try {
       error_ = std::string("the transfer's work on the Ascend stream failed: ") + call +
                " reported " + describeAclError(*api_, e);
+      if (!before.empty()) error_ += " (after " + before + ")";
     } catch (...) {  // no memory for the text: failed_ still fails the transfer
       error_.clear();
       clearAclError(*api_);

@@ -566,6 +566,11 @@ TEST(AutoMeasure, CrossoverIsWhereDirectWinsFromThereOn) {
   EXPECT_EQ(kvio::autoCrossover({{4096, 1, 2}, {8192, 2, 1}, {16384, 1, 2}, {32768, 2, 1}}),
             32768u);
   EXPECT_EQ(kvio::autoCrossover(std::vector<M>{{65536, 1, 2}, {131072, 1, 3}}), kNever);
+  // Against a share of the kernel: direct at a third of its speed (3x its time) is enough for a
+  // share of 0.17, a tenth is not; at exactly the share it counts (as a tie does).
+  EXPECT_EQ(kvio::autoCrossover({{4096, 1, 10}, {8192, 1, 3}, {16384, 1, 2}}, 0.17), 8192u);
+  EXPECT_EQ(kvio::autoCrossover({{4096, 1, 10}, {8192, 1, 3}, {16384, 1, 2}}), kNever);
+  EXPECT_EQ(kvio::autoCrossover({{4096, 1, 4}, {8192, 1, 3}}, 0.25), 4096u);
 }
 
 /// A Stand whose jobs the test scripts: before each job, script(n, rowBytes) (n counts this
@@ -659,6 +664,7 @@ TEST(AutoMeasure, SweepsBothCandidatesAndSetsTheCrossoverTheirSpeedsGive) {
   EXPECT_EQ(directRows, expectedRows);
   const AutoCalibration c = autoOf(executor)->calibration();
   EXPECT_EQ(c.directRowBytes, kCross);
+  EXPECT_EQ(c.directCopyBytesOverlap, kCross);  // direct 0.01x the kernel below: under 0.17x
   EXPECT_EQ(c.directRowBytesOverlap, AutoCalibration().directRowBytesOverlap);  // not measured
   EXPECT_EQ(c.stagedMinBytes, AutoCalibration().stagedMinBytes);
   // "... GB/s kernel/direct: 4K k/d 8K k/d ... 256K k/d", one pair per size, in order.
@@ -728,8 +734,8 @@ TEST(AutoMeasure, ASweepThatFailsMidwaySaysWhereAndChangesNothing) {
   EXPECT_EQ(directJobs, 9 + 28);
   c = autoOf(executor)->calibration();
   EXPECT_EQ(c.source.rfind("measured at first use", 0), 0u) << c.source;
-  EXPECT_EQ(c.directRowBytesOverlap, mine.directRowBytesOverlap);  // kept: not measured
-  EXPECT_EQ(c.directCopyBytesOverlap, mine.directCopyBytesOverlap);
+  EXPECT_EQ(c.directRowBytesOverlap, mine.directRowBytesOverlap);    // kept: not measured
+  EXPECT_NE(c.directCopyBytesOverlap, mine.directCopyBytesOverlap);  // measured
   EXPECT_EQ(c.stagedMinBytes, mine.stagedMinBytes);
   EXPECT_EQ(liveObjects(), before);
 }

@@ -654,8 +654,8 @@ KVIO_API kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t devic
  * unreadable, not a regular file, larger, or malformed: the creation fails with
  * INVALID_ARGUMENT), else the defaults
  * (H200 figures); KVIO_AUTO_CALIBRATION=measure instead times kernel against direct on the
- * device when the executor is created and takes direct_row_bytes from that (a failed sweep fails
- * the creation). This replaces them for
+ * device when the executor is created and takes direct_row_bytes and direct_copy_bytes_overlap
+ * from that (a failed sweep fails the creation). This replaces them for
  * transfers submitted after the call; `text` is the calibration file format (one `key = value` a
  * line, `#` comments, no NUL byte; keys direct_row_bytes, direct_row_bytes_overlap,
  * direct_copy_bytes_overlap, staged_min_bytes; values bytes with an optional K/M/G suffix, or never; keys left out keep

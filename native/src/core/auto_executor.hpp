@@ -127,16 +127,24 @@ struct AutoMeasurement {
   double directSeconds;
 };
 
-/// The smallest measured row size from which direct is at least as fast as the kernel at every
-/// larger size measured (points in increasing row size); UINT64_MAX ("never") if none.
-uint64_t autoCrossover(const std::vector<AutoMeasurement>& points);
+/// The smallest measured row size from which direct is at least as fast as `kernelShare` times
+/// the kernel (its bandwidth scaled by kernelShare) at every larger size measured (points in
+/// increasing row size); UINT64_MAX ("never") if none.
+uint64_t autoCrossover(const std::vector<AutoMeasurement>& points, double kernelShare = 1.0);
+
+/// The share of its idle bandwidth the kernel kept beside a compute load that fills the GPU
+/// (H200, first run, docs/benchmarks.md: 8.1 of 48.1 GB/s), while direct kept all of its own:
+/// the sweep (measured idle) sets direct_copy_bytes_overlap where direct reaches this share of
+/// the kernel. Each of the sweep's rows is one engine copy, so its row sizes are copy sizes.
+constexpr double kKernelShareBesideCompute = 0.17;
 
 /// Bytes one timed transfer of the sweep moves at this row size.
 uint64_t autoMeasuredBytes(const AutoMeasureTarget& target, uint64_t rowBytes);
 
 /// Runs the sweep on *executor (an AutoExecutor with kernel and direct candidates), which is
 /// registered under a temporary handle meanwhile, and sets its direct_row_bytes to the measured
-/// crossover, the figures in its source. On failure its calibration is unchanged (and the
+/// crossover and its direct_copy_bytes_overlap to the crossover against kKernelShareBesideCompute
+/// of the kernel, the figures in its source. On failure its calibration is unchanged (and the
 /// executor's creation fails with the sweep's error: createCudaAutoExecutor).
 kvio_status measureAutoCalibration(std::unique_ptr<Executor>* executor,
                                    const AutoMeasureTarget& target);

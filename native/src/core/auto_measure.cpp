@@ -1,10 +1,12 @@
 // The 'auto' io backend's first-use measurement (KVIO_AUTO_CALIBRATION=measure): a short sweep
 // that times kernel against direct on the executor's own device, host to device, at row sizes
 // from 4 KiB to 256 KiB, and sets direct_row_bytes to the smallest row size from which direct is
-// at least as fast at every larger size measured. The crossovers under a compute load are not
-// measured (that needs a compute load) and keep their values. The sweep goes through the C ABI on
-// a temporary handle of the executor, with candidates forced by calibration (never / 0), so it
-// exercises exactly what transfers run.
+// at least as fast at every larger size measured, and direct_copy_bytes_overlap to the smallest
+// from which direct reaches kKernelShareBesideCompute of the kernel (the share the kernel keeps
+// beside a compute load, which direct does not lose; measuring that needs a compute load, so the
+// share is the H200's). direct_row_bytes_overlap and staged_min_bytes keep their values. The sweep
+// goes through the C ABI on a temporary handle of the executor, with candidates forced by
+// calibration (never / 0), so it exercises exactly what transfers run.
 #include <algorithm>
 #include <cstdio>
 #include <limits>
@@ -83,10 +85,11 @@ kvio_status measureRow(uint64_t executor, AutoExecutor* ex, const AutoMeasureTar
 
 }  // namespace
 
-uint64_t autoCrossover(const std::vector<AutoMeasurement>& points) {
+uint64_t autoCrossover(const std::vector<AutoMeasurement>& points, double kernelShare) {
   uint64_t crossover = std::numeric_limits<uint64_t>::max();
   for (size_t i = points.size(); i-- > 0;) {
-    if (points[i].directSeconds > points[i].kernelSeconds) break;
+    // direct's bandwidth >= kernelShare x the kernel's: its time <= the kernel's / kernelShare.
+    if (points[i].directSeconds * kernelShare > points[i].kernelSeconds) break;
     crossover = points[i].rowBytes;
   }
   return crossover;
@@ -121,6 +124,7 @@ kvio_status measureAutoCalibration(std::unique_ptr<Executor>* executor,
     return status;
   }
   calibration.directRowBytes = autoCrossover(points);
+  calibration.directCopyBytesOverlap = autoCrossover(points, kKernelShareBesideCompute);
   std::string source = "measured at first use on device " + std::to_string(target.device) +
                        ", host to device, GB/s kernel/direct:";
   for (const AutoMeasurement& p : points) {

@@ -1406,6 +1406,23 @@ class CallerContext {
   CallerContext(const CallerContext&) = delete;
   CallerContext& operator=(const CallerContext&) = delete;
 
+  /// Why a process cannot create a context of its own on device 0 here (empty if it can): in
+  /// the exclusive-process compute mode a device holds one context at a time (the primary
+  /// context kvio and the runtime use), so cuCtxCreate fails and the case these tests guard
+  /// against cannot arise; in the prohibited mode no context can be made.
+  static std::string unavailable() {
+    int mode = cudaComputeModeDefault;
+    if (cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, 0) != cudaSuccess) {
+      cudaGetLastError();
+      return "";  // let cuCtxCreate say
+    }
+    if (mode == cudaComputeModeExclusiveProcess) {
+      return "device 0 is in the exclusive-process compute mode: one context at a time, so no "
+             "caller-created context can exist beside the primary one";
+    }
+    if (mode == cudaComputeModeProhibited) return "device 0 is in the prohibited compute mode";
+    return "";
+  }
   bool ok() const { return ok_; }
   CUcontext get() const { return context_; }
   /// Pops the context: the thread's earlier one is current again. True when it was on top.
@@ -1455,6 +1472,7 @@ TEST(CudaBackends, DeviceMemoryOfAContextTheCallerCreatedIsRefused) {
   const kvio_pool_spec spec = specOf(g);
   uint64_t need = 0;
   ASSERT_EQ(kvio_pool_component_bytes(&spec, &need), KVIO_STATUS_OK);
+  if (const std::string why = CallerContext::unavailable(); !why.empty()) GTEST_SKIP() << why;
   CallerContext own;
   ASSERT_TRUE(own.ok());
   const CUdeviceptr memory = own.allocate(need);
@@ -1490,6 +1508,7 @@ TEST(CudaBackends, DeviceMemoryOfAContextTheCallerCreatedIsRefused) {
 // or not; a stream of the primary context is still taken.
 TEST(CudaBackends, AStreamOfAContextTheCallerCreatedIsRefused) {
   REQUIRE_GPU();
+  if (const std::string why = CallerContext::unavailable(); !why.empty()) GTEST_SKIP() << why;
   CallerContext own;
   ASSERT_TRUE(own.ok());
   struct Stream {  // destroyed before its context (declared after it)

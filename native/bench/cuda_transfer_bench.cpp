@@ -9,7 +9,8 @@
 //     with the backend it chose and
 //     its ratio to the best of kernel(4), direct and staged (issue 11: auto >= 0.9x of it);
 //     and, for rows up to 4 KiB at the largest count, the kernel at other launch shapes
-//     (8 x 8, 2 x 32, 4 x 8, 1 x 32 CTAs x warps: test 'shapes', backend kernel/<warps>w).
+//     (8 x 8, 2 x 32, 4 x 8, 1 x 32 CTAs x warps: test 'shapes', backend kernel/<warps>w); for
+//     rows from 16 KiB, one cudaMemcpyAsync per row on 1, 2 and 4 streams (test 'streams').
 //  2. Per-layer load: all layers loaded one transfer per layer, page_first host pool vs
 //     layer_first host pool, into a layer_first device pool with per-layer buffers.
 //  3. Submit cost and submit-to-completion of a one-page, one-layer load for kernel, direct and
@@ -100,6 +101,33 @@ double timeTransfers(uint64_t executor, uint64_t src, uint64_t dst, const std::v
   const double seconds = (now() - start) / reps;
   if (calls != nullptr) *calls = static_cast<double>(engineCalls() - callsBefore) / (reps + 1);
   return seconds;
+}
+
+// Seconds per round of one cudaMemcpyAsync per row (row s[i] of the source region at `src` to
+// row d[i] at `dst`, `rowBytes` each), the rows dealt round-robin to `streams` non-blocking
+// streams, all waited for: what spreading a transfer's copies over more streams (and so, where
+// the device has several, over more copy engines) would give 'direct'. The best of `reps` rounds
+// after an untimed one.
+double timeRowsOnStreams(uint64_t dst, uint64_t src, const std::vector<int64_t>& d,
+                         const std::vector<int64_t>& s, int64_t rowBytes, int streams, int reps) {
+  std::vector<cudaStream_t> on(static_cast<size_t>(streams));
+  for (cudaStream_t& stream : on) {
+    BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  }
+  double best = 1e30;
+  for (int r = 0; r <= reps; ++r) {
+    const double start = now();
+    for (size_t i = 0; i < s.size(); ++i) {
+      BENCH_CUDA(cudaMemcpyAsync(reinterpret_cast<void*>(dst + d[i] * rowBytes),
+                                 reinterpret_cast<const void*>(src + s[i] * rowBytes),
+                                 static_cast<size_t>(rowBytes), cudaMemcpyDefault,
+                                 on[i % on.size()]));
+    }
+    for (cudaStream_t stream : on) BENCH_CUDA(cudaStreamSynchronize(stream));
+    if (r > 0) best = std::min(best, now() - start);
+  }
+  for (cudaStream_t stream : on) BENCH_CUDA(cudaStreamDestroy(stream));
+  return best;
 }
 
 double timeContiguous(uint64_t dst, uint64_t src, uint64_t bytes, int reps) {
@@ -459,6 +487,19 @@ int main(int argc, char** argv) {
           }
           BENCH_KVIO(kvio_executor_set_launch(kernel, 4, 16));
         }
+        if (n == maxCount && row >= 16384) {
+          // One cudaMemcpyAsync per row on 1, 2 and 4 streams (test 'streams', backend
+          // memcpy/<streams>s, ctas: the stream count): does a second copy engine help 'direct'
+          // with scattered whole pages (issue 11: >= 0.9x the link at >= 64 KiB a copy)?
+          const uint64_t srcBase = d2h ? device.address : host.address;
+          const uint64_t dstBase = d2h ? host.address : device.address;
+          for (int streams : {1, 2, 4}) {
+            const double t =
+                timeRowsOnStreams(dstBase, srcBase, d, s, row, streams, std::min(reps, 5));
+            results.add({"streams", "memcpy/" + std::to_string(streams) + "s", direction, row, n,
+                         streams, bytes / t / 1e9});
+          }
+        }
         double calls = 0;
         const double td = timeTransfers(direct, src, dst, s, d, 0, 0, 1, reps, &calls);
         results.add({"rows", "direct", direction, row, n, 0, bytes / td / 1e9, calls});
@@ -609,6 +650,15 @@ int main(int argc, char** argv) {
                   paths[1].second, paths[2].second, a->gbps, a->chosen.c_str(), best.first,
                   best.second > 0 ? a->gbps / best.second : 0.0);
     }
+  }
+  std::printf(
+      "one cudaMemcpyAsync per row, rows dealt to 1 / 2 / 4 streams (GB/s; against 'direct' and "
+      "the ceiling in the summary)\n");
+  for (const Result& r : results) {
+    if (r.test != "streams") continue;
+    std::printf("  %s %6lld B x %lld: %lld stream(s) %6.1f\n", r.direction.c_str(),
+                static_cast<long long>(r.rowBytes), static_cast<long long>(r.count),
+                static_cast<long long>(r.ctas), r.gbps);
   }
   std::printf(
       "kernel launch shapes at the largest index count (GB/s; CTAs x warps; words in flight per "

@@ -237,7 +237,9 @@ public final class BenchCommand implements Callable<Integer> {
         result.maxMiB = maxMiB;
         new BenchRunner(plan, result, new Progress(err, quiet)).run(selected);
         result.printMarkdown(out);
-        if (selected.contains(IoBackend.AUTO) && !IoBackend.AUTO.isAscend()) { // GPU crossovers
+        // auto's GPU crossovers: only where auto runs on a CUDA device (without one it is cpu or
+        // kernel_ascend, which have none)
+        if (selected.contains(IoBackend.AUTO) && IoBackend.AUTO.isCuda()) {
             try (KvioExecutor auto = KvioExecutor.create(IoBackend.AUTO, 0)) {
                 out.println(RoundTripReport.autoCalibrationLine(auto.autoCalibration()));
             }

@@ -35,7 +35,8 @@ final class BenchResult {
             double seconds,
             double bestSeconds,
             double baselineSeconds,
-            double baselineBestSeconds) {
+            double baselineBestSeconds,
+            Integer threads) {
         double gbps() {
             return bytes / bestSeconds / 1e9;
         }
@@ -56,8 +57,12 @@ final class BenchResult {
     long pageSize;
     int repeats;
 
-    /** The io threads of the kvio executors; null when no backend ran (no executor was made). */
-    Integer threads;
+    /**
+     * The io threads of each backend's kvio executor, by backend name, for the backends that ran:
+     * the count for those with io threads (cpu, and auto without a GPU), null for the device
+     * backends, whose transfers run on a device stream or queue.
+     */
+    final Map<String, Integer> threads = new LinkedHashMap<>();
 
     long maxMiB;
 
@@ -77,22 +82,24 @@ final class BenchResult {
     void printMarkdown(PrintWriter out) {
         out.printf(
                 Locale.ROOT,
-                "## kvio %s bench (%s, %s): %s, page %d, mha, %s, best of %s%n%n",
+                "## kvio %s bench (%s, %s): %s, page %d, mha, %sbest of %s%n%n",
                 version,
                 platform,
                 mode,
                 Main.count(layers, "layer", "layers"),
                 pageSize,
-                threads == null ? "no backend ran" : Main.count(threads, "io thread", "io threads"),
+                threads.isEmpty() ? "no backend ran, " : "",
                 Main.count(repeats, "run", "runs"));
         for (MatrixReport.Backend b : backends) {
             out.println(
                     "- "
                             + b.name()
-                            + ": "
                             + (b.unavailabilityCause() == null
-                                    ? "baseline = " + baselines.get(b.name())
-                                    : "UNAVAILABLE: " + b.unavailabilityCause()));
+                                    ? " ("
+                                            + threadsText(b.name())
+                                            + "): baseline = "
+                                            + baselines.get(b.name())
+                                    : ": UNAVAILABLE: " + b.unavailabilityCause()));
         }
         out.println();
         out.println(
@@ -126,6 +133,14 @@ final class BenchResult {
                                         + " MiB)"));
     }
 
+    /** "2 io threads", or "no io threads, a device stream" for a device backend that ran. */
+    String threadsText(String backend) {
+        Integer n = threads.get(backend);
+        return n == null
+                ? "no io threads, a device stream"
+                : Main.count(n, "io thread", "io threads");
+    }
+
     static String bytesText(long bytes) {
         if (bytes >= 1024 && bytes % 1024 == 0) {
             return bytes / 1024 + " KiB";
@@ -136,7 +151,7 @@ final class BenchResult {
     static final String CSV_HEADER =
             "backend,layout,direction,row_bytes,heads,head_bytes,tokens,layers,bytes,seconds,"
                     + "best_seconds,gbps,baseline,baseline_seconds,baseline_best_seconds,"
-                    + "baseline_gbps,ratio";
+                    + "baseline_gbps,ratio,threads";
 
     String toCsv() {
         StringBuilder sb = new StringBuilder(CSV_HEADER).append('\n');
@@ -144,7 +159,7 @@ final class BenchResult {
             sb.append(
                     String.format(
                             Locale.ROOT,
-                            "%s,%s,%s,%d,%d,%d,%d,%d,%d,%.9f,%.9f,%.4f,%s,%.9f,%.9f,%.4f,%.4f%n",
+                            "%s,%s,%s,%d,%d,%d,%d,%d,%d,%.9f,%.9f,%.4f,%s,%.9f,%.9f,%.4f,%.4f,%s%n",
                             p.backend(),
                             p.layout(),
                             p.direction().userName,
@@ -161,7 +176,8 @@ final class BenchResult {
                             p.baselineSeconds(),
                             p.baselineBestSeconds(),
                             p.baselineGbps(),
-                            p.ratio()));
+                            p.ratio(),
+                            p.threads() == null ? "" : p.threads().toString()));
         }
         return sb.toString();
     }
@@ -175,13 +191,13 @@ final class BenchResult {
         root.put("kind", "mha");
         root.put("layers", layers);
         root.put("pageSize", pageSize);
-        root.put("threads", threads); // null: no backend ran
         root.put("repeats", repeats);
         ArrayNode bs = root.putArray("backends");
         for (MatrixReport.Backend b : backends) {
             ObjectNode o = b.addTo(bs);
             if (b.unavailabilityCause() == null) {
                 o.put("baseline", baselines.get(b.name()));
+                o.put("threads", threads.get(b.name())); // null: a device backend
             }
         }
         ArrayNode ps = root.putArray("points");
@@ -204,6 +220,7 @@ final class BenchResult {
             o.put("baselineBestSeconds", p.baselineBestSeconds());
             o.put("baselineGbps", p.baselineGbps());
             o.put("ratio", p.ratio());
+            o.put("threads", p.threads()); // null: a device backend
         }
         return root;
     }

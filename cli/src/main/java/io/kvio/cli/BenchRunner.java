@@ -101,7 +101,8 @@ final class BenchRunner {
     private void runBackend(IoBackend b) {
         try (KvioExecutor executor =
                 KvioExecutor.create(b, Converters.executorThreads(b, plan.threads))) {
-            result.threads = executor.threads();
+            // the device backends' executors run on a device stream or queue: no io threads
+            result.threads.put(b.userName(), b.hasIoThreads() ? executor.threads() : null);
             result.baselines.put(b.userName(), BenchBaseline.describe(b, executor.threads()));
             done = 0;
             for (long row : plan.rows) {
@@ -203,7 +204,8 @@ final class BenchRunner {
                 seconds[0],
                 seconds[1],
                 base[0],
-                base[1]);
+                base[1],
+                result.threads.get(backend.userName()));
     }
 
     /** backup: all layers in one call; load: one call per layer, awaited together. */

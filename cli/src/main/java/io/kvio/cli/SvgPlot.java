@@ -157,7 +157,7 @@ final class SvgPlot {
                         r.mode,
                         tokens < 0 ? "no points" : tokens + " tokens", // nothing ran: none
                         r.layers,
-                        r.threads == null ? "no backend ran" : r.threads + " io threads");
+                        threadsTitle(r));
         return render(
                 new Figure(
                         title,
@@ -165,6 +165,26 @@ final class SvgPlot {
                                 "backup: device to host, all layers in one call",
                                 "load: host to device, one call per layer"),
                         panels));
+    }
+
+    /**
+     * Each backend that ran with the io threads it was measured with ("cpu 2 io threads, kernel no
+     * io threads"), or "no backend ran".
+     */
+    static String threadsTitle(BenchResult r) {
+        if (r.threads.isEmpty()) {
+            return "no backend ran";
+        }
+        List<String> parts = new ArrayList<>();
+        for (Map.Entry<String, Integer> e : r.threads.entrySet()) {
+            parts.add(
+                    e.getKey()
+                            + " "
+                            + (e.getValue() == null
+                                    ? "no io threads"
+                                    : Main.count(e.getValue(), "io thread", "io threads")));
+        }
+        return String.join(", ", parts);
     }
 
     static String render(Figure figure) {

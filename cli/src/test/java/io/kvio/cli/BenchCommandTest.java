@@ -12,6 +12,7 @@ import static org.testng.Assert.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.kvio.IoBackend;
+import io.kvio.KvioExecutor;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
@@ -89,7 +90,9 @@ public class BenchCommandTest extends OutputDirTest {
     public void exitsZeroAndPrintsTheTable() {
         assertEquals(run.exit, 0, run.toString());
         assertTrue(run.out.contains("| backend | layout | direction | row | tokens |"), run.out);
-        assertTrue(run.out.contains("- cpu: baseline = memcpy"), run.out);
+        assertTrue(
+                run.out.matches("(?s).*- cpu \\(\\d+ io threads?\\): baseline = memcpy.*"),
+                run.out);
         for (IoBackend b : IoBackend.values()) {
             if (!b.isAvailable()) {
                 assertTrue(
@@ -120,7 +123,7 @@ public class BenchCommandTest extends OutputDirTest {
         }
         Set<String> keys = new HashSet<>();
         for (String line : lines.subList(1, lines.size())) {
-            String[] f = line.split(",");
+            String[] f = line.split(",", -1); // -1: a device backend's threads field is empty
             assertEquals(f.length, columns, line);
             long row = Long.parseLong(f[3]);
             long heads = Long.parseLong(f[4]);
@@ -135,6 +138,143 @@ public class BenchCommandTest extends OutputDirTest {
             assertTrue(keys.add(key(f[0], f[1], f[2], f[3], f[6])), "duplicate " + line);
         }
         assertEquals(keys, expected, "the points are the sweep asked for, each once");
+    }
+
+    /**
+     * The io threads of the executor each backend ran on: the count for those with io threads, none
+     * for device backends (their executors report 1; they run on a device stream).
+     */
+    private static Integer threadsOf(IoBackend b) {
+        if (!b.hasIoThreads()) {
+            return null;
+        }
+        try (KvioExecutor e = KvioExecutor.create(b, Converters.executorThreads(b, 0))) {
+            return e.threads();
+        }
+    }
+
+    /**
+     * Each backend's figures carry the io threads they were measured with (its line in the
+     * Markdown, each CSV row and JSON point, its JSON backend entry), not one count for the whole
+     * run: that was the last backend's, so a device backend after cpu made cpu's look like 1.
+     */
+    @Test
+    public void eachBackendCarriesItsOwnIoThreads() throws Exception {
+        assertEquals(run.exit, 0, run.toString());
+        assertFalse(run.out.lines().findFirst().orElse("").contains("io thread"), run.out);
+        JsonNode j = readJson("b.json");
+        assertFalse(j.has("threads"), "one count for every backend");
+        List<String> csv = Files.readAllLines(dir.resolve("b.csv"), StandardCharsets.UTF_8);
+        int column = List.of(BenchResult.CSV_HEADER.split(",")).indexOf("threads");
+        assertTrue(column >= 0, BenchResult.CSV_HEADER);
+        for (JsonNode b : j.get("backends")) {
+            IoBackend backend = IoBackend.parse(b.get("name").asText());
+            if (!backend.isAvailable()) {
+                continue;
+            }
+            Integer threads = threadsOf(backend);
+            String text =
+                    threads == null
+                            ? "no io threads, a device stream"
+                            : Main.count(threads, "io thread", "io threads");
+            assertTrue(
+                    run.out.contains("- " + backend.userName() + " (" + text + "): baseline = "),
+                    run.out);
+            assertEquals(
+                    b.get("threads").isNull() ? null : b.get("threads").asInt(), threads, b + "");
+        }
+        JsonNode points = j.get("points");
+        assertTrue(points.size() > 0);
+        for (int i = 0; i < points.size(); i++) {
+            JsonNode p = points.get(i);
+            Integer threads = threadsOf(IoBackend.parse(p.get("backend").asText()));
+            assertEquals(p.get("threads").isNull() ? null : p.get("threads").asInt(), threads);
+            assertEquals(
+                    csv.get(i + 1).split(",", -1)[column],
+                    threads == null ? "" : threads.toString());
+        }
+    }
+
+    /**
+     * A run over a backend with io threads and a device backend (the case a GPU machine sees, built
+     * by hand here): each keeps its own count in every rendering.
+     */
+    @Test
+    public void aMixedRunRendersEachBackendsThreads() throws Exception {
+        BenchResult r = new BenchResult("v", "linux-x86_64", "quick");
+        r.layers = 1;
+        r.pageSize = 16;
+        r.repeats = 1;
+        r.backends.add(new MatrixReport.Backend("cpu", null));
+        r.backends.add(new MatrixReport.Backend("kernel", null));
+        r.baselines.put("cpu", "memcpy");
+        r.baselines.put("kernel", "contiguous");
+        r.threads.put("cpu", 2);
+        r.threads.put("kernel", null);
+        for (String b : List.of("cpu", "kernel")) {
+            for (Direction d : Direction.values()) {
+                r.points.add(
+                        new BenchResult.Point(
+                                b,
+                                "layer_first",
+                                d,
+                                b.equals("cpu") ? "memcpy" : "contiguous",
+                                64,
+                                1,
+                                64,
+                                16,
+                                1,
+                                2048,
+                                1e-6,
+                                1e-6,
+                                1e-6,
+                                1e-6,
+                                r.threads.get(b)));
+            }
+        }
+        java.io.StringWriter md = new java.io.StringWriter();
+        r.printMarkdown(new java.io.PrintWriter(md, true));
+        assertTrue(
+                md.toString().contains("- cpu (2 io threads): baseline = memcpy"), md.toString());
+        assertTrue(
+                md.toString()
+                        .contains(
+                                "- kernel (no io threads, a device stream): baseline = contiguous"),
+                md.toString());
+        JsonNode j = r.toJson();
+        assertEquals(j.get("backends").get(0).get("threads").asInt(), 2);
+        assertTrue(j.get("backends").get(1).get("threads").isNull());
+        assertEquals(j.get("points").get(0).get("threads").asInt(), 2);
+        assertTrue(j.get("points").get(3).get("threads").isNull());
+        List<String> csv = r.toCsv().lines().collect(Collectors.toList());
+        assertTrue(csv.get(1).startsWith("cpu,") && csv.get(1).endsWith(",2"), csv.get(1));
+        assertTrue(csv.get(4).startsWith("kernel,") && csv.get(4).endsWith(","), csv.get(4));
+        String svg = SvgPlot.render(r);
+        assertTrue(svg.contains("cpu 2 io threads, kernel no io threads"), svg);
+    }
+
+    /**
+     * auto's GPU crossovers are printed only where auto runs on a CUDA device: on a machine without
+     * one auto is cpu, which has no crossovers to show.
+     */
+    @Test
+    public void autoPrintsItsGpuCalibrationOnlyOnAGpu() {
+        CliRunner r =
+                CliRunner.run(
+                        "bench",
+                        "--backend",
+                        "auto",
+                        "--rows",
+                        "64",
+                        "--tokens",
+                        "16",
+                        "--layouts",
+                        "layer_first",
+                        "--repeats",
+                        "1",
+                        "--quiet");
+        assertEquals(r.exit, 0, r.toString());
+        assertEquals(r.out.contains("auto calibration"), IoBackend.AUTO.isCuda(), r.out);
     }
 
     @Test
@@ -239,7 +379,7 @@ public class BenchCommandTest extends OutputDirTest {
                         out("auto.svg"));
         assertEquals(r.exit, 0, r.toString());
         String expected = baselineOf(IoBackend.AUTO);
-        assertTrue(r.out.contains("- auto: baseline = " + expected), r.out);
+        assertTrue(r.out.matches("(?s).*- auto \\([^)]*\\): baseline = " + expected + ".*"), r.out);
         List<String> lines = Files.readAllLines(dir.resolve("auto.csv"), StandardCharsets.UTF_8);
         assertEquals(lines.size(), 1 + 2 * 2);
         for (String line : lines.subList(1, lines.size())) {
@@ -338,8 +478,8 @@ public class BenchCommandTest extends OutputDirTest {
                         + String.join(", ", names)
                         + " is available");
         assertTrue(r.out.contains("no backend ran"), r.out);
-        assertFalse(r.out.contains("io threads"), r.out);
-        assertTrue(readJson("none.json").get("threads").isNull());
+        assertFalse(r.out.contains("io thread"), r.out);
+        assertFalse(readJson("none.json").has("threads"), "no backend ran: no io threads");
         assertEquals(readJson("none.json").get("points").size(), 0);
     }
 
@@ -457,7 +597,7 @@ public class BenchCommandTest extends OutputDirTest {
                         "--quiet");
         assertEquals(r.exit, 0, r.toString());
         assertTrue(r.out.contains("\n2 points"), r.out);
-        assertEquals(r.out.split("- cpu: baseline").length, 2, r.out);
+        assertEquals(r.out.split("- cpu \\(").length, 2, r.out);
     }
 
     @Test

@@ -370,8 +370,12 @@ public class CliTest {
         }
     }
 
+    /**
+     * bench of auto prints auto's GPU crossovers where auto runs on a CUDA device, and nothing of
+     * them without one (auto is cpu there).
+     */
     @Test
-    public void benchOfAutoReportsItsCalibration() {
+    public void benchOfAutoReportsItsCalibrationOnAGpuOnly() {
         CliRunner r =
                 CliRunner.run(
                         "bench",
@@ -388,12 +392,14 @@ public class CliTest {
                         "--quiet");
         assertEquals(r.exit, 0, r.toString());
         assertTrue(r.out.contains("| auto | layer_first | backup | 256 B | 128 |"), r.out);
-        assertTrue(
+        assertEquals(
                 r.out.contains(
                         "auto calibration (defaults (H200 figures)): direct_row_bytes = 262144"
                                 + " direct_row_bytes_overlap = 2048"
                                 + " direct_copy_bytes_overlap = 16384"),
+                IoBackend.AUTO.isCuda(),
                 r.out);
+        assertEquals(r.out.contains("auto calibration"), IoBackend.AUTO.isCuda(), r.out);
     }
 
     /** roundtrip on 100 tokens of 2 layers, pages of 8, with the given extra options. */

@@ -220,16 +220,25 @@ public final class RoundTripCommand implements Callable<Integer> {
     }
 
     /**
-     * The Java heap RoundTripPlan's slot lists take, estimated before they are allocated: three
-     * arrays of one long per token, and page permutations of up to four longs per whole page.
+     * The Java heap a run takes, estimated before anything is allocated: RoundTripPlan's slot lists
+     * (three arrays of one long per token, and page permutations of up to four longs per whole
+     * page) and RoundTripVerifier's bit sets (one bit per host token, per device token and per
+     * device page, each counted twice: a BitSet may grow to twice its bits), plus 16 MiB for the
+     * rest.
      */
-    static long planHeapBytes(long tokens, long pageSize) {
-        return 3 * 8 * tokens + 4 * 8 * (tokens / pageSize + 4) + (16L << 20);
+    static long heapBytes(long tokens, long pageSize) {
+        long pages = tokens / pageSize + 4;
+        long plan = 3 * 8 * tokens + 4 * 8 * pages;
+        long hostTokens = tokens + pageSize;
+        long deviceTokens = 2 * tokens + 4 * pageSize;
+        long bits = hostTokens + deviceTokens + 2 * pages; // 2 * pages: the device pages
+        long verifier = 2 * (bits / 8 + 3 * 8);
+        return plan + verifier + (16L << 20);
     }
 
     /** --tokens within what this JVM's heap can hold; else a usage error that says what to do. */
     private void checkHeap(RoundTripOptions o, Runtime runtime) {
-        long needed = planHeapBytes(o.tokens, o.pageSize);
+        long needed = heapBytes(o.tokens, o.pageSize);
         long free = runtime.maxMemory() - (runtime.totalMemory() - runtime.freeMemory());
         if (needed > free) {
             throw new ParameterException(
@@ -240,7 +249,7 @@ public final class RoundTripCommand implements Callable<Integer> {
                             + o.pageSize
                             + ") needs about "
                             + (needed >> 20)
-                            + " MiB of Java heap for its slot lists, more than the "
+                            + " MiB of Java heap for its slot lists and checks, more than the "
                             + (free >> 20)
                             + " MiB this JVM has free (of -Xmx "
                             + (runtime.maxMemory() >> 20)

@@ -17,9 +17,7 @@ import io.kvio.oracle.Oracle;
 import io.kvio.oracle.RowPattern;
 import io.kvio.oracle.Shape;
 import java.util.BitSet;
-import java.util.HashMap;
 import java.util.Locale;
-import java.util.Map;
 
 final class RoundTripVerifier {
     private final RoundTripOptions o;
@@ -196,16 +194,15 @@ final class RoundTripVerifier {
         }
     }
 
-    /** The slots of the cleared pages that the load writes (bit k * pageSize + slot). */
+    /**
+     * The device tokens the load writes, one bit per token of the device pool (a primitive bit set,
+     * not a per-page map: at page size 1 a run has as many pages as tokens, and the Java heap it
+     * takes is counted by RoundTripCommand.heapBytes before the run).
+     */
     private BitSet loadTargets() {
-        BitSet written = new BitSet();
-        long ps = o.pageSize;
-        Map<Long, Integer> pageIndex = new HashMap<>();
-        for (int k = 0; k < plan.clearedPages.length; k++) {
-            pageIndex.put(plan.clearedPages[k], k);
-        }
+        BitSet written = new BitSet(Math.toIntExact(devGeom.tokens()));
         for (long t : plan.devDst) {
-            written.set((int) (pageIndex.get(t / ps) * ps + t % ps));
+            written.set(Math.toIntExact(t));
         }
         return written;
     }
@@ -216,8 +213,8 @@ final class RoundTripVerifier {
         long ps = o.pageSize;
         for (int k = 0; k < plan.clearedPages.length; k++) {
             for (long s = 0; s < ps; s++) {
-                if (!written.get((int) (k * ps + s))) {
-                    long token = plan.clearedPages[k] * ps + s;
+                long token = plan.clearedPages[k] * ps + s;
+                if (!written.get(Math.toIntExact(token))) {
                     String where =
                             String.format(
                                     Locale.ROOT,

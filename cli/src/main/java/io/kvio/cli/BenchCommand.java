@@ -175,14 +175,23 @@ public final class BenchCommand implements Callable<Integer> {
                             + " core (the default); the device backends have none")
     int threads;
 
-    @Option(names = "--csv", paramLabel = "FILE", description = "write the results as CSV")
+    @Option(
+            names = "--csv",
+            converter = Converters.OutputFile.class,
+            paramLabel = "FILE",
+            description = "write the results as CSV")
     Path csv;
 
-    @Option(names = "--json", paramLabel = "FILE", description = "write the results as JSON")
+    @Option(
+            names = "--json",
+            converter = Converters.OutputFile.class,
+            paramLabel = "FILE",
+            description = "write the results as JSON")
     Path json;
 
     @Option(
             names = "--svg",
+            converter = Converters.OutputFile.class,
             paramLabel = "FILE",
             description =
                     "write an SVG plot: GB/s against row size, one line per backend and layout")

@@ -9,6 +9,9 @@ import io.kvio.IoBackend;
 import io.kvio.KvLayout;
 import io.kvio.KvioException;
 import io.kvio.PoolKind;
+import java.io.File;
+import java.nio.file.Path;
+import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Function;
@@ -118,6 +121,32 @@ final class Converters {
      */
     static int executorThreads(io.kvio.IoBackend backend, int threads) {
         return backend.hasIoThreads() ? threads : 0;
+    }
+
+    /**
+     * A report file's path (--json, --junit, --csv, --svg). A path that ends with '/' names a
+     * folder, and is refused here: Path drops the trailing '/', so "out/" would otherwise be
+     * written as a file named "out". An existing folder without the '/' is refused before the run
+     * (ReportFiles.checkOutputs). Either way: name a file, there is no default file name.
+     */
+    static final class OutputFile implements ITypeConverter<Path> {
+        @Override
+        public Path convert(String value) {
+            if (value.isEmpty()) {
+                throw new TypeConversionException("the path is empty; name a file");
+            }
+            if (value.endsWith("/") || value.endsWith(File.separator)) {
+                throw new TypeConversionException(
+                        "'"
+                                + value
+                                + "' ends with '"
+                                + value.charAt(value.length() - 1)
+                                + "' and so names a folder; name a file, e.g. "
+                                + value
+                                + "report");
+            }
+            return Paths.get(value);
+        }
     }
 
     /** The value when it is 1 to max; else a usage error that names the range and why. */

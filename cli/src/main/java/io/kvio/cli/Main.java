@@ -14,7 +14,10 @@ import java.io.OutputStreamWriter;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.IExecutionExceptionHandler;
@@ -44,7 +47,8 @@ import picocli.CommandLine.UnmatchedArgumentException;
             "",
             "Run `java -jar kvio-cli.jar COMMAND --help` for a command's options.",
             "Exit status: 0 success, 1 a verification FAIL (matrix, roundtrip), 2 bad",
-            "arguments, 3 kvio error (or the JVM out of memory, or another internal error),",
+            "arguments, 3 kvio error (or the JVM out of memory, or another internal error:",
+            "one line; KVIO_DEBUG=1 in the environment prints its stack trace),",
             "4 an io backend is unavailable here: one named by --require (matrix, bench), or",
             "every one the command was to run, so that nothing ran (matrix, bench: all those",
             "of --backend; roundtrip: its --backend). One unavailable backend among others",
@@ -80,7 +84,11 @@ public final class Main implements Runnable {
 
     /** Runs the CLI in this JVM with the given streams; returns the exit status. */
     public static int run(String[] args, PrintWriter out, PrintWriter err) {
-        CommandLine cl = commandLine();
+        return run(commandLine(), args, out, err);
+    }
+
+    /** Runs this command tree (commandLine(), or a test's) with the given streams. */
+    static int run(CommandLine cl, String[] args, PrintWriter out, PrintWriter err) {
         cl.setOut(out);
         cl.setErr(err);
         String[] effective = args.length == 0 ? new String[] {"roundtrip"} : args;
@@ -96,8 +104,7 @@ public final class Main implements Runnable {
                             + " run smaller");
             return EXIT_ERROR;
         } catch (Throwable e) {
-            err.println();
-            err.println("kvio: internal error: " + e);
+            internalError(e, err, ((KvioErrors) cl.getExecutionExceptionHandler()).stackTraces);
             return EXIT_ERROR;
         } finally {
             out.flush();
@@ -105,13 +112,40 @@ public final class Main implements Runnable {
         }
     }
 
+    /**
+     * The environment variable that turns on stack traces of internal errors (any value but empty
+     * and 0); without it an internal error is one line that names it.
+     */
+    static final String DEBUG_ENV = "KVIO_DEBUG";
+
     /** The command tree with kvio's exit codes and error handlers. */
     static CommandLine commandLine() {
+        String debug = System.getenv(DEBUG_ENV);
+        return commandLine(debug != null && !debug.isEmpty() && !debug.equals("0"));
+    }
+
+    /** The command tree; {@code stackTraces}: internal errors print their stack trace. */
+    static CommandLine commandLine(boolean stackTraces) {
         CommandLine cl = new CommandLine(new Main());
         cl.setExitCodeExceptionMapper(e -> EXIT_ERROR);
         cl.setParameterExceptionHandler(new UsageErrors());
-        cl.setExecutionExceptionHandler(new KvioErrors());
+        cl.setExecutionExceptionHandler(new KvioErrors(stackTraces));
         return cl;
+    }
+
+    /**
+     * An error that is not kvio's (a bug, or the JVM's): one line with its class and message and
+     * how to get the stack trace, or, with KVIO_DEBUG set, the stack trace.
+     */
+    static void internalError(Throwable e, PrintWriter err, boolean stackTraces) {
+        err.println();
+        err.println("kvio: internal error: " + e);
+        if (stackTraces) {
+            e.printStackTrace(err);
+        } else {
+            err.println("(run with " + DEBUG_ENV + "=1 in the environment for its stack trace)");
+        }
+        err.flush();
     }
 
     /** "1 run", "2 runs": n and the noun in its number, for report headers. */
@@ -127,15 +161,19 @@ public final class Main implements Runnable {
         return spec.commandLine().getErr();
     }
 
-    /** Bad arguments: the message, picocli's suggestions, and the command to get help (exit 2). */
+    /**
+     * Bad arguments: the message, a hint (at the top level: for an unknown command, the valid
+     * commands; for options given without a command, the commands that take them; else picocli's
+     * suggestions), and the command to get help (exit 2).
+     */
     static final class UsageErrors implements IParameterExceptionHandler {
         @Override
         public int handleParseException(ParameterException e, String[] args) {
             CommandLine cl = e.getCommandLine();
             PrintWriter err = cl.getErr();
             err.println("kvio: " + e.getMessage());
-            if (!UnmatchedArgumentException.printSuggestions(e, err)) {
-                hintSubcommandOption(e, err);
+            if (!topLevelHint(e, err)) {
+                UnmatchedArgumentException.printSuggestions(e, err);
             }
             String name = cl.getCommandSpec().qualifiedName();
             err.println("Run `" + name + " --help` for the options.");
@@ -143,44 +181,119 @@ public final class Main implements Runnable {
             return EXIT_USAGE;
         }
 
-        /** "--tokens" given without a command: say which command takes it. */
-        private static void hintSubcommandOption(ParameterException e, PrintWriter err) {
+        /**
+         * Arguments the top level does not take: an unknown command ("frob": the valid commands,
+         * and picocli's nearest ones), or options without a command ("--tokens 64": the commands
+         * that take every one of them; options of different commands or of none: which command
+         * takes each). False when the error is another.
+         */
+        private static boolean topLevelHint(ParameterException e, PrintWriter err) {
+            CommandLine top = e.getCommandLine();
             if (!(e instanceof UnmatchedArgumentException)
-                    || e.getCommandLine().getCommandSpec().parent() != null) {
-                return;
+                    || top.getCommandSpec().parent() != null) {
+                return false;
             }
             List<String> unmatched = ((UnmatchedArgumentException) e).getUnmatched();
             if (unmatched.isEmpty()) {
-                return;
+                return false;
             }
-            String option = unmatched.get(0).split("=", 2)[0];
-            List<String> commands = new java.util.ArrayList<>();
-            for (CommandLine sub : e.getCommandLine().getSubcommands().values()) {
-                if (sub.getCommandSpec().findOption(option) != null
-                        && !commands.contains(sub.getCommandName())) {
-                    commands.add(sub.getCommandName());
-                }
-            }
-            if (!commands.isEmpty()) {
+            String first = unmatched.get(0);
+            if (!first.startsWith("-")) {
                 err.println(
                         "'"
-                                + option
-                                + "' is an option of "
-                                + String.join(", ", commands)
-                                + "; put the command first, e.g. `java -jar kvio-cli.jar "
-                                + commands.get(0)
-                                + " "
-                                + String.join(" ", unmatched)
-                                + "`");
+                                + first
+                                + "' is not a command; the commands are "
+                                + String.join(", ", commandNames(top)));
+                UnmatchedArgumentException.printSuggestions(e, err);
+                return true;
             }
+            Map<String, List<String>> takers = new LinkedHashMap<>();
+            for (String arg : unmatched) {
+                if (arg.startsWith("-") && !isNumber(arg)) {
+                    String option = arg.split("=", 2)[0];
+                    List<String> commands = new ArrayList<>();
+                    for (CommandLine sub : top.getSubcommands().values()) {
+                        if (sub.getCommandSpec().findOption(option) != null
+                                && !commands.contains(sub.getCommandName())) {
+                            commands.add(sub.getCommandName());
+                        }
+                    }
+                    takers.putIfAbsent(option, commands);
+                }
+            }
+            List<String> none = new ArrayList<>();
+            List<String> all = null; // the commands that take every option
+            for (Map.Entry<String, List<String>> t : takers.entrySet()) {
+                if (t.getValue().isEmpty()) {
+                    none.add("'" + t.getKey() + "'");
+                }
+                if (all == null) {
+                    all = new ArrayList<>(t.getValue());
+                } else {
+                    all.retainAll(t.getValue());
+                }
+            }
+            String commands = String.join(", ", commandNames(top));
+            if (!none.isEmpty()) {
+                err.println(
+                        String.join(", ", none)
+                                + (none.size() == 1 ? " is" : " are")
+                                + " not an option of any command (the commands are "
+                                + commands
+                                + "; `java -jar kvio-cli.jar COMMAND --help` lists a command's"
+                                + " options)");
+                return true;
+            }
+            String given = String.join(" ", unmatched);
+            if (all != null && !all.isEmpty()) {
+                List<String> examples = new ArrayList<>();
+                for (String c : all) {
+                    examples.add("`java -jar kvio-cli.jar " + c + " " + given + "`");
+                }
+                err.println(
+                        String.join(", ", takers.keySet())
+                                + (takers.size() == 1 ? " is an option of " : " are options of ")
+                                + String.join(" and ", all)
+                                + "; put the command first: "
+                                + String.join(" or ", examples));
+                return true;
+            }
+            List<String> each = new ArrayList<>();
+            for (Map.Entry<String, List<String>> t : takers.entrySet()) {
+                each.add(t.getKey() + " (" + String.join(", ", t.getValue()) + ")");
+            }
+            err.println(
+                    "no command takes all of these options: "
+                            + String.join(", ", each)
+                            + "; put a command first and give it only its own options");
+            return true;
+        }
+
+        /** The commands, the help command last. */
+        private static List<String> commandNames(CommandLine top) {
+            List<String> names = new ArrayList<>(top.getSubcommands().keySet());
+            return names;
+        }
+
+        /** "-5", "-1.5": a negative number (an option's value), not an option. */
+        private static boolean isNumber(String arg) {
+            return arg.matches("-[0-9][0-9.]*");
         }
     }
 
-    /** A KvioException escaping a command: its status and message (exit 3). */
+    /**
+     * An exception escaping a command (exit 3): a KvioException's status and message; any other as
+     * one line (internalError), not picocli's stack trace.
+     */
     static final class KvioErrors implements IExecutionExceptionHandler {
+        final boolean stackTraces;
+
+        KvioErrors(boolean stackTraces) {
+            this.stackTraces = stackTraces;
+        }
+
         @Override
-        public int handleExecutionException(Exception e, CommandLine cl, ParseResult parseResult)
-                throws Exception {
+        public int handleExecutionException(Exception e, CommandLine cl, ParseResult parseResult) {
             if (e instanceof KvioException) {
                 PrintWriter err = cl.getErr();
                 err.println();
@@ -189,7 +302,8 @@ public final class Main implements Runnable {
                 err.flush();
                 return EXIT_ERROR;
             }
-            throw e;
+            internalError(e, cl.getErr(), stackTraces);
+            return EXIT_ERROR;
         }
     }
 

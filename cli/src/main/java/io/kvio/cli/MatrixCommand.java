@@ -99,11 +99,16 @@ public final class MatrixCommand implements Callable<Integer> {
                             + " component and layer) [all three]")
     List<DeviceForm> deviceForms;
 
-    @Option(names = "--json", paramLabel = "FILE", description = "also write the results as JSON")
+    @Option(
+            names = "--json",
+            converter = Converters.OutputFile.class,
+            paramLabel = "FILE",
+            description = "also write the results as JSON")
     Path json;
 
     @Option(
             names = "--junit",
+            converter = Converters.OutputFile.class,
             paramLabel = "FILE",
             description = "also write JUnit XML: one test case per cell")
     Path junit;

@@ -55,6 +55,7 @@ public final class PlotCommand implements Callable<Integer> {
 
     @Option(
             names = "--svg",
+            converter = Converters.OutputFile.class,
             paramLabel = "FILE",
             required = true,
             description = "the SVG file to write")

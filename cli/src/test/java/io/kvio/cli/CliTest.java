@@ -177,8 +177,8 @@ public class CliTest {
     public void commandOptionWithoutTheCommandSaysWhereItGoes() {
         CliRunner.run("--tokens", "512")
                 .assertUsage(
-                        "'--tokens' is an option of bench, roundtrip",
-                        "put the command first, e.g. `java -jar kvio-cli.jar");
+                        "--tokens is an option of bench and roundtrip",
+                        "put the command first: `java -jar kvio-cli.jar");
         CliRunner seed = CliRunner.run("--layouts", "page_first");
         assertTrue(
                 seed.err.contains("java -jar kvio-cli.jar bench --layouts page_first"), seed.err);
@@ -416,5 +416,131 @@ public class CliTest {
                                 "8"));
         args.addAll(List.of(extra));
         return CliRunner.run(args.toArray(new String[0]));
+    }
+
+    /** An unknown command names the valid ones. */
+    @Test
+    public void anUnknownCommandNamesTheCommands() {
+        CliRunner.run("frobnicate")
+                .assertUsage(
+                        "'frobnicate' is not a command; the commands are matrix, bench, roundtrip,"
+                                + " plot, help");
+        CliRunner.run("benhc", "--quick")
+                .assertUsage("'benhc' is not a command; the commands are", "bench");
+    }
+
+    /** Options without a command: the commands that take all of them, each with its example. */
+    @Test
+    public void optionsWithoutACommandNameEveryCommandThatTakesThem() {
+        CliRunner.run("--tokens", "64")
+                .assertUsage(
+                        "--tokens is an option of bench and roundtrip; put the command first:"
+                                + " `java -jar kvio-cli.jar bench --tokens 64` or `java -jar"
+                                + " kvio-cli.jar roundtrip --tokens 64`");
+        CliRunner.run("--junit", "m.xml", "--quick")
+                .assertUsage(
+                        "--junit, --quick are options of matrix; put the command first:"
+                                + " `java -jar kvio-cli.jar matrix --junit m.xml --quick`");
+    }
+
+    /**
+     * Options of different commands, or of none, are not sent to the first command that takes the
+     * first of them.
+     */
+    @Test
+    public void optionsOfDifferentCommandsOrNoneGetAHintThatFitsThem() {
+        CliRunner mixed = CliRunner.run("--quick", "--kind", "mla");
+        mixed.assertUsage(
+                "no command takes all of these options: --quick (matrix, bench), --kind"
+                        + " (roundtrip)");
+        assertFalse(mixed.err.contains("put the command first"), mixed.err);
+        CliRunner none = CliRunner.run("--frobnicate");
+        none.assertUsage(
+                "'--frobnicate' is not an option of any command (the commands are matrix, bench,"
+                        + " roundtrip, plot, help");
+        CliRunner oneUnknown = CliRunner.run("--tokens", "64", "--frobnicate");
+        oneUnknown.assertUsage("'--frobnicate' is not an option of any command");
+        assertFalse(oneUnknown.err.contains("put the command first"), oneUnknown.err);
+    }
+
+    /**
+     * A report path that ends with '/' names a folder: refused before the run, for every report
+     * option of every command (it was written as a file named after the folder).
+     */
+    @Test
+    public void aReportPathEndingWithASlashIsRefused() throws Exception {
+        java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("kvio-slash");
+        try {
+            String folder = dir.resolve("new") + "/";
+            String[][] runs = {
+                {"matrix", "--backend", "cpu", "--quick", "--json", folder},
+                {"matrix", "--backend", "cpu", "--quick", "--junit", folder},
+                {"bench", "--rows", "64", "--tokens", "16", "--csv", folder},
+                {"bench", "--rows", "64", "--tokens", "16", "--json", folder},
+                {"bench", "--rows", "64", "--tokens", "16", "--svg", folder},
+                {"plot", dir.resolve("in.tsv").toString(), "--svg", folder},
+            };
+            for (String[] args : runs) {
+                String option = args[args.length - 2];
+                CliRunner.run(args)
+                        .assertUsage(
+                                "Invalid value for option '" + option + "'",
+                                "'"
+                                        + folder
+                                        + "' ends with '/' and so names a folder; name a file");
+            }
+            assertFalse(java.nio.file.Files.exists(dir.resolve("new")), "nothing written");
+            // an existing folder without the slash: refused too
+            CliRunner.run("bench", "--rows", "64", "--tokens", "16", "--json", dir.toString())
+                    .assertUsage("--json " + dir + ": is a folder; name a file");
+        } finally {
+            java.nio.file.Files.deleteIfExists(dir.resolve("new")); // what a run wrote there
+            java.nio.file.Files.deleteIfExists(dir);
+        }
+    }
+
+    /** A command that throws an exception that is not kvio's: the seam of the next tests. */
+    @CommandLine.Command(name = "boom")
+    static final class Boom implements java.util.concurrent.Callable<Integer> {
+        @Override
+        public Integer call() {
+            throw new IllegalStateException("the state is wrong");
+        }
+    }
+
+    private static CliRunner runWithBoom(boolean stackTraces) {
+        CommandLine cl = Main.commandLine(stackTraces);
+        cl.addSubcommand("boom", new Boom());
+        java.io.StringWriter out = new java.io.StringWriter();
+        java.io.StringWriter err = new java.io.StringWriter();
+        int exit =
+                Main.run(
+                        cl,
+                        new String[] {"boom"},
+                        new java.io.PrintWriter(out, true),
+                        new java.io.PrintWriter(err, true));
+        return new CliRunner(exit, out.toString(), err.toString());
+    }
+
+    /** An exception that is not kvio's is one line and exit 3, with how to get the trace. */
+    @Test
+    public void anInternalErrorIsOneLineNotAStackTrace() {
+        CliRunner r = runWithBoom(false);
+        assertEquals(r.exit, Main.EXIT_ERROR, r.toString());
+        assertTrue(
+                r.err.contains(
+                        "kvio: internal error: java.lang.IllegalStateException: the state is"
+                                + " wrong\n"),
+                r.err);
+        assertTrue(r.err.contains("KVIO_DEBUG=1"), r.err);
+        assertFalse(r.err.contains("\tat "), r.err);
+    }
+
+    /** With KVIO_DEBUG the stack trace is printed, and the exit status stays 3. */
+    @Test
+    public void kvioDebugPrintsTheStackTrace() {
+        CliRunner r = runWithBoom(true);
+        assertEquals(r.exit, Main.EXIT_ERROR, r.toString());
+        assertTrue(r.err.contains("\tat io.kvio.cli.CliTest$Boom.call"), r.err);
     }
 }

@@ -23,7 +23,9 @@ final class RequiredBackends {
             converter = Converters.Backend.class,
             description =
                     "exit 4 when one of these backends is unavailable (so a GPU runner with a"
-                            + " broken driver does not pass by skipping them)")
+                            + " broken driver does not pass by skipping them); auto counts as"
+                            + " unavailable where it would run on cpu: --require auto asks for"
+                            + " a usable CUDA GPU or Ascend NPU")
     List<IoBackend> backends = new ArrayList<>();
 
     /**
@@ -54,8 +56,24 @@ final class RequiredBackends {
         return Main.EXIT_OK;
     }
 
-    /** "kvio: io backend 'X' is required (--require) but unavailable: cause", or null. */
-    private static String unavailable(IoBackend b) {
+    /**
+     * "kvio: io backend 'X' is required (--require) but unavailable: cause", or null. auto is
+     * always available (it falls back to cpu), so requiring it asks for more: that it runs on an
+     * accelerator, a CUDA GPU or an Ascend NPU; where it would run on cpu the line gives both
+     * causes.
+     */
+    static String unavailable(IoBackend b) {
+        if (b == IoBackend.AUTO) {
+            if (b.isDevice()) {
+                return null;
+            }
+            return "kvio: io backend 'auto' is required (--require) but runs on cpu here:"
+                    + " --require auto asks for a usable accelerator, and there is none (CUDA: "
+                    + IoBackend.KERNEL.unavailabilityCause()
+                    + "; Ascend: "
+                    + IoBackend.KERNEL_ASCEND.unavailabilityCause()
+                    + ")";
+        }
         String cause = b.unavailabilityCause();
         return cause == null
                 ? null

@@ -543,4 +543,57 @@ public class CliTest {
         assertEquals(r.exit, Main.EXIT_ERROR, r.toString());
         assertTrue(r.err.contains("\tat io.kvio.cli.CliTest$Boom.call"), r.err);
     }
+
+    /**
+     * --require auto asks that auto runs on an accelerator: auto is always available, so otherwise
+     * it could never fail. Without a usable GPU or NPU it is exit 4 with the causes.
+     */
+    @Test
+    public void requireAutoAsksForAnAccelerator() {
+        String[] bench = {
+            "bench",
+            "--backend",
+            "cpu",
+            "--rows",
+            "64",
+            "--tokens",
+            "16",
+            "--layouts",
+            "layer_first",
+            "--repeats",
+            "1",
+            "--quiet",
+            "--require",
+            "auto"
+        };
+        String[] matrix = {
+            "matrix",
+            "--backend",
+            "cpu",
+            "--quick",
+            "--device-forms",
+            "allocated",
+            "--quiet",
+            "--require",
+            "auto"
+        };
+        for (String[] args : new String[][] {bench, matrix}) {
+            CliRunner r = CliRunner.run(args);
+            if (IoBackend.AUTO.isDevice()) {
+                assertEquals(r.exit, Main.EXIT_OK, r.toString());
+            } else {
+                r.assertExit(
+                        Main.EXIT_REQUIRED_UNAVAILABLE,
+                        "kvio: io backend 'auto' is required (--require) but runs on cpu here",
+                        "CUDA: " + IoBackend.KERNEL.unavailabilityCause(),
+                        "Ascend: " + IoBackend.KERNEL_ASCEND.unavailabilityCause());
+            }
+        }
+        CliRunner help = CliRunner.run("bench", "--help");
+        assertTrue(
+                help.out
+                        .replaceAll("\\s+", " ")
+                        .contains("--require auto asks for a usable CUDA GPU or Ascend NPU"),
+                help.out);
+    }
 }

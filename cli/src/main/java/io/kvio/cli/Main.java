@@ -221,6 +221,9 @@ public final class Main implements Runnable {
                     takers.putIfAbsent(option, commands);
                 }
             }
+            if (takers.isEmpty()) { // only values such as "-5": picocli's message says it all
+                return false;
+            }
             List<String> none = new ArrayList<>();
             List<String> all = null; // the commands that take every option
             for (Map.Entry<String, List<String>> t : takers.entrySet()) {
@@ -269,10 +272,9 @@ public final class Main implements Runnable {
             return true;
         }
 
-        /** The commands, the help command last. */
+        /** The commands in the order --help lists them (help last). */
         private static List<String> commandNames(CommandLine top) {
-            List<String> names = new ArrayList<>(top.getSubcommands().keySet());
-            return names;
+            return new ArrayList<>(top.getSubcommands().keySet());
         }
 
         /** "-5", "-1.5": a negative number (an option's value), not an option. */

@@ -461,6 +461,9 @@ public class CliTest {
         CliRunner oneUnknown = CliRunner.run("--tokens", "64", "--frobnicate");
         oneUnknown.assertUsage("'--frobnicate' is not an option of any command");
         assertFalse(oneUnknown.err.contains("put the command first"), oneUnknown.err);
+        CliRunner number = CliRunner.run("-5"); // no option: picocli's message alone
+        number.assertUsage("-5");
+        assertFalse(number.err.contains("no command takes"), number.err);
     }
 
     /**

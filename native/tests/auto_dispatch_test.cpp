@@ -86,8 +86,10 @@ class AutoDispatch : public ::testing::Test {
     for (int64_t i = 0; i < n; i += 2) out.push_back(i);
     return out;
   }
-  /// Every other slot of 16, in an order with no two equal steps in a row: no plan copy of the
-  /// rows has two of them (everyOther's constant step makes one 2-D copy of them all).
+  /// Every other slot of 16, in an order with no two equal steps in a row, as scattered tokens
+  /// come: the planner joins its rows at most in pairs (2-row 2-D copies at varying pitches),
+  /// which auto counts as one engine copy per row (everyOther's constant step instead makes one
+  /// 2-D copy of 8 rows).
   static std::vector<int64_t> scattered(int64_t n) {
     EXPECT_EQ(n, 16);
     return {6, 0, 12, 2, 10, 4, 14, 8};
@@ -159,22 +161,22 @@ TEST_F(AutoDispatch, ConsecutivePagesSplitAtPageEndsStillReachDirect) {
   EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
 }
 
-// Marked, scattered rows go to direct by their bytes per engine copy (one 1-D copy per row):
-// 16 KiB rows do, 8 KiB rows stay on the kernel (direct_copy_bytes_overlap = 16 KiB).
-TEST_F(AutoDispatch, OverlapMarkMovesScatteredSixteenKiBRowsToDirect) {
+// Marked, scattered rows go to direct by their bytes per engine copy (one per row): 32 KiB rows
+// do, 16 KiB rows stay on the kernel (direct_copy_bytes_overlap = 32 KiB).
+TEST_F(AutoDispatch, OverlapMarkMovesScatteredThirtyTwoKiBRowsToDirect) {
   const uint64_t executor = makeExecutor();
-  const Geometry g = rowsOf(8192);  // page_first: a token's 2 layers coalesce into 16 KiB rows
+  const Geometry g = rowsOf(16384);  // page_first: a token's 2 layers coalesce into 32 KiB rows
   kvio_transfer_info info = run(executor, g, scattered(g.S()), 0);
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
-  EXPECT_EQ(directPlans_, 0) << "single tokens of 32 KiB (both components) never reach 256 KiB";
+  EXPECT_EQ(directPlans_, 0) << "single tokens of 64 KiB (both components) never reach 256 KiB";
   info = run(executor, g, scattered(g.S()), KVIO_SUBMIT_OVERLAPS_COMPUTE);
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_DIRECT);
   EXPECT_EQ(info.overlaps_compute, 1);
   EXPECT_EQ(directPlans_, 1) << "marked: 2 KiB rows are within reach, the plan decides";
-  const Geometry smaller = rowsOf(4096);  // 8 KiB rows, one engine copy each: the kernel
+  const Geometry smaller = rowsOf(8192);  // 16 KiB rows, one engine copy each: the kernel
   info = run(executor, smaller, scattered(smaller.S()), KVIO_SUBMIT_OVERLAPS_COMPUTE);
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
-  // The same 8 KiB rows at a constant step: one 2-D engine copy per component, 64 KiB: direct.
+  // The same rows at a constant step: one 2-D engine copy of 8 rows per component: direct.
   info = run(executor, smaller, everyOther(smaller.S()), KVIO_SUBMIT_OVERLAPS_COMPUTE);
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_DIRECT);
   info = run(executor, smaller, everyOther(smaller.S()), 0);
@@ -216,13 +218,13 @@ TEST_F(AutoDispatch, OverlapMarkMovesAPerLayerLoadOfWholePagesToDirect) {
 }
 
 // kvio_submit_with gives 'auto' the overlap mark and the launch shape at once (kvio.h had a
-// submit for either, none for both): the mark still moves 16 KiB rows to direct, and a transfer
+// submit for either, none for both): the mark still moves 32 KiB rows to direct, and a transfer
 // auto gives its kernel reaches the kernel candidate with the shape and the mark.
 TEST_F(AutoDispatch, TheOverlapMarkAndALaunchShapeTogetherReachTheChoiceAndTheKernel) {
   LaunchSeen seen;
   const uint64_t executor =
       standInAutoExecutor(&kernelJobs_, &directJobs_, &directPlans_, nullptr, &seen);
-  const Geometry g = rowsOf(8192);
+  const Geometry g = rowsOf(16384);
   kvio_submit_options options = KVIO_SUBMIT_OPTIONS_INIT;
   options.cta_budget = 3;
   options.warps_per_cta = 5;
@@ -242,7 +244,7 @@ TEST_F(AutoDispatch, TheOverlapMarkAndALaunchShapeTogetherReachTheChoiceAndTheKe
   // Marked, with another shape, on rows the kernel keeps: both reach it.
   options.cta_budget = 7;
   options.warps_per_cta = 9;
-  const Geometry smaller = rowsOf(4096);
+  const Geometry smaller = rowsOf(8192);
   info = runWith(executor, smaller, scattered(smaller.S()), &options);
   EXPECT_EQ(info.chosen_backend, KVIO_BACKEND_KERNEL);
   EXPECT_EQ(info.overlaps_compute, 1);

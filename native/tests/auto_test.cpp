@@ -54,7 +54,7 @@ TEST(AutoChoice, DefaultsAreTheDocumentedH200Crossovers) {
   const AutoCalibration c;
   EXPECT_EQ(c.directRowBytes, 256u * 1024);
   EXPECT_EQ(c.directRowBytesOverlap, 2u * 1024);
-  EXPECT_EQ(c.directCopyBytesOverlap, 16u * 1024);
+  EXPECT_EQ(c.directCopyBytesOverlap, 32u * 1024);
   EXPECT_EQ(c.stagedMinBytes, UINT64_MAX);  // never until staged has GPU figures
   EXPECT_EQ(c.source, "defaults (H200 figures)");
 }
@@ -100,10 +100,10 @@ TEST(AutoChoice, OverlapWeighsBytesPerEngineCopyAndTheRowFloor) {
   s = shapeOf(c.directRowBytesOverlap - 1, 64 * 128, kH2D, true);  // rows below the floor
   s.engineCopies = 128;
   EXPECT_EQ(chooseAuto(s, c, false), AutoPick::kKernel);
-  s = shapeOf(2048, 7, kH2D, true);  // 14 KiB in one 2-D copy: below 16 KiB a copy
+  s = shapeOf(2048, 15, kH2D, true);  // 30 KiB in one 2-D copy: below 32 KiB a copy
   s.engineCopies = 1;
   EXPECT_EQ(chooseAuto(s, c, false), AutoPick::kKernel);
-  s = shapeOf(2048, 8, kH2D, true);  // 16 KiB in one copy
+  s = shapeOf(2048, 16, kH2D, true);  // 32 KiB in one copy
   s.engineCopies = 1;
   EXPECT_EQ(chooseAuto(s, c, false), AutoPick::kDirect);
   s.engineCopies = 0;  // no estimate (a shape built by hand): taken as one copy, never a division
@@ -123,18 +123,22 @@ TEST(AutoChoice, TheMarkNeverTakesDirectAway) {
             AutoCalibration().directRowBytesOverlap);
 }
 
-// summarisePlan's engine copies: a copy of several rows whose pitches hold its width is one 2-D
-// engine copy; one row, or pitches narrower than the width, one copy per row.
+// summarisePlan's engine copies: a copy of at least kMinRowsOfOneEngineCopy rows whose pitches
+// hold its width is one 2-D engine copy; fewer rows (two scattered tokens the planner joined),
+// one row, or pitches narrower than the width (no planner plan has them), one copy per row.
 TEST(AutoChoice, SummarisedEngineCopies) {
-  std::vector<kvio_copy2d> plan(3);
+  static_assert(kvio::kMinRowsOfOneEngineCopy == 8, "the cases below are laid out for 8");
+  std::vector<kvio_copy2d> plan(5);
   plan[0] = kvio_copy2d{0, 0, 2048, 64, 8192, 2048};  // a page of one layer: one 2-D copy
-  plan[1] = kvio_copy2d{0, 0, 4096, 1, 4096, 4096};   // one row
-  plan[2] = kvio_copy2d{0, 0, 4096, 3, 4096, 1024};   // a pitch below the width: 3 rows
+  plan[1] = kvio_copy2d{0, 0, 2048, 8, 8192, 2048};   // 8 rows: one
+  plan[2] = kvio_copy2d{0, 0, 2048, 7, 8192, 2048};   // 7 rows: 7
+  plan[3] = kvio_copy2d{0, 0, 4096, 1, 4096, 4096};   // one row
+  plan[4] = kvio_copy2d{0, 0, 4096, 9, 4096, 1024};   // a pitch below the width: 9 rows
   const AutoShape s = kvio::summarisePlan(plan);
-  EXPECT_EQ(s.rows, 68u);
-  EXPECT_EQ(s.bytes, 2048u * 64 + 4096 * 4);
-  EXPECT_EQ(s.copies, 3);
-  EXPECT_EQ(s.engineCopies, 5u);
+  EXPECT_EQ(s.rows, 89u);
+  EXPECT_EQ(s.bytes, 2048u * 79 + 4096 * 10);
+  EXPECT_EQ(s.copies, 5);
+  EXPECT_EQ(s.engineCopies, 1u + 1 + 7 + 1 + 9);
 }
 
 TEST(AutoChoice, MeanRowDecidesNotTheLargestRow) {
@@ -554,6 +558,37 @@ TEST(AutoExecutorRetire, ARetirementThatThrowsDoesNotUndoTheSubmit) {
 }
 
 // ---- the first-use measurement (KVIO_AUTO_CALIBRATION=measure) ----
+
+// The sweep times scattered rows: each of its rows must be one copy of the plan (one engine copy
+// for direct), not rows joined into a 2-D copy, the copy engine's fast case (every other slot
+// in increasing order plans as one 2-D copy).
+TEST(AutoMeasure, TheSweepsRowsAreOneEngineCopyEach) {
+  for (const int64_t count : {8, 64, 4096}) {
+    SCOPED_TRACE(count);
+    const kvio_pool_spec spec{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, 1, 2 * count, 1, 1, 4096};
+    uint64_t a = 0, b = 0;
+    ASSERT_EQ(kvio_pool_allocate(&spec, &a), KVIO_STATUS_OK) << kvio_last_error();
+    ASSERT_EQ(kvio_pool_allocate(&spec, &b), KVIO_STATUS_OK) << kvio_last_error();
+    const auto planOf = [&](const std::vector<int64_t>& slots) {
+      const kvio_transfer_desc desc{
+          a, b, slots.data(), slots.data(), static_cast<int64_t>(slots.size()), 0, 0, 1};
+      int64_t n = 0;
+      EXPECT_EQ(kvio_plan(&desc, nullptr, 0, &n), KVIO_STATUS_OK) << kvio_last_error();
+      std::vector<kvio_copy2d> plan(static_cast<size_t>(n));
+      EXPECT_EQ(kvio_plan(&desc, plan.data(), n, &n), KVIO_STATUS_OK) << kvio_last_error();
+      return plan;
+    };
+    const std::vector<int64_t> slots = kvio::autoSweepSlots(count);
+    ASSERT_EQ(slots.size(), static_cast<size_t>(count));
+    const std::vector<kvio_copy2d> plan = planOf(slots);
+    EXPECT_EQ(plan.size(), static_cast<size_t>(count));
+    EXPECT_EQ(kvio::summarisePlan(plan).engineCopies, static_cast<uint64_t>(count));
+    std::vector<int64_t> ascending(slots.rbegin(), slots.rend());
+    EXPECT_EQ(planOf(ascending).size(), 1u) << "rows at a constant step join into a 2-D copy";
+    EXPECT_EQ(kvio_pool_close(a), KVIO_STATUS_OK);
+    EXPECT_EQ(kvio_pool_close(b), KVIO_STATUS_OK);
+  }
+}
 
 TEST(AutoMeasure, CrossoverIsWhereDirectWinsFromThereOn) {
   using M = kvio::AutoMeasurement;

@@ -318,8 +318,9 @@ KVIO_API kvio_status kvio_submit_args(uint64_t executor, uint64_t src_pool, uint
 /* Submit flags (kvio_submit_options.flags, kvio_submit_flags, kvio_submit_args_flags; other bits
  * are INVALID_ARGUMENT).
  * KVIO_SUBMIT_OVERLAPS_COMPUTE: the transfer runs beside compute on the same device (e.g. a
- * layer's load during the forward pass); the 'auto' io backend then prefers the copy engine
- * for smaller rows that reach it in large copies (a page of one layer; docs/cuda.md). Other
+ * layer's load during the forward pass); the 'auto' io backend then also gives the copy engine
+ * rows of at least direct_row_bytes_overlap (2 KiB) that reach it in copies of at least
+ * direct_copy_bytes_overlap (32 KiB), such as a page of one layer (docs/cuda.md). Other
  * backends ignore it.
  * KVIO_SUBMIT_QUEUE_ONLY: the submit only queues the transfer; the calling thread copies nothing
  * (for a thread that must not stall, e.g. an engine's scheduler). Without it the cpu backend
@@ -658,8 +659,8 @@ KVIO_API kvio_status kvio_executor_create_cuda(int32_t io_backend, int32_t devic
  * from that (a failed sweep fails the creation). This replaces them for
  * transfers submitted after the call; `text` is the calibration file format (one `key = value` a
  * line, `#` comments, no NUL byte; keys direct_row_bytes, direct_row_bytes_overlap,
- * direct_copy_bytes_overlap, staged_min_bytes; values bytes with an optional K/M/G suffix, or never; keys left out keep
- * their default).
+ * direct_copy_bytes_overlap, staged_min_bytes; values bytes with an optional K/M/G suffix, or
+ * never; keys left out keep their default).
  * INVALID_ARGUMENT for a malformed text, UNSUPPORTED for an executor that is not 'auto'. */
 KVIO_API kvio_status kvio_executor_set_auto_calibration(uint64_t executor, const char* text);
 /* The auto executor's calibration in the file format (its source in a comment), valid until the

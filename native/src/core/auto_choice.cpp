@@ -22,8 +22,9 @@ AutoShape summarisePlan(const std::vector<kvio_copy2d>& plan) {
   for (const kvio_copy2d& c : plan) {
     shape.rows += c.height;
     shape.bytes += copyBytes(c);
-    const bool twoD = c.height > 1 && c.src_pitch >= c.width && c.dst_pitch >= c.width;
-    shape.engineCopies += twoD ? 1 : c.height;
+    const bool oneCopy =
+        c.height >= kMinRowsOfOneEngineCopy && c.src_pitch >= c.width && c.dst_pitch >= c.width;
+    shape.engineCopies += oneCopy ? 1 : c.height;
   }
   shape.copies = static_cast<int64_t>(plan.size());
   return shape;

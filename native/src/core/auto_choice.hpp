@@ -25,14 +25,22 @@ struct AutoShape {
   uint64_t bytes = 0;  // total bytes moved
   uint64_t rows = 0;   // contiguous pieces (rows of the plan's 2-D copies)
   int64_t copies = 0;  // 2-D copies of the plan
-  /// Copies the copy engine would be given (direct): a plan copy of several rows whose pitches
-  /// hold its width is one 2-D copy, any other one copy per row. An estimate: direct's issuer
-  /// also cuts copies at allocation boundaries (more) and nests 2-D copies into 3-D ones (fewer).
+  /// Copies the copy engine would be given (direct), counted as it is known to handle them: a
+  /// plan copy of at least kMinRowsOfOneEngineCopy rows whose pitches hold its width as one 2-D
+  /// copy, any other as one copy per row (a 2-D copy of a few rows, which the planner makes of
+  /// any rows that advance on both sides, has not been measured to cost less than its rows). An
+  /// estimate: direct's issuer also cuts copies at allocation boundaries (more) and nests 2-D
+  /// copies into 3-D ones (fewer).
   uint64_t engineCopies = 0;
   AutoDirection direction = AutoDirection::kHostToDevice;
   bool deviceIndices = false;    // index arrays in device memory: only the kernel reads them
   bool overlapsCompute = false;  // the caller marked it as running beside compute
 };
+
+/// The fewest rows of a plan copy that AutoShape::engineCopies counts as one engine copy: the
+/// 2-D copies measured fast on the H200 were pages of 64 rows; 8 is the smallest page of tokens
+/// seen in serving engines' configurations.
+constexpr uint64_t kMinRowsOfOneEngineCopy = 8;
 
 /// Summarises a plan (rows, bytes, copies, engine copies); direction and marks are set by the
 /// caller.
@@ -53,9 +61,13 @@ struct AutoThresholds {
   /// in 2-D copies have not been measured, so they stay on the kernel.
   uint64_t directRowBytesOverlap = 2 * 1024;
   /// See directRowBytesOverlap. Each engine copy costs the engine about 1.3 us whatever its size
-  /// (H200: scattered 4 KiB rows, one 1-D copy each, 2.5-3.6 GB/s; 64 KiB, 31-33 GB/s): from
-  /// 16 KiB a copy direct moves about 10 GB/s, above the kernel's 8.1 beside compute.
-  uint64_t directCopyBytesOverlap = 16 * 1024;
+  /// (H200: scattered 4 KiB rows, one 1-D copy each, 2.5-3.6 GB/s; 64 KiB, 31-33 GB/s): at
+  /// 16 KiB a copy direct would move about 10 GB/s, barely above the kernel's 8.1 beside
+  /// compute, at 32 KiB about 16 GB/s, twice it (a margin for the estimate, and for a kernel
+  /// that keeps more than 0.17x of its idle bandwidth). A caller whose compute leaves kvio's
+  /// kernel SMs of its own (a green context) or that runs it on a high-priority stream keeps
+  /// much more of the kernel's bandwidth (0.98x and 0.55x on the H200): set `never` there.
+  uint64_t directCopyBytesOverlap = 32 * 1024;
   /// Total bytes from which a host<->device transfer of rows below the direct crossover goes
   /// to staged (a device gather/scatter, then large copy-engine copies), when staged exists.
   /// Never by default: staged has not run on a GPU, so auto chooses it only where a
@@ -102,7 +114,7 @@ const char* autoPickName(AutoPick pick);
 ///   # comment
 ///   direct_row_bytes = 256K
 ///   direct_row_bytes_overlap = 2K
-///   direct_copy_bytes_overlap = 16K
+///   direct_copy_bytes_overlap = 32K
 ///   staged_min_bytes = never
 /// One `key = value` per line; values are bytes, an integer with an optional K, M or G suffix
 /// (binary), or `never`; keys may be left out (their default stays). INVALID_ARGUMENT naming

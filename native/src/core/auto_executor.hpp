@@ -138,6 +138,12 @@ uint64_t autoCrossover(const std::vector<AutoMeasurement>& points, double kernel
 /// the kernel. Each of the sweep's rows is one engine copy, so its row sizes are copy sizes.
 constexpr double kKernelShareBesideCompute = 0.17;
 
+/// The slots the sweep moves (the same on both sides) for `count` rows: every other slot of
+/// 2 * count, the last first. Descending, so that no two rows of the plan form a 2-D copy (the
+/// planner joins rows that advance on both sides at any pitch, and a 2-D copy of many rows is
+/// the copy engine's fast case): each row is one engine copy, as scattered tokens are.
+std::vector<int64_t> autoSweepSlots(int64_t count);
+
 /// Bytes one timed transfer of the sweep moves at this row size.
 uint64_t autoMeasuredBytes(const AutoMeasureTarget& target, uint64_t rowBytes);
 

@@ -47,7 +47,18 @@ int64_t rowsPerRun(const AutoMeasureTarget& target, uint64_t rowBytes) {
   return static_cast<int64_t>(std::clamp<uint64_t>(target.bytesPerRun / rowBytes, 8, 4096));
 }
 
-/// One row size: two pools of 2 * count rows, every other row moved (rows never coalesce).
+}  // namespace
+
+std::vector<int64_t> autoSweepSlots(int64_t count) {
+  std::vector<int64_t> slots(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) slots[static_cast<size_t>(i)] = 2 * (count - 1 - i);
+  return slots;
+}
+
+namespace {
+
+/// One row size: two pools of 2 * count rows, every other row moved, last first
+/// (autoSweepSlots: one engine copy per row).
 kvio_status measureRow(uint64_t executor, AutoExecutor* ex, const AutoMeasureTarget& target,
                        uint64_t rowBytes, AutoMeasurement* out) {
   const int64_t count = rowsPerRun(target, rowBytes);
@@ -58,8 +69,7 @@ kvio_status measureRow(uint64_t executor, AutoExecutor* ex, const AutoMeasureTar
   if (status == KVIO_STATUS_OK) {
     status = kvio_pool_allocate_memory(&spec, target.deviceKind, target.device, &device);
   }
-  std::vector<int64_t> slots(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) slots[static_cast<size_t>(i)] = 2 * i;
+  const std::vector<int64_t> slots = autoSweepSlots(count);
   AutoCalibration force;
   force.stagedMinBytes = std::numeric_limits<uint64_t>::max();
   force.directRowBytes = std::numeric_limits<uint64_t>::max();  // the kernel

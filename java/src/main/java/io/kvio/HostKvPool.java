@@ -308,7 +308,7 @@ public final class HostKvPool extends KvPool {
         /**
          * Marks the transfer as running beside compute on the device (e.g. a layer's load during
          * the forward pass): the {@link IoBackend#AUTO} backend then gives the copy engine rows of
-         * 2 KiB and more when they reach it in copies of 16 KiB and more (a page of one layer,
+         * 2 KiB and more when they reach it in copies of 32 KiB and more (a page of one layer,
          * say), instead of only rows from 256 KiB (the default calibration, docs/cuda.md); other
          * backends ignore the mark.
          */

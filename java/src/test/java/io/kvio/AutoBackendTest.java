@@ -187,7 +187,7 @@ public class AutoBackendTest {
             String defaults = auto.autoCalibration();
             assertTrue(defaults.contains("direct_row_bytes = 262144"), defaults);
             assertTrue(defaults.contains("direct_row_bytes_overlap = 2048"), defaults);
-            assertTrue(defaults.contains("direct_copy_bytes_overlap = 16384"), defaults);
+            assertTrue(defaults.contains("direct_copy_bytes_overlap = 32768"), defaults);
             assertTrue(defaults.contains("defaults (H200 figures)"), defaults);
             auto.setAutoCalibration("direct_row_bytes = 16K\nstaged_min_bytes = never\n");
             String set = auto.autoCalibration();

@@ -396,7 +396,7 @@ public class CliTest {
                 r.out.contains(
                         "auto calibration (defaults (H200 figures)): direct_row_bytes = 262144"
                                 + " direct_row_bytes_overlap = 2048"
-                                + " direct_copy_bytes_overlap = 16384"),
+                                + " direct_copy_bytes_overlap = 32768"),
                 IoBackend.AUTO.isCuda(),
                 r.out);
         assertEquals(r.out.contains("auto calibration"), IoBackend.AUTO.isCuda(), r.out);

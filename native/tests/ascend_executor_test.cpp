@@ -1356,12 +1356,13 @@ TEST_F(AscendExecutorTest, WhereTheContextStopsATransferNotYetSeenCompleteFailsT
   acl().reset();  // the fixture's TearDown asks that no copy faulted
 }
 
-// An event query that fails does not say that the transfer's copies stopped, and a transfer seen
-// done drops its pools: the query's failure is confirmed by waiting for the event, whose answer
-// is the transfer's. A failed query while the copies are held: polled, the transfer is done only
-// once they ran (every byte there) and succeeds, as its event wait did; where the wait fails
-// too, the transfer fails naming both calls.
-TEST_F(AscendExecutorTest, AFailedEventQueryIsConfirmedByWaitingForTheEvent) {
+// An event query that fails with an error of the call (a parameter or resource error, not a
+// device one) does not say that the transfer's copies stopped, and a transfer seen done drops its
+// pools: the transfer is not done then (a poll answers TIMEOUT), and a later query or a wait
+// (aclrtSynchronizeEvent) answers. Polled while its copies are held: TIMEOUT, nothing reported;
+// waited for: done once they ran (every byte there), successful as its wait; where the wait fails
+// too, the transfer fails naming both calls. (A device error's answer: the stop-on-failure tests.)
+TEST_F(AscendExecutorTest, AFailedEventQueryIsNoAnswerAboutTheWork) {
   const Geometry dg{KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::Single, 2, 8, 4, 2, 64};
   const Geometry hg{KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 2, 8, 4, 2, 64};
   NpuPool device(dg);
@@ -1370,29 +1371,34 @@ TEST_F(AscendExecutorTest, AFailedEventQueryIsConfirmedByWaitingForTheEvent) {
   std::mt19937_64 rng(53);
   SeededPair backup(device.pool, host, rng);
   const std::vector<int64_t> from = expandPages({1, 4, 6}, 4), to = expandPages({0, 2, 7}, 4);
+  const auto submit = [&] {
+    uint64_t transfer = 0;
+    EXPECT_EQ(kvio_submit_args(ascend.handle(), device.pool.pool().handle(), host.pool().handle(),
+                               from.data(), to.data(), static_cast<int64_t>(from.size()), 0, 0,
+                               dg.L, &transfer),
+              KVIO_STATUS_OK)
+        << kvio_last_error();
+    return transfer;
+  };
   acl().holdStream();
-  uint64_t transfer = 0;
-  ASSERT_EQ(kvio_submit_args(ascend.handle(), device.pool.pool().handle(), host.pool().handle(),
-                             from.data(), to.data(), static_cast<int64_t>(from.size()), 0, 0, dg.L,
-                             &transfer),
-            KVIO_STATUS_OK)
-      << kvio_last_error();
+  const Image before = host.capture();
+  uint64_t transfer = submit();
   acl().failCall("aclrtQueryEventStatus", 0, kvio::ascend::ACL_ERROR_RT_CONTEXT_NULL);
-  EXPECT_EQ(kvio_transfer_wait(transfer, 0), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(kvio_transfer_wait(transfer, 0), KVIO_STATUS_TIMEOUT) << kvio_last_error();
+  EXPECT_TRUE(host.matches(before, "host pool while the copies are held"));
+  acl().failCall("aclrtQueryEventStatus", 0, kvio::ascend::ACL_ERROR_RT_CONTEXT_NULL);
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
   backup.expect(from, to, 0, 0, dg.L);
   EXPECT_TRUE(backup.check("host pool", "device pool")) << "reported done before its copies ran";
   EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
   acl().releaseStream();
 
   acl().holdStream();
-  ASSERT_EQ(kvio_submit_args(ascend.handle(), device.pool.pool().handle(), host.pool().handle(),
-                             from.data(), to.data(), static_cast<int64_t>(from.size()), 0, 0, dg.L,
-                             &transfer),
-            KVIO_STATUS_OK)
-      << kvio_last_error();
+  transfer = submit();
   acl().failCall("aclrtQueryEventStatus", 0, kvio::ascend::ACL_ERROR_RT_CONTEXT_NULL);
+  EXPECT_EQ(kvio_transfer_wait(transfer, 0), KVIO_STATUS_TIMEOUT);
   acl().failCall("aclrtSynchronizeEvent", 0, kvio::ascend::ACL_ERROR_RT_INVALID_HANDLE);
-  EXPECT_EQ(kvio_transfer_wait(transfer, 0), KVIO_STATUS_BACKEND_ERROR);
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_BACKEND_ERROR);
   const std::string message = kvio_last_error();
   for (const char* part : {"aclrtSynchronizeEvent reported", "107017",
                            "after aclrtQueryEventStatus reported", "107002"}) {

@@ -48,20 +48,17 @@ class AclEventCompletion final : public DeviceCompletion {
     if (done_) return true;
     aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
     const aclError e = api_->queryEventStatus(event_, &status);
-    if (e != ACL_SUCCESS) {
-      // A failed query does not say that the transfer's copies stopped, and a transfer seen
-      // done drops its pools (their memory may then be freed): the event is waited for, and
-      // its wait's answer is the transfer's. This blocks (in this error case only) the caller,
-      // and an executor reaping under its lock; a stopped context answers at once.
-      std::string queried;
+    if (e != ACL_SUCCESS && reportsTheWork(e)) {
+      failed(e, "aclrtQueryEventStatus");
+    } else if (e != ACL_SUCCESS) {
+      // The call failed, not the work (a parameter or resource error): it does not say that the
+      // copies stopped, and a transfer seen done drops its pools (their memory may then be
+      // freed). Not done, then: a later query answers, or a wait (synchronize) does.
       try {
-        queried = "aclrtQueryEventStatus reported " + describeAclError(*api_, e);
-      } catch (...) {  // no memory for the text: the wait's answer still decides
+        queryError_ = "aclrtQueryEventStatus reported " + describeAclError(*api_, e);
+      } catch (...) {  // no memory for the text: the wait's answer alone will say
         clearAclError(*api_);
       }
-      const aclError waited = api_->synchronizeEvent(event_);
-      if (waited != ACL_SUCCESS) failed(waited, "aclrtSynchronizeEvent", queried);
-      done_ = true;
     } else if (status == ACL_EVENT_RECORDED_STATUS_COMPLETE) {
       done_ = true;
     }
@@ -74,7 +71,7 @@ class AclEventCompletion final : public DeviceCompletion {
       if (e != ACL_SUCCESS) clearAclError(*api_);
       return;
     }
-    if (e != ACL_SUCCESS) failed(e, "aclrtSynchronizeEvent");
+    if (e != ACL_SUCCESS) failed(e, "aclrtSynchronizeEvent", queryError_);
     done_ = true;
   }
   kvio_status finish(std::string* message) noexcept override {
@@ -112,7 +109,13 @@ class AclEventCompletion final : public DeviceCompletion {
  private:
   // The error's text is read on the thread that saw it (aclGetRecentErrMsg is per thread), at
   // the failing call, not by whichever thread finishes the transfer.
-  // `before`: what led to the call, if anything ("aclrtQueryEventStatus reported ...").
+  // Whether an event query's error is an answer about the transfer's work: ACL's internal and
+  // device errors (5xxxxx: a copy that failed on the device, ACL_ERROR_RT_SYS_DMA 507013; a
+  // context stopped on failure answers every call with it), not a parameter (1xxxxx) or
+  // resource (2xxxxx) error of the call itself.
+  static bool reportsTheWork(aclError e) { return e >= 500000 && e < 600000; }
+
+  // `before`: an earlier failed call's text, if any ("aclrtQueryEventStatus reported ...").
   void failed(aclError e, const char* call, const std::string& before = std::string()) noexcept {
     failed_ = true;
     done_ = true;
@@ -131,7 +134,8 @@ class AclEventCompletion final : public DeviceCompletion {
   std::mutex mutex_;
   bool done_ = false;
   bool failed_ = false;
-  std::string error_;                         // failed_'s text (empty if it could not be made)
+  std::string error_;       // failed_'s text (empty if it could not be made)
+  std::string queryError_;  // the last query that failed without answering (reportsTheWork)
   kvio_status queueStatus_ = KVIO_STATUS_OK;  // failWhenDone's
   std::string queueMessage_;
 };

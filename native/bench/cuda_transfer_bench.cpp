@@ -106,15 +106,15 @@ double timeTransfers(uint64_t executor, uint64_t src, uint64_t dst, const std::v
 // Seconds per round of one cudaMemcpyAsync per row (row s[i] of the source region at `src` to
 // row d[i] at `dst`, `rowBytes` each), the rows dealt round-robin to `streams` non-blocking
 // streams, all waited for: what spreading a transfer's copies over more streams (and so, where
-// the device has several, over more copy engines) would give 'direct'. The best of `reps` rounds
-// after an untimed one.
+// the device has several, over more copy engines) would give 'direct'. The mean of `reps` rounds
+// after an untimed one (as timeTransfers times 'direct').
 double timeRowsOnStreams(uint64_t dst, uint64_t src, const std::vector<int64_t>& d,
                          const std::vector<int64_t>& s, int64_t rowBytes, int streams, int reps) {
   std::vector<cudaStream_t> on(static_cast<size_t>(streams));
   for (cudaStream_t& stream : on) {
     BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   }
-  double best = 1e30;
+  double total = 0;
   for (int r = 0; r <= reps; ++r) {
     const double start = now();
     for (size_t i = 0; i < s.size(); ++i) {
@@ -124,10 +124,10 @@ double timeRowsOnStreams(uint64_t dst, uint64_t src, const std::vector<int64_t>&
                                  on[i % on.size()]));
     }
     for (cudaStream_t stream : on) BENCH_CUDA(cudaStreamSynchronize(stream));
-    if (r > 0) best = std::min(best, now() - start);
+    if (r > 0) total += now() - start;
   }
   for (cudaStream_t stream : on) BENCH_CUDA(cudaStreamDestroy(stream));
-  return best;
+  return total / reps;
 }
 
 double timeContiguous(uint64_t dst, uint64_t src, uint64_t bytes, int reps) {

@@ -13,7 +13,8 @@
 //    a fixed time with the GPU otherwise idle; beside: for as long as the compute runs.
 //  - Executors: kernel (its default launch), kernel-hp (the same on a caller stream of the
 //    greatest priority, passed to kvio_executor_create_cuda), direct, auto without and with
-//    KVIO_SUBMIT_OVERLAPS_COMPUTE (kvio_submit_args_flags); for each, which backend ran the
+//    KVIO_SUBMIT_OVERLAPS_COMPUTE (kvio_submit_args_flags), and auto with it on the
+//    high-priority stream (auto-hp+mark); for each, which backend ran the
 //    transfers (kvio_transfer_info.chosen_backend: what auto chose).
 //  - Green contexts (CUDA 12.4+ driver, reached through cudaGetDriverEntryPointByVersion, so
 //    nothing links libcuda): the compute runs in a green context holding all but N SMs (N = 8,
@@ -230,7 +231,7 @@ LoadRun runLoads(const Load& load, uint64_t executor, uint32_t flags, const Comp
 
 // One line of the mode's results.
 struct Row {
-  std::string executor;  // kernel, kernel-hp, direct, auto, auto+mark
+  std::string executor;  // kernel, kernel-hp, direct, auto, auto+mark, auto-hp+mark
   std::string setting;   // idle, beside, green<N> (compute on all but N SMs)
   LoadRun run;
   double computeTflops = 0;  // beside: the compute's TFLOP/s during the load
@@ -321,16 +322,16 @@ void printRows(const std::vector<Row>& rows, size_t first) {
     }
     return 0.0;
   };
-  std::printf("%-10s %-8s %9s %9s %9s %9s  %s\n", "executor", "compute", "load GB/s", "load/idle",
+  std::printf("%-12s %-8s %9s %9s %9s %9s  %s\n", "executor", "compute", "load GB/s", "load/idle",
               "TFLOP/s", "compute x", "backend that ran the layers (count)");
   for (size_t i = first; i < rows.size(); ++i) {
     const Row& r = rows[i];
     const double idle = idleOf(r.executor);
     if (r.setting == "idle") {
-      std::printf("%-10s %-8s %9.1f %9s %9s %9s  %s\n", r.executor.c_str(), "none", r.run.gbps, "-",
+      std::printf("%-12s %-8s %9.1f %9s %9s %9s  %s\n", r.executor.c_str(), "none", r.run.gbps, "-",
                   "-", "-", r.run.chosenText().c_str());
     } else {
-      std::printf("%-10s %-8s %9.1f %9.2f %9.1f %9.3f  %s\n", r.executor.c_str(), r.setting.c_str(),
+      std::printf("%-12s %-8s %9.1f %9.2f %9.1f %9.3f  %s\n", r.executor.c_str(), r.setting.c_str(),
                   r.run.gbps, idle > 0 ? r.run.gbps / idle : 0.0, r.computeTflops, r.computeRatio,
                   r.run.chosenText().c_str());
     }
@@ -411,9 +412,11 @@ int runBesideCompute(bool quick, const std::string& out) {
   BENCH_CUDA(cudaDeviceGetStreamPriorityRange(&leastPriority, &greatestPriority));
   cudaStream_t urgent = nullptr;
   BENCH_CUDA(cudaStreamCreateWithPriority(&urgent, cudaStreamNonBlocking, greatestPriority));
-  uint64_t kernelUrgent = 0;
+  uint64_t kernelUrgent = 0, autoUrgent = 0;
   BENCH_KVIO(kvio_executor_create_cuda(KVIO_BACKEND_KERNEL, 0, reinterpret_cast<uint64_t>(urgent),
                                        0, 0, &kernelUrgent));
+  BENCH_KVIO(kvio_executor_create_cuda(KVIO_BACKEND_AUTO, 0, reinterpret_cast<uint64_t>(urgent), 0,
+                                       0, &autoUrgent));
   const char* text = kvio_executor_auto_calibration(autoExec);
   std::string calibration = text != nullptr ? text : kvio_last_error();
   std::replace(calibration.begin(), calibration.end(), '\n', ';');
@@ -423,6 +426,9 @@ int runBesideCompute(bool quick, const std::string& out) {
   executors.push_back({"direct", direct, 0});
   executors.push_back({"auto", autoExec, 0});
   executors.push_back({"auto+mark", autoExec, KVIO_SUBMIT_OVERLAPS_COMPUTE});
+  // auto with the mark on the high-priority stream: its kernel keeps more of its bandwidth
+  // there, which auto's default calibration does not assume (docs/cuda.md, "Defaults").
+  executors.push_back({"auto-hp+mark", autoUrgent, KVIO_SUBMIT_OVERLAPS_COMPUTE});
 
   std::vector<Row> rows;
   for (const Executor& e : executors) {
@@ -500,6 +506,7 @@ int runBesideCompute(bool quick, const std::string& out) {
   BENCH_KVIO(kvio_executor_close(direct));
   BENCH_KVIO(kvio_executor_close(autoExec));
   BENCH_KVIO(kvio_executor_close(kernelUrgent));
+  BENCH_KVIO(kvio_executor_close(autoUrgent));
   BENCH_CUDA(cudaStreamDestroy(urgent));
   BENCH_CUDA(cudaFree(compute.sink));
   BENCH_CUDA(cudaStreamDestroy(compute.stream));

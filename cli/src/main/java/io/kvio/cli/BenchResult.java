@@ -96,6 +96,9 @@ final class BenchResult {
                             + b.name()
                             + (b.unavailabilityCause() == null
                                     ? " ("
+                                            + (b.name().equals("auto")
+                                                    ? RoundTripReport.autoRunsOnText() + "; "
+                                                    : "")
                                             + threadsText(b.name())
                                             + "): baseline = "
                                             + baselines.get(b.name())
@@ -198,6 +201,9 @@ final class BenchResult {
             if (b.unavailabilityCause() == null) {
                 o.put("baseline", baselines.get(b.name()));
                 o.put("threads", threads.get(b.name())); // null: a device backend
+                if (b.name().equals("auto")) {
+                    o.put("runsOn", RoundTripReport.autoRunsOn()); // cuda, kernel_ascend or cpu
+                }
             }
         }
         ArrayNode ps = root.putArray("points");

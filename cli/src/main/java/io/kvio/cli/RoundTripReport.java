@@ -89,15 +89,23 @@ final class RoundTripReport {
 
     /** The io backend, and for auto what it is on this machine. */
     private static String backendLabel(IoBackend backend) {
-        if (backend != IoBackend.AUTO) {
-            return backend.userName();
-        }
-        if (backend.isCuda()) {
-            return "auto (kernel, direct or staged per transfer, CUDA device 0)";
-        }
-        return backend.isAscend()
-                ? "auto (kernel_ascend on NPU 0 for NPU memory: no usable CUDA device)"
-                : "auto (cpu: no usable CUDA device or Ascend NPU)";
+        return backend != IoBackend.AUTO ? backend.userName() : "auto (" + autoRunsOnText() + ")";
+    }
+
+    /** What auto runs on this machine: "cuda", "kernel_ascend" or "cpu". */
+    static String autoRunsOn() {
+        return IoBackend.AUTO.isCuda()
+                ? "cuda"
+                : IoBackend.AUTO.isAscend() ? "kernel_ascend" : "cpu";
+    }
+
+    /** What auto runs on this machine, in words ("cpu: no usable CUDA device or Ascend NPU"). */
+    static String autoRunsOnText() {
+        return switch (autoRunsOn()) {
+            case "cuda" -> "kernel, direct or staged per transfer, CUDA device 0";
+            case "kernel_ascend" -> "kernel_ascend on NPU 0 for NPU memory: no usable CUDA device";
+            default -> "cpu: no usable CUDA device or Ascend NPU";
+        };
     }
 
     /** The crossovers auto chooses by (the first line says where they come from). */

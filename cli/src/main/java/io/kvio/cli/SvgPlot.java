@@ -151,16 +151,15 @@ final class SvgPlot {
         String title =
                 String.format(
                         Locale.ROOT,
-                        "kvio %s bench on %s (%s): GB/s by row size, %s x %d layers, mha, %s",
+                        "kvio %s bench on %s (%s): GB/s by row size, %s x %d layers, mha",
                         r.version,
                         r.platform,
                         r.mode,
                         tokens < 0 ? "no points" : tokens + " tokens", // nothing ran: none
-                        r.layers,
-                        threadsTitle(r));
+                        r.layers);
         return render(
                 new Figure(
-                        title,
+                        title + "\n" + threadsTitle(r),
                         List.of(
                                 "backup: device to host, all layers in one call",
                                 "load: host to device, one call per layer"),
@@ -205,7 +204,10 @@ final class SvgPlot {
         return svg.toString();
     }
 
-    /** The XML declaration, the svg element, a white background and the title. */
+    /**
+     * The XML declaration, the svg element, a white background and the title (a second line, after
+     * a newline in it, smaller under the first).
+     */
     private static void header(StringBuilder svg, String title, int height) {
         svg.append(
                 String.format(
@@ -218,7 +220,11 @@ final class SvgPlot {
                         WIDTH,
                         height));
         svg.append("<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n");
-        svg.append(text(WIDTH / 2, 24, "middle", 15, title));
+        String[] lines = title.split("\n", 2);
+        svg.append(text(WIDTH / 2, 24, "middle", 15, lines[0]));
+        if (lines.length > 1) {
+            svg.append(text(WIDTH / 2, 42, "middle", 12, lines[1]));
+        }
     }
 
     /** Under the panels, three entries a row: a line sample and the label. */

@@ -177,9 +177,16 @@ public class BenchCommandTest extends OutputDirTest {
                     threads == null
                             ? "no io threads, a device stream"
                             : Main.count(threads, "io thread", "io threads");
+            String runsOn =
+                    backend == IoBackend.AUTO ? RoundTripReport.autoRunsOnText() + "; " : "";
             assertTrue(
-                    run.out.contains("- " + backend.userName() + " (" + text + "): baseline = "),
+                    run.out.contains(
+                            "- " + backend.userName() + " (" + runsOn + text + "): baseline = "),
                     run.out);
+            assertEquals(
+                    b.has("runsOn") ? b.get("runsOn").asText() : null,
+                    backend == IoBackend.AUTO ? RoundTripReport.autoRunsOn() : null,
+                    b + "");
             assertEquals(
                     b.get("threads").isNull() ? null : b.get("threads").asInt(), threads, b + "");
         }

@@ -23,17 +23,33 @@ public class RoundTripHeapTest extends OutputDirTest {
         List<String> cmd = new ArrayList<>();
         cmd.add(Paths.get(System.getProperty("java.home"), "bin", "java").toString());
         cmd.add("-Xmx" + xmx);
+        cmd.add("-XX:+UseSerialGC"); // the same heap layout on every machine the test runs on
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         cmd.add("-Dorg.bytedeco.javacpp.cachedir=" + dir.resolve("cache"));
         cmd.add("-Dkvio.progress=false");
         cmd.add(Main.class.getName());
         cmd.addAll(Arrays.asList(args));
-        Process p =
-                new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true).start();
-        byte[] out = p.getInputStream().readAllBytes();
-        assertTrue(p.waitFor(300, TimeUnit.SECONDS), "timed out: " + cmd);
-        return new CliRunner(p.exitValue(), new String(out, StandardCharsets.UTF_8), "");
+        ProcessBuilder builder =
+                new ProcessBuilder(cmd).directory(dir.toFile()).redirectErrorStream(true);
+        builder.environment().remove("JAVA_TOOL_OPTIONS"); // no inherited heap or GC settings
+        builder.environment().remove("_JAVA_OPTIONS");
+        Process p = builder.start();
+        // Drained on another thread, so that the timeout below holds while the child runs.
+        java.util.concurrent.CompletableFuture<byte[]> out =
+                java.util.concurrent.CompletableFuture.supplyAsync(
+                        () -> {
+                            try {
+                                return p.getInputStream().readAllBytes();
+                            } catch (java.io.IOException e) {
+                                return e.toString().getBytes(StandardCharsets.UTF_8);
+                            }
+                        });
+        if (!p.waitFor(300, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new AssertionError("timed out after 300 s: " + cmd);
+        }
+        return new CliRunner(p.exitValue(), new String(out.get(), StandardCharsets.UTF_8), "");
     }
 
     private static final String[] PAGE_SIZE_ONE = {

@@ -969,6 +969,43 @@ TEST(CudaKernel, SmallJobsInTheParameterAndLargeJobsUploadedMatchOracle) {
   }
 }
 
+// Only the transfer's layers go with a job: a per-layer transfer between pools of 32 layers puts
+// one table entry per component and side in the parameter (16 status bytes, 2 x 16 B of tables,
+// 16 B per pair: 237 pairs fit, 238 do not), where the whole tables (2 x 64 entries, 1 KiB)
+// would leave room for 175. Loads and backups of one layer (17 on both sides, then 3 and 29),
+// three layers from different starts, whole destinations against the oracle.
+TEST(CudaKernel, OnlyTheTransfersLayersGoInTheParameter) {
+  REQUIRE_GPU();
+  std::mt19937_64 rng(29);
+  DeviceAndHost p(KVIO_BACKEND_KERNEL,
+                  make(KVIO_KIND_MHA, KVIO_LAYOUT_LAYER_FIRST, Form::PerLayer, 32, 16, 16, 1, 64),
+                  make(KVIO_KIND_MHA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 32, 16, 16, 1, 64));
+  ASSERT_TRUE(p.ok());
+  struct Case {
+    int64_t layers, srcLayer, dstLayer, pairs;
+  };
+  for (const Case& c : {Case{1, 17, 17, 237}, Case{1, 3, 29, 238}, Case{3, 5, 9, 200}}) {
+    const uint64_t e = p.executor.handle();
+    // 3840 parameter bytes: status, K and V table entries of each layer on both sides, pairs.
+    const bool inParameter = c.pairs <= (3840 - 16 - 2 * 2 * 8 * c.layers) / 16;
+    for (bool backup : {true, false}) {
+      const std::string what = std::string(backup ? "backup" : "load") + ", " +
+                               std::to_string(c.layers) + " layers from " +
+                               std::to_string(c.srcLayer) + " to " + std::to_string(c.dstLayer) +
+                               ", " + std::to_string(c.pairs) + " pairs";
+      const std::array<int64_t, 2> before = kernelLaunches();
+      EXPECT_TRUE(backup ? checkTransfer(e, p.dg, p.device, p.hg, p.host, rng, c.layers, c.srcLayer,
+                                         c.dstLayer, c.pairs)
+                         : checkTransfer(e, p.hg, p.host, p.dg, p.device, rng, c.layers, c.srcLayer,
+                                         c.dstLayer, c.pairs))
+          << what;
+      const std::array<int64_t, 2> after = kernelLaunches();
+      EXPECT_EQ(after[0] - before[0], inParameter ? 1 : 0) << what << ": launches by value";
+      EXPECT_EQ(after[1] - before[1], inParameter ? 0 : 1) << what << ": launches uploaded";
+    }
+  }
+}
+
 // The copy kernel's routines and word widths (copy_routine.cuh): rows of 6 B (2-byte aligned:
 // per-row routine), 12 B (4-byte words), 24 B (8), 48, 256, 2064 and 8192 B (16-byte words
 // when both sides allow; the wrapped host pool is 8 bytes off 16-byte alignment, so 8-byte

@@ -162,7 +162,9 @@ class TransferState {
 struct LayoutJob {
   AffineLayout src;
   AffineLayout dst;
-  std::vector<uint64_t> srcTable;  // src.layerBase points here
+  // src.layerBase points here. The kernel executor keeps only the transfer's layers: its
+  // layouts then have numLayers layers and the starts below are 0.
+  std::vector<uint64_t> srcTable;
   std::vector<uint64_t> dstTable;
   const int64_t* srcIndices = nullptr;
   const int64_t* dstIndices = nullptr;

@@ -27,10 +27,23 @@ namespace {
 constexpr int32_t kDefaultCtaBudget = 4;
 constexpr int32_t kDefaultWarpsPerCta = 16;
 
-// Binds the layout of a pool to the device-accessible layer table.
-void deviceLayout(const PoolImpl& pool, std::vector<uint64_t>* table, AffineLayout* out) {
-  *table = pool.deviceLayerBase.empty() ? pool.layerBase : pool.deviceLayerBase;
+// Binds the layout of a pool to the device-accessible addresses of the `layers` layers from
+// `start` only (each component's), as a layout of that many layers starting at 0: a per-layer
+// load stages two table entries instead of the pool's whole table (2 x layers of a model),
+// which leaves the kernel parameter room for more index pairs (InlineCopyLaunch).
+void deviceLayout(const PoolImpl& pool, int64_t start, int64_t layers, std::vector<uint64_t>* table,
+                  AffineLayout* out) {
+  const std::vector<uint64_t>& full =
+      pool.deviceLayerBase.empty() ? pool.layerBase : pool.deviceLayerBase;
   *out = pool.layout;
+  table->resize(static_cast<size_t>(out->components * layers));
+  for (int32_t c = 0; c < out->components; ++c) {
+    for (int64_t j = 0; j < layers; ++j) {
+      (*table)[static_cast<size_t>(layerTableIndex(layers, c, j))] =
+          full[static_cast<size_t>(out->layerIndex(c, start + j))];
+    }
+  }
+  out->numLayers = layers;
   out->layerBase = table->data();
 }
 
@@ -62,14 +75,14 @@ class KernelExecutor final : public CudaExecutor {
     KVIO_RETURN_IF_ERROR(refuseCapture());
     const kvio_transfer_desc& desc = *t.desc;
     LayoutJob& l = job->layout;
-    deviceLayout(*t.src, &l.srcTable, &l.src);
-    deviceLayout(*t.dst, &l.dstTable, &l.dst);
+    deviceLayout(*t.src, desc.src_layer_start, desc.num_layers, &l.srcTable, &l.src);
+    deviceLayout(*t.dst, desc.dst_layer_start, desc.num_layers, &l.dstTable, &l.dst);
     l.srcIndices = desc.src_indices;
     l.dstIndices = desc.dst_indices;
     l.indicesOnDevice = t.deviceIndices;
     l.count = desc.num_indices;
-    l.srcLayerStart = desc.src_layer_start;
-    l.dstLayerStart = desc.dst_layer_start;
+    l.srcLayerStart = 0;  // the tables hold the transfer's layers only
+    l.dstLayerStart = 0;
     l.numLayers = desc.num_layers;
     l.ctaBudget = t.ctaBudget;
     l.warpsPerCta = t.warpsPerCta;

@@ -429,6 +429,14 @@ int main(int argc, char** argv) {
       kvio_executor_create_cuda(KVIO_BACKEND_DIRECT, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &direct));
   BENCH_KVIO(
       kvio_executor_create_cuda(KVIO_BACKEND_STAGED, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &staged));
+  // direct dealing large transfers to 2 and 4 streams (KVIO_DIRECT_STREAMS, read at creation).
+  uint64_t directOn[2] = {0, 0};
+  for (int k = 0; k < 2; ++k) {
+    setenv("KVIO_DIRECT_STREAMS", k == 0 ? "2" : "4", 1);
+    BENCH_KVIO(kvio_executor_create_cuda(KVIO_BACKEND_DIRECT, 0, KVIO_CUDA_OWN_STREAM, 0, 0,
+                                         &directOn[k]));
+  }
+  unsetenv("KVIO_DIRECT_STREAMS");
   // auto with its defaults, as kvio_executor_create gives it: its kernel at 4 CTAs x 16 warps
   // (kernel(4) here), its staged path at staged's defaults (the staged column).
   BENCH_KVIO(
@@ -486,6 +494,20 @@ int main(int argc, char** argv) {
                          bytes / t / 1e9});
           }
           BENCH_KVIO(kvio_executor_set_launch(kernel, 4, 16));
+          // The same rows with the host side in address order (the device side still
+          // scattered), for kvio's kernel at 4 x 16 and for the reference (test 'locality'): if
+          // small rows gain here, the scatter of host addresses (pages, the host's address
+          // translation for the device) bounds them, not the kernel's work per row.
+          std::vector<int64_t> hostSorted = d2h ? d : s;
+          std::sort(hostSorted.begin(), hostSorted.end());
+          const std::vector<int64_t>& ls = d2h ? s : hostSorted;
+          const std::vector<int64_t>& ld = d2h ? hostSorted : d;
+          const double tk = timeTransfers(kernel, src, dst, ls, ld, 0, 0, 1, reps);
+          results.add({"locality", "kernel/host-sorted", direction, row, n, 4, bytes / tk / 1e9});
+          const double tr = timeReference(d2h ? host.address : device.address,
+                                          d2h ? device.address : host.address, ld, ls, row, reps);
+          results.add({"locality", "reference/host-sorted", direction, row, n,
+                       kvio_bench::kReferenceBlocks, bytes / tr / 1e9});
         }
         if (n == maxCount && row >= 16384) {
           // One cudaMemcpyAsync per row on 1, 2 and 4 streams (test 'streams', backend
@@ -498,6 +520,14 @@ int main(int argc, char** argv) {
                 timeRowsOnStreams(dstBase, srcBase, d, s, row, streams, std::min(reps, 5));
             results.add({"streams", "memcpy/" + std::to_string(streams) + "s", direction, row, n,
                          streams, bytes / t / 1e9});
+          }
+          // kvio's direct with its copies dealt to 2 and 4 streams (KVIO_DIRECT_STREAMS).
+          for (int k = 0; k < 2; ++k) {
+            double streamCalls = 0;
+            const double t =
+                timeTransfers(directOn[k], src, dst, s, d, 0, 0, 1, reps, &streamCalls);
+            results.add({"streams", "direct/" + std::to_string(2 << k) + "s", direction, row, n,
+                         2 << k, bytes / t / 1e9, streamCalls});
           }
         }
         double calls = 0;
@@ -551,8 +581,9 @@ int main(int argc, char** argv) {
       const kvio_pool_spec hspec{KVIO_KIND_MHA, layout, L, pages, ps, H, hb};
       Pool host(hspec, KVIO_MEMORY_HOST_PINNED);
       const char* name = layout == KVIO_LAYOUT_PAGE_FIRST ? "page_first" : "layer_first";
-      for (int b = 0; b < 3; ++b) {
-        const uint64_t executor = b == 2 ? direct : kernel;
+      // kernel at 4 and 16 CTAs, direct, direct with its copies dealt to 4 streams.
+      for (int b = 0; b < 4; ++b) {
+        const uint64_t executor = b == 3 ? directOn[1] : b == 2 ? direct : kernel;
         const int32_t ctas = b == 0 ? 4 : b == 1 ? 16 : 0;
         if (b < 2) BENCH_KVIO(kvio_executor_set_launch(kernel, ctas, 16));
         // Warm-up, then all layers one transfer each, timed together (reps rounds).
@@ -575,9 +606,12 @@ int main(int argc, char** argv) {
           kvio_transfer_close(t);
         }
         const double seconds = now() - start;
-        results.add({std::string("per_layer_") + name, b == 2 ? "direct" : "kernel", "h2d",
-                     2 * H * hb, static_cast<int64_t>(hostIdx.size()), ctas,
-                     bytesPerLayer * L * reps / seconds / 1e9, b == 2 ? calls : -1});
+        results.add({std::string("per_layer_") + name,
+                     b == 3   ? "direct/4s"
+                     : b == 2 ? "direct"
+                              : "kernel",
+                     "h2d", 2 * H * hb, static_cast<int64_t>(hostIdx.size()), ctas,
+                     bytesPerLayer * L * reps / seconds / 1e9, b >= 2 ? calls : -1});
       }
     }
   }
@@ -587,6 +621,7 @@ int main(int argc, char** argv) {
   BENCH_KVIO(kvio_executor_close(direct));
   BENCH_KVIO(kvio_executor_close(staged));
   BENCH_KVIO(kvio_executor_close(autoExecutor));
+  for (uint64_t executor : directOn) BENCH_KVIO(kvio_executor_close(executor));
 
   // Summary: at the largest index count measured for each row size, GB/s per direction.
   auto findResult = [&](const std::string& test, const std::string& backend, const std::string& dir,
@@ -652,13 +687,25 @@ int main(int argc, char** argv) {
     }
   }
   std::printf(
-      "one cudaMemcpyAsync per row, rows dealt to 1 / 2 / 4 streams (GB/s; against 'direct' and "
-      "the ceiling in the summary)\n");
+      "rows on several streams (GB/s; memcpy: one cudaMemcpyAsync per row, rows dealt to 1 / 2 / "
+      "4 streams; direct/<n>s: kvio's direct with KVIO_DIRECT_STREAMS=n, its engine calls per "
+      "transfer; against 'direct' and the ceiling in the summary)\n");
   for (const Result& r : results) {
     if (r.test != "streams") continue;
-    std::printf("  %s %6lld B x %lld: %lld stream(s) %6.1f\n", r.direction.c_str(),
+    std::printf("  %s %6lld B x %lld: %-10s %6.1f", r.direction.c_str(),
                 static_cast<long long>(r.rowBytes), static_cast<long long>(r.count),
-                static_cast<long long>(r.ctas), r.gbps);
+                r.backend.c_str(), r.gbps);
+    if (r.calls > 0) std::printf(", %.1f engine calls", r.calls);
+    std::printf("\n");
+  }
+  std::printf(
+      "host rows in address order, device rows scattered (GB/s; against kernel4 and reference in "
+      "the summary)\n");
+  for (const Result& r : results) {
+    if (r.test != "locality") continue;
+    std::printf("  %s %6lld B x %lld: %-22s %6.1f\n", r.direction.c_str(),
+                static_cast<long long>(r.rowBytes), static_cast<long long>(r.count),
+                r.backend.c_str(), r.gbps);
   }
   std::printf(
       "kernel launch shapes at the largest index count (GB/s; CTAs x warps; words in flight per "

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <random>
+#include <string>
 
 #include "cuda/direct_copies.hpp"
 #include "cuda/stream_argument.hpp"
@@ -472,6 +473,68 @@ TEST(CudaDirectCopies, ProcessCallCountsGrowByEachTransfersCalls) {
 // What kvio_executor_create_cuda makes of its stream argument (kvio.h): 0 is the legacy default
 // stream, as cudaStreamLegacy is, not a request for kvio's own stream (KVIO_CUDA_OWN_STREAM); the
 // direct backend's batch copies take only created streams.
+// KVIO_DIRECT_STREAMS: unset or empty is one stream; 1 to 8; nothing else.
+TEST(CudaDirectStreams, TheVariableTakesOneToEight) {
+  int32_t streams = 0;
+  EXPECT_TRUE(kvio::cuda::parseDirectStreams(nullptr, &streams));
+  EXPECT_EQ(streams, 1);
+  EXPECT_TRUE(kvio::cuda::parseDirectStreams("", &streams));
+  EXPECT_EQ(streams, 1);
+  for (int32_t n = 1; n <= 8; ++n) {
+    const std::string text = std::to_string(n);
+    EXPECT_TRUE(kvio::cuda::parseDirectStreams(text.c_str(), &streams)) << text;
+    EXPECT_EQ(streams, n);
+  }
+  for (const char* bad : {"0", "9", "10", "-1", "+2", " 2", "2 ", "2x", "x", "08"}) {
+    streams = 77;
+    EXPECT_FALSE(kvio::cuda::parseDirectStreams(bad, &streams)) << bad;
+    EXPECT_EQ(streams, 77) << bad;
+  }
+}
+
+// dealPlan cuts a plan into consecutive groups, in plan order, every group with a copy, at most
+// the streams asked, no more than the plan's copies / 4 and bytes / 256 KiB allow, and each
+// group's bytes within one copy of an equal share; checked on random plans.
+TEST(CudaDirectStreams, PlansAreDealtInOrderByBytes) {
+  using kvio::cuda::dealPlan;
+  using kvio::cuda::kMaxDirectStreams;
+  std::mt19937_64 rng(61);
+  for (int iteration = 0; iteration < 4000; ++iteration) {
+    std::vector<kvio_copy2d> plan(rng() % 70);
+    uint64_t total = 0, widest = 0;
+    for (kvio_copy2d& c : plan) {
+      c = kvio_copy2d{};
+      c.width = 1 + rng() % (rng() % 2 == 0 ? (256u << 10) : 4096u);
+      c.height = 1 + rng() % 4;
+      c.src_pitch = c.dst_pitch = c.width;
+      total += c.width * c.height;
+      widest = std::max<uint64_t>(widest, c.width * c.height);
+    }
+    const int32_t streams = 1 + static_cast<int32_t>(rng() % kMaxDirectStreams);
+    size_t ends[kMaxDirectStreams] = {};
+    const size_t groups = dealPlan(plan, streams, ends);
+    SCOPED_TRACE("iteration " + std::to_string(iteration) + ": " + std::to_string(plan.size()) +
+                 " copies, " + std::to_string(total) + " bytes, " + std::to_string(streams) +
+                 " streams");
+    const size_t allowed = std::min({static_cast<size_t>(streams), plan.size() / 4,
+                                     static_cast<size_t>(total / (256u << 10))});
+    ASSERT_EQ(groups, std::max<size_t>(1, allowed));
+    ASSERT_EQ(ends[groups - 1], plan.size());
+    size_t begin = 0;
+    for (size_t g = 0; g < groups; ++g) {
+      if (groups > 1) ASSERT_GT(ends[g], begin) << "group " << g << " is empty";
+      uint64_t bytes = 0;
+      for (size_t i = begin; i < ends[g]; ++i) bytes += plan[i].width * plan[i].height;
+      if (groups > 1) {
+        const uint64_t share = total / groups;
+        EXPECT_LE(bytes, share + 2 * widest) << "group " << g;
+        EXPECT_GE(bytes + 2 * widest, share) << "group " << g;
+      }
+      begin = ends[g];
+    }
+  }
+}
+
 TEST(StreamArgument, ZeroIsTheLegacyDefaultStreamAndTheMarkerIsNoStream) {
   using kvio::cuda::classifyStream;
   using kvio::cuda::StreamArgument;

@@ -2081,6 +2081,107 @@ TEST(CudaDirect, CopiesGoToTheBatchCalls) {
   }
 }
 
+// KVIO_DIRECT_STREAMS=4 deals a large transfer's copies to four streams (the executor's and
+// three of its own) and joins them back: 32 scattered rows of 64 KiB (2 MiB) go out as four
+// groups, each with its own batch call (at least 12 engine calls for the three transfers of a
+// round, where one stream makes at most 6). Each round: a backup device -> host, waited for and
+// the host pool checked at once (pinned memory, read by the host: without the join, the
+// executor's stream, and so the transfer's event, would not wait for the side streams); then
+// another backup followed, without a wait, by a load of its host rows in reverse order into a
+// second device pool, so the load's first group reads what the backup's last group wrote
+// (another stream): without the fork (side streams start after the executor's stream) the load
+// reads rows not yet written. Eight rounds per setting, whole pools against the oracle.
+TEST(CudaDirect, TransfersDealtToSeveralStreamsKeepTheirOrderAndMatchOracle) {
+  REQUIRE_GPU();
+  int driver = 0;
+  ASSERT_EQ(cudaDriverGetVersion(&driver), cudaSuccess);
+  const Geometry dg =
+      make(KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 1, 64, 1, 1, 64 << 10);
+  const Geometry hg =
+      make(KVIO_KIND_MLA, KVIO_LAYOUT_PAGE_FIRST, Form::Allocated, 1, 64, 1, 1, 64 << 10);
+  for (const char* streams : {"1", "4"}) {
+    SCOPED_TRACE(std::string("KVIO_DIRECT_STREAMS=") + streams);
+    ScopedEnv env("KVIO_DIRECT_STREAMS", streams);
+    Executor executor(KVIO_BACKEND_DIRECT);
+    ASSERT_TRUE(executor.ok());
+    GpuPool device(dg, Memory::Device, executor.stream());
+    GpuPool host(hg, Memory::PinnedHost, executor.stream());
+    GpuPool second(dg, Memory::Device, executor.stream());
+    ASSERT_TRUE(device.ok() && host.ok() && second.ok());
+    std::mt19937_64 rng(53);
+    const auto submit = [&](uint64_t src, uint64_t dst, const std::vector<int64_t>& s,
+                            const std::vector<int64_t>& d) {
+      uint64_t transfer = 0;
+      EXPECT_EQ(kvio_submit_args(executor.handle(), src, dst, s.data(), d.data(),
+                                 static_cast<int64_t>(s.size()), 0, 0, 1, &transfer),
+                KVIO_STATUS_OK)
+          << kvio_last_error();
+      return transfer;
+    };
+    const auto finish = [](uint64_t transfer) {
+      EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
+      EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+    };
+    for (int round = 0; round < 8; ++round) {
+      SCOPED_TRACE("round " + std::to_string(round));
+      const Image deviceImage = device.random(rng);
+      Image hostImage = host.random(rng);
+      Image secondImage = second.random(rng);
+      ASSERT_TRUE(device.write(deviceImage) && host.write(hostImage) && second.write(secondImage));
+      int64_t before[4] = {0, 0, 0, 0}, after[4] = {0, 0, 0, 0};
+      ASSERT_EQ(kvio_debug_copy_engine_calls(before), KVIO_STATUS_OK);
+      // The join: a backup's rows are all in host memory when its wait returns.
+      const std::vector<int64_t> a = distinct(rng, dg.S(), 32);
+      const std::vector<int64_t> h = distinct(rng, hg.S(), 32);
+      const uint64_t first = submit(device.handle(), host.handle(), a, h);
+      ASSERT_NE(first, 0u);
+      finish(first);
+      applyTransfer(dg, deviceImage, hg, &hostImage, a, h, 0, 0, 1);
+      EXPECT_TRUE(host.holds(hostImage, "host pool after the first backup"));
+      // The fork: a load queued behind a backup reads what the backup wrote.
+      const std::vector<int64_t> a2 = distinct(rng, dg.S(), 32);
+      const std::vector<int64_t> h2 = distinct(rng, hg.S(), 32);
+      const std::vector<int64_t> reversed(h2.rbegin(), h2.rend());
+      const std::vector<int64_t> e = distinct(rng, dg.S(), 32);
+      const uint64_t backup = submit(device.handle(), host.handle(), a2, h2);
+      const uint64_t load = submit(host.handle(), second.handle(), reversed, e);
+      ASSERT_TRUE(backup != 0 && load != 0);
+      finish(load);
+      finish(backup);
+      ASSERT_EQ(kvio_debug_copy_engine_calls(after), KVIO_STATUS_OK);
+      applyTransfer(dg, deviceImage, hg, &hostImage, a2, h2, 0, 0, 1);
+      applyTransfer(hg, hostImage, dg, &secondImage, reversed, e, 0, 0, 1);
+      EXPECT_TRUE(host.holds(hostImage, "host pool"));
+      EXPECT_TRUE(second.holds(secondImage, "second device pool"));
+      int64_t calls = 0;
+      for (int k = 0; k < 4; ++k) calls += after[k] - before[k];
+      if (std::string(streams) == "4") {
+        EXPECT_GE(calls, 12) << "engine calls of the three transfers";
+      } else if (driver >= 12080) {
+        EXPECT_LE(calls, 6) << "engine calls of the three transfers";
+      }
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+}
+
+// KVIO_DIRECT_STREAMS other than 1 to 8 makes the creation of a direct executor fail, naming it.
+TEST(CudaDirect, ABadStreamCountIsRefusedAtCreation) {
+  REQUIRE_GPU();
+  for (const char* value : {"0", "9", "-1", "2x", " 2", "12"}) {
+    ScopedEnv env("KVIO_DIRECT_STREAMS", value);
+    uint64_t executor = 0;
+    EXPECT_EQ(
+        kvio_executor_create_cuda(KVIO_BACKEND_DIRECT, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &executor),
+        KVIO_STATUS_INVALID_ARGUMENT)
+        << value;
+    EXPECT_EQ(executor, 0u) << value;
+    const std::string message = kvio_last_error();
+    EXPECT_NE(message.find("KVIO_DIRECT_STREAMS='" + std::string(value) + "'"), std::string::npos)
+        << message;
+  }
+}
+
 // staged reports its work in kvio_transfer_info: a gather/scatter launch per chunk and a
 // copy-engine copy per host run (at least one a chunk). With a 12 KiB staging buffer, each chunk
 // carries less than 12 KiB, so a transfer of B bytes takes at least B / 12 KiB launches; every

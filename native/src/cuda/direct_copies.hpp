@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "../engine/copy_engine.hpp"
 #include "kvio/kvio.h"
@@ -45,6 +46,63 @@ inline engine::EngineOps directEngine(uint64_t maxPitch = kDefaultMaxPitch) {
   ops.max2dHeight = 0;
   ops.maxBatch = kMaxBatch;
   return ops;
+}
+
+/// Most streams a direct executor deals one transfer's copies to (KVIO_DIRECT_STREAMS).
+constexpr int32_t kMaxDirectStreams = 8;
+
+/// KVIO_DIRECT_STREAMS as a stream count: unset (nullptr) or empty is 1, "1" to "8" that many;
+/// false for anything else (another number, a sign, spaces, a suffix).
+inline bool parseDirectStreams(const char* text, int32_t* out) {
+  if (text == nullptr || *text == '\0') {
+    *out = 1;
+    return true;
+  }
+  if (text[0] < '1' || text[0] > '0' + kMaxDirectStreams || text[1] != '\0') return false;
+  *out = text[0] - '0';
+  return true;
+}
+
+/// A transfer goes to more streams than one only when each gets at least this many plan copies
+/// and bytes: below that, the fork and join (an event record and a stream wait per extra stream
+/// on the host, a cross-stream wait on the device) cost more than a second copy engine can
+/// save. Not measured on a GPU yet (the bench's 'streams' test and its direct/<n>s rows are for
+/// that).
+constexpr size_t kMinCopiesPerStream = 4;
+constexpr uint64_t kMinBytesPerStream = 256ull << 10;
+
+/// Deals `plan` to at most `streams` streams as consecutive groups of about equal bytes (each
+/// group's copies stay in plan order, so the issuer still nests neighbours into 3-D copies):
+/// ends[g] is one past group g's last copy; returns the number of groups, 1 when the transfer
+/// is too small to be worth more (kMinCopiesPerStream, kMinBytesPerStream). Every group has at
+/// least one copy.
+inline size_t dealPlan(const std::vector<kvio_copy2d>& plan, int32_t streams,
+                       size_t ends[kMaxDirectStreams]) {
+  uint64_t total = 0;
+  for (const kvio_copy2d& c : plan) total += c.width * c.height;
+  size_t groups = static_cast<size_t>(streams < 1 ? 1 : streams);
+  if (groups > static_cast<size_t>(kMaxDirectStreams)) groups = kMaxDirectStreams;
+  if (groups > plan.size() / kMinCopiesPerStream) groups = plan.size() / kMinCopiesPerStream;
+  if (groups > total / kMinBytesPerStream) groups = static_cast<size_t>(total / kMinBytesPerStream);
+  if (groups <= 1) {
+    ends[0] = plan.size();
+    return 1;
+  }
+  size_t i = 0;
+  uint64_t dealt = 0;
+  for (size_t g = 0; g + 1 < groups; ++g) {
+    // Group g ends once the bytes dealt reach (g + 1) / groups of the total, with at least one
+    // copy of its own and one left for each later group.
+    const uint64_t target = total / groups * (g + 1) + total % groups * (g + 1) / groups;
+    const size_t last = plan.size() - (groups - 1 - g);
+    do {
+      dealt += plan[i].width * plan[i].height;
+      ++i;
+    } while (i < last && dealt < target);
+    ends[g] = i;
+  }
+  ends[groups - 1] = plan.size();
+  return groups;
 }
 
 /// "host to device" and the like, from the pools' memory kinds (KVIO_MEMORY_*).

@@ -10,6 +10,8 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <cstdlib>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -176,25 +178,145 @@ std::string errorText(void*, int code) {
   return describe(static_cast<cudaError_t>(code));
 }
 
+// KVIO_DIRECT_STREAMS: the streams a direct executor deals a large transfer's copies to
+// (parseDirectStreams); unset or empty: 1.
+kvio_status directStreamsFromEnvironment(int32_t* out) {
+  const char* text = std::getenv("KVIO_DIRECT_STREAMS");
+  if (parseDirectStreams(text, out)) return KVIO_STATUS_OK;
+  return fail(KVIO_STATUS_INVALID_ARGUMENT,
+              "KVIO_DIRECT_STREAMS='%s' is not a stream count: give a whole number from 1 to %d; "
+              "unset, the 'direct' io backend uses 1",
+              text, kMaxDirectStreams);
+}
+
+// A stream of the executor's own beside its stream, with the engine that issues on it and the
+// event that joins it back.
+struct SideStream {
+  cudaStream_t stream = nullptr;
+  cudaEvent_t joined = nullptr;
+  CudaEngine engine;
+};
+
 class DirectExecutor final : public CudaExecutor {
  public:
   kvio_status configure(const CudaExecutorConfig& config) {
+    int32_t streams = 1;
+    KVIO_RETURN_IF_ERROR(directStreamsFromEnvironment(&streams));
     KVIO_RETURN_IF_ERROR(init(config, "direct"));
-    return setUpCudaEngine(stream_, device_, &engine_);
+    KVIO_RETURN_IF_ERROR(setUpCudaEngine(stream_, device_, &engine_));
+    if (streams == 1) return KVIO_STATUS_OK;
+    DeviceScope scope(device_);
+    KVIO_CUDA_TRY_SCOPE(scope, device_);
+    KVIO_CUDA_TRY(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming),
+                  "creating the 'direct' executor's fork event on device %d", device_);
+    for (int32_t k = 1; k < streams; ++k) {
+      sides_.push_back(std::make_unique<SideStream>());
+      SideStream& side = *sides_.back();
+      KVIO_CUDA_TRY(cudaStreamCreateWithFlags(&side.stream, cudaStreamNonBlocking),
+                    "creating stream %d of %d of the 'direct' executor on device %d", k + 1,
+                    streams, device_);
+      KVIO_CUDA_TRY(cudaEventCreateWithFlags(&side.joined, cudaEventDisableTiming),
+                    "creating the join event of stream %d of the 'direct' executor", k + 1);
+      KVIO_RETURN_IF_ERROR(setUpCudaEngine(side.stream, device_, &side.engine));
+    }
+    return KVIO_STATUS_OK;
   }
 
-  ~DirectExecutor() override { drain(); }
+  ~DirectExecutor() override {
+    drain();  // every side stream's work is joined into stream_ before a job's event
+    if (fork_ == nullptr && sides_.empty()) return;
+    DeviceScope scope(device_);
+    for (const std::unique_ptr<SideStream>& side : sides_) {
+      if (side->joined != nullptr && cudaEventDestroy(side->joined) != cudaSuccess) {
+        cudaGetLastError();
+      }
+      if (side->stream != nullptr && cudaStreamDestroy(side->stream) != cudaSuccess) {
+        cudaGetLastError();
+      }
+    }
+    if (fork_ != nullptr && cudaEventDestroy(fork_) != cudaSuccess) cudaGetLastError();
+  }
 
  protected:
   kvio_status enqueue(Job& job, EventCompletion*, std::function<void()>*) override {
     engine::IssueOptions options;
     options.direction = directionName(job.srcPlace.kind, job.dstPlace.kind);
-    return engine_.issuer.issue(engine_.ops, job.plan, job.srcPool->copyRegions(),
-                                job.dstPool->copyRegions(), options);
+    size_t ends[kMaxDirectStreams];
+    const size_t groups =
+        sides_.empty() ? 1 : dealPlan(job.plan, static_cast<int32_t>(sides_.size() + 1), ends);
+    if (groups == 1) {
+      return engine_.issuer.issue(engine_.ops, job.plan, job.srcPool->copyRegions(),
+                                  job.dstPool->copyRegions(), options);
+    }
+    return issueOnStreams(job, groups, ends, options);
   }
 
  private:
+  // Issues group g of the plan (dealPlan's ends) on stream_ (g = 0) or side stream g - 1,
+  // forked from stream_ (each side stream starts after everything queued on stream_ so far)
+  // and joined back (stream_ goes on after every side stream's copies: the job's event, recorded
+  // on stream_ by the caller, covers them all, failed transfers included). A transfer's copies
+  // write disjoint bytes and read none it writes (validate.cpp), so the groups need no order
+  // between them. mutex_ is held (submit), so the fork event and the join events, reused by
+  // every transfer, are recorded by one transfer at a time: a stream wait takes the record
+  // before it.
+  kvio_status issueOnStreams(Job& job, size_t groups, const size_t* ends,
+                             const engine::IssueOptions& options) {
+    KVIO_CUDA_TRY(cudaEventRecord(fork_, stream_),
+                  "recording the fork event of a transfer dealt to %zu streams", groups);
+    for (size_t g = 1; g < groups; ++g) {
+      KVIO_CUDA_TRY(cudaStreamWaitEvent(sides_[g - 1]->stream, fork_, 0),
+                    "ordering stream %zu of %zu after the executor's stream", g + 1, groups);
+    }
+    // From here copies may be queued on the side streams: they are joined whatever happens.
+    kvio_status status = KVIO_STATUS_OK;
+    size_t begin = 0;
+    size_t issued = 0;  // groups that may have queued copies
+    for (size_t g = 0; g < groups && status == KVIO_STATUS_OK; ++g) {
+      CudaEngine& engine = g == 0 ? engine_ : sides_[g - 1]->engine;
+      group_.assign(job.plan.begin() + static_cast<std::ptrdiff_t>(begin),
+                    job.plan.begin() + static_cast<std::ptrdiff_t>(ends[g]));
+      begin = ends[g];
+      issued = g + 1;
+      status = engine.issuer.issue(engine.ops, group_, job.srcPool->copyRegions(),
+                                   job.dstPool->copyRegions(), options);
+    }
+    group_.clear();
+    const kvio_status joined = join(issued, groups, status == KVIO_STATUS_OK);
+    return status != KVIO_STATUS_OK ? status : joined;
+  }
+
+  // Makes stream_ wait for side streams 1 to issued - 1. Where an event record or the wait
+  // fails, waits on the host for that side stream instead, so its copies are done before the
+  // transfer can be reported. The join's own error is returned and, when `report` (no issue
+  // failed before: that error's message stays the transfer's), made the last error.
+  kvio_status join(size_t issued, size_t groups, bool report) {
+    kvio_status status = KVIO_STATUS_OK;
+    for (size_t g = 1; g < issued; ++g) {
+      SideStream& side = *sides_[g - 1];
+      cudaError_t error = cudaEventRecord(side.joined, side.stream);
+      if (error == cudaSuccess) error = cudaStreamWaitEvent(stream_, side.joined, 0);
+      if (error == cudaSuccess) continue;
+      cudaGetLastError();
+      const cudaError_t waited = cudaStreamSynchronize(side.stream);
+      if (waited != cudaSuccess) cudaGetLastError();
+      if (status != KVIO_STATUS_OK) continue;
+      status = statusOf(error);
+      if (report) {
+        fail(status,
+             "joining stream %zu of %zu back into the 'direct' executor's stream: %s "
+             "(waited on the host for its copies: %s)",
+             g + 1, groups, describe(error).c_str(),
+             waited == cudaSuccess ? "done" : describe(waited).c_str());
+      }
+    }
+    return status;
+  }
+
   CudaEngine engine_;
+  cudaEvent_t fork_ = nullptr;
+  std::vector<std::unique_ptr<SideStream>> sides_;  // KVIO_DIRECT_STREAMS - 1 of them
+  std::vector<kvio_copy2d> group_;                  // the group being issued (mutex_ held)
 };
 
 }  // namespace

@@ -522,7 +522,9 @@ TEST(CudaDirectStreams, PlansAreDealtInOrderByBytes) {
     ASSERT_EQ(ends[groups - 1], plan.size());
     size_t begin = 0;
     for (size_t g = 0; g < groups; ++g) {
-      if (groups > 1) ASSERT_GT(ends[g], begin) << "group " << g << " is empty";
+      if (groups > 1) {
+        ASSERT_GT(ends[g], begin) << "group " << g << " is empty";
+      }
       uint64_t bytes = 0;
       for (size_t i = begin; i < ends[g]; ++i) bytes += plan[i].width * plan[i].height;
       if (groups > 1) {

@@ -241,8 +241,10 @@ KVIO_API kvio_status kvio_pool_get_spec(uint64_t pool, kvio_pool_spec* spec_out)
  * It does not fail for lack of memory (CLOSED and INVALID_ARGUMENT for a bad handle only). */
 KVIO_API kvio_status kvio_pool_close(uint64_t pool);
 /* Closes the handle if it is still open (as kvio_pool_close), then waits until kvio no longer
- * uses the pool's memory: every transfer submitted with the pool has completed, the memory kvio
- * allocated is freed (or held only by open pools that wrap part of it: kvio_pool_wrap) and kvio's
+ * uses the pool's memory through this pool: every transfer submitted with the pool has
+ * completed, the memory kvio allocated is freed (or held only by other pools that wrap part of
+ * it, kvio_pool_wrap: while such a pool is open, or closed with transfers of its own still
+ * running, those transfers may still use that memory; wait for that pool too) and kvio's
  * registration of wrapped memory has ended.
  * timeout_ns < 0 waits as long as that takes; 0 only checks; > 0 waits at most that long.
  * Returns KVIO_STATUS_OK once that is so: wrapped memory may be freed. KVIO_STATUS_TIMEOUT if

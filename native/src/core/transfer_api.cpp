@@ -240,13 +240,15 @@ kvio_status submit(uint64_t executorHandle, const kvio_transfer_desc& desc,
   // the job is dropped with its state, which lets go of the pools, and no byte has moved.
   const uint64_t callersOut = *out;
   KVIO_RETURN_IF_ERROR(transfers().add(job->state, out));
-  // A transfer done on this thread is not listed with its pools: nothing could wait for it
-  // (its pools' memory is still held by the state until it is done, as for any transfer).
-  if (!job->queueOnly && ex.runInline(*job)) return KVIO_STATUS_OK;
   // Held here too: the executor takes the job, and the registry's reference goes with a close
   // of the handle (a caller that closes a handle its submit has not returned yet).
   const std::shared_ptr<TransferState> state = job->state;
   try {
+    // A transfer done on this thread is not listed with its pools: nothing could wait for it
+    // (its pools' memory is still held by the state until it is done, as for any transfer).
+    // Inside the try: a throw there (a lock's system_error, auto draining another candidate)
+    // must not leave a registered transfer that never completes.
+    if (!job->queueOnly && ex.runInline(*job)) return KVIO_STATUS_OK;
     srcUsage->add(job->state);
     if (dstUsage != nullptr) dstUsage->add(job->state);
     ex.submit(std::move(job));

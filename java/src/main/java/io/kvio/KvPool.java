@@ -611,8 +611,10 @@ public abstract class KvPool implements AutoCloseable {
     /**
      * Closes the pool (as {@link #close()}) and waits until kvio no longer uses its memory: every
      * transfer submitted with it has completed, memory kvio allocated is freed (or held only by
-     * ByteBuffers of the pool that are still reachable, or by open pools that wrap part of it) and
-     * its registration of wrapped memory has ended. After it returns, wrapped memory may be freed.
+     * ByteBuffers of the pool that are still reachable, or by other pools that wrap part of it:
+     * while such a pool is open or its own transfers run, they may still write that memory, so wait
+     * for that pool too) and its registration of wrapped memory has ended. After it returns,
+     * wrapped memory may be freed.
      */
     public void closeAndWait() {
         close();

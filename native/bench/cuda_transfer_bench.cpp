@@ -423,6 +423,11 @@ int main(int argc, char** argv) {
   const uint64_t maxCaseBytes = 2ull << 30;
 
   uint64_t kernel = 0, direct = 0, staged = 0, autoExecutor = 0;
+  // direct and auto on one stream (KVIO_DIRECT_STREAMS, read at creation, unset here and put
+  // back after the direct/<n>s executors below).
+  const char* userStreams = std::getenv("KVIO_DIRECT_STREAMS");
+  const std::string savedStreams = userStreams != nullptr ? userStreams : "";
+  unsetenv("KVIO_DIRECT_STREAMS");
   BENCH_KVIO(
       kvio_executor_create_cuda(KVIO_BACKEND_KERNEL, 0, KVIO_CUDA_OWN_STREAM, 4, 16, &kernel));
   BENCH_KVIO(
@@ -441,6 +446,11 @@ int main(int argc, char** argv) {
   // (kernel(4) here), its staged path at staged's defaults (the staged column).
   BENCH_KVIO(
       kvio_executor_create_cuda(KVIO_BACKEND_AUTO, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &autoExecutor));
+  if (userStreams != nullptr) {
+    setenv("KVIO_DIRECT_STREAMS", savedStreams.c_str(), 1);
+  } else {
+    unsetenv("KVIO_DIRECT_STREAMS");
+  }
   FILE* file = std::fopen(out.c_str(), "w");
   if (file == nullptr) {
     std::fprintf(stderr, "kvio_cuda_bench: cannot write %s: %s\n", out.c_str(),

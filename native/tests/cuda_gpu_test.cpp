@@ -1306,6 +1306,43 @@ TEST(CudaBackends, PageableHostMemoryIsRefused) {
   EXPECT_EQ(kvio_pool_close(pageable), KVIO_STATUS_OK);
 }
 
+// Pinned host to pinned host: direct refuses it before any byte moves (CUDA's copies between host
+// buffers are synchronous with the host, not ordered on the stream), staged too (host <-> device
+// only); the kernel moves it on the stream, and auto gives it to the kernel whatever its rows.
+// Whole destinations: unchanged after a refusal, the oracle's after a transfer.
+TEST(CudaBackends, HostToHostGoesToTheKernel) {
+  REQUIRE_GPU();
+  const Geometry g =
+      make(KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, Form::Allocated, 1, 16, 1, 1, 256 << 10);
+  std::mt19937_64 rng(67);
+  for (int32_t backend :
+       {KVIO_BACKEND_DIRECT, KVIO_BACKEND_STAGED, KVIO_BACKEND_KERNEL, KVIO_BACKEND_AUTO}) {
+    SCOPED_TRACE(std::string("backend ") + kvio_name(KVIO_NAME_BACKEND, backend));
+    Executor executor(backend);
+    ASSERT_TRUE(executor.ok());
+    GpuPool a(g, Memory::PinnedHost, executor.stream()),
+        b(g, Memory::PinnedHost, executor.stream());
+    ASSERT_TRUE(a.ok() && b.ok());
+    if (backend == KVIO_BACKEND_DIRECT || backend == KVIO_BACKEND_STAGED) {
+      const Image before = b.random(rng);
+      ASSERT_TRUE(a.write(a.random(rng)) && b.write(before));
+      const int64_t s[2] = {0, 5}, d[2] = {3, 9};
+      uint64_t transfer = 0;
+      EXPECT_EQ(
+          kvio_submit_args(executor.handle(), a.handle(), b.handle(), s, d, 2, 0, 0, 1, &transfer),
+          KVIO_STATUS_UNSUPPORTED);
+      const std::string message = kvio_last_error();
+      EXPECT_NE(message.find("host to host"), std::string::npos) << message;
+      EXPECT_NE(message.find("'kernel'"), std::string::npos) << message;
+      EXPECT_TRUE(b.holds(before, "destination after the refusal"));
+      continue;
+    }
+    Submitted report;
+    EXPECT_TRUE(checkTransfer(executor.handle(), g, a, g, b, rng, 1, 0, 0, 8, &report));
+    EXPECT_EQ(report.chosenBackend, KVIO_BACKEND_KERNEL);
+  }
+}
+
 // A wrapped device buffer whose size runs past its allocation is refused when wrapped (its last
 // byte is not device memory), not at the first kernel or copy, which would end the context.
 TEST(CudaBackends, DeviceMemoryWrappedWithASizePastItsEndIsRefused) {

@@ -126,8 +126,16 @@ kvio_status AutoExecutor::prepare(const Transfer& transfer, Job* job, Prepared* 
                                    candidate(AutoPick::kAscend) != nullptr);
   bool prepared = false;
   if (onGpu()) {
-    pick = AutoPick::kKernel;  // device-resident indices: only the kernel reads them
-    if (!transfer.deviceIndices) {
+    // Device-resident indices: only the kernel reads them. Memory the direct candidate refuses
+    // (host to host: CUDA's copies between host buffers are synchronous with the host, outside
+    // the stream) goes to the kernel too, which moves pinned host memory on the stream; staged
+    // moves host <-> device only.
+    pick = AutoPick::kKernel;
+    if (!transfer.deviceIndices &&
+        candidate(AutoPick::kDirect)
+                ->acceptMemory({transfer.src->memoryKind, transfer.src->device},
+                               {transfer.dst->memoryKind, transfer.dst->device}) ==
+            KVIO_STATUS_OK) {
       const AutoThresholds thresholds = thresholds_.load();
       const bool stagedAvailable = candidate(AutoPick::kStaged) != nullptr;
       AutoShape shape;

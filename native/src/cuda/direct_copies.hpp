@@ -63,11 +63,12 @@ inline bool parseDirectStreams(const char* text, int32_t* out) {
   return true;
 }
 
-/// A transfer goes to more streams than one only when each gets at least this many plan copies
-/// and bytes: below that, the fork and join (an event record and a stream wait per extra stream
-/// on the host, a cross-stream wait on the device) cost more than a second copy engine can
-/// save. Not measured on a GPU yet (the bench's 'streams' test and its direct/<n>s rows are for
-/// that).
+/// A transfer goes to more streams than one only when its streams get at least this many plan
+/// copies and bytes each on average (groups are cut by bytes, so a plan of one large copy and
+/// many small ones may give a stream little): below that, the fork and join (an event record and a
+/// stream wait per extra stream on the host, a cross-stream wait on the device) cost more than a
+/// second copy engine can save. Not measured on a GPU yet (the bench's 'streams' test and its
+/// direct/<n>s rows are for that).
 constexpr size_t kMinCopiesPerStream = 4;
 constexpr uint64_t kMinBytesPerStream = 256ull << 10;
 

@@ -200,9 +200,10 @@ struct SideStream {
 class DirectExecutor final : public CudaExecutor {
  public:
   kvio_status configure(const CudaExecutorConfig& config) {
+    // After init: a refused value then leaves the executor's device set for its destructor.
+    KVIO_RETURN_IF_ERROR(init(config, "direct"));
     int32_t streams = 1;
     KVIO_RETURN_IF_ERROR(directStreamsFromEnvironment(&streams));
-    KVIO_RETURN_IF_ERROR(init(config, "direct"));
     KVIO_RETURN_IF_ERROR(setUpCudaEngine(stream_, device_, &engine_));
     if (streams == 1) return KVIO_STATUS_OK;
     DeviceScope scope(device_);
@@ -238,6 +239,21 @@ class DirectExecutor final : public CudaExecutor {
   }
 
  protected:
+  // Not host to host: CUDA's copies between host buffers, cudaMemcpyAsync's and the batch calls'
+  // included, are synchronous with the host (its API synchronization rules), so they would not
+  // be ordered on the stream after the work before them. The kernel reads and writes pinned
+  // host memory on the stream.
+  kvio_status acceptMemory(MemoryPlace src, MemoryPlace dst) const override {
+    KVIO_RETURN_IF_ERROR(CudaExecutor::acceptMemory(src, dst));
+    if (src.kind == KVIO_MEMORY_CUDA_DEVICE || dst.kind == KVIO_MEMORY_CUDA_DEVICE) {
+      return KVIO_STATUS_OK;
+    }
+    return fail(KVIO_STATUS_UNSUPPORTED,
+                "the 'direct' io backend does not move host to host: CUDA copies between host "
+                "buffers are synchronous with the host and not ordered on the stream; use the "
+                "'kernel' io backend (ordered on the stream) or 'cpu'");
+  }
+
   kvio_status enqueue(Job& job, EventCompletion*, std::function<void()>*) override {
     engine::IssueOptions options;
     options.direction = directionName(job.srcPlace.kind, job.dstPlace.kind);
@@ -268,18 +284,25 @@ class DirectExecutor final : public CudaExecutor {
       KVIO_CUDA_TRY(cudaStreamWaitEvent(sides_[g - 1]->stream, fork_, 0),
                     "ordering stream %zu of %zu after the executor's stream", g + 1, groups);
     }
-    // From here copies may be queued on the side streams: they are joined whatever happens.
+    // From here copies may be queued on the side streams: they are joined whatever happens,
+    // an exception included (an allocation while a group is cut or batched; submit reports it).
     kvio_status status = KVIO_STATUS_OK;
     size_t begin = 0;
     size_t issued = 0;  // groups that may have queued copies
-    for (size_t g = 0; g < groups && status == KVIO_STATUS_OK; ++g) {
-      CudaEngine& engine = g == 0 ? engine_ : sides_[g - 1]->engine;
-      group_.assign(job.plan.begin() + static_cast<std::ptrdiff_t>(begin),
-                    job.plan.begin() + static_cast<std::ptrdiff_t>(ends[g]));
-      begin = ends[g];
-      issued = g + 1;
-      status = engine.issuer.issue(engine.ops, group_, job.srcPool->copyRegions(),
-                                   job.dstPool->copyRegions(), options);
+    try {
+      for (size_t g = 0; g < groups && status == KVIO_STATUS_OK; ++g) {
+        CudaEngine& engine = g == 0 ? engine_ : sides_[g - 1]->engine;
+        issued = g + 1;
+        group_.assign(job.plan.begin() + static_cast<std::ptrdiff_t>(begin),
+                      job.plan.begin() + static_cast<std::ptrdiff_t>(ends[g]));
+        begin = ends[g];
+        status = engine.issuer.issue(engine.ops, group_, job.srcPool->copyRegions(),
+                                     job.dstPool->copyRegions(), options);
+      }
+    } catch (...) {
+      group_.clear();
+      join(issued, groups, false);
+      throw;
     }
     group_.clear();
     const kvio_status joined = join(issued, groups, status == KVIO_STATUS_OK);

@@ -105,8 +105,9 @@ class StagedExecutor final : public CudaExecutor {
     if (srcDevice == dstDevice) {
       return fail(KVIO_STATUS_UNSUPPORTED,
                   "the 'staged' io backend moves between pinned host memory and CUDA device "
-                  "memory only; this transfer is %s: use the 'kernel' or 'direct' io backend",
-                  srcDevice ? "device to device" : "host to host");
+                  "memory only; this transfer is %s: use the %s",
+                  srcDevice ? "device to device" : "host to host",
+                  srcDevice ? "'kernel' or 'direct' io backend" : "'kernel' io backend");
     }
     return KVIO_STATUS_OK;
   }

@@ -50,6 +50,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace kvio_fake_cuda {
 
@@ -92,6 +93,14 @@ void clearFailures();
 /// Allocations and host registrations alive (cudaMalloc, cudaMallocAsync, cudaHostAlloc,
 /// cudaHostRegister).
 int64_t liveAllocations();
+/// The streams copies were queued on (each copy call: cudaMemcpyAsync, cudaMemcpy2DAsync,
+/// cudaMemcpy3DBatchAsync, cuMemcpyBatchAsync) since the last call, each once, in the order of
+/// their first copy, as the handles the calls were given; the record starts empty again.
+std::vector<cudaStream_t> takeCopyStreams();
+/// Each copy queued from now on one of `streams` waits `microseconds` on its stream's thread
+/// before it copies (0 or no streams: no wait), so that a test can tell whether other work
+/// waits for those copies.
+void delayCopies(int64_t microseconds, std::vector<cudaStream_t> streams);
 
 }  // namespace kvio_fake_cuda
 

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <condition_variable>
 #include <cstdio>
@@ -431,6 +432,17 @@ struct Copy {
 };
 
 // Queues copies on `handle`'s stream; with pageable memory on either side, returns once done.
+// Test hooks (takeCopyStreams, delayCopies), under globalLock().
+std::vector<cudaStream_t>& copyStreams() {
+  static auto* s = new std::vector<cudaStream_t>;
+  return *s;
+}
+int64_t copyDelayUs = 0;
+std::vector<cudaStream_t>& delayedStreams() {
+  static auto* s = new std::vector<cudaStream_t>;
+  return *s;
+}
+
 cudaError_t queueCopies(cudaStream_t handle, std::vector<Copy> copies, bool pageable,
                         std::unique_lock<std::mutex>* lock) {
   std::shared_ptr<Stream> s = resolve(handle);
@@ -439,10 +451,17 @@ cudaError_t queueCopies(cudaStream_t handle, std::vector<Copy> copies, bool page
     s->capture = cudaStreamCaptureStatusInvalidated;
     return cudaErrorStreamCaptureUnsupported;
   }
+  if (std::find(copyStreams().begin(), copyStreams().end(), handle) == copyStreams().end()) {
+    copyStreams().push_back(handle);
+  }
+  const bool delayed =
+      std::find(delayedStreams().begin(), delayedStreams().end(), handle) != delayedStreams().end();
+  const int64_t delayUs = delayed ? copyDelayUs : 0;
   uint64_t position = 0;
   const cudaError_t error = enqueue(
       s,
-      [copies = std::move(copies)] {
+      [copies = std::move(copies), delayUs] {
+        if (delayUs > 0) std::this_thread::sleep_for(std::chrono::microseconds(delayUs));
         for (const Copy& c : copies) {
           std::memmove(reinterpret_cast<void*>(c.dst), reinterpret_cast<const void*>(c.src),
                        c.bytes);
@@ -840,6 +859,19 @@ void clearFailures() {
 int64_t liveAllocations() {
   std::lock_guard<std::mutex> lock(globalLock());
   return static_cast<int64_t>(allocations().size());
+}
+
+std::vector<cudaStream_t> takeCopyStreams() {
+  std::lock_guard<std::mutex> lock(globalLock());
+  std::vector<cudaStream_t> streams;
+  streams.swap(copyStreams());
+  return streams;
+}
+
+void delayCopies(int64_t microseconds, std::vector<cudaStream_t> streams) {
+  std::lock_guard<std::mutex> lock(globalLock());
+  copyDelayUs = microseconds;
+  delayedStreams() = std::move(streams);
 }
 
 // The failure failCall armed for this call of `call`, or cudaSuccess.

@@ -376,5 +376,181 @@ TEST_F(CudaFailures, ACopyThatFailsMidSubmitFailsItsTransferWithoutAStreamWait) 
   EXPECT_EQ(kvio_pool_close_wait(host, -1), KVIO_STATUS_OK);
 }
 
+// ---- direct on several streams (KVIO_DIRECT_STREAMS) ----
+
+// A direct executor on four streams with a device pool and a pinned host pool of 64 rows of
+// 64 KiB (MLA, one layer, one token a page): 32 scattered rows are four groups of 8 copies.
+class DirectOnStreams : public CudaFailures {
+ protected:
+  static constexpr int64_t kRows = 64;
+  static constexpr uint64_t kRow = 64 << 10;
+
+  void SetUp() override {
+    CudaFailures::SetUp();
+    const char* old = std::getenv("KVIO_DIRECT_STREAMS");
+    hadStreams_ = old != nullptr;
+    if (hadStreams_) oldStreams_ = old;
+    setenv("KVIO_DIRECT_STREAMS", "4", 1);
+    const kvio_pool_spec spec{KVIO_KIND_MLA, KVIO_LAYOUT_LAYER_FIRST, 1, kRows, 1, 1, kRow};
+    ASSERT_EQ(kvio_pool_allocate_memory(&spec, KVIO_MEMORY_CUDA_DEVICE, 0, &device_),
+              KVIO_STATUS_OK)
+        << kvio_last_error();
+    ASSERT_EQ(kvio_pool_allocate_memory(&spec, KVIO_MEMORY_HOST_PINNED, 0, &host_), KVIO_STATUS_OK)
+        << kvio_last_error();
+    uint64_t address = 0;
+    ASSERT_EQ(kvio_pool_region(host_, 0, &address, nullptr, nullptr), KVIO_STATUS_OK);
+    hostRows_ = reinterpret_cast<uint8_t*>(address);
+    ASSERT_EQ(
+        kvio_executor_create_cuda(KVIO_BACKEND_DIRECT, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &executor_),
+        KVIO_STATUS_OK)
+        << kvio_last_error();
+    uint64_t stream = 0;
+    ASSERT_EQ(kvio_executor_cuda_stream(executor_, &stream), KVIO_STATUS_OK);
+    stream_ = reinterpret_cast<cudaStream_t>(stream);
+    // Device rows: row r's bytes are r + 1 and its offset, so every row and byte is its own.
+    source_.resize(kRows * kRow);
+    for (size_t i = 0; i < source_.size(); ++i) {
+      source_[i] = static_cast<uint8_t>(i / kRow * 37 + i % 251 + 1);
+    }
+    ASSERT_EQ(kvio_pool_copy(device_, 0, 0, reinterpret_cast<uint64_t>(source_.data()),
+                             source_.size(), KVIO_COPY_HOST_TO_POOL),
+              KVIO_STATUS_OK)
+        << kvio_last_error();
+    std::memset(hostRows_, kCanary, kRows * kRow);
+    std::mt19937_64 rng(71);
+    std::vector<int64_t> slots(kRows);
+    for (int64_t i = 0; i < kRows; ++i) slots[static_cast<size_t>(i)] = i;
+    std::shuffle(slots.begin(), slots.end(), rng);
+    from_.assign(slots.begin(), slots.begin() + 32);
+    std::shuffle(slots.begin(), slots.end(), rng);
+    to_.assign(slots.begin(), slots.begin() + 32);
+    fake::takeCopyStreams();
+  }
+  void TearDown() override {
+    fake::delayCopies(0, {});
+    if (executor_ != 0) EXPECT_EQ(kvio_executor_close(executor_), KVIO_STATUS_OK);
+    if (device_ != 0) EXPECT_EQ(kvio_pool_close_wait(device_, -1), KVIO_STATUS_OK);
+    if (host_ != 0) EXPECT_EQ(kvio_pool_close_wait(host_, -1), KVIO_STATUS_OK);
+    if (hadStreams_) {
+      setenv("KVIO_DIRECT_STREAMS", oldStreams_.c_str(), 1);
+    } else {
+      unsetenv("KVIO_DIRECT_STREAMS");
+    }
+    CudaFailures::TearDown();
+  }
+
+  // The executor's four streams in the order their groups are issued (its own first), from an
+  // untimed transfer.
+  std::vector<cudaStream_t> learnStreams() {
+    fake::takeCopyStreams();
+    const uint64_t transfer = backup();
+    EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
+    EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+    std::memset(hostRows_, kCanary, kRows * kRow);
+    return fake::takeCopyStreams();
+  }
+
+  uint64_t backup() {
+    uint64_t transfer = 0;
+    EXPECT_EQ(kvio_submit_args(executor_, device_, host_, from_.data(), to_.data(), 32, 0, 0, 1,
+                               &transfer),
+              KVIO_STATUS_OK)
+        << kvio_last_error();
+    return transfer;
+  }
+
+  // How many of the backup's 32 rows the host pool holds now, read by the host; every other
+  // host row must still be canary (a row half written counts as not held).
+  int rowsHeld() const {
+    std::vector<bool> target(kRows, false);
+    int held = 0;
+    for (size_t i = 0; i < to_.size(); ++i) {
+      target[static_cast<size_t>(to_[i])] = true;
+      held += std::memcmp(hostRows_ + static_cast<uint64_t>(to_[i]) * kRow,
+                          source_.data() + static_cast<uint64_t>(from_[i]) * kRow, kRow) == 0;
+    }
+    for (int64_t r = 0; r < kRows; ++r) {
+      if (target[static_cast<size_t>(r)]) continue;
+      const uint8_t* row = hostRows_ + static_cast<uint64_t>(r) * kRow;
+      EXPECT_TRUE(std::all_of(row, row + kRow, [](uint8_t b) { return b == kCanary; }))
+          << "host row " << r << " is not one of the transfer's and changed";
+    }
+    return held;
+  }
+
+  uint64_t device_ = 0, host_ = 0, executor_ = 0;
+  cudaStream_t stream_ = nullptr;
+  uint8_t* hostRows_ = nullptr;
+  std::vector<uint8_t> source_;
+  std::vector<int64_t> from_, to_;
+
+ private:
+  bool hadStreams_ = false;
+  std::string oldStreams_;
+};
+
+// The transfer's copies go to four streams, the executor's first (the fake records the streams
+// of its copy calls), and its wait returns only once all four streams' copies are done: with
+// the copies on the three others held 200 ms, the host pool has every row the moment the wait
+// returns (without the join, the executor's stream, and so the transfer's event, would be done
+// after its own quarter).
+TEST_F(DirectOnStreams, CopiesGoToFourStreamsAndTheWaitCoversThemAll) {
+  const std::vector<cudaStream_t> streams = learnStreams();
+  ASSERT_EQ(streams.size(), 4u);
+  EXPECT_EQ(streams[0], stream_) << "the executor's own stream takes the first group";
+  fake::delayCopies(200000, {streams[1], streams[2], streams[3]});
+  const uint64_t transfer = backup();
+  ASSERT_NE(transfer, 0u);
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(rowsHeld(), 32) << "rows in host memory when the wait returned";
+  EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  EXPECT_EQ(fake::takeCopyStreams(), streams);
+}
+
+// The fork's event record fails: nothing is issued on any stream, the transfer fails naming the
+// fork, no host byte changes, and the next transfer works.
+TEST_F(DirectOnStreams, AFailedForkIssuesNothing) {
+  fake::failCall("cudaEventRecord", 0, cudaErrorUnknown);
+  uint64_t transfer = 0;
+  const kvio_status submitted =
+      kvio_submit_args(executor_, device_, host_, from_.data(), to_.data(), 32, 0, 0, 1, &transfer);
+  kvio_status status = submitted;
+  std::string message = kvio_last_error();
+  if (submitted == KVIO_STATUS_OK) {
+    status = kvio_transfer_wait(transfer, -1);
+    message = kvio_last_error();
+    EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  }
+  EXPECT_EQ(status, KVIO_STATUS_BACKEND_ERROR);
+  EXPECT_NE(message.find("fork event"), std::string::npos) << message;
+  EXPECT_EQ(rowsHeld(), 0);
+  EXPECT_TRUE(fake::takeCopyStreams().empty());
+  const uint64_t again = backup();
+  EXPECT_EQ(kvio_transfer_wait(again, -1), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(kvio_transfer_close(again), KVIO_STATUS_OK);
+  EXPECT_EQ(rowsHeld(), 32);
+}
+
+// The first join's event record fails (that stream's copies held 100 ms, the others' not): the
+// submit waits on the host for that stream instead, so when the transfer reports the failure,
+// naming the join, every row is in place; the next transfer works.
+TEST_F(DirectOnStreams, AFailedJoinWaitsForItsStreamBeforeTheFailureIsReported) {
+  const std::vector<cudaStream_t> streams = learnStreams();
+  ASSERT_EQ(streams.size(), 4u);
+  fake::delayCopies(100000, {streams[1]});
+  fake::failCall("cudaEventRecord", 1, cudaErrorUnknown);
+  const uint64_t transfer = backup();
+  ASSERT_NE(transfer, 0u);
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_BACKEND_ERROR);
+  const std::string message = kvio_last_error();
+  EXPECT_NE(message.find("joining stream 2 of 4"), std::string::npos) << message;
+  EXPECT_EQ(rowsHeld(), 32) << "rows in host memory when the failure was reported";
+  EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  fake::delayCopies(0, {});
+  const uint64_t again = backup();
+  EXPECT_EQ(kvio_transfer_wait(again, -1), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(kvio_transfer_close(again), KVIO_STATUS_OK);
+}
+
 }  // namespace
 }  // namespace kvio_test

@@ -5,8 +5,10 @@
  * GPU: memcpy-like bulk copies between two buffers allocated like kvio's pools, the faster of one
  * thread and one slice per io thread plus one on the calling thread; device backends: one contiguous kvio transfer, layer_first
  * to layer_first over all tokens). Prints a Markdown table; writes CSV, JSON and an SVG plot (GB/s against row size,
- * one line per backend and layout, baselines dashed). This class holds the options; BenchRunner
- * runs the points, BenchBaseline measures the baselines and BenchResult renders the results.
+ * one line per backend and layout, baselines dashed). After each backend's points, the host cost
+ * of a one-page per-layer load through the Java API (BenchSubmitCost; --no-submit-cost skips it).
+ * This class holds the options; BenchRunner runs the points, BenchBaseline measures the baselines
+ * and BenchResult renders the results.
  */
 package io.kvio.cli;
 
@@ -44,7 +46,9 @@ import picocli.CommandLine.Spec;
                     + " one thread and one per io thread of the kvio executor plus the calling"
                     + " thread, as kvio copies a mid-size job);"
                     + " device backends (auto with a GPU): one contiguous kvio transfer. Unavailable backends are"
-                    + " listed with the cause.",
+                    + " listed with the cause. After each backend's points, its submit cost:"
+                    + " a one-page per-layer load through the Java API, the submit call alone"
+                    + " and submit + await, us per transfer (--no-submit-cost skips it).",
             ""
         },
         footer = {
@@ -200,6 +204,15 @@ public final class BenchCommand implements Callable<Integer> {
     @Option(names = "--seed", paramLabel = "N", description = "seed of the page order [42]")
     long seed = 42;
 
+    @Option(
+            names = "--no-submit-cost",
+            description =
+                    "skip the submit cost measured after each backend's points: a one-page"
+                            + " per-layer load through the Java API (mha, 8 heads x 256 B, 64"
+                            + " tokens), the submit call alone and submit + await, us per"
+                            + " transfer; the shape of kvio_cuda_bench's submit lines")
+    boolean noSubmitCost;
+
     @Option(names = "--quiet", description = "no progress on stderr")
     boolean quiet;
 
@@ -236,7 +249,15 @@ public final class BenchCommand implements Callable<Integer> {
 
         BenchRunner.Plan plan =
                 new BenchRunner.Plan(
-                        rowList, tokenList, layoutList, layers, maxMiB, reps, seed, threadCount);
+                        rowList,
+                        tokenList,
+                        layoutList,
+                        layers,
+                        maxMiB,
+                        reps,
+                        seed,
+                        threadCount,
+                        noSubmitCost ? null : BenchSubmitCost.Counts.of(full));
         checkSomePointFits(plan);
         BenchResult result =
                 new BenchResult(Kvio.version(), Loader.getPlatform(), full ? "full" : "quick");

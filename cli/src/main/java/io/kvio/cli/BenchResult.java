@@ -2,7 +2,8 @@
  * The results of `bench` and their renderings: a Markdown table, CSV, JSON (Jackson) and an SVG
  * plot (SvgPlot). GB/s = bytes moved / the best of the timed runs (on a shared machine the best
  * run is the one least disturbed; the median is kept in CSV and JSON); the ratio is the
- * baseline's best time over the transfer's (above 1: faster than the baseline).
+ * baseline's best time over the transfer's (above 1: faster than the baseline). Each backend's
+ * submit cost (BenchSubmitCost) follows the table and is a top-level array of the JSON.
  */
 package io.kvio.cli;
 
@@ -50,6 +51,12 @@ final class BenchResult {
         }
     }
 
+    /**
+     * The host cost of a one-page per-layer load on a backend (BenchSubmitCost), microseconds per
+     * transfer: the submit call alone, and submit then await.
+     */
+    record SubmitCost(String backend, double submitUs, double submitToCompletionUs) {}
+
     final String version;
     final String platform;
     final String mode;
@@ -72,6 +79,9 @@ final class BenchResult {
     final List<MatrixReport.Backend> backends = new ArrayList<>();
     final Map<String, String> baselines = new LinkedHashMap<>();
     final List<Point> points = new ArrayList<>();
+
+    /** Per backend that ran, unless --no-submit-cost; in the order the backends ran. */
+    final List<SubmitCost> submitCosts = new ArrayList<>();
 
     BenchResult(String version, String platform, String mode) {
         this.version = version;
@@ -134,6 +144,38 @@ final class BenchResult {
                                         + " skipped (they would move more than --max-bytes "
                                         + maxMiB
                                         + " MiB)"));
+        printSubmitCosts(out);
+    }
+
+    /** The submit-cost lines, under a heading that says what they are; nothing when none ran. */
+    void printSubmitCosts(PrintWriter out) {
+        if (submitCosts.isEmpty()) {
+            return;
+        }
+        out.println();
+        out.println(
+                "Submit cost through the Java API, us per transfer, mean ("
+                        + BenchSubmitCost.SHAPE
+                        + "; host page "
+                        + BenchSubmitCost.HOST_PAGE
+                        + " -> device page "
+                        + BenchSubmitCost.DEVICE_PAGE
+                        + ", layer l -> l). submit: the call alone, "
+                        + BenchSubmitCost.STEP
+                        + " queued per step; submit+await: one at a time. The C figure for the"
+                        + " same shape is kvio_cuda_bench's `submit` / `submit_to_completion`"
+                        + " lines:");
+        for (SubmitCost c : submitCosts) {
+            out.printf(
+                    Locale.ROOT,
+                    "- %s%s: submit %.2f, submit+await %.2f%n",
+                    c.backend(),
+                    c.backend().equals("auto")
+                            ? " (runs on " + RoundTripReport.autoRunsOn() + ")"
+                            : "",
+                    c.submitUs(),
+                    c.submitToCompletionUs());
+        }
     }
 
     /** "2 io threads", or "no io threads, a device stream" for a device backend that ran. */
@@ -227,6 +269,18 @@ final class BenchResult {
             o.put("baselineGbps", p.baselineGbps());
             o.put("ratio", p.ratio());
             o.put("threads", p.threads()); // null: a device backend
+        }
+        if (!submitCosts.isEmpty()) {
+            ArrayNode cs = root.putArray("submitCost");
+            for (SubmitCost c : submitCosts) {
+                ObjectNode o = cs.addObject();
+                o.put("backend", c.backend());
+                if (c.backend().equals("auto")) {
+                    o.put("runsOn", RoundTripReport.autoRunsOn()); // as in "backends"
+                }
+                o.put("submitUs", c.submitUs());
+                o.put("submitToCompletionUs", c.submitToCompletionUs());
+            }
         }
         return root;
     }

@@ -2,7 +2,9 @@
  * Runs the points of a `bench` sweep (BenchCommand) on each io backend: for each row size and
  * index count, a layer_first device pool of twice the tokens, whole pages in seeded random order
  * on both sides, and per direction its baseline (BenchBaseline) and one timed transfer per host
- * layout (backup: all layers in one call; load: one call per layer). Points go into BenchResult.
+ * layout (backup: all layers in one call; load: one call per layer). Points go into BenchResult;
+ * after a backend's points, the submit cost of a one-page per-layer load on the same executor
+ * (BenchSubmitCost), unless --no-submit-cost.
  */
 package io.kvio.cli;
 
@@ -24,7 +26,10 @@ import java.util.Locale;
 import java.util.Random;
 
 final class BenchRunner {
-    /** What to sweep: row sizes x index counts x host layouts, and how. */
+    /**
+     * What to sweep: row sizes x index counts x host layouts, and how; submitCost: how many submits
+     * to time after each backend's points (null: --no-submit-cost).
+     */
     record Plan(
             List<Long> rows,
             List<Long> tokens,
@@ -33,7 +38,8 @@ final class BenchRunner {
             long maxMiB,
             int repeats,
             long seed,
-            int threads) {
+            int threads,
+            BenchSubmitCost.Counts submitCost) {
         /** Points per backend (row sizes x index counts x layouts). */
         long points() {
             return (long) rows.size() * tokens.size() * layouts.size();
@@ -115,6 +121,11 @@ final class BenchRunner {
                     }
                     runPoint(b, executor, row, count);
                 }
+            }
+            if (plan.submitCost != null) {
+                progress.update("bench: " + b.userName() + " submit cost", 1, 1);
+                double[] us = BenchSubmitCost.measure(b, executor, plan.submitCost);
+                result.submitCosts.add(new BenchResult.SubmitCost(b.userName(), us[0], us[1]));
             }
         }
     }

@@ -2,7 +2,8 @@
  * `bench` run in-process: the CSV and JSON it writes parse and hold one point per row size x
  * index count x direction x layout of each available backend, with a baseline measured in the
  * same run, and the SVG plot is well-formed XML with one polyline per backend and layout plus
- * one per backend's baseline, in each of its two panels.
+ * one per backend's baseline, in each of its two panels; each backend that ran has its submit cost
+ * (a one-page per-layer load) in the text and the JSON, unless --no-submit-cost.
  */
 package io.kvio.cli;
 
@@ -19,6 +20,8 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import org.testng.annotations.BeforeClass;
 import org.testng.annotations.Test;
@@ -239,8 +242,21 @@ public class BenchCommandTest extends OutputDirTest {
                                 r.threads.get(b)));
             }
         }
+        r.submitCosts.add(new BenchResult.SubmitCost("cpu", 2.5, 7.25));
+        r.submitCosts.add(new BenchResult.SubmitCost("kernel", 1.5, 9.125));
         java.io.StringWriter md = new java.io.StringWriter();
         r.printMarkdown(new java.io.PrintWriter(md, true));
+        assertTrue(
+                md.toString().contains("\n- cpu: submit 2.50, submit+await 7.25\n"), md.toString());
+        assertTrue(
+                md.toString().contains("\n- kernel: submit 1.50, submit+await 9.13\n"),
+                md.toString());
+        JsonNode costs = r.toJson().get("submitCost");
+        assertEquals(costs.size(), 2, costs.toString());
+        assertEquals(costs.get(1).get("backend").asText(), "kernel");
+        assertFalse(costs.get(1).has("runsOn"), "only auto says what it runs on: " + costs);
+        assertEquals(costs.get(1).get("submitUs").asDouble(), 1.5);
+        assertEquals(costs.get(1).get("submitToCompletionUs").asDouble(), 9.125);
         assertTrue(
                 md.toString().contains("- cpu (2 io threads): baseline = memcpy"), md.toString());
         assertTrue(
@@ -395,6 +411,13 @@ public class BenchCommandTest extends OutputDirTest {
         for (JsonNode p : readJson("auto.json").get("points")) {
             assertEquals(p.get("baseline").asText(), expected, p.toString());
         }
+        JsonNode costs = readJson("auto.json").get("submitCost");
+        assertEquals(costs.size(), 1, costs + "");
+        assertEquals(costs.get(0).get("backend").asText(), "auto");
+        assertEquals(costs.get(0).get("runsOn").asText(), RoundTripReport.autoRunsOn());
+        assertTrue(
+                r.out.contains("\n- auto (runs on " + RoundTripReport.autoRunsOn() + "): submit "),
+                r.out);
         assertTrue(
                 readXml("auto.svg")
                         .getDocumentElement()
@@ -605,6 +628,123 @@ public class BenchCommandTest extends OutputDirTest {
         assertEquals(r.exit, 0, r.toString());
         assertTrue(r.out.contains("\n2 points"), r.out);
         assertEquals(r.out.split("- cpu \\(").length, 2, r.out);
+    }
+
+    /** A submit-cost line of the text output: "- cpu: submit 2.41, submit+await 9.87". */
+    private static final Pattern COST_LINE =
+            Pattern.compile(
+                    "(?m)^- (\\S+)(?: \\(runs on \\S+\\))?: submit (\\S+), submit\\+await (\\S+)$");
+
+    /** The heading over the submit-cost lines names the C bench's lines to subtract. */
+    private static final String COST_HEADING_END =
+            "The C figure for the same shape is kvio_cuda_bench's `submit` /"
+                    + " `submit_to_completion` lines:";
+
+    /** The smallest cpu sweep, and what more it is given. */
+    private static CliRunner smallestCpuBench(String... more) {
+        List<String> args =
+                new ArrayList<>(
+                        List.of(
+                                "bench",
+                                "--backend",
+                                "cpu",
+                                "--rows",
+                                "64",
+                                "--tokens",
+                                "16",
+                                "--layouts",
+                                "layer_first",
+                                "--layers",
+                                "1",
+                                "--repeats",
+                                "1",
+                                "--quiet"));
+        args.addAll(List.of(more));
+        return CliRunner.run(args.toArray(new String[0]));
+    }
+
+    /**
+     * On cpu the submit cost is one line under its heading, after the table, with two positive
+     * figures, and the JSON holds the same two; --quiet keeps stderr empty through it.
+     */
+    @Test
+    public void cpuReportsItsSubmitCostInTextAndJson() throws Exception {
+        CliRunner r = smallestCpuBench("--json", out("cost.json"));
+        assertEquals(r.exit, 0, r.toString());
+        assertEquals(r.err.strip(), "kvio: wrote " + out("cost.json"), "--quiet: no progress");
+        int heading = r.out.indexOf(COST_HEADING_END);
+        assertTrue(heading > r.out.indexOf("\n2 points"), r.out);
+        assertTrue(
+                r.out.contains(
+                        "mha, 8 heads x 256 B, 64 tokens; page_first host pool ->"
+                                + " layer_first device pool, 4 layers, 64 pages"),
+                r.out);
+        Matcher m = COST_LINE.matcher(r.out);
+        assertTrue(m.find(), r.out);
+        assertTrue(m.start() > heading, r.out);
+        assertEquals(m.group(1), "cpu");
+        double submit = Double.parseDouble(m.group(2));
+        double complete = Double.parseDouble(m.group(3));
+        assertTrue(submit > 0 && complete > 0, m.group());
+        assertFalse(m.find(), "one line, for the one backend: " + r.out);
+        JsonNode costs = readJson("cost.json").get("submitCost");
+        assertTrue(costs != null && costs.isArray() && costs.size() == 1, "submitCost: " + costs);
+        JsonNode cpu = costs.get(0);
+        assertEquals(cpu.get("backend").asText(), "cpu");
+        assertFalse(cpu.has("runsOn"), cpu + "");
+        for (String field : List.of("submitUs", "submitToCompletionUs")) {
+            double v = cpu.get(field).asDouble();
+            assertTrue(cpu.get(field).isNumber() && v > 0 && Double.isFinite(v), cpu + "");
+        }
+        // the text prints the JSON's figures to two decimals
+        assertEquals(submit, cpu.get("submitUs").asDouble(), 0.0051);
+        assertEquals(complete, cpu.get("submitToCompletionUs").asDouble(), 0.0051);
+    }
+
+    @Test
+    public void noSubmitCostLeavesItOutOfTextAndJson() throws Exception {
+        CliRunner r = smallestCpuBench("--no-submit-cost", "--json", out("nocost.json"));
+        assertEquals(r.exit, 0, r.toString());
+        assertTrue(r.out.contains("| cpu | layer_first |"), "the sweep still ran: " + r.out);
+        assertFalse(r.out.contains("kvio_cuda_bench"), r.out);
+        assertFalse(COST_LINE.matcher(r.out).find(), r.out);
+        JsonNode j = readJson("nocost.json");
+        assertEquals(j.get("points").size(), 2);
+        assertFalse(j.has("submitCost"), j.toString());
+    }
+
+    /** The default sweep measures the submit cost of every backend it ran, in the same order. */
+    @Test
+    public void everyBackendThatRanHasItsSubmitCost() throws Exception {
+        assertEquals(run.exit, 0, run.toString());
+        List<String> names = new ArrayList<>();
+        for (JsonNode c : readJson("b.json").get("submitCost")) {
+            names.add(c.get("backend").asText());
+            assertTrue(c.get("submitUs").asDouble() > 0, c + "");
+            assertTrue(c.get("submitToCompletionUs").asDouble() > 0, c + "");
+        }
+        assertEquals(names, availableNames());
+        List<String> lines = new ArrayList<>();
+        Matcher m = COST_LINE.matcher(run.out);
+        while (m.find()) {
+            lines.add(m.group(1));
+        }
+        assertEquals(lines, availableNames(), run.out);
+    }
+
+    @Test
+    public void helpListsNoSubmitCost() {
+        CliRunner help = CliRunner.run("bench", "--help");
+        String text = help.out.replaceAll("\\s+", " ");
+        assertTrue(text.contains("--no-submit-cost skip the submit cost"), text);
+    }
+
+    @Test
+    public void submitCostCountsAreWholeStepsOfAtLeastTheSubmitsAsked() {
+        assertEquals(BenchSubmitCost.Counts.of(false), new BenchSubmitCost.Counts(320, 200));
+        assertEquals(BenchSubmitCost.Counts.of(true), new BenchSubmitCost.Counts(640, 500));
+        assertEquals(BenchSubmitCost.Counts.of(false).steps(), 10);
+        assertEquals(new BenchSubmitCost.Counts(33, 1).steps(), 2);
     }
 
     @Test

@@ -21,12 +21,14 @@
 #     GPU-test case in its own process, the Java GPU tests (TestNG group gpu, one JVM),
 #     compute-sanitizer memcheck over the GPU tests (small sweep) and the hardware matrix (--full, kernel and direct, every device form; one process
 #     per backend and form). Phase 2 (90 s at most): the stress mode, 14 repetitions of each
-#     kernel, direct and staged conformance case beside a busy kernel (small sweep). Phase 3 (180 s at most): the bandwidth
+#     kernel, direct and staged conformance case beside a busy kernel (small sweep). Phase 3 (240 s at most): the bandwidth
 #     benchmark alone, kvio's per-layer loads beside a compute load (kvio_cuda_bench
 #     --beside-compute, 45 s at most; appended to bench.txt and bench.tsv), then the main job
-#     (kvio-cli roundtrip with its default io backend, auto; appended to bench.txt). Sized for
-#     under 6 minutes on one H200 (every phase at its timeout: about 7; every step, the probe and
-#     the case listings included, at its own: about 10; give the device call 480 s or more).
+#     (kvio-cli roundtrip with its default io backend, auto; appended to bench.txt), then the Java
+#     API's submit cost (kvio-cli bench, smallest sweep, 60 s at most; appended to bench.txt, its
+#     lines in summary.txt; its exit status does not fail the run). Sized for under 6 minutes on
+#     one H200 (every phase at its timeout: about 8; every step, the probe and the case listings
+#     included, at its own: about 11; give the device call 540 s or more).
 #     Progress reaches OUTDIR as it happens (summary.txt line by line, a status line per GPU-test
 #     case in gpu-tests.log, kvio_cuda_bench's rows in bench.tsv and its lines in bench.txt as
 #     measured, --beside-compute's too), so a run cut short still returns what it measured.
@@ -486,6 +488,22 @@ run() {
   say "roundtrip: exit $rc$([ "$rc" = 124 ] && echo ' (timed out)')"
   grep -E 'io backend|calibration|ceiling|verified|FAIL' "$out/bench.txt" | tail -12 || true
   [ "$rc" = 0 ] || failed=1
+
+  # ---- the Java API's submit cost (kvio-cli bench, smallest sweep), appended to bench.txt ----
+  # Its submit-cost lines are the Java figures for the shape of kvio_cuda_bench's submit /
+  # submit_to_completion lines above (docs/benchmarks.md). A measurement, not a check: its exit
+  # status is reported and does not fail the run.
+  say "phase 3: kvio-cli bench submit cost (Java API; beside kvio_cuda_bench's submit lines)"
+  rc=0
+  { echo; echo "== kvio-cli bench (submit cost) --backend kernel,direct,auto --rows 4096 --tokens 64 --quick"; } \
+    >> "$out/bench.txt"
+  timeout 60 "$java" -Dorg.bytedeco.javacpp.cachedir="$scratch/javacpp-bench" \
+    -jar "$dir/kvio-cli.jar" bench --backend kernel,direct,auto --rows 4096 --tokens 64 --quick \
+    >> "$out/bench.txt" 2>&1 || rc=$?
+  say "kvio-cli bench: exit $rc$([ "$rc" = 124 ] && echo ' (timed out)')$([ "$rc" = 0 ] || echo ' (a measurement: not counted as a failure)')"
+  sed -n '/^== kvio-cli bench (submit cost)/,$p' "$out/bench.txt" \
+    | grep -E '^- [a-z_]+( \(runs on [a-z_]+\))?: submit ' | sed 's/^- /gpu-check: submit cost: /' \
+    | tee -a "$summary" || true
 
   local f
   for f in "$out"/*; do

@@ -99,6 +99,11 @@ case " $* " in
     if [ -n "${FAKE_NO_GPU:-}" ]; then echo "0 PASS, 12 UNAVAILABLE"; exit 4; fi
     echo "12 PASS, 0 FAIL" ;;
   *" roundtrip "*) echo "io backend auto: 40.0 GB/s (ceiling 55.0)"; echo "all 4 layouts verified OK" ;;
+  *" bench "*)
+    [ -n "${FAKE_BENCH_FAILS:-}" ] && { echo "kvio: out of device memory" >&2; exit 3; }
+    echo "| kernel | page_first | load | 4 KiB | 64 | 2.00 | 30.00 | 40.00 | 0.75 |"
+    echo "- kernel: submit 3.10, submit+await 12.40"
+    echo "- auto (runs on cuda): submit 3.20, submit+await 12.60" ;;
 esac
 EOF
 chmod +x "$work/jre/jre/bin/java"
@@ -166,7 +171,17 @@ expect_line summary.txt 'GPU tests: 8 cases, 7 PASS, 0 FAIL, 1 SKIPPED \(0 of th
 expect_line gpu-tests.log '^== PASS .*CudaLifetime'
 expect_line bench.tsv '^rows'
 expect_line bench.txt 'verified'
+expect_line bench.txt '^== kvio-cli bench \(submit cost\)'
+expect_line summary.txt '^gpu-check: submit cost: kernel: submit 3.10, submit\+await 12.40$'
+expect_line summary.txt '^gpu-check: submit cost: auto \(runs on cuda\): submit 3.20'
 refuse_line summary.txt 'FAIL:|RESULT: FAIL'
+
+# kvio-cli bench's submit cost is a measurement: its failure is reported, the run still passes.
+run_case bench-fails 0 FAKE_BENCH_FAILS=1
+expect_line summary.txt 'kvio-cli bench: exit 3 \(a measurement: not counted as a failure\)'
+expect_line bench.txt 'out of device memory'
+expect_line summary.txt 'RESULT: PASS'
+refuse_line summary.txt 'submit cost:'
 
 # A skip for a reason the machine does not explain is a failure.
 run_case unexplained-skip 1 FAKE_SKIP=direct_mha

@@ -40,7 +40,8 @@ final class BenchSubmitCost {
     /**
      * Untimed steps before the timed ones. kvio_cuda_bench has one (the executor's spare events are
      * there after it); the Java call path also needs the JIT: on a 2-core VM with one untimed step
-     * the cpu submit figure was 24-51 us, with 100 (3,200 transfers) 8-13 us.
+     * the cpu submit figure was 24-51 us in six runs, with 100 (3,200 transfers) 8-13 us in five
+     * runs of seven (22-23 us in the other two).
      */
     static final int WARM_UP_STEPS = 100;
 

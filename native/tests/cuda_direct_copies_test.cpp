@@ -516,8 +516,8 @@ TEST(CudaDirectStreams, PlansAreDealtInOrderByBytes) {
     SCOPED_TRACE("iteration " + std::to_string(iteration) + ": " + std::to_string(plan.size()) +
                  " copies, " + std::to_string(total) + " bytes, " + std::to_string(streams) +
                  " streams");
-    const size_t allowed = std::min({static_cast<size_t>(streams), plan.size() / 4,
-                                     static_cast<size_t>(total / (256u << 10))});
+    const size_t allowed = std::min(
+        {static_cast<size_t>(streams), plan.size() / 4, static_cast<size_t>(total / (256u << 10))});
     ASSERT_EQ(groups, std::max<size_t>(1, allowed));
     ASSERT_EQ(ends[groups - 1], plan.size());
     size_t begin = 0;

@@ -1,10 +1,12 @@
 // The CUDA backend's registry entries ('kernel', 'direct' and 'staged'), their availability (the
 // CUDA runtime's own reason when there is no driver or device), kvio_cuda_device_count, and the
 // executor base the three backends share (cuda_executor.hpp).
+#include <chrono>
 #include <exception>
 #include <limits>
 #include <new>
 #include <string>
+#include <thread>
 
 #include "../core/auto_executor.hpp"
 #include "../core/entry.hpp"
@@ -129,6 +131,16 @@ EventCompletion::~EventCompletion() {
   pool_->give(event_);
 }
 
+// An event call refused because of a stream capture (the calling thread's capture mode forbids
+// it while some thread captures, or it touched a capture): no answer about the event's work,
+// which may still run. Asked again later; any other error is the transfer's.
+namespace {
+bool refusedForACapture(cudaError_t error) {
+  return error == cudaErrorStreamCaptureUnsupported || error == cudaErrorStreamCaptureImplicit ||
+         error == cudaErrorStreamCaptureInvalidated || error == cudaErrorStreamCaptureWrongThread;
+}
+}  // namespace
+
 // Waiting threads query from anywhere: under a DeviceScope, so that a thread with no CUDA
 // context does not get device 0's created by the runtime's lazy initialisation.
 // A failure is the transfer's (error_), not the calling thread's: the thread's last error is
@@ -146,6 +158,10 @@ bool EventCompletion::query() noexcept {
     if (cudaPeekAtLastError() == cudaErrorNotReady) cudaGetLastError();
     return false;
   }
+  if (refusedForACapture(error)) {  // (a scope that failed did not relax the capture mode)
+    if (cudaPeekAtLastError() == error) cudaGetLastError();
+    return false;
+  }
   if (error != cudaSuccess) {
     cudaGetLastError();
     int expected = cudaSuccess;
@@ -157,6 +173,16 @@ bool EventCompletion::query() noexcept {
 void EventCompletion::synchronize() noexcept {
   DeviceScope scope(device_);
   const cudaError_t error = cudaEventSynchronize(event_);
+  if (refusedForACapture(error)) {
+    // No answer while the capture lasts: poll until the event answers.
+    if (cudaPeekAtLastError() == error) cudaGetLastError();
+    auto pause = std::chrono::microseconds(5);
+    while (!query()) {
+      std::this_thread::sleep_for(pause);
+      if (pause < std::chrono::microseconds(1000)) pause *= 2;
+    }
+    return;
+  }
   if (error != cudaSuccess) {
     cudaGetLastError();
     int expected = cudaSuccess;

@@ -8,10 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -371,6 +373,87 @@ TEST_F(CudaFailures, ACopyThatFailsMidSubmitFailsItsTransferWithoutAStreamWait) 
                            KVIO_COPY_POOL_TO_HOST),
             KVIO_STATUS_OK);
   EXPECT_EQ(actual, expected);
+  EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close_wait(device, -1), KVIO_STATUS_OK);
+  EXPECT_EQ(kvio_pool_close_wait(host, -1), KVIO_STATUS_OK);
+}
+
+// A thread whose DeviceScope fails (no context of its own, cuCtxSetCurrent refused) asks for a
+// transfer while another thread captures a stream in global mode: without the scope's relaxed
+// capture mode, its event query is refused (cudaErrorStreamCaptureUnsupported), which says
+// nothing about the transfer's work. The transfer is not reported done (or failed) on that
+// answer; once the capture has ended, its wait answers OK and the destination holds the rows.
+TEST_F(CudaFailures, AnEventQueryRefusedForACaptureIsNoAnswer) {
+  uint64_t device = 0, host = 0, executor = 0, transfer = 0;
+  ASSERT_EQ(kvio_pool_allocate_memory(&kSpec, KVIO_MEMORY_CUDA_DEVICE, 0, &device), KVIO_STATUS_OK);
+  ASSERT_EQ(kvio_pool_allocate_memory(&kSpec, KVIO_MEMORY_HOST_PINNED, 0, &host), KVIO_STATUS_OK);
+  ASSERT_EQ(
+      kvio_executor_create_cuda(KVIO_BACKEND_KERNEL, 0, KVIO_CUDA_OWN_STREAM, 0, 0, &executor),
+      KVIO_STATUS_OK);
+  std::vector<uint8_t> source(kPoolBytes);
+  for (size_t i = 0; i < source.size(); ++i) source[i] = static_cast<uint8_t>(i * 7 + 3);
+  ASSERT_EQ(kvio_pool_copy(device, 0, 0, reinterpret_cast<uint64_t>(source.data()), kPoolBytes,
+                           KVIO_COPY_HOST_TO_POOL),
+            KVIO_STATUS_OK);
+  const int64_t from[2] = {1, 7}, to[2] = {4, 12};
+  ASSERT_EQ(kvio_submit_args(executor, device, host, from, to, 2, 0, 0, 2, &transfer),
+            KVIO_STATUS_OK)
+      << kvio_last_error();
+
+  // Thread A captures a stream of its own, in global mode, until told to end.
+  std::mutex m;
+  std::condition_variable cv;
+  int phase = 0;  // 1: capturing, 2: end it, 3: ended
+  std::thread capturer([&] {
+    cudaStream_t stream = nullptr;
+    EXPECT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+    std::unique_lock<std::mutex> lock(m);
+    phase = 1;
+    cv.notify_all();
+    cv.wait(lock, [&] { return phase == 2; });
+    cudaGraph_t graph = nullptr;
+    cudaStreamEndCapture(stream, &graph);  // invalidated by the refused query: no graph
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+    phase = 3;
+    cv.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return phase == 1; });
+  }
+  // Thread B: no context, its scope refused, asks whether the transfer is done.
+  int32_t done = -1;
+  std::thread asker([&] {
+    fake::failCall("cuCtxSetCurrent", 0, cudaErrorUnknown);
+    done = kvio_transfer_is_done(transfer);
+  });
+  asker.join();
+  fake::clearFailures();
+  EXPECT_EQ(done, 0) << "a query refused for the capture was taken as the transfer's end";
+  {
+    std::unique_lock<std::mutex> lock(m);
+    phase = 2;
+    cv.notify_all();
+    cv.wait(lock, [&] { return phase == 3; });
+  }
+  capturer.join();
+  EXPECT_EQ(kvio_transfer_wait(transfer, -1), KVIO_STATUS_OK) << kvio_last_error();
+  EXPECT_EQ(kvio_transfer_close(transfer), KVIO_STATUS_OK);
+  std::vector<uint8_t> actual(kPoolBytes, 0);
+  ASSERT_EQ(kvio_pool_copy(host, 0, 0, reinterpret_cast<uint64_t>(actual.data()), kPoolBytes,
+                           KVIO_COPY_POOL_TO_HOST),
+            KVIO_STATUS_OK);
+  for (int64_t layer = 0; layer < 2; ++layer) {
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(std::memcmp(&actual[static_cast<size_t>((layer * 16 + to[i]) * 128)],
+                            &source[static_cast<size_t>((layer * 16 + from[i]) * 128)], 128),
+                0)
+          << "layer " << layer << " pair " << i;
+    }
+  }
   EXPECT_EQ(kvio_executor_close(executor), KVIO_STATUS_OK);
   EXPECT_EQ(kvio_pool_close_wait(device, -1), KVIO_STATUS_OK);
   EXPECT_EQ(kvio_pool_close_wait(host, -1), KVIO_STATUS_OK);

@@ -517,8 +517,11 @@ KVIO_API kvio_status kvio_plan(const kvio_transfer_desc* desc, kvio_copy2d* copi
  *                            direct, staged and auto only.
  * Backends and memory: cpu moves host memory of either kind; kernel, direct, staged, and auto on
  * a GPU, move pinned host and device memory (pageable host memory is rejected with UNSUPPORTED,
- * never a crash); auto without a GPU moves what cpu moves (and Ascend memory, through
- * kernel_ascend, where an NPU is usable). */
+ * never a crash): kernel and auto in every direction, direct host <-> device and device to
+ * device (host to host is UNSUPPORTED: CUDA's copies between host buffers are synchronous with
+ * the host, not ordered on the stream; auto gives it to kernel), staged host <-> device only;
+ * auto without a GPU moves what cpu moves (and Ascend memory, through kernel_ascend, where an NPU
+ * is usable). */
 enum {
 #define KVIO_DEF_MEMORY(id, cpp, value, name) KVIO_MEMORY_##id = value,
 #include "kvio_enums.def"

@@ -71,11 +71,13 @@ int64_t engineCalls() {
 // Runs `reps` transfers back to back (submitted, then all waited) and returns seconds per rep;
 // *calls (optional): copy-engine calls per transfer (0 for the kernel backend); *chosen
 // (optional): the backend that ran the warm-up transfer (what 'auto' chose; its choice is a
-// function of the plan, so the timed transfers ran the same one).
+// function of the plan, so the timed transfers ran the same one); *submitSeconds (optional): the
+// host's time in kvio_submit_args per transfer (its checks, staging and issue). When that is
+// near the whole time per rep, the host bounds the figure, not the device.
 double timeTransfers(uint64_t executor, uint64_t src, uint64_t dst, const std::vector<int64_t>& s,
                      const std::vector<int64_t>& d, int64_t srcLayer, int64_t dstLayer,
                      int64_t layers, int reps, double* calls = nullptr,
-                     std::string* chosen = nullptr) {
+                     std::string* chosen = nullptr, double* submitSeconds = nullptr) {
   std::vector<uint64_t> transfers(static_cast<size_t>(reps));
   const int64_t callsBefore = engineCalls();
   uint64_t warm = 0;
@@ -94,6 +96,7 @@ double timeTransfers(uint64_t executor, uint64_t src, uint64_t dst, const std::v
     BENCH_KVIO(kvio_submit_args(executor, src, dst, s.data(), d.data(),
                                 static_cast<int64_t>(s.size()), srcLayer, dstLayer, layers, &t));
   }
+  if (submitSeconds != nullptr) *submitSeconds = (now() - start) / reps;
   for (uint64_t t : transfers) {
     BENCH_KVIO(kvio_transfer_wait(t, -1));
     kvio_transfer_close(t);
@@ -184,7 +187,8 @@ struct Result {
   int64_t rowBytes, count, ctas;
   double gbps;
   double calls = -1;         // copy-engine calls per transfer (direct); -1: not counted
-  double us = -1;            // latency tests: microseconds per transfer; -1 for bandwidth tests
+  double us = -1;            // latency tests: microseconds per transfer; rows: the host's time in
+                             // submit per transfer (kvio backends); -1 where not measured
   std::string chosen = "-";  // auto: the backend it chose
 };
 
@@ -488,8 +492,11 @@ int main(int argc, char** argv) {
         double k4 = 0;
         for (int32_t ctas : budgets) {
           BENCH_KVIO(kvio_executor_set_launch(kernel, ctas, 16));
-          const double t = timeTransfers(kernel, src, dst, s, d, 0, 0, 1, reps);
-          results.add({"rows", "kernel", direction, row, n, ctas, bytes / t / 1e9});
+          double submit = 0;
+          const double t =
+              timeTransfers(kernel, src, dst, s, d, 0, 0, 1, reps, nullptr, nullptr, &submit);
+          results.add(
+              {"rows", "kernel", direction, row, n, ctas, bytes / t / 1e9, -1, submit * 1e6});
           if (ctas == 4) k4 = results.back().gbps;
         }
         if (n == maxCount && row <= 4096) {
@@ -540,19 +547,23 @@ int main(int argc, char** argv) {
                          2 << k, bytes / t / 1e9, streamCalls});
           }
         }
-        double calls = 0;
-        const double td = timeTransfers(direct, src, dst, s, d, 0, 0, 1, reps, &calls);
-        results.add({"rows", "direct", direction, row, n, 0, bytes / td / 1e9, calls});
+        double calls = 0, submit = 0;
+        const double td =
+            timeTransfers(direct, src, dst, s, d, 0, 0, 1, reps, &calls, nullptr, &submit);
+        results.add(
+            {"rows", "direct", direction, row, n, 0, bytes / td / 1e9, calls, submit * 1e6});
         const double gd = results.back().gbps;
         double stagedCalls = 0;
-        const double ts = timeTransfers(staged, src, dst, s, d, 0, 0, 1, reps, &stagedCalls);
-        results.add({"rows", "staged", direction, row, n, 0, bytes / ts / 1e9, stagedCalls});
+        const double ts =
+            timeTransfers(staged, src, dst, s, d, 0, 0, 1, reps, &stagedCalls, nullptr, &submit);
+        results.add(
+            {"rows", "staged", direction, row, n, 0, bytes / ts / 1e9, stagedCalls, submit * 1e6});
         double autoCalls = 0;
         std::string chosen;
-        const double ta =
-            timeTransfers(autoExecutor, src, dst, s, d, 0, 0, 1, reps, &autoCalls, &chosen);
-        results.add(
-            {"rows", "auto", direction, row, n, 4, bytes / ta / 1e9, autoCalls, -1, chosen});
+        const double ta = timeTransfers(autoExecutor, src, dst, s, d, 0, 0, 1, reps, &autoCalls,
+                                        &chosen, &submit);
+        results.add({"rows", "auto", direction, row, n, 4, bytes / ta / 1e9, autoCalls,
+                     submit * 1e6, chosen});
         const uint64_t dstAddress = d2h ? host.address : device.address;
         const uint64_t srcAddress = d2h ? device.address : host.address;
         const double tr = timeReference(dstAddress, srcAddress, d, s, row, reps);
@@ -694,6 +705,25 @@ int main(int argc, char** argv) {
                   static_cast<long long>(row), static_cast<long long>(a->count), paths[0].second,
                   paths[1].second, paths[2].second, a->gbps, a->chosen.c_str(), best.first,
                   best.second > 0 ? a->gbps / best.second : 0.0);
+    }
+  }
+  std::printf(
+      "host time per transfer at the largest index count (us): in kvio_submit_args (checks, "
+      "staging, issue) against the whole time per transfer; host-bound: submit >= 0.8 x whole, so "
+      "the GB/s above measure the host, not the device\n");
+  std::printf("%-4s %7s %7s %-8s %10s %10s %s\n", "dir", "row", "indices", "backend", "submit",
+              "whole", "");
+  for (const char* dir : {"d2h", "h2d"}) {
+    for (int64_t row : rowSizes) {
+      for (const char* backend : {"kernel", "direct", "staged"}) {
+        const Result* r =
+            findResult("rows", backend, dir, row, std::strcmp(backend, "kernel") == 0 ? 4 : 0);
+        if (r == nullptr || r->us < 0 || r->gbps <= 0) continue;
+        const double whole = static_cast<double>(r->rowBytes * r->count) / (r->gbps * 1e3);
+        std::printf("%-4s %7lld %7lld %-8s %10.1f %10.1f %s\n", dir, static_cast<long long>(row),
+                    static_cast<long long>(r->count), backend, r->us, whole,
+                    r->us >= 0.8 * whole ? "host-bound" : "");
+      }
     }
   }
   std::printf(

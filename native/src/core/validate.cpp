@@ -70,6 +70,7 @@ using Scratch = ThreadScratch<ValidationScratch, ValidationScratch>;
 // Fills `out` (reused across calls) with the runs' slot intervals on one side, sorted.
 void intervals(const std::vector<IndexRun>& runs, bool destination, std::vector<Interval>* out) {
   out->clear();
+  out->reserve(runs.size());  // at once (splitRuns, planner.cpp, says why)
   for (const IndexRun& r : runs)
     out->push_back({destination ? r.dst : r.src, r.length, r.position});
   std::sort(out->begin(), out->end(),

@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 #include "core/planner.hpp"
+#include "core/transfer_scratch.hpp"
 #include "core/validate.hpp"
 
 namespace kvio_test {
@@ -97,6 +98,47 @@ TEST(IndexRuns, SplitRunsMatchesTheOracle) {
       EXPECT_EQ(runs[r].position, expected[r].position) << "iteration " << iteration;
     }
     if (::testing::Test::HasFailure()) return;
+  }
+}
+
+// The runs' storage is reserved before the first run is written (one run per pair up to the
+// storage a thread keeps, the counted runs beyond), not grown run by run: grown, a transfer of
+// many scattered pairs reallocated its runs into fresh pages about twenty times per submit.
+TEST(IndexRuns, SplitRunsReservesItsStorageOnce) {
+  const kvio::AffineLayout layout = pagedLayout(1 << 20, true);
+  kvio::PlanRequest request;
+  request.src = &layout;
+  request.dst = &layout;
+  const auto splitCapacity = [&](const std::vector<int64_t>& s, const std::vector<int64_t>& d,
+                                 size_t* runCount) {
+    request.srcIndices = s.data();
+    request.dstIndices = d.data();
+    request.count = static_cast<int64_t>(s.size());
+    std::vector<IndexRun> runs;
+    kvio::splitRuns(request, &runs);
+    *runCount = runs.size();
+    return runs.capacity();
+  };
+  const size_t kept = kvio::kRetainedIndexRunBytes / sizeof(IndexRun);
+  for (const size_t n : {size_t{1000}, kept, kept + 7232}) {
+    // Scattered: every pair its own run (grown one at a time, the capacity would be a power of
+    // two above n).
+    std::vector<int64_t> s(n), d(n);
+    for (size_t i = 0; i < n; ++i) {
+      s[i] = static_cast<int64_t>(2 * i);
+      d[i] = static_cast<int64_t>(3 * (n - i));
+    }
+    size_t runCount = 0;
+    EXPECT_EQ(splitCapacity(s, d, &runCount), n) << n << " scattered pairs";
+    EXPECT_EQ(runCount, n);
+    // Consecutive in three stretches: one run per pair reserved up to the kept storage, the
+    // three runs counted beyond it.
+    for (size_t i = 0; i < n; ++i) {
+      s[i] = static_cast<int64_t>(i + (i >= n / 3 ? 5 : 0) + (i >= 2 * n / 3 ? 5 : 0));
+      d[i] = static_cast<int64_t>(i);
+    }
+    EXPECT_EQ(splitCapacity(s, d, &runCount), n <= kept ? n : 3) << n << " consecutive pairs";
+    EXPECT_EQ(runCount, 3u);
   }
 }
 

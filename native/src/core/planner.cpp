@@ -278,6 +278,18 @@ void planTransfer(const PlanRequest& r, const std::vector<IndexRun>& runs,
   PlanWriter writer(plan);
   const size_t all = offsets.size();
   if (!layersMayMerge && !headsMayMerge) {
+    // At most one copy per unit. When the plan's storage may be too small, the copies are
+    // counted first and reserved: grown copy by copy, a plan larger than the storage kept
+    // between transfers (executor.cpp) regrew on every submit (65536 scattered pairs over 16
+    // per-layer tensors: 4.6 us a pair).
+    const uint64_t units = static_cast<uint64_t>(all) * static_cast<uint64_t>(components) *
+                           static_cast<uint64_t>(shape.headGroups) *
+                           static_cast<uint64_t>(shape.layerGroups);
+    if (units > plan->capacity()) {
+      CopyCounter count;
+      runsInsideLayers(count, 0, all);
+      plan->reserve(count.count());
+    }
     runsInsideLayers(writer, 0, all);
     return;
   }
@@ -296,6 +308,7 @@ void planTransfer(const PlanRequest& r, const std::vector<IndexRun>& runs,
   std::vector<size_t>& groups = scratch->runGroups;               // start of each group, then `all`
   std::vector<uint8_t>& perLayerCopies = scratch->groupPerLayer;  // per group: 1 = nesting 1
   groups.clear();
+  groups.reserve(all + 1);
   perLayerCopies.clear();
   for (size_t k = 0; k < all; ++k) {
     const bool continues = k > 0 && runs[k].src == runs[k - 1].src + runs[k - 1].length &&

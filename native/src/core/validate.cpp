@@ -73,8 +73,11 @@ void intervals(const std::vector<IndexRun>& runs, bool destination, std::vector<
   out->reserve(runs.size());  // at once (splitRuns, planner.cpp, says why)
   for (const IndexRun& r : runs)
     out->push_back({destination ? r.dst : r.src, r.length, r.position});
-  std::sort(out->begin(), out->end(),
-            [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  const auto before = [](const Interval& a, const Interval& b) { return a.start < b.start; };
+  // Slots given in ascending order (as an allocator often hands them out) need no sort.
+  if (!std::is_sorted(out->begin(), out->end(), before)) {
+    std::sort(out->begin(), out->end(), before);
+  }
 }
 
 kvio_status duplicateSlot(int64_t slot, int64_t first, int64_t second) {

@@ -158,9 +158,14 @@ bool sortIntoStrips(std::vector<kvio_copy2d>* plan, bool* bySrc) {
   if (!strided) return false;
   *bySrc = first.src_pitch >= first.dst_pitch;
   const bool src = *bySrc;
-  std::sort(plan->begin(), plan->end(), [src](const kvio_copy2d& a, const kvio_copy2d& b) {
+  const auto before = [src](const kvio_copy2d& a, const kvio_copy2d& b) {
     return src ? a.src < b.src : a.dst < b.dst;
-  });
+  };
+  // A plan the planner wrote in that order already (strips of a token row one after another)
+  // costs one pass instead of a sort.
+  if (!std::is_sorted(plan->begin(), plan->end(), before)) {
+    std::sort(plan->begin(), plan->end(), before);
+  }
   return true;
 }
 
@@ -247,6 +252,20 @@ void cutIntoTasks(uint64_t chunk, Pending* p) {
                                     [chunk](const kvio_copy2d& c) { return copyBytes(c) > chunk; });
   p->pieces = &plan;
   if (needsCut) {
+    // Every copy goes to the cut (the large ones in pieces): its storage is reserved at once,
+    // as the job's cut is new with each job (grown, a plan of many copies regrew it each time).
+    size_t pieces = 0;
+    for (const kvio_copy2d& c : plan) {
+      if (copyBytes(c) <= chunk) {
+        ++pieces;
+      } else if (c.height == 1) {
+        pieces += static_cast<size_t>((c.width + chunk - 1) / chunk);
+      } else {
+        const uint64_t rows = std::max<uint64_t>(1, chunk / c.width);
+        pieces += static_cast<size_t>((c.height + rows - 1) / rows);
+      }
+    }
+    p->cut.reserve(pieces);
     for (const kvio_copy2d& c : plan) {
       const uint64_t bytes = copyBytes(c);
       if (bytes <= chunk) {

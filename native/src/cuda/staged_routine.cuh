@@ -86,6 +86,18 @@ inline void buildStagedPlan(const std::vector<kvio_copy2d>& plan, bool backup,
                             uint64_t stagingBytes, StagedPlan* out) {
   std::vector<StagedPlan::Piece>& pieces = out->pieces;
   pieces.clear();
+  // The pieces, and at least as many segments and host runs, reserved at once: a plan larger
+  // than the storage the executor keeps (recycleStagedPlan) is built from empty vectors, which
+  // grown element by element regrew on every submit.
+  size_t pieceCount = 0;
+  for (const kvio_copy2d& c : plan) {
+    if (c.width == 0 || c.height == 0) continue;
+    const uint64_t hostPitch = backup ? c.dst_pitch : c.src_pitch;
+    pieceCount += hostPitch == c.width || c.height == 1 ? 1 : static_cast<size_t>(c.height);
+  }
+  pieces.reserve(pieceCount);
+  out->segments.reserve(pieceCount);
+  out->runs.reserve(pieceCount);
   for (const kvio_copy2d& c : plan) {
     if (c.width == 0 || c.height == 0) continue;
     const uint64_t device = backup ? c.src : c.dst;
@@ -100,9 +112,12 @@ inline void buildStagedPlan(const std::vector<kvio_copy2d>& plan, bool backup,
       }
     }
   }
-  std::stable_sort(
-      pieces.begin(), pieces.end(),
-      [](const StagedPlan::Piece& a, const StagedPlan::Piece& b) { return a.host < b.host; });
+  const auto before = [](const StagedPlan::Piece& a, const StagedPlan::Piece& b) {
+    return a.host < b.host;
+  };
+  if (!std::is_sorted(pieces.begin(), pieces.end(), before)) {  // host order given: no sort
+    std::stable_sort(pieces.begin(), pieces.end(), before);
+  }
   out->segments.clear();
   out->runs.clear();
   out->chunks.clear();
@@ -217,6 +232,7 @@ inline StagedLaunch stagedChunkLaunch(const StagedChunk& c, uint8_t* staging, bo
 inline void stagedChunkCopies(const StagedPlan& p, const StagedChunk& c, const uint8_t* data,
                               bool backup, std::vector<kvio_copy2d>* out) {
   out->clear();
+  out->reserve(c.runs);
   for (size_t r = c.firstRun; r < c.firstRun + c.runs; ++r) {
     const StagedHostRun& run = p.runs[r];
     const uint64_t at = reinterpret_cast<uint64_t>(data) + run.staging;

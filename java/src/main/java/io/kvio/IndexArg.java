@@ -16,7 +16,8 @@ import org.bytedeco.javacpp.Pointer;
 final class IndexArg {
     /**
      * Scratch kept per thread and slot up to this size (32768 indices; at most 512 KiB per thread);
-     * larger lists get a one-off direct buffer for the call.
+     * larger lists get a one-off copy in native memory from malloc for the call (not zero-filled,
+     * as a direct buffer would be, and freed by release() at once instead of by a later GC).
      */
     private static final int RETAINED_BYTES = 1 << 18;
 
@@ -140,24 +141,27 @@ final class IndexArg {
                             + "); pass a TokenIndices or split the transfer");
         }
         Scratch s = SCRATCH.get();
+        int bytes = count * 8;
+        if (bytes > RETAINED_BYTES) {
+            NativeBridge.ensureLoaded();
+            NativeBridge.free(s.oneOff[slot]); // one a call left unreleased, if any
+            s.oneOff[slot] = 0;
+            s.oneOff[slot] =
+                    longs != null
+                            ? NativeBridge.copyToNative(longs)
+                            : NativeBridge.copyToNative(ints);
+            return s.oneOff[slot];
+        }
         LongBuffer out = s.views[slot];
         long address = s.addresses[slot];
         if (out == null || out.capacity() < count) {
             NativeBridge.ensureLoaded();
-            int bytes = count * 8;
-            int capacity =
-                    bytes > RETAINED_BYTES
-                            ? bytes
-                            : Math.max(64, Integer.highestOneBit(Math.max(bytes - 1, 1)) << 1);
+            int capacity = Math.max(64, Integer.highestOneBit(Math.max(bytes - 1, 1)) << 1);
             ByteBuffer buffer = ByteBuffer.allocateDirect(capacity).order(ByteOrder.nativeOrder());
             address = new Pointer(buffer).address();
             out = buffer.asLongBuffer(); // keeps the buffer reachable
-            if (capacity <= RETAINED_BYTES) {
-                s.views[slot] = out;
-                s.addresses[slot] = address;
-            } else {
-                s.oneOff[slot] = out; // reachable until release() after the native call
-            }
+            s.views[slot] = out;
+            s.addresses[slot] = address;
         }
         // Absolute puts on the kept view: no buffer view is made per call.
         if (longs != null) {
@@ -170,18 +174,32 @@ final class IndexArg {
         return address;
     }
 
-    /** Drops this thread's one-off buffers; call after the native call that read them. */
+    /** Frees this thread's one-off copies; call after the native call that read them. */
     static void release() {
         Scratch s = SCRATCH.get();
-        s.oneOff[0] = null;
-        s.oneOff[1] = null;
+        for (int slot = 0; slot < 2; slot++) {
+            long address = s.oneOff[slot];
+            if (address != 0) {
+                s.oneOff[slot] = 0;
+                NativeBridge.free(address);
+            }
+        }
     }
 
-    /** Per slot: the kept scratch (a view of its direct buffer) and its address; one-off views. */
+    /** One-off copies this thread holds (0 outside the native call that reads them); tests. */
+    static int oneOffCopiesHeld() {
+        Scratch s = SCRATCH.get();
+        return (s.oneOff[0] != 0 ? 1 : 0) + (s.oneOff[1] != 0 ? 1 : 0);
+    }
+
+    /**
+     * Per slot: the kept scratch (a view of its direct buffer) and its address; the address of a
+     * one-off copy (malloc'd, 0 if none).
+     */
     private static final class Scratch {
         final LongBuffer[] views = new LongBuffer[2];
         final long[] addresses = new long[2];
-        final LongBuffer[] oneOff = new LongBuffer[2];
+        final long[] oneOff = new long[2];
     }
 
     private static final ThreadLocal<Scratch> SCRATCH = ThreadLocal.withInitial(Scratch::new);

@@ -106,6 +106,37 @@ double timeTransfers(uint64_t executor, uint64_t src, uint64_t dst, const std::v
   return seconds;
 }
 
+// As timeTransfers, with the index arrays uploaded to the device once before timing and passed
+// as device-resident indices (kvio_submit_device_indices): the kernel checks them itself, so the
+// host neither checks nor stages them, and the GB/s are the kernel's as the reference kernel's
+// (its indices are on the device too). *submitSeconds as in timeTransfers.
+double timeTransfersDeviceIndices(uint64_t executor, uint64_t src, uint64_t dst,
+                                  const std::vector<int64_t>& s, const std::vector<int64_t>& d,
+                                  int reps, double* submitSeconds) {
+  const size_t bytes = s.size() * sizeof(int64_t);
+  int64_t* indices = nullptr;
+  BENCH_CUDA(cudaMalloc(&indices, 2 * bytes));
+  BENCH_CUDA(cudaMemcpy(indices, s.data(), bytes, cudaMemcpyHostToDevice));
+  BENCH_CUDA(cudaMemcpy(indices + s.size(), d.data(), bytes, cudaMemcpyHostToDevice));
+  const kvio_transfer_desc desc{
+      src, dst, indices, indices + s.size(), static_cast<int64_t>(s.size()), 0, 0, 1};
+  std::vector<uint64_t> transfers(static_cast<size_t>(reps));
+  uint64_t warm = 0;
+  BENCH_KVIO(kvio_submit_device_indices(executor, &desc, &warm));
+  BENCH_KVIO(kvio_transfer_wait(warm, -1));
+  kvio_transfer_close(warm);
+  const double start = now();
+  for (auto& t : transfers) BENCH_KVIO(kvio_submit_device_indices(executor, &desc, &t));
+  *submitSeconds = (now() - start) / reps;
+  for (uint64_t t : transfers) {
+    BENCH_KVIO(kvio_transfer_wait(t, -1));
+    kvio_transfer_close(t);
+  }
+  const double seconds = (now() - start) / reps;
+  BENCH_CUDA(cudaFree(indices));
+  return seconds;
+}
+
 // Seconds per round of one cudaMemcpyAsync per row (row s[i] of the source region at `src` to
 // row d[i] at `dst`, `rowBytes` each), the rows dealt round-robin to `streams` non-blocking
 // streams, all waited for: what spreading a transfer's copies over more streams (and so, where
@@ -499,6 +530,14 @@ int main(int argc, char** argv) {
               {"rows", "kernel", direction, row, n, ctas, bytes / t / 1e9, -1, submit * 1e6});
           if (ctas == 4) k4 = results.back().gbps;
         }
+        if (n == maxCount) {
+          // The kernel at 4 CTAs with the indices on the device (backend kernel/devidx): its
+          // speed without the host's checks and staging, as the reference's.
+          double submit = 0;
+          const double t = timeTransfersDeviceIndices(kernel, src, dst, s, d, reps, &submit);
+          results.add(
+              {"rows", "kernel/devidx", direction, row, n, 4, bytes / t / 1e9, -1, submit * 1e6});
+        }
         if (n == maxCount && row <= 4096) {
           // Launch shapes at the same thread count as 4 CTAs x 16 warps and the reference's
           // (64 warps), and at half: which of CTAs, warps per CTA and words in flight per lane
@@ -710,19 +749,20 @@ int main(int argc, char** argv) {
   std::printf(
       "host time per transfer at the largest index count (us): in kvio_submit_args (checks, "
       "staging, issue) against the whole time per transfer; host-bound: submit >= 0.8 x whole, so "
-      "the GB/s above measure the host, not the device\n");
-  std::printf("%-4s %7s %7s %-8s %10s %10s %s\n", "dir", "row", "indices", "backend", "submit",
-              "whole", "");
+      "the GB/s measure the host, not the device; kernel/devidx: the kernel at 4 CTAs with its "
+      "indices on the device (no host checks or staging, as the reference's)\n");
+  std::printf("%-4s %7s %7s %-13s %10s %10s %8s %s\n", "dir", "row", "indices", "backend", "submit",
+              "whole", "GB/s", "");
   for (const char* dir : {"d2h", "h2d"}) {
     for (int64_t row : rowSizes) {
-      for (const char* backend : {"kernel", "direct", "staged"}) {
+      for (const char* backend : {"kernel", "kernel/devidx", "direct", "staged"}) {
         const Result* r =
-            findResult("rows", backend, dir, row, std::strcmp(backend, "kernel") == 0 ? 4 : 0);
+            findResult("rows", backend, dir, row, std::strncmp(backend, "kernel", 6) == 0 ? 4 : 0);
         if (r == nullptr || r->us < 0 || r->gbps <= 0) continue;
         const double whole = static_cast<double>(r->rowBytes * r->count) / (r->gbps * 1e3);
-        std::printf("%-4s %7lld %7lld %-8s %10.1f %10.1f %s\n", dir, static_cast<long long>(row),
-                    static_cast<long long>(r->count), backend, r->us, whole,
-                    r->us >= 0.8 * whole ? "host-bound" : "");
+        std::printf("%-4s %7lld %7lld %-13s %10.1f %10.1f %8.1f %s\n", dir,
+                    static_cast<long long>(row), static_cast<long long>(r->count), backend, r->us,
+                    whole, r->gbps, r->us >= 0.8 * whole ? "host-bound" : "");
       }
     }
   }

@@ -86,9 +86,9 @@ inline void buildStagedPlan(const std::vector<kvio_copy2d>& plan, bool backup,
                             uint64_t stagingBytes, StagedPlan* out) {
   std::vector<StagedPlan::Piece>& pieces = out->pieces;
   pieces.clear();
-  // The pieces, and at least as many segments and host runs, reserved at once: a plan larger
-  // than the storage the executor keeps (recycleStagedPlan) is built from empty vectors, which
-  // grown element by element regrew on every submit.
+  // The pieces, and at least as many segments, reserved at once: a plan larger than the storage
+  // the executor keeps (recycleStagedPlan) is built from empty vectors, which grown element by
+  // element regrew on every submit. (Host runs merge: fewer than the pieces, often far fewer.)
   size_t pieceCount = 0;
   for (const kvio_copy2d& c : plan) {
     if (c.width == 0 || c.height == 0) continue;
@@ -96,8 +96,8 @@ inline void buildStagedPlan(const std::vector<kvio_copy2d>& plan, bool backup,
     pieceCount += hostPitch == c.width || c.height == 1 ? 1 : static_cast<size_t>(c.height);
   }
   pieces.reserve(pieceCount);
+  out->segments.clear();
   out->segments.reserve(pieceCount);
-  out->runs.reserve(pieceCount);
   for (const kvio_copy2d& c : plan) {
     if (c.width == 0 || c.height == 0) continue;
     const uint64_t device = backup ? c.src : c.dst;

@@ -73,22 +73,17 @@ int64_t engineCalls() {
 // later submits would time the device too.
 constexpr size_t kTimedSubmits = 6;
 
-// Runs `reps` transfers back to back (submitted, then all waited) and returns seconds per rep;
-// *calls (optional): copy-engine calls per transfer (0 for the kernel backend); *chosen
-// (optional): the backend that ran the warm-up transfer (what 'auto' chose; its choice is a
-// function of the plan, so the timed transfers ran the same one); *submitSeconds (optional): the
-// host's time in kvio_submit_args per transfer (its checks, staging and issue), the mean of the
-// first kTimedSubmits. When that is near the whole time per rep, the host bounds the figure,
-// not the device.
-double timeTransfers(uint64_t executor, uint64_t src, uint64_t dst, const std::vector<int64_t>& s,
-                     const std::vector<int64_t>& d, int64_t srcLayer, int64_t dstLayer,
-                     int64_t layers, int reps, double* calls = nullptr,
-                     std::string* chosen = nullptr, double* submitSeconds = nullptr) {
+// Runs one warm-up transfer, then `reps` transfers back to back (submitted, then all waited),
+// each submitted by submit(&handle); returns seconds per rep. *chosen (optional): the backend
+// that ran the warm-up transfer (what 'auto' chose; its choice is a function of the plan, so the
+// timed transfers ran the same one); *submitSeconds (optional): the host's time in submit per
+// transfer (kvio's checks, staging and issue), the mean of the first kTimedSubmits. When that is
+// near the whole time per rep, the host bounds the figure, not the device.
+template <class Submit>
+double timeSubmitted(int reps, Submit submit, std::string* chosen, double* submitSeconds) {
   std::vector<uint64_t> transfers(static_cast<size_t>(reps));
-  const int64_t callsBefore = engineCalls();
   uint64_t warm = 0;
-  BENCH_KVIO(kvio_submit_args(executor, src, dst, s.data(), d.data(),
-                              static_cast<int64_t>(s.size()), srcLayer, dstLayer, layers, &warm));
+  BENCH_KVIO(submit(&warm));
   BENCH_KVIO(kvio_transfer_wait(warm, -1));
   if (chosen != nullptr) {
     kvio_transfer_info info{};
@@ -100,9 +95,7 @@ double timeTransfers(uint64_t executor, uint64_t src, uint64_t dst, const std::v
   const double start = now();
   double submitted = start;  // when the first kTimedSubmits submits had returned
   for (size_t i = 0; i < transfers.size(); ++i) {
-    BENCH_KVIO(kvio_submit_args(executor, src, dst, s.data(), d.data(),
-                                static_cast<int64_t>(s.size()), srcLayer, dstLayer, layers,
-                                &transfers[i]));
+    BENCH_KVIO(submit(&transfers[i]));
     if (i + 1 == std::min<size_t>(transfers.size(), kTimedSubmits)) submitted = now();
   }
   if (submitSeconds != nullptr) {
@@ -112,15 +105,31 @@ double timeTransfers(uint64_t executor, uint64_t src, uint64_t dst, const std::v
     BENCH_KVIO(kvio_transfer_wait(t, -1));
     kvio_transfer_close(t);
   }
-  const double seconds = (now() - start) / reps;
+  return (now() - start) / reps;
+}
+
+// timeSubmitted over kvio_submit_args (host index arrays); *calls (optional): copy-engine calls
+// per transfer (0 for the kernel backend).
+double timeTransfers(uint64_t executor, uint64_t src, uint64_t dst, const std::vector<int64_t>& s,
+                     const std::vector<int64_t>& d, int64_t srcLayer, int64_t dstLayer,
+                     int64_t layers, int reps, double* calls = nullptr,
+                     std::string* chosen = nullptr, double* submitSeconds = nullptr) {
+  const int64_t callsBefore = engineCalls();
+  const double seconds = timeSubmitted(
+      reps,
+      [&](uint64_t* out) {
+        return kvio_submit_args(executor, src, dst, s.data(), d.data(),
+                                static_cast<int64_t>(s.size()), srcLayer, dstLayer, layers, out);
+      },
+      chosen, submitSeconds);
   if (calls != nullptr) *calls = static_cast<double>(engineCalls() - callsBefore) / (reps + 1);
   return seconds;
 }
 
-// As timeTransfers, with the index arrays uploaded to the device once before timing and passed
-// as device-resident indices (kvio_submit_device_indices): the kernel checks them itself, so the
+// timeSubmitted with the index arrays uploaded to the device once before timing and passed as
+// device-resident indices (kvio_submit_device_indices): the kernel checks them itself, so the
 // host neither checks nor stages them, and the GB/s are the kernel's as the reference kernel's
-// (its indices are on the device too). *submitSeconds as in timeTransfers.
+// are (its indices are on the device too).
 double timeTransfersDeviceIndices(uint64_t executor, uint64_t src, uint64_t dst,
                                   const std::vector<int64_t>& s, const std::vector<int64_t>& d,
                                   int reps, double* submitSeconds) {
@@ -131,23 +140,9 @@ double timeTransfersDeviceIndices(uint64_t executor, uint64_t src, uint64_t dst,
   BENCH_CUDA(cudaMemcpy(indices + s.size(), d.data(), bytes, cudaMemcpyHostToDevice));
   const kvio_transfer_desc desc{
       src, dst, indices, indices + s.size(), static_cast<int64_t>(s.size()), 0, 0, 1};
-  std::vector<uint64_t> transfers(static_cast<size_t>(reps));
-  uint64_t warm = 0;
-  BENCH_KVIO(kvio_submit_device_indices(executor, &desc, &warm));
-  BENCH_KVIO(kvio_transfer_wait(warm, -1));
-  kvio_transfer_close(warm);
-  const double start = now();
-  double submitted = start;
-  for (size_t i = 0; i < transfers.size(); ++i) {
-    BENCH_KVIO(kvio_submit_device_indices(executor, &desc, &transfers[i]));
-    if (i + 1 == std::min<size_t>(transfers.size(), kTimedSubmits)) submitted = now();
-  }
-  *submitSeconds = (submitted - start) / std::min<double>(reps, kTimedSubmits);
-  for (uint64_t t : transfers) {
-    BENCH_KVIO(kvio_transfer_wait(t, -1));
-    kvio_transfer_close(t);
-  }
-  const double seconds = (now() - start) / reps;
+  const double seconds = timeSubmitted(
+      reps, [&](uint64_t* out) { return kvio_submit_device_indices(executor, &desc, out); },
+      nullptr, submitSeconds);
   BENCH_CUDA(cudaFree(indices));
   return seconds;
 }

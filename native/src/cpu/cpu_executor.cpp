@@ -244,51 +244,48 @@ void completeJob(Job& job, bool fault) noexcept {
   }
 }
 
-// Cuts copies larger than `chunk` bytes into pieces (rows of a 2-D copy, or spans of a long
-// 1-D copy) and groups consecutive pieces into tasks of about `chunk` bytes.
+// Calls emit(piece) for each piece of the plan in order: a copy of at most `chunk` bytes whole,
+// a larger one cut into rows of a 2-D copy, or spans of a long 1-D copy.
+template <class Emit>
+void forEachPiece(const std::vector<kvio_copy2d>& plan, uint64_t chunk, Emit emit) {
+  for (const kvio_copy2d& c : plan) {
+    if (copyBytes(c) <= chunk) {
+      emit(c);
+    } else if (c.height == 1) {
+      for (uint64_t offset = 0; offset < c.width; offset += chunk) {
+        kvio_copy2d piece = c;
+        piece.src += offset;
+        piece.dst += offset;
+        piece.width = std::min(chunk, c.width - offset);
+        emit(piece);
+      }
+    } else {
+      const uint64_t rows = std::max<uint64_t>(1, chunk / c.width);
+      for (uint64_t row = 0; row < c.height; row += rows) {
+        kvio_copy2d piece = c;
+        piece.src += row * c.src_pitch;
+        piece.dst += row * c.dst_pitch;
+        piece.height = std::min(rows, c.height - row);
+        emit(piece);
+      }
+    }
+  }
+}
+
+// Cuts copies larger than `chunk` bytes into pieces (forEachPiece) and groups consecutive
+// pieces into tasks of about `chunk` bytes.
 void cutIntoTasks(uint64_t chunk, Pending* p) {
   const std::vector<kvio_copy2d>& plan = p->job->plan;
   const bool needsCut = std::any_of(plan.begin(), plan.end(),
                                     [chunk](const kvio_copy2d& c) { return copyBytes(c) > chunk; });
   p->pieces = &plan;
   if (needsCut) {
-    // Every copy goes to the cut (the large ones in pieces): its storage is reserved at once,
-    // as the job's cut is new with each job (grown, a plan of many copies regrew it each time).
-    size_t pieces = 0;
-    for (const kvio_copy2d& c : plan) {
-      if (copyBytes(c) <= chunk) {
-        ++pieces;
-      } else if (c.height == 1) {
-        pieces += static_cast<size_t>((c.width + chunk - 1) / chunk);
-      } else {
-        const uint64_t rows = std::max<uint64_t>(1, chunk / c.width);
-        pieces += static_cast<size_t>((c.height + rows - 1) / rows);
-      }
-    }
-    p->cut.reserve(pieces);
-    for (const kvio_copy2d& c : plan) {
-      const uint64_t bytes = copyBytes(c);
-      if (bytes <= chunk) {
-        p->cut.push_back(c);
-      } else if (c.height == 1) {
-        for (uint64_t offset = 0; offset < c.width; offset += chunk) {
-          kvio_copy2d piece = c;
-          piece.src += offset;
-          piece.dst += offset;
-          piece.width = std::min(chunk, c.width - offset);
-          p->cut.push_back(piece);
-        }
-      } else {
-        const uint64_t rows = std::max<uint64_t>(1, chunk / c.width);
-        for (uint64_t row = 0; row < c.height; row += rows) {
-          kvio_copy2d piece = c;
-          piece.src += row * c.src_pitch;
-          piece.dst += row * c.dst_pitch;
-          piece.height = std::min(rows, c.height - row);
-          p->cut.push_back(piece);
-        }
-      }
-    }
+    // Every copy goes to the cut, whose storage is counted and reserved first: the cut is new
+    // with each job, and grown piece by piece a plan of many copies regrew it every time.
+    size_t count = 0;
+    forEachPiece(plan, chunk, [&count](const kvio_copy2d&) { ++count; });
+    p->cut.reserve(count);
+    forEachPiece(plan, chunk, [p](const kvio_copy2d& piece) { p->cut.push_back(piece); });
     p->pieces = &p->cut;
   }
   const std::vector<kvio_copy2d>& pieces = *p->pieces;

@@ -86,32 +86,33 @@ inline void buildStagedPlan(const std::vector<kvio_copy2d>& plan, bool backup,
                             uint64_t stagingBytes, StagedPlan* out) {
   std::vector<StagedPlan::Piece>& pieces = out->pieces;
   pieces.clear();
-  // The pieces, and at least as many segments, reserved at once: a plan larger than the storage
-  // the executor keeps (recycleStagedPlan) is built from empty vectors, which grown element by
-  // element regrew on every submit. (Host runs merge: fewer than the pieces, often far fewer.)
+  // Each copy's pieces contiguous on the host: the whole copy when its host rows abut, else
+  // each row.
+  const auto forEachPiece = [&plan, backup](auto emit) {
+    for (const kvio_copy2d& c : plan) {
+      if (c.width == 0 || c.height == 0) continue;
+      const uint64_t device = backup ? c.src : c.dst;
+      const uint64_t devicePitch = backup ? c.src_pitch : c.dst_pitch;
+      const uint64_t host = backup ? c.dst : c.src;
+      const uint64_t hostPitch = backup ? c.dst_pitch : c.src_pitch;
+      if (hostPitch == c.width || c.height == 1) {
+        emit(StagedPlan::Piece{device, devicePitch, host, c.width, c.height});
+      } else {
+        for (uint64_t r = 0; r < c.height; ++r) {
+          emit(StagedPlan::Piece{device + r * devicePitch, 0, host + r * hostPitch, c.width, 1});
+        }
+      }
+    }
+  };
+  // The pieces, and at least as many segments, counted and reserved first: a plan larger than
+  // the storage the executor keeps (recycleStagedPlan) is built from empty vectors, which grown
+  // element by element regrew on every submit. (Host runs merge: fewer than the pieces.)
   size_t pieceCount = 0;
-  for (const kvio_copy2d& c : plan) {
-    if (c.width == 0 || c.height == 0) continue;
-    const uint64_t hostPitch = backup ? c.dst_pitch : c.src_pitch;
-    pieceCount += hostPitch == c.width || c.height == 1 ? 1 : static_cast<size_t>(c.height);
-  }
+  forEachPiece([&pieceCount](const StagedPlan::Piece&) { ++pieceCount; });
   pieces.reserve(pieceCount);
   out->segments.clear();
   out->segments.reserve(pieceCount);
-  for (const kvio_copy2d& c : plan) {
-    if (c.width == 0 || c.height == 0) continue;
-    const uint64_t device = backup ? c.src : c.dst;
-    const uint64_t devicePitch = backup ? c.src_pitch : c.dst_pitch;
-    const uint64_t host = backup ? c.dst : c.src;
-    const uint64_t hostPitch = backup ? c.dst_pitch : c.src_pitch;
-    if (hostPitch == c.width || c.height == 1) {
-      pieces.push_back({device, devicePitch, host, c.width, c.height});
-    } else {
-      for (uint64_t r = 0; r < c.height; ++r) {
-        pieces.push_back({device + r * devicePitch, 0, host + r * hostPitch, c.width, 1});
-      }
-    }
-  }
+  forEachPiece([&pieces](const StagedPlan::Piece& piece) { pieces.push_back(piece); });
   const auto before = [](const StagedPlan::Piece& a, const StagedPlan::Piece& b) {
     return a.host < b.host;
   };

@@ -103,7 +103,7 @@ void nestCopies(const std::vector<Region>& src, const std::vector<Region>& dst,
 kvio_status cutCopies(const std::vector<kvio_copy2d>& plan, const std::vector<Region>& src,
                       const std::vector<Region>& dst, const CutRules& rules,
                       std::vector<EngineCopy>* out) {
-  out->reserve(out->size() + plan.size());  // at least one copy per plan entry, reserved at once
+  out->reserve(out->size() + plan.size());  // about one copy per plan entry, reserved at once
   for (size_t i = 0; i < plan.size(); ++i) {
     const kvio_copy2d& c = plan[i];
     if (c.width == 0) continue;
